@@ -1,0 +1,19 @@
+//! Configuration of the health orchestrator: the TOML model ([`model`]), its layering
+//! ([`load`]: built-in defaults < files < `HO_*` environment), pure validation ([`validate`])
+//! and the resolved [`Plan`] the engine runs.
+//!
+//! Validation never stops at the first problem: it returns every error with the path of the
+//! field that causes it, so an operator fixes a file in one pass.
+
+pub mod load;
+pub mod model;
+pub mod names;
+pub mod plan;
+pub mod validate;
+
+pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
+pub use model::{
+    CheckKind, CheckOverrides, Config, EndpointSelection, OnAllUnhealthy, RoutingPolicy, SinkConfig,
+};
+pub use plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
+pub use validate::{validate, FieldError, ValidationErrors};

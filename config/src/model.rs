@@ -1,0 +1,333 @@
+//! The configuration as the operator writes it: one struct per TOML table, every field documented.
+//!
+//! These types are the public contract (DESIGN.md §3). They only describe; [`crate::validate`]
+//! turns them into a [`crate::Plan`] the engine can run.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration, after layering defaults, files and environment.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where the HTTP API (`/healthz`, `/readyz`, `/status`, `/metrics`) listens.
+    #[serde(default)]
+    pub api: ApiConfig,
+    /// Values every endpoint and tenant inherits unless it sets its own.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// The gateways to probe. Tenants pick from these by name or label.
+    #[serde(default)]
+    pub endpoints: Vec<EndpointConfig>,
+    /// Who gets DNS records: each tenant publishes the healthy subset of its endpoints
+    /// under its domains to its sinks.
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+    /// Named DNS back ends. Tenants refer to them by name, so one back end can serve many tenants.
+    #[serde(default)]
+    pub sinks: BTreeMap<String, SinkConfig>,
+}
+
+/// `[api]`: the operator-facing HTTP endpoint.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    /// Socket address to bind, e.g. `0.0.0.0:8080`. Port 0 picks a free port (tests, demo).
+    pub listen: SocketAddr,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
+        }
+    }
+}
+
+/// `[defaults]`: inherited values.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// The health check every endpoint runs; an endpoint's own `check` table overrides it
+    /// field by field.
+    #[serde(default)]
+    pub check: CheckOverrides,
+    /// How long a tenant waits at start-up for every one of its endpoints to get a verdict
+    /// before it publishes anyway (endpoints still unknown then count as unhealthy).
+    /// Publishing before verdicts would write a partial set over a good one after a restart.
+    #[serde(default, with = "humantime_serde::option", skip_serializing_if = "Option::is_none")]
+    pub startup_grace: Option<Duration>,
+}
+
+/// The protocol a health check speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    /// HTTP/1.1 GET, healthy when the status is expected (and the body matches, if asked).
+    Http,
+    /// Like `http`, over TLS.
+    Https,
+    /// Healthy when a TCP connection is accepted within the timeout.
+    Tcp,
+}
+
+/// A health check, every field optional so that `[defaults.check]` and an endpoint's `check`
+/// can each set a few fields and be merged field by field (endpoint wins).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckOverrides {
+    /// `http`, `https` or `tcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<CheckKind>,
+    /// TCP port on the endpoint's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// HTTP request path (http/https only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Time between two scheduled probes of a settled endpoint.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub interval: Option<Duration>,
+    /// Hard deadline over the whole probe (connect + TLS + request + body). Must be shorter
+    /// than `interval` so probes of one target never overlap.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+    /// Consecutive successes that turn a down (or unknown) endpoint up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rise: Option<u32>,
+    /// Consecutive failures that turn an up (or unknown) endpoint down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fall: Option<u32>,
+    /// Re-check delay while a result disagrees with the current state, so a verdict settles
+    /// in `interval + (fall-1)·fast_interval` instead of `fall·interval`.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fast_interval: Option<Duration>,
+    /// HTTP status codes that count as healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_status: Option<Vec<u16>>,
+    /// `Host` header, and the TLS server name for https (default: the endpoint's address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Extra request headers, e.g. an auth token the health endpoint wants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// https only: accept any certificate. Opt-in because it hides a broken certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
+    /// https only: PEM file of CA certificates to trust instead of the system roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// Healthy only if the response body contains this text (within `body_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_contains: Option<String>,
+    /// Most body bytes read when `body_contains` is set; a larger body is judged on its prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_limit: Option<usize>,
+}
+
+impl CheckOverrides {
+    /// The built-in check: the lowest configuration layer, below files and environment.
+    pub fn builtin() -> CheckOverrides {
+        CheckOverrides {
+            kind: Some(CheckKind::Http),
+            port: Some(80),
+            path: Some("/".into()),
+            interval: Some(Duration::from_secs(1)),
+            timeout: Some(Duration::from_millis(500)),
+            rise: Some(1),
+            fall: Some(2),
+            fast_interval: Some(Duration::from_millis(100)),
+            expect_status: Some(vec![200]),
+            body_limit: Some(64 * 1024),
+            ..CheckOverrides::default()
+        }
+    }
+
+    /// Every field of `self` that is set, else the field of `base`: the endpoint-over-defaults merge.
+    pub fn over(&self, base: &CheckOverrides) -> CheckOverrides {
+        fn pick<T: Clone>(top: &Option<T>, base: &Option<T>) -> Option<T> {
+            top.clone().or_else(|| base.clone())
+        }
+        CheckOverrides {
+            kind: pick(&self.kind, &base.kind),
+            port: pick(&self.port, &base.port),
+            path: pick(&self.path, &base.path),
+            interval: pick(&self.interval, &base.interval),
+            timeout: pick(&self.timeout, &base.timeout),
+            rise: pick(&self.rise, &base.rise),
+            fall: pick(&self.fall, &base.fall),
+            fast_interval: pick(&self.fast_interval, &base.fast_interval),
+            expect_status: pick(&self.expect_status, &base.expect_status),
+            host: pick(&self.host, &base.host),
+            headers: pick(&self.headers, &base.headers),
+            insecure: pick(&self.insecure, &base.insecure),
+            ca_file: pick(&self.ca_file, &base.ca_file),
+            body_contains: pick(&self.body_contains, &base.body_contains),
+            body_limit: pick(&self.body_limit, &base.body_limit),
+        }
+    }
+}
+
+/// `[[endpoints]]`: one gateway.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Unique name, used in tenant lists, logs, metrics and `/status`.
+    pub name: String,
+    /// IP address published in DNS and probed (v4 or v6). Names are not accepted: DNS
+    /// failover must publish exactly what it probed.
+    pub address: String,
+    /// Free-form labels for tenant `selector`s and routing policies (`geo`, `cloud`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Relative weight for `weighted` routing; carried to sinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// Failover tier for `failover` routing (lower is preferred); carried to sinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    /// Overrides of `[defaults.check]` for this endpoint only.
+    #[serde(default)]
+    pub check: CheckOverrides,
+}
+
+/// What a tenant does when every one of its endpoints is unhealthy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnAllUnhealthy {
+    /// Publish every endpoint (fail open), as PowerDNS `ifurlup` and Kuadrant do: a probe
+    /// outage must not take the domain down.
+    #[default]
+    PublishAll,
+    /// Leave the back ends as they are: keep the last published set.
+    KeepLast,
+    /// Publish an empty set. Only for operators who prefer NXDOMAIN to a dead address.
+    PublishNone,
+}
+
+/// Which endpoints a tenant draws from: `"*"` or a list of names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EndpointSelection {
+    /// Every endpoint (written `"*"`).
+    #[default]
+    #[serde(serialize_with = "serialize_star")]
+    All,
+    /// Exactly these endpoint names.
+    Names(Vec<String>),
+}
+
+fn serialize_star<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("*")
+}
+
+impl<'de> Deserialize<'de> for EndpointSelection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = EndpointSelection;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#""*" or a list of endpoint names"#)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                if v == "*" {
+                    Ok(EndpointSelection::All)
+                } else {
+                    Err(E::custom(format!(
+                        r#"expected "*" or a list of endpoint names, found "{v}""#
+                    )))
+                }
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = seq.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(EndpointSelection::Names(names))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// How a tenant chooses, among its healthy endpoints, what to publish.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingPolicy {
+    /// Every healthy address (active-active).
+    #[default]
+    All,
+}
+
+/// `[[tenants]]`: a set of domains backed by a set of endpoints, published to a set of sinks.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Unique name; also the hosts file / ConfigMap key name.
+    pub name: String,
+    /// Fully qualified names that resolve to the published addresses.
+    pub domains: Vec<String>,
+    /// `"*"` (default) or a list of endpoint names.
+    #[serde(default)]
+    pub endpoints: EndpointSelection,
+    /// Only endpoints carrying every one of these labels (applied after `endpoints`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub selector: BTreeMap<String, String>,
+    /// Names of `[sinks.*]` to publish to.
+    pub sinks: Vec<String>,
+    /// Record TTL: how long resolvers may keep an address after it is withdrawn.
+    #[serde(default = "default_ttl", with = "humantime_serde")]
+    pub ttl: Duration,
+    /// What to publish when every endpoint is unhealthy.
+    #[serde(default)]
+    pub on_all_unhealthy: OnAllUnhealthy,
+    /// Panic threshold as a share (0.0–1.0): when fewer than this share of the endpoints are
+    /// healthy, publish all of them, as Envoy does; 0 disables it.
+    #[serde(default)]
+    pub min_healthy: f64,
+    /// Routing policy applied to the healthy set.
+    #[serde(default)]
+    pub policy: RoutingPolicy,
+}
+
+fn default_ttl() -> Duration {
+    Duration::from_secs(30)
+}
+
+/// `[sinks.NAME]`: one DNS back end, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SinkConfig {
+    /// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts`
+    /// plugin and dnsmasq's `--addn-hosts` read.
+    HostsFile {
+        /// Directory holding the files; created if missing.
+        dir: PathBuf,
+    },
+}
+
+impl SinkConfig {
+    /// The `kind` string, for messages and `/status`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SinkConfig::HostsFile { .. } => "hosts_file",
+        }
+    }
+}

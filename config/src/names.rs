@@ -1,0 +1,93 @@
+//! Syntax rules for names the config refers to: object names, domain names, HTTP headers.
+
+/// Checks an endpoint, tenant or sink name. Names become file names, ConfigMap keys and
+/// metric labels, so they are kept to a safe alphabet.
+pub fn check_object_name(name: &str) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > 63 {
+        return Err(format!("\"{name}\" is longer than 63 characters"));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) || !name.chars().all(ok_char) {
+        return Err(format!(
+            "\"{name}\" must start with a letter or digit and contain only letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(())
+}
+
+/// Normalises and checks a domain name: lower case, no trailing dot, RFC 1123 labels.
+/// Wildcards are refused because hosts files cannot express them.
+pub fn normalize_domain(raw: &str) -> Result<String, String> {
+    let name = raw.strip_suffix('.').unwrap_or(raw).to_ascii_lowercase();
+    if name.is_empty() {
+        return Err("empty domain name".into());
+    }
+    if name.len() > 253 {
+        return Err(format!("\"{raw}\" is longer than 253 characters"));
+    }
+    for label in name.split('.') {
+        let valid = !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !valid {
+            return Err(format!(
+                "\"{raw}\" is not a valid domain name (label \"{label}\": 1-63 letters, digits or '-', not starting or ending with '-')"
+            ));
+        }
+    }
+    Ok(name)
+}
+
+/// Checks an HTTP header name (RFC 9110 token).
+pub fn check_header_name(name: &str) -> Result<(), String> {
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(tchar) {
+        return Err(format!("\"{name}\" is not a valid HTTP header name"));
+    }
+    Ok(())
+}
+
+/// Checks an HTTP header value: visible ASCII, spaces and tabs only (no line breaks, which
+/// would let a config smuggle a second header or request).
+pub fn check_header_value(value: &str) -> Result<(), String> {
+    if value.chars().all(|c| c == '\t' || (' '..='~').contains(&c)) {
+        Ok(())
+    } else {
+        Err("header value may contain only visible ASCII, spaces and tabs".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domains_are_normalised_and_checked() {
+        assert_eq!(normalize_domain("API.Tenant-A.io.").unwrap(), "api.tenant-a.io");
+        assert!(normalize_domain("*.tenant-a.io").is_err());
+        assert!(normalize_domain("-bad.io").is_err());
+        assert!(normalize_domain("a..b").is_err());
+        assert!(normalize_domain(&format!("{}.io", "a".repeat(64))).is_err());
+    }
+
+    #[test]
+    fn object_names_stay_file_safe() {
+        assert!(check_object_name("tenant-a").is_ok());
+        assert!(check_object_name("../etc").is_err());
+        assert!(check_object_name("a/b").is_err());
+        assert!(check_object_name("").is_err());
+    }
+
+    #[test]
+    fn header_values_cannot_break_lines() {
+        assert!(check_header_value("Bearer abc").is_ok());
+        assert!(check_header_value("x\r\nEvil: 1").is_err());
+        assert!(check_header_name("X-Token").is_ok());
+        assert!(check_header_name("X Token").is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! The validated, resolved configuration: what the engine runs.
+//!
+//! Every reference is an index, every default is filled in, every check is complete, and
+//! endpoints with identical address and check share one [`Target`] so that tenants sharing a
+//! gateway share its prober.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig};
+
+/// Everything the engine needs, with all cross-references checked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Where the HTTP API listens.
+    pub api_listen: SocketAddr,
+    /// How long tenants wait for verdicts before publishing at start-up.
+    #[serde(with = "humantime_serde")]
+    pub startup_grace: Duration,
+    /// Unique probe targets; one prober each.
+    pub targets: Vec<Target>,
+    /// Endpoints in configuration order.
+    pub endpoints: Vec<Endpoint>,
+    /// Tenants in configuration order.
+    pub tenants: Vec<Tenant>,
+    /// Sinks by name.
+    pub sinks: BTreeMap<String, SinkConfig>,
+}
+
+/// One thing to probe: an address plus a complete check.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Target {
+    /// Address probed.
+    pub address: IpAddr,
+    /// The check, with every default applied.
+    pub check: CheckSpec,
+}
+
+impl Target {
+    /// Stable text form (`http://10.0.0.1:80/healthz`, `tcp://[::1]:443`), used as the
+    /// target's identity in logs and to derive its schedule phase.
+    pub fn key(&self) -> String {
+        let sock = SocketAddr::new(self.address, self.check.port);
+        match &self.check.protocol {
+            Protocol::Tcp => format!("tcp://{sock}"),
+            Protocol::Http(h) => format!("http://{sock}{}", h.path),
+            Protocol::Https { http: h, .. } => format!("https://{sock}{}", h.path),
+        }
+    }
+}
+
+/// A complete health check.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct CheckSpec {
+    /// TCP port.
+    pub port: u16,
+    /// What is spoken over the connection.
+    pub protocol: Protocol,
+    /// Schedule and hysteresis.
+    pub timing: Timing,
+}
+
+/// The protocol-specific part of a check, tagged by `kind` like the config.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP connect only.
+    Tcp,
+    /// HTTP/1.1 in clear text.
+    Http(HttpCheck),
+    /// HTTP/1.1 over TLS.
+    Https {
+        /// The HTTP part.
+        http: HttpCheck,
+        /// The TLS part.
+        tls: TlsCheck,
+    },
+}
+
+/// HTTP request and the response that counts as healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct HttpCheck {
+    /// Request path, starting with `/`.
+    pub path: String,
+    /// `Host` header; `None` means the address.
+    pub host: Option<String>,
+    /// Extra request headers (names and values already checked to be valid HTTP).
+    pub headers: BTreeMap<String, String>,
+    /// Healthy status codes.
+    pub expect_status: Vec<u16>,
+    /// Required body substring.
+    pub body_contains: Option<String>,
+    /// Most body bytes read when `body_contains` is set.
+    pub body_limit: usize,
+}
+
+/// TLS trust settings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct TlsCheck {
+    /// Accept any certificate.
+    pub insecure: bool,
+    /// Trust these CAs instead of the system roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// When to probe and when to flip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Timing {
+    /// Time between scheduled probes of a settled target.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// Hard deadline of one probe.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Re-check delay while unsettled.
+    #[serde(with = "humantime_serde")]
+    pub fast_interval: Duration,
+    /// Successes to turn up.
+    pub rise: u32,
+    /// Failures to turn down.
+    pub fall: u32,
+}
+
+/// A configured endpoint bound to its target.
+#[derive(Debug, Clone, Serialize)]
+pub struct Endpoint {
+    /// Unique name.
+    pub name: String,
+    /// Address published in DNS.
+    pub address: IpAddr,
+    /// Labels for selectors and policies.
+    pub labels: BTreeMap<String, String>,
+    /// Weight for weighted routing (default 1).
+    pub weight: u32,
+    /// Failover tier (default 0).
+    pub priority: u32,
+    /// Index into [`Plan::targets`].
+    pub target: usize,
+}
+
+/// A tenant with its endpoint and sink references resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tenant {
+    /// Unique name.
+    pub name: String,
+    /// Lower-case domain names without a trailing dot.
+    pub domains: Vec<String>,
+    /// Indices into [`Plan::endpoints`]; never empty.
+    pub endpoints: Vec<usize>,
+    /// Sink names, each present in [`Plan::sinks`].
+    pub sinks: Vec<String>,
+    /// Record TTL.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// All-unhealthy behaviour.
+    pub on_all_unhealthy: OnAllUnhealthy,
+    /// Panic threshold (share of endpoints).
+    pub min_healthy: f64,
+    /// Routing policy.
+    pub policy: RoutingPolicy,
+}

@@ -1,0 +1,147 @@
+//! Loading, layering and validation, from real files and a real (jailed) environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Jail;
+use ho_config::{load, load_plan, validate, ConfigError, Protocol};
+
+fn dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn toml_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every example in the repository loads and validates.
+#[test]
+fn every_example_is_valid() {
+    let examples = toml_files(&dir("examples"));
+    assert!(examples.len() >= 2, "examples missing");
+    for file in examples {
+        let plan = load_plan(&[&file]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(!plan.tenants.is_empty());
+    }
+}
+
+/// Each broken config yields exactly the errors written in its `# expect:` lines.
+#[test]
+fn every_bad_config_reports_its_exact_errors() {
+    let bad = toml_files(&dir("tests/bad"));
+    assert!(bad.len() >= 5, "bad corpus missing");
+    let mut mismatches = Vec::new();
+    for file in bad {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let expected: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# expect: ")).collect();
+        assert!(!expected.is_empty(), "{} has no # expect: lines", file.display());
+        let mut err = String::new();
+        Jail::expect_with(|_| {
+            err = load_plan(&[&file]).expect_err("config must be rejected").to_string();
+            Ok(())
+        });
+        let folder = format!("{}/", file.parent().unwrap().display());
+        let got = err.replace(&folder, "");
+        let got: Vec<&str> = got.lines().collect();
+        if got != expected {
+            mismatches.push(format!("{}:\n  got:\n    {}", file.display(), got.join("\n    ")));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Built-in defaults < first file < second file < environment, field by field.
+#[test]
+fn layers_override_in_order() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "a.toml",
+            r#"
+            [defaults.check]
+            port = 8080
+            interval = "2s"
+            timeout = "1s"
+            [[endpoints]]
+            name = "a"
+            address = "10.0.0.1"
+            check = { path = "/ready" }
+            [[tenants]]
+            name = "t"
+            domains = ["t.example"]
+            sinks = ["local"]
+            [sinks.local]
+            kind = "hosts_file"
+            dir = "/tmp/h"
+            "#,
+        )?;
+        jail.create_file("b.toml", "[defaults.check]\ninterval = \"3s\"\nfall = 4\n")?;
+        jail.set_env("HO_DEFAULTS__CHECK__INTERVAL", "250ms");
+        jail.set_env("HO_DEFAULTS__CHECK__TIMEOUT", "100ms");
+        jail.set_env("HO_API__LISTEN", "127.0.0.1:9999");
+        let plan = load_plan(&["a.toml", "b.toml"]).map_err(|e| e.to_string())?;
+        let check = &plan.targets[0].check;
+        assert_eq!(check.port, 8080, "from a.toml");
+        assert_eq!(check.timing.fall, 4, "from b.toml");
+        assert_eq!(check.timing.interval, Duration::from_millis(250), "env wins");
+        assert_eq!(check.timing.timeout, Duration::from_millis(100), "env wins");
+        assert_eq!(check.timing.rise, 1, "built-in default");
+        assert_eq!(check.timing.fast_interval, Duration::from_millis(100), "built-in default");
+        assert_eq!(plan.api_listen.to_string(), "127.0.0.1:9999");
+        match &check.protocol {
+            Protocol::Http(h) => {
+                assert_eq!(h.path, "/ready", "endpoint override");
+                assert_eq!(h.expect_status, vec![200]);
+            }
+            other => panic!("expected http, got {other:?}"),
+        }
+        assert_eq!(plan.startup_grace, Duration::from_millis(750), "3 x longest interval");
+        Ok(())
+    });
+}
+
+/// Endpoints with the same address and check share one target, hence one prober.
+#[test]
+fn identical_checks_share_a_target() {
+    let plan = load_plan(&[dir("examples/multi-tenant.toml")]).unwrap();
+    assert_eq!(plan.endpoints.len(), 4);
+    assert_eq!(plan.targets.len(), 4);
+    let t = &plan.tenants[0];
+    let names: Vec<&str> = t.endpoints.iter().map(|&i| plan.endpoints[i].name.as_str()).collect();
+    assert_eq!(names, ["ie-1", "ie-2"], "selector geo=IE");
+
+    let mut config = load(&[dir("examples/minimal.toml")]).unwrap();
+    let mut twin = config.endpoints[0].clone();
+    twin.name = "node-1-again".into();
+    config.endpoints.push(twin);
+    config.tenants[0].endpoints = ho_config::EndpointSelection::Names(vec!["node-1-again".into()]);
+    let plan = validate(&config).unwrap();
+    assert_eq!(plan.endpoints.len(), 4);
+    assert_eq!(plan.targets.len(), 3, "node-1 and node-1-again share a prober");
+    assert_eq!(plan.endpoints[3].target, plan.endpoints[0].target);
+}
+
+/// A missing file is an error naming the file, not an empty layer.
+#[test]
+fn missing_file_is_an_error() {
+    let err = load(&["/nonexistent/ho.toml"]).unwrap_err();
+    assert!(matches!(err, ConfigError::Unreadable { .. }));
+    assert!(err.to_string().starts_with("config file /nonexistent/ho.toml: "), "{err}");
+}
+
+/// A bad environment override names the variable's key path.
+#[test]
+fn bad_environment_value_is_reported() {
+    Jail::expect_with(|jail| {
+        jail.set_env("HO_DEFAULTS__CHECK__RISE", "many");
+        let err = load(&[dir("examples/minimal.toml")]).unwrap_err().to_string();
+        assert!(err.contains("defaults.check.rise"), "{err}");
+        assert!(err.contains("HO_"), "names the environment as the source: {err}");
+        Ok(())
+    });
+}
