@@ -36,11 +36,11 @@ pub enum ConfigError {
 
 /// Parse errors, each naming its source (file or environment) and key path.
 #[derive(Debug)]
-pub struct ParseErrors(figment::Error);
+pub struct ParseErrors(Box<figment::Error>);
 
 impl fmt::Display for ParseErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.clone().into_iter().enumerate() {
+        for (i, e) in (*self.0).clone().into_iter().enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
@@ -101,7 +101,7 @@ pub fn figment(files: &[impl AsRef<Path>]) -> Result<Figment, ConfigError> {
 pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
     figment(files)?
         .extract()
-        .map_err(|e| ConfigError::Parse(ParseErrors(e)))
+        .map_err(|e| ConfigError::Parse(ParseErrors(Box::new(e))))
 }
 
 /// Loads, layers and validates: what `run` and `check-config` do.

@@ -1,5 +1,8 @@
 //! Loading, layering and validation, from real files and a real (jailed) environment.
 
+// figment::Jail closures return figment::Error, which is large; that is the API.
+#![allow(clippy::result_large_err)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

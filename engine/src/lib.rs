@@ -1,1 +1,25 @@
-//! placeholder
+//! The probe engine: probes ([`probe`]), prober actors ([`prober`]) on one arbiter per core,
+//! the [`tracker::HealthTracker`] that applies [`hysteresis`] and decides each tenant's
+//! records ([`selection`]), the [`sink_actor::SinkActor`] around every [`sink::Sink`], and
+//! the operator [`api`].
+//!
+//! Data flows one way: prober --Observation--> tracker --Publish(snapshot)--> sink actors.
+//! Only verdict changes reach the sinks, and they always receive a tenant's full state.
+
+pub mod api;
+pub mod backoff;
+pub mod hysteresis;
+pub mod metrics;
+pub mod probe;
+pub mod prober;
+pub mod schedule;
+pub mod selection;
+pub mod sink;
+pub mod sink_actor;
+pub mod snapshot;
+pub mod status;
+pub mod tracker;
+
+mod engine;
+
+pub use engine::{Engine, EngineError};

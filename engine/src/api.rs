@@ -1,0 +1,107 @@
+//! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`.
+//!
+//! Served with hyper on the engine's main arbiter; every answer is computed from the
+//! actors' own state by message, so the API never reaches into an actor.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::CONTENT_TYPE;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tracing::{debug, warn};
+
+use crate::metrics::Metrics;
+use crate::sink_actor::{GetSinkStatus, SinkActor};
+use crate::status::Status;
+use crate::tracker::{GetStatus, HealthTracker, IsReady};
+
+/// What the API reads from.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The tracker.
+    pub tracker: Addr<HealthTracker>,
+    /// Every sink actor.
+    pub sinks: Vec<Addr<SinkActor>>,
+    /// The metrics registry.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Serves the API on `listener` until the future is dropped.
+pub async fn serve(listener: TcpListener, state: ApiState) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                warn!("api accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let state = state.clone();
+        actix::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(route(req, &state).await) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                debug!(%peer, "api connection ended: {e}");
+            }
+        });
+    }
+}
+
+fn text(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response
+}
+
+async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>> {
+    const PLAIN: &str = "text/plain; charset=utf-8";
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
+    }
+    match req.uri().path() {
+        "/healthz" => text(StatusCode::OK, PLAIN, "ok\n"),
+        "/readyz" => match state.tracker.send(IsReady).await {
+            Ok(true) => text(StatusCode::OK, PLAIN, "ready\n"),
+            Ok(false) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "waiting for first verdicts\n"),
+            Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
+        },
+        "/status" => match status(state).await {
+            Some(s) => text(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_vec_pretty(&s).expect("status serializes"),
+            ),
+            None => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
+        },
+        "/metrics" => text(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            state.metrics.encode(),
+        ),
+        _ => text(StatusCode::NOT_FOUND, PLAIN, "not found: try /healthz /readyz /status /metrics\n"),
+    }
+}
+
+async fn status(state: &ApiState) -> Option<Status> {
+    let tracker = state.tracker.send(GetStatus).await.ok()?;
+    let mut sinks = Vec::with_capacity(state.sinks.len());
+    for sink in &state.sinks {
+        sinks.push(sink.send(GetSinkStatus).await.ok()?);
+    }
+    Some(Status { tracker, sinks })
+}

@@ -1,0 +1,120 @@
+//! Wiring: builds the probes, starts the sink actors, the tracker and one prober per
+//! target spread over one arbiter (thread) per core.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use ho_config::Plan;
+use tokio::time::Instant;
+
+use crate::api::ApiState;
+use crate::metrics::Metrics;
+use crate::probe::{Probe, TlsCache, TlsError};
+use crate::prober::Prober;
+use crate::schedule::Schedule;
+use crate::sink::Sink;
+use crate::sink_actor::SinkActor;
+use crate::tracker::{AttachProbers, HealthTracker};
+
+/// Why the engine cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// A target's TLS settings cannot be loaded.
+    #[error("{target}: {source}")]
+    Tls {
+        /// The target key.
+        target: String,
+        /// Why.
+        source: TlsError,
+    },
+    /// The plan names a sink that was not built.
+    #[error("sink {0:?} is configured but was not built")]
+    MissingSink(String),
+}
+
+/// A running engine. Dropping it stops the probers; the actors on the caller's arbiter
+/// stop with the actix system.
+pub struct Engine {
+    /// The tracker, for status queries and tests.
+    pub tracker: Addr<HealthTracker>,
+    /// Sink actors by sink name.
+    pub sinks: BTreeMap<String, Addr<SinkActor>>,
+    /// Shared metrics.
+    pub metrics: Arc<Metrics>,
+    arbiters: Vec<Arbiter>,
+}
+
+impl Engine {
+    /// Starts everything for `plan`. Must run inside an actix system; the tracker and the
+    /// sink actors live on the current arbiter, probers on their own arbiters.
+    pub fn start(plan: Plan, sinks: BTreeMap<String, Arc<dyn Sink>>) -> Result<Engine, EngineError> {
+        let mut tls = TlsCache::default();
+        let probes = plan
+            .targets
+            .iter()
+            .map(|t| {
+                Probe::new(t, &mut tls).map_err(|source| EngineError::Tls {
+                    target: t.key(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let metrics = Arc::new(Metrics::new());
+        let mut sink_actors = BTreeMap::new();
+        for name in plan.sinks.keys() {
+            let sink = sinks
+                .get(name)
+                .ok_or_else(|| EngineError::MissingSink(name.clone()))?;
+            let actor = SinkActor::new(name.clone(), sink.clone(), SinkActor::default_backoff(), metrics.clone());
+            sink_actors.insert(name.clone(), actor.start());
+        }
+        let recipients = sink_actors
+            .iter()
+            .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
+            .collect();
+        let plan = Arc::new(plan);
+        let tracker = HealthTracker::new(plan.clone(), &recipients, metrics.clone()).start();
+
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arbiters: Vec<Arbiter> = (0..threads.min(plan.targets.len().max(1))).map(|_| Arbiter::new()).collect();
+        let origin = Instant::now();
+        let probers = probes
+            .into_iter()
+            .enumerate()
+            .map(|(i, probe)| {
+                let target = &plan.targets[i];
+                let schedule = Schedule::new(&target.key(), &target.check.timing, origin);
+                let recipient = tracker.clone().recipient();
+                Prober::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| {
+                    Prober::new(i, probe, schedule, recipient)
+                })
+            })
+            .collect();
+        tracker.do_send(AttachProbers(probers));
+        Ok(Engine {
+            tracker,
+            sinks: sink_actors,
+            metrics,
+            arbiters,
+        })
+    }
+
+    /// What the HTTP API needs.
+    pub fn api_state(&self) -> ApiState {
+        ApiState {
+            tracker: self.tracker.clone(),
+            sinks: self.sinks.values().cloned().collect(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        for arbiter in &self.arbiters {
+            arbiter.stop();
+        }
+    }
+}

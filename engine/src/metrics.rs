@@ -1,0 +1,140 @@
+//! Prometheus metrics, registered once and shared by the actors that update them.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// `result` label: `ok` or a failure label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    /// Probe result.
+    pub result: &'static str,
+}
+
+/// `tenant` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TenantLabel {
+    /// Tenant name.
+    pub tenant: String,
+}
+
+/// `node_name`, `node_ip` labels (names kept from the original dashboards).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabels {
+    /// Endpoint name.
+    pub node_name: String,
+    /// Endpoint address.
+    pub node_ip: String,
+}
+
+/// `to` label of a transition.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransitionLabel {
+    /// New state.
+    pub to: &'static str,
+}
+
+/// `sink`, `result` labels of a sink write.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SinkResultLabels {
+    /// Sink name.
+    pub sink: String,
+    /// `changed`, `unchanged` or `error`.
+    pub result: &'static str,
+}
+
+/// `sink` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SinkLabel {
+    /// Sink name.
+    pub sink: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.5 ms .. ~16 s
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+/// Every metric the engine exports. Handles are cheap clones sharing one value.
+pub struct Metrics {
+    registry: Registry,
+    /// Probes by result label.
+    pub probes: Family<ResultLabel, Counter>,
+    /// Probe duration.
+    pub check_duration: Histogram,
+    /// How late probes start against their schedule: the "checks slow" signal.
+    pub probe_start_delay: Histogram,
+    /// Healthy endpoints per tenant.
+    pub healthy_nodes: Family<TenantLabel, Gauge>,
+    /// 1 when an endpoint is up, 0 otherwise.
+    pub node_status: Family<NodeLabels, Gauge>,
+    /// Verdict changes.
+    pub transitions: Family<TransitionLabel, Counter>,
+    /// Snapshots published per tenant (each is a DNS change).
+    pub dns_updates: Family<TenantLabel, Counter>,
+    /// Sink writes by result.
+    pub sink_writes: Family<SinkResultLabels, Counter>,
+    /// Health transition to successful sink write: the failover time operators care about.
+    pub failover_seconds: Family<SinkLabel, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric under the `health_orchestrator` prefix.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("health_orchestrator");
+        let m = Metrics {
+            probes: Family::default(),
+            check_duration: latency_histogram(),
+            probe_start_delay: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
+            healthy_nodes: Family::default(),
+            node_status: Family::default(),
+            transitions: Family::default(),
+            dns_updates: Family::default(),
+            sink_writes: Family::default(),
+            failover_seconds: Family::new_with_constructor(latency_histogram),
+            registry: Registry::default(),
+        };
+        registry.register("probes", "Health probes by result", m.probes.clone());
+        registry.register(
+            "check_duration_seconds",
+            "Duration of health probes",
+            m.check_duration.clone(),
+        );
+        registry.register(
+            "probe_start_delay_seconds",
+            "How late probes start against their schedule",
+            m.probe_start_delay.clone(),
+        );
+        registry.register("healthy_nodes", "Healthy endpoints per tenant", m.healthy_nodes.clone());
+        registry.register("node_status", "1 if the endpoint is up, else 0", m.node_status.clone());
+        registry.register("transitions", "Endpoint verdict changes", m.transitions.clone());
+        registry.register(
+            "dns_updates",
+            "Record set changes published per tenant",
+            m.dns_updates.clone(),
+        );
+        registry.register("sink_writes", "Sink writes by result", m.sink_writes.clone());
+        registry.register(
+            "failover_seconds",
+            "Time from an endpoint transition to the sink's successful write",
+            m.failover_seconds.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}

@@ -1,0 +1,106 @@
+//! What a probe found: success, or a failure with a reason an operator can act on.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// Why a probe failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The deadline passed (SYN unanswered, or a peer that accepts and never answers).
+    Timeout,
+    /// Nothing listens: the connection was refused.
+    Refused,
+    /// The peer reset the connection.
+    Reset,
+    /// No route to the address.
+    Unreachable,
+    /// The peer closed the connection before a complete response.
+    Closed,
+    /// Any other socket error (e.g. no local port left), with the OS's text.
+    Io(String),
+    /// TLS handshake or certificate failure, with rustls's text.
+    Tls(String),
+    /// The response is not valid HTTP/1.x.
+    Protocol(String),
+    /// The status code is not in `expect_status`.
+    Status(u16),
+    /// `body_contains` was not found within `body_limit`.
+    BodyMismatch,
+}
+
+impl Failure {
+    /// A short, bounded label for metrics (`status` rather than `status 503`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Failure::Timeout => "timeout",
+            Failure::Refused => "refused",
+            Failure::Reset => "reset",
+            Failure::Unreachable => "unreachable",
+            Failure::Closed => "closed",
+            Failure::Io(_) => "io",
+            Failure::Tls(_) => "tls",
+            Failure::Protocol(_) => "protocol",
+            Failure::Status(_) => "status",
+            Failure::BodyMismatch => "body_mismatch",
+        }
+    }
+
+    /// Classifies a socket error.
+    pub fn from_io(e: &io::Error) -> Failure {
+        use io::ErrorKind::*;
+        match e.kind() {
+            ConnectionRefused => Failure::Refused,
+            ConnectionReset | ConnectionAborted | BrokenPipe => Failure::Reset,
+            HostUnreachable | NetworkUnreachable => Failure::Unreachable,
+            TimedOut => Failure::Timeout,
+            UnexpectedEof => Failure::Closed,
+            _ => Failure::Io(e.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Io(msg) => write!(f, "io: {msg}"),
+            Failure::Tls(msg) => write!(f, "tls: {msg}"),
+            Failure::Protocol(msg) => write!(f, "protocol: {msg}"),
+            Failure::Status(code) => write!(f, "status {code}"),
+            Failure::BodyMismatch => f.write_str("body mismatch"),
+            other => f.write_str(other.label()),
+        }
+    }
+}
+
+/// The result of one probe attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeResult {
+    /// `Ok` when healthy.
+    pub outcome: Result<(), Failure>,
+    /// Time from start to verdict (the timeout, for timeouts).
+    pub latency: Duration,
+}
+
+impl ProbeResult {
+    /// Whether the probe passed.
+    pub fn ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    /// `ok` or the failure's text.
+    pub fn reason(&self) -> String {
+        match &self.outcome {
+            Ok(()) => "ok".into(),
+            Err(f) => f.to_string(),
+        }
+    }
+
+    /// `ok` or the failure's metric label.
+    pub fn label(&self) -> &'static str {
+        match &self.outcome {
+            Ok(()) => "ok",
+            Err(f) => f.label(),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! The contract between the engine and a DNS back end.
+//!
+//! A sink does one thing: make its back end match a tenant's full desired state. Everything
+//! else (coalescing, retries, backoff, status, metrics) lives once in
+//! [`crate::sink_actor::SinkActor`], the same for every sink.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::snapshot::TenantSnapshot;
+
+/// What a successful write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The back end was changed to match.
+    Changed,
+    /// The back end already matched; nothing was written.
+    Unchanged,
+}
+
+/// A failed write, and whether trying again can help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SinkError {
+    /// What went wrong, specific enough to act on (shown in logs and `/status`).
+    pub message: String,
+    /// Whether to retry with backoff (back end down, 5xx, timeout) or wait for the next
+    /// snapshot (bad request, permission denied).
+    pub retriable: bool,
+}
+
+impl SinkError {
+    /// An error worth retrying.
+    pub fn retriable(message: impl Into<String>) -> SinkError {
+        SinkError {
+            message: message.into(),
+            retriable: true,
+        }
+    }
+
+    /// An error that retrying the same write will not fix.
+    pub fn permanent(message: impl Into<String>) -> SinkError {
+        SinkError {
+            message: message.into(),
+            retriable: false,
+        }
+    }
+}
+
+/// The future a write returns.
+pub type SinkFuture = Pin<Box<dyn Future<Output = Result<Applied, SinkError>> + Send>>;
+
+/// A DNS back end.
+pub trait Sink: Send + Sync + 'static {
+    /// The config `kind`, for status and metrics.
+    fn kind(&self) -> &'static str;
+
+    /// Makes the back end's records for `snapshot.tenant` match `snapshot`, touching nothing
+    /// else. Must be idempotent: the actor calls it again after errors and on new snapshots.
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture;
+}

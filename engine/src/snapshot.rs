@@ -1,0 +1,75 @@
+//! What the engine hands to sinks: the full desired record set of one tenant.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use tokio::time::Instant;
+
+/// Why the published set is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishMode {
+    /// The healthy endpoints.
+    Healthy,
+    /// Every endpoint, because none is healthy (`on_all_unhealthy = "publish_all"`).
+    FailOpenAllUnhealthy,
+    /// Every endpoint, because fewer than `min_healthy` of them are healthy.
+    FailOpenBelowMinHealthy,
+    /// Nothing, because none is healthy and the tenant asked for `publish_none`.
+    NoneHealthy,
+}
+
+/// One published address and what a routing-aware sink needs to know about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PublishedAddress {
+    /// The address.
+    pub address: IpAddr,
+    /// The endpoint it belongs to.
+    pub endpoint: String,
+    /// Endpoint weight.
+    pub weight: u32,
+    /// Endpoint failover tier.
+    pub priority: u32,
+    /// Endpoint labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The desired state of one tenant: every domain resolves to every address listed.
+/// Sinks make their back end match it as a whole, so a lost or coalesced snapshot is
+/// repaired by the next one.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantSnapshot {
+    /// Tenant name.
+    pub tenant: String,
+    /// Increases with every change; derived from the wall clock (microseconds) so it keeps
+    /// increasing across restarts and a receiver can drop stale snapshots.
+    pub seq: u64,
+    /// Domains, lower case, no trailing dot.
+    pub domains: Vec<String>,
+    /// Record TTL.
+    #[serde(with = "ttl_seconds")]
+    pub ttl: Duration,
+    /// Addresses, sorted, no duplicates.
+    pub addresses: Vec<PublishedAddress>,
+    /// Why these addresses.
+    pub mode: PublishMode,
+    /// When the engine decided this snapshot.
+    #[serde(skip)]
+    pub decided_at: SystemTime,
+    /// When the health transition that caused it was observed, to measure failover time
+    /// up to each sink's write.
+    #[serde(skip)]
+    pub cause_at: Instant,
+}
+
+/// TTLs as whole seconds in JSON, the unit DNS uses.
+mod ttl_seconds {
+    use serde::Serializer;
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+}

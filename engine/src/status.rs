@@ -1,0 +1,145 @@
+//! The `/status` document: what an operator reads to know what is published and why.
+
+use std::net::IpAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ho_config::{OnAllUnhealthy, RoutingPolicy};
+use serde::Serialize;
+
+use crate::hysteresis::Health;
+use crate::snapshot::PublishMode;
+
+/// Seconds since the Unix epoch, with sub-second precision.
+pub fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// The whole `/status` response.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Tracker view.
+    #[serde(flatten)]
+    pub tracker: TrackerStatus,
+    /// One entry per sink.
+    pub sinks: Vec<SinkStatus>,
+}
+
+/// Endpoints and tenants, from the tracker.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrackerStatus {
+    /// Same as `/readyz`.
+    pub ready: bool,
+    /// Every endpoint.
+    pub endpoints: Vec<EndpointStatus>,
+    /// Every tenant.
+    pub tenants: Vec<TenantStatus>,
+}
+
+/// One endpoint's health.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointStatus {
+    /// Endpoint name.
+    pub name: String,
+    /// Address.
+    pub address: IpAddr,
+    /// What is probed (shared with endpoints that have the same address and check).
+    pub target: String,
+    /// Verdict.
+    pub state: Health,
+    /// When the verdict last changed (Unix seconds).
+    pub since: Option<f64>,
+    /// Successes counting towards `rise`.
+    pub consecutive_successes: u32,
+    /// Failures counting towards `fall`.
+    pub consecutive_failures: u32,
+    /// Probes since start.
+    pub probes: u64,
+    /// Failed probes since start.
+    pub failures: u64,
+    /// The latest probe.
+    pub last: Option<LastProbe>,
+}
+
+/// The latest probe of an endpoint.
+#[derive(Debug, Clone, Serialize)]
+pub struct LastProbe {
+    /// Passed?
+    pub ok: bool,
+    /// `ok` or why not.
+    pub reason: String,
+    /// Duration.
+    pub latency_ms: f64,
+    /// When it finished (Unix seconds).
+    pub at: f64,
+}
+
+/// One tenant and what it publishes.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantStatus {
+    /// Tenant name.
+    pub name: String,
+    /// Domains.
+    pub domains: Vec<String>,
+    /// Sink names.
+    pub sinks: Vec<String>,
+    /// Routing policy.
+    pub policy: RoutingPolicy,
+    /// All-unhealthy behaviour.
+    pub on_all_unhealthy: OnAllUnhealthy,
+    /// Panic threshold.
+    pub min_healthy: f64,
+    /// The latest snapshot; `null` while waiting for verdicts.
+    pub published: Option<PublishedStatus>,
+}
+
+/// A published snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedStatus {
+    /// Sequence number.
+    pub seq: u64,
+    /// Why these addresses.
+    pub mode: PublishMode,
+    /// Addresses.
+    pub addresses: Vec<IpAddr>,
+    /// When decided (Unix seconds).
+    pub at: f64,
+}
+
+/// One sink.
+#[derive(Debug, Clone, Serialize)]
+pub struct SinkStatus {
+    /// Sink name.
+    pub name: String,
+    /// Sink kind.
+    pub kind: &'static str,
+    /// Per tenant written to.
+    pub tenants: Vec<SinkTenantStatus>,
+}
+
+/// One tenant as seen by one sink.
+#[derive(Debug, Clone, Serialize)]
+pub struct SinkTenantStatus {
+    /// Tenant name.
+    pub tenant: String,
+    /// Latest snapshot received.
+    pub desired_seq: u64,
+    /// Latest snapshot written successfully.
+    pub written_seq: Option<u64>,
+    /// Failed attempts since the last success.
+    pub attempts: u32,
+    /// When the last write succeeded (Unix seconds).
+    pub last_success: Option<f64>,
+    /// The last error, if the last attempt failed.
+    pub last_error: Option<SinkErrorStatus>,
+}
+
+/// A sink error as shown in `/status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SinkErrorStatus {
+    /// When (Unix seconds).
+    pub at: f64,
+    /// What went wrong.
+    pub message: String,
+    /// Whether it is being retried.
+    pub retrying: bool,
+}

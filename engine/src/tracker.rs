@@ -1,0 +1,373 @@
+//! The health tracker actor (the design's "supervisor"; not actix's `Supervisor`, which
+//! restarts actors). It applies hysteresis to every observation, keeps what `/status`
+//! shows, decides each tenant's record set and sends a snapshot to the tenant's sinks only
+//! when that set changes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use actix::prelude::*;
+use ho_config::Plan;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::hysteresis::{Health, Hysteresis, Transition};
+use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
+use crate::probe::ProbeResult;
+use crate::prober::{Observation, Prober, VerdictChanged};
+use crate::selection::{decide, Decision};
+use crate::sink_actor::Publish;
+use crate::snapshot::{PublishedAddress, TenantSnapshot};
+use crate::status::{EndpointStatus, LastProbe, PublishedStatus, TenantStatus, TrackerStatus};
+
+/// What the tracker knows about one target.
+struct TargetState {
+    hysteresis: Hysteresis,
+    last: Option<(ProbeResult, SystemTime)>,
+    since: Option<SystemTime>,
+    probes: u64,
+    failures: u64,
+}
+
+/// What the tracker knows about one tenant.
+struct TenantState {
+    sinks: Vec<Recipient<Publish>>,
+    published: Option<Arc<TenantSnapshot>>,
+    last_seq: u64,
+}
+
+/// Hands the tracker the probers' addresses once they are started.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AttachProbers(pub Vec<Addr<Prober>>);
+
+/// Asks for the `/status` view.
+#[derive(Message)]
+#[rtype(result = "TrackerStatus")]
+pub struct GetStatus;
+
+/// Asks whether `/readyz` should pass: every target has a verdict, or the grace passed.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct IsReady;
+
+/// Applies hysteresis and publishes tenant snapshots.
+pub struct HealthTracker {
+    plan: Arc<Plan>,
+    targets: Vec<TargetState>,
+    tenants: Vec<TenantState>,
+    /// For each target, the tenants that include one of its endpoints.
+    tenants_of_target: Vec<Vec<usize>>,
+    /// For each target, its endpoints.
+    endpoints_of_target: Vec<Vec<usize>>,
+    probers: Vec<Addr<Prober>>,
+    metrics: Arc<Metrics>,
+    grace_over: bool,
+}
+
+impl HealthTracker {
+    /// A tracker for `plan`, publishing to the sink recipients named by each tenant.
+    pub fn new(
+        plan: Arc<Plan>,
+        sinks: &BTreeMap<String, Recipient<Publish>>,
+        metrics: Arc<Metrics>,
+    ) -> HealthTracker {
+        let mut tenants_of_target = vec![Vec::new(); plan.targets.len()];
+        let mut endpoints_of_target = vec![Vec::new(); plan.targets.len()];
+        for (ei, ep) in plan.endpoints.iter().enumerate() {
+            endpoints_of_target[ep.target].push(ei);
+        }
+        for (ti, tenant) in plan.tenants.iter().enumerate() {
+            for &ei in &tenant.endpoints {
+                let list = &mut tenants_of_target[plan.endpoints[ei].target];
+                if !list.contains(&ti) {
+                    list.push(ti);
+                }
+            }
+        }
+        let tenants = plan
+            .tenants
+            .iter()
+            .map(|t| TenantState {
+                sinks: t.sinks.iter().filter_map(|s| sinks.get(s).cloned()).collect(),
+                published: None,
+                last_seq: 0,
+            })
+            .collect();
+        let targets = plan
+            .targets
+            .iter()
+            .map(|_| TargetState {
+                hysteresis: Hysteresis::new(),
+                last: None,
+                since: None,
+                probes: 0,
+                failures: 0,
+            })
+            .collect();
+        for ep in &plan.endpoints {
+            metrics.node_status.get_or_create(&node_labels(ep)).set(0);
+        }
+        HealthTracker {
+            plan,
+            targets,
+            tenants,
+            tenants_of_target,
+            endpoints_of_target,
+            probers: Vec::new(),
+            metrics,
+            grace_over: false,
+        }
+    }
+
+    fn health_of_endpoint(&self, endpoint: usize) -> Health {
+        self.targets[self.plan.endpoints[endpoint].target].hysteresis.state()
+    }
+
+    fn on_transition(&mut self, target: usize, t: Transition, result: &ProbeResult) {
+        let timing = &self.plan.targets[target].check.timing;
+        let state = &mut self.targets[target];
+        state.since = Some(SystemTime::now());
+        let key = self.plan.targets[target].key();
+        let names: Vec<&str> = self.endpoints_of_target[target]
+            .iter()
+            .map(|&e| self.plan.endpoints[e].name.as_str())
+            .collect();
+        let (count, threshold) = if t.to == Health::Up {
+            ("successes", timing.rise)
+        } else {
+            ("failures", timing.fall)
+        };
+        let message = format!("{} -> {}", t.from.as_str(), t.to.as_str());
+        if t.to == Health::Down {
+            warn!(endpoints = ?names, target = %key, reason = %result.reason(), "{message} after {threshold} consecutive {count}");
+        } else {
+            info!(endpoints = ?names, target = %key, reason = %result.reason(), "{message} after {threshold} consecutive {count}");
+        }
+        self.metrics
+            .transitions
+            .get_or_create(&TransitionLabel { to: t.to.as_str() })
+            .inc();
+        for &e in &self.endpoints_of_target[target] {
+            let up = i64::from(t.to == Health::Up);
+            self.metrics
+                .node_status
+                .get_or_create(&node_labels(&self.plan.endpoints[e]))
+                .set(up);
+        }
+        if let Some(prober) = self.probers.get(target) {
+            prober.do_send(VerdictChanged(t.to));
+        }
+    }
+
+    /// Re-decides `tenant` and publishes if its record set changed.
+    fn refresh_tenant(&mut self, ti: usize, cause_at: Instant) {
+        let tenant = &self.plan.tenants[ti];
+        let healthy = tenant
+            .endpoints
+            .iter()
+            .filter(|&&e| self.health_of_endpoint(e) == Health::Up)
+            .count();
+        self.metrics
+            .healthy_nodes
+            .get_or_create(&TenantLabel {
+                tenant: tenant.name.clone(),
+            })
+            .set(healthy as i64);
+        let (endpoints, mode) = match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
+            Decision::Wait | Decision::KeepLast => return,
+            Decision::Publish { endpoints, mode } => (endpoints, mode),
+        };
+        let mut addresses: Vec<PublishedAddress> = endpoints
+            .iter()
+            .map(|&e| {
+                let ep = &self.plan.endpoints[e];
+                PublishedAddress {
+                    address: ep.address,
+                    endpoint: ep.name.clone(),
+                    weight: ep.weight,
+                    priority: ep.priority,
+                    labels: ep.labels.clone(),
+                }
+            })
+            .collect();
+        addresses.sort_by_key(|a| a.address);
+        let state = &mut self.tenants[ti];
+        if let Some(last) = &state.published {
+            if last.addresses == addresses && last.mode == mode {
+                return;
+            }
+        }
+        let now = SystemTime::now();
+        let micros = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_micros() as u64;
+        state.last_seq = micros.max(state.last_seq + 1);
+        let snapshot = Arc::new(TenantSnapshot {
+            tenant: tenant.name.clone(),
+            seq: state.last_seq,
+            domains: tenant.domains.clone(),
+            ttl: tenant.ttl,
+            addresses,
+            mode,
+            decided_at: now,
+            cause_at,
+        });
+        let list: Vec<String> = snapshot.addresses.iter().map(|a| a.address.to_string()).collect();
+        info!(tenant = %tenant.name, seq = snapshot.seq, mode = ?mode, addresses = ?list, "publish");
+        self.metrics
+            .dns_updates
+            .get_or_create(&TenantLabel {
+                tenant: tenant.name.clone(),
+            })
+            .inc();
+        for sink in &state.sinks {
+            sink.do_send(Publish(snapshot.clone()));
+        }
+        state.published = Some(snapshot);
+    }
+
+    fn all_have_verdicts(&self) -> bool {
+        self.targets.iter().all(|t| t.hysteresis.state() != Health::Unknown)
+    }
+}
+
+fn node_labels(ep: &ho_config::Endpoint) -> NodeLabels {
+    NodeLabels {
+        node_name: ep.name.clone(),
+        node_ip: ep.address.to_string(),
+    }
+}
+
+impl Actor for HealthTracker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_later(self.plan.startup_grace, |act, _| {
+            act.grace_over = true;
+            let unknown = act
+                .targets
+                .iter()
+                .filter(|t| t.hysteresis.state() == Health::Unknown)
+                .count();
+            if unknown > 0 {
+                warn!(unknown, "start-up grace over; targets without a verdict count as unhealthy");
+            }
+            let now = Instant::now();
+            for ti in 0..act.tenants.len() {
+                if act.tenants[ti].published.is_none() {
+                    act.refresh_tenant(ti, now);
+                }
+            }
+        });
+    }
+}
+
+impl Handler<AttachProbers> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: AttachProbers, _: &mut Context<Self>) {
+        for (prober, target) in msg.0.iter().zip(&self.targets) {
+            if target.hysteresis.state() != Health::Unknown {
+                prober.do_send(VerdictChanged(target.hysteresis.state()));
+            }
+        }
+        self.probers = msg.0;
+    }
+}
+
+impl Handler<Observation> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, obs: Observation, _: &mut Context<Self>) {
+        let now = Instant::now();
+        let m = &self.metrics;
+        m.probes
+            .get_or_create(&ResultLabel {
+                result: obs.result.label(),
+            })
+            .inc();
+        m.check_duration.observe(obs.result.latency.as_secs_f64());
+        m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
+        let timing = self.plan.targets[obs.target].check.timing;
+        let state = &mut self.targets[obs.target];
+        state.probes += 1;
+        if !obs.result.ok() {
+            state.failures += 1;
+        }
+        let transition = state.hysteresis.record(obs.result.ok(), timing.rise, timing.fall);
+        if let Some(t) = transition {
+            self.on_transition(obs.target, t, &obs.result);
+        }
+        self.targets[obs.target].last = Some((obs.result, SystemTime::now()));
+        if transition.is_some() {
+            for ti in self.tenants_of_target[obs.target].clone() {
+                self.refresh_tenant(ti, now);
+            }
+        }
+    }
+}
+
+impl Handler<IsReady> for HealthTracker {
+    type Result = bool;
+
+    fn handle(&mut self, _: IsReady, _: &mut Context<Self>) -> bool {
+        self.grace_over || self.all_have_verdicts()
+    }
+}
+
+impl Handler<GetStatus> for HealthTracker {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        let endpoints = self
+            .plan
+            .endpoints
+            .iter()
+            .map(|ep| {
+                let t = &self.targets[ep.target];
+                EndpointStatus {
+                    name: ep.name.clone(),
+                    address: ep.address,
+                    target: self.plan.targets[ep.target].key(),
+                    state: t.hysteresis.state(),
+                    since: t.since.map(crate::status::unix_seconds),
+                    consecutive_successes: t.hysteresis.successes(),
+                    consecutive_failures: t.hysteresis.failures(),
+                    probes: t.probes,
+                    failures: t.failures,
+                    last: t.last.as_ref().map(|(r, at)| LastProbe {
+                        ok: r.ok(),
+                        reason: r.reason(),
+                        latency_ms: r.latency.as_secs_f64() * 1000.0,
+                        at: crate::status::unix_seconds(*at),
+                    }),
+                }
+            })
+            .collect();
+        let tenants = self
+            .plan
+            .tenants
+            .iter()
+            .zip(&self.tenants)
+            .map(|(t, s)| TenantStatus {
+                name: t.name.clone(),
+                domains: t.domains.clone(),
+                sinks: t.sinks.clone(),
+                policy: t.policy,
+                on_all_unhealthy: t.on_all_unhealthy,
+                min_healthy: t.min_healthy,
+                published: s.published.as_ref().map(|p| PublishedStatus {
+                    seq: p.seq,
+                    mode: p.mode,
+                    addresses: p.addresses.iter().map(|a| a.address).collect(),
+                    at: crate::status::unix_seconds(p.decided_at),
+                }),
+            })
+            .collect();
+        MessageResult(TrackerStatus {
+            ready: self.grace_over || self.all_have_verdicts(),
+            endpoints,
+            tenants,
+        })
+    }
+}
