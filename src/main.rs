@@ -1,1 +1,56 @@
-fn main() {}
+//! `health-orchestrator`: command-line wiring only. Each subcommand lives in its own module.
+
+mod check_config;
+mod demo;
+mod logging;
+mod probe_cmd;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// DNS-based failover without a load balancer: probes gateways and publishes each tenant's
+/// healthy set to its DNS back ends.
+#[derive(Parser)]
+#[command(name = "health-orchestrator", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Probe the configured endpoints and publish healthy sets until SIGINT/SIGTERM.
+    Run {
+        /// TOML config file; repeat to layer files (later wins). `HO_*` environment overrides all.
+        #[arg(long = "config", short = 'c', required = true, value_name = "FILE")]
+        config: Vec<PathBuf>,
+    },
+    /// Validate a configuration and print every problem; exit 0 only if it is valid.
+    CheckConfig {
+        /// TOML config file; repeat to layer files.
+        #[arg(long = "config", short = 'c', required = true, value_name = "FILE")]
+        config: Vec<PathBuf>,
+    },
+    /// Probe one target once and print the verdict, the reason and the latency.
+    Probe(probe_cmd::ProbeArgs),
+    /// Watch DNS failover on this machine: three local gateways, one goes down and comes back.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(matches!(cli.command, Command::Demo(_)));
+    let result = match cli.command {
+        Command::Run { config } => run::run(&config),
+        Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
+        Command::Probe(args) => probe_cmd::probe(args),
+        Command::Demo(args) => demo::demo(args),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::FAILURE
+    })
+}

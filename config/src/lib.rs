@@ -16,4 +16,4 @@ pub use model::{
     CheckKind, CheckOverrides, Config, EndpointSelection, OnAllUnhealthy, RoutingPolicy, SinkConfig,
 };
 pub use plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
-pub use validate::{validate, FieldError, ValidationErrors};
+pub use validate::{resolve_standalone_check, validate, FieldError, ValidationErrors};

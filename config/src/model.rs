@@ -60,7 +60,11 @@ pub struct Defaults {
     /// How long a tenant waits at start-up for every one of its endpoints to get a verdict
     /// before it publishes anyway (endpoints still unknown then count as unhealthy).
     /// Publishing before verdicts would write a partial set over a good one after a restart.
-    #[serde(default, with = "humantime_serde::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub startup_grace: Option<Duration>,
 }
 

@@ -68,7 +68,10 @@ mod tests {
 
     #[test]
     fn domains_are_normalised_and_checked() {
-        assert_eq!(normalize_domain("API.Tenant-A.io.").unwrap(), "api.tenant-a.io");
+        assert_eq!(
+            normalize_domain("API.Tenant-A.io.").unwrap(),
+            "api.tenant-a.io"
+        );
         assert!(normalize_domain("*.tenant-a.io").is_err());
         assert!(normalize_domain("-bad.io").is_err());
         assert!(normalize_domain("a..b").is_err());

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::model::{CheckKind, CheckOverrides, Config, EndpointSelection, SinkConfig};
 use crate::names::{check_header_name, check_header_value, check_object_name, normalize_domain};
-use crate::plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
+use crate::plan::{
+    CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
+};
 
 /// One problem, located by the path of the field that causes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +99,17 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
     })
 }
 
+/// Resolves one check given on its own (the `probe` command's flags) over the built-in
+/// defaults, with the same rules as the config; errors are located under `check`.
+pub fn resolve_standalone_check(check: &CheckOverrides) -> Result<CheckSpec, ValidationErrors> {
+    let mut errs = Errors::default();
+    let merged = check.over(&CheckOverrides::builtin());
+    match resolve_check(&merged, Some(check), "check", &mut errs) {
+        Some(spec) if errs.0.is_empty() => Ok(spec),
+        _ => Err(ValidationErrors(errs.0)),
+    }
+}
+
 /// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
 /// with the config for error paths.
 fn resolve_endpoints(
@@ -121,7 +134,10 @@ fn resolve_endpoints(
         } else if let Some(first) = seen.insert(ep.name.as_str(), i) {
             errs.push(
                 format!("{path}.name"),
-                format!("duplicate endpoint name \"{}\" (first at endpoints[{first}])", ep.name),
+                format!(
+                    "duplicate endpoint name \"{}\" (first at endpoints[{first}])",
+                    ep.name
+                ),
             );
             ok = false;
         }
@@ -179,7 +195,15 @@ fn resolve_check(
 ) -> Option<CheckSpec> {
     let before = errs.0.len();
     let mut missing = |field: &str| errs.push(format!("{path}.{field}"), "missing");
-    let (Some(kind), Some(port), Some(interval), Some(timeout), Some(fast_interval), Some(rise), Some(fall)) = (
+    let (
+        Some(kind),
+        Some(port),
+        Some(interval),
+        Some(timeout),
+        Some(fast_interval),
+        Some(rise),
+        Some(fall),
+    ) = (
         merged.kind,
         merged.port,
         merged.interval,
@@ -187,7 +211,8 @@ fn resolve_check(
         merged.fast_interval,
         merged.rise,
         merged.fall,
-    ) else {
+    )
+    else {
         for (name, set) in [
             ("kind", merged.kind.is_some()),
             ("port", merged.port.is_some()),
@@ -250,9 +275,17 @@ fn resolve_check(
             ("body_contains", own.body_contains.is_some()),
             ("body_limit", own.body_limit.is_some()),
         ];
-        let tls_only = [("insecure", own.insecure.is_some()), ("ca_file", own.ca_file.is_some())];
+        let tls_only = [
+            ("insecure", own.insecure.is_some()),
+            ("ca_file", own.ca_file.is_some()),
+        ];
         let unused: Vec<&str> = match kind {
-            CheckKind::Tcp => http_only.iter().chain(&tls_only).filter(|f| f.1).map(|f| f.0).collect(),
+            CheckKind::Tcp => http_only
+                .iter()
+                .chain(&tls_only)
+                .filter(|f| f.1)
+                .map(|f| f.0)
+                .collect(),
             CheckKind::Http => tls_only.iter().filter(|f| f.1).map(|f| f.0).collect(),
             CheckKind::Https => Vec::new(),
         };
@@ -302,7 +335,9 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
     if !req_path.starts_with('/') || req_path.chars().any(|c| c.is_ascii_control() || c == ' ') {
         errs.push(
             at("path"),
-            format!("\"{req_path}\" must start with '/' and contain no spaces or control characters"),
+            format!(
+                "\"{req_path}\" must start with '/' and contain no spaces or control characters"
+            ),
         );
     }
     let expect_status = merged.expect_status.clone().unwrap_or_else(|| vec![200]);
@@ -311,7 +346,10 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
     }
     for (i, s) in expect_status.iter().enumerate() {
         if !(100..=599).contains(s) {
-            errs.push(at(&format!("expect_status[{i}]")), format!("{s} is not an HTTP status code"));
+            errs.push(
+                at(&format!("expect_status[{i}]")),
+                format!("{s} is not an HTTP status code"),
+            );
         }
     }
     if let Some(host) = &merged.host {
@@ -326,7 +364,10 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
         if let Err(e) = check_header_name(name) {
             errs.push(at(&format!("headers.{name}")), e);
         } else if name.eq_ignore_ascii_case("host") {
-            errs.push(at(&format!("headers.{name}")), "set the Host header with `host`");
+            errs.push(
+                at(&format!("headers.{name}")),
+                "set the Host header with `host`",
+            );
         }
         if let Err(e) = check_header_value(value) {
             errs.push(at(&format!("headers.{name}")), e);
@@ -337,7 +378,10 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
         errs.push(at("body_limit"), "must be between 1 and 16777216 bytes");
     }
     if merged.body_contains.as_deref() == Some("") {
-        errs.push(at("body_contains"), "must not be empty (remove it to skip the body check)");
+        errs.push(
+            at("body_contains"),
+            "must not be empty (remove it to skip the body check)",
+        );
     }
     if errs.0.len() > before {
         return None;
@@ -379,7 +423,9 @@ fn check_sinks(config: &Config, errs: &mut Errors) {
                 } else if let Some(other) = dirs.insert(dir.as_path(), name) {
                     errs.push(
                         format!("sinks.{name}.dir"),
-                        format!("same directory as sinks.{other}; two sinks would write the same files"),
+                        format!(
+                            "same directory as sinks.{other}; two sinks would write the same files"
+                        ),
                     );
                 }
             }
@@ -393,14 +439,21 @@ fn list_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     if all.is_empty() {
         return "none defined".into();
     }
-    let mut text = format!("defined: {}", all.iter().take(10).copied().collect::<Vec<_>>().join(", "));
+    let mut text = format!(
+        "defined: {}",
+        all.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+    );
     if all.len() > 10 {
         text.push_str(&format!(", ... {} more", all.len() - 10));
     }
     text
 }
 
-fn resolve_tenants(config: &Config, endpoints: &[Option<Endpoint>], errs: &mut Errors) -> Vec<Tenant> {
+fn resolve_tenants(
+    config: &Config,
+    endpoints: &[Option<Endpoint>],
+    errs: &mut Errors,
+) -> Vec<Tenant> {
     if config.tenants.is_empty() {
         errs.push("tenants", "none configured: nothing would be published");
     }
@@ -421,7 +474,10 @@ fn resolve_tenants(config: &Config, endpoints: &[Option<Endpoint>], errs: &mut E
         } else if let Some(first) = seen_tenants.insert(t.name.as_str(), ti) {
             errs.push(
                 format!("{path}.name"),
-                format!("duplicate tenant name \"{}\" (first at tenants[{first}])", t.name),
+                format!(
+                    "duplicate tenant name \"{}\" (first at tenants[{first}])",
+                    t.name
+                ),
             );
         }
         let mut domains = Vec::new();
@@ -457,9 +513,10 @@ fn resolve_tenants(config: &Config, endpoints: &[Option<Endpoint>], errs: &mut E
                                 list_names(config.endpoints.iter().map(|e| e.name.as_str()))
                             ),
                         ),
-                        Some(&i) if picked.contains(&i) => {
-                            errs.push(format!("{path}.endpoints[{ni}]"), format!("\"{n}\" is listed twice"))
-                        }
+                        Some(&i) if picked.contains(&i) => errs.push(
+                            format!("{path}.endpoints[{ni}]"),
+                            format!("\"{n}\" is listed twice"),
+                        ),
                         Some(&i) => picked.push(i),
                     }
                 }
@@ -494,7 +551,10 @@ fn resolve_tenants(config: &Config, endpoints: &[Option<Endpoint>], errs: &mut E
             }
         }
         if t.sinks.is_empty() {
-            errs.push(format!("{path}.sinks"), "must name at least one sink: nothing would be published");
+            errs.push(
+                format!("{path}.sinks"),
+                "must name at least one sink: nothing would be published",
+            );
         }
         let mut sinks = BTreeSet::new();
         for (si, s) in t.sinks.iter().enumerate() {
@@ -507,7 +567,10 @@ fn resolve_tenants(config: &Config, endpoints: &[Option<Endpoint>], errs: &mut E
                     ),
                 );
             } else if !sinks.insert(s.clone()) {
-                errs.push(format!("{path}.sinks[{si}]"), format!("\"{s}\" is listed twice"));
+                errs.push(
+                    format!("{path}.sinks[{si}]"),
+                    format!("\"{s}\" is listed twice"),
+                );
             }
         }
         if t.ttl < Duration::from_secs(1) {

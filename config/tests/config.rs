@@ -42,18 +42,31 @@ fn every_bad_config_reports_its_exact_errors() {
     let mut mismatches = Vec::new();
     for file in bad {
         let text = std::fs::read_to_string(&file).unwrap();
-        let expected: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# expect: ")).collect();
-        assert!(!expected.is_empty(), "{} has no # expect: lines", file.display());
+        let expected: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# expect: "))
+            .collect();
+        assert!(
+            !expected.is_empty(),
+            "{} has no # expect: lines",
+            file.display()
+        );
         let mut err = String::new();
         Jail::expect_with(|_| {
-            err = load_plan(&[&file]).expect_err("config must be rejected").to_string();
+            err = load_plan(&[&file])
+                .expect_err("config must be rejected")
+                .to_string();
             Ok(())
         });
         let folder = format!("{}/", file.parent().unwrap().display());
         let got = err.replace(&folder, "");
         let got: Vec<&str> = got.lines().collect();
         if got != expected {
-            mismatches.push(format!("{}:\n  got:\n    {}", file.display(), got.join("\n    ")));
+            mismatches.push(format!(
+                "{}:\n  got:\n    {}",
+                file.display(),
+                got.join("\n    ")
+            ));
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
@@ -91,10 +104,18 @@ fn layers_override_in_order() {
         let check = &plan.targets[0].check;
         assert_eq!(check.port, 8080, "from a.toml");
         assert_eq!(check.timing.fall, 4, "from b.toml");
-        assert_eq!(check.timing.interval, Duration::from_millis(250), "env wins");
+        assert_eq!(
+            check.timing.interval,
+            Duration::from_millis(250),
+            "env wins"
+        );
         assert_eq!(check.timing.timeout, Duration::from_millis(100), "env wins");
         assert_eq!(check.timing.rise, 1, "built-in default");
-        assert_eq!(check.timing.fast_interval, Duration::from_millis(100), "built-in default");
+        assert_eq!(
+            check.timing.fast_interval,
+            Duration::from_millis(100),
+            "built-in default"
+        );
         assert_eq!(plan.api_listen.to_string(), "127.0.0.1:9999");
         match &check.protocol {
             Protocol::Http(h) => {
@@ -103,7 +124,11 @@ fn layers_override_in_order() {
             }
             other => panic!("expected http, got {other:?}"),
         }
-        assert_eq!(plan.startup_grace, Duration::from_millis(750), "3 x longest interval");
+        assert_eq!(
+            plan.startup_grace,
+            Duration::from_millis(750),
+            "3 x longest interval"
+        );
         Ok(())
     });
 }
@@ -115,7 +140,11 @@ fn identical_checks_share_a_target() {
     assert_eq!(plan.endpoints.len(), 4);
     assert_eq!(plan.targets.len(), 4);
     let t = &plan.tenants[0];
-    let names: Vec<&str> = t.endpoints.iter().map(|&i| plan.endpoints[i].name.as_str()).collect();
+    let names: Vec<&str> = t
+        .endpoints
+        .iter()
+        .map(|&i| plan.endpoints[i].name.as_str())
+        .collect();
     assert_eq!(names, ["ie-1", "ie-2"], "selector geo=IE");
 
     let mut config = load(&[dir("examples/minimal.toml")]).unwrap();
@@ -125,7 +154,11 @@ fn identical_checks_share_a_target() {
     config.tenants[0].endpoints = ho_config::EndpointSelection::Names(vec!["node-1-again".into()]);
     let plan = validate(&config).unwrap();
     assert_eq!(plan.endpoints.len(), 4);
-    assert_eq!(plan.targets.len(), 3, "node-1 and node-1-again share a prober");
+    assert_eq!(
+        plan.targets.len(),
+        3,
+        "node-1 and node-1-again share a prober"
+    );
     assert_eq!(plan.endpoints[3].target, plan.endpoints[0].target);
 }
 
@@ -134,7 +167,11 @@ fn identical_checks_share_a_target() {
 fn missing_file_is_an_error() {
     let err = load(&["/nonexistent/ho.toml"]).unwrap_err();
     assert!(matches!(err, ConfigError::Unreadable { .. }));
-    assert!(err.to_string().starts_with("config file /nonexistent/ho.toml: "), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("config file /nonexistent/ho.toml: "),
+        "{err}"
+    );
 }
 
 /// A bad environment override names the variable's key path.
@@ -142,9 +179,14 @@ fn missing_file_is_an_error() {
 fn bad_environment_value_is_reported() {
     Jail::expect_with(|jail| {
         jail.set_env("HO_DEFAULTS__CHECK__RISE", "many");
-        let err = load(&[dir("examples/minimal.toml")]).unwrap_err().to_string();
+        let err = load(&[dir("examples/minimal.toml")])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("defaults.check.rise"), "{err}");
-        assert!(err.contains("HO_"), "names the environment as the source: {err}");
+        assert!(
+            err.contains("HO_"),
+            "names the environment as the source: {err}"
+        );
         Ok(())
     });
 }

@@ -59,12 +59,17 @@ pub async fn serve(listener: TcpListener, state: ApiState) {
     }
 }
 
-fn text(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+fn text(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
     response
 }
 
@@ -77,7 +82,11 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
         "/healthz" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
             Ok(true) => text(StatusCode::OK, PLAIN, "ready\n"),
-            Ok(false) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "waiting for first verdicts\n"),
+            Ok(false) => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                PLAIN,
+                "waiting for first verdicts\n",
+            ),
             Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
         },
         "/status" => match status(state).await {
@@ -93,7 +102,11 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             state.metrics.encode(),
         ),
-        _ => text(StatusCode::NOT_FOUND, PLAIN, "not found: try /healthz /readyz /status /metrics\n"),
+        _ => text(
+            StatusCode::NOT_FOUND,
+            PLAIN,
+            "not found: try /healthz /readyz /status /metrics\n",
+        ),
     }
 }
 

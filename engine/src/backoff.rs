@@ -49,7 +49,9 @@ mod tests {
 
     #[test]
     fn doubles_up_to_the_cap() {
-        let b = ExponentialBackoff::try_new(Duration::from_millis(100), Duration::from_secs(1), 0.0).unwrap();
+        let b =
+            ExponentialBackoff::try_new(Duration::from_millis(100), Duration::from_secs(1), 0.0)
+                .unwrap();
         let delays: Vec<u128> = (1..=6).map(|a| b.delay(a, 0.5).as_millis()).collect();
         assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
         assert_eq!(b.delay(u32::MAX, 0.0), Duration::from_secs(1));
@@ -57,7 +59,9 @@ mod tests {
 
     #[test]
     fn jitter_only_shortens() {
-        let b = ExponentialBackoff::try_new(Duration::from_millis(100), Duration::from_secs(1), 0.5).unwrap();
+        let b =
+            ExponentialBackoff::try_new(Duration::from_millis(100), Duration::from_secs(1), 0.5)
+                .unwrap();
         assert_eq!(b.delay(1, 0.0), Duration::from_millis(100));
         assert_eq!(b.delay(1, 1.0), Duration::from_millis(50));
     }
@@ -65,7 +69,13 @@ mod tests {
     #[test]
     fn rejects_bad_parameters() {
         assert!(ExponentialBackoff::try_new(Duration::ZERO, Duration::from_secs(1), 0.1).is_err());
-        assert!(ExponentialBackoff::try_new(Duration::from_secs(2), Duration::from_secs(1), 0.1).is_err());
-        assert!(ExponentialBackoff::try_new(Duration::from_secs(1), Duration::from_secs(1), 1.5).is_err());
+        assert!(
+            ExponentialBackoff::try_new(Duration::from_secs(2), Duration::from_secs(1), 0.1)
+                .is_err()
+        );
+        assert!(
+            ExponentialBackoff::try_new(Duration::from_secs(1), Duration::from_secs(1), 1.5)
+                .is_err()
+        );
     }
 }

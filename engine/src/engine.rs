@@ -49,7 +49,10 @@ pub struct Engine {
 impl Engine {
     /// Starts everything for `plan`. Must run inside an actix system; the tracker and the
     /// sink actors live on the current arbiter, probers on their own arbiters.
-    pub fn start(plan: Plan, sinks: BTreeMap<String, Arc<dyn Sink>>) -> Result<Engine, EngineError> {
+    pub fn start(
+        plan: Plan,
+        sinks: BTreeMap<String, Arc<dyn Sink>>,
+    ) -> Result<Engine, EngineError> {
         let mut tls = TlsCache::default();
         let probes = plan
             .targets
@@ -67,7 +70,12 @@ impl Engine {
             let sink = sinks
                 .get(name)
                 .ok_or_else(|| EngineError::MissingSink(name.clone()))?;
-            let actor = SinkActor::new(name.clone(), sink.clone(), SinkActor::default_backoff(), metrics.clone());
+            let actor = SinkActor::new(
+                name.clone(),
+                sink.clone(),
+                SinkActor::default_backoff(),
+                metrics.clone(),
+            );
             sink_actors.insert(name.clone(), actor.start());
         }
         let recipients = sink_actors
@@ -78,7 +86,9 @@ impl Engine {
         let tracker = HealthTracker::new(plan.clone(), &recipients, metrics.clone()).start();
 
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arbiters: Vec<Arbiter> = (0..threads.min(plan.targets.len().max(1))).map(|_| Arbiter::new()).collect();
+        let arbiters: Vec<Arbiter> = (0..threads.min(plan.targets.len().max(1)))
+            .map(|_| Arbiter::new())
+            .collect();
         let origin = Instant::now();
         let probers = probes
             .into_iter()

@@ -132,14 +132,20 @@ mod tests {
         assert_eq!(h.record(true, 2, 3), None);
         assert_eq!(
             h.record(true, 2, 3),
-            Some(Transition { from: Health::Unknown, to: Health::Up })
+            Some(Transition {
+                from: Health::Unknown,
+                to: Health::Up
+            })
         );
         assert_eq!(h.record(false, 2, 3), None);
         assert_eq!(h.record(false, 2, 3), None);
         assert_eq!(h.failures(), 2);
         assert_eq!(
             h.record(false, 2, 3),
-            Some(Transition { from: Health::Up, to: Health::Down })
+            Some(Transition {
+                from: Health::Up,
+                to: Health::Down
+            })
         );
         assert_eq!(h.state(), Health::Down);
     }

@@ -114,15 +114,31 @@ impl Metrics {
             "How late probes start against their schedule",
             m.probe_start_delay.clone(),
         );
-        registry.register("healthy_nodes", "Healthy endpoints per tenant", m.healthy_nodes.clone());
-        registry.register("node_status", "1 if the endpoint is up, else 0", m.node_status.clone());
-        registry.register("transitions", "Endpoint verdict changes", m.transitions.clone());
+        registry.register(
+            "healthy_nodes",
+            "Healthy endpoints per tenant",
+            m.healthy_nodes.clone(),
+        );
+        registry.register(
+            "node_status",
+            "1 if the endpoint is up, else 0",
+            m.node_status.clone(),
+        );
+        registry.register(
+            "transitions",
+            "Endpoint verdict changes",
+            m.transitions.clone(),
+        );
         registry.register(
             "dns_updates",
             "Record set changes published per tenant",
             m.dns_updates.clone(),
         );
-        registry.register("sink_writes", "Sink writes by result", m.sink_writes.clone());
+        registry.register(
+            "sink_writes",
+            "Sink writes by result",
+            m.sink_writes.clone(),
+        );
         registry.register(
             "failover_seconds",
             "Time from an endpoint transition to the sink's successful write",
@@ -134,7 +150,8 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
         out
     }
 }

@@ -42,7 +42,12 @@ pub struct Prober {
 
 impl Prober {
     /// A prober for target `target`, reporting to `tracker`.
-    pub fn new(target: usize, probe: Probe, schedule: Schedule, tracker: Recipient<Observation>) -> Prober {
+    pub fn new(
+        target: usize,
+        probe: Probe,
+        schedule: Schedule,
+        tracker: Recipient<Observation>,
+    ) -> Prober {
         Prober {
             target,
             probe: Arc::new(probe),
@@ -67,7 +72,12 @@ impl Prober {
         );
     }
 
-    fn finished(&mut self, result: ProbeResult, start_delay: std::time::Duration, ctx: &mut Context<Self>) {
+    fn finished(
+        &mut self,
+        result: ProbeResult,
+        start_delay: std::time::Duration,
+        ctx: &mut Context<Self>,
+    ) {
         let settled = self.verdict.agrees_with(result.ok());
         self.tracker.do_send(Observation {
             target: self.target,

@@ -35,7 +35,11 @@ pub fn decide(tenant: &Tenant, health: impl Fn(usize) -> Health, grace_over: boo
     if !grace_over && states.iter().any(|(_, h)| *h == Health::Unknown) {
         return Decision::Wait;
     }
-    let healthy: Vec<usize> = states.iter().filter(|(_, h)| *h == Health::Up).map(|(i, _)| *i).collect();
+    let healthy: Vec<usize> = states
+        .iter()
+        .filter(|(_, h)| *h == Health::Up)
+        .map(|(i, _)| *i)
+        .collect();
     let all = || tenant.endpoints.clone();
     if healthy.is_empty() {
         return match tenant.on_all_unhealthy {
@@ -90,7 +94,10 @@ mod tests {
         assert_eq!(decide(&t, h, false), Decision::Wait);
         assert_eq!(
             decide(&t, h, true),
-            Decision::Publish { endpoints: vec![0, 1], mode: PublishMode::Healthy }
+            Decision::Publish {
+                endpoints: vec![0, 1],
+                mode: PublishMode::Healthy
+            }
         );
     }
 
@@ -100,14 +107,20 @@ mod tests {
         let t = tenant(2, OnAllUnhealthy::PublishAll, 0.0);
         assert_eq!(
             decide(&t, down, false),
-            Decision::Publish { endpoints: vec![0, 1], mode: PublishMode::FailOpenAllUnhealthy }
+            Decision::Publish {
+                endpoints: vec![0, 1],
+                mode: PublishMode::FailOpenAllUnhealthy
+            }
         );
         let t = tenant(2, OnAllUnhealthy::KeepLast, 0.0);
         assert_eq!(decide(&t, down, false), Decision::KeepLast);
         let t = tenant(2, OnAllUnhealthy::PublishNone, 0.0);
         assert_eq!(
             decide(&t, down, false),
-            Decision::Publish { endpoints: vec![], mode: PublishMode::NoneHealthy }
+            Decision::Publish {
+                endpoints: vec![],
+                mode: PublishMode::NoneHealthy
+            }
         );
     }
 
@@ -117,12 +130,18 @@ mod tests {
         let one_up = |i: usize| if i == 0 { Health::Up } else { Health::Down };
         assert_eq!(
             decide(&t, one_up, false),
-            Decision::Publish { endpoints: vec![0, 1, 2, 3], mode: PublishMode::FailOpenBelowMinHealthy }
+            Decision::Publish {
+                endpoints: vec![0, 1, 2, 3],
+                mode: PublishMode::FailOpenBelowMinHealthy
+            }
         );
         let two_up = |i: usize| if i < 2 { Health::Up } else { Health::Down };
         assert_eq!(
             decide(&t, two_up, false),
-            Decision::Publish { endpoints: vec![0, 1], mode: PublishMode::Healthy }
+            Decision::Publish {
+                endpoints: vec![0, 1],
+                mode: PublishMode::Healthy
+            }
         );
     }
 

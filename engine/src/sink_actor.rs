@@ -48,7 +48,12 @@ pub struct SinkActor {
 
 impl SinkActor {
     /// Wraps `sink` under the name `name`.
-    pub fn new(name: String, sink: Arc<dyn Sink>, backoff: ExponentialBackoff, metrics: Arc<Metrics>) -> SinkActor {
+    pub fn new(
+        name: String,
+        sink: Arc<dyn Sink>,
+        backoff: ExponentialBackoff,
+        metrics: Arc<Metrics>,
+    ) -> SinkActor {
         SinkActor {
             name,
             sink,
@@ -66,7 +71,9 @@ impl SinkActor {
     }
 
     fn write(&mut self, tenant: &str, ctx: &mut Context<Self>) {
-        let Some(slot) = self.slots.get_mut(tenant) else { return };
+        let Some(slot) = self.slots.get_mut(tenant) else {
+            return;
+        };
         if let Some(handle) = slot.retry.take() {
             ctx.cancel_future(handle);
         }
@@ -88,7 +95,9 @@ impl SinkActor {
         result: Result<Applied, SinkError>,
         ctx: &mut Context<Self>,
     ) {
-        let Some(slot) = self.slots.get_mut(tenant) else { return };
+        let Some(slot) = self.slots.get_mut(tenant) else {
+            return;
+        };
         slot.in_flight = false;
         let label = match &result {
             Ok(Applied::Changed) => "changed",
@@ -110,7 +119,9 @@ impl SinkActor {
                 slot.last_error = None;
                 self.metrics
                     .failover_seconds
-                    .get_or_create(&SinkLabel { sink: self.name.clone() })
+                    .get_or_create(&SinkLabel {
+                        sink: self.name.clone(),
+                    })
                     .observe(snapshot.cause_at.elapsed().as_secs_f64());
                 debug!(sink = %self.name, tenant, seq = snapshot.seq, ?applied, "written");
             }

@@ -11,7 +11,9 @@ use crate::snapshot::PublishMode;
 
 /// Seconds since the Unix epoch, with sub-second precision.
 pub fn unix_seconds(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// The whole `/status` response.

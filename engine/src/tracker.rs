@@ -90,7 +90,11 @@ impl HealthTracker {
             .tenants
             .iter()
             .map(|t| TenantState {
-                sinks: t.sinks.iter().filter_map(|s| sinks.get(s).cloned()).collect(),
+                sinks: t
+                    .sinks
+                    .iter()
+                    .filter_map(|s| sinks.get(s).cloned())
+                    .collect(),
                 published: None,
                 last_seq: 0,
             })
@@ -122,7 +126,9 @@ impl HealthTracker {
     }
 
     fn health_of_endpoint(&self, endpoint: usize) -> Health {
-        self.targets[self.plan.endpoints[endpoint].target].hysteresis.state()
+        self.targets[self.plan.endpoints[endpoint].target]
+            .hysteresis
+            .state()
     }
 
     fn on_transition(&mut self, target: usize, t: Transition, result: &ProbeResult) {
@@ -175,10 +181,11 @@ impl HealthTracker {
                 tenant: tenant.name.clone(),
             })
             .set(healthy as i64);
-        let (endpoints, mode) = match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
-            Decision::Wait | Decision::KeepLast => return,
-            Decision::Publish { endpoints, mode } => (endpoints, mode),
-        };
+        let (endpoints, mode) =
+            match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
+                Decision::Wait | Decision::KeepLast => return,
+                Decision::Publish { endpoints, mode } => (endpoints, mode),
+            };
         let mut addresses: Vec<PublishedAddress> = endpoints
             .iter()
             .map(|&e| {
@@ -200,7 +207,10 @@ impl HealthTracker {
             }
         }
         let now = SystemTime::now();
-        let micros = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_micros() as u64;
+        let micros = now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_micros() as u64;
         state.last_seq = micros.max(state.last_seq + 1);
         let snapshot = Arc::new(TenantSnapshot {
             tenant: tenant.name.clone(),
@@ -212,7 +222,11 @@ impl HealthTracker {
             decided_at: now,
             cause_at,
         });
-        let list: Vec<String> = snapshot.addresses.iter().map(|a| a.address.to_string()).collect();
+        let list: Vec<String> = snapshot
+            .addresses
+            .iter()
+            .map(|a| a.address.to_string())
+            .collect();
         info!(tenant = %tenant.name, seq = snapshot.seq, mode = ?mode, addresses = ?list, "publish");
         self.metrics
             .dns_updates
@@ -227,7 +241,9 @@ impl HealthTracker {
     }
 
     fn all_have_verdicts(&self) -> bool {
-        self.targets.iter().all(|t| t.hysteresis.state() != Health::Unknown)
+        self.targets
+            .iter()
+            .all(|t| t.hysteresis.state() != Health::Unknown)
     }
 }
 
@@ -250,7 +266,10 @@ impl Actor for HealthTracker {
                 .filter(|t| t.hysteresis.state() == Health::Unknown)
                 .count();
             if unknown > 0 {
-                warn!(unknown, "start-up grace over; targets without a verdict count as unhealthy");
+                warn!(
+                    unknown,
+                    "start-up grace over; targets without a verdict count as unhealthy"
+                );
             }
             let now = Instant::now();
             for ti in 0..act.tenants.len() {
@@ -294,7 +313,9 @@ impl Handler<Observation> for HealthTracker {
         if !obs.result.ok() {
             state.failures += 1;
         }
-        let transition = state.hysteresis.record(obs.result.ok(), timing.rise, timing.fall);
+        let transition = state
+            .hysteresis
+            .record(obs.result.ok(), timing.rise, timing.fall);
         if let Some(t) = transition {
             self.on_transition(obs.target, t, &obs.result);
         }

@@ -13,7 +13,8 @@ use super::Failure;
 /// SO_LINGER 0 (closing sends RST: no TIME_WAIT left on either side per probe).
 pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
     let io_err = |e: io::Error| Failure::from_io(&e);
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(io_err)?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(io_err)?;
     socket.set_nonblocking(true).map_err(io_err)?;
     socket.set_nodelay(true).map_err(io_err)?;
     socket.set_linger(Some(Duration::ZERO)).map_err(io_err)?;

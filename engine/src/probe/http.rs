@@ -62,7 +62,10 @@ impl HttpRequest {
         *request.uri_mut() = self.path.parse().expect("validated path");
         *request.headers_mut() = self.headers.clone();
         let work = async move {
-            let response = sender.send_request(request).await.map_err(|e| hyper_failure(&e))?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| hyper_failure(&e))?;
             let status = response.status().as_u16();
             if !self.expect_status.contains(&status) {
                 return Err(Failure::Status(status));
@@ -87,12 +90,20 @@ impl HttpRequest {
     }
 
     /// Reads the body until `needle` is found or `body_limit` bytes were seen.
-    async fn read_until_found(&self, mut body: hyper::body::Incoming, needle: &[u8]) -> Result<(), Failure> {
+    async fn read_until_found(
+        &self,
+        mut body: hyper::body::Incoming,
+        needle: &[u8],
+    ) -> Result<(), Failure> {
         let mut seen: Vec<u8> = Vec::new();
         while seen.len() < self.body_limit {
-            let Some(frame) = body.frame().await else { break };
+            let Some(frame) = body.frame().await else {
+                break;
+            };
             let frame = frame.map_err(|e| hyper_failure(&e))?;
-            let Ok(data) = frame.into_data() else { continue };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
             let search_from = seen.len().saturating_sub(needle.len().saturating_sub(1));
             let take = data.len().min(self.body_limit - seen.len());
             seen.extend_from_slice(&data[..take]);

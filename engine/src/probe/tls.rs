@@ -53,7 +53,12 @@ pub struct TlsTarget {
 
 impl TlsCache {
     /// The TLS side of one https target: SNI and verification name = `host`, or the address.
-    pub fn target(&mut self, trust: &TlsCheck, host: Option<&str>, addr: IpAddr) -> Result<TlsTarget, TlsError> {
+    pub fn target(
+        &mut self,
+        trust: &TlsCheck,
+        host: Option<&str>,
+        addr: IpAddr,
+    ) -> Result<TlsTarget, TlsError> {
         let config = match self.configs.get(trust) {
             Some(c) => c.clone(),
             None => {
@@ -63,7 +68,8 @@ impl TlsCache {
             }
         };
         let server_name = match host {
-            Some(h) => ServerName::try_from(h.to_owned()).map_err(|_| TlsError::ServerName(h.to_owned()))?,
+            Some(h) => ServerName::try_from(h.to_owned())
+                .map_err(|_| TlsError::ServerName(h.to_owned()))?,
             None => ServerName::IpAddress(addr.into()),
         };
         Ok(TlsTarget {
@@ -79,9 +85,14 @@ impl TlsTarget {
         self.connector
             .connect(self.server_name.clone(), tcp)
             .await
-            .map_err(|e| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-                Some(tls) => Failure::Tls(tls.to_string()),
-                None => Failure::from_io(&e),
+            .map_err(|e| {
+                match e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                {
+                    Some(tls) => Failure::Tls(tls.to_string()),
+                    None => Failure::from_io(&e),
+                }
             })
     }
 }
@@ -101,7 +112,9 @@ fn client_config(trust: &TlsCheck) -> Result<ClientConfig, TlsError> {
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth()
     } else {
-        builder.with_root_certificates(roots(trust)?).with_no_client_auth()
+        builder
+            .with_root_certificates(roots(trust)?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
@@ -128,7 +141,11 @@ fn roots(trust: &TlsCheck) -> Result<RootCertStore, TlsError> {
             let found = rustls_native_certs::load_native_certs();
             let (added, _) = store.add_parsable_certificates(found.certs);
             if added == 0 {
-                let why = found.errors.first().map(|e| e.to_string()).unwrap_or_else(|| "empty store".into());
+                let why = found
+                    .errors
+                    .first()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "empty store".into());
                 return Err(TlsError::NoSystemRoots(why));
             }
         }
@@ -159,7 +176,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -168,7 +190,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

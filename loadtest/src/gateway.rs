@@ -1,0 +1,205 @@
+//! One gateway: a listener on a loopback address serving a health endpoint.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use socket2::{Domain, Socket, Type};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+/// How a gateway answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Behaviour {
+    /// `200 OK` with body `ok: ready`.
+    Healthy,
+    /// This status code with body `unhealthy`.
+    Status(u16),
+    /// Listener closed: connections are refused.
+    Refuse,
+    /// Accepts, then never answers (the prober must cut it at its timeout).
+    Hang,
+    /// Accepts, then resets the connection at once.
+    Reset,
+}
+
+struct Shared {
+    behaviour: Mutex<Behaviour>,
+    requests: AtomicU64,
+    tls: Option<TlsAcceptor>,
+}
+
+/// A running gateway. Dropping it closes the listener.
+pub struct Gateway {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Gateway {
+    /// Starts an HTTP gateway on `addr` (port 0 picks a free port). Must run in a tokio runtime.
+    pub fn start(addr: SocketAddr, behaviour: Behaviour) -> io::Result<Gateway> {
+        Self::start_with(addr, behaviour, None)
+    }
+
+    /// Starts an HTTPS gateway presenting the certificate configured in `tls`.
+    pub fn start_tls(
+        addr: SocketAddr,
+        behaviour: Behaviour,
+        tls: TlsAcceptor,
+    ) -> io::Result<Gateway> {
+        Self::start_with(addr, behaviour, Some(tls))
+    }
+
+    fn start_with(
+        addr: SocketAddr,
+        behaviour: Behaviour,
+        tls: Option<TlsAcceptor>,
+    ) -> io::Result<Gateway> {
+        let shared = Arc::new(Shared {
+            behaviour: Mutex::new(Behaviour::Healthy),
+            requests: AtomicU64::new(0),
+            tls,
+        });
+        let listener = bind(addr)?;
+        let addr = listener.local_addr()?;
+        let mut gateway = Gateway {
+            addr,
+            shared,
+            accept: None,
+        };
+        gateway.accept = Some(tokio::spawn(accept_loop(listener, gateway.shared.clone())));
+        if behaviour != Behaviour::Healthy {
+            gateway.stop_listening_if(&behaviour);
+            *gateway.shared.behaviour.lock().expect("not poisoned") = behaviour;
+        }
+        Ok(gateway)
+    }
+
+    /// The address it listens on (or listened on, while refusing).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// HTTP requests answered so far.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// Switches behaviour. `Refuse` aborts the accept task, which closes the listener as soon
+    /// as the runtime drops the task (next turn of the runtime); leaving `Refuse` binds the
+    /// same address again.
+    pub fn set(&mut self, behaviour: Behaviour) -> io::Result<()> {
+        self.stop_listening_if(&behaviour);
+        if behaviour != Behaviour::Refuse && self.accept.is_none() {
+            let listener = bind(self.addr)?;
+            self.accept = Some(tokio::spawn(accept_loop(listener, self.shared.clone())));
+        }
+        *self.shared.behaviour.lock().expect("not poisoned") = behaviour;
+        Ok(())
+    }
+
+    fn stop_listening_if(&mut self, behaviour: &Behaviour) {
+        if *behaviour == Behaviour::Refuse {
+            if let Some(task) = self.accept.take() {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(task) = self.accept.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Binds with SO_REUSEADDR so a gateway can come back on its address at once.
+fn bind(addr: SocketAddr) -> io::Result<StdListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(StdListener(socket.into()))
+}
+
+/// A bound std listener, turned into a tokio one inside the task (which needs a runtime).
+struct StdListener(std::net::TcpListener);
+
+impl StdListener {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+async fn accept_loop(listener: StdListener, shared: Arc<Shared>) {
+    let Ok(listener) = TcpListener::from_std(listener.0) else {
+        return;
+    };
+    // The task owns the listener, so aborting the task closes it.
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of file descriptors or similar: back off instead of spinning.
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let behaviour = shared.behaviour.lock().expect("not poisoned").clone();
+            match (&shared.tls, behaviour) {
+                (_, Behaviour::Reset) => {
+                    let _ =
+                        socket2::SockRef::from(&stream).set_linger(Some(std::time::Duration::ZERO));
+                    drop(stream);
+                }
+                (Some(tls), behaviour) => {
+                    if let Ok(stream) = tls.accept(stream).await {
+                        serve(stream, behaviour, shared).await;
+                    }
+                }
+                (None, behaviour) => serve(stream, behaviour, shared).await,
+            }
+        });
+    }
+}
+
+async fn serve<S>(mut stream: S, behaviour: Behaviour, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    if behaviour == Behaviour::Hang {
+        let mut sink = [0u8; 1024];
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        return;
+    }
+    let service = hyper::service::service_fn(move |_req| {
+        shared.requests.fetch_add(1, Ordering::Relaxed);
+        let (status, body) = match &behaviour {
+            Behaviour::Status(code) => (
+                StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "unhealthy\n",
+            ),
+            _ => (StatusCode::OK, "ok: ready\n"),
+        };
+        let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+        *response.status_mut() = status;
+        async move { Ok::<_, Infallible>(response) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}

@@ -1,0 +1,103 @@
+//! The hosts_file sink against real files in a temporary directory.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ho_engine::sink::{Applied, Sink};
+use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot};
+
+use super::HostsFileSink;
+use crate::hosts_format::render;
+
+fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
+    Arc::new(TenantSnapshot {
+        tenant: "tenant-a".into(),
+        seq,
+        domains: vec!["api.tenant-a.io".into(), "app.tenant-a.io".into()],
+        ttl: Duration::from_secs(30),
+        addresses: addresses
+            .iter()
+            .map(|a| PublishedAddress {
+                address: a.parse::<IpAddr>().unwrap(),
+                endpoint: format!("ep-{a}"),
+                weight: 1,
+                priority: 0,
+                labels: BTreeMap::new(),
+            })
+            .collect(),
+        mode: PublishMode::Healthy,
+        decided_at: SystemTime::now(),
+        cause_at: tokio::time::Instant::now(),
+    })
+}
+
+#[test]
+fn renders_sorted_lines_ipv4_first() {
+    let text = render(&snapshot(
+        1,
+        &["2001:db8::1", "10.0.0.2", "10.0.0.10", "10.0.0.2"],
+    ));
+    assert_eq!(
+        text,
+        "10.0.0.2 api.tenant-a.io app.tenant-a.io\n\
+         10.0.0.10 api.tenant-a.io app.tenant-a.io\n\
+         2001:db8::1 api.tenant-a.io app.tenant-a.io\n"
+    );
+    assert_eq!(render(&snapshot(1, &[])), "");
+}
+
+#[actix_rt::test]
+async fn writes_atomically_and_only_when_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = HostsFileSink::new(dir.path().join("nested/hosts"));
+    let path = sink.path_of("tenant-a");
+    assert_eq!(
+        sink.apply(snapshot(1, &["10.0.0.1", "10.0.0.2"])).await,
+        Ok(Applied::Changed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "10.0.0.1 api.tenant-a.io app.tenant-a.io\n10.0.0.2 api.tenant-a.io app.tenant-a.io\n"
+    );
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+    assert_eq!(
+        sink.apply(snapshot(2, &["10.0.0.2", "10.0.0.1"])).await,
+        Ok(Applied::Unchanged)
+    );
+    let same = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+    assert_eq!(inode, same, "unchanged content is not rewritten");
+    assert_eq!(
+        sink.apply(snapshot(3, &["10.0.0.2"])).await,
+        Ok(Applied::Changed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "10.0.0.2 api.tenant-a.io app.tenant-a.io\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers,
+        ["tenant-a.hosts"],
+        "no temporary file left behind"
+    );
+}
+
+#[actix_rt::test]
+async fn an_unwritable_directory_is_a_retriable_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let sink = HostsFileSink::new(blocker.clone());
+    let err = sink.apply(snapshot(1, &["10.0.0.1"])).await.unwrap_err();
+    assert!(err.retriable);
+    assert!(
+        err.message.contains(&blocker.display().to_string()),
+        "{}",
+        err.message
+    );
+}

@@ -1,0 +1,211 @@
+//! `demo`: DNS failover on this machine with nothing installed and nothing configured.
+//!
+//! Three gateways on 127.0.0.11-13, the real engine probing them every 200 ms, and the
+//! real hosts_file sink. A script of faults runs against the gateways; for each, the demo
+//! prints the time from the fault to the hosts file's change, and the file itself.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use ho_engine::sink::Sink;
+use ho_engine::snapshot::PublishMode;
+use ho_engine::tracker::GetStatus;
+use ho_engine::Engine;
+use ho_loadtest::{Behaviour, Gateway};
+use tokio::time::Instant;
+
+/// Arguments of `demo`.
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// Folder for the config and the hosts file (default: the system temp folder).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Keep running after the script (gateways and API stay up) until Ctrl-C.
+    #[arg(long)]
+    keep_running: bool,
+}
+
+const TENANT: &str = "demo";
+const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+fn config_text(dir: &Path, gateways: &[Gateway]) -> String {
+    let mut text = String::from(
+        r#"# Written by `health-orchestrator demo`.
+[api]
+listen = "127.0.0.1:0"
+
+[defaults.check]
+kind = "http"
+path = "/healthz"
+interval = "200ms"
+timeout = "100ms"
+fast_interval = "50ms"
+rise = 2
+fall = 2
+"#,
+    );
+    for (i, g) in gateways.iter().enumerate() {
+        text.push_str(&format!(
+            "\n[[endpoints]]\nname = \"gateway-{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
+            i + 1,
+            g.addr().ip(),
+            g.addr().port()
+        ));
+    }
+    text.push_str(&format!(
+        "\n[[tenants]]\nname = \"{TENANT}\"\ndomains = [\"app.demo.test\", \"api.demo.test\"]\nsinks = [\"local\"]\nttl = \"5s\"\n\n[sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
+        dir.display().to_string()
+    ));
+    text
+}
+
+/// Polls `file` every millisecond until `ready(content)` holds; returns the time it took.
+async fn wait_for_file(
+    file: &Path,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    loop {
+        let content = std::fs::read_to_string(file).unwrap_or_default();
+        if ready(&content) {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > WAIT_LIMIT {
+            bail!("timed out after {WAIT_LIMIT:?} waiting for {what}; hosts file now:\n{content}");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn print_file(file: &Path) {
+    let content = std::fs::read_to_string(file).unwrap_or_default();
+    println!("    {} :", file.display());
+    for line in content.lines() {
+        println!("    | {line}");
+    }
+    if content.is_empty() {
+        println!("    | (empty)");
+    }
+}
+
+fn has(content: &str, ip: IpAddr) -> bool {
+    let ip = ip.to_string();
+    content
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(ip.as_str()))
+}
+
+/// Runs the scripted demo.
+pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let dir = args
+        .dir
+        .unwrap_or_else(|| std::env::temp_dir().join("health-orchestrator-demo"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join(format!("{TENANT}.hosts"));
+    let _ = std::fs::remove_file(&file);
+
+    actix_rt::System::new().block_on(async move {
+        let mut gateways = Vec::new();
+        for i in 1..=3u8 {
+            let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10 + i)), 0);
+            gateways.push(Gateway::start(addr, Behaviour::Healthy).with_context(|| format!("starting gateway on {addr}"))?);
+        }
+        let config_file = dir.join("demo.toml");
+        std::fs::write(&config_file, config_text(&dir, &gateways))?;
+        let plan = ho_config::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let sinks: BTreeMap<String, Arc<dyn Sink>> =
+            plan.sinks.iter().map(|(n, c)| (n.clone(), ho_sinks::build(c))).collect();
+        let started = Instant::now();
+        let engine = Engine::start(plan, sinks)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let api_url = format!("http://{}", listener.local_addr()?);
+        actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+
+        println!("Health Orchestrator demo");
+        println!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));
+        println!("  probing every 200 ms (timeout 100 ms, fall 2, rise 2, re-check 50 ms while unsettled)");
+        println!("  config {}   API {api_url}/status", config_file.display());
+        println!();
+
+        let ips: Vec<IpAddr> = gateways.iter().map(|g| g.addr().ip()).collect();
+        wait_for_file(&file, "all three gateways", |c| ips.iter().all(|ip| has(c, *ip))).await?;
+        println!("[{:>6} ms] first verdicts in: all three gateways published", started.elapsed().as_millis());
+        print_file(&file);
+
+        let mut rows = Vec::new();
+        for (gateway, fault, name) in [(1usize, Behaviour::Refuse, "connection refused"), (2, Behaviour::Status(503), "HTTP 503")] {
+            let ip = ips[gateway];
+            pause().await;
+            println!("\n>> gateway-{} goes down ({name})", gateway + 1);
+            gateways[gateway].set(fault)?;
+            let took = wait_for_file(&file, "the address to leave", |c| !has(c, ip) && !c.is_empty()).await?;
+            println!("[{:>6} ms] {ip} removed from the hosts file {:.0} ms after the fault", started.elapsed().as_millis(), ms(took));
+            print_file(&file);
+            rows.push((format!("gateway-{} down ({name})", gateway + 1), took));
+
+            pause().await;
+            println!("\n>> gateway-{} comes back", gateway + 1);
+            gateways[gateway].set(Behaviour::Healthy)?;
+            let took = wait_for_file(&file, "the address to return", |c| has(c, ip)).await?;
+            println!("[{:>6} ms] {ip} back in the hosts file {:.0} ms after recovery", started.elapsed().as_millis(), ms(took));
+            print_file(&file);
+            rows.push((format!("gateway-{} back", gateway + 1), took));
+        }
+
+        pause().await;
+        println!("\n>> every gateway hangs (accepts, never answers): fail-open keeps all addresses");
+        for g in &mut gateways {
+            g.set(Behaviour::Hang)?;
+        }
+        let t0 = Instant::now();
+        loop {
+            let status = engine.tracker.send(GetStatus).await?;
+            let mode = status.tenants[0].published.as_ref().map(|p| p.mode);
+            if mode == Some(PublishMode::FailOpenAllUnhealthy) {
+                break;
+            }
+            if t0.elapsed() > WAIT_LIMIT {
+                bail!("timed out waiting for the fail-open decision");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        println!(
+            "[{:>6} ms] all three down after {:.0} ms; on_all_unhealthy = \"publish_all\": the file still lists them all",
+            started.elapsed().as_millis(),
+            ms(t0.elapsed())
+        );
+        print_file(&file);
+        for g in &mut gateways {
+            g.set(Behaviour::Healthy)?;
+        }
+
+        println!("\nSummary (fault or recovery -> hosts file changed):");
+        for (what, took) in &rows {
+            println!("  {what:<40} {:>6.0} ms", ms(*took));
+        }
+        println!("  expected detection bound: interval + (fall-1) x fast_interval + timeout = 200 + 50 + 100 = 350 ms");
+
+        if args.keep_running {
+            println!("\nStill running: curl {api_url}/status  (Ctrl-C to stop)");
+            tokio::signal::ctrl_c().await?;
+        }
+        drop(engine);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// A pause between steps, so each fault lands at a different point of the probe schedule
+/// and a reader can follow.
+async fn pause() {
+    tokio::time::sleep(Duration::from_millis(700 + fastrand::u64(0..600))).await;
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,94 @@
+//! The operator API over a real socket.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::*;
+
+/// Sends `GET path` (HTTP/1.0, so the server closes) and returns status code and body.
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, body.to_owned())
+}
+
+#[actix_rt::test]
+async fn healthz_readyz_status_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(10, 2);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+
+    assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
+    let start = tokio::time::Instant::now();
+    while get(addr, "/readyz").await.0 != 200 {
+        assert!(start.elapsed() < LIMIT, "never ready");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    gws[1].set(ho_loadtest::Behaviour::Status(503)).unwrap();
+    wait_for_file(&dir.path().join("t.hosts"), "gw-2 to leave", |c| {
+        addresses(c) == [ip(&gws[0])]
+    })
+    .await;
+
+    let (code, body) = get(addr, "/status").await;
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["ready"], true);
+    assert_eq!(status["endpoints"][1]["name"], "gw-2");
+    assert_eq!(status["endpoints"][1]["state"], "down");
+    assert_eq!(status["endpoints"][1]["last"]["reason"], "status 503");
+    assert_eq!(
+        status["tenants"][0]["published"]["addresses"],
+        serde_json::json!([ip(&gws[0])])
+    );
+    assert_eq!(status["tenants"][0]["published"]["mode"], "healthy");
+    let sink = &status["sinks"][0];
+    assert_eq!(sink["name"], "local");
+    assert_eq!(sink["kind"], "hosts_file");
+    assert_eq!(
+        sink["tenants"][0]["written_seq"],
+        sink["tenants"][0]["desired_seq"]
+    );
+    assert!(sink["tenants"][0]["last_error"].is_null());
+
+    let (code, metrics) = get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+    for needle in [
+        "health_orchestrator_healthy_nodes{tenant=\"t\"} 1",
+        &format!(
+            "health_orchestrator_node_status{{node_name=\"gw-2\",node_ip=\"{}\"}} 0",
+            ip(&gws[1])
+        ),
+        &format!(
+            "health_orchestrator_node_status{{node_name=\"gw-1\",node_ip=\"{}\"}} 1",
+            ip(&gws[0])
+        ),
+        "health_orchestrator_probes_total{result=\"status\"}",
+        "health_orchestrator_probes_total{result=\"ok\"}",
+        "health_orchestrator_check_duration_seconds_bucket",
+        "health_orchestrator_dns_updates_total{tenant=\"t\"}",
+        "health_orchestrator_sink_writes_total{sink=\"local\",result=\"changed\"}",
+        "health_orchestrator_failover_seconds_count{sink=\"local\"}",
+    ] {
+        assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
+    }
+    assert_eq!(get(addr, "/nope").await.0, 404);
+}

@@ -1,0 +1,204 @@
+//! The binary itself: `check-config`, `run` (as a separate process against local gateways),
+//! `probe`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ho_loadtest::Behaviour;
+use tokio::time::Instant;
+
+use crate::support::*;
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"));
+    // `HO_*` variables are configuration; the tests must not inherit any.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HO_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// `check-config` prints exactly the expected errors of every broken config and exits 2.
+#[test]
+fn check_config_reports_every_error_with_its_field_path() {
+    let folder = repo("config/tests/bad");
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for file in files {
+        let expected: Vec<String> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("# expect: ").map(str::to_owned))
+            .collect();
+        let out = bin()
+            .current_dir(&folder)
+            .arg("check-config")
+            .arg("--config")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", file.display());
+        let stderr = String::from_utf8(out.stderr)
+            .unwrap()
+            .replace(&format!("{}/", folder.display()), "");
+        assert_eq!(
+            stderr.lines().collect::<Vec<_>>(),
+            expected,
+            "{}",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn check_config_accepts_the_examples_and_layers_files() {
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(repo("config/examples/minimal.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "ok: 3 endpoints (3 probe targets), 1 tenants, 1 sinks\n"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let overlay = dir.path().join("overlay.toml");
+    std::fs::write(&overlay, "[defaults.check]\ntimeout = \"5s\"\n").unwrap();
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(repo("config/examples/minimal.toml"))
+        .arg("--config")
+        .arg(&overlay)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("defaults.check.timeout: timeout (5s) must be shorter than interval (1s)"),
+        "{err}"
+    );
+
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(repo("config/examples/minimal.toml"))
+        .env("HO_DEFAULTS__CHECK__INTERVAL", "10s")
+        .env("HO_DEFAULTS__CHECK__TIMEOUT", "5s")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "environment overrides the file");
+}
+
+/// `run` as its own process: a killed server leaves the hosts file well under a second
+/// after the kill; SIGTERM exits 0 and leaves the published file in place.
+#[tokio::test]
+async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(11, 3);
+    let tail = format!(
+        "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .unwrap();
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&file)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hosts = dir.path().join("web.hosts");
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_file(&hosts, "all three", |c| addresses(c) == all).await;
+
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(100..400))).await;
+    gws[2].set(Behaviour::Refuse).unwrap();
+    let took = wait_for_file(&hosts, "the killed server to leave", |c| {
+        addresses(c) == all[..2]
+    })
+    .await;
+    println!(
+        "killed server withdrawn {} ms after the kill",
+        took.as_millis()
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "took {took:?}; the bound is 200 + 50 + 100 ms plus scheduling"
+    );
+
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < LIMIT, "run did not exit on SIGTERM");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        addresses(&std::fs::read_to_string(&hosts).unwrap()),
+        all[..2],
+        "shutdown leaves records in place"
+    );
+}
+
+#[tokio::test]
+async fn run_refuses_an_invalid_config() {
+    let out = bin()
+        .args(["run", "--config"])
+        .arg(repo("config/tests/bad/unknown-sink.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("tenants[1].sinks[0]: no sink named \"pdns\""));
+}
+
+#[tokio::test]
+async fn probe_prints_verdict_reason_and_latency() {
+    let gws = gateways(12, 1);
+    let url = format!("http://{}/healthz", gws[0].addr());
+    let out = tokio::task::spawn_blocking(move || bin().args(["probe", &url]).output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("healthy {} ok ", gws[0].addr())),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("ms"), "{text}");
+
+    let out =
+        tokio::task::spawn_blocking(|| bin().args(["probe", "127.20.12.250:9"]).output().unwrap())
+            .await
+            .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with("unhealthy 127.20.12.250:9 refused "));
+}

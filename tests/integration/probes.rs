@@ -1,0 +1,155 @@
+//! Single probes against misbehaving gateways: each failure has its reason, and no probe
+//! outlives its timeout.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use ho_config::{CheckKind, CheckOverrides, Target};
+use ho_engine::probe::{Failure, Probe, ProbeResult, TlsCache};
+use ho_loadtest::{Behaviour, Gateway};
+
+use crate::support::loopback;
+
+async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
+    let check = CheckOverrides {
+        port: Some(addr.port()),
+        timeout: Some(Duration::from_millis(200)),
+        interval: Some(Duration::from_secs(1)),
+        ..check
+    };
+    let spec = ho_config::resolve_standalone_check(&check).unwrap();
+    let target = Target {
+        address: addr.ip(),
+        check: spec,
+    };
+    Probe::new(&target, &mut TlsCache::default())
+        .unwrap()
+        .run()
+        .await
+}
+
+fn http() -> CheckOverrides {
+    CheckOverrides {
+        kind: Some(CheckKind::Http),
+        path: Some("/healthz".into()),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn each_failure_has_its_reason() {
+    let mut gw = Gateway::start(loopback(20, 0), Behaviour::Healthy).unwrap();
+    let addr = gw.addr();
+
+    let ok = probe(addr, http()).await;
+    assert_eq!(ok.outcome, Ok(()));
+
+    let body_ok = probe(
+        addr,
+        CheckOverrides {
+            body_contains: Some("ready".into()),
+            ..http()
+        },
+    )
+    .await;
+    assert_eq!(body_ok.outcome, Ok(()));
+    let body_bad = probe(
+        addr,
+        CheckOverrides {
+            body_contains: Some("maintenance".into()),
+            ..http()
+        },
+    )
+    .await;
+    assert_eq!(body_bad.outcome, Err(Failure::BodyMismatch));
+    assert_eq!(body_bad.reason(), "body mismatch");
+
+    gw.set(Behaviour::Status(503)).unwrap();
+    let status = probe(addr, http()).await;
+    assert_eq!(status.outcome, Err(Failure::Status(503)));
+    assert_eq!(status.reason(), "status 503");
+    let accepted = probe(
+        addr,
+        CheckOverrides {
+            expect_status: Some(vec![200, 503]),
+            ..http()
+        },
+    )
+    .await;
+    assert_eq!(accepted.outcome, Ok(()), "503 listed in expect_status");
+
+    gw.set(Behaviour::Reset).unwrap();
+    let reset = probe(addr, http()).await;
+    assert!(
+        matches!(reset.outcome, Err(Failure::Reset) | Err(Failure::Closed)),
+        "{:?}",
+        reset.outcome
+    );
+
+    gw.set(Behaviour::Refuse).unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let refused = probe(addr, http()).await;
+    assert_eq!(refused.outcome, Err(Failure::Refused));
+    let tcp_refused = probe(
+        addr,
+        CheckOverrides {
+            kind: Some(CheckKind::Tcp),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(tcp_refused.outcome, Err(Failure::Refused));
+}
+
+#[tokio::test]
+async fn a_hanging_server_is_cut_at_the_timeout() {
+    let gw = Gateway::start(loopback(20, 1), Behaviour::Hang).unwrap();
+    let result = probe(gw.addr(), http()).await;
+    assert_eq!(result.outcome, Err(Failure::Timeout));
+    assert!(
+        result.latency >= Duration::from_millis(200) && result.latency < Duration::from_millis(300),
+        "cut at 200 ms, took {:?}",
+        result.latency
+    );
+    // A TCP check only needs the accept, so a hanging HTTP server is healthy for it.
+    let tcp = probe(
+        gw.addr(),
+        CheckOverrides {
+            kind: Some(CheckKind::Tcp),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(tcp.outcome, Ok(()));
+}
+
+#[tokio::test]
+async fn malformed_http_is_a_protocol_failure() {
+    let listener = tokio::net::TcpListener::bind(loopback(20, 2))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = [0u8; 512];
+            let _ = s.read(&mut buf).await;
+            let _ = s.write_all(b"SSH-2.0-OpenSSH_9.2\r\n").await;
+        }
+    });
+    let result = probe(addr, http()).await;
+    assert!(
+        matches!(result.outcome, Err(Failure::Protocol(_))),
+        "{:?}",
+        result.outcome
+    );
+}
+
+#[tokio::test]
+async fn an_unbound_loopback_port_is_refused_quickly() {
+    // 127.20.20.200 has no listener: the kernel answers the SYN with RST.
+    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 20, 20, 200)), 9);
+    let result = probe(addr, http()).await;
+    assert_eq!(result.outcome, Err(Failure::Refused));
+    assert!(result.latency < Duration::from_millis(100));
+}

@@ -1,0 +1,171 @@
+//! Shared helpers: configs in temp dirs, engines with real sinks, file polling, TLS material.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_engine::hysteresis::Health;
+use ho_engine::sink::Sink;
+use ho_engine::status::TrackerStatus;
+use ho_engine::tracker::GetStatus;
+use ho_engine::Engine;
+use ho_loadtest::{Behaviour, Gateway};
+use tokio::time::Instant;
+
+/// Longest any test waits for a condition; tests normally finish far sooner.
+pub const LIMIT: Duration = Duration::from_secs(10);
+
+/// A loopback address for gateway `i` of test `test`, so parallel tests never share one.
+pub fn loopback(test: u8, i: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 20, test, i + 1)), 0)
+}
+
+/// Starts `n` healthy gateways for test number `test`.
+pub fn gateways(test: u8, n: u8) -> Vec<Gateway> {
+    (0..n)
+        .map(|i| Gateway::start(loopback(test, i), Behaviour::Healthy).unwrap())
+        .collect()
+}
+
+/// A config with fast timing: the `[defaults.check]` given, one endpoint per gateway
+/// (`gw-1`, ...), and `tail` appended (tenants and sinks).
+pub fn config(check: &str, gateways: &[&Gateway], tail: &str) -> String {
+    let mut text = format!("[api]\nlisten = \"127.0.0.1:0\"\n\n[defaults.check]\n{check}\n");
+    for (i, g) in gateways.iter().enumerate() {
+        text.push_str(&format!(
+            "\n[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
+            i + 1,
+            g.addr().ip(),
+            g.addr().port()
+        ));
+    }
+    text.push('\n');
+    text.push_str(tail);
+    text
+}
+
+/// The check used by most tests: 200 ms interval, fall 2, rise 1, fast re-check 50 ms.
+pub const FAST_CHECK: &str =
+    "kind = \"http\"\npath = \"/healthz\"\ninterval = \"200ms\"\ntimeout = \"100ms\"\nfast_interval = \"50ms\"\nrise = 1\nfall = 2";
+
+/// Writes `text` to `dir/config.toml`, loads it through the real loader and starts the
+/// engine with the real sinks.
+pub fn start_engine(dir: &Path, text: &str) -> Engine {
+    let file = dir.join("config.toml");
+    std::fs::write(&file, text).unwrap();
+    let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let sinks: BTreeMap<String, Arc<dyn Sink>> = plan
+        .sinks
+        .iter()
+        .map(|(n, c)| (n.clone(), ho_sinks::build(c)))
+        .collect();
+    Engine::start(plan, sinks).unwrap()
+}
+
+/// A `[sinks.local]` table writing into `dir`.
+pub fn hosts_sink(dir: &Path) -> String {
+    format!(
+        "[sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
+        dir.display().to_string()
+    )
+}
+
+/// Polls `file` until `ready(content)`; panics with the content after [`LIMIT`].
+pub async fn wait_for_file(file: &Path, what: &str, ready: impl Fn(&str) -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        let content = std::fs::read_to_string(file).unwrap_or_default();
+        if ready(&content) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "timed out waiting for {what}; {} holds:\n{content}",
+            file.display()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Polls the tracker until `ready(status)`.
+pub async fn wait_for_status(
+    engine: &Engine,
+    what: &str,
+    ready: impl Fn(&TrackerStatus) -> bool,
+) -> TrackerStatus {
+    let start = Instant::now();
+    loop {
+        let status = engine.tracker.send(GetStatus).await.unwrap();
+        if ready(&status) {
+            return status;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "timed out waiting for {what}; status: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The state of endpoint `name` in `status`.
+pub fn state_of(status: &TrackerStatus, name: &str) -> Health {
+    status
+        .endpoints
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap()
+        .state
+}
+
+/// The addresses listed in a hosts file's text.
+pub fn addresses(content: &str) -> Vec<String> {
+    content
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The address of gateway `g` as text.
+pub fn ip(g: &Gateway) -> String {
+    g.addr().ip().to_string()
+}
+
+/// A CA and a server certificate for `name` signed by it, written as PEM into `dir`.
+pub struct TestPki {
+    /// The CA certificate file.
+    pub ca_file: PathBuf,
+    /// Acceptor presenting the server certificate.
+    pub acceptor: tokio_rustls::TlsAcceptor,
+}
+
+/// Generates a fresh CA and server certificate (nothing is checked in).
+pub fn test_pki(dir: &Path, name: &str) -> TestPki {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec![name.to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![leaf.der().clone()], key)
+    .unwrap();
+    TestPki {
+        ca_file,
+        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    }
+}
