@@ -1,1 +1,118 @@
-fn main() {}
+//! Per-probe and per-publish costs: hysteresis, scheduling, selection, hosts rendering, and
+//! one real HTTP probe against a loopback gateway.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use ho_config::{CheckKind, CheckOverrides, OnAllUnhealthy, RoutingPolicy, Target, Tenant, Timing};
+use ho_engine::hysteresis::{Health, Hysteresis};
+use ho_engine::probe::{Probe, TlsCache};
+use ho_engine::schedule::Schedule;
+use ho_engine::selection::decide;
+use ho_loadtest::{Behaviour, Gateway};
+
+fn hysteresis(c: &mut Criterion) {
+    c.bench_function("hysteresis_record", |b| {
+        let mut h = Hysteresis::new();
+        let mut i = 0u32;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            black_box(h.record(i % 7 != 0, 2, 3))
+        })
+    });
+}
+
+fn schedule(c: &mut Criterion) {
+    let timing = Timing {
+        interval: Duration::from_secs(1),
+        timeout: Duration::from_millis(500),
+        fast_interval: Duration::from_millis(100),
+        rise: 1,
+        fall: 2,
+    };
+    let origin = tokio::time::Instant::now();
+    let s = Schedule::new("http://127.1.0.1:8080/healthz", &timing, origin);
+    let now = origin + Duration::from_millis(12_345);
+    c.bench_function("schedule_next_slot", |b| {
+        b.iter(|| black_box(s.next_slot(black_box(now), 0.5)))
+    });
+}
+
+fn selection(c: &mut Criterion) {
+    let tenant = Tenant {
+        name: "t".into(),
+        domains: vec!["t.example".into()],
+        endpoints: (0..100).collect(),
+        sinks: vec!["s".into()],
+        ttl: Duration::from_secs(30),
+        on_all_unhealthy: OnAllUnhealthy::PublishAll,
+        min_healthy: 0.3,
+        policy: RoutingPolicy::All,
+    };
+    let health = |i: usize| if i % 5 == 0 { Health::Down } else { Health::Up };
+    c.bench_function("selection_decide_100_endpoints", |b| {
+        b.iter(|| black_box(decide(&tenant, health, true)))
+    });
+}
+
+fn hosts_render(c: &mut Criterion) {
+    let snap = ho_bench::snapshot(100);
+    c.bench_function("hosts_render_100_addresses", |b| {
+        b.iter(|| black_box(ho_sinks::hosts_format::render(&snap)))
+    });
+}
+
+fn http_probe(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gateway = rt.block_on(async {
+        Gateway::start(
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 30, 0, 1)), 0),
+            Behaviour::Healthy,
+        )
+        .unwrap()
+    });
+    let check = ho_config::resolve_standalone_check(&CheckOverrides {
+        kind: Some(CheckKind::Http),
+        port: Some(gateway.addr().port()),
+        path: Some("/healthz".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let probe = Probe::new(
+        &Target {
+            address: gateway.addr().ip(),
+            check,
+        },
+        &mut TlsCache::default(),
+    )
+    .unwrap();
+    let mut group = c.benchmark_group("probe");
+    group.sample_size(50);
+    group.bench_function("http_probe_loopback_roundtrip", |b| {
+        b.iter(|| {
+            let result = rt.block_on(probe.run());
+            assert!(result.ok(), "{}", result.reason());
+        })
+    });
+    group.finish();
+    drop(gateway);
+}
+
+// criterion_group! generates an undocumented public function.
+#[allow(missing_docs)]
+mod group {
+    use super::*;
+    criterion_group!(
+        benches,
+        hysteresis,
+        schedule,
+        selection,
+        hosts_render,
+        http_probe
+    );
+}
+criterion_main!(group::benches);
