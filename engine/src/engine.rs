@@ -15,7 +15,7 @@ use crate::prober::Prober;
 use crate::schedule::Schedule;
 use crate::sink::Sink;
 use crate::sink_actor::SinkActor;
-use crate::tracker::{AttachProbers, HealthTracker};
+use crate::tracker::HealthTracker;
 
 /// Why the engine cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -90,19 +90,15 @@ impl Engine {
             .map(|_| Arbiter::new())
             .collect();
         let origin = Instant::now();
-        let probers = probes
-            .into_iter()
-            .enumerate()
-            .map(|(i, probe)| {
-                let target = &plan.targets[i];
-                let schedule = Schedule::new(&target.key(), &target.check.timing, origin);
-                let recipient = tracker.clone().recipient();
-                Prober::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| {
-                    Prober::new(i, probe, schedule, recipient)
-                })
-            })
-            .collect();
-        tracker.do_send(AttachProbers(probers));
+        for (i, probe) in probes.into_iter().enumerate() {
+            let target = &plan.targets[i];
+            let schedule = Schedule::new(&target.key(), &target.check.timing, origin);
+            let timing = target.check.timing;
+            let recipient = tracker.clone().recipient();
+            Prober::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| {
+                Prober::new(i, probe, schedule, &timing, recipient)
+            });
+        }
         Ok(Engine {
             tracker,
             sinks: sink_actors,

@@ -1,16 +1,20 @@
 //! The prober actor: one per unique target. It runs the target's probe on schedule and
 //! reports each result to the [`HealthTracker`](crate::tracker::HealthTracker).
 //!
-//! It keeps a copy of the target's verdict (sent by the tracker on every transition) only
-//! to pick its next slot: a result that disagrees with the verdict is re-checked at
-//! `fast_interval`, otherwise the target waits for its next grid slot.
+//! It runs its own copy of the target's [`Hysteresis`] only to pick its next slot: a result
+//! that disagrees with the verdict is re-checked at `fast_interval`, otherwise the target
+//! waits for its next grid slot. The copy sees the same results in the same order as the
+//! tracker's (one prober, one ordered mailbox), so both reach the same verdict, without a
+//! message back per probe and without depending on how busy the tracker is. The tracker's
+//! verdict stays the one that is published.
 
 use std::sync::Arc;
 
 use actix::prelude::*;
+use ho_config::Timing;
 use tokio::time::Instant;
 
-use crate::hysteresis::Health;
+use crate::hysteresis::Hysteresis;
 use crate::probe::{Probe, ProbeResult};
 use crate::schedule::Schedule;
 
@@ -26,18 +30,15 @@ pub struct Observation {
     pub start_delay: std::time::Duration,
 }
 
-/// The tracker's new verdict for this prober's target.
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct VerdictChanged(pub Health);
-
 /// Probes one target forever, one probe in flight at most.
 pub struct Prober {
     target: usize,
     probe: Arc<Probe>,
     schedule: Schedule,
     tracker: Recipient<Observation>,
-    verdict: Health,
+    rise: u32,
+    fall: u32,
+    mirror: Hysteresis,
 }
 
 impl Prober {
@@ -46,6 +47,7 @@ impl Prober {
         target: usize,
         probe: Probe,
         schedule: Schedule,
+        timing: &Timing,
         tracker: Recipient<Observation>,
     ) -> Prober {
         Prober {
@@ -53,7 +55,9 @@ impl Prober {
             probe: Arc::new(probe),
             schedule,
             tracker,
-            verdict: Health::Unknown,
+            rise: timing.rise,
+            fall: timing.fall,
+            mirror: Hysteresis::new(),
         }
     }
 
@@ -78,7 +82,8 @@ impl Prober {
         start_delay: std::time::Duration,
         ctx: &mut Context<Self>,
     ) {
-        let settled = self.verdict.agrees_with(result.ok());
+        self.mirror.record(result.ok(), self.rise, self.fall);
+        let settled = self.mirror.state().agrees_with(result.ok());
         self.tracker.do_send(Observation {
             target: self.target,
             result,
@@ -100,13 +105,5 @@ impl Actor for Prober {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let first = self.schedule.first();
         self.arm(ctx, first);
-    }
-}
-
-impl Handler<VerdictChanged> for Prober {
-    type Result = ();
-
-    fn handle(&mut self, msg: VerdictChanged, _: &mut Context<Self>) {
-        self.verdict = msg.0;
     }
 }

@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
-use crate::prober::{Observation, Prober, VerdictChanged};
+use crate::prober::Observation;
 use crate::selection::{decide, Decision};
 use crate::sink_actor::Publish;
 use crate::snapshot::{PublishedAddress, TenantSnapshot};
@@ -35,12 +35,12 @@ struct TenantState {
     sinks: Vec<Recipient<Publish>>,
     published: Option<Arc<TenantSnapshot>>,
     last_seq: u64,
+    /// Endpoints still without a verdict, kept up to date on transitions so that a tenant
+    /// waiting at start-up costs nothing per transition.
+    unknown: usize,
+    /// Endpoints up.
+    healthy: usize,
 }
-
-/// Hands the tracker the probers' addresses once they are started.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct AttachProbers(pub Vec<Addr<Prober>>);
 
 /// Asks for the `/status` view.
 #[derive(Message)]
@@ -61,7 +61,6 @@ pub struct HealthTracker {
     tenants_of_target: Vec<Vec<usize>>,
     /// For each target, its endpoints.
     endpoints_of_target: Vec<Vec<usize>>,
-    probers: Vec<Addr<Prober>>,
     metrics: Arc<Metrics>,
     grace_over: bool,
 }
@@ -97,6 +96,8 @@ impl HealthTracker {
                     .collect(),
                 published: None,
                 last_seq: 0,
+                unknown: t.endpoints.len(),
+                healthy: 0,
             })
             .collect();
         let targets = plan
@@ -119,7 +120,6 @@ impl HealthTracker {
             tenants,
             tenants_of_target,
             endpoints_of_target,
-            probers: Vec::new(),
             metrics,
             grace_over: false,
         }
@@ -162,25 +162,34 @@ impl HealthTracker {
                 .get_or_create(&node_labels(&self.plan.endpoints[e]))
                 .set(up);
         }
-        if let Some(prober) = self.probers.get(target) {
-            prober.do_send(VerdictChanged(t.to));
+        // A tenant holds at most one endpoint per address (validated), so at most one
+        // endpoint of this target.
+        for &ti in &self.tenants_of_target[target] {
+            let tenant = &mut self.tenants[ti];
+            if t.from == Health::Unknown {
+                tenant.unknown -= 1;
+            }
+            if t.from == Health::Up {
+                tenant.healthy -= 1;
+            }
+            if t.to == Health::Up {
+                tenant.healthy += 1;
+            }
         }
     }
 
     /// Re-decides `tenant` and publishes if its record set changed.
     fn refresh_tenant(&mut self, ti: usize, cause_at: Instant) {
         let tenant = &self.plan.tenants[ti];
-        let healthy = tenant
-            .endpoints
-            .iter()
-            .filter(|&&e| self.health_of_endpoint(e) == Health::Up)
-            .count();
         self.metrics
             .healthy_nodes
             .get_or_create(&TenantLabel {
                 tenant: tenant.name.clone(),
             })
-            .set(healthy as i64);
+            .set(self.tenants[ti].healthy as i64);
+        if !self.grace_over && self.tenants[ti].unknown > 0 {
+            return;
+        }
         let (endpoints, mode) =
             match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
                 Decision::Wait | Decision::KeepLast => return,
@@ -222,12 +231,14 @@ impl HealthTracker {
             decided_at: now,
             cause_at,
         });
-        let list: Vec<String> = snapshot
-            .addresses
-            .iter()
-            .map(|a| a.address.to_string())
-            .collect();
-        info!(tenant = %tenant.name, seq = snapshot.seq, mode = ?mode, addresses = ?list, "publish");
+        info!(
+            tenant = %tenant.name,
+            seq = snapshot.seq,
+            mode = ?mode,
+            count = snapshot.addresses.len(),
+            addresses = %AddressList(&snapshot.addresses),
+            "publish"
+        );
         self.metrics
             .dns_updates
             .get_or_create(&TenantLabel {
@@ -244,6 +255,25 @@ impl HealthTracker {
         self.targets
             .iter()
             .all(|t| t.hysteresis.state() != Health::Unknown)
+    }
+}
+
+/// Formats addresses only when the log line is actually written (10,000 of them are not
+/// worth formatting for a filtered-out line). Long lists are cut after 20.
+struct AddressList<'a>(&'a [PublishedAddress]);
+
+impl std::fmt::Display for AddressList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, a) in self.0.iter().take(20).enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", a.address)?;
+        }
+        if self.0.len() > 20 {
+            write!(f, ",... ({} more)", self.0.len() - 20)?;
+        }
+        Ok(())
     }
 }
 
@@ -278,19 +308,6 @@ impl Actor for HealthTracker {
                 }
             }
         });
-    }
-}
-
-impl Handler<AttachProbers> for HealthTracker {
-    type Result = ();
-
-    fn handle(&mut self, msg: AttachProbers, _: &mut Context<Self>) {
-        for (prober, target) in msg.0.iter().zip(&self.targets) {
-            if target.hysteresis.state() != Health::Unknown {
-                prober.do_send(VerdictChanged(target.hysteresis.state()));
-            }
-        }
-        self.probers = msg.0;
     }
 }
 
