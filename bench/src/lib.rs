@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot};
+use ho_engine::snapshot::{EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot};
 
 /// A snapshot of `n` addresses under two domains, as the tracker would build it.
 pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
@@ -18,10 +18,12 @@ pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
         addresses: (0..n)
             .map(|i| PublishedAddress {
                 address: IpAddr::V4(Ipv4Addr::new(10, 1, (i / 250) as u8, (i % 250 + 1) as u8)),
-                endpoint: format!("e{i}"),
-                weight: 1,
-                priority: 0,
-                labels: BTreeMap::new(),
+                endpoint: Arc::new(EndpointMeta {
+                    name: format!("e{i}"),
+                    weight: 1,
+                    priority: 0,
+                    labels: BTreeMap::new(),
+                }),
             })
             .collect(),
         mode: PublishMode::Healthy,

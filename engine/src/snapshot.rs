@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -26,14 +27,36 @@ pub enum PublishMode {
 pub struct PublishedAddress {
     /// The address.
     pub address: IpAddr,
-    /// The endpoint it belongs to.
-    pub endpoint: String,
-    /// Endpoint weight.
+    /// The endpoint it belongs to; shared, so a snapshot of 10,000 addresses costs 10,000
+    /// reference counts rather than 10,000 copies of names and labels.
+    #[serde(flatten)]
+    pub endpoint: Arc<EndpointMeta>,
+}
+
+/// What sinks may need to know about an endpoint besides its address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndpointMeta {
+    /// Endpoint name.
+    #[serde(rename = "endpoint")]
+    pub name: String,
+    /// Weight for weighted routing.
     pub weight: u32,
-    /// Endpoint failover tier.
+    /// Failover tier.
     pub priority: u32,
-    /// Endpoint labels.
+    /// Labels (`geo`, ...).
     pub labels: BTreeMap<String, String>,
+}
+
+impl EndpointMeta {
+    /// The metadata of a configured endpoint.
+    pub fn of(ep: &ho_config::Endpoint) -> EndpointMeta {
+        EndpointMeta {
+            name: ep.name.clone(),
+            weight: ep.weight,
+            priority: ep.priority,
+            labels: ep.labels.clone(),
+        }
+    }
 }
 
 /// The desired state of one tenant: every domain resolves to every address listed.

@@ -18,7 +18,7 @@ use crate::probe::ProbeResult;
 use crate::prober::Observation;
 use crate::selection::{decide, Decision};
 use crate::sink_actor::Publish;
-use crate::snapshot::{PublishedAddress, TenantSnapshot};
+use crate::snapshot::{EndpointMeta, PublishedAddress, TenantSnapshot};
 use crate::status::{EndpointStatus, LastProbe, PublishedStatus, TenantStatus, TrackerStatus};
 
 /// What the tracker knows about one target.
@@ -40,7 +40,17 @@ struct TenantState {
     unknown: usize,
     /// Endpoints up.
     healthy: usize,
+    /// When the last snapshot was decided, for the publish rate limit.
+    last_decided: Option<Instant>,
+    /// Earliest transition not yet reflected in a decision; `Some` while a decision is
+    /// scheduled.
+    pending_cause: Option<Instant>,
 }
+
+/// Least time between two decisions for one tenant. The first change after a quiet period
+/// is decided at once; a burst (a rack going down: thousands of transitions in a second)
+/// is folded into at most one snapshot per gap instead of one per transition.
+const MIN_PUBLISH_GAP: Duration = Duration::from_millis(20);
 
 /// Asks for the `/status` view.
 #[derive(Message)]
@@ -61,6 +71,8 @@ pub struct HealthTracker {
     tenants_of_target: Vec<Vec<usize>>,
     /// For each target, its endpoints.
     endpoints_of_target: Vec<Vec<usize>>,
+    /// Endpoint metadata shared by every snapshot.
+    endpoint_meta: Vec<Arc<EndpointMeta>>,
     metrics: Arc<Metrics>,
     grace_over: bool,
 }
@@ -98,6 +110,8 @@ impl HealthTracker {
                 last_seq: 0,
                 unknown: t.endpoints.len(),
                 healthy: 0,
+                last_decided: None,
+                pending_cause: None,
             })
             .collect();
         let targets = plan
@@ -114,12 +128,18 @@ impl HealthTracker {
         for ep in &plan.endpoints {
             metrics.node_status.get_or_create(&node_labels(ep)).set(0);
         }
+        let endpoint_meta = plan
+            .endpoints
+            .iter()
+            .map(|e| Arc::new(EndpointMeta::of(e)))
+            .collect();
         HealthTracker {
             plan,
             targets,
             tenants,
             tenants_of_target,
             endpoints_of_target,
+            endpoint_meta,
             metrics,
             grace_over: false,
         }
@@ -178,6 +198,29 @@ impl HealthTracker {
         }
     }
 
+    /// Re-decides `tenant` now, or when [`MIN_PUBLISH_GAP`] has passed since the last
+    /// decision. `cause_at` is when the health change behind it was observed.
+    fn request_refresh(&mut self, ti: usize, cause_at: Instant, ctx: &mut Context<Self>) {
+        let state = &mut self.tenants[ti];
+        if let Some(pending) = state.pending_cause {
+            state.pending_cause = Some(pending.min(cause_at));
+            return;
+        }
+        let wait = state.last_decided.map_or(Duration::ZERO, |at| {
+            MIN_PUBLISH_GAP.saturating_sub(at.elapsed())
+        });
+        if wait.is_zero() {
+            self.refresh_tenant(ti, cause_at);
+        } else {
+            state.pending_cause = Some(cause_at);
+            ctx.run_later(wait, move |act, _| {
+                if let Some(cause) = act.tenants[ti].pending_cause.take() {
+                    act.refresh_tenant(ti, cause);
+                }
+            });
+        }
+    }
+
     /// Re-decides `tenant` and publishes if its record set changed.
     fn refresh_tenant(&mut self, ti: usize, cause_at: Instant) {
         let tenant = &self.plan.tenants[ti];
@@ -190,6 +233,7 @@ impl HealthTracker {
         if !self.grace_over && self.tenants[ti].unknown > 0 {
             return;
         }
+        self.tenants[ti].last_decided = Some(Instant::now());
         let (endpoints, mode) =
             match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
                 Decision::Wait | Decision::KeepLast => return,
@@ -197,15 +241,9 @@ impl HealthTracker {
             };
         let mut addresses: Vec<PublishedAddress> = endpoints
             .iter()
-            .map(|&e| {
-                let ep = &self.plan.endpoints[e];
-                PublishedAddress {
-                    address: ep.address,
-                    endpoint: ep.name.clone(),
-                    weight: ep.weight,
-                    priority: ep.priority,
-                    labels: ep.labels.clone(),
-                }
+            .map(|&e| PublishedAddress {
+                address: self.plan.endpoints[e].address,
+                endpoint: self.endpoint_meta[e].clone(),
             })
             .collect();
         addresses.sort_by_key(|a| a.address);
@@ -314,7 +352,7 @@ impl Actor for HealthTracker {
 impl Handler<Observation> for HealthTracker {
     type Result = ();
 
-    fn handle(&mut self, obs: Observation, _: &mut Context<Self>) {
+    fn handle(&mut self, obs: Observation, ctx: &mut Context<Self>) {
         let now = Instant::now();
         let m = &self.metrics;
         m.probes
@@ -338,8 +376,9 @@ impl Handler<Observation> for HealthTracker {
         }
         self.targets[obs.target].last = Some((obs.result, SystemTime::now()));
         if transition.is_some() {
-            for ti in self.tenants_of_target[obs.target].clone() {
-                self.refresh_tenant(ti, now);
+            for i in 0..self.tenants_of_target[obs.target].len() {
+                let ti = self.tenants_of_target[obs.target][i];
+                self.request_refresh(ti, now, ctx);
             }
         }
     }

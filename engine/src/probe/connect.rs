@@ -13,9 +13,13 @@ use super::Failure;
 /// SO_LINGER 0 (closing sends RST: no TIME_WAIT left on either side per probe).
 pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
     let io_err = |e: io::Error| Failure::from_io(&e);
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(io_err)?;
-    socket.set_nonblocking(true).map_err(io_err)?;
+    // SOCK_NONBLOCK at creation saves two fcntl calls per probe.
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking(),
+        Some(Protocol::TCP),
+    )
+    .map_err(io_err)?;
     socket.set_nodelay(true).map_err(io_err)?;
     socket.set_linger(Some(Duration::ZERO)).map_err(io_err)?;
     match socket.connect(&addr.into()) {

@@ -24,6 +24,10 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// Prepares the request. Header names and values were validated with the config.
     pub fn new(check: &HttpCheck, addr: SocketAddr) -> HttpRequest {
+        // No `Connection: close`: the server would then close first and keep TIME_WAIT state
+        // for every probe (measured: 130,000 TIME_WAIT sockets and late probes at 10,000
+        // probes/s). We close first with an RST instead (SO_LINGER 0), which leaves no
+        // TIME_WAIT on either side.
         let mut headers = HeaderMap::new();
         let host = match &check.host {
             Some(h) => h.clone(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ho_engine::sink::{Applied, Sink};
-use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot};
+use ho_engine::snapshot::{EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot};
 
 use super::HostsFileSink;
 use crate::hosts_format::render;
@@ -21,10 +21,12 @@ fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
             .iter()
             .map(|a| PublishedAddress {
                 address: a.parse::<IpAddr>().unwrap(),
-                endpoint: format!("ep-{a}"),
-                weight: 1,
-                priority: 0,
-                labels: BTreeMap::new(),
+                endpoint: Arc::new(EndpointMeta {
+                    name: format!("ep-{a}"),
+                    weight: 1,
+                    priority: 0,
+                    labels: BTreeMap::new(),
+                }),
             })
             .collect(),
         mode: PublishMode::Healthy,
