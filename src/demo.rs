@@ -4,15 +4,12 @@
 //! real hosts_file sink. A script of faults runs against the gateways; for each, the demo
 //! prints the time from the fault to the hosts file's change, and the file itself.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ho_engine::sink::Sink;
 use ho_engine::snapshot::PublishMode;
 use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
@@ -119,8 +116,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let config_file = dir.join("demo.toml");
         std::fs::write(&config_file, config_text(&dir, &gateways))?;
         let plan = ho_config::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let sinks: BTreeMap<String, Arc<dyn Sink>> =
-            plan.sinks.iter().map(|(n, c)| (n.clone(), ho_sinks::build(c))).collect();
+        let sinks = ho_sinks::build_all(&plan).map_err(anyhow::Error::msg)?;
         let started = Instant::now();
         let engine = Engine::start(plan, sinks)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

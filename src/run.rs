@@ -1,12 +1,9 @@
 //! `run`: the service.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
-use ho_engine::sink::Sink;
 use ho_engine::Engine;
 use tracing::info;
 
@@ -21,11 +18,7 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
     };
     actix_rt::System::new().block_on(async move {
-        let sinks: BTreeMap<String, Arc<dyn Sink>> = plan
-            .sinks
-            .iter()
-            .map(|(name, config)| (name.clone(), ho_sinks::build(config)))
-            .collect();
+        let sinks = ho_sinks::build_all(&plan).map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(plan.api_listen)
             .await
             .with_context(|| format!("api.listen {}", plan.api_listen))?;

@@ -27,6 +27,7 @@ pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
             })
             .collect(),
         mode: PublishMode::Healthy,
+        changes: Vec::new(),
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
     })

@@ -72,6 +72,7 @@ fn builtin() -> Config {
         endpoints: Vec::new(),
         tenants: Vec::new(),
         sinks: Default::default(),
+        owner_id: crate::model::DEFAULT_OWNER_ID.into(),
     }
 }
 

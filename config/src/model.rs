@@ -31,6 +31,17 @@ pub struct Config {
     /// Named DNS back ends. Tenants refer to them by name, so one back end can serve many tenants.
     #[serde(default)]
     pub sinks: BTreeMap<String, SinkConfig>,
+    /// Identifies this orchestrator in the ownership marks it leaves on the records it
+    /// writes (PowerDNS rrset comments), so two instances never fight over one record.
+    #[serde(default = "default_owner_id")]
+    pub owner_id: String,
+}
+
+/// The ownership mark used when `owner_id` is not set.
+pub const DEFAULT_OWNER_ID: &str = "health-orchestrator";
+
+fn default_owner_id() -> String {
+    DEFAULT_OWNER_ID.into()
 }
 
 /// `[api]`: the operator-facing HTTP endpoint.
@@ -324,7 +335,132 @@ pub enum SinkConfig {
     HostsFile {
         /// Directory holding the files; created if missing.
         dir: PathBuf,
+        /// Rate limit, retries and drift repair.
+        #[serde(default)]
+        delivery: Delivery,
     },
+    /// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
+    #[serde(rename = "powerdns")]
+    PowerDns(PowerDnsConfig),
+    /// A signed JSON POST of every snapshot to any HTTP receiver.
+    Webhook(WebhookConfig),
+}
+
+/// `kind = "powerdns"`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerDnsConfig {
+    /// Base URL of the API, e.g. `http://pdns:8081`.
+    pub url: String,
+    /// File holding the API key (preferred: never in the config or the environment dump).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<PathBuf>,
+    /// Environment variable holding the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// PowerDNS server id.
+    #[serde(default = "default_server_id")]
+    pub server_id: String,
+    /// The zone holding the tenants' domains, e.g. `tenant-a.io.`.
+    pub zone: String,
+    /// Take over rrsets that exist without this orchestrator's ownership mark. Off by
+    /// default: records someone else wrote are left alone and reported.
+    #[serde(default)]
+    pub adopt: bool,
+    /// Deadline of one API request.
+    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Rate limit, retries and drift repair.
+    #[serde(default)]
+    pub delivery: Delivery,
+}
+
+/// `kind = "webhook"`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Receiver URL (`http://` or `https://`).
+    pub url: String,
+    /// File holding the HMAC secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<PathBuf>,
+    /// Environment variable holding the HMAC secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env: Option<String>,
+    /// Extra request headers (e.g. a bearer token the receiver wants).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Accept any TLS certificate. Opt-in.
+    #[serde(default)]
+    pub insecure: bool,
+    /// Trust these CAs instead of the system roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// Deadline of one delivery.
+    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Rate limit, retries and drift repair.
+    #[serde(default)]
+    pub delivery: Delivery,
+}
+
+fn default_server_id() -> String {
+    "localhost".into()
+}
+
+fn default_sink_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// `delivery = { ... }` in any sink: how the engine drives writes to it. Every sink gets the
+/// same machinery; only the numbers differ.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// Token-bucket rate: writes per second the back end may receive.
+    #[serde(default = "default_rate")]
+    pub max_writes_per_second: f64,
+    /// Token-bucket size: writes allowed back to back after a quiet period.
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+    /// How often the full desired state is written again to repair changes made by
+    /// someone else (only differences are written).
+    #[serde(default = "default_reconcile", with = "humantime_serde")]
+    pub reconcile_interval: Duration,
+    /// First retry delay after a failed write; doubles per attempt.
+    #[serde(default = "default_backoff_min", with = "humantime_serde")]
+    pub backoff_min: Duration,
+    /// Longest retry delay.
+    #[serde(default = "default_backoff_max", with = "humantime_serde")]
+    pub backoff_max: Duration,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            max_writes_per_second: default_rate(),
+            burst: default_burst(),
+            reconcile_interval: default_reconcile(),
+            backoff_min: default_backoff_min(),
+            backoff_max: default_backoff_max(),
+        }
+    }
+}
+
+fn default_rate() -> f64 {
+    10.0
+}
+fn default_burst() -> u32 {
+    5
+}
+fn default_reconcile() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_backoff_min() -> Duration {
+    Duration::from_millis(200)
+}
+fn default_backoff_max() -> Duration {
+    Duration::from_secs(30)
 }
 
 impl SinkConfig {
@@ -332,6 +468,17 @@ impl SinkConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             SinkConfig::HostsFile { .. } => "hosts_file",
+            SinkConfig::PowerDns(_) => "powerdns",
+            SinkConfig::Webhook(_) => "webhook",
+        }
+    }
+
+    /// The delivery settings.
+    pub fn delivery(&self) -> &Delivery {
+        match self {
+            SinkConfig::HostsFile { delivery, .. } => delivery,
+            SinkConfig::PowerDns(c) => &c.delivery,
+            SinkConfig::Webhook(c) => &c.delivery,
         }
     }
 }

@@ -62,6 +62,20 @@ pub fn check_header_value(value: &str) -> Result<(), String> {
     }
 }
 
+/// Checks that `url` is an absolute `http://` or `https://` URL with a host; the sink
+/// parses it fully when it is built.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("\"{url}\" must start with http:// or https://"))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || url.chars().any(|c| c.is_ascii_control() || c == ' ') {
+        return Err(format!("\"{url}\" is not a valid URL"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

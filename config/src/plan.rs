@@ -29,6 +29,8 @@ pub struct Plan {
     pub tenants: Vec<Tenant>,
     /// Sinks by name.
     pub sinks: BTreeMap<String, SinkConfig>,
+    /// This instance's ownership mark.
+    pub owner_id: String,
 }
 
 /// One thing to probe: an address plus a complete check.

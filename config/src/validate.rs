@@ -6,8 +6,10 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::model::{CheckKind, CheckOverrides, Config, EndpointSelection, SinkConfig};
-use crate::names::{check_header_name, check_header_value, check_object_name, normalize_domain};
+use crate::model::{CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, SinkConfig};
+use crate::names::{
+    check_header_name, check_header_value, check_object_name, check_url, normalize_domain,
+};
 use crate::plan::{
     CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
 };
@@ -96,6 +98,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
         endpoints,
         tenants,
         sinks: config.sinks.clone(),
+        owner_id: config.owner_id.clone(),
     })
 }
 
@@ -411,25 +414,121 @@ fn resolve_tls(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> TlsChe
 }
 
 fn check_sinks(config: &Config, errs: &mut Errors) {
+    if let Err(e) = check_object_name(&config.owner_id) {
+        errs.push("owner_id", e);
+    }
     let mut dirs: HashMap<&std::path::Path, &str> = HashMap::new();
     for (name, sink) in &config.sinks {
+        let at = |field: &str| format!("sinks.{name}.{field}");
         if let Err(e) = check_object_name(name) {
             errs.push(format!("sinks.{name}"), e);
         }
+        check_delivery(sink.delivery(), &at("delivery"), errs);
         match sink {
-            SinkConfig::HostsFile { dir } => {
+            SinkConfig::HostsFile { dir, .. } => {
                 if dir.as_os_str().is_empty() {
-                    errs.push(format!("sinks.{name}.dir"), "must not be empty");
+                    errs.push(at("dir"), "must not be empty");
                 } else if let Some(other) = dirs.insert(dir.as_path(), name) {
                     errs.push(
-                        format!("sinks.{name}.dir"),
+                        at("dir"),
                         format!(
                             "same directory as sinks.{other}; two sinks would write the same files"
                         ),
                     );
                 }
             }
+            SinkConfig::PowerDns(c) => {
+                if let Err(e) = check_url(&c.url) {
+                    errs.push(at("url"), e);
+                }
+                check_secret_source(
+                    c.api_key_file.is_some(),
+                    c.api_key_env.as_deref(),
+                    "api_key_file",
+                    "api_key_env",
+                    &format!("sinks.{name}"),
+                    errs,
+                );
+                if let Err(e) = normalize_domain(&c.zone) {
+                    errs.push(at("zone"), e);
+                }
+                if c.server_id.is_empty() || c.server_id.contains('/') {
+                    errs.push(at("server_id"), "must be a non-empty id without '/'");
+                }
+                check_timeout(c.timeout, &at("timeout"), errs);
+            }
+            SinkConfig::Webhook(c) => {
+                if let Err(e) = check_url(&c.url) {
+                    errs.push(at("url"), e);
+                }
+                check_secret_source(
+                    c.secret_file.is_some(),
+                    c.secret_env.as_deref(),
+                    "secret_file",
+                    "secret_env",
+                    &format!("sinks.{name}"),
+                    errs,
+                );
+                for (h, v) in &c.headers {
+                    if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
+                        errs.push(at(&format!("headers.{h}")), e);
+                    }
+                }
+                if c.insecure && c.ca_file.is_some() {
+                    errs.push(
+                        at("insecure"),
+                        "insecure = true ignores ca_file; set one or the other",
+                    );
+                }
+                check_timeout(c.timeout, &at("timeout"), errs);
+            }
         }
+    }
+}
+
+fn check_secret_source(
+    file: bool,
+    env: Option<&str>,
+    file_field: &str,
+    env_field: &str,
+    path: &str,
+    errs: &mut Errors,
+) {
+    match (file, env) {
+        (true, Some(_)) => errs.push(path, format!("set {file_field} or {env_field}, not both")),
+        (false, None) => errs.push(
+            path,
+            format!("needs {file_field} or {env_field}: secrets are never written in the config"),
+        ),
+        (false, Some("")) => errs.push(format!("{path}.{env_field}"), "must not be empty"),
+        _ => {}
+    }
+}
+
+fn check_timeout(timeout: Duration, path: &str, errs: &mut Errors) {
+    if timeout.is_zero() {
+        errs.push(path, "must be greater than 0");
+    }
+}
+
+fn check_delivery(d: &Delivery, path: &str, errs: &mut Errors) {
+    if !(d.max_writes_per_second > 0.0 && d.max_writes_per_second.is_finite()) {
+        errs.push(
+            format!("{path}.max_writes_per_second"),
+            "must be greater than 0",
+        );
+    }
+    if d.burst == 0 {
+        errs.push(format!("{path}.burst"), "must be at least 1");
+    }
+    if d.reconcile_interval < Duration::from_secs(1) {
+        errs.push(format!("{path}.reconcile_interval"), "must be at least 1s");
+    }
+    if d.backoff_min.is_zero() || d.backoff_min > d.backoff_max {
+        errs.push(
+            format!("{path}.backoff_min"),
+            "must be greater than 0 and not above backoff_max",
+        );
     }
 }
 
@@ -571,6 +670,21 @@ fn resolve_tenants(
                     format!("{path}.sinks[{si}]"),
                     format!("\"{s}\" is listed twice"),
                 );
+            }
+        }
+        for s in &sinks {
+            if let Some(SinkConfig::PowerDns(pdns)) = config.sinks.get(s) {
+                let Ok(zone) = normalize_domain(&pdns.zone) else {
+                    continue;
+                };
+                for d in &domains {
+                    if d != &zone && !d.ends_with(&format!(".{zone}")) {
+                        errs.push(
+                            format!("{path}.domains"),
+                            format!("\"{d}\" is not inside zone \"{zone}\" of sink \"{s}\""),
+                        );
+                    }
+                }
             }
         }
         if t.ttl < Duration::from_secs(1) {

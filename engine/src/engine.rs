@@ -66,14 +66,14 @@ impl Engine {
             .collect::<Result<Vec<_>, _>>()?;
         let metrics = Arc::new(Metrics::new());
         let mut sink_actors = BTreeMap::new();
-        for name in plan.sinks.keys() {
+        for (name, config) in &plan.sinks {
             let sink = sinks
                 .get(name)
                 .ok_or_else(|| EngineError::MissingSink(name.clone()))?;
             let actor = SinkActor::new(
                 name.clone(),
                 sink.clone(),
-                SinkActor::default_backoff(),
+                config.delivery(),
                 metrics.clone(),
             );
             sink_actors.insert(name.clone(), actor.start());

@@ -18,6 +18,7 @@ pub mod sink;
 pub mod sink_actor;
 pub mod snapshot;
 pub mod status;
+pub mod token_bucket;
 pub mod tracker;
 
 mod engine;

@@ -6,6 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 /// `result` label: `ok` or a failure label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -79,6 +80,10 @@ pub struct Metrics {
     pub sink_writes: Family<SinkResultLabels, Counter>,
     /// Health transition to successful sink write: the failover time operators care about.
     pub failover_seconds: Family<SinkLabel, Histogram, fn() -> Histogram>,
+    /// When each sink last wrote successfully (Unix seconds): alert when it is old.
+    pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
+    /// Tenants whose latest snapshot is not yet written, per sink.
+    pub sink_pending: Family<SinkLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -101,6 +106,8 @@ impl Metrics {
             dns_updates: Family::default(),
             sink_writes: Family::default(),
             failover_seconds: Family::new_with_constructor(latency_histogram),
+            sink_last_success: Family::default(),
+            sink_pending: Family::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -143,6 +150,16 @@ impl Metrics {
             "failover_seconds",
             "Time from an endpoint transition to the sink's successful write",
             m.failover_seconds.clone(),
+        );
+        registry.register(
+            "sink_last_success_timestamp_seconds",
+            "When the sink last wrote successfully",
+            m.sink_last_success.clone(),
+        );
+        registry.register(
+            "sink_pending",
+            "Tenants whose latest snapshot the sink has not written yet",
+            m.sink_pending.clone(),
         );
         Metrics { registry, ..m }
     }

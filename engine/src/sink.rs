@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::snapshot::TenantSnapshot;
 
@@ -26,8 +27,10 @@ pub struct SinkError {
     /// What went wrong, specific enough to act on (shown in logs and `/status`).
     pub message: String,
     /// Whether to retry with backoff (back end down, 5xx, timeout) or wait for the next
-    /// snapshot (bad request, permission denied).
+    /// snapshot or reconcile (bad request, permission denied).
     pub retriable: bool,
+    /// The back end asked to wait this long (HTTP 429 `Retry-After`).
+    pub retry_after: Option<Duration>,
 }
 
 impl SinkError {
@@ -36,6 +39,7 @@ impl SinkError {
         SinkError {
             message: message.into(),
             retriable: true,
+            retry_after: None,
         }
     }
 
@@ -44,6 +48,16 @@ impl SinkError {
         SinkError {
             message: message.into(),
             retriable: false,
+            retry_after: None,
+        }
+    }
+
+    /// A throttling answer: retry, but not before `after`.
+    pub fn throttled(message: impl Into<String>, after: Option<Duration>) -> SinkError {
+        SinkError {
+            message: message.into(),
+            retriable: true,
+            retry_after: after,
         }
     }
 }

@@ -1,19 +1,24 @@
 //! The actor around every sink: coalesces snapshots (latest wins), runs one write per
-//! tenant at a time, retries failures with exponential backoff and jitter, and keeps the
-//! status and metrics. Sinks themselves only know how to write.
+//! tenant at a time, limits the write rate (token bucket), retries failures with exponential
+//! backoff and jitter (or the back end's `Retry-After`), re-writes the full desired state
+//! periodically to repair drift, and keeps the status and metrics. Sinks themselves only
+//! know how to write.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
-use tracing::{debug, warn};
+use ho_config::Delivery;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
 
 use crate::backoff::ExponentialBackoff;
 use crate::metrics::{Metrics, SinkLabel, SinkResultLabels};
 use crate::sink::{Applied, Sink, SinkError};
 use crate::snapshot::TenantSnapshot;
 use crate::status::{unix_seconds, SinkErrorStatus, SinkStatus, SinkTenantStatus};
+use crate::token_bucket::TokenBucket;
 
 /// A new desired state for one tenant.
 #[derive(Message, Clone)]
@@ -25,13 +30,22 @@ pub struct Publish(pub Arc<TenantSnapshot>);
 #[rtype(result = "SinkStatus")]
 pub struct GetSinkStatus;
 
+/// Why a write is being made; only for logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Snapshot,
+    Retry,
+    Reconcile,
+}
+
 /// Per-tenant write state.
 struct Slot {
     /// Latest snapshot received: the only one that will ever be written.
     desired: Arc<TenantSnapshot>,
     written_seq: Option<u64>,
     in_flight: bool,
-    retry: Option<SpawnHandle>,
+    /// A write waiting for its time (backoff, `Retry-After` or a rate-limit token).
+    waiting: Option<SpawnHandle>,
     attempts: u32,
     last_success: Option<SystemTime>,
     last_error: Option<(SystemTime, SinkError)>,
@@ -42,41 +56,71 @@ pub struct SinkActor {
     name: String,
     sink: Arc<dyn Sink>,
     backoff: ExponentialBackoff,
+    bucket: TokenBucket,
+    reconcile_interval: Duration,
     slots: BTreeMap<String, Slot>,
     metrics: Arc<Metrics>,
 }
 
 impl SinkActor {
-    /// Wraps `sink` under the name `name`.
+    /// Wraps `sink` under the name `name`, driven as `delivery` says.
     pub fn new(
         name: String,
         sink: Arc<dyn Sink>,
-        backoff: ExponentialBackoff,
+        delivery: &Delivery,
         metrics: Arc<Metrics>,
     ) -> SinkActor {
         SinkActor {
             name,
             sink,
-            backoff,
+            backoff: ExponentialBackoff::try_new(delivery.backoff_min, delivery.backoff_max, 0.2)
+                .expect("validated with the config"),
+            bucket: TokenBucket::new(
+                delivery.max_writes_per_second,
+                delivery.burst,
+                Instant::now(),
+            ),
+            reconcile_interval: delivery.reconcile_interval,
             slots: BTreeMap::new(),
             metrics,
         }
     }
 
-    /// The retry policy used when a sink does not configure its own: 200 ms doubling to 30 s,
-    /// up to 20% shorter at random.
-    pub fn default_backoff() -> ExponentialBackoff {
-        ExponentialBackoff::try_new(Duration::from_millis(200), Duration::from_secs(30), 0.2)
-            .expect("valid constants")
+    fn label(&self) -> SinkLabel {
+        SinkLabel {
+            sink: self.name.clone(),
+        }
     }
 
-    fn write(&mut self, tenant: &str, ctx: &mut Context<Self>) {
+    fn update_pending(&self) {
+        let pending = self
+            .slots
+            .values()
+            .filter(|s| s.written_seq != Some(s.desired.seq))
+            .count();
+        self.metrics
+            .sink_pending
+            .get_or_create(&self.label())
+            .set(pending as i64);
+    }
+
+    /// Writes the tenant's desired state now if a token is available, else when it is.
+    fn write(&mut self, tenant: &str, cause: Cause, ctx: &mut Context<Self>) {
         let Some(slot) = self.slots.get_mut(tenant) else {
             return;
         };
-        if let Some(handle) = slot.retry.take() {
+        if slot.in_flight {
+            return;
+        }
+        if let Some(handle) = slot.waiting.take() {
             ctx.cancel_future(handle);
         }
+        if let Err(wait) = self.bucket.try_take(Instant::now()) {
+            debug!(sink = %self.name, tenant, ?wait, "rate limited");
+            self.wait_then_write(tenant, wait, cause, ctx);
+            return;
+        }
+        let slot = self.slots.get_mut(tenant).expect("checked above");
         slot.in_flight = true;
         let snapshot = slot.desired.clone();
         let tenant = tenant.to_owned();
@@ -84,21 +128,37 @@ impl SinkActor {
             self.sink
                 .apply(snapshot.clone())
                 .into_actor(self)
-                .map(move |result, act, ctx| act.written(&tenant, &snapshot, result, ctx)),
+                .map(move |result, act, ctx| act.written(&tenant, &snapshot, cause, result, ctx)),
         );
+    }
+
+    fn wait_then_write(
+        &mut self,
+        tenant: &str,
+        wait: Duration,
+        cause: Cause,
+        ctx: &mut Context<Self>,
+    ) {
+        let owned = tenant.to_owned();
+        let handle = ctx.run_later(wait, move |act, ctx| {
+            if let Some(slot) = act.slots.get_mut(&owned) {
+                slot.waiting = None;
+            }
+            act.write(&owned, cause, ctx);
+        });
+        if let Some(slot) = self.slots.get_mut(tenant) {
+            slot.waiting = Some(handle);
+        }
     }
 
     fn written(
         &mut self,
         tenant: &str,
         snapshot: &TenantSnapshot,
+        cause: Cause,
         result: Result<Applied, SinkError>,
         ctx: &mut Context<Self>,
     ) {
-        let Some(slot) = self.slots.get_mut(tenant) else {
-            return;
-        };
-        slot.in_flight = false;
         let label = match &result {
             Ok(Applied::Changed) => "changed",
             Ok(Applied::Unchanged) => "unchanged",
@@ -111,44 +171,82 @@ impl SinkActor {
                 result: label,
             })
             .inc();
+        let Some(slot) = self.slots.get_mut(tenant) else {
+            return;
+        };
+        slot.in_flight = false;
+        let mut retry = None;
         match result {
             Ok(applied) => {
+                let first_write_of_seq = slot.written_seq != Some(snapshot.seq);
                 slot.attempts = 0;
                 slot.written_seq = Some(snapshot.seq);
-                slot.last_success = Some(SystemTime::now());
+                let now = SystemTime::now();
+                slot.last_success = Some(now);
                 slot.last_error = None;
                 self.metrics
-                    .failover_seconds
+                    .sink_last_success
                     .get_or_create(&SinkLabel {
                         sink: self.name.clone(),
                     })
-                    .observe(snapshot.cause_at.elapsed().as_secs_f64());
-                debug!(sink = %self.name, tenant, seq = snapshot.seq, ?applied, "written");
+                    .set(unix_seconds(now));
+                if first_write_of_seq {
+                    self.metrics
+                        .failover_seconds
+                        .get_or_create(&SinkLabel {
+                            sink: self.name.clone(),
+                        })
+                        .observe(snapshot.cause_at.elapsed().as_secs_f64());
+                }
+                if cause == Cause::Reconcile && applied == Applied::Changed {
+                    warn!(sink = %self.name, tenant, seq = snapshot.seq, "drift repaired: the back end had been changed by someone else");
+                } else {
+                    debug!(sink = %self.name, tenant, seq = snapshot.seq, ?applied, ?cause, "written");
+                }
             }
             Err(e) => {
                 slot.attempts += 1;
                 warn!(sink = %self.name, tenant, seq = snapshot.seq, attempt = slot.attempts, retriable = e.retriable, "write failed: {e}");
+                if e.retriable {
+                    let backoff = self.backoff.delay(slot.attempts, fastrand::f64());
+                    retry = Some(e.retry_after.map_or(backoff, |after| after.max(backoff)));
+                }
                 slot.last_error = Some((SystemTime::now(), e));
             }
         }
-        if slot.desired.seq != snapshot.seq {
-            // A newer snapshot arrived during the write: write it now.
-            self.write(tenant, ctx);
-        } else if slot.last_error.as_ref().is_some_and(|(_, e)| e.retriable) {
-            let delay = self.backoff.delay(slot.attempts, fastrand::f64());
-            let tenant = tenant.to_owned();
-            slot.retry = Some(ctx.run_later(delay, move |act, ctx| {
-                if let Some(slot) = act.slots.get_mut(&tenant) {
-                    slot.retry = None;
-                }
-                act.write(&tenant, ctx);
-            }));
+        let newer = slot.desired.seq != snapshot.seq;
+        if newer {
+            // A newer snapshot arrived during the write: it goes next, whatever happened.
+            self.write(tenant, Cause::Snapshot, ctx);
+        } else if let Some(delay) = retry {
+            self.wait_then_write(tenant, delay, Cause::Retry, ctx);
+        }
+        self.update_pending();
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<Self>) {
+        let idle: Vec<String> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| !s.in_flight && s.waiting.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
+        if !idle.is_empty() {
+            debug!(sink = %self.name, tenants = idle.len(), "periodic reconcile");
+        }
+        for tenant in idle {
+            self.write(&tenant, Cause::Reconcile, ctx);
         }
     }
 }
 
 impl Actor for SinkActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.update_pending();
+        ctx.run_interval(self.reconcile_interval, |act, ctx| act.reconcile(ctx));
+    }
 }
 
 impl Handler<Publish> for SinkActor {
@@ -161,20 +259,20 @@ impl Handler<Publish> for SinkActor {
             desired: snapshot.clone(),
             written_seq: None,
             in_flight: false,
-            retry: None,
+            waiting: None,
             attempts: 0,
             last_success: None,
             last_error: None,
         });
         if snapshot.seq < slot.desired.seq {
+            info!(sink = %self.name, tenant, seq = snapshot.seq, "dropping an older snapshot");
             return;
         }
         slot.desired = snapshot;
         // A write in flight picks up the newer snapshot when it finishes (coalescing);
         // otherwise write now, even if a retry was waiting: the new state may succeed.
-        if !slot.in_flight {
-            self.write(&tenant, ctx);
-        }
+        self.write(&tenant, Cause::Snapshot, ctx);
+        self.update_pending();
     }
 }
 
@@ -189,6 +287,7 @@ impl Handler<GetSinkStatus> for SinkActor {
                 tenant: tenant.clone(),
                 desired_seq: slot.desired.seq,
                 written_seq: slot.written_seq,
+                pending: slot.written_seq != Some(slot.desired.seq),
                 attempts: slot.attempts,
                 last_success: slot.last_success.map(unix_seconds),
                 last_error: slot.last_error.as_ref().map(|(at, e)| SinkErrorStatus {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+
+use crate::hysteresis::Health;
 use tokio::time::Instant;
 
 /// Why the published set is what it is.
@@ -78,6 +80,9 @@ pub struct TenantSnapshot {
     pub addresses: Vec<PublishedAddress>,
     /// Why these addresses.
     pub mode: PublishMode,
+    /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
+    /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
+    pub changes: Vec<Change>,
     /// When the engine decided this snapshot.
     #[serde(skip)]
     pub decided_at: SystemTime,
@@ -85,6 +90,24 @@ pub struct TenantSnapshot {
     /// up to each sink's write.
     #[serde(skip)]
     pub cause_at: Instant,
+}
+
+/// Most changes carried by one snapshot; a mass event keeps the latest ones.
+pub const MAX_CHANGES: usize = 1000;
+
+/// One endpoint's verdict change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// Endpoint name.
+    pub endpoint: String,
+    /// Its address.
+    pub address: IpAddr,
+    /// Verdict before.
+    pub from: Health,
+    /// Verdict after.
+    pub to: Health,
+    /// The probe result that completed the change (`refused`, `status 503`, `ok`, ...).
+    pub reason: String,
 }
 
 /// TTLs as whole seconds in JSON, the unit DNS uses.

@@ -127,6 +127,8 @@ pub struct SinkTenantStatus {
     pub desired_seq: u64,
     /// Latest snapshot written successfully.
     pub written_seq: Option<u64>,
+    /// Whether the latest snapshot is still to be written.
+    pub pending: bool,
     /// Failed attempts since the last success.
     pub attempts: u32,
     /// When the last write succeeded (Unix seconds).

@@ -3,7 +3,7 @@
 //! shows, decides each tenant's record set and sends a snapshot to the tenant's sinks only
 //! when that set changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,7 +18,7 @@ use crate::probe::ProbeResult;
 use crate::prober::Observation;
 use crate::selection::{decide, Decision};
 use crate::sink_actor::Publish;
-use crate::snapshot::{EndpointMeta, PublishedAddress, TenantSnapshot};
+use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
 use crate::status::{EndpointStatus, LastProbe, PublishedStatus, TenantStatus, TrackerStatus};
 
 /// What the tracker knows about one target.
@@ -45,6 +45,8 @@ struct TenantState {
     /// Earliest transition not yet reflected in a decision; `Some` while a decision is
     /// scheduled.
     pending_cause: Option<Instant>,
+    /// Verdict changes not yet carried by a snapshot.
+    changes: VecDeque<Change>,
 }
 
 /// Least time between two decisions for one tenant. The first change after a quiet period
@@ -67,8 +69,9 @@ pub struct HealthTracker {
     plan: Arc<Plan>,
     targets: Vec<TargetState>,
     tenants: Vec<TenantState>,
-    /// For each target, the tenants that include one of its endpoints.
-    tenants_of_target: Vec<Vec<usize>>,
+    /// For each target, the tenants that include one of its endpoints, with that endpoint
+    /// (a tenant holds at most one endpoint per address, so at most one per target).
+    tenants_of_target: Vec<Vec<(usize, usize)>>,
     /// For each target, its endpoints.
     endpoints_of_target: Vec<Vec<usize>>,
     /// Endpoint metadata shared by every snapshot.
@@ -91,10 +94,7 @@ impl HealthTracker {
         }
         for (ti, tenant) in plan.tenants.iter().enumerate() {
             for &ei in &tenant.endpoints {
-                let list = &mut tenants_of_target[plan.endpoints[ei].target];
-                if !list.contains(&ti) {
-                    list.push(ti);
-                }
+                tenants_of_target[plan.endpoints[ei].target].push((ti, ei));
             }
         }
         let tenants = plan
@@ -112,6 +112,7 @@ impl HealthTracker {
                 healthy: 0,
                 last_decided: None,
                 pending_cause: None,
+                changes: VecDeque::new(),
             })
             .collect();
         let targets = plan
@@ -182,10 +183,18 @@ impl HealthTracker {
                 .get_or_create(&node_labels(&self.plan.endpoints[e]))
                 .set(up);
         }
-        // A tenant holds at most one endpoint per address (validated), so at most one
-        // endpoint of this target.
-        for &ti in &self.tenants_of_target[target] {
+        for &(ti, e) in &self.tenants_of_target[target] {
             let tenant = &mut self.tenants[ti];
+            if tenant.changes.len() == MAX_CHANGES {
+                tenant.changes.pop_front();
+            }
+            tenant.changes.push_back(Change {
+                endpoint: self.plan.endpoints[e].name.clone(),
+                address: self.plan.endpoints[e].address,
+                from: t.from,
+                to: t.to,
+                reason: result.reason(),
+            });
             if t.from == Health::Unknown {
                 tenant.unknown -= 1;
             }
@@ -266,6 +275,7 @@ impl HealthTracker {
             ttl: tenant.ttl,
             addresses,
             mode,
+            changes: state.changes.drain(..).collect(),
             decided_at: now,
             cause_at,
         });
@@ -377,7 +387,7 @@ impl Handler<Observation> for HealthTracker {
         self.targets[obs.target].last = Some((obs.result, SystemTime::now()));
         if transition.is_some() {
             for i in 0..self.tenants_of_target[obs.target].len() {
-                let ti = self.tenants_of_target[obs.target][i];
+                let (ti, _) = self.tenants_of_target[obs.target][i];
                 self.request_refresh(ti, now, ctx);
             }
         }

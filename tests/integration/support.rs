@@ -1,13 +1,11 @@
 //! Shared helpers: configs in temp dirs, engines with real sinks, file polling, TLS material.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
-use ho_engine::sink::Sink;
 use ho_engine::status::TrackerStatus;
 use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
@@ -56,11 +54,7 @@ pub fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let sinks: BTreeMap<String, Arc<dyn Sink>> = plan
-        .sinks
-        .iter()
-        .map(|(n, c)| (n.clone(), ho_sinks::build(c)))
-        .collect();
+    let sinks = ho_sinks::build_all(&plan).unwrap();
     Engine::start(plan, sinks).unwrap()
 }
 

@@ -18,7 +18,7 @@ use ho_config::{Protocol, Target};
 use tokio::time::Instant;
 
 pub use outcome::{Failure, ProbeResult};
-pub use tls::{TlsCache, TlsError};
+pub use tls::{client_config, TlsCache, TlsError};
 
 use http::HttpRequest;
 

@@ -101,7 +101,9 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn client_config(trust: &TlsCheck) -> Result<ClientConfig, TlsError> {
+/// A rustls client configuration for `trust` (system roots, a CA file, or any certificate
+/// when insecure), ALPN http/1.1. Also used by the HTTP sinks.
+pub fn client_config(trust: &TlsCheck) -> Result<ClientConfig, TlsError> {
     let provider = provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -30,6 +30,7 @@ fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
             })
             .collect(),
         mode: PublishMode::Healthy,
+        changes: Vec::new(),
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
     })

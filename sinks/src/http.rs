@@ -1,0 +1,123 @@
+//! The HTTP client the network sinks share, and the retry policy for HTTP answers:
+//! connection errors, timeouts, 5xx and 429 are retried (429 after its `Retry-After`);
+//! other 4xx are reported and not hammered.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use ho_config::TlsCheck;
+use ho_engine::sink::SinkError;
+use http_body_util::{BodyExt, Full};
+use hyper::header::RETRY_AFTER;
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// Most response bytes read (error texts and zone listings are small; a huge answer is cut).
+const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// A pooled HTTP/1.1 client with rustls for `https://` URLs.
+#[derive(Clone)]
+pub struct HttpClient {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    timeout: Duration,
+}
+
+/// A complete response.
+pub struct Answer {
+    /// Status code.
+    pub status: StatusCode,
+    /// `Retry-After` in seconds, if sent.
+    pub retry_after: Option<Duration>,
+    /// Body (up to 16 MiB).
+    pub body: Bytes,
+}
+
+impl HttpClient {
+    /// A client trusting `trust`, with `timeout` over each whole exchange.
+    pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, String> {
+        let tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(HttpClient {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            timeout,
+        })
+    }
+
+    /// Sends `request`; `what` names the exchange in errors (e.g. `PATCH zone example.org.`).
+    pub async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+        what: &str,
+    ) -> Result<Answer, SinkError> {
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(inner) = source {
+                    text = format!("{text}: {inner}");
+                    source = inner.source();
+                }
+                SinkError::retriable(format!("{what}: {text}"))
+            })?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE)
+                .collect()
+                .await
+                .map_err(|e| SinkError::retriable(format!("{what}: reading the answer: {e}")))?
+                .to_bytes();
+            Ok(Answer {
+                status,
+                retry_after,
+                body,
+            })
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(SinkError::retriable(format!(
+                "{what}: no answer within {}",
+                humantime::format_duration(self.timeout)
+            ))),
+        }
+    }
+}
+
+/// Turns a non-success answer into an error with the retry policy applied; `detail` is the
+/// back end's own error text when it has one.
+pub fn error_for(answer: &Answer, what: &str, detail: &str) -> SinkError {
+    let status = answer.status;
+    let detail = if detail.is_empty() {
+        String::from_utf8_lossy(&answer.body[..answer.body.len().min(300)])
+            .trim()
+            .to_owned()
+    } else {
+        detail.to_owned()
+    };
+    let message = format!(
+        "{what}: HTTP {}{}",
+        status.as_u16(),
+        if detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {detail}")
+        }
+    );
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        SinkError::throttled(message, answer.retry_after)
+    } else if status.is_server_error() || status == StatusCode::REQUEST_TIMEOUT {
+        SinkError::retriable(message)
+    } else {
+        SinkError::permanent(message)
+    }
+}

@@ -1,0 +1,221 @@
+//! `kind = "powerdns"`: the PowerDNS Authoritative HTTP API.
+//!
+//! Each write reads the zone, computes which of the tenant's rrsets (one A and one AAAA per
+//! domain) differ from the desired state, and sends them in one
+//! `PATCH /api/v1/servers/{server_id}/zones/{zone}`: `REPLACE` with the tenant's TTL and an
+//! ownership comment, or `DELETE` when a family has no address left. An rrset that exists
+//! without this orchestrator's ownership comment belongs to someone else: it is left alone
+//! and reported, unless `adopt = true`. Reading first makes every write idempotent and lets
+//! the periodic reconcile repair drift.
+
+mod api;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ho_config::{PowerDnsConfig, TlsCheck};
+use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
+
+use crate::http::{error_for, HttpClient};
+use crate::secret::Secret;
+use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
+
+/// Writes tenants' rrsets into one PowerDNS zone.
+pub struct PowerDnsSink {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: HttpClient,
+    zone_url: String,
+    zone: String,
+    server_id: String,
+    api_key: Secret,
+    adopt: bool,
+    mark: String,
+}
+
+impl PowerDnsSink {
+    /// Builds the sink; fails if the API key cannot be read.
+    pub fn new(config: &PowerDnsConfig, owner_id: &str) -> Result<PowerDnsSink, String> {
+        let api_key = Secret::load(
+            config.api_key_file.as_deref(),
+            config.api_key_env.as_deref(),
+        )
+        .map_err(|e| format!("api key: {e}"))?;
+        let zone = format!(
+            "{}.",
+            config.zone.trim_end_matches('.').to_ascii_lowercase()
+        );
+        let trust = TlsCheck {
+            insecure: false,
+            ca_file: None,
+        };
+        Ok(PowerDnsSink {
+            inner: Arc::new(Inner {
+                client: HttpClient::new(&trust, config.timeout)?,
+                zone_url: format!(
+                    "{}/api/v1/servers/{}/zones/{}",
+                    config.url.trim_end_matches('/'),
+                    config.server_id,
+                    zone
+                ),
+                zone,
+                server_id: config.server_id.clone(),
+                api_key,
+                adopt: config.adopt,
+                mark: format!("managed by health-orchestrator, owner {owner_id}"),
+            }),
+        })
+    }
+}
+
+impl Sink for PowerDnsSink {
+    fn kind(&self) -> &'static str {
+        "powerdns"
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.apply(&snapshot).await })
+    }
+}
+
+impl Inner {
+    fn request(&self, method: Method, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.zone_url.parse().expect("validated URL");
+        let headers = request.headers_mut();
+        headers.insert(
+            "X-API-Key",
+            HeaderValue::from_str(self.api_key.expose()).unwrap_or(HeaderValue::from_static("")),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        request
+    }
+
+    /// A specific message for the answers operators get wrong most.
+    fn explain(&self, status: StatusCode, what: &str) -> String {
+        match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                format!("PowerDNS rejected the API key ({what})")
+            }
+            StatusCode::NOT_FOUND => {
+                format!(
+                    "zone {} not found on server {} ({what})",
+                    self.zone, self.server_id
+                )
+            }
+            StatusCode::UNPROCESSABLE_ENTITY => format!("PowerDNS rejected the change ({what})"),
+            _ => what.to_owned(),
+        }
+    }
+
+    async fn read_zone(&self) -> Result<Zone, SinkError> {
+        let what = format!("GET zone {}", self.zone);
+        let answer = self
+            .client
+            .send(self.request(Method::GET, Bytes::new()), &what)
+            .await?;
+        if !answer.status.is_success() {
+            let detail = api::error_text(&answer.body);
+            return Err(error_for(
+                &answer,
+                &self.explain(answer.status, &what),
+                &detail,
+            ));
+        }
+        serde_json::from_slice(&answer.body)
+            .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))
+    }
+
+    async fn apply(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
+        let zone = self.read_zone().await?;
+        let existing: BTreeMap<(String, &str), &RrSet> = zone
+            .rrsets
+            .iter()
+            .map(|r| ((r.name.to_ascii_lowercase(), r.rtype.as_str()), r))
+            .collect();
+        let mut changes = Vec::new();
+        let mut foreign = Vec::new();
+        let ttl = snapshot.ttl.as_secs().max(1);
+        for domain in &snapshot.domains {
+            let name = format!("{domain}.");
+            for (rtype, v6) in [("A", false), ("AAAA", true)] {
+                let mut wanted: Vec<String> = snapshot
+                    .addresses
+                    .iter()
+                    .filter(|a| matches!(a.address, IpAddr::V6(_)) == v6)
+                    .map(|a| a.address.to_string())
+                    .collect();
+                wanted.sort();
+                let current = existing.get(&(name.clone(), rtype)).copied();
+                let owned = current.is_some_and(|r| {
+                    r.comments
+                        .iter()
+                        .any(|c| c.account == ACCOUNT && c.content == self.mark)
+                });
+                if current.is_some() && !owned && !self.adopt {
+                    foreign.push(format!("{name} {rtype}"));
+                    continue;
+                }
+                match current {
+                    None if wanted.is_empty() => {}
+                    Some(_) if wanted.is_empty() => changes.push(RrSet::delete(&name, rtype)),
+                    Some(r) if owned && r.ttl == Some(ttl) && r.contents() == wanted => {}
+                    _ => changes.push(RrSet {
+                        name: name.clone(),
+                        rtype: rtype.into(),
+                        ttl: Some(ttl),
+                        changetype: Some("REPLACE".into()),
+                        records: wanted
+                            .iter()
+                            .map(|c| Record {
+                                content: c.clone(),
+                                disabled: false,
+                            })
+                            .collect(),
+                        comments: vec![Comment {
+                            content: self.mark.clone(),
+                            account: ACCOUNT.into(),
+                        }],
+                    }),
+                }
+            }
+        }
+        let applied = if changes.is_empty() {
+            Applied::Unchanged
+        } else {
+            let what = format!("PATCH zone {} ({} rrsets)", self.zone, changes.len());
+            let body = serde_json::to_vec(&PatchBody { rrsets: changes }).expect("serializable");
+            let answer = self
+                .client
+                .send(self.request(Method::PATCH, body.into()), &what)
+                .await?;
+            if !answer.status.is_success() {
+                let detail = api::error_text(&answer.body);
+                return Err(error_for(
+                    &answer,
+                    &self.explain(answer.status, &what),
+                    &detail,
+                ));
+            }
+            Applied::Changed
+        };
+        if foreign.is_empty() {
+            Ok(applied)
+        } else {
+            Err(SinkError::permanent(format!(
+                "left alone because they exist without this orchestrator's ownership comment: {}; set adopt = true to take them over",
+                foreign.join(", ")
+            )))
+        }
+    }
+}

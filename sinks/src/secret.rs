@@ -1,0 +1,68 @@
+//! Secrets (API keys, HMAC keys): read once from a file or an environment variable, never
+//! printed.
+
+use std::fmt;
+use std::path::Path;
+
+/// A secret value whose `Debug` and `Display` print `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Reads the secret from `file` (trailing newline removed) or from the variable `env`.
+    pub fn load(file: Option<&Path>, env: Option<&str>) -> Result<Secret, String> {
+        let value = match (file, env) {
+            (Some(path), _) => std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?,
+            (None, Some(var)) => {
+                std::env::var(var).map_err(|_| format!("environment variable {var} is not set"))?
+            }
+            (None, None) => return Err("no secret source configured".into()),
+        };
+        let value = value.trim_end_matches(['\n', '\r']).to_owned();
+        if value.is_empty() {
+            return Err("the secret is empty".into());
+        }
+        Ok(Secret(value))
+    }
+
+    /// The value, for the one place that must send or use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_prints_and_trims_the_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let s = Secret::load(Some(&file), None).unwrap();
+        assert_eq!(s.expose(), "s3cret");
+        assert_eq!(format!("{s} {s:?}"), "*** ***");
+        assert!(Secret::load(Some(&dir.path().join("missing")), None)
+            .unwrap_err()
+            .contains("missing"));
+        std::fs::write(&file, "\n").unwrap();
+        assert_eq!(
+            Secret::load(Some(&file), None).unwrap_err(),
+            "the secret is empty"
+        );
+    }
+}
