@@ -37,7 +37,9 @@ pub struct Answer {
 impl HttpClient {
     /// A client trusting `trust`, with `timeout` over each whole exchange.
     pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, String> {
-        let tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
+        let mut tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
+        // hyper-rustls sets ALPN from the enabled HTTP versions itself.
+        tls.alpn_protocols.clear();
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

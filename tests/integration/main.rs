@@ -4,5 +4,8 @@
 mod api;
 mod cli;
 mod engine_e2e;
+mod pdns_server;
+mod powerdns;
 mod probes;
 mod support;
+mod webhook;

@@ -1,0 +1,223 @@
+//! A real PowerDNS Authoritative server (Debian's `pdns-server` with the gsqlite3 backend)
+//! on its own loopback address, for the PowerDNS sink tests, queried through DNS with `dig`.
+//! `.ci/test` installs the packages; a test fails (never skips) when they are missing.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::support::LIMIT;
+
+const SCHEMA: &str = "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql";
+const DNS_PORT: u16 = 5300;
+const API_PORT: u16 = 8081;
+
+/// A running `pdns_server`; killed on drop.
+pub struct PdnsServer {
+    /// Its loopback address (DNS and API).
+    pub ip: Ipv4Addr,
+    /// The API key.
+    pub api_key: String,
+    /// Folder with the database, the key file and the log.
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl PdnsServer {
+    /// Starts a server on `127.21.<n>.1` with `zone` created.
+    pub fn start(n: u8, zone: &str) -> PdnsServer {
+        for tool in [
+            "/usr/sbin/pdns_server",
+            "/usr/bin/dig",
+            "/usr/bin/sqlite3",
+            SCHEMA,
+        ] {
+            assert!(
+                std::path::Path::new(tool).exists(),
+                "{tool} is missing: run the test command (bash .ci/test), which installs pdns-server, pdns-backend-sqlite3, sqlite3 and dnsutils"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("pdns.sqlite3");
+        let schema = std::fs::File::open(SCHEMA).unwrap();
+        let status = Command::new("sqlite3")
+            .arg(&db)
+            .stdin(schema)
+            .status()
+            .unwrap();
+        assert!(status.success(), "creating the pdns database failed");
+        std::fs::write(dir.path().join("api.key"), "test-key-1\n").unwrap();
+        let mut server = PdnsServer {
+            ip: Ipv4Addr::new(127, 21, n, 1),
+            api_key: "test-key-1".into(),
+            dir,
+            child: None,
+        };
+        server.launch();
+        let (code, body) = server.api(
+            "POST",
+            "/api/v1/servers/localhost/zones",
+            &format!(r#"{{"name":"{zone}","kind":"Native","nameservers":["ns1.{zone}"]}}"#),
+        );
+        assert_eq!(code, 201, "creating zone {zone}: {body}");
+        server
+    }
+
+    /// The API key file, for `api_key_file`.
+    pub fn key_file(&self) -> PathBuf {
+        self.dir.path().join("api.key")
+    }
+
+    /// The API base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}:{API_PORT}", self.ip)
+    }
+
+    /// Starts the process and waits until the API answers.
+    pub fn launch(&mut self) {
+        let d = self.dir.path();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("pdns.log"))
+            .unwrap();
+        let child = Command::new("/usr/sbin/pdns_server")
+            .args([
+                "--no-config",
+                "--daemon=no",
+                "--guardian=no",
+                "--disable-syslog",
+                "--write-pid=no",
+                "--loglevel=4",
+                "--launch=gsqlite3",
+                "--cache-ttl=0",
+                "--query-cache-ttl=0",
+                "--negquery-cache-ttl=0",
+                "--api=yes",
+                "--webserver=yes",
+                "--webserver-allow-from=127.0.0.0/8",
+            ])
+            .arg(format!("--socket-dir={}", d.display()))
+            .arg(format!(
+                "--gsqlite3-database={}",
+                d.join("pdns.sqlite3").display()
+            ))
+            .arg(format!("--local-address={}", self.ip))
+            .arg(format!("--local-port={DNS_PORT}"))
+            .arg(format!("--webserver-address={}", self.ip))
+            .arg(format!("--webserver-port={API_PORT}"))
+            .arg(format!("--api-key={}", self.api_key))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting pdns_server");
+        self.child = Some(child);
+        let start = std::time::Instant::now();
+        while self
+            .try_api("GET", "/api/v1/servers/localhost", "")
+            .is_none()
+        {
+            assert!(
+                start.elapsed() < LIMIT,
+                "pdns_server did not start; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the process (the database stays).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The server's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pdns.log")).unwrap_or_default()
+    }
+
+    fn try_api(&self, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect((self.ip, API_PORT)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        let request = format!(
+            "{method} {path} HTTP/1.0\r\nHost: {}\r\nX-API-Key: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.ip,
+            self.api_key,
+            body.len()
+        );
+        s.write_all(request.as_bytes()).ok()?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).ok()?;
+        let (head, body) = raw.split_once("\r\n\r\n")?;
+        Some((
+            head.split_whitespace().nth(1)?.parse().ok()?,
+            body.to_owned(),
+        ))
+    }
+
+    /// Calls the API (HTTP/1.0, so the answer ends with the connection).
+    pub fn api(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        self.try_api(method, path, body)
+            .unwrap_or_else(|| panic!("pdns API unreachable; log:\n{}", self.log()))
+    }
+
+    /// Asks the server through DNS: the sorted answers of `name` `rtype`.
+    pub async fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
+        let (ip, name, rtype) = (self.ip.to_string(), name.to_owned(), rtype.to_owned());
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new("dig")
+                .args([
+                    format!("@{ip}"),
+                    "-p".into(),
+                    DNS_PORT.to_string(),
+                    "+short".into(),
+                    "+time=1".into(),
+                    "+tries=1".into(),
+                    name,
+                    rtype,
+                ])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .filter(|l| !l.starts_with(';'))
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    /// Polls DNS until the answer equals `want` (sorted); returns the time it took.
+    pub async fn wait_for_answer(&self, name: &str, rtype: &str, want: &[String]) -> Duration {
+        let start = Instant::now();
+        let mut want = want.to_vec();
+        want.sort();
+        loop {
+            let got = self.dig(name, rtype).await;
+            if got == want {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < LIMIT,
+                "{name} {rtype}: wanted {want:?}, DNS says {got:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl Drop for PdnsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

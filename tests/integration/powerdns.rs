@@ -1,0 +1,250 @@
+//! The PowerDNS sink against a real `pdns_server`, checked through DNS answers.
+
+use std::time::Duration;
+
+use ho_engine::snapshot::PublishMode;
+use ho_engine::Engine;
+use ho_loadtest::Behaviour;
+
+use crate::pdns_server::PdnsServer;
+use crate::support::*;
+
+const ZONE: &str = "tenant-a.io.";
+
+fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
+    format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\", \"www.tenant-a.io\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n\
+         [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n{extra}\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
+        pdns.url(),
+        pdns.key_file().display().to_string()
+    )
+}
+
+async fn sink_error(engine: &Engine) -> Option<String> {
+    let status = engine.sinks["pdns"]
+        .send(ho_engine::sink_actor::GetSinkStatus)
+        .await
+        .unwrap();
+    status
+        .tenants
+        .first()
+        .and_then(|t| t.last_error.as_ref().map(|e| e.message.clone()))
+}
+
+/// A gateway down leaves the DNS answer, back up returns; all down answers with all (fail
+/// open); the time from fault to changed answer is printed.
+#[actix_rt::test]
+async fn dns_answers_follow_gateway_health() {
+    let pdns = PdnsServer::start(1, ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(31, 3);
+    let engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+    pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
+    assert_eq!(
+        pdns.dig("api.tenant-a.io", "AAAA").await,
+        Vec::<String>::new()
+    );
+
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(50..250))).await;
+    gws[1].set(Behaviour::Refuse).unwrap();
+    let took = pdns
+        .wait_for_answer("api.tenant-a.io", "A", &[all[0].clone(), all[2].clone()])
+        .await;
+    println!("fault -> PowerDNS answer changed: {} ms", took.as_millis());
+
+    gws[1].set(Behaviour::Healthy).unwrap();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+
+    for g in &mut gws {
+        g.set(Behaviour::Status(503)).unwrap();
+    }
+    // Fail open: once all three are down, the answer is all three again.
+    wait_for_status(&engine, "fail open", |s| {
+        s.tenants[0]
+            .published
+            .as_ref()
+            .is_some_and(|p| p.mode == PublishMode::FailOpenAllUnhealthy)
+    })
+    .await;
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+}
+
+/// PowerDNS down while a gateway fails: the change is written once it is back.
+#[actix_rt::test]
+async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
+    let mut pdns = PdnsServer::start(2, ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(32, 2);
+    let engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+
+    pdns.stop();
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let start = tokio::time::Instant::now();
+    let err = loop {
+        if let Some(e) = sink_error(&engine).await {
+            break e;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the failed write never showed in status"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(err.starts_with("GET zone tenant-a.io.: "), "{err}");
+
+    pdns.launch();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &[all[1].clone()])
+        .await;
+    let start = tokio::time::Instant::now();
+    while sink_error(&engine).await.is_some() {
+        assert!(start.elapsed() < LIMIT, "error not cleared after success");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An rrset someone else wrote is never touched (and reported) unless `adopt = true`.
+#[actix_rt::test]
+async fn foreign_rrsets_are_left_alone_unless_adopted() {
+    let pdns = PdnsServer::start(3, ZONE);
+    let (code, body) = pdns.api(
+        "PATCH",
+        "/api/v1/servers/localhost/zones/tenant-a.io.",
+        r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"A","ttl":60,"changetype":"REPLACE","records":[{"content":"192.0.2.7","disabled":false}]}]}"#,
+    );
+    assert_eq!(code, 204, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(33, 2);
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    let engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+    let start = tokio::time::Instant::now();
+    let err = loop {
+        if let Some(e) = sink_error(&engine).await {
+            break e;
+        }
+        assert!(start.elapsed() < LIMIT, "foreign rrset not reported");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        err.contains("www.tenant-a.io. A") && err.contains("adopt = true"),
+        "{err}"
+    );
+    // Several reconciles later, still untouched.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(pdns.dig("www.tenant-a.io", "A").await, ["192.0.2.7"]);
+    drop(engine);
+
+    let dir = tempfile::tempdir().unwrap();
+    let _engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, "adopt = true\n"),
+        ),
+    );
+    pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
+}
+
+/// Drift made by someone else (a record deleted behind our back) is repaired by the
+/// periodic reconcile.
+#[actix_rt::test]
+async fn the_reconcile_repairs_drift() {
+    let pdns = PdnsServer::start(4, ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(34, 2);
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    let _engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+    let (code, body) = pdns.api(
+        "PATCH",
+        "/api/v1/servers/localhost/zones/tenant-a.io.",
+        r#"{"rrsets":[{"name":"api.tenant-a.io.","type":"A","changetype":"DELETE"}]}"#,
+    );
+    assert_eq!(code, 204, "{body}");
+    assert_eq!(pdns.dig("api.tenant-a.io", "A").await, Vec::<String>::new());
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+}
+
+/// A wrong key and a missing zone are reported as such, and nothing is written.
+#[actix_rt::test]
+async fn wrong_key_and_missing_zone_are_specific_errors() {
+    let pdns = PdnsServer::start(5, ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(35, 1);
+    std::fs::write(pdns.key_file(), "wrong-key\n").unwrap();
+    let engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    let start = tokio::time::Instant::now();
+    let err = loop {
+        if let Some(e) = sink_error(&engine).await {
+            break e;
+        }
+        assert!(start.elapsed() < LIMIT, "no error for a wrong key");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        err.starts_with("PowerDNS rejected the API key (GET zone tenant-a.io.): HTTP 401"),
+        "{err}"
+    );
+    drop(engine);
+
+    std::fs::write(pdns.key_file(), "test-key-1\n").unwrap();
+    let tail = pdns_tail(&pdns, "").replace("zone = \"tenant-a.io.\"", "zone = \"io.\"");
+    let engine = start_engine(
+        dir.path(),
+        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    );
+    let start = tokio::time::Instant::now();
+    let err = loop {
+        if let Some(e) = sink_error(&engine).await {
+            break e;
+        }
+        assert!(start.elapsed() < LIMIT, "no error for a missing zone");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        err.starts_with("zone io. not found on server localhost (GET zone io.): HTTP 404"),
+        "{err}"
+    );
+    assert_eq!(pdns.dig("api.tenant-a.io", "A").await, Vec::<String>::new());
+}

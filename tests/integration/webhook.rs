@@ -1,0 +1,236 @@
+//! The webhook sink against a real HTTP receiver in the test that checks every signature.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use ho_loadtest::Behaviour;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+use crate::support::*;
+
+const SECRET: &str = "webhook-secret";
+
+/// One delivery as the receiver saw it.
+#[derive(Debug, Clone)]
+struct Delivery {
+    body: Value,
+    idempotency_key: String,
+    token: String,
+    accepted: bool,
+}
+
+/// A receiver that verifies `X-Health-Orchestrator-Signature` independently (ring's
+/// `hmac::verify` over `"<timestamp>.<body>"`), records deliveries and can answer 503.
+#[derive(Clone, Default)]
+struct Receiver {
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
+    failing: Arc<Mutex<bool>>,
+}
+
+impl Receiver {
+    async fn start(self) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let me = me.clone();
+                        async move { Ok::<_, Infallible>(me.handle(req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (timestamp, signature, key, token) = (
+            header("x-health-orchestrator-timestamp"),
+            header("x-health-orchestrator-signature"),
+            header("idempotency-key"),
+            header("x-tenant-token"),
+        );
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        let hex = signature.strip_prefix("sha256=").unwrap_or("");
+        let tag: Vec<u8> = (0..hex.len() / 2)
+            .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+            .collect();
+        let key_ring = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, SECRET.as_bytes());
+        let signed = [timestamp.as_bytes(), b".", &body].concat();
+        let verified = ring::hmac::verify(&key_ring, &signed, &tag).is_ok();
+        if !verified {
+            return Response::builder()
+                .status(StatusCode::UNAUTHORIZED)
+                .body(Full::default())
+                .unwrap();
+        }
+        let accepted = !*self.failing.lock().unwrap();
+        self.deliveries.lock().unwrap().push(Delivery {
+            body: serde_json::from_slice(&body).unwrap(),
+            idempotency_key: key,
+            token,
+            accepted,
+        });
+        let status = if accepted {
+            StatusCode::NO_CONTENT
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        Response::builder()
+            .status(status)
+            .body(Full::default())
+            .unwrap()
+    }
+
+    fn accepted(&self) -> Vec<Delivery> {
+        self.deliveries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| d.accepted)
+            .cloned()
+            .collect()
+    }
+}
+
+fn addresses_of(d: &Delivery, domain: &str) -> Vec<String> {
+    let mut list: Vec<String> = d.body["records"][domain]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    list.sort();
+    list
+}
+
+async fn wait_for_delivery(
+    rx: &Receiver,
+    what: &str,
+    ready: impl Fn(&Delivery) -> bool,
+) -> Delivery {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(d) = rx.accepted().into_iter().last().filter(|d| ready(d)) {
+            return d;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "no delivery with {what}; got {:#?}",
+            rx.accepted()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Signed deliveries follow health; while the receiver fails, the latest state is
+/// delivered once it recovers, and accepted sequence numbers only ever increase.
+#[actix_rt::test]
+async fn signed_deliveries_converge_after_the_receiver_recovers() {
+    let rx = Receiver::default();
+    let addr = rx.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let mut gws = gateways(40, 3);
+    let tail = format!(
+        "[[tenants]]\nname = \"shop\"\ndomains = [\"shop.example\"]\nsinks = [\"hook\"]\n\n\
+         [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/dns\"\nsecret_file = {:?}\ntimeout = \"1s\"\n\
+         headers = {{ \"X-Tenant-Token\" = \"t0k\" }}\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n",
+        secret_file.display().to_string()
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    );
+    let mut all: Vec<String> = gws.iter().map(ip).collect();
+    all.sort();
+    let first =
+        wait_for_delivery(&rx, "all three", |d| addresses_of(d, "shop.example") == all).await;
+    assert_eq!(first.body["tenant"], "shop");
+    assert_eq!(first.idempotency_key, format!("shop-{}", first.body["seq"]));
+    assert_eq!(first.body["mode"], "healthy");
+    assert_eq!(first.token, "t0k", "custom headers are sent");
+    assert_eq!(
+        first.body["changes"].as_array().unwrap().len(),
+        3,
+        "unknown -> up for each"
+    );
+
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let down = wait_for_delivery(&rx, "gw-1 gone", |d| {
+        addresses_of(d, "shop.example").len() == 2
+    })
+    .await;
+    let change = &down.body["changes"][0];
+    assert_eq!(
+        (
+            change["endpoint"].as_str(),
+            change["from"].as_str(),
+            change["to"].as_str(),
+            change["reason"].as_str()
+        ),
+        (Some("gw-1"), Some("up"), Some("down"), Some("refused"))
+    );
+
+    // Receiver outage: changes keep coming, deliveries fail and are retried.
+    *rx.failing.lock().unwrap() = true;
+    gws[0].set(Behaviour::Healthy).unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    gws[1].set(Behaviour::Refuse).unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let rejected = rx
+        .deliveries
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|d| !d.accepted)
+        .count();
+    assert!(
+        rejected >= 2,
+        "retries reached the failing receiver ({rejected})"
+    );
+    *rx.failing.lock().unwrap() = false;
+    let want: Vec<String> = {
+        let mut w = vec![ip(&gws[0]), ip(&gws[2])];
+        w.sort();
+        w
+    };
+    wait_for_delivery(&rx, "the latest state after recovery", |d| {
+        addresses_of(d, "shop.example") == want
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seqs: Vec<u64> = rx
+        .accepted()
+        .iter()
+        .map(|d| d.body["seq"].as_u64().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "a stale snapshot was delivered after a newer one: {seqs:?}"
+    );
+    assert_eq!(
+        addresses_of(rx.accepted().last().unwrap(), "shop.example"),
+        want,
+        "the last delivery is the latest state"
+    );
+}
