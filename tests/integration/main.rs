@@ -3,6 +3,7 @@
 
 mod api;
 mod cli;
+mod conformance;
 mod engine_e2e;
 mod pdns_server;
 mod powerdns;

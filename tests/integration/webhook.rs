@@ -13,27 +13,27 @@ use serde_json::Value;
 
 use crate::support::*;
 
-const SECRET: &str = "webhook-secret";
+pub const SECRET: &str = "webhook-secret";
 
 /// One delivery as the receiver saw it.
 #[derive(Debug, Clone)]
-struct Delivery {
-    body: Value,
+pub struct Delivery {
+    pub body: Value,
     idempotency_key: String,
     token: String,
-    accepted: bool,
+    pub accepted: bool,
 }
 
 /// A receiver that verifies `X-Health-Orchestrator-Signature` independently (ring's
 /// `hmac::verify` over `"<timestamp>.<body>"`), records deliveries and can answer 503.
 #[derive(Clone, Default)]
-struct Receiver {
+pub struct Receiver {
     deliveries: Arc<Mutex<Vec<Delivery>>>,
-    failing: Arc<Mutex<bool>>,
+    pub failing: Arc<Mutex<bool>>,
 }
 
 impl Receiver {
-    async fn start(self) -> std::net::SocketAddr {
+    pub async fn start(self) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -99,7 +99,7 @@ impl Receiver {
             .unwrap()
     }
 
-    fn accepted(&self) -> Vec<Delivery> {
+    pub fn accepted(&self) -> Vec<Delivery> {
         self.deliveries
             .lock()
             .unwrap()
@@ -110,7 +110,7 @@ impl Receiver {
     }
 }
 
-fn addresses_of(d: &Delivery, domain: &str) -> Vec<String> {
+pub fn addresses_of(d: &Delivery, domain: &str) -> Vec<String> {
     let mut list: Vec<String> = d.body["records"][domain]
         .as_array()
         .unwrap()

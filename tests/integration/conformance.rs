@@ -1,0 +1,251 @@
+//! The sink conformance suite: the behaviour every sink owes, tested the same way for each
+//! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
+//! real receiver):
+//! 1. it converges to the latest state after a back-end outage,
+//! 2. it coalesces a burst of changes during the outage into few writes,
+//! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
+//! 4. a restart of the orchestrator never publishes an empty or partial set before the
+//!    endpoints have verdicts.
+
+use std::time::Duration;
+
+use ho_engine::metrics::SinkResultLabels;
+use ho_engine::Engine;
+use ho_loadtest::{Behaviour, Gateway};
+
+use crate::pdns_server::PdnsServer;
+use crate::support::*;
+use crate::webhook::{addresses_of, Receiver, SECRET};
+
+const DOMAIN: &str = "conf.tenant-a.io";
+const DELIVERY: &str =
+    "delivery = { backoff_min = \"50ms\", backoff_max = \"200ms\", reconcile_interval = \"1s\" }";
+
+/// What the suite needs from a back end.
+trait Backend {
+    /// The `[sinks.s]` table.
+    fn sink_table(&self) -> String;
+    /// The addresses the back end serves for [`DOMAIN`] now, sorted; `None` if it holds
+    /// nothing for it.
+    async fn published(&self) -> Option<Vec<String>>;
+    /// Makes writes fail.
+    async fn outage_start(&mut self);
+    /// Makes writes succeed again.
+    async fn outage_end(&mut self);
+}
+
+struct HostsFiles {
+    dir: tempfile::TempDir,
+}
+
+impl Backend for HostsFiles {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"hosts_file\"\ndir = {:?}\n{DELIVERY}\n",
+            self.path().display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        let mut list = addresses(&std::fs::read_to_string(self.path().join("conf.hosts")).ok()?);
+        list.sort();
+        Some(list)
+    }
+    /// Root ignores permissions, so the outage moves the folder away and puts a file in
+    /// its place: every write fails until it is moved back.
+    async fn outage_start(&mut self) {
+        std::fs::rename(self.path(), self.dir.path().join("away")).unwrap();
+        std::fs::write(self.path(), "not a directory").unwrap();
+    }
+    async fn outage_end(&mut self) {
+        std::fs::remove_file(self.path()).unwrap();
+        std::fs::rename(self.dir.path().join("away"), self.path()).unwrap();
+    }
+}
+
+impl HostsFiles {
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("hosts")
+    }
+}
+
+struct PowerDns(PdnsServer);
+
+impl Backend for PowerDns {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"tenant-a.io.\"\ntimeout = \"1s\"\n{DELIVERY}\n",
+            self.0.url(),
+            self.0.key_file().display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        Some(self.0.dig(DOMAIN, "A").await).filter(|l| !l.is_empty())
+    }
+    async fn outage_start(&mut self) {
+        self.0.stop();
+    }
+    async fn outage_end(&mut self) {
+        self.0.launch();
+    }
+}
+
+struct Webhook {
+    rx: Receiver,
+    addr: std::net::SocketAddr,
+    secret: tempfile::TempDir,
+}
+
+impl Backend for Webhook {
+    fn sink_table(&self) -> String {
+        let file = self.secret.path().join("secret");
+        std::fs::write(&file, SECRET).unwrap();
+        format!(
+            "[sinks.s]\nkind = \"webhook\"\nurl = \"http://{}/\"\nsecret_file = {:?}\ntimeout = \"1s\"\n{DELIVERY}\n",
+            self.addr,
+            file.display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        self.rx.accepted().last().map(|d| addresses_of(d, DOMAIN))
+    }
+    async fn outage_start(&mut self) {
+        *self.rx.failing.lock().unwrap() = true;
+    }
+    async fn outage_end(&mut self) {
+        *self.rx.failing.lock().unwrap() = false;
+    }
+}
+
+fn engine_config(gws: &[Gateway], backend: &impl Backend) -> String {
+    let tail = format!(
+        "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n\n{}",
+        backend.sink_table()
+    );
+    config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail)
+}
+
+fn writes(engine: &Engine, result: &'static str) -> u64 {
+    engine
+        .metrics
+        .sink_writes
+        .get_or_create(&SinkResultLabels {
+            sink: "s".into(),
+            result,
+        })
+        .get()
+}
+
+async fn wait_published(backend: &impl Backend, want: &[String]) {
+    let start = tokio::time::Instant::now();
+    let mut want = want.to_vec();
+    want.sort();
+    loop {
+        let got = backend.published().await;
+        if got.as_deref() == Some(&want[..]) {
+            return;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "wanted {want:?}, the back end holds {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn run_suite(mut backend: impl Backend, test: u8) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(test, 3);
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    let engine = start_engine(dir.path(), &engine_config(&gws, &backend));
+    wait_published(&backend, &all).await;
+
+    // 1 + 2: outage, a burst of changes, recovery -> the latest state, in few writes.
+    backend.outage_start().await;
+    for round in 0..3 {
+        gws[0].set(Behaviour::Refuse).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if round < 2 {
+            gws[0].set(Behaviour::Healthy).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    let changed_before = writes(&engine, "changed");
+    assert!(writes(&engine, "error") > 0, "the outage made writes fail");
+    backend.outage_end().await;
+    wait_published(&backend, &all[1..]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let burst_writes = writes(&engine, "changed") - changed_before;
+    assert!(
+        burst_writes <= 2,
+        "5 changes during the outage took {burst_writes} writes after it"
+    );
+
+    // 3: idempotent. Two reconciles of an unchanged state change nothing.
+    let changed = writes(&engine, "changed");
+    let unchanged = writes(&engine, "unchanged");
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+    assert_eq!(
+        writes(&engine, "changed"),
+        changed,
+        "a reconcile rewrote an unchanged state"
+    );
+    assert!(
+        writes(&engine, "unchanged") >= unchanged + 2,
+        "reconciles ran and found nothing to do"
+    );
+    wait_published(&backend, &all[1..]).await;
+
+    // 4: restart. While gw-1 is back up but gw-3 hangs (no verdict for > 1 s), the new
+    // engine writes nothing: the back end keeps the full last set.
+    drop(engine);
+    gws[0].set(Behaviour::Healthy).unwrap();
+    gws[2].set(Behaviour::Hang).unwrap();
+    let slow = FAST_CHECK
+        .replace("fall = 2", "fall = 4")
+        .replace("timeout = \"100ms\"", "timeout = \"190ms\"");
+    let text = engine_config(&gws, &backend).replace(FAST_CHECK, &slow);
+    let restart_dir = tempfile::tempdir().unwrap();
+    let engine = start_engine(restart_dir.path(), &text);
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(600) {
+        assert_eq!(
+            backend.published().await.as_deref(),
+            Some(&all[1..]),
+            "published before every verdict was in"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wait_published(&backend, &all[..2]).await;
+    drop(engine);
+}
+
+#[actix_rt::test]
+async fn hosts_file_conforms() {
+    run_suite(
+        HostsFiles {
+            dir: tempfile::tempdir().unwrap(),
+        },
+        50,
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn powerdns_conforms() {
+    run_suite(PowerDns(PdnsServer::start(10, "tenant-a.io.")), 51).await;
+}
+
+#[actix_rt::test]
+async fn webhook_conforms() {
+    let rx = Receiver::default();
+    let addr = rx.clone().start().await;
+    run_suite(
+        Webhook {
+            rx,
+            addr,
+            secret: tempfile::tempdir().unwrap(),
+        },
+        52,
+    )
+    .await;
+}
