@@ -49,10 +49,22 @@ fn selection(c: &mut Criterion) {
         on_all_unhealthy: OnAllUnhealthy::PublishAll,
         min_healthy: 0.3,
         policy: RoutingPolicy::All,
+        weights: Vec::new(),
+        default_geo: None,
     };
+    let endpoints: Vec<ho_config::Endpoint> = (0..100)
+        .map(|i| ho_config::Endpoint {
+            name: format!("e{i}"),
+            address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8)),
+            labels: Default::default(),
+            weight: 1,
+            priority: 0,
+            target: i,
+        })
+        .collect();
     let health = |i: usize| if i % 5 == 0 { Health::Down } else { Health::Up };
     c.bench_function("selection_decide_100_endpoints", |b| {
-        b.iter(|| black_box(decide(&tenant, health, true)))
+        b.iter(|| black_box(decide(&tenant, &endpoints, health, true)))
     });
 }
 

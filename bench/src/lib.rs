@@ -18,9 +18,9 @@ pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
         addresses: (0..n)
             .map(|i| PublishedAddress {
                 address: IpAddr::V4(Ipv4Addr::new(10, 1, (i / 250) as u8, (i % 250 + 1) as u8)),
+                weight: 1,
                 endpoint: Arc::new(EndpointMeta {
                     name: format!("e{i}"),
-                    weight: 1,
                     priority: 0,
                     labels: BTreeMap::new(),
                 }),
@@ -28,6 +28,8 @@ pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
             .collect(),
         mode: PublishMode::Healthy,
         changes: Vec::new(),
+        policy: ho_config::RoutingPolicy::All,
+        default_geo: None,
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
     })

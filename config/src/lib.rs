@@ -14,7 +14,7 @@ pub mod validate;
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
     CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, OnAllUnhealthy, PowerDnsConfig,
-    RoutingPolicy, SinkConfig, WebhookConfig,
+    RoutingPolicy, SinkConfig, WebhookConfig, WeightRule,
 };
 pub use plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
 pub use validate::{resolve_standalone_check, validate, FieldError, ValidationErrors};

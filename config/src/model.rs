@@ -289,6 +289,40 @@ pub enum RoutingPolicy {
     /// Every healthy address (active-active).
     #[default]
     All,
+    /// The healthy endpoints of the best tier: lowest endpoint `priority` that has any
+    /// (active-standby). Like `ifurlup`'s `pickfirst` over tiers.
+    Failover,
+    /// Every healthy address with a weight (endpoint `weight`, or the tenant's `weights`
+    /// rules by label); sinks that can answer by weight do (PowerDNS LUA `pickwhashed`).
+    Weighted,
+    /// Every healthy address with its endpoint label `geo`; sinks that can answer by client
+    /// location do, falling back to the tenant's `default_geo`.
+    Geo,
+}
+
+impl RoutingPolicy {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutingPolicy::All => "all",
+            RoutingPolicy::Failover => "failover",
+            RoutingPolicy::Weighted => "weighted",
+            RoutingPolicy::Geo => "geo",
+        }
+    }
+}
+
+/// `weights = [{ label = "cloud", value = "azure", weight = 30 }]`: a weight for every
+/// endpoint carrying a label value, as Kuadrant's custom weights.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightRule {
+    /// Label name.
+    pub label: String,
+    /// Label value.
+    pub value: String,
+    /// Weight of matching endpoints (the first matching rule wins).
+    pub weight: u32,
 }
 
 /// `[[tenants]]`: a set of domains backed by a set of endpoints, published to a set of sinks.
@@ -320,6 +354,13 @@ pub struct TenantConfig {
     /// Routing policy applied to the healthy set.
     #[serde(default)]
     pub policy: RoutingPolicy,
+    /// `weighted` only: weights by label; endpoints matching no rule keep their `weight`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<WeightRule>,
+    /// `geo` only: the `geo` label value answered to clients whose location matches no
+    /// endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_geo: Option<String>,
 }
 
 fn default_ttl() -> Duration {
@@ -367,6 +408,10 @@ pub struct PowerDnsConfig {
     /// default: records someone else wrote are left alone and reported.
     #[serde(default)]
     pub adopt: bool,
+    /// Write LUA records (`pickwhashed` for `weighted`, `country()` for `geo` tenants) so
+    /// PowerDNS answers per client. Needs `enable-lua-records` on the server.
+    #[serde(default)]
+    pub lua: bool,
     /// Deadline of one API request.
     #[serde(default = "default_sink_timeout", with = "humantime_serde")]
     pub timeout: Duration,
@@ -464,6 +509,17 @@ fn default_backoff_max() -> Duration {
 }
 
 impl SinkConfig {
+    /// Whether this sink can express `policy` faithfully. A tenant asking a sink for a policy
+    /// it cannot express is a config error, not a silent downgrade.
+    pub fn supports(&self, policy: RoutingPolicy) -> bool {
+        match (self, policy) {
+            (_, RoutingPolicy::All | RoutingPolicy::Failover) => true,
+            (SinkConfig::HostsFile { .. }, _) => false,
+            (SinkConfig::PowerDns(c), _) => c.lua,
+            (SinkConfig::Webhook(_), _) => true,
+        }
+    }
+
     /// The `kind` string, for messages and `/status`.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig};
+use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig, WeightRule};
 
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
@@ -164,4 +164,8 @@ pub struct Tenant {
     pub min_healthy: f64,
     /// Routing policy.
     pub policy: RoutingPolicy,
+    /// `weighted`: label rules, first match wins.
+    pub weights: Vec<WeightRule>,
+    /// `geo`: the fallback location.
+    pub default_geo: Option<String>,
 }

@@ -6,7 +6,10 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::model::{CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, SinkConfig};
+use crate::model::{
+    CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, RoutingPolicy, SinkConfig,
+    TenantConfig,
+};
 use crate::names::{
     check_header_name, check_header_value, check_object_name, check_url, normalize_domain,
 };
@@ -532,6 +535,80 @@ fn check_delivery(d: &Delivery, path: &str, errs: &mut Errors) {
     }
 }
 
+/// Policy-specific fields and what the tenant's sinks can express.
+fn check_policy(
+    config: &Config,
+    t: &TenantConfig,
+    selected: &[usize],
+    sinks: &BTreeSet<String>,
+    path: &str,
+    errs: &mut Errors,
+) {
+    let policy = t.policy;
+    if !t.weights.is_empty() && policy != RoutingPolicy::Weighted {
+        errs.push(
+            format!("{path}.weights"),
+            "only used with policy = \"weighted\"",
+        );
+    }
+    if t.default_geo.is_some() && policy != RoutingPolicy::Geo {
+        errs.push(
+            format!("{path}.default_geo"),
+            "only used with policy = \"geo\"",
+        );
+    }
+    if policy == RoutingPolicy::Geo {
+        let geos: BTreeSet<&str> = selected
+            .iter()
+            .filter_map(|&i| config.endpoints[i].labels.get("geo").map(String::as_str))
+            .collect();
+        for &i in selected {
+            if !config.endpoints[i].labels.contains_key("geo") {
+                errs.push(
+                    path,
+                    format!(
+                        "endpoint \"{}\" has no label \"geo\" (policy = \"geo\")",
+                        config.endpoints[i].name
+                    ),
+                );
+            }
+        }
+        match &t.default_geo {
+            None => errs.push(
+                format!("{path}.default_geo"),
+                "required with policy = \"geo\"",
+            ),
+            Some(g) if !geos.contains(g.as_str()) => errs.push(
+                format!("{path}.default_geo"),
+                format!(
+                    "no endpoint of the tenant has geo = \"{g}\" (present: {})",
+                    geos.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    for s in sinks {
+        if let Some(sink) = config.sinks.get(s) {
+            if !sink.supports(policy) {
+                let hint = if matches!(sink, SinkConfig::PowerDns(_)) {
+                    " (set lua = true on it)"
+                } else {
+                    ""
+                };
+                errs.push(
+                    format!("{path}.policy"),
+                    format!(
+                        "sink \"{s}\" ({}) cannot express policy \"{}\"{hint}",
+                        sink.kind(),
+                        policy.as_str()
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// Up to ten names for "(defined: ...)" hints.
 fn list_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let all: Vec<&str> = names.collect();
@@ -672,6 +749,7 @@ fn resolve_tenants(
                 );
             }
         }
+        check_policy(config, t, &selected, &sinks, &path, errs);
         for s in &sinks {
             if let Some(SinkConfig::PowerDns(pdns)) = config.sinks.get(s) {
                 let Ok(zone) = normalize_domain(&pdns.zone) else {
@@ -705,6 +783,8 @@ fn resolve_tenants(
             on_all_unhealthy: t.on_all_unhealthy,
             min_healthy: t.min_healthy,
             policy: t.policy,
+            weights: t.weights.clone(),
+            default_geo: t.default_geo.clone(),
         });
     }
     out

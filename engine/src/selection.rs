@@ -6,9 +6,13 @@
 //! 2. No endpoint healthy: `on_all_unhealthy` decides (publish all, keep the last set, or
 //!    publish nothing).
 //! 3. Fewer healthy than `min_healthy` × endpoints: publish all (panic threshold).
-//! 4. Otherwise the healthy endpoints; the routing `policy` then applies to that set.
+//! 4. Otherwise the healthy endpoints.
+//! 5. The routing `policy` then applies to that candidate set (so a fail-open `failover`
+//!    tenant publishes its primary tier, not every tier): `failover` keeps the lowest
+//!    `priority` present; `all`, `weighted` and `geo` keep every candidate (weights and
+//!    locations travel with the snapshot for sinks that answer per client).
 
-use ho_config::{OnAllUnhealthy, RoutingPolicy, Tenant};
+use ho_config::{Endpoint, OnAllUnhealthy, RoutingPolicy, Tenant};
 
 use crate::hysteresis::Health;
 use crate::snapshot::PublishMode;
@@ -29,8 +33,37 @@ pub enum Decision {
     },
 }
 
+/// The weight of endpoint `ep` in `tenant`: the first `weights` rule whose label matches,
+/// else the endpoint's own `weight`.
+pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
+    tenant
+        .weights
+        .iter()
+        .find(|rule| ep.labels.get(&rule.label) == Some(&rule.value))
+        .map_or(ep.weight, |rule| rule.weight)
+}
+
+/// Applies the routing policy to the candidate endpoints.
+fn apply_policy(tenant: &Tenant, endpoints: &[Endpoint], candidates: Vec<usize>) -> Vec<usize> {
+    match tenant.policy {
+        RoutingPolicy::All | RoutingPolicy::Weighted | RoutingPolicy::Geo => candidates,
+        RoutingPolicy::Failover => {
+            let best = candidates.iter().map(|&i| endpoints[i].priority).min();
+            candidates
+                .into_iter()
+                .filter(|&i| Some(endpoints[i].priority) == best)
+                .collect()
+        }
+    }
+}
+
 /// Decides what `tenant` publishes given each endpoint's health.
-pub fn decide(tenant: &Tenant, health: impl Fn(usize) -> Health, grace_over: bool) -> Decision {
+pub fn decide(
+    tenant: &Tenant,
+    endpoints: &[Endpoint],
+    health: impl Fn(usize) -> Health,
+    grace_over: bool,
+) -> Decision {
     let states: Vec<(usize, Health)> = tenant.endpoints.iter().map(|&i| (i, health(i))).collect();
     if !grace_over && states.iter().any(|(_, h)| *h == Health::Unknown) {
         return Decision::Wait;
@@ -40,7 +73,7 @@ pub fn decide(tenant: &Tenant, health: impl Fn(usize) -> Health, grace_over: boo
         .filter(|(_, h)| *h == Health::Up)
         .map(|(i, _)| *i)
         .collect();
-    let all = || tenant.endpoints.clone();
+    let all = || apply_policy(tenant, endpoints, tenant.endpoints.clone());
     if healthy.is_empty() {
         return match tenant.on_all_unhealthy {
             OnAllUnhealthy::PublishAll => Decision::Publish {
@@ -60,11 +93,9 @@ pub fn decide(tenant: &Tenant, health: impl Fn(usize) -> Health, grace_over: boo
             mode: PublishMode::FailOpenBelowMinHealthy,
         };
     }
-    match tenant.policy {
-        RoutingPolicy::All => Decision::Publish {
-            endpoints: healthy,
-            mode: PublishMode::Healthy,
-        },
+    Decision::Publish {
+        endpoints: apply_policy(tenant, endpoints, healthy),
+        mode: PublishMode::Healthy,
     }
 }
 
@@ -84,16 +115,42 @@ mod tests {
             on_all_unhealthy: on_all,
             min_healthy,
             policy: RoutingPolicy::All,
+            weights: Vec::new(),
+            default_geo: None,
         }
+    }
+
+    /// Endpoints with the given priorities (and `cloud` labels alternating aws/azure).
+    fn endpoints(priorities: &[u32]) -> Vec<Endpoint> {
+        priorities
+            .iter()
+            .enumerate()
+            .map(|(i, &priority)| Endpoint {
+                name: format!("e{i}"),
+                address: std::net::IpAddr::from([10, 0, 0, i as u8 + 1]),
+                labels: [(
+                    "cloud".to_string(),
+                    if i % 2 == 0 { "aws" } else { "azure" }.to_string(),
+                )]
+                .into(),
+                weight: 1,
+                priority,
+                target: i,
+            })
+            .collect()
+    }
+
+    fn eps(n: usize) -> Vec<Endpoint> {
+        endpoints(&vec![0; n])
     }
 
     #[test]
     fn waits_for_verdicts_until_grace() {
         let t = tenant(3, OnAllUnhealthy::PublishAll, 0.0);
         let h = |i: usize| if i == 2 { Health::Unknown } else { Health::Up };
-        assert_eq!(decide(&t, h, false), Decision::Wait);
+        assert_eq!(decide(&t, &eps(3), h, false), Decision::Wait);
         assert_eq!(
-            decide(&t, h, true),
+            decide(&t, &eps(3), h, true),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -106,17 +163,17 @@ mod tests {
         let down = |_| Health::Down;
         let t = tenant(2, OnAllUnhealthy::PublishAll, 0.0);
         assert_eq!(
-            decide(&t, down, false),
+            decide(&t, &eps(2), down, false),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::FailOpenAllUnhealthy
             }
         );
         let t = tenant(2, OnAllUnhealthy::KeepLast, 0.0);
-        assert_eq!(decide(&t, down, false), Decision::KeepLast);
+        assert_eq!(decide(&t, &eps(2), down, false), Decision::KeepLast);
         let t = tenant(2, OnAllUnhealthy::PublishNone, 0.0);
         assert_eq!(
-            decide(&t, down, false),
+            decide(&t, &eps(2), down, false),
             Decision::Publish {
                 endpoints: vec![],
                 mode: PublishMode::NoneHealthy
@@ -129,7 +186,7 @@ mod tests {
         let t = tenant(4, OnAllUnhealthy::PublishAll, 0.5);
         let one_up = |i: usize| if i == 0 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, one_up, false),
+            decide(&t, &eps(4), one_up, false),
             Decision::Publish {
                 endpoints: vec![0, 1, 2, 3],
                 mode: PublishMode::FailOpenBelowMinHealthy
@@ -137,7 +194,7 @@ mod tests {
         );
         let two_up = |i: usize| if i < 2 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, two_up, false),
+            decide(&t, &eps(4), two_up, false),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -149,7 +206,77 @@ mod tests {
         prop_oneof![Just(Health::Up), Just(Health::Down), Just(Health::Unknown)]
     }
 
+    #[test]
+    fn failover_publishes_the_best_healthy_tier() {
+        let mut t = tenant(4, OnAllUnhealthy::PublishAll, 0.0);
+        t.policy = RoutingPolicy::Failover;
+        let eps = endpoints(&[0, 0, 1, 2]);
+        let up = |_| Health::Up;
+        assert_eq!(
+            decide(&t, &eps, up, true),
+            Decision::Publish {
+                endpoints: vec![0, 1],
+                mode: PublishMode::Healthy
+            }
+        );
+        let primary_down = |i: usize| if i < 2 { Health::Down } else { Health::Up };
+        assert_eq!(
+            decide(&t, &eps, primary_down, true),
+            Decision::Publish {
+                endpoints: vec![2],
+                mode: PublishMode::Healthy
+            }
+        );
+        let all_down = |_| Health::Down;
+        assert_eq!(
+            decide(&t, &eps, all_down, true),
+            Decision::Publish {
+                endpoints: vec![0, 1],
+                mode: PublishMode::FailOpenAllUnhealthy
+            },
+            "fail-open first, then the policy: the primary tier"
+        );
+    }
+
+    #[test]
+    fn weights_come_from_the_first_matching_label_rule() {
+        let mut t = tenant(2, OnAllUnhealthy::PublishAll, 0.0);
+        t.weights = vec![ho_config::WeightRule {
+            label: "cloud".into(),
+            value: "azure".into(),
+            weight: 30,
+        }];
+        let mut eps = endpoints(&[0, 0]);
+        eps[0].weight = 7;
+        assert_eq!(weight_of(&t, &eps[0]), 7, "aws: no rule, own weight");
+        assert_eq!(weight_of(&t, &eps[1]), 30, "azure: rule");
+    }
+
     proptest! {
+        /// `failover` never publishes a worse tier while a better tier has a healthy
+        /// endpoint, and never publishes an unhealthy endpoint while any is healthy.
+        #[test]
+        fn failover_never_skips_a_healthy_better_tier(
+            tiers in proptest::collection::vec((0u32..4, health()), 1..20),
+        ) {
+            let mut t = tenant(tiers.len(), OnAllUnhealthy::PublishAll, 0.0);
+            t.policy = RoutingPolicy::Failover;
+            let eps = endpoints(&tiers.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+            let health = |i: usize| tiers[i].1;
+            if let Decision::Publish { endpoints: published, mode } = decide(&t, &eps, health, true) {
+                prop_assert!(!published.is_empty());
+                let tier = eps[published[0]].priority;
+                prop_assert!(published.iter().all(|&i| eps[i].priority == tier));
+                if mode == PublishMode::Healthy {
+                    prop_assert!(published.iter().all(|&i| tiers[i].1 == Health::Up));
+                    let best_healthy = (0..tiers.len()).filter(|&i| tiers[i].1 == Health::Up).map(|i| eps[i].priority).min();
+                    prop_assert_eq!(Some(tier), best_healthy);
+                }
+            } else {
+                prop_assert!(false, "publish_all always publishes");
+            }
+        }
+
         /// Under `publish_all`, once deciding, a tenant never publishes an empty set, and
         /// never publishes an unhealthy endpoint while a healthy one exists (unless the
         /// panic threshold says all).
@@ -159,7 +286,7 @@ mod tests {
             min_healthy in 0.0f64..=1.0,
         ) {
             let t = tenant(states.len(), OnAllUnhealthy::PublishAll, min_healthy);
-            match decide(&t, |i| states[i], true) {
+            match decide(&t, &eps(states.len()), |i| states[i], true) {
                 Decision::Publish { endpoints, mode } => {
                     prop_assert!(!endpoints.is_empty());
                     if mode == PublishMode::Healthy {

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use ho_config::RoutingPolicy;
 use serde::Serialize;
 
 use crate::hysteresis::Health;
@@ -29,6 +30,8 @@ pub enum PublishMode {
 pub struct PublishedAddress {
     /// The address.
     pub address: IpAddr,
+    /// Its weight in this tenant (`weighted` policy: label rules, else the endpoint's).
+    pub weight: u32,
     /// The endpoint it belongs to; shared, so a snapshot of 10,000 addresses costs 10,000
     /// reference counts rather than 10,000 copies of names and labels.
     #[serde(flatten)]
@@ -41,8 +44,6 @@ pub struct EndpointMeta {
     /// Endpoint name.
     #[serde(rename = "endpoint")]
     pub name: String,
-    /// Weight for weighted routing.
-    pub weight: u32,
     /// Failover tier.
     pub priority: u32,
     /// Labels (`geo`, ...).
@@ -54,7 +55,6 @@ impl EndpointMeta {
     pub fn of(ep: &ho_config::Endpoint) -> EndpointMeta {
         EndpointMeta {
             name: ep.name.clone(),
-            weight: ep.weight,
             priority: ep.priority,
             labels: ep.labels.clone(),
         }
@@ -80,6 +80,10 @@ pub struct TenantSnapshot {
     pub addresses: Vec<PublishedAddress>,
     /// Why these addresses.
     pub mode: PublishMode,
+    /// The tenant's routing policy, for sinks that answer per client.
+    pub policy: RoutingPolicy,
+    /// `geo` policy: the location answered to clients matching no endpoint's `geo`.
+    pub default_geo: Option<String>,
     /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
     /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
     pub changes: Vec<Change>,

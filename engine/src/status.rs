@@ -92,6 +92,40 @@ pub struct TenantStatus {
     pub min_healthy: f64,
     /// The latest snapshot; `null` while waiting for verdicts.
     pub published: Option<PublishedStatus>,
+    /// Each endpoint of the tenant, and why it is or is not published.
+    pub endpoints: Vec<TenantEndpointStatus>,
+}
+
+/// One endpoint as seen by one tenant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantEndpointStatus {
+    /// Endpoint name.
+    pub name: String,
+    /// Address.
+    pub address: IpAddr,
+    /// Whether the latest snapshot lists it.
+    pub published: bool,
+    /// Why.
+    pub why: Why,
+}
+
+/// Why an address is or is not published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// Published: healthy.
+    Healthy,
+    /// Published although not healthy: a fail-open rule applies.
+    FailOpen,
+    /// Not published: unhealthy.
+    Unhealthy,
+    /// Not published: no verdict yet.
+    Unknown,
+    /// Not published: healthy, but a better `failover` tier is serving.
+    StandbyTier,
+    /// Not published: healthy, but the back ends keep the last set (`keep_last`) or
+    /// nothing was published yet.
+    Held,
 }
 
 /// A published snapshot.

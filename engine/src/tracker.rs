@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
-use ho_config::Plan;
+use ho_config::{Plan, RoutingPolicy};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -16,10 +16,13 @@ use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
 use crate::prober::Observation;
-use crate::selection::{decide, Decision};
+use crate::selection::{decide, weight_of, Decision};
 use crate::sink_actor::Publish;
 use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
-use crate::status::{EndpointStatus, LastProbe, PublishedStatus, TenantStatus, TrackerStatus};
+use crate::status::{
+    EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus, TrackerStatus,
+    Why,
+};
 
 /// What the tracker knows about one target.
 struct TargetState {
@@ -243,15 +246,20 @@ impl HealthTracker {
             return;
         }
         self.tenants[ti].last_decided = Some(Instant::now());
-        let (endpoints, mode) =
-            match decide(tenant, |e| self.health_of_endpoint(e), self.grace_over) {
-                Decision::Wait | Decision::KeepLast => return,
-                Decision::Publish { endpoints, mode } => (endpoints, mode),
-            };
+        let (endpoints, mode) = match decide(
+            tenant,
+            &self.plan.endpoints,
+            |e| self.health_of_endpoint(e),
+            self.grace_over,
+        ) {
+            Decision::Wait | Decision::KeepLast => return,
+            Decision::Publish { endpoints, mode } => (endpoints, mode),
+        };
         let mut addresses: Vec<PublishedAddress> = endpoints
             .iter()
             .map(|&e| PublishedAddress {
                 address: self.plan.endpoints[e].address,
+                weight: weight_of(tenant, &self.plan.endpoints[e]),
                 endpoint: self.endpoint_meta[e].clone(),
             })
             .collect();
@@ -276,6 +284,8 @@ impl HealthTracker {
             addresses,
             mode,
             changes: state.changes.drain(..).collect(),
+            policy: tenant.policy,
+            default_geo: tenant.default_geo.clone(),
             decided_at: now,
             cause_at,
         });
@@ -431,26 +441,53 @@ impl Handler<GetStatus> for HealthTracker {
                 }
             })
             .collect();
-        let tenants = self
-            .plan
-            .tenants
-            .iter()
-            .zip(&self.tenants)
-            .map(|(t, s)| TenantStatus {
-                name: t.name.clone(),
-                domains: t.domains.clone(),
-                sinks: t.sinks.clone(),
-                policy: t.policy,
-                on_all_unhealthy: t.on_all_unhealthy,
-                min_healthy: t.min_healthy,
-                published: s.published.as_ref().map(|p| PublishedStatus {
-                    seq: p.seq,
-                    mode: p.mode,
-                    addresses: p.addresses.iter().map(|a| a.address).collect(),
-                    at: crate::status::unix_seconds(p.decided_at),
-                }),
-            })
-            .collect();
+        let tenants =
+            self.plan
+                .tenants
+                .iter()
+                .zip(&self.tenants)
+                .map(|(t, s)| TenantStatus {
+                    name: t.name.clone(),
+                    domains: t.domains.clone(),
+                    sinks: t.sinks.clone(),
+                    policy: t.policy,
+                    on_all_unhealthy: t.on_all_unhealthy,
+                    min_healthy: t.min_healthy,
+                    endpoints: t
+                        .endpoints
+                        .iter()
+                        .map(|&e| {
+                            let ep = &self.plan.endpoints[e];
+                            let published = s.published.as_ref().is_some_and(|p| {
+                                p.addresses.iter().any(|a| a.address == ep.address)
+                            });
+                            let health = self.health_of_endpoint(e);
+                            let why = match (published, health) {
+                                (true, Health::Up) => Why::Healthy,
+                                (true, _) => Why::FailOpen,
+                                (false, Health::Down) => Why::Unhealthy,
+                                (false, Health::Unknown) => Why::Unknown,
+                                (false, Health::Up) if t.policy == RoutingPolicy::Failover => {
+                                    Why::StandbyTier
+                                }
+                                (false, Health::Up) => Why::Held,
+                            };
+                            TenantEndpointStatus {
+                                name: ep.name.clone(),
+                                address: ep.address,
+                                published,
+                                why,
+                            }
+                        })
+                        .collect(),
+                    published: s.published.as_ref().map(|p| PublishedStatus {
+                        seq: p.seq,
+                        mode: p.mode,
+                        addresses: p.addresses.iter().map(|a| a.address).collect(),
+                        at: crate::status::unix_seconds(p.decided_at),
+                    }),
+                })
+                .collect();
         MessageResult(TrackerStatus {
             ready: self.grace_over || self.all_have_verdicts(),
             endpoints,

@@ -203,7 +203,10 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
     let slow = FAST_CHECK
         .replace("fall = 2", "fall = 4")
         .replace("timeout = \"100ms\"", "timeout = \"190ms\"");
-    let text = engine_config(&gws, &backend).replace(FAST_CHECK, &slow);
+    // The default start-up grace (3 x 200 ms) would end the wait on purpose; make it long.
+    let text = engine_config(&gws, &backend)
+        .replace(FAST_CHECK, &slow)
+        .replace("[api]", "[defaults]\nstartup_grace = \"10s\"\n\n[api]");
     let restart_dir = tempfile::tempdir().unwrap();
     let engine = start_engine(restart_dir.path(), &text);
     let start = tokio::time::Instant::now();

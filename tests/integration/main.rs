@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod engine_e2e;
 mod pdns_server;
+mod policies;
 mod powerdns;
 mod probes;
 mod support;

@@ -99,6 +99,8 @@ impl PdnsServer {
                 "--api=yes",
                 "--webserver=yes",
                 "--webserver-allow-from=127.0.0.0/8",
+                "--enable-lua-records=yes",
+                "--edns-subnet-processing=yes",
             ])
             .arg(format!("--socket-dir={}", d.display()))
             .arg(format!(
@@ -170,24 +172,32 @@ impl PdnsServer {
 
     /// Asks the server through DNS: the sorted answers of `name` `rtype`.
     pub async fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        let (ip, name, rtype) = (self.ip.to_string(), name.to_owned(), rtype.to_owned());
-        let out = tokio::task::spawn_blocking(move || {
-            Command::new("dig")
-                .args([
-                    format!("@{ip}"),
-                    "-p".into(),
-                    DNS_PORT.to_string(),
-                    "+short".into(),
-                    "+time=1".into(),
-                    "+tries=1".into(),
-                    name,
-                    rtype,
-                ])
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
+        self.dig_with(name, rtype, None).await
+    }
+
+    /// Like [`dig`](Self::dig), as a client in `subnet` (EDNS client subnet).
+    pub async fn dig_from(&self, name: &str, rtype: &str, subnet: &str) -> Vec<String> {
+        self.dig_with(name, rtype, Some(subnet)).await
+    }
+
+    async fn dig_with(&self, name: &str, rtype: &str, subnet: Option<&str>) -> Vec<String> {
+        let mut args = vec![
+            format!("@{}", self.ip),
+            "-p".into(),
+            DNS_PORT.to_string(),
+            "+short".into(),
+            "+time=1".into(),
+            "+tries=1".into(),
+            name.to_owned(),
+            rtype.to_owned(),
+        ];
+        if let Some(subnet) = subnet {
+            args.push(format!("+subnet={subnet}"));
+        }
+        let out =
+            tokio::task::spawn_blocking(move || Command::new("dig").args(args).output().unwrap())
+                .await
+                .unwrap();
         let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(str::to_owned)

@@ -21,9 +21,9 @@ fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
             .iter()
             .map(|a| PublishedAddress {
                 address: a.parse::<IpAddr>().unwrap(),
+                weight: 1,
                 endpoint: Arc::new(EndpointMeta {
                     name: format!("ep-{a}"),
-                    weight: 1,
                     priority: 0,
                     labels: BTreeMap::new(),
                 }),
@@ -31,6 +31,8 @@ fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
             .collect(),
         mode: PublishMode::Healthy,
         changes: Vec::new(),
+        policy: ho_config::RoutingPolicy::All,
+        default_geo: None,
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
     })

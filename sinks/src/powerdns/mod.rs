@@ -6,12 +6,14 @@
 //! ownership comment, or `DELETE` when a family has no address left. An rrset that exists
 //! without this orchestrator's ownership comment belongs to someone else: it is left alone
 //! and reported, unless `adopt = true`. Reading first makes every write idempotent and lets
-//! the periodic reconcile repair drift.
+//! the periodic reconcile repair drift. With `lua = true`, `weighted` and `geo` tenants get
+//! one `LUA` rrset per domain instead (see [`render`]), and stale records of the other
+//! form are deleted.
 
 mod api;
+mod render;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -38,6 +40,7 @@ struct Inner {
     server_id: String,
     api_key: Secret,
     adopt: bool,
+    lua: bool,
     mark: String,
 }
 
@@ -70,6 +73,7 @@ impl PowerDnsSink {
                 server_id: config.server_id.clone(),
                 api_key,
                 adopt: config.adopt,
+                lua: config.lua,
                 mark: format!("managed by health-orchestrator, owner {owner_id}"),
             }),
         })
@@ -146,16 +150,11 @@ impl Inner {
         let mut changes = Vec::new();
         let mut foreign = Vec::new();
         let ttl = snapshot.ttl.as_secs().max(1);
+        let wanted = render::wanted(snapshot, self.lua);
         for domain in &snapshot.domains {
             let name = format!("{domain}.");
-            for (rtype, v6) in [("A", false), ("AAAA", true)] {
-                let mut wanted: Vec<String> = snapshot
-                    .addresses
-                    .iter()
-                    .filter(|a| matches!(a.address, IpAddr::V6(_)) == v6)
-                    .map(|a| a.address.to_string())
-                    .collect();
-                wanted.sort();
+            for (rtype, wanted) in &wanted {
+                let rtype = *rtype;
                 let current = existing.get(&(name.clone(), rtype)).copied();
                 let owned = current.is_some_and(|r| {
                     r.comments
@@ -169,7 +168,7 @@ impl Inner {
                 match current {
                     None if wanted.is_empty() => {}
                     Some(_) if wanted.is_empty() => changes.push(RrSet::delete(&name, rtype)),
-                    Some(r) if owned && r.ttl == Some(ttl) && r.contents() == wanted => {}
+                    Some(r) if owned && r.ttl == Some(ttl) && &r.contents() == wanted => {}
                     _ => changes.push(RrSet {
                         name: name.clone(),
                         rtype: rtype.into(),

@@ -1,7 +1,9 @@
 //! `kind = "webhook"`: every snapshot POSTed as signed JSON to any HTTP receiver.
 //!
-//! Body: `{"tenant", "seq", "generated_at", "ttl", "mode", "records": {"domain": ["addr", ...]},
-//! "changes": [{"endpoint", "address", "from", "to", "reason"}]}`.
+//! Body: `{"tenant", "seq", "generated_at", "ttl", "mode", "policy", "default_geo",
+//! "records": {"domain": ["addr", ...]}, "endpoints": [{"address", "weight", "endpoint",
+//! "priority", "labels"}], "changes": [{"endpoint", "address", "from", "to", "reason"}]}`:
+//! every routing policy passes through, for receivers that route themselves.
 //! Headers: `X-Health-Orchestrator-Timestamp: <unix seconds>`,
 //! `X-Health-Orchestrator-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`,
 //! `Idempotency-Key: <tenant>-<seq>`. The timestamp is inside the signed text, so a receiver
@@ -13,9 +15,10 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use ho_config::RoutingPolicy;
 use ho_config::{TlsCheck, WebhookConfig};
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::{Change, PublishMode, TenantSnapshot};
+use ho_engine::snapshot::{Change, PublishMode, PublishedAddress, TenantSnapshot};
 use http_body_util::Full;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request};
@@ -37,7 +40,11 @@ struct Payload<'a> {
     generated_at: String,
     ttl: u64,
     mode: PublishMode,
+    policy: RoutingPolicy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default_geo: Option<&'a str>,
     records: BTreeMap<&'a str, Vec<String>>,
+    endpoints: &'a [PublishedAddress],
     changes: &'a [Change],
 }
 
@@ -125,11 +132,14 @@ impl Inner {
             generated_at: humantime::format_rfc3339_millis(snapshot.decided_at).to_string(),
             ttl: snapshot.ttl.as_secs(),
             mode: snapshot.mode,
+            policy: snapshot.policy,
+            default_geo: snapshot.default_geo.as_deref(),
             records: snapshot
                 .domains
                 .iter()
                 .map(|d| (d.as_str(), addresses.clone()))
                 .collect(),
+            endpoints: &snapshot.addresses,
             changes: &snapshot.changes,
         };
         let body = Bytes::from(serde_json::to_vec(&payload).expect("serializable"));

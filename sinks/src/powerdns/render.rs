@@ -1,0 +1,192 @@
+//! What a tenant's snapshot looks like as PowerDNS rrsets: plain `A`/`AAAA` records, or with
+//! `lua = true` for `weighted`/`geo` tenants, one `LUA` rrset per domain that answers per
+//! client over the current healthy set.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ho_config::RoutingPolicy;
+use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
+
+/// The record contents wanted for each managed type at every domain of the tenant, sorted;
+/// an empty list means the rrset must not exist. Only the types listed are managed.
+pub fn wanted(snapshot: &TenantSnapshot, lua: bool) -> Vec<(&'static str, Vec<String>)> {
+    let family = |v6: bool| -> Vec<&PublishedAddress> {
+        snapshot
+            .addresses
+            .iter()
+            .filter(|a| matches!(a.address, IpAddr::V6(_)) == v6)
+            .collect()
+    };
+    let (v4, v6) = (family(false), family(true));
+    let plain = |list: &[&PublishedAddress]| -> Vec<String> {
+        let mut c: Vec<String> = list.iter().map(|a| a.address.to_string()).collect();
+        c.sort();
+        c
+    };
+    let per_client = lua
+        && matches!(
+            snapshot.policy,
+            RoutingPolicy::Weighted | RoutingPolicy::Geo
+        );
+    if !per_client {
+        let mut types = vec![("A", plain(&v4)), ("AAAA", plain(&v6))];
+        if lua {
+            types.push(("LUA", Vec::new()));
+        }
+        return types;
+    }
+    let mut records = Vec::new();
+    for (qtype, list) in [("A", &v4), ("AAAA", &v6)] {
+        if list.is_empty() {
+            continue;
+        }
+        let expression = match snapshot.policy {
+            RoutingPolicy::Geo => geo_expression(list, snapshot.default_geo.as_deref()),
+            _ => weighted_expression(list),
+        };
+        records.push(format!("{qtype} \"{expression}\""));
+    }
+    records.sort();
+    vec![("A", Vec::new()), ("AAAA", Vec::new()), ("LUA", records)]
+}
+
+/// `pickwhashed({{w,'addr'},...})`: a stable pick per client, in proportion to the weights.
+/// All-zero weights would answer nothing, so they count as equal.
+fn weighted_expression(list: &[&PublishedAddress]) -> String {
+    let all_zero = list.iter().all(|a| a.weight == 0);
+    let mut entries: Vec<(IpAddr, u32)> = list
+        .iter()
+        .map(|a| (a.address, if all_zero { 1 } else { a.weight }))
+        .collect();
+    entries.sort();
+    let items: Vec<String> = entries
+        .iter()
+        .map(|(a, w)| format!("{{{w},'{a}'}}"))
+        .collect();
+    format!("pickwhashed({{{}}})", items.join(","))
+}
+
+/// Answers the addresses of the client's country (`country()`, PowerDNS's GeoIP lookup of
+/// the client or its EDNS subnet), else those of `default_geo`, else all.
+fn geo_expression(list: &[&PublishedAddress], default_geo: Option<&str>) -> String {
+    let mut by_geo: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for a in list {
+        let geo = a.endpoint.labels.get("geo").map_or("", String::as_str);
+        by_geo
+            .entry(geo)
+            .or_default()
+            .push(format!("'{}'", a.address));
+    }
+    let all: Vec<String> = {
+        let mut all: Vec<String> = by_geo.values().flatten().cloned().collect();
+        all.sort();
+        all
+    };
+    let fallback = default_geo
+        .and_then(|g| by_geo.get(g))
+        .map_or_else(|| all.join(","), |l| l.join(","));
+    let mut code = String::from(";");
+    for (geo, addrs) in &by_geo {
+        if geo.is_empty() {
+            continue;
+        }
+        code.push_str(&format!(
+            "if country('{geo}') then return {{{}}} end ",
+            addrs.join(",")
+        ));
+    }
+    code.push_str(&format!("return {{{fallback}}}"));
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ho_engine::snapshot::{EndpointMeta, PublishMode};
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    fn snapshot(policy: RoutingPolicy, addrs: &[(&str, u32, &str)]) -> TenantSnapshot {
+        TenantSnapshot {
+            tenant: "t".into(),
+            seq: 1,
+            domains: vec!["api.example.org".into()],
+            ttl: Duration::from_secs(30),
+            addresses: addrs
+                .iter()
+                .map(|(a, w, geo)| PublishedAddress {
+                    address: a.parse().unwrap(),
+                    weight: *w,
+                    endpoint: Arc::new(EndpointMeta {
+                        name: a.to_string(),
+                        priority: 0,
+                        labels: [("geo".to_string(), geo.to_string())].into(),
+                    }),
+                })
+                .collect(),
+            mode: PublishMode::Healthy,
+            changes: Vec::new(),
+            policy,
+            default_geo: Some("IE".into()),
+            decided_at: SystemTime::now(),
+            cause_at: tokio::time::Instant::now(),
+        }
+    }
+
+    #[test]
+    fn plain_records_without_lua() {
+        let s = snapshot(
+            RoutingPolicy::Weighted,
+            &[
+                ("10.0.0.2", 1, "IE"),
+                ("10.0.0.1", 1, "IE"),
+                ("2001:db8::1", 1, "DE"),
+            ],
+        );
+        assert_eq!(
+            wanted(&s, false),
+            vec![
+                ("A", vec!["10.0.0.1".to_string(), "10.0.0.2".to_string()]),
+                ("AAAA", vec!["2001:db8::1".to_string()])
+            ]
+        );
+    }
+
+    #[test]
+    fn weighted_lua_records_carry_the_weights() {
+        let s = snapshot(
+            RoutingPolicy::Weighted,
+            &[("10.0.0.2", 10, "IE"), ("10.0.0.1", 30, "IE")],
+        );
+        assert_eq!(
+            wanted(&s, true),
+            vec![
+                ("A", vec![]),
+                ("AAAA", vec![]),
+                (
+                    "LUA",
+                    vec!["A \"pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}})\"".to_string()]
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn geo_lua_records_fall_back_to_the_default_geo() {
+        let s = snapshot(
+            RoutingPolicy::Geo,
+            &[("10.0.0.1", 1, "IE"), ("10.0.0.2", 1, "DE")],
+        );
+        assert_eq!(
+            wanted(&s, true)[2].1,
+            vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('IE') then return {'10.0.0.1'} end return {'10.0.0.1'}\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_lua_sink_with_a_plain_policy_removes_stale_lua_records() {
+        let s = snapshot(RoutingPolicy::All, &[("10.0.0.1", 1, "IE")]);
+        assert_eq!(wanted(&s, true)[2], ("LUA", vec![]));
+    }
+}
