@@ -248,3 +248,59 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     );
     assert_eq!(pdns.dig("api.tenant-a.io", "A").await, Vec::<String>::new());
 }
+
+/// A change PowerDNS refuses (an A rrset where a CNAME already exists) is reported with
+/// PowerDNS's own reason, and not retried in a loop.
+#[actix_rt::test]
+async fn a_rejected_change_reports_powerdns_reason() {
+    let pdns = PdnsServer::start(6, ZONE);
+    let (code, body) = pdns.api(
+        "PATCH",
+        "/api/v1/servers/localhost/zones/tenant-a.io.",
+        r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"CNAME","ttl":60,"changetype":"REPLACE","records":[{"content":"elsewhere.example.","disabled":false}]}]}"#,
+    );
+    assert_eq!(code, 204, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(36, 1);
+    let engine = start_engine(
+        dir.path(),
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(&pdns, ""),
+        ),
+    );
+    let start = tokio::time::Instant::now();
+    let err = loop {
+        if let Some(e) = sink_error(&engine).await {
+            break e;
+        }
+        assert!(start.elapsed() < LIMIT, "no error for a rejected change");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        err.starts_with(
+            "PowerDNS rejected the change (PATCH zone tenant-a.io. (2 rrsets)): HTTP 422: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("www.tenant-a.io. IN A: Conflicts with pre-existing RRset"),
+        "PowerDNS's reason is kept: {err}"
+    );
+    let status = engine.sinks["pdns"]
+        .send(ho_engine::sink_actor::GetSinkStatus)
+        .await
+        .unwrap();
+    let attempts = status.tenants[0].attempts;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = engine.sinks["pdns"]
+        .send(ho_engine::sink_actor::GetSinkStatus)
+        .await
+        .unwrap();
+    assert_eq!(
+        status.tenants[0].attempts, attempts,
+        "a 422 is not retried until the next snapshot or reconcile"
+    );
+    assert!(!status.tenants[0].last_error.as_ref().unwrap().retrying);
+}
