@@ -21,6 +21,18 @@ fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
     )
 }
 
+/// Waits until the sink reports an error; `what` names the expected problem.
+async fn wait_for_sink_error(engine: &Engine, what: &str) -> String {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(e) = sink_error(engine).await {
+            return e;
+        }
+        assert!(start.elapsed() < LIMIT, "no sink error for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn sink_error(engine: &Engine) -> Option<String> {
     let status = engine.sinks["pdns"]
         .send(ho_engine::sink_actor::GetSinkStatus)
@@ -98,17 +110,7 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
 
     pdns.stop();
     gws[0].set(Behaviour::Refuse).unwrap();
-    let start = tokio::time::Instant::now();
-    let err = loop {
-        if let Some(e) = sink_error(&engine).await {
-            break e;
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "the failed write never showed in status"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let err = wait_for_sink_error(&engine, "the failed write never showed in status").await;
     assert!(err.starts_with("GET zone tenant-a.io.: "), "{err}");
 
     pdns.launch();
@@ -143,14 +145,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
         ),
     );
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
-    let start = tokio::time::Instant::now();
-    let err = loop {
-        if let Some(e) = sink_error(&engine).await {
-            break e;
-        }
-        assert!(start.elapsed() < LIMIT, "foreign rrset not reported");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let err = wait_for_sink_error(&engine, "foreign rrset not reported").await;
     assert!(
         err.contains("www.tenant-a.io. A") && err.contains("adopt = true"),
         "{err}"
@@ -214,14 +209,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
             &pdns_tail(&pdns, ""),
         ),
     );
-    let start = tokio::time::Instant::now();
-    let err = loop {
-        if let Some(e) = sink_error(&engine).await {
-            break e;
-        }
-        assert!(start.elapsed() < LIMIT, "no error for a wrong key");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let err = wait_for_sink_error(&engine, "no error for a wrong key").await;
     assert!(
         err.starts_with("PowerDNS rejected the API key (GET zone tenant-a.io.): HTTP 401"),
         "{err}"
@@ -234,14 +222,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
     );
-    let start = tokio::time::Instant::now();
-    let err = loop {
-        if let Some(e) = sink_error(&engine).await {
-            break e;
-        }
-        assert!(start.elapsed() < LIMIT, "no error for a missing zone");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let err = wait_for_sink_error(&engine, "no error for a missing zone").await;
     assert!(
         err.starts_with("zone io. not found on server localhost (GET zone io.): HTTP 404"),
         "{err}"
@@ -270,14 +251,7 @@ async fn a_rejected_change_reports_powerdns_reason() {
             &pdns_tail(&pdns, ""),
         ),
     );
-    let start = tokio::time::Instant::now();
-    let err = loop {
-        if let Some(e) = sink_error(&engine).await {
-            break e;
-        }
-        assert!(start.elapsed() < LIMIT, "no error for a rejected change");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let err = wait_for_sink_error(&engine, "no error for a rejected change").await;
     assert!(
         err.starts_with(
             "PowerDNS rejected the change (PATCH zone tenant-a.io. (2 rrsets)): HTTP 422: "

@@ -24,7 +24,7 @@ use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 
-use crate::http::{error_for, HttpClient};
+use crate::http::{error_for, Answer, HttpClient};
 use crate::secret::Secret;
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
 
@@ -122,20 +122,23 @@ impl Inner {
         }
     }
 
-    async fn read_zone(&self) -> Result<Zone, SinkError> {
-        let what = format!("GET zone {}", self.zone);
-        let answer = self
-            .client
-            .send(self.request(Method::GET, Bytes::new()), &what)
-            .await?;
+    /// Sends one API request; a non-success answer becomes the specific error.
+    async fn call(&self, method: Method, body: Bytes, what: &str) -> Result<Answer, SinkError> {
+        let answer = self.client.send(self.request(method, body), what).await?;
         if !answer.status.is_success() {
             let detail = api::error_text(&answer.body);
             return Err(error_for(
                 &answer,
-                &self.explain(answer.status, &what),
+                &self.explain(answer.status, what),
                 &detail,
             ));
         }
+        Ok(answer)
+    }
+
+    async fn read_zone(&self) -> Result<Zone, SinkError> {
+        let what = format!("GET zone {}", self.zone);
+        let answer = self.call(Method::GET, Bytes::new(), &what).await?;
         serde_json::from_slice(&answer.body)
             .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))
     }
@@ -194,18 +197,7 @@ impl Inner {
         } else {
             let what = format!("PATCH zone {} ({} rrsets)", self.zone, changes.len());
             let body = serde_json::to_vec(&PatchBody { rrsets: changes }).expect("serializable");
-            let answer = self
-                .client
-                .send(self.request(Method::PATCH, body.into()), &what)
-                .await?;
-            if !answer.status.is_success() {
-                let detail = api::error_text(&answer.body);
-                return Err(error_for(
-                    &answer,
-                    &self.explain(answer.status, &what),
-                    &detail,
-                ));
-            }
+            self.call(Method::PATCH, body.into(), &what).await?;
             Applied::Changed
         };
         if foreign.is_empty() {
