@@ -44,11 +44,12 @@ impl fmt::Display for ParseErrors {
             if i > 0 {
                 writeln!(f)?;
             }
-            let source = e
-                .metadata
-                .as_ref()
-                .and_then(|m| m.source.as_ref().map(|s| s.to_string()))
-                .or_else(|| e.metadata.as_ref().map(|m| m.name.to_string()));
+            // A file is named as the operator gave it, not relative to the current folder.
+            let source = e.metadata.as_ref().map(|m| match &m.source {
+                Some(figment::Source::File(path)) => path.display().to_string(),
+                Some(other) => other.to_string(),
+                None => m.name.to_string(),
+            });
             if let Some(source) = source {
                 write!(f, "{source}: ")?;
             }
