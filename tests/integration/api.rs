@@ -48,9 +48,21 @@ async fn healthz_readyz_status_and_metrics() {
     })
     .await;
 
-    let (code, body) = get(addr, "/status").await;
-    assert_eq!(code, 200);
-    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // The file is renamed into place a moment before the sink actor records the write.
+    let start = tokio::time::Instant::now();
+    let status = loop {
+        let (code, body) = get(addr, "/status").await;
+        assert_eq!(code, 200);
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if status["sinks"][0]["tenants"][0]["pending"] == false {
+            break status;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the sink never caught up: {status:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     assert_eq!(status["ready"], true);
     assert_eq!(status["endpoints"][1]["name"], "gw-2");
     assert_eq!(status["endpoints"][1]["state"], "down");
