@@ -1,7 +1,13 @@
-//! The endpoint farm: real HTTP(S) gateways on loopback whose behaviour can be switched at
-//! run time (healthy, failing status, refusing, hanging, resetting). The demo, the
-//! integration tests and the load test all probe these instead of mocks.
+//! The endpoint farm and the load test. The farm: real HTTP(S) gateways on loopback whose
+//! behaviour can be switched at run time (healthy, failing status, refusing, hanging,
+//! resetting); the demo and the integration tests probe these instead of mocks. The load
+//! test (`loadtest` binary) runs thousands of them against the real engine, injects the
+//! faults of a scenario and reports what operators check before a rollout.
 
+pub mod engine_proc;
 mod gateway;
+pub mod recorder;
+pub mod report;
+pub mod scenario;
 
 pub use gateway::{Behaviour, Gateway};

@@ -1,0 +1,129 @@
+//! The recording sink: a webhook receiver that notes when each address left or entered the
+//! published set. The engine runs as its own process and delivers here, so detection is
+//! measured end to end (probe -> hysteresis -> snapshot -> sink write). It compares the
+//! full record sets of consecutive deliveries rather than reading `changes`, because the
+//! sink coalesces snapshots and a coalesced snapshot's `changes` are not delivered.
+
+use std::collections::{BTreeMap, HashSet};
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use tokio::time::Instant;
+
+/// An address entering or leaving the published set.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// When the delivery arrived.
+    pub at: Instant,
+    /// The address.
+    pub address: IpAddr,
+    /// Entered (true) or left (false).
+    pub published: bool,
+}
+
+#[derive(Deserialize)]
+struct Payload {
+    records: BTreeMap<String, Vec<IpAddr>>,
+}
+
+#[derive(Default)]
+struct State {
+    current: HashSet<IpAddr>,
+    seen: Vec<Seen>,
+}
+
+/// Shared view of what arrived.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    state: Arc<Mutex<State>>,
+}
+
+impl Recorder {
+    /// Serves on `127.0.0.1:0`; returns the address.
+    pub async fn start(&self) -> std::io::Result<SocketAddr> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let me = self.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        move |req: hyper::Request<hyper::body::Incoming>| {
+                            let me = me.clone();
+                            async move {
+                                let body = req
+                                    .into_body()
+                                    .collect()
+                                    .await
+                                    .map(|b| b.to_bytes())
+                                    .unwrap_or_default();
+                                me.record(&body);
+                                Ok::<_, Infallible>(
+                                    Response::builder()
+                                        .status(StatusCode::NO_CONTENT)
+                                        .body(Full::<Bytes>::default())
+                                        .expect("static response"),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(addr)
+    }
+
+    fn record(&self, body: &[u8]) {
+        let at = Instant::now();
+        let Ok(payload) = serde_json::from_slice::<Payload>(body) else {
+            return;
+        };
+        let next: HashSet<IpAddr> = payload
+            .records
+            .into_values()
+            .next()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let mut state = self.state.lock().expect("not poisoned");
+        let left: Vec<Seen> = state
+            .current
+            .difference(&next)
+            .map(|&address| Seen {
+                at,
+                address,
+                published: false,
+            })
+            .collect();
+        let entered: Vec<Seen> = next
+            .difference(&state.current)
+            .map(|&address| Seen {
+                at,
+                address,
+                published: true,
+            })
+            .collect();
+        state.seen.extend(left.into_iter().chain(entered));
+        state.current = next;
+    }
+
+    /// Addresses in the latest delivery.
+    pub fn published(&self) -> usize {
+        self.state.lock().expect("not poisoned").current.len()
+    }
+
+    /// Every entry and exit seen so far, in arrival order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.lock().expect("not poisoned").seen.clone()
+    }
+}
