@@ -8,6 +8,7 @@ pub mod engine_proc;
 mod gateway;
 pub mod recorder;
 pub mod report;
+pub mod run;
 pub mod scenario;
 
 pub use gateway::{Behaviour, Gateway};

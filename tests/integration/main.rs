@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod conformance;
 mod engine_e2e;
+mod loadtest;
 mod pdns_server;
 mod policies;
 mod powerdns;

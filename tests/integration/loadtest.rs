@@ -1,0 +1,40 @@
+//! The `loadtest` tool on a small farm: every injected fault is detected, nothing else
+//! flips, and the engine (the real binary, as its own process) keeps its schedule.
+
+use clap::Parser;
+use ho_loadtest::run::{run, Args};
+
+#[tokio::test]
+async fn loadtest_detects_every_injected_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        "[[fault]]\nkind = \"refuse\"\nshare = 0.1\nat = \"1s\"\nduration = \"2s\"\n",
+    )
+    .unwrap();
+    let args = Args::parse_from([
+        "loadtest",
+        "--endpoints",
+        "60",
+        "--interval",
+        "200ms",
+        "--duration",
+        "4s",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--engine",
+        env!("CARGO_BIN_EXE_health-orchestrator"),
+    ]);
+    let report = run(args).await.unwrap();
+    println!("{}", report.table());
+    assert_eq!((report.faulted, report.detected), (6, 6));
+    assert_eq!(report.false_transitions, 0);
+    let share = report.probes_done as f64 / report.probes_scheduled as f64;
+    assert!(
+        share > 0.9,
+        "probes done {} of {} scheduled",
+        report.probes_done,
+        report.probes_scheduled
+    );
+}
