@@ -34,8 +34,8 @@ pub enum EngineError {
     MissingSink(String),
 }
 
-/// A running engine. Dropping it stops the probers; the actors on the caller's arbiter
-/// stop with the actix system.
+/// A running engine. Dropping it stops the probers, the tracker and the sink actors
+/// (writes in flight are abandoned; every sink write is atomic on its back end).
 pub struct Engine {
     /// The tracker, for status queries and tests.
     pub tracker: Addr<HealthTracker>,
@@ -117,10 +117,36 @@ impl Engine {
     }
 }
 
+/// Stops an actor of the engine (tracker or sink actor) when the engine is dropped, so an
+/// old engine never keeps writing next to a new one.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+impl Handler<Stop> for SinkActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
 impl Drop for Engine {
     fn drop(&mut self) {
         for arbiter in &self.arbiters {
             arbiter.stop();
+        }
+        self.tracker.do_send(Stop);
+        for sink in self.sinks.values() {
+            sink.do_send(Stop);
         }
     }
 }

@@ -219,6 +219,10 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     wait_published(&backend, &all[..2]).await;
+    // The first engine's sink is gone: no reconcile of its old state comes back.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    wait_published(&backend, &all[..2]).await;
+    assert_eq!(backend.published().await.as_deref(), Some(&all[..2]));
     drop(engine);
 }
 

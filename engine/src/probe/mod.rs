@@ -57,11 +57,6 @@ impl Probe {
         })
     }
 
-    /// The socket address probed.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Runs one attempt. Never takes longer than the timeout (plus scheduling noise).
     pub async fn run(&self) -> ProbeResult {
         let start = Instant::now();
