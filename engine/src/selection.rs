@@ -15,7 +15,9 @@
 use ho_config::{Endpoint, OnAllUnhealthy, RoutingPolicy, Tenant};
 
 use crate::hysteresis::Health;
-use crate::snapshot::PublishMode;
+use std::sync::Arc;
+
+use crate::snapshot::{EndpointMeta, PublishMode, PublishedAddress};
 
 /// What to do for one tenant now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +43,26 @@ pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
         .iter()
         .find(|rule| ep.labels.get(&rule.label) == Some(&rule.value))
         .map_or(ep.weight, |rule| rule.weight)
+}
+
+/// The snapshot's address list for the chosen endpoints: resolved weights, shared
+/// metadata, sorted by address.
+pub fn published_addresses(
+    tenant: &Tenant,
+    endpoints: &[Endpoint],
+    meta: &[Arc<EndpointMeta>],
+    chosen: &[usize],
+) -> Vec<PublishedAddress> {
+    let mut addresses: Vec<PublishedAddress> = chosen
+        .iter()
+        .map(|&e| PublishedAddress {
+            address: endpoints[e].address,
+            weight: weight_of(tenant, &endpoints[e]),
+            endpoint: meta[e].clone(),
+        })
+        .collect();
+    addresses.sort_by_key(|a| a.address);
+    addresses
 }
 
 /// Applies the routing policy to the candidate endpoints.

@@ -16,7 +16,7 @@ use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
 use crate::prober::Observation;
-use crate::selection::{decide, weight_of, Decision};
+use crate::selection::{decide, published_addresses, Decision};
 use crate::sink_actor::Publish;
 use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
 use crate::status::{
@@ -255,15 +255,12 @@ impl HealthTracker {
             Decision::Wait | Decision::KeepLast => return,
             Decision::Publish { endpoints, mode } => (endpoints, mode),
         };
-        let mut addresses: Vec<PublishedAddress> = endpoints
-            .iter()
-            .map(|&e| PublishedAddress {
-                address: self.plan.endpoints[e].address,
-                weight: weight_of(tenant, &self.plan.endpoints[e]),
-                endpoint: self.endpoint_meta[e].clone(),
-            })
-            .collect();
-        addresses.sort_by_key(|a| a.address);
+        let addresses = published_addresses(
+            tenant,
+            &self.plan.endpoints,
+            &self.endpoint_meta,
+            &endpoints,
+        );
         let state = &mut self.tenants[ti];
         if let Some(last) = &state.published {
             if last.addresses == addresses && last.mode == mode {
