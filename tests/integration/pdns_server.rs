@@ -170,6 +170,16 @@ impl PdnsServer {
             .unwrap_or_else(|| panic!("pdns API unreachable; log:\n{}", self.log()))
     }
 
+    /// Changes `zone` behind the orchestrator's back (as an operator would), expecting 204.
+    pub fn patch_zone(&self, zone: &str, body: &str) {
+        let (code, answer) = self.api(
+            "PATCH",
+            &format!("/api/v1/servers/localhost/zones/{zone}"),
+            body,
+        );
+        assert_eq!(code, 204, "{answer}");
+    }
+
     /// Asks the server through DNS: the sorted answers of `name` `rtype`.
     pub async fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
         self.dig_with(name, rtype, None).await

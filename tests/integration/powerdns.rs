@@ -21,6 +21,23 @@ fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
     )
 }
 
+/// The engine over `gws` with the PowerDNS sink (`extra`: more sink settings).
+fn start_pdns_engine(
+    dir: &std::path::Path,
+    gws: &[ho_loadtest::Gateway],
+    pdns: &PdnsServer,
+    extra: &str,
+) -> Engine {
+    start_engine(
+        dir,
+        &config(
+            FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &pdns_tail(pdns, extra),
+        ),
+    )
+}
+
 /// Waits until the sink reports an error; `what` names the expected problem.
 async fn wait_for_sink_error(engine: &Engine, what: &str) -> String {
     let start = tokio::time::Instant::now();
@@ -51,14 +68,7 @@ async fn dns_answers_follow_gateway_health() {
     let pdns = PdnsServer::start(1, ZONE);
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(31, 3);
-    let engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
     pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
@@ -97,14 +107,7 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
     let mut pdns = PdnsServer::start(2, ZONE);
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(32, 2);
-    let engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
 
@@ -127,23 +130,11 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
 #[actix_rt::test]
 async fn foreign_rrsets_are_left_alone_unless_adopted() {
     let pdns = PdnsServer::start(3, ZONE);
-    let (code, body) = pdns.api(
-        "PATCH",
-        "/api/v1/servers/localhost/zones/tenant-a.io.",
-        r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"A","ttl":60,"changetype":"REPLACE","records":[{"content":"192.0.2.7","disabled":false}]}]}"#,
-    );
-    assert_eq!(code, 204, "{body}");
+    pdns.patch_zone("tenant-a.io.", r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"A","ttl":60,"changetype":"REPLACE","records":[{"content":"192.0.2.7","disabled":false}]}]}"#);
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(33, 2);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
     let err = wait_for_sink_error(&engine, "foreign rrset not reported").await;
     assert!(
@@ -156,14 +147,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
     drop(engine);
 
     let dir = tempfile::tempdir().unwrap();
-    let _engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, "adopt = true\n"),
-        ),
-    );
+    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "adopt = true\n");
     pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
 }
 
@@ -175,21 +159,12 @@ async fn the_reconcile_repairs_drift() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(34, 2);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let _engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
-    let (code, body) = pdns.api(
-        "PATCH",
-        "/api/v1/servers/localhost/zones/tenant-a.io.",
+    pdns.patch_zone(
+        "tenant-a.io.",
         r#"{"rrsets":[{"name":"api.tenant-a.io.","type":"A","changetype":"DELETE"}]}"#,
     );
-    assert_eq!(code, 204, "{body}");
     assert_eq!(pdns.dig("api.tenant-a.io", "A").await, Vec::<String>::new());
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
 }
@@ -201,14 +176,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(35, 1);
     std::fs::write(pdns.key_file(), "wrong-key\n").unwrap();
-    let engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     let err = wait_for_sink_error(&engine, "no error for a wrong key").await;
     assert!(
         err.starts_with("PowerDNS rejected the API key (GET zone tenant-a.io.): HTTP 401"),
@@ -235,22 +203,10 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
 #[actix_rt::test]
 async fn a_rejected_change_reports_powerdns_reason() {
     let pdns = PdnsServer::start(6, ZONE);
-    let (code, body) = pdns.api(
-        "PATCH",
-        "/api/v1/servers/localhost/zones/tenant-a.io.",
-        r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"CNAME","ttl":60,"changetype":"REPLACE","records":[{"content":"elsewhere.example.","disabled":false}]}]}"#,
-    );
-    assert_eq!(code, 204, "{body}");
+    pdns.patch_zone("tenant-a.io.", r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"CNAME","ttl":60,"changetype":"REPLACE","records":[{"content":"elsewhere.example.","disabled":false}]}]}"#);
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(36, 1);
-    let engine = start_engine(
-        dir.path(),
-        &config(
-            FAST_CHECK,
-            &gws.iter().collect::<Vec<_>>(),
-            &pdns_tail(&pdns, ""),
-        ),
-    );
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
     let err = wait_for_sink_error(&engine, "no error for a rejected change").await;
     assert!(
         err.starts_with(
