@@ -234,3 +234,68 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
         "the last delivery is the latest state"
     );
 }
+
+/// A receiver that accepts and never answers: its writes time out and are retried, while
+/// probing and the tenant's other sink carry on undisturbed.
+#[actix_rt::test]
+async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
+    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = hanging.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = hanging.accept().await {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, SECRET).unwrap();
+    let mut gws = gateways(41, 2);
+    let tail = format!(
+        "[[tenants]]\nname = \"both\"\ndomains = [\"both.example\"]\nsinks = [\"hook\", \"local\"]\n\n\
+         [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/\"\nsecret_file = {:?}\ntimeout = \"300ms\"\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n\n{}",
+        secret_file.display().to_string(),
+        hosts_sink(dir.path())
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    );
+    let file = dir.path().join("both.hosts");
+    wait_for_file(&file, "both addresses", |c| addresses(c).len() == 2).await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    wait_for_file(&file, "gw-1 gone while the webhook hangs", |c| {
+        addresses(c) == [ip(&gws[1])]
+    })
+    .await;
+    let start = tokio::time::Instant::now();
+    let error = loop {
+        let status = engine.sinks["hook"]
+            .send(ho_engine::sink_actor::GetSinkStatus)
+            .await
+            .unwrap();
+        if let Some(e) = status.tenants.first().and_then(|t| t.last_error.clone()) {
+            break e;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the hanging receiver is never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        error.message.ends_with("no answer within 300ms"),
+        "{}",
+        error.message
+    );
+    assert!(error.retrying);
+    let endpoints = wait_for_status(&engine, "probes keep coming", |s| {
+        s.endpoints[1].probes > 10
+    })
+    .await;
+    assert_eq!(
+        endpoints.endpoints[1].state,
+        ho_engine::hysteresis::Health::Up
+    );
+}
