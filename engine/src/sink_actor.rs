@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use crate::backoff::ExponentialBackoff;
 use crate::metrics::{Metrics, SinkLabel, SinkResultLabels};
 use crate::sink::{Applied, Sink, SinkError};
-use crate::snapshot::TenantSnapshot;
+use crate::snapshot::{Change, TenantSnapshot, MAX_CHANGES};
 use crate::status::{unix_seconds, SinkErrorStatus, SinkStatus, SinkTenantStatus};
 use crate::token_bucket::TokenBucket;
 
@@ -49,6 +49,24 @@ struct Slot {
     attempts: u32,
     last_success: Option<SystemTime>,
     last_error: Option<(SystemTime, SinkError)>,
+    /// Changes of snapshots that were replaced before they were written, with the seq they
+    /// came with: coalescing keeps only the latest state, but no change goes unreported.
+    carried: Vec<(u64, Change)>,
+}
+
+impl Slot {
+    /// What to write: the desired snapshot, carrying the changes of the snapshots it replaced.
+    fn to_write(&self) -> Arc<TenantSnapshot> {
+        if self.carried.is_empty() {
+            return self.desired.clone();
+        }
+        let mut snapshot = (*self.desired).clone();
+        let mut changes: Vec<Change> = self.carried.iter().map(|(_, c)| c.clone()).collect();
+        changes.extend(snapshot.changes);
+        let excess = changes.len().saturating_sub(MAX_CHANGES);
+        snapshot.changes = changes.split_off(excess);
+        Arc::new(snapshot)
+    }
 }
 
 /// Drives one [`Sink`].
@@ -122,7 +140,7 @@ impl SinkActor {
         }
         let slot = self.slots.get_mut(tenant).expect("checked above");
         slot.in_flight = true;
-        let snapshot = slot.desired.clone();
+        let snapshot = slot.to_write();
         let tenant = tenant.to_owned();
         ctx.spawn(
             self.sink
@@ -181,6 +199,7 @@ impl SinkActor {
                 let first_write_of_seq = slot.written_seq != Some(snapshot.seq);
                 slot.attempts = 0;
                 slot.written_seq = Some(snapshot.seq);
+                slot.carried.retain(|(seq, _)| *seq > snapshot.seq);
                 let now = SystemTime::now();
                 slot.last_success = Some(now);
                 slot.last_error = None;
@@ -263,10 +282,18 @@ impl Handler<Publish> for SinkActor {
             attempts: 0,
             last_success: None,
             last_error: None,
+            carried: Vec::new(),
         });
         if snapshot.seq < slot.desired.seq {
             info!(sink = %self.name, tenant, seq = snapshot.seq, "dropping an older snapshot");
             return;
+        }
+        if snapshot.seq > slot.desired.seq && slot.written_seq != Some(slot.desired.seq) {
+            let replaced = slot.desired.seq;
+            slot.carried
+                .extend(slot.desired.changes.iter().map(|c| (replaced, c.clone())));
+            let excess = slot.carried.len().saturating_sub(MAX_CHANGES);
+            slot.carried.drain(..excess);
         }
         slot.desired = snapshot;
         // A write in flight picks up the newer snapshot when it finishes (coalescing);

@@ -1,8 +1,8 @@
 //! The recording sink: a webhook receiver that notes when each address left or entered the
 //! published set. The engine runs as its own process and delivers here, so detection is
 //! measured end to end (probe -> hysteresis -> snapshot -> sink write). It compares the
-//! full record sets of consecutive deliveries rather than reading `changes`, because the
-//! sink coalesces snapshots and a coalesced snapshot's `changes` are not delivered.
+//! full record sets of consecutive deliveries rather than trusting `changes`, so what it
+//! measures is what a DNS back end would serve.
 
 use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;

@@ -208,6 +208,7 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
         rejected >= 2,
         "retries reached the failing receiver ({rejected})"
     );
+    let accepted_before = rx.accepted().len();
     *rx.failing.lock().unwrap() = false;
     let want: Vec<String> = {
         let mut w = vec![ip(&gws[0]), ip(&gws[2])];
@@ -219,6 +220,25 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // Snapshots coalesced during the outage still report their changes.
+    let changes: Vec<(String, String)> = rx.accepted()[accepted_before..]
+        .iter()
+        .flat_map(|d| d.body["changes"].as_array().unwrap().clone())
+        .map(|c| {
+            (
+                c["endpoint"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        changes.contains(&("gw-1".into(), "up".into())),
+        "{changes:?}"
+    );
+    assert!(
+        changes.contains(&("gw-2".into(), "down".into())),
+        "{changes:?}"
+    );
     let seqs: Vec<u64> = rx
         .accepted()
         .iter()
