@@ -13,7 +13,7 @@ use anyhow::{bail, Context};
 use ho_engine::snapshot::PublishMode;
 use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
 use tokio::time::Instant;
 
 /// Arguments of `demo`.
@@ -46,14 +46,7 @@ rise = 2
 fall = 2
 "#,
     );
-    for (i, g) in gateways.iter().enumerate() {
-        text.push_str(&format!(
-            "\n[[endpoints]]\nname = \"gateway-{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
-            i + 1,
-            g.addr().ip(),
-            g.addr().port()
-        ));
-    }
+    text.push_str(&endpoints_toml(gateways, |i| format!("gateway-{}", i + 1)));
     text.push_str(&format!(
         "\n[[tenants]]\nname = \"{TENANT}\"\ndomains = [\"app.demo.test\", \"api.demo.test\"]\nsinks = [\"local\"]\nttl = \"5s\"\n\n[sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
         dir.display().to_string()

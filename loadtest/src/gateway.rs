@@ -124,6 +124,26 @@ impl Drop for Gateway {
     }
 }
 
+/// `[[endpoints]]` tables for `gateways`, each probed on its own port; `name(i)` names the
+/// i-th. The demo, the tests and the load test all describe their farms this way.
+pub fn endpoints_toml<'a>(
+    gateways: impl IntoIterator<Item = &'a Gateway>,
+    name: impl Fn(usize) -> String,
+) -> String {
+    gateways
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            format!(
+                "\n[[endpoints]]\nname = \"{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
+                name(i),
+                g.addr().ip(),
+                g.addr().port()
+            )
+        })
+        .collect()
+}
+
 /// Binds with SO_REUSEADDR so a gateway can come back on its address at once.
 fn bind(addr: SocketAddr) -> io::Result<StdListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;

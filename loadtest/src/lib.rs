@@ -11,4 +11,4 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 
-pub use gateway::{Behaviour, Gateway};
+pub use gateway::{endpoints_toml, Behaviour, Gateway};

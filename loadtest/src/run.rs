@@ -9,7 +9,7 @@ use crate::engine_proc::{histogram, metric_sum, quantile_between, EngineProcess}
 use crate::recorder::Recorder;
 use crate::report::{quantile, KindDetection, Report};
 use crate::scenario::{FaultKind, Scenario};
-use crate::{Behaviour, Gateway};
+use crate::{endpoints_toml, Behaviour, Gateway};
 use anyhow::{bail, Context};
 use clap::Parser;
 use tokio::time::Instant;
@@ -84,16 +84,8 @@ fn engine_config(
         args.rise,
         args.fall
     );
-    for (i, g) in gateways.iter().enumerate() {
-        let _ = std::fmt::Write::write_fmt(
-            &mut text,
-            format_args!(
-                "[[endpoints]]\nname = \"e{i}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n\n",
-                g.addr().ip(),
-                g.addr().port()
-            ),
-        );
-    }
+    text.push_str(&endpoints_toml(gateways, |i| format!("e{i}")));
+    text.push('\n');
     text.push_str(&format!(
         "[[tenants]]\nname = \"load\"\ndomains = [\"load.test\"]\nsinks = [\"recorder\"]\n\n[sinks.recorder]\nkind = \"webhook\"\nurl = \"http://{hook}/\"\nsecret_file = {:?}\n# Measure detection, not the rate limit: the recorder takes any rate.\ndelivery = {{ max_writes_per_second = 1000, burst = 100 }}\n",
         secret.display().to_string()

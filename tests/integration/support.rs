@@ -9,7 +9,7 @@ use ho_engine::hysteresis::Health;
 use ho_engine::status::TrackerStatus;
 use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
 use tokio::time::Instant;
 
 /// Longest any test waits for a condition; tests normally finish far sooner.
@@ -31,14 +31,9 @@ pub fn gateways(test: u8, n: u8) -> Vec<Gateway> {
 /// (`gw-1`, ...), and `tail` appended (tenants and sinks).
 pub fn config(check: &str, gateways: &[&Gateway], tail: &str) -> String {
     let mut text = format!("[api]\nlisten = \"127.0.0.1:0\"\n\n[defaults.check]\n{check}\n");
-    for (i, g) in gateways.iter().enumerate() {
-        text.push_str(&format!(
-            "\n[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
-            i + 1,
-            g.addr().ip(),
-            g.addr().port()
-        ));
-    }
+    text.push_str(&endpoints_toml(gateways.iter().copied(), |i| {
+        format!("gw-{}", i + 1)
+    }));
     text.push('\n');
     text.push_str(tail);
     text
