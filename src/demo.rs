@@ -109,7 +109,9 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let config_file = dir.join("demo.toml");
         std::fs::write(&config_file, config_text(&dir, &gateways))?;
         let plan = ho_config::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let sinks = ho_sinks::build_all(&plan).map_err(anyhow::Error::msg)?;
+        let sinks = ho_sinks::build_all(&plan)
+            .await
+            .map_err(anyhow::Error::msg)?;
         let started = Instant::now();
         let engine = Engine::start(plan, sinks)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -18,7 +18,9 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
     };
     actix_rt::System::new().block_on(async move {
-        let sinks = ho_sinks::build_all(&plan).map_err(anyhow::Error::msg)?;
+        let sinks = ho_sinks::build_all(&plan)
+            .await
+            .map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(plan.api_listen)
             .await
             .with_context(|| format!("api.listen {}", plan.api_listen))?;

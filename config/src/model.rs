@@ -385,6 +385,86 @@ pub enum SinkConfig {
     PowerDns(PowerDnsConfig),
     /// A signed JSON POST of every snapshot to any HTTP receiver.
     Webhook(WebhookConfig),
+    /// One key per tenant (`<tenant>.hosts`) in a Kubernetes ConfigMap that CoreDNS's
+    /// `hosts` plugin reads (mounted as files).
+    #[serde(rename = "coredns_configmap")]
+    CorednsConfigMap(CorednsConfigMapConfig),
+    /// AWS Route53 record sets, with an ownership TXT record per managed name.
+    Route53(Route53Config),
+}
+
+/// `kind = "coredns_configmap"`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorednsConfigMapConfig {
+    /// Namespace of the ConfigMap (CoreDNS's, usually `kube-system`, or your own).
+    pub namespace: String,
+    /// Name of the ConfigMap. Keys other than the tenants' `<tenant>.hosts` are left alone.
+    pub name: String,
+    /// Kubeconfig file, for running outside the cluster. Unset: the in-cluster service
+    /// account, else `$KUBECONFIG` / `~/.kube/config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use instead of the file's current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Create the ConfigMap when it is missing. Off by default: a missing ConfigMap usually
+    /// means a wrong name or namespace, and CoreDNS would not be reading a new one.
+    #[serde(default)]
+    pub create: bool,
+    /// Deadline of one API request.
+    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Rate limit, retries and drift repair.
+    #[serde(default)]
+    pub delivery: Delivery,
+}
+
+/// `kind = "route53"`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route53Config {
+    /// The hosted zone's id, e.g. `Z0123456789ABCDEFGHIJ`.
+    pub hosted_zone_id: String,
+    /// The hosted zone's name, e.g. `example.com`: checked against the tenants' domains
+    /// when the config loads and against the zone itself at the first write.
+    pub zone: String,
+    /// AWS region of the API client. Unset: the standard chain (`AWS_REGION`, profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Another Route53-compatible endpoint (tests, LocalStack, moto). Unset: AWS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_url: Option<String>,
+    /// How `all` and `failover` tenants are written: `multivalue` (one multivalue-answer
+    /// record set per address, named after its endpoint) or `simple` (one record set per
+    /// domain and family holding every address).
+    #[serde(default)]
+    pub record_style: RecordStyle,
+    /// Route53 API requests per second this sink may make (list and change together); AWS
+    /// allows 5 per account.
+    #[serde(default = "default_route53_rate")]
+    pub max_requests_per_second: f64,
+    /// Deadline of one API request.
+    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Rate limit, retries and drift repair.
+    #[serde(default)]
+    pub delivery: Delivery,
+}
+
+/// Route53 record shape for tenants without per-client routing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordStyle {
+    /// One multivalue-answer record set per address (Route53 answers up to 8 at random).
+    #[default]
+    Multivalue,
+    /// One plain record set per domain and family with every address.
+    Simple,
+}
+
+fn default_route53_rate() -> f64 {
+    5.0
 }
 
 /// `kind = "powerdns"`.
@@ -516,7 +596,8 @@ impl SinkConfig {
             (_, RoutingPolicy::All | RoutingPolicy::Failover) => true,
             (SinkConfig::HostsFile { .. }, _) => false,
             (SinkConfig::PowerDns(c), _) => c.lua,
-            (SinkConfig::Webhook(_), _) => true,
+            (SinkConfig::Webhook(_) | SinkConfig::Route53(_), _) => true,
+            (SinkConfig::CorednsConfigMap(_), _) => false,
         }
     }
 
@@ -526,6 +607,8 @@ impl SinkConfig {
             SinkConfig::HostsFile { .. } => "hosts_file",
             SinkConfig::PowerDns(_) => "powerdns",
             SinkConfig::Webhook(_) => "webhook",
+            SinkConfig::CorednsConfigMap(_) => "coredns_configmap",
+            SinkConfig::Route53(_) => "route53",
         }
     }
 
@@ -535,6 +618,8 @@ impl SinkConfig {
             SinkConfig::HostsFile { delivery, .. } => delivery,
             SinkConfig::PowerDns(c) => &c.delivery,
             SinkConfig::Webhook(c) => &c.delivery,
+            SinkConfig::CorednsConfigMap(c) => &c.delivery,
+            SinkConfig::Route53(c) => &c.delivery,
         }
     }
 }

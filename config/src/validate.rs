@@ -421,6 +421,7 @@ fn check_sinks(config: &Config, errs: &mut Errors) {
         errs.push("owner_id", e);
     }
     let mut dirs: HashMap<&std::path::Path, &str> = HashMap::new();
+    let mut configmaps: HashMap<(&String, &String), &str> = HashMap::new();
     for (name, sink) in &config.sinks {
         let at = |field: &str| format!("sinks.{name}.{field}");
         if let Err(e) = check_object_name(name) {
@@ -485,7 +486,74 @@ fn check_sinks(config: &Config, errs: &mut Errors) {
                 }
                 check_timeout(c.timeout, &at("timeout"), errs);
             }
+            SinkConfig::CorednsConfigMap(c) => {
+                if let Err(e) = check_kube_name(&c.namespace, 63) {
+                    errs.push(at("namespace"), e);
+                }
+                if let Err(e) = check_kube_name(&c.name, 253) {
+                    errs.push(at("name"), e);
+                }
+                if let Some(other) = configmaps.insert((&c.namespace, &c.name), name) {
+                    errs.push(
+                        at("name"),
+                        format!("same ConfigMap as sinks.{other}; two sinks would fight over it"),
+                    );
+                }
+                if c.kubeconfig
+                    .as_ref()
+                    .is_some_and(|p| p.as_os_str().is_empty())
+                {
+                    errs.push(at("kubeconfig"), "must not be empty when set");
+                }
+                if c.context.as_ref().is_some_and(String::is_empty) {
+                    errs.push(at("context"), "must not be empty when set");
+                }
+                check_timeout(c.timeout, &at("timeout"), errs);
+            }
+            SinkConfig::Route53(c) => {
+                let id = c.hosted_zone_id.trim_start_matches("/hostedzone/");
+                if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+                    errs.push(
+                        at("hosted_zone_id"),
+                        format!("\"{}\" is not a hosted zone id (letters and digits, e.g. Z0123456789ABC)", c.hosted_zone_id),
+                    );
+                }
+                if let Err(e) = normalize_domain(&c.zone) {
+                    errs.push(at("zone"), e);
+                }
+                if let Some(url) = &c.endpoint_url {
+                    if let Err(e) = check_url(url) {
+                        errs.push(at("endpoint_url"), e);
+                    }
+                }
+                if c.region.as_ref().is_some_and(String::is_empty) {
+                    errs.push(at("region"), "must not be empty when set");
+                }
+                if !(c.max_requests_per_second.is_finite() && c.max_requests_per_second > 0.0) {
+                    errs.push(at("max_requests_per_second"), "must be a number above 0");
+                }
+                check_timeout(c.timeout, &at("timeout"), errs);
+            }
         }
+    }
+}
+
+/// Kubernetes object names: lower-case letters, digits, '-' and '.', starting and ending
+/// with a letter or digit (RFC 1123), at most `max` characters.
+fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
+        ))
     }
 }
 
@@ -605,7 +673,65 @@ fn check_policy(
                     ),
                 );
             }
+            if matches!(sink, SinkConfig::Route53(_)) {
+                check_route53_policy(config, t, selected, s, path, errs);
+            }
         }
+    }
+}
+
+/// Route53 takes weights 0-255 and geolocations as ISO country codes (`DE`) or country
+/// subdivisions (`US-CA`); anything else would be refused by the API at the first write.
+fn check_route53_policy(
+    config: &Config,
+    t: &TenantConfig,
+    selected: &[usize],
+    sink: &str,
+    path: &str,
+    errs: &mut Errors,
+) {
+    match t.policy {
+        RoutingPolicy::Weighted => {
+            for &i in selected {
+                let ep = &config.endpoints[i];
+                if ep.weight.is_some_and(|w| w > 255) {
+                    errs.push(
+                        format!("endpoints[{i}].weight"),
+                        format!("route53 sink \"{sink}\" takes weights 0-255"),
+                    );
+                }
+            }
+            for (ri, rule) in t.weights.iter().enumerate() {
+                if rule.weight > 255 {
+                    errs.push(
+                        format!("{path}.weights[{ri}].weight"),
+                        format!("route53 sink \"{sink}\" takes weights 0-255"),
+                    );
+                }
+            }
+        }
+        RoutingPolicy::Geo => {
+            let valid = |g: &str| {
+                let (country, sub) = g.split_once('-').unwrap_or((g, ""));
+                country.len() == 2
+                    && country.chars().all(|c| c.is_ascii_uppercase())
+                    && (sub.is_empty() || g.starts_with("US-"))
+                    && sub.len() <= 3
+                    && sub
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            };
+            for &i in selected {
+                let ep = &config.endpoints[i];
+                if let Some(g) = ep.labels.get("geo").filter(|g| !valid(g)) {
+                    errs.push(
+                        format!("endpoints[{i}].labels.geo"),
+                        format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"),
+                    );
+                }
+            }
+        }
+        RoutingPolicy::All | RoutingPolicy::Failover => {}
     }
 }
 
@@ -751,17 +877,20 @@ fn resolve_tenants(
         }
         check_policy(config, t, &selected, &sinks, &path, errs);
         for s in &sinks {
-            if let Some(SinkConfig::PowerDns(pdns)) = config.sinks.get(s) {
-                let Ok(zone) = normalize_domain(&pdns.zone) else {
-                    continue;
-                };
-                for d in &domains {
-                    if d != &zone && !d.ends_with(&format!(".{zone}")) {
-                        errs.push(
-                            format!("{path}.domains"),
-                            format!("\"{d}\" is not inside zone \"{zone}\" of sink \"{s}\""),
-                        );
-                    }
+            let zone = match config.sinks.get(s) {
+                Some(SinkConfig::PowerDns(c)) => &c.zone,
+                Some(SinkConfig::Route53(c)) => &c.zone,
+                _ => continue,
+            };
+            let Ok(zone) = normalize_domain(zone) else {
+                continue;
+            };
+            for d in &domains {
+                if d != &zone && !d.ends_with(&format!(".{zone}")) {
+                    errs.push(
+                        format!("{path}.domains"),
+                        format!("\"{d}\" is not inside zone \"{zone}\" of sink \"{s}\""),
+                    );
                 }
             }
         }

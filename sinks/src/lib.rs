@@ -7,11 +7,15 @@
 //! | `hosts_file` | [`hosts_file`] |
 //! | `powerdns` | [`powerdns`] |
 //! | `webhook` | [`webhook`] |
+//! | `coredns_configmap` | [`coredns_configmap`] |
+//! | `route53` | [`route53`] |
 
+pub mod coredns_configmap;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;
 pub mod powerdns;
+pub mod route53;
 pub mod secret;
 pub mod webhook;
 
@@ -21,9 +25,14 @@ use std::sync::Arc;
 use ho_config::{Plan, SinkConfig};
 use ho_engine::sink::Sink;
 
-/// Builds the sink a `[sinks.NAME]` table describes. Fails when a secret or TLS file cannot
-/// be read, naming the sink.
-pub fn build(name: &str, config: &SinkConfig, owner_id: &str) -> Result<Arc<dyn Sink>, String> {
+/// Builds the sink a `[sinks.NAME]` table describes. Fails when a secret, TLS file or
+/// kubeconfig cannot be read, naming the sink. Async because cloud credentials are looked up
+/// (without contacting the back end itself).
+pub async fn build(
+    name: &str,
+    config: &SinkConfig,
+    owner_id: &str,
+) -> Result<Arc<dyn Sink>, String> {
     let sink: Arc<dyn Sink> = match config {
         SinkConfig::HostsFile { dir, .. } => Arc::new(hosts_file::HostsFileSink::new(dir.clone())),
         SinkConfig::PowerDns(c) => Arc::new(
@@ -32,14 +41,24 @@ pub fn build(name: &str, config: &SinkConfig, owner_id: &str) -> Result<Arc<dyn 
         SinkConfig::Webhook(c) => {
             Arc::new(webhook::WebhookSink::new(c).map_err(|e| format!("sinks.{name}: {e}"))?)
         }
+        SinkConfig::CorednsConfigMap(c) => Arc::new(
+            coredns_configmap::CorednsConfigMapSink::new(c)
+                .await
+                .map_err(|e| format!("sinks.{name}: {e}"))?,
+        ),
+        SinkConfig::Route53(c) => {
+            let sdk = route53::standard_sdk_config(c).await;
+            Arc::new(route53::Route53Sink::new(c, owner_id, &sdk))
+        }
     };
     Ok(sink)
 }
 
 /// Builds every sink of `plan`.
-pub fn build_all(plan: &Plan) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
-    plan.sinks
-        .iter()
-        .map(|(name, config)| Ok((name.clone(), build(name, config, &plan.owner_id)?)))
-        .collect()
+pub async fn build_all(plan: &Plan) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
+    let mut sinks = BTreeMap::new();
+    for (name, config) in &plan.sinks {
+        sinks.insert(name.clone(), build(name, config, &plan.owner_id).await?);
+    }
+    Ok(sinks)
 }

@@ -31,7 +31,8 @@ async fn healthz_readyz_status_and_metrics() {
     let engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     actix::spawn(ho_engine::api::serve(listener, engine.api_state()));

@@ -156,7 +156,7 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(test, 3);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let engine = start_engine(dir.path(), &engine_config(&gws, &backend));
+    let engine = start_engine(dir.path(), &engine_config(&gws, &backend)).await;
     wait_published(&backend, &all).await;
 
     // 1 + 2: outage, a burst of changes, recovery -> the latest state, in few writes.
@@ -208,7 +208,7 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
         .replace(FAST_CHECK, &slow)
         .replace("[api]", "[defaults]\nstartup_grace = \"10s\"\n\n[api]");
     let restart_dir = tempfile::tempdir().unwrap();
-    let engine = start_engine(restart_dir.path(), &text);
+    let engine = start_engine(restart_dir.path(), &text).await;
     let start = tokio::time::Instant::now();
     while start.elapsed() < Duration::from_millis(600) {
         assert_eq!(

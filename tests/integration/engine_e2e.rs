@@ -19,7 +19,8 @@ async fn killed_http_gateway_leaves_and_reenters_the_hosts_file() {
     let _engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let file = dir.path().join("shop.hosts");
     let all: Vec<String> = gws.iter().map(ip).collect();
     wait_for_file(&file, "all three", |c| addresses(c) == all).await;
@@ -82,7 +83,7 @@ async fn https_checks_verify_certificates() {
         ));
     }
     text.push_str(&hosts_sink(dir.path()));
-    let engine = start_engine(dir.path(), &text);
+    let engine = start_engine(dir.path(), &text).await;
     let status = wait_for_status(&engine, "all verdicts", |s| {
         s.endpoints.iter().all(|e| e.state != Health::Unknown)
     })
@@ -116,7 +117,8 @@ async fn tcp_check_follows_the_listener() {
     let _engine = start_engine(
         dir.path(),
         &config(&check, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let file = dir.path().join("db.hosts");
     wait_for_file(&file, "both", |c| addresses(c).len() == 2).await;
     gws[0].set(Behaviour::Refuse).unwrap();
@@ -142,7 +144,8 @@ async fn all_down_honours_the_fail_open_rule() {
     let engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let file = |t: &str| dir.path().join(format!("{t}.hosts"));
     let both = vec![ip(&gws[0]), ip(&gws[1])];
     for t in ["publish_all", "keep_last", "publish_none"] {
@@ -211,7 +214,8 @@ async fn below_min_healthy_everything_is_published() {
     let _engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let file = dir.path().join("t.hosts");
     wait_for_file(&file, "all four", |c| addresses(c).len() == 4).await;
     gws[0].set(Behaviour::Refuse).unwrap();
@@ -244,7 +248,7 @@ async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
     );
     let text = config(check, &gws.iter().collect::<Vec<_>>(), &tail)
         .replace("[api]", "[defaults]\nstartup_grace = \"30s\"\n\n[api]");
-    let engine = start_engine(dir.path(), &text);
+    let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("t.hosts");
     let status = wait_for_status(&engine, "the hanging endpoint's verdict", |s| {
         let hanging = state_of(s, "gw-2");
@@ -290,7 +294,7 @@ async fn the_grace_period_bounds_the_wait() {
     );
     let text = config(check, &gws.iter().collect::<Vec<_>>(), &tail)
         .replace("[api]", "[defaults]\nstartup_grace = \"300ms\"\n\n[api]");
-    let engine = start_engine(dir.path(), &text);
+    let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("t.hosts");
     // gw-1's first probe lands somewhere in its 5 s interval; gw-2 needs > 4 s to fail.
     wait_for_file(&file, "the healthy endpoint after the grace", |c| {

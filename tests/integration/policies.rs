@@ -36,7 +36,7 @@ async fn failover_moves_to_the_standby_tier_and_back() {
         endpoints(&gws, &["priority = 0", "priority = 1", "priority = 1"]),
         hosts_sink(dir.path())
     );
-    let engine = start_engine(dir.path(), &text);
+    let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("fo.hosts");
     let (primary, standby) = (vec![ip(&gws[0])], vec![ip(&gws[1]), ip(&gws[2])]);
     wait_for_file(&file, "the primary only", |c| addresses(c) == primary).await;
@@ -100,7 +100,7 @@ async fn weighted_answers_follow_weights_and_health() {
         endpoints(&gws, &["labels = { cloud = \"aws\" }", "labels = { cloud = \"azure\" }\nweight = 5", "labels = { cloud = \"azure\" }"]),
         pdns_tail(&pdns, "[[tenants]]\nname = \"w\"\ndomains = [\"w.tenant-a.io\"]\npolicy = \"weighted\"\nweights = [{ label = \"cloud\", value = \"aws\", weight = 80 }]")
     );
-    let engine = start_engine(dir.path(), &text);
+    let engine = start_engine(dir.path(), &text).await;
     wait_for_status(&engine, "all three published", |s| {
         s.tenants[0]
             .published
@@ -155,7 +155,7 @@ async fn geo_answers_fall_back_to_the_default_location() {
         endpoints(&gws, &["labels = { geo = \"IE\" }", "labels = { geo = \"DE\" }"]),
         pdns_tail(&pdns, "[[tenants]]\nname = \"g\"\ndomains = [\"g.tenant-a.io\"]\npolicy = \"geo\"\ndefault_geo = \"IE\"")
     );
-    let _engine = start_engine(dir.path(), &text);
+    let _engine = start_engine(dir.path(), &text).await;
     pdns.wait_for_answer("g.tenant-a.io", "A", &[ip(&gws[0])])
         .await;
     gws[0].set(Behaviour::Refuse).unwrap();

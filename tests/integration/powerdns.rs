@@ -22,7 +22,7 @@ fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
 }
 
 /// The engine over `gws` with the PowerDNS sink (`extra`: more sink settings).
-fn start_pdns_engine(
+async fn start_pdns_engine(
     dir: &std::path::Path,
     gws: &[ho_loadtest::Gateway],
     pdns: &PdnsServer,
@@ -36,6 +36,7 @@ fn start_pdns_engine(
             &pdns_tail(pdns, extra),
         ),
     )
+    .await
 }
 
 /// Waits until the sink reports an error; `what` names the expected problem.
@@ -68,7 +69,7 @@ async fn dns_answers_follow_gateway_health() {
     let pdns = PdnsServer::start(1, ZONE);
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(31, 3);
-    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
     pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
@@ -107,7 +108,7 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
     let mut pdns = PdnsServer::start(2, ZONE);
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(32, 2);
-    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
 
@@ -134,7 +135,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(33, 2);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
     let err = wait_for_sink_error(&engine, "foreign rrset not reported").await;
     assert!(
@@ -147,7 +148,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
     drop(engine);
 
     let dir = tempfile::tempdir().unwrap();
-    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "adopt = true\n");
+    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "adopt = true\n").await;
     pdns.wait_for_answer("www.tenant-a.io", "A", &all).await;
 }
 
@@ -159,7 +160,7 @@ async fn the_reconcile_repairs_drift() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(34, 2);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
     pdns.patch_zone(
         "tenant-a.io.",
@@ -176,7 +177,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(35, 1);
     std::fs::write(pdns.key_file(), "wrong-key\n").unwrap();
-    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let err = wait_for_sink_error(&engine, "no error for a wrong key").await;
     assert!(
         err.starts_with("PowerDNS rejected the API key (GET zone tenant-a.io.): HTTP 401"),
@@ -189,7 +190,8 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     let engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let err = wait_for_sink_error(&engine, "no error for a missing zone").await;
     assert!(
         err.starts_with("zone io. not found on server localhost (GET zone io.): HTTP 404"),
@@ -206,7 +208,7 @@ async fn a_rejected_change_reports_powerdns_reason() {
     pdns.patch_zone("tenant-a.io.", r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"CNAME","ttl":60,"changetype":"REPLACE","records":[{"content":"elsewhere.example.","disabled":false}]}]}"#);
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(36, 1);
-    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "");
+    let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let err = wait_for_sink_error(&engine, "no error for a rejected change").await;
     assert!(
         err.starts_with(

@@ -45,11 +45,11 @@ pub const FAST_CHECK: &str =
 
 /// Writes `text` to `dir/config.toml`, loads it through the real loader and starts the
 /// engine with the real sinks.
-pub fn start_engine(dir: &Path, text: &str) -> Engine {
+pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let sinks = ho_sinks::build_all(&plan).unwrap();
+    let sinks = ho_sinks::build_all(&plan).await.unwrap();
     Engine::start(plan, sinks).unwrap()
 }
 

@@ -160,7 +160,8 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     let _engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let mut all: Vec<String> = gws.iter().map(ip).collect();
     all.sort();
     let first =
@@ -281,7 +282,8 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
     let engine = start_engine(
         dir.path(),
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    );
+    )
+    .await;
     let file = dir.path().join("both.hosts");
     wait_for_file(&file, "both addresses", |c| addresses(c).len() == 2).await;
     gws[0].set(Behaviour::Refuse).unwrap();

@@ -1,0 +1,274 @@
+//! From the zone as listed and the record sets tenants want, the changes to send: ownership
+//! rules first, then a diff per name, then packing into as few `ChangeResourceRecordSets`
+//! batches as Route53's limits allow. Pure, so every rule is unit-tested.
+
+use std::collections::BTreeMap;
+
+use super::records::{owner_in, owner_record, RecordSet, OWNER_PREFIX};
+
+/// Route53 limit: `ResourceRecord` elements in one request.
+pub const MAX_BATCH_RECORDS: usize = 1000;
+/// Route53 limit: characters of `Value` elements in one request.
+pub const MAX_BATCH_CHARS: usize = 32_000;
+
+/// One change. Deletes name the listed record set by index, because Route53 deletes only
+/// on an exact match of what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Delete `zone[index]`.
+    Delete(usize),
+    /// Create this record set.
+    Create(RecordSet),
+}
+
+/// What one tenant needs.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TenantChanges {
+    /// One group per name: deletes first, then creates. A group goes into one batch when it
+    /// fits, so Route53 applies it atomically (no moment without records).
+    pub groups: Vec<Vec<Change>>,
+    /// Names left alone, with why.
+    pub refused: Vec<String>,
+}
+
+/// Decides the changes for one tenant's `desired` names in `zone`.
+///
+/// A name is ours only with our ownership record `_health-orchestrator.<name>` TXT. A name
+/// with A/AAAA records but no ownership record, or another owner's, is never touched, even
+/// when the tenant wants it. A free name is claimed with the ownership record in the same
+/// batch as its first records.
+pub fn for_tenant(
+    zone: &[RecordSet],
+    desired: &BTreeMap<String, Vec<RecordSet>>,
+    owner_id: &str,
+) -> TenantChanges {
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, r) in zone.iter().enumerate() {
+        by_name.entry(r.name.as_str()).or_default().push(i);
+    }
+    let mut out = TenantChanges::default();
+    for (name, want) in desired {
+        let at = |n: &str| by_name.get(n).map_or(&[][..], Vec::as_slice);
+        let managed: Vec<usize> = at(name)
+            .iter()
+            .copied()
+            .filter(|&i| matches!(zone[i].rtype.as_str(), "A" | "AAAA"))
+            .collect();
+        let owner_name = format!("{OWNER_PREFIX}{name}");
+        let owners: Vec<&str> = at(&owner_name)
+            .iter()
+            .filter(|&&i| zone[i].rtype == "TXT")
+            .flat_map(|&i| zone[i].values.iter().filter_map(|v| owner_in(v)))
+            .collect();
+        let mut group = Vec::new();
+        match owners.as_slice() {
+            [] if !managed.is_empty() => {
+                out.refused.push(format!(
+                    "{name} has A/AAAA records without an ownership record ({owner_name} TXT); left alone"
+                ));
+                continue;
+            }
+            [] if want.is_empty() => continue,
+            [] => group.push(Change::Create(owner_record(name, owner_id))),
+            [one] if *one == owner_id => {}
+            others => {
+                out.refused.push(format!(
+                    "{name} is owned by {} (per {owner_name} TXT), not by {owner_id}; left alone",
+                    others.join(", ")
+                ));
+                continue;
+            }
+        }
+        for &i in &managed {
+            if !want.contains(&zone[i]) {
+                group.push(Change::Delete(i));
+            }
+        }
+        for w in want {
+            if !managed.iter().any(|&i| &zone[i] == w) {
+                group.push(Change::Create(w.clone()));
+            }
+        }
+        if !group.is_empty() {
+            out.groups.push(group);
+        }
+    }
+    out
+}
+
+/// The size of a change against the batch limits: (records, value characters).
+pub fn cost(change: &Change, zone: &[RecordSet]) -> (usize, usize) {
+    let set = match change {
+        Change::Delete(i) => &zone[*i],
+        Change::Create(r) => r,
+    };
+    (
+        set.values.len(),
+        set.values.iter().map(String::len).sum::<usize>(),
+    )
+}
+
+/// Packs groups of changes into batches within the limits, in order; `cost` sizes one
+/// change. Groups stay whole when they fit in a batch of their own; a group larger than a
+/// whole batch is split (its deletes come first).
+pub fn pack<T>(groups: Vec<Vec<T>>, cost: impl Fn(&T) -> (usize, usize)) -> Vec<Vec<T>> {
+    let mut batches: Vec<Vec<T>> = Vec::new();
+    let mut current: Vec<T> = Vec::new();
+    let (mut records, mut chars) = (0, 0);
+    let fits = |r: usize, c: usize| r <= MAX_BATCH_RECORDS && c <= MAX_BATCH_CHARS;
+    for group in groups {
+        let (gr, gc) = group
+            .iter()
+            .map(&cost)
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        if !fits(records + gr, chars + gc) && !current.is_empty() {
+            batches.push(std::mem::take(&mut current));
+            (records, chars) = (0, 0);
+        }
+        if fits(gr, gc) {
+            current.extend(group);
+            (records, chars) = (records + gr, chars + gc);
+            continue;
+        }
+        for change in group {
+            let (r, c) = cost(&change);
+            if !fits(records + r, chars + c) && !current.is_empty() {
+                batches.push(std::mem::take(&mut current));
+                (records, chars) = (0, 0);
+            }
+            current.push(change);
+            (records, chars) = (records + r, chars + c);
+        }
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::Routing;
+    use super::*;
+
+    fn a(name: &str, id: &str, value: &str) -> RecordSet {
+        RecordSet {
+            name: name.into(),
+            rtype: "A".into(),
+            set_id: Some(id.into()),
+            routing: Routing::MultiValue,
+            ttl: 30,
+            values: vec![value.into()],
+        }
+    }
+
+    fn want(name: &str, sets: Vec<RecordSet>) -> BTreeMap<String, Vec<RecordSet>> {
+        BTreeMap::from([(name.to_string(), sets)])
+    }
+
+    #[test]
+    fn a_free_name_is_claimed_with_its_first_records() {
+        let c = for_tenant(&[], &want("w.", vec![a("w.", "gw-1", "10.0.0.1")]), "me");
+        assert_eq!(
+            c.groups,
+            vec![vec![
+                Change::Create(owner_record("w.", "me")),
+                Change::Create(a("w.", "gw-1", "10.0.0.1"))
+            ]]
+        );
+        assert!(c.refused.is_empty());
+    }
+
+    #[test]
+    fn an_owned_name_gets_only_the_difference_deletes_first() {
+        let zone = vec![
+            owner_record("w.", "me"),
+            a("w.", "gw-1", "10.0.0.1"),
+            a("w.", "gw-2", "10.0.0.2"),
+        ];
+        let c = for_tenant(
+            &zone,
+            &want(
+                "w.",
+                vec![a("w.", "gw-1", "10.0.0.1"), a("w.", "gw-3", "10.0.0.3")],
+            ),
+            "me",
+        );
+        assert_eq!(
+            c.groups,
+            vec![vec![
+                Change::Delete(2),
+                Change::Create(a("w.", "gw-3", "10.0.0.3"))
+            ]]
+        );
+        let same = for_tenant(&zone, &want("w.", zone[1..].to_vec()), "me");
+        assert_eq!(same, TenantChanges::default());
+    }
+
+    #[test]
+    fn records_without_an_owner_record_are_never_touched() {
+        let zone = vec![a("w.", "theirs", "192.0.2.1")];
+        let c = for_tenant(&zone, &want("w.", vec![a("w.", "gw-1", "10.0.0.1")]), "me");
+        assert!(c.groups.is_empty());
+        assert_eq!(
+            c.refused,
+            vec!["w. has A/AAAA records without an ownership record (_health-orchestrator.w. TXT); left alone"]
+        );
+        let emptied = for_tenant(&zone, &want("w.", vec![]), "me");
+        assert!(emptied.groups.is_empty());
+    }
+
+    #[test]
+    fn another_owners_name_is_never_touched() {
+        let zone = vec![owner_record("w.", "other"), a("w.", "gw-1", "10.0.0.1")];
+        let c = for_tenant(&zone, &want("w.", vec![]), "me");
+        assert!(c.groups.is_empty());
+        assert!(c.refused[0].contains("owned by other"), "{:?}", c.refused);
+    }
+
+    #[test]
+    fn an_owned_name_emptied_keeps_its_owner_record() {
+        let zone = vec![owner_record("w.", "me"), a("w.", "gw-1", "10.0.0.1")];
+        let c = for_tenant(&zone, &want("w.", vec![]), "me");
+        assert_eq!(c.groups, vec![vec![Change::Delete(1)]]);
+    }
+
+    #[test]
+    fn packing_respects_the_record_limit_and_keeps_groups_whole() {
+        let zone = Vec::new();
+        let group = |n: usize| -> Vec<Change> {
+            (0..n)
+                .map(|i| Change::Create(a("w.", &i.to_string(), "10.0.0.1")))
+                .collect()
+        };
+        let batches = pack(vec![group(600), group(300), group(200)], |c| cost(c, &zone));
+        assert_eq!(
+            batches.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![900, 200]
+        );
+        let split = pack(vec![group(10), group(2500)], |c| cost(c, &zone));
+        assert_eq!(
+            split.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![10, 1000, 1000, 500]
+        );
+        assert!(pack(Vec::<Vec<Change>>::new(), |c| cost(c, &zone)).is_empty());
+    }
+
+    #[test]
+    fn packing_respects_the_character_limit() {
+        let long = "x".repeat(255);
+        let zone = Vec::new();
+        let group: Vec<Change> = (0..200)
+            .map(|i| {
+                let mut r = a("w.", &i.to_string(), "");
+                r.values = vec![long.clone()];
+                Change::Create(r)
+            })
+            .collect();
+        let batches = pack(vec![group], |c| cost(c, &zone));
+        assert_eq!(
+            batches.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![125, 75]
+        );
+    }
+}

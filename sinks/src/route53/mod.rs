@@ -1,0 +1,293 @@
+//! `kind = "route53"`: AWS Route53 record sets through the official SDK.
+//!
+//! Route53 allows 5 API requests per second per account and takes up to 1,000 records per
+//! `ChangeResourceRecordSets`, so this sink writes zones, not tenants: writes that arrive
+//! while a round is running wait for it and then go out together. A round reads the zone
+//! once, decides each waiting tenant's changes ([`changes::for_tenant`]: ownership first,
+//! then the difference), packs all of them into as few batches as the limits allow, and
+//! paces every request (reads included) with a token bucket at `max_requests_per_second`.
+//! Throttling answers are retried by the sink actor with backoff; the SDK's own retries are
+//! off, so every attempt shows in `/status` and the metrics.
+//!
+//! Names are guarded like external-dns does it: a name is ours only with the TXT record
+//! `_health-orchestrator.<name>` = `"heritage=health-orchestrator,owner=<owner_id>"`. Record
+//! sets without it, or with another owner's, are never changed or deleted.
+
+mod api;
+mod changes;
+mod records;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_route53::config::retry::RetryConfig;
+use aws_sdk_route53::config::timeout::TimeoutConfig;
+use aws_sdk_route53::types::ChangeAction;
+use aws_sdk_route53::Client;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use ho_config::{RecordStyle, Route53Config};
+use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::token_bucket::TokenBucket;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use changes::Change;
+use records::RecordSet;
+
+pub use records::OWNER_PREFIX;
+
+/// Region the client signs for when none is configured: Route53 is a global service whose
+/// API lives in `us-east-1`.
+const DEFAULT_REGION: &str = "us-east-1";
+
+/// Writes tenants' record sets into one hosted zone.
+pub struct Route53Sink {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Tenants waiting for the next round, with who to tell the result.
+    waiting: Mutex<BTreeMap<String, Waiting>>,
+    /// Held by the task running a round; the others wait on it.
+    writer: tokio::sync::Mutex<Writer>,
+}
+
+struct Waiting {
+    snapshot: Arc<TenantSnapshot>,
+    replies: Vec<oneshot::Sender<Result<Applied, SinkError>>>,
+}
+
+struct Writer {
+    client: Client,
+    zone_id: String,
+    zone: String,
+    owner_id: String,
+    style: RecordStyle,
+    bucket: TokenBucket,
+    /// The zone's name matched `zone` at the first round.
+    zone_checked: bool,
+}
+
+/// Loads region and credentials the standard AWS way (environment, profile, web identity,
+/// container and instance metadata), with `region` from the config first.
+pub async fn standard_sdk_config(config: &Route53Config) -> SdkConfig {
+    let region = aws_config::meta::region::RegionProviderChain::first_try(
+        config.region.clone().map(Region::new),
+    )
+    .or_default_provider()
+    .or_else(Region::from_static(DEFAULT_REGION));
+    aws_config::defaults(BehaviorVersion::latest())
+        .region(region)
+        .http_client(https_client())
+        .load()
+        .await
+}
+
+fn https_client() -> aws_sdk_route53::config::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
+}
+
+impl Route53Sink {
+    /// A sink for `config`, with region and credentials from `sdk` (see
+    /// [`standard_sdk_config`]). Nothing is sent until the first write.
+    pub fn new(config: &Route53Config, owner_id: &str, sdk: &SdkConfig) -> Route53Sink {
+        let mut builder = aws_sdk_route53::config::Builder::from(sdk)
+            .http_client(https_client())
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(config.timeout)
+                    .operation_attempt_timeout(config.timeout)
+                    .build(),
+            );
+        if sdk.region().is_none() {
+            builder = builder.region(Region::from_static(DEFAULT_REGION));
+        }
+        if let Some(url) = &config.endpoint_url {
+            builder = builder.endpoint_url(url);
+        }
+        let rate = config.max_requests_per_second;
+        Route53Sink {
+            shared: Arc::new(Shared {
+                waiting: Mutex::new(BTreeMap::new()),
+                writer: tokio::sync::Mutex::new(Writer {
+                    client: Client::from_conf(builder.build()),
+                    zone_id: config
+                        .hosted_zone_id
+                        .trim_start_matches("/hostedzone/")
+                        .to_string(),
+                    zone: format!(
+                        "{}.",
+                        config.zone.trim_end_matches('.').to_ascii_lowercase()
+                    ),
+                    owner_id: owner_id.to_string(),
+                    style: config.record_style,
+                    // A burst of one second's worth, then the rate.
+                    bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                    zone_checked: false,
+                }),
+            }),
+        }
+    }
+}
+
+impl Sink for Route53Sink {
+    fn kind(&self) -> &'static str {
+        "route53"
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let mut reply = shared.enqueue(snapshot);
+            // Whoever holds the writer runs a round for everyone waiting, ours included
+            // unless a running round already took it; then its result is there once the
+            // writer is released.
+            let mut writer = shared.writer.lock().await;
+            if let Ok(result) = reply.try_recv() {
+                return result;
+            }
+            let round = std::mem::take(&mut *shared.waiting.lock().expect("not poisoned"));
+            writer.round(round).await;
+            drop(writer);
+            reply.await.unwrap_or_else(|_| {
+                Err(SinkError::retriable(
+                    "the Route53 round for this tenant was cancelled",
+                ))
+            })
+        })
+    }
+}
+
+impl Shared {
+    fn enqueue(
+        &self,
+        snapshot: Arc<TenantSnapshot>,
+    ) -> oneshot::Receiver<Result<Applied, SinkError>> {
+        let (tx, rx) = oneshot::channel();
+        let mut waiting = self.waiting.lock().expect("not poisoned");
+        let entry = waiting
+            .entry(snapshot.tenant.clone())
+            .or_insert_with(|| Waiting {
+                snapshot: snapshot.clone(),
+                replies: Vec::new(),
+            });
+        if snapshot.seq >= entry.snapshot.seq {
+            entry.snapshot = snapshot;
+        }
+        entry.replies.push(tx);
+        rx
+    }
+}
+
+impl Writer {
+    /// Writes every waiting tenant and tells each its result.
+    async fn round(&mut self, round: BTreeMap<String, Waiting>) {
+        let results = match self.write(&round).await {
+            Ok(results) => results,
+            Err(e) => round.keys().map(|t| (t.clone(), Err(e.clone()))).collect(),
+        };
+        for (tenant, waiting) in round {
+            let result = results
+                .get(&tenant)
+                .cloned()
+                .unwrap_or(Ok(Applied::Unchanged));
+            for reply in waiting.replies {
+                let _ = reply.send(result.clone());
+            }
+        }
+    }
+
+    async fn write(
+        &mut self,
+        round: &BTreeMap<String, Waiting>,
+    ) -> Result<BTreeMap<String, Result<Applied, SinkError>>, SinkError> {
+        if !self.zone_checked {
+            self.pace().await;
+            let name = api::zone_name(&self.client, &self.zone_id).await?;
+            if name != self.zone {
+                return Err(SinkError::permanent(format!(
+                    "hosted zone {} is {name}, but the config says zone = \"{}\"",
+                    self.zone_id, self.zone
+                )));
+            }
+            self.zone_checked = true;
+        }
+        let listed = self.list_zone().await?;
+        let zone: Vec<RecordSet> = listed.iter().map(api::from_sdk).collect();
+        let mut results = BTreeMap::new();
+        let mut groups: Vec<Vec<(usize, Change)>> = Vec::new();
+        let tenants: Vec<&String> = round.keys().collect();
+        for (t, tenant) in tenants.iter().enumerate() {
+            let want = records::desired(&round[*tenant].snapshot, self.style);
+            let planned = changes::for_tenant(&zone, &want, &self.owner_id);
+            let result = if !planned.refused.is_empty() {
+                Err(SinkError::permanent(planned.refused.join("; ")))
+            } else if planned.groups.is_empty() {
+                Ok(Applied::Unchanged)
+            } else {
+                Ok(Applied::Changed)
+            };
+            results.insert((*tenant).clone(), result);
+            groups.extend(
+                planned
+                    .groups
+                    .into_iter()
+                    .map(|g| g.into_iter().map(|c| (t, c)).collect()),
+            );
+        }
+        let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
+        for (i, batch) in batches.iter().enumerate() {
+            let sdk_changes = batch
+                .iter()
+                .map(|(_, c)| match c {
+                    Change::Delete(z) => (ChangeAction::Delete, listed[*z].clone()),
+                    Change::Create(r) => (ChangeAction::Create, api::to_sdk(r)),
+                })
+                .collect();
+            self.pace().await;
+            if let Err(e) = api::change(&self.client, &self.zone_id, sdk_changes).await {
+                // Tenants with changes in this batch or later ones are not done.
+                for (t, _) in batches[i..].iter().flatten() {
+                    results.insert(tenants[*t].clone(), Err(e.clone()));
+                }
+                break;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Every record set of the zone, page by page.
+    async fn list_zone(
+        &mut self,
+    ) -> Result<Vec<aws_sdk_route53::types::ResourceRecordSet>, SinkError> {
+        let mut all = Vec::new();
+        let mut from = None;
+        for _ in 0..api::MAX_PAGES {
+            self.pace().await;
+            let page = api::list_page(&self.client, &self.zone_id, from).await?;
+            all.extend(page.sets);
+            match page.next {
+                Some(next) => from = Some(next),
+                None => return Ok(all),
+            }
+        }
+        Err(SinkError::permanent(format!(
+            "hosted zone {} still had more record sets after {} pages; refusing to write on a partial view",
+            self.zone_id,
+            api::MAX_PAGES
+        )))
+    }
+
+    /// Waits for a request token.
+    async fn pace(&mut self) {
+        while let Err(wait) = self.bucket.try_take(Instant::now()) {
+            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+    }
+}
