@@ -4,7 +4,10 @@
 mod api;
 mod cli;
 mod conformance;
+mod coredns_configmap;
+mod dnsmasq;
 mod engine_e2e;
+mod kube_api;
 mod loadtest;
 mod pdns_server;
 mod policies;

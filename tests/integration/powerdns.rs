@@ -39,29 +39,6 @@ async fn start_pdns_engine(
     .await
 }
 
-/// Waits until the sink reports an error; `what` names the expected problem.
-async fn wait_for_sink_error(engine: &Engine, what: &str) -> String {
-    let start = tokio::time::Instant::now();
-    loop {
-        if let Some(e) = sink_error(engine).await {
-            return e;
-        }
-        assert!(start.elapsed() < LIMIT, "no sink error for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn sink_error(engine: &Engine) -> Option<String> {
-    let status = engine.sinks["pdns"]
-        .send(ho_engine::sink_actor::GetSinkStatus)
-        .await
-        .unwrap();
-    status
-        .tenants
-        .first()
-        .and_then(|t| t.last_error.as_ref().map(|e| e.message.clone()))
-}
-
 /// A gateway down leaves the DNS answer, back up returns; all down answers with all (fail
 /// open); the time from fault to changed answer is printed.
 #[actix_rt::test]
@@ -114,14 +91,14 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
 
     pdns.stop();
     gws[0].set(Behaviour::Refuse).unwrap();
-    let err = wait_for_sink_error(&engine, "the failed write never showed in status").await;
+    let err = wait_for_sink_error(&engine, "pdns", "the failed write never showed in status").await;
     assert!(err.starts_with("GET zone tenant-a.io.: "), "{err}");
 
     pdns.launch();
     pdns.wait_for_answer("api.tenant-a.io", "A", &[all[1].clone()])
         .await;
     let start = tokio::time::Instant::now();
-    while sink_error(&engine).await.is_some() {
+    while sink_error(&engine, "pdns").await.is_some() {
         assert!(start.elapsed() < LIMIT, "error not cleared after success");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -137,7 +114,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
     let all: Vec<String> = gws.iter().map(ip).collect();
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
-    let err = wait_for_sink_error(&engine, "foreign rrset not reported").await;
+    let err = wait_for_sink_error(&engine, "pdns", "foreign rrset not reported").await;
     assert!(
         err.contains("www.tenant-a.io. A") && err.contains("adopt = true"),
         "{err}"
@@ -178,7 +155,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     let gws = gateways(35, 1);
     std::fs::write(pdns.key_file(), "wrong-key\n").unwrap();
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
-    let err = wait_for_sink_error(&engine, "no error for a wrong key").await;
+    let err = wait_for_sink_error(&engine, "pdns", "no error for a wrong key").await;
     assert!(
         err.starts_with("PowerDNS rejected the API key (GET zone tenant-a.io.): HTTP 401"),
         "{err}"
@@ -192,7 +169,7 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
         &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
-    let err = wait_for_sink_error(&engine, "no error for a missing zone").await;
+    let err = wait_for_sink_error(&engine, "pdns", "no error for a missing zone").await;
     assert!(
         err.starts_with("zone io. not found on server localhost (GET zone io.): HTTP 404"),
         "{err}"
@@ -209,7 +186,7 @@ async fn a_rejected_change_reports_powerdns_reason() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(36, 1);
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
-    let err = wait_for_sink_error(&engine, "no error for a rejected change").await;
+    let err = wait_for_sink_error(&engine, "pdns", "no error for a rejected change").await;
     assert!(
         err.starts_with(
             "PowerDNS rejected the change (PATCH zone tenant-a.io. (2 rrsets)): HTTP 422: "

@@ -53,6 +53,30 @@ pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     Engine::start(plan, sinks).unwrap()
 }
 
+/// Waits until sink `sink` reports an error for its first tenant; `what` names the expected problem.
+pub async fn wait_for_sink_error(engine: &Engine, sink: &str, what: &str) -> String {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(e) = sink_error(engine, sink).await {
+            return e;
+        }
+        assert!(start.elapsed() < LIMIT, "no sink error for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The last error of the sink's first tenant, if any.
+pub async fn sink_error(engine: &Engine, sink: &str) -> Option<String> {
+    let status = engine.sinks[sink]
+        .send(ho_engine::sink_actor::GetSinkStatus)
+        .await
+        .unwrap();
+    status
+        .tenants
+        .first()
+        .and_then(|t| t.last_error.as_ref().map(|e| e.message.clone()))
+}
+
 /// A `[sinks.local]` table writing into `dir`.
 pub fn hosts_sink(dir: &Path) -> String {
     format!(
