@@ -22,16 +22,19 @@ pub mod webhook;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use aws_config::SdkConfig;
 use ho_config::{Plan, SinkConfig};
 use ho_engine::sink::Sink;
 
 /// Builds the sink a `[sinks.NAME]` table describes. Fails when a secret, TLS file or
 /// kubeconfig cannot be read, naming the sink. Async because cloud credentials are looked up
 /// (without contacting the back end itself).
+/// `aws`: region and credentials for Route53 sinks; `None` loads them the standard AWS way.
 pub async fn build(
     name: &str,
     config: &SinkConfig,
     owner_id: &str,
+    aws: Option<&SdkConfig>,
 ) -> Result<Arc<dyn Sink>, String> {
     let sink: Arc<dyn Sink> = match config {
         SinkConfig::HostsFile { dir, .. } => Arc::new(hosts_file::HostsFileSink::new(dir.clone())),
@@ -46,19 +49,34 @@ pub async fn build(
                 .await
                 .map_err(|e| format!("sinks.{name}: {e}"))?,
         ),
-        SinkConfig::Route53(c) => {
-            let sdk = route53::standard_sdk_config(c).await;
-            Arc::new(route53::Route53Sink::new(c, owner_id, &sdk))
-        }
+        SinkConfig::Route53(c) => match aws {
+            Some(sdk) => Arc::new(route53::Route53Sink::new(c, owner_id, sdk)),
+            None => {
+                let sdk = route53::standard_sdk_config(c).await;
+                Arc::new(route53::Route53Sink::new(c, owner_id, &sdk))
+            }
+        },
     };
     Ok(sink)
 }
 
-/// Builds every sink of `plan`.
+/// Builds every sink of `plan`, with AWS region and credentials loaded the standard way.
 pub async fn build_all(plan: &Plan) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
+    build_all_with(plan, None).await
+}
+
+/// Builds every sink of `plan`; Route53 sinks use `aws` (for embedding the engine where the
+/// AWS configuration is already at hand, and for tests against compatible servers).
+pub async fn build_all_with(
+    plan: &Plan,
+    aws: Option<&SdkConfig>,
+) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
     let mut sinks = BTreeMap::new();
     for (name, config) in &plan.sinks {
-        sinks.insert(name.clone(), build(name, config, &plan.owner_id).await?);
+        sinks.insert(
+            name.clone(),
+            build(name, config, &plan.owner_id, aws).await?,
+        );
     }
     Ok(sinks)
 }

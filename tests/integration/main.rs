@@ -13,5 +13,7 @@ mod pdns_server;
 mod policies;
 mod powerdns;
 mod probes;
+mod route53;
+mod route53_server;
 mod support;
 mod webhook;

@@ -44,12 +44,14 @@ pub const FAST_CHECK: &str =
     "kind = \"http\"\npath = \"/healthz\"\ninterval = \"200ms\"\ntimeout = \"100ms\"\nfast_interval = \"50ms\"\nrise = 1\nfall = 2";
 
 /// Writes `text` to `dir/config.toml`, loads it through the real loader and starts the
-/// engine with the real sinks.
+/// engine with the real sinks. Route53 sinks get fixed test credentials (the standard AWS
+/// chain could ask an instance metadata service, which tests must never contact).
 pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let sinks = ho_sinks::build_all(&plan).await.unwrap();
+    let aws = crate::route53_server::sdk_config();
+    let sinks = ho_sinks::build_all_with(&plan, Some(&aws)).await.unwrap();
     Engine::start(plan, sinks).unwrap()
 }
 

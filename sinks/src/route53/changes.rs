@@ -17,8 +17,12 @@ pub const MAX_BATCH_CHARS: usize = 32_000;
 pub enum Change {
     /// Delete `zone[index]`.
     Delete(usize),
-    /// Create this record set.
+    /// Create this record set; refused by Route53 if it exists (used where the name was
+    /// free when listed, so a concurrent writer makes the whole batch fail, not overwrite).
     Create(RecordSet),
+    /// Create or replace the record set with this name, type and set identifier (used at
+    /// names we own).
+    Upsert(RecordSet),
 }
 
 /// What one tenant needs.
@@ -79,16 +83,28 @@ pub fn for_tenant(
                 continue;
             }
         }
-        for &i in &managed {
-            if !want.contains(&zone[i]) {
-                group.push(Change::Delete(i));
+        let claimed = !group.is_empty();
+        let stale: Vec<usize> = managed
+            .iter()
+            .copied()
+            .filter(|&i| !want.contains(&zone[i]))
+            .collect();
+        let mut writes = Vec::new();
+        for w in want
+            .iter()
+            .filter(|w| !managed.iter().any(|&i| &zone[i] == *w))
+        {
+            let same_key = |i: &usize| zone[*i].rtype == w.rtype && zone[*i].set_id == w.set_id;
+            // Replacing a record set under the same key (e.g. its routing changed): Route53's
+            // documented way is DELETE then CREATE in one batch.
+            if claimed || stale.iter().any(same_key) {
+                writes.push(Change::Create(w.clone()));
+            } else {
+                writes.push(Change::Upsert(w.clone()));
             }
         }
-        for w in want {
-            if !managed.iter().any(|&i| &zone[i] == w) {
-                group.push(Change::Create(w.clone()));
-            }
-        }
+        group.extend(stale.into_iter().map(Change::Delete));
+        group.extend(writes);
         if !group.is_empty() {
             out.groups.push(group);
         }
@@ -98,13 +114,15 @@ pub fn for_tenant(
 
 /// The size of a change against the batch limits: (records, value characters).
 pub fn cost(change: &Change, zone: &[RecordSet]) -> (usize, usize) {
-    let set = match change {
-        Change::Delete(i) => &zone[*i],
-        Change::Create(r) => r,
+    let (set, times) = match change {
+        Change::Delete(i) => (&zone[*i], 1),
+        Change::Create(r) => (r, 1),
+        // Route53 counts an UPSERT's records and characters twice.
+        Change::Upsert(r) => (r, 2),
     };
     (
-        set.values.len(),
-        set.values.iter().map(String::len).sum::<usize>(),
+        times * set.values.len(),
+        times * set.values.iter().map(String::len).sum::<usize>(),
     )
 }
 
@@ -198,11 +216,24 @@ mod tests {
             c.groups,
             vec![vec![
                 Change::Delete(2),
-                Change::Create(a("w.", "gw-3", "10.0.0.3"))
+                Change::Upsert(a("w.", "gw-3", "10.0.0.3"))
             ]]
         );
         let same = for_tenant(&zone, &want("w.", zone[1..].to_vec()), "me");
         assert_eq!(same, TenantChanges::default());
+    }
+
+    #[test]
+    fn a_record_set_whose_routing_changes_is_deleted_then_created() {
+        let zone = vec![owner_record("w.", "me"), a("w.", "gw-1", "10.0.0.1")];
+        let mut weighted = a("w.", "gw-1", "10.0.0.1");
+        weighted.routing = Routing::Weighted(5);
+        let c = for_tenant(&zone, &want("w.", vec![weighted.clone()]), "me");
+        assert_eq!(
+            c.groups,
+            vec![vec![Change::Delete(1), Change::Create(weighted.clone())]]
+        );
+        assert_eq!(cost(&Change::Upsert(weighted), &zone), (2, 16));
     }
 
     #[test]

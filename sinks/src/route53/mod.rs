@@ -248,6 +248,7 @@ impl Writer {
                 .map(|(_, c)| match c {
                     Change::Delete(z) => (ChangeAction::Delete, listed[*z].clone()),
                     Change::Create(r) => (ChangeAction::Create, api::to_sdk(r)),
+                    Change::Upsert(r) => (ChangeAction::Upsert, api::to_sdk(r)),
                 })
                 .collect();
             self.pace().await;

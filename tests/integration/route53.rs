@@ -1,0 +1,328 @@
+//! The Route53 sink through the official AWS SDK against moto's Route53 server (see
+//! [`crate::route53_server`]), checked through the Route53 API.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
+use ho_engine::Engine;
+use ho_loadtest::{Behaviour, Gateway};
+
+use crate::route53_server::{Moto, Proxy};
+use crate::support::*;
+
+const ZONE: &str = "r53.example.com";
+
+fn sink_table(url: &str, zone_id: &str, extra: &str) -> String {
+    format!(
+        "[sinks.r53]\nkind = \"route53\"\nhosted_zone_id = \"{zone_id}\"\nzone = \"{ZONE}\"\n\
+         region = \"us-east-1\"\nendpoint_url = \"{url}\"\ntimeout = \"2s\"\n{extra}\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"300ms\", reconcile_interval = \"1s\" }}\n"
+    )
+}
+
+async fn start_r53_engine(dir: &std::path::Path, gws: &[Gateway], tail: &str) -> Engine {
+    start_engine(
+        dir,
+        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), tail),
+    )
+    .await
+}
+
+/// Waits until the zone's A/AAAA/TXT record sets are exactly `want` (see
+/// [`crate::route53_server::describe`]).
+async fn wait_for_records(moto: &Moto, zone: &str, want: &[String], what: &str) {
+    let start = tokio::time::Instant::now();
+    let mut want = want.to_vec();
+    want.sort();
+    loop {
+        let got = moto.records(zone).await;
+        if got == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "timed out waiting for {what}:\nwant {want:#?}\ngot {got:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn owner(name: &str) -> String {
+    format!(
+        "_health-orchestrator.{name}. TXT \"heritage=health-orchestrator,owner=health-orchestrator\""
+    )
+}
+
+fn multivalue(name: &str, gws: &[&Gateway]) -> Vec<String> {
+    gws.iter()
+        .enumerate()
+        .map(|(i, g)| format!("{name}. A id={} multivalue {}", endpoint_name(g, i), ip(g)))
+        .collect()
+}
+
+/// Endpoint names in [`config`] follow gateway order; `i` is the index in the full list.
+fn endpoint_name(_g: &Gateway, i: usize) -> String {
+    format!("gw-{}", i + 1)
+}
+
+/// The `all` policy as multivalue record sets: a gateway down removes its record set, back
+/// up restores it; the ownership record is written with the first records and stays.
+#[actix_rt::test]
+async fn record_sets_follow_health_with_an_ownership_record() {
+    let moto = Moto::start(1).await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(80, 3);
+    let name = format!("api.{ZONE}");
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
+        sink_table(&moto.url, &zone, "")
+    );
+    let _engine = start_r53_engine(dir.path(), &gws, &tail).await;
+    let mut all = multivalue(&name, &gws.iter().collect::<Vec<_>>());
+    all.push(owner(&name));
+    wait_for_records(&moto, &zone, &all, "all three and the owner record").await;
+
+    gws[1].set(Behaviour::Refuse).unwrap();
+    let without: Vec<String> = all
+        .iter()
+        .filter(|l| !l.contains("id=gw-2"))
+        .cloned()
+        .collect();
+    wait_for_records(&moto, &zone, &without, "gw-2 removed").await;
+    gws[1].set(Behaviour::Healthy).unwrap();
+    wait_for_records(&moto, &zone, &all, "gw-2 back").await;
+}
+
+/// `weighted` and `geo` tenants in one zone: weighted record sets from endpoint weights,
+/// geolocation record sets from the `geo` label with a default location.
+#[actix_rt::test]
+async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
+    let moto = Moto::start(2).await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(81, 3);
+    let mut text = config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), "");
+    // Labels and weights on the generated endpoints.
+    text = text
+        .replacen(
+            "name = \"gw-1\"",
+            "name = \"gw-1\"\nweight = 30\nlabels = { geo = \"DE\" }",
+            1,
+        )
+        .replacen(
+            "name = \"gw-2\"",
+            "name = \"gw-2\"\nweight = 10\nlabels = { geo = \"US-CA\" }",
+            1,
+        )
+        .replacen(
+            "name = \"gw-3\"",
+            "name = \"gw-3\"\nweight = 0\nlabels = { geo = \"DE\" }",
+            1,
+        );
+    text.push_str(&format!(
+        "[[tenants]]\nname = \"w\"\ndomains = [\"w.{ZONE}\"]\nsinks = [\"r53\"]\npolicy = \"weighted\"\nttl = \"30s\"\n\n\
+         [[tenants]]\nname = \"g\"\ndomains = [\"g.{ZONE}\"]\nsinks = [\"r53\"]\npolicy = \"geo\"\ndefault_geo = \"DE\"\nttl = \"30s\"\n\n{}",
+        sink_table(&moto.url, &zone, "")
+    ));
+    let _engine = start_engine(dir.path(), &text).await;
+    let (a, b, c) = (ip(&gws[0]), ip(&gws[1]), ip(&gws[2]));
+    let mut de = [a.clone(), c.clone()];
+    de.sort();
+    let de = de.join(",");
+    let expect = |de: &str| {
+        vec![
+            format!("w.{ZONE}. A id=gw-1 weight=30 {a}"),
+            format!("w.{ZONE}. A id=gw-2 weight=10 {b}"),
+            format!("w.{ZONE}. A id=gw-3 weight=0 {c}"),
+            owner(&format!("w.{ZONE}")),
+            format!("g.{ZONE}. A id=DE geo=DE {de}"),
+            format!("g.{ZONE}. A id=US-CA geo=US-CA {b}"),
+            format!("g.{ZONE}. A id=default geo=* {de}"),
+            owner(&format!("g.{ZONE}")),
+        ]
+    };
+    wait_for_records(&moto, &zone, &expect(&de), "weighted and geo sets").await;
+
+    // Both DE gateways down: the DE set goes, the default answers every healthy address.
+    gws[0].set(Behaviour::Refuse).unwrap();
+    gws[2].set(Behaviour::Refuse).unwrap();
+    wait_for_records(
+        &moto,
+        &zone,
+        &[
+            format!("w.{ZONE}. A id=gw-2 weight=10 {b}"),
+            owner(&format!("w.{ZONE}")),
+            format!("g.{ZONE}. A id=US-CA geo=US-CA {b}"),
+            format!("g.{ZONE}. A id=default geo=* {b}"),
+            owner(&format!("g.{ZONE}")),
+        ],
+        "DE down",
+    )
+    .await;
+}
+
+/// Record sets without our ownership record, or with another owner's, are never changed
+/// or deleted, even though a tenant asks for the name; the tenant's free name is written
+/// and the refusal shows in the sink's status.
+#[actix_rt::test]
+async fn names_without_our_ownership_record_are_never_touched() {
+    let moto = Moto::start(3).await;
+    let zone = moto.create_zone(ZONE).await;
+    let plain = |name: &str, value: &str, rtype: RrType| {
+        ResourceRecordSet::builder()
+            .name(name)
+            .r#type(rtype)
+            .ttl(60)
+            .resource_records(ResourceRecord::builder().value(value).build().unwrap())
+            .build()
+            .unwrap()
+    };
+    let theirs = format!("theirs.{ZONE}.");
+    let other = format!("other.{ZONE}.");
+    moto.put(&zone, plain(&theirs, "192.0.2.1", RrType::A))
+        .await;
+    moto.put(&zone, plain(&other, "192.0.2.2", RrType::A)).await;
+    moto.put(
+        &zone,
+        plain(
+            &format!("_health-orchestrator.{other}"),
+            "\"heritage=health-orchestrator,owner=eu-2\"",
+            RrType::Txt,
+        ),
+    )
+    .await;
+    let before = moto.records(&zone).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(82, 1);
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"theirs.{ZONE}\", \"other.{ZONE}\", \"free.{ZONE}\"]\nsinks = [\"r53\"]\n\n{}",
+        sink_table(&moto.url, &zone, "record_style = \"simple\"\n")
+    );
+    let engine = start_r53_engine(dir.path(), &gws, &tail).await;
+    let err = wait_for_sink_error(&engine, "r53", "no refusal reported").await;
+    assert_eq!(
+        err,
+        format!(
+            "other.{ZONE}. is owned by eu-2 (per _health-orchestrator.other.{ZONE}. TXT), not by health-orchestrator; left alone; \
+             theirs.{ZONE}. has A/AAAA records without an ownership record (_health-orchestrator.theirs.{ZONE}. TXT); left alone"
+        )
+    );
+    let mut want = before.clone();
+    want.push(format!("free.{ZONE}. A {}", ip(&gws[0])));
+    want.push(owner(&format!("free.{ZONE}")));
+    wait_for_records(&moto, &zone, &want, "only the free name written").await;
+    // Reconciles (every second) keep refusing.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    wait_for_records(&moto, &zone, &want, "nothing foreign touched").await;
+}
+
+/// A burst of `Throttling` answers: the sink reports it, backs off, and converges to the
+/// latest state once Route53 accepts again.
+#[actix_rt::test]
+async fn a_throttling_burst_is_retried_until_the_zone_converges() {
+    let moto = Moto::start(4).await;
+    let zone = moto.create_zone(ZONE).await;
+    let proxy = Proxy::default();
+    let url = proxy.start(4, &moto.url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(83, 2);
+    let name = format!("api.{ZONE}");
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\n\n{}",
+        sink_table(&url, &zone, "")
+    );
+    let engine = start_r53_engine(dir.path(), &gws, &tail).await;
+    let mut all = multivalue(&name, &gws.iter().collect::<Vec<_>>());
+    all.push(owner(&name));
+    wait_for_records(&moto, &zone, &all, "first publish").await;
+
+    proxy.throttle_changes.store(4, Ordering::SeqCst);
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let err = wait_for_sink_error(&engine, "r53", "throttling not reported").await;
+    assert!(
+        err.starts_with("Route53 is throttling: ChangeResourceRecordSets on hosted zone"),
+        "{err}"
+    );
+    let after: Vec<String> = all
+        .iter()
+        .filter(|l| !l.contains("id=gw-1"))
+        .cloned()
+        .collect();
+    wait_for_records(&moto, &zone, &after, "converged after the burst").await;
+    assert_eq!(proxy.throttle_changes.load(Ordering::SeqCst), 0);
+    let status = engine.sinks["r53"]
+        .send(ho_engine::sink_actor::GetSinkStatus)
+        .await
+        .unwrap();
+    assert!(status.tenants[0].last_success.is_some());
+}
+
+/// Tenants waiting at the same time go out in one round: one listing, one change batch.
+#[actix_rt::test]
+async fn concurrent_tenants_share_one_listing_and_one_batch() {
+    use ho_engine::sink::Sink;
+    use ho_engine::snapshot::{EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot};
+    use std::sync::Arc;
+    let moto = Moto::start(5).await;
+    let zone = moto.create_zone(ZONE).await;
+    let proxy = Proxy::default();
+    let url = proxy.start(5, &moto.url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(84, 1);
+    let mut tail = String::new();
+    for t in 0..20 {
+        tail.push_str(&format!(
+            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.{ZONE}\"]\nsinks = [\"r53\"]\n\n"
+        ));
+    }
+    tail.push_str(&sink_table(&url, &zone, "record_style = \"simple\"\n"));
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .unwrap();
+    let plan = ho_config::load_plan(&[&file]).unwrap();
+    let sink = ho_sinks::route53::Route53Sink::new(
+        match &plan.sinks["r53"] {
+            ho_config::SinkConfig::Route53(c) => c,
+            _ => unreachable!(),
+        },
+        "health-orchestrator",
+        &crate::route53_server::sdk_config(),
+    );
+    let endpoint = Arc::new(EndpointMeta::of(&plan.endpoints[0]));
+    let mut writes = Vec::new();
+    for t in &plan.tenants {
+        let snapshot = TenantSnapshot {
+            tenant: t.name.clone(),
+            seq: 1,
+            domains: t.domains.clone(),
+            ttl: t.ttl,
+            addresses: vec![PublishedAddress {
+                address: gws[0].addr().ip(),
+                weight: 1,
+                endpoint: endpoint.clone(),
+            }],
+            mode: PublishMode::Healthy,
+            changes: Vec::new(),
+            policy: t.policy,
+            default_geo: None,
+            decided_at: std::time::SystemTime::now(),
+            cause_at: tokio::time::Instant::now(),
+        };
+        writes.push(tokio::spawn(sink.apply(Arc::new(snapshot))));
+    }
+    for w in writes {
+        let result = w.await.unwrap();
+        assert!(result.is_ok(), "{result:?}");
+    }
+    let requests = proxy.requests.lock().unwrap().clone();
+    // The first call runs alone (it found nobody waiting); the other 19 wait for it and
+    // then share one round.
+    assert_eq!(proxy.changes(), 2, "{requests:#?}");
+    assert_eq!(moto.records(&zone).await.len(), 40);
+}
