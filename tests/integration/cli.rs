@@ -203,3 +203,53 @@ async fn probe_prints_verdict_reason_and_latency() {
         .unwrap()
         .starts_with("unhealthy 127.20.12.250:9 refused "));
 }
+
+/// `run` as its own process with a Route53 sink finds its credentials the standard AWS way
+/// (here the environment; the metadata service is disabled so nothing leaves loopback).
+#[tokio::test]
+async fn run_publishes_to_route53_with_credentials_from_the_environment() {
+    let moto = crate::route53_server::Moto::start(10).await;
+    let zone = moto.create_zone("env.example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(85, 1);
+    let tail = format!(
+        "[[tenants]]\nname = \"web\"\ndomains = [\"web.env.example.com\"]\nsinks = [\"r53\"]\n\n\
+         [sinks.r53]\nkind = \"route53\"\nhosted_zone_id = \"{zone}\"\nzone = \"env.example.com\"\n\
+         region = \"us-east-1\"\nendpoint_url = \"{}\"\nrecord_style = \"simple\"\n",
+        moto.url
+    );
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .unwrap();
+    let mut child = bin()
+        .args(["run", "--config"])
+        .arg(&file)
+        .env("RUST_LOG", "warn")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", dir.path().join("none"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let want = vec![
+        "_health-orchestrator.web.env.example.com. TXT \"heritage=health-orchestrator,owner=health-orchestrator\"".to_string(),
+        format!("web.env.example.com. A {}", ip(&gws[0])),
+    ];
+    let start = Instant::now();
+    while moto.records(&zone).await != want {
+        assert!(
+            start.elapsed() < LIMIT,
+            "not published: {:?}",
+            moto.records(&zone).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -1,6 +1,6 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
-//! real receiver):
+//! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -13,7 +13,9 @@ use ho_engine::metrics::SinkResultLabels;
 use ho_engine::Engine;
 use ho_loadtest::{Behaviour, Gateway};
 
+use crate::kube_api::KubeApi;
 use crate::pdns_server::PdnsServer;
+use crate::route53_server::{Moto, Proxy};
 use crate::support::*;
 use crate::webhook::{addresses_of, Receiver, SECRET};
 
@@ -86,6 +88,72 @@ impl Backend for PowerDns {
     }
     async fn outage_end(&mut self) {
         self.0.launch();
+    }
+}
+
+struct ConfigMap {
+    api: KubeApi,
+    addr: std::net::SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Backend for ConfigMap {
+    fn sink_table(&self) -> String {
+        let kubeconfig = KubeApi::kubeconfig(self.addr, self.dir.path());
+        format!(
+            "[sinks.s]\nkind = \"coredns_configmap\"\nnamespace = \"dns\"\nname = \"hosts\"\nkubeconfig = {:?}\ntimeout = \"1s\"\n{DELIVERY}\n",
+            kubeconfig.display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        let content = self.api.data("dns", "hosts")?.get("conf.hosts")?.clone();
+        let mut list = addresses(&content);
+        list.sort();
+        Some(list)
+    }
+    async fn outage_start(&mut self) {
+        self.api.set_unavailable(true);
+    }
+    async fn outage_end(&mut self) {
+        self.api.set_unavailable(false);
+    }
+}
+
+struct Route53 {
+    moto: Moto,
+    proxy: Proxy,
+    url: String,
+    zone: String,
+}
+
+impl Backend for Route53 {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"route53\"\nhosted_zone_id = \"{}\"\nzone = \"tenant-a.io\"\nregion = \"us-east-1\"\nendpoint_url = \"{}\"\ntimeout = \"1s\"\n{DELIVERY}\n",
+            self.zone, self.url
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        let mut list: Vec<String> = self
+            .moto
+            .records(&self.zone)
+            .await
+            .iter()
+            .filter(|l| l.starts_with(&format!("{DOMAIN}. A ")))
+            .filter_map(|l| l.rsplit(' ').next().map(str::to_owned))
+            .collect();
+        list.sort();
+        Some(list).filter(|l| !l.is_empty())
+    }
+    async fn outage_start(&mut self) {
+        self.proxy
+            .down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    async fn outage_end(&mut self) {
+        self.proxy
+            .down
+            .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -253,6 +321,33 @@ async fn webhook_conforms() {
             secret: tempfile::tempdir().unwrap(),
         },
         52,
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn coredns_configmap_conforms() {
+    let api = KubeApi::default();
+    api.put("dns", "hosts", &[("Corefile", ".:53 {}")]);
+    let addr = api.start([127, 22, 9, 1]).await;
+    let dir = tempfile::tempdir().unwrap();
+    run_suite(ConfigMap { api, addr, dir }, 53).await;
+}
+
+#[actix_rt::test]
+async fn route53_conforms() {
+    let moto = Moto::start(9).await;
+    let zone = moto.create_zone("tenant-a.io").await;
+    let proxy = Proxy::default();
+    let url = proxy.start(9, &moto.url).await;
+    run_suite(
+        Route53 {
+            moto,
+            proxy,
+            url,
+            zone,
+        },
+        54,
     )
     .await;
 }

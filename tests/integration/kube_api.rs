@@ -7,7 +7,7 @@
 //! - `PATCH .../configmaps/{name}` with `application/merge-patch+json` (RFC 7386): a
 //!   `metadata.resourceVersion` in the patch is a precondition (409 `Conflict` when stale,
 //!   the optimistic concurrency the real server applies); other patch types get 415;
-//! - bearer-token authentication (401), per-verb authorization (403 with the real message
+//! - bearer-token authentication (401), an outage switch (503), per-verb authorization (403 with the real message
 //!   format), `resourceVersion` increasing on every change.
 //!
 //! Not implemented (the sink never uses them): watch, list, server-side apply, field
@@ -40,6 +40,8 @@ struct State {
     requests: Vec<String>,
     /// Changes made by "someone else" right after the next GET, to provoke a conflict.
     interleave: Vec<(String, String)>,
+    /// Every request gets 503, as from an API server that lost etcd.
+    unavailable: bool,
 }
 
 /// The server; clones share state.
@@ -138,6 +140,11 @@ impl KubeApi {
         s.interleave.push((key.into(), value.into()));
     }
 
+    /// Makes every request fail with 503 (or stops doing so).
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.state.lock().unwrap().unavailable = unavailable;
+    }
+
     /// Requests seen so far.
     pub fn requests(&self) -> Vec<String> {
         self.state.lock().unwrap().requests.clone()
@@ -160,6 +167,14 @@ impl KubeApi {
         let body = req.into_body().collect().await.unwrap().to_bytes();
         let mut s = self.state.lock().unwrap();
         s.requests.push(format!("{method} {path} {content_type}"));
+        if s.unavailable {
+            return status(
+                503,
+                "ServiceUnavailable",
+                "etcdserver: request timed out",
+                None,
+            );
+        }
         if !authorized {
             return status(401, "Unauthorized", "Unauthorized", None);
         }

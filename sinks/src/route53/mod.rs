@@ -72,18 +72,14 @@ struct Writer {
 }
 
 /// Loads region and credentials the standard AWS way (environment, profile, web identity,
-/// container and instance metadata), with `region` from the config first.
+/// container and instance metadata), with `region` from the config first; without any
+/// region the client signs for `us-east-1`.
 pub async fn standard_sdk_config(config: &Route53Config) -> SdkConfig {
-    let region = aws_config::meta::region::RegionProviderChain::first_try(
-        config.region.clone().map(Region::new),
-    )
-    .or_default_provider()
-    .or_else(Region::from_static(DEFAULT_REGION));
-    aws_config::defaults(BehaviorVersion::latest())
-        .region(region)
-        .http_client(https_client())
-        .load()
-        .await
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(https_client());
+    if let Some(region) = &config.region {
+        loader = loader.region(Region::new(region.clone()));
+    }
+    loader.load().await
 }
 
 fn https_client() -> aws_sdk_route53::config::SharedHttpClient {

@@ -154,12 +154,15 @@ pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String
     out
 }
 
+/// Builds one record set of a family: (set identifier, routing, addresses).
+type MakeSet<'a> = dyn Fn(Option<String>, Routing, &[&PublishedAddress]) -> RecordSet + 'a;
+
 /// One record set per location with healthy addresses, plus the default location answering
 /// the `default_geo` addresses (or every address when those are all down).
 fn geo_sets(
     family: &[&PublishedAddress],
     default_geo: Option<&str>,
-    set: &dyn Fn(Option<String>, Routing, &[&PublishedAddress]) -> RecordSet,
+    set: &MakeSet,
 ) -> Vec<RecordSet> {
     let mut by_geo: BTreeMap<&str, Vec<&PublishedAddress>> = BTreeMap::new();
     for a in family {
