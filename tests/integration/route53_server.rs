@@ -32,6 +32,16 @@ pub struct Moto {
     child: Child,
 }
 
+/// A tool from the virtualenv `.ci/test` installs: `$VAR`, else its default place.
+pub fn python_tool(var: &str, name: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/health-orchestrator/py-tools-1/bin/{name}",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
+}
+
 /// Region and fixed test credentials, as the engine's Route53 sinks get them in tests.
 pub fn sdk_config() -> SdkConfig {
     SdkConfig::builder()
@@ -46,12 +56,7 @@ pub fn sdk_config() -> SdkConfig {
 impl Moto {
     /// Starts moto on `127.24.<n>.1`.
     pub async fn start(n: u8) -> Moto {
-        let bin = std::env::var("MOTO_SERVER").unwrap_or_else(|_| {
-            format!(
-                "{}/.cache/health-orchestrator/moto-5.2.5/bin/moto_server",
-                std::env::var("HOME").unwrap_or_default()
-            )
-        });
+        let bin = python_tool("MOTO_SERVER", "moto_server");
         assert!(
             std::path::Path::new(&bin).exists(),
             "{bin} is missing: run the test command (bash .ci/test), which installs moto[server] into a virtualenv"

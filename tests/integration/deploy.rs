@@ -1,0 +1,77 @@
+//! The manifests in `deploy/kubernetes`: they render with `kubectl kustomize` (Debian's
+//! `kubernetes-client`), every object validates strictly against the Kubernetes schemas
+//! (`kubernetes-validate` from PyPI), and the config they ship passes `check-config`.
+//! `.ci/test` installs both tools; the test fails (never skips) without them.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::route53_server::python_tool;
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+#[test]
+fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
+    let rendered = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo("deploy/kubernetes"))
+        .output()
+        .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
+    assert!(
+        rendered.status.success(),
+        "kubectl kustomize failed: {}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rendered.yaml");
+    std::fs::write(&file, &rendered.stdout).unwrap();
+    let text = String::from_utf8(rendered.stdout).unwrap();
+    for kind in [
+        "Namespace",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "Service",
+    ] {
+        assert!(text.contains(&format!("kind: {kind}\n")), "no {kind}");
+    }
+    // The Role allows exactly what the ConfigMap sink does, on its one ConfigMap.
+    assert!(
+        text.contains("resourceNames:\n  - health-orchestrator-hosts"),
+        "{text}"
+    );
+    assert!(text.contains("verbs:\n  - get\n  - patch\n"), "{text}");
+
+    let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
+    let checked = Command::new(&validate)
+        .args(["--strict", "--quiet"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{validate}: {e}; run the test command (bash .ci/test)"));
+    assert!(
+        checked.status.success(),
+        "schema validation failed:\n{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+        .args(["check-config", "--config"])
+        .arg(repo("deploy/kubernetes/config.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        config.status.success(),
+        "{}",
+        String::from_utf8_lossy(&config.stderr)
+    );
+    let shipped = std::fs::read_to_string(repo("deploy/kubernetes/config.toml")).unwrap();
+    let first_line = shipped.lines().next().unwrap();
+    assert!(
+        text.contains(&format!("  config.toml: |\n    {first_line}")),
+        "the rendered ConfigMap carries deploy/kubernetes/config.toml"
+    );
+}
