@@ -5,6 +5,7 @@ mod demo;
 mod logging;
 mod probe_cmd;
 mod run;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,7 +43,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(matches!(cli.command, Command::Demo(_)));
+    // `run` starts logging once its config (which picks the format) is loaded.
+    if !matches!(cli.command, Command::Run { .. }) {
+        logging::init(
+            matches!(cli.command, Command::Demo(_)),
+            ho_config::LogFormat::Pretty,
+        );
+    }
     let result = match cli.command {
         Command::Run { config } => run::run(&config),
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),

@@ -4,11 +4,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ho_engine::Engine;
-use tracing::info;
+use std::sync::Arc;
+use std::time::Instant;
 
-/// Loads the config (exit 2 with every error if invalid), starts the engine and the API,
-/// and runs until SIGINT or SIGTERM. Shutdown leaves published records in place.
+use ho_engine::metrics::Metrics;
+use ho_engine::Engine;
+use tracing::{info, warn};
+
+/// Loads the config (exit 2 with every error if invalid), starts telemetry, the engine and
+/// the API, and runs until SIGINT or SIGTERM. Shutdown stops probing, lets sink writes in
+/// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
+/// records in place.
 pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let plan = match ho_config::load_plan(files) {
         Ok(plan) => plan,
@@ -17,6 +23,9 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    crate::logging::init(false, plan.telemetry.log_format);
+    let metrics = Arc::new(Metrics::new());
+    let telemetry = crate::telemetry::init(&plan.telemetry, &metrics)?;
     actix_rt::System::new().block_on(async move {
         let sinks = ho_sinks::build_all(&plan)
             .await
@@ -31,12 +40,24 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             tenants = plan.tenants.len(),
             "starting"
         );
-        let engine = Engine::start(plan, sinks)?;
+        let deadline = plan.shutdown_timeout;
+        let engine = Engine::start_with(plan, sinks, metrics)?;
         let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
         shutdown_signal().await?;
         info!("shutting down; published records stay as they are");
+        let started = Instant::now();
+        let unfinished = engine.shutdown(deadline).await;
         api.abort();
-        drop(engine);
+        if unfinished > 0 {
+            warn!(
+                unfinished,
+                ?deadline,
+                "sink writes still in flight at the shutdown deadline were abandoned"
+            );
+        }
+        if let Some(telemetry) = telemetry {
+            telemetry.shutdown(deadline.saturating_sub(started.elapsed()));
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -32,5 +32,6 @@ pub fn snapshot(n: usize) -> Arc<TenantSnapshot> {
         default_geo: None,
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
+        trace: ho_engine::trace::SpanContext::NONE,
     })
 }

@@ -69,11 +69,13 @@ fn builtin() -> Config {
         defaults: Defaults {
             check: CheckOverrides::builtin(),
             startup_grace: None,
+            shutdown_timeout: std::time::Duration::from_secs(10),
         },
         endpoints: Vec::new(),
         tenants: Vec::new(),
         sinks: Default::default(),
         owner_id: crate::model::DEFAULT_OWNER_ID.into(),
+        telemetry: Default::default(),
     }
 }
 

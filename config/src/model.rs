@@ -35,6 +35,99 @@ pub struct Config {
     /// writes (PowerDNS rrset comments), so two instances never fight over one record.
     #[serde(default = "default_owner_id")]
     pub owner_id: String,
+    /// Traces to an OTLP collector and the log format.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+}
+
+/// `[telemetry]`: where traces go and how logs look. Traces are off without `otlp_endpoint`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Collector base URL, e.g. `http://otel-collector:4318` (http/protobuf; `/v1/traces` is
+    /// appended) or `http://otel-collector:4317` (grpc). Unset: no traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    /// `http/protobuf` (default) or `grpc`.
+    #[serde(default)]
+    pub otlp_protocol: OtlpProtocol,
+    /// `service.name` of the spans.
+    #[serde(default = "default_service_name")]
+    pub service_name: String,
+    /// More resource attributes (`deployment.environment`, `k8s.cluster.name`, ...).
+    #[serde(default)]
+    pub resource_attributes: BTreeMap<String, String>,
+    /// Share of probes traced, 0.0-1.0. Transitions, publishes and sink writes are always
+    /// traced; probes are many, so only a sample.
+    #[serde(default = "default_probe_sample_ratio")]
+    pub probe_sample_ratio: f64,
+    /// Extra request headers (gRPC metadata). Secrets belong in the standard
+    /// `OTEL_EXPORTER_OTLP_HEADERS` environment variable instead, which is merged in.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Deadline of one export.
+    #[serde(default = "default_export_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Spans waiting for export at most; more are dropped and counted
+    /// (`health_orchestrator_telemetry_spans_dropped_total`), so a slow or unreachable
+    /// collector never slows probing.
+    #[serde(default = "default_queue_size")]
+    pub queue_size: usize,
+    /// `pretty` (default) or `json` log lines on stderr.
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            otlp_endpoint: None,
+            otlp_protocol: OtlpProtocol::default(),
+            service_name: default_service_name(),
+            resource_attributes: BTreeMap::new(),
+            probe_sample_ratio: default_probe_sample_ratio(),
+            headers: BTreeMap::new(),
+            timeout: default_export_timeout(),
+            queue_size: default_queue_size(),
+            log_format: LogFormat::default(),
+        }
+    }
+}
+
+/// OTLP transport.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum OtlpProtocol {
+    /// Protobuf over HTTP POST to `<endpoint>/v1/traces`.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    /// gRPC `TraceService/Export`.
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable, coloured on a terminal.
+    #[default]
+    Pretty,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+fn default_service_name() -> String {
+    "health-orchestrator".into()
+}
+fn default_probe_sample_ratio() -> f64 {
+    0.001
+}
+fn default_export_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_queue_size() -> usize {
+    4096
 }
 
 /// The ownership mark used when `owner_id` is not set.
@@ -77,6 +170,15 @@ pub struct Defaults {
         skip_serializing_if = "Option::is_none"
     )]
     pub startup_grace: Option<Duration>,
+    /// At SIGTERM/SIGINT, how long sink writes in flight may take to finish (and queued
+    /// spans to be exported) before the process exits. Published records are never
+    /// withdrawn at shutdown.
+    #[serde(default = "default_shutdown_timeout", with = "humantime_serde")]
+    pub shutdown_timeout: Duration,
+}
+
+fn default_shutdown_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 /// The protocol a health check speaks.

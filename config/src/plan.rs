@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig, WeightRule};
+use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig, TelemetryConfig, WeightRule};
 
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
@@ -21,6 +21,9 @@ pub struct Plan {
     /// How long tenants wait for verdicts before publishing at start-up.
     #[serde(with = "humantime_serde")]
     pub startup_grace: Duration,
+    /// How long shutdown waits for sink writes in flight.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_timeout: Duration,
     /// Unique probe targets; one prober each.
     pub targets: Vec<Target>,
     /// Endpoints in configuration order.
@@ -31,6 +34,8 @@ pub struct Plan {
     pub sinks: BTreeMap<String, SinkConfig>,
     /// This instance's ownership mark.
     pub owner_id: String,
+    /// Traces and log format.
+    pub telemetry: TelemetryConfig,
 }
 
 /// One thing to probe: an address plus a complete check.

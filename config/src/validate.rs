@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::model::{
     CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, RoutingPolicy, SinkConfig,
-    TenantConfig,
+    TelemetryConfig, TenantConfig,
 };
 use crate::names::{
     check_header_name, check_header_value, check_object_name, check_url, normalize_domain,
@@ -80,6 +80,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
 
     let (endpoints, targets) = resolve_endpoints(config, &base, default_check.as_ref(), &mut errs);
     check_sinks(config, &mut errs);
+    check_telemetry(&config.telemetry, &mut errs);
     let tenants = resolve_tenants(config, &endpoints, &mut errs);
 
     if let Some(grace) = config.defaults.startup_grace {
@@ -97,11 +98,13 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
             .defaults
             .startup_grace
             .unwrap_or_else(|| default_startup_grace(&targets)),
+        shutdown_timeout: config.defaults.shutdown_timeout,
         targets,
         endpoints,
         tenants,
         sinks: config.sinks.clone(),
         owner_id: config.owner_id.clone(),
+        telemetry: config.telemetry.clone(),
     })
 }
 
@@ -534,6 +537,32 @@ fn check_sinks(config: &Config, errs: &mut Errors) {
                 }
                 check_timeout(c.timeout, &at("timeout"), errs);
             }
+        }
+    }
+}
+
+fn check_telemetry(t: &TelemetryConfig, errs: &mut Errors) {
+    if let Some(url) = &t.otlp_endpoint {
+        if let Err(e) = check_url(url) {
+            errs.push("telemetry.otlp_endpoint", e);
+        }
+    }
+    if !(0.0..=1.0).contains(&t.probe_sample_ratio) {
+        errs.push(
+            "telemetry.probe_sample_ratio",
+            "must be between 0.0 and 1.0",
+        );
+    }
+    if t.service_name.is_empty() {
+        errs.push("telemetry.service_name", "must not be empty");
+    }
+    if !(1..=1_000_000).contains(&t.queue_size) {
+        errs.push("telemetry.queue_size", "must be between 1 and 1000000");
+    }
+    check_timeout(t.timeout, "telemetry.timeout", errs);
+    for (h, v) in &t.headers {
+        if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
+            errs.push(format!("telemetry.headers.{h}"), e);
         }
     }
 }

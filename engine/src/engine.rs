@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use ho_config::Plan;
@@ -14,7 +15,7 @@ use crate::probe::{Probe, TlsCache, TlsError};
 use crate::prober::Prober;
 use crate::schedule::Schedule;
 use crate::sink::Sink;
-use crate::sink_actor::SinkActor;
+use crate::sink_actor::{Quiesce, SinkActor};
 use crate::tracker::HealthTracker;
 
 /// Why the engine cannot start.
@@ -53,6 +54,16 @@ impl Engine {
         plan: Plan,
         sinks: BTreeMap<String, Arc<dyn Sink>>,
     ) -> Result<Engine, EngineError> {
+        Engine::start_with(plan, sinks, Arc::new(Metrics::new()))
+    }
+
+    /// [`Engine::start`] with metrics made beforehand (the telemetry exporter counts its
+    /// dropped spans in them).
+    pub fn start_with(
+        plan: Plan,
+        sinks: BTreeMap<String, Arc<dyn Sink>>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Engine, EngineError> {
         let mut tls = TlsCache::default();
         let probes = plan
             .targets
@@ -64,7 +75,6 @@ impl Engine {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let metrics = Arc::new(Metrics::new());
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
             let sink = sinks
@@ -90,13 +100,19 @@ impl Engine {
             .map(|_| Arbiter::new())
             .collect();
         let origin = Instant::now();
+        let sample_ratio = if plan.telemetry.otlp_endpoint.is_some() {
+            plan.telemetry.probe_sample_ratio
+        } else {
+            0.0
+        };
         for (i, probe) in probes.into_iter().enumerate() {
             let target = &plan.targets[i];
             let schedule = Schedule::new(&target.key(), &target.check.timing, origin);
             let timing = target.check.timing;
             let recipient = tracker.clone().recipient();
+            let sample = (sample_ratio, target.key());
             Prober::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| {
-                Prober::new(i, probe, schedule, &timing, recipient)
+                Prober::new(i, probe, schedule, &timing, recipient, sample)
             });
         }
         Ok(Engine {
@@ -105,6 +121,27 @@ impl Engine {
             metrics,
             arbiters,
         })
+    }
+
+    /// Stops probing at once, lets sink writes in flight finish (none start) until
+    /// `deadline`, then stops everything. Published records stay as they are. Returns how
+    /// many writes were still in flight at the deadline.
+    pub async fn shutdown(self, deadline: Duration) -> usize {
+        for arbiter in &self.arbiters {
+            arbiter.stop();
+        }
+        self.tracker.do_send(Stop);
+        let until = Instant::now() + deadline;
+        loop {
+            let mut in_flight = 0;
+            for sink in self.sinks.values() {
+                in_flight += sink.send(Quiesce).await.unwrap_or(0);
+            }
+            if in_flight == 0 || Instant::now() >= until {
+                return in_flight;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// What the HTTP API needs.

@@ -19,6 +19,7 @@ pub mod sink_actor;
 pub mod snapshot;
 pub mod status;
 pub mod token_bucket;
+pub mod trace;
 pub mod tracker;
 
 mod engine;

@@ -84,6 +84,17 @@ pub struct Metrics {
     pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
     /// Tenants whose latest snapshot is not yet written, per sink.
     pub sink_pending: Family<SinkLabel, Gauge>,
+    /// Spans dropped because the export queue was full (collector slow or down).
+    pub spans_dropped: Counter,
+    /// Spans exported, and export attempts that failed.
+    pub spans_exported: Family<ExportLabel, Counter>,
+}
+
+/// `result` label of a span export: `ok` or `error`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExportLabel {
+    /// Outcome.
+    pub result: &'static str,
 }
 
 impl Default for Metrics {
@@ -108,6 +119,8 @@ impl Metrics {
             failover_seconds: Family::new_with_constructor(latency_histogram),
             sink_last_success: Family::default(),
             sink_pending: Family::default(),
+            spans_dropped: Counter::default(),
+            spans_exported: Family::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -160,6 +173,16 @@ impl Metrics {
             "sink_pending",
             "Tenants whose latest snapshot the sink has not written yet",
             m.sink_pending.clone(),
+        );
+        registry.register(
+            "telemetry_spans_dropped",
+            "Spans dropped because the export queue was full",
+            m.spans_dropped.clone(),
+        );
+        registry.register(
+            "telemetry_spans_exported",
+            "Spans handed to the OTLP collector, by result",
+            m.spans_exported.clone(),
         );
         Metrics { registry, ..m }
     }

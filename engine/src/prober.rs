@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use ho_config::Timing;
+use opentelemetry::KeyValue;
 use tokio::time::Instant;
 
 use crate::hysteresis::Hysteresis;
 use crate::probe::{Probe, ProbeResult};
 use crate::schedule::Schedule;
+use crate::trace;
 
 /// One probe result, sent to the tracker.
 #[derive(Message, Debug)]
@@ -39,16 +41,20 @@ pub struct Prober {
     rise: u32,
     fall: u32,
     mirror: Hysteresis,
+    /// Share of probes traced (0 with tracing off), and the target's key for those spans.
+    sample: (f64, String),
 }
 
 impl Prober {
-    /// A prober for target `target`, reporting to `tracker`.
+    /// A prober for target `target`, reporting to `tracker`; `sample` = (share of probes
+    /// traced, target key).
     pub fn new(
         target: usize,
         probe: Probe,
         schedule: Schedule,
         timing: &Timing,
         tracker: Recipient<Observation>,
+        sample: (f64, String),
     ) -> Prober {
         Prober {
             target,
@@ -58,6 +64,7 @@ impl Prober {
             rise: timing.rise,
             fall: timing.fall,
             mirror: Hysteresis::new(),
+            sample,
         }
     }
 
@@ -82,6 +89,9 @@ impl Prober {
         start_delay: std::time::Duration,
         ctx: &mut Context<Self>,
     ) {
+        if self.sample.0 > 0.0 && fastrand::f64() < self.sample.0 {
+            self.trace(&result);
+        }
         self.mirror.record(result.ok(), self.rise, self.fall);
         let settled = self.mirror.state().agrees_with(result.ok());
         self.tracker.do_send(Observation {
@@ -96,6 +106,23 @@ impl Prober {
             self.schedule.fast(now)
         };
         self.arm(ctx, next);
+    }
+}
+
+impl Prober {
+    fn trace(&self, result: &ProbeResult) {
+        let started = std::time::SystemTime::now()
+            .checked_sub(result.latency)
+            .unwrap_or_else(std::time::SystemTime::now);
+        trace::probe(
+            started,
+            !result.ok(),
+            vec![
+                KeyValue::new("target", self.sample.1.clone()),
+                KeyValue::new("result", result.reason()),
+                KeyValue::new("latency_ms", result.latency.as_secs_f64() * 1000.0),
+            ],
+        );
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
 use ho_config::Delivery;
+use opentelemetry::KeyValue;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -19,6 +20,7 @@ use crate::sink::{Applied, Sink, SinkError};
 use crate::snapshot::{Change, TenantSnapshot, MAX_CHANGES};
 use crate::status::{unix_seconds, SinkErrorStatus, SinkStatus, SinkTenantStatus};
 use crate::token_bucket::TokenBucket;
+use crate::trace;
 
 /// A new desired state for one tenant.
 #[derive(Message, Clone)]
@@ -36,6 +38,16 @@ enum Cause {
     Snapshot,
     Retry,
     Reconcile,
+}
+
+impl Cause {
+    fn as_str(self) -> &'static str {
+        match self {
+            Cause::Snapshot => "snapshot",
+            Cause::Retry => "retry",
+            Cause::Reconcile => "reconcile",
+        }
+    }
 }
 
 /// Per-tenant write state.
@@ -78,6 +90,23 @@ pub struct SinkActor {
     reconcile_interval: Duration,
     slots: BTreeMap<String, Slot>,
     metrics: Arc<Metrics>,
+    /// Set at shutdown: writes in flight finish, no new one starts.
+    stopping: bool,
+}
+
+/// Shutdown: start no new write and answer how many are still in flight. Sent until the
+/// answer is 0 or the shutdown deadline passes.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct Quiesce;
+
+impl Handler<Quiesce> for SinkActor {
+    type Result = usize;
+
+    fn handle(&mut self, _: Quiesce, _: &mut Context<Self>) -> usize {
+        self.stopping = true;
+        self.slots.values().filter(|s| s.in_flight).count()
+    }
 }
 
 impl SinkActor {
@@ -101,6 +130,7 @@ impl SinkActor {
             reconcile_interval: delivery.reconcile_interval,
             slots: BTreeMap::new(),
             metrics,
+            stopping: false,
         }
     }
 
@@ -127,7 +157,7 @@ impl SinkActor {
         let Some(slot) = self.slots.get_mut(tenant) else {
             return;
         };
-        if slot.in_flight {
+        if slot.in_flight || self.stopping {
             return;
         }
         if let Some(handle) = slot.waiting.take() {
@@ -142,12 +172,13 @@ impl SinkActor {
         slot.in_flight = true;
         let snapshot = slot.to_write();
         let tenant = tenant.to_owned();
-        ctx.spawn(
-            self.sink
-                .apply(snapshot.clone())
-                .into_actor(self)
-                .map(move |result, act, ctx| act.written(&tenant, &snapshot, cause, result, ctx)),
-        );
+        let started = SystemTime::now();
+        ctx.spawn(self.sink.apply(snapshot.clone()).into_actor(self).map(
+            move |result, act, ctx| {
+                act.trace_write(&snapshot, cause, started, &result);
+                act.written(&tenant, &snapshot, cause, result, ctx);
+            },
+        ));
     }
 
     fn wait_then_write(
@@ -241,6 +272,40 @@ impl SinkActor {
             self.wait_then_write(tenant, delay, Cause::Retry, ctx);
         }
         self.update_pending();
+    }
+
+    /// A span under the snapshot's publish span, for writes that carry a change: first
+    /// writes and their retries, and reconciles that repaired drift (routine reconciles
+    /// that found nothing would only bury the failover in noise).
+    fn trace_write(
+        &self,
+        snapshot: &TenantSnapshot,
+        cause: Cause,
+        started: SystemTime,
+        result: &Result<Applied, SinkError>,
+    ) {
+        if cause == Cause::Reconcile && !matches!(result, Ok(Applied::Changed)) {
+            return;
+        }
+        let attempt = self.slots.get(&snapshot.tenant).map_or(0, |s| s.attempts) + 1;
+        let (outcome, error) = match result {
+            Ok(Applied::Changed) => ("changed", None),
+            Ok(Applied::Unchanged) => ("unchanged", None),
+            Err(e) => ("error", Some(e.message.as_str())),
+        };
+        let mut attributes = vec![
+            KeyValue::new("sink", self.name.clone()),
+            KeyValue::new("sink.kind", self.sink.kind()),
+            KeyValue::new("tenant", snapshot.tenant.clone()),
+            KeyValue::new("seq", snapshot.seq as i64),
+            KeyValue::new("attempt", i64::from(attempt)),
+            KeyValue::new("cause", cause.as_str()),
+            KeyValue::new("result", outcome),
+        ];
+        if let Some(message) = error {
+            attributes.push(KeyValue::new("error", message.to_string()));
+        }
+        trace::sink_write(&snapshot.trace, started, error, attributes);
     }
 
     fn reconcile(&mut self, ctx: &mut Context<Self>) {

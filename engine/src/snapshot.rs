@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ho_config::RoutingPolicy;
+use opentelemetry::trace::SpanContext;
 use serde::Serialize;
 
 use crate::hysteresis::Health;
@@ -23,6 +24,18 @@ pub enum PublishMode {
     FailOpenBelowMinHealthy,
     /// Nothing, because none is healthy and the tenant asked for `publish_none`.
     NoneHealthy,
+}
+
+impl PublishMode {
+    /// The name used in JSON, logs and traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublishMode::Healthy => "healthy",
+            PublishMode::FailOpenAllUnhealthy => "fail_open_all_unhealthy",
+            PublishMode::FailOpenBelowMinHealthy => "fail_open_below_min_healthy",
+            PublishMode::NoneHealthy => "none_healthy",
+        }
+    }
 }
 
 /// One published address and what a routing-aware sink needs to know about it.
@@ -94,6 +107,9 @@ pub struct TenantSnapshot {
     /// up to each sink's write.
     #[serde(skip)]
     pub cause_at: Instant,
+    /// The publish span, parent of every sink's write of it (invalid with tracing off).
+    #[serde(skip)]
+    pub trace: SpanContext,
 }
 
 /// Most changes carried by one snapshot; a mass event keeps the latest ones.
@@ -112,6 +128,9 @@ pub struct Change {
     pub to: Health,
     /// The probe result that completed the change (`refused`, `status 503`, `ok`, ...).
     pub reason: String,
+    /// The transition's span, parent of the publish it causes (invalid with tracing off).
+    #[serde(skip)]
+    pub trace: SpanContext,
 }
 
 /// TTLs as whole seconds in JSON, the unit DNS uses.

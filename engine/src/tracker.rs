@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 use ho_config::{Plan, RoutingPolicy};
+use opentelemetry::KeyValue;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -23,6 +24,7 @@ use crate::status::{
     EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus, TrackerStatus,
     Why,
 };
+use crate::trace;
 
 /// What the tracker knows about one target.
 struct TargetState {
@@ -170,10 +172,21 @@ impl HealthTracker {
             ("failures", timing.fall)
         };
         let message = format!("{} -> {}", t.from.as_str(), t.to.as_str());
+        let reason = result.reason();
+        let span = trace::transition(vec![
+            KeyValue::new("endpoint.names", names.join(",")),
+            KeyValue::new("target", key.clone()),
+            KeyValue::new("address", self.plan.targets[target].address.to_string()),
+            KeyValue::new("from", t.from.as_str()),
+            KeyValue::new("to", t.to.as_str()),
+            KeyValue::new("reason", reason.clone()),
+            KeyValue::new("consecutive", i64::from(threshold)),
+        ]);
+        let trace_id = TraceId(&span);
         if t.to == Health::Down {
-            warn!(endpoints = ?names, target = %key, reason = %result.reason(), "{message} after {threshold} consecutive {count}");
+            warn!(endpoints = ?names, target = %key, %reason, %trace_id, "{message} after {threshold} consecutive {count}");
         } else {
-            info!(endpoints = ?names, target = %key, reason = %result.reason(), "{message} after {threshold} consecutive {count}");
+            info!(endpoints = ?names, target = %key, %reason, %trace_id, "{message} after {threshold} consecutive {count}");
         }
         self.metrics
             .transitions
@@ -196,7 +209,8 @@ impl HealthTracker {
                 address: self.plan.endpoints[e].address,
                 from: t.from,
                 to: t.to,
-                reason: result.reason(),
+                reason: reason.clone(),
+                trace: span.clone(),
             });
             if t.from == Health::Unknown {
                 tenant.unknown -= 1;
@@ -273,6 +287,19 @@ impl HealthTracker {
             .unwrap_or(Duration::ZERO)
             .as_micros() as u64;
         state.last_seq = micros.max(state.last_seq + 1);
+        let changes: Vec<Change> = state.changes.drain(..).collect();
+        let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
+        let span = trace::publish(
+            &causes,
+            vec![
+                KeyValue::new("tenant", tenant.name.clone()),
+                KeyValue::new("seq", state.last_seq as i64),
+                KeyValue::new("mode", mode.as_str()),
+                KeyValue::new("records.addresses", addresses.len() as i64),
+                KeyValue::new("records.domains", tenant.domains.len() as i64),
+                KeyValue::new("changes", changes.len() as i64),
+            ],
+        );
         let snapshot = Arc::new(TenantSnapshot {
             tenant: tenant.name.clone(),
             seq: state.last_seq,
@@ -280,11 +307,12 @@ impl HealthTracker {
             ttl: tenant.ttl,
             addresses,
             mode,
-            changes: state.changes.drain(..).collect(),
+            changes,
             policy: tenant.policy,
             default_geo: tenant.default_geo.clone(),
             decided_at: now,
             cause_at,
+            trace: span,
         });
         info!(
             tenant = %tenant.name,
@@ -292,6 +320,7 @@ impl HealthTracker {
             mode = ?mode,
             count = snapshot.addresses.len(),
             addresses = %AddressList(&snapshot.addresses),
+            trace_id = %TraceId(&snapshot.trace),
             "publish"
         );
         self.metrics
@@ -310,6 +339,19 @@ impl HealthTracker {
         self.targets
             .iter()
             .all(|t| t.hysteresis.state() != Health::Unknown)
+    }
+}
+
+/// A span's trace id for log lines, empty when tracing is off, so logs and traces join.
+struct TraceId<'a>(&'a opentelemetry::trace::SpanContext);
+
+impl std::fmt::Display for TraceId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_valid() {
+            write!(f, "{}", self.0.trace_id())
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use ho_engine::sink::SinkError;
 use http_body_util::{BodyExt, Full};
 use hyper::header::RETRY_AFTER;
 use hyper::{Request, StatusCode};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -34,19 +35,24 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+/// An HTTP/1.1 connector for `http://` and `https://` URLs with rustls (ring), trusting
+/// `trust`: the one TLS set-up of every outgoing HTTP client (sinks, OTLP export).
+pub fn connector(trust: &TlsCheck) -> Result<HttpsConnector<HttpConnector>, String> {
+    let mut tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
+    // hyper-rustls sets ALPN from the enabled HTTP versions itself.
+    tls.alpn_protocols.clear();
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build())
+}
+
 impl HttpClient {
     /// A client trusting `trust`, with `timeout` over each whole exchange.
     pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, String> {
-        let mut tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
-        // hyper-rustls sets ALPN from the enabled HTTP versions itself.
-        tls.alpn_protocols.clear();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .build();
         Ok(HttpClient {
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            client: Client::builder(TokioExecutor::new()).build(connector(trust)?),
             timeout,
         })
     }

@@ -10,6 +10,7 @@ mod dnsmasq;
 mod engine_e2e;
 mod kube_api;
 mod loadtest;
+mod otlp;
 mod pdns_server;
 mod policies;
 mod powerdns;

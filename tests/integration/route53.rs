@@ -313,6 +313,7 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
             default_geo: None,
             decided_at: std::time::SystemTime::now(),
             cause_at: tokio::time::Instant::now(),
+            trace: ho_engine::trace::SpanContext::NONE,
         };
         writes.push(tokio::spawn(sink.apply(Arc::new(snapshot))));
     }

@@ -35,6 +35,7 @@ fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
         default_geo: None,
         decided_at: SystemTime::now(),
         cause_at: tokio::time::Instant::now(),
+        trace: ho_engine::trace::SpanContext::NONE,
     })
 }
 

@@ -222,6 +222,7 @@ mod tests {
             default_geo: Some("IE".into()),
             decided_at: SystemTime::now(),
             cause_at: tokio::time::Instant::now(),
+            trace: ho_engine::trace::SpanContext::NONE,
         }
     }
 
