@@ -4,6 +4,7 @@ mod check_config;
 mod demo;
 mod logging;
 mod probe_cmd;
+mod reload;
 mod run;
 mod telemetry;
 

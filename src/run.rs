@@ -3,16 +3,21 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::signal::unix::{signal, SignalKind};
 
 use ho_engine::metrics::Metrics;
 use ho_engine::Engine;
 use tracing::{info, warn};
 
+use crate::reload::Reloader;
+
 /// Loads the config (exit 2 with every error if invalid), starts telemetry, the engine and
-/// the API, and runs until SIGINT or SIGTERM. Shutdown stops probing, lets sink writes in
+/// the API, and runs until SIGINT or SIGTERM, reloading the config on SIGHUP (and on file
+/// changes with `[reload] watch = true`). Shutdown stops probing, lets sink writes in
 /// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
 /// records in place.
 pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
@@ -41,9 +46,36 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             "starting"
         );
         let deadline = plan.shutdown_timeout;
-        let engine = Engine::start_with(plan, sinks, metrics)?;
+        let watch = plan.reload.watch.then_some(plan.reload.interval);
+        let mut engine = Engine::start_with(plan, sinks, metrics)?;
         let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
-        shutdown_signal().await?;
+        let mut reloader = Reloader::new(files);
+        let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut watch = watch;
+        let mut poll = watch_timer(watch);
+        loop {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => { r.context("waiting for SIGINT")?; break; }
+                _ = term.recv() => break,
+                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP").await,
+                _ = poll.tick(), if watch.is_some() => {
+                    if reloader.changed() {
+                        reloader.reload(&mut engine, "file change").await;
+                    }
+                }
+            }
+            // A reload may turn the watch on or off, or change its interval.
+            let now = engine
+                .plan()
+                .reload
+                .watch
+                .then_some(engine.plan().reload.interval);
+            if now != watch {
+                watch = now;
+                poll = watch_timer(watch);
+            }
+        }
         info!("shutting down; published records stay as they are");
         let started = Instant::now();
         let unfinished = engine.shutdown(deadline).await;
@@ -62,13 +94,9 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
-        _ = term.recv() => {}
-    }
-    Ok(())
+/// The timer of `[reload] watch` (idle when the watch is off).
+fn watch_timer(watch: Option<Duration>) -> tokio::time::Interval {
+    let mut poll = tokio::time::interval(watch.unwrap_or(Duration::from_secs(3600)));
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll
 }

@@ -76,6 +76,7 @@ fn builtin() -> Config {
         sinks: Default::default(),
         owner_id: crate::model::DEFAULT_OWNER_ID.into(),
         telemetry: Default::default(),
+        reload: Default::default(),
     }
 }
 

@@ -38,6 +38,35 @@ pub struct Config {
     /// Traces to an OTLP collector and the log format.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// Reloading the config while running.
+    #[serde(default)]
+    pub reload: ReloadConfig,
+}
+
+/// `[reload]`: SIGHUP always reloads; `watch` also reloads when a config file changes.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReloadConfig {
+    /// Re-read the config files every `interval` and reload when their content changed
+    /// (works with Kubernetes ConfigMap mounts, which swap files by symlink).
+    #[serde(default)]
+    pub watch: bool,
+    /// How often `watch` reads the files.
+    #[serde(default = "default_watch_interval", with = "humantime_serde")]
+    pub interval: Duration,
+}
+
+impl Default for ReloadConfig {
+    fn default() -> Self {
+        ReloadConfig {
+            watch: false,
+            interval: default_watch_interval(),
+        }
+    }
+}
+
+fn default_watch_interval() -> Duration {
+    Duration::from_secs(1)
 }
 
 /// `[telemetry]`: where traces go and how logs look. Traces are off without `otlp_endpoint`.

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::model::{OnAllUnhealthy, RoutingPolicy, SinkConfig, TelemetryConfig, WeightRule};
+use crate::model::{
+    OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkConfig, TelemetryConfig, WeightRule,
+};
 
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
@@ -36,6 +38,8 @@ pub struct Plan {
     pub owner_id: String,
     /// Traces and log format.
     pub telemetry: TelemetryConfig,
+    /// Config reload settings.
+    pub reload: ReloadConfig,
 }
 
 /// One thing to probe: an address plus a complete check.

@@ -81,6 +81,9 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
     let (endpoints, targets) = resolve_endpoints(config, &base, default_check.as_ref(), &mut errs);
     check_sinks(config, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
+    if config.reload.interval < Duration::from_millis(100) {
+        errs.push("reload.interval", "must be at least 100ms");
+    }
     let tenants = resolve_tenants(config, &endpoints, &mut errs);
 
     if let Some(grace) = config.defaults.startup_grace {
@@ -105,6 +108,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
         sinks: config.sinks.clone(),
         owner_id: config.owner_id.clone(),
         telemetry: config.telemetry.clone(),
+        reload: config.reload.clone(),
     })
 }
 

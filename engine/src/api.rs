@@ -4,7 +4,7 @@
 //! actors' own state by message, so the API never reaches into an actor.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -26,8 +26,8 @@ use crate::tracker::{GetStatus, HealthTracker, IsReady};
 pub struct ApiState {
     /// The tracker.
     pub tracker: Addr<HealthTracker>,
-    /// Every sink actor.
-    pub sinks: Vec<Addr<SinkActor>>,
+    /// Every sink actor; replaced when a config reload rebuilds sinks.
+    pub sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// The metrics registry.
     pub metrics: Arc<Metrics>,
 }
@@ -112,8 +112,9 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
 
 async fn status(state: &ApiState) -> Option<Status> {
     let tracker = state.tracker.send(GetStatus).await.ok()?;
-    let mut sinks = Vec::with_capacity(state.sinks.len());
-    for sink in &state.sinks {
+    let actors = state.sinks.read().expect("not poisoned").clone();
+    let mut sinks = Vec::with_capacity(actors.len());
+    for sink in &actors {
         sinks.push(sink.send(GetSinkStatus).await.ok()?);
     }
     Some(Status { tracker, sinks })

@@ -1,24 +1,25 @@
 //! Wiring: builds the probes, starts the sink actors, the tracker and one prober per
-//! target spread over one arbiter (thread) per core.
+//! target spread over one arbiter (thread) per core; applies config reloads as a diff.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::Plan;
+use ho_config::{Plan, SinkConfig, Target};
 use tokio::time::Instant;
+use tracing::info;
 
 use crate::api::ApiState;
 use crate::metrics::Metrics;
 use crate::probe::{Probe, TlsCache, TlsError};
-use crate::prober::Prober;
+use crate::prober::{Prober, TargetId};
 use crate::schedule::Schedule;
 use crate::sink::Sink;
-use crate::sink_actor::{Quiesce, SinkActor};
-use crate::tracker::HealthTracker;
+use crate::sink_actor::{Publish, Quiesce, SinkActor};
+use crate::tracker::{HealthTracker, Reload};
 
-/// Why the engine cannot start.
+/// Why the engine cannot start or take a new plan.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
@@ -35,6 +36,27 @@ pub enum EngineError {
     MissingSink(String),
 }
 
+/// What a reload changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReloadSummary {
+    /// Probe targets kept with their verdict and schedule.
+    pub targets_kept: usize,
+    /// Probe targets started (their endpoints begin `unknown`).
+    pub targets_added: usize,
+    /// Probe targets no longer probed.
+    pub targets_removed: usize,
+    /// Sinks started or rebuilt because their config changed.
+    pub sinks_rebuilt: Vec<String>,
+    /// Sinks stopped.
+    pub sinks_removed: Vec<String>,
+}
+
+/// A running prober.
+struct RunningProber {
+    id: TargetId,
+    addr: Addr<Prober>,
+}
+
 /// A running engine. Dropping it stops the probers, the tracker and the sink actors
 /// (writes in flight are abandoned; every sink write is atomic on its back end).
 pub struct Engine {
@@ -44,7 +66,15 @@ pub struct Engine {
     pub sinks: BTreeMap<String, Addr<SinkActor>>,
     /// Shared metrics.
     pub metrics: Arc<Metrics>,
+    plan: Arc<Plan>,
+    probers: HashMap<Target, RunningProber>,
+    next_id: TargetId,
+    /// Where new probers go, round robin.
+    next_arbiter: usize,
     arbiters: Vec<Arbiter>,
+    /// Schedules' common origin, so probers started by a reload keep their stable phase.
+    origin: Instant,
+    api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
 }
 
 impl Engine {
@@ -64,63 +94,156 @@ impl Engine {
         sinks: BTreeMap<String, Arc<dyn Sink>>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
-        let mut tls = TlsCache::default();
-        let probes = plan
-            .targets
-            .iter()
-            .map(|t| {
-                Probe::new(t, &mut tls).map_err(|source| EngineError::Tls {
-                    target: t.key(),
-                    source,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let probes = make_probes(&plan.targets)?;
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
             let sink = sinks
                 .get(name)
                 .ok_or_else(|| EngineError::MissingSink(name.clone()))?;
-            let actor = SinkActor::new(
-                name.clone(),
-                sink.clone(),
-                config.delivery(),
-                metrics.clone(),
-            );
-            sink_actors.insert(name.clone(), actor.start());
+            sink_actors.insert(name.clone(), start_sink(name, config, sink, &metrics));
         }
-        let recipients = sink_actors
-            .iter()
-            .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
-            .collect();
         let plan = Arc::new(plan);
-        let tracker = HealthTracker::new(plan.clone(), &recipients, metrics.clone()).start();
-
+        let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
+        let tracker = HealthTracker::new(
+            plan.clone(),
+            ids.clone(),
+            &recipients(&sink_actors),
+            metrics.clone(),
+        )
+        .start();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let arbiters: Vec<Arbiter> = (0..threads.min(plan.targets.len().max(1)))
             .map(|_| Arbiter::new())
             .collect();
-        let origin = Instant::now();
-        let sample_ratio = if plan.telemetry.otlp_endpoint.is_some() {
-            plan.telemetry.probe_sample_ratio
-        } else {
-            0.0
-        };
-        for (i, probe) in probes.into_iter().enumerate() {
-            let target = &plan.targets[i];
-            let schedule = Schedule::new(&target.key(), &target.check.timing, origin);
-            let timing = target.check.timing;
-            let recipient = tracker.clone().recipient();
-            let sample = (sample_ratio, target.key());
-            Prober::start_in_arbiter(&arbiters[i % arbiters.len()].handle(), move |_| {
-                Prober::new(i, probe, schedule, &timing, recipient, sample)
-            });
-        }
-        Ok(Engine {
+        let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
+        let mut engine = Engine {
             tracker,
             sinks: sink_actors,
             metrics,
+            plan: plan.clone(),
+            probers: HashMap::new(),
+            next_id: ids.len() as TargetId,
+            next_arbiter: 0,
             arbiters,
-        })
+            origin: Instant::now(),
+            api_sinks,
+        };
+        for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
+            engine.start_prober(target, probe, id);
+        }
+        Ok(engine)
+    }
+
+    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) {
+        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin);
+        let timing = target.check.timing;
+        let recipient = self.tracker.clone().recipient();
+        let sample_ratio = if self.plan.telemetry.otlp_endpoint.is_some() {
+            self.plan.telemetry.probe_sample_ratio
+        } else {
+            0.0
+        };
+        let sample = (sample_ratio, target.key());
+        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        self.next_arbiter += 1;
+        let addr = Prober::start_in_arbiter(&arbiter.handle(), move |_| {
+            Prober::new(id, probe, schedule, &timing, recipient, sample)
+        });
+        self.probers
+            .insert(target.clone(), RunningProber { id, addr });
+    }
+
+    /// Names of the sinks of `plan` that are new or configured differently from now: the
+    /// ones the caller must build before [`Engine::reload`].
+    pub fn sinks_to_build(&self, plan: &Plan) -> Vec<String> {
+        plan.sinks
+            .iter()
+            .filter(|(name, config)| self.plan.sinks.get(*name) != Some(*config))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Applies `plan` as a diff: unchanged targets keep their prober, verdict and
+    /// schedule; removed targets stop being probed at once; added ones start `unknown`;
+    /// sinks in `built` (see [`Engine::sinks_to_build`]) replace or join the running ones,
+    /// removed sinks stop. Tenants keep what they published and are re-decided. The API
+    /// address and telemetry settings are not changed by a reload.
+    pub fn reload(
+        &mut self,
+        plan: Plan,
+        built: BTreeMap<String, Arc<dyn Sink>>,
+    ) -> Result<ReloadSummary, EngineError> {
+        let mut summary = ReloadSummary::default();
+        let to_build = self.sinks_to_build(&plan);
+        for name in &to_build {
+            if !built.contains_key(name) {
+                return Err(EngineError::MissingSink(name.clone()));
+            }
+        }
+        let new_targets: Vec<Target> = plan
+            .targets
+            .iter()
+            .filter(|t| !self.probers.contains_key(*t))
+            .cloned()
+            .collect();
+        let probes = make_probes(&new_targets)?;
+        // Sinks: stop removed and replaced ones, start new ones.
+        for (name, addr) in std::mem::take(&mut self.sinks) {
+            match plan.sinks.get(&name) {
+                Some(config) if self.plan.sinks.get(&name) == Some(config) => {
+                    self.sinks.insert(name, addr);
+                }
+                Some(_) => addr.do_send(Stop),
+                None => {
+                    addr.do_send(Stop);
+                    summary.sinks_removed.push(name);
+                }
+            }
+        }
+        // Only the sinks whose config changed; a built sink for an unchanged one is unused.
+        for name in to_build {
+            let sink = &built[&name];
+            let actor = start_sink(&name, &plan.sinks[&name], sink, &self.metrics);
+            self.sinks.insert(name.clone(), actor);
+            summary.sinks_rebuilt.push(name);
+        }
+        *self.api_sinks.write().expect("not poisoned") = self.sinks.values().cloned().collect();
+
+        // Probers: stop removed targets, start new ones.
+        let wanted: std::collections::HashSet<&Target> = plan.targets.iter().collect();
+        let removed: Vec<Target> = self
+            .probers
+            .keys()
+            .filter(|t| !wanted.contains(t))
+            .cloned()
+            .collect();
+        for t in removed {
+            if let Some(p) = self.probers.remove(&t) {
+                p.addr.do_send(Stop);
+                summary.targets_removed += 1;
+            }
+        }
+        summary.targets_kept = self.probers.len();
+        self.plan = Arc::new(plan);
+        for (target, probe) in new_targets.into_iter().zip(probes) {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.start_prober(&target, probe, id);
+            summary.targets_added += 1;
+        }
+        let ids = self
+            .plan
+            .targets
+            .iter()
+            .map(|t| self.probers[t].id)
+            .collect();
+        self.tracker.do_send(Reload {
+            plan: self.plan.clone(),
+            ids,
+            sinks: recipients(&self.sinks),
+        });
+        info!(?summary, "config reloaded");
+        Ok(summary)
     }
 
     /// Stops probing at once, lets sink writes in flight finish (none start) until
@@ -144,18 +267,58 @@ impl Engine {
         }
     }
 
+    /// The plan running now.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
     /// What the HTTP API needs.
     pub fn api_state(&self) -> ApiState {
         ApiState {
             tracker: self.tracker.clone(),
-            sinks: self.sinks.values().cloned().collect(),
+            sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
         }
     }
 }
 
-/// Stops an actor of the engine (tracker or sink actor) when the engine is dropped, so an
-/// old engine never keeps writing next to a new one.
+fn make_probes(targets: &[Target]) -> Result<Vec<Probe>, EngineError> {
+    let mut tls = TlsCache::default();
+    targets
+        .iter()
+        .map(|t| {
+            Probe::new(t, &mut tls).map_err(|source| EngineError::Tls {
+                target: t.key(),
+                source,
+            })
+        })
+        .collect()
+}
+
+fn start_sink(
+    name: &str,
+    config: &SinkConfig,
+    sink: &Arc<dyn Sink>,
+    metrics: &Arc<Metrics>,
+) -> Addr<SinkActor> {
+    SinkActor::new(
+        name.to_owned(),
+        sink.clone(),
+        config.delivery(),
+        metrics.clone(),
+    )
+    .start()
+}
+
+fn recipients(sinks: &BTreeMap<String, Addr<SinkActor>>) -> BTreeMap<String, Recipient<Publish>> {
+    sinks
+        .iter()
+        .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
+        .collect()
+}
+
+/// Stops an actor of the engine (tracker, sink actor, prober): when the engine is dropped,
+/// so an old engine never keeps writing next to a new one, and when a reload removes it.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Stop;
@@ -169,6 +332,14 @@ impl Handler<Stop> for HealthTracker {
 }
 
 impl Handler<Stop> for SinkActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+impl Handler<Stop> for Prober {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {

@@ -84,6 +84,9 @@ pub struct Metrics {
     pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
     /// Tenants whose latest snapshot is not yet written, per sink.
     pub sink_pending: Family<SinkLabel, Gauge>,
+    /// Config reloads by result: `ok`, `invalid` (validation failed), `error` (a sink or
+    /// TLS file could not be loaded). A failed reload keeps the running config.
+    pub config_reloads: Family<ResultLabel, Counter>,
     /// Spans dropped because the export queue was full (collector slow or down).
     pub spans_dropped: Counter,
     /// Spans exported, and export attempts that failed.
@@ -119,6 +122,7 @@ impl Metrics {
             failover_seconds: Family::new_with_constructor(latency_histogram),
             sink_last_success: Family::default(),
             sink_pending: Family::default(),
+            config_reloads: Family::default(),
             spans_dropped: Counter::default(),
             spans_exported: Family::default(),
             registry: Registry::default(),
@@ -173,6 +177,11 @@ impl Metrics {
             "sink_pending",
             "Tenants whose latest snapshot the sink has not written yet",
             m.sink_pending.clone(),
+        );
+        registry.register(
+            "config_reloads",
+            "Config reloads by result (ok, invalid, error)",
+            m.config_reloads.clone(),
         );
         registry.register(
             "telemetry_spans_dropped",

@@ -20,12 +20,16 @@ use crate::probe::{Probe, ProbeResult};
 use crate::schedule::Schedule;
 use crate::trace;
 
+/// A target's identity for its whole life, across config reloads (its index in the plan
+/// may change; its id does not).
+pub type TargetId = u64;
+
 /// One probe result, sent to the tracker.
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub struct Observation {
-    /// Target index in the plan.
-    pub target: usize,
+    /// The target's id.
+    pub target: TargetId,
     /// What the probe found.
     pub result: ProbeResult,
     /// How late the probe started against its slot.
@@ -34,7 +38,7 @@ pub struct Observation {
 
 /// Probes one target forever, one probe in flight at most.
 pub struct Prober {
-    target: usize,
+    target: TargetId,
     probe: Arc<Probe>,
     schedule: Schedule,
     tracker: Recipient<Observation>,
@@ -49,7 +53,7 @@ impl Prober {
     /// A prober for target `target`, reporting to `tracker`; `sample` = (share of probes
     /// traced, target key).
     pub fn new(
-        target: usize,
+        target: TargetId,
         probe: Probe,
         schedule: Schedule,
         timing: &Timing,

@@ -3,7 +3,7 @@
 //! shows, decides each tenant's record set and sends a snapshot to the tenant's sinks only
 //! when that set changes.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
-use crate::prober::Observation;
+use crate::prober::{Observation, TargetId};
 use crate::selection::{decide, published_addresses, Decision};
 use crate::sink_actor::Publish;
 use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
@@ -52,6 +52,9 @@ struct TenantState {
     pending_cause: Option<Instant>,
     /// Verdict changes not yet carried by a snapshot.
     changes: VecDeque<Change>,
+    /// Set by a reload that gave the tenant endpoints without a verdict: a tenant that has
+    /// published nothing yet waits for them until then, as at start-up.
+    wait_until: Option<Instant>,
 }
 
 /// Least time between two decisions for one tenant. The first change after a quiet period
@@ -72,6 +75,11 @@ pub struct IsReady;
 /// Applies hysteresis and publishes tenant snapshots.
 pub struct HealthTracker {
     plan: Arc<Plan>,
+    /// The stable id of each plan target (index = target index).
+    ids: Vec<TargetId>,
+    /// Target index of each id; observations of ids not in the plan (a prober removed by a
+    /// reload, still finishing a probe) are ignored.
+    index_of: HashMap<TargetId, usize>,
     targets: Vec<TargetState>,
     tenants: Vec<TenantState>,
     /// For each target, the tenants that include one of its endpoints, with that endpoint
@@ -85,70 +93,167 @@ pub struct HealthTracker {
     grace_over: bool,
 }
 
+/// Replaces the plan (a config reload). Targets with an id the tracker already knows keep
+/// their verdict and counters; new ones start `unknown`; tenants keep what they published.
+/// Every tenant is then re-decided, and its current snapshot is sent to its sinks, so sinks
+/// added or rebuilt by the reload converge at once.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reload {
+    /// The new plan.
+    pub plan: Arc<Plan>,
+    /// Stable id of each of its targets.
+    pub ids: Vec<TargetId>,
+    /// Every sink actor by name.
+    pub sinks: BTreeMap<String, Recipient<Publish>>,
+}
+
+impl TargetState {
+    fn new() -> TargetState {
+        TargetState {
+            hysteresis: Hysteresis::new(),
+            last: None,
+            since: None,
+            probes: 0,
+            failures: 0,
+        }
+    }
+}
+
+impl TenantState {
+    fn new() -> TenantState {
+        TenantState {
+            sinks: Vec::new(),
+            published: None,
+            last_seq: 0,
+            unknown: 0,
+            healthy: 0,
+            last_decided: None,
+            pending_cause: None,
+            changes: VecDeque::new(),
+            wait_until: None,
+        }
+    }
+}
+
 impl HealthTracker {
-    /// A tracker for `plan`, publishing to the sink recipients named by each tenant.
+    /// A tracker for `plan` (`ids`: each target's stable id), publishing to the sink
+    /// recipients named by each tenant.
     pub fn new(
         plan: Arc<Plan>,
+        ids: Vec<TargetId>,
         sinks: &BTreeMap<String, Recipient<Publish>>,
         metrics: Arc<Metrics>,
     ) -> HealthTracker {
-        let mut tenants_of_target = vec![Vec::new(); plan.targets.len()];
-        let mut endpoints_of_target = vec![Vec::new(); plan.targets.len()];
+        let mut tracker = HealthTracker {
+            plan: plan.clone(),
+            ids: Vec::new(),
+            index_of: HashMap::new(),
+            targets: Vec::new(),
+            tenants: Vec::new(),
+            tenants_of_target: Vec::new(),
+            endpoints_of_target: Vec::new(),
+            endpoint_meta: Vec::new(),
+            metrics,
+            grace_over: false,
+        };
+        tracker.install(plan, ids, sinks);
+        tracker
+    }
+
+    /// Makes `plan` current, keeping the state of targets (by id) and tenants (by name)
+    /// that stay.
+    fn install(
+        &mut self,
+        plan: Arc<Plan>,
+        ids: Vec<TargetId>,
+        sinks: &BTreeMap<String, Recipient<Publish>>,
+    ) {
+        let mut old_targets: HashMap<TargetId, TargetState> =
+            self.ids.drain(..).zip(self.targets.drain(..)).collect();
+        let mut old_tenants: HashMap<String, TenantState> = self
+            .plan
+            .tenants
+            .iter()
+            .map(|t| t.name.clone())
+            .zip(self.tenants.drain(..))
+            .collect();
+        for ep in &self.plan.endpoints {
+            if !plan
+                .endpoints
+                .iter()
+                .any(|e| e.name == ep.name && e.address == ep.address)
+            {
+                self.metrics.node_status.remove(&node_labels(ep));
+            }
+        }
+        for name in old_tenants.keys() {
+            if !plan.tenants.iter().any(|t| &t.name == name) {
+                self.metrics.healthy_nodes.remove(&TenantLabel {
+                    tenant: name.clone(),
+                });
+            }
+        }
+        self.targets = ids
+            .iter()
+            .map(|id| old_targets.remove(id).unwrap_or_else(TargetState::new))
+            .collect();
+        self.index_of = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        self.ids = ids;
+        self.plan = plan;
+        let plan = &self.plan;
+        self.tenants_of_target = vec![Vec::new(); plan.targets.len()];
+        self.endpoints_of_target = vec![Vec::new(); plan.targets.len()];
         for (ei, ep) in plan.endpoints.iter().enumerate() {
-            endpoints_of_target[ep.target].push(ei);
+            self.endpoints_of_target[ep.target].push(ei);
         }
         for (ti, tenant) in plan.tenants.iter().enumerate() {
             for &ei in &tenant.endpoints {
-                tenants_of_target[plan.endpoints[ei].target].push((ti, ei));
+                self.tenants_of_target[plan.endpoints[ei].target].push((ti, ei));
             }
         }
-        let tenants = plan
-            .tenants
-            .iter()
-            .map(|t| TenantState {
-                sinks: t
-                    .sinks
-                    .iter()
-                    .filter_map(|s| sinks.get(s).cloned())
-                    .collect(),
-                published: None,
-                last_seq: 0,
-                unknown: t.endpoints.len(),
-                healthy: 0,
-                last_decided: None,
-                pending_cause: None,
-                changes: VecDeque::new(),
-            })
-            .collect();
-        let targets = plan
-            .targets
-            .iter()
-            .map(|_| TargetState {
-                hysteresis: Hysteresis::new(),
-                last: None,
-                since: None,
-                probes: 0,
-                failures: 0,
-            })
-            .collect();
         for ep in &plan.endpoints {
-            metrics.node_status.get_or_create(&node_labels(ep)).set(0);
+            let up = self.targets[ep.target].hysteresis.state() == Health::Up;
+            self.metrics
+                .node_status
+                .get_or_create(&node_labels(ep))
+                .set(i64::from(up));
         }
-        let endpoint_meta = plan
+        self.endpoint_meta = plan
             .endpoints
             .iter()
             .map(|e| Arc::new(EndpointMeta::of(e)))
             .collect();
-        HealthTracker {
-            plan,
-            targets,
-            tenants,
-            tenants_of_target,
-            endpoints_of_target,
-            endpoint_meta,
-            metrics,
-            grace_over: false,
-        }
+        let tenants: Vec<TenantState> = plan
+            .tenants
+            .iter()
+            .map(|t| {
+                let mut state = old_tenants.remove(&t.name).unwrap_or_else(TenantState::new);
+                state.sinks = t
+                    .sinks
+                    .iter()
+                    .filter_map(|s| sinks.get(s).cloned())
+                    .collect();
+                let health = |e: &usize| self.targets[plan.endpoints[*e].target].hysteresis.state();
+                state.unknown = t
+                    .endpoints
+                    .iter()
+                    .filter(|e| health(e) == Health::Unknown)
+                    .count();
+                state.healthy = t
+                    .endpoints
+                    .iter()
+                    .filter(|e| health(e) == Health::Up)
+                    .count();
+                state
+            })
+            .collect();
+        self.tenants = tenants;
+    }
+
+    /// The index of tenant `name` in the current plan.
+    fn tenant_index(&self, name: &str) -> Option<usize> {
+        self.plan.tenants.iter().position(|t| t.name == name)
     }
 
     fn health_of_endpoint(&self, endpoint: usize) -> Health {
@@ -239,7 +344,12 @@ impl HealthTracker {
             self.refresh_tenant(ti, cause_at);
         } else {
             state.pending_cause = Some(cause_at);
+            // By name: a reload in between may move or remove the tenant.
+            let name = self.plan.tenants[ti].name.clone();
             ctx.run_later(wait, move |act, _| {
+                let Some(ti) = act.tenant_index(&name) else {
+                    return;
+                };
                 if let Some(cause) = act.tenants[ti].pending_cause.take() {
                     act.refresh_tenant(ti, cause);
                 }
@@ -256,7 +366,13 @@ impl HealthTracker {
                 tenant: tenant.name.clone(),
             })
             .set(self.tenants[ti].healthy as i64);
-        if !self.grace_over && self.tenants[ti].unknown > 0 {
+        // Wait for first verdicts at start-up, and for a tenant a reload added (nothing
+        // published yet) until its grace ends. A tenant already published never waits: its
+        // new endpoints join once up, and changes of the others go out at once.
+        let state = &self.tenants[ti];
+        let new_tenant_waiting = state.published.is_none()
+            && state.wait_until.is_some_and(|until| Instant::now() < until);
+        if state.unknown > 0 && (!self.grace_over || new_tenant_waiting) {
             return;
         }
         self.tenants[ti].last_decided = Some(Instant::now());
@@ -277,7 +393,11 @@ impl HealthTracker {
         );
         let state = &mut self.tenants[ti];
         if let Some(last) = &state.published {
-            if last.addresses == addresses && last.mode == mode {
+            let same_records = last.domains == tenant.domains
+                && last.ttl == tenant.ttl
+                && last.policy == tenant.policy
+                && last.default_geo == tenant.default_geo;
+            if same_records && last.addresses == addresses && last.mode == mode {
                 return;
             }
         }
@@ -421,8 +541,11 @@ impl Handler<Observation> for HealthTracker {
             .inc();
         m.check_duration.observe(obs.result.latency.as_secs_f64());
         m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
-        let timing = self.plan.targets[obs.target].check.timing;
-        let state = &mut self.targets[obs.target];
+        let Some(&target) = self.index_of.get(&obs.target) else {
+            return;
+        };
+        let timing = self.plan.targets[target].check.timing;
+        let state = &mut self.targets[target];
         state.probes += 1;
         if !obs.result.ok() {
             state.failures += 1;
@@ -431,13 +554,43 @@ impl Handler<Observation> for HealthTracker {
             .hysteresis
             .record(obs.result.ok(), timing.rise, timing.fall);
         if let Some(t) = transition {
-            self.on_transition(obs.target, t, &obs.result);
+            self.on_transition(target, t, &obs.result);
         }
-        self.targets[obs.target].last = Some((obs.result, SystemTime::now()));
+        self.targets[target].last = Some((obs.result, SystemTime::now()));
         if transition.is_some() {
-            for i in 0..self.tenants_of_target[obs.target].len() {
-                let (ti, _) = self.tenants_of_target[obs.target][i];
+            for i in 0..self.tenants_of_target[target].len() {
+                let (ti, _) = self.tenants_of_target[target][i];
                 self.request_refresh(ti, now, ctx);
+            }
+        }
+    }
+}
+
+impl Handler<Reload> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reload, ctx: &mut Context<Self>) {
+        self.install(msg.plan, msg.ids, &msg.sinks);
+        let now = Instant::now();
+        let grace = self.plan.startup_grace;
+        for ti in 0..self.tenants.len() {
+            if self.tenants[ti].unknown > 0 {
+                // New endpoints: wait for their verdicts (or the grace) before they count.
+                self.tenants[ti].wait_until = Some(now + grace);
+                let name = self.plan.tenants[ti].name.clone();
+                ctx.run_later(grace, move |act, _| {
+                    if let Some(ti) = act.tenant_index(&name) {
+                        act.refresh_tenant(ti, Instant::now());
+                    }
+                });
+            }
+            let before = self.tenants[ti].published.as_ref().map(|p| p.seq);
+            self.refresh_tenant(ti, now);
+            let state = &self.tenants[ti];
+            if let Some(published) = state.published.as_ref().filter(|p| Some(p.seq) == before) {
+                for sink in &state.sinks {
+                    sink.do_send(Publish(published.clone()));
+                }
             }
         }
     }

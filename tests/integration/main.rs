@@ -15,6 +15,7 @@ mod pdns_server;
 mod policies;
 mod powerdns;
 mod probes;
+mod reload;
 mod route53;
 mod route53_server;
 mod support;

@@ -1,0 +1,115 @@
+//! Config reload while running: on SIGHUP, and with `[reload] watch = true` whenever a
+//! config file's content changes. The new config is validated first; an invalid one is
+//! logged with every error and counted (`config_reloads_total{result="invalid"}`), and the
+//! running config stays. A valid one is applied by [`Engine::reload`] as a diff.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ho_engine::metrics::ResultLabel;
+use ho_engine::Engine;
+use tracing::{error, info, warn};
+
+/// The config files of a running process and what they held at the last (re)load.
+pub struct Reloader {
+    files: Vec<PathBuf>,
+    seen: Vec<u8>,
+}
+
+impl Reloader {
+    /// Remembers the files' current content.
+    pub fn new(files: &[PathBuf]) -> Reloader {
+        Reloader {
+            files: files.to_vec(),
+            seen: read_all(files),
+        }
+    }
+
+    /// Whether any file's content differs from the last (re)load.
+    pub fn changed(&self) -> bool {
+        read_all(&self.files) != self.seen
+    }
+
+    /// Loads, validates and applies the config; `why` names the trigger in logs.
+    pub async fn reload(&mut self, engine: &mut Engine, why: &str) {
+        let started = Instant::now();
+        self.seen = read_all(&self.files);
+        let metrics = engine.metrics.clone();
+        let count = |result: &'static str| {
+            metrics
+                .config_reloads
+                .get_or_create(&ResultLabel { result })
+                .inc();
+        };
+        let plan = match ho_config::load_plan(&self.files) {
+            Ok(plan) => plan,
+            Err(e) => {
+                error!(
+                    trigger = why,
+                    "config reload rejected; the running config stays:\n{e}"
+                );
+                count("invalid");
+                return;
+            }
+        };
+        let mut built = std::collections::BTreeMap::new();
+        for name in engine.sinks_to_build(&plan) {
+            match ho_sinks::build(&name, &plan.sinks[&name], &plan.owner_id, None).await {
+                Ok(sink) => {
+                    built.insert(name, sink);
+                }
+                Err(e) => {
+                    error!(
+                        trigger = why,
+                        "config reload failed; the running config stays: {e}"
+                    );
+                    count("error");
+                    return;
+                }
+            }
+        }
+        let unchanged_listen = engine.plan().api_listen == plan.api_listen;
+        let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
+        match engine.reload(plan, built) {
+            Ok(summary) => {
+                count("ok");
+                info!(
+                    trigger = why,
+                    took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                    kept = summary.targets_kept,
+                    added = summary.targets_added,
+                    removed = summary.targets_removed,
+                    sinks_rebuilt = ?summary.sinks_rebuilt,
+                    sinks_removed = ?summary.sinks_removed,
+                    "config reload applied"
+                );
+                if !unchanged_listen {
+                    warn!("api.listen changed: it takes effect at the next restart");
+                }
+                if !unchanged_telemetry {
+                    warn!("[telemetry] changed: it takes effect at the next restart");
+                }
+            }
+            Err(e) => {
+                error!(
+                    trigger = why,
+                    "config reload failed; the running config stays: {e}"
+                );
+                count("error");
+            }
+        }
+    }
+}
+
+/// The files' bytes, concatenated with their names; unreadable files count as empty (the
+/// reload itself then reports the error).
+fn read_all(files: &[PathBuf]) -> Vec<u8> {
+    let mut all = Vec::new();
+    for f in files {
+        all.extend_from_slice(f.as_os_str().as_encoded_bytes());
+        all.push(0);
+        all.extend(std::fs::read(f).unwrap_or_default());
+        all.push(0);
+    }
+    all
+}

@@ -1,0 +1,346 @@
+//! Config reload: applied as a diff in the engine (state kept, removed targets stop, new
+//! ones start unknown), and in the binary on SIGHUP, on file change with `watch = true`,
+//! rejecting invalid configs, and under a storm of reloads.
+
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use ho_engine::hysteresis::Health;
+use ho_loadtest::{endpoints_toml, Gateway};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
+
+use crate::support::*;
+
+/// A config over `gws` (all of them) with tenants `a` (every endpoint) and, if `with_b`,
+/// `b` (every endpoint), writing hosts files into `dir`; `api` is the listen address.
+fn text(
+    dir: &std::path::Path,
+    gws: &[&Gateway],
+    names: &[usize],
+    with_b: bool,
+    api: &str,
+) -> String {
+    let mut t = format!("[api]\nlisten = \"{api}\"\n\n[defaults.check]\n{FAST_CHECK}\n");
+    // Endpoint names follow the gateway's number, so a name means the same gateway in
+    // every version of the config.
+    t.push_str(&endpoints_toml(gws.iter().copied(), |i| {
+        format!("gw-{}", names[i])
+    }));
+    t.push_str("\n[[tenants]]\nname = \"a\"\ndomains = [\"a.example\"]\nsinks = [\"local\"]\n");
+    if with_b {
+        t.push_str("\n[[tenants]]\nname = \"b\"\ndomains = [\"b.example\"]\nsinks = [\"local\"]\n");
+    }
+    t.push('\n');
+    t.push_str(&hosts_sink(dir));
+    t
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+/// Reload in the engine: gw-1 removed, gw-4 and tenant `b` added. gw-2 and gw-3 keep their
+/// verdict (never `unknown`, never missing from `a`), gw-1 is no longer probed, gw-4 joins
+/// once up, `b` is published after gw-4's verdict.
+#[actix_rt::test]
+async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(100, 4);
+    let v1 = text(
+        dir.path(),
+        &[&gws[0], &gws[1], &gws[2]],
+        &[1, 2, 3],
+        false,
+        "127.0.0.1:0",
+    );
+    let mut engine = start_engine(dir.path(), &v1).await;
+    let a = dir.path().join("a.hosts");
+    let first3 = sorted(gws[..3].iter().map(ip).collect());
+    wait_for_file(&a, "v1 published", |c| sorted(addresses(c)) == first3).await;
+
+    let v2 = text(
+        dir.path(),
+        &[&gws[1], &gws[2], &gws[3]],
+        &[2, 3, 4],
+        true,
+        "127.0.0.1:0",
+    );
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, &v2).unwrap();
+    let plan = ho_config::load_plan(&[&file]).unwrap();
+    assert!(
+        engine.sinks_to_build(&plan).is_empty(),
+        "the sink did not change"
+    );
+    let started = Instant::now();
+    let summary = engine.reload(plan, Default::default()).unwrap();
+    assert_eq!(
+        (
+            summary.targets_kept,
+            summary.targets_added,
+            summary.targets_removed
+        ),
+        (2, 1, 1)
+    );
+    let status = wait_for_status(&engine, "v2 in the tracker", |s| s.endpoints.len() == 3).await;
+    println!(
+        "reload applied in the tracker after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(state_of(&status, "gw-2"), Health::Up, "kept its verdict");
+    assert_eq!(state_of(&status, "gw-3"), Health::Up, "kept its verdict");
+
+    let last3 = sorted(gws[1..].iter().map(ip).collect());
+    let (g2, g3) = (ip(&gws[1]), ip(&gws[2]));
+    let took = wait_for_file(&a, "gw-4 joins a, gw-1 leaves", |c| {
+        let got = addresses(c);
+        assert!(
+            got.contains(&g2) && got.contains(&g3),
+            "a lost a kept endpoint: {got:?}"
+        );
+        sorted(got) == last3
+    })
+    .await;
+    println!("gw-4 published {} ms after the reload", took.as_millis());
+    wait_for_file(&dir.path().join("b.hosts"), "b published", |c| {
+        sorted(addresses(c)) == last3
+    })
+    .await;
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = gws[0].requests();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        gws[0].requests(),
+        before,
+        "gw-1 is still probed after its removal"
+    );
+}
+
+/// A GET on the API, answer body as text.
+async fn get(addr: SocketAddr, path: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+fn reloads(metrics: &str, result: &str) -> u64 {
+    metrics
+        .lines()
+        .find(|l| {
+            l.starts_with(&format!(
+                "health_orchestrator_config_reloads_total{{result=\"{result}\"}}"
+            ))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `run` as a child process, killed when dropped (also when a test fails midway, so its
+/// API port is free for the next run).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_run(file: &std::path::Path) -> Running {
+    Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+            .args(["run", "--config"])
+            .arg(file)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn hup(child: &Running) {
+    let ok = std::process::Command::new("bash")
+        .args(["-c", &format!("kill -HUP {}", child.0.id())])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+async fn wait_for_reloads(api: SocketAddr, result: &str, n: u64) {
+    let start = Instant::now();
+    while reloads(&get(api, "/metrics").await, result) < n {
+        assert!(start.elapsed() < LIMIT, "no {n} {result} reloads");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// SIGHUP with a broken config: rejected, counted, the process and the published set stay.
+/// SIGHUP with a valid one: applied. Then `watch = true` applies a file change by itself.
+#[tokio::test]
+async fn sighup_rejects_invalid_and_applies_valid_configs_and_watch_follows_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(101, 3);
+    let api: SocketAddr = "127.26.1.1:18080".parse().unwrap();
+    let all: Vec<&Gateway> = gws.iter().collect();
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        text(dir.path(), &all, &[1, 2, 3], false, &api.to_string()),
+    )
+    .unwrap();
+    let mut child = spawn_run(&file);
+    let a = dir.path().join("a.hosts");
+    let three = sorted(gws.iter().map(ip).collect());
+    wait_for_file(&a, "published", |c| sorted(addresses(c)) == three).await;
+
+    std::fs::write(&file, "[[tenants]]\nname = \"a\"\nsinks = [\"nowhere\"]\n").unwrap();
+    hup(&child);
+    wait_for_reloads(api, "invalid", 1).await;
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "an invalid reload stopped the process"
+    );
+    assert_eq!(
+        sorted(addresses(&std::fs::read_to_string(&a).unwrap())),
+        three
+    );
+
+    let two = text(dir.path(), &all[..2], &[1, 2], false, &api.to_string()).replace(
+        "[api]",
+        "[reload]\nwatch = true\ninterval = \"100ms\"\n\n[api]",
+    );
+    std::fs::write(&file, two).unwrap();
+    hup(&child);
+    let first2 = sorted(gws[..2].iter().map(ip).collect());
+    wait_for_file(&a, "gw-3 removed by SIGHUP", |c| {
+        sorted(addresses(c)) == first2
+    })
+    .await;
+    wait_for_reloads(api, "ok", 1).await;
+
+    // No signal now: the watch notices the file.
+    let one = text(dir.path(), &all[..1], &[1], false, &api.to_string()).replace(
+        "[api]",
+        "[reload]\nwatch = true\ninterval = \"100ms\"\n\n[api]",
+    );
+    std::fs::write(&file, one).unwrap();
+    let took = wait_for_file(&a, "gw-2 removed by the watch", |c| {
+        addresses(c) == [ip(&gws[0])]
+    })
+    .await;
+    println!(
+        "file change applied by the watch after {} ms",
+        took.as_millis()
+    );
+}
+
+/// 100 SIGHUPs, every third config broken, endpoint sets changing: the process stays up,
+/// the last valid config wins, and exactly its targets are probed (no prober leaks).
+#[tokio::test]
+async fn a_reload_storm_ends_on_the_last_valid_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(102, 4);
+    let api: SocketAddr = "127.26.2.1:18080".parse().unwrap();
+    let all: Vec<&Gateway> = gws.iter().collect();
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        text(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string()),
+    )
+    .unwrap();
+    let mut child = spawn_run(&file);
+    let a = dir.path().join("a.hosts");
+    wait_for_file(&a, "published", |c| addresses(c).len() == 4).await;
+    for i in 0..100usize {
+        let content = if i % 3 == 2 {
+            "this is not toml [".to_string()
+        } else {
+            let n = 1 + i % 4;
+            let names: Vec<usize> = (1..=n).collect();
+            text(dir.path(), &all[..n], &names, i % 2 == 0, &api.to_string())
+        };
+        std::fs::write(&file, content).unwrap();
+        hup(&child);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The 100th (i = 99) is valid: 4 endpoints, no tenant b.
+    let last = text(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string());
+    std::fs::write(&file, &last).unwrap();
+    hup(&child);
+    let start = Instant::now();
+    loop {
+        let status: serde_json::Value =
+            serde_json::from_str(&get(api, "/status").await).unwrap_or_default();
+        let endpoints = status["endpoints"].as_array().map_or(0, Vec::len);
+        let tenants = status["tenants"].as_array().map_or(0, Vec::len);
+        if endpoints == 4 && tenants == 1 {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "last config not applied: {status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let four = sorted(gws.iter().map(ip).collect());
+    wait_for_file(&a, "all four published", |c| sorted(addresses(c)) == four).await;
+    let metrics = get(api, "/metrics").await;
+    let (ok, invalid) = (reloads(&metrics, "ok"), reloads(&metrics, "invalid"));
+    println!("storm: {ok} applied, {invalid} rejected (signals arriving together coalesce)");
+    assert!(
+        ok >= 1 && invalid >= 1 && ok + invalid <= 101,
+        "{ok} {invalid}"
+    );
+    // Exactly four targets are probed: each gateway sees probes at its own rate, and the
+    // probes per second match four probers (5 per second each at 200 ms).
+    let before: u64 = gws.iter().map(Gateway::requests).sum();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rate: u64 = gws.iter().map(Gateway::requests).sum::<u64>() - before;
+    assert!(
+        (16..=24).contains(&rate),
+        "{rate} probes/s for 4 targets at 200 ms"
+    );
+    assert!(child.0.try_wait().unwrap().is_none());
+}
+
+/// A reload that changes a sink rebuilds it, and the rebuilt sink gets the current state at
+/// once, without waiting for a health change.
+#[actix_rt::test]
+async fn a_changed_sink_is_rebuilt_and_written_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let moved = tempfile::tempdir().unwrap();
+    let gws = gateways(103, 2);
+    let all: Vec<&Gateway> = gws.iter().collect();
+    let v1 = text(dir.path(), &all, &[1, 2], false, "127.0.0.1:0");
+    let mut engine = start_engine(dir.path(), &v1).await;
+    let two = sorted(gws.iter().map(ip).collect());
+    wait_for_file(&dir.path().join("a.hosts"), "v1", |c| {
+        sorted(addresses(c)) == two
+    })
+    .await;
+
+    let v2 = text(moved.path(), &all, &[1, 2], false, "127.0.0.1:0");
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, &v2).unwrap();
+    let plan = ho_config::load_plan(&[&file]).unwrap();
+    assert_eq!(engine.sinks_to_build(&plan), vec!["local".to_string()]);
+    let built = ho_sinks::build_all(&plan).await.unwrap();
+    let summary = engine.reload(plan, built).unwrap();
+    assert_eq!(summary.sinks_rebuilt, vec!["local".to_string()]);
+    wait_for_file(
+        &moved.path().join("a.hosts"),
+        "written by the rebuilt sink",
+        |c| sorted(addresses(c)) == two,
+    )
+    .await;
+}
