@@ -75,3 +75,77 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "the rendered ConfigMap carries deploy/kubernetes/config.toml"
     );
 }
+
+/// Every metric the alert rules and the dashboard use is one the binary exports, read from
+/// a live `/metrics` (sample names: counters with `_total`, histograms with
+/// `_bucket`/`_sum`/`_count`).
+#[actix_rt::test]
+async fn alerts_and_dashboard_use_only_exported_metrics() {
+    let rendered = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo("deploy/kubernetes/monitoring"))
+        .output()
+        .expect("kubectl is missing: run the test command (bash .ci/test)");
+    assert!(rendered.status.success());
+    let text = String::from_utf8(rendered.stdout).unwrap();
+    for kind in ["ServiceMonitor", "PrometheusRule", "ConfigMap"] {
+        assert!(text.contains(&format!("kind: {kind}\n")), "no {kind}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let gws = crate::support::gateways(104, 1);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        crate::support::hosts_sink(dir.path())
+    );
+    let engine = crate::support::start_engine(
+        dir.path(),
+        &crate::support::config(
+            crate::support::FAST_CHECK,
+            &gws.iter().collect::<Vec<_>>(),
+            &tail,
+        ),
+    )
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+    let metrics = crate::support::api_get(addr, "/metrics").await;
+    let mut exported = std::collections::BTreeSet::new();
+    for line in metrics.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        {
+            match kind {
+                "counter" => {
+                    exported.insert(format!("{name}_total"));
+                }
+                "histogram" => {
+                    for suffix in ["_bucket", "_sum", "_count"] {
+                        exported.insert(format!("{name}{suffix}"));
+                    }
+                }
+                _ => {
+                    exported.insert(name.to_string());
+                }
+            }
+        }
+    }
+    let mut used = std::collections::BTreeSet::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("health_orchestrator_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        used.insert(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    assert!(used.len() >= 10, "{used:?}");
+    let missing: Vec<&String> = used.iter().filter(|m| !exported.contains(*m)).collect();
+    assert!(
+        missing.is_empty(),
+        "not exported: {missing:?}\nexported: {exported:?}"
+    );
+}

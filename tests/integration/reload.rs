@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
 use ho_loadtest::{endpoints_toml, Gateway};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::support::*;
@@ -120,19 +119,6 @@ async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
     );
 }
 
-/// A GET on the API, answer body as text.
-async fn get(addr: SocketAddr, path: &str) -> String {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
-}
-
 fn reloads(metrics: &str, result: &str) -> u64 {
     metrics
         .lines()
@@ -181,7 +167,7 @@ fn hup(child: &Running) {
 
 async fn wait_for_reloads(api: SocketAddr, result: &str, n: u64) {
     let start = Instant::now();
-    while reloads(&get(api, "/metrics").await, result) < n {
+    while reloads(&api_get(api, "/metrics").await, result) < n {
         assert!(start.elapsed() < LIMIT, "no {n} {result} reloads");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -283,7 +269,7 @@ async fn a_reload_storm_ends_on_the_last_valid_config() {
     let start = Instant::now();
     loop {
         let status: serde_json::Value =
-            serde_json::from_str(&get(api, "/status").await).unwrap_or_default();
+            serde_json::from_str(&api_get(api, "/status").await).unwrap_or_default();
         let endpoints = status["endpoints"].as_array().map_or(0, Vec::len);
         let tenants = status["tenants"].as_array().map_or(0, Vec::len);
         if endpoints == 4 && tenants == 1 {
@@ -294,7 +280,7 @@ async fn a_reload_storm_ends_on_the_last_valid_config() {
     }
     let four = sorted(gws.iter().map(ip).collect());
     wait_for_file(&a, "all four published", |c| sorted(addresses(c)) == four).await;
-    let metrics = get(api, "/metrics").await;
+    let metrics = api_get(api, "/metrics").await;
     let (ok, invalid) = (reloads(&metrics, "ok"), reloads(&metrics, "invalid"));
     println!("storm: {ok} applied, {invalid} rejected (signals arriving together coalesce)");
     assert!(

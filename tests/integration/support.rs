@@ -79,6 +79,20 @@ pub async fn sink_error(engine: &Engine, sink: &str) -> Option<String> {
         .and_then(|t| t.last_error.as_ref().map(|e| e.message.clone()))
 }
 
+/// The body of `GET path` on the API at `addr` (HTTP/1.0, connection closed by the server).
+pub async fn api_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
 /// A `[sinks.local]` table writing into `dir`.
 pub fn hosts_sink(dir: &Path) -> String {
     format!(
