@@ -33,7 +33,7 @@ pub enum Behaviour {
 
 struct Shared {
     behaviour: Mutex<Behaviour>,
-    requests: AtomicU64,
+    requests: Arc<AtomicU64>,
     tls: Option<TlsAcceptor>,
 }
 
@@ -66,7 +66,7 @@ impl Gateway {
     ) -> io::Result<Gateway> {
         let shared = Arc::new(Shared {
             behaviour: Mutex::new(Behaviour::Healthy),
-            requests: AtomicU64::new(0),
+            requests: Arc::new(AtomicU64::new(0)),
             tls,
         });
         let listener = bind(addr)?;
@@ -130,22 +130,30 @@ pub fn endpoints_toml<'a>(
     gateways: impl IntoIterator<Item = &'a Gateway>,
     name: impl Fn(usize) -> String,
 ) -> String {
-    gateways
+    endpoints_toml_at(gateways.into_iter().map(Gateway::addr), name)
+}
+
+/// [`endpoints_toml`] for gateway addresses.
+pub fn endpoints_toml_at(
+    addrs: impl IntoIterator<Item = SocketAddr>,
+    name: impl Fn(usize) -> String,
+) -> String {
+    addrs
         .into_iter()
         .enumerate()
-        .map(|(i, g)| {
+        .map(|(i, a)| {
             format!(
                 "\n[[endpoints]]\nname = \"{}\"\naddress = \"{}\"\ncheck = {{ port = {} }}\n",
                 name(i),
-                g.addr().ip(),
-                g.addr().port()
+                a.ip(),
+                a.port()
             )
         })
         .collect()
 }
 
 /// Binds with SO_REUSEADDR so a gateway can come back on its address at once.
-fn bind(addr: SocketAddr) -> io::Result<StdListener> {
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<StdListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)?;
@@ -155,10 +163,10 @@ fn bind(addr: SocketAddr) -> io::Result<StdListener> {
 }
 
 /// A bound std listener, turned into a tokio one inside the task (which needs a runtime).
-struct StdListener(std::net::TcpListener);
+pub(crate) struct StdListener(pub(crate) std::net::TcpListener);
 
 impl StdListener {
-    fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.0.local_addr()
     }
 }
@@ -188,16 +196,18 @@ async fn accept_loop(listener: StdListener, shared: Arc<Shared>) {
                 }
                 (Some(tls), behaviour) => {
                     if let Ok(stream) = tls.accept(stream).await {
-                        serve(stream, behaviour, shared).await;
+                        serve(stream, behaviour, shared.requests.clone()).await;
                     }
                 }
-                (None, behaviour) => serve(stream, behaviour, shared).await,
+                (None, behaviour) => serve(stream, behaviour, shared.requests.clone()).await,
             }
         });
     }
 }
 
-async fn serve<S>(mut stream: S, behaviour: Behaviour, shared: Arc<Shared>)
+/// Answers one connection as `behaviour` says (`Reset` is handled by the caller, which
+/// holds the TCP socket); `requests` counts HTTP requests answered.
+pub(crate) async fn serve<S>(mut stream: S, behaviour: Behaviour, requests: Arc<AtomicU64>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -207,7 +217,7 @@ where
         return;
     }
     let service = hyper::service::service_fn(move |_req| {
-        shared.requests.fetch_add(1, Ordering::Relaxed);
+        requests.fetch_add(1, Ordering::Relaxed);
         let (status, body) = match &behaviour {
             Behaviour::Status(code) => (
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),

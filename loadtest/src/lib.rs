@@ -10,5 +10,7 @@ pub mod recorder;
 pub mod report;
 pub mod run;
 pub mod scenario;
+mod shared_farm;
 
-pub use gateway::{endpoints_toml, Behaviour, Gateway};
+pub use gateway::{endpoints_toml, endpoints_toml_at, Behaviour, Gateway};
+pub use shared_farm::SharedFarm;

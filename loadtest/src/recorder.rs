@@ -4,7 +4,7 @@
 //! full record sets of consecutive deliveries rather than trusting `changes`, so what it
 //! measures is what a DNS back end would serve.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -29,12 +29,14 @@ pub struct Seen {
 
 #[derive(Deserialize)]
 struct Payload {
+    tenant: String,
     records: BTreeMap<String, Vec<IpAddr>>,
 }
 
 #[derive(Default)]
 struct State {
-    current: HashSet<IpAddr>,
+    /// The latest record set of each tenant.
+    current: HashMap<String, HashSet<IpAddr>>,
     seen: Vec<Seen>,
 }
 
@@ -88,6 +90,7 @@ impl Recorder {
         let Ok(payload) = serde_json::from_slice::<Payload>(body) else {
             return;
         };
+        let payload_tenant = payload.tenant;
         let next: HashSet<IpAddr> = payload
             .records
             .into_values()
@@ -96,8 +99,8 @@ impl Recorder {
             .into_iter()
             .collect();
         let mut state = self.state.lock().expect("not poisoned");
-        let left: Vec<Seen> = state
-            .current
+        let current = state.current.remove(&payload_tenant).unwrap_or_default();
+        let left: Vec<Seen> = current
             .difference(&next)
             .map(|&address| Seen {
                 at,
@@ -106,7 +109,7 @@ impl Recorder {
             })
             .collect();
         let entered: Vec<Seen> = next
-            .difference(&state.current)
+            .difference(&current)
             .map(|&address| Seen {
                 at,
                 address,
@@ -114,12 +117,13 @@ impl Recorder {
             })
             .collect();
         state.seen.extend(left.into_iter().chain(entered));
-        state.current = next;
+        state.current.insert(payload_tenant, next);
     }
 
-    /// Addresses in the latest delivery.
+    /// Addresses published now, over every tenant.
     pub fn published(&self) -> usize {
-        self.state.lock().expect("not poisoned").current.len()
+        let state = self.state.lock().expect("not poisoned");
+        state.current.values().map(HashSet::len).sum()
     }
 
     /// Every entry and exit seen so far, in arrival order.

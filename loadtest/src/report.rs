@@ -11,6 +11,8 @@ use serde::Serialize;
 pub struct Report {
     /// Endpoints in the farm.
     pub endpoints: usize,
+    /// Whether the farm served every gateway from one listener (refusals became resets).
+    pub shared_listener: bool,
     /// Check interval.
     pub interval_ms: u64,
     /// Measured window.

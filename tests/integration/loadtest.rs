@@ -1,19 +1,19 @@
 //! The `loadtest` tool on a small farm: every injected fault is detected, nothing else
-//! flips, and the engine (the real binary, as its own process) keeps its schedule.
+//! flips, and the engine (the real binary, as its own process) keeps its schedule; with one
+//! listener per gateway and with the shared-listener farm over several tenants.
 
 use clap::Parser;
 use ho_loadtest::run::{run, Args};
 
-#[tokio::test]
-async fn loadtest_detects_every_injected_fault() {
+async fn detects_every_fault(kind: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("scenario.toml");
     std::fs::write(
         &scenario,
-        "[[fault]]\nkind = \"refuse\"\nshare = 0.1\nat = \"1s\"\nduration = \"2s\"\n",
+        format!("[[fault]]\nkind = \"{kind}\"\nshare = 0.1\nat = \"1s\"\nduration = \"2s\"\n"),
     )
     .unwrap();
-    let args = Args::parse_from([
+    let mut argv = vec![
         "loadtest",
         "--endpoints",
         "60",
@@ -25,8 +25,9 @@ async fn loadtest_detects_every_injected_fault() {
         scenario.to_str().unwrap(),
         "--engine",
         env!("CARGO_BIN_EXE_health-orchestrator"),
-    ]);
-    let report = run(args).await.unwrap();
+    ];
+    argv.extend_from_slice(extra);
+    let report = run(Args::parse_from(argv)).await.unwrap();
     println!("{}", report.table());
     assert_eq!((report.faulted, report.detected), (6, 6));
     assert_eq!(report.false_transitions, 0);
@@ -37,4 +38,14 @@ async fn loadtest_detects_every_injected_fault() {
         report.probes_done,
         report.probes_scheduled
     );
+}
+
+#[tokio::test]
+async fn loadtest_detects_every_injected_fault() {
+    detects_every_fault("refuse", &[]).await;
+}
+
+#[tokio::test]
+async fn loadtest_on_one_shared_listener_and_many_tenants_detects_every_fault() {
+    detects_every_fault("status", &["--shared-listener", "--tenant-size", "7"]).await;
 }
