@@ -46,9 +46,20 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             "starting"
         );
         let deadline = plan.shutdown_timeout;
+        let token: Option<Arc<str>> = match &plan.api_token_file {
+            Some(file) => Some(
+                ho_sinks::secret::Secret::load(Some(file), None)
+                    .map_err(|e| anyhow::anyhow!("api.token_file: {e}"))?
+                    .expose()
+                    .into(),
+            ),
+            None => None,
+        };
         let watch = plan.reload.watch.then_some(plan.reload.interval);
         let mut engine = Engine::start_with(plan, sinks, metrics)?;
-        let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+        let mut api_state = engine.api_state();
+        api_state.token = token;
+        let api = actix::spawn(ho_engine::api::serve(listener, api_state));
         let mut reloader = Reloader::new(files);
         let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

@@ -172,12 +172,17 @@ fn default_owner_id() -> String {
 pub struct ApiConfig {
     /// Socket address to bind, e.g. `0.0.0.0:8080`. Port 0 picks a free port (tests, demo).
     pub listen: SocketAddr,
+    /// File holding a bearer token required for `/status` and `/metrics` (`/healthz` and
+    /// `/readyz` stay open for liveness and readiness probes). Unset: no token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            token_file: None,
         }
     }
 }

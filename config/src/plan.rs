@@ -20,6 +20,8 @@ use crate::model::{
 pub struct Plan {
     /// Where the HTTP API listens.
     pub api_listen: SocketAddr,
+    /// Bearer token file for `/status` and `/metrics`.
+    pub api_token_file: Option<PathBuf>,
     /// How long tenants wait for verdicts before publishing at start-up.
     #[serde(with = "humantime_serde")]
     pub startup_grace: Duration,

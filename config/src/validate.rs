@@ -97,6 +97,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
     let endpoints: Vec<Endpoint> = endpoints.into_iter().flatten().collect();
     Ok(Plan {
         api_listen: config.api.listen,
+        api_token_file: config.api.token_file.clone(),
         startup_grace: config
             .defaults
             .startup_grace

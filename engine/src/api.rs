@@ -30,6 +30,28 @@ pub struct ApiState {
     pub sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// The metrics registry.
     pub metrics: Arc<Metrics>,
+    /// Bearer token required for `/status` and `/metrics`, if set.
+    pub token: Option<Arc<str>>,
+}
+
+/// Largest request head accepted (the API takes only GETs without bodies).
+const MAX_REQUEST_BYTES: usize = 16 * 1024;
+
+/// Compares in time independent of where the inputs differ, so the token cannot be
+/// guessed byte by byte from answer times.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn authorized(req: &Request<Incoming>, token: Option<&str>) -> bool {
+    let Some(token) = token else {
+        return true;
+    };
+    req.headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
 }
 
 /// Serves the API on `listener` until the future is dropped.
@@ -50,6 +72,7 @@ pub async fn serve(listener: TcpListener, state: ApiState) {
                 async move { Ok::<_, Infallible>(route(req, &state).await) }
             });
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(MAX_REQUEST_BYTES)
                 .serve_connection(TokioIo::new(stream), service)
                 .await
             {
@@ -78,7 +101,16 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
     }
-    match req.uri().path() {
+    let path = req.uri().path();
+    if matches!(path, "/status" | "/metrics") && !authorized(&req, state.token.as_deref()) {
+        let mut r = text(StatusCode::UNAUTHORIZED, PLAIN, "bearer token required\n");
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    match path {
         "/healthz" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
             Ok(true) => text(StatusCode::OK, PLAIN, "ready\n"),

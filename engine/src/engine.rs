@@ -278,6 +278,7 @@ impl Engine {
             tracker: self.tracker.clone(),
             sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
+            token: None,
         }
     }
 }

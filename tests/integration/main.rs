@@ -18,5 +18,6 @@ mod probes;
 mod reload;
 mod route53;
 mod route53_server;
+mod security;
 mod support;
 mod webhook;

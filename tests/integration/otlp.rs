@@ -27,7 +27,7 @@ use crate::support::*;
 
 /// One received span, flattened.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     service: String,
     name: String,
     trace_id: Vec<u8>,
@@ -46,7 +46,7 @@ impl Received {
 }
 
 #[derive(Clone, Default)]
-struct Collector {
+pub(crate) struct Collector {
     spans: Arc<Mutex<Vec<Received>>>,
 }
 
@@ -85,7 +85,7 @@ impl Collector {
         }
     }
 
-    fn spans(&self) -> Vec<Received> {
+    pub(crate) fn spans(&self) -> Vec<Received> {
         self.spans.lock().unwrap().clone()
     }
 
@@ -101,7 +101,7 @@ impl Collector {
     }
 
     /// Serves http/protobuf `POST /v1/traces` on `addr`.
-    async fn serve_http(&self, addr: SocketAddr) {
+    pub(crate) async fn serve_http(&self, addr: SocketAddr) {
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let me = self.clone();
         tokio::spawn(async move {

@@ -132,17 +132,6 @@ fn reloads(metrics: &str, result: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// `run` as a child process, killed when dropped (also when a test fails midway, so its
-/// API port is free for the next run).
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn spawn_run(file: &std::path::Path) -> Running {
     Running(
         std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))

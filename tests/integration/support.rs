@@ -93,6 +93,17 @@ pub async fn api_get(addr: std::net::SocketAddr, path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `run` as a child process, killed when dropped (also when a test fails midway, so its
+/// API port is free for the next run).
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A `[sinks.local]` table writing into `dir`.
 pub fn hosts_sink(dir: &Path) -> String {
     format!(

@@ -1,0 +1,163 @@
+//! Secrets and the API, with `run` as its own process: the API token guards `/status` and
+//! `/metrics` (not the probes' `/healthz` and `/readyz`), the API takes only small GETs, and
+//! no secret (API token, webhook secret, PowerDNS key) appears in anything the process
+//! emits: debug logs, `/status`, `/metrics`, or the trace spans it exports.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use ho_loadtest::Behaviour;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
+
+use crate::otlp::Collector;
+use crate::support::*;
+use crate::webhook::{Receiver, SECRET};
+
+const TOKEN: &str = "api-token-7c1f0e";
+const PDNS_KEY: &str = "pdns-key-52ab9d";
+
+/// The raw answer (status line, headers, body) to `request`.
+async fn raw(addr: SocketAddr, request: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = s.write_all(request.as_bytes()).await;
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn the_api_token_guards_status_and_no_secret_is_ever_emitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(105, 2);
+    let api: SocketAddr = "127.26.3.1:18080".parse().unwrap();
+    let collector = Collector::default();
+    let otlp: SocketAddr = "127.25.5.1:4318".parse().unwrap();
+    collector.serve_http(otlp).await;
+    let rx = Receiver::default();
+    let hook = rx.clone().start().await;
+    for (name, value) in [("token", TOKEN), ("hook", SECRET), ("pdns", PDNS_KEY)] {
+        std::fs::write(dir.path().join(name), format!("{value}\n")).unwrap();
+    }
+    let path = |n: &str| dir.path().join(n).display().to_string();
+    let tail = format!(
+        "[[tenants]]\nname = \"web\"\ndomains = [\"web.tenant-a.io\"]\nsinks = [\"hook\", \"pdns\"]\n\n\
+         [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/\"\nsecret_file = {:?}\n\n\
+         [sinks.pdns]\nkind = \"powerdns\"\nurl = \"http://127.26.3.9:1\"\napi_key_file = {:?}\nzone = \"tenant-a.io\"\ntimeout = \"200ms\"\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n\n\
+         [telemetry]\notlp_endpoint = \"http://{otlp}\"\nprobe_sample_ratio = 1.0\n",
+        path("hook"),
+        path("pdns")
+    );
+    let text = config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail).replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"{api}\"\ntoken_file = {:?}", path("token")),
+    );
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, text).unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut child = Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+            .args(["run", "--config"])
+            .arg(&file)
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+
+    let start = Instant::now();
+    while rx.accepted().is_empty() {
+        assert!(start.elapsed() < LIMIT, "nothing delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gws[1].set(Behaviour::Refuse).unwrap();
+    while rx.accepted().len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the change was not delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let get = |path: &str, auth: Option<&str>| {
+        let header = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        format!("GET {path} HTTP/1.0\r\nHost: x\r\n{header}\r\n")
+    };
+    for path in ["/status", "/metrics"] {
+        let denied = raw(api, &get(path, None)).await;
+        assert!(denied.starts_with("HTTP/1.0 401"), "{path}: {denied}");
+        assert!(denied.contains("www-authenticate: Bearer"), "{denied}");
+        let wrong = raw(api, &get(path, Some("api-token-7c1f0f"))).await;
+        assert!(wrong.starts_with("HTTP/1.0 401"), "{path}: {wrong}");
+        assert!(raw(api, &get(path, Some(TOKEN)))
+            .await
+            .starts_with("HTTP/1.0 200"));
+    }
+    for path in ["/healthz", "/readyz"] {
+        assert!(
+            raw(api, &get(path, None)).await.starts_with("HTTP/1.0 200"),
+            "{path}"
+        );
+    }
+    let post = raw(api, "POST /status HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}").await;
+    assert!(post.starts_with("HTTP/1.0 405"), "{post}");
+    let huge = format!(
+        "GET /healthz HTTP/1.0\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    let answer = raw(api, &huge).await;
+    assert!(
+        !answer.starts_with("HTTP/1.0 200"),
+        "a 64 KiB request head was served"
+    );
+
+    // The PowerDNS sink keeps failing (nothing listens there): its errors are logged.
+    let status = raw(api, &get("/status", Some(TOKEN))).await;
+    let metrics = raw(api, &get("/metrics", Some(TOKEN))).await;
+    assert!(
+        status.contains("\"last_error\": {"),
+        "no sink error in /status: {status}"
+    );
+    let bash = std::process::Command::new("bash")
+        .args(["-c", &format!("kill -TERM {}", child.0.id())])
+        .status()
+        .unwrap();
+    assert!(bash.success());
+    // Poll, not wait: the collector runs on this test's runtime and must keep answering
+    // while the process flushes its spans on the way out.
+    let exited = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < LIMIT * 2, "no exit after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(exited.success());
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(logs.contains("write failed"), "debug logs were captured");
+    let spans = format!("{:?}", collector.spans());
+    assert!(
+        spans.contains("sink.write"),
+        "no spans captured; telemetry log lines:\n{}",
+        logs.lines()
+            .filter(|l| l.contains("telemetry")
+                || l.contains("otlp")
+                || l.contains("opentelemetry"))
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for (what, text) in [
+        ("logs", &logs),
+        ("/status", &status),
+        ("/metrics", &metrics),
+        ("spans", &spans),
+    ] {
+        for secret in [TOKEN, SECRET, PDNS_KEY] {
+            assert!(
+                !text.contains(secret),
+                "{what} contains the secret {secret}"
+            );
+        }
+    }
+}
