@@ -3,7 +3,7 @@
 //! rejecting invalid configs, and under a storm of reloads.
 
 use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
