@@ -144,21 +144,7 @@ async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
         "took {took:?}; the bound is 200 + 50 + 100 ms plus scheduling"
     );
 
-    // bash's builtin `kill`: no dependency on procps being installed.
-    let term = Command::new("bash")
-        .args(["-c", &format!("kill -TERM {}", child.id())])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < LIMIT, "run did not exit on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    assert!(status.success(), "{status:?}");
+    terminate(&mut child).await;
     assert_eq!(
         addresses(&std::fs::read_to_string(&hosts).unwrap()),
         all[..2],

@@ -21,7 +21,6 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
-use tokio::time::Instant;
 
 use crate::support::*;
 
@@ -188,25 +187,6 @@ fn start_run(dir: &std::path::Path, gws: &[ho_loadtest::Gateway], telemetry: &st
         .unwrap()
 }
 
-/// SIGTERM, then waits for a clean exit; returns how long it took.
-async fn stop(child: &mut Child) -> Duration {
-    let term = std::process::Command::new("bash")
-        .args(["-c", &format!("kill -TERM {}", child.id())])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < LIMIT, "run did not exit on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    assert!(status.success(), "{status:?}");
-    start.elapsed()
-}
-
 /// A gateway goes down and the process is stopped right after (before the exporter's
 /// one-second linger): the spans of transition -> publish -> sink write arrive, linked
 /// parent to child in one trace, with their attributes, flushed by the shutdown.
@@ -225,7 +205,7 @@ async fn one_failover_trace(collector: &Collector, endpoint: &str, protocol: &st
     wait_for_file(&hosts, "both published", |c| addresses(c) == all).await;
     gws[1].set(Behaviour::Refuse).unwrap();
     wait_for_file(&hosts, "gw-2 removed", |c| addresses(c) == all[..1]).await;
-    stop(&mut child).await;
+    terminate(&mut child).await;
 
     let spans = collector.spans();
     let down = spans
@@ -298,6 +278,6 @@ async fn an_unreachable_collector_does_not_slow_failover() {
     gws[1].set(Behaviour::Refuse).unwrap();
     let took = wait_for_file(&hosts, "gw-2 removed", |c| addresses(c) == all[..1]).await;
     assert!(took < Duration::from_secs(2), "took {took:?}");
-    let exit = stop(&mut child).await;
+    let exit = terminate(&mut child).await;
     assert!(exit < Duration::from_secs(3), "exit took {exit:?}");
 }

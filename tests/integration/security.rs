@@ -118,21 +118,7 @@ async fn the_api_token_guards_status_and_no_secret_is_ever_emitted() {
         status.contains("\"last_error\": {"),
         "no sink error in /status: {status}"
     );
-    let bash = std::process::Command::new("bash")
-        .args(["-c", &format!("kill -TERM {}", child.0.id())])
-        .status()
-        .unwrap();
-    assert!(bash.success());
-    // Poll, not wait: the collector runs on this test's runtime and must keep answering
-    // while the process flushes its spans on the way out.
-    let exited = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < LIMIT * 2, "no exit after SIGTERM");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    assert!(exited.success());
+    terminate(&mut child.0).await;
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(logs.contains("write failed"), "debug logs were captured");
     let spans = format!("{:?}", collector.spans());

@@ -104,6 +104,28 @@ impl Drop for Running {
     }
 }
 
+/// Sends SIGTERM to `child` and polls (never blocks: receivers on the test's runtime must
+/// keep answering while the process flushes) until it exits; asserts a clean exit and
+/// returns how long it took.
+pub async fn terminate(child: &mut std::process::Child) -> Duration {
+    // bash's builtin `kill`: no dependency on procps being installed.
+    let term = std::process::Command::new("bash")
+        .args(["-c", &format!("kill -TERM {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < LIMIT, "no exit after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    start.elapsed()
+}
+
 /// A `[sinks.local]` table writing into `dir`.
 pub fn hosts_sink(dir: &Path) -> String {
     format!(
