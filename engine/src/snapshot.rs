@@ -112,6 +112,53 @@ pub struct TenantSnapshot {
     pub trace: SpanContext,
 }
 
+impl TenantSnapshot {
+    /// A snapshot made by hand, as the tracker makes one for a healthy tenant (seq 1, no
+    /// changes, no default location): for sink tests and benchmarks, which need snapshots
+    /// without running the engine.
+    pub fn healthy(
+        tenant: &str,
+        domains: &[&str],
+        policy: RoutingPolicy,
+        addresses: Vec<PublishedAddress>,
+    ) -> TenantSnapshot {
+        TenantSnapshot {
+            tenant: tenant.to_owned(),
+            seq: 1,
+            domains: domains.iter().map(|d| (*d).to_owned()).collect(),
+            ttl: Duration::from_secs(30),
+            addresses,
+            mode: PublishMode::Healthy,
+            changes: Vec::new(),
+            policy,
+            default_geo: None,
+            decided_at: SystemTime::now(),
+            cause_at: Instant::now(),
+            trace: SpanContext::NONE,
+        }
+    }
+}
+
+impl PublishedAddress {
+    /// An address of endpoint `name` (priority 0) with `weight` and `labels`.
+    pub fn of(
+        name: &str,
+        address: IpAddr,
+        weight: u32,
+        labels: BTreeMap<String, String>,
+    ) -> PublishedAddress {
+        PublishedAddress {
+            address,
+            weight,
+            endpoint: Arc::new(EndpointMeta {
+                name: name.to_owned(),
+                priority: 0,
+                labels,
+            }),
+        }
+    }
+}
+
 /// Most changes carried by one snapshot; a mass event keeps the latest ones.
 pub const MAX_CHANGES: usize = 1000;
 

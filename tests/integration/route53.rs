@@ -264,7 +264,7 @@ async fn a_throttling_burst_is_retried_until_the_zone_converges() {
 #[actix_rt::test]
 async fn concurrent_tenants_share_one_listing_and_one_batch() {
     use ho_engine::sink::Sink;
-    use ho_engine::snapshot::{EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot};
+    use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
     use std::sync::Arc;
     let moto = Moto::start(5).await;
     let zone = moto.create_zone(ZONE).await;
@@ -294,27 +294,11 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
         "health-orchestrator",
         &crate::route53_server::sdk_config(),
     );
-    let endpoint = Arc::new(EndpointMeta::of(&plan.endpoints[0]));
     let mut writes = Vec::new();
     for t in &plan.tenants {
-        let snapshot = TenantSnapshot {
-            tenant: t.name.clone(),
-            seq: 1,
-            domains: t.domains.clone(),
-            ttl: t.ttl,
-            addresses: vec![PublishedAddress {
-                address: gws[0].addr().ip(),
-                weight: 1,
-                endpoint: endpoint.clone(),
-            }],
-            mode: PublishMode::Healthy,
-            changes: Vec::new(),
-            policy: t.policy,
-            default_geo: None,
-            decided_at: std::time::SystemTime::now(),
-            cause_at: tokio::time::Instant::now(),
-            trace: ho_engine::trace::SpanContext::NONE,
-        };
+        let domains: Vec<&str> = t.domains.iter().map(String::as_str).collect();
+        let address = PublishedAddress::of("gw-1", gws[0].addr().ip(), 1, Default::default());
+        let snapshot = TenantSnapshot::healthy(&t.name, &domains, t.policy, vec![address]);
         writes.push(tokio::spawn(sink.apply(Arc::new(snapshot))));
     }
     for w in writes {

@@ -1,41 +1,28 @@
 //! The hosts_file sink against real files in a temporary directory.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use ho_engine::sink::{Applied, Sink};
-use ho_engine::snapshot::{EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot};
+use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::HostsFileSink;
 use crate::hosts_format::render;
 
 fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
+    let addresses = addresses
+        .iter()
+        .map(|a| PublishedAddress::of(&format!("ep-{a}"), a.parse().unwrap(), 1, BTreeMap::new()))
+        .collect();
+    let domains = ["api.tenant-a.io", "app.tenant-a.io"];
     Arc::new(TenantSnapshot {
-        tenant: "tenant-a".into(),
         seq,
-        domains: vec!["api.tenant-a.io".into(), "app.tenant-a.io".into()],
-        ttl: Duration::from_secs(30),
-        addresses: addresses
-            .iter()
-            .map(|a| PublishedAddress {
-                address: a.parse::<IpAddr>().unwrap(),
-                weight: 1,
-                endpoint: Arc::new(EndpointMeta {
-                    name: format!("ep-{a}"),
-                    priority: 0,
-                    labels: BTreeMap::new(),
-                }),
-            })
-            .collect(),
-        mode: PublishMode::Healthy,
-        changes: Vec::new(),
-        policy: ho_config::RoutingPolicy::All,
-        default_geo: None,
-        decided_at: SystemTime::now(),
-        cause_at: tokio::time::Instant::now(),
-        trace: ho_engine::trace::SpanContext::NONE,
+        ..TenantSnapshot::healthy(
+            "tenant-a",
+            &domains,
+            ho_config::RoutingPolicy::All,
+            addresses,
+        )
     })
 }
 

@@ -194,35 +194,18 @@ fn geo_sets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ho_engine::snapshot::{EndpointMeta, PublishMode};
-    use std::sync::Arc;
-    use std::time::{Duration, SystemTime};
 
     fn snapshot(policy: RoutingPolicy, addrs: &[(&str, &str, u32, &str)]) -> TenantSnapshot {
+        let addresses = addrs
+            .iter()
+            .map(|(name, a, w, geo)| {
+                let labels = [("geo".to_string(), geo.to_string())].into();
+                PublishedAddress::of(name, a.parse().unwrap(), *w, labels)
+            })
+            .collect();
         TenantSnapshot {
-            tenant: "t".into(),
-            seq: 1,
-            domains: vec!["api.example.org".into()],
-            ttl: Duration::from_secs(30),
-            addresses: addrs
-                .iter()
-                .map(|(name, a, w, geo)| PublishedAddress {
-                    address: a.parse().unwrap(),
-                    weight: *w,
-                    endpoint: Arc::new(EndpointMeta {
-                        name: name.to_string(),
-                        priority: 0,
-                        labels: [("geo".to_string(), geo.to_string())].into(),
-                    }),
-                })
-                .collect(),
-            mode: PublishMode::Healthy,
-            changes: Vec::new(),
-            policy,
             default_geo: Some("IE".into()),
-            decided_at: SystemTime::now(),
-            cause_at: tokio::time::Instant::now(),
-            trace: ho_engine::trace::SpanContext::NONE,
+            ..TenantSnapshot::healthy("t", &["api.example.org"], policy, addresses)
         }
     }
 
