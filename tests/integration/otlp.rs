@@ -182,7 +182,7 @@ fn start_run(dir: &std::path::Path, gws: &[ho_loadtest::Gateway], telemetry: &st
         .env("RUST_LOG", "warn")
         .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
         .unwrap()
 }
@@ -197,7 +197,7 @@ async fn one_failover_trace(collector: &Collector, endpoint: &str, protocol: &st
         dir.path(),
         &gws,
         &format!(
-            "otlp_endpoint = \"{endpoint}\"\notlp_protocol = \"{protocol}\"\nservice_name = \"ho-test\"\nprobe_sample_ratio = 0.0\n"
+            "otlp_endpoint = \"{endpoint}\"\notlp_protocol = \"{protocol}\"\nservice_name = \"ho-test\"\nprobe_sample_ratio = 0.0\nlog_format = \"json\"\n"
         ),
     );
     let hosts = dir.path().join("web.hosts");
@@ -234,14 +234,24 @@ async fn one_failover_trace(collector: &Collector, endpoint: &str, protocol: &st
     assert_eq!(write.attr("sink.kind"), Some("hosts_file"));
     assert_eq!(write.attr("result"), Some("changed"));
     assert_eq!(write.attr("attempt"), Some("1"));
+    let trace_id: String = down.trace_id.iter().map(|b| format!("{b:02x}")).collect();
     println!(
-        "{protocol}: {} spans received; failover trace {}",
-        spans.len(),
-        down.trace_id
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        "{protocol}: {} spans received; failover trace {trace_id}",
+        spans.len()
     );
+
+    // JSON logs: every line is one JSON object; the warning of the transition carries the
+    // trace id of its span, so logs and traces join.
+    let logs = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let warning = lines
+        .iter()
+        .find(|l| l["level"] == "WARN" && l["reason"] == "refused")
+        .unwrap_or_else(|| panic!("no transition warning in {logs}"));
+    assert_eq!(warning["trace_id"], trace_id.as_str(), "{warning}");
 }
 
 #[tokio::test]
