@@ -487,6 +487,11 @@ pub struct TenantConfig {
     /// healthy, publish all of them, as Envoy does; 0 disables it.
     #[serde(default)]
     pub min_healthy: f64,
+    /// When a config reload removes this tenant, withdraw its records from its sinks (an
+    /// empty record set: rrsets and Route53 sets deleted, hosts content emptied). Off by
+    /// default: a removed tenant's records stay as last published.
+    #[serde(default)]
+    pub cleanup_on_remove: bool,
     /// Routing policy applied to the healthy set.
     #[serde(default)]
     pub policy: RoutingPolicy,

@@ -173,6 +173,8 @@ pub struct Tenant {
     pub on_all_unhealthy: OnAllUnhealthy,
     /// Panic threshold (share of endpoints).
     pub min_healthy: f64,
+    /// Withdraw the records when a reload removes the tenant.
+    pub cleanup_on_remove: bool,
     /// Routing policy.
     pub policy: RoutingPolicy,
     /// `weighted`: label rules, first match wins.

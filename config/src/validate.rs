@@ -945,6 +945,7 @@ fn resolve_tenants(
             ttl: t.ttl,
             on_all_unhealthy: t.on_all_unhealthy,
             min_healthy: t.min_healthy,
+            cleanup_on_remove: t.cleanup_on_remove,
             policy: t.policy,
             weights: t.weights.clone(),
             default_geo: t.default_geo.clone(),

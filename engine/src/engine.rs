@@ -241,6 +241,11 @@ impl Engine {
             plan: self.plan.clone(),
             ids,
             sinks: recipients(&self.sinks),
+            forget: self
+                .sinks
+                .iter()
+                .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
+                .collect(),
         });
         info!(?summary, "config reloaded");
         Ok(summary)

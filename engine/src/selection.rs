@@ -136,6 +136,7 @@ mod tests {
             ttl: Duration::from_secs(30),
             on_all_unhealthy: on_all,
             min_healthy,
+            cleanup_on_remove: false,
             policy: RoutingPolicy::All,
             weights: Vec::new(),
             default_geo: None,

@@ -94,6 +94,25 @@ pub struct SinkActor {
     stopping: bool,
 }
 
+/// A config reload removed the tenant: stop writing and reconciling it (its records stay
+/// as last written unless the tenant asked for cleanup, which is sent as a snapshot).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Forget(pub String);
+
+impl Handler<Forget> for SinkActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Forget, ctx: &mut Context<Self>) {
+        if let Some(slot) = self.slots.remove(&msg.0) {
+            if let Some(handle) = slot.waiting {
+                ctx.cancel_future(handle);
+            }
+        }
+        self.update_pending();
+    }
+}
+
 /// Shutdown: start no new write and answer how many are still in flight. Sent until the
 /// answer is 0 or the shutdown deadline passes.
 #[derive(Message)]

@@ -18,7 +18,7 @@ use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLa
 use crate::probe::ProbeResult;
 use crate::prober::{Observation, TargetId};
 use crate::selection::{decide, published_addresses, Decision};
-use crate::sink_actor::Publish;
+use crate::sink_actor::{Forget, Publish};
 use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
 use crate::status::{
     EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus, TrackerStatus,
@@ -106,6 +106,8 @@ pub struct Reload {
     pub ids: Vec<TargetId>,
     /// Every sink actor by name.
     pub sinks: BTreeMap<String, Recipient<Publish>>,
+    /// The same actors, to tell them about tenants the reload removed.
+    pub forget: BTreeMap<String, Recipient<Forget>>,
 }
 
 impl TargetState {
@@ -249,6 +251,42 @@ impl HealthTracker {
             })
             .collect();
         self.tenants = tenants;
+    }
+
+    /// Tenants `reload` removes: withdrawn from their sinks with an empty snapshot when they
+    /// asked for `cleanup_on_remove`, else forgotten by the sinks (records stay as written).
+    fn retire_removed_tenants(&self, reload: &Reload) {
+        for (old, state) in self.plan.tenants.iter().zip(&self.tenants) {
+            if reload.plan.tenants.iter().any(|t| t.name == old.name) {
+                continue;
+            }
+            if old.cleanup_on_remove {
+                let now = SystemTime::now();
+                let empty = Arc::new(TenantSnapshot {
+                    tenant: old.name.clone(),
+                    seq: next_seq(now, state.last_seq),
+                    domains: old.domains.clone(),
+                    ttl: old.ttl,
+                    addresses: Vec::new(),
+                    mode: crate::snapshot::PublishMode::NoneHealthy,
+                    changes: Vec::new(),
+                    policy: old.policy,
+                    default_geo: old.default_geo.clone(),
+                    decided_at: now,
+                    cause_at: Instant::now(),
+                    trace: opentelemetry::trace::SpanContext::NONE,
+                });
+                info!(tenant = %old.name, "tenant removed by reload: withdrawing its records (cleanup_on_remove)");
+                for sink in old.sinks.iter().filter_map(|s| reload.sinks.get(s)) {
+                    sink.do_send(Publish(empty.clone()));
+                }
+            } else {
+                info!(tenant = %old.name, "tenant removed by reload: no longer published; its records stay");
+                for sink in old.sinks.iter().filter_map(|s| reload.forget.get(s)) {
+                    sink.do_send(Forget(old.name.clone()));
+                }
+            }
+        }
     }
 
     /// The index of tenant `name` in the current plan.
@@ -402,11 +440,7 @@ impl HealthTracker {
             }
         }
         let now = SystemTime::now();
-        let micros = now
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .as_micros() as u64;
-        state.last_seq = micros.max(state.last_seq + 1);
+        state.last_seq = next_seq(now, state.last_seq);
         let changes: Vec<Change> = state.changes.drain(..).collect();
         let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
         let span = trace::publish(
@@ -460,6 +494,15 @@ impl HealthTracker {
             .iter()
             .all(|t| t.hysteresis.state() != Health::Unknown)
     }
+}
+
+/// Wall-clock microseconds, strictly above `last`: increasing across restarts too.
+fn next_seq(now: SystemTime, last: u64) -> u64 {
+    let micros = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_micros() as u64;
+    micros.max(last + 1)
 }
 
 /// A span's trace id for log lines, empty when tracing is off, so logs and traces join.
@@ -570,6 +613,7 @@ impl Handler<Reload> for HealthTracker {
     type Result = ();
 
     fn handle(&mut self, msg: Reload, ctx: &mut Context<Self>) {
+        self.retire_removed_tenants(&msg);
         self.install(msg.plan, msg.ids, &msg.sinks);
         let now = Instant::now();
         let grace = self.plan.startup_grace;

@@ -319,3 +319,52 @@ async fn a_changed_sink_is_rebuilt_and_written_at_once() {
     )
     .await;
 }
+
+/// A reload that removes tenants: `cleanup_on_remove = true` withdraws the records (the
+/// hosts content goes empty), the default leaves them as last written and the sink stops
+/// writing them.
+#[actix_rt::test]
+async fn removed_tenants_are_withdrawn_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(106, 2);
+    let all: Vec<&Gateway> = gws.iter().collect();
+    let base = text(dir.path(), &all, &[1, 2], false, "127.0.0.1:0");
+    let v1 = base.replace(
+        "\n[sinks.local]",
+        "\n[[tenants]]\nname = \"b\"\ndomains = [\"b.example\"]\nsinks = [\"local\"]\ncleanup_on_remove = true\n\n\
+         [[tenants]]\nname = \"c\"\ndomains = [\"c.example\"]\nsinks = [\"local\"]\n\n[sinks.local]",
+    );
+    let mut engine = start_engine(dir.path(), &v1).await;
+    let two = sorted(gws.iter().map(ip).collect());
+    for t in ["a", "b", "c"] {
+        let file = dir.path().join(format!("{t}.hosts"));
+        wait_for_file(&file, "v1", |c| sorted(addresses(c)) == two).await;
+    }
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, &base).unwrap();
+    let plan = ho_config::load_plan(&[&file]).unwrap();
+    engine.reload(plan, Default::default()).unwrap();
+    wait_for_file(&dir.path().join("b.hosts"), "b withdrawn", str::is_empty).await;
+    let start = Instant::now();
+    loop {
+        let status = engine.sinks["local"]
+            .send(ho_engine::sink_actor::GetSinkStatus)
+            .await
+            .unwrap();
+        let tenants: Vec<&str> = status.tenants.iter().map(|t| t.tenant.as_str()).collect();
+        if !tenants.contains(&"c") {
+            break;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the sink still writes c: {tenants:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let c = std::fs::read_to_string(dir.path().join("c.hosts")).unwrap();
+    assert_eq!(
+        sorted(addresses(&c)),
+        two,
+        "c's records stay as last written"
+    );
+}
