@@ -50,6 +50,7 @@ fn selection(c: &mut Criterion) {
         ttl: Duration::from_secs(30),
         on_all_unhealthy: OnAllUnhealthy::PublishAll,
         min_healthy: 0.3,
+        cleanup_on_remove: false,
         policy: RoutingPolicy::All,
         weights: Vec::new(),
         default_geo: None,
@@ -101,6 +102,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             ttl: Duration::from_secs(30),
             on_all_unhealthy: OnAllUnhealthy::PublishAll,
             min_healthy: 0.0,
+            cleanup_on_remove: false,
             policy: if t % 2 == 0 {
                 RoutingPolicy::All
             } else {
