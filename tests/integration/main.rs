@@ -10,6 +10,7 @@ mod dnsmasq;
 mod engine_e2e;
 mod kube_api;
 mod loadtest;
+mod misbehaviour;
 mod otlp;
 mod pdns_server;
 mod policies;
