@@ -9,10 +9,10 @@ use ho_loadtest::run::{run, Args};
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (json, svg) = (args.json.clone(), args.svg.clone());
-    // Two threads for the farm and the recorder, so the harness keeps up with the engine's
-    // probe rate (its own CPU is not counted: the engine is measured as its own process).
+    // The farm and the recorder (`--threads`); their CPU is not counted: the engine is
+    // measured as its own process.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(args.threads.max(1))
         .enable_all()
         .build()?;
     let report = runtime.block_on(run(args))?;
