@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ho_config::{CheckKind, CheckOverrides, Target};
-use ho_engine::probe::{Failure, Probe, ProbeResult, TlsCache};
+use ho_config::{CheckKind, CheckOverrides};
+use ho_engine::probe::{Failure, ProbeResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::probes::probe_within;
 use crate::support::loopback;
 
 const TIMEOUT: Duration = Duration::from_millis(300);
@@ -50,23 +51,12 @@ where
 }
 
 async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
-    let check = CheckOverrides {
+    let http = CheckOverrides {
         kind: Some(CheckKind::Http),
         path: Some("/healthz".into()),
-        port: Some(addr.port()),
-        timeout: Some(TIMEOUT),
-        interval: Some(Duration::from_secs(1)),
         ..check
     };
-    let spec = ho_config::resolve_standalone_check(&check).unwrap();
-    let target = Target {
-        address: addr.ip(),
-        check: spec,
-    };
-    Probe::new(&target, &mut TlsCache::default())
-        .unwrap()
-        .run()
-        .await
+    probe_within(addr, TIMEOUT, http).await
 }
 
 fn wants_body() -> CheckOverrides {

@@ -11,9 +11,19 @@ use ho_loadtest::{Behaviour, Gateway};
 use crate::support::loopback;
 
 async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
+    probe_within(addr, Duration::from_millis(200), check).await
+}
+
+/// One probe of `addr` with `check` (port and interval filled in), cut at `timeout` unless
+/// `check` sets its own.
+pub async fn probe_within(
+    addr: SocketAddr,
+    timeout: Duration,
+    check: CheckOverrides,
+) -> ProbeResult {
     let check = CheckOverrides {
         port: Some(addr.port()),
-        timeout: Some(Duration::from_millis(200)),
+        timeout: check.timeout.or(Some(timeout)),
         interval: Some(Duration::from_secs(1)),
         ..check
     };
