@@ -15,7 +15,6 @@
 //! kube-rs client over HTTP with a kubeconfig file.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+
+use crate::support::serve_http;
 
 /// The token the test kubeconfig presents.
 pub const TOKEN: &str = "test-service-account-token";
@@ -58,19 +58,9 @@ impl KubeApi {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let me = self.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let me = me.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let me = me.clone();
-                        async move { Ok::<_, Infallible>(me.handle(req).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+        serve_http(listener, move |req| {
+            let me = me.clone();
+            async move { me.handle(req).await }
         });
         addr
     }

@@ -126,6 +126,31 @@ pub async fn terminate(child: &mut std::process::Child) -> Duration {
     start.elapsed()
 }
 
+/// Serves HTTP/1.1 on `listener` with `handler` until the test ends: the test receivers'
+/// (webhook, Kubernetes API) common accept loop.
+pub fn serve_http<H, F>(listener: tokio::net::TcpListener, handler: H)
+where
+    H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = hyper::Response<http_body_util::Full<bytes::Bytes>>>
+        + Send
+        + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let answer = handler(req);
+                    async move { Ok::<_, std::convert::Infallible>(answer.await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
 /// A `[sinks.local]` table writing into `dir`.
 pub fn hosts_sink(dir: &Path) -> String {
     format!(

@@ -1,6 +1,5 @@
 //! The webhook sink against a real HTTP receiver in the test that checks every signature.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -8,7 +7,6 @@ use bytes::Bytes;
 use ho_loadtest::Behaviour;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 use crate::support::*;
@@ -36,19 +34,9 @@ impl Receiver {
     pub async fn start(self) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let me = self.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let me = me.clone();
-                        async move { Ok::<_, Infallible>(me.handle(req).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+        serve_http(listener, move |req| {
+            let me = self.clone();
+            async move { me.handle(req).await }
         });
         addr
     }
