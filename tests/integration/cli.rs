@@ -2,7 +2,7 @@
 //! `probe`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use ho_loadtest::Behaviour;
@@ -11,14 +11,7 @@ use tokio::time::Instant;
 use crate::support::*;
 
 fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"));
-    // `HO_*` variables are configuration; the tests must not inherit any.
-    for (key, _) in std::env::vars() {
-        if key.starts_with("HO_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    binary()
 }
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -111,20 +104,7 @@ async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
     );
-    let file = dir.path().join("config.toml");
-    std::fs::write(
-        &file,
-        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .unwrap();
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&file)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = run_command(dir.path(), &gws, &tail).spawn().unwrap();
     let hosts = dir.path().join("web.hosts");
     let all: Vec<String> = gws.iter().map(ip).collect();
     wait_for_file(&hosts, "all three", |c| addresses(c) == all).await;
@@ -204,23 +184,12 @@ async fn run_publishes_to_route53_with_credentials_from_the_environment() {
          region = \"us-east-1\"\nendpoint_url = \"{}\"\nrecord_style = \"simple\"\n",
         moto.url
     );
-    let file = dir.path().join("config.toml");
-    std::fs::write(
-        &file,
-        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .unwrap();
-    let mut child = bin()
-        .args(["run", "--config"])
-        .arg(&file)
-        .env("RUST_LOG", "warn")
+    let mut child = run_command(dir.path(), &gws, &tail)
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("AWS_CONFIG_FILE", dir.path().join("none"))
         .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let want = vec![

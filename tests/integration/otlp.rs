@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -170,18 +170,8 @@ fn start_run(dir: &std::path::Path, gws: &[ho_loadtest::Gateway], telemetry: &st
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}\n[telemetry]\n{telemetry}",
         hosts_sink(dir)
     );
-    let file = dir.join("config.toml");
-    std::fs::write(
-        &file,
-        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
-        .args(["run", "--config"])
-        .arg(&file)
-        .env("RUST_LOG", "warn")
+    run_command(dir, gws, &tail)
         .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
-        .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
         .unwrap()

@@ -104,6 +104,36 @@ impl Drop for Running {
     }
 }
 
+/// The binary under test, without the caller's `HO_*` variables (they are configuration).
+pub fn binary() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HO_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// `health-orchestrator run` on a config over `gateways` with `tail` (written to
+/// `dir/config.toml`), logging warnings to nowhere and with no inherited `HO_*` variable:
+/// callers add environment and spawn.
+pub fn run_command(dir: &Path, gateways: &[Gateway], tail: &str) -> std::process::Command {
+    let file = dir.join("config.toml");
+    std::fs::write(
+        &file,
+        config(FAST_CHECK, &gateways.iter().collect::<Vec<_>>(), tail),
+    )
+    .unwrap();
+    let mut cmd = binary();
+    cmd.args(["run", "--config"])
+        .arg(&file)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
 /// Sends SIGTERM to `child` and polls (never blocks: receivers on the test's runtime must
 /// keep answering while the process flushes) until it exits; asserts a clean exit and
 /// returns how long it took.
