@@ -70,6 +70,8 @@ impl Reloader {
         }
         let unchanged_listen = engine.plan().api_listen == plan.api_listen;
         let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
+        let unverified = plan.unverified_tls();
+        let unverified_changed = engine.plan().unverified_tls() != unverified;
         match engine.reload(plan, built) {
             Ok(summary) => {
                 count("ok");
@@ -88,6 +90,9 @@ impl Reloader {
                 }
                 if !unchanged_telemetry {
                     warn!("[telemetry] changed: it takes effect at the next restart");
+                }
+                if unverified_changed {
+                    crate::run::warn_unverified_tls(&unverified);
                 }
             }
             Err(e) => {

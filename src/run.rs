@@ -29,6 +29,12 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
     };
     crate::logging::init(false, plan.telemetry.log_format);
+    // Thousands of probes in flight need thousands of descriptors: use all we may.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => info!(limit, "open-file limit"),
+        Err(e) => warn!("could not raise the open-file limit: {e}"),
+    }
+    warn_unverified_tls(&plan.unverified_tls());
     let metrics = Arc::new(Metrics::new());
     let telemetry = crate::telemetry::init(&plan.telemetry, &metrics)?;
     actix_rt::System::new().block_on(async move {
@@ -103,6 +109,17 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Says, once, what runs without TLS verification.
+pub fn warn_unverified_tls(parts: &[String]) {
+    if !parts.is_empty() {
+        warn!(
+            unverified = ?parts,
+            "TLS certificates are NOT verified (insecure = true) for {} part(s): a broken or forged certificate goes unnoticed there",
+            parts.len()
+        );
+    }
 }
 
 /// The timer of `[reload] watch` (idle when the watch is off).

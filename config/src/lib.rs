@@ -14,8 +14,9 @@ pub mod validate;
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
     CheckKind, CheckOverrides, Config, CorednsConfigMapConfig, Delivery, EndpointSelection,
-    LogFormat, OnAllUnhealthy, OtlpProtocol, PowerDnsConfig, RecordStyle, ReloadConfig,
-    Route53Config, RoutingPolicy, SinkConfig, TelemetryConfig, WebhookConfig, WeightRule,
+    LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, PowerDnsConfig, RecordStyle,
+    ReloadConfig, Route53Config, RoutingPolicy, SinkConfig, TelemetryConfig, WebhookConfig,
+    WeightRule,
 };
 pub use plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
 pub use validate::{resolve_standalone_check, validate, FieldError, ValidationErrors};

@@ -77,6 +77,7 @@ fn builtin() -> Config {
         owner_id: crate::model::DEFAULT_OWNER_ID.into(),
         telemetry: Default::default(),
         reload: Default::default(),
+        limits: Default::default(),
     }
 }
 

@@ -41,6 +41,40 @@ pub struct Config {
     /// Reloading the config while running.
     #[serde(default)]
     pub reload: ReloadConfig,
+    /// Ceilings that keep the process inside its resources.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// `[limits]`: ceilings that keep one process inside its machine. Hitting one is logged
+/// and counted (`probes_waited_total`), never absorbed silently and never turned into a
+/// false verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Most endpoints one config may list. A larger config is refused (at a reload the
+    /// running config stays), so a generated config gone wrong cannot exhaust the machine.
+    #[serde(default = "default_max_endpoints")]
+    pub max_endpoints: usize,
+    /// Most probes in flight at once (each holds a socket). 0 derives it from the process's
+    /// open-file limit, keeping 256 descriptors for sinks, the API and logs: a probe that
+    /// would find no descriptor waits for one instead of failing and marking a healthy
+    /// endpoint down.
+    #[serde(default)]
+    pub max_concurrent_probes: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_endpoints: default_max_endpoints(),
+            max_concurrent_probes: 0,
+        }
+    }
+}
+
+fn default_max_endpoints() -> usize {
+    200_000
 }
 
 /// `[reload]`: SIGHUP always reloads; `watch` also reloads when a config file changes.
@@ -176,6 +210,14 @@ pub struct ApiConfig {
     /// `/readyz` stay open for liveness and readiness probes). Unset: no token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// Requests per second the API answers (bursts of twice that); more get 429. Keeps a
+    /// scraper gone wild or a scan from taking CPU from the probes.
+    #[serde(default = "default_api_rate")]
+    pub max_requests_per_second: f64,
+}
+
+fn default_api_rate() -> f64 {
+    50.0
 }
 
 impl Default for ApiConfig {
@@ -183,6 +225,7 @@ impl Default for ApiConfig {
         Self {
             listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
             token_file: None,
+            max_requests_per_second: default_api_rate(),
         }
     }
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::model::{
-    OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkConfig, TelemetryConfig, WeightRule,
+    LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkConfig, TelemetryConfig,
+    WeightRule,
 };
 
 /// Everything the engine needs, with all cross-references checked.
@@ -22,6 +23,8 @@ pub struct Plan {
     pub api_listen: SocketAddr,
     /// Bearer token file for `/status` and `/metrics`.
     pub api_token_file: Option<PathBuf>,
+    /// Requests per second the API answers.
+    pub api_max_requests_per_second: f64,
     /// How long tenants wait for verdicts before publishing at start-up.
     #[serde(with = "humantime_serde")]
     pub startup_grace: Duration,
@@ -42,6 +45,30 @@ pub struct Plan {
     pub telemetry: TelemetryConfig,
     /// Config reload settings.
     pub reload: ReloadConfig,
+    /// Resource ceilings.
+    pub limits: LimitsConfig,
+}
+
+impl Plan {
+    /// What runs without TLS verification (`insecure = true`): endpoints by name, webhook
+    /// sinks by name. Logged at start and whenever a reload changes it, because a broken
+    /// or forged certificate goes unnoticed there.
+    pub fn unverified_tls(&self) -> Vec<String> {
+        let endpoints = self.endpoints.iter().filter(|e| {
+            matches!(
+                &self.targets[e.target].check.protocol,
+                Protocol::Https { tls, .. } if tls.insecure
+            )
+        });
+        let sinks = self
+            .sinks
+            .iter()
+            .filter(|(_, s)| matches!(s, crate::model::SinkConfig::Webhook(w) if w.insecure));
+        endpoints
+            .map(|e| format!("endpoint {:?}", e.name))
+            .chain(sinks.map(|(name, _)| format!("sink {name:?}")))
+            .collect()
+    }
 }
 
 /// One thing to probe: an address plus a complete check.

@@ -81,6 +81,20 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
     let (endpoints, targets) = resolve_endpoints(config, &base, default_check.as_ref(), &mut errs);
     check_sinks(config, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
+    if config.endpoints.len() > config.limits.max_endpoints {
+        errs.push(
+            "endpoints",
+            format!(
+                "{} endpoints, more than limits.max_endpoints ({}); raise the limit if this machine can probe that many (see bench/README.md)",
+                config.endpoints.len(),
+                config.limits.max_endpoints
+            ),
+        );
+    }
+    let rate = config.api.max_requests_per_second;
+    if !(rate.is_finite() && rate >= 1.0) {
+        errs.push("api.max_requests_per_second", "must be at least 1");
+    }
     if config.reload.interval < Duration::from_millis(100) {
         errs.push("reload.interval", "must be at least 100ms");
     }
@@ -98,6 +112,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
     Ok(Plan {
         api_listen: config.api.listen,
         api_token_file: config.api.token_file.clone(),
+        api_max_requests_per_second: config.api.max_requests_per_second,
         startup_grace: config
             .defaults
             .startup_grace
@@ -110,6 +125,7 @@ pub fn validate(config: &Config) -> Result<Plan, ValidationErrors> {
         owner_id: config.owner_id.clone(),
         telemetry: config.telemetry.clone(),
         reload: config.reload.clone(),
+        limits: config.limits,
     })
 }
 

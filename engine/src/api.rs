@@ -4,7 +4,7 @@
 //! actors' own state by message, so the API never reaches into an actor.
 
 use std::convert::Infallible;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -19,6 +19,7 @@ use tracing::{debug, warn};
 use crate::metrics::Metrics;
 use crate::sink_actor::{GetSinkStatus, SinkActor};
 use crate::status::Status;
+use crate::token_bucket::TokenBucket;
 use crate::tracker::{GetStatus, HealthTracker, IsReady};
 
 /// What the API reads from.
@@ -32,6 +33,8 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     /// Bearer token required for `/status` and `/metrics`, if set.
     pub token: Option<Arc<str>>,
+    /// Rate limit of `/status` and `/metrics` (`api.max_requests_per_second`).
+    pub rate: Arc<Mutex<TokenBucket>>,
 }
 
 /// Largest request head accepted (the API takes only GETs without bodies).
@@ -102,6 +105,28 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
     }
     let path = req.uri().path();
+    // Only the costly answers are limited: liveness and readiness probes must never see a
+    // 429 caused by someone else's flood (the kubelet would restart a healthy pod).
+    if matches!(path, "/status" | "/metrics") {
+        let taken = state
+            .rate
+            .lock()
+            .expect("not poisoned")
+            .try_take(tokio::time::Instant::now());
+        if let Err(wait) = taken {
+            state.metrics.api_rate_limited.inc();
+            let mut r = text(
+                StatusCode::TOO_MANY_REQUESTS,
+                PLAIN,
+                "rate limited (api.max_requests_per_second)\n",
+            );
+            r.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from(wait.as_secs().max(1)),
+            );
+            return r;
+        }
+    }
     if matches!(path, "/status" | "/metrics") && !authorized(&req, state.token.as_deref()) {
         let mut r = text(StatusCode::UNAUTHORIZED, PLAIN, "bearer token required\n");
         r.headers_mut().insert(

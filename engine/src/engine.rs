@@ -13,10 +13,12 @@ use tracing::info;
 use crate::api::ApiState;
 use crate::metrics::Metrics;
 use crate::probe::{Probe, TlsCache, TlsError};
+use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, TargetId};
 use crate::schedule::Schedule;
 use crate::sink::Sink;
 use crate::sink_actor::{Publish, Quiesce, SinkActor};
+use crate::token_bucket::TokenBucket;
 use crate::tracker::{HealthTracker, Reload};
 
 /// Why the engine cannot start or take a new plan.
@@ -75,6 +77,8 @@ pub struct Engine {
     /// Schedules' common origin, so probers started by a reload keep their stable phase.
     origin: Instant,
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
+    /// Bounds every probe; set at start (a reload does not change it).
+    limits: Arc<ProbeLimits>,
 }
 
 impl Engine {
@@ -104,11 +108,18 @@ impl Engine {
         }
         let plan = Arc::new(plan);
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
+        let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes);
+        info!(
+            concurrency,
+            "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"
+        );
+        let limits = Arc::new(ProbeLimits::new(concurrency, metrics.clone()));
         let tracker = HealthTracker::new(
             plan.clone(),
             ids.clone(),
             &recipients(&sink_actors),
             metrics.clone(),
+            limits.clone(),
         )
         .start();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -127,6 +138,7 @@ impl Engine {
             arbiters,
             origin: Instant::now(),
             api_sinks,
+            limits,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
             engine.start_prober(target, probe, id);
@@ -146,8 +158,9 @@ impl Engine {
         let sample = (sample_ratio, target.key());
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
+        let limits = self.limits.clone();
         let addr = Prober::start_in_arbiter(&arbiter.handle(), move |_| {
-            Prober::new(id, probe, schedule, &timing, recipient, sample)
+            Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
         });
         self.probers
             .insert(target.clone(), RunningProber { id, addr });
@@ -284,6 +297,11 @@ impl Engine {
             sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
             token: None,
+            rate: Arc::new(std::sync::Mutex::new(TokenBucket::new(
+                self.plan.api_max_requests_per_second,
+                (self.plan.api_max_requests_per_second * 2.0).ceil() as u32,
+                Instant::now(),
+            ))),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod hysteresis;
 pub mod metrics;
 pub mod probe;
+pub mod probe_limits;
 pub mod prober;
 pub mod schedule;
 pub mod selection;

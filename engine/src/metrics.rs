@@ -91,6 +91,20 @@ pub struct Metrics {
     pub spans_dropped: Counter,
     /// Spans exported, and export attempts that failed.
     pub spans_exported: Family<ExportLabel, Counter>,
+    /// Probes that waited for a bound (`sockets`: the concurrent-probe limit;
+    /// `tracker_mailbox`: results not yet taken by the tracker).
+    pub probes_waited: Family<BoundLabel, Counter>,
+    /// Probes allowed in flight at once.
+    pub probe_concurrency_limit: Gauge,
+    /// API requests refused with 429 by the API's rate limit.
+    pub api_rate_limited: Counter,
+}
+
+/// `bound` label: which limit a probe waited for.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BoundLabel {
+    /// `sockets` or `tracker_mailbox`.
+    pub bound: &'static str,
 }
 
 /// `result` label of a span export: `ok` or `error`.
@@ -125,6 +139,9 @@ impl Metrics {
             config_reloads: Family::default(),
             spans_dropped: Counter::default(),
             spans_exported: Family::default(),
+            probes_waited: Family::default(),
+            probe_concurrency_limit: Gauge::default(),
+            api_rate_limited: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -192,6 +209,21 @@ impl Metrics {
             "telemetry_spans_exported",
             "Spans handed to the OTLP collector, by result",
             m.spans_exported.clone(),
+        );
+        registry.register(
+            "probes_waited",
+            "Probes that waited for a bound: sockets (concurrent probes) or tracker_mailbox",
+            m.probes_waited.clone(),
+        );
+        registry.register(
+            "probe_concurrency_limit",
+            "Probes allowed in flight at once",
+            m.probe_concurrency_limit.clone(),
+        );
+        registry.register(
+            "api_rate_limited",
+            "API requests refused by the rate limit",
+            m.api_rate_limited.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::hysteresis::Hysteresis;
 use crate::probe::{Probe, ProbeResult};
+use crate::probe_limits::{Admission, ProbeLimits};
 use crate::schedule::Schedule;
 use crate::trace;
 
@@ -47,11 +48,12 @@ pub struct Prober {
     mirror: Hysteresis,
     /// Share of probes traced (0 with tracing off), and the target's key for those spans.
     sample: (f64, String),
+    limits: Arc<ProbeLimits>,
 }
 
 impl Prober {
     /// A prober for target `target`, reporting to `tracker`; `sample` = (share of probes
-    /// traced, target key).
+    /// traced, target key); every probe is admitted by `limits`.
     pub fn new(
         target: TargetId,
         probe: Probe,
@@ -59,6 +61,7 @@ impl Prober {
         timing: &Timing,
         tracker: Recipient<Observation>,
         sample: (f64, String),
+        limits: Arc<ProbeLimits>,
     ) -> Prober {
         Prober {
             target,
@@ -69,6 +72,7 @@ impl Prober {
             fall: timing.fall,
             mirror: Hysteresis::new(),
             sample,
+            limits,
         }
     }
 
@@ -78,12 +82,21 @@ impl Prober {
     }
 
     fn fire(&mut self, slot: Instant, ctx: &mut Context<Self>) {
-        let start_delay = Instant::now().saturating_duration_since(slot);
         let probe = self.probe.clone();
+        let limits = self.limits.clone();
         ctx.spawn(
-            async move { probe.run().await }
-                .into_actor(self)
-                .map(move |result, act, ctx| act.finished(result, start_delay, ctx)),
+            async move {
+                let mut admission = limits.admit().await;
+                // Lateness counts from the slot to the start, waiting for a bound included.
+                let start_delay = Instant::now().saturating_duration_since(slot);
+                let result = probe.run().await;
+                admission.probe_done();
+                (result, start_delay, admission)
+            }
+            .into_actor(self)
+            .map(move |(result, start_delay, admission), act, ctx| {
+                act.finished(result, start_delay, admission, ctx)
+            }),
         );
     }
 
@@ -91,18 +104,26 @@ impl Prober {
         &mut self,
         result: ProbeResult,
         start_delay: std::time::Duration,
+        admission: Admission,
         ctx: &mut Context<Self>,
     ) {
         if self.sample.0 > 0.0 && fastrand::f64() < self.sample.0 {
             self.trace(&result);
         }
-        self.mirror.record(result.ok(), self.rise, self.fall);
-        let settled = self.mirror.state().agrees_with(result.ok());
+        // A result caused by this machine (no descriptor, no port) is not judged: it waits
+        // for its next regular slot instead of a fast re-check.
+        let settled = if result.counts() {
+            self.mirror.record(result.ok(), self.rise, self.fall);
+            self.mirror.state().agrees_with(result.ok())
+        } else {
+            true
+        };
         self.tracker.do_send(Observation {
             target: self.target,
             result,
             start_delay,
         });
+        admission.sent();
         let now = Instant::now();
         let next = if settled {
             self.schedule.next_slot(now, fastrand::f64())

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
+use crate::probe_limits::{ProbeLimits, Throttle};
 use crate::prober::{Observation, TargetId};
 use crate::selection::{decide, published_addresses, Decision};
 use crate::sink_actor::{Forget, Publish};
@@ -62,6 +63,9 @@ struct TenantState {
 /// is folded into at most one snapshot per gap instead of one per transition.
 const MIN_PUBLISH_GAP: Duration = Duration::from_millis(20);
 
+/// Paces the warning about probes that failed for lack of local resources.
+static LOCAL_FAILURE_LOG: Throttle = Throttle::new();
+
 /// Asks for the `/status` view.
 #[derive(Message)]
 #[rtype(result = "TrackerStatus")]
@@ -90,6 +94,8 @@ pub struct HealthTracker {
     /// Endpoint metadata shared by every snapshot.
     endpoint_meta: Vec<Arc<EndpointMeta>>,
     metrics: Arc<Metrics>,
+    /// Freed one mailbox slot per observation taken.
+    limits: Arc<ProbeLimits>,
     grace_over: bool,
 }
 
@@ -146,6 +152,7 @@ impl HealthTracker {
         ids: Vec<TargetId>,
         sinks: &BTreeMap<String, Recipient<Publish>>,
         metrics: Arc<Metrics>,
+        limits: Arc<ProbeLimits>,
     ) -> HealthTracker {
         let mut tracker = HealthTracker {
             plan: plan.clone(),
@@ -157,6 +164,7 @@ impl HealthTracker {
             endpoints_of_target: Vec::new(),
             endpoint_meta: Vec::new(),
             metrics,
+            limits,
             grace_over: false,
         };
         tracker.install(plan, ids, sinks);
@@ -575,6 +583,7 @@ impl Handler<Observation> for HealthTracker {
     type Result = ();
 
     fn handle(&mut self, obs: Observation, ctx: &mut Context<Self>) {
+        self.limits.result_taken();
         let now = Instant::now();
         let m = &self.metrics;
         m.probes
@@ -587,6 +596,17 @@ impl Handler<Observation> for HealthTracker {
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;
         };
+        if !obs.result.counts() {
+            if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
+                warn!(
+                    target = %self.plan.targets[target].key(),
+                    reason = %obs.result.reason(),
+                    "a probe could not run for lack of local resources; not counted against the endpoint (probes_total{{result=\"local\"}}; logged at most once a minute)"
+                );
+            }
+            self.targets[target].last = Some((obs.result, SystemTime::now()));
+            return;
+        }
         let timing = self.plan.targets[target].check.timing;
         let state = &mut self.targets[target];
         state.probes += 1;

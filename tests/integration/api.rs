@@ -62,7 +62,7 @@ async fn healthz_readyz_status_and_metrics() {
             start.elapsed() < LIMIT,
             "the sink never caught up: {status:#}"
         );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     };
     assert_eq!(status["ready"], true);
     assert_eq!(status["endpoints"][1]["name"], "gw-2");
@@ -104,4 +104,57 @@ async fn healthz_readyz_status_and_metrics() {
         assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
     }
     assert_eq!(get(addr, "/nope").await.0, 404);
+}
+
+/// `/status` and `/metrics` answer at most `api.max_requests_per_second` (bursts of twice
+/// that), then 429 with Retry-After, counted; `/healthz` and `/readyz` are never limited.
+#[actix_rt::test]
+async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(107, 1);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let text = config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail).replacen(
+        "[api]\n",
+        "[api]\nmax_requests_per_second = 2\n",
+        1,
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+
+    let mut codes = Vec::new();
+    for i in 0..12 {
+        let path = if i % 2 == 0 { "/status" } else { "/metrics" };
+        codes.push(get(addr, path).await.0);
+        // Interleaved liveness checks: never limited.
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+    }
+    let ok = codes.iter().filter(|&&c| c == 200).count();
+    let limited = codes.iter().filter(|&&c| c == 429).count();
+    assert_eq!(ok + limited, codes.len(), "{codes:?}");
+    // A burst of 4, plus at most one token refilled while the 12 requests ran.
+    assert!((4..=5).contains(&ok), "{codes:?}");
+    assert_eq!(&codes[..4], &[200; 4], "the burst is answered: {codes:?}");
+
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await.unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    assert!(raw.starts_with("HTTP/1.0 429"), "{raw}");
+    assert!(raw.to_ascii_lowercase().contains("retry-after: 1"), "{raw}");
+
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (code, metrics) = get(addr, "/metrics").await;
+    assert_eq!(code, 200, "a token comes back after 1/rate seconds");
+    let refused = limited + 1;
+    assert!(
+        metrics.contains(&format!(
+            "health_orchestrator_api_rate_limited_total {refused}"
+        )),
+        "{metrics}"
+    );
 }

@@ -17,8 +17,11 @@ pub enum Failure {
     Unreachable,
     /// The peer closed the connection before a complete response.
     Closed,
-    /// Any other socket error (e.g. no local port left), with the OS's text.
+    /// Any other socket error, with the OS's text.
     Io(String),
+    /// This machine ran out of something (file descriptors, local ports, buffers): the
+    /// result says nothing about the endpoint, so it never counts towards a verdict.
+    Local(String),
     /// TLS handshake or certificate failure, with rustls's text.
     Tls(String),
     /// The response is not valid HTTP/1.x.
@@ -39,6 +42,7 @@ impl Failure {
             Failure::Unreachable => "unreachable",
             Failure::Closed => "closed",
             Failure::Io(_) => "io",
+            Failure::Local(_) => "local",
             Failure::Tls(_) => "tls",
             Failure::Protocol(_) => "protocol",
             Failure::Status(_) => "status",
@@ -49,6 +53,12 @@ impl Failure {
     /// Classifies a socket error.
     pub fn from_io(e: &io::Error) -> Failure {
         use io::ErrorKind::*;
+        if matches!(
+            e.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL)
+        ) {
+            return Failure::Local(e.to_string());
+        }
         match e.kind() {
             ConnectionRefused => Failure::Refused,
             ConnectionReset | ConnectionAborted | BrokenPipe => Failure::Reset,
@@ -64,6 +74,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Io(msg) => write!(f, "io: {msg}"),
+            Failure::Local(msg) => write!(f, "local resources: {msg}"),
             Failure::Tls(msg) => write!(f, "tls: {msg}"),
             Failure::Protocol(msg) => write!(f, "protocol: {msg}"),
             Failure::Status(code) => write!(f, "status {code}"),
@@ -86,6 +97,12 @@ impl ProbeResult {
     /// Whether the probe passed.
     pub fn ok(&self) -> bool {
         self.outcome.is_ok()
+    }
+
+    /// Whether the result says anything about the endpoint: false when this machine ran
+    /// out of resources ([`Failure::Local`]); such results are counted, not judged.
+    pub fn counts(&self) -> bool {
+        !matches!(self.outcome, Err(Failure::Local(_)))
     }
 
     /// `ok` or the failure's text.
