@@ -67,7 +67,11 @@ impl ProbeLimits {
             Ok(p) => p,
             Err(_) => {
                 self.waited(1, "tracker_mailbox", "probe results wait for the tracker");
-                self.mailbox.clone().acquire_owned().await.expect("never closed")
+                self.mailbox
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("never closed")
             }
         };
         let socket = match self.sockets.clone().try_acquire_owned() {
@@ -78,7 +82,11 @@ impl ProbeLimits {
                     "sockets",
                     "probes wait for the concurrent-probe limit (limits.max_concurrent_probes)",
                 );
-                self.sockets.clone().acquire_owned().await.expect("never closed")
+                self.sockets
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("never closed")
             }
         };
         Admission {
@@ -172,7 +180,10 @@ mod tests {
             .expect("admitted once a result was taken")
             .unwrap();
         let text = limits.metrics.encode();
-        assert!(text.contains("probes_waited_total{bound=\"tracker_mailbox\"} 1"), "{text}");
+        assert!(
+            text.contains("probes_waited_total{bound=\"tracker_mailbox\"} 1"),
+            "{text}"
+        );
     }
 
     #[actix::test]

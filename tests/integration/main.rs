@@ -9,6 +9,7 @@ mod deploy;
 mod dnsmasq;
 mod engine_e2e;
 mod kube_api;
+mod limits;
 mod loadtest;
 mod misbehaviour;
 mod otlp;
