@@ -13,10 +13,12 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckKind, CheckOverrides, Config, CorednsConfigMapConfig, Delivery, EndpointSelection,
-    LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, PowerDnsConfig, RecordStyle,
-    ReloadConfig, Route53Config, RoutingPolicy, SinkConfig, TelemetryConfig, WebhookConfig,
-    WeightRule,
+    CheckKind, CheckOverrides, Config, CorednsConfigMapConfig, DampingConfig, Delivery,
+    EndpointSelection, LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, PowerDnsConfig,
+    RecordStyle, ReloadConfig, Route53Config, RoutingPolicy, SinkConfig, TelemetryConfig,
+    WebhookConfig, WeightRule,
 };
-pub use plan::{CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck};
+pub use plan::{
+    CheckSpec, Damping, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
+};
 pub use validate::{resolve_standalone_check, validate, FieldError, ValidationErrors};

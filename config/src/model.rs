@@ -334,6 +334,62 @@ pub struct CheckOverrides {
     /// Most body bytes read when `body_contains` is set; a larger body is judged on its prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_limit: Option<usize>,
+    /// Flap damping: an endpoint that keeps going down and up is held out of DNS until it
+    /// has been calm for a while. Off unless this table is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damping: Option<DampingConfig>,
+}
+
+/// `damping = { ... }`: route-flap damping as BGP does it (RFC 2439), applied to endpoint
+/// verdicts. Each time the endpoint goes down its penalty grows by `penalty`; the penalty
+/// halves every `half_life`. Above `suppress` the endpoint is held out of DNS (as if down)
+/// until the penalty decays below `reuse`, and never longer than `max_suppress` after its
+/// last flap. With the defaults the third down within about a minute holds the endpoint out.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DampingConfig {
+    /// `false` turns damping off for one endpoint when `[defaults.check]` turns it on.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Time for the penalty to halve.
+    #[serde(default = "default_half_life", with = "humantime_serde")]
+    pub half_life: Duration,
+    /// Added each time the endpoint goes down.
+    #[serde(default = "default_flap_penalty")]
+    pub penalty: u32,
+    /// Held out of DNS while the penalty is above this.
+    #[serde(default = "default_suppress")]
+    pub suppress: u32,
+    /// Released once the penalty decays below this.
+    #[serde(default = "default_reuse")]
+    pub reuse: u32,
+    /// Longest hold after the last flap (caps the penalty).
+    #[serde(default = "default_max_suppress", with = "humantime_serde")]
+    pub max_suppress: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_half_life() -> Duration {
+    Duration::from_secs(60)
+}
+
+fn default_flap_penalty() -> u32 {
+    1000
+}
+
+fn default_suppress() -> u32 {
+    2000
+}
+
+fn default_reuse() -> u32 {
+    750
+}
+
+fn default_max_suppress() -> Duration {
+    Duration::from_secs(600)
 }
 
 impl CheckOverrides {
@@ -375,6 +431,7 @@ impl CheckOverrides {
             ca_file: pick(&self.ca_file, &base.ca_file),
             body_contains: pick(&self.body_contains, &base.body_contains),
             body_limit: pick(&self.body_limit, &base.body_limit),
+            damping: pick(&self.damping, &base.damping),
         }
     }
 }

@@ -163,6 +163,25 @@ pub struct Timing {
     pub rise: u32,
     /// Failures to turn down.
     pub fall: u32,
+    /// Flap damping, if on.
+    pub damping: Option<Damping>,
+}
+
+/// Flap damping, validated (see [`crate::model::DampingConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Damping {
+    /// Time for the penalty to halve.
+    #[serde(with = "humantime_serde")]
+    pub half_life: Duration,
+    /// Added per down transition.
+    pub penalty: u32,
+    /// Held out above this.
+    pub suppress: u32,
+    /// Released below this.
+    pub reuse: u32,
+    /// Longest hold after the last flap.
+    #[serde(with = "humantime_serde")]
+    pub max_suppress: Duration,
 }
 
 /// A configured endpoint bound to its target.

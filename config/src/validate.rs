@@ -7,14 +7,14 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::model::{
-    CheckKind, CheckOverrides, Config, Delivery, EndpointSelection, RoutingPolicy, SinkConfig,
-    TelemetryConfig, TenantConfig,
+    CheckKind, CheckOverrides, Config, DampingConfig, Delivery, EndpointSelection, RoutingPolicy,
+    SinkConfig, TelemetryConfig, TenantConfig,
 };
 use crate::names::{
     check_header_name, check_header_value, check_object_name, check_url, normalize_domain,
 };
 use crate::plan::{
-    CheckSpec, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
+    CheckSpec, Damping, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
 };
 
 /// One problem, located by the path of the field that causes it.
@@ -293,6 +293,11 @@ fn resolve_check(
     if rise == 0 {
         errs.push(at("rise"), "must be at least 1");
     }
+    let damping = merged
+        .damping
+        .as_ref()
+        .filter(|d| d.enabled)
+        .and_then(|d| resolve_damping(d, &at("damping"), errs));
     if fall == 0 {
         errs.push(at("fall"), "must be at least 1");
     }
@@ -346,7 +351,50 @@ fn resolve_check(
             fast_interval,
             rise,
             fall,
+            damping,
         },
+    })
+}
+
+fn resolve_damping(d: &DampingConfig, path: &str, errs: &mut Errors) -> Option<Damping> {
+    let before = errs.0.len();
+    let at = |field: &str| format!("{path}.{field}");
+    if d.half_life < Duration::from_secs(1) {
+        errs.push(at("half_life"), "must be at least 1s");
+    }
+    if d.penalty == 0 {
+        errs.push(at("penalty"), "must be greater than 0");
+    }
+    if d.reuse == 0 || d.reuse >= d.suppress {
+        errs.push(
+            at("reuse"),
+            format!(
+                "must be greater than 0 and below suppress ({}): an endpoint is released when its penalty decays below reuse",
+                d.suppress
+            ),
+        );
+    } else if d.max_suppress.as_secs_f64()
+        <= d.half_life.as_secs_f64() * (f64::from(d.suppress) / f64::from(d.reuse)).log2()
+    {
+        errs.push(
+            at("max_suppress"),
+            format!(
+                "{} is too short to ever hold an endpoint out: the penalty is capped where it decays to reuse in max_suppress, which must lie above suppress (needs more than {})",
+                humantime::format_duration(d.max_suppress),
+                humantime::format_duration(Duration::from_secs_f64(
+                    (d.half_life.as_secs_f64()
+                        * (f64::from(d.suppress) / f64::from(d.reuse)).log2())
+                    .ceil()
+                ))
+            ),
+        );
+    }
+    (errs.0.len() == before).then_some(Damping {
+        half_life: d.half_life,
+        penalty: d.penalty,
+        suppress: d.suppress,
+        reuse: d.reuse,
+        max_suppress: d.max_suppress,
     })
 }
 

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod backoff;
+pub mod damping;
 pub mod hysteresis;
 pub mod metrics;
 pub mod probe;

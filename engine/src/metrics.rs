@@ -98,6 +98,8 @@ pub struct Metrics {
     pub probe_concurrency_limit: Gauge,
     /// API requests refused with 429 by the API's rate limit.
     pub api_rate_limited: Counter,
+    /// Times flap damping started holding an endpoint out of DNS.
+    pub damping_holds: Counter,
 }
 
 /// `bound` label: which limit a probe waited for.
@@ -142,6 +144,7 @@ impl Metrics {
             probes_waited: Family::default(),
             probe_concurrency_limit: Gauge::default(),
             api_rate_limited: Counter::default(),
+            damping_holds: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -224,6 +227,11 @@ impl Metrics {
             "api_rate_limited",
             "API requests refused by the rate limit",
             m.api_rate_limited.clone(),
+        );
+        registry.register(
+            "damping_holds",
+            "Times flap damping started holding an endpoint out of DNS",
+            m.damping_holds.clone(),
         );
         Metrics { registry, ..m }
     }

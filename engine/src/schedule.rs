@@ -77,6 +77,7 @@ mod tests {
             fast_interval: Duration::from_millis(interval_ms / 10),
             rise: 1,
             fall: 2,
+            damping: None,
         }
     }
 

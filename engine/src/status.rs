@@ -60,6 +60,18 @@ pub struct EndpointStatus {
     pub failures: u64,
     /// The latest probe.
     pub last: Option<LastProbe>,
+    /// Flap damping, when on for this endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damping: Option<DampingStatus>,
+}
+
+/// An endpoint's flap-damping state.
+#[derive(Debug, Clone, Serialize)]
+pub struct DampingStatus {
+    /// Current penalty (decays by half every half-life).
+    pub penalty: f64,
+    /// Held out of DNS now.
+    pub held: bool,
 }
 
 /// The latest probe of an endpoint.
@@ -123,6 +135,8 @@ pub enum Why {
     Unknown,
     /// Not published: healthy, but a better `failover` tier is serving.
     StandbyTier,
+    /// Not published: healthy, but flapping; flap damping holds it out until it calms down.
+    Damped,
     /// Not published: healthy, but the back ends keep the last set (`keep_last`) or
     /// nothing was published yet.
     Held,

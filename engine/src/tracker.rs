@@ -13,6 +13,7 @@ use opentelemetry::KeyValue;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::damping::FlapDamping;
 use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
 use crate::probe::ProbeResult;
@@ -22,14 +23,16 @@ use crate::selection::{decide, published_addresses, Decision};
 use crate::sink_actor::{Forget, Publish};
 use crate::snapshot::{Change, EndpointMeta, PublishedAddress, TenantSnapshot, MAX_CHANGES};
 use crate::status::{
-    EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus, TrackerStatus,
-    Why,
+    DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus,
+    TrackerStatus, Why,
 };
 use crate::trace;
 
 /// What the tracker knows about one target.
 struct TargetState {
     hysteresis: Hysteresis,
+    /// Flap damping, when the target's check turns it on.
+    damping: Option<FlapDamping>,
     last: Option<(ProbeResult, SystemTime)>,
     since: Option<SystemTime>,
     probes: u64,
@@ -117,14 +120,29 @@ pub struct Reload {
 }
 
 impl TargetState {
-    fn new() -> TargetState {
+    fn new(damping: Option<ho_config::Damping>) -> TargetState {
         TargetState {
             hysteresis: Hysteresis::new(),
+            damping: damping.map(|d| FlapDamping::new(d, Instant::now())),
             last: None,
             since: None,
             probes: 0,
             failures: 0,
         }
+    }
+
+    /// The health that decides publication: the verdict, or down while flap damping holds
+    /// the target out.
+    fn published(&self) -> Health {
+        if self.held() {
+            Health::Down
+        } else {
+            self.hysteresis.state()
+        }
+    }
+
+    fn held(&self) -> bool {
+        self.damping.as_ref().is_some_and(FlapDamping::suppressed)
     }
 }
 
@@ -206,7 +224,12 @@ impl HealthTracker {
         }
         self.targets = ids
             .iter()
-            .map(|id| old_targets.remove(id).unwrap_or_else(TargetState::new))
+            .zip(&plan.targets)
+            .map(|(id, target)| {
+                old_targets
+                    .remove(id)
+                    .unwrap_or_else(|| TargetState::new(target.check.timing.damping))
+            })
             .collect();
         self.index_of = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
         self.ids = ids;
@@ -223,7 +246,7 @@ impl HealthTracker {
             }
         }
         for ep in &plan.endpoints {
-            let up = self.targets[ep.target].hysteresis.state() == Health::Up;
+            let up = self.targets[ep.target].published() == Health::Up;
             self.metrics
                 .node_status
                 .get_or_create(&node_labels(ep))
@@ -244,7 +267,7 @@ impl HealthTracker {
                     .iter()
                     .filter_map(|s| sinks.get(s).cloned())
                     .collect();
-                let health = |e: &usize| self.targets[plan.endpoints[*e].target].hysteresis.state();
+                let health = |e: &usize| self.targets[plan.endpoints[*e].target].published();
                 state.unknown = t
                     .endpoints
                     .iter()
@@ -303,9 +326,63 @@ impl HealthTracker {
     }
 
     fn health_of_endpoint(&self, endpoint: usize) -> Health {
-        self.targets[self.plan.endpoints[endpoint].target]
-            .hysteresis
-            .state()
+        self.targets[self.plan.endpoints[endpoint].target].published()
+    }
+
+    /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
+    /// the health that decides publication, and asks the tenants to re-decide.
+    fn published_changed(
+        &mut self,
+        target: usize,
+        from: Health,
+        to: Health,
+        now: Instant,
+        ctx: &mut Context<Self>,
+    ) {
+        for &e in &self.endpoints_of_target[target] {
+            self.metrics
+                .node_status
+                .get_or_create(&node_labels(&self.plan.endpoints[e]))
+                .set(i64::from(to == Health::Up));
+        }
+        for i in 0..self.tenants_of_target[target].len() {
+            let (ti, _) = self.tenants_of_target[target][i];
+            let tenant = &mut self.tenants[ti];
+            if from == Health::Unknown {
+                tenant.unknown -= 1;
+            }
+            if from == Health::Up {
+                tenant.healthy -= 1;
+            }
+            if to == Health::Up {
+                tenant.healthy += 1;
+            }
+            self.request_refresh(ti, now, ctx);
+        }
+    }
+
+    /// Arms the check that ends a flap-damping hold of `target` (by id: a reload may move it).
+    fn schedule_release(&mut self, target: usize, ctx: &mut Context<Self>) {
+        let id = self.ids[target];
+        let Some(wait) = self.targets[target]
+            .damping
+            .as_mut()
+            .and_then(|d| d.release_due(Instant::now()))
+        else {
+            return;
+        };
+        ctx.run_later(wait, move |act, ctx| {
+            let Some(&target) = act.index_of.get(&id) else {
+                return;
+            };
+            let before = act.targets[target].published();
+            act.schedule_release(target, ctx);
+            let after = act.targets[target].published();
+            if before != after {
+                info!(target = %act.plan.targets[target].key(), state = after.as_str(), "flap damping released the endpoint: its verdict counts again");
+                act.published_changed(target, before, after, Instant::now(), ctx);
+            }
+        });
     }
 
     fn on_transition(&mut self, target: usize, t: Transition, result: &ProbeResult) {
@@ -343,13 +420,12 @@ impl HealthTracker {
             .transitions
             .get_or_create(&TransitionLabel { to: t.to.as_str() })
             .inc();
-        for &e in &self.endpoints_of_target[target] {
-            let up = i64::from(t.to == Health::Up);
-            self.metrics
-                .node_status
-                .get_or_create(&node_labels(&self.plan.endpoints[e]))
-                .set(up);
-        }
+        let held = self.targets[target].held();
+        let reason = if held {
+            format!("{reason} (held out of DNS by flap damping)")
+        } else {
+            reason
+        };
         for &(ti, e) in &self.tenants_of_target[target] {
             let tenant = &mut self.tenants[ti];
             if tenant.changes.len() == MAX_CHANGES {
@@ -363,15 +439,6 @@ impl HealthTracker {
                 reason: reason.clone(),
                 trace: span.clone(),
             });
-            if t.from == Health::Unknown {
-                tenant.unknown -= 1;
-            }
-            if t.from == Health::Up {
-                tenant.healthy -= 1;
-            }
-            if t.to == Health::Up {
-                tenant.healthy += 1;
-            }
         }
     }
 
@@ -613,18 +680,25 @@ impl Handler<Observation> for HealthTracker {
         if !obs.result.ok() {
             state.failures += 1;
         }
+        let before = state.published();
         let transition = state
             .hysteresis
             .record(obs.result.ok(), timing.rise, timing.fall);
         if let Some(t) = transition {
+            let hold_starts =
+                t.to == Health::Down && state.damping.as_mut().is_some_and(|d| d.went_down(now));
+            if hold_starts {
+                let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now));
+                warn!(target = %self.plan.targets[target].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
+                self.metrics.damping_holds.inc();
+                self.schedule_release(target, ctx);
+            }
             self.on_transition(target, t, &obs.result);
         }
         self.targets[target].last = Some((obs.result, SystemTime::now()));
-        if transition.is_some() {
-            for i in 0..self.tenants_of_target[target].len() {
-                let (ti, _) = self.tenants_of_target[target][i];
-                self.request_refresh(ti, now, ctx);
-            }
+        let after = self.targets[target].published();
+        if before != after {
+            self.published_changed(target, before, after, now, ctx);
         }
     }
 }
@@ -694,6 +768,10 @@ impl Handler<GetStatus> for HealthTracker {
                         latency_ms: r.latency.as_secs_f64() * 1000.0,
                         at: crate::status::unix_seconds(*at),
                     }),
+                    damping: t.damping.as_ref().map(|d| DampingStatus {
+                        penalty: d.penalty(Instant::now()).round(),
+                        held: d.suppressed(),
+                    }),
                 }
             })
             .collect();
@@ -718,7 +796,9 @@ impl Handler<GetStatus> for HealthTracker {
                                 p.addresses.iter().any(|a| a.address == ep.address)
                             });
                             let health = self.health_of_endpoint(e);
+                            let held = self.targets[ep.target].held();
                             let why = match (published, health) {
+                                (false, _) if held => Why::Damped,
                                 (true, Health::Up) => Why::Healthy,
                                 (true, _) => Why::FailOpen,
                                 (false, Health::Down) => Why::Unhealthy,

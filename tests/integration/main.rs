@@ -8,6 +8,7 @@ mod coredns_configmap;
 mod deploy;
 mod dnsmasq;
 mod engine_e2e;
+mod flapping;
 mod kube_api;
 mod limits;
 mod loadtest;

@@ -20,7 +20,7 @@ const TIMEOUT: Duration = Duration::from_millis(300);
 
 /// Serves every connection with `answer`, after reading the request head; counts
 /// connections.
-async fn scripted<F, Fut>(addr: SocketAddr, answer: F) -> (SocketAddr, Arc<AtomicUsize>)
+pub(crate) async fn scripted<F, Fut>(addr: SocketAddr, answer: F) -> (SocketAddr, Arc<AtomicUsize>)
 where
     F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,

@@ -286,3 +286,13 @@ pub fn test_pki(dir: &Path, name: &str) -> TestPki {
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
     }
 }
+
+/// The value of sample `name` (with its labels, e.g. `x_total{a="b"}`) in a Prometheus
+/// text exposition; `None` when absent.
+pub fn metric(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
