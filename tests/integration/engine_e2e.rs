@@ -102,6 +102,44 @@ async fn https_checks_verify_certificates() {
     assert!(gw.requests() > 0);
 }
 
+/// A certificate that expired yesterday, from a trusted CA: down with the reason, unless
+/// the check is explicitly `insecure`.
+#[actix_rt::test]
+async fn an_expired_certificate_fails_unless_insecure() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = test_pki_with(dir.path(), "gw.test", |leaf| {
+        leaf.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        leaf.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    });
+    let gw = Gateway::start_tls(loopback(2, 1), Behaviour::Healthy, pki.acceptor.clone()).unwrap();
+    let (port, addr) = (gw.addr().port(), gw.addr().ip());
+    let ca = pki.ca_file.display().to_string();
+    let text = format!(
+        "[defaults.check]\n{FAST_CHECK}\n\n\
+         [[endpoints]]\nname = \"verified\"\naddress = \"{addr}\"\n\
+         check = {{ kind = \"https\", port = {port}, host = \"gw.test\", ca_file = {ca:?} }}\n\n\
+         [[endpoints]]\nname = \"insecure\"\naddress = \"{addr}\"\n\
+         check = {{ kind = \"https\", port = {port}, host = \"gw.test\", insecure = true }}\n\n\
+         [[tenants]]\nname = \"t-verified\"\ndomains = [\"v.example\"]\nendpoints = [\"verified\"]\nsinks = [\"local\"]\n\n\
+         [[tenants]]\nname = \"t-insecure\"\ndomains = [\"i.example\"]\nendpoints = [\"insecure\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let status = wait_for_status(&engine, "both verdicts", |s| {
+        s.endpoints.iter().all(|e| e.state != Health::Unknown)
+    })
+    .await;
+    assert_eq!(state_of(&status, "insecure"), Health::Up);
+    let verified = status
+        .endpoints
+        .iter()
+        .find(|e| e.name == "verified")
+        .unwrap();
+    assert_eq!(verified.state, Health::Down);
+    let reason = &verified.last.as_ref().unwrap().reason;
+    assert!(reason.contains("expired"), "{reason}");
+}
+
 /// A TCP check: healthy while something listens, down when refused.
 #[actix_rt::test]
 async fn tcp_check_follows_the_listener() {

@@ -161,15 +161,72 @@ async fn redirects_are_not_followed() {
     );
 }
 
+/// TcpExt ListenOverflows of this network namespace: SYNs a listener dropped because its
+/// accept queue was full.
+fn listen_overflows() -> u64 {
+    let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let mut lines = netstat.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// SYNs that get no answer at all, as behind a firewall's DROP rule or towards a dead host:
+/// made here without privileges by a listener whose accept queue is full, which makes the
+/// kernel drop new SYNs silently (counted in ListenOverflows). The probe ends at its
+/// timeout, and says it never got connected.
+#[tokio::test]
+async fn unanswered_syns_time_out_while_connecting() {
+    let listener =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    listener.bind(&loopback(40, 9).into()).unwrap();
+    // Backlog 0: one connection fills the queue; nothing ever accepts it.
+    listener.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap().as_socket().unwrap();
+    let _filler = std::net::TcpStream::connect(addr).unwrap();
+    let dropped_before = listen_overflows();
+    for kind in [CheckKind::Http, CheckKind::Tcp] {
+        let check = CheckOverrides {
+            kind: Some(kind),
+            ..Default::default()
+        };
+        let r = probe_within(addr, TIMEOUT, check).await;
+        assert_eq!(r.outcome, Err(Failure::ConnectTimeout), "{kind:?}");
+        assert_eq!(r.reason(), "timeout connecting (no answer to SYN)");
+        assert!(
+            r.latency >= TIMEOUT && r.latency < TIMEOUT + Duration::from_millis(100),
+            "{:?}",
+            r.latency
+        );
+    }
+    assert!(
+        listen_overflows() > dropped_before,
+        "the kernel did not drop the probes' SYNs"
+    );
+}
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-/// 2,000 probes against hanging, resetting, stalling and healthy endpoints: the process's
-/// open file descriptors (probes' and the test servers' ends, which close when the prober
-/// does) come back to where they were: no socket leaks.
+/// Resident memory of this process, in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// 100,000 probes against hanging, resetting, stalling and healthy endpoints: after a
+/// warm-up of 10,000 the process's open file descriptors (probes' and the test servers'
+/// ends, which close when the prober does) and its resident memory stay flat.
 #[tokio::test]
-async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors() {
+async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors_or_memory() {
     let (stall, _) = scripted(loopback(40, 5), |mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok")
@@ -191,32 +248,42 @@ async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors() {
     })
     .await;
     let hang = ho_loadtest::Gateway::start(loopback(40, 8), ho_loadtest::Behaviour::Hang).unwrap();
-    // Warm up (lazy statics, the runtime's own descriptors), then measure.
-    for addr in [ok, reset] {
-        let _ = probe(addr, wants_body()).await;
-    }
-    let before = open_fds();
     let targets = [stall, reset, ok, hang.addr()];
-    // 20 waves of 100 concurrent probes, 25 per target, cut at 50 ms.
-    for _ in 0..20 {
-        let wave: Vec<_> = (0..100)
+    // 400 waves of 250 concurrent probes, a quarter per target, cut at 20 ms.
+    let wave = || async {
+        let probes: Vec<_> = (0..250)
             .map(|i| {
                 let addr = targets[i % targets.len()];
                 tokio::spawn(async move {
                     let check = CheckOverrides {
-                        timeout: Some(Duration::from_millis(50)),
+                        timeout: Some(Duration::from_millis(20)),
                         ..wants_body()
                     };
                     probe(addr, check).await
                 })
             })
             .collect();
-        for p in wave {
+        for p in probes {
             p.await.unwrap();
         }
+    };
+    // Warm up: lazy statics, the runtime's own descriptors, the allocator's pools.
+    for _ in 0..40 {
+        wave().await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let after = open_fds();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (before, rss_before) = (open_fds(), rss_kib());
+    for _ in 40..400 {
+        wave().await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (after, rss_after) = (open_fds(), rss_kib());
     assert!(after <= before + 4, "descriptors {before} -> {after}");
-    println!("2,000 probes: open descriptors {before} -> {after}");
+    assert!(
+        rss_after <= rss_before + 4 * 1024,
+        "resident memory {rss_before} KiB -> {rss_after} KiB"
+    );
+    println!(
+        "100,000 probes: open descriptors {before} -> {after}, resident memory {rss_before} -> {rss_after} KiB"
+    );
 }

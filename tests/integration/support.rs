@@ -260,16 +260,25 @@ pub struct TestPki {
 
 /// Generates a fresh CA and server certificate (nothing is checked in).
 pub fn test_pki(dir: &Path, name: &str) -> TestPki {
+    test_pki_with(dir, name, |_| {})
+}
+
+/// [`test_pki`] with the server certificate's parameters changed by `leaf` (e.g. its
+/// validity period).
+pub fn test_pki_with(
+    dir: &Path,
+    name: &str,
+    leaf: impl FnOnce(&mut rcgen::CertificateParams),
+) -> TestPki {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![name.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .unwrap();
+    let mut leaf_params = CertificateParams::new(vec![name.to_owned()]).unwrap();
+    leaf(&mut leaf_params);
+    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
     let ca_file = dir.join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());

@@ -11,6 +11,7 @@ mod outcome;
 mod tls;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,9 +61,11 @@ impl Probe {
     /// Runs one attempt. Never takes longer than the timeout (plus scheduling noise).
     pub async fn run(&self) -> ProbeResult {
         let start = Instant::now();
-        let outcome = match tokio::time::timeout(self.timeout, self.attempt()).await {
+        let connected = AtomicBool::new(false);
+        let outcome = match tokio::time::timeout(self.timeout, self.attempt(&connected)).await {
             Ok(result) => result,
-            Err(_) => Err(Failure::Timeout),
+            Err(_) if connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
+            Err(_) => Err(Failure::ConnectTimeout),
         };
         ProbeResult {
             outcome,
@@ -70,8 +73,11 @@ impl Probe {
         }
     }
 
-    async fn attempt(&self) -> Result<(), Failure> {
+    /// One attempt; sets `connected` once the TCP handshake is done, so a timeout can say
+    /// which side of it the probe was on.
+    async fn attempt(&self, connected: &AtomicBool) -> Result<(), Failure> {
         let stream = connect::connect(self.addr).await?;
+        connected.store(true, Ordering::Relaxed);
         match &self.kind {
             ProbeKind::Tcp => Ok(()),
             ProbeKind::Http(req) => req.exchange(stream).await,

@@ -7,7 +7,11 @@ use std::time::Duration;
 /// Why a probe failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// The deadline passed (SYN unanswered, or a peer that accepts and never answers).
+    /// The deadline passed before the connection was set up: the SYN went unanswered
+    /// (host down, packets dropped by a firewall, or a listener whose queue is full).
+    ConnectTimeout,
+    /// The deadline passed after connecting: a peer that accepts and never answers, or
+    /// answers too slowly.
     Timeout,
     /// Nothing listens: the connection was refused.
     Refused,
@@ -36,6 +40,7 @@ impl Failure {
     /// A short, bounded label for metrics (`status` rather than `status 503`).
     pub fn label(&self) -> &'static str {
         match self {
+            Failure::ConnectTimeout => "connect_timeout",
             Failure::Timeout => "timeout",
             Failure::Refused => "refused",
             Failure::Reset => "reset",
@@ -73,6 +78,7 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Failure::ConnectTimeout => f.write_str("timeout connecting (no answer to SYN)"),
             Failure::Io(msg) => write!(f, "io: {msg}"),
             Failure::Local(msg) => write!(f, "local resources: {msg}"),
             Failure::Tls(msg) => write!(f, "tls: {msg}"),
