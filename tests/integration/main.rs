@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod conformance;
 mod coredns_configmap;
+mod crash;
 mod deploy;
 mod dnsmasq;
 mod engine_e2e;
