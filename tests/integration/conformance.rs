@@ -4,7 +4,9 @@
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
-//! 4. a restart of the orchestrator never publishes an empty or partial set before the
+//! 4. a write the back end lost after answering success (or records removed behind its
+//!    back) is restored by the next periodic reconcile,
+//! 5. a restart of the orchestrator never publishes an empty or partial set before the
 //!    endpoints have verdicts.
 
 use std::time::Duration;
@@ -34,6 +36,9 @@ trait Backend {
     async fn outage_start(&mut self);
     /// Makes writes succeed again.
     async fn outage_end(&mut self);
+    /// Makes the back end lose what it holds for [`DOMAIN`], as if the last write had
+    /// answered success without applying.
+    async fn lose_state(&mut self);
 }
 
 struct HostsFiles {
@@ -62,6 +67,9 @@ impl Backend for HostsFiles {
         std::fs::remove_file(self.path()).unwrap();
         std::fs::rename(self.dir.path().join("away"), self.path()).unwrap();
     }
+    async fn lose_state(&mut self) {
+        std::fs::remove_file(self.path().join("conf.hosts")).unwrap();
+    }
 }
 
 impl HostsFiles {
@@ -88,6 +96,12 @@ impl Backend for PowerDns {
     }
     async fn outage_end(&mut self) {
         self.0.launch();
+    }
+    async fn lose_state(&mut self) {
+        self.0.patch_zone(
+            "tenant-a.io.",
+            &format!(r#"{{"rrsets":[{{"name":"{DOMAIN}.","type":"A","changetype":"DELETE"}}]}}"#),
+        );
     }
 }
 
@@ -116,6 +130,9 @@ impl Backend for ConfigMap {
     }
     async fn outage_end(&mut self) {
         self.api.set_unavailable(false);
+    }
+    async fn lose_state(&mut self) {
+        self.api.put("dns", "hosts", &[]);
     }
 }
 
@@ -155,6 +172,9 @@ impl Backend for Route53 {
             .down
             .store(false, std::sync::atomic::Ordering::SeqCst);
     }
+    async fn lose_state(&mut self) {
+        self.moto.delete(&self.zone, DOMAIN, "A").await;
+    }
 }
 
 struct Webhook {
@@ -181,6 +201,9 @@ impl Backend for Webhook {
     }
     async fn outage_end(&mut self) {
         *self.rx.failing.lock().unwrap() = false;
+    }
+    async fn lose_state(&mut self) {
+        self.rx.forget();
     }
 }
 
@@ -263,7 +286,18 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
     );
     wait_published(&backend, &all[1..]).await;
 
-    // 4: restart. While gw-1 is back up but gw-3 hangs (no verdict for > 1 s), the new
+    // 4: the back end loses the state; the next reconcile (1 s) writes it again.
+    backend.lose_state().await;
+    assert_ne!(backend.published().await.as_deref(), Some(&all[1..]));
+    let lost = tokio::time::Instant::now();
+    wait_published(&backend, &all[1..]).await;
+    assert!(
+        lost.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        lost.elapsed()
+    );
+
+    // 5: restart. While gw-1 is back up but gw-3 hangs (no verdict for > 1 s), the new
     // engine writes nothing: the back end keeps the full last set.
     drop(engine);
     gws[0].set(Behaviour::Healthy).unwrap();

@@ -149,6 +149,45 @@ impl Moto {
     }
 }
 
+impl Moto {
+    /// Deletes every record set of type `rtype` at `name`, as another tool would.
+    pub async fn delete(&self, zone: &str, name: &str, rtype: &str) {
+        use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch};
+        let out = self
+            .client()
+            .list_resource_record_sets()
+            .hosted_zone_id(zone)
+            .send()
+            .await
+            .unwrap();
+        let changes: Vec<Change> = out
+            .resource_record_sets()
+            .iter()
+            .filter(|r| r.name().trim_end_matches('.') == name && r.r#type().as_str() == rtype)
+            .map(|r| {
+                Change::builder()
+                    .action(ChangeAction::Delete)
+                    .resource_record_set(r.clone())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        assert!(!changes.is_empty(), "no {rtype} at {name}");
+        self.client()
+            .change_resource_record_sets()
+            .hosted_zone_id(zone)
+            .change_batch(
+                ChangeBatch::builder()
+                    .set_changes(Some(changes))
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
 /// "NAME TYPE id=.. weight=.. geo=.. multivalue values".
 pub fn describe(r: &ResourceRecordSet) -> String {
     let mut values: Vec<&str> = r.resource_records().iter().map(|v| v.value()).collect();

@@ -87,6 +87,11 @@ impl Receiver {
             .unwrap()
     }
 
+    /// Forgets every delivery, as a receiver that lost its state would.
+    pub fn forget(&self) {
+        self.deliveries.lock().unwrap().clear();
+    }
+
     pub fn accepted(&self) -> Vec<Delivery> {
         self.deliveries
             .lock()
