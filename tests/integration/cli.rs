@@ -132,6 +132,52 @@ async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
     );
 }
 
+/// What runs without TLS verification is named in one warning at start, not per probe.
+#[tokio::test]
+async fn unverified_tls_is_logged_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(118, 2);
+    let tail = format!(
+        "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\", \"hook\"]\n\n{}\n\
+         [sinks.hook]\nkind = \"webhook\"\nurl = \"https://127.20.118.9:1/\"\nsecret_env = \"HOOK_SECRET_118\"\ninsecure = true\n",
+        hosts_sink(dir.path())
+    );
+    let mut cmd = run_command(dir.path(), &gws, &tail);
+    // gw-2 is checked over https without verification (nothing answers TLS there: the
+    // probe fails, which is beside the point).
+    let file = dir.path().join("config.toml");
+    let port = gws[1].addr().port();
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        &format!("check = {{ port = {port} }}"),
+        &format!("check = {{ port = {port}, kind = \"https\", insecure = true }}"),
+        1,
+    );
+    std::fs::write(&file, text).unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut child = cmd
+        .env("HOOK_SECRET_118", "s3cret")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let hosts = dir.path().join("web.hosts");
+    wait_for_file(&hosts, "a publish", |c| !c.is_empty()).await;
+    // Several probes of the unverified endpoint later:
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    terminate(&mut child).await;
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("NOT verified"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains(r#"endpoint \"gw-2\""#) && warnings[0].contains(r#"sink \"hook\""#),
+        "{}",
+        warnings[0]
+    );
+    assert!(!warnings[0].contains("gw-1"), "{}", warnings[0]);
+}
+
 #[tokio::test]
 async fn run_refuses_an_invalid_config() {
     let out = bin()
