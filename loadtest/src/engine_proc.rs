@@ -117,29 +117,56 @@ pub fn histogram(text: &str, name: &str) -> Vec<(f64, f64)> {
     buckets
 }
 
-/// The upper bound of the bucket holding quantile `q` of the observations made between two
-/// scrapes (`before`, `after`).
-pub fn quantile_between(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> Option<f64> {
-    let delta: Vec<(f64, f64)> = after
+/// Observations between two scrapes (`before`, `after`) of a histogram, per bucket.
+fn delta(before: &[(f64, f64)], after: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    after
         .iter()
         .map(|(le, n)| {
-            (
-                *le,
-                n - before
-                    .iter()
-                    .find(|(l, _)| l == le)
-                    .map_or(0.0, |(_, m)| *m),
-            )
+            let earlier = before
+                .iter()
+                .find(|(l, _)| l == le)
+                .map_or(0.0, |(_, m)| *m);
+            (*le, n - earlier)
         })
-        .collect();
+        .collect()
+}
+
+/// Quantile `q` of the observations made between two scrapes, interpolated linearly
+/// within its bucket as Prometheus's `histogram_quantile` does (a quantile in the `+Inf`
+/// bucket is reported as the highest finite bound).
+pub fn quantile_between(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> Option<f64> {
+    let delta = delta(before, after);
     let total = delta.last()?.1;
     if total <= 0.0 {
         return None;
     }
-    delta
-        .iter()
-        .find(|(_, n)| *n >= q * total)
-        .map(|(le, _)| *le)
+    let rank = q * total;
+    let (mut lower, mut below) = (0.0, 0.0);
+    for &(le, n) in &delta {
+        if n >= rank {
+            if le.is_infinite() {
+                return Some(lower);
+            }
+            let inside = n - below;
+            let share = if inside > 0.0 {
+                (rank - below) / inside
+            } else {
+                1.0
+            };
+            return Some(lower + (le - lower) * share);
+        }
+        (lower, below) = (le, n);
+    }
+    None
+}
+
+/// Share (0-1) of the observations between two scrapes above `bound`, which must be one of
+/// the histogram's bucket bounds.
+pub fn share_above(before: &[(f64, f64)], after: &[(f64, f64)], bound: f64) -> Option<f64> {
+    let delta = delta(before, after);
+    let total = delta.last()?.1;
+    let within = delta.iter().find(|(le, _)| *le == bound)?.1;
+    (total > 0.0).then(|| 1.0 - within / total)
 }
 
 #[cfg(test)]
@@ -153,17 +180,29 @@ mod tests {
         assert_eq!(metric_sum(TEXT, "probes_total"), 10.0);
         let h = histogram(TEXT, "x");
         assert_eq!(h.len(), 4);
-        assert_eq!(quantile_between(&[], &h, 0.5), Some(0.001));
-        assert_eq!(quantile_between(&[], &h, 0.99), Some(0.002));
+        // 90 observations at or below 1 ms: the median is halfway up the first bucket.
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+        assert!(close(quantile_between(&[], &h, 0.5), 0.0005 * 50.0 / 45.0));
+        // The 99th of 100 is the last of the 9 in (1 ms, 2 ms].
+        assert!(close(quantile_between(&[], &h, 0.99), 0.002));
+        assert!(close(
+            quantile_between(&[], &h, 0.95),
+            0.001 + 0.001 * 5.0 / 9.0
+        ));
+        assert!(close(share_above(&[], &h, 0.002), 0.01));
+        assert_eq!(share_above(&[], &h, 0.003), None, "not a bucket bound");
         let before = vec![
             (0.001, 90.0),
             (0.002, 90.0),
             (0.004, 90.0),
             (f64::INFINITY, 90.0),
         ];
-        assert_eq!(
-            quantile_between(&before, &h, 0.5),
-            Some(0.002),
+        // Of the 10 new observations, 9 are in (1 ms, 2 ms]: the median is 5/9 up it.
+        assert!(
+            close(
+                quantile_between(&before, &h, 0.5),
+                0.001 + 0.001 * 5.0 / 9.0
+            ),
             "only the 10 new observations count"
         );
     }

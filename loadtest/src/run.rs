@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::engine_proc::{histogram, metric_sum, quantile_between, EngineProcess};
+use crate::engine_proc::{histogram, metric_sum, quantile_between, share_above, EngineProcess};
 use crate::recorder::Recorder;
 use crate::report::{quantile, KindDetection, Report};
 use crate::scenario::{FaultKind, Scenario};
@@ -317,12 +317,13 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         - metric_sum(&metrics_before, "health_orchestrator_probes_total"))
         as u64;
     let delay = "health_orchestrator_probe_start_delay_seconds";
-    let late_p99 = quantile_between(
-        &histogram(&metrics_before, delay),
-        &histogram(&metrics_after, delay),
-        0.99,
-    )
-    .map(|s| s * 1000.0);
+    let (delay_before, delay_after) = (
+        histogram(&metrics_before, delay),
+        histogram(&metrics_after, delay),
+    );
+    let late_p99 = quantile_between(&delay_before, &delay_after, 0.99).map(|s| s * 1000.0);
+    let late_over_5ms_pct =
+        share_above(&delay_before, &delay_after, 0.005).map(|share| share * 100.0);
     let seen = recorder.seen();
     let detections: Vec<(FaultKind, f64)> = down_since
         .iter()
@@ -379,6 +380,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         probes_done,
         probes_per_sec: probes_done as f64 / elapsed,
         late_probe_p99_ms: late_p99,
+        late_over_5ms_pct,
         cpu_ms_per_1k_probes: cpu_ms as f64 * 1000.0 / (probes_done.max(1) as f64),
         rss_peak_mib,
         faulted: down_since.iter().filter(|s| s.is_some()).count(),
