@@ -3,7 +3,7 @@
 //! records ([`selection`]), the [`sink_actor::SinkActor`] around every [`sink::Sink`], and
 //! the operator [`api`].
 //!
-//! Data flows one way: prober --Observation--> tracker --Publish(snapshot)--> sink actors.
+//! Data flows one way: prober --Observations (batched per thread)--> tracker --Publish(snapshot)--> sink actors.
 //! Only verdict changes reach the sinks, and they always receive a tenant's full state.
 
 pub mod api;
@@ -25,5 +25,6 @@ pub mod trace;
 pub mod tracker;
 
 mod engine;
+mod outbox;
 
 pub use engine::{Engine, EngineError};

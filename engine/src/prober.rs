@@ -16,6 +16,7 @@ use opentelemetry::KeyValue;
 use tokio::time::Instant;
 
 use crate::hysteresis::Hysteresis;
+use crate::outbox::{self, Observations};
 use crate::probe::{Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
 use crate::schedule::Schedule;
@@ -25,9 +26,8 @@ use crate::trace;
 /// may change; its id does not).
 pub type TargetId = u64;
 
-/// One probe result, sent to the tracker.
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
+/// One probe result, sent to the tracker (in a batch: [`Observations`]).
+#[derive(Debug)]
 pub struct Observation {
     /// The target's id.
     pub target: TargetId,
@@ -42,7 +42,7 @@ pub struct Prober {
     target: TargetId,
     probe: Arc<Probe>,
     schedule: Schedule,
-    tracker: Recipient<Observation>,
+    tracker: Recipient<Observations>,
     rise: u32,
     fall: u32,
     mirror: Hysteresis,
@@ -59,7 +59,7 @@ impl Prober {
         probe: Probe,
         schedule: Schedule,
         timing: &Timing,
-        tracker: Recipient<Observation>,
+        tracker: Recipient<Observations>,
         sample: (f64, String),
         limits: Arc<ProbeLimits>,
     ) -> Prober {
@@ -118,11 +118,14 @@ impl Prober {
         } else {
             true
         };
-        self.tracker.do_send(Observation {
-            target: self.target,
-            result,
-            start_delay,
-        });
+        outbox::post(
+            &self.tracker,
+            Observation {
+                target: self.target,
+                result,
+                start_delay,
+            },
+        );
         admission.sent();
         let now = Instant::now();
         let next = if settled {

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::damping::FlapDamping;
 use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::metrics::{Metrics, NodeLabels, ResultLabel, TenantLabel, TransitionLabel};
+use crate::outbox::Observations;
 use crate::probe::ProbeResult;
 use crate::probe_limits::{ProbeLimits, Throttle};
 use crate::prober::{Observation, TargetId};
@@ -646,12 +647,21 @@ impl Actor for HealthTracker {
     }
 }
 
-impl Handler<Observation> for HealthTracker {
+impl Handler<Observations> for HealthTracker {
     type Result = ();
 
-    fn handle(&mut self, obs: Observation, ctx: &mut Context<Self>) {
-        self.limits.result_taken();
+    fn handle(&mut self, batch: Observations, ctx: &mut Context<Self>) {
         let now = Instant::now();
+        for obs in batch.0 {
+            self.observe(obs, now, ctx);
+        }
+    }
+}
+
+impl HealthTracker {
+    /// Applies one probe result.
+    fn observe(&mut self, obs: Observation, now: Instant, ctx: &mut Context<Self>) {
+        self.limits.result_taken();
         let m = &self.metrics;
         m.probes
             .get_or_create(&ResultLabel {

@@ -152,10 +152,14 @@ pub fn endpoints_toml_at(
         .collect()
 }
 
-/// Binds with SO_REUSEADDR so a gateway can come back on its address at once.
+/// Binds with SO_REUSEADDR so a gateway can come back on its address at once, and
+/// SO_REUSEPORT because the listener it replaces closes only when the runtime drops its
+/// aborted accept task: a quick `Refuse` -> `Healthy` (a flapping fault) could otherwise
+/// find the address still taken (EADDRINUSE ended whole load-test runs).
 pub(crate) fn bind(addr: SocketAddr) -> io::Result<StdListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
