@@ -134,6 +134,44 @@ async fn http_1_0_and_connection_close_are_fine() {
     assert_eq!(probe(addr, wants_body()).await.outcome, Ok(()));
 }
 
+/// A status check reads only the response head: an interim `100 Continue` is skipped, a
+/// head dribbled out byte by byte is assembled, a head beyond 16 KiB is refused.
+#[tokio::test]
+async fn response_heads_interim_dribbled_and_oversized() {
+    let (interim, _) = scripted(loopback(40, 10), |mut s| async move {
+        let _ = s
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .await;
+    })
+    .await;
+    let (dribbled, _) = scripted(loopback(40, 11), |mut s| async move {
+        for b in b"HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n" {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await;
+    let (huge, _) = scripted(loopback(40, 12), |mut s| async move {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Big: ").await;
+        let _ = s.write_all(&[b'x'; 20 * 1024]).await;
+        let _ = s.write_all(b"\r\n\r\n").await;
+    })
+    .await;
+    let status_only = || CheckOverrides {
+        expect_status: Some(vec![200, 204]),
+        ..Default::default()
+    };
+    assert_eq!(probe(interim, status_only()).await.outcome, Ok(()));
+    assert_eq!(probe(dribbled, status_only()).await.outcome, Ok(()));
+    let r = probe(huge, status_only()).await;
+    assert_eq!(
+        r.outcome,
+        Err(Failure::Protocol("response head larger than 16 KiB".into()))
+    );
+}
+
 /// A redirect is not followed: it is its status, healthy only if `expect_status` lists it.
 #[tokio::test]
 async fn redirects_are_not_followed() {
