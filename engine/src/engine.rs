@@ -69,7 +69,8 @@ pub struct Engine {
     /// Shared metrics.
     pub metrics: Arc<Metrics>,
     plan: Arc<Plan>,
-    probers: HashMap<Target, RunningProber>,
+    /// One per target of `plan`, in the same order.
+    probers: Vec<RunningProber>,
     next_id: TargetId,
     /// Where new probers go, round robin.
     next_arbiter: usize,
@@ -132,7 +133,7 @@ impl Engine {
             sinks: sink_actors,
             metrics,
             plan: plan.clone(),
-            probers: HashMap::new(),
+            probers: Vec::with_capacity(plan.targets.len()),
             next_id: ids.len() as TargetId,
             next_arbiter: 0,
             arbiters,
@@ -141,12 +142,13 @@ impl Engine {
             limits,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
-            engine.start_prober(target, probe, id);
+            let prober = engine.start_prober(target, probe, id);
+            engine.probers.push(prober);
         }
         Ok(engine)
     }
 
-    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) {
+    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
         let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin);
         let timing = target.check.timing;
         let recipient = self.tracker.clone().recipient();
@@ -155,15 +157,20 @@ impl Engine {
         } else {
             0.0
         };
-        let sample = (sample_ratio, target.key());
+        // The key labels sampled spans; not kept when nothing is sampled.
+        let key = if sample_ratio > 0.0 {
+            target.key()
+        } else {
+            String::new()
+        };
+        let sample = (sample_ratio, key);
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let limits = self.limits.clone();
         let addr = Prober::start_in_arbiter(&arbiter.handle(), move |_| {
             Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
         });
-        self.probers
-            .insert(target.clone(), RunningProber { id, addr });
+        RunningProber { id, addr }
     }
 
     /// Names of the sinks of `plan` that are new or configured differently from now: the
@@ -193,13 +200,19 @@ impl Engine {
                 return Err(EngineError::MissingSink(name.clone()));
             }
         }
-        let new_targets: Vec<Target> = plan
+        let old_plan = self.plan.clone();
+        let old: HashMap<&Target, usize> = old_plan
             .targets
             .iter()
-            .filter(|t| !self.probers.contains_key(*t))
-            .cloned()
+            .enumerate()
+            .map(|(i, t)| (t, i))
             .collect();
-        let probes = make_probes(&new_targets)?;
+        let new_targets: Vec<&Target> = plan
+            .targets
+            .iter()
+            .filter(|t| !old.contains_key(*t))
+            .collect();
+        let probes = make_probes(new_targets)?;
         // Sinks: stop removed and replaced ones, start new ones.
         for (name, addr) in std::mem::take(&mut self.sinks) {
             match plan.sinks.get(&name) {
@@ -222,34 +235,37 @@ impl Engine {
         }
         *self.api_sinks.write().expect("not poisoned") = self.sinks.values().cloned().collect();
 
-        // Probers: stop removed targets, start new ones.
-        let wanted: std::collections::HashSet<&Target> = plan.targets.iter().collect();
-        let removed: Vec<Target> = self
-            .probers
-            .keys()
-            .filter(|t| !wanted.contains(t))
-            .cloned()
+        // Probers: keep those of targets that stay, start new ones, stop the rest.
+        let mut running: Vec<Option<RunningProber>> = std::mem::take(&mut self.probers)
+            .into_iter()
+            .map(Some)
             .collect();
-        for t in removed {
-            if let Some(p) = self.probers.remove(&t) {
-                p.addr.do_send(Stop);
-                summary.targets_removed += 1;
-            }
+        let mut probes = probes.into_iter();
+        let mut probers = Vec::with_capacity(plan.targets.len());
+        for target in &plan.targets {
+            let kept = old.get(target).and_then(|&i| running[i].take());
+            let prober = match kept {
+                Some(prober) => {
+                    summary.targets_kept += 1;
+                    prober
+                }
+                None => {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    summary.targets_added += 1;
+                    let probe = probes.next().expect("one probe per new target");
+                    self.start_prober(target, probe, id)
+                }
+            };
+            probers.push(prober);
         }
-        summary.targets_kept = self.probers.len();
+        for removed in running.into_iter().flatten() {
+            removed.addr.do_send(Stop);
+            summary.targets_removed += 1;
+        }
+        self.probers = probers;
         self.plan = Arc::new(plan);
-        for (target, probe) in new_targets.into_iter().zip(probes) {
-            let id = self.next_id;
-            self.next_id += 1;
-            self.start_prober(&target, probe, id);
-            summary.targets_added += 1;
-        }
-        let ids = self
-            .plan
-            .targets
-            .iter()
-            .map(|t| self.probers[t].id)
-            .collect();
+        let ids = self.probers.iter().map(|p| p.id).collect();
         self.tracker.do_send(Reload {
             plan: self.plan.clone(),
             ids,
@@ -306,10 +322,12 @@ impl Engine {
     }
 }
 
-fn make_probes(targets: &[Target]) -> Result<Vec<Probe>, EngineError> {
+fn make_probes<'a>(
+    targets: impl IntoIterator<Item = &'a Target>,
+) -> Result<Vec<Probe>, EngineError> {
     let mut tls = TlsCache::default();
     targets
-        .iter()
+        .into_iter()
         .map(|t| {
             Probe::new(t, &mut tls).map_err(|source| EngineError::Tls {
                 target: t.key(),
