@@ -3,7 +3,8 @@
 //! shows, decides each tenant's record set and sends a snapshot to the tenant's sinks only
 //! when that set changes.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -207,17 +208,20 @@ impl HealthTracker {
             .map(|t| t.name.clone())
             .zip(self.tenants.drain(..))
             .collect();
+        // Sets, not scans: with 100,000 endpoints a scan per endpoint took minutes at start.
+        let staying: HashSet<(&str, IpAddr)> = plan
+            .endpoints
+            .iter()
+            .map(|e| (e.name.as_str(), e.address))
+            .collect();
         for ep in &self.plan.endpoints {
-            if !plan
-                .endpoints
-                .iter()
-                .any(|e| e.name == ep.name && e.address == ep.address)
-            {
+            if !staying.contains(&(ep.name.as_str(), ep.address)) {
                 self.metrics.node_status.remove(&node_labels(ep));
             }
         }
+        let tenants: HashSet<&str> = plan.tenants.iter().map(|t| t.name.as_str()).collect();
         for name in old_tenants.keys() {
-            if !plan.tenants.iter().any(|t| &t.name == name) {
+            if !tenants.contains(name.as_str()) {
                 self.metrics.healthy_nodes.remove(&TenantLabel {
                     tenant: name.clone(),
                 });
@@ -785,12 +789,18 @@ impl Handler<GetStatus> for HealthTracker {
                 }
             })
             .collect();
-        let tenants =
-            self.plan
-                .tenants
-                .iter()
-                .zip(&self.tenants)
-                .map(|(t, s)| TenantStatus {
+        let tenants = self
+            .plan
+            .tenants
+            .iter()
+            .zip(&self.tenants)
+            .map(|(t, s)| {
+                let published_set: HashSet<IpAddr> = s
+                    .published
+                    .iter()
+                    .flat_map(|p| p.addresses.iter().map(|a| a.address))
+                    .collect();
+                TenantStatus {
                     name: t.name.clone(),
                     domains: t.domains.clone(),
                     sinks: t.sinks.clone(),
@@ -802,9 +812,7 @@ impl Handler<GetStatus> for HealthTracker {
                         .iter()
                         .map(|&e| {
                             let ep = &self.plan.endpoints[e];
-                            let published = s.published.as_ref().is_some_and(|p| {
-                                p.addresses.iter().any(|a| a.address == ep.address)
-                            });
+                            let published = published_set.contains(&ep.address);
                             let health = self.health_of_endpoint(e);
                             let held = self.targets[ep.target].held();
                             let why = match (published, health) {
@@ -832,8 +840,9 @@ impl Handler<GetStatus> for HealthTracker {
                         addresses: p.addresses.iter().map(|a| a.address).collect(),
                         at: crate::status::unix_seconds(p.decided_at),
                     }),
-                })
-                .collect();
+                }
+            })
+            .collect();
         MessageResult(TrackerStatus {
             ready: self.grace_over || self.all_have_verdicts(),
             endpoints,
