@@ -146,29 +146,42 @@ fn http_probe(c: &mut Criterion) {
         )
         .unwrap()
     });
-    let check = ho_config::resolve_standalone_check(&CheckOverrides {
-        kind: Some(CheckKind::Http),
-        port: Some(gateway.addr().port()),
-        path: Some("/healthz".into()),
-        ..Default::default()
-    })
-    .unwrap();
-    let probe = Probe::new(
-        &Target {
-            address: gateway.addr().ip(),
-            check,
-        },
-        &mut TlsCache::default(),
-    )
-    .unwrap();
+    // A status check takes the raw path (request head written as is, response head parsed
+    // with httparse); a body check goes through hyper. Same server, same exchange otherwise.
+    let probe_of = |body_contains: Option<&str>| {
+        let check = ho_config::resolve_standalone_check(&CheckOverrides {
+            kind: Some(CheckKind::Http),
+            port: Some(gateway.addr().port()),
+            path: Some("/healthz".into()),
+            body_contains: body_contains.map(str::to_owned),
+            ..Default::default()
+        })
+        .unwrap();
+        Probe::new(
+            &Target {
+                address: gateway.addr().ip(),
+                check,
+            },
+            &mut TlsCache::default(),
+        )
+        .unwrap()
+    };
     let mut group = c.benchmark_group("probe");
     group.sample_size(50);
-    group.bench_function("http_probe_loopback_roundtrip", |b| {
-        b.iter(|| {
-            let result = rt.block_on(probe.run());
-            assert!(result.ok(), "{}", result.reason());
-        })
-    });
+    for (name, probe) in [
+        ("http_probe_loopback_roundtrip", probe_of(None)),
+        (
+            "http_body_probe_loopback_roundtrip",
+            probe_of(Some("ready")),
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let result = rt.block_on(probe.run());
+                assert!(result.ok(), "{}", result.reason());
+            })
+        });
+    }
     group.finish();
     drop(gateway);
 }

@@ -3,7 +3,6 @@
 //! failing with "too many open files" and withdrawing healthy endpoints from DNS.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::Stdio;
 use std::time::Duration;
 
 use ho_loadtest::Behaviour;
@@ -54,7 +53,7 @@ async fn a_small_open_file_limit_delays_probes_but_never_fails_them() {
     std::fs::write(&file, text).unwrap();
     let log = dir.path().join("stderr.log");
     // `ulimit -n` sets the soft and the hard limit: the process cannot raise it.
-    let mut child = Running(
+    let mut child = spawn_logged(
         std::process::Command::new("bash")
             .args([
                 "-c",
@@ -62,11 +61,8 @@ async fn a_small_open_file_limit_delays_probes_but_never_fails_them() {
             ])
             .arg(env!("CARGO_BIN_EXE_health-orchestrator"))
             .arg(&file)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
+            .env("RUST_LOG", "warn"),
+        &log,
     );
     let pid = child.0.id();
     let start = Instant::now();

@@ -50,6 +50,15 @@ where
     (addr, count)
 }
 
+/// A server that answers every request with `response`, as is.
+async fn answering(addr: SocketAddr, response: &'static [u8]) -> SocketAddr {
+    scripted(addr, move |mut s| async move {
+        let _ = s.write_all(response).await;
+    })
+    .await
+    .0
+}
+
 async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
     let http = CheckOverrides {
         kind: Some(CheckKind::Http),
@@ -125,11 +134,10 @@ async fn huge_and_endless_bodies_stop_at_the_limit() {
 /// HTTP/1.0 with `Connection: close` is a normal answer.
 #[tokio::test]
 async fn http_1_0_and_connection_close_are_fine() {
-    let (addr, _) = scripted(loopback(40, 3), |mut s| async move {
-        let _ = s
-            .write_all(b"HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nok: ready\n")
-            .await;
-    })
+    let addr = answering(
+        loopback(40, 3),
+        b"HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nok: ready\n",
+    )
     .await;
     assert_eq!(probe(addr, wants_body()).await.outcome, Ok(()));
 }
@@ -138,11 +146,10 @@ async fn http_1_0_and_connection_close_are_fine() {
 /// head dribbled out byte by byte is assembled, a head beyond 16 KiB is refused.
 #[tokio::test]
 async fn response_heads_interim_dribbled_and_oversized() {
-    let (interim, _) = scripted(loopback(40, 10), |mut s| async move {
-        let _ = s
-            .write_all(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-            .await;
-    })
+    let interim = answering(
+        loopback(40, 10),
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+    )
     .await;
     let (dribbled, _) = scripted(loopback(40, 11), |mut s| async move {
         for b in b"HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n" {
@@ -279,11 +286,10 @@ async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors_or_memory
         drop(s);
     })
     .await;
-    let (ok, _) = scripted(loopback(40, 7), |mut s| async move {
-        let _ = s
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok: ready")
-            .await;
-    })
+    let ok = answering(
+        loopback(40, 7),
+        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok: ready",
+    )
     .await;
     let hang = ho_loadtest::Gateway::start(loopback(40, 8), ho_loadtest::Behaviour::Hang).unwrap();
     let targets = [stall, reset, ok, hang.addr()];

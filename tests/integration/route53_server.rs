@@ -106,8 +106,8 @@ impl Moto {
             .to_string()
     }
 
-    /// Every A/AAAA/TXT record set of the zone, as "NAME TYPE [id] [routing] values".
-    pub async fn records(&self, zone: &str) -> Vec<String> {
+    /// Every record set of the zone (one page: the tests' zones are small).
+    async fn record_sets(&self, zone: &str) -> Vec<ResourceRecordSet> {
         let out = self
             .client()
             .list_resource_record_sets()
@@ -115,8 +115,14 @@ impl Moto {
             .send()
             .await
             .unwrap();
-        let mut lines: Vec<String> = out
-            .resource_record_sets()
+        out.resource_record_sets().to_vec()
+    }
+
+    /// Every A/AAAA/TXT record set of the zone, as "NAME TYPE [id] [routing] values".
+    pub async fn records(&self, zone: &str) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .record_sets(zone)
+            .await
             .iter()
             .filter(|r| matches!(r.r#type().as_str(), "A" | "AAAA" | "TXT"))
             .map(describe)
@@ -153,15 +159,9 @@ impl Moto {
     /// Deletes every record set of type `rtype` at `name`, as another tool would.
     pub async fn delete(&self, zone: &str, name: &str, rtype: &str) {
         use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch};
-        let out = self
-            .client()
-            .list_resource_record_sets()
-            .hosted_zone_id(zone)
-            .send()
+        let changes: Vec<Change> = self
+            .record_sets(zone)
             .await
-            .unwrap();
-        let changes: Vec<Change> = out
-            .resource_record_sets()
             .iter()
             .filter(|r| r.name().trim_end_matches('.') == name && r.r#type().as_str() == rtype)
             .map(|r| {

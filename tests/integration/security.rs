@@ -4,7 +4,6 @@
 //! emits: debug logs, `/status`, `/metrics`, or the trace spans it exports.
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
 use ho_loadtest::Behaviour;
@@ -57,15 +56,12 @@ async fn the_api_token_guards_status_and_no_secret_is_ever_emitted() {
     let file = dir.path().join("config.toml");
     std::fs::write(&file, text).unwrap();
     let log = dir.path().join("stderr.log");
-    let mut child = Running(
+    let mut child = spawn_logged(
         std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
             .args(["run", "--config"])
             .arg(&file)
-            .env("RUST_LOG", "debug")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
+            .env("RUST_LOG", "debug"),
+        &log,
     );
 
     let start = Instant::now();

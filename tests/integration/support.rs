@@ -93,6 +93,17 @@ pub async fn api_get(addr: std::net::SocketAddr, path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Spawns `cmd` with its standard error written to `log` (read back by the test) and its
+/// output discarded; killed when dropped.
+pub fn spawn_logged(cmd: &mut std::process::Command, log: &Path) -> Running {
+    Running(
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// `run` as a child process, killed when dropped (also when a test fails midway, so its
 /// API port is free for the next run).
 pub struct Running(pub std::process::Child);
