@@ -32,6 +32,7 @@ fn schedule(c: &mut Criterion) {
         fast_interval: Duration::from_millis(100),
         rise: 1,
         fall: 2,
+        damping: None,
     };
     let origin = tokio::time::Instant::now();
     let s = Schedule::new("http://127.1.0.1:8080/healthz", &timing, origin);
