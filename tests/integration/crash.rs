@@ -54,7 +54,7 @@ async fn killed_mid_flap_and_restarted_the_file_is_always_whole() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch(&file, stop.clone());
-    // gw-2 flaps: 503 for 300 ms, healthy for 300 ms, ...
+    // gw-2 flaps: 503 for 600 ms, healthy for 300 ms, ...
     let flapping = Arc::new(AtomicBool::new(true));
     let flapper = {
         let (gws, flapping) = (gws.clone(), flapping.clone());
@@ -67,8 +67,11 @@ async fn killed_mid_flap_and_restarted_the_file_is_always_whole() {
                     Behaviour::Healthy
                 };
                 gws.lock().unwrap()[1].set(b).unwrap();
+                // Down longer than the detection bound (200 + 50 + 100 ms), so every down
+                // phase is published.
+                let phase = if down { 600 } else { 300 };
                 down = !down;
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                tokio::time::sleep(Duration::from_millis(phase)).await;
             }
             gws.lock().unwrap()[1].set(Behaviour::Healthy).unwrap();
         })
