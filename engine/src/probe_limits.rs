@@ -61,7 +61,7 @@ impl ProbeLimits {
     /// Waits for room for one more result in the tracker's mailbox, then for a socket.
     /// Both are given back if the probe is abandoned (its prober stopped by a reload);
     /// once the result is sent, [`Admission::sent`] hands its mailbox slot to the tracker,
-    /// which frees it with [`ProbeLimits::result_taken`].
+    /// which frees it with [`ProbeLimits::results_taken`].
     pub async fn admit(&self) -> Admission {
         let mailbox = match self.mailbox.clone().try_acquire_owned() {
             Ok(p) => p,
@@ -95,9 +95,10 @@ impl ProbeLimits {
         }
     }
 
-    /// The tracker took one result from its mailbox.
-    pub fn result_taken(&self) {
-        self.mailbox.add_permits(1);
+    /// The tracker took `n` results from its mailbox (one call per batch: freeing permits
+    /// takes the semaphore's lock).
+    pub fn results_taken(&self, n: usize) {
+        self.mailbox.add_permits(n);
     }
 
     fn waited(&self, which: usize, bound: &'static str, what: &str) {
@@ -174,7 +175,7 @@ mod tests {
         };
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "admitted past the mailbox bound");
-        limits.result_taken();
+        limits.results_taken(1);
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("admitted once a result was taken")

@@ -656,6 +656,7 @@ impl Handler<Observations> for HealthTracker {
 
     fn handle(&mut self, batch: Observations, ctx: &mut Context<Self>) {
         let now = Instant::now();
+        self.limits.results_taken(batch.0.len());
         for obs in batch.0 {
             self.observe(obs, now, ctx);
         }
@@ -665,7 +666,6 @@ impl Handler<Observations> for HealthTracker {
 impl HealthTracker {
     /// Applies one probe result.
     fn observe(&mut self, obs: Observation, now: Instant, ctx: &mut Context<Self>) {
-        self.limits.result_taken();
         let m = &self.metrics;
         m.probes
             .get_or_create(&ResultLabel {
