@@ -24,14 +24,15 @@ async fn answer(mut s: TcpStream, ok: bool) {
     let _ = s.write_all(if ok { OK } else { DOWN }).await;
 }
 
-/// A tenant over `flappy` and a steady healthy endpoint, so a withdrawn `flappy` leaves
-/// a non-empty set (no fail-open).
-async fn engine(
-    dir: &std::path::Path,
-    flappy: SocketAddr,
-    steady: SocketAddr,
-    check: &str,
-) -> Engine {
+/// A tenant over `flappy` and a steady healthy endpoint (started here, on the next
+/// loopback address), so a withdrawn `flappy` leaves a non-empty set (no fail-open).
+/// Returns the engine and the steady endpoint's address.
+async fn engine(dir: &std::path::Path, flappy: SocketAddr, check: &str) -> (Engine, SocketAddr) {
+    let std::net::IpAddr::V4(ip) = flappy.ip() else {
+        unreachable!("tests use IPv4 loopback")
+    };
+    let [a, b, c, d] = ip.octets();
+    let (steady, _) = scripted(SocketAddr::from(([a, b, c, d + 1], 0)), |s| answer(s, true)).await;
     let endpoints =
         ho_loadtest::endpoints_toml_at([flappy, steady], |i| ["flappy", "steady"][i].to_string());
     let text = format!(
@@ -39,7 +40,7 @@ async fn engine(
          [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir)
     );
-    start_engine(dir, &text).await
+    (start_engine(dir, &text).await, steady)
 }
 
 /// DNS updates of the tenant, verdict changes to down, to up, since start.
@@ -87,10 +88,9 @@ async fn alternating_results_never_change_dns() {
         answer(s, ok)
     })
     .await;
-    let (steady, _) = scripted(loopback(111, 2), |s| answer(s, true)).await;
     let check =
         "interval = \"100ms\"\ntimeout = \"50ms\"\nfast_interval = \"20ms\"\nrise = 1\nfall = 2";
-    let engine = engine(dir.path(), flappy, steady, check).await;
+    let (engine, _) = engine(dir.path(), flappy, check).await;
     let (updates, downs, _) = churn(&engine, dir.path(), Duration::from_secs(2)).await;
     assert_eq!((updates, downs), (1.0, 0.0));
 }
@@ -106,10 +106,9 @@ async fn down_phases_shorter_than_fall_probes_never_change_dns() {
         answer(s, in_period >= 60)
     })
     .await;
-    let (steady, _) = scripted(loopback(111, 4), |s| answer(s, true)).await;
     let check =
         "interval = \"100ms\"\ntimeout = \"40ms\"\nfast_interval = \"50ms\"\nrise = 1\nfall = 3";
-    let engine = engine(dir.path(), flappy, steady, check).await;
+    let (engine, _) = engine(dir.path(), flappy, check).await;
     let (updates, downs, _) = churn(&engine, dir.path(), Duration::from_secs(3)).await;
     assert_eq!((updates, downs), (1.0, 0.0));
 }
@@ -140,8 +139,7 @@ async fn without_damping_dns_changes_only_with_the_verdict() {
     for (test, kind) in [(112, "random"), (113, "latency")] {
         let dir = tempfile::tempdir().unwrap();
         let flappy = noisy(test, kind).await;
-        let (steady, _) = scripted(loopback(test, 2), |s| answer(s, true)).await;
-        let engine = engine(dir.path(), flappy, steady, NOISY_CHECK).await;
+        let (engine, _) = engine(dir.path(), flappy, NOISY_CHECK).await;
         let started = Instant::now();
         let (updates, downs, ups) = churn_until(&engine, kind, |(_, downs, _)| downs >= 4.0).await;
         eprintln!(
@@ -164,11 +162,10 @@ async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
     for (test, kind) in [(114, "random"), (115, "latency")] {
         let dir = tempfile::tempdir().unwrap();
         let flappy = noisy(test, kind).await;
-        let (steady, _) = scripted(loopback(test, 2), |s| answer(s, true)).await;
         let check = format!(
             "{NOISY_CHECK}\ndamping = {{ half_life = \"5s\", penalty = 1000, suppress = 2000, reuse = 750, max_suppress = \"60s\" }}"
         );
-        let engine = engine(dir.path(), flappy, steady, &check).await;
+        let (engine, steady) = engine(dir.path(), flappy, &check).await;
         let started = Instant::now();
         let held = |_: (f64, f64, f64)| {
             metric(
@@ -225,11 +222,10 @@ async fn a_held_endpoint_returns_once_calm() {
         answer(s, ok)
     })
     .await;
-    let (steady, _) = scripted(loopback(116, 2), |s| answer(s, true)).await;
     let check = format!(
         "{NOISY_CHECK}\ndamping = {{ half_life = \"1s\", penalty = 1000, suppress = 2000, reuse = 750, max_suppress = \"3s\" }}"
     );
-    let engine = engine(dir.path(), flappy, steady, &check).await;
+    let (engine, steady) = engine(dir.path(), flappy, &check).await;
     let file = dir.path().join("t.hosts");
     let both = |c: &str| addresses(c).len() == 2;
     wait_for_file(&file, "both endpoints", both).await;
