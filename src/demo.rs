@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ho_engine::snapshot::PublishMode;
-use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
 use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
 use tokio::time::Instant;
@@ -109,14 +108,11 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let config_file = dir.join("demo.toml");
         std::fs::write(&config_file, config_text(&dir, &gateways))?;
         let plan = ho_config::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let sinks = ho_sinks::build_all(&plan)
-            .await
-            .map_err(anyhow::Error::msg)?;
         let started = Instant::now();
-        let engine = Engine::start(plan, sinks)?;
+        let engine = Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let api_url = format!("http://{}", listener.local_addr()?);
-        actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+        actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
 
         println!("Health Orchestrator demo");
         println!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));
@@ -156,8 +152,8 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         let t0 = Instant::now();
         loop {
-            let status = engine.tracker.send(GetStatus).await?;
-            let mode = status.tenants[0].published.as_ref().map(|p| p.mode);
+            let status = engine.status().await.context("the engine stopped")?;
+            let mode = status.tracker.tenants[0].published.as_ref().map(|p| p.mode);
             if mode == Some(PublishMode::FailOpenAllUnhealthy) {
                 break;
             }

@@ -35,7 +35,7 @@ impl Reloader {
     pub async fn reload(&mut self, engine: &mut Engine, why: &str) {
         let started = Instant::now();
         self.seen = digest(&self.files);
-        let metrics = engine.metrics.clone();
+        let metrics = engine.metrics().clone();
         let count = |result: &'static str| {
             metrics
                 .config_reloads
@@ -53,27 +53,11 @@ impl Reloader {
                 return;
             }
         };
-        let mut built = std::collections::BTreeMap::new();
-        for name in engine.sinks_to_build(&plan) {
-            match ho_sinks::build(&name, &plan.sinks[&name], &plan.owner_id, None).await {
-                Ok(sink) => {
-                    built.insert(name, sink);
-                }
-                Err(e) => {
-                    error!(
-                        trigger = why,
-                        "config reload failed; the running config stays: {e}"
-                    );
-                    count("error");
-                    return;
-                }
-            }
-        }
         let unchanged_listen = engine.plan().api_listen == plan.api_listen;
         let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
         let unverified = plan.unverified_tls();
         let unverified_changed = engine.plan().unverified_tls() != unverified;
-        match engine.reload(plan, built) {
+        match engine.reload(plan).await {
             Ok(summary) => {
                 count("ok");
                 info!(

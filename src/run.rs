@@ -38,9 +38,6 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let metrics = Arc::new(Metrics::new());
     let telemetry = crate::telemetry::init(&plan.telemetry, &metrics)?;
     actix_rt::System::new().block_on(async move {
-        let sinks = ho_sinks::build_all(&plan)
-            .await
-            .map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(plan.api_listen)
             .await
             .with_context(|| format!("api.listen {}", plan.api_listen))?;
@@ -62,10 +59,9 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let watch = plan.reload.watch.then_some(plan.reload.interval);
-        let mut engine = Engine::start_with(plan, sinks, metrics)?;
-        let mut api_state = engine.api_state();
-        api_state.token = token;
-        let api = actix::spawn(ho_engine::api::serve(listener, api_state));
+        let mut engine =
+            Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
+        let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(token)));
         let mut reloader = Reloader::new(files);
         let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

@@ -68,7 +68,7 @@ fn selection(c: &mut Criterion) {
         .collect();
     let health = |i: usize| if i % 5 == 0 { Health::Down } else { Health::Up };
     c.bench_function("selection_decide_100_endpoints", |b| {
-        b.iter(|| black_box(decide(&tenant, &endpoints, health, true)))
+        b.iter(|| black_box(decide(&tenant, &endpoints, health)))
     });
 }
 
@@ -119,7 +119,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             for tenant in &tenants {
                 if let Decision::Publish {
                     endpoints: chosen, ..
-                } = decide(tenant, &endpoints, health, true)
+                } = decide(tenant, &endpoints, health)
                 {
                     black_box(published_addresses(tenant, &endpoints, &meta, &chosen));
                 }

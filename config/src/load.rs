@@ -63,7 +63,7 @@ impl fmt::Display for ParseErrors {
 }
 
 /// The built-in layer: every default in one place, so `check-config` and the docs agree.
-fn builtin() -> Config {
+pub fn builtin() -> Config {
     Config {
         api: Default::default(),
         defaults: Defaults {

@@ -22,19 +22,19 @@ use crate::status::Status;
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{GetStatus, HealthTracker, IsReady};
 
-/// What the API reads from.
+/// What the API reads from; made by [`crate::Engine::api_state`].
 #[derive(Clone)]
 pub struct ApiState {
     /// The tracker.
-    pub tracker: Addr<HealthTracker>,
+    pub(crate) tracker: Addr<HealthTracker>,
     /// Every sink actor; replaced when a config reload rebuilds sinks.
-    pub sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
+    pub(crate) sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// The metrics registry.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// Bearer token required for `/status` and `/metrics`, if set.
-    pub token: Option<Arc<str>>,
+    pub(crate) token: Option<Arc<str>>,
     /// Rate limit of `/status` and `/metrics` (`api.max_requests_per_second`).
-    pub rate: Arc<Mutex<TokenBucket>>,
+    pub(crate) rate: Arc<Mutex<TokenBucket>>,
 }
 
 /// Largest request head accepted (the API takes only GETs without bodies).
@@ -167,7 +167,8 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
     }
 }
 
-async fn status(state: &ApiState) -> Option<Status> {
+/// The whole `/status` document, asked of every actor.
+pub(crate) async fn status(state: &ApiState) -> Option<Status> {
     let tracker = state.tracker.send(GetStatus).await.ok()?;
     let actors = state.sinks.read().expect("not poisoned").clone();
     let mut sinks = Vec::with_capacity(actors.len());

@@ -1,25 +1,28 @@
-//! Wiring: builds the probes, starts the sink actors, the tracker and one prober per
-//! target spread over one arbiter (thread) per core; applies config reloads as a diff.
+//! The engine facade: builds the probes and (through a [`SinkFactory`]) the sinks, starts
+//! the sink actors, the tracker and one prober per target spread over one arbiter (thread)
+//! per core; applies config reloads as a diff. Its actors stay private.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::{Plan, SinkConfig, Target};
+use ho_config::{Delivery, Plan, Target};
 use tokio::time::Instant;
 use tracing::info;
 
 use crate::api::ApiState;
 use crate::metrics::Metrics;
+use crate::observation::TargetId;
 use crate::probe::{Probe, TlsCache, TlsError};
 use crate::probe_limits::ProbeLimits;
-use crate::prober::{Prober, TargetId};
+use crate::prober::Prober;
 use crate::schedule::Schedule;
-use crate::sink::Sink;
-use crate::sink_actor::{Publish, Quiesce, SinkActor};
+use crate::sink::{Sink, SinkBuildError, SinkFactory};
+use crate::sink_actor::{GetSinkStatus, Quiesce, SinkActor};
+use crate::status::{SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{HealthTracker, Reload};
+use crate::tracker::{HealthTracker, IsReady, Reload};
 
 /// Why the engine cannot start or take a new plan.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +36,9 @@ pub enum EngineError {
         /// Why.
         source: TlsError,
     },
-    /// The plan names a sink that was not built.
-    #[error("sink {0:?} is configured but was not built")]
-    MissingSink(String),
+    /// A sink cannot be built.
+    #[error(transparent)]
+    SinkBuild(#[from] SinkBuildError),
 }
 
 /// What a reload changed.
@@ -59,15 +62,17 @@ struct RunningProber {
     addr: Addr<Prober>,
 }
 
-/// A running engine. Dropping it stops the probers, the tracker and the sink actors
-/// (writes in flight are abandoned; every sink write is atomic on its back end).
+/// A running engine: the facade every caller uses (the binary, the demo, the tests). Its
+/// actors are private, so callers depend on these methods only. Dropping it stops the
+/// probers, the tracker and the sink actors (writes in flight are abandoned; every sink
+/// write is atomic on its back end).
 pub struct Engine {
-    /// The tracker, for status queries and tests.
-    pub tracker: Addr<HealthTracker>,
+    tracker: Addr<HealthTracker>,
     /// Sink actors by sink name.
-    pub sinks: BTreeMap<String, Addr<SinkActor>>,
-    /// Shared metrics.
-    pub metrics: Arc<Metrics>,
+    sinks: BTreeMap<String, Addr<SinkActor>>,
+    metrics: Arc<Metrics>,
+    /// Builds sinks at start and on every reload.
+    factory: Arc<dyn SinkFactory>,
     plan: Arc<Plan>,
     /// One per target of `plan`, in the same order.
     probers: Vec<RunningProber>,
@@ -83,29 +88,28 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts everything for `plan`. Must run inside an actix system; the tracker and the
-    /// sink actors live on the current arbiter, probers on their own arbiters.
-    pub fn start(
-        plan: Plan,
-        sinks: BTreeMap<String, Arc<dyn Sink>>,
-    ) -> Result<Engine, EngineError> {
-        Engine::start_with(plan, sinks, Arc::new(Metrics::new()))
+    /// Starts everything for `plan`, building its sinks with `factory`. Must run inside an
+    /// actix system; the tracker and the sink actors live on the current arbiter, probers
+    /// on their own arbiters.
+    pub async fn start(plan: Plan, factory: Arc<dyn SinkFactory>) -> Result<Engine, EngineError> {
+        Engine::start_with(plan, factory, Arc::new(Metrics::new())).await
     }
 
     /// [`Engine::start`] with metrics made beforehand (the telemetry exporter counts its
     /// dropped spans in them).
-    pub fn start_with(
+    pub async fn start_with(
         plan: Plan,
-        sinks: BTreeMap<String, Arc<dyn Sink>>,
+        factory: Arc<dyn SinkFactory>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
         let probes = make_probes(&plan.targets)?;
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
-            let sink = sinks
-                .get(name)
-                .ok_or_else(|| EngineError::MissingSink(name.clone()))?;
-            sink_actors.insert(name.clone(), start_sink(name, config, sink, &metrics));
+            let sink = factory.build(name, &plan).await?;
+            sink_actors.insert(
+                name.clone(),
+                start_sink(name, config.delivery(), sink, &metrics),
+            );
         }
         let plan = Arc::new(plan);
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
@@ -118,7 +122,7 @@ impl Engine {
         let tracker = HealthTracker::new(
             plan.clone(),
             ids.clone(),
-            &recipients(&sink_actors),
+            sink_actors.clone(),
             metrics.clone(),
             limits.clone(),
         )
@@ -132,6 +136,7 @@ impl Engine {
             tracker,
             sinks: sink_actors,
             metrics,
+            factory,
             plan: plan.clone(),
             probers: Vec::with_capacity(plan.targets.len()),
             next_id: ids.len() as TargetId,
@@ -173,31 +178,19 @@ impl Engine {
         RunningProber { id, addr }
     }
 
-    /// Names of the sinks of `plan` that are new or configured differently from now: the
-    /// ones the caller must build before [`Engine::reload`].
-    pub fn sinks_to_build(&self, plan: &Plan) -> Vec<String> {
-        plan.sinks
-            .iter()
-            .filter(|(name, config)| self.plan.sinks.get(*name) != Some(*config))
-            .map(|(name, _)| name.clone())
-            .collect()
-    }
-
     /// Applies `plan` as a diff: unchanged targets keep their prober, verdict and
     /// schedule; removed targets stop being probed at once; added ones start `unknown`;
-    /// sinks in `built` (see [`Engine::sinks_to_build`]) replace or join the running ones,
-    /// removed sinks stop. Tenants keep what they published and are re-decided. The API
-    /// address and telemetry settings are not changed by a reload.
-    pub fn reload(
-        &mut self,
-        plan: Plan,
-        built: BTreeMap<String, Arc<dyn Sink>>,
-    ) -> Result<ReloadSummary, EngineError> {
+    /// sinks that are new or configured differently are built with the engine's factory
+    /// and replace or join the running ones, removed sinks stop. Tenants keep what they
+    /// published and are re-decided. Nothing changes unless every new sink builds and every
+    /// new target's TLS settings load. The API address and telemetry settings are not
+    /// changed by a reload.
+    pub async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
         let mut summary = ReloadSummary::default();
-        let to_build = self.sinks_to_build(&plan);
-        for name in &to_build {
-            if !built.contains_key(name) {
-                return Err(EngineError::MissingSink(name.clone()));
+        let mut built = BTreeMap::new();
+        for (name, config) in &plan.sinks {
+            if self.plan.sinks.get(name) != Some(config) {
+                built.insert(name.clone(), self.factory.build(name, &plan).await?);
             }
         }
         let old_plan = self.plan.clone();
@@ -213,7 +206,26 @@ impl Engine {
             .filter(|t| !old.contains_key(*t))
             .collect();
         let probes = make_probes(new_targets)?;
-        // Sinks: stop removed and replaced ones, start new ones.
+        self.replace_sinks(&plan, built, &mut summary);
+        self.replace_probers(&plan, &old, probes, &mut summary);
+        self.plan = Arc::new(plan);
+        let ids = self.probers.iter().map(|p| p.id).collect();
+        self.tracker.do_send(Reload {
+            plan: self.plan.clone(),
+            ids,
+            sinks: self.sinks.clone(),
+        });
+        info!(?summary, "config reloaded");
+        Ok(summary)
+    }
+
+    /// Stops removed and replaced sinks, starts the `built` ones.
+    fn replace_sinks(
+        &mut self,
+        plan: &Plan,
+        built: BTreeMap<String, Arc<dyn Sink>>,
+        summary: &mut ReloadSummary,
+    ) {
         for (name, addr) in std::mem::take(&mut self.sinks) {
             match plan.sinks.get(&name) {
                 Some(config) if self.plan.sinks.get(&name) == Some(config) => {
@@ -226,16 +238,23 @@ impl Engine {
                 }
             }
         }
-        // Only the sinks whose config changed; a built sink for an unchanged one is unused.
-        for name in to_build {
-            let sink = &built[&name];
-            let actor = start_sink(&name, &plan.sinks[&name], sink, &self.metrics);
+        for (name, sink) in built {
+            let actor = start_sink(&name, plan.sinks[&name].delivery(), sink, &self.metrics);
             self.sinks.insert(name.clone(), actor);
             summary.sinks_rebuilt.push(name);
         }
         *self.api_sinks.write().expect("not poisoned") = self.sinks.values().cloned().collect();
+    }
 
-        // Probers: keep those of targets that stay, start new ones, stop the rest.
+    /// Keeps the probers of targets that stay, starts new ones (`probes`: one per target of
+    /// `plan` not in `old`, in order), stops the rest.
+    fn replace_probers(
+        &mut self,
+        plan: &Plan,
+        old: &HashMap<&Target, usize>,
+        probes: Vec<Probe>,
+        summary: &mut ReloadSummary,
+    ) {
         let mut running: Vec<Option<RunningProber>> = std::mem::take(&mut self.probers)
             .into_iter()
             .map(Some)
@@ -264,20 +283,6 @@ impl Engine {
             summary.targets_removed += 1;
         }
         self.probers = probers;
-        self.plan = Arc::new(plan);
-        let ids = self.probers.iter().map(|p| p.id).collect();
-        self.tracker.do_send(Reload {
-            plan: self.plan.clone(),
-            ids,
-            sinks: recipients(&self.sinks),
-            forget: self
-                .sinks
-                .iter()
-                .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
-                .collect(),
-        });
-        info!(?summary, "config reloaded");
-        Ok(summary)
     }
 
     /// Stops probing at once, lets sink writes in flight finish (none start) until
@@ -306,13 +311,34 @@ impl Engine {
         &self.plan
     }
 
-    /// What the HTTP API needs.
-    pub fn api_state(&self) -> ApiState {
+    /// The metrics registry (also served on `/metrics`).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The whole `/status` document; `None` once the engine has stopped.
+    pub async fn status(&self) -> Option<Status> {
+        crate::api::status(&self.api_state(None)).await
+    }
+
+    /// One sink's part of `/status`; `None` if no such sink runs.
+    pub async fn sink_status(&self, name: &str) -> Option<SinkStatus> {
+        self.sinks.get(name)?.send(GetSinkStatus).await.ok()
+    }
+
+    /// Whether `/readyz` passes: every target has a verdict, or the start-up grace passed.
+    pub async fn ready(&self) -> bool {
+        self.tracker.send(IsReady).await.unwrap_or(false)
+    }
+
+    /// What [`crate::api::serve`] needs; `token`: the bearer token `/status` and
+    /// `/metrics` require, if any.
+    pub fn api_state(&self, token: Option<Arc<str>>) -> ApiState {
         ApiState {
             tracker: self.tracker.clone(),
             sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
-            token: None,
+            token,
             rate: Arc::new(std::sync::Mutex::new(TokenBucket::new(
                 self.plan.api_max_requests_per_second,
                 (self.plan.api_max_requests_per_second * 2.0).ceil() as u32,
@@ -339,24 +365,11 @@ fn make_probes<'a>(
 
 fn start_sink(
     name: &str,
-    config: &SinkConfig,
-    sink: &Arc<dyn Sink>,
+    delivery: &Delivery,
+    sink: Arc<dyn Sink>,
     metrics: &Arc<Metrics>,
 ) -> Addr<SinkActor> {
-    SinkActor::new(
-        name.to_owned(),
-        sink.clone(),
-        config.delivery(),
-        metrics.clone(),
-    )
-    .start()
-}
-
-fn recipients(sinks: &BTreeMap<String, Addr<SinkActor>>) -> BTreeMap<String, Recipient<Publish>> {
-    sinks
-        .iter()
-        .map(|(name, addr)| (name.clone(), addr.clone().recipient()))
-        .collect()
+    SinkActor::new(name.to_owned(), sink, delivery, metrics.clone()).start()
 }
 
 /// Stops an actor of the engine (tracker, sink actor, prober): when the engine is dropped,

@@ -11,7 +11,10 @@
 //! The type holds no clock and does no I/O, so it is tested with plain `#[test]`s and
 //! property tests (see the tests below).
 
+use ho_config::Timing;
 use serde::Serialize;
+
+use crate::probe::ProbeResult;
 
 /// The verdict about one target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -118,6 +121,29 @@ impl Hysteresis {
         };
         debug_assert!(self.successes == 0 && self.failures == 0);
         Some(Transition { from, to: target })
+    }
+}
+
+/// What one probe result did to a target's verdict (see [`Hysteresis::judge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// The result was caused by this machine (no descriptor, no port: see
+    /// [`ProbeResult::counts`]) and says nothing about the endpoint: not counted.
+    NotJudged,
+    /// The result was counted; the transition if the verdict changed.
+    Judged(Option<Transition>),
+}
+
+impl Hysteresis {
+    /// Applies one probe result under `timing`'s rise and fall. The one place where the
+    /// "local failures are not judged" rule lives: the tracker (whose verdict is published)
+    /// and each prober's scheduling copy both call it, so they cannot disagree.
+    pub fn judge(&mut self, result: &ProbeResult, timing: &Timing) -> Judgement {
+        if result.counts() {
+            Judgement::Judged(self.record(result.ok(), timing.rise, timing.fall))
+        } else {
+            Judgement::NotJudged
+        }
     }
 }
 

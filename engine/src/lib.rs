@@ -1,7 +1,8 @@
 //! The probe engine: probes ([`probe`]), prober actors ([`prober`]) on one arbiter per core,
-//! the [`tracker::HealthTracker`] that applies [`hysteresis`] and decides each tenant's
-//! records ([`selection`]), the [`sink_actor::SinkActor`] around every [`sink::Sink`], and
-//! the operator [`api`].
+//! the health tracker ([`tracker`]: a plain-code core in an actor shell) that applies
+//! [`hysteresis`] and decides each tenant's records ([`selection`]), the sink actor around
+//! every [`sink::Sink`], and the operator [`api`]. Callers use the [`Engine`] facade; the
+//! actors are private.
 //!
 //! Data flows one way: prober --Observations (batched per thread)--> tracker --Publish(snapshot)--> sink actors.
 //! Only verdict changes reach the sinks, and they always receive a tenant's full state.
@@ -11,13 +12,14 @@ pub mod backoff;
 pub mod damping;
 pub mod hysteresis;
 pub mod metrics;
+pub mod observation;
 pub mod probe;
 pub mod probe_limits;
 pub mod prober;
 pub mod schedule;
 pub mod selection;
 pub mod sink;
-pub mod sink_actor;
+mod sink_actor;
 pub mod snapshot;
 pub mod status;
 pub mod token_bucket;
@@ -27,4 +29,4 @@ pub mod tracker;
 mod engine;
 mod outbox;
 
-pub use engine::{Engine, EngineError};
+pub use engine::{Engine, EngineError, ReloadSummary};

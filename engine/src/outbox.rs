@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use crate::prober::Observation;
+use crate::observation::Observation;
 
 /// Longest a result waits in its thread's outbox.
 pub const FLUSH_AFTER: Duration = Duration::from_millis(5);

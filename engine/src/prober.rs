@@ -15,27 +15,13 @@ use ho_config::Timing;
 use opentelemetry::KeyValue;
 use tokio::time::Instant;
 
-use crate::hysteresis::Hysteresis;
+use crate::hysteresis::{Hysteresis, Judgement};
+use crate::observation::{Observation, TargetId};
 use crate::outbox::{self, Observations};
 use crate::probe::{Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
 use crate::schedule::Schedule;
 use crate::trace;
-
-/// A target's identity for its whole life, across config reloads (its index in the plan
-/// may change; its id does not).
-pub type TargetId = u64;
-
-/// One probe result, sent to the tracker (in a batch: [`Observations`]).
-#[derive(Debug)]
-pub struct Observation {
-    /// The target's id.
-    pub target: TargetId,
-    /// What the probe found.
-    pub result: ProbeResult,
-    /// How late the probe started against its slot.
-    pub start_delay: std::time::Duration,
-}
 
 /// Probes one target forever, one probe in flight at most.
 pub struct Prober {
@@ -43,8 +29,8 @@ pub struct Prober {
     probe: Arc<Probe>,
     schedule: Schedule,
     tracker: Recipient<Observations>,
-    rise: u32,
-    fall: u32,
+    /// Rise and fall of the target's check, for the scheduling copy of the hysteresis.
+    timing: Timing,
     mirror: Hysteresis,
     /// Share of probes traced (0 with tracing off), and the target's key for those spans.
     sample: (f64, String),
@@ -68,8 +54,7 @@ impl Prober {
             probe: Arc::new(probe),
             schedule,
             tracker,
-            rise: timing.rise,
-            fall: timing.fall,
+            timing: *timing,
             mirror: Hysteresis::new(),
             sample,
             limits,
@@ -112,11 +97,9 @@ impl Prober {
         }
         // A result caused by this machine (no descriptor, no port) is not judged: it waits
         // for its next regular slot instead of a fast re-check.
-        let settled = if result.counts() {
-            self.mirror.record(result.ok(), self.rise, self.fall);
-            self.mirror.state().agrees_with(result.ok())
-        } else {
-            true
+        let settled = match self.mirror.judge(&result, &self.timing) {
+            Judgement::NotJudged => true,
+            Judgement::Judged(_) => self.mirror.state().agrees_with(result.ok()),
         };
         outbox::post(
             &self.tracker,

@@ -1,13 +1,13 @@
 //! Which of a tenant's endpoints are published, from their health and the fail-open rules.
 //!
-//! Order of decisions (documented in the README):
-//! 1. Until every endpoint has a verdict, wait, unless the start-up grace has passed
-//!    (then unknown counts as unhealthy).
-//! 2. No endpoint healthy: `on_all_unhealthy` decides (publish all, keep the last set, or
+//! Whether a tenant waits for verdicts is decided before this, once, by the tracker core
+//! (`TrackerCore::waits_for_verdicts`); here an endpoint without a verdict counts as
+//! unhealthy. Order of decisions (documented in the README):
+//! 1. No endpoint healthy: `on_all_unhealthy` decides (publish all, keep the last set, or
 //!    publish nothing).
-//! 3. Fewer healthy than `min_healthy` × endpoints: publish all (panic threshold).
-//! 4. Otherwise the healthy endpoints.
-//! 5. The routing `policy` then applies to that candidate set (so a fail-open `failover`
+//! 2. Fewer healthy than `min_healthy` × endpoints: publish all (panic threshold).
+//! 3. Otherwise the healthy endpoints.
+//! 4. The routing `policy` then applies to that candidate set (so a fail-open `failover`
 //!    tenant publishes its primary tier, not every tier): `failover` keeps the lowest
 //!    `priority` present; `all`, `weighted` and `geo` keep every candidate (weights and
 //!    locations travel with the snapshot for sinks that answer per client).
@@ -22,8 +22,6 @@ use crate::snapshot::{EndpointMeta, PublishMode, PublishedAddress};
 /// What to do for one tenant now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Not every endpoint has a verdict yet and the grace period is running.
-    Wait,
     /// Leave the back ends untouched (`keep_last` with nothing healthy).
     KeepLast,
     /// Publish these endpoints (indices into the plan's endpoints, in tenant order).
@@ -79,17 +77,14 @@ fn apply_policy(tenant: &Tenant, endpoints: &[Endpoint], candidates: Vec<usize>)
     }
 }
 
-/// Decides what `tenant` publishes given each endpoint's health.
+/// Decides what `tenant` publishes given each endpoint's health (`Unknown` counts as
+/// unhealthy: the caller has already decided not to wait for verdicts).
 pub fn decide(
     tenant: &Tenant,
     endpoints: &[Endpoint],
     health: impl Fn(usize) -> Health,
-    grace_over: bool,
 ) -> Decision {
     let states: Vec<(usize, Health)> = tenant.endpoints.iter().map(|&i| (i, health(i))).collect();
-    if !grace_over && states.iter().any(|(_, h)| *h == Health::Unknown) {
-        return Decision::Wait;
-    }
     let healthy: Vec<usize> = states
         .iter()
         .filter(|(_, h)| *h == Health::Up)
@@ -167,13 +162,14 @@ mod tests {
         endpoints(&vec![0; n])
     }
 
+    /// The waiting half of this test (before the grace: wait) is a tracker-core test now,
+    /// `tracker::tests::waits_for_verdicts_until_the_grace_ends`.
     #[test]
-    fn waits_for_verdicts_until_grace() {
+    fn unknown_counts_as_unhealthy_once_deciding() {
         let t = tenant(3, OnAllUnhealthy::PublishAll, 0.0);
         let h = |i: usize| if i == 2 { Health::Unknown } else { Health::Up };
-        assert_eq!(decide(&t, &eps(3), h, false), Decision::Wait);
         assert_eq!(
-            decide(&t, &eps(3), h, true),
+            decide(&t, &eps(3), h),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -186,17 +182,17 @@ mod tests {
         let down = |_| Health::Down;
         let t = tenant(2, OnAllUnhealthy::PublishAll, 0.0);
         assert_eq!(
-            decide(&t, &eps(2), down, false),
+            decide(&t, &eps(2), down),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::FailOpenAllUnhealthy
             }
         );
         let t = tenant(2, OnAllUnhealthy::KeepLast, 0.0);
-        assert_eq!(decide(&t, &eps(2), down, false), Decision::KeepLast);
+        assert_eq!(decide(&t, &eps(2), down), Decision::KeepLast);
         let t = tenant(2, OnAllUnhealthy::PublishNone, 0.0);
         assert_eq!(
-            decide(&t, &eps(2), down, false),
+            decide(&t, &eps(2), down),
             Decision::Publish {
                 endpoints: vec![],
                 mode: PublishMode::NoneHealthy
@@ -209,7 +205,7 @@ mod tests {
         let t = tenant(4, OnAllUnhealthy::PublishAll, 0.5);
         let one_up = |i: usize| if i == 0 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, &eps(4), one_up, false),
+            decide(&t, &eps(4), one_up),
             Decision::Publish {
                 endpoints: vec![0, 1, 2, 3],
                 mode: PublishMode::FailOpenBelowMinHealthy
@@ -217,7 +213,7 @@ mod tests {
         );
         let two_up = |i: usize| if i < 2 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, &eps(4), two_up, false),
+            decide(&t, &eps(4), two_up),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -236,7 +232,7 @@ mod tests {
         let eps = endpoints(&[0, 0, 1, 2]);
         let up = |_| Health::Up;
         assert_eq!(
-            decide(&t, &eps, up, true),
+            decide(&t, &eps, up),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -244,7 +240,7 @@ mod tests {
         );
         let primary_down = |i: usize| if i < 2 { Health::Down } else { Health::Up };
         assert_eq!(
-            decide(&t, &eps, primary_down, true),
+            decide(&t, &eps, primary_down),
             Decision::Publish {
                 endpoints: vec![2],
                 mode: PublishMode::Healthy
@@ -252,7 +248,7 @@ mod tests {
         );
         let all_down = |_| Health::Down;
         assert_eq!(
-            decide(&t, &eps, all_down, true),
+            decide(&t, &eps, all_down),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::FailOpenAllUnhealthy
@@ -286,7 +282,7 @@ mod tests {
             t.policy = RoutingPolicy::Failover;
             let eps = endpoints(&tiers.iter().map(|(p, _)| *p).collect::<Vec<_>>());
             let health = |i: usize| tiers[i].1;
-            if let Decision::Publish { endpoints: published, mode } = decide(&t, &eps, health, true) {
+            if let Decision::Publish { endpoints: published, mode } = decide(&t, &eps, health) {
                 prop_assert!(!published.is_empty());
                 let tier = eps[published[0]].priority;
                 prop_assert!(published.iter().all(|&i| eps[i].priority == tier));
@@ -309,7 +305,7 @@ mod tests {
             min_healthy in 0.0f64..=1.0,
         ) {
             let t = tenant(states.len(), OnAllUnhealthy::PublishAll, min_healthy);
-            match decide(&t, &eps(states.len()), |i| states[i], true) {
+            match decide(&t, &eps(states.len()), |i| states[i]) {
                 Decision::Publish { endpoints, mode } => {
                     prop_assert!(!endpoints.is_empty());
                     if mode == PublishMode::Healthy {

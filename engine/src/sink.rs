@@ -9,6 +9,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ho_config::Plan;
+
 use crate::snapshot::TenantSnapshot;
 
 /// What a successful write did.
@@ -73,4 +75,28 @@ pub trait Sink: Send + Sync + 'static {
     /// Makes the back end's records for `snapshot.tenant` match `snapshot`, touching nothing
     /// else. Must be idempotent: the actor calls it again after errors and on new snapshots.
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture;
+}
+
+/// Why a sink could not be built (a secret, TLS file or kubeconfig that cannot be read).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sinks.{sink}: {message}")]
+pub struct SinkBuildError {
+    /// The sink's name.
+    pub sink: String,
+    /// Why, specific enough to act on.
+    pub message: String,
+}
+
+/// The future [`SinkFactory::build`] returns.
+pub type BuildFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Arc<dyn Sink>, SinkBuildError>> + Send + 'a>>;
+
+/// Builds the sink named `name` in a plan. The engine calls it for every sink at start and
+/// for every new or changed sink on reload, so whatever the factory carries (AWS region and
+/// credentials, an HTTP client) applies to reloaded sinks as it did at start. The engine
+/// knows no concrete sink: the binary hands it the factory of the sinks crate.
+pub trait SinkFactory: Send + Sync + 'static {
+    /// Builds sink `name` of `plan` (`plan.sinks[name]` exists). Looks up credentials but
+    /// does not contact the back end.
+    fn build<'a>(&'a self, name: &'a str, plan: &'a Plan) -> BuildFuture<'a>;
 }

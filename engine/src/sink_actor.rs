@@ -17,7 +17,7 @@ use tracing::{debug, info, warn};
 use crate::backoff::ExponentialBackoff;
 use crate::metrics::{Metrics, SinkLabel, SinkResultLabels};
 use crate::sink::{Applied, Sink, SinkError};
-use crate::snapshot::{Change, TenantSnapshot, MAX_CHANGES};
+use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
 use crate::status::{unix_seconds, SinkErrorStatus, SinkStatus, SinkTenantStatus};
 use crate::token_bucket::TokenBucket;
 use crate::trace;
@@ -63,7 +63,7 @@ struct Slot {
     last_error: Option<(SystemTime, SinkError)>,
     /// Changes of snapshots that were replaced before they were written, with the seq they
     /// came with: coalescing keeps only the latest state, but no change goes unreported.
-    carried: Vec<(u64, Change)>,
+    carried: Vec<(u64, VerdictChange)>,
 }
 
 impl Slot {
@@ -73,7 +73,7 @@ impl Slot {
             return self.desired.clone();
         }
         let mut snapshot = (*self.desired).clone();
-        let mut changes: Vec<Change> = self.carried.iter().map(|(_, c)| c.clone()).collect();
+        let mut changes: Vec<VerdictChange> = self.carried.iter().map(|(_, c)| c.clone()).collect();
         changes.extend(snapshot.changes);
         let excess = changes.len().saturating_sub(MAX_CHANGES);
         snapshot.changes = changes.split_off(excess);

@@ -99,7 +99,7 @@ pub struct TenantSnapshot {
     pub default_geo: Option<String>,
     /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
     /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
-    pub changes: Vec<Change>,
+    pub changes: Vec<VerdictChange>,
     /// When the engine decided this snapshot.
     #[serde(skip)]
     pub decided_at: SystemTime,
@@ -164,7 +164,7 @@ pub const MAX_CHANGES: usize = 1000;
 
 /// One endpoint's verdict change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
+pub struct VerdictChange {
     /// Endpoint name.
     pub endpoint: String,
     /// Its address.

@@ -139,7 +139,8 @@ pub enum Why {
     Damped,
     /// Not published: healthy, but the back ends keep the last set (`keep_last`) or
     /// nothing was published yet.
-    Held,
+    #[serde(rename = "held")]
+    KeptLast,
 }
 
 /// A published snapshot.

@@ -19,36 +19,58 @@ pub mod route53;
 pub mod secret;
 pub mod webhook;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
 use ho_config::{Plan, SinkConfig};
-use ho_engine::sink::Sink;
+use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
+
+/// Builds the sinks of this crate for the engine, at start and on every reload.
+#[derive(Default)]
+pub struct Sinks {
+    /// Region and credentials for Route53 sinks; `None` loads them the standard AWS way
+    /// (environment, profile, instance role) for each sink.
+    aws: Option<SdkConfig>,
+}
+
+impl Sinks {
+    /// Sinks whose Route53 clients use `aws` (for embedding the engine where the AWS
+    /// configuration is already at hand, and for tests against compatible servers).
+    pub fn with_aws(aws: SdkConfig) -> Sinks {
+        Sinks { aws: Some(aws) }
+    }
+}
+
+impl SinkFactory for Sinks {
+    fn build<'a>(&'a self, name: &'a str, plan: &'a Plan) -> BuildFuture<'a> {
+        Box::pin(async move {
+            build(name, &plan.sinks[name], &plan.owner_id, self.aws.as_ref())
+                .await
+                .map_err(|message| SinkBuildError {
+                    sink: name.to_owned(),
+                    message,
+                })
+        })
+    }
+}
 
 /// Builds the sink a `[sinks.NAME]` table describes. Fails when a secret, TLS file or
-/// kubeconfig cannot be read, naming the sink. Async because cloud credentials are looked up
-/// (without contacting the back end itself).
-/// `aws`: region and credentials for Route53 sinks; `None` loads them the standard AWS way.
-pub async fn build(
+/// kubeconfig cannot be read. Async because cloud credentials are looked up (without
+/// contacting the back end itself).
+async fn build(
     name: &str,
     config: &SinkConfig,
     owner_id: &str,
     aws: Option<&SdkConfig>,
 ) -> Result<Arc<dyn Sink>, String> {
+    let _ = name;
     let sink: Arc<dyn Sink> = match config {
         SinkConfig::HostsFile { dir, .. } => Arc::new(hosts_file::HostsFileSink::new(dir.clone())),
-        SinkConfig::PowerDns(c) => Arc::new(
-            powerdns::PowerDnsSink::new(c, owner_id).map_err(|e| format!("sinks.{name}: {e}"))?,
-        ),
-        SinkConfig::Webhook(c) => {
-            Arc::new(webhook::WebhookSink::new(c).map_err(|e| format!("sinks.{name}: {e}"))?)
+        SinkConfig::PowerDns(c) => Arc::new(powerdns::PowerDnsSink::new(c, owner_id)?),
+        SinkConfig::Webhook(c) => Arc::new(webhook::WebhookSink::new(c)?),
+        SinkConfig::CorednsConfigMap(c) => {
+            Arc::new(coredns_configmap::CorednsConfigMapSink::new(c).await?)
         }
-        SinkConfig::CorednsConfigMap(c) => Arc::new(
-            coredns_configmap::CorednsConfigMapSink::new(c)
-                .await
-                .map_err(|e| format!("sinks.{name}: {e}"))?,
-        ),
         SinkConfig::Route53(c) => match aws {
             Some(sdk) => Arc::new(route53::Route53Sink::new(c, owner_id, sdk)),
             None => {
@@ -58,25 +80,4 @@ pub async fn build(
         },
     };
     Ok(sink)
-}
-
-/// Builds every sink of `plan`, with AWS region and credentials loaded the standard way.
-pub async fn build_all(plan: &Plan) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
-    build_all_with(plan, None).await
-}
-
-/// Builds every sink of `plan`; Route53 sinks use `aws` (for embedding the engine where the
-/// AWS configuration is already at hand, and for tests against compatible servers).
-pub async fn build_all_with(
-    plan: &Plan,
-    aws: Option<&SdkConfig>,
-) -> Result<BTreeMap<String, Arc<dyn Sink>>, String> {
-    let mut sinks = BTreeMap::new();
-    for (name, config) in &plan.sinks {
-        sinks.insert(
-            name.clone(),
-            build(name, config, &plan.owner_id, aws).await?,
-        );
-    }
-    Ok(sinks)
 }

@@ -35,7 +35,7 @@ async fn healthz_readyz_status_and_metrics() {
     .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
     let start = tokio::time::Instant::now();
@@ -124,7 +124,7 @@ async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not()
     let engine = start_engine(dir.path(), &text).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(listener, engine.api_state()));
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
 
     let mut codes = Vec::new();
     for i in 0..12 {

@@ -217,7 +217,7 @@ fn engine_config(gws: &[Gateway], backend: &impl Backend) -> String {
 
 fn writes(engine: &Engine, result: &'static str) -> u64 {
     engine
-        .metrics
+        .metrics()
         .sink_writes
         .get_or_create(&SinkResultLabels {
             sink: "s".into(),

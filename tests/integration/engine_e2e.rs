@@ -339,11 +339,7 @@ async fn the_grace_period_bounds_the_wait() {
         addresses(c) == [ip(&gws[0])]
     })
     .await;
-    let status = engine
-        .tracker
-        .send(ho_engine::tracker::GetStatus)
-        .await
-        .unwrap();
+    let status = engine.status().await.unwrap().tracker;
     assert_eq!(
         state_of(&status, "gw-2"),
         Health::Unknown,

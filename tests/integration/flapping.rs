@@ -45,7 +45,7 @@ async fn engine(dir: &std::path::Path, flappy: SocketAddr, check: &str) -> (Engi
 
 /// DNS updates of the tenant, verdict changes to down, to up, since start.
 fn counts(engine: &Engine) -> (f64, f64, f64) {
-    let m = engine.metrics.encode();
+    let m = engine.metrics().encode();
     (
         metric(&m, "health_orchestrator_dns_updates_total{tenant=\"t\"}").unwrap_or(0.0),
         metric(&m, "health_orchestrator_transitions_total{to=\"down\"}").unwrap_or(0.0),
@@ -169,7 +169,7 @@ async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
         let started = Instant::now();
         let held = |_: (f64, f64, f64)| {
             metric(
-                &engine.metrics.encode(),
+                &engine.metrics().encode(),
                 "health_orchestrator_damping_holds_total",
             ) == Some(1.0)
         };
@@ -184,7 +184,7 @@ async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
         // First publish, then at most down, up, down, up, down: the third down holds it.
         assert!(updates <= 6.0, "{kind}: {updates} DNS updates");
         assert_eq!(updates, at_hold.0, "{kind}: DNS changed while held");
-        let m = engine.metrics.encode();
+        let m = engine.metrics().encode();
         assert_eq!(
             metric(&m, "health_orchestrator_damping_holds_total"),
             Some(1.0),
@@ -196,11 +196,7 @@ async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
             addresses(&std::fs::read_to_string(&file).unwrap()),
             [steady.ip().to_string()]
         );
-        let status = engine
-            .tracker
-            .send(ho_engine::tracker::GetStatus)
-            .await
-            .unwrap();
+        let status = engine.status().await.unwrap().tracker;
         let why = serde_json::to_value(status.tenants[0].endpoints[0].why).unwrap();
         assert_eq!(why, "damped", "{kind}");
         let flappy_status = serde_json::to_value(&status.endpoints[0]).unwrap();
@@ -233,7 +229,7 @@ async fn a_held_endpoint_returns_once_calm() {
     wait_for_file(&file, "the hold", |c| {
         addresses(c) == [steady.ip().to_string()]
             && metric(
-                &engine.metrics.encode(),
+                &engine.metrics().encode(),
                 "health_orchestrator_damping_holds_total",
             ) == Some(1.0)
     })

@@ -197,16 +197,10 @@ async fn a_rejected_change_reports_powerdns_reason() {
         err.contains("www.tenant-a.io. IN A: Conflicts with pre-existing RRset"),
         "PowerDNS's reason is kept: {err}"
     );
-    let status = engine.sinks["pdns"]
-        .send(ho_engine::sink_actor::GetSinkStatus)
-        .await
-        .unwrap();
+    let status = engine.sink_status("pdns").await.unwrap();
     let attempts = status.tenants[0].attempts;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let status = engine.sinks["pdns"]
-        .send(ho_engine::sink_actor::GetSinkStatus)
-        .await
-        .unwrap();
+    let status = engine.sink_status("pdns").await.unwrap();
     assert_eq!(
         status.tenants[0].attempts, attempts,
         "a 422 is not retried until the next snapshot or reconcile"

@@ -70,12 +70,9 @@ async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap();
-    assert!(
-        engine.sinks_to_build(&plan).is_empty(),
-        "the sink did not change"
-    );
     let started = Instant::now();
-    let summary = engine.reload(plan, Default::default()).unwrap();
+    let summary = engine.reload(plan).await.unwrap();
+    assert!(summary.sinks_rebuilt.is_empty(), "the sink did not change");
     assert_eq!(
         (
             summary.targets_kept,
@@ -308,9 +305,7 @@ async fn a_changed_sink_is_rebuilt_and_written_at_once() {
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap();
-    assert_eq!(engine.sinks_to_build(&plan), vec!["local".to_string()]);
-    let built = ho_sinks::build_all(&plan).await.unwrap();
-    let summary = engine.reload(plan, built).unwrap();
+    let summary = engine.reload(plan).await.unwrap();
     assert_eq!(summary.sinks_rebuilt, vec!["local".to_string()]);
     wait_for_file(
         &moved.path().join("a.hosts"),
@@ -343,14 +338,11 @@ async fn removed_tenants_are_withdrawn_only_when_asked() {
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &base).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap();
-    engine.reload(plan, Default::default()).unwrap();
+    engine.reload(plan).await.unwrap();
     wait_for_file(&dir.path().join("b.hosts"), "b withdrawn", str::is_empty).await;
     let start = Instant::now();
     loop {
-        let status = engine.sinks["local"]
-            .send(ho_engine::sink_actor::GetSinkStatus)
-            .await
-            .unwrap();
+        let status = engine.sink_status("local").await.unwrap();
         let tenants: Vec<&str> = status.tenants.iter().map(|t| t.tenant.as_str()).collect();
         if !tenants.contains(&"c") {
             break;

@@ -253,10 +253,7 @@ async fn a_throttling_burst_is_retried_until_the_zone_converges() {
         .collect();
     wait_for_records(&moto, &zone, &after, "converged after the burst").await;
     assert_eq!(proxy.throttle_changes.load(Ordering::SeqCst), 0);
-    let status = engine.sinks["r53"]
-        .send(ho_engine::sink_actor::GetSinkStatus)
-        .await
-        .unwrap();
+    let status = engine.sink_status("r53").await.unwrap();
     assert!(status.tenants[0].last_success.is_some());
 }
 

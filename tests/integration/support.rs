@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
 use ho_engine::status::TrackerStatus;
-use ho_engine::tracker::GetStatus;
 use ho_engine::Engine;
 use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
 use tokio::time::Instant;
@@ -51,8 +50,9 @@ pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     std::fs::write(&file, text).unwrap();
     let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let aws = crate::route53_server::sdk_config();
-    let sinks = ho_sinks::build_all_with(&plan, Some(&aws)).await.unwrap();
-    Engine::start(plan, sinks).unwrap()
+    Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws)))
+        .await
+        .unwrap()
 }
 
 /// Waits until sink `sink` reports an error for its first tenant; `what` names the expected problem.
@@ -69,10 +69,7 @@ pub async fn wait_for_sink_error(engine: &Engine, sink: &str, what: &str) -> Str
 
 /// The last error of the sink's first tenant, if any.
 pub async fn sink_error(engine: &Engine, sink: &str) -> Option<String> {
-    let status = engine.sinks[sink]
-        .send(ho_engine::sink_actor::GetSinkStatus)
-        .await
-        .unwrap();
+    let status = engine.sink_status(sink).await.unwrap();
     status
         .tenants
         .first()
@@ -225,7 +222,7 @@ pub async fn wait_for_status(
 ) -> TrackerStatus {
     let start = Instant::now();
     loop {
-        let status = engine.tracker.send(GetStatus).await.unwrap();
+        let status = engine.status().await.unwrap().tracker;
         if ready(&status) {
             return status;
         }

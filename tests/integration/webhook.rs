@@ -286,10 +286,7 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
     .await;
     let start = tokio::time::Instant::now();
     let error = loop {
-        let status = engine.sinks["hook"]
-            .send(ho_engine::sink_actor::GetSinkStatus)
-            .await
-            .unwrap();
+        let status = engine.sink_status("hook").await.unwrap();
         if let Some(e) = status.tenants.first().and_then(|t| t.last_error.clone()) {
             break e;
         }

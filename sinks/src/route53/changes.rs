@@ -14,7 +14,7 @@ pub const MAX_BATCH_CHARS: usize = 32_000;
 /// One change. Deletes name the listed record set by index, because Route53 deletes only
 /// on an exact match of what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
+pub enum RecordChange {
     /// Delete `zone[index]`.
     Delete(usize),
     /// Create this record set; refused by Route53 if it exists (used where the name was
@@ -30,7 +30,7 @@ pub enum Change {
 pub struct TenantChanges {
     /// One group per name: deletes first, then creates. A group goes into one batch when it
     /// fits, so Route53 applies it atomically (no moment without records).
-    pub groups: Vec<Vec<Change>>,
+    pub groups: Vec<Vec<RecordChange>>,
     /// Names left alone, with why.
     pub refused: Vec<String>,
 }
@@ -73,7 +73,7 @@ pub fn for_tenant(
                 continue;
             }
             [] if want.is_empty() => continue,
-            [] => group.push(Change::Create(owner_record(name, owner_id))),
+            [] => group.push(RecordChange::Create(owner_record(name, owner_id))),
             [one] if *one == owner_id => {}
             others => {
                 out.refused.push(format!(
@@ -98,12 +98,12 @@ pub fn for_tenant(
             // Replacing a record set under the same key (e.g. its routing changed): Route53's
             // documented way is DELETE then CREATE in one batch.
             if claimed || stale.iter().any(same_key) {
-                writes.push(Change::Create(w.clone()));
+                writes.push(RecordChange::Create(w.clone()));
             } else {
-                writes.push(Change::Upsert(w.clone()));
+                writes.push(RecordChange::Upsert(w.clone()));
             }
         }
-        group.extend(stale.into_iter().map(Change::Delete));
+        group.extend(stale.into_iter().map(RecordChange::Delete));
         group.extend(writes);
         if !group.is_empty() {
             out.groups.push(group);
@@ -113,12 +113,12 @@ pub fn for_tenant(
 }
 
 /// The size of a change against the batch limits: (records, value characters).
-pub fn cost(change: &Change, zone: &[RecordSet]) -> (usize, usize) {
+pub fn cost(change: &RecordChange, zone: &[RecordSet]) -> (usize, usize) {
     let (set, times) = match change {
-        Change::Delete(i) => (&zone[*i], 1),
-        Change::Create(r) => (r, 1),
+        RecordChange::Delete(i) => (&zone[*i], 1),
+        RecordChange::Create(r) => (r, 1),
         // Route53 counts an UPSERT's records and characters twice.
-        Change::Upsert(r) => (r, 2),
+        RecordChange::Upsert(r) => (r, 2),
     };
     (
         times * set.values.len(),
@@ -190,8 +190,8 @@ mod tests {
         assert_eq!(
             c.groups,
             vec![vec![
-                Change::Create(owner_record("w.", "me")),
-                Change::Create(a("w.", "gw-1", "10.0.0.1"))
+                RecordChange::Create(owner_record("w.", "me")),
+                RecordChange::Create(a("w.", "gw-1", "10.0.0.1"))
             ]]
         );
         assert!(c.refused.is_empty());
@@ -215,8 +215,8 @@ mod tests {
         assert_eq!(
             c.groups,
             vec![vec![
-                Change::Delete(2),
-                Change::Upsert(a("w.", "gw-3", "10.0.0.3"))
+                RecordChange::Delete(2),
+                RecordChange::Upsert(a("w.", "gw-3", "10.0.0.3"))
             ]]
         );
         let same = for_tenant(&zone, &want("w.", zone[1..].to_vec()), "me");
@@ -231,9 +231,12 @@ mod tests {
         let c = for_tenant(&zone, &want("w.", vec![weighted.clone()]), "me");
         assert_eq!(
             c.groups,
-            vec![vec![Change::Delete(1), Change::Create(weighted.clone())]]
+            vec![vec![
+                RecordChange::Delete(1),
+                RecordChange::Create(weighted.clone())
+            ]]
         );
-        assert_eq!(cost(&Change::Upsert(weighted), &zone), (2, 16));
+        assert_eq!(cost(&RecordChange::Upsert(weighted), &zone), (2, 16));
     }
 
     #[test]
@@ -261,15 +264,15 @@ mod tests {
     fn an_owned_name_emptied_keeps_its_owner_record() {
         let zone = vec![owner_record("w.", "me"), a("w.", "gw-1", "10.0.0.1")];
         let c = for_tenant(&zone, &want("w.", vec![]), "me");
-        assert_eq!(c.groups, vec![vec![Change::Delete(1)]]);
+        assert_eq!(c.groups, vec![vec![RecordChange::Delete(1)]]);
     }
 
     #[test]
     fn packing_respects_the_record_limit_and_keeps_groups_whole() {
         let zone = Vec::new();
-        let group = |n: usize| -> Vec<Change> {
+        let group = |n: usize| -> Vec<RecordChange> {
             (0..n)
-                .map(|i| Change::Create(a("w.", &i.to_string(), "10.0.0.1")))
+                .map(|i| RecordChange::Create(a("w.", &i.to_string(), "10.0.0.1")))
                 .collect()
         };
         let batches = pack(vec![group(600), group(300), group(200)], |c| cost(c, &zone));
@@ -282,18 +285,18 @@ mod tests {
             split.iter().map(Vec::len).collect::<Vec<_>>(),
             vec![10, 1000, 1000, 500]
         );
-        assert!(pack(Vec::<Vec<Change>>::new(), |c| cost(c, &zone)).is_empty());
+        assert!(pack(Vec::<Vec<RecordChange>>::new(), |c| cost(c, &zone)).is_empty());
     }
 
     #[test]
     fn packing_respects_the_character_limit() {
         let long = "x".repeat(255);
         let zone = Vec::new();
-        let group: Vec<Change> = (0..200)
+        let group: Vec<RecordChange> = (0..200)
             .map(|i| {
                 let mut r = a("w.", &i.to_string(), "");
                 r.values = vec![long.clone()];
-                Change::Create(r)
+                RecordChange::Create(r)
             })
             .collect();
         let batches = pack(vec![group], |c| cost(c, &zone));

@@ -34,7 +34,7 @@ use ho_engine::token_bucket::TokenBucket;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use changes::Change;
+use changes::RecordChange;
 use records::RecordSet;
 
 pub use records::OWNER_PREFIX;
@@ -217,7 +217,7 @@ impl Writer {
         let listed = self.list_zone().await?;
         let zone: Vec<RecordSet> = listed.iter().map(api::from_sdk).collect();
         let mut results = BTreeMap::new();
-        let mut groups: Vec<Vec<(usize, Change)>> = Vec::new();
+        let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
         let tenants: Vec<&String> = round.keys().collect();
         for (t, tenant) in tenants.iter().enumerate() {
             let want = records::desired(&round[*tenant].snapshot, self.style);
@@ -242,9 +242,9 @@ impl Writer {
             let sdk_changes = batch
                 .iter()
                 .map(|(_, c)| match c {
-                    Change::Delete(z) => (ChangeAction::Delete, listed[*z].clone()),
-                    Change::Create(r) => (ChangeAction::Create, api::to_sdk(r)),
-                    Change::Upsert(r) => (ChangeAction::Upsert, api::to_sdk(r)),
+                    RecordChange::Delete(z) => (ChangeAction::Delete, listed[*z].clone()),
+                    RecordChange::Create(r) => (ChangeAction::Create, api::to_sdk(r)),
+                    RecordChange::Upsert(r) => (ChangeAction::Upsert, api::to_sdk(r)),
                 })
                 .collect();
             self.pace().await;

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use ho_config::RoutingPolicy;
 use ho_config::{TlsCheck, WebhookConfig};
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::{Change, PublishMode, PublishedAddress, TenantSnapshot};
+use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange};
 use http_body_util::Full;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request};
@@ -45,7 +45,7 @@ struct Payload<'a> {
     default_geo: Option<&'a str>,
     records: BTreeMap<&'a str, Vec<String>>,
     endpoints: &'a [PublishedAddress],
-    changes: &'a [Change],
+    changes: &'a [VerdictChange],
 }
 
 /// POSTs snapshots to one URL.

@@ -1,0 +1,154 @@
+//! The health tracker (the design's "supervisor"; not actix's `Supervisor`, which restarts
+//! actors): applies hysteresis to every observation, keeps what `/status` shows, decides
+//! each tenant's record set and sends a snapshot to the tenant's sinks only when that set
+//! changes.
+//!
+//! The decisions are plain code in [`core`] (clock passed in, effects returned); this
+//! module is the thin actor around it that feeds it and carries out its effects.
+
+mod core;
+mod index;
+mod pacing;
+mod report;
+#[cfg(test)]
+mod tests;
+mod view;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use ho_config::Plan;
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::observation::TargetId;
+use crate::outbox::Observations;
+use crate::probe_limits::ProbeLimits;
+use crate::sink_actor::{Forget, Publish, SinkActor};
+use crate::status::TrackerStatus;
+
+pub use self::core::{Clock, Effect, TrackerCore, Wake};
+pub use self::pacing::MIN_PUBLISH_GAP;
+
+/// Asks for the `/status` view.
+#[derive(Message)]
+#[rtype(result = "TrackerStatus")]
+pub(crate) struct GetStatus;
+
+/// Asks whether `/readyz` should pass: every target has a verdict, or the grace passed.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub(crate) struct IsReady;
+
+/// Replaces the plan (a config reload): see [`TrackerCore::reload`].
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Reload {
+    /// The new plan.
+    pub plan: Arc<Plan>,
+    /// Stable id of each of its targets.
+    pub ids: Vec<TargetId>,
+    /// Every sink actor of the new plan, by name.
+    pub sinks: BTreeMap<String, Addr<SinkActor>>,
+}
+
+/// The actor around a [`TrackerCore`].
+pub(crate) struct HealthTracker {
+    core: TrackerCore,
+    /// The sink actors, by name, that effects are delivered to.
+    sinks: BTreeMap<String, Addr<SinkActor>>,
+    /// Freed once per batch of observations taken (the tracker's mailbox bound).
+    limits: Arc<ProbeLimits>,
+}
+
+impl HealthTracker {
+    /// A tracker for `plan` (`ids`: each target's stable id) publishing to `sinks`.
+    pub fn new(
+        plan: Arc<Plan>,
+        ids: Vec<TargetId>,
+        sinks: BTreeMap<String, Addr<SinkActor>>,
+        metrics: Arc<Metrics>,
+        limits: Arc<ProbeLimits>,
+    ) -> HealthTracker {
+        HealthTracker {
+            core: TrackerCore::new(plan, ids, metrics, Clock::now()),
+            sinks,
+            limits,
+        }
+    }
+
+    /// Carries out what the core decided.
+    fn carry_out(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
+        for effect in effects {
+            match effect {
+                Effect::Publish { sinks, snapshot } => {
+                    for sink in sinks.iter().filter_map(|s| self.sinks.get(s)) {
+                        sink.do_send(Publish(snapshot.clone()));
+                    }
+                }
+                Effect::Forget { sinks, tenant } => {
+                    for sink in sinks.iter().filter_map(|s| self.sinks.get(s)) {
+                        sink.do_send(Forget(tenant.clone()));
+                    }
+                }
+                Effect::WakeAt { at, wake } => {
+                    let delay = at.saturating_duration_since(Instant::now());
+                    ctx.run_later(delay, move |act, ctx| {
+                        let mut fx = Vec::new();
+                        act.core.wake(wake, Clock::now(), &mut fx);
+                        act.carry_out(fx, ctx);
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Actor for HealthTracker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let mut fx = Vec::new();
+        self.core.start(Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<Observations> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, batch: Observations, ctx: &mut Context<Self>) {
+        self.limits.results_taken(batch.0.len());
+        let mut fx = Vec::new();
+        self.core.observe(batch.0, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<Reload> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reload, ctx: &mut Context<Self>) {
+        self.sinks = msg.sinks;
+        let mut fx = Vec::new();
+        self.core.reload(msg.plan, msg.ids, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<IsReady> for HealthTracker {
+    type Result = bool;
+
+    fn handle(&mut self, _: IsReady, _: &mut Context<Self>) -> bool {
+        self.core.ready()
+    }
+}
+
+impl Handler<GetStatus> for HealthTracker {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.core.status(Clock::now()))
+    }
+}

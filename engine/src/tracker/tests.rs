@@ -1,0 +1,429 @@
+//! The tracker core under a fake clock: no actix, no sockets. Plans come from TOML through
+//! the real config loader; observations are made by hand; time moves only when a test says.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use figment::providers::{Format, Toml};
+use figment::Figment;
+use ho_config::Plan;
+use tokio::time::Instant;
+
+use super::core::{Clock, Effect, TrackerCore, Wake};
+use super::pacing::MIN_PUBLISH_GAP;
+use crate::metrics::Metrics;
+use crate::observation::{Observation, TargetId};
+use crate::probe::{Failure, ProbeResult};
+use crate::snapshot::{PublishMode, TenantSnapshot};
+
+/// A plan of `n` endpoints (`e0`.., 10.0.0.1..) in one tenant `t` with a hosts-file sink,
+/// checks with rise 1 / fall 2 and a 5 s start-up grace; `extra` adds or overrides keys
+/// of the tenant table and `check` of the default check.
+fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
+    let mut text = format!(
+        "[defaults]\nstartup_grace = \"5s\"\n[defaults.check]\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 1\nfall = 2\n{check}\n"
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "[[endpoints]]\nname = \"e{i}\"\naddress = \"10.0.0.{}\"\npriority = {}\n",
+            i + 1,
+            i / 2
+        ));
+    }
+    text.push_str(&format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"s\"]\n{tenant}\n[sinks.s]\nkind = \"hosts_file\"\ndir = \"/nonexistent\"\n"
+    ));
+    let config = Figment::from(figment::providers::Serialized::defaults(
+        ho_config::load::builtin(),
+    ))
+    .merge(Toml::string(&text))
+    .extract()
+    .unwrap();
+    Arc::new(ho_config::validate(&config).unwrap_or_else(|e| panic!("{e}\n{text}")))
+}
+
+/// A core over `plan` (target ids 0..) at a fixed start.
+struct Harness {
+    core: TrackerCore,
+    now: Clock,
+    /// Timers the core asked for and that have not fired yet.
+    timers: Vec<(Instant, Wake)>,
+    /// Snapshots published, in order.
+    published: Vec<Arc<TenantSnapshot>>,
+    forgotten: Vec<String>,
+}
+
+impl Harness {
+    fn new(plan: Arc<Plan>) -> Harness {
+        let now = Clock {
+            mono: Instant::now(),
+            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        };
+        let ids = (0..plan.targets.len() as TargetId).collect();
+        let mut h = Harness {
+            core: TrackerCore::new(plan, ids, Arc::new(Metrics::new()), now),
+            now,
+            timers: Vec::new(),
+            published: Vec::new(),
+            forgotten: Vec::new(),
+        };
+        let mut fx = Vec::new();
+        h.core.start(now, &mut fx);
+        h.take(fx);
+        h
+    }
+
+    fn take(&mut self, fx: Vec<Effect>) {
+        for e in fx {
+            match e {
+                Effect::Publish { snapshot, .. } => self.published.push(snapshot),
+                Effect::Forget { tenant, .. } => self.forgotten.push(tenant),
+                Effect::WakeAt { at, wake } => self.timers.push((at, wake)),
+            }
+        }
+    }
+
+    /// Moves the clock by `d`, firing due timers in time order.
+    fn advance(&mut self, d: Duration) {
+        let until = self.now.mono + d;
+        loop {
+            self.timers.sort_by_key(|(at, _)| *at);
+            match self.timers.first() {
+                Some((at, _)) if *at <= until => {
+                    let (at, wake) = self.timers.remove(0);
+                    let now = self.now.after(at.saturating_duration_since(self.now.mono));
+                    self.now = now;
+                    let mut fx = Vec::new();
+                    self.core.wake(wake, now, &mut fx);
+                    self.take(fx);
+                }
+                _ => break,
+            }
+        }
+        self.now = self
+            .now
+            .after(until.saturating_duration_since(self.now.mono));
+    }
+
+    /// One probe result per (target, ok) pair, in one batch at the current time.
+    fn observe(&mut self, results: &[(TargetId, bool)]) {
+        let batch = results
+            .iter()
+            .map(|&(target, ok)| Observation {
+                target,
+                result: ProbeResult {
+                    outcome: if ok { Ok(()) } else { Err(Failure::Refused) },
+                    latency: Duration::from_millis(1),
+                },
+                start_delay: Duration::ZERO,
+            })
+            .collect();
+        let mut fx = Vec::new();
+        self.core.observe(batch, self.now, &mut fx);
+        self.take(fx);
+    }
+
+    fn last(&self) -> &TenantSnapshot {
+        self.published.last().expect("something was published")
+    }
+
+    /// The last snapshot's addresses' last octets.
+    fn hosts(&self) -> Vec<u8> {
+        self.last()
+            .addresses
+            .iter()
+            .map(|a| match a.address {
+                std::net::IpAddr::V4(v4) => v4.octets()[3],
+                std::net::IpAddr::V6(_) => unreachable!(),
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn waits_for_verdicts_until_the_grace_ends() {
+    let mut h = Harness::new(plan(3, "", ""));
+    h.observe(&[(0, true), (1, true)]);
+    assert!(h.published.is_empty(), "e2 has no verdict yet: wait");
+    assert!(!h.core.ready());
+    h.advance(Duration::from_millis(4999));
+    assert!(h.published.is_empty());
+    h.advance(Duration::from_millis(1));
+    assert!(h.core.ready(), "grace over");
+    assert_eq!(
+        h.hosts(),
+        [1, 2],
+        "unknown counts as unhealthy after the grace"
+    );
+    assert_eq!(h.last().mode, PublishMode::Healthy);
+}
+
+#[test]
+fn publishes_at_once_when_every_endpoint_has_a_verdict() {
+    let mut h = Harness::new(plan(2, "", ""));
+    h.observe(&[(0, true), (1, true)]);
+    assert_eq!(h.published.len(), 1);
+    assert_eq!(h.hosts(), [1, 2]);
+    assert!(h.core.ready());
+}
+
+#[test]
+fn pacing_folds_a_burst_into_one_decision_per_gap() {
+    let mut h = Harness::new(plan(4, "", ""));
+    h.observe(&[(0, true), (1, true), (2, true), (3, true)]);
+    assert_eq!(h.published.len(), 1);
+    // e0 falls (fall = 2) just after the first decision: paced, not published yet.
+    h.advance(Duration::from_millis(1));
+    h.observe(&[(0, false), (0, false)]);
+    assert_eq!(
+        h.published.len(),
+        1,
+        "inside the gap: scheduled, not decided"
+    );
+    // e1 falls too inside the same gap: carried by the same scheduled decision.
+    h.advance(Duration::from_millis(5));
+    h.observe(&[(1, false), (1, false)]);
+    assert_eq!(h.published.len(), 1);
+    h.advance(MIN_PUBLISH_GAP);
+    assert_eq!(h.published.len(), 2, "one decision for both changes");
+    assert_eq!(h.hosts(), [3, 4]);
+    assert_eq!(
+        h.last().changes.len(),
+        2,
+        "both verdict changes are carried"
+    );
+    // After a quiet gap, the next change is decided at once.
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(0, true)]);
+    assert_eq!(h.published.len(), 3);
+    assert_eq!(h.hosts(), [1, 3, 4]);
+}
+
+#[test]
+fn a_decision_that_changes_nothing_publishes_nothing() {
+    let mut h = Harness::new(plan(2, "", ""));
+    h.observe(&[(0, true), (1, true)]);
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(0, false)]);
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(0, true), (1, true)]);
+    assert_eq!(
+        h.published.len(),
+        1,
+        "one failure below fall changes no verdict"
+    );
+}
+
+#[test]
+fn fail_open_modes() {
+    let all_down = |on_all: &str| {
+        let mut h = Harness::new(plan(2, &format!("on_all_unhealthy = \"{on_all}\""), ""));
+        h.observe(&[(0, true), (1, true)]);
+        h.advance(Duration::from_secs(1));
+        h.observe(&[(0, false), (0, false), (1, false), (1, false)]);
+        h.advance(Duration::from_secs(1));
+        h
+    };
+    let h = all_down("publish_all");
+    assert_eq!(h.last().mode, PublishMode::FailOpenAllUnhealthy);
+    assert_eq!(h.hosts(), [1, 2], "never empty: every address");
+
+    let h = all_down("keep_last");
+    assert_eq!(
+        h.last().mode,
+        PublishMode::Healthy,
+        "the last healthy set stays"
+    );
+    assert_eq!(
+        h.hosts(),
+        [2],
+        "e0 fell first and was withdrawn; e1's fall keeps that set"
+    );
+    assert_eq!(
+        h.published.len(),
+        2,
+        "nothing was sent when the last one fell"
+    );
+
+    let h = all_down("publish_none");
+    assert_eq!(h.last().mode, PublishMode::NoneHealthy);
+    assert!(h.hosts().is_empty());
+}
+
+#[test]
+fn below_min_healthy_publishes_every_endpoint() {
+    let mut h = Harness::new(plan(4, "min_healthy = 0.5", ""));
+    h.observe(&[(0, true), (1, true), (2, true), (3, true)]);
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(0, false), (0, false), (1, false), (1, false)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(
+        h.last().mode,
+        PublishMode::Healthy,
+        "2 of 4 is not below 0.5"
+    );
+    assert_eq!(h.hosts(), [3, 4]);
+    h.observe(&[(2, false), (2, false)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.last().mode, PublishMode::FailOpenBelowMinHealthy);
+    assert_eq!(h.hosts(), [1, 2, 3, 4]);
+}
+
+#[test]
+fn damping_holds_a_flapping_endpoint_out_until_its_penalty_decays() {
+    let damping = "damping = { half_life = \"10s\", penalty = 1000, suppress = 1500, reuse = 750, max_suppress = \"60s\" }";
+    let mut h = Harness::new(plan(2, "", damping));
+    h.observe(&[(0, true), (1, true)]);
+    for _ in 0..2 {
+        h.advance(Duration::from_secs(1));
+        h.observe(&[(0, false), (0, false)]);
+        h.advance(Duration::from_secs(1));
+        h.observe(&[(0, true)]);
+    }
+    assert_eq!(
+        h.hosts(),
+        [2],
+        "the second flap crossed suppress: held out though up"
+    );
+    let held_at = h.now.mono;
+    h.advance(Duration::from_secs(60));
+    assert_eq!(
+        h.hosts(),
+        [1, 2],
+        "released once the penalty fell below reuse"
+    );
+    let status = h.core.status(h.now);
+    assert!(!status.endpoints[0].damping.as_ref().unwrap().held);
+    assert!(h.now.mono > held_at);
+}
+
+#[test]
+fn reload_keeps_verdicts_by_stable_id_and_resends_the_unchanged_snapshot() {
+    let mut h = Harness::new(plan(3, "", ""));
+    h.observe(&[(0, true), (1, true), (2, false), (2, false)]);
+    assert_eq!(h.hosts(), [1, 2]);
+    let seq = h.last().seq;
+    // The new plan drops e0: targets 1 and 2 keep ids 1 and 2 at new indices 0 and 1.
+    let mut next = (*plan(3, "", "")).clone();
+    next.endpoints.remove(0);
+    next.targets.remove(0);
+    for e in &mut next.endpoints {
+        e.target -= 1;
+    }
+    next.tenants[0].endpoints = vec![0, 1];
+    let mut fx = Vec::new();
+    h.core.reload(Arc::new(next), vec![1, 2], h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(
+        h.hosts(),
+        [2],
+        "e1 kept its up verdict, e2 its down verdict"
+    );
+    assert!(h.last().seq > seq);
+    // A reload that changes nothing sends the same snapshot again (rebuilt sinks converge).
+    let before = h.published.len();
+    let same = h.core.status(h.now);
+    let mut fx = Vec::new();
+    let plan_again = Arc::new((*h.core.plan).clone());
+    h.core.reload(plan_again, vec![1, 2], h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(h.published.len(), before + 1);
+    assert_eq!(
+        h.last().seq,
+        h.published[before - 1].seq,
+        "same snapshot, resent"
+    );
+    assert_eq!(same.endpoints.len(), 2);
+}
+
+#[test]
+fn a_reload_that_removes_a_tenant_forgets_it_or_withdraws_it() {
+    let mut h = Harness::new(plan(1, "", ""));
+    h.observe(&[(0, true)]);
+    let mut next = (*plan(1, "", "")).clone();
+    next.tenants[0].name = "other".into();
+    let mut fx = Vec::new();
+    h.core
+        .reload(Arc::new(next.clone()), vec![0], h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(
+        h.forgotten,
+        ["t"],
+        "no cleanup_on_remove: sinks forget, records stay"
+    );
+
+    let mut h = Harness::new(plan(1, "cleanup_on_remove = true", ""));
+    h.observe(&[(0, true)]);
+    let mut fx = Vec::new();
+    h.core.reload(Arc::new(next), vec![0], h.now, &mut fx);
+    h.take(fx);
+    let withdrawn = h
+        .published
+        .iter()
+        .find(|s| s.tenant == "t" && s.addresses.is_empty());
+    assert!(
+        withdrawn.is_some(),
+        "cleanup_on_remove: an empty snapshot withdraws the records"
+    );
+}
+
+#[test]
+fn a_tenant_added_by_reload_waits_for_its_own_grace() {
+    let mut h = Harness::new(plan(1, "", ""));
+    h.observe(&[(0, true)]);
+    h.advance(Duration::from_secs(10));
+    let mut next = (*plan(2, "", "")).clone();
+    next.tenants[0].name = "new".into();
+    let mut fx = Vec::new();
+    h.core.reload(Arc::new(next), vec![0, 1], h.now, &mut fx);
+    h.take(fx);
+    assert!(
+        h.published.iter().all(|s| s.tenant != "new"),
+        "e1 has no verdict: the new tenant waits although the start-up grace is long over"
+    );
+    h.advance(Duration::from_secs(5));
+    let new = h
+        .published
+        .iter()
+        .rev()
+        .find(|s| s.tenant == "new")
+        .unwrap();
+    assert_eq!(
+        new.addresses.len(),
+        1,
+        "after its grace: the healthy endpoint"
+    );
+}
+
+#[test]
+fn results_this_machine_caused_are_not_judged() {
+    let mut h = Harness::new(plan(1, "", ""));
+    h.observe(&[(0, true)]);
+    let local = Observation {
+        target: 0,
+        result: ProbeResult {
+            outcome: Err(Failure::Local("no descriptors".into())),
+            latency: Duration::ZERO,
+        },
+        start_delay: Duration::ZERO,
+    };
+    let mut fx = Vec::new();
+    h.core.observe(vec![local], h.now, &mut fx);
+    let local_again = Observation {
+        target: 0,
+        result: ProbeResult {
+            outcome: Err(Failure::Local("no descriptors".into())),
+            latency: Duration::ZERO,
+        },
+        start_delay: Duration::ZERO,
+    };
+    h.core.observe(vec![local_again], h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(h.published.len(), 1);
+    let status = h.core.status(h.now);
+    assert_eq!(
+        status.endpoints[0].probes, 1,
+        "local failures are not counted as probes"
+    );
+    assert_eq!(status.endpoints[0].consecutive_failures, 0);
+}

@@ -1,0 +1,116 @@
+//! The tracker's part of `/status`: every endpoint with its verdict and counters, every
+//! tenant with what it publishes and why each endpoint is in or out.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use ho_config::RoutingPolicy;
+
+use crate::hysteresis::Health;
+use crate::status::{
+    unix_seconds, DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus,
+    TenantStatus, TrackerStatus, Why,
+};
+
+use super::core::{Clock, TrackerCore};
+use super::index::EndpointIx;
+
+impl TrackerCore {
+    /// The `/status` view at `now`.
+    pub fn status(&self, now: Clock) -> TrackerStatus {
+        TrackerStatus {
+            ready: self.ready(),
+            endpoints: self.endpoint_views(now),
+            tenants: self.tenant_views(),
+        }
+    }
+
+    fn endpoint_views(&self, now: Clock) -> Vec<EndpointStatus> {
+        self.plan
+            .endpoints
+            .iter()
+            .map(|ep| {
+                let t = &self.targets[ep.target];
+                EndpointStatus {
+                    name: ep.name.clone(),
+                    address: ep.address,
+                    target: self.plan.targets[ep.target].key(),
+                    state: t.hysteresis.state(),
+                    since: t.since.map(unix_seconds),
+                    consecutive_successes: t.hysteresis.successes(),
+                    consecutive_failures: t.hysteresis.failures(),
+                    probes: t.probes,
+                    failures: t.failures,
+                    last: t.last.as_ref().map(|(r, at)| LastProbe {
+                        ok: r.ok(),
+                        reason: r.reason(),
+                        latency_ms: r.latency.as_secs_f64() * 1000.0,
+                        at: unix_seconds(*at),
+                    }),
+                    damping: t.damping.as_ref().map(|d| DampingStatus {
+                        penalty: d.penalty(now.mono).round(),
+                        held: d.suppressed(),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    fn tenant_views(&self) -> Vec<TenantStatus> {
+        self.plan
+            .tenants
+            .iter()
+            .zip(&self.tenants)
+            .map(|(t, s)| {
+                let published_set: HashSet<IpAddr> = s
+                    .last_snapshot
+                    .iter()
+                    .flat_map(|p| p.addresses.iter().map(|a| a.address))
+                    .collect();
+                TenantStatus {
+                    name: t.name.clone(),
+                    domains: t.domains.clone(),
+                    sinks: t.sinks.clone(),
+                    policy: t.policy,
+                    on_all_unhealthy: t.on_all_unhealthy,
+                    min_healthy: t.min_healthy,
+                    endpoints: t
+                        .endpoints
+                        .iter()
+                        .map(|&e| {
+                            let ep = &self.plan.endpoints[e];
+                            let published = published_set.contains(&ep.address);
+                            let health = self.health_of(EndpointIx(e));
+                            let damped = self.targets[ep.target].damped();
+                            TenantEndpointStatus {
+                                name: ep.name.clone(),
+                                address: ep.address,
+                                published,
+                                why: why(published, health, damped, t.policy),
+                            }
+                        })
+                        .collect(),
+                    published: s.last_snapshot.as_ref().map(|p| PublishedStatus {
+                        seq: p.seq,
+                        mode: p.mode,
+                        addresses: p.addresses.iter().map(|a| a.address).collect(),
+                        at: unix_seconds(p.decided_at),
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Why an endpoint is (not) in its tenant's published set.
+fn why(published: bool, health: Health, damped: bool, policy: RoutingPolicy) -> Why {
+    match (published, health) {
+        (false, _) if damped => Why::Damped,
+        (true, Health::Up) => Why::Healthy,
+        (true, _) => Why::FailOpen,
+        (false, Health::Down) => Why::Unhealthy,
+        (false, Health::Unknown) => Why::Unknown,
+        (false, Health::Up) if policy == RoutingPolicy::Failover => Why::StandbyTier,
+        (false, Health::Up) => Why::KeptLast,
+    }
+}
