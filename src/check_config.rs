@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
-    match ho_config::load_plan(files) {
+    match ho_sinks::load_plan(files) {
         Ok(plan) => {
             println!(
                 "ok: {} endpoints ({} probe targets), {} tenants, {} sinks",

@@ -107,7 +107,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         let config_file = dir.join("demo.toml");
         std::fs::write(&config_file, config_text(&dir, &gateways))?;
-        let plan = ho_config::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let plan = ho_sinks::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
         let started = Instant::now();
         let engine = Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

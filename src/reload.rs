@@ -42,7 +42,7 @@ impl Reloader {
                 .get_or_create(&ResultLabel { result })
                 .inc();
         };
-        let plan = match ho_config::load_plan(&self.files) {
+        let plan = match ho_sinks::load_plan(&self.files) {
             Ok(plan) => plan,
             Err(e) => {
                 error!(

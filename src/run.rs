@@ -21,7 +21,7 @@ use crate::reload::Reloader;
 /// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
 /// records in place.
 pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let plan = match ho_config::load_plan(files) {
+    let plan = match ho_sinks::load_plan(files) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("{e}");

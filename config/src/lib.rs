@@ -13,12 +13,15 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckKind, CheckOverrides, Config, CorednsConfigMapConfig, DampingConfig, Delivery,
-    EndpointSelection, LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, PowerDnsConfig,
-    RecordStyle, ReloadConfig, Route53Config, RoutingPolicy, SinkConfig, TelemetryConfig,
-    WebhookConfig, WeightRule,
+    CheckKind, CheckOverrides, Config, DampingConfig, Delivery, EndpointSelection, LimitsConfig,
+    LogFormat, OnAllUnhealthy, OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable,
+    TelemetryConfig, WeightRule,
 };
 pub use plan::{
-    CheckSpec, Damping, Endpoint, HttpCheck, Plan, Protocol, Target, Tenant, Timing, TlsCheck,
+    CheckSpec, Damping, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, Target, Tenant, Timing,
+    TlsCheck,
 };
-pub use validate::{resolve_standalone_check, validate, FieldError, ValidationErrors};
+pub use validate::{
+    resolve_standalone_check, validate, Claim, FieldError, Parsed, SinkCatalog, SinkSpec,
+    TenantUse, ValidationErrors,
+};

@@ -7,7 +7,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 
 use crate::model::{CheckOverrides, Config, Defaults};
-use crate::validate::{validate, ValidationErrors};
+use crate::validate::{validate, SinkCatalog, ValidationErrors};
 use crate::Plan;
 
 /// Prefix of environment overrides; `__` separates nesting levels, so
@@ -110,7 +110,8 @@ pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
         .map_err(|e| ConfigError::Parse(ParseErrors(Box::new(e))))
 }
 
-/// Loads, layers and validates: what `run` and `check-config` do.
-pub fn load_plan(files: &[impl AsRef<Path>]) -> Result<Plan, ConfigError> {
-    Ok(validate(&load(files)?)?)
+/// Loads, layers and validates: what `run` and `check-config` do. `sinks` parses the
+/// `[sinks.*]` tables (the sinks crate's registry).
+pub fn load_plan(files: &[impl AsRef<Path>], sinks: &dyn SinkCatalog) -> Result<Plan, ConfigError> {
+    Ok(validate(&load(files)?, sinks)?)
 }

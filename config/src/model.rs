@@ -30,7 +30,7 @@ pub struct Config {
     pub tenants: Vec<TenantConfig>,
     /// Named DNS back ends. Tenants refer to them by name, so one back end can serve many tenants.
     #[serde(default)]
-    pub sinks: BTreeMap<String, SinkConfig>,
+    pub sinks: BTreeMap<String, SinkTable>,
     /// Identifies this orchestrator in the ownership marks it leaves on the records it
     /// writes (PowerDNS rrset comments), so two instances never fight over one record.
     #[serde(default = "default_owner_id")]
@@ -608,174 +608,19 @@ fn default_ttl() -> Duration {
     Duration::from_secs(30)
 }
 
-/// `[sinks.NAME]`: one DNS back end, tagged by `kind`.
+/// `[sinks.NAME]`: one DNS back end. `kind` picks the implementation; every other key
+/// except `delivery` belongs to that kind, which parses and checks it (the sinks crate,
+/// one folder per kind, documents its keys).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SinkConfig {
-    /// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts`
-    /// plugin and dnsmasq's `--addn-hosts` read.
-    HostsFile {
-        /// Directory holding the files; created if missing.
-        dir: PathBuf,
-        /// Rate limit, retries and drift repair.
-        #[serde(default)]
-        delivery: Delivery,
-    },
-    /// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
-    #[serde(rename = "powerdns")]
-    PowerDns(PowerDnsConfig),
-    /// A signed JSON POST of every snapshot to any HTTP receiver.
-    Webhook(WebhookConfig),
-    /// One key per tenant (`<tenant>.hosts`) in a Kubernetes ConfigMap that CoreDNS's
-    /// `hosts` plugin reads (mounted as files).
-    #[serde(rename = "coredns_configmap")]
-    CorednsConfigMap(CorednsConfigMapConfig),
-    /// AWS Route53 record sets, with an ownership TXT record per managed name.
-    Route53(Route53Config),
-}
-
-/// `kind = "coredns_configmap"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CorednsConfigMapConfig {
-    /// Namespace of the ConfigMap (CoreDNS's, usually `kube-system`, or your own).
-    pub namespace: String,
-    /// Name of the ConfigMap. Keys other than the tenants' `<tenant>.hosts` are left alone.
-    pub name: String,
-    /// Kubeconfig file, for running outside the cluster. Unset: the in-cluster service
-    /// account, else `$KUBECONFIG` / `~/.kube/config`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use instead of the file's current one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<String>,
-    /// Create the ConfigMap when it is missing. Off by default: a missing ConfigMap usually
-    /// means a wrong name or namespace, and CoreDNS would not be reading a new one.
-    #[serde(default)]
-    pub create: bool,
-    /// Deadline of one API request.
-    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
-    pub timeout: Duration,
-    /// Rate limit, retries and drift repair.
+pub struct SinkTable {
+    /// The sink kind, e.g. `hosts_file`.
+    pub kind: String,
+    /// Rate limit, retries and drift repair; the same machinery for every kind.
     #[serde(default)]
     pub delivery: Delivery,
-}
-
-/// `kind = "route53"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Route53Config {
-    /// The hosted zone's id, e.g. `Z0123456789ABCDEFGHIJ`.
-    pub hosted_zone_id: String,
-    /// The hosted zone's name, e.g. `example.com`: checked against the tenants' domains
-    /// when the config loads and against the zone itself at the first write.
-    pub zone: String,
-    /// AWS region of the API client. Unset: the standard chain (`AWS_REGION`, profile).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// Another Route53-compatible endpoint (tests, LocalStack, moto). Unset: AWS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint_url: Option<String>,
-    /// How `all` and `failover` tenants are written: `multivalue` (one multivalue-answer
-    /// record set per address, named after its endpoint) or `simple` (one record set per
-    /// domain and family holding every address).
-    #[serde(default)]
-    pub record_style: RecordStyle,
-    /// Route53 API requests per second this sink may make (list and change together); AWS
-    /// allows 5 per account.
-    #[serde(default = "default_route53_rate")]
-    pub max_requests_per_second: f64,
-    /// Deadline of one API request.
-    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
-    pub timeout: Duration,
-    /// Rate limit, retries and drift repair.
-    #[serde(default)]
-    pub delivery: Delivery,
-}
-
-/// Route53 record shape for tenants without per-client routing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordStyle {
-    /// One multivalue-answer record set per address (Route53 answers up to 8 at random).
-    #[default]
-    Multivalue,
-    /// One plain record set per domain and family with every address.
-    Simple,
-}
-
-fn default_route53_rate() -> f64 {
-    5.0
-}
-
-/// `kind = "powerdns"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PowerDnsConfig {
-    /// Base URL of the API, e.g. `http://pdns:8081`.
-    pub url: String,
-    /// File holding the API key (preferred: never in the config or the environment dump).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_file: Option<PathBuf>,
-    /// Environment variable holding the API key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_env: Option<String>,
-    /// PowerDNS server id.
-    #[serde(default = "default_server_id")]
-    pub server_id: String,
-    /// The zone holding the tenants' domains, e.g. `tenant-a.io.`.
-    pub zone: String,
-    /// Take over rrsets that exist without this orchestrator's ownership mark. Off by
-    /// default: records someone else wrote are left alone and reported.
-    #[serde(default)]
-    pub adopt: bool,
-    /// Write LUA records (`pickwhashed` for `weighted`, `country()` for `geo` tenants) so
-    /// PowerDNS answers per client. Needs `enable-lua-records` on the server.
-    #[serde(default)]
-    pub lua: bool,
-    /// Deadline of one API request.
-    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
-    pub timeout: Duration,
-    /// Rate limit, retries and drift repair.
-    #[serde(default)]
-    pub delivery: Delivery,
-}
-
-/// `kind = "webhook"`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookConfig {
-    /// Receiver URL (`http://` or `https://`).
-    pub url: String,
-    /// File holding the HMAC secret.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_file: Option<PathBuf>,
-    /// Environment variable holding the HMAC secret.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_env: Option<String>,
-    /// Extra request headers (e.g. a bearer token the receiver wants).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
-    /// Accept any TLS certificate. Opt-in.
-    #[serde(default)]
-    pub insecure: bool,
-    /// Trust these CAs instead of the system roots.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_file: Option<PathBuf>,
-    /// Deadline of one delivery.
-    #[serde(default = "default_sink_timeout", with = "humantime_serde")]
-    pub timeout: Duration,
-    /// Rate limit, retries and drift repair.
-    #[serde(default)]
-    pub delivery: Delivery,
-}
-
-fn default_server_id() -> String {
-    "localhost".into()
-}
-
-fn default_sink_timeout() -> Duration {
-    Duration::from_secs(5)
+    /// The kind's own keys, parsed by the kind.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, figment::value::Value>,
 }
 
 /// `delivery = { ... }` in any sink: how the engine drives writes to it. Every sink gets the
@@ -827,40 +672,4 @@ fn default_backoff_min() -> Duration {
 }
 fn default_backoff_max() -> Duration {
     Duration::from_secs(30)
-}
-
-impl SinkConfig {
-    /// Whether this sink can express `policy` faithfully. A tenant asking a sink for a policy
-    /// it cannot express is a config error, not a silent downgrade.
-    pub fn supports(&self, policy: RoutingPolicy) -> bool {
-        match (self, policy) {
-            (_, RoutingPolicy::All | RoutingPolicy::Failover) => true,
-            (SinkConfig::HostsFile { .. }, _) => false,
-            (SinkConfig::PowerDns(c), _) => c.lua,
-            (SinkConfig::Webhook(_) | SinkConfig::Route53(_), _) => true,
-            (SinkConfig::CorednsConfigMap(_), _) => false,
-        }
-    }
-
-    /// The `kind` string, for messages and `/status`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SinkConfig::HostsFile { .. } => "hosts_file",
-            SinkConfig::PowerDns(_) => "powerdns",
-            SinkConfig::Webhook(_) => "webhook",
-            SinkConfig::CorednsConfigMap(_) => "coredns_configmap",
-            SinkConfig::Route53(_) => "route53",
-        }
-    }
-
-    /// The delivery settings.
-    pub fn delivery(&self) -> &Delivery {
-        match self {
-            SinkConfig::HostsFile { delivery, .. } => delivery,
-            SinkConfig::PowerDns(c) => &c.delivery,
-            SinkConfig::Webhook(c) => &c.delivery,
-            SinkConfig::CorednsConfigMap(c) => &c.delivery,
-            SinkConfig::Route53(c) => &c.delivery,
-        }
-    }
 }

@@ -3,6 +3,12 @@
 //! Every reference is an index, every default is filled in, every check is complete, and
 //! endpoints with identical address and check share one [`Target`] so that tenants sharing a
 //! gateway share its prober.
+//!
+//! The index invariant the engine relies on: `Endpoint::target` < `targets.len()`;
+//! every `Tenant::endpoints` entry < `endpoints.len()`, listed once; a tenant never holds
+//! two endpoints with the same address, so at most one per target; every
+//! `Tenant::sinks` name is a key of `sinks`. Validation guarantees it; nothing else makes a
+//! `Plan`.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -11,10 +17,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use crate::model::{
-    LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkConfig, TelemetryConfig,
-    WeightRule,
+    Delivery, LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkTable,
+    TelemetryConfig, WeightRule,
 };
+use crate::validate::SinkSpec;
 
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
@@ -38,7 +47,7 @@ pub struct Plan {
     /// Tenants in configuration order.
     pub tenants: Vec<Tenant>,
     /// Sinks by name.
-    pub sinks: BTreeMap<String, SinkConfig>,
+    pub sinks: BTreeMap<String, PlannedSink>,
     /// This instance's ownership mark.
     pub owner_id: String,
     /// Traces and log format.
@@ -60,10 +69,7 @@ impl Plan {
                 Protocol::Https { tls, .. } if tls.insecure
             )
         });
-        let sinks = self
-            .sinks
-            .iter()
-            .filter(|(_, s)| matches!(s, crate::model::SinkConfig::Webhook(w) if w.insecure));
+        let sinks = self.sinks.iter().filter(|(_, s)| s.spec.unverified_tls());
         endpoints
             .map(|e| format!("endpoint {:?}", e.name))
             .chain(sinks.map(|(name, _)| format!("sink {name:?}")))
@@ -227,4 +233,31 @@ pub struct Tenant {
     pub weights: Vec<WeightRule>,
     /// `geo`: the fallback location.
     pub default_geo: Option<String>,
+}
+
+/// A validated sink: the table as written (what a reload compares) and its kind's parsed,
+/// normalised settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedSink {
+    /// The `[sinks.NAME]` table.
+    #[serde(flatten)]
+    pub table: SinkTable,
+    /// Parsed by the kind; the sinks crate gets its own type back to build the sink.
+    #[serde(skip)]
+    pub spec: Arc<dyn SinkSpec>,
+}
+
+impl PlannedSink {
+    /// How the engine drives writes to this sink.
+    pub fn delivery(&self) -> &Delivery {
+        &self.table.delivery
+    }
+}
+
+/// Two plans configure a sink the same way when its table is the same: a reload rebuilds
+/// only sinks whose table changed.
+impl PartialEq for PlannedSink {
+    fn eq(&self, other: &PlannedSink) -> bool {
+        self.table == other.table
+    }
 }

@@ -44,6 +44,24 @@ impl fmt::Display for Secret {
     }
 }
 
+/// A secret must come from exactly one of a file or an environment variable, never from
+/// the config itself.
+pub fn check_source(
+    file: bool,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut crate::registry::Problems<'_>,
+) {
+    match (file, env) {
+        (true, Some(_)) => p.table(format!("set {file_field} or {env_field}, not both")),
+        (false, None) => p.table(format!(
+            "needs {file_field} or {env_field}: secrets are never written in the config"
+        )),
+        (false, Some("")) => p.at(env_field, "must not be empty"),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

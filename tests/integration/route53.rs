@@ -282,12 +282,9 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
         config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .unwrap();
-    let plan = ho_config::load_plan(&[&file]).unwrap();
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
     let sink = ho_sinks::route53::Route53Sink::new(
-        match &plan.sinks["r53"] {
-            ho_config::SinkConfig::Route53(c) => c,
-            _ => unreachable!(),
-        },
+        ho_sinks::registry::spec_of(&*plan.sinks["r53"].spec),
         "health-orchestrator",
         &crate::route53_server::sdk_config(),
     );

@@ -48,7 +48,7 @@ pub const FAST_CHECK: &str =
 pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
-    let plan = ho_config::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let plan = ho_sinks::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let aws = crate::route53_server::sdk_config();
     Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws)))
         .await

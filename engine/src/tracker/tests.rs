@@ -31,7 +31,7 @@ fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
         ));
     }
     text.push_str(&format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"s\"]\n{tenant}\n[sinks.s]\nkind = \"hosts_file\"\ndir = \"/nonexistent\"\n"
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"s\"]\n{tenant}\n[sinks.s]\nkind = \"test\"\n"
     ));
     let config = Figment::from(figment::providers::Serialized::defaults(
         ho_config::load::builtin(),
@@ -39,7 +39,49 @@ fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
     .merge(Toml::string(&text))
     .extract()
     .unwrap();
-    Arc::new(ho_config::validate(&config).unwrap_or_else(|e| panic!("{e}\n{text}")))
+    Arc::new(ho_config::validate(&config, &TestSinks).unwrap_or_else(|e| panic!("{e}\n{text}")))
+}
+
+/// The engine knows no concrete sink: its tests use a kind `test` with no settings that
+/// expresses every policy.
+struct TestSinks;
+
+#[derive(Debug)]
+struct TestSpec;
+
+impl ho_config::SinkCatalog for TestSinks {
+    fn kinds(&self) -> Vec<&'static str> {
+        vec!["test"]
+    }
+
+    fn parse(&self, _: &str, _: &ho_config::SinkTable) -> ho_config::Parsed {
+        ho_config::Parsed {
+            spec: Some(Arc::new(TestSpec)),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl ho_config::SinkSpec for TestSpec {
+    fn kind(&self) -> &'static str {
+        "test"
+    }
+
+    fn supports(&self, _: ho_config::RoutingPolicy) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn check_tenant(
+        &self,
+        _: &str,
+        _: &ho_config::TenantUse<'_>,
+        _: &mut Vec<ho_config::FieldError>,
+    ) {
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// A core over `plan` (target ids 0..) at a fixed start.

@@ -5,6 +5,8 @@
 //! renamed over the old one. A file that already holds the desired content is not touched,
 //! so readers don't reload for nothing.
 
+pub mod config;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

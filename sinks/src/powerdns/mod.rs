@@ -10,6 +10,8 @@
 //! one `LUA` rrset per domain instead (see [`render`]), and stale records of the other
 //! form are deleted.
 
+pub mod config;
+
 mod api;
 mod render;
 
@@ -17,7 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ho_config::{PowerDnsConfig, TlsCheck};
+use ho_config::TlsCheck;
+
+use self::config::PowerDnsConfig;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use http_body_util::Full;
@@ -52,10 +56,7 @@ impl PowerDnsSink {
             config.api_key_env.as_deref(),
         )
         .map_err(|e| format!("api key: {e}"))?;
-        let zone = format!(
-            "{}.",
-            config.zone.trim_end_matches('.').to_ascii_lowercase()
-        );
+        let zone = format!("{}.", config.zone);
         let trust = TlsCheck {
             insecure: false,
             ca_file: None,

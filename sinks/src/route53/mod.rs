@@ -13,6 +13,8 @@
 //! `_health-orchestrator.<name>` = `"heritage=health-orchestrator,owner=<owner_id>"`. Record
 //! sets without it, or with another owner's, are never changed or deleted.
 
+pub mod config;
+
 mod api;
 mod changes;
 mod records;
@@ -21,13 +23,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use self::config::{RecordStyle, Route53Config};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_route53::config::retry::RetryConfig;
 use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::types::ChangeAction;
 use aws_sdk_route53::Client;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-use ho_config::{RecordStyle, Route53Config};
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
@@ -113,14 +115,8 @@ impl Route53Sink {
                 waiting: Mutex::new(BTreeMap::new()),
                 writer: tokio::sync::Mutex::new(Writer {
                     client: Client::from_conf(builder.build()),
-                    zone_id: config
-                        .hosted_zone_id
-                        .trim_start_matches("/hostedzone/")
-                        .to_string(),
-                    zone: format!(
-                        "{}.",
-                        config.zone.trim_end_matches('.').to_ascii_lowercase()
-                    ),
+                    zone_id: config.hosted_zone_id.clone(),
+                    zone: format!("{}.", config.zone),
                     owner_id: owner_id.to_string(),
                     style: config.record_style,
                     // A burst of one second's worth, then the rate.

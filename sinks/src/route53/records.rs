@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use ho_config::{RecordStyle, RoutingPolicy};
+use ho_config::RoutingPolicy;
+
+use super::config::RecordStyle;
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 /// Prefix of the ownership record's name: `_health-orchestrator.<name>` TXT. A separate name

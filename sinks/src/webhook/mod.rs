@@ -10,13 +10,17 @@
 //! that rejects old timestamps also rejects replays. Receivers should also drop a `seq`
 //! lower than the highest they applied for the tenant.
 
+pub mod config;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use ho_config::RoutingPolicy;
-use ho_config::{TlsCheck, WebhookConfig};
+use ho_config::TlsCheck;
+
+use self::config::WebhookConfig;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange};
 use http_body_util::Full;

@@ -8,10 +8,12 @@
 //! sink actor's backoff takes over). Other keys are never touched. The content is the
 //! `hosts_file` sink's, rendered by the same code.
 
+pub mod config;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ho_config::CorednsConfigMapConfig;
+use self::config::CorednsConfigMapConfig;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use k8s_openapi::api::core::v1::ConfigMap;

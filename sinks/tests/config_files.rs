@@ -1,4 +1,6 @@
-//! Loading, layering and validation, from real files and a real (jailed) environment.
+//! Loading, layering and validation, from real files and a real (jailed) environment,
+//! with the real sink kinds (which parse the `[sinks.*]` tables, hence here, not in the
+//! config crate).
 
 // figment::Jail closures return figment::Error, which is large; that is the API.
 #![allow(clippy::result_large_err)]
@@ -7,10 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use figment::Jail;
-use ho_config::{load, load_plan, validate, ConfigError, Protocol};
+use ho_config::{load, validate, ConfigError, Protocol};
+use ho_sinks::{load_plan, Catalog};
 
+/// A path inside the config crate, where the examples and the bad corpus live.
 fn dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../config")
+        .join(name)
 }
 
 fn toml_files(folder: &Path) -> Vec<PathBuf> {
@@ -152,7 +158,7 @@ fn identical_checks_share_a_target() {
     twin.name = "node-1-again".into();
     config.endpoints.push(twin);
     config.tenants[0].endpoints = ho_config::EndpointSelection::Names(vec!["node-1-again".into()]);
-    let plan = validate(&config).unwrap();
+    let plan = validate(&config, &Catalog).unwrap();
     assert_eq!(plan.endpoints.len(), 4);
     assert_eq!(
         plan.targets.len(),

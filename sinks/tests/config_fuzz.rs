@@ -11,7 +11,9 @@ use proptest::prelude::*;
 fn corpus() -> Vec<String> {
     let mut texts = Vec::new();
     for folder in ["examples", "tests/bad"] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config")
+            .join(folder);
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -57,7 +59,7 @@ fn check(text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("fuzz.toml");
     std::fs::write(&file, text).unwrap();
-    if let Err(e) = ho_config::load_plan(&[&file]) {
+    if let Err(e) = ho_sinks::load_plan(&[&file]) {
         let shown = e.to_string();
         assert!(!shown.trim().is_empty(), "an empty error for:\n{text}");
     }

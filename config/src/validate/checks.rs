@@ -1,0 +1,285 @@
+//! Probe checks: a merged `[defaults.check]` + endpoint `check` into a complete
+//! [`CheckSpec`], and flap damping.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::model::{CheckKind, CheckOverrides, DampingConfig};
+use crate::names::{check_header_name, check_header_value, normalize_domain};
+use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, Timing, TlsCheck};
+
+use super::Errors;
+
+/// Resolves a merged check. `own` is what the endpoint set itself (`None` for the defaults
+/// table): fields it sets that its kind does not use are errors there, while the defaults
+/// may carry fields for other kinds.
+pub(super) fn resolve_check(
+    merged: &CheckOverrides,
+    own: Option<&CheckOverrides>,
+    path: &str,
+    errs: &mut Errors,
+) -> Option<CheckSpec> {
+    let before = errs.0.len();
+    let mut missing = |field: &str| errs.push(format!("{path}.{field}"), "missing");
+    let (
+        Some(kind),
+        Some(port),
+        Some(interval),
+        Some(timeout),
+        Some(fast_interval),
+        Some(rise),
+        Some(fall),
+    ) = (
+        merged.kind,
+        merged.port,
+        merged.interval,
+        merged.timeout,
+        merged.fast_interval,
+        merged.rise,
+        merged.fall,
+    )
+    else {
+        for (name, set) in [
+            ("kind", merged.kind.is_some()),
+            ("port", merged.port.is_some()),
+            ("interval", merged.interval.is_some()),
+            ("timeout", merged.timeout.is_some()),
+            ("fast_interval", merged.fast_interval.is_some()),
+            ("rise", merged.rise.is_some()),
+            ("fall", merged.fall.is_some()),
+        ] {
+            if !set {
+                missing(name);
+            }
+        }
+        return None;
+    };
+    let at = |field: &str| format!("{path}.{field}");
+    let human = |d: Duration| humantime::format_duration(d).to_string();
+    if port == 0 {
+        errs.push(at("port"), "must be between 1 and 65535");
+    }
+    if interval.is_zero() {
+        errs.push(at("interval"), "must be greater than 0");
+    }
+    if timeout.is_zero() {
+        errs.push(at("timeout"), "must be greater than 0");
+    } else if timeout >= interval {
+        errs.push(
+            at("timeout"),
+            format!(
+                "timeout ({}) must be shorter than interval ({}) so probes of one target never overlap",
+                human(timeout),
+                human(interval)
+            ),
+        );
+    }
+    if fast_interval.is_zero() {
+        errs.push(at("fast_interval"), "must be greater than 0");
+    } else if fast_interval > interval {
+        errs.push(
+            at("fast_interval"),
+            format!(
+                "fast_interval ({}) must not be longer than interval ({})",
+                human(fast_interval),
+                human(interval)
+            ),
+        );
+    }
+    if rise == 0 {
+        errs.push(at("rise"), "must be at least 1");
+    }
+    let damping = merged
+        .damping
+        .as_ref()
+        .filter(|d| d.enabled)
+        .and_then(|d| resolve_damping(d, &at("damping"), errs));
+    if fall == 0 {
+        errs.push(at("fall"), "must be at least 1");
+    }
+    if let Some(own) = own {
+        let http_only = [
+            ("path", own.path.is_some()),
+            ("expect_status", own.expect_status.is_some()),
+            ("host", own.host.is_some()),
+            ("headers", own.headers.is_some()),
+            ("body_contains", own.body_contains.is_some()),
+            ("body_limit", own.body_limit.is_some()),
+        ];
+        let tls_only = [
+            ("insecure", own.insecure.is_some()),
+            ("ca_file", own.ca_file.is_some()),
+        ];
+        let unused: Vec<&str> = match kind {
+            CheckKind::Tcp => http_only
+                .iter()
+                .chain(&tls_only)
+                .filter(|f| f.1)
+                .map(|f| f.0)
+                .collect(),
+            CheckKind::Http => tls_only.iter().filter(|f| f.1).map(|f| f.0).collect(),
+            CheckKind::Https => Vec::new(),
+        };
+        for field in unused {
+            errs.push(
+                at(field),
+                format!("not used by kind \"{}\"", kind_name(kind)),
+            );
+        }
+    }
+    let protocol = match kind {
+        CheckKind::Tcp => Some(Protocol::Tcp),
+        CheckKind::Http => resolve_http(merged, path, errs).map(Protocol::Http),
+        CheckKind::Https => {
+            let tls = resolve_tls(merged, path, errs);
+            resolve_http(merged, path, errs).map(|http| Protocol::Https { http, tls })
+        }
+    };
+    if errs.0.len() > before {
+        return None;
+    }
+    Some(CheckSpec {
+        port,
+        protocol: protocol?,
+        timing: Timing {
+            interval,
+            timeout,
+            fast_interval,
+            rise,
+            fall,
+            damping,
+        },
+    })
+}
+
+fn resolve_damping(d: &DampingConfig, path: &str, errs: &mut Errors) -> Option<Damping> {
+    let before = errs.0.len();
+    let at = |field: &str| format!("{path}.{field}");
+    if d.half_life < Duration::from_secs(1) {
+        errs.push(at("half_life"), "must be at least 1s");
+    }
+    if d.penalty == 0 {
+        errs.push(at("penalty"), "must be greater than 0");
+    }
+    if d.reuse == 0 || d.reuse >= d.suppress {
+        errs.push(
+            at("reuse"),
+            format!(
+                "must be greater than 0 and below suppress ({}): an endpoint is released when its penalty decays below reuse",
+                d.suppress
+            ),
+        );
+    } else if d.max_suppress.as_secs_f64()
+        <= d.half_life.as_secs_f64() * (f64::from(d.suppress) / f64::from(d.reuse)).log2()
+    {
+        errs.push(
+            at("max_suppress"),
+            format!(
+                "{} is too short to ever hold an endpoint out: the penalty is capped where it decays to reuse in max_suppress, which must lie above suppress (needs more than {})",
+                humantime::format_duration(d.max_suppress),
+                humantime::format_duration(Duration::from_secs_f64(
+                    (d.half_life.as_secs_f64()
+                        * (f64::from(d.suppress) / f64::from(d.reuse)).log2())
+                    .ceil()
+                ))
+            ),
+        );
+    }
+    (errs.0.len() == before).then_some(Damping {
+        half_life: d.half_life,
+        penalty: d.penalty,
+        suppress: d.suppress,
+        reuse: d.reuse,
+        max_suppress: d.max_suppress,
+    })
+}
+
+fn kind_name(kind: CheckKind) -> &'static str {
+    match kind {
+        CheckKind::Http => "http",
+        CheckKind::Https => "https",
+        CheckKind::Tcp => "tcp",
+    }
+}
+
+fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Option<HttpCheck> {
+    let at = |field: &str| format!("{path}.{field}");
+    let before = errs.0.len();
+    let req_path = merged.path.clone().unwrap_or_else(|| "/".into());
+    if !req_path.starts_with('/') || req_path.chars().any(|c| c.is_ascii_control() || c == ' ') {
+        errs.push(
+            at("path"),
+            format!(
+                "\"{req_path}\" must start with '/' and contain no spaces or control characters"
+            ),
+        );
+    }
+    let expect_status = merged.expect_status.clone().unwrap_or_else(|| vec![200]);
+    if expect_status.is_empty() {
+        errs.push(at("expect_status"), "must list at least one status code");
+    }
+    for (i, s) in expect_status.iter().enumerate() {
+        if !(100..=599).contains(s) {
+            errs.push(
+                at(&format!("expect_status[{i}]")),
+                format!("{s} is not an HTTP status code"),
+            );
+        }
+    }
+    if let Some(host) = &merged.host {
+        if host.parse::<IpAddr>().is_err() {
+            if let Err(e) = normalize_domain(host) {
+                errs.push(at("host"), e);
+            }
+        }
+    }
+    let headers = merged.headers.clone().unwrap_or_default();
+    for (name, value) in &headers {
+        if let Err(e) = check_header_name(name) {
+            errs.push(at(&format!("headers.{name}")), e);
+        } else if name.eq_ignore_ascii_case("host") {
+            errs.push(
+                at(&format!("headers.{name}")),
+                "set the Host header with `host`",
+            );
+        }
+        if let Err(e) = check_header_value(value) {
+            errs.push(at(&format!("headers.{name}")), e);
+        }
+    }
+    let body_limit = merged.body_limit.unwrap_or(64 * 1024);
+    if body_limit == 0 || body_limit > 16 * 1024 * 1024 {
+        errs.push(at("body_limit"), "must be between 1 and 16777216 bytes");
+    }
+    if merged.body_contains.as_deref() == Some("") {
+        errs.push(
+            at("body_contains"),
+            "must not be empty (remove it to skip the body check)",
+        );
+    }
+    if errs.0.len() > before {
+        return None;
+    }
+    Some(HttpCheck {
+        path: req_path,
+        host: merged.host.clone(),
+        headers,
+        expect_status,
+        body_contains: merged.body_contains.clone(),
+        body_limit,
+    })
+}
+
+fn resolve_tls(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> TlsCheck {
+    let insecure = merged.insecure.unwrap_or(false);
+    if insecure && merged.ca_file.is_some() {
+        errs.push(
+            format!("{path}.insecure"),
+            "insecure = true ignores ca_file; set one or the other",
+        );
+    }
+    TlsCheck {
+        insecure,
+        ca_file: merged.ca_file.clone(),
+    }
+}

@@ -1,0 +1,85 @@
+//! Endpoints: names, addresses, checks, and the shared probe targets they resolve to.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::model::{CheckOverrides, Config};
+use crate::names::check_object_name;
+use crate::plan::{CheckSpec, Endpoint, Target};
+
+use super::checks::resolve_check;
+use super::Errors;
+
+/// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
+/// with the config for error paths.
+pub(super) fn resolve_endpoints(
+    config: &Config,
+    base: &CheckOverrides,
+    default_check: Option<&CheckSpec>,
+    errs: &mut Errors,
+) -> (Vec<Option<Endpoint>>, Vec<Target>) {
+    if config.endpoints.is_empty() {
+        errs.push("endpoints", "none configured: there is nothing to probe");
+    }
+    let mut seen = HashMap::new();
+    let mut targets: Vec<Target> = Vec::new();
+    let mut target_ids: HashMap<Target, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(config.endpoints.len());
+    for (i, ep) in config.endpoints.iter().enumerate() {
+        let path = format!("endpoints[{i}]");
+        let mut ok = true;
+        if let Err(e) = check_object_name(&ep.name) {
+            errs.push(format!("{path}.name"), e);
+            ok = false;
+        } else if let Some(first) = seen.insert(ep.name.as_str(), i) {
+            errs.push(
+                format!("{path}.name"),
+                format!(
+                    "duplicate endpoint name \"{}\" (first at endpoints[{first}])",
+                    ep.name
+                ),
+            );
+            ok = false;
+        }
+        let address = match ep.address.parse::<IpAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                errs.push(
+                    format!("{path}.address"),
+                    format!("\"{}\" is not an IP address", ep.address),
+                );
+                None
+            }
+        };
+        let check = if ep.check == CheckOverrides::default() {
+            default_check.cloned()
+        } else {
+            resolve_check(
+                &ep.check.over(base),
+                Some(&ep.check),
+                &format!("{path}.check"),
+                errs,
+            )
+        };
+        match (address, check, ok) {
+            (Some(address), Some(check), true) => {
+                let target = Target { address, check };
+                let next = targets.len();
+                let id = *target_ids.entry(target.clone()).or_insert(next);
+                if id == next {
+                    targets.push(target);
+                }
+                out.push(Some(Endpoint {
+                    name: ep.name.clone(),
+                    address,
+                    labels: ep.labels.clone(),
+                    weight: ep.weight.unwrap_or(1),
+                    priority: ep.priority.unwrap_or(0),
+                    target: id,
+                }));
+            }
+            _ => out.push(None),
+        }
+    }
+    (out, targets)
+}

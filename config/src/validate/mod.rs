@@ -1,0 +1,203 @@
+//! Pure validation: [`Config`] in, [`Plan`] or every problem at once out. No I/O here, so it
+//! runs the same in `check-config`, at start-up and on reload.
+//!
+//! One file per concern: [`checks`] (probe checks and flap damping), [`endpoints`]
+//! (endpoints into shared probe targets), [`tenants`] (selection, domains, policies),
+//! [`sinks`] (the seam to the sink kinds, which check their own tables). Errors keep the
+//! order of the file, so an operator reads them top to bottom.
+
+mod checks;
+mod endpoints;
+mod sinks;
+mod tenants;
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::model::{CheckOverrides, Config, TelemetryConfig};
+use crate::names::{check_header_name, check_header_value, check_url};
+use crate::plan::{CheckSpec, Plan, Target};
+
+pub use sinks::{Claim, Parsed, SinkCatalog, SinkSpec, TenantUse};
+
+/// One problem, located by the path of the field that causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Field path such as `tenants[1].sinks[0]` or `defaults.check.timeout`.
+    pub path: String,
+    /// Why the value is refused.
+    pub reason: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+/// Every problem found in a configuration, in the order of the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+pub struct ValidationErrors(pub Vec<FieldError>);
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ValidationErrors {
+    /// Adds a problem at `path`.
+    pub fn push(&mut self, path: impl Into<String>, reason: impl Into<String>) {
+        self.0.push(FieldError {
+            path: path.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The collector validation pushes into while it walks the config.
+type Errors = ValidationErrors;
+
+/// Start-up grace used when `defaults.startup_grace` is not set: three of the longest check
+/// intervals, enough for every target's first probe plus `fall` fast re-checks.
+fn default_startup_grace(targets: &[Target]) -> Duration {
+    let longest = targets
+        .iter()
+        .map(|t| t.check.timing.interval)
+        .max()
+        .unwrap_or(Duration::from_secs(1));
+    longest * 3
+}
+
+/// Validates `config`; every `[sinks.*]` table is parsed and checked by its kind in
+/// `catalog` (the sinks crate's registry).
+pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, ValidationErrors> {
+    let mut errs = Errors::default();
+    let base = config.defaults.check.over(&CheckOverrides::builtin());
+    let default_check = checks::resolve_check(&base, None, "defaults.check", &mut errs);
+
+    let (endpoints, targets) =
+        endpoints::resolve_endpoints(config, &base, default_check.as_ref(), &mut errs);
+    let sinks = sinks::resolve_sinks(config, catalog, &mut errs);
+    check_telemetry(&config.telemetry, &mut errs);
+    check_limits(config, &mut errs);
+    let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
+    if let Some(grace) = config.defaults.startup_grace {
+        if grace.is_zero() {
+            errs.push("defaults.startup_grace", "must be greater than 0");
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    Ok(Plan {
+        api_listen: config.api.listen,
+        api_token_file: config.api.token_file.clone(),
+        api_max_requests_per_second: config.api.max_requests_per_second,
+        startup_grace: config
+            .defaults
+            .startup_grace
+            .unwrap_or_else(|| default_startup_grace(&targets)),
+        shutdown_timeout: config.defaults.shutdown_timeout,
+        targets,
+        endpoints: endpoints.into_iter().flatten().collect(),
+        tenants,
+        sinks,
+        owner_id: config.owner_id.clone(),
+        telemetry: config.telemetry.clone(),
+        reload: config.reload.clone(),
+        limits: config.limits,
+    })
+}
+
+/// `limits`, `api` and `reload` numbers.
+fn check_limits(config: &Config, errs: &mut Errors) {
+    if config.endpoints.len() > config.limits.max_endpoints {
+        errs.push(
+            "endpoints",
+            format!(
+                "{} endpoints, more than limits.max_endpoints ({}); raise the limit if this machine can probe that many (see bench/README.md)",
+                config.endpoints.len(),
+                config.limits.max_endpoints
+            ),
+        );
+    }
+    let rate = config.api.max_requests_per_second;
+    if !(rate.is_finite() && rate >= 1.0) {
+        errs.push("api.max_requests_per_second", "must be at least 1");
+    }
+    if config.reload.interval < Duration::from_millis(100) {
+        errs.push("reload.interval", "must be at least 100ms");
+    }
+}
+
+/// Resolves one check given on its own (the `probe` command's flags) over the built-in
+/// defaults, with the same rules as the config; errors are located under `check`.
+pub fn resolve_standalone_check(check: &CheckOverrides) -> Result<CheckSpec, ValidationErrors> {
+    let mut errs = Errors::default();
+    let merged = check.over(&CheckOverrides::builtin());
+    match checks::resolve_check(&merged, Some(check), "check", &mut errs) {
+        Some(spec) if errs.0.is_empty() => Ok(spec),
+        _ => Err(errs),
+    }
+}
+
+fn check_telemetry(t: &TelemetryConfig, errs: &mut Errors) {
+    if let Some(url) = &t.otlp_endpoint {
+        if let Err(e) = check_url(url) {
+            errs.push("telemetry.otlp_endpoint", e);
+        }
+    }
+    if !(0.0..=1.0).contains(&t.probe_sample_ratio) {
+        errs.push(
+            "telemetry.probe_sample_ratio",
+            "must be between 0.0 and 1.0",
+        );
+    }
+    if t.service_name.is_empty() {
+        errs.push("telemetry.service_name", "must not be empty");
+    }
+    if !(1..=1_000_000).contains(&t.queue_size) {
+        errs.push("telemetry.queue_size", "must be between 1 and 1000000");
+    }
+    check_timeout(t.timeout, "telemetry.timeout", errs);
+    for (h, v) in &t.headers {
+        if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
+            errs.push(format!("telemetry.headers.{h}"), e);
+        }
+    }
+}
+
+/// A deadline must be above zero; shared by every part with a `timeout`.
+pub(crate) fn check_timeout(timeout: Duration, path: &str, errs: &mut ValidationErrors) {
+    if timeout.is_zero() {
+        errs.push(path, "must be greater than 0");
+    }
+}
+
+/// Up to ten names for "(defined: ...)" hints.
+pub(crate) fn list_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let all: Vec<&str> = names.collect();
+    if all.is_empty() {
+        return "none defined".into();
+    }
+    let mut text = format!(
+        "defined: {}",
+        all.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+    );
+    if all.len() > 10 {
+        text.push_str(&format!(", ... {} more", all.len() - 10));
+    }
+    text
+}

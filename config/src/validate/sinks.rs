@@ -1,0 +1,182 @@
+//! The seam between the config and the sink kinds (vector's model: each component owns its
+//! config). The config knows a `[sinks.NAME]` table only as a `kind`, the `delivery`
+//! settings every sink shares, and the rest of its keys. A [`SinkCatalog`] (the sinks
+//! crate's registry: one line per kind) parses those keys into the kind's own typed,
+//! normalised settings, a [`SinkSpec`], and the spec answers what only that kind knows:
+//! which routing policies it can express and what it requires of the tenants using it.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::model::{Config, Delivery, EndpointConfig, RoutingPolicy, SinkTable, TenantConfig};
+use crate::names::check_object_name;
+use crate::plan::PlannedSink;
+
+use super::{Errors, FieldError};
+
+/// The sink kinds a program knows. Validation asks it to parse every `[sinks.NAME]` table.
+pub trait SinkCatalog: Sync {
+    /// The `kind` names, for the "unknown kind" error.
+    fn kinds(&self) -> Vec<&'static str>;
+
+    /// Parses and checks `table`'s own keys as kind `table.kind` (known: one of
+    /// [`SinkCatalog::kinds`]); errors are located under `sinks.NAME`. Pure: no I/O. The
+    /// spec comes back whenever the keys have the right shape, even with errors in their
+    /// values, so the tenants using the sink are still checked against it and the operator
+    /// sees every problem in one pass.
+    fn parse(&self, name: &str, table: &SinkTable) -> Parsed;
+}
+
+/// What parsing one sink table found.
+pub struct Parsed {
+    /// The settings, when the table has the kind's shape.
+    pub spec: Option<Arc<dyn SinkSpec>>,
+    /// Every problem, located under `sinks.NAME`.
+    pub errors: Vec<FieldError>,
+}
+
+/// One sink's parsed, normalised settings, and what its kind can and cannot do.
+pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
+    /// The `kind` name.
+    fn kind(&self) -> &'static str;
+
+    /// `Ok` when the sink can express `policy` faithfully, else a hint for the error
+    /// message (may be empty). A tenant asking a sink for a policy it cannot express is a
+    /// config error, not a silent downgrade.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str>;
+
+    /// Checks a tenant that publishes through this sink (named `sink`) against what the
+    /// kind requires: zones, value ranges of weights or locations.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>);
+
+    /// Something on the back end that no two sinks may share (a directory, a ConfigMap):
+    /// a key, the field that names it, and the reason given when two sinks claim it.
+    fn claim(&self) -> Option<Claim> {
+        None
+    }
+
+    /// Whether the sink talks TLS without verifying certificates (`insecure = true`):
+    /// logged at start, since a forged certificate goes unnoticed there.
+    fn unverified_tls(&self) -> bool {
+        false
+    }
+
+    /// The spec as `Any`, so the kind that made it can get its own type back when it
+    /// builds the sink.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A back-end resource one sink owns (see [`SinkSpec::claim`]).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// What is claimed, e.g. a directory path or `namespace/name`.
+    pub key: String,
+    /// The field naming it, where the error is reported.
+    pub field: &'static str,
+    /// The error for a second claimant, given the first sink's name.
+    pub clash: fn(&str) -> String,
+}
+
+/// What a sink kind sees of a tenant that uses it.
+pub struct TenantUse<'a> {
+    /// Error path of the tenant (`tenants[3]`).
+    pub path: &'a str,
+    /// The tenant as configured.
+    pub tenant: &'a TenantConfig,
+    /// Its normalised domains.
+    pub domains: &'a [String],
+    /// Its selected endpoints with their index in the config (for error paths).
+    pub endpoints: Vec<(usize, &'a EndpointConfig)>,
+}
+
+impl TenantUse<'_> {
+    /// Reports every domain outside `zone` (normalised) of sink `sink`.
+    pub fn domains_inside(&self, zone: &str, sink: &str, errs: &mut Vec<FieldError>) {
+        for d in self.domains {
+            if d != zone && !d.ends_with(&format!(".{zone}")) {
+                errs.push(FieldError {
+                    path: format!("{}.domains", self.path),
+                    reason: format!("\"{d}\" is not inside zone \"{zone}\" of sink \"{sink}\""),
+                });
+            }
+        }
+    }
+}
+
+/// Parses every sink through `catalog`, with the checks every kind shares (name,
+/// delivery, claims). Returns every sink that parsed, errors or not (see
+/// [`SinkCatalog::parse`]).
+pub(super) fn resolve_sinks(
+    config: &Config,
+    catalog: &dyn SinkCatalog,
+    errs: &mut Errors,
+) -> BTreeMap<String, PlannedSink> {
+    if let Err(e) = check_object_name(&config.owner_id) {
+        errs.push("owner_id", e);
+    }
+    let kinds = catalog.kinds();
+    let mut claims: HashMap<String, &str> = HashMap::new();
+    let mut out = BTreeMap::new();
+    for (name, table) in &config.sinks {
+        if let Err(e) = check_object_name(name) {
+            errs.push(format!("sinks.{name}"), e);
+        }
+        if !kinds.contains(&table.kind.as_str()) {
+            errs.push(
+                format!("sinks.{name}.kind"),
+                format!(
+                    "unknown sink kind \"{}\" (one of {})",
+                    table.kind,
+                    kinds.join(", ")
+                ),
+            );
+            continue;
+        }
+        check_delivery(&table.delivery, &format!("sinks.{name}.delivery"), errs);
+        let parsed = catalog.parse(name, table);
+        errs.0.extend(parsed.errors);
+        let Some(spec) = parsed.spec else {
+            continue;
+        };
+        if let Some(claim) = spec.claim() {
+            if let Some(other) = claims.insert(claim.key.clone(), name) {
+                errs.push(
+                    format!("sinks.{name}.{}", claim.field),
+                    (claim.clash)(other),
+                );
+            }
+        }
+        out.insert(
+            name.clone(),
+            PlannedSink {
+                table: table.clone(),
+                spec,
+            },
+        );
+    }
+    out
+}
+
+fn check_delivery(d: &Delivery, path: &str, errs: &mut Errors) {
+    if !(d.max_writes_per_second > 0.0 && d.max_writes_per_second.is_finite()) {
+        errs.push(
+            format!("{path}.max_writes_per_second"),
+            "must be greater than 0",
+        );
+    }
+    if d.burst == 0 {
+        errs.push(format!("{path}.burst"), "must be at least 1");
+    }
+    if d.reconcile_interval < Duration::from_secs(1) {
+        errs.push(format!("{path}.reconcile_interval"), "must be at least 1s");
+    }
+    if d.backoff_min.is_zero() || d.backoff_min > d.backoff_max {
+        errs.push(
+            format!("{path}.backoff_min"),
+            "must be greater than 0 and not above backoff_max",
+        );
+    }
+}

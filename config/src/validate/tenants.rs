@@ -1,0 +1,303 @@
+//! Tenants: names, domains, which endpoints they select, their routing policy, and what
+//! their sinks can express.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::model::{Config, EndpointSelection, RoutingPolicy, TenantConfig};
+use crate::names::{check_object_name, normalize_domain};
+use crate::plan::{Endpoint, PlannedSink, Tenant};
+
+use super::sinks::TenantUse;
+use super::{list_names, Errors};
+
+/// What resolving the tenants needs to look up.
+struct Lookup<'a> {
+    config: &'a Config,
+    /// Resolved endpoints (`None`: had errors), aligned with `config.endpoints`.
+    endpoints: &'a [Option<Endpoint>],
+    /// Sinks that parsed.
+    sinks: &'a BTreeMap<String, PlannedSink>,
+    /// Endpoint index by name (the first, for duplicates).
+    by_name: HashMap<&'a str, usize>,
+}
+
+/// Resolves every tenant; domains must be unique across tenants.
+pub(super) fn resolve_tenants(
+    config: &Config,
+    endpoints: &[Option<Endpoint>],
+    sinks: &BTreeMap<String, PlannedSink>,
+    errs: &mut Errors,
+) -> Vec<Tenant> {
+    if config.tenants.is_empty() {
+        errs.push("tenants", "none configured: nothing would be published");
+    }
+    let lookup = Lookup {
+        config,
+        endpoints,
+        sinks,
+        by_name: config
+            .endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.as_str(), i))
+            .rev()
+            .collect(),
+    };
+    let mut seen_tenants = HashMap::new();
+    let mut seen_domains: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::new();
+    for (ti, t) in config.tenants.iter().enumerate() {
+        let path = format!("tenants[{ti}]");
+        if let Err(e) = check_object_name(&t.name) {
+            errs.push(format!("{path}.name"), e);
+        } else if let Some(first) = seen_tenants.insert(t.name.as_str(), ti) {
+            errs.push(
+                format!("{path}.name"),
+                format!(
+                    "duplicate tenant name \"{}\" (first at tenants[{first}])",
+                    t.name
+                ),
+            );
+        }
+        let domains = resolve_domains(t, &path, &mut seen_domains, errs);
+        let selected = lookup.select(t, &path, errs);
+        lookup.check_addresses(&selected, &path, errs);
+        let sink_names = lookup.sink_names(t, &path, errs);
+        check_policy(config, t, &selected, &path, errs);
+        let usage = TenantUse {
+            path: &path,
+            tenant: t,
+            domains: &domains,
+            endpoints: selected
+                .iter()
+                .map(|&i| (i, &config.endpoints[i]))
+                .collect(),
+        };
+        lookup.check_sinks(&usage, &sink_names, errs);
+        check_numbers(t, &path, errs);
+        out.push(Tenant {
+            name: t.name.clone(),
+            domains,
+            endpoints: selected,
+            sinks: t.sinks.clone(),
+            ttl: t.ttl,
+            on_all_unhealthy: t.on_all_unhealthy,
+            min_healthy: t.min_healthy,
+            cleanup_on_remove: t.cleanup_on_remove,
+            policy: t.policy,
+            weights: t.weights.clone(),
+            default_geo: t.default_geo.clone(),
+        });
+    }
+    out
+}
+
+/// Normalised domains; a domain already published by another tenant is an error.
+fn resolve_domains(
+    t: &TenantConfig,
+    path: &str,
+    seen: &mut HashMap<String, String>,
+    errs: &mut Errors,
+) -> Vec<String> {
+    let mut domains = Vec::new();
+    if t.domains.is_empty() {
+        errs.push(format!("{path}.domains"), "must list at least one domain");
+    }
+    for (di, d) in t.domains.iter().enumerate() {
+        match normalize_domain(d) {
+            Err(e) => errs.push(format!("{path}.domains[{di}]"), e),
+            Ok(n) => match seen.get(&n) {
+                Some(owner) => errs.push(
+                    format!("{path}.domains[{di}]"),
+                    format!("\"{n}\" is already published by tenant \"{owner}\""),
+                ),
+                None => {
+                    seen.insert(n.clone(), t.name.clone());
+                    domains.push(n);
+                }
+            },
+        }
+    }
+    domains
+}
+
+impl Lookup<'_> {
+    /// The endpoints `t` selects (by name or all, then by label selector), as indices.
+    fn select(&self, t: &TenantConfig, path: &str, errs: &mut Errors) -> Vec<usize> {
+        let before = errs.0.len();
+        let picked: Vec<usize> = match &t.endpoints {
+            EndpointSelection::All => (0..self.config.endpoints.len()).collect(),
+            EndpointSelection::Names(names) => {
+                let mut picked = Vec::new();
+                for (ni, n) in names.iter().enumerate() {
+                    match self.by_name.get(n.as_str()) {
+                        None => errs.push(
+                            format!("{path}.endpoints[{ni}]"),
+                            format!(
+                                "no endpoint named \"{n}\" ({})",
+                                list_names(self.config.endpoints.iter().map(|e| e.name.as_str()))
+                            ),
+                        ),
+                        Some(&i) if picked.contains(&i) => errs.push(
+                            format!("{path}.endpoints[{ni}]"),
+                            format!("\"{n}\" is listed twice"),
+                        ),
+                        Some(&i) => picked.push(i),
+                    }
+                }
+                picked
+            }
+        };
+        let selected: Vec<usize> = picked
+            .into_iter()
+            .filter(|&i| {
+                let labels = &self.config.endpoints[i].labels;
+                t.selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            })
+            .collect();
+        if selected.is_empty() && errs.0.len() == before {
+            errs.push(
+                path,
+                "selects no endpoints: a tenant needs at least one (check `endpoints` and `selector`)",
+            );
+        }
+        selected
+    }
+
+    /// A tenant publishes each address once (the plan's invariant: at most one endpoint per
+    /// target in a tenant).
+    fn check_addresses(&self, selected: &[usize], path: &str, errs: &mut Errors) {
+        let mut addresses: BTreeMap<IpAddr, &str> = BTreeMap::new();
+        for ep in selected.iter().filter_map(|&i| self.endpoints[i].as_ref()) {
+            if let Some(other) = addresses.insert(ep.address, &ep.name) {
+                errs.push(
+                    path,
+                    format!(
+                        "endpoints \"{other}\" and \"{}\" share address {}; a tenant publishes each address once",
+                        ep.name, ep.address
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The tenant's sink names, each defined and listed once.
+    fn sink_names(&self, t: &TenantConfig, path: &str, errs: &mut Errors) -> BTreeSet<String> {
+        if t.sinks.is_empty() {
+            errs.push(
+                format!("{path}.sinks"),
+                "must name at least one sink: nothing would be published",
+            );
+        }
+        let mut sinks = BTreeSet::new();
+        for (si, s) in t.sinks.iter().enumerate() {
+            if !self.config.sinks.contains_key(s) {
+                errs.push(
+                    format!("{path}.sinks[{si}]"),
+                    format!(
+                        "no sink named \"{s}\" ({})",
+                        list_names(self.config.sinks.keys().map(String::as_str))
+                    ),
+                );
+            } else if !sinks.insert(s.clone()) {
+                errs.push(
+                    format!("{path}.sinks[{si}]"),
+                    format!("\"{s}\" is listed twice"),
+                );
+            }
+        }
+        sinks
+    }
+
+    /// What each sink of the tenant can express, and what its kind requires of the tenant.
+    fn check_sinks(&self, usage: &TenantUse<'_>, names: &BTreeSet<String>, errs: &mut Errors) {
+        let policy = usage.tenant.policy;
+        for s in names {
+            let Some(sink) = self.sinks.get(s) else {
+                continue;
+            };
+            if let Err(hint) = sink.spec.supports(policy) {
+                errs.push(
+                    format!("{}.policy", usage.path),
+                    format!(
+                        "sink \"{s}\" ({}) cannot express policy \"{}\"{hint}",
+                        sink.spec.kind(),
+                        policy.as_str()
+                    ),
+                );
+            }
+            sink.spec.check_tenant(s, usage, &mut errs.0);
+        }
+    }
+}
+
+/// Policy-specific fields: `weights` only with `weighted`, `default_geo` only with (and
+/// required by) `geo`, and every endpoint of a `geo` tenant has a `geo` label.
+fn check_policy(
+    config: &Config,
+    t: &TenantConfig,
+    selected: &[usize],
+    path: &str,
+    errs: &mut Errors,
+) {
+    let policy = t.policy;
+    if !t.weights.is_empty() && policy != RoutingPolicy::Weighted {
+        errs.push(
+            format!("{path}.weights"),
+            "only used with policy = \"weighted\"",
+        );
+    }
+    if t.default_geo.is_some() && policy != RoutingPolicy::Geo {
+        errs.push(
+            format!("{path}.default_geo"),
+            "only used with policy = \"geo\"",
+        );
+    }
+    if policy != RoutingPolicy::Geo {
+        return;
+    }
+    let geos: BTreeSet<&str> = selected
+        .iter()
+        .filter_map(|&i| config.endpoints[i].labels.get("geo").map(String::as_str))
+        .collect();
+    for &i in selected {
+        if !config.endpoints[i].labels.contains_key("geo") {
+            errs.push(
+                path,
+                format!(
+                    "endpoint \"{}\" has no label \"geo\" (policy = \"geo\")",
+                    config.endpoints[i].name
+                ),
+            );
+        }
+    }
+    match &t.default_geo {
+        None => errs.push(
+            format!("{path}.default_geo"),
+            "required with policy = \"geo\"",
+        ),
+        Some(g) if !geos.contains(g.as_str()) => errs.push(
+            format!("{path}.default_geo"),
+            format!(
+                "no endpoint of the tenant has geo = \"{g}\" (present: {})",
+                geos.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// `ttl` and `min_healthy` ranges.
+fn check_numbers(t: &TenantConfig, path: &str, errs: &mut Errors) {
+    if t.ttl < Duration::from_secs(1) {
+        errs.push(format!("{path}.ttl"), "must be at least 1s");
+    }
+    if !(0.0..=1.0).contains(&t.min_healthy) {
+        errs.push(
+            format!("{path}.min_healthy"),
+            format!("{} is not a share between 0.0 and 1.0", t.min_healthy),
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! `kind = "coredns_configmap"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use serde::Deserialize;
+
+use crate::registry::{
+    check_timeout, default_timeout, parse_checked, plain_lists_only, spec_of, BuildContext, Kind,
+    KindFuture,
+};
+
+/// One key per tenant (`<tenant>.hosts`) in a Kubernetes ConfigMap that CoreDNS's `hosts`
+/// plugin reads (mounted as files).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorednsConfigMapConfig {
+    /// Namespace of the ConfigMap (CoreDNS's, usually `kube-system`, or your own).
+    pub namespace: String,
+    /// Name of the ConfigMap. Keys other than the tenants' `<tenant>.hosts` are left alone.
+    pub name: String,
+    /// Kubeconfig file, for running outside the cluster. Unset: the in-cluster service
+    /// account, else `$KUBECONFIG` / `~/.kube/config`.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use instead of the file's current one.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Create the ConfigMap when it is missing. Off by default: a missing ConfigMap usually
+    /// means a wrong name or namespace, and CoreDNS would not be reading a new one.
+    #[serde(default)]
+    pub create: bool,
+    /// Deadline of one API request.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+/// The kind, as registered.
+pub struct CorednsConfigMapKind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: CorednsConfigMapKind = CorednsConfigMapKind;
+
+impl Kind for CorednsConfigMapKind {
+    fn name(&self) -> &'static str {
+        "coredns_configmap"
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut CorednsConfigMapConfig, p| {
+            if let Err(e) = check_kube_name(&c.namespace, 63) {
+                p.at("namespace", e);
+            }
+            if let Err(e) = check_kube_name(&c.name, 253) {
+                p.at("name", e);
+            }
+            if c.kubeconfig
+                .as_ref()
+                .is_some_and(|f| f.as_os_str().is_empty())
+            {
+                p.at("kubeconfig", "must not be empty when set");
+            }
+            if c.context.as_ref().is_some_and(String::is_empty) {
+                p.at("context", "must not be empty when set");
+            }
+            check_timeout(c.timeout, p);
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
+        let config = spec_of::<CorednsConfigMapConfig>(spec);
+        Box::pin(async move { Ok(Arc::new(super::CorednsConfigMapSink::new(config).await?) as _) })
+    }
+}
+
+impl SinkSpec for CorednsConfigMapConfig {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// A hosts file in a ConfigMap lists addresses; it cannot answer per client.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        plain_lists_only(policy)
+    }
+
+    fn check_tenant(&self, _: &str, _: &TenantUse<'_>, _: &mut Vec<FieldError>) {}
+
+    fn claim(&self) -> Option<Claim> {
+        Some(Claim {
+            key: format!("configmap:{}/{}", self.namespace, self.name),
+            field: "name",
+            clash: |other| {
+                format!("same ConfigMap as sinks.{other}; two sinks would fight over it")
+            },
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Kubernetes object names: lower-case letters, digits, '-' and '.', starting and ending
+/// with a letter or digit (RFC 1123), at most `max` characters.
+fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
+        ))
+    }
+}

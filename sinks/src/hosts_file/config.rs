@@ -1,0 +1,71 @@
+//! `kind = "hosts_file"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use serde::Deserialize;
+
+use crate::registry::{parse_checked, plain_lists_only, spec_of, BuildContext, Kind, KindFuture};
+
+/// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts` plugin
+/// and dnsmasq's `--addn-hosts` read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostsFileConfig {
+    /// Directory holding the files; created if missing.
+    pub dir: PathBuf,
+}
+
+/// The kind, as registered.
+pub struct HostsFileKind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: HostsFileKind = HostsFileKind;
+
+impl Kind for HostsFileKind {
+    fn name(&self) -> &'static str {
+        "hosts_file"
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut HostsFileConfig, p| {
+            if c.dir.as_os_str().is_empty() {
+                p.at("dir", "must not be empty");
+            }
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
+        let dir = spec_of::<HostsFileConfig>(spec).dir.clone();
+        Box::pin(async move { Ok(Arc::new(super::HostsFileSink::new(dir)) as _) })
+    }
+}
+
+impl SinkSpec for HostsFileConfig {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// A hosts file lists addresses; it cannot answer per client.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        plain_lists_only(policy)
+    }
+
+    fn check_tenant(&self, _: &str, _: &TenantUse<'_>, _: &mut Vec<FieldError>) {}
+
+    fn claim(&self) -> Option<Claim> {
+        (!self.dir.as_os_str().is_empty()).then(|| Claim {
+            key: format!("dir:{}", self.dir.display()),
+            field: "dir",
+            clash: |other| {
+                format!("same directory as sinks.{other}; two sinks would write the same files")
+            },
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

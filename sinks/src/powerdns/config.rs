@@ -1,0 +1,117 @@
+//! `kind = "powerdns"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::names::{check_url, normalize_domain};
+use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use serde::Deserialize;
+
+use crate::registry::{
+    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+};
+
+/// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerDnsConfig {
+    /// Base URL of the API, e.g. `http://pdns:8081`.
+    pub url: String,
+    /// File holding the API key (preferred: never in the config or the environment dump).
+    #[serde(default)]
+    pub api_key_file: Option<PathBuf>,
+    /// Environment variable holding the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// PowerDNS server id.
+    #[serde(default = "default_server_id")]
+    pub server_id: String,
+    /// The zone holding the tenants' domains, e.g. `tenant-a.io.`; normalised when parsed
+    /// (lower case, no trailing dot).
+    pub zone: String,
+    /// Take over rrsets that exist without this orchestrator's ownership mark. Off by
+    /// default: records someone else wrote are left alone and reported.
+    #[serde(default)]
+    pub adopt: bool,
+    /// Write LUA records (`pickwhashed` for `weighted`, `country()` for `geo` tenants) so
+    /// PowerDNS answers per client. Needs `enable-lua-records` on the server.
+    #[serde(default)]
+    pub lua: bool,
+    /// Deadline of one API request.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+fn default_server_id() -> String {
+    "localhost".into()
+}
+
+/// The kind, as registered.
+pub struct PowerDnsKind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: PowerDnsKind = PowerDnsKind;
+
+impl Kind for PowerDnsKind {
+    fn name(&self) -> &'static str {
+        "powerdns"
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut PowerDnsConfig, p| {
+            if let Err(e) = check_url(&c.url) {
+                p.at("url", e);
+            }
+            crate::secret::check_source(
+                c.api_key_file.is_some(),
+                c.api_key_env.as_deref(),
+                ("api_key_file", "api_key_env"),
+                p,
+            );
+            match normalize_domain(&c.zone) {
+                Ok(zone) => c.zone = zone,
+                Err(e) => {
+                    p.at("zone", e);
+                    c.zone.clear();
+                }
+            }
+            if c.server_id.is_empty() || c.server_id.contains('/') {
+                p.at("server_id", "must be a non-empty id without '/'");
+            }
+            check_timeout(c.timeout, p);
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        let config = spec_of::<PowerDnsConfig>(spec);
+        Box::pin(async move { Ok(Arc::new(super::PowerDnsSink::new(config, ctx.owner_id)?) as _) })
+    }
+}
+
+impl SinkSpec for PowerDnsConfig {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// Per-client answers (`weighted`, `geo`) need LUA records.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        match policy {
+            RoutingPolicy::All | RoutingPolicy::Failover => Ok(()),
+            RoutingPolicy::Weighted | RoutingPolicy::Geo if self.lua => Ok(()),
+            RoutingPolicy::Weighted | RoutingPolicy::Geo => Err(" (set lua = true on it)"),
+        }
+    }
+
+    /// Every domain must be inside the zone.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        if !self.zone.is_empty() {
+            tenant.domains_inside(&self.zone, sink, errs);
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

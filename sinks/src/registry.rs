@@ -1,0 +1,205 @@
+//! The one place sink kinds are registered. Adding a sink is: its folder under `src/`
+//! (settings, checks and capabilities in `config.rs`, the writer beside it), one line in
+//! [`KINDS`], and its back end in the conformance suite (`tests/integration/conformance.rs`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use aws_config::SdkConfig;
+use figment::value::{Tag, Value};
+use ho_config::{FieldError, Parsed, Plan, SinkCatalog, SinkSpec, SinkTable};
+use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
+use serde::de::DeserializeOwned;
+
+use crate::{coredns_configmap, hosts_file, powerdns, route53, webhook};
+
+/// Every sink kind this program knows, in the order error messages list them.
+pub const KINDS: &[&dyn Kind] = &[
+    &hosts_file::config::KIND,
+    &powerdns::config::KIND,
+    &webhook::config::KIND,
+    &coredns_configmap::config::KIND,
+    &route53::config::KIND,
+];
+
+/// What the sinks need from outside their own settings when they are built.
+pub struct BuildContext<'a> {
+    /// This instance's ownership mark (`owner_id`).
+    pub owner_id: &'a str,
+    /// Region and credentials for AWS sinks; `None`: the standard AWS chain.
+    pub aws: Option<&'a SdkConfig>,
+}
+
+/// The future [`Kind::build`] returns.
+pub type KindFuture<'a> = Pin<Box<dyn Future<Output = Result<Arc<dyn Sink>, String>> + Send + 'a>>;
+
+/// One sink kind: parses its settings and builds its writer.
+pub trait Kind: Sync {
+    /// The `kind` name in the config.
+    fn name(&self) -> &'static str;
+
+    /// Parses sink `sink`'s table (see [`SinkCatalog::parse`]).
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed;
+
+    /// Builds the writer from the spec this kind parsed.
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a>;
+}
+
+/// Deserializes a table's own keys into `T`, reporting errors under `sinks.NAME`.
+pub fn settings<T: DeserializeOwned>(sink: &str, table: &SinkTable) -> Result<T, Vec<FieldError>> {
+    let dict = table.settings.clone().into_iter().collect();
+    Value::Dict(Tag::Default, dict)
+        .deserialize::<T>()
+        .map_err(|e| {
+            e.into_iter()
+                .map(|e| {
+                    let mut path = format!("sinks.{sink}");
+                    for p in &e.path {
+                        path.push('.');
+                        path.push_str(p);
+                    }
+                    FieldError {
+                        path,
+                        reason: e.kind.to_string(),
+                    }
+                })
+                .collect()
+        })
+}
+
+/// The spec a kind parsed, as that kind's own type.
+pub fn spec_of<T: 'static>(spec: &dyn SinkSpec) -> &T {
+    spec.as_any()
+        .downcast_ref::<T>()
+        .expect("a spec is built by the kind that parsed it")
+}
+
+/// The catalog validation parses `[sinks.*]` tables with.
+pub struct Catalog;
+
+impl SinkCatalog for Catalog {
+    fn kinds(&self) -> Vec<&'static str> {
+        KINDS.iter().map(|k| k.name()).collect()
+    }
+
+    fn parse(&self, name: &str, table: &SinkTable) -> Parsed {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.name() == table.kind)
+            .expect("validation checks the kind first");
+        kind.parse(name, table)
+    }
+}
+
+/// Builds the sinks of this crate for the engine, at start and on every reload.
+#[derive(Default)]
+pub struct Sinks {
+    /// Region and credentials for Route53 sinks; `None` loads them the standard AWS way
+    /// (environment, profile, instance role) for each sink.
+    aws: Option<SdkConfig>,
+}
+
+impl Sinks {
+    /// Sinks whose Route53 clients use `aws` (for embedding the engine where the AWS
+    /// configuration is already at hand, and for tests against compatible servers).
+    pub fn with_aws(aws: SdkConfig) -> Sinks {
+        Sinks { aws: Some(aws) }
+    }
+}
+
+impl SinkFactory for Sinks {
+    fn build<'a>(&'a self, name: &'a str, plan: &'a Plan) -> BuildFuture<'a> {
+        Box::pin(async move {
+            let spec = &*plan.sinks[name].spec;
+            let kind = KINDS
+                .iter()
+                .find(|k| k.name() == spec.kind())
+                .expect("every spec comes from a registered kind");
+            let ctx = BuildContext {
+                owner_id: &plan.owner_id,
+                aws: self.aws.as_ref(),
+            };
+            kind.build(spec, ctx)
+                .await
+                .map_err(|message| SinkBuildError {
+                    sink: name.to_owned(),
+                    message,
+                })
+        })
+    }
+}
+
+/// Loads, layers and validates config files with this crate's sink kinds.
+pub fn load_plan(files: &[impl AsRef<std::path::Path>]) -> Result<Plan, ho_config::ConfigError> {
+    ho_config::load_plan(files, &Catalog)
+}
+
+/// Problems found in one sink's table, located under `sinks.NAME`.
+pub struct Problems<'a> {
+    sink: &'a str,
+    errors: Vec<FieldError>,
+}
+
+impl Problems<'_> {
+    /// A problem with field `field` of the table.
+    pub fn at(&mut self, field: &str, reason: impl Into<String>) {
+        self.errors.push(FieldError {
+            path: format!("sinks.{}.{field}", self.sink),
+            reason: reason.into(),
+        });
+    }
+
+    /// A problem with the table as a whole (fields that go together).
+    pub fn table(&mut self, reason: impl Into<String>) {
+        self.errors.push(FieldError {
+            path: format!("sinks.{}", self.sink),
+            reason: reason.into(),
+        });
+    }
+}
+
+/// Parses a table into `T`, then lets `check` report problems and normalise values in
+/// place (sinks receive normalised settings and never normalise again).
+pub fn parse_checked<T: SinkSpec + DeserializeOwned>(
+    sink: &str,
+    table: &SinkTable,
+    check: impl FnOnce(&mut T, &mut Problems<'_>),
+) -> Parsed {
+    match settings::<T>(sink, table) {
+        Err(errors) => Parsed { spec: None, errors },
+        Ok(mut spec) => {
+            let mut problems = Problems {
+                sink,
+                errors: Vec::new(),
+            };
+            check(&mut spec, &mut problems);
+            Parsed {
+                spec: Some(Arc::new(spec)),
+                errors: problems.errors,
+            }
+        }
+    }
+}
+
+/// `supports` of a kind that writes plain address lists: `all` and `failover` only.
+pub fn plain_lists_only(policy: ho_config::RoutingPolicy) -> Result<(), &'static str> {
+    use ho_config::RoutingPolicy::{All, Failover};
+    if matches!(policy, All | Failover) {
+        Ok(())
+    } else {
+        Err("")
+    }
+}
+
+/// Deadline of one back-end request when a sink does not set `timeout`.
+pub fn default_timeout() -> std::time::Duration {
+    std::time::Duration::from_secs(5)
+}
+
+/// A sink's `timeout` must be above zero.
+pub fn check_timeout(timeout: std::time::Duration, p: &mut Problems<'_>) {
+    if timeout.is_zero() {
+        p.at("timeout", "must be greater than 0");
+    }
+}

@@ -1,0 +1,184 @@
+//! `kind = "route53"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::names::{check_url, normalize_domain};
+use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use serde::Deserialize;
+
+use crate::registry::{
+    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+};
+
+/// AWS Route53 record sets, with an ownership TXT record per managed name.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route53Config {
+    /// The hosted zone's id, e.g. `Z0123456789ABCDEFGHIJ`; a `/hostedzone/` prefix is
+    /// removed when parsed.
+    pub hosted_zone_id: String,
+    /// The hosted zone's name, e.g. `example.com` (normalised when parsed): checked
+    /// against the tenants' domains when the config loads and against the zone itself at
+    /// the first write.
+    pub zone: String,
+    /// AWS region of the API client. Unset: the standard chain (`AWS_REGION`, profile).
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Another Route53-compatible endpoint (tests, LocalStack, moto). Unset: AWS.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// How `all` and `failover` tenants are written: `multivalue` (one multivalue-answer
+    /// record set per address, named after its endpoint) or `simple` (one record set per
+    /// domain and family holding every address).
+    #[serde(default)]
+    pub record_style: RecordStyle,
+    /// Route53 API requests per second this sink may make (list and change together); AWS
+    /// allows 5 per account.
+    #[serde(default = "default_route53_rate")]
+    pub max_requests_per_second: f64,
+    /// Deadline of one API request.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+/// Route53 record shape for tenants without per-client routing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordStyle {
+    /// One multivalue-answer record set per address (Route53 answers up to 8 at random).
+    #[default]
+    Multivalue,
+    /// One plain record set per domain and family with every address.
+    Simple,
+}
+
+fn default_route53_rate() -> f64 {
+    5.0
+}
+
+/// The kind, as registered.
+pub struct Route53Kind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: Route53Kind = Route53Kind;
+
+impl Kind for Route53Kind {
+    fn name(&self) -> &'static str {
+        "route53"
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut Route53Config, p| {
+            let id = c.hosted_zone_id.trim_start_matches("/hostedzone/");
+            if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+                p.at(
+                    "hosted_zone_id",
+                    format!(
+                        "\"{}\" is not a hosted zone id (letters and digits, e.g. Z0123456789ABC)",
+                        c.hosted_zone_id
+                    ),
+                );
+            }
+            c.hosted_zone_id = id.to_owned();
+            match normalize_domain(&c.zone) {
+                Ok(zone) => c.zone = zone,
+                Err(e) => {
+                    p.at("zone", e);
+                    c.zone.clear();
+                }
+            }
+            if let Some(url) = &c.endpoint_url {
+                if let Err(e) = check_url(url) {
+                    p.at("endpoint_url", e);
+                }
+            }
+            if c.region.as_ref().is_some_and(String::is_empty) {
+                p.at("region", "must not be empty when set");
+            }
+            if !(c.max_requests_per_second.is_finite() && c.max_requests_per_second > 0.0) {
+                p.at("max_requests_per_second", "must be a number above 0");
+            }
+            check_timeout(c.timeout, p);
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        let config = spec_of::<Route53Config>(spec);
+        Box::pin(async move {
+            let sink = match ctx.aws {
+                Some(sdk) => super::Route53Sink::new(config, ctx.owner_id, sdk),
+                None => {
+                    let sdk = super::standard_sdk_config(config).await;
+                    super::Route53Sink::new(config, ctx.owner_id, &sdk)
+                }
+            };
+            Ok(Arc::new(sink) as _)
+        })
+    }
+}
+
+impl SinkSpec for Route53Config {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// Weighted and geolocation record sets express every policy.
+    fn supports(&self, _: RoutingPolicy) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    /// Domains inside the zone; weights 0-255 and geolocations as ISO country codes (`DE`)
+    /// or US states (`US-CA`): anything else the API would refuse at the first write.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        let mut push = |path: String, reason: String| errs.push(FieldError { path, reason });
+        match tenant.tenant.policy {
+            RoutingPolicy::Weighted => {
+                for (i, ep) in &tenant.endpoints {
+                    if ep.weight.is_some_and(|w| w > 255) {
+                        push(
+                            format!("endpoints[{i}].weight"),
+                            format!("route53 sink \"{sink}\" takes weights 0-255"),
+                        );
+                    }
+                }
+                for (ri, rule) in tenant.tenant.weights.iter().enumerate() {
+                    if rule.weight > 255 {
+                        push(
+                            format!("{}.weights[{ri}].weight", tenant.path),
+                            format!("route53 sink \"{sink}\" takes weights 0-255"),
+                        );
+                    }
+                }
+            }
+            RoutingPolicy::Geo => {
+                for (i, ep) in &tenant.endpoints {
+                    if let Some(g) = ep.labels.get("geo").filter(|g| !is_location(g)) {
+                        push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"));
+                    }
+                }
+            }
+            RoutingPolicy::All | RoutingPolicy::Failover => {}
+        }
+        if !self.zone.is_empty() {
+            tenant.domains_inside(&self.zone, sink, errs);
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An ISO 3166 country code, or a US state as `US-XX`.
+fn is_location(g: &str) -> bool {
+    let (country, sub) = g.split_once('-').unwrap_or((g, ""));
+    country.len() == 2
+        && country.chars().all(|c| c.is_ascii_uppercase())
+        && (sub.is_empty() || g.starts_with("US-"))
+        && sub.len() <= 3
+        && sub
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}

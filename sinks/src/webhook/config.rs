@@ -1,0 +1,105 @@
+//! `kind = "webhook"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::names::{check_header_name, check_header_value, check_url};
+use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use serde::Deserialize;
+
+use crate::registry::{
+    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+};
+
+/// A signed JSON POST of every snapshot to any HTTP receiver.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Receiver URL (`http://` or `https://`).
+    pub url: String,
+    /// File holding the HMAC secret.
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// Environment variable holding the HMAC secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Extra request headers (e.g. a bearer token the receiver wants).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Accept any TLS certificate. Opt-in.
+    #[serde(default)]
+    pub insecure: bool,
+    /// Trust these CAs instead of the system roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Deadline of one delivery.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+/// The kind, as registered.
+pub struct WebhookKind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: WebhookKind = WebhookKind;
+
+impl Kind for WebhookKind {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut WebhookConfig, p| {
+            if let Err(e) = check_url(&c.url) {
+                p.at("url", e);
+            }
+            crate::secret::check_source(
+                c.secret_file.is_some(),
+                c.secret_env.as_deref(),
+                ("secret_file", "secret_env"),
+                p,
+            );
+            for (h, v) in &c.headers {
+                if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
+                    p.at(&format!("headers.{h}"), e);
+                }
+            }
+            if c.insecure && c.ca_file.is_some() {
+                p.at(
+                    "insecure",
+                    "insecure = true ignores ca_file; set one or the other",
+                );
+            }
+            check_timeout(c.timeout, p);
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
+        let config = spec_of::<WebhookConfig>(spec);
+        Box::pin(async move { Ok(Arc::new(super::WebhookSink::new(config)?) as _) })
+    }
+}
+
+impl SinkSpec for WebhookConfig {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// The receiver gets every address with its weight and labels: any policy.
+    fn supports(&self, _: RoutingPolicy) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn check_tenant(&self, _: &str, _: &TenantUse<'_>, _: &mut Vec<FieldError>) {}
+
+    fn unverified_tls(&self) -> bool {
+        self.insecure
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
