@@ -10,6 +10,17 @@ use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, Timing, TlsCheck};
 
 use super::Errors;
 
+/// The fields every check must have after merging.
+struct Required {
+    kind: CheckKind,
+    port: u16,
+    interval: Duration,
+    timeout: Duration,
+    fast_interval: Duration,
+    rise: u32,
+    fall: u32,
+}
+
 /// Resolves a merged check. `own` is what the endpoint set itself (`None` for the defaults
 /// table): fields it sets that its kind does not use are errors there, while the defaults
 /// may carry fields for other kinds.
@@ -20,114 +31,12 @@ pub(super) fn resolve_check(
     errs: &mut Errors,
 ) -> Option<CheckSpec> {
     let before = errs.0.len();
-    let mut missing = |field: &str| errs.push(format!("{path}.{field}"), "missing");
-    let (
-        Some(kind),
-        Some(port),
-        Some(interval),
-        Some(timeout),
-        Some(fast_interval),
-        Some(rise),
-        Some(fall),
-    ) = (
-        merged.kind,
-        merged.port,
-        merged.interval,
-        merged.timeout,
-        merged.fast_interval,
-        merged.rise,
-        merged.fall,
-    )
-    else {
-        for (name, set) in [
-            ("kind", merged.kind.is_some()),
-            ("port", merged.port.is_some()),
-            ("interval", merged.interval.is_some()),
-            ("timeout", merged.timeout.is_some()),
-            ("fast_interval", merged.fast_interval.is_some()),
-            ("rise", merged.rise.is_some()),
-            ("fall", merged.fall.is_some()),
-        ] {
-            if !set {
-                missing(name);
-            }
-        }
-        return None;
-    };
-    let at = |field: &str| format!("{path}.{field}");
-    let human = |d: Duration| humantime::format_duration(d).to_string();
-    if port == 0 {
-        errs.push(at("port"), "must be between 1 and 65535");
-    }
-    if interval.is_zero() {
-        errs.push(at("interval"), "must be greater than 0");
-    }
-    if timeout.is_zero() {
-        errs.push(at("timeout"), "must be greater than 0");
-    } else if timeout >= interval {
-        errs.push(
-            at("timeout"),
-            format!(
-                "timeout ({}) must be shorter than interval ({}) so probes of one target never overlap",
-                human(timeout),
-                human(interval)
-            ),
-        );
-    }
-    if fast_interval.is_zero() {
-        errs.push(at("fast_interval"), "must be greater than 0");
-    } else if fast_interval > interval {
-        errs.push(
-            at("fast_interval"),
-            format!(
-                "fast_interval ({}) must not be longer than interval ({})",
-                human(fast_interval),
-                human(interval)
-            ),
-        );
-    }
-    if rise == 0 {
-        errs.push(at("rise"), "must be at least 1");
-    }
-    let damping = merged
-        .damping
-        .as_ref()
-        .filter(|d| d.enabled)
-        .and_then(|d| resolve_damping(d, &at("damping"), errs));
-    if fall == 0 {
-        errs.push(at("fall"), "must be at least 1");
-    }
+    let r = required(merged, path, errs)?;
+    let damping = check_timing(&r, merged, path, errs);
     if let Some(own) = own {
-        let http_only = [
-            ("path", own.path.is_some()),
-            ("expect_status", own.expect_status.is_some()),
-            ("host", own.host.is_some()),
-            ("headers", own.headers.is_some()),
-            ("body_contains", own.body_contains.is_some()),
-            ("body_limit", own.body_limit.is_some()),
-        ];
-        let tls_only = [
-            ("insecure", own.insecure.is_some()),
-            ("ca_file", own.ca_file.is_some()),
-        ];
-        let unused: Vec<&str> = match kind {
-            CheckKind::Tcp => http_only
-                .iter()
-                .chain(&tls_only)
-                .filter(|f| f.1)
-                .map(|f| f.0)
-                .collect(),
-            CheckKind::Http => tls_only.iter().filter(|f| f.1).map(|f| f.0).collect(),
-            CheckKind::Https => Vec::new(),
-        };
-        for field in unused {
-            errs.push(
-                at(field),
-                format!("not used by kind \"{}\"", kind_name(kind)),
-            );
-        }
+        check_unused(own, r.kind, path, errs);
     }
-    let protocol = match kind {
+    let protocol = match r.kind {
         CheckKind::Tcp => Some(Protocol::Tcp),
         CheckKind::Http => resolve_http(merged, path, errs).map(Protocol::Http),
         CheckKind::Https => {
@@ -139,17 +48,129 @@ pub(super) fn resolve_check(
         return None;
     }
     Some(CheckSpec {
-        port,
+        port: r.port,
         protocol: protocol?,
         timing: Timing {
-            interval,
-            timeout,
-            fast_interval,
-            rise,
-            fall,
+            interval: r.interval,
+            timeout: r.timeout,
+            fast_interval: r.fast_interval,
+            rise: r.rise,
+            fall: r.fall,
             damping,
         },
     })
+}
+
+/// The required fields, or `missing` for each one absent.
+fn required(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Option<Required> {
+    let fields = [
+        ("kind", merged.kind.is_some()),
+        ("port", merged.port.is_some()),
+        ("interval", merged.interval.is_some()),
+        ("timeout", merged.timeout.is_some()),
+        ("fast_interval", merged.fast_interval.is_some()),
+        ("rise", merged.rise.is_some()),
+        ("fall", merged.fall.is_some()),
+    ];
+    for (name, set) in fields {
+        if !set {
+            errs.push(format!("{path}.{name}"), "missing");
+        }
+    }
+    Some(Required {
+        kind: merged.kind?,
+        port: merged.port?,
+        interval: merged.interval?,
+        timeout: merged.timeout?,
+        fast_interval: merged.fast_interval?,
+        rise: merged.rise?,
+        fall: merged.fall?,
+    })
+}
+
+/// Port, timing and thresholds (in this order, as operators read the table), and damping.
+fn check_timing(
+    r: &Required,
+    merged: &CheckOverrides,
+    path: &str,
+    errs: &mut Errors,
+) -> Option<Damping> {
+    let at = |field: &str| format!("{path}.{field}");
+    let human = |d: Duration| humantime::format_duration(d).to_string();
+    if r.port == 0 {
+        errs.push(at("port"), "must be between 1 and 65535");
+    }
+    if r.interval.is_zero() {
+        errs.push(at("interval"), "must be greater than 0");
+    }
+    if r.timeout.is_zero() {
+        errs.push(at("timeout"), "must be greater than 0");
+    } else if r.timeout >= r.interval {
+        errs.push(
+            at("timeout"),
+            format!(
+                "timeout ({}) must be shorter than interval ({}) so probes of one target never overlap",
+                human(r.timeout),
+                human(r.interval)
+            ),
+        );
+    }
+    if r.fast_interval.is_zero() {
+        errs.push(at("fast_interval"), "must be greater than 0");
+    } else if r.fast_interval > r.interval {
+        errs.push(
+            at("fast_interval"),
+            format!(
+                "fast_interval ({}) must not be longer than interval ({})",
+                human(r.fast_interval),
+                human(r.interval)
+            ),
+        );
+    }
+    if r.rise == 0 {
+        errs.push(at("rise"), "must be at least 1");
+    }
+    let damping = merged
+        .damping
+        .as_ref()
+        .filter(|d| d.enabled)
+        .and_then(|d| resolve_damping(d, &at("damping"), errs));
+    if r.fall == 0 {
+        errs.push(at("fall"), "must be at least 1");
+    }
+    damping
+}
+
+/// Fields an endpoint set that its check kind does not use.
+fn check_unused(own: &CheckOverrides, kind: CheckKind, path: &str, errs: &mut Errors) {
+    let http_only = [
+        ("path", own.path.is_some()),
+        ("expect_status", own.expect_status.is_some()),
+        ("host", own.host.is_some()),
+        ("headers", own.headers.is_some()),
+        ("body_contains", own.body_contains.is_some()),
+        ("body_limit", own.body_limit.is_some()),
+    ];
+    let tls_only = [
+        ("insecure", own.insecure.is_some()),
+        ("ca_file", own.ca_file.is_some()),
+    ];
+    let unused: Vec<&str> = match kind {
+        CheckKind::Tcp => http_only
+            .iter()
+            .chain(&tls_only)
+            .filter(|f| f.1)
+            .map(|f| f.0)
+            .collect(),
+        CheckKind::Http => tls_only.iter().filter(|f| f.1).map(|f| f.0).collect(),
+        CheckKind::Https => Vec::new(),
+    };
+    for field in unused {
+        errs.push(
+            format!("{path}.{field}"),
+            format!("not used by kind \"{}\"", kind_name(kind)),
+        );
+    }
 }
 
 fn resolve_damping(d: &DampingConfig, path: &str, errs: &mut Errors) -> Option<Damping> {
