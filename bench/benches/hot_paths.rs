@@ -20,7 +20,7 @@ fn hysteresis(c: &mut Criterion) {
         let mut i = 0u32;
         b.iter(|| {
             i = i.wrapping_add(1);
-            black_box(h.record(i % 7 != 0, 2, 3))
+            black_box(h.record(!i.is_multiple_of(7), 2, 3))
         })
     });
 }
@@ -66,7 +66,13 @@ fn selection(c: &mut Criterion) {
             target: i,
         })
         .collect();
-    let health = |i: usize| if i % 5 == 0 { Health::Down } else { Health::Up };
+    let health = |i: usize| {
+        if i.is_multiple_of(5) {
+            Health::Down
+        } else {
+            Health::Up
+        }
+    };
     c.bench_function("selection_decide_100_endpoints", |b| {
         b.iter(|| black_box(decide(&tenant, &endpoints, health)))
     });
@@ -113,7 +119,13 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             default_geo: None,
         })
         .collect();
-    let health = |i: usize| if i % 5 == 0 { Health::Down } else { Health::Up };
+    let health = |i: usize| {
+        if i.is_multiple_of(5) {
+            Health::Down
+        } else {
+            Health::Up
+        }
+    };
     c.bench_function("snapshots_100_tenants_10k_endpoints", |b| {
         b.iter(|| {
             for tenant in &tenants {

@@ -275,9 +275,9 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
             let active = t >= fault.at && t < fault.at + fault.duration;
             let down = active
                 && match (fault.kind, fault.period) {
-                    (FaultKind::Flap, Some(period)) => {
-                        ((t - fault.at).as_nanos() / (period.as_nanos() / 2).max(1)) % 2 == 0
-                    }
+                    (FaultKind::Flap, Some(period)) => ((t - fault.at).as_nanos()
+                        / (period.as_nanos() / 2).max(1))
+                    .is_multiple_of(2),
                     _ => true,
                 };
             let want = active.then_some(down);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ho_loadtest::Behaviour;
 use tokio::time::Instant;
 
-use crate::support::*;
+use crate::harness::*;
 
 fn bin() -> Command {
     binary()
@@ -99,7 +99,7 @@ fn check_config_accepts_the_examples_and_layers_files() {
 #[tokio::test]
 async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(11, 3);
+    let mut gws = gateways(3);
     let tail = format!(
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
@@ -136,23 +136,21 @@ async fn run_drops_a_killed_server_and_shuts_down_cleanly() {
 #[tokio::test]
 async fn unverified_tls_is_logged_once() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(118, 2);
+    let gws = gateways(2);
+    // Nothing listens for the hook: its writes fail, which is beside the point.
+    let hook = std::net::SocketAddr::new(loopback_ip().into(), 1);
     let tail = format!(
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\", \"hook\"]\n\n{}\n\
-         [sinks.hook]\nkind = \"webhook\"\nurl = \"https://127.20.118.9:1/\"\nsecret_env = \"HOOK_SECRET_118\"\ninsecure = true\n",
+         [sinks.hook]\nkind = \"webhook\"\nurl = \"https://{hook}/\"\nsecret_env = \"HOOK_SECRET_118\"\ninsecure = true\n",
         hosts_sink(dir.path())
     );
-    let mut cmd = run_command(dir.path(), &gws, &tail);
     // gw-2 is checked over https without verification (nothing answers TLS there: the
     // probe fails, which is beside the point).
-    let file = dir.path().join("config.toml");
-    let port = gws[1].addr().port();
-    let text = std::fs::read_to_string(&file).unwrap().replacen(
-        &format!("check = {{ port = {port} }}"),
-        &format!("check = {{ port = {port}, kind = \"https\", insecure = true }}"),
-        1,
-    );
-    std::fs::write(&file, text).unwrap();
+    let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("endpoints.1.check.kind", "https")
+        .set("endpoints.1.check.insecure", true);
+    let mut cmd = run_config(dir.path(), &config);
     let log = dir.path().join("stderr.log");
     let mut child = cmd
         .env("HOOK_SECRET_118", "s3cret")
@@ -193,7 +191,7 @@ async fn run_refuses_an_invalid_config() {
 
 #[tokio::test]
 async fn probe_prints_verdict_reason_and_latency() {
-    let gws = gateways(12, 1);
+    let gws = gateways(1);
     let url = format!("http://{}/healthz", gws[0].addr());
     let out = tokio::task::spawn_blocking(move || bin().args(["probe", &url]).output().unwrap())
         .await
@@ -206,24 +204,26 @@ async fn probe_prints_verdict_reason_and_latency() {
     );
     assert!(text.trim_end().ends_with("ms"), "{text}");
 
-    let out =
-        tokio::task::spawn_blocking(|| bin().args(["probe", "127.20.12.250:9"]).output().unwrap())
-            .await
-            .unwrap();
+    // Nothing listens on a fresh loopback address.
+    let nowhere = std::net::SocketAddr::new(loopback_ip().into(), 9).to_string();
+    let arg = nowhere.clone();
+    let out = tokio::task::spawn_blocking(move || bin().args(["probe", &arg]).output().unwrap())
+        .await
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stdout)
         .unwrap()
-        .starts_with("unhealthy 127.20.12.250:9 refused "));
+        .starts_with(&format!("unhealthy {nowhere} refused ")));
 }
 
 /// `run` as its own process with a Route53 sink finds its credentials the standard AWS way
 /// (here the environment; the metadata service is disabled so nothing leaves loopback).
 #[tokio::test]
 async fn run_publishes_to_route53_with_credentials_from_the_environment() {
-    let moto = crate::route53_server::Moto::start(10).await;
+    let moto = crate::fakes::route53::Moto::start().await;
     let zone = moto.create_zone("env.example.com").await;
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(85, 1);
+    let gws = gateways(1);
     let tail = format!(
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.env.example.com\"]\nsinks = [\"r53\"]\n\n\
          [sinks.r53]\nkind = \"route53\"\nhosted_zone_id = \"{zone}\"\nzone = \"env.example.com\"\n\

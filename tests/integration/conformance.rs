@@ -15,11 +15,11 @@ use ho_engine::metrics::SinkResultLabels;
 use ho_engine::Engine;
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::kube_api::KubeApi;
-use crate::pdns_server::PdnsServer;
-use crate::route53_server::{Moto, Proxy};
-use crate::support::*;
-use crate::webhook::{addresses_of, Receiver, SECRET};
+use crate::fakes::kube_api::KubeApi;
+use crate::fakes::route53::{Moto, Proxy};
+use crate::fakes::webhook::{addresses_of, Receiver, SECRET};
+use crate::harness::*;
+use crate::services::pdns::PdnsServer;
 
 const DOMAIN: &str = "conf.tenant-a.io";
 const DELIVERY: &str =
@@ -207,12 +207,12 @@ impl Backend for Webhook {
     }
 }
 
-fn engine_config(gws: &[Gateway], backend: &impl Backend) -> String {
+fn engine_config(check: &Check, gws: &[Gateway], backend: &impl Backend) -> TestConfig {
     let tail = format!(
         "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n\n{}",
         backend.sink_table()
     );
-    config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail)
+    TestConfig::new(check, &gws.iter().collect::<Vec<_>>()).with(&tail)
 }
 
 fn writes(engine: &Engine, result: &'static str) -> u64 {
@@ -243,11 +243,15 @@ async fn wait_published(backend: &impl Backend, want: &[String]) {
     }
 }
 
-async fn run_suite(mut backend: impl Backend, test: u8) {
+async fn run_suite(mut backend: impl Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(test, 3);
+    let mut gws = gateways(3);
     let all: Vec<String> = gws.iter().map(ip).collect();
-    let engine = start_engine(dir.path(), &engine_config(&gws, &backend)).await;
+    let engine = start_engine(
+        dir.path(),
+        &engine_config(&Check::FAST, &gws, &backend).render(),
+    )
+    .await;
     wait_published(&backend, &all).await;
 
     // 1 + 2: outage, a burst of changes, recovery -> the latest state, in few writes.
@@ -302,13 +306,15 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
     drop(engine);
     gws[0].set(Behaviour::Healthy).unwrap();
     gws[2].set(Behaviour::Hang).unwrap();
-    let slow = FAST_CHECK
-        .replace("fall = 2", "fall = 4")
-        .replace("timeout = \"100ms\"", "timeout = \"190ms\"");
+    let slow = Check {
+        fall: 4,
+        timeout: "190ms",
+        ..Check::FAST
+    };
     // The default start-up grace (3 x 200 ms) would end the wait on purpose; make it long.
-    let text = engine_config(&gws, &backend)
-        .replace(FAST_CHECK, &slow)
-        .replace("[api]", "[defaults]\nstartup_grace = \"10s\"\n\n[api]");
+    let text = engine_config(&slow, &gws, &backend)
+        .set("defaults.startup_grace", "10s")
+        .render();
     let restart_dir = tempfile::tempdir().unwrap();
     let engine = start_engine(restart_dir.path(), &text).await;
     let start = tokio::time::Instant::now();
@@ -330,32 +336,26 @@ async fn run_suite(mut backend: impl Backend, test: u8) {
 
 #[actix_rt::test]
 async fn hosts_file_conforms() {
-    run_suite(
-        HostsFiles {
-            dir: tempfile::tempdir().unwrap(),
-        },
-        50,
-    )
+    run_suite(HostsFiles {
+        dir: tempfile::tempdir().unwrap(),
+    })
     .await;
 }
 
 #[actix_rt::test]
 async fn powerdns_conforms() {
-    run_suite(PowerDns(PdnsServer::start(10, "tenant-a.io.")), 51).await;
+    run_suite(PowerDns(PdnsServer::start("tenant-a.io."))).await;
 }
 
 #[actix_rt::test]
 async fn webhook_conforms() {
     let rx = Receiver::default();
     let addr = rx.clone().start().await;
-    run_suite(
-        Webhook {
-            rx,
-            addr,
-            secret: tempfile::tempdir().unwrap(),
-        },
-        52,
-    )
+    run_suite(Webhook {
+        rx,
+        addr,
+        secret: tempfile::tempdir().unwrap(),
+    })
     .await;
 }
 
@@ -363,25 +363,22 @@ async fn webhook_conforms() {
 async fn coredns_configmap_conforms() {
     let api = KubeApi::default();
     api.put("dns", "hosts", &[("Corefile", ".:53 {}")]);
-    let addr = api.start([127, 22, 9, 1]).await;
+    let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
-    run_suite(ConfigMap { api, addr, dir }, 53).await;
+    run_suite(ConfigMap { api, addr, dir }).await;
 }
 
 #[actix_rt::test]
 async fn route53_conforms() {
-    let moto = Moto::start(9).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone("tenant-a.io").await;
     let proxy = Proxy::default();
-    let url = proxy.start(9, &moto.url).await;
-    run_suite(
-        Route53 {
-            moto,
-            proxy,
-            url,
-            zone,
-        },
-        54,
-    )
+    let url = proxy.start(&moto.url).await;
+    run_suite(Route53 {
+        moto,
+        proxy,
+        url,
+        zone,
+    })
     .await;
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use ho_engine::Engine;
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::dnsmasq::Dnsmasq;
-use crate::kube_api::KubeApi;
-use crate::support::*;
+use crate::fakes::kube_api::KubeApi;
+use crate::harness::*;
+use crate::services::dnsmasq::Dnsmasq;
 
 const NS: &str = "kube-system";
 const NAME: &str = "ho-hosts";
@@ -30,7 +30,7 @@ async fn start_k8s_engine(
     );
     start_engine(
         dir,
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await
 }
@@ -64,15 +64,15 @@ async fn the_tenant_key_follows_health_and_other_keys_stay() {
     let api = KubeApi::default();
     let corefile = ".:53 {\n    hosts /etc/coredns/a.hosts { reload 1s }\n}\n";
     api.put(NS, NAME, &[("Corefile", corefile)]);
-    let addr = api.start([127, 22, 1, 1]).await;
+    let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(70, 3);
+    let mut gws = gateways(3);
     let _engine = start_k8s_engine(dir.path(), &gws, addr, "").await;
     let mut all: Vec<String> = gws.iter().map(ip).collect();
     all.sort();
     let content = wait_for_key(&api, &all, "all three published").await;
 
-    let dns = Dnsmasq::start(1, dir.path(), &content).await;
+    let dns = Dnsmasq::start(dir.path(), &content).await;
     assert_eq!(dns.query("api.tenant-a.io", "A"), all);
     assert_eq!(dns.query("www.tenant-a.io", "A"), all);
 
@@ -110,9 +110,9 @@ async fn the_tenant_key_follows_health_and_other_keys_stay() {
 async fn a_concurrent_edit_is_kept_and_the_write_retried() {
     let api = KubeApi::default();
     api.put(NS, NAME, &[("Corefile", "old")]);
-    let addr = api.start([127, 22, 2, 1]).await;
+    let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(71, 2);
+    let gws = gateways(2);
     api.interleave_edit("Corefile", "edited by an operator");
     let _engine = start_k8s_engine(dir.path(), &gws, addr, "").await;
     let mut all: Vec<String> = gws.iter().map(ip).collect();
@@ -137,9 +137,9 @@ async fn a_forbidden_write_names_the_missing_permission() {
     let api = KubeApi::default();
     api.put(NS, NAME, &[]);
     api.deny("patch", true);
-    let addr = api.start([127, 22, 3, 1]).await;
+    let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(72, 1);
+    let gws = gateways(1);
     let engine = start_k8s_engine(dir.path(), &gws, addr, "").await;
     let err = wait_for_sink_error(&engine, "k8s", "no error for a missing permission").await;
     assert!(
@@ -154,9 +154,9 @@ async fn a_forbidden_write_names_the_missing_permission() {
 #[actix_rt::test]
 async fn a_missing_configmap_is_reported_or_created() {
     let api = KubeApi::default();
-    let addr = api.start([127, 22, 4, 1]).await;
+    let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(73, 1);
+    let gws = gateways(1);
     let engine = start_k8s_engine(dir.path(), &gws, addr, "").await;
     let err = wait_for_sink_error(&engine, "k8s", "no error for a missing ConfigMap").await;
     assert_eq!(

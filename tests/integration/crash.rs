@@ -11,7 +11,7 @@ use std::time::Duration;
 use ho_loadtest::Behaviour;
 use tokio::time::Instant;
 
-use crate::support::*;
+use crate::harness::*;
 
 /// Reads `file` every millisecond until `stop`, recording every distinct content seen
 /// (an unreadable or missing file is recorded as `<missing>`).
@@ -36,7 +36,7 @@ fn spawn(dir: &Path, gws: &[ho_loadtest::Gateway], tail: &str) -> Running {
 #[tokio::test]
 async fn killed_mid_flap_and_restarted_the_file_is_always_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = Arc::new(Mutex::new(gateways(117, 3)));
+    let gws = Arc::new(Mutex::new(gateways(3)));
     let (steady_1, flappy, steady_3) = {
         let g = gws.lock().unwrap();
         (ip(&g[0]), ip(&g[1]), ip(&g[2]))

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::route53_server::python_tool;
+use crate::harness::python_tool;
 
 fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -93,15 +93,15 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let gws = crate::support::gateways(104, 1);
+    let gws = crate::harness::gateways(1);
     let tail = format!(
         "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        crate::support::hosts_sink(dir.path())
+        crate::harness::hosts_sink(dir.path())
     );
-    let engine = crate::support::start_engine(
+    let engine = crate::harness::start_engine(
         dir.path(),
-        &crate::support::config(
-            crate::support::FAST_CHECK,
+        &crate::harness::config(
+            &crate::harness::Check::FAST,
             &gws.iter().collect::<Vec<_>>(),
             &tail,
         ),
@@ -110,7 +110,7 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
-    let metrics = crate::support::api_get(addr, "/metrics").await;
+    let metrics = crate::harness::api_get(addr, "/metrics").await;
     let mut exported = std::collections::BTreeSet::new();
     for line in metrics.lines() {
         let mut parts = line.split_whitespace();

@@ -5,20 +5,20 @@ use ho_engine::hysteresis::Health;
 use ho_engine::snapshot::PublishMode;
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::support::*;
+use crate::harness::*;
 
 /// A refused gateway leaves the hosts file and re-enters it when it comes back.
 #[actix_rt::test]
 async fn killed_http_gateway_leaves_and_reenters_the_hosts_file() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(1, 3);
+    let mut gws = gateways(3);
     let tail = format!(
         "[[tenants]]\nname = \"shop\"\ndomains = [\"shop.example\", \"www.shop.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
     );
     let _engine = start_engine(
         dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
     let file = dir.path().join("shop.hosts");
@@ -45,7 +45,7 @@ async fn killed_http_gateway_leaves_and_reenters_the_hosts_file() {
 async fn https_checks_verify_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let pki = test_pki(dir.path(), "gw.test");
-    let gw = Gateway::start_tls(loopback(2, 0), Behaviour::Healthy, pki.acceptor.clone()).unwrap();
+    let gw = Gateway::start_tls(loopback(), Behaviour::Healthy, pki.acceptor.clone()).unwrap();
     let port = gw.addr().port();
     let addr = gw.addr().ip();
     let ca = pki.ca_file.display().to_string();
@@ -73,7 +73,7 @@ async fn https_checks_verify_certificates() {
             ),
         ),
     ];
-    let mut text = format!("[defaults.check]\n{FAST_CHECK}\n");
+    let mut text = String::new();
     for (name, check) in &endpoints {
         text.push_str(&format!(
             "\n[[endpoints]]\nname = \"{name}\"\naddress = \"{addr}\"\ncheck = {check}\n"
@@ -83,6 +83,7 @@ async fn https_checks_verify_certificates() {
         ));
     }
     text.push_str(&hosts_sink(dir.path()));
+    let text = TestConfig::defaults(&Check::FAST).with(&text).render();
     let engine = start_engine(dir.path(), &text).await;
     let status = wait_for_status(&engine, "all verdicts", |s| {
         s.endpoints.iter().all(|e| e.state != Health::Unknown)
@@ -111,12 +112,11 @@ async fn an_expired_certificate_fails_unless_insecure() {
         leaf.not_before = rcgen::date_time_ymd(2020, 1, 1);
         leaf.not_after = rcgen::date_time_ymd(2021, 1, 1);
     });
-    let gw = Gateway::start_tls(loopback(2, 1), Behaviour::Healthy, pki.acceptor.clone()).unwrap();
+    let gw = Gateway::start_tls(loopback(), Behaviour::Healthy, pki.acceptor.clone()).unwrap();
     let (port, addr) = (gw.addr().port(), gw.addr().ip());
     let ca = pki.ca_file.display().to_string();
-    let text = format!(
-        "[defaults.check]\n{FAST_CHECK}\n\n\
-         [[endpoints]]\nname = \"verified\"\naddress = \"{addr}\"\n\
+    let endpoints = format!(
+        "[[endpoints]]\nname = \"verified\"\naddress = \"{addr}\"\n\
          check = {{ kind = \"https\", port = {port}, host = \"gw.test\", ca_file = {ca:?} }}\n\n\
          [[endpoints]]\nname = \"insecure\"\naddress = \"{addr}\"\n\
          check = {{ kind = \"https\", port = {port}, host = \"gw.test\", insecure = true }}\n\n\
@@ -124,6 +124,7 @@ async fn an_expired_certificate_fails_unless_insecure() {
          [[tenants]]\nname = \"t-insecure\"\ndomains = [\"i.example\"]\nendpoints = [\"insecure\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
     );
+    let text = TestConfig::defaults(&Check::FAST).with(&endpoints).render();
     let engine = start_engine(dir.path(), &text).await;
     let status = wait_for_status(&engine, "both verdicts", |s| {
         s.endpoints.iter().all(|e| e.state != Health::Unknown)
@@ -144,10 +145,8 @@ async fn an_expired_certificate_fails_unless_insecure() {
 #[actix_rt::test]
 async fn tcp_check_follows_the_listener() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(3, 2);
-    let check = FAST_CHECK
-        .replace("kind = \"http\"", "kind = \"tcp\"")
-        .replace("path = \"/healthz\"\n", "");
+    let mut gws = gateways(2);
+    let check = Check::FAST.tcp();
     let tail = format!(
         "[[tenants]]\nname = \"db\"\ndomains = [\"db.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
@@ -170,7 +169,7 @@ async fn tcp_check_follows_the_listener() {
 #[actix_rt::test]
 async fn all_down_honours_the_fail_open_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(4, 2);
+    let mut gws = gateways(2);
     let mut tail = String::new();
     for rule in ["publish_all", "keep_last", "publish_none"] {
         tail.push_str(&format!(
@@ -181,7 +180,7 @@ async fn all_down_honours_the_fail_open_rule() {
     tail.push_str(&hosts_sink(dir.path()));
     let engine = start_engine(
         dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
     let file = |t: &str| dir.path().join(format!("{t}.hosts"));
@@ -244,14 +243,14 @@ async fn all_down_honours_the_fail_open_rule() {
 #[actix_rt::test]
 async fn below_min_healthy_everything_is_published() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(5, 4);
+    let mut gws = gateways(4);
     let tail = format!(
         "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\nmin_healthy = 0.5\n\n{}",
         hosts_sink(dir.path())
     );
     let _engine = start_engine(
         dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
     let file = dir.path().join("t.hosts");
@@ -276,16 +275,25 @@ async fn below_min_healthy_everything_is_published() {
 async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let gws = [
-        Gateway::start(loopback(6, 0), Behaviour::Healthy).unwrap(),
-        Gateway::start(loopback(6, 1), Behaviour::Hang).unwrap(),
+        Gateway::start(loopback(), Behaviour::Healthy).unwrap(),
+        Gateway::start(loopback(), Behaviour::Hang).unwrap(),
     ];
-    let check = "kind = \"http\"\ninterval = \"1s\"\ntimeout = \"300ms\"\nfast_interval = \"100ms\"\nrise = 1\nfall = 3";
+    let check = Check {
+        path: None,
+        interval: "1s",
+        timeout: "300ms",
+        fast_interval: "100ms",
+        fall: 3,
+        ..Check::FAST
+    };
     let tail = format!(
         "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
     );
-    let text = config(check, &gws.iter().collect::<Vec<_>>(), &tail)
-        .replace("[api]", "[defaults]\nstartup_grace = \"30s\"\n\n[api]");
+    let text = TestConfig::new(&check, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("defaults.startup_grace", "30s")
+        .render();
     let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("t.hosts");
     let status = wait_for_status(&engine, "the hanging endpoint's verdict", |s| {
@@ -322,19 +330,30 @@ async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
 async fn the_grace_period_bounds_the_wait() {
     let dir = tempfile::tempdir().unwrap();
     let gws = [
-        Gateway::start(loopback(7, 0), Behaviour::Healthy).unwrap(),
-        Gateway::start(loopback(7, 1), Behaviour::Hang).unwrap(),
+        Gateway::start(loopback(), Behaviour::Healthy).unwrap(),
+        Gateway::start(loopback(), Behaviour::Hang).unwrap(),
     ];
-    let check = "kind = \"http\"\ninterval = \"5s\"\ntimeout = \"2s\"\nfast_interval = \"1s\"\nrise = 1\nfall = 3";
+    // gw-2 needs 10 timeouts and 9 re-checks (29 s) for a verdict: longer than the test can
+    // wait, so on a machine of any speed the file can only come from the grace.
+    let check = Check {
+        path: None,
+        interval: "5s",
+        timeout: "2s",
+        fast_interval: "1s",
+        fall: 10,
+        ..Check::FAST
+    };
     let tail = format!(
         "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
         hosts_sink(dir.path())
     );
-    let text = config(check, &gws.iter().collect::<Vec<_>>(), &tail)
-        .replace("[api]", "[defaults]\nstartup_grace = \"300ms\"\n\n[api]");
+    let text = TestConfig::new(&check, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("defaults.startup_grace", "300ms")
+        .render();
     let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("t.hosts");
-    // gw-1's first probe lands somewhere in its 5 s interval; gw-2 needs > 4 s to fail.
+    // gw-1's first probe lands somewhere in its 5 s interval.
     wait_for_file(&file, "the healthy endpoint after the grace", |c| {
         addresses(c) == [ip(&gws[0])]
     })

@@ -14,8 +14,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::misbehaviour::scripted;
-use crate::support::*;
+use crate::fakes::gateways::scripted;
+use crate::harness::*;
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const DOWN: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\ndown";
@@ -24,15 +24,11 @@ async fn answer(mut s: TcpStream, ok: bool) {
     let _ = s.write_all(if ok { OK } else { DOWN }).await;
 }
 
-/// A tenant over `flappy` and a steady healthy endpoint (started here, on the next
-/// loopback address), so a withdrawn `flappy` leaves a non-empty set (no fail-open).
+/// A tenant over `flappy` and a steady healthy endpoint (started here), so a withdrawn
+/// `flappy` leaves a non-empty set (no fail-open).
 /// Returns the engine and the steady endpoint's address.
 async fn engine(dir: &std::path::Path, flappy: SocketAddr, check: &str) -> (Engine, SocketAddr) {
-    let std::net::IpAddr::V4(ip) = flappy.ip() else {
-        unreachable!("tests use IPv4 loopback")
-    };
-    let [a, b, c, d] = ip.octets();
-    let (steady, _) = scripted(SocketAddr::from(([a, b, c, d + 1], 0)), |s| answer(s, true)).await;
+    let (steady, _) = scripted(loopback(), |s| answer(s, true)).await;
     let endpoints =
         ho_loadtest::endpoints_toml_at([flappy, steady], |i| ["flappy", "steady"][i].to_string());
     let text = format!(
@@ -83,8 +79,8 @@ async fn churn_until(
 async fn alternating_results_never_change_dns() {
     let dir = tempfile::tempdir().unwrap();
     let n = Arc::new(AtomicUsize::new(0));
-    let (flappy, _) = scripted(loopback(111, 1), move |s| {
-        let ok = n.fetch_add(1, Ordering::SeqCst) % 2 == 0;
+    let (flappy, _) = scripted(loopback(), move |s| {
+        let ok = n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2);
         answer(s, ok)
     })
     .await;
@@ -101,7 +97,7 @@ async fn alternating_results_never_change_dns() {
 async fn down_phases_shorter_than_fall_probes_never_change_dns() {
     let dir = tempfile::tempdir().unwrap();
     let epoch = Instant::now();
-    let (flappy, _) = scripted(loopback(111, 3), move |s| {
+    let (flappy, _) = scripted(loopback(), move |s| {
         let in_period = epoch.elapsed().as_millis() % 300;
         answer(s, in_period >= 60)
     })
@@ -115,11 +111,11 @@ async fn down_phases_shorter_than_fall_probes_never_change_dns() {
 
 /// The noisy endpoints: one failing 1 probe in 3 at random, one answering around its
 /// timeout (latency jittering 40 ± 20 ms against a 40 ms timeout).
-async fn noisy(test: u8, kind: &str) -> SocketAddr {
+async fn noisy(kind: &str) -> SocketAddr {
     let (addr, _) = match kind {
-        "random" => scripted(loopback(test, 1), |s| answer(s, fastrand::u8(0..3) != 0)).await,
+        "random" => scripted(loopback(), |s| answer(s, fastrand::u8(0..3) != 0)).await,
         _ => {
-            scripted(loopback(test, 1), |s| async move {
+            scripted(loopback(), |s| async move {
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(20..=60))).await;
                 answer(s, true).await;
             })
@@ -136,9 +132,9 @@ const NOISY_CHECK: &str =
 /// every DNS update is a verdict change (plus the first publish), never more.
 #[actix_rt::test]
 async fn without_damping_dns_changes_only_with_the_verdict() {
-    for (test, kind) in [(112, "random"), (113, "latency")] {
+    for kind in ["random", "latency"] {
         let dir = tempfile::tempdir().unwrap();
-        let flappy = noisy(test, kind).await;
+        let flappy = noisy(kind).await;
         let (engine, _) = engine(dir.path(), flappy, NOISY_CHECK).await;
         let started = Instant::now();
         let (updates, downs, ups) = churn_until(&engine, kind, |(_, downs, _)| downs >= 4.0).await;
@@ -159,9 +155,9 @@ async fn without_damping_dns_changes_only_with_the_verdict() {
 /// `/status` says why.
 #[actix_rt::test]
 async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
-    for (test, kind) in [(114, "random"), (115, "latency")] {
+    for kind in ["random", "latency"] {
         let dir = tempfile::tempdir().unwrap();
-        let flappy = noisy(test, kind).await;
+        let flappy = noisy(kind).await;
         let check = format!(
             "{NOISY_CHECK}\ndamping = {{ half_life = \"5s\", penalty = 1000, suppress = 2000, reuse = 750, max_suppress = \"60s\" }}"
         );
@@ -212,7 +208,7 @@ async fn a_held_endpoint_returns_once_calm() {
     let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let n = Arc::new(AtomicUsize::new(0));
     let flags = (failing.clone(), n.clone());
-    let (flappy, _) = scripted(loopback(116, 1), move |s| {
+    let (flappy, _) = scripted(loopback(), move |s| {
         // While "failing", every third probe passes: down, up, down, ... quickly.
         let ok = !flags.0.load(Ordering::SeqCst) || flags.1.fetch_add(1, Ordering::SeqCst) % 3 == 2;
         answer(s, ok)

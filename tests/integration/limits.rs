@@ -2,14 +2,14 @@
 //! probes in flight would need, probes wait for a descriptor (counted, logged) instead of
 //! failing with "too many open files" and withdrawing healthy endpoints from DNS.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_loadtest::Behaviour;
 use ho_loadtest::SharedFarm;
 use tokio::time::Instant;
 
-use crate::support::*;
+use crate::harness::*;
 
 /// Open-file limit of the process under test: leaves 400 - 256 = 144 probes in flight.
 const NOFILE: u64 = 400;
@@ -26,11 +26,11 @@ fn open_descriptors(pid: u32) -> usize {
 #[tokio::test]
 async fn a_small_open_file_limit_delays_probes_but_never_fails_them() {
     let dir = tempfile::tempdir().unwrap();
-    let farm = SharedFarm::start(Ipv4Addr::new(127, 20, 108, 1), HANGING + 1).unwrap();
+    let farm = SharedFarm::start(loopback_range(HANGING as u32 + 1), HANGING + 1).unwrap();
     for i in 1..=HANGING {
         farm.set(i, &Behaviour::Hang);
     }
-    let api: SocketAddr = "127.26.4.1:18080".parse().unwrap();
+    let api = SocketAddr::new(loopback_ip().into(), 18080);
     let endpoints = ho_loadtest::endpoints_toml_at((0..=HANGING).map(|i| farm.addr(i)), |i| {
         if i == 0 {
             "good".into()

@@ -1,5 +1,13 @@
 //! One integration-test binary: the real engine, the real binary and real gateways on
 //! loopback sockets, real files, real TLS.
+//!
+//! `harness/` starts engines, builds configs and hands out loopback addresses; `fakes/`
+//! stands in for servers that cannot run here; `services/` starts real ones. Every other
+//! module is a test module and is used by no other.
+
+mod fakes;
+mod harness;
+mod services;
 
 mod api;
 mod cli;
@@ -7,21 +15,16 @@ mod conformance;
 mod coredns_configmap;
 mod crash;
 mod deploy;
-mod dnsmasq;
 mod engine_e2e;
 mod flapping;
-mod kube_api;
 mod limits;
 mod loadtest;
 mod misbehaviour;
 mod otlp;
-mod pdns_server;
 mod policies;
 mod powerdns;
 mod probes;
 mod reload;
 mod route53;
-mod route53_server;
 mod security;
-mod support;
 mod webhook;

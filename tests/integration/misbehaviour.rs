@@ -2,53 +2,18 @@
 //! server on loopback: the right verdict and reason, within the timeout, and no leak of
 //! file descriptors over many such probes.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ho_config::{CheckKind, CheckOverrides};
 use ho_engine::probe::{Failure, ProbeResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use crate::probes::probe_within;
-use crate::support::loopback;
+use crate::fakes::gateways::scripted;
+use crate::harness::{loopback, probe_within};
 
 const TIMEOUT: Duration = Duration::from_millis(300);
-
-/// Serves every connection with `answer`, after reading the request head; counts
-/// connections.
-pub(crate) async fn scripted<F, Fut>(addr: SocketAddr, answer: F) -> (SocketAddr, Arc<AtomicUsize>)
-where
-    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    let answer = Arc::new(answer);
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            seen.fetch_add(1, Ordering::SeqCst);
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf).await {
-                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
-                }
-                answer(s).await;
-            });
-        }
-    });
-    (addr, count)
-}
 
 /// A server that answers every request with `response`, as is.
 async fn answering(addr: SocketAddr, response: &'static [u8]) -> SocketAddr {
@@ -78,7 +43,7 @@ fn wants_body() -> CheckOverrides {
 /// Headers sent, then the body never comes: cut at the timeout.
 #[tokio::test]
 async fn a_stalled_body_times_out() {
-    let (addr, _) = scripted(loopback(40, 0), |mut s| async move {
+    let (addr, _) = scripted(loopback(), |mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok")
             .await;
@@ -98,7 +63,7 @@ async fn a_stalled_body_times_out() {
 /// body mismatch, long before the timeout.
 #[tokio::test]
 async fn huge_and_endless_bodies_stop_at_the_limit() {
-    let (big, _) = scripted(loopback(40, 1), |mut s| async move {
+    let (big, _) = scripted(loopback(), |mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10485760\r\n\r\n")
             .await;
@@ -110,7 +75,7 @@ async fn huge_and_endless_bodies_stop_at_the_limit() {
         }
     })
     .await;
-    let (endless, _) = scripted(loopback(40, 2), |mut s| async move {
+    let (endless, _) = scripted(loopback(), |mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
             .await;
@@ -135,7 +100,7 @@ async fn huge_and_endless_bodies_stop_at_the_limit() {
 #[tokio::test]
 async fn http_1_0_and_connection_close_are_fine() {
     let addr = answering(
-        loopback(40, 3),
+        loopback(),
         b"HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nok: ready\n",
     )
     .await;
@@ -147,11 +112,11 @@ async fn http_1_0_and_connection_close_are_fine() {
 #[tokio::test]
 async fn response_heads_interim_dribbled_and_oversized() {
     let interim = answering(
-        loopback(40, 10),
+        loopback(),
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
     )
     .await;
-    let (dribbled, _) = scripted(loopback(40, 11), |mut s| async move {
+    let (dribbled, _) = scripted(loopback(), |mut s| async move {
         for b in b"HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n" {
             if s.write_all(&[*b]).await.is_err() {
                 return;
@@ -160,7 +125,7 @@ async fn response_heads_interim_dribbled_and_oversized() {
         }
     })
     .await;
-    let (huge, _) = scripted(loopback(40, 12), |mut s| async move {
+    let (huge, _) = scripted(loopback(), |mut s| async move {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Big: ").await;
         let _ = s.write_all(&[b'x'; 20 * 1024]).await;
         let _ = s.write_all(b"\r\n\r\n").await;
@@ -182,7 +147,7 @@ async fn response_heads_interim_dribbled_and_oversized() {
 /// A redirect is not followed: it is its status, healthy only if `expect_status` lists it.
 #[tokio::test]
 async fn redirects_are_not_followed() {
-    let (addr, connections) = scripted(loopback(40, 4), |mut s| async move {
+    let (addr, connections) = scripted(loopback(), |mut s| async move {
         let _ = s
             .write_all(
                 b"HTTP/1.1 302 Found\r\nLocation: http://127.40.0.9/\r\nContent-Length: 0\r\n\r\n",
@@ -227,7 +192,7 @@ fn listen_overflows() -> u64 {
 async fn unanswered_syns_time_out_while_connecting() {
     let listener =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    listener.bind(&loopback(40, 9).into()).unwrap();
+    listener.bind(&loopback().into()).unwrap();
     // Backlog 0: one connection fills the queue; nothing ever accepts it.
     listener.listen(0).unwrap();
     let addr = listener.local_addr().unwrap().as_socket().unwrap();
@@ -272,7 +237,7 @@ fn rss_kib() -> u64 {
 /// ends, which close when the prober does) and its resident memory stay flat.
 #[tokio::test]
 async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors_or_memory() {
-    let (stall, _) = scripted(loopback(40, 5), |mut s| async move {
+    let (stall, _) = scripted(loopback(), |mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok")
             .await;
@@ -281,17 +246,17 @@ async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors_or_memory
         while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
     })
     .await;
-    let (reset, _) = scripted(loopback(40, 6), |s| async move {
+    let (reset, _) = scripted(loopback(), |s| async move {
         let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
         drop(s);
     })
     .await;
     let ok = answering(
-        loopback(40, 7),
+        loopback(),
         b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok: ready",
     )
     .await;
-    let hang = ho_loadtest::Gateway::start(loopback(40, 8), ho_loadtest::Behaviour::Hang).unwrap();
+    let hang = ho_loadtest::Gateway::start(loopback(), ho_loadtest::Behaviour::Hang).unwrap();
     let targets = [stall, reset, ok, hang.addr()];
     // 400 waves of 250 concurrent probes, a quarter per target, cut at 20 ms.
     let wave = || async {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use ho_engine::status::Why;
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::pdns_server::PdnsServer;
-use crate::support::*;
+use crate::harness::*;
+use crate::services::pdns::PdnsServer;
 
 /// `[[endpoints]]` for gateways with extra fields each (e.g. `priority = 1`).
 fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
@@ -30,12 +30,13 @@ fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
 #[actix_rt::test]
 async fn failover_moves_to_the_standby_tier_and_back() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(60, 3);
+    let mut gws = gateways(3);
     let text = format!(
-        "[defaults.check]\n{FAST_CHECK}\n\n{}[[tenants]]\nname = \"fo\"\ndomains = [\"fo.example\"]\nsinks = [\"local\"]\npolicy = \"failover\"\n\n{}",
+        "{}[[tenants]]\nname = \"fo\"\ndomains = [\"fo.example\"]\nsinks = [\"local\"]\npolicy = \"failover\"\n\n{}",
         endpoints(&gws, &["priority = 0", "priority = 1", "priority = 1"]),
         hosts_sink(dir.path())
     );
+    let text = TestConfig::defaults(&Check::FAST).with(&text).render();
     let engine = start_engine(dir.path(), &text).await;
     let file = dir.path().join("fo.hosts");
     let (primary, standby) = (vec![ip(&gws[0])], vec![ip(&gws[1]), ip(&gws[2])]);
@@ -92,14 +93,15 @@ async fn answers_by_subnet(pdns: &PdnsServer, name: &str) -> BTreeMap<String, us
 /// addresses only.
 #[actix_rt::test]
 async fn weighted_answers_follow_weights_and_health() {
-    let pdns = PdnsServer::start(20, "tenant-a.io.");
+    let pdns = PdnsServer::start("tenant-a.io.");
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(61, 3);
+    let mut gws = gateways(3);
     let text = format!(
-        "[defaults.check]\n{FAST_CHECK}\n\n{}{}",
+        "{}{}",
         endpoints(&gws, &["labels = { cloud = \"aws\" }", "labels = { cloud = \"azure\" }\nweight = 5", "labels = { cloud = \"azure\" }"]),
         pdns_tail(&pdns, "[[tenants]]\nname = \"w\"\ndomains = [\"w.tenant-a.io\"]\npolicy = \"weighted\"\nweights = [{ label = \"cloud\", value = \"aws\", weight = 80 }]")
     );
+    let text = TestConfig::defaults(&Check::FAST).with(&text).render();
     let engine = start_engine(dir.path(), &text).await;
     wait_for_status(&engine, "all three published", |s| {
         s.tenants[0]
@@ -147,14 +149,15 @@ async fn weighted_answers_follow_weights_and_health() {
 /// addresses are answered.
 #[actix_rt::test]
 async fn geo_answers_fall_back_to_the_default_location() {
-    let pdns = PdnsServer::start(21, "tenant-a.io.");
+    let pdns = PdnsServer::start("tenant-a.io.");
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(62, 2);
+    let mut gws = gateways(2);
     let text = format!(
-        "[defaults.check]\n{FAST_CHECK}\n\n{}{}",
+        "{}{}",
         endpoints(&gws, &["labels = { geo = \"IE\" }", "labels = { geo = \"DE\" }"]),
         pdns_tail(&pdns, "[[tenants]]\nname = \"g\"\ndomains = [\"g.tenant-a.io\"]\npolicy = \"geo\"\ndefault_geo = \"IE\"")
     );
+    let text = TestConfig::defaults(&Check::FAST).with(&text).render();
     let _engine = start_engine(dir.path(), &text).await;
     pdns.wait_for_answer("g.tenant-a.io", "A", &[ip(&gws[0])])
         .await;

@@ -6,8 +6,8 @@ use ho_engine::snapshot::PublishMode;
 use ho_engine::Engine;
 use ho_loadtest::Behaviour;
 
-use crate::pdns_server::PdnsServer;
-use crate::support::*;
+use crate::harness::*;
+use crate::services::pdns::PdnsServer;
 
 const ZONE: &str = "tenant-a.io.";
 
@@ -31,7 +31,7 @@ async fn start_pdns_engine(
     start_engine(
         dir,
         &config(
-            FAST_CHECK,
+            &Check::FAST,
             &gws.iter().collect::<Vec<_>>(),
             &pdns_tail(pdns, extra),
         ),
@@ -43,9 +43,9 @@ async fn start_pdns_engine(
 /// open); the time from fault to changed answer is printed.
 #[actix_rt::test]
 async fn dns_answers_follow_gateway_health() {
-    let pdns = PdnsServer::start(1, ZONE);
+    let pdns = PdnsServer::start(ZONE);
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(31, 3);
+    let mut gws = gateways(3);
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -82,9 +82,9 @@ async fn dns_answers_follow_gateway_health() {
 /// PowerDNS down while a gateway fails: the change is written once it is back.
 #[actix_rt::test]
 async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
-    let mut pdns = PdnsServer::start(2, ZONE);
+    let mut pdns = PdnsServer::start(ZONE);
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(32, 2);
+    let mut gws = gateways(2);
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -107,10 +107,10 @@ async fn a_change_made_while_powerdns_is_down_lands_after_restart() {
 /// An rrset someone else wrote is never touched (and reported) unless `adopt = true`.
 #[actix_rt::test]
 async fn foreign_rrsets_are_left_alone_unless_adopted() {
-    let pdns = PdnsServer::start(3, ZONE);
+    let pdns = PdnsServer::start(ZONE);
     pdns.patch_zone("tenant-a.io.", r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"A","ttl":60,"changetype":"REPLACE","records":[{"content":"192.0.2.7","disabled":false}]}]}"#);
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(33, 2);
+    let gws = gateways(2);
     let all: Vec<String> = gws.iter().map(ip).collect();
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -133,9 +133,9 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
 /// periodic reconcile.
 #[actix_rt::test]
 async fn the_reconcile_repairs_drift() {
-    let pdns = PdnsServer::start(4, ZONE);
+    let pdns = PdnsServer::start(ZONE);
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(34, 2);
+    let gws = gateways(2);
     let all: Vec<String> = gws.iter().map(ip).collect();
     let _engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -150,9 +150,9 @@ async fn the_reconcile_repairs_drift() {
 /// A wrong key and a missing zone are reported as such, and nothing is written.
 #[actix_rt::test]
 async fn wrong_key_and_missing_zone_are_specific_errors() {
-    let pdns = PdnsServer::start(5, ZONE);
+    let pdns = PdnsServer::start(ZONE);
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(35, 1);
+    let gws = gateways(1);
     std::fs::write(pdns.key_file(), "wrong-key\n").unwrap();
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let err = wait_for_sink_error(&engine, "pdns", "no error for a wrong key").await;
@@ -163,12 +163,11 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
     drop(engine);
 
     std::fs::write(pdns.key_file(), "test-key-1\n").unwrap();
-    let tail = pdns_tail(&pdns, "").replace("zone = \"tenant-a.io.\"", "zone = \"io.\"");
-    let engine = start_engine(
-        dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&pdns_tail(&pdns, ""))
+        .set("sinks.pdns.zone", "io.")
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
     let err = wait_for_sink_error(&engine, "pdns", "no error for a missing zone").await;
     assert!(
         err.starts_with("zone io. not found on server localhost (GET zone io.): HTTP 404"),
@@ -181,10 +180,10 @@ async fn wrong_key_and_missing_zone_are_specific_errors() {
 /// PowerDNS's own reason, and not retried in a loop.
 #[actix_rt::test]
 async fn a_rejected_change_reports_powerdns_reason() {
-    let pdns = PdnsServer::start(6, ZONE);
+    let pdns = PdnsServer::start(ZONE);
     pdns.patch_zone("tenant-a.io.", r#"{"rrsets":[{"name":"www.tenant-a.io.","type":"CNAME","ttl":60,"changetype":"REPLACE","records":[{"content":"elsewhere.example.","disabled":false}]}]}"#);
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(36, 1);
+    let gws = gateways(1);
     let engine = start_pdns_engine(dir.path(), &gws, &pdns, "").await;
     let err = wait_for_sink_error(&engine, "pdns", "no error for a rejected change").await;
     assert!(

@@ -1,41 +1,17 @@
 //! Single probes against misbehaving gateways: each failure has its reason, and no probe
 //! outlives its timeout.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use ho_config::{CheckKind, CheckOverrides, Target};
-use ho_engine::probe::{Failure, Probe, ProbeResult, TlsCache};
+use ho_config::{CheckKind, CheckOverrides};
+use ho_engine::probe::{Failure, ProbeResult};
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::support::loopback;
+use crate::harness::{loopback, loopback_ip, probe_within};
 
 async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
     probe_within(addr, Duration::from_millis(200), check).await
-}
-
-/// One probe of `addr` with `check` (port and interval filled in), cut at `timeout` unless
-/// `check` sets its own.
-pub async fn probe_within(
-    addr: SocketAddr,
-    timeout: Duration,
-    check: CheckOverrides,
-) -> ProbeResult {
-    let check = CheckOverrides {
-        port: Some(addr.port()),
-        timeout: check.timeout.or(Some(timeout)),
-        interval: Some(Duration::from_secs(1)),
-        ..check
-    };
-    let spec = ho_config::resolve_standalone_check(&check).unwrap();
-    let target = Target {
-        address: addr.ip(),
-        check: spec,
-    };
-    Probe::new(&target, &mut TlsCache::default())
-        .unwrap()
-        .run()
-        .await
 }
 
 fn http() -> CheckOverrides {
@@ -48,7 +24,7 @@ fn http() -> CheckOverrides {
 
 #[tokio::test]
 async fn each_failure_has_its_reason() {
-    let mut gw = Gateway::start(loopback(20, 0), Behaviour::Healthy).unwrap();
+    let mut gw = Gateway::start(loopback(), Behaviour::Healthy).unwrap();
     let addr = gw.addr();
 
     let ok = probe(addr, http()).await;
@@ -113,7 +89,7 @@ async fn each_failure_has_its_reason() {
 
 #[tokio::test]
 async fn a_hanging_server_is_cut_at_the_timeout() {
-    let gw = Gateway::start(loopback(20, 1), Behaviour::Hang).unwrap();
+    let gw = Gateway::start(loopback(), Behaviour::Hang).unwrap();
     let result = probe(gw.addr(), http()).await;
     assert_eq!(result.outcome, Err(Failure::Timeout));
     assert!(
@@ -135,9 +111,7 @@ async fn a_hanging_server_is_cut_at_the_timeout() {
 
 #[tokio::test]
 async fn malformed_http_is_a_protocol_failure() {
-    let listener = tokio::net::TcpListener::bind(loopback(20, 2))
-        .await
-        .unwrap();
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -157,8 +131,8 @@ async fn malformed_http_is_a_protocol_failure() {
 
 #[tokio::test]
 async fn an_unbound_loopback_port_is_refused_quickly() {
-    // 127.20.20.200 has no listener: the kernel answers the SYN with RST.
-    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 20, 20, 200)), 9);
+    // Nothing listens on a fresh loopback address: the kernel answers the SYN with RST.
+    let addr = SocketAddr::new(loopback_ip().into(), 9);
     let result = probe(addr, http()).await;
     assert_eq!(result.outcome, Err(Failure::Refused));
     assert!(result.latency < Duration::from_millis(100));

@@ -8,8 +8,8 @@ use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
 use ho_engine::Engine;
 use ho_loadtest::{Behaviour, Gateway};
 
-use crate::route53_server::{Moto, Proxy};
-use crate::support::*;
+use crate::fakes::route53::{Moto, Proxy};
+use crate::harness::*;
 
 const ZONE: &str = "r53.example.com";
 
@@ -24,13 +24,13 @@ fn sink_table(url: &str, zone_id: &str, extra: &str) -> String {
 async fn start_r53_engine(dir: &std::path::Path, gws: &[Gateway], tail: &str) -> Engine {
     start_engine(
         dir,
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), tail),
     )
     .await
 }
 
 /// Waits until the zone's A/AAAA/TXT record sets are exactly `want` (see
-/// [`crate::route53_server::describe`]).
+/// [`crate::fakes::route53::describe`]).
 async fn wait_for_records(moto: &Moto, zone: &str, want: &[String], what: &str) {
     let start = tokio::time::Instant::now();
     let mut want = want.to_vec();
@@ -70,10 +70,10 @@ fn endpoint_name(_g: &Gateway, i: usize) -> String {
 /// up restores it; the ownership record is written with the first records and stays.
 #[actix_rt::test]
 async fn record_sets_follow_health_with_an_ownership_record() {
-    let moto = Moto::start(1).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(80, 3);
+    let mut gws = gateways(3);
     let name = format!("api.{ZONE}");
     let tail = format!(
         "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
@@ -99,33 +99,26 @@ async fn record_sets_follow_health_with_an_ownership_record() {
 /// geolocation record sets from the `geo` label with a default location.
 #[actix_rt::test]
 async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
-    let moto = Moto::start(2).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(81, 3);
-    let mut text = config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), "");
+    let mut gws = gateways(3);
+    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>());
     // Labels and weights on the generated endpoints.
-    text = text
-        .replacen(
-            "name = \"gw-1\"",
-            "name = \"gw-1\"\nweight = 30\nlabels = { geo = \"DE\" }",
-            1,
-        )
-        .replacen(
-            "name = \"gw-2\"",
-            "name = \"gw-2\"\nweight = 10\nlabels = { geo = \"US-CA\" }",
-            1,
-        )
-        .replacen(
-            "name = \"gw-3\"",
-            "name = \"gw-3\"\nweight = 0\nlabels = { geo = \"DE\" }",
-            1,
-        );
-    text.push_str(&format!(
+    for (i, (weight, geo)) in [(30, "DE"), (10, "US-CA"), (0, "DE")]
+        .into_iter()
+        .enumerate()
+    {
+        config = config
+            .set(&format!("endpoints.{i}.weight"), weight)
+            .set(&format!("endpoints.{i}.labels.geo"), geo);
+    }
+    let text = config.with(&format!(
         "[[tenants]]\nname = \"w\"\ndomains = [\"w.{ZONE}\"]\nsinks = [\"r53\"]\npolicy = \"weighted\"\nttl = \"30s\"\n\n\
          [[tenants]]\nname = \"g\"\ndomains = [\"g.{ZONE}\"]\nsinks = [\"r53\"]\npolicy = \"geo\"\ndefault_geo = \"DE\"\nttl = \"30s\"\n\n{}",
         sink_table(&moto.url, &zone, "")
-    ));
+    ))
+    .render();
     let _engine = start_engine(dir.path(), &text).await;
     let (a, b, c) = (ip(&gws[0]), ip(&gws[1]), ip(&gws[2]));
     let mut de = [a.clone(), c.clone()];
@@ -168,7 +161,7 @@ async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
 /// and the refusal shows in the sink's status.
 #[actix_rt::test]
 async fn names_without_our_ownership_record_are_never_touched() {
-    let moto = Moto::start(3).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let plain = |name: &str, value: &str, rtype: RrType| {
         ResourceRecordSet::builder()
@@ -196,7 +189,7 @@ async fn names_without_our_ownership_record_are_never_touched() {
     let before = moto.records(&zone).await;
 
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(82, 1);
+    let gws = gateways(1);
     let tail = format!(
         "[[tenants]]\nname = \"a\"\ndomains = [\"theirs.{ZONE}\", \"other.{ZONE}\", \"free.{ZONE}\"]\nsinks = [\"r53\"]\n\n{}",
         sink_table(&moto.url, &zone, "record_style = \"simple\"\n")
@@ -223,12 +216,12 @@ async fn names_without_our_ownership_record_are_never_touched() {
 /// latest state once Route53 accepts again.
 #[actix_rt::test]
 async fn a_throttling_burst_is_retried_until_the_zone_converges() {
-    let moto = Moto::start(4).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let proxy = Proxy::default();
-    let url = proxy.start(4, &moto.url).await;
+    let url = proxy.start(&moto.url).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(83, 2);
+    let mut gws = gateways(2);
     let name = format!("api.{ZONE}");
     let tail = format!(
         "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\n\n{}",
@@ -263,12 +256,12 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
     use ho_engine::sink::Sink;
     use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
     use std::sync::Arc;
-    let moto = Moto::start(5).await;
+    let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let proxy = Proxy::default();
-    let url = proxy.start(5, &moto.url).await;
+    let url = proxy.start(&moto.url).await;
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(84, 1);
+    let gws = gateways(1);
     let mut tail = String::new();
     for t in 0..20 {
         tail.push_str(&format!(
@@ -279,14 +272,14 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
     let file = dir.path().join("config.toml");
     std::fs::write(
         &file,
-        config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .unwrap();
     let plan = ho_sinks::load_plan(&[&file]).unwrap();
     let sink = ho_sinks::route53::Route53Sink::new(
         ho_sinks::registry::spec_of(&*plan.sinks["r53"].spec),
         "health-orchestrator",
-        &crate::route53_server::sdk_config(),
+        &crate::fakes::route53::sdk_config(),
     );
     let mut writes = Vec::new();
     for t in &plan.tenants {

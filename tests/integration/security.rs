@@ -10,9 +10,9 @@ use ho_loadtest::Behaviour;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
-use crate::otlp::Collector;
-use crate::support::*;
-use crate::webhook::{Receiver, SECRET};
+use crate::fakes::otlp::Collector;
+use crate::fakes::webhook::{Receiver, SECRET};
+use crate::harness::*;
 
 const TOKEN: &str = "api-token-7c1f0e";
 const PDNS_KEY: &str = "pdns-key-52ab9d";
@@ -29,10 +29,12 @@ async fn raw(addr: SocketAddr, request: &str) -> String {
 #[tokio::test]
 async fn the_api_token_guards_status_and_no_secret_is_ever_emitted() {
     let dir = tempfile::tempdir().unwrap();
-    let mut gws = gateways(105, 2);
-    let api: SocketAddr = "127.26.3.1:18080".parse().unwrap();
+    let mut gws = gateways(2);
+    let api = SocketAddr::new(loopback_ip().into(), 18080);
     let collector = Collector::default();
-    let otlp: SocketAddr = "127.25.5.1:4318".parse().unwrap();
+    let otlp = SocketAddr::new(loopback_ip().into(), 4318);
+    // Nothing listens here: the PowerDNS sink fails, and its error must not carry the key.
+    let pdns = SocketAddr::new(loopback_ip().into(), 1);
     collector.serve_http(otlp).await;
     let rx = Receiver::default();
     let hook = rx.clone().start().await;
@@ -43,16 +45,17 @@ async fn the_api_token_guards_status_and_no_secret_is_ever_emitted() {
     let tail = format!(
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.tenant-a.io\"]\nsinks = [\"hook\", \"pdns\"]\n\n\
          [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/\"\nsecret_file = {:?}\n\n\
-         [sinks.pdns]\nkind = \"powerdns\"\nurl = \"http://127.26.3.9:1\"\napi_key_file = {:?}\nzone = \"tenant-a.io\"\ntimeout = \"200ms\"\n\
+         [sinks.pdns]\nkind = \"powerdns\"\nurl = \"http://{pdns}\"\napi_key_file = {:?}\nzone = \"tenant-a.io\"\ntimeout = \"200ms\"\n\
          delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n\n\
          [telemetry]\notlp_endpoint = \"http://{otlp}\"\nprobe_sample_ratio = 1.0\n",
         path("hook"),
         path("pdns")
     );
-    let text = config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail).replace(
-        "listen = \"127.0.0.1:0\"",
-        &format!("listen = \"{api}\"\ntoken_file = {:?}", path("token")),
-    );
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("api.listen", api.to_string())
+        .set("api.token_file", path("token"))
+        .render();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, text).unwrap();
     let log = dir.path().join("stderr.log");

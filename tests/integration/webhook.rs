@@ -1,118 +1,11 @@
 //! The webhook sink against a real HTTP receiver in the test that checks every signature.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use ho_loadtest::Behaviour;
-use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response, StatusCode};
-use serde_json::Value;
 
-use crate::support::*;
-
-pub const SECRET: &str = "webhook-secret";
-
-/// One delivery as the receiver saw it.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub body: Value,
-    idempotency_key: String,
-    token: String,
-    pub accepted: bool,
-}
-
-/// A receiver that verifies `X-Health-Orchestrator-Signature` independently (ring's
-/// `hmac::verify` over `"<timestamp>.<body>"`), records deliveries and can answer 503.
-#[derive(Clone, Default)]
-pub struct Receiver {
-    deliveries: Arc<Mutex<Vec<Delivery>>>,
-    pub failing: Arc<Mutex<bool>>,
-}
-
-impl Receiver {
-    pub async fn start(self) -> std::net::SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        serve_http(listener, move |req| {
-            let me = self.clone();
-            async move { me.handle(req).await }
-        });
-        addr
-    }
-
-    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
-        let header = |name: &str| {
-            req.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned()
-        };
-        let (timestamp, signature, key, token) = (
-            header("x-health-orchestrator-timestamp"),
-            header("x-health-orchestrator-signature"),
-            header("idempotency-key"),
-            header("x-tenant-token"),
-        );
-        let body = req.into_body().collect().await.unwrap().to_bytes();
-        let hex = signature.strip_prefix("sha256=").unwrap_or("");
-        let tag: Vec<u8> = (0..hex.len() / 2)
-            .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
-            .collect();
-        let key_ring = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, SECRET.as_bytes());
-        let signed = [timestamp.as_bytes(), b".", &body].concat();
-        let verified = ring::hmac::verify(&key_ring, &signed, &tag).is_ok();
-        if !verified {
-            return Response::builder()
-                .status(StatusCode::UNAUTHORIZED)
-                .body(Full::default())
-                .unwrap();
-        }
-        let accepted = !*self.failing.lock().unwrap();
-        self.deliveries.lock().unwrap().push(Delivery {
-            body: serde_json::from_slice(&body).unwrap(),
-            idempotency_key: key,
-            token,
-            accepted,
-        });
-        let status = if accepted {
-            StatusCode::NO_CONTENT
-        } else {
-            StatusCode::SERVICE_UNAVAILABLE
-        };
-        Response::builder()
-            .status(status)
-            .body(Full::default())
-            .unwrap()
-    }
-
-    /// Forgets every delivery, as a receiver that lost its state would.
-    pub fn forget(&self) {
-        self.deliveries.lock().unwrap().clear();
-    }
-
-    pub fn accepted(&self) -> Vec<Delivery> {
-        self.deliveries
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|d| d.accepted)
-            .cloned()
-            .collect()
-    }
-}
-
-pub fn addresses_of(d: &Delivery, domain: &str) -> Vec<String> {
-    let mut list: Vec<String> = d.body["records"][domain]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_owned())
-        .collect();
-    list.sort();
-    list
-}
+use crate::fakes::webhook::{addresses_of, Delivery, Receiver, SECRET};
+use crate::harness::*;
 
 async fn wait_for_delivery(
     rx: &Receiver,
@@ -142,7 +35,7 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("secret");
     std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
-    let mut gws = gateways(40, 3);
+    let mut gws = gateways(3);
     let tail = format!(
         "[[tenants]]\nname = \"shop\"\ndomains = [\"shop.example\"]\nsinks = [\"hook\"]\n\n\
          [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/dns\"\nsecret_file = {:?}\ntimeout = \"1s\"\n\
@@ -152,7 +45,7 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     );
     let _engine = start_engine(
         dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
     let mut all: Vec<String> = gws.iter().map(ip).collect();
@@ -191,13 +84,7 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     gws[1].set(Behaviour::Refuse).unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let rejected = rx
-        .deliveries
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|d| !d.accepted)
-        .count();
+    let rejected = rx.rejected();
     assert!(
         rejected >= 2,
         "retries reached the failing receiver ({rejected})"
@@ -264,7 +151,7 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("secret");
     std::fs::write(&secret_file, SECRET).unwrap();
-    let mut gws = gateways(41, 2);
+    let mut gws = gateways(2);
     let tail = format!(
         "[[tenants]]\nname = \"both\"\ndomains = [\"both.example\"]\nsinks = [\"hook\", \"local\"]\n\n\
          [sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/\"\nsecret_file = {:?}\ntimeout = \"300ms\"\n\
@@ -274,7 +161,7 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
     );
     let engine = start_engine(
         dir.path(),
-        &config(FAST_CHECK, &gws.iter().collect::<Vec<_>>(), &tail),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
     let file = dir.path().join("both.hosts");

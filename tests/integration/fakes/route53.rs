@@ -6,7 +6,6 @@
 //! does not exist, which Route53 refuses), the sink does not rely on it.
 
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +20,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use crate::support::LIMIT;
+use crate::harness::{loopback_ip, python_tool, LIMIT};
 
 const PORT: u16 = 5000;
 
@@ -30,16 +29,6 @@ pub struct Moto {
     /// Base URL of its API.
     pub url: String,
     child: Child,
-}
-
-/// A tool from the virtualenv `.ci/test` installs: `$VAR`, else its default place.
-pub fn python_tool(var: &str, name: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/health-orchestrator/py-tools-1/bin/{name}",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    })
 }
 
 /// Region and fixed test credentials, as the engine's Route53 sinks get them in tests.
@@ -54,14 +43,14 @@ pub fn sdk_config() -> SdkConfig {
 }
 
 impl Moto {
-    /// Starts moto on `127.24.<n>.1`.
-    pub async fn start(n: u8) -> Moto {
+    /// Starts moto on a loopback address of its own.
+    pub async fn start() -> Moto {
         let bin = python_tool("MOTO_SERVER", "moto_server");
         assert!(
             std::path::Path::new(&bin).exists(),
             "{bin} is missing: run the test command (bash .ci/test), which installs moto[server] into a virtualenv"
         );
-        let ip = Ipv4Addr::new(127, 24, n, 1);
+        let ip = loopback_ip();
         let child = Command::new(&bin)
             .args(["-H", &ip.to_string(), "-p", &PORT.to_string()])
             .stdout(Stdio::null())
@@ -234,9 +223,9 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts on `127.24.<n>.2`, forwarding to `upstream`; returns its URL.
-    pub async fn start(&self, n: u8, upstream: &str) -> String {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 24, n, 2], 0)))
+    /// Starts on a loopback address of its own, forwarding to `upstream`; returns its URL.
+    pub async fn start(&self, upstream: &str) -> String {
+        let listener = tokio::net::TcpListener::bind(crate::harness::loopback())
             .await
             .unwrap();
         let addr = listener.local_addr().unwrap();

@@ -1,46 +1,42 @@
-//! Shared helpers: configs in temp dirs, engines with real sinks, file polling, TLS material.
+//! What every test needs: engines started on real sinks, configs built as data, loopback
+//! addresses no two tests share, waits bounded by [`LIMIT`], child processes that die with
+//! the test, TLS material.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+mod config;
+mod net;
+mod pki;
+mod probe;
+
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
 use ho_engine::status::TrackerStatus;
 use ho_engine::Engine;
-use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
+use ho_loadtest::{Behaviour, Gateway};
 use tokio::time::Instant;
+
+pub use config::{Check, TestConfig};
+pub use net::{loopback, loopback_ip, loopback_range};
+pub use pki::{test_pki, test_pki_with};
+pub use probe::probe_within;
 
 /// Longest any test waits for a condition; tests normally finish far sooner.
 pub const LIMIT: Duration = Duration::from_secs(10);
 
-/// A loopback address for gateway `i` of test `test`, so parallel tests never share one.
-pub fn loopback(test: u8, i: u8) -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 20, test, i + 1)), 0)
-}
-
-/// Starts `n` healthy gateways for test number `test`.
-pub fn gateways(test: u8, n: u8) -> Vec<Gateway> {
+/// Starts `n` healthy gateways, each on its own loopback address.
+pub fn gateways(n: usize) -> Vec<Gateway> {
     (0..n)
-        .map(|i| Gateway::start(loopback(test, i), Behaviour::Healthy).unwrap())
+        .map(|_| Gateway::start(loopback(), Behaviour::Healthy).unwrap())
         .collect()
 }
 
-/// A config with fast timing: the `[defaults.check]` given, one endpoint per gateway
-/// (`gw-1`, ...), and `tail` appended (tenants and sinks).
-pub fn config(check: &str, gateways: &[&Gateway], tail: &str) -> String {
-    let mut text = format!("[api]\nlisten = \"127.0.0.1:0\"\n\n[defaults.check]\n{check}\n");
-    text.push_str(&endpoints_toml(gateways.iter().copied(), |i| {
-        format!("gw-{}", i + 1)
-    }));
-    text.push('\n');
-    text.push_str(tail);
-    text
+/// The config text most tests use: `check` as the default check, one endpoint per gateway
+/// (`gw-1`, ...), and `tail` (tenants and sinks) merged in.
+pub fn config(check: &Check, gateways: &[&Gateway], tail: &str) -> String {
+    TestConfig::new(check, gateways).with(tail).render()
 }
-
-/// The check used by most tests: 200 ms interval, fall 2, rise 1, fast re-check 50 ms.
-pub const FAST_CHECK: &str =
-    "kind = \"http\"\npath = \"/healthz\"\ninterval = \"200ms\"\ntimeout = \"100ms\"\nfast_interval = \"50ms\"\nrise = 1\nfall = 2";
 
 /// Writes `text` to `dir/config.toml`, loads it through the real loader and starts the
 /// engine with the real sinks. Route53 sinks get fixed test credentials (the standard AWS
@@ -49,7 +45,7 @@ pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
     let plan = ho_sinks::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let aws = crate::route53_server::sdk_config();
+    let aws = crate::fakes::route53::sdk_config();
     Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws)))
         .await
         .unwrap()
@@ -127,12 +123,16 @@ pub fn binary() -> std::process::Command {
 /// `dir/config.toml`), logging warnings to nowhere and with no inherited `HO_*` variable:
 /// callers add environment and spawn.
 pub fn run_command(dir: &Path, gateways: &[Gateway], tail: &str) -> std::process::Command {
-    let file = dir.join("config.toml");
-    std::fs::write(
-        &file,
-        config(FAST_CHECK, &gateways.iter().collect::<Vec<_>>(), tail),
+    run_config(
+        dir,
+        &TestConfig::new(&Check::FAST, &gateways.iter().collect::<Vec<_>>()).with(tail),
     )
-    .unwrap();
+}
+
+/// [`run_command`] on a config the caller built.
+pub fn run_config(dir: &Path, config: &TestConfig) -> std::process::Command {
+    let file = dir.join("config.toml");
+    std::fs::write(&file, config.render()).unwrap();
     let mut cmd = binary();
     cmd.args(["run", "--config"])
         .arg(&file)
@@ -258,52 +258,6 @@ pub fn ip(g: &Gateway) -> String {
     g.addr().ip().to_string()
 }
 
-/// A CA and a server certificate for `name` signed by it, written as PEM into `dir`.
-pub struct TestPki {
-    /// The CA certificate file.
-    pub ca_file: PathBuf,
-    /// Acceptor presenting the server certificate.
-    pub acceptor: tokio_rustls::TlsAcceptor,
-}
-
-/// Generates a fresh CA and server certificate (nothing is checked in).
-pub fn test_pki(dir: &Path, name: &str) -> TestPki {
-    test_pki_with(dir, name, |_| {})
-}
-
-/// [`test_pki`] with the server certificate's parameters changed by `leaf` (e.g. its
-/// validity period).
-pub fn test_pki_with(
-    dir: &Path,
-    name: &str,
-    leaf: impl FnOnce(&mut rcgen::CertificateParams),
-) -> TestPki {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let mut leaf_params = CertificateParams::new(vec![name.to_owned()]).unwrap();
-    leaf(&mut leaf_params);
-    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
-    let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, ca.pem()).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![leaf.der().clone()], key)
-    .unwrap();
-    TestPki {
-        ca_file,
-        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-    }
-}
-
 /// The value of sample `name` (with its labels, e.g. `x_total{a="b"}`) in a Prometheus
 /// text exposition; `None` when absent.
 pub fn metric(metrics: &str, name: &str) -> Option<f64> {
@@ -312,4 +266,14 @@ pub fn metric(metrics: &str, name: &str) -> Option<f64> {
         .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
+}
+
+/// A tool from the virtualenv `.ci/test` installs: `$VAR`, else its default place.
+pub fn python_tool(var: &str, name: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/health-orchestrator/py-tools-1/bin/{name}",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
 }

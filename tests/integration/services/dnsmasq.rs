@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::support::LIMIT;
+use crate::harness::LIMIT;
 
 const PORT: u16 = 5354;
 
@@ -21,15 +21,15 @@ pub struct Dnsmasq {
 }
 
 impl Dnsmasq {
-    /// Serves `content` as a hosts file from `127.23.<n>.1`.
-    pub async fn start(n: u8, dir: &Path, content: &str) -> Dnsmasq {
+    /// Serves `content` as a hosts file from a loopback address of its own.
+    pub async fn start(dir: &Path, content: &str) -> Dnsmasq {
         for tool in ["/usr/sbin/dnsmasq", "/usr/bin/dig"] {
             assert!(
                 Path::new(tool).exists(),
                 "{tool} is missing: run the test command (bash .ci/test), which installs dnsmasq-base and dnsutils"
             );
         }
-        let ip = Ipv4Addr::new(127, 23, n, 1);
+        let ip = crate::harness::loopback_ip();
         let hosts = dir.join("served.hosts");
         std::fs::write(&hosts, content).unwrap();
         let child = Command::new("/usr/sbin/dnsmasq")

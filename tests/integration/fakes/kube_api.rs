@@ -24,7 +24,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::serve_http;
+use crate::harness::serve_http;
 
 /// The token the test kubeconfig presents.
 pub const TOKEN: &str = "test-service-account-token";
@@ -51,9 +51,9 @@ pub struct KubeApi {
 }
 
 impl KubeApi {
-    /// Starts serving on `ip` (a free port).
-    pub async fn start(&self, ip: [u8; 4]) -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from((ip, 0)))
+    /// Starts serving on a loopback address of its own (a free port).
+    pub async fn start(&self) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind(crate::harness::loopback())
             .await
             .unwrap();
         let addr = listener.local_addr().unwrap();

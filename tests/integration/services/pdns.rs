@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::support::LIMIT;
+use crate::harness::{loopback_ip, LIMIT};
 
 const SCHEMA: &str = "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql";
 const DNS_PORT: u16 = 5300;
@@ -27,8 +27,8 @@ pub struct PdnsServer {
 }
 
 impl PdnsServer {
-    /// Starts a server on `127.21.<n>.1` with `zone` created.
-    pub fn start(n: u8, zone: &str) -> PdnsServer {
+    /// Starts a server on a loopback address of its own with `zone` created.
+    pub fn start(zone: &str) -> PdnsServer {
         for tool in [
             "/usr/sbin/pdns_server",
             "/usr/bin/dig",
@@ -51,7 +51,7 @@ impl PdnsServer {
         assert!(status.success(), "creating the pdns database failed");
         std::fs::write(dir.path().join("api.key"), "test-key-1\n").unwrap();
         let mut server = PdnsServer {
-            ip: Ipv4Addr::new(127, 21, n, 1),
+            ip: loopback_ip(),
             api_key: "test-key-1".into(),
             dir,
             child: None,

@@ -1,0 +1,9 @@
+//! Stand-ins for servers no test machine can run for real (the Kubernetes API, Route53, an
+//! OTLP collector, a customer's webhook receiver) and gateways scripted byte by byte. Each
+//! says in its own doc comment what it implements and where it is faithful.
+
+pub mod gateways;
+pub mod kube_api;
+pub mod otlp;
+pub mod route53;
+pub mod webhook;

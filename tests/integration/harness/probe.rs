@@ -1,0 +1,31 @@
+//! One probe run outside the engine, for the probe and misbehaviour tests.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ho_config::{CheckOverrides, Target};
+use ho_engine::probe::{Probe, ProbeResult, TlsCache};
+
+/// One probe of `addr` with `check` (port and interval filled in), cut at `timeout` unless
+/// `check` sets its own.
+pub async fn probe_within(
+    addr: SocketAddr,
+    timeout: Duration,
+    check: CheckOverrides,
+) -> ProbeResult {
+    let check = CheckOverrides {
+        port: Some(addr.port()),
+        timeout: check.timeout.or(Some(timeout)),
+        interval: Some(Duration::from_secs(1)),
+        ..check
+    };
+    let spec = ho_config::resolve_standalone_check(&check).unwrap();
+    let target = Target {
+        address: addr.ip(),
+        check: spec,
+    };
+    Probe::new(&target, &mut TlsCache::default())
+        .unwrap()
+        .run()
+        .await
+}
