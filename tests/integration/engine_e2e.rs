@@ -269,15 +269,34 @@ async fn below_min_healthy_everything_is_published() {
     .await;
 }
 
+/// Gateways gw-1 (healthy) and gw-2 (hanging) in tenant `t` (hosts file in `dir`), with
+/// `check` and the start-up grace given.
+async fn healthy_and_hanging(
+    dir: &std::path::Path,
+    check: &Check,
+    grace: &str,
+) -> ([Gateway; 2], ho_engine::Engine) {
+    let gws = [
+        Gateway::start(loopback(), Behaviour::Healthy).unwrap(),
+        Gateway::start(loopback(), Behaviour::Hang).unwrap(),
+    ];
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir)
+    );
+    let text = TestConfig::new(check, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("defaults.startup_grace", grace)
+        .render();
+    let engine = start_engine(dir, &text).await;
+    (gws, engine)
+}
+
 /// No file is written while an endpoint has no verdict yet: a restart must not publish a
 /// partial set over a good one.
 #[actix_rt::test]
 async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = [
-        Gateway::start(loopback(), Behaviour::Healthy).unwrap(),
-        Gateway::start(loopback(), Behaviour::Hang).unwrap(),
-    ];
     let check = Check {
         path: None,
         interval: "1s",
@@ -286,15 +305,7 @@ async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
         fall: 3,
         ..Check::FAST
     };
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
-    let text = TestConfig::new(&check, &gws.iter().collect::<Vec<_>>())
-        .with(&tail)
-        .set("defaults.startup_grace", "30s")
-        .render();
-    let engine = start_engine(dir.path(), &text).await;
+    let (gws, engine) = healthy_and_hanging(dir.path(), &check, "30s").await;
     let file = dir.path().join("t.hosts");
     let status = wait_for_status(&engine, "the hanging endpoint's verdict", |s| {
         let hanging = state_of(s, "gw-2");
@@ -329,10 +340,6 @@ async fn nothing_is_published_before_every_endpoint_has_a_verdict() {
 #[actix_rt::test]
 async fn the_grace_period_bounds_the_wait() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = [
-        Gateway::start(loopback(), Behaviour::Healthy).unwrap(),
-        Gateway::start(loopback(), Behaviour::Hang).unwrap(),
-    ];
     // gw-2 needs 10 timeouts and 9 re-checks (29 s) for a verdict: longer than the test can
     // wait, so on a machine of any speed the file can only come from the grace.
     let check = Check {
@@ -343,15 +350,7 @@ async fn the_grace_period_bounds_the_wait() {
         fall: 10,
         ..Check::FAST
     };
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
-    let text = TestConfig::new(&check, &gws.iter().collect::<Vec<_>>())
-        .with(&tail)
-        .set("defaults.startup_grace", "300ms")
-        .render();
-    let engine = start_engine(dir.path(), &text).await;
+    let (gws, engine) = healthy_and_hanging(dir.path(), &check, "300ms").await;
     let file = dir.path().join("t.hosts");
     // gw-1's first probe lands somewhere in its 5 s interval.
     wait_for_file(&file, "the healthy endpoint after the grace", |c| {

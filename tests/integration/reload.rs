@@ -35,17 +35,6 @@ fn version(
     config.with(&hosts_sink(dir))
 }
 
-/// The text of [`version`].
-fn text(
-    dir: &std::path::Path,
-    gws: &[&Gateway],
-    names: &[usize],
-    with_b: bool,
-    api: &str,
-) -> String {
-    version(dir, gws, names, with_b, api).render()
-}
-
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
@@ -58,25 +47,27 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(4);
-    let v1 = text(
+    let v1 = version(
         dir.path(),
         &[&gws[0], &gws[1], &gws[2]],
         &[1, 2, 3],
         false,
         "127.0.0.1:0",
-    );
+    )
+    .render();
     let mut engine = start_engine(dir.path(), &v1).await;
     let a = dir.path().join("a.hosts");
     let first3 = sorted(gws[..3].iter().map(ip).collect());
     wait_for_file(&a, "v1 published", |c| sorted(addresses(c)) == first3).await;
 
-    let v2 = text(
+    let v2 = version(
         dir.path(),
         &[&gws[1], &gws[2], &gws[3]],
         &[2, 3, 4],
         true,
         "127.0.0.1:0",
-    );
+    )
+    .render();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
     let plan = ho_sinks::load_plan(&[&file]).unwrap();
@@ -180,7 +171,7 @@ async fn sighup_rejects_invalid_and_applies_valid_configs_and_watch_follows_the_
     let file = dir.path().join("config.toml");
     std::fs::write(
         &file,
-        text(dir.path(), &all, &[1, 2, 3], false, &api.to_string()),
+        version(dir.path(), &all, &[1, 2, 3], false, &api.to_string()).render(),
     )
     .unwrap();
     let mut child = spawn_run(&file);
@@ -240,7 +231,7 @@ async fn a_reload_storm_ends_on_the_last_valid_config() {
     let file = dir.path().join("config.toml");
     std::fs::write(
         &file,
-        text(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string()),
+        version(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string()).render(),
     )
     .unwrap();
     let mut child = spawn_run(&file);
@@ -252,14 +243,14 @@ async fn a_reload_storm_ends_on_the_last_valid_config() {
         } else {
             let n = 1 + i % 4;
             let names: Vec<usize> = (1..=n).collect();
-            text(dir.path(), &all[..n], &names, i % 2 == 0, &api.to_string())
+            version(dir.path(), &all[..n], &names, i % 2 == 0, &api.to_string()).render()
         };
         std::fs::write(&file, content).unwrap();
         hup(&child);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // The 100th (i = 99) is valid: 4 endpoints, no tenant b.
-    let last = text(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string());
+    let last = version(dir.path(), &all, &[1, 2, 3, 4], false, &api.to_string()).render();
     std::fs::write(&file, &last).unwrap();
     hup(&child);
     let start = Instant::now();
@@ -308,7 +299,7 @@ async fn a_changed_sink_is_rebuilt_and_written_at_once() {
     let moved = tempfile::tempdir().unwrap();
     let gws = gateways(2);
     let all: Vec<&Gateway> = gws.iter().collect();
-    let v1 = text(dir.path(), &all, &[1, 2], false, "127.0.0.1:0");
+    let v1 = version(dir.path(), &all, &[1, 2], false, "127.0.0.1:0").render();
     let mut engine = start_engine(dir.path(), &v1).await;
     let two = sorted(gws.iter().map(ip).collect());
     wait_for_file(&dir.path().join("a.hosts"), "v1", |c| {
@@ -316,7 +307,7 @@ async fn a_changed_sink_is_rebuilt_and_written_at_once() {
     })
     .await;
 
-    let v2 = text(moved.path(), &all, &[1, 2], false, "127.0.0.1:0");
+    let v2 = version(moved.path(), &all, &[1, 2], false, "127.0.0.1:0").render();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
     let plan = ho_sinks::load_plan(&[&file]).unwrap();
