@@ -11,6 +11,12 @@ use super::Failure;
 
 /// Opens a non-blocking connection with TCP_NODELAY (the request goes out at once) and
 /// SO_LINGER 0 (closing sends RST: no TIME_WAIT left on either side per probe).
+///
+/// Returns once the handshake has ended either way: a refused or unreachable connection also
+/// wakes the socket as writable. Its error is not read here: the first write of an HTTP or
+/// HTTPS probe returns it (the kernel reports a pending socket error on `send`), which saves
+/// the `getsockopt(SO_ERROR)` those probes would pay on every success. A TCP check writes
+/// nothing, so it asks [`handshake_error`].
 pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
     let io_err = |e: io::Error| Failure::from_io(&e);
     // SOCK_NONBLOCK at creation saves two fcntl calls per probe.
@@ -29,8 +35,13 @@ pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
     }
     let stream = TcpStream::from_std(std::net::TcpStream::from(socket)).map_err(io_err)?;
     stream.writable().await.map_err(io_err)?;
-    if let Some(e) = stream.take_error().map_err(io_err)? {
-        return Err(io_err(e));
-    }
     Ok(stream)
+}
+
+/// The handshake's outcome on a stream from [`connect`], for checks that send nothing.
+pub fn handshake_error(stream: &TcpStream) -> Result<(), Failure> {
+    match stream.take_error() {
+        Ok(None) => Ok(()),
+        Ok(Some(e)) | Err(e) => Err(Failure::from_io(&e)),
+    }
 }

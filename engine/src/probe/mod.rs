@@ -79,7 +79,7 @@ impl Probe {
         let stream = connect::connect(self.addr).await?;
         connected.store(true, Ordering::Relaxed);
         match &self.kind {
-            ProbeKind::Tcp => Ok(()),
+            ProbeKind::Tcp => connect::handshake_error(&stream),
             ProbeKind::Http(req) => req.exchange(stream).await,
             ProbeKind::Https(req, tls) => req.exchange(tls.handshake(stream).await?).await,
         }
