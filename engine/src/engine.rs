@@ -127,10 +127,9 @@ impl Engine {
             limits.clone(),
         )
         .start();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arbiters: Vec<Arbiter> = (0..threads.min(plan.targets.len().max(1)))
-            .map(|_| Arbiter::new())
-            .collect();
+        let threads = prober_threads(&plan.targets);
+        info!(threads, "prober threads for the configured probe rate");
+        let arbiters: Vec<Arbiter> = (0..threads).map(|_| Arbiter::new()).collect();
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let mut engine = Engine {
             tracker,
@@ -370,6 +369,24 @@ fn start_sink(
     metrics: &Arc<Metrics>,
 ) -> Addr<SinkActor> {
     SinkActor::new(name.to_owned(), sink, delivery, metrics.clone()).start()
+}
+
+/// Probes per second one prober thread is given before a second one is started.
+///
+/// One thread carries this many with room to spare (about a tenth of a core here at 2,000
+/// probes/s). Every extra thread wakes on its own, so a light load spread over more threads
+/// costs more wake-ups and context switches for the same probes (bench/README.md).
+const PROBES_PER_THREAD: f64 = 10_000.0;
+
+/// Prober threads for `targets` at their intervals: one per [`PROBES_PER_THREAD`], at least
+/// one, at most one per core. Fixed at start: a reload that adds load keeps the count.
+fn prober_threads(targets: &[Target]) -> usize {
+    let per_second: f64 = targets
+        .iter()
+        .map(|t| 1.0 / t.check.timing.interval.as_secs_f64().max(1e-3))
+        .sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
 }
 
 /// Stops an actor of the engine (tracker, sink actor, prober): when the engine is dropped,
