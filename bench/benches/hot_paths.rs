@@ -35,10 +35,15 @@ fn schedule(c: &mut Criterion) {
         damping: None,
     };
     let origin = tokio::time::Instant::now();
-    let s = Schedule::new("http://127.1.0.1:8080/healthz", &timing, origin);
+    let s = Schedule::new(
+        "http://127.1.0.1:8080/healthz",
+        &timing,
+        origin,
+        ho_engine::schedule::LIGHT_TICK,
+    );
     let now = origin + Duration::from_millis(12_345);
     c.bench_function("schedule_next_slot", |b| {
-        b.iter(|| black_box(s.next_slot(black_box(now), 0.5)))
+        b.iter(|| black_box(s.start_of(s.next_slot(black_box(now)))))
     });
 }
 

@@ -17,7 +17,7 @@ use crate::observation::TargetId;
 use crate::probe::{Probe, TlsCache, TlsError};
 use crate::probe_limits::ProbeLimits;
 use crate::prober::Prober;
-use crate::schedule::Schedule;
+use crate::schedule::{self, Schedule};
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::sink_actor::{GetSinkStatus, Quiesce, SinkActor};
 use crate::status::{SinkStatus, Status};
@@ -82,6 +82,8 @@ pub struct Engine {
     arbiters: Vec<Arbiter>,
     /// Schedules' common origin, so probers started by a reload keep their stable phase.
     origin: Instant,
+    /// Probes start on this tick (see [`schedule::tick_for`]); set at start.
+    tick: Duration,
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// Bounds every probe; set at start (a reload does not change it).
     limits: Arc<ProbeLimits>,
@@ -127,8 +129,14 @@ impl Engine {
             limits.clone(),
         )
         .start();
-        let threads = prober_threads(&plan.targets);
-        info!(threads, "prober threads for the configured probe rate");
+        let rate = probe_rate(&plan.targets);
+        let threads = prober_threads(rate);
+        let tick = schedule::tick_for(rate / threads as f64);
+        info!(
+            threads,
+            tick_ms = tick.as_secs_f64() * 1000.0,
+            "prober threads and start tick for the configured probe rate"
+        );
         let arbiters: Vec<Arbiter> = (0..threads).map(|_| Arbiter::new()).collect();
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let mut engine = Engine {
@@ -142,6 +150,7 @@ impl Engine {
             next_arbiter: 0,
             arbiters,
             origin: Instant::now(),
+            tick,
             api_sinks,
             limits,
         };
@@ -153,7 +162,7 @@ impl Engine {
     }
 
     fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
-        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin);
+        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
         let timing = target.check.timing;
         let recipient = self.tracker.clone().recipient();
         let sample_ratio = if self.plan.telemetry.otlp_endpoint.is_some() {
@@ -378,13 +387,17 @@ fn start_sink(
 /// costs more wake-ups and context switches for the same probes (bench/README.md).
 const PROBES_PER_THREAD: f64 = 10_000.0;
 
-/// Prober threads for `targets` at their intervals: one per [`PROBES_PER_THREAD`], at least
-/// one, at most one per core. Fixed at start: a reload that adds load keeps the count.
-fn prober_threads(targets: &[Target]) -> usize {
-    let per_second: f64 = targets
+/// Probes per second `targets` ask for at their intervals.
+fn probe_rate(targets: &[Target]) -> f64 {
+    targets
         .iter()
         .map(|t| 1.0 / t.check.timing.interval.as_secs_f64().max(1e-3))
-        .sum();
+        .sum()
+}
+
+/// Prober threads for `per_second` probes: one per [`PROBES_PER_THREAD`], at least one, at
+/// most one per core. Fixed at start, as is the tick: a reload that adds load keeps both.
+fn prober_threads(per_second: f64) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
 }

@@ -61,9 +61,13 @@ impl Prober {
         }
     }
 
-    fn arm(&mut self, ctx: &mut Context<Self>, at: Instant) {
-        let delay = at.saturating_duration_since(Instant::now());
-        ctx.run_later(delay, move |act, ctx| act.fire(at, ctx));
+    /// Starts the probe due at `slot` on its tick; lateness still counts from `slot`.
+    fn arm(&mut self, ctx: &mut Context<Self>, slot: Instant) {
+        let delay = self
+            .schedule
+            .start_of(slot)
+            .saturating_duration_since(Instant::now());
+        ctx.run_later(delay, move |act, ctx| act.fire(slot, ctx));
     }
 
     fn fire(&mut self, slot: Instant, ctx: &mut Context<Self>) {
@@ -112,7 +116,7 @@ impl Prober {
         admission.sent();
         let now = Instant::now();
         let next = if settled {
-            self.schedule.next_slot(now, fastrand::f64())
+            self.schedule.next_slot(now)
         } else {
             self.schedule.fast(now)
         };
