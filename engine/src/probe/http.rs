@@ -89,7 +89,9 @@ impl HttpRequest {
     {
         match &self.body {
             None => self.status_check(stream).await,
-            Some(body) => self.body_check(stream, body).await,
+            // Boxed: hyper's connection state would otherwise size every probe's future
+            // (see `Probe::attempt`).
+            Some(body) => Box::pin(self.body_check(stream, body)).await,
         }
     }
 
