@@ -162,6 +162,9 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // The decision is made; the sink writes it right after. Show the file once it does.
+        let ips: Vec<IpAddr> = gateways.iter().map(|g| g.addr().ip()).collect();
+        wait_for_file(&file, "the fail-open set", |c| ips.iter().all(|&ip| has(c, ip))).await?;
         println!(
             "[{:>6} ms] all three down after {:.0} ms; on_all_unhealthy = \"publish_all\": the file still lists them all",
             started.elapsed().as_millis(),
