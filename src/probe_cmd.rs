@@ -123,7 +123,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             ho_config::resolve_standalone_check(&overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
         let target = Target { address, check };
         let probe = Probe::new(&target, &mut TlsCache::default())?;
-        let result = probe.run().await;
+        let result = probe.run(&mut None).await;
         let verdict = if result.ok() { "healthy" } else { "unhealthy" };
         println!(
             "{verdict} {} {} {:.1}ms",

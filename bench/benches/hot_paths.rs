@@ -164,14 +164,16 @@ fn http_probe(c: &mut Criterion) {
         )
         .unwrap()
     });
-    // A status check takes the raw path (request head written as is, response head parsed
-    // with httparse); a body check goes through hyper. Same server, same exchange otherwise.
-    let probe_of = |body_contains: Option<&str>| {
+    // A status check reads the response head only; a body check also reads the body; a
+    // kept connection (`reuse_connection`, a fresh one every 10 probes) skips connect and
+    // close. Same server, same exchange otherwise.
+    let probe_of = |body_contains: Option<&str>, reuse: bool| {
         let check = ho_config::resolve_standalone_check(&CheckOverrides {
             kind: Some(CheckKind::Http),
             port: Some(gateway.addr().port()),
             path: Some("/healthz".into()),
             body_contains: body_contains.map(str::to_owned),
+            reuse_connection: reuse.then_some(true),
             ..Default::default()
         })
         .unwrap();
@@ -187,15 +189,17 @@ fn http_probe(c: &mut Criterion) {
     let mut group = c.benchmark_group("probe");
     group.sample_size(50);
     for (name, probe) in [
-        ("http_probe_loopback_roundtrip", probe_of(None)),
+        ("http_probe_loopback_roundtrip", probe_of(None, false)),
         (
             "http_body_probe_loopback_roundtrip",
-            probe_of(Some("ready")),
+            probe_of(Some("ready"), false),
         ),
+        ("http_probe_kept_connection", probe_of(None, true)),
     ] {
+        let mut kept = None;
         group.bench_function(name, |b| {
             b.iter(|| {
-                let result = rt.block_on(probe.run());
+                let result = rt.block_on(probe.run(&mut kept));
                 assert!(result.ok(), "{}", result.reason());
             })
         });

@@ -60,9 +60,10 @@ pub struct LimitsConfig {
     #[serde(default = "default_max_endpoints")]
     pub max_endpoints: usize,
     /// Most probes in flight at once (each holds a socket). 0 derives it from the process's
-    /// open-file limit, keeping 256 descriptors for sinks, the API and logs: a probe that
-    /// would find no descriptor waits for one instead of failing and marking a healthy
-    /// endpoint down.
+    /// open-file limit, keeping 256 descriptors for sinks, the API and logs, and one for
+    /// each target that keeps its connection (`reuse_connection`) at start-up: a probe
+    /// that would find no descriptor waits for one instead of failing and marking a
+    /// healthy endpoint down.
     #[serde(default)]
     pub max_concurrent_probes: usize,
 }
@@ -337,6 +338,17 @@ pub struct CheckOverrides {
     /// Most body bytes read when `body_contains` is set; a larger body is judged on its prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_limit: Option<usize>,
+    /// http/https only: keep the connection open between probes (HTTP/1.1 keep-alive, TLS
+    /// session kept) instead of opening one per probe. Off by default: a reused connection
+    /// does not see faults that only new connections meet (a firewall rule, a full accept
+    /// queue, conntrack), so a fresh one is still opened after every failure and at least
+    /// every `fresh_connection_every` probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_connection: Option<bool>,
+    /// With `reuse_connection`: most probes carried by one connection (default 10), so new
+    /// connections are still tested at least every `fresh_connection_every` intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_connection_every: Option<u32>,
     /// Flap damping: an endpoint that keeps going down and up is held out of DNS until it
     /// has been calm for a while. Off unless this table is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -434,6 +446,11 @@ impl CheckOverrides {
             ca_file: pick(&self.ca_file, &base.ca_file),
             body_contains: pick(&self.body_contains, &base.body_contains),
             body_limit: pick(&self.body_limit, &base.body_limit),
+            reuse_connection: pick(&self.reuse_connection, &base.reuse_connection),
+            fresh_connection_every: pick(
+                &self.fresh_connection_every,
+                &base.fresh_connection_every,
+            ),
             damping: pick(&self.damping, &base.damping),
         }
     }

@@ -87,6 +87,15 @@ pub struct Target {
 }
 
 impl Target {
+    /// Whether probes of this target keep their connection open between them
+    /// (`reuse_connection`), holding a descriptor while idle.
+    pub fn keeps_connection(&self) -> bool {
+        match &self.check.protocol {
+            Protocol::Tcp => false,
+            Protocol::Http(h) | Protocol::Https { http: h, .. } => h.probes_per_connection > 1,
+        }
+    }
+
     /// Stable text form (`http://10.0.0.1:80/healthz`, `tcp://[::1]:443`), used as the
     /// target's identity in logs and to derive its schedule phase.
     pub fn key(&self) -> String {
@@ -140,8 +149,11 @@ pub struct HttpCheck {
     pub expect_status: Vec<u16>,
     /// Required body substring.
     pub body_contains: Option<String>,
-    /// Most body bytes read when `body_contains` is set.
+    /// Most body bytes read when `body_contains` is set, or drained to reuse a connection.
     pub body_limit: usize,
+    /// Probes one connection carries: 1 opens a fresh connection per probe (the default),
+    /// more is `reuse_connection` with `fresh_connection_every`.
+    pub probes_per_connection: u32,
 }
 
 /// TLS trust settings.

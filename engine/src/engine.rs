@@ -115,7 +115,8 @@ impl Engine {
         }
         let plan = Arc::new(plan);
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
-        let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes);
+        let kept = plan.targets.iter().filter(|t| t.keeps_connection()).count();
+        let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes, kept);
         info!(
             concurrency,
             "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"

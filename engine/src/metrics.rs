@@ -103,6 +103,9 @@ pub struct Metrics {
     pub probes_waited: Family<BoundLabel, Counter>,
     /// Probes allowed in flight at once.
     pub probe_concurrency_limit: Gauge,
+    /// Probes answered over a connection kept from an earlier probe (`reuse_connection`);
+    /// against `probes_total`, the share of probes that tested no new connection.
+    pub probe_connections_reused: Counter,
     /// API requests refused with 429 by the API's rate limit.
     pub api_rate_limited: Counter,
     /// Times flap damping started holding an endpoint out of DNS.
@@ -150,6 +153,7 @@ impl Metrics {
             spans_exported: Family::default(),
             probes_waited: Family::default(),
             probe_concurrency_limit: Gauge::default(),
+            probe_connections_reused: Counter::default(),
             api_rate_limited: Counter::default(),
             damping_holds: Counter::default(),
             registry: Registry::default(),
@@ -229,6 +233,11 @@ impl Metrics {
             "probe_concurrency_limit",
             "Probes allowed in flight at once",
             m.probe_concurrency_limit.clone(),
+        );
+        registry.register(
+            "probe_connections_reused",
+            "Probes answered over a connection kept from an earlier probe (reuse_connection)",
+            m.probe_connections_reused.clone(),
         );
         registry.register(
             "api_rate_limited",

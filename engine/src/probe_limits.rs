@@ -49,13 +49,15 @@ impl ProbeLimits {
     }
 
     /// The concurrent-probe limit to use: `configured`, or when 0, the open-file limit
-    /// minus a reserve (at least 64).
-    pub fn concurrency(configured: usize) -> usize {
+    /// minus a reserve and the `kept` connections held between probes (at least 64).
+    pub fn concurrency(configured: usize, kept: usize) -> usize {
         if configured > 0 {
             return configured;
         }
         let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
-        soft.saturating_sub(RESERVED_DESCRIPTORS).max(64) as usize
+        soft.saturating_sub(RESERVED_DESCRIPTORS)
+            .saturating_sub(kept as u64)
+            .max(64) as usize
     }
 
     /// Waits for room for one more result in the tracker's mailbox, then for a socket.
@@ -202,7 +204,7 @@ mod tests {
 
     #[test]
     fn derived_concurrency_is_the_open_file_limit_less_a_reserve() {
-        assert_eq!(ProbeLimits::concurrency(10), 10);
+        assert_eq!(ProbeLimits::concurrency(10, 5), 10);
         let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
         let soft: u64 = limits
             .lines()
@@ -211,7 +213,8 @@ mod tests {
             .and_then(|v| v.parse().ok())
             .expect("soft open-file limit in /proc/self/limits");
         let expected = soft.saturating_sub(RESERVED_DESCRIPTORS).max(64) as usize;
-        assert_eq!(ProbeLimits::concurrency(0), expected);
+        assert_eq!(ProbeLimits::concurrency(0, 0), expected);
+        assert_eq!(ProbeLimits::concurrency(0, 10), (expected - 10).max(64));
     }
 
     #[test]

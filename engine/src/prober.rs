@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use crate::hysteresis::{Hysteresis, Judgement};
 use crate::observation::{Observation, TargetId};
 use crate::outbox::{self, Observations};
-use crate::probe::{Probe, ProbeResult};
+use crate::probe::{KeptConnection, Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
 use crate::schedule::Schedule;
 use crate::trace;
@@ -27,6 +27,8 @@ use crate::trace;
 pub struct Prober {
     target: TargetId,
     probe: Arc<Probe>,
+    /// The connection kept between probes (`reuse_connection`); out with the probe in flight.
+    kept: Option<KeptConnection>,
     schedule: Schedule,
     tracker: Recipient<Observations>,
     /// Rise and fall of the target's check, for the scheduling copy of the hysteresis.
@@ -52,6 +54,7 @@ impl Prober {
         Prober {
             target,
             probe: Arc::new(probe),
+            kept: None,
             schedule,
             tracker,
             timing: *timing,
@@ -73,17 +76,19 @@ impl Prober {
     fn fire(&mut self, slot: Instant, ctx: &mut Context<Self>) {
         let probe = self.probe.clone();
         let limits = self.limits.clone();
+        let mut kept = self.kept.take();
         ctx.spawn(
             async move {
                 let mut admission = limits.admit().await;
                 // Lateness counts from the slot to the start, waiting for a bound included.
                 let start_delay = Instant::now().saturating_duration_since(slot);
-                let result = probe.run().await;
+                let result = probe.run(&mut kept).await;
                 admission.probe_done();
-                (result, start_delay, admission)
+                (result, start_delay, admission, kept)
             }
             .into_actor(self)
-            .map(move |(result, start_delay, admission), act, ctx| {
+            .map(move |(result, start_delay, admission, kept), act, ctx| {
+                act.kept = kept;
                 act.finished(result, start_delay, admission, ctx)
             }),
         );

@@ -1,6 +1,5 @@
 //! One gateway: a listener on a loopback address serving a health endpoint.
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +34,14 @@ struct Shared {
     behaviour: Mutex<Behaviour>,
     requests: Arc<AtomicU64>,
     tls: Option<TlsAcceptor>,
+}
+
+impl Shared {
+    /// Reads the gateway's behaviour at the time of each request.
+    fn current(self: &Arc<Self>) -> impl Fn() -> Behaviour + Send + 'static {
+        let shared = self.clone();
+        move || shared.behaviour.lock().expect("not poisoned").clone()
+    }
 }
 
 /// A running gateway. Dropping it closes the listener.
@@ -200,19 +207,28 @@ async fn accept_loop(listener: StdListener, shared: Arc<Shared>) {
                 }
                 (Some(tls), behaviour) => {
                     if let Ok(stream) = tls.accept(stream).await {
-                        serve(stream, behaviour, shared.requests.clone()).await;
+                        serve(stream, behaviour, shared.current(), shared.requests.clone()).await;
                     }
                 }
-                (None, behaviour) => serve(stream, behaviour, shared.requests.clone()).await,
+                (None, behaviour) => {
+                    serve(stream, behaviour, shared.current(), shared.requests.clone()).await
+                }
             }
         });
     }
 }
 
-/// Answers one connection as `behaviour` says (`Reset` is handled by the caller, which
-/// holds the TCP socket); `requests` counts HTTP requests answered.
-pub(crate) async fn serve<S>(mut stream: S, behaviour: Behaviour, requests: Arc<AtomicU64>)
-where
+/// Answers one connection: `behaviour` when it was accepted (`Reset` is handled by the
+/// caller, which holds the TCP socket), then each request of a kept-alive connection as
+/// `current()` says at that moment, as a real health endpoint reflects its server's state
+/// now. A gateway that has since died (`Refuse`, `Reset`) closes the connection instead of
+/// answering; one that hangs never answers. `requests` counts HTTP requests answered.
+pub(crate) async fn serve<S>(
+    mut stream: S,
+    behaviour: Behaviour,
+    current: impl Fn() -> Behaviour + Send + 'static,
+    requests: Arc<AtomicU64>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     if behaviour == Behaviour::Hang {
@@ -221,17 +237,25 @@ where
         return;
     }
     let service = hyper::service::service_fn(move |_req| {
-        requests.fetch_add(1, Ordering::Relaxed);
-        let (status, body) = match &behaviour {
-            Behaviour::Status(code) => (
-                StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                "unhealthy\n",
-            ),
-            _ => (StatusCode::OK, "ok: ready\n"),
-        };
-        let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
-        *response.status_mut() = status;
-        async move { Ok::<_, Infallible>(response) }
+        let now = current();
+        let requests = requests.clone();
+        async move {
+            let (status, body) = match now {
+                Behaviour::Healthy => (StatusCode::OK, "ok: ready\n"),
+                Behaviour::Status(code) => (
+                    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    "unhealthy\n",
+                ),
+                Behaviour::Hang => std::future::pending().await,
+                Behaviour::Refuse | Behaviour::Reset => {
+                    return Err(io::Error::other("gateway down"))
+                }
+            };
+            requests.fetch_add(1, Ordering::Relaxed);
+            let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+            *response.status_mut() = status;
+            Ok(response)
+        }
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .serve_connection(TokioIo::new(stream), service)

@@ -138,13 +138,15 @@ async fn accept_loop(
         };
         let behaviour = decode(behaviours[slot].load(Ordering::Relaxed));
         let requests = requests.clone();
+        let all = behaviours.clone();
+        let current = move || decode(all[slot].load(Ordering::Relaxed));
         tokio::spawn(async move {
             if behaviour == Behaviour::Reset {
                 let _ = socket2::SockRef::from(&stream).set_linger(Some(std::time::Duration::ZERO));
                 drop(stream);
                 return;
             }
-            serve(stream, behaviour, requests).await;
+            serve(stream, behaviour, current, requests).await;
         });
     }
 }

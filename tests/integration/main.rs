@@ -17,6 +17,7 @@ mod crash;
 mod deploy;
 mod engine_e2e;
 mod flapping;
+mod keep_alive;
 mod limits;
 mod loadtest;
 mod misbehaviour;

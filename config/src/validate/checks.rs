@@ -150,6 +150,11 @@ fn check_unused(own: &CheckOverrides, kind: CheckKind, path: &str, errs: &mut Er
         ("headers", own.headers.is_some()),
         ("body_contains", own.body_contains.is_some()),
         ("body_limit", own.body_limit.is_some()),
+        ("reuse_connection", own.reuse_connection.is_some()),
+        (
+            "fresh_connection_every",
+            own.fresh_connection_every.is_some(),
+        ),
     ];
     let tls_only = [
         ("insecure", own.insecure.is_some()),
@@ -278,6 +283,7 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
             "must not be empty (remove it to skip the body check)",
         );
     }
+    let probes_per_connection = probes_per_connection(merged, path, errs);
     if errs.0.len() > before {
         return None;
     }
@@ -288,7 +294,36 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
         expect_status,
         body_contains: merged.body_contains.clone(),
         body_limit,
+        probes_per_connection,
     })
+}
+
+/// Most probes one connection carries before a fresh one: at most 1000, nginx's default
+/// `keepalive_requests`, so a server closing first is the exception.
+const MAX_PROBES_PER_CONNECTION: u32 = 1000;
+
+/// `reuse_connection` and `fresh_connection_every` as one number (1 = no reuse).
+fn probes_per_connection(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> u32 {
+    let every = merged.fresh_connection_every;
+    if merged.reuse_connection != Some(true) {
+        if every.is_some() {
+            errs.push(
+                format!("{path}.fresh_connection_every"),
+                "has no effect without reuse_connection = true",
+            );
+        }
+        return 1;
+    }
+    let every = every.unwrap_or(10);
+    if !(2..=MAX_PROBES_PER_CONNECTION).contains(&every) {
+        errs.push(
+            format!("{path}.fresh_connection_every"),
+            format!(
+                "must be between 2 and {MAX_PROBES_PER_CONNECTION} (1 is reuse_connection = false)"
+            ),
+        );
+    }
+    every
 }
 
 fn resolve_tls(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> TlsCheck {

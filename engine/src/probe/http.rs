@@ -1,26 +1,23 @@
 //! One HTTP/1.1 exchange over an established stream.
 //!
-//! A status check (the common case) writes a request head serialized once per target and
-//! parses the response head with `httparse` (hyper's own parser) as it arrives: one write,
-//! usually one read, one allocation. A body check (`body_contains`) goes through a raw hyper
-//! `conn::http1` handshake, which decodes chunked and length-delimited bodies. Either way:
-//! no pool, no spawned task, nothing kept after the verdict.
+//! The request head is serialized once per target; the response head is parsed with
+//! `httparse` (hyper's own parser) as it arrives, and a body is read only when there is
+//! something to look for (`body_contains`) or the connection is kept for the next probe
+//! ([`super::body`]). A status check is one write and usually one read, with one
+//! allocation.
 //!
-//! Measured at 10,000 probes/s (bench/README.md): the hyper path cost ~600 bytes per
-//! target (a `HeaderMap`) and a request, header map and URI built per probe.
+//! Measured at 10,000 probes/s (bench/README.md): going through hyper's client cost ~600
+//! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
+//! 8 KB connection state inside every probe in flight.
 
-use bytes::Bytes;
 use ho_config::HttpCheck;
-use http_body_util::{BodyExt, Empty};
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::{HeaderMap, Request, Uri};
-use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::body::{read_body, BodyRead, Framing};
 use super::Failure;
 
-/// Largest response head read by a status check; a health endpoint's is far smaller.
+/// Largest response head read; a health endpoint's is far smaller.
 const MAX_HEAD: usize = 16 * 1024;
 /// Most response headers parsed (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -31,15 +28,20 @@ pub struct HttpRequest {
     /// The whole request head, as sent.
     head: Box<[u8]>,
     expect_status: Box<[u16]>,
-    body: Option<BodyCheck>,
+    needle: Option<Box<[u8]>>,
+    body_limit: usize,
 }
 
-/// What a body check needs to run the request through hyper.
-struct BodyCheck {
-    uri: Uri,
-    headers: HeaderMap,
-    needle: Vec<u8>,
-    limit: usize,
+/// A complete response head.
+#[derive(Debug, PartialEq, Eq)]
+struct Head {
+    code: u16,
+    /// Bytes of the head, up to and including its empty line.
+    len: usize,
+    /// Where the body ends, or why the head does not say (a status check does not care).
+    framing: Result<Framing, String>,
+    /// HTTP/1.1 without `Connection: close`: the server will take another request.
+    keep_alive: bool,
 }
 
 impl HttpRequest {
@@ -54,156 +56,141 @@ impl HttpRequest {
             None if addr.port() == 80 || addr.port() == 443 => host_text(addr),
             None => format!("{}:{}", host_text(addr), addr.port()),
         };
-        let mut fields = vec![("Host", host.as_str()), ("User-Agent", USER_AGENT)];
-        fields.extend(check.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let mut head = format!("GET {} HTTP/1.1\r\n", check.path);
-        for (name, value) in &fields {
+        let mut head = format!(
+            "GET {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n",
+            check.path
+        );
+        for (name, value) in &check.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
-        let body = check.body_contains.as_ref().map(|needle| BodyCheck {
-            uri: check.path.parse().expect("validated path"),
-            headers: fields
-                .iter()
-                .map(|(name, value)| {
-                    (
-                        HeaderName::from_bytes(name.as_bytes()).expect("validated header name"),
-                        HeaderValue::from_str(value).expect("validated header value"),
-                    )
-                })
-                .collect(),
-            needle: needle.as_bytes().to_vec(),
-            limit: check.body_limit,
-        });
         HttpRequest {
             head: head.into_bytes().into_boxed_slice(),
             expect_status: check.expect_status.clone().into_boxed_slice(),
-            body,
+            needle: check
+                .body_contains
+                .as_ref()
+                .map(|n| n.as_bytes().to_vec().into_boxed_slice()),
+            body_limit: check.body_limit,
         }
     }
 
-    /// Sends the request on `stream` and judges the response.
-    pub async fn exchange<S>(&self, stream: S) -> Result<(), Failure>
-    where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        match &self.body {
-            None => self.status_check(stream).await,
-            // Boxed: hyper's connection state would otherwise size every probe's future
-            // (see `Probe::attempt`).
-            Some(body) => Box::pin(self.body_check(stream, body)).await,
-        }
-    }
-
-    /// Writes the head and judges the status line as soon as the response head is in;
-    /// interim (1xx) responses are skipped.
-    async fn status_check<S>(&self, mut stream: S) -> Result<(), Failure>
+    /// Sends the request on `stream` and judges the response. With `keep`, the response is
+    /// read to its end so the connection can carry the next request; the answer says
+    /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
+    pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<bool, Failure>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let io = |e: std::io::Error| Failure::from_io(&e);
         stream.write_all(&self.head).await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
-        let mut start = 0;
-        loop {
-            if buf.len() - start >= MAX_HEAD {
-                return Err(Failure::Protocol(format!(
-                    "response head larger than {} KiB",
-                    MAX_HEAD / 1024
-                )));
-            }
-            if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
-                return Err(Failure::Closed);
-            }
-            while let Some((code, len)) = parse_head(&buf[start..])? {
-                if (100..200).contains(&code) && code != 101 {
-                    start += len;
-                    continue;
-                }
-                return if self.expect_status.contains(&code) {
-                    Ok(())
-                } else {
-                    Err(Failure::Status(code))
-                };
-            }
+        let head = read_head(stream, &mut buf).await?;
+        if !self.expect_status.contains(&head.code) {
+            return Err(Failure::Status(head.code));
         }
-    }
-
-    /// Runs the request through hyper and reads the body for the needle.
-    async fn body_check<S>(&self, stream: S, check: &BodyCheck) -> Result<(), Failure>
-    where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| hyper_failure(&e))?;
-        let mut request = Request::new(Empty::<Bytes>::new());
-        *request.uri_mut() = check.uri.clone();
-        *request.headers_mut() = check.headers.clone();
-        let work = async move {
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| hyper_failure(&e))?;
-            let status = response.status().as_u16();
-            if !self.expect_status.contains(&status) {
-                return Err(Failure::Status(status));
-            }
-            read_until_found(response.into_body(), &check.needle, check.limit).await
+        let keep =
+            keep && head.keep_alive && matches!(head.framing, Ok(f) if f != Framing::UntilClose);
+        if self.needle.is_none() && !keep {
+            return Ok(false);
+        }
+        let framing = head.framing.map_err(Failure::Protocol)?;
+        buf.drain(..head.len);
+        let read = BodyRead {
+            needle: self.needle.as_deref(),
+            limit: self.body_limit,
+            to_end: keep,
         };
-        tokio::pin!(work);
-        tokio::pin!(conn);
-        tokio::select! {
-            biased;
-            verdict = &mut work => verdict,
-            // The connection can finish before `work` has taken the response out of the
-            // channel (e.g. `Connection: close`): the response is complete, so finish `work`.
-            done = &mut conn => match done {
-                Ok(()) => work.await,
-                Err(e) => Err(hyper_failure(&e)),
-            },
+        let end = read_body(stream, buf, framing, read).await?;
+        if !end.found {
+            return Err(Failure::BodyMismatch);
+        }
+        Ok(keep && end.at_boundary)
+    }
+}
+
+/// Reads until a final (non-1xx) response head is complete; interim responses are skipped.
+/// `buf` keeps everything read, the head starting at offset 0 on return.
+async fn read_head<S>(stream: &mut S, buf: &mut Vec<u8>) -> Result<Head, Failure>
+where
+    S: AsyncRead + Unpin,
+{
+    loop {
+        while let Some(head) = parse_head(buf)? {
+            if (100..200).contains(&head.code) && head.code != 101 {
+                buf.drain(..head.len);
+                continue;
+            }
+            return Ok(head);
+        }
+        if buf.len() >= MAX_HEAD {
+            return Err(Failure::Protocol(format!(
+                "response head larger than {} KiB",
+                MAX_HEAD / 1024
+            )));
+        }
+        if stream
+            .read_buf(buf)
+            .await
+            .map_err(|e| Failure::from_io(&e))?
+            == 0
+        {
+            return Err(Failure::Closed);
         }
     }
 }
 
-/// The status code and length of a complete response head at the start of `bytes`, `None`
-/// while incomplete.
-fn parse_head(bytes: &[u8]) -> Result<Option<(u16, usize)>, Failure> {
+/// The complete response head at the start of `bytes`, `None` while incomplete.
+fn parse_head(bytes: &[u8]) -> Result<Option<Head>, Failure> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
-    match response.parse(bytes) {
-        Ok(httparse::Status::Complete(len)) => Ok(Some((
-            response.code.expect("complete head has a code"),
-            len,
-        ))),
-        Ok(httparse::Status::Partial) => Ok(None),
-        Err(e) => Err(Failure::Protocol(format!("invalid HTTP response: {e}"))),
-    }
-}
-
-/// Reads the body until `needle` is found or `limit` bytes were seen.
-async fn read_until_found(
-    mut body: hyper::body::Incoming,
-    needle: &[u8],
-    limit: usize,
-) -> Result<(), Failure> {
-    let mut seen: Vec<u8> = Vec::new();
-    while seen.len() < limit {
-        let Some(frame) = body.frame().await else {
-            break;
-        };
-        let frame = frame.map_err(|e| hyper_failure(&e))?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        let search_from = seen.len().saturating_sub(needle.len().saturating_sub(1));
-        let take = data.len().min(limit - seen.len());
-        seen.extend_from_slice(&data[..take]);
-        if contains(&seen[search_from..], needle) {
-            return Ok(());
+    let len = match response.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(Failure::Protocol(format!("invalid HTTP response: {e}"))),
+    };
+    let code = response.code.expect("complete head has a code");
+    let mut keep_alive = response.version == Some(1);
+    let mut length = Ok(None);
+    let mut chunked = false;
+    for h in response.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("");
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = match (length, value.trim().parse::<u64>()) {
+                (Ok(None), Ok(n)) => Ok(Some(n)),
+                (Ok(Some(l)), Ok(n)) if l == n => Ok(Some(n)),
+                (Ok(Some(_)), Ok(_)) => Err("conflicting Content-Length headers".to_string()),
+                (Ok(_), Err(_)) => Err(format!("invalid Content-Length {value:?}")),
+                (Err(e), _) => Err(e),
+            };
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            // Chunked only when it is the final coding (RFC 9112 section 6.3).
+            chunked = value
+                .rsplit(',')
+                .next()
+                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+            length = Ok(None);
+        } else if h.name.eq_ignore_ascii_case("connection")
+            && value
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("close"))
+        {
+            keep_alive = false;
         }
     }
-    Err(Failure::BodyMismatch)
+    let framing = if code == 204 || code == 304 || (100..200).contains(&code) {
+        Ok(Framing::Length(0))
+    } else if chunked {
+        Ok(Framing::Chunked)
+    } else {
+        length.map(|l| l.map_or(Framing::UntilClose, Framing::Length))
+    };
+    Ok(Some(Head {
+        code,
+        len,
+        framing,
+        keep_alive,
+    }))
 }
 
 fn host_text(addr: SocketAddr) -> String {
@@ -213,36 +200,23 @@ fn host_text(addr: SocketAddr) -> String {
     }
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-/// Classifies a hyper error, looking through to the socket error when there is one.
-fn hyper_failure(e: &hyper::Error) -> Failure {
-    let mut source = std::error::Error::source(e);
-    while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return Failure::from_io(io);
-        }
-        source = err.source();
-    }
-    if e.is_incomplete_message() {
-        Failure::Closed
-    } else {
-        Failure::Protocol(e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{contains, parse_head, Failure};
+    use super::{parse_head, Failure, Framing, Head};
 
     #[test]
     fn response_heads_parse_as_they_arrive() {
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         assert_eq!(parse_head(&head[..20]), Ok(None));
-        assert_eq!(parse_head(head), Ok(Some((200, head.len() - 2))));
-        assert_eq!(parse_head(b"HTTP/1.0 503 x\r\n\r\n"), Ok(Some((503, 18))));
+        assert_eq!(
+            parse_head(head),
+            Ok(Some(Head {
+                code: 200,
+                len: head.len() - 2,
+                framing: Ok(Framing::Length(2)),
+                keep_alive: true
+            }))
+        );
         assert!(matches!(
             parse_head(b"SSH-2.0-OpenSSH_9.2\r\n"),
             Err(Failure::Protocol(m)) if m.starts_with("invalid HTTP response")
@@ -250,9 +224,26 @@ mod tests {
     }
 
     #[test]
-    fn substring_search() {
-        assert!(contains(b"status: ready", b"ready"));
-        assert!(!contains(b"status: rea", b"ready"));
-        assert!(contains(b"x", b""));
+    fn framing_and_keep_alive_follow_the_headers() {
+        let parse = |h: &[u8]| parse_head(h).unwrap().unwrap();
+        let h = parse(b"HTTP/1.0 503 x\r\n\r\n");
+        assert_eq!(
+            (h.code, h.framing, h.keep_alive),
+            (503, Ok(Framing::UntilClose), false)
+        );
+        let h = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 9\r\n\r\n",
+        );
+        assert_eq!(h.framing, Ok(Framing::Chunked));
+        let h =
+            parse(b"HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n");
+        assert!(!h.keep_alive);
+        let h = parse(b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n");
+        assert_eq!(h.framing, Ok(Framing::Length(0)));
+        // A status check does not need the length: a bad one only matters to a body read.
+        let h = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n");
+        assert_eq!(h.framing, Err("conflicting Content-Length headers".into()));
+        let h = parse(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n");
+        assert_eq!(h.framing, Err("invalid Content-Length \"-1\"".into()));
     }
 }

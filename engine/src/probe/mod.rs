@@ -1,10 +1,12 @@
 //! One health-check attempt against one target: TCP connect, HTTP/1.1 or HTTPS, under a
 //! single hard deadline, with a reason for every failure.
 //!
-//! A probe opens a fresh connection each time (that is what detects a dead listener) and
-//! closes it with an RST (SO_LINGER 0), so thousands of probes per second leave no
-//! TIME_WAIT behind on either side.
+//! A probe opens a fresh connection each time by default (that is what detects a dead
+//! listener) and closes it with an RST (SO_LINGER 0), so thousands of probes per second
+//! leave no TIME_WAIT behind on either side. With `reuse_connection`, an HTTP/1.1 or HTTPS
+//! connection is kept for the target's next probes ([`KeptConnection`]).
 
+mod body;
 mod connect;
 mod http;
 mod outcome;
@@ -16,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::{Protocol, Target};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
 
 pub use outcome::{Failure, ProbeResult};
 pub use tls::{client_config, TlsCache, TlsError};
@@ -29,6 +33,8 @@ pub struct Probe {
     addr: SocketAddr,
     timeout: Duration,
     kind: ProbeKind,
+    /// Probes one connection carries (1: a fresh connection every probe).
+    per_connection: u32,
 }
 
 #[derive(Clone)]
@@ -38,59 +44,141 @@ enum ProbeKind {
     Https(Arc<HttpRequest>, tls::TlsTarget),
 }
 
+/// An HTTP/1.1 or HTTPS connection left open by one probe for the target's next ones
+/// (`reuse_connection`). Its owner (the target's prober) passes it back to
+/// [`Probe::run`]; a failure or the `fresh_connection_every` count ends it.
+pub struct KeptConnection {
+    stream: Stream,
+    /// Probes this connection has carried.
+    carried: u32,
+}
+
+enum Stream {
+    Plain(TcpStream),
+    // Boxed: rustls's connection state is ~1 KB, which a plain connection need not carry.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// How far an attempt got, readable after the deadline cut it.
+#[derive(Default)]
+struct Progress {
+    /// The TCP handshake is done: a timeout is then `Timeout`, not `ConnectTimeout`.
+    connected: AtomicBool,
+    /// The verdict came over a kept connection.
+    reused: AtomicBool,
+}
+
 impl Probe {
     /// Builds the probe for `target`, loading TLS trust through `tls` (shared between
     /// targets with the same trust settings).
     pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, TlsError> {
         let addr = SocketAddr::new(target.address, target.check.port);
-        let kind = match &target.check.protocol {
-            Protocol::Tcp => ProbeKind::Tcp,
-            Protocol::Http(h) => ProbeKind::Http(Arc::new(HttpRequest::new(h, addr))),
-            Protocol::Https { http, tls: trust } => ProbeKind::Https(
-                Arc::new(HttpRequest::new(http, addr)),
-                tls.target(trust, http.host.as_deref(), target.address)?,
+        let (kind, per_connection) = match &target.check.protocol {
+            Protocol::Tcp => (ProbeKind::Tcp, 1),
+            Protocol::Http(h) => (
+                ProbeKind::Http(Arc::new(HttpRequest::new(h, addr))),
+                h.probes_per_connection,
+            ),
+            Protocol::Https { http, tls: trust } => (
+                ProbeKind::Https(
+                    Arc::new(HttpRequest::new(http, addr)),
+                    tls.target(trust, http.host.as_deref(), target.address)?,
+                ),
+                http.probes_per_connection,
             ),
         };
         Ok(Probe {
             addr,
             timeout: target.check.timing.timeout,
             kind,
+            per_connection,
         })
     }
 
-    /// Runs one attempt. Never takes longer than the timeout (plus scheduling noise).
-    pub async fn run(&self) -> ProbeResult {
+    /// Runs one attempt over `kept` when it holds a connection, else over a fresh one; on
+    /// return `kept` holds the connection to use next time, if any. Never takes longer
+    /// than the timeout (plus scheduling noise).
+    pub async fn run(&self, kept: &mut Option<KeptConnection>) -> ProbeResult {
         let start = Instant::now();
-        let connected = AtomicBool::new(false);
-        let outcome = match tokio::time::timeout(self.timeout, self.attempt(&connected)).await {
+        let progress = Progress::default();
+        let outcome = match tokio::time::timeout(self.timeout, self.attempt(&progress, kept)).await
+        {
             Ok(result) => result,
-            Err(_) if connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
+            Err(_) if progress.connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
             Err(_) => Err(Failure::ConnectTimeout),
         };
         ProbeResult {
             outcome,
             latency: start.elapsed(),
+            reused: progress.reused.load(Ordering::Relaxed),
         }
     }
 
-    /// One attempt; sets `connected` once the TCP handshake is done, so a timeout can say
-    /// which side of it the probe was on.
+    /// One attempt, recording in `progress` how far it got.
+    ///
+    /// A kept connection that the server closed or reset while idle (its keep-alive
+    /// timeout, a restart) is not a verdict: the attempt goes on over a fresh connection,
+    /// so a dead gateway is reported as refused, exactly as without reuse, and a live one
+    /// that merely dropped an idle connection is not reported down. Any other failure ends
+    /// the connection and is the verdict.
     ///
     /// An async fn's state is as large as its largest path, and every probe in flight holds
-    /// one: with the TLS handshake and hyper's body check inline, that was ~8 KB per probe
-    /// (a heap profile of 2,000 hanging probes: 15.7 MB in the prober's spawned futures).
-    /// Those two paths are boxed, so a plain status probe carries only its own state and
-    /// TLS and body probes pay one more allocation of their own size.
-    async fn attempt(&self, connected: &AtomicBool) -> Result<(), Failure> {
-        let stream = connect::connect(self.addr).await?;
-        connected.store(true, Ordering::Relaxed);
-        match &self.kind {
-            ProbeKind::Tcp => connect::handshake_error(&stream),
-            ProbeKind::Http(req) => req.exchange(stream).await,
-            ProbeKind::Https(req, tls) => {
-                Box::pin(async move { req.exchange(tls.handshake(stream).await?).await }).await
+    /// one: with the TLS handshake inline that was ~8 KB per probe (a heap profile of
+    /// 2,000 hanging probes: 15.7 MB in the prober's spawned futures). TLS is boxed, so a
+    /// plain probe carries only its own state and a TLS probe pays one more allocation.
+    async fn attempt(
+        &self,
+        progress: &Progress,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        let (req, tls) = match &self.kind {
+            ProbeKind::Tcp => {
+                let stream = connect::connect(self.addr).await?;
+                progress.connected.store(true, Ordering::Relaxed);
+                return connect::handshake_error(&stream);
+            }
+            ProbeKind::Http(req) => (req, None),
+            ProbeKind::Https(req, tls) => (req, Some(tls)),
+        };
+        if let Some(conn) = kept.take() {
+            progress.connected.store(true, Ordering::Relaxed);
+            progress.reused.store(true, Ordering::Relaxed);
+            match self.exchange(req, conn, kept).await {
+                Err(Failure::Closed | Failure::Reset) => {
+                    progress.connected.store(false, Ordering::Relaxed);
+                    progress.reused.store(false, Ordering::Relaxed);
+                }
+                verdict => return verdict,
             }
         }
+        let tcp = connect::connect(self.addr).await?;
+        progress.connected.store(true, Ordering::Relaxed);
+        let stream = match tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp)).await?)),
+        };
+        self.exchange(req, KeptConnection { stream, carried: 0 }, kept)
+            .await
+    }
+
+    /// One request on `conn`; a connection that can carry more probes goes into `kept`,
+    /// any other is dropped (closed with an RST).
+    async fn exchange(
+        &self,
+        req: &HttpRequest,
+        mut conn: KeptConnection,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        conn.carried += 1;
+        let keep = conn.carried < self.per_connection;
+        let reusable = match &mut conn.stream {
+            Stream::Plain(tcp) => req.exchange(tcp, keep).await?,
+            Stream::Tls(tls) => Box::pin(req.exchange(tls.as_mut(), keep)).await?,
+        };
+        if reusable {
+            *kept = Some(conn);
+        }
+        Ok(())
     }
 }
 
@@ -115,7 +203,8 @@ mod tests {
             check: ho_config::resolve_standalone_check(&check).unwrap(),
         };
         let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
-        let size = std::mem::size_of_val(&probe.run());
+        let mut kept = None;
+        let size = std::mem::size_of_val(&probe.run(&mut kept));
         assert!(size <= 1024, "a probe future is {size} bytes");
     }
 }

@@ -97,6 +97,8 @@ pub struct ProbeResult {
     pub outcome: Result<(), Failure>,
     /// Time from start to verdict (the timeout, for timeouts).
     pub latency: Duration,
+    /// The verdict came over a connection kept from an earlier probe (`reuse_connection`).
+    pub reused: bool,
 }
 
 impl ProbeResult {

@@ -461,6 +461,9 @@ impl TrackerCore {
             })
             .inc();
         m.check_duration.observe(obs.result.latency.as_secs_f64());
+        if obs.result.reused {
+            m.probe_connections_reused.inc();
+        }
         m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;

@@ -156,6 +156,7 @@ impl Harness {
                 result: ProbeResult {
                     outcome: if ok { Ok(()) } else { Err(Failure::Refused) },
                     latency: Duration::from_millis(1),
+                    reused: false,
                 },
                 start_delay: Duration::ZERO,
             })
@@ -446,6 +447,7 @@ fn results_this_machine_caused_are_not_judged() {
         result: ProbeResult {
             outcome: Err(Failure::Local("no descriptors".into())),
             latency: Duration::ZERO,
+            reused: false,
         },
         start_delay: Duration::ZERO,
     };
@@ -456,6 +458,7 @@ fn results_this_machine_caused_are_not_judged() {
         result: ProbeResult {
             outcome: Err(Failure::Local("no descriptors".into())),
             latency: Duration::ZERO,
+            reused: false,
         },
         start_delay: Duration::ZERO,
     };

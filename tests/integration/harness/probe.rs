@@ -26,6 +26,6 @@ pub async fn probe_within(
     };
     Probe::new(&target, &mut TlsCache::default())
         .unwrap()
-        .run()
+        .run(&mut None)
         .await
 }
