@@ -91,6 +91,10 @@ pub struct Metrics {
     pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
     /// Tenants whose latest snapshot is not yet written, per sink.
     pub sink_pending: Family<SinkLabel, Gauge>,
+    /// Writes the back end refused for rate (HTTP 429, Route53 `Throttling`), per sink;
+    /// also counted as errors in `sink_writes`. Steady growth means the zone's API limit
+    /// is below the change rate.
+    pub sink_throttled: Family<SinkLabel, Counter>,
     /// Config reloads by result: `ok`, `invalid` (validation failed), `error` (a sink or
     /// TLS file could not be loaded). A failed reload keeps the running config.
     pub config_reloads: Family<ResultLabel, Counter>,
@@ -154,6 +158,7 @@ impl Metrics {
             probes_waited: Family::default(),
             probe_concurrency_limit: Gauge::default(),
             probe_connections_reused: Counter::default(),
+            sink_throttled: Family::default(),
             api_rate_limited: Counter::default(),
             damping_holds: Counter::default(),
             registry: Registry::default(),
@@ -233,6 +238,11 @@ impl Metrics {
             "probe_concurrency_limit",
             "Probes allowed in flight at once",
             m.probe_concurrency_limit.clone(),
+        );
+        registry.register(
+            "sink_throttled",
+            "Sink writes the back end refused for rate (HTTP 429, Route53 Throttling)",
+            m.sink_throttled.clone(),
         );
         registry.register(
             "probe_connections_reused",

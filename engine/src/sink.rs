@@ -33,6 +33,9 @@ pub struct SinkError {
     pub retriable: bool,
     /// The back end asked to wait this long (HTTP 429 `Retry-After`).
     pub retry_after: Option<Duration>,
+    /// The back end refused for rate (HTTP 429, Route53 `Throttling`): the zone or API is
+    /// at its limit, which `sink_throttled_total` shows apart from failures.
+    pub throttled: bool,
 }
 
 impl SinkError {
@@ -42,6 +45,7 @@ impl SinkError {
             message: message.into(),
             retriable: true,
             retry_after: None,
+            throttled: false,
         }
     }
 
@@ -51,6 +55,7 @@ impl SinkError {
             message: message.into(),
             retriable: false,
             retry_after: None,
+            throttled: false,
         }
     }
 
@@ -60,6 +65,7 @@ impl SinkError {
             message: message.into(),
             retriable: true,
             retry_after: after,
+            throttled: true,
         }
     }
 }

@@ -275,7 +275,15 @@ impl SinkActor {
             }
             Err(e) => {
                 slot.attempts += 1;
-                warn!(sink = %self.name, tenant, seq = snapshot.seq, attempt = slot.attempts, retriable = e.retriable, "write failed: {e}");
+                if e.throttled {
+                    self.metrics
+                        .sink_throttled
+                        .get_or_create(&SinkLabel {
+                            sink: self.name.clone(),
+                        })
+                        .inc();
+                }
+                warn!(sink = %self.name, tenant, seq = snapshot.seq, attempt = slot.attempts, retriable = e.retriable, throttled = e.throttled, "write failed: {e}");
                 if e.retriable {
                     let backoff = self.backoff.delay(slot.attempts, fastrand::f64());
                     retry = Some(e.retry_after.map_or(backoff, |after| after.max(backoff)));

@@ -18,7 +18,7 @@ pub struct EngineProcess {
 }
 
 impl EngineProcess {
-    /// Starts `bin run --config config`, logging to `log`.
+    /// Starts `bin run --config config`, logging to `log` (the config asks for JSON).
     pub fn spawn(
         bin: &Path,
         config: &Path,
@@ -29,7 +29,8 @@ impl EngineProcess {
         let child = Command::new(bin)
             .args(["run", "--config"])
             .arg(config)
-            .env("RUST_LOG", "warn")
+            // Each sink write is a debug line: the per-sink report reads them (`sink_log`).
+            .env("RUST_LOG", "warn,ho_engine::sink_actor=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -55,10 +56,19 @@ impl EngineProcess {
 
     /// Peak resident memory (VmHWM), in MiB.
     pub fn rss_peak_mib(&self) -> anyhow::Result<f64> {
+        self.memory_mib("VmHWM:")
+    }
+
+    /// Resident memory now (VmRSS), in MiB.
+    pub fn rss_mib(&self) -> anyhow::Result<f64> {
+        self.memory_mib("VmRSS:")
+    }
+
+    fn memory_mib(&self, field: &str) -> anyhow::Result<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let kib: f64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0.0);
         Ok(kib / 1024.0)

@@ -6,11 +6,15 @@
 
 pub mod engine_proc;
 mod gateway;
+pub mod per_sink;
+pub mod plots;
 pub mod recorder;
+pub mod rehearsal;
 pub mod report;
 pub mod run;
 pub mod scenario;
 mod shared_farm;
+pub mod sink_log;
 
 pub use gateway::{endpoints_toml, endpoints_toml_at, Behaviour, Gateway};
 pub use shared_farm::SharedFarm;

@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
     if let Some(path) = svg {
-        std::fs::write(path, report.svg())?;
+        std::fs::write(path, ho_loadtest::plots::run_svg(&report)?)?;
     }
     Ok(())
 }

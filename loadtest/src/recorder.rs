@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -21,6 +22,13 @@ use tokio::time::Instant;
 pub struct Seen {
     /// When the delivery arrived.
     pub at: Instant,
+    /// The same moment on the wall clock, to compare with the engine's log.
+    pub wall: SystemTime,
+    /// The tenant whose set changed.
+    pub tenant: Arc<str>,
+    /// The snapshot that changed it (the engine numbers each tenant's snapshots; every
+    /// sink of the tenant writes the same numbers).
+    pub seq: u64,
     /// The address.
     pub address: IpAddr,
     /// Entered (true) or left (false).
@@ -30,6 +38,7 @@ pub struct Seen {
 #[derive(Deserialize)]
 struct Payload {
     tenant: String,
+    seq: u64,
     records: BTreeMap<String, Vec<IpAddr>>,
 }
 
@@ -86,11 +95,12 @@ impl Recorder {
     }
 
     fn record(&self, body: &[u8]) {
-        let at = Instant::now();
+        let (at, wall) = (Instant::now(), SystemTime::now());
         let Ok(payload) = serde_json::from_slice::<Payload>(body) else {
             return;
         };
         let payload_tenant = payload.tenant;
+        let tenant: Arc<str> = payload_tenant.as_str().into();
         let next: HashSet<IpAddr> = payload
             .records
             .into_values()
@@ -104,6 +114,9 @@ impl Recorder {
             .difference(&next)
             .map(|&address| Seen {
                 at,
+                wall,
+                tenant: tenant.clone(),
+                seq: payload.seq,
                 address,
                 published: false,
             })
@@ -112,6 +125,9 @@ impl Recorder {
             .difference(&current)
             .map(|&address| Seen {
                 at,
+                wall,
+                tenant: tenant.clone(),
+                seq: payload.seq,
                 address,
                 published: true,
             })

@@ -1,10 +1,12 @@
 //! The load test's result: the numbers operators compare against targets, printed as a
-//! table, written as JSON, and drawn as an SVG.
+//! table, written as JSON, and drawn as an SVG ([`crate::plots`]).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use serde::Serialize;
+
+use crate::engine_proc::{histogram, metric_sum, quantile_between};
+use crate::per_sink::SinkReport;
 
 /// Everything a run measured. Field names are the documented JSON keys.
 #[derive(Debug, Clone, Serialize)]
@@ -41,15 +43,69 @@ pub struct Report {
     pub detect_p50_ms: Option<f64>,
     /// ... and 99th percentile.
     pub detect_p99_ms: Option<f64>,
+    /// The longest detection the check timing allows (a hang: the next slot, `fall`
+    /// timeouts, the re-checks between them), without the sink write; the slowest
+    /// endpoint's when timings differ.
+    pub detect_bound_ms: f64,
     /// Detection by fault kind: `{kind: {n, p50_ms, p99_ms}}` (a hang needs `fall`
     /// timeouts, a refusal none).
     pub detect_by_kind: BTreeMap<String, KindDetection>,
     /// Verdict changes of endpoints that were never faulted.
     pub false_transitions: usize,
-    /// Probes per second, one sample per second of the window.
-    pub probes_per_sec_series: Vec<f64>,
+    /// Per sink: writes, retries, throttling, fault -> write (`--config` rehearsals; the
+    /// recording sink alone in a synthetic run).
+    pub sinks: BTreeMap<String, SinkReport>,
+    /// What a rehearsal changed in the user's config to run it on the farm.
+    pub notes: Vec<String>,
+    /// One sample per second of the window.
+    pub series: Series,
     /// Every detection time, sorted.
     pub detect_ms: Vec<f64>,
+}
+
+/// The engine over the window, one sample per second.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Series {
+    /// Probes completed per second.
+    pub probes_per_sec: Vec<f64>,
+    /// 99th percentile of how late the second's probes started, in ms.
+    pub late_p99_ms: Vec<Option<f64>>,
+    /// CPU, in percent of one core.
+    pub cpu_pct: Vec<f64>,
+    /// Resident memory at the sample, in MiB.
+    pub rss_mib: Vec<f64>,
+}
+
+/// One scrape of the engine: its metrics text, its CPU time so far, and when.
+pub struct Sample {
+    /// `/metrics`.
+    pub metrics: String,
+    /// User + system CPU so far, in ms.
+    pub cpu_ms: u64,
+    /// When it was taken.
+    pub at: tokio::time::Instant,
+}
+
+impl Series {
+    /// Adds the second between two scrapes; `rss_mib` is the memory now.
+    pub fn sample(&mut self, before: &Sample, now: &Sample, rss_mib: f64) {
+        let secs = now.at.duration_since(before.at).as_secs_f64().max(1e-3);
+        let probes = "health_orchestrator_probes_total";
+        self.probes_per_sec
+            .push((metric_sum(&now.metrics, probes) - metric_sum(&before.metrics, probes)) / secs);
+        let delay = "health_orchestrator_probe_start_delay_seconds";
+        self.late_p99_ms.push(
+            quantile_between(
+                &histogram(&before.metrics, delay),
+                &histogram(&now.metrics, delay),
+                0.99,
+            )
+            .map(|s| s * 1000.0),
+        );
+        self.cpu_pct
+            .push(now.cpu_ms.saturating_sub(before.cpu_ms) as f64 / secs / 10.0);
+        self.rss_mib.push(rss_mib);
+    }
 }
 
 /// Detection statistics of one fault kind.
@@ -124,93 +180,35 @@ impl Report {
                 opt(d.p99_ms)
             ));
         }
+        text.push_str(&format!(
+            "{:<24} {:>12}\n",
+            "detect_bound_ms",
+            format!("{:.0}", self.detect_bound_ms)
+        ));
+        if !self.sinks.is_empty() {
+            text.push_str(
+                "sink                      writes retries  failed throttled rate_limited changes unwritten  p50_ms  p99_ms pending\n",
+            );
+        }
+        for (name, s) in &self.sinks {
+            text.push_str(&format!(
+                "{name:<24} {:>7} {:>7} {:>7} {:>9} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7}\n",
+                s.writes,
+                s.retried,
+                s.failed_permanently,
+                s.throttled,
+                s.rate_limited,
+                s.changes,
+                s.unwritten,
+                opt(s.fault_to_write_p50_ms),
+                opt(s.fault_to_write_p99_ms),
+                s.pending_at_end
+            ));
+        }
+        for note in &self.notes {
+            text.push_str(&format!("note: {note}\n"));
+        }
         text
-    }
-
-    /// Two panels: the detection-latency CDF and probes per second over the window.
-    pub fn svg(&self) -> String {
-        let (w, h, pad) = (900.0, 320.0, 50.0);
-        let mut svg = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            2.0 * h
-        );
-        let panel = |svg: &mut String,
-                     top: f64,
-                     title: &str,
-                     points: &[(f64, f64)],
-                     x_label: &str,
-                     y_max: f64| {
-            let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
-            let (pw, ph) = (w - 2.0 * pad, h - 2.0 * pad);
-            let _ = writeln!(
-                svg,
-                "<text x=\"{pad}\" y=\"{}\" font-weight=\"bold\">{title}</text>",
-                top + 20.0
-            );
-            let _ = writeln!(
-                svg,
-                "<rect x=\"{pad}\" y=\"{}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>",
-                top + pad
-            );
-            let _ = writeln!(
-                svg,
-                "<text x=\"{}\" y=\"{}\">{x_label} (0 - {x_max:.0})</text>",
-                w / 2.0 - 60.0,
-                top + h - 10.0
-            );
-            let _ = writeln!(
-                svg,
-                "<text x=\"5\" y=\"{}\">{y_max:.0}</text>",
-                top + pad + 4.0
-            );
-            let path: Vec<String> = points
-                .iter()
-                .map(|(x, y)| {
-                    format!(
-                        "{:.1},{:.1}",
-                        pad + x / x_max * pw,
-                        top + pad + ph - y / y_max.max(1e-9) * ph
-                    )
-                })
-                .collect();
-            let _ = writeln!(
-                svg,
-                "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>",
-                path.join(" ")
-            );
-        };
-        let n = self.detect_ms.len() as f64;
-        let cdf: Vec<(f64, f64)> = self
-            .detect_ms
-            .iter()
-            .enumerate()
-            .map(|(i, &ms)| (ms, 100.0 * (i + 1) as f64 / n))
-            .collect();
-        panel(
-            &mut svg,
-            0.0,
-            "Detection latency CDF (% of faulted endpoints)",
-            &cdf,
-            "ms from fault to sink",
-            100.0,
-        );
-        let rate: Vec<(f64, f64)> = self
-            .probes_per_sec_series
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| (i as f64 + 1.0, r))
-            .collect();
-        let max_rate = rate.iter().map(|p| p.1).fold(0.0, f64::max);
-        panel(
-            &mut svg,
-            h,
-            "Probes per second",
-            &rate,
-            "s into the window",
-            max_rate,
-        );
-        svg.push_str("</svg>\n");
-        svg
     }
 }
 

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::engine_proc::{histogram, metric_sum, quantile_between, share_above, EngineProcess};
 use crate::recorder::Recorder;
-use crate::report::{quantile, KindDetection, Report};
+use crate::rehearsal::{recorder_sink, Timing, UserConfig, RECORDER};
+use crate::report::{quantile, KindDetection, Report, Sample, Series};
 use crate::scenario::{FaultKind, Scenario};
 use crate::{endpoints_toml_at, Behaviour, Gateway, SharedFarm};
+use crate::{per_sink, sink_log};
 use anyhow::{bail, Context};
 use clap::Parser;
 use tokio::time::Instant;
@@ -36,6 +38,11 @@ pub struct Args {
     /// Write the plots as SVG here.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Rehearse this configuration: its tenants, policies, sinks and check timing, with
+    /// endpoint i probed at farm gateway i (see `rehearsal`). The farm has as many
+    /// gateways as the config has endpoints. Pass the fully layered config as one file.
+    #[arg(long, conflicts_with_all = ["endpoints", "interval", "fall", "rise", "tenant_size"])]
+    pub config: Option<PathBuf>,
     /// The engine binary (default: health-orchestrator next to this binary).
     #[arg(long)]
     pub engine: Option<PathBuf>,
@@ -141,6 +148,18 @@ fn open_file_limit() -> Option<usize> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
+/// The synthetic run's check: `--interval`, `--fall`, `--rise`, with a timeout of half the
+/// interval (at most 1 s) and re-checks at a tenth of it (at most 100 ms).
+fn synthetic_timing(args: &Args) -> Timing {
+    let interval_ms = args.interval.as_millis() as u64;
+    Timing {
+        interval: args.interval,
+        timeout: Duration::from_millis((interval_ms / 2).clamp(1, 1000)),
+        fast_interval: Duration::from_millis((interval_ms / 10).clamp(1, 100)),
+        fall: args.fall,
+    }
+}
+
 fn engine_config(
     args: &Args,
     gateways: &[SocketAddr],
@@ -148,12 +167,14 @@ fn engine_config(
     hook: SocketAddr,
     secret: &std::path::Path,
 ) -> String {
-    let interval_ms = args.interval.as_millis() as u64;
-    let timeout_ms = (interval_ms / 2).clamp(1, 1000);
-    let fast_ms = (interval_ms / 10).clamp(1, 100);
+    let t = synthetic_timing(args);
+    let ms = |d: Duration| d.as_millis();
     let mut text = format!(
-        "[api]\nlisten = \"{api}\"\n\n[defaults]\nstartup_grace = \"{}ms\"\n\n[defaults.check]\nkind = \"http\"\npath = \"/healthz\"\ninterval = \"{interval_ms}ms\"\ntimeout = \"{timeout_ms}ms\"\nfast_interval = \"{fast_ms}ms\"\nrise = {}\nfall = {}\n\n",
-        interval_ms * 5,
+        "[api]\nlisten = \"{api}\"\n\n[telemetry]\nlog_format = \"json\"\n\n[defaults]\nstartup_grace = \"{}ms\"\n\n[defaults.check]\nkind = \"http\"\npath = \"/healthz\"\ninterval = \"{}ms\"\ntimeout = \"{}ms\"\nfast_interval = \"{}ms\"\nrise = {}\nfall = {}\n\n",
+        ms(t.interval) * 5,
+        ms(t.interval),
+        ms(t.timeout),
+        ms(t.fast_interval),
         args.rise,
         args.fall
     );
@@ -171,13 +192,13 @@ fn engine_config(
             .map(|i| format!("\"e{i}\""))
             .collect();
         text.push_str(&format!(
-            "[[tenants]]\nname = \"t{k}\"\ndomains = [\"t{k}.load.test\"]\nendpoints = [{}]\nsinks = [\"recorder\"]\n\n",
+            "[[tenants]]\nname = \"t{k}\"\ndomains = [\"t{k}.load.test\"]\nendpoints = [{}]\nsinks = [\"{RECORDER}\"]\n\n",
             names.join(", ")
         ));
     }
     text.push_str(&format!(
-        "[sinks.recorder]\nkind = \"webhook\"\nurl = \"http://{hook}/\"\nsecret_file = {:?}\n# Measure detection, not the rate limit: the recorder takes any rate.\ndelivery = {{ max_writes_per_second = 100000, burst = 10000 }}\n",
-        secret.display().to_string()
+        "[sinks.{RECORDER}]\n{}",
+        recorder_sink(hook, secret)
     ));
     text
 }
@@ -188,10 +209,21 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         Some(path) => Scenario::load(path)?,
         None => Scenario::default(),
     };
+    let user = args.config.as_deref().map(UserConfig::read).transpose()?;
+    let endpoints = user.as_ref().map_or(args.endpoints, |u| u.endpoints);
+    let timings = match &user {
+        Some(u) => u.timings.clone(),
+        None => vec![synthetic_timing(&args); endpoints],
+    };
+    let slowest = timings
+        .iter()
+        .map(|t| t.interval)
+        .max()
+        .unwrap_or(args.interval);
     let mut shared = args.shared_listener;
     if let Some(limit) = open_file_limit() {
-        if !shared && limit < args.endpoints + 256 {
-            eprintln!("loadtest: {} endpoints need about {} open files with one listener each; the limit is {limit}: serving them all from one listener (--shared-listener)", args.endpoints, args.endpoints + 256);
+        if !shared && limit < endpoints + 256 {
+            eprintln!("loadtest: {endpoints} endpoints need about {} open files with one listener each; the limit is {limit}: serving them all from one listener (--shared-listener)", endpoints + 256);
             shared = true;
         }
     }
@@ -202,39 +234,43 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let work = tempfile::tempdir()?;
     let recorder = Recorder::default();
     let hook = recorder.start().await?;
-    let mut farm = Farm::start(args.endpoints, shared)?;
+    let mut farm = Farm::start(endpoints, shared)?;
     let api = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
         probe.local_addr()?
     };
     let secret = work.path().join("secret");
     std::fs::write(&secret, "loadtest")?;
+    let (config_text, notes) = match &user {
+        Some(u) => u.for_farm(&farm.addrs(), api, hook, &secret)?,
+        None => (
+            engine_config(&args, &farm.addrs(), api, hook, &secret),
+            Vec::new(),
+        ),
+    };
+    let tenant_sinks = match &user {
+        Some(u) => u.tenant_sinks.clone(),
+        None => BTreeMap::new(),
+    };
     let config = work.path().join("engine.toml");
-    std::fs::write(
-        &config,
-        engine_config(&args, &farm.addrs(), api, hook, &secret),
-    )?;
-    let mut engine =
-        EngineProcess::spawn(&engine_bin, &config, api, &work.path().join("engine.log"))?;
+    std::fs::write(&config, config_text)?;
+    let log = work.path().join("engine.log");
+    let mut engine = EngineProcess::spawn(&engine_bin, &config, api, &log)?;
 
-    eprintln!(
-        "loadtest: {} gateways up, waiting for the engine to publish all of them",
-        args.endpoints
-    );
+    eprintln!("loadtest: {endpoints} gateways up, waiting for the engine to publish all of them");
     let start = Instant::now();
-    let ready_limit = Duration::from_secs(30) + args.interval * 5;
-    while recorder.published() < args.endpoints {
+    let ready_limit = Duration::from_secs(30) + slowest * 5;
+    while recorder.published() < endpoints {
         if !engine.alive() {
             bail!(
                 "the engine exited; see its log: {}",
-                std::fs::read_to_string(work.path().join("engine.log")).unwrap_or_default()
+                std::fs::read_to_string(&log).unwrap_or_default()
             );
         }
         anyhow::ensure!(
             start.elapsed() < ready_limit,
-            "the engine published {} of {} endpoints within {ready_limit:?}",
+            "the engine published {} of {endpoints} endpoints within {ready_limit:?}",
             recorder.published(),
-            args.endpoints
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -247,15 +283,15 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     // Faults take disjoint groups of endpoints, spread over the farm (and so over the
     // tenants): contiguous groups would take whole tenants down, whose fail-open publish of
     // every endpoint is correct but hides the detection being measured.
-    let order = spread_order(args.endpoints);
+    let order = spread_order(endpoints);
     let mut plan = Vec::new();
-    let mut next = args.endpoints;
+    let mut next = endpoints;
     for fault in &scenario.faults {
-        let count = ((fault.share * args.endpoints as f64).round() as usize).min(next);
+        let count = ((fault.share * endpoints as f64).round() as usize).min(next);
         plan.push((fault.clone(), next - count..next));
         next -= count;
     }
-    let mut faulted = vec![false; args.endpoints];
+    let mut faulted = vec![false; endpoints];
     for &i in &order[next..] {
         faulted[i] = true;
     }
@@ -263,10 +299,15 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let metrics_before = engine.metrics().await?;
     let cpu_before = engine.cpu_ms()?;
     let window = Instant::now();
-    let mut down_since: Vec<Option<Instant>> = vec![None; args.endpoints];
-    let mut kind_of: Vec<Option<FaultKind>> = vec![None; args.endpoints];
-    let mut series = Vec::new();
-    let mut last_probes = metric_sum(&metrics_before, "health_orchestrator_probes_total");
+    let window_wall = SystemTime::now();
+    let mut down_since: Vec<Option<(Instant, SystemTime)>> = vec![None; endpoints];
+    let mut kind_of: Vec<Option<FaultKind>> = vec![None; endpoints];
+    let mut series = Series::default();
+    let mut last = Sample {
+        metrics: metrics_before.clone(),
+        cpu_ms: cpu_before,
+        at: window,
+    };
     let mut next_sample = window + Duration::from_secs(1);
     let mut state: Vec<Option<bool>> = vec![None; plan.len()]; // Some(down?) while active
     while window.elapsed() < args.duration {
@@ -290,7 +331,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
                 for &i in &order[range.clone()] {
                     farm.set(i, &behaviour)?;
                     if down && fault.kind != FaultKind::Flap && down_since[i].is_none() {
-                        down_since[i] = Some(Instant::now());
+                        down_since[i] = Some((Instant::now(), SystemTime::now()));
                         kind_of[i] = Some(fault.kind);
                     }
                 }
@@ -298,9 +339,13 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
             }
         }
         if Instant::now() >= next_sample {
-            let probes = metric_sum(&engine.metrics().await?, "health_orchestrator_probes_total");
-            series.push(probes - last_probes);
-            last_probes = probes;
+            let now = Sample {
+                metrics: engine.metrics().await?,
+                cpu_ms: engine.cpu_ms()?,
+                at: Instant::now(),
+            };
+            series.sample(&last, &now, engine.rss_mib()?);
+            last = now;
             next_sample += Duration::from_secs(1);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -309,8 +354,9 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let cpu_ms = engine.cpu_ms()? - cpu_before;
     let metrics_after = engine.metrics().await?;
     let rss_peak_mib = engine.rss_peak_mib()?;
-    // Let the last detections arrive before counting them.
-    tokio::time::sleep(args.interval * 2).await;
+    // Let the last detections and sink writes arrive before counting them.
+    tokio::time::sleep(slowest * 2).await;
+    let metrics_end = engine.metrics().await?;
     drop(engine);
 
     let probes_done = (metric_sum(&metrics_after, "health_orchestrator_probes_total")
@@ -325,12 +371,13 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let late_over_5ms_pct =
         share_above(&delay_before, &delay_after, 0.005).map(|share| share * 100.0);
     let seen = recorder.seen();
+    let ip_of = |i: usize| address(i).ok().map(IpAddr::V4);
     let detections: Vec<(FaultKind, f64)> = down_since
         .iter()
         .enumerate()
         .filter_map(|(i, since)| {
-            let since = (*since)?;
-            let ip = IpAddr::V4(address(i).ok()?);
+            let (since, _) = (*since)?;
+            let ip = ip_of(i)?;
             let left = seen
                 .iter()
                 .find(|s| s.address == ip && !s.published && s.at >= since)?;
@@ -363,20 +410,28 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
             );
         }
     }
-    let faulted_ips: std::collections::HashSet<IpAddr> = (0..args.endpoints)
+    let faulted_ips: std::collections::HashSet<IpAddr> = (0..endpoints)
         .filter(|&i| faulted[i])
-        .filter_map(|i| address(i).ok().map(IpAddr::V4))
+        .filter_map(ip_of)
         .collect();
     let false_transitions = seen
         .iter()
         .filter(|s| s.at >= window && !faulted_ips.contains(&s.address))
         .count();
+    let faults: Vec<(IpAddr, SystemTime)> = down_since
+        .iter()
+        .enumerate()
+        .filter_map(|(i, since)| Some((ip_of(i)?, since.as_ref()?.1)))
+        .collect();
+    let activity = sink_log::read(&std::fs::read_to_string(&log)?, window_wall);
+    let sinks = per_sink::report(&activity, &tenant_sinks, &seen, &faults, &metrics_end);
+    let probes_per_second: f64 = timings.iter().map(|t| 1.0 / t.interval.as_secs_f64()).sum();
     let report = Report {
-        endpoints: args.endpoints,
+        endpoints,
         shared_listener: shared,
-        interval_ms: args.interval.as_millis() as u64,
+        interval_ms: slowest.as_millis() as u64,
         duration_s: elapsed,
-        probes_scheduled: (args.endpoints as f64 * elapsed / args.interval.as_secs_f64()) as u64,
+        probes_scheduled: (probes_per_second * elapsed) as u64,
         probes_done,
         probes_per_sec: probes_done as f64 / elapsed,
         late_probe_p99_ms: late_p99,
@@ -387,9 +442,15 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         detected: detect_ms.len(),
         detect_p50_ms: quantile(&detect_ms, 0.5),
         detect_p99_ms: quantile(&detect_ms, 0.99),
+        detect_bound_ms: timings
+            .iter()
+            .map(|t| t.detection_bound().as_secs_f64() * 1000.0)
+            .fold(0.0, f64::max),
         detect_by_kind,
         false_transitions,
-        probes_per_sec_series: series,
+        sinks,
+        notes,
+        series,
         detect_ms,
     };
     Ok(report)

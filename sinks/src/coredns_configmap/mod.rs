@@ -220,7 +220,11 @@ impl Inner {
                     404 => SinkError::permanent(format!(
                         "ConfigMap {object} does not exist ({verb}); create it or set create = true"
                     )),
-                    409 | 429 | 500.. => SinkError::retriable(format!(
+                    429 => SinkError::throttled(
+                        format!("Kubernetes is throttling ({verb} ConfigMap {object}): {said}"),
+                        None,
+                    ),
+                    409 | 500.. => SinkError::retriable(format!(
                         "Kubernetes answered {} to {verb} ConfigMap {object}: {said}",
                         api.code
                     )),
