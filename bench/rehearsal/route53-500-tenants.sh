@@ -8,6 +8,7 @@
 #
 # moto comes from the test command's virtualenv ($MOTO_SERVER, as bash .ci/test installs it).
 set -euo pipefail
+ulimit -n "$(ulimit -Hn)"   # one descriptor per gateway when the limit allows
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${1:-/tmp/rehearsal-route53}
 MOTO=${MOTO_SERVER:-${XDG_CACHE_HOME:-$HOME/.cache}/health-orchestrator/py-tools-1/bin/moto_server}
@@ -18,6 +19,7 @@ MOTO_PID=$!
 trap 'kill $MOTO_PID 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 ZONE=$(curl -s -X POST "http://127.0.0.1:$PORT/2013-04-01/hostedzone" -H 'Content-Type: application/xml' \
+  -H 'Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/route53/aws4_request, SignedHeaders=host, Signature=0' \
   --data '<?xml version="1.0" encoding="UTF-8"?><CreateHostedZoneRequest xmlns="https://route53.amazonaws.com/doc/2013-04-01/"><Name>rehearsal.test.</Name><CallerReference>rehearsal</CallerReference></CreateHostedZoneRequest>' \
   | sed -n 's|.*<Id>/hostedzone/\([^<]*\)</Id>.*|\1|p' | head -1)
 [[ -n $ZONE ]] || { echo "moto did not create the zone; see $WORK/moto.log" >&2; exit 1; }

@@ -198,3 +198,58 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
         ho_engine::hysteresis::Health::Up
     );
 }
+
+/// `delivery.max_writes_per_second` paces writes across tenants: ten tenants behind 5
+/// writes/s (burst 1) arrive about 200 ms apart, in the order they asked, and all arrive.
+#[actix_rt::test]
+async fn the_write_rate_limit_paces_tenants_in_turn() {
+    let rx = Receiver::default();
+    let addr = rx.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let gws = gateways(10);
+    let mut tail = String::new();
+    for i in 1..=10 {
+        tail.push_str(&format!(
+            "[[tenants]]\nname = \"t{i}\"\ndomains = [\"t{i}.example\"]\nendpoints = [\"gw-{i}\"]\nsinks = [\"hook\"]\n\n"
+        ));
+    }
+    tail.push_str(&format!(
+        "[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/dns\"\nsecret_file = {:?}\n\
+         delivery = {{ max_writes_per_second = 5, burst = 1 }}\n",
+        secret_file.display().to_string()
+    ));
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let start = tokio::time::Instant::now();
+    while rx.accepted().len() < 10 {
+        assert!(
+            start.elapsed() < LIMIT,
+            "{} of 10 delivered",
+            rx.accepted().len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let at: Vec<tokio::time::Instant> = rx.accepted().iter().map(|d| d.at).collect();
+    let spread = at[9].duration_since(at[0]);
+    // Nine tokens at 5/s: 1.8 s; each gap is one token (no two writes inside 150 ms).
+    assert!(spread >= Duration::from_millis(1700), "{spread:?}");
+    for pair in at.windows(2) {
+        assert!(
+            pair[1].duration_since(pair[0]) >= Duration::from_millis(150),
+            "{at:?}"
+        );
+    }
+    let mut tenants: Vec<String> = rx
+        .accepted()
+        .iter()
+        .map(|d| d.body["tenant"].as_str().unwrap().to_owned())
+        .collect();
+    tenants.sort();
+    tenants.dedup();
+    assert_eq!(tenants.len(), 10);
+}
