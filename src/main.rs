@@ -2,6 +2,7 @@
 
 mod check_config;
 mod demo;
+mod leader_election;
 mod logging;
 mod probe_cmd;
 mod reload;

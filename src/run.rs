@@ -13,6 +13,7 @@ use ho_engine::metrics::Metrics;
 use ho_engine::Engine;
 use tracing::{info, warn};
 
+use crate::leader_election::Elector;
 use crate::reload::Reloader;
 
 /// Loads the config (exit 2 with every error if invalid), starts telemetry, the engine and
@@ -59,9 +60,17 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let watch = plan.reload.watch.then_some(plan.reload.interval);
+        let election = plan.leader_election.clone();
         let mut engine =
             Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
         let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(token)));
+        let (stop_election, stopped) = tokio::sync::watch::channel(false);
+        let elector = if election.enabled {
+            let elector = Elector::connect(&election, engine.leadership().clone()).await?;
+            Some(actix::spawn(elector.run(stopped)))
+        } else {
+            None
+        };
         let mut reloader = Reloader::new(files);
         let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
@@ -91,7 +100,18 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
         info!("shutting down; published records stay as they are");
         let started = Instant::now();
+        // The elector stops renewing and closes the fence first; the Lease is handed over
+        // only after the writes in flight have finished, so a standby's first write never
+        // overlaps ours.
+        let _ = stop_election.send(true);
+        let elector = match elector {
+            Some(task) => Some(task.await.context("the leader election task failed")?),
+            None => None,
+        };
         let unfinished = engine.shutdown(deadline).await;
+        if let Some(elector) = elector {
+            elector.release().await;
+        }
         api.abort();
         if unfinished > 0 {
             warn!(

@@ -4,7 +4,9 @@
 # gateways each (5,000 endpoints at 1 s), one route53 sink limited to AWS's 5 requests/s,
 # and the fail-10pct scenario. Prints the loadtest table; writes JSON and SVG next to $OUT.
 #
-#   bench/rehearsal/route53-500-tenants.sh [OUT_PREFIX]   (after cargo build --release)
+#   bench/rehearsal/route53-500-tenants.sh [OUT_PREFIX]   (after cargo build --release --workspace)
+#   DELIVERY='delivery = { max_writes_per_second = 500, burst = 500 }' bench/rehearsal/...
+#     (the r53 sink's delivery settings: the default 10 writes/s is one tenant per write)
 #
 # moto comes from the test command's virtualenv ($MOTO_SERVER, as bash .ci/test installs it).
 set -euo pipefail
@@ -24,9 +26,9 @@ ZONE=$(curl -s -X POST "http://127.0.0.1:$PORT/2013-04-01/hostedzone" -H 'Conten
   | sed -n 's|.*<Id>/hostedzone/\([^<]*\)</Id>.*|\1|p' | head -1)
 [[ -n $ZONE ]] || { echo "moto did not create the zone; see $WORK/moto.log" >&2; exit 1; }
 
-python3 - "$ZONE" "$PORT" >"$WORK/prod.toml" <<'PY'
+python3 - "$ZONE" "$PORT" "${DELIVERY:-}" >"$WORK/prod.toml" <<'PY'
 import sys
-zone, port = sys.argv[1], sys.argv[2]
+zone, port, delivery = sys.argv[1], sys.argv[2], sys.argv[3]
 print(f'''[defaults.check]
 kind = "http"
 path = "/healthz"
@@ -39,6 +41,7 @@ zone = "rehearsal.test"
 region = "us-east-1"
 endpoint_url = "http://127.0.0.1:{port}"
 max_requests_per_second = 5
+{delivery}
 ''')
 for t in range(500):
     for g in range(10):

@@ -13,9 +13,9 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckKind, CheckOverrides, Config, DampingConfig, Delivery, EndpointSelection, LimitsConfig,
-    LogFormat, OnAllUnhealthy, OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable,
-    TelemetryConfig, WeightRule,
+    CheckKind, CheckOverrides, Config, DampingConfig, Delivery, EndpointSelection,
+    LeaderElectionConfig, LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, ReloadConfig,
+    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
     CheckSpec, Damping, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, Target, Tenant, Timing,

@@ -78,6 +78,7 @@ pub fn builtin() -> Config {
         telemetry: Default::default(),
         reload: Default::default(),
         limits: Default::default(),
+        leader_election: Default::default(),
     }
 }
 

@@ -47,6 +47,73 @@ pub struct Config {
     /// Ceilings that keep the process inside its resources.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Several replicas: only the holder of a Kubernetes Lease writes shared back ends.
+    #[serde(default)]
+    pub leader_election: LeaderElectionConfig,
+}
+
+/// `[leader_election]`: run several replicas; every one probes and keeps its state warm,
+/// only the holder of the Lease `namespace/name` (coordination.k8s.io/v1) writes to back
+/// ends the replicas share. Durations keep client-go's names and meaning.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderElectionConfig {
+    /// Off: this process always writes (one replica).
+    #[serde(default)]
+    pub enabled: bool,
+    /// The Lease's namespace. Unset: the pod's own namespace (from its service account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The Lease's name.
+    #[serde(default = "default_lease_name")]
+    pub name: String,
+    /// How long standbys wait, after the Lease last changed, before taking it over.
+    #[serde(default = "default_lease_duration", with = "humantime_serde")]
+    pub lease_duration: Duration,
+    /// How long the leader keeps writing after its last successful renewal started;
+    /// shorter than `lease_duration`, so it stops before anyone may take over.
+    #[serde(default = "default_renew_deadline", with = "humantime_serde")]
+    pub renew_deadline: Duration,
+    /// Time between attempts to acquire or renew.
+    #[serde(default = "default_retry_period", with = "humantime_serde")]
+    pub retry_period: Duration,
+    /// This replica's name in the Lease. Unset: `$HOSTNAME` (the pod name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// A kubeconfig file. Unset: the in-cluster service account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Default for LeaderElectionConfig {
+    fn default() -> Self {
+        LeaderElectionConfig {
+            enabled: false,
+            namespace: None,
+            name: default_lease_name(),
+            lease_duration: default_lease_duration(),
+            renew_deadline: default_renew_deadline(),
+            retry_period: default_retry_period(),
+            identity: None,
+            kubeconfig: None,
+        }
+    }
+}
+
+fn default_lease_name() -> String {
+    "health-orchestrator".into()
+}
+
+fn default_lease_duration() -> Duration {
+    Duration::from_secs(15)
+}
+
+fn default_renew_deadline() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_retry_period() -> Duration {
+    Duration::from_secs(2)
 }
 
 /// `[limits]`: ceilings that keep one process inside its machine. Hitting one is logged

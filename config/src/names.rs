@@ -18,6 +18,25 @@ pub fn check_object_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Kubernetes object names: lower-case letters, digits, '-' and '.', starting and ending
+/// with a letter or digit (RFC 1123), at most `max` characters.
+pub fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
+        ))
+    }
+}
+
 /// Normalises and checks a domain name: lower case, no trailing dot, RFC 1123 labels.
 /// Wildcards are refused because hosts files cannot express them.
 pub fn normalize_domain(raw: &str) -> Result<String, String> {

@@ -20,8 +20,8 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    Delivery, LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy, SinkTable,
-    TelemetryConfig, WeightRule,
+    Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy,
+    SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::SinkSpec;
 
@@ -56,6 +56,8 @@ pub struct Plan {
     pub reload: ReloadConfig,
     /// Resource ceilings.
     pub limits: LimitsConfig,
+    /// Leader election among replicas (checked; `enabled = false` when off).
+    pub leader_election: LeaderElectionConfig,
 }
 
 impl Plan {

@@ -16,6 +16,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 
+use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::sink_actor::{GetSinkStatus, SinkActor};
 use crate::status::Status;
@@ -35,6 +36,8 @@ pub struct ApiState {
     pub(crate) token: Option<Arc<str>>,
     /// Rate limit of `/status` and `/metrics` (`api.max_requests_per_second`).
     pub(crate) rate: Arc<Mutex<TokenBucket>>,
+    /// This replica's role in leader election.
+    pub(crate) leadership: Leadership,
 }
 
 /// Largest request head accepted (the API takes only GETs without bodies).
@@ -175,5 +178,9 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
     for sink in &actors {
         sinks.push(sink.send(GetSinkStatus).await.ok()?);
     }
-    Some(Status { tracker, sinks })
+    Some(Status {
+        tracker,
+        sinks,
+        leadership: state.leadership.status(),
+    })
 }

@@ -7,11 +7,12 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::{Delivery, Plan, Target};
+use ho_config::{LeaderElectionConfig, Plan, PlannedSink, Target};
 use tokio::time::Instant;
 use tracing::info;
 
 use crate::api::ApiState;
+use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::observation::TargetId;
 use crate::probe::{Probe, TlsCache, TlsError};
@@ -87,6 +88,8 @@ pub struct Engine {
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// Bounds every probe; set at start (a reload does not change it).
     limits: Arc<ProbeLimits>,
+    /// Whether shared sinks may write now (leader election); set at start.
+    leadership: Leadership,
 }
 
 impl Engine {
@@ -105,12 +108,17 @@ impl Engine {
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
         let probes = make_probes(&plan.targets)?;
+        let leadership = if plan.leader_election.enabled {
+            Leadership::elected(identity(&plan.leader_election), metrics.clone())
+        } else {
+            Leadership::single(metrics.clone())
+        };
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
             let sink = factory.build(name, &plan).await?;
             sink_actors.insert(
                 name.clone(),
-                start_sink(name, config.delivery(), sink, &metrics),
+                start_sink(name, config, sink, &metrics, &leadership),
             );
         }
         let plan = Arc::new(plan);
@@ -154,6 +162,7 @@ impl Engine {
             tick,
             api_sinks,
             limits,
+            leadership,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
             let prober = engine.start_prober(target, probe, id);
@@ -248,7 +257,13 @@ impl Engine {
             }
         }
         for (name, sink) in built {
-            let actor = start_sink(&name, plan.sinks[&name].delivery(), sink, &self.metrics);
+            let actor = start_sink(
+                &name,
+                &plan.sinks[&name],
+                sink,
+                &self.metrics,
+                &self.leadership,
+            );
             self.sinks.insert(name.clone(), actor);
             summary.sinks_rebuilt.push(name);
         }
@@ -353,7 +368,13 @@ impl Engine {
                 (self.plan.api_max_requests_per_second * 2.0).ceil() as u32,
                 Instant::now(),
             ))),
+            leadership: self.leadership.clone(),
         }
+    }
+
+    /// The writer fence of shared sinks: the binary's Lease elector moves it.
+    pub fn leadership(&self) -> &Leadership {
+        &self.leadership
     }
 }
 
@@ -372,13 +393,39 @@ fn make_probes<'a>(
         .collect()
 }
 
+/// Starts the actor of sink `name`; a shared back end under leader election is written
+/// only while `leadership` allows.
 fn start_sink(
     name: &str,
-    delivery: &Delivery,
+    config: &PlannedSink,
     sink: Arc<dyn Sink>,
     metrics: &Arc<Metrics>,
+    leadership: &Leadership,
 ) -> Addr<SinkActor> {
-    SinkActor::new(name.to_owned(), sink, delivery, metrics.clone()).start()
+    let gate = (leadership.is_elected() && config.spec.shared()).then(|| leadership.clone());
+    SinkActor::new(
+        name.to_owned(),
+        sink,
+        config.delivery(),
+        metrics.clone(),
+        gate,
+    )
+    .start()
+}
+
+/// This replica's name in the Lease: `identity`, else `$HOSTNAME` (the pod name in
+/// Kubernetes), else the kernel's host name.
+fn identity(config: &LeaderElectionConfig) -> String {
+    config
+        .identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()))
 }
 
 /// Probes per second one prober thread is given before a second one is started.

@@ -114,6 +114,11 @@ pub struct Metrics {
     pub api_rate_limited: Counter,
     /// Times flap damping started holding an endpoint out of DNS.
     pub damping_holds: Counter,
+    /// 1 while this replica writes shared back ends (the Lease holder, or no election),
+    /// 0 on a standby.
+    pub leader: Gauge,
+    /// Times this replica became or stopped being the writer.
+    pub leader_transitions: Counter,
 }
 
 /// `bound` label: which limit a probe waited for.
@@ -161,6 +166,8 @@ impl Metrics {
             sink_throttled: Family::default(),
             api_rate_limited: Counter::default(),
             damping_holds: Counter::default(),
+            leader: Gauge::default(),
+            leader_transitions: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -238,6 +245,16 @@ impl Metrics {
             "probe_concurrency_limit",
             "Probes allowed in flight at once",
             m.probe_concurrency_limit.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica writes shared back ends (Lease holder or no election), 0 on a standby",
+            m.leader.clone(),
+        );
+        registry.register(
+            "leader_transitions",
+            "Times this replica became or stopped being the writer of shared back ends",
+            m.leader_transitions.clone(),
         );
         registry.register(
             "sink_throttled",

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::backoff::ExponentialBackoff;
+use crate::leadership::Leadership;
 use crate::metrics::{Metrics, SinkLabel, SinkResultLabels};
 use crate::sink::{Applied, Sink, SinkError};
 use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
@@ -38,6 +39,8 @@ enum Cause {
     Snapshot,
     Retry,
     Reconcile,
+    /// This replica just became the writer (leader election).
+    Takeover,
 }
 
 impl Cause {
@@ -46,6 +49,7 @@ impl Cause {
             Cause::Snapshot => "snapshot",
             Cause::Retry => "retry",
             Cause::Reconcile => "reconcile",
+            Cause::Takeover => "takeover",
         }
     }
 }
@@ -97,6 +101,26 @@ pub struct SinkActor {
     metrics: Arc<Metrics>,
     /// Set at shutdown: writes in flight finish, no new one starts.
     stopping: bool,
+    /// For a shared back end under leader election: writes start only while it allows.
+    gate: Option<Leadership>,
+}
+
+/// This replica became the writer: write every tenant now, from the snapshots kept.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Takeover;
+
+impl Handler<Takeover> for SinkActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Takeover, ctx: &mut Context<Self>) {
+        let tenants: Vec<String> = self.slots.keys().cloned().collect();
+        info!(sink = %self.name, tenants = tenants.len(), "writer now: writing every tenant");
+        for tenant in tenants {
+            self.write(&tenant, Cause::Takeover, ctx);
+        }
+        self.update_pending();
+    }
 }
 
 /// A config reload removed the tenant: stop writing and reconciling it (its records stay
@@ -134,12 +158,14 @@ impl Handler<Quiesce> for SinkActor {
 }
 
 impl SinkActor {
-    /// Wraps `sink` under the name `name`, driven as `delivery` says.
+    /// Wraps `sink` under the name `name`, driven as `delivery` says; with a `gate`, writes
+    /// start only while it allows.
     pub fn new(
         name: String,
         sink: Arc<dyn Sink>,
         delivery: &Delivery,
         metrics: Arc<Metrics>,
+        gate: Option<Leadership>,
     ) -> SinkActor {
         SinkActor {
             name,
@@ -157,7 +183,13 @@ impl SinkActor {
             token_timer: None,
             metrics,
             stopping: false,
+            gate,
         }
+    }
+
+    /// Whether this replica writes the sink now.
+    fn writing(&self) -> bool {
+        self.gate.as_ref().is_none_or(Leadership::may_write)
     }
 
     fn label(&self) -> SinkLabel {
@@ -167,11 +199,15 @@ impl SinkActor {
     }
 
     fn update_pending(&self) {
-        let pending = self
-            .slots
-            .values()
-            .filter(|s| s.written_seq != Some(s.desired.seq))
-            .count();
+        // A standby has nothing pending: the writes are the leader's.
+        let pending = if self.writing() {
+            self.slots
+                .values()
+                .filter(|s| s.written_seq != Some(s.desired.seq))
+                .count()
+        } else {
+            0
+        };
         self.metrics
             .sink_pending
             .get_or_create(&self.label())
@@ -189,6 +225,10 @@ impl SinkActor {
         }
         if let Some(handle) = slot.waiting.take() {
             ctx.cancel_future(handle);
+        }
+        if !self.writing() {
+            // Kept for a takeover; a retry or reconcile of a former leader ends here too.
+            return;
         }
         if self.queue.is_empty() && self.bucket.try_take(Instant::now()).is_ok() {
             self.start(tenant, cause, ctx);
@@ -208,7 +248,8 @@ impl SinkActor {
             let ready = self
                 .slots
                 .get(&tenant)
-                .is_some_and(|s| !s.in_flight && !self.stopping);
+                .is_some_and(|s| !s.in_flight && !self.stopping)
+                && self.writing();
             if !ready {
                 // Gone, being written (it picks up the newest state) or shutting down.
                 self.queue.pop_front();
@@ -400,6 +441,18 @@ impl Actor for SinkActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.update_pending();
         ctx.run_interval(self.reconcile_interval, |act, ctx| act.reconcile(ctx));
+        if let Some(gate) = &self.gate {
+            let mut became_writer = gate.subscribe();
+            let me = ctx.address();
+            actix::spawn(async move {
+                while became_writer.changed().await.is_ok() {
+                    if !me.connected() {
+                        break; // stopped (a reload replaced the sink)
+                    }
+                    me.do_send(Takeover);
+                }
+            });
+        }
     }
 }
 
@@ -463,6 +516,7 @@ impl Handler<GetSinkStatus> for SinkActor {
             name: self.name.clone(),
             kind: self.sink.kind(),
             tenants,
+            standby: !self.writing(),
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The `/status` document: what an operator reads to know what is published and why.
 
+use crate::leadership::LeadershipStatus;
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,6 +25,8 @@ pub struct Status {
     pub tracker: TrackerStatus,
     /// One entry per sink.
     pub sinks: Vec<SinkStatus>,
+    /// This replica's role in leader election (`single` without it).
+    pub leadership: LeadershipStatus,
 }
 
 /// Endpoints and tenants, from the tracker.
@@ -165,6 +168,9 @@ pub struct SinkStatus {
     pub kind: &'static str,
     /// Per tenant written to.
     pub tenants: Vec<SinkTenantStatus>,
+    /// True while this replica does not write the sink: a shared back end and another
+    /// replica holds the Lease (its snapshots are kept, ready for a takeover).
+    pub standby: bool,
 }
 
 /// One tenant as seen by one sink.

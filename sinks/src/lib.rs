@@ -17,6 +17,7 @@ pub mod coredns_configmap;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;
+pub mod kube_client;
 pub mod powerdns;
 pub mod registry;
 pub mod route53;

@@ -35,6 +35,7 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "RoleBinding",
         "Deployment",
         "Service",
+        "PodDisruptionBudget",
     ] {
         assert!(text.contains(&format!("kind: {kind}\n")), "no {kind}");
     }
@@ -44,6 +45,16 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "{text}"
     );
     assert!(text.contains("verbs:\n  - get\n  - patch\n"), "{text}");
+    // Leader election: the one Lease by name, two replicas kept on different nodes.
+    assert!(
+        text.contains("resourceNames:\n  - health-orchestrator\n  resources:\n  - leases\n  verbs:\n  - get\n  - update\n"),
+        "{text}"
+    );
+    assert!(text.contains("replicas: 2\n"), "{text}");
+    assert!(
+        text.contains("topologyKey: kubernetes.io/hostname"),
+        "{text}"
+    );
 
     let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
     let checked = Command::new(&validate)

@@ -18,6 +18,7 @@ mod deploy;
 mod engine_e2e;
 mod flapping;
 mod keep_alive;
+mod leader_election;
 mod limits;
 mod loadtest;
 mod misbehaviour;

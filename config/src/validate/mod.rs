@@ -14,7 +14,7 @@ mod tenants;
 use std::fmt;
 use std::time::Duration;
 
-use crate::model::{CheckOverrides, Config, TelemetryConfig};
+use crate::model::{CheckOverrides, Config, LeaderElectionConfig, TelemetryConfig};
 use crate::names::{check_header_name, check_header_value, check_url};
 use crate::plan::{CheckSpec, Plan, Target};
 
@@ -92,6 +92,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     let sinks = sinks::resolve_sinks(config, catalog, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);
+    check_leader_election(&config.leader_election, &mut errs);
     let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
     if let Some(grace) = config.defaults.startup_grace {
         if grace.is_zero() {
@@ -118,7 +119,52 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         telemetry: config.telemetry.clone(),
         reload: config.reload.clone(),
         limits: config.limits,
+        leader_election: config.leader_election.clone(),
     })
+}
+
+/// client-go's rules: the leader must give up (`renew_deadline`) before a standby may take
+/// over (`lease_duration`), and must get more than one try (`retry_period`) before that.
+fn check_leader_election(le: &LeaderElectionConfig, errs: &mut Errors) {
+    let at = |field: &str| format!("leader_election.{field}");
+    let human = |d: Duration| humantime::format_duration(d).to_string();
+    if le.retry_period < Duration::from_millis(100) {
+        errs.push(at("retry_period"), "must be at least 100ms");
+    }
+    if le.renew_deadline >= le.lease_duration {
+        errs.push(
+            at("renew_deadline"),
+            format!(
+                "renew_deadline ({}) must be shorter than lease_duration ({}): the leader stops writing before a standby may take over",
+                human(le.renew_deadline),
+                human(le.lease_duration)
+            ),
+        );
+    }
+    if le.renew_deadline.as_secs_f64() <= 1.2 * le.retry_period.as_secs_f64() {
+        errs.push(
+            at("retry_period"),
+            format!(
+                "retry_period ({}) must be shorter than renew_deadline ({}) / 1.2, so a leader gets more than one renewal attempt",
+                human(le.retry_period),
+                human(le.renew_deadline)
+            ),
+        );
+    }
+    if le.lease_duration.as_secs() > i32::MAX as u64 || le.lease_duration < Duration::from_secs(1) {
+        errs.push(at("lease_duration"), "must be between 1s and 68 years");
+    }
+    if let Err(e) = crate::names::check_kube_name(&le.name, 253) {
+        errs.push(at("name"), e);
+    }
+    if let Some(ns) = &le.namespace {
+        if let Err(e) = crate::names::check_kube_name(ns, 63) {
+            errs.push(at("namespace"), e);
+        }
+    }
+    if le.identity.as_deref() == Some("") {
+        errs.push(at("identity"), "must not be empty (unset: $HOSTNAME)");
+    }
 }
 
 /// `limits`, `api` and `reload` numbers.

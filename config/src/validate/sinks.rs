@@ -58,6 +58,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         None
     }
 
+    /// Whether replicas share the back end, so that with leader election only the leader
+    /// writes it. A local output (a file on the replica's own node) answers false: every
+    /// replica writes its own.
+    fn shared(&self) -> bool {
+        true
+    }
+
     /// Whether the sink talks TLS without verifying certificates (`insecure = true`):
     /// logged at start, since a forged certificate goes unnoticed there.
     fn unverified_tls(&self) -> bool {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ho_config::names::check_kube_name;
 use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
 use serde::Deserialize;
 
@@ -100,24 +101,5 @@ impl SinkSpec for CorednsConfigMapConfig {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-/// Kubernetes object names: lower-case letters, digits, '-' and '.', starting and ending
-/// with a letter or digit (RFC 1123), at most `max` characters.
-fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= max
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
-        ))
     }
 }

@@ -18,10 +18,10 @@ use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::Api;
 
 use crate::hosts_format::render;
+use crate::kube_client::{self, KubeClient};
 
 /// Field manager recorded in the ConfigMap's `managedFields` for our keys.
 const FIELD_MANAGER: &str = "health-orchestrator";
@@ -51,31 +51,12 @@ impl CorednsConfigMapSink {
     /// account, else `$KUBECONFIG` / `~/.kube/config`. Nothing is sent yet; a wrong
     /// kubeconfig fails here, an unreachable API at the first write.
     pub async fn new(config: &CorednsConfigMapConfig) -> Result<CorednsConfigMapSink, String> {
-        let options = KubeConfigOptions {
-            context: config.context.clone(),
-            ..KubeConfigOptions::default()
-        };
-        let mut kube_config = match &config.kubeconfig {
-            Some(path) => {
-                let file = Kubeconfig::read_from(path)
-                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
-                Config::from_custom_kubeconfig(file, &options)
-                    .await
-                    .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
-            }
-            None if config.context.is_some() => Config::from_kubeconfig(&options)
-                .await
-                .map_err(|e| format!("kubeconfig: {e}"))?,
-            None => Config::infer()
-                .await
-                .map_err(|e| format!("no Kubernetes credentials: {e}"))?,
-        };
-        kube_config.connect_timeout = Some(config.timeout);
-        kube_config.read_timeout = Some(config.timeout);
-        kube_config.write_timeout = Some(config.timeout);
-        let server = kube_config.cluster_url.to_string();
-        let client =
-            Client::try_from(kube_config).map_err(|e| format!("Kubernetes client: {e}"))?;
+        let KubeClient { client, server, .. } = kube_client::connect(
+            config.kubeconfig.as_deref(),
+            config.context.as_deref(),
+            config.timeout,
+        )
+        .await?;
         Ok(CorednsConfigMapSink {
             inner: Arc::new(Inner {
                 api: Api::namespaced(client, &config.namespace),

@@ -65,6 +65,12 @@ impl SinkSpec for HostsFileConfig {
         })
     }
 
+    /// Each replica writes the hosts file of its own node (a volume CoreDNS on that node
+    /// or a sidecar reads), so it writes as standby too.
+    fn shared(&self) -> bool {
+        false
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

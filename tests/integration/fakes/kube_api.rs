@@ -1,18 +1,25 @@
-//! A Kubernetes API test server for the ConfigMap sink. No kube-apiserver can be installed
-//! on the test machines, so this implements, with the real server's semantics, exactly the
-//! ConfigMap endpoints the sink uses:
+//! A Kubernetes API test server for the ConfigMap sink and leader election. No
+//! kube-apiserver can be installed on the test machines, so this implements, with the real
+//! server's semantics, exactly the endpoints they use:
 //!
-//! - `GET /api/v1/namespaces/{ns}/configmaps/{name}`: the object, or a 404 `Status`;
-//! - `POST /api/v1/namespaces/{ns}/configmaps`: create, 409 `AlreadyExists` if present;
-//! - `PATCH .../configmaps/{name}` with `application/merge-patch+json` (RFC 7386): a
-//!   `metadata.resourceVersion` in the patch is a precondition (409 `Conflict` when stale,
-//!   the optimistic concurrency the real server applies); other patch types get 415;
-//! - bearer-token authentication (401), an outage switch (503), per-verb authorization (403 with the real message
-//!   format), `resourceVersion` increasing on every change.
+//! - ConfigMaps (`/api/v1/namespaces/{ns}/configmaps`) and Leases
+//!   (`/apis/coordination.k8s.io/v1/namespaces/{ns}/leases`);
+//! - `GET .../{name}`: the object, or a 404 `Status`;
+//! - `POST` on the collection: create, 409 `AlreadyExists` if present;
+//! - `PUT .../{name}` (update): replaces the object; a `metadata.resourceVersion` in the body
+//!   is a precondition (409 `Conflict` when stale), as the real server applies it;
+//! - `PATCH .../{name}` with `application/merge-patch+json` (RFC 7386): a
+//!   `metadata.resourceVersion` in the patch is a precondition (409 `Conflict` when stale);
+//!   other patch types get 415;
+//! - bearer-token authentication (401; any token starting `test-`, so each replica of a
+//!   test can have its own), an outage switch for everyone (503) or for one token (a
+//!   partitioned replica), per-verb authorization (403 with the real message format), one
+//!   `resourceVersion` counter increasing on every change, as etcd's revision does.
 //!
-//! Not implemented (the sink never uses them): watch, list, server-side apply, field
-//! managers' `managedFields` bookkeeping, admission. The sink is driven through the real
-//! kube-rs client over HTTP with a kubeconfig file.
+//! Not implemented (nothing here uses them): watch, list, delete, server-side apply, field
+//! managers' `managedFields` bookkeeping, admission, the Lease fields' validation (e.g.
+//! `leaseDurationSeconds` > 0) and `generation`. Clients are the real kube-rs client over
+//! HTTP with a kubeconfig file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -29,10 +36,13 @@ use crate::harness::serve_http;
 /// The token the test kubeconfig presents.
 pub const TOKEN: &str = "test-service-account-token";
 
+/// (resource, namespace, name): `configmaps` or `leases`.
+type Key = (&'static str, String, String);
+
 #[derive(Default)]
 struct State {
-    /// (namespace, name) -> ConfigMap object.
-    objects: BTreeMap<(String, String), Value>,
+    /// Every object by resource, namespace and name.
+    objects: BTreeMap<Key, Value>,
     next_version: u64,
     /// Verbs (`get`, `create`, `patch`) the service account may not use.
     denied: BTreeSet<String>,
@@ -42,6 +52,8 @@ struct State {
     interleave: Vec<(String, String)>,
     /// Every request gets 503, as from an API server that lost etcd.
     unavailable: bool,
+    /// Requests with these tokens get 503: replicas cut off from the API server.
+    partitioned: BTreeSet<String>,
 }
 
 /// The server; clones share state.
@@ -67,12 +79,17 @@ impl KubeApi {
 
     /// Writes a kubeconfig for this server into `dir`.
     pub fn kubeconfig(addr: SocketAddr, dir: &Path) -> PathBuf {
+        KubeApi::kubeconfig_with(addr, dir, TOKEN)
+    }
+
+    /// Writes a kubeconfig presenting `token` (must start with `test-`) into `dir`.
+    pub fn kubeconfig_with(addr: SocketAddr, dir: &Path, token: &str) -> PathBuf {
         let path = dir.join("kubeconfig");
         std::fs::write(
             &path,
             format!(
                 "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{addr}\n\
-                 users:\n- name: sa\n  user:\n    token: {TOKEN}\n\
+                 users:\n- name: sa\n  user:\n    token: {token}\n\
                  contexts:\n- name: test\n  context:\n    cluster: test\n    user: sa\n\
                  current-context: test\n"
             ),
@@ -94,13 +111,14 @@ impl KubeApi {
             "metadata": {"name": name, "namespace": ns, "resourceVersion": s.next_version.to_string()},
             "data": data,
         });
-        s.objects.insert((ns.into(), name.into()), object);
+        s.objects
+            .insert(("configmaps", ns.into(), name.into()), object);
     }
 
     /// The ConfigMap's `data`, if it exists.
     pub fn data(&self, ns: &str, name: &str) -> Option<BTreeMap<String, String>> {
         let s = self.state.lock().unwrap();
-        let object = s.objects.get(&(ns.into(), name.into()))?;
+        let object = s.objects.get(&("configmaps", ns.into(), name.into()))?;
         Some(
             object["data"]
                 .as_object()
@@ -135,6 +153,23 @@ impl KubeApi {
         self.state.lock().unwrap().unavailable = unavailable;
     }
 
+    /// Makes the requests presenting `token` fail with 503 (or stops doing so).
+    pub fn set_partitioned(&self, token: &str, partitioned: bool) {
+        let mut s = self.state.lock().unwrap();
+        if partitioned {
+            s.partitioned.insert(token.into());
+        } else {
+            s.partitioned.remove(token);
+        }
+    }
+
+    /// The Lease's holder, if the Lease exists and has one.
+    pub fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
+        let s = self.state.lock().unwrap();
+        let lease = s.objects.get(&("leases", ns.into(), name.into()))?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+    }
+
     /// Requests seen so far.
     pub fn requests(&self) -> Vec<String> {
         self.state.lock().unwrap().requests.clone()
@@ -149,15 +184,18 @@ impl KubeApi {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let authorized = req
+        let token = req
             .headers()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            == Some(&format!("Bearer {TOKEN}"));
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("")
+            .to_string();
+        let authorized = token.starts_with("test-");
         let body = req.into_body().collect().await.unwrap().to_bytes();
         let mut s = self.state.lock().unwrap();
         s.requests.push(format!("{method} {path} {content_type}"));
-        if s.unavailable {
+        if s.unavailable || s.partitioned.contains(&token) {
             return status(
                 503,
                 "ServiceUnavailable",
@@ -169,10 +207,20 @@ impl KubeApi {
             return status(401, "Unauthorized", "Unauthorized", None);
         }
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let (ns, name) = match parts.as_slice() {
-            ["api", "v1", "namespaces", ns, "configmaps"] => (ns.to_string(), None),
-            ["api", "v1", "namespaces", ns, "configmaps", name] => {
-                (ns.to_string(), Some(name.to_string()))
+        let (resource, ns, name) = match parts.as_slice() {
+            ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] if rest.len() <= 1 => (
+                "configmaps",
+                ns.to_string(),
+                rest.first().map(|n| n.to_string()),
+            ),
+            ["apis", "coordination.k8s.io", "v1", "namespaces", ns, "leases", rest @ ..]
+                if rest.len() <= 1 =>
+            {
+                (
+                    "leases",
+                    ns.to_string(),
+                    rest.first().map(|n| n.to_string()),
+                )
             }
             _ => {
                 return status(
@@ -187,6 +235,7 @@ impl KubeApi {
             (&Method::GET, Some(_)) => "get",
             (&Method::POST, None) => "create",
             (&Method::PATCH, Some(_)) => "patch",
+            (&Method::PUT, Some(_)) => "update",
             _ => {
                 return status(
                     405,
@@ -202,7 +251,9 @@ impl KubeApi {
                 403,
                 "Forbidden",
                 &format!(
-                    "configmaps \"{target}\" is forbidden: User \"system:serviceaccount:dns-failover:health-orchestrator\" cannot {verb} resource \"configmaps\" in API group \"\" in the namespace \"{ns}\""
+                    "{} \"{target}\" is forbidden: User \"system:serviceaccount:dns-failover:health-orchestrator\" cannot {verb} resource \"{resource}\" in API group \"{}\" in the namespace \"{ns}\"",
+                    kind_of(resource),
+                    group_of(resource)
                 ),
                 Some(&target),
             );
@@ -210,14 +261,15 @@ impl KubeApi {
         match verb {
             "get" => {
                 let name = name.unwrap();
-                let Some(object) = s.objects.get(&(ns.clone(), name.clone())).cloned() else {
-                    return not_found(&name);
+                let key = (resource, ns.clone(), name.clone());
+                let Some(object) = s.objects.get(&key).cloned() else {
+                    return not_found(resource, &name);
                 };
                 let pending = std::mem::take(&mut s.interleave);
                 for (k, v) in pending {
                     let mut changed = object.clone();
                     changed["data"][k] = json!(v);
-                    store(&mut s, &ns, &name, changed);
+                    store(&mut s, key.clone(), changed);
                 }
                 json_response(200, &object)
             }
@@ -229,17 +281,36 @@ impl KubeApi {
                     .as_str()
                     .unwrap_or("")
                     .to_string();
-                if s.objects.contains_key(&(ns.clone(), name.clone())) {
+                let key = (resource, ns.clone(), name.clone());
+                if s.objects.contains_key(&key) {
                     return status(
                         409,
                         "AlreadyExists",
-                        &format!("configmaps \"{name}\" already exists"),
+                        &format!("{} \"{name}\" already exists", kind_of(resource)),
                         Some(&name),
                     );
                 }
                 object["metadata"]["namespace"] = json!(ns);
-                let object = store(&mut s, &ns, &name, object);
+                let object = store(&mut s, key, object);
                 json_response(201, &object)
+            }
+            "update" => {
+                let name = name.unwrap();
+                let Ok(mut object) = serde_json::from_slice::<Value>(&body) else {
+                    return status(400, "BadRequest", "invalid JSON body", None);
+                };
+                let key = (resource, ns.clone(), name.clone());
+                let Some(current) = s.objects.get(&key).cloned() else {
+                    return not_found(resource, &name);
+                };
+                if let Some(rv) = object["metadata"]["resourceVersion"].as_str() {
+                    if current["metadata"]["resourceVersion"].as_str() != Some(rv) {
+                        return conflict(resource, &name);
+                    }
+                }
+                object["metadata"]["namespace"] = json!(ns);
+                let object = store(&mut s, key, object);
+                json_response(200, &object)
             }
             _ => {
                 let name = name.unwrap();
@@ -251,20 +322,16 @@ impl KubeApi {
                         None,
                     );
                 }
-                let Some(current) = s.objects.get(&(ns.clone(), name.clone())).cloned() else {
-                    return not_found(&name);
+                let key = (resource, ns.clone(), name.clone());
+                let Some(current) = s.objects.get(&key).cloned() else {
+                    return not_found(resource, &name);
                 };
                 let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
                     return status(400, "BadRequest", "invalid JSON patch", None);
                 };
                 if let Some(rv) = patch["metadata"]["resourceVersion"].as_str() {
                     if current["metadata"]["resourceVersion"].as_str() != Some(rv) {
-                        return status(
-                            409,
-                            "Conflict",
-                            &format!("Operation cannot be fulfilled on configmaps \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
-                            Some(&name),
-                        );
+                        return conflict(resource, &name);
                     }
                 }
                 let mut merged = current.clone();
@@ -272,7 +339,7 @@ impl KubeApi {
                 if merged == current {
                     return json_response(200, &current);
                 }
-                let object = store(&mut s, &ns, &name, merged);
+                let object = store(&mut s, key, merged);
                 json_response(200, &object)
             }
         }
@@ -280,11 +347,35 @@ impl KubeApi {
 }
 
 /// Stores `object` with the next resourceVersion and returns it.
-fn store(s: &mut State, ns: &str, name: &str, mut object: Value) -> Value {
+fn store(s: &mut State, key: Key, mut object: Value) -> Value {
     s.next_version += 1;
     object["metadata"]["resourceVersion"] = json!(s.next_version.to_string());
-    s.objects.insert((ns.into(), name.into()), object.clone());
+    s.objects.insert(key, object.clone());
     object
+}
+
+/// How the real server names a resource in messages.
+fn kind_of(resource: &str) -> &'static str {
+    match resource {
+        "leases" => "leases.coordination.k8s.io",
+        _ => "configmaps",
+    }
+}
+
+fn group_of(resource: &str) -> &'static str {
+    match resource {
+        "leases" => "coordination.k8s.io",
+        _ => "",
+    }
+}
+
+fn conflict(resource: &str, name: &str) -> Response<Full<Bytes>> {
+    status(
+        409,
+        "Conflict",
+        &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", kind_of(resource)),
+        Some(name),
+    )
 }
 
 /// RFC 7386 JSON merge patch.
@@ -306,11 +397,11 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
-fn not_found(name: &str) -> Response<Full<Bytes>> {
+fn not_found(resource: &str, name: &str) -> Response<Full<Bytes>> {
     status(
         404,
         "NotFound",
-        &format!("configmaps \"{name}\" not found"),
+        &format!("{} \"{name}\" not found", kind_of(resource)),
         Some(name),
     )
 }

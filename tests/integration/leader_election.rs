@@ -1,0 +1,322 @@
+//! Two replicas of the real binary, a real pdns_server as the shared back end, and the
+//! Kubernetes API test server (`fakes::kube_api`, with Leases) for the election: exactly
+//! one replica writes PowerDNS while both write their own hosts file; a killed leader is
+//! replaced within `lease_duration` + 1 s; an API outage fences the leader before its
+//! lease ends; SIGTERM hands the lease over at once; a partitioned old leader never writes
+//! again.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ho_loadtest::{Behaviour, Gateway};
+use tokio::time::Instant;
+
+use crate::fakes::kube_api::KubeApi;
+use crate::harness::*;
+use crate::services::pdns::PdnsServer;
+
+const ZONE: &str = "tenant-a.io.";
+const LEASE: &str = "3s";
+const LEASE_DURATION: Duration = Duration::from_secs(3);
+const RENEW_DEADLINE: Duration = Duration::from_secs(2);
+
+/// One replica: its process, API address, folder and API token.
+struct Replica {
+    process: Option<Running>,
+    api: SocketAddr,
+    dir: tempfile::TempDir,
+    token: String,
+}
+
+impl Replica {
+    fn start(name: &str, kube: SocketAddr, pdns: &PdnsServer, gws: &[Gateway]) -> Replica {
+        let dir = tempfile::tempdir().unwrap();
+        let token = format!("test-{name}");
+        let kubeconfig = KubeApi::kubeconfig_with(kube, dir.path(), &token);
+        let api = SocketAddr::new(loopback_ip().into(), 8080);
+        let hosts = dir.path().join("hosts");
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+            .set("api.listen", api.to_string())
+            .with(&format!(
+                "[leader_election]\nenabled = true\nnamespace = \"dns\"\nname = \"ho\"\nidentity = \"{name}\"\n\
+                 lease_duration = \"{LEASE}\"\nrenew_deadline = \"2s\"\nretry_period = \"300ms\"\nkubeconfig = {:?}\n\n\
+                 [[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\"]\nsinks = [\"pdns\", \"local\"]\nttl = \"5s\"\n\n\
+                 [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
+                 delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n\n\
+                 [sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
+                kubeconfig.display().to_string(),
+                pdns.url(),
+                pdns.key_file().display().to_string(),
+                hosts.display().to_string()
+            ));
+        let mut cmd = run_config(dir.path(), &config);
+        cmd.env("RUST_LOG", "info");
+        let process = spawn_logged(&mut cmd, &dir.path().join("log"));
+        Replica {
+            process: Some(process),
+            api,
+            dir,
+            token,
+        }
+    }
+
+    fn hosts_file(&self) -> PathBuf {
+        self.dir.path().join("hosts").join("a.hosts")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+
+    /// `GET path`, or `None` while the process does not answer.
+    async fn get(&self, path: &str) -> Option<String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(self.api).await.ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        Some(out.split_once("\r\n\r\n")?.1.to_owned())
+    }
+
+    /// Writes this replica made to PowerDNS (any result), from its metrics.
+    async fn pdns_writes(&self) -> f64 {
+        let metrics = self.get("/metrics").await.unwrap_or_default();
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("health_orchestrator_sink_writes_total{sink=\"pdns\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    async fn role(&self) -> Option<String> {
+        let status: serde_json::Value = serde_json::from_str(&self.get("/status").await?).ok()?;
+        status["leadership"]["role"].as_str().map(str::to_owned)
+    }
+
+    async fn wait_for_role(&self, role: &str) -> Duration {
+        let start = Instant::now();
+        loop {
+            if self.role().await.as_deref() == Some(role) {
+                return start.elapsed();
+            }
+            assert!(start.elapsed() < LIMIT, "never {role}:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn kill(&mut self) {
+        drop(self.process.take());
+    }
+}
+
+/// The parts of a test: PowerDNS, two gateways, the API server and its address.
+struct Setup {
+    pdns: PdnsServer,
+    gws: Vec<Gateway>,
+    kube: KubeApi,
+    kube_addr: SocketAddr,
+}
+
+/// The setup with replica `a` leading and `b` on standby.
+async fn two_replicas() -> (Setup, Replica, Replica) {
+    let pdns = PdnsServer::start(ZONE);
+    let gws = gateways(2);
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let a = Replica::start("a", kube_addr, &pdns, &gws);
+    a.wait_for_role("leader").await;
+    let b = Replica::start("b", kube_addr, &pdns, &gws);
+    b.wait_for_role("standby").await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+    wait_for_file(&b.hosts_file(), "the standby's own hosts file", |c| {
+        addresses(c).len() == 2
+    })
+    .await;
+    let setup = Setup {
+        pdns,
+        gws,
+        kube,
+        kube_addr,
+    };
+    (setup, a, b)
+}
+
+/// Waits until `r` has written PowerDNS more than `before` times; returns when.
+async fn first_write_after(r: &Replica, before: f64) -> Instant {
+    let start = Instant::now();
+    loop {
+        if r.pdns_writes().await > before {
+            return Instant::now();
+        }
+        assert!(start.elapsed() < LIMIT, "no write:\n{}", r.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The one writer, the standby's local output, and SIGKILL takeovers (three by default;
+/// `TAKEOVER_TRIALS=10` for the README's figures), each within lease_duration + 1 s.
+#[tokio::test]
+async fn one_replica_writes_and_a_killed_leader_is_replaced() {
+    let (
+        Setup {
+            pdns,
+            mut gws,
+            kube_addr,
+            ..
+        },
+        a,
+        b,
+    ) = two_replicas().await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let second = vec![ip(&gws[1])];
+    pdns.wait_for_answer("api.tenant-a.io", "A", &second).await;
+    wait_for_file(&b.hosts_file(), "the standby's hosts file follows", |c| {
+        addresses(c) == second
+    })
+    .await;
+    assert!(a.pdns_writes().await > 0.0);
+    assert_eq!(b.pdns_writes().await, 0.0, "the standby wrote PowerDNS");
+    gws[0].set(Behaviour::Healthy).unwrap();
+
+    let trials: usize = std::env::var("TAKEOVER_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let (mut leader, mut standby) = (a, b);
+    let mut takeovers = Vec::new();
+    for trial in 0..trials {
+        // Let the standby see a few renewals, as in steady state.
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(500..1500))).await;
+        let before = standby.pdns_writes().await;
+        leader.kill();
+        let killed = Instant::now();
+        let wrote = first_write_after(&standby, before).await;
+        let took = wrote.duration_since(killed);
+        println!("trial {trial}: SIGKILL -> first write by the new leader {took:?}");
+        assert!(
+            took <= LEASE_DURATION + Duration::from_secs(1),
+            "takeover took {took:?}"
+        );
+        takeovers.push(took);
+        // The zone converges under the new leader.
+        gws[1].set(Behaviour::Refuse).unwrap();
+        pdns.wait_for_answer("api.tenant-a.io", "A", &[ip(&gws[0])])
+            .await;
+        gws[1].set(Behaviour::Healthy).unwrap();
+        let name = if trial % 2 == 0 { "c" } else { "d" };
+        let fresh = Replica::start(&format!("{name}{trial}"), kube_addr, &pdns, &gws);
+        fresh.wait_for_role("standby").await;
+        (leader, standby) = (standby, fresh);
+    }
+    takeovers.sort();
+    println!(
+        "takeover over {} trials: min {:?}, p50 {:?}, max {:?}",
+        takeovers.len(),
+        takeovers[0],
+        takeovers[takeovers.len() / 2],
+        takeovers[takeovers.len() - 1]
+    );
+}
+
+/// The API server answers 503 to everyone: the leader stops writing within renew_deadline
+/// (before its lease could end) and nobody writes until one re-acquires after the outage.
+#[tokio::test]
+async fn an_api_outage_fences_the_leader_until_one_reacquires() {
+    let (
+        Setup {
+            pdns,
+            mut gws,
+            kube,
+            ..
+        },
+        a,
+        b,
+    ) = two_replicas().await;
+    kube.set_unavailable(true);
+    let out = Instant::now();
+    a.wait_for_role("standby").await;
+    let fenced = out.elapsed();
+    println!("API outage -> leader fenced after {fenced:?}");
+    assert!(fenced < LEASE_DURATION, "fenced after {fenced:?}");
+    assert!(
+        fenced >= RENEW_DEADLINE - Duration::from_millis(400),
+        "{fenced:?}"
+    );
+    let (writes_a, writes_b) = (a.pdns_writes().await, b.pdns_writes().await);
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let second = vec![ip(&gws[1])];
+    wait_for_file(&a.hosts_file(), "local output still follows", |c| {
+        addresses(c) == second
+    })
+    .await;
+    tokio::time::sleep(LEASE_DURATION).await;
+    assert_eq!(a.pdns_writes().await, writes_a, "a wrote while fenced");
+    assert_eq!(b.pdns_writes().await, writes_b, "b wrote without the lease");
+    assert_eq!(
+        pdns.dig("api.tenant-a.io", "A").await.len(),
+        2,
+        "nobody may have written"
+    );
+    kube.set_unavailable(false);
+    pdns.wait_for_answer("api.tenant-a.io", "A", &second).await;
+    let leaders = [a.role().await, b.role().await]
+        .iter()
+        .filter(|r| r.as_deref() == Some("leader"))
+        .count();
+    assert_eq!(leaders, 1);
+}
+
+/// SIGTERM: writes in flight finish, the lease is released, and the standby takes over at
+/// its next attempt instead of after lease_duration.
+#[tokio::test]
+async fn sigterm_hands_the_lease_over_at_once() {
+    let (setup, mut a, b) = two_replicas().await;
+    let kube = &setup.kube;
+    let before = b.pdns_writes().await;
+    let mut process = a.process.take().unwrap();
+    let stopped = Instant::now();
+    terminate(&mut process.0).await;
+    first_write_after(&b, before).await;
+    let took = stopped.elapsed();
+    println!("SIGTERM -> first write by the standby {took:?}");
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert_eq!(kube.lease_holder("dns", "ho").as_deref(), Some("b"));
+    assert!(a.log().contains("released the lease"), "{}", a.log());
+}
+
+/// The leader loses the API server (a partition) but still reaches PowerDNS: it stops
+/// writing, the standby takes over, and when the old leader reaches the API again it
+/// finds the lease taken and never writes.
+#[tokio::test]
+async fn a_partitioned_old_leader_never_writes_again() {
+    let (
+        Setup {
+            pdns,
+            mut gws,
+            kube,
+            ..
+        },
+        a,
+        b,
+    ) = two_replicas().await;
+    kube.set_partitioned(&a.token, true);
+    b.wait_for_role("leader").await;
+    let writes_a = a.pdns_writes().await;
+    assert_eq!(a.role().await.as_deref(), Some("standby"));
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let second = vec![ip(&gws[1])];
+    pdns.wait_for_answer("api.tenant-a.io", "A", &second).await;
+    kube.set_partitioned(&a.token, false);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    gws[0].set(Behaviour::Healthy).unwrap();
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(a.pdns_writes().await, writes_a, "the old leader wrote");
+    assert_eq!(a.role().await.as_deref(), Some("standby"));
+    assert_eq!(kube.lease_holder("dns", "ho").as_deref(), Some("b"));
+}
