@@ -55,6 +55,7 @@ impl Reloader {
         };
         let unchanged_listen = engine.plan().api_listen == plan.api_listen;
         let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
+        let unchanged_election = engine.plan().leader_election == plan.leader_election;
         let unverified = plan.unverified_tls();
         let unverified_changed = engine.plan().unverified_tls() != unverified;
         match engine.reload(plan).await {
@@ -75,6 +76,9 @@ impl Reloader {
                 }
                 if !unchanged_telemetry {
                     warn!("[telemetry] changed: it takes effect at the next restart");
+                }
+                if !unchanged_election {
+                    warn!("[leader_election] changed: it takes effect at the next restart");
                 }
                 if unverified_changed {
                     crate::run::warn_unverified_tls(&unverified);

@@ -19,6 +19,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use opentelemetry::KeyValue;
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -123,8 +124,7 @@ impl Leadership {
         drop(state);
         if !was && Instant::now() < sent + renew_deadline {
             info!(identity = ?self.0.identity, "became the leader: writing shared back ends");
-            self.0.metrics.leader.set(1);
-            self.0.metrics.leader_transitions.inc();
+            self.changed("leader", "acquired");
             self.0.became_writer.send_modify(|n| *n += 1);
         }
     }
@@ -137,9 +137,8 @@ impl Leadership {
         state.holder = holder;
         drop(state);
         if was {
-            warn!(identity = ?self.0.identity, "no longer the leader: standby, shared back ends are not written");
-            self.0.metrics.leader.set(0);
-            self.0.metrics.leader_transitions.inc();
+            warn!(identity = ?self.0.identity, holder = ?self.lock().holder, "no longer the leader: standby, shared back ends are not written");
+            self.changed("standby", "another holder");
         }
     }
 
@@ -152,9 +151,19 @@ impl Leadership {
             state.lapse_logged = true;
             drop(state);
             warn!(identity = ?self.0.identity, "could not renew the lease within renew_deadline: stopped writing shared back ends");
-            self.0.metrics.leader.set(0);
-            self.0.metrics.leader_transitions.inc();
+            self.changed("standby", "renew_deadline passed");
         }
+    }
+
+    /// Metrics and a span for a change of role.
+    fn changed(&self, role: &'static str, why: &'static str) {
+        self.0.metrics.leader.set(i64::from(role == "leader"));
+        self.0.metrics.leader_transitions.inc();
+        crate::trace::leadership(vec![
+            KeyValue::new("role", role),
+            KeyValue::new("why", why),
+            KeyValue::new("identity", self.0.identity.clone().unwrap_or_default()),
+        ]);
     }
 
     /// Changes each time this replica becomes the writer.

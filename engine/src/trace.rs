@@ -45,6 +45,19 @@ pub fn transition(attributes: Vec<KeyValue>) -> SpanContext {
     sc
 }
 
+/// This replica became or stopped being the writer of shared back ends (leader election):
+/// a span of its own, so a trace search for `leadership.change` lines up takeovers with
+/// the failovers around them.
+pub fn leadership(attributes: Vec<KeyValue>) {
+    let tracer = tracer();
+    let span = tracer
+        .span_builder("leadership.change")
+        .with_kind(SpanKind::Internal)
+        .with_attributes(attributes)
+        .start_with_context(&tracer, &Context::new());
+    Context::new().with_span(span).span().end();
+}
+
 /// A tenant's record set changed. The first transition behind it is the parent; the
 /// others (a burst folded into one publish) are links.
 pub fn publish(causes: &[SpanContext], attributes: Vec<KeyValue>) -> SpanContext {
