@@ -1,5 +1,6 @@
-//! Log output: `tracing` to stderr, filtered by `RUST_LOG` (default `info`), as pretty text
-//! or one JSON object per line (`[telemetry] log_format`). Transition and publish lines
+//! Log output: `tracing` to stderr, filtered by `RUST_LOG` (default `info`), as text
+//! (coloured only on a terminal: a file or a pipe gets no escape codes) or one JSON object
+//! per line (`[telemetry] log_format`, or `--log-format`). Transition and publish lines
 //! carry the `trace_id` of their span when traces are on, so logs and traces join.
 //! (`HO_*` variables are configuration, so the filter does not use that prefix.)
 
@@ -17,6 +18,7 @@ pub fn init(demo: bool, format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     match format {
         LogFormat::Pretty => builder.init(),

@@ -21,6 +21,17 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as `text` or `json`; overrides `[telemetry] log_format`.
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = parse_log_format)]
+    log_format: Option<ho_config::LogFormat>,
+}
+
+fn parse_log_format(s: &str) -> Result<ho_config::LogFormat, String> {
+    match s {
+        "text" | "pretty" => Ok(ho_config::LogFormat::Pretty),
+        "json" => Ok(ho_config::LogFormat::Json),
+        other => Err(format!("{other:?}: use text or json")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -49,11 +60,11 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Run { .. }) {
         logging::init(
             matches!(cli.command, Command::Demo(_)),
-            ho_config::LogFormat::Pretty,
+            cli.log_format.unwrap_or_default(),
         );
     }
     let result = match cli.command {
-        Command::Run { config } => run::run(&config),
+        Command::Run { config } => run::run(&config, cli.log_format),
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
         Command::Probe(args) => probe_cmd::probe(args),
         Command::Demo(args) => demo::demo(args),

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 
+use ho_config::LogFormat;
 use ho_engine::metrics::Metrics;
 use ho_engine::Engine;
 use tracing::{info, warn};
@@ -21,7 +22,7 @@ use crate::reload::Reloader;
 /// changes with `[reload] watch = true`). Shutdown stops probing, lets sink writes in
 /// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
 /// records in place.
-pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
     let plan = match ho_sinks::load_plan(files) {
         Ok(plan) => plan,
         Err(e) => {
@@ -29,7 +30,7 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    crate::logging::init(false, plan.telemetry.log_format);
+    crate::logging::init(false, log_format.unwrap_or(plan.telemetry.log_format));
     // Thousands of probes in flight need thousands of descriptors: use all we may.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => info!(limit, "open-file limit"),

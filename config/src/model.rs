@@ -244,8 +244,9 @@ pub enum OtlpProtocol {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {
-    /// Human-readable, coloured on a terminal.
+    /// Human-readable, coloured on a terminal (also spelt `text`).
     #[default]
+    #[serde(alias = "text")]
     Pretty,
     /// One JSON object per line, for log shippers.
     Json,
@@ -363,7 +364,8 @@ pub struct CheckOverrides {
     )]
     pub interval: Option<Duration>,
     /// Hard deadline over the whole probe (connect + TLS + request + body). Must be shorter
-    /// than `interval` so probes of one target never overlap.
+    /// than `interval` so probes of one target never overlap. Default: 500 ms, or 0.8 x
+    /// `interval` when that is shorter.
     #[serde(
         default,
         with = "humantime_serde::option",
@@ -377,15 +379,21 @@ pub struct CheckOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fall: Option<u32>,
     /// Re-check delay while a result disagrees with the current state, so a verdict settles
-    /// in `interval + (fall-1)·fast_interval` instead of `fall·interval`.
+    /// in `interval + (fall-1)·fast_interval` instead of `fall·interval`. Default: 100 ms,
+    /// or `interval` when that is shorter.
     #[serde(
         default,
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub fast_interval: Option<Duration>,
-    /// HTTP status codes that count as healthy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// HTTP status codes that count as healthy: codes and ranges (`[200, "300-399"]`,
+    /// Kuadrant's probes accept 200 and 201), expanded into codes when read.
+    #[serde(
+        default,
+        deserialize_with = "status_codes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub expect_status: Option<Vec<u16>>,
     /// `Host` header, and the TLS server name for https (default: the endpoint's address).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -454,6 +462,38 @@ fn yes() -> bool {
     true
 }
 
+/// `expect_status` entries: a code (`200`) or an inclusive range (`"200-299"`).
+fn status_codes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Code(u16),
+        Range(String),
+    }
+    let entries = Vec::<Entry>::deserialize(d)?;
+    let mut codes = Vec::new();
+    for entry in entries {
+        match entry {
+            Entry::Code(code) => codes.push(code),
+            Entry::Range(text) => {
+                let range = text
+                    .split_once('-')
+                    .and_then(|(a, b)| {
+                        Some((a.trim().parse::<u16>().ok()?, b.trim().parse::<u16>().ok()?))
+                    })
+                    .filter(|(a, b)| a <= b && *b - *a < 600);
+                let Some((first, last)) = range else {
+                    return Err(serde::de::Error::custom(format!(
+                        "{text:?} is neither a status code nor a range like \"200-299\""
+                    )));
+                };
+                codes.extend(first..=last);
+            }
+        }
+    }
+    Ok(Some(codes))
+}
+
 fn default_half_life() -> Duration {
     Duration::from_secs(60)
 }
@@ -482,10 +522,10 @@ impl CheckOverrides {
             port: Some(80),
             path: Some("/".into()),
             interval: Some(Duration::from_secs(1)),
-            timeout: Some(Duration::from_millis(500)),
+            // timeout and fast_interval follow the interval unless set: see
+            // `validate::checks::required`.
             rise: Some(1),
             fall: Some(2),
-            fast_interval: Some(Duration::from_millis(100)),
             expect_status: Some(vec![200]),
             body_limit: Some(64 * 1024),
             ..CheckOverrides::default()

@@ -19,7 +19,7 @@ use tracing::{debug, warn};
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::sink_actor::{GetSinkStatus, SinkActor};
-use crate::status::Status;
+use crate::status::{Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{GetStatus, HealthTracker, IsReady};
 
@@ -139,7 +139,8 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
         return r;
     }
     match path {
-        "/healthz" => text(StatusCode::OK, PLAIN, "ok\n"),
+        // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
+        "/healthz" | "/health" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
             Ok(true) => text(StatusCode::OK, PLAIN, "ready\n"),
             Ok(false) => text(
@@ -165,7 +166,7 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
         _ => text(
             StatusCode::NOT_FOUND,
             PLAIN,
-            "not found: try /healthz /readyz /status /metrics\n",
+            "not found: try /healthz /health /readyz /status /metrics\n",
         ),
     }
 }
@@ -179,6 +180,7 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         sinks.push(sink.send(GetSinkStatus).await.ok()?);
     }
     Some(Status {
+        summary: Summary::of(&tracker),
         tracker,
         sinks,
         leadership: state.leadership.status(),

@@ -20,6 +20,9 @@ pub fn unix_seconds(t: SystemTime) -> f64 {
 /// The whole `/status` response.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    /// The seed spec's fields, for its dashboards and scripts.
+    #[serde(flatten)]
+    pub summary: Summary,
     /// Tracker view.
     #[serde(flatten)]
     pub tracker: TrackerStatus,
@@ -27,6 +30,46 @@ pub struct Status {
     pub sinks: Vec<SinkStatus>,
     /// This replica's role in leader election (`single` without it).
     pub leadership: LeadershipStatus,
+}
+
+/// The fields of the seed spec's `/status` (OpenOva `HealthStatus`), computed from the
+/// tracker's view, so its scripts and dashboards keep working.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Names of the endpoints that are up.
+    pub healthy_nodes: Vec<String>,
+    /// Endpoints configured.
+    pub total_nodes: usize,
+    /// When the latest probe finished (RFC 3339, UTC); `None` before the first.
+    pub last_check: Option<String>,
+}
+
+impl Summary {
+    /// The summary of `tracker`.
+    pub fn of(tracker: &TrackerStatus) -> Summary {
+        let latest = tracker
+            .endpoints
+            .iter()
+            .filter_map(|e| e.last.as_ref().map(|l| l.at))
+            .fold(None, |max: Option<f64>, at| {
+                Some(max.map_or(at, |m| m.max(at)))
+            });
+        Summary {
+            healthy_nodes: tracker
+                .endpoints
+                .iter()
+                .filter(|e| e.state == Health::Up)
+                .map(|e| e.name.clone())
+                .collect(),
+            total_nodes: tracker.endpoints.len(),
+            last_check: latest.map(|at| {
+                humantime::format_rfc3339_millis(
+                    UNIX_EPOCH + std::time::Duration::from_secs_f64(at),
+                )
+                .to_string()
+            }),
+        }
+    }
 }
 
 /// Endpoints and tenants, from the tracker.

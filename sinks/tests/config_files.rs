@@ -139,6 +139,73 @@ fn layers_override_in_order() {
     });
 }
 
+/// `interval` alone is a valid check: timeout and fast_interval follow it unless set; and
+/// `expect_status` takes ranges.
+#[test]
+fn timing_defaults_follow_the_interval_and_status_ranges_expand() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "a.toml",
+            r#"
+            [defaults.check]
+            interval = "300ms"
+            expect_status = [201, "200-204"]
+
+            [[endpoints]]
+            name = "a"
+            address = "10.0.0.1"
+
+            [[endpoints]]
+            name = "b"
+            address = "10.0.0.2"
+            check = { interval = "5s" }
+
+            [[tenants]]
+            name = "t"
+            domains = ["t.example"]
+            sinks = ["local"]
+
+            [sinks.local]
+            kind = "hosts_file"
+            dir = "/tmp/h"
+            "#,
+        )?;
+        let plan = load_plan(&["a.toml"]).map_err(|e| e.to_string())?;
+        let timing = |i: usize| plan.targets[i].check.timing;
+        assert_eq!(timing(0).timeout, Duration::from_millis(240), "0.8 x 300ms");
+        assert_eq!(timing(0).fast_interval, Duration::from_millis(100));
+        assert_eq!(
+            timing(1).timeout,
+            Duration::from_millis(500),
+            "capped at 500ms"
+        );
+        match &plan.targets[0].check.protocol {
+            Protocol::Http(h) => assert_eq!(h.expect_status, vec![201, 200, 201, 202, 203, 204]),
+            other => panic!("expected http, got {other:?}"),
+        }
+        jail.create_file("b.toml", "[defaults.check]\ninterval = \"50ms\"\n")?;
+        let plan = load_plan(&["a.toml", "b.toml"]).map_err(|e| e.to_string())?;
+        assert_eq!(
+            plan.targets[0].check.timing.timeout,
+            Duration::from_millis(40)
+        );
+        assert_eq!(
+            plan.targets[0].check.timing.fast_interval,
+            Duration::from_millis(50)
+        );
+        jail.create_file(
+            "c.toml",
+            "[defaults.check]\nexpect_status = [\"299-200\"]\n",
+        )?;
+        let err = load_plan(&["a.toml", "c.toml"]).unwrap_err().to_string();
+        assert!(
+            err.contains("\"299-200\" is neither a status code nor a range like \"200-299\""),
+            "{err}"
+        );
+        Ok(())
+    });
+}
+
 /// Endpoints with the same address and check share one target, hence one prober.
 #[test]
 fn identical_checks_share_a_target() {

@@ -40,6 +40,8 @@ async fn healthz_readyz_status_and_metrics() {
     actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
+    // The seed spec's manifests probe /health.
+    assert_eq!(get(addr, "/health").await, (200, "ok\n".into()));
     let start = tokio::time::Instant::now();
     while get(addr, "/readyz").await.0 != 200 {
         assert!(start.elapsed() < LIMIT, "never ready");
@@ -67,6 +69,16 @@ async fn healthz_readyz_status_and_metrics() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
     assert_eq!(status["ready"], true);
+    // The seed spec's fields.
+    assert_eq!(status["healthy_nodes"], serde_json::json!(["gw-1"]));
+    assert_eq!(status["total_nodes"], 2);
+    let last_check = status["last_check"].as_str().unwrap();
+    let at = humantime::parse_rfc3339(last_check).unwrap();
+    assert!(
+        at.elapsed().unwrap() < Duration::from_secs(5),
+        "{last_check}"
+    );
+    assert_eq!(status["leadership"]["role"], "single");
     assert_eq!(status["endpoints"][1]["name"], "gw-2");
     assert_eq!(status["endpoints"][1]["state"], "down");
     assert_eq!(status["endpoints"][1]["last"]["reason"], "status 503");

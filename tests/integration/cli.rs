@@ -254,3 +254,54 @@ async fn run_publishes_to_route53_with_credentials_from_the_environment() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Logs written to a file carry no colour codes and no empty fields (no `trace_id=` with
+/// traces off); `--log-format json` gives one JSON object per line, over the config's
+/// `log_format`.
+#[tokio::test]
+async fn logs_to_a_file_are_plain_and_json_on_request() {
+    for json in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut gws = gateways(2);
+        let tail = format!(
+            "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}",
+            hosts_sink(dir.path())
+        );
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>()).with(&tail);
+        let mut cmd = run_config(dir.path(), &config);
+        if json {
+            cmd.args(["--log-format", "json"]);
+        }
+        let log = dir.path().join("stderr.log");
+        let mut child = cmd
+            .env("RUST_LOG", "info")
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let hosts = dir.path().join("web.hosts");
+        wait_for_file(&hosts, "a publish", |c| addresses(c).len() == 2).await;
+        gws[0].set(Behaviour::Refuse).unwrap();
+        wait_for_file(&hosts, "gw-1 to leave", |c| addresses(c).len() == 1).await;
+        terminate(&mut child).await;
+        let stderr = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            !stderr.contains('\x1b'),
+            "colour codes in a file:\n{stderr}"
+        );
+        assert!(stderr.contains("up -> down"), "{stderr}");
+        assert!(
+            !stderr.contains("trace_id"),
+            "empty trace_id field:\n{stderr}"
+        );
+        if json {
+            for line in stderr.lines() {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                assert!(
+                    v["timestamp"].is_string() && v["message"].is_string(),
+                    "{line}"
+                );
+            }
+        }
+    }
+}

@@ -10,6 +10,11 @@ use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, Timing, TlsCheck};
 
 use super::Errors;
 
+/// A probe's deadline unless set (or 0.8 x the interval when that is shorter).
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+/// The re-check delay while unsettled unless set (or the interval when that is shorter).
+const DEFAULT_FAST_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The fields every check must have after merging.
 struct Required {
     kind: CheckKind,
@@ -67,8 +72,6 @@ fn required(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Option<Re
         ("kind", merged.kind.is_some()),
         ("port", merged.port.is_some()),
         ("interval", merged.interval.is_some()),
-        ("timeout", merged.timeout.is_some()),
-        ("fast_interval", merged.fast_interval.is_some()),
         ("rise", merged.rise.is_some()),
         ("fall", merged.fall.is_some()),
     ];
@@ -77,12 +80,18 @@ fn required(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Option<Re
             errs.push(format!("{path}.{name}"), "missing");
         }
     }
+    let interval = merged.interval?;
+    // Defaults that follow the interval, so `interval = "300ms"` alone is a valid check.
     Some(Required {
         kind: merged.kind?,
         port: merged.port?,
-        interval: merged.interval?,
-        timeout: merged.timeout?,
-        fast_interval: merged.fast_interval?,
+        interval,
+        timeout: merged
+            .timeout
+            .unwrap_or_else(|| DEFAULT_TIMEOUT.min(interval.mul_f64(0.8))),
+        fast_interval: merged
+            .fast_interval
+            .unwrap_or_else(|| DEFAULT_FAST_INTERVAL.min(interval)),
         rise: merged.rise?,
         fall: merged.fall?,
     })

@@ -66,7 +66,12 @@ impl HttpRequest {
         head.push_str("\r\n");
         HttpRequest {
             head: head.into_bytes().into_boxed_slice(),
-            expect_status: check.expect_status.clone().into_boxed_slice(),
+            expect_status: {
+                let mut codes = check.expect_status.clone();
+                codes.sort_unstable();
+                codes.dedup();
+                codes.into_boxed_slice()
+            },
             needle: check
                 .body_contains
                 .as_ref()
@@ -86,7 +91,7 @@ impl HttpRequest {
         stream.write_all(&self.head).await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
         let head = read_head(stream, &mut buf).await?;
-        if !self.expect_status.contains(&head.code) {
+        if self.expect_status.binary_search(&head.code).is_err() {
             return Err(Failure::Status(head.code));
         }
         let keep =

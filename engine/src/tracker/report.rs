@@ -43,11 +43,10 @@ pub fn transition(
         KeyValue::new("reason", reason.to_owned()),
         KeyValue::new("consecutive", i64::from(threshold)),
     ]);
-    let trace_id = TraceId(&span);
     if t.to == Health::Down {
-        warn!(endpoints = ?names, target = %key, %reason, %trace_id, "{message} after {threshold} consecutive {count}");
+        warn!(endpoints = ?names, target = %key, %reason, trace_id = trace_id(&span), "{message} after {threshold} consecutive {count}");
     } else {
-        info!(endpoints = ?names, target = %key, %reason, %trace_id, "{message} after {threshold} consecutive {count}");
+        info!(endpoints = ?names, target = %key, %reason, trace_id = trace_id(&span), "{message} after {threshold} consecutive {count}");
     }
     metrics
         .transitions
@@ -85,7 +84,7 @@ pub fn published(metrics: &Metrics, snapshot: &Arc<TenantSnapshot>) {
         mode = ?snapshot.mode,
         count = snapshot.addresses.len(),
         addresses = %AddressList(&snapshot.addresses),
-        trace_id = %TraceId(&snapshot.trace),
+        trace_id = trace_id(&snapshot.trace),
         "publish"
     );
     metrics
@@ -104,17 +103,13 @@ pub fn node_labels(ep: &Endpoint) -> NodeLabels {
     }
 }
 
-/// A span's trace id for log lines, empty when tracing is off, so logs and traces join.
-struct TraceId<'a>(&'a SpanContext);
-
-impl std::fmt::Display for TraceId<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_valid() {
-            write!(f, "{}", self.0.trace_id())
-        } else {
-            Ok(())
-        }
-    }
+/// A span's trace id for log lines, so logs and traces join; absent (no empty field)
+/// when tracing is off.
+fn trace_id(
+    span: &SpanContext,
+) -> Option<tracing::field::DisplayValue<opentelemetry::trace::TraceId>> {
+    span.is_valid()
+        .then(|| tracing::field::display(span.trace_id()))
 }
 
 /// Formats addresses only when the log line is actually written (10,000 of them are not
