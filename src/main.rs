@@ -2,6 +2,7 @@
 
 mod check_config;
 mod demo;
+mod import;
 mod leader_election;
 mod logging;
 mod probe_cmd;
@@ -52,6 +53,15 @@ enum Command {
     Probe(probe_cmd::ProbeArgs),
     /// Watch DNS failover on this machine: three local gateways, one goes down and comes back.
     Demo(demo::DemoArgs),
+    /// Print the equivalent config of another system's config (stdout), with a comment for
+    /// everything that could not be carried over.
+    Import {
+        /// The system the file comes from.
+        #[arg(long = "from", value_enum)]
+        from: import::Source,
+        /// Its config file.
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -68,6 +78,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
         Command::Probe(args) => probe_cmd::probe(args),
         Command::Demo(args) => demo::demo(args),
+        Command::Import { from, file } => import::import(from, &file),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -50,6 +50,7 @@ fn schedule(c: &mut Criterion) {
 fn selection(c: &mut Criterion) {
     let tenant = Tenant {
         name: "t".into(),
+        hosts_key: "t.hosts".into(),
         domains: vec!["t.example".into()],
         endpoints: (0..100).collect(),
         sinks: vec!["s".into()],
@@ -59,6 +60,7 @@ fn selection(c: &mut Criterion) {
         cleanup_on_remove: false,
         policy: RoutingPolicy::All,
         weights: Vec::new(),
+        default_weight: 1,
         default_geo: None,
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
@@ -66,7 +68,7 @@ fn selection(c: &mut Criterion) {
             name: format!("e{i}"),
             address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8)),
             labels: Default::default(),
-            weight: 1,
+            weight: None,
             priority: 0,
             target: i,
         })
@@ -96,7 +98,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
                 (i % 256) as u8,
             )),
             labels: Default::default(),
-            weight: 1,
+            weight: None,
             priority: (i % 3) as u32,
             target: i,
         })
@@ -108,6 +110,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
     let tenants: Vec<Tenant> = (0..100usize)
         .map(|t| Tenant {
             name: format!("t{t}"),
+            hosts_key: format!("t{t}.hosts"),
             domains: vec![format!("t{t}.example")],
             endpoints: (t * 100..t * 100 + 100).rev().collect(),
             sinks: vec!["s".into()],
@@ -121,6 +124,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
                 RoutingPolicy::Failover
             },
             weights: Vec::new(),
+            default_weight: 1,
             default_geo: None,
         })
         .collect();

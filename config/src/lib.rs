@@ -18,8 +18,8 @@ pub use model::{
     RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
-    CheckSpec, Damping, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, Target, Tenant, Timing,
-    TlsCheck,
+    CheckSpec, Damping, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, SecretValue, Target,
+    Tenant, Timing, TlsCheck,
 };
 pub use validate::{
     resolve_standalone_check, validate, Claim, FieldError, Parsed, SinkCatalog, SinkSpec,

@@ -401,6 +401,11 @@ pub struct CheckOverrides {
     /// Extra request headers, e.g. an auth token the health endpoint wants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+    /// Request headers whose values are read from files (a mounted Secret), at load and at
+    /// every reload: `{ Authorization = "/run/secrets/probe-token" }`. The values are never
+    /// logged or shown; only the file names are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers_from_files: Option<BTreeMap<String, PathBuf>>,
     /// https only: accept any certificate. Opt-in because it hides a broken certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insecure: Option<bool>,
@@ -549,6 +554,7 @@ impl CheckOverrides {
             expect_status: pick(&self.expect_status, &base.expect_status),
             host: pick(&self.host, &base.host),
             headers: pick(&self.headers, &base.headers),
+            headers_from_files: pick(&self.headers_from_files, &base.headers_from_files),
             insecure: pick(&self.insecure, &base.insecure),
             ca_file: pick(&self.ca_file, &base.ca_file),
             body_contains: pick(&self.body_contains, &base.body_contains),
@@ -692,8 +698,12 @@ pub struct WeightRule {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
-    /// Unique name; also the hosts file / ConfigMap key name.
+    /// Unique name, in logs, metrics and `/status`.
     pub name: String,
+    /// The hosts file's name (`hosts_file`) and the ConfigMap key (`coredns_configmap`)
+    /// this tenant is written to. Default `<name>.hosts`; the seed spec names it per tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_key: Option<String>,
     /// Fully qualified names that resolve to the published addresses.
     pub domains: Vec<String>,
     /// `"*"` (default) or a list of endpoint names.
@@ -725,6 +735,11 @@ pub struct TenantConfig {
     /// `weighted` only: weights by label; endpoints matching no rule keep their `weight`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<WeightRule>,
+    /// `weighted` only: the weight of endpoints that set none and match no `weights` rule
+    /// (Kuadrant's `defaultWeight`; default 1), so `{defaultWeight: 10, custom cloud=azure
+    /// -> 30}` copies over as `default_weight = 10` and one rule: 3:1, as in Kuadrant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_weight: Option<u32>,
     /// `geo` only: the `geo` label value answered to clients whose location matches no
     /// endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -147,6 +147,8 @@ pub struct HttpCheck {
     pub host: Option<String>,
     /// Extra request headers (names and values already checked to be valid HTTP).
     pub headers: BTreeMap<String, String>,
+    /// Headers whose values came from `headers_from_files`: shown redacted.
+    pub secret_headers: BTreeMap<String, SecretValue>,
     /// Healthy status codes.
     pub expect_status: Vec<u16>,
     /// Required body substring.
@@ -156,6 +158,35 @@ pub struct HttpCheck {
     /// Probes one connection carries: 1 opens a fresh connection per probe (the default),
     /// more is `reuse_connection` with `fresh_connection_every`.
     pub probes_per_connection: u32,
+}
+
+/// A header value read from a file: compared and hashed like any value (a new secret makes
+/// a new probe target at reload), but `<redacted>` wherever it would be printed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a value read from a file.
+    pub fn new(value: String) -> SecretValue {
+        SecretValue(value)
+    }
+
+    /// The value, for the one place that sends it (the probe's request head).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Serialize for SecretValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
 }
 
 /// TLS trust settings.
@@ -213,8 +244,9 @@ pub struct Endpoint {
     pub address: IpAddr,
     /// Labels for selectors and policies.
     pub labels: BTreeMap<String, String>,
-    /// Weight for weighted routing (default 1).
-    pub weight: u32,
+    /// Weight for weighted routing as set on the endpoint (`None`: the tenant's
+    /// `default_weight`, else 1; see `ho_engine::selection::weight_of`).
+    pub weight: Option<u32>,
     /// Failover tier (default 0).
     pub priority: u32,
     /// Index into [`Plan::targets`].
@@ -226,6 +258,8 @@ pub struct Endpoint {
 pub struct Tenant {
     /// Unique name.
     pub name: String,
+    /// Hosts file name and ConfigMap key (`<name>.hosts` unless set); unique.
+    pub hosts_key: String,
     /// Lower-case domain names without a trailing dot.
     pub domains: Vec<String>,
     /// Indices into [`Plan::endpoints`]; never empty.
@@ -245,6 +279,8 @@ pub struct Tenant {
     pub policy: RoutingPolicy,
     /// `weighted`: label rules, first match wins.
     pub weights: Vec<WeightRule>,
+    /// `weighted`: weight of endpoints without one of their own and no matching rule.
+    pub default_weight: u32,
     /// `geo`: the fallback location.
     pub default_geo: Option<String>,
 }

@@ -34,13 +34,15 @@ pub enum Decision {
 }
 
 /// The weight of endpoint `ep` in `tenant`: the first `weights` rule whose label matches,
-/// else the endpoint's own `weight`.
+/// else the endpoint's own `weight`, else the tenant's `default_weight` (Kuadrant's order).
 pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
     tenant
         .weights
         .iter()
         .find(|rule| ep.labels.get(&rule.label) == Some(&rule.value))
-        .map_or(ep.weight, |rule| rule.weight)
+        .map_or(ep.weight.unwrap_or(tenant.default_weight), |rule| {
+            rule.weight
+        })
 }
 
 /// The snapshot's address list for the chosen endpoints: resolved weights, shared
@@ -125,6 +127,7 @@ mod tests {
     fn tenant(n: usize, on_all: OnAllUnhealthy, min_healthy: f64) -> Tenant {
         Tenant {
             name: "t".into(),
+            hosts_key: "t.hosts".into(),
             domains: vec!["t.example".into()],
             endpoints: (0..n).collect(),
             sinks: vec!["s".into()],
@@ -134,6 +137,7 @@ mod tests {
             cleanup_on_remove: false,
             policy: RoutingPolicy::All,
             weights: Vec::new(),
+            default_weight: 1,
             default_geo: None,
         }
     }
@@ -151,7 +155,7 @@ mod tests {
                     if i % 2 == 0 { "aws" } else { "azure" }.to_string(),
                 )]
                 .into(),
-                weight: 1,
+                weight: None,
                 priority,
                 target: i,
             })
@@ -265,10 +269,15 @@ mod tests {
             value: "azure".into(),
             weight: 30,
         }];
-        let mut eps = endpoints(&[0, 0]);
-        eps[0].weight = 7;
+        let mut eps = endpoints(&[0, 0, 0]);
+        eps[0].weight = Some(7);
         assert_eq!(weight_of(&t, &eps[0]), 7, "aws: no rule, own weight");
         assert_eq!(weight_of(&t, &eps[1]), 30, "azure: rule");
+        assert_eq!(weight_of(&t, &eps[2]), 1, "aws, no weight: the default 1");
+        // Kuadrant's {defaultWeight: 10, custom cloud=azure -> 30}: 3:1, not 30:1.
+        t.default_weight = 10;
+        assert_eq!(weight_of(&t, &eps[2]), 10);
+        assert_eq!(weight_of(&t, &eps[1]), 30);
     }
 
     proptest! {

@@ -81,6 +81,9 @@ impl EndpointMeta {
 pub struct TenantSnapshot {
     /// Tenant name.
     pub tenant: String,
+    /// Hosts file name and ConfigMap key of the tenant (`hosts_key`); not sent to webhooks.
+    #[serde(skip)]
+    pub hosts_key: String,
     /// Increases with every change; derived from the wall clock (microseconds) so it keeps
     /// increasing across restarts and a receiver can drop stale snapshots.
     pub seq: u64,
@@ -123,6 +126,7 @@ impl TenantSnapshot {
         addresses: Vec<PublishedAddress>,
     ) -> TenantSnapshot {
         TenantSnapshot {
+            hosts_key: format!("{tenant}.hosts"),
             tenant: tenant.to_owned(),
             seq: 1,
             domains: domains.iter().map(|d| (*d).to_owned()).collect(),

@@ -305,3 +305,69 @@ async fn logs_to_a_file_are_plain_and_json_on_request() {
         }
     }
 }
+
+/// `import --from openova` on the seed spec's own example config: the printed TOML passes
+/// `check-config` and carries nodes, health check, tenants with their `hosts_key`, and the
+/// ConfigMap; keys it cannot carry are listed as comments.
+#[test]
+fn import_from_openova_prints_a_config_that_checks() {
+    let out = bin()
+        .args(["import", "--from", "openova"])
+        .arg(repo("tests/fixtures/openova-config.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let toml = String::from_utf8(out.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("imported.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let checked = bin()
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "{}\n{toml}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(checked.stdout).unwrap(),
+        "ok: 3 endpoints (3 probe targets), 2 tenants, 1 sinks\n"
+    );
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let check = &plan.targets[0].check;
+    assert_eq!(check.port, 15021);
+    assert_eq!(check.timing.interval, Duration::from_secs(5));
+    assert_eq!(check.timing.timeout, Duration::from_secs(2));
+    assert_eq!((check.timing.fall, check.timing.rise), (2, 1));
+    assert_eq!(plan.tenants[1].hosts_key, "tenant-b.hosts");
+    assert!(toml.contains("namespace = \"kube-system\""), "{toml}");
+    assert!(toml.contains("name = \"coredns-custom\""), "{toml}");
+    assert!(!toml.contains("NOT CARRIED OVER"), "{toml}");
+
+    // A key without an equivalent is named in a comment, and the rest still imports.
+    let extra = dir.path().join("extra.yaml");
+    let seed = std::fs::read_to_string(repo("tests/fixtures/openova-config.yaml")).unwrap();
+    std::fs::write(
+        &extra,
+        format!("{seed}\nslack_webhook: \"https://hooks.example\"\n"),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["import", "--from", "openova"])
+        .arg(&extra)
+        .output()
+        .unwrap();
+    let toml = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        toml.contains("# NOT CARRIED OVER: slack_webhook (no equivalent)"),
+        "{toml}"
+    );
+}

@@ -137,3 +137,61 @@ async fn an_unbound_loopback_port_is_refused_quickly() {
     assert_eq!(result.outcome, Err(Failure::Refused));
     assert!(result.latency < Duration::from_millis(100));
 }
+
+/// `headers_from_files`: the value is read from the file (its trailing newline dropped) and
+/// sent; the resolved check shows it redacted; a missing file is a config error naming the
+/// header and the file.
+#[tokio::test]
+async fn header_values_come_from_files_and_stay_hidden() {
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = [0u8; 2048];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let answer: &[u8] = if head.contains("\r\nAuthorization: Bearer s3cret-token\r\n") {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+            } else {
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"
+            };
+            let _ = s.write_all(answer).await;
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("probe-token");
+    std::fs::write(&token, "Bearer s3cret-token\n").unwrap();
+    let check = CheckOverrides {
+        headers_from_files: Some([("Authorization".to_owned(), token.clone())].into()),
+        ..http()
+    };
+    assert_eq!(probe(addr, check.clone()).await.outcome, Ok(()));
+    assert_eq!(
+        probe(addr, http()).await.outcome,
+        Err(Failure::Status(401)),
+        "without the header"
+    );
+    let spec = ho_config::resolve_standalone_check(&CheckOverrides {
+        port: Some(80),
+        interval: Some(Duration::from_secs(1)),
+        ..check
+    })
+    .unwrap();
+    let shown = format!("{spec:?} {}", serde_json::to_string(&spec).unwrap());
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+
+    let missing = ho_config::resolve_standalone_check(&CheckOverrides {
+        port: Some(80),
+        interval: Some(Duration::from_secs(1)),
+        headers_from_files: Some([("Authorization".to_owned(), dir.path().join("nope"))].into()),
+        ..http()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        missing.contains("headers_from_files.Authorization") && missing.contains("nope"),
+        "{missing}"
+    );
+}

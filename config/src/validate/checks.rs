@@ -1,12 +1,13 @@
 //! Probe checks: a merged `[defaults.check]` + endpoint `check` into a complete
 //! [`CheckSpec`], and flap damping.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::model::{CheckKind, CheckOverrides, DampingConfig};
 use crate::names::{check_header_name, check_header_value, normalize_domain};
-use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, Timing, TlsCheck};
+use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, SecretValue, Timing, TlsCheck};
 
 use super::Errors;
 
@@ -157,6 +158,7 @@ fn check_unused(own: &CheckOverrides, kind: CheckKind, path: &str, errs: &mut Er
         ("expect_status", own.expect_status.is_some()),
         ("host", own.host.is_some()),
         ("headers", own.headers.is_some()),
+        ("headers_from_files", own.headers_from_files.is_some()),
         ("body_contains", own.body_contains.is_some()),
         ("body_limit", own.body_limit.is_some()),
         ("reuse_connection", own.reuse_connection.is_some()),
@@ -282,6 +284,7 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
             errs.push(at(&format!("headers.{name}")), e);
         }
     }
+    let secret_headers = read_secret_headers(merged, &headers, path, errs);
     let body_limit = merged.body_limit.unwrap_or(64 * 1024);
     if body_limit == 0 || body_limit > 16 * 1024 * 1024 {
         errs.push(at("body_limit"), "must be between 1 and 16777216 bytes");
@@ -300,11 +303,55 @@ fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Optio
         path: req_path,
         host: merged.host.clone(),
         headers,
+        secret_headers,
         expect_status,
         body_contains: merged.body_contains.clone(),
         body_limit,
         probes_per_connection,
     })
+}
+
+/// `headers_from_files`: each value read from its file (one trailing newline removed, as
+/// `kubectl create secret --from-file` and editors leave one). Errors name the header and
+/// the file, never the content.
+fn read_secret_headers(
+    merged: &CheckOverrides,
+    inline: &BTreeMap<String, String>,
+    path: &str,
+    errs: &mut Errors,
+) -> BTreeMap<String, SecretValue> {
+    let mut out = BTreeMap::new();
+    for (name, file) in merged.headers_from_files.iter().flatten() {
+        let at = format!("{path}.headers_from_files.{name}");
+        if let Err(e) = check_header_name(name) {
+            errs.push(at, e);
+            continue;
+        }
+        if name.eq_ignore_ascii_case("host") || inline.keys().any(|k| k.eq_ignore_ascii_case(name))
+        {
+            errs.push(at, "also set in headers or as host: set it in one place");
+            continue;
+        }
+        match std::fs::read_to_string(file) {
+            Ok(text) => {
+                let value = text.strip_suffix('\n').unwrap_or(&text);
+                let value = value.strip_suffix('\r').unwrap_or(value);
+                if value.is_empty() || check_header_value(value).is_err() {
+                    errs.push(
+                        at,
+                        format!(
+                            "{}: the value must be one line of visible ASCII (content not shown)",
+                            file.display()
+                        ),
+                    );
+                } else {
+                    out.insert(name.clone(), SecretValue::new(value.to_owned()));
+                }
+            }
+            Err(e) => errs.push(at, format!("{}: {e}", file.display())),
+        }
+    }
+    out
 }
 
 /// Most probes one connection carries before a fresh one: at most 1000, nginx's default

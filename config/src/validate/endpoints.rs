@@ -73,7 +73,7 @@ pub(super) fn resolve_endpoints(
                     name: ep.name.clone(),
                     address,
                     labels: ep.labels.clone(),
-                    weight: ep.weight.unwrap_or(1),
+                    weight: ep.weight,
                     priority: ep.priority.unwrap_or(0),
                     target: id,
                 }));

@@ -47,12 +47,15 @@ pub(super) fn resolve_tenants(
     };
     let mut seen_tenants = HashMap::new();
     let mut seen_domains: HashMap<String, String> = HashMap::new();
+    let mut seen_keys: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
     for (ti, t) in config.tenants.iter().enumerate() {
         let path = format!("tenants[{ti}]");
+        let mut duplicate_name = false;
         if let Err(e) = check_object_name(&t.name) {
             errs.push(format!("{path}.name"), e);
         } else if let Some(first) = seen_tenants.insert(t.name.as_str(), ti) {
+            duplicate_name = true;
             errs.push(
                 format!("{path}.name"),
                 format!(
@@ -77,8 +80,17 @@ pub(super) fn resolve_tenants(
         };
         lookup.check_sinks(&usage, &sink_names, errs);
         check_numbers(t, &path, errs);
+        let hosts_key = t
+            .hosts_key
+            .clone()
+            .unwrap_or_else(|| format!("{}.hosts", t.name));
+        // A duplicate name was reported; its default key would only repeat that.
+        if t.hosts_key.is_some() || !duplicate_name {
+            check_hosts_key(&hosts_key, ti, &mut seen_keys, errs);
+        }
         out.push(Tenant {
             name: t.name.clone(),
+            hosts_key,
             domains,
             endpoints: selected,
             sinks: t.sinks.clone(),
@@ -88,10 +100,37 @@ pub(super) fn resolve_tenants(
             cleanup_on_remove: t.cleanup_on_remove,
             policy: t.policy,
             weights: t.weights.clone(),
+            default_weight: t.default_weight.unwrap_or(1),
             default_geo: t.default_geo.clone(),
         });
     }
     out
+}
+
+/// A hosts file name and ConfigMap key: the characters both accept, unique across tenants
+/// (two tenants with one key would overwrite each other's records).
+fn check_hosts_key(key: &str, ti: usize, seen: &mut HashMap<String, usize>, errs: &mut Errors) {
+    let at = format!("tenants[{ti}].hosts_key");
+    let valid = !key.is_empty()
+        && key.len() <= 253
+        && key != "."
+        && key != ".."
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !valid {
+        errs.push(
+            at,
+            format!("\"{key}\" must be 1-253 letters, digits, '-', '_' or '.' (a file name and a ConfigMap key)"),
+        );
+        return;
+    }
+    if let Some(first) = seen.insert(key.to_owned(), ti) {
+        errs.push(
+            at,
+            format!("\"{key}\" is also the hosts_key of tenants[{first}]: each would overwrite the other's records"),
+        );
+    }
 }
 
 /// Normalised domains; a domain already published by another tenant is an error.
@@ -246,6 +285,12 @@ fn check_policy(
     if !t.weights.is_empty() && policy != RoutingPolicy::Weighted {
         errs.push(
             format!("{path}.weights"),
+            "only used with policy = \"weighted\"",
+        );
+    }
+    if t.default_weight.is_some() && policy != RoutingPolicy::Weighted {
+        errs.push(
+            format!("{path}.default_weight"),
             "only used with policy = \"weighted\"",
         );
     }

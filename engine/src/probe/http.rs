@@ -63,6 +63,9 @@ impl HttpRequest {
         for (name, value) in &check.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
+        for (name, value) in &check.secret_headers {
+            head.push_str(&format!("{name}: {}\r\n", value.expose()));
+        }
         head.push_str("\r\n");
         HttpRequest {
             head: head.into_bytes().into_boxed_slice(),

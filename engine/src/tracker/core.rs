@@ -412,6 +412,7 @@ impl TrackerCore {
             if old.cleanup_on_remove {
                 let empty = Arc::new(TenantSnapshot {
                     tenant: old.name.clone(),
+                    hosts_key: old.hosts_key.clone(),
                     seq: next_seq(now.wall, state.last_seq),
                     domains: old.domains.clone(),
                     ttl: old.ttl,
@@ -655,6 +656,7 @@ impl TrackerCore {
         );
         let snapshot = Arc::new(TenantSnapshot {
             tenant: tenant.name.clone(),
+            hosts_key: tenant.hosts_key.clone(),
             seq: state.last_seq,
             domains: tenant.domains.clone(),
             ttl: tenant.ttl,

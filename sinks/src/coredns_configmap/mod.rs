@@ -1,4 +1,4 @@
-//! `kind = "coredns_configmap"`: one key per tenant, `<tenant>.hosts`, in a Kubernetes
+//! `kind = "coredns_configmap"`: one key per tenant, its `hosts_key` (`<tenant>.hosts`), in a Kubernetes
 //! ConfigMap that CoreDNS mounts and reads with its `hosts` plugin (see `deploy/coredns`).
 //!
 //! Each write reads the ConfigMap and, only if the tenant's key differs, sends a JSON merge
@@ -69,11 +69,6 @@ impl CorednsConfigMapSink {
     }
 }
 
-/// The ConfigMap key of `tenant`.
-pub fn key_of(tenant: &str) -> String {
-    format!("{tenant}.hosts")
-}
-
 impl Sink for CorednsConfigMapSink {
     fn kind(&self) -> &'static str {
         "coredns_configmap"
@@ -82,7 +77,7 @@ impl Sink for CorednsConfigMapSink {
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let key = key_of(&snapshot.tenant);
+            let key = snapshot.hosts_key.clone();
             let content = render(&snapshot);
             for _ in 0..CONFLICT_ROUNDS {
                 match inner.write_once(&key, &content).await? {

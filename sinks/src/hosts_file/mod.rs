@@ -27,9 +27,9 @@ impl HostsFileSink {
         HostsFileSink { dir }
     }
 
-    /// The file of `tenant`.
-    pub fn path_of(&self, tenant: &str) -> PathBuf {
-        self.dir.join(format!("{tenant}.hosts"))
+    /// The file of the tenant whose `hosts_key` is `key`.
+    pub fn path_of(&self, key: &str) -> PathBuf {
+        self.dir.join(key)
     }
 }
 
@@ -40,7 +40,7 @@ impl Sink for HostsFileSink {
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
         let dir = self.dir.clone();
-        let path = self.path_of(&snapshot.tenant);
+        let path = self.path_of(&snapshot.hosts_key);
         Box::pin(async move {
             let content = render(&snapshot);
             tokio::task::spawn_blocking(move || replace_if_changed(&dir, &path, &content))

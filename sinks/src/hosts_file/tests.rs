@@ -45,7 +45,7 @@ fn renders_sorted_lines_ipv4_first() {
 async fn writes_atomically_and_only_when_changed() {
     let dir = tempfile::tempdir().unwrap();
     let sink = HostsFileSink::new(dir.path().join("nested/hosts"));
-    let path = sink.path_of("tenant-a");
+    let path = sink.path_of("tenant-a.hosts");
     assert_eq!(
         sink.apply(snapshot(1, &["10.0.0.1", "10.0.0.2"])).await,
         Ok(Applied::Changed)
@@ -93,4 +93,21 @@ async fn an_unwritable_directory_is_a_retriable_error_naming_the_path() {
         "{}",
         err.message
     );
+}
+
+/// The file is named by the tenant's `hosts_key` (the seed spec's per-tenant key).
+#[actix_rt::test]
+async fn the_file_is_named_by_the_hosts_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = HostsFileSink::new(dir.path().to_path_buf());
+    let named = Arc::new(TenantSnapshot {
+        hosts_key: "custom-a.hosts".into(),
+        ..(*snapshot(1, &["10.0.0.1"])).clone()
+    });
+    assert_eq!(sink.apply(named).await, Ok(Applied::Changed));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("custom-a.hosts")).unwrap(),
+        "10.0.0.1 api.tenant-a.io app.tenant-a.io\n"
+    );
+    assert!(!dir.path().join("tenant-a.hosts").exists());
 }

@@ -143,6 +143,12 @@ impl SinkSpec for Route53Config {
                         );
                     }
                 }
+                if tenant.tenant.default_weight.is_some_and(|w| w > 255) {
+                    push(
+                        format!("{}.default_weight", tenant.path),
+                        format!("route53 sink \"{sink}\" takes weights 0-255"),
+                    );
+                }
                 for (ri, rule) in tenant.tenant.weights.iter().enumerate() {
                     if rule.weight > 255 {
                         push(
