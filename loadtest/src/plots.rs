@@ -138,7 +138,6 @@ fn detection_cdf(
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .right_y_label_area_size(70)
         .build_cartesian_2d(0.0..x_max, 0.0..100.0)?;
     chart
         .configure_mesh()
