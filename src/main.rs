@@ -53,6 +53,9 @@ enum Command {
     Probe(probe_cmd::ProbeArgs),
     /// Watch DNS failover on this machine: three local gateways, one goes down and comes back.
     Demo(demo::DemoArgs),
+    /// Print the configuration's JSON Schema (draft-07), for editors that check TOML as
+    /// you type (taplo / Even Better TOML); the same as docs/config.schema.json.
+    ConfigSchema,
     /// Print the equivalent config of another system's config (stdout), with a comment for
     /// everything that could not be carried over.
     Import {
@@ -79,6 +82,14 @@ fn main() -> ExitCode {
         Command::Probe(args) => probe_cmd::probe(args),
         Command::Demo(args) => demo::demo(args),
         Command::Import { from, file } => import::import(from, &file),
+        Command::ConfigSchema => {
+            let schema = ho_sinks::schema::config_schema();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).expect("a schema serializes")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -11,11 +11,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 /// The whole configuration, after layering defaults, files and environment.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Where the HTTP API (`/healthz`, `/readyz`, `/status`, `/metrics`) listens.
@@ -55,7 +56,7 @@ pub struct Config {
 /// `[leader_election]`: run several replicas; every one probes and keeps its state warm,
 /// only the holder of the Lease `namespace/name` (coordination.k8s.io/v1) writes to back
 /// ends the replicas share. Durations keep client-go's names and meaning.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LeaderElectionConfig {
     /// Off: this process always writes (one replica).
@@ -69,13 +70,16 @@ pub struct LeaderElectionConfig {
     pub name: String,
     /// How long standbys wait, after the Lease last changed, before taking it over.
     #[serde(default = "default_lease_duration", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub lease_duration: Duration,
     /// How long the leader keeps writing after its last successful renewal started;
     /// shorter than `lease_duration`, so it stops before anyone may take over.
     #[serde(default = "default_renew_deadline", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub renew_deadline: Duration,
     /// Time between attempts to acquire or renew.
     #[serde(default = "default_retry_period", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub retry_period: Duration,
     /// This replica's name in the Lease. Unset: `$HOSTNAME` (the pod name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,7 +123,7 @@ fn default_retry_period() -> Duration {
 /// `[limits]`: ceilings that keep one process inside its machine. Hitting one is logged
 /// and counted (`probes_waited_total`), never absorbed silently and never turned into a
 /// false verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Most endpoints one config may list. A larger config is refused (at a reload the
@@ -149,7 +153,7 @@ fn default_max_endpoints() -> usize {
 }
 
 /// `[reload]`: SIGHUP always reloads; `watch` also reloads when a config file changes.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReloadConfig {
     /// Re-read the config files every `interval` and reload when their content changed
@@ -158,6 +162,7 @@ pub struct ReloadConfig {
     pub watch: bool,
     /// How often `watch` reads the files.
     #[serde(default = "default_watch_interval", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub interval: Duration,
 }
 
@@ -175,7 +180,7 @@ fn default_watch_interval() -> Duration {
 }
 
 /// `[telemetry]`: where traces go and how logs look. Traces are off without `otlp_endpoint`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// Collector base URL, e.g. `http://otel-collector:4318` (http/protobuf; `/v1/traces` is
@@ -201,6 +206,7 @@ pub struct TelemetryConfig {
     pub headers: BTreeMap<String, String>,
     /// Deadline of one export.
     #[serde(default = "default_export_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
     /// Spans waiting for export at most; more are dropped and counted
     /// (`health_orchestrator_telemetry_spans_dropped_total`), so a slow or unreachable
@@ -229,7 +235,7 @@ impl Default for TelemetryConfig {
 }
 
 /// OTLP transport.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum OtlpProtocol {
     /// Protobuf over HTTP POST to `<endpoint>/v1/traces`.
     #[default]
@@ -241,7 +247,7 @@ pub enum OtlpProtocol {
 }
 
 /// Log line format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {
     /// Human-readable, coloured on a terminal (also spelt `text`).
@@ -273,7 +279,7 @@ fn default_owner_id() -> String {
 }
 
 /// `[api]`: the operator-facing HTTP endpoint.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiConfig {
     /// Socket address to bind, e.g. `0.0.0.0:8080`. Port 0 picks a free port (tests, demo).
@@ -303,7 +309,7 @@ impl Default for ApiConfig {
 }
 
 /// `[defaults]`: inherited values.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Defaults {
     /// The health check every endpoint runs; an endpoint's own `check` table overrides it
@@ -318,11 +324,13 @@ pub struct Defaults {
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub startup_grace: Option<Duration>,
     /// At SIGTERM/SIGINT, how long sink writes in flight may take to finish (and queued
     /// spans to be exported) before the process exits. Published records are never
     /// withdrawn at shutdown.
     #[serde(default = "default_shutdown_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub shutdown_timeout: Duration,
 }
 
@@ -331,7 +339,7 @@ fn default_shutdown_timeout() -> Duration {
 }
 
 /// The protocol a health check speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     /// HTTP/1.1 GET, healthy when the status is expected (and the body matches, if asked).
@@ -344,7 +352,7 @@ pub enum CheckKind {
 
 /// A health check, every field optional so that `[defaults.check]` and an endpoint's `check`
 /// can each set a few fields and be merged field by field (endpoint wins).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckOverrides {
     /// `http`, `https` or `tcp`.
@@ -362,6 +370,7 @@ pub struct CheckOverrides {
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub interval: Option<Duration>,
     /// Hard deadline over the whole probe (connect + TLS + request + body). Must be shorter
     /// than `interval` so probes of one target never overlap. Default: 500 ms, or 0.8 x
@@ -371,6 +380,7 @@ pub struct CheckOverrides {
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub timeout: Option<Duration>,
     /// Consecutive successes that turn a down (or unknown) endpoint up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -386,6 +396,7 @@ pub struct CheckOverrides {
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub fast_interval: Option<Duration>,
     /// HTTP status codes that count as healthy: codes and ranges (`[200, "300-399"]`,
     /// Kuadrant's probes accept 200 and 201), expanded into codes when read.
@@ -394,6 +405,7 @@ pub struct CheckOverrides {
         deserialize_with = "status_codes",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<Vec<StatusEntry>>")]
     pub expect_status: Option<Vec<u16>>,
     /// `Host` header, and the TLS server name for https (default: the endpoint's address).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -440,7 +452,7 @@ pub struct CheckOverrides {
 /// halves every `half_life`. Above `suppress` the endpoint is held out of DNS (as if down)
 /// until the penalty decays below `reuse`, and never longer than `max_suppress` after its
 /// last flap. With the defaults the third down within about a minute holds the endpoint out.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DampingConfig {
     /// `false` turns damping off for one endpoint when `[defaults.check]` turns it on.
@@ -448,6 +460,7 @@ pub struct DampingConfig {
     pub enabled: bool,
     /// Time for the penalty to halve.
     #[serde(default = "default_half_life", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub half_life: Duration,
     /// Added each time the endpoint goes down.
     #[serde(default = "default_flap_penalty")]
@@ -460,11 +473,21 @@ pub struct DampingConfig {
     pub reuse: u32,
     /// Longest hold after the last flap (caps the penalty).
     #[serde(default = "default_max_suppress", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub max_suppress: Duration,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// An `expect_status` entry as written: a code or a range (`"200-299"`).
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only its schema is used; `status_codes` parses the entries
+enum StatusEntry {
+    Code(u16),
+    Range(String),
 }
 
 /// `expect_status` entries: a code (`200`) or an inclusive range (`"200-299"`).
@@ -570,7 +593,7 @@ impl CheckOverrides {
 }
 
 /// `[[endpoints]]`: one gateway.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     /// Unique name, used in tenant lists, logs, metrics and `/status`.
@@ -593,7 +616,7 @@ pub struct EndpointConfig {
 }
 
 /// What a tenant does when every one of its endpoints is unhealthy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnAllUnhealthy {
     /// Publish every endpoint (fail open), as PowerDNS `ifurlup` and Kuadrant do: a probe
@@ -616,6 +639,22 @@ pub enum EndpointSelection {
     All,
     /// Exactly these endpoint names.
     Names(Vec<String>),
+}
+
+impl JsonSchema for EndpointSelection {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EndpointSelection".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"*\" (every endpoint) or a list of endpoint names",
+            "anyOf": [
+                { "const": "*" },
+                { "type": "array", "items": { "type": "string" } }
+            ]
+        })
+    }
 }
 
 fn serialize_star<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
@@ -652,7 +691,7 @@ impl<'de> Deserialize<'de> for EndpointSelection {
 }
 
 /// How a tenant chooses, among its healthy endpoints, what to publish.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RoutingPolicy {
     /// Every healthy address (active-active).
@@ -683,7 +722,7 @@ impl RoutingPolicy {
 
 /// `weights = [{ label = "cloud", value = "azure", weight = 30 }]`: a weight for every
 /// endpoint carrying a label value, as Kuadrant's custom weights.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WeightRule {
     /// Label name.
@@ -695,7 +734,7 @@ pub struct WeightRule {
 }
 
 /// `[[tenants]]`: a set of domains backed by a set of endpoints, published to a set of sinks.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
     /// Unique name, in logs, metrics and `/status`.
@@ -716,6 +755,7 @@ pub struct TenantConfig {
     pub sinks: Vec<String>,
     /// Record TTL: how long resolvers may keep an address after it is withdrawn.
     #[serde(default = "default_ttl", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub ttl: Duration,
     /// What to publish when every endpoint is unhealthy.
     #[serde(default)]
@@ -753,21 +793,23 @@ fn default_ttl() -> Duration {
 /// `[sinks.NAME]`: one DNS back end. `kind` picks the implementation; every other key
 /// except `delivery` belongs to that kind, which parses and checks it (the sinks crate,
 /// one folder per kind, documents its keys).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct SinkTable {
     /// The sink kind, e.g. `hosts_file`.
     pub kind: String,
     /// Rate limit, retries and drift repair; the same machinery for every kind.
     #[serde(default)]
     pub delivery: Delivery,
-    /// The kind's own keys, parsed by the kind.
+    /// The kind's own keys, parsed by the kind (their schema comes from the kind:
+    /// `ho_sinks::config_schema`).
     #[serde(flatten)]
+    #[schemars(skip)]
     pub settings: BTreeMap<String, figment::value::Value>,
 }
 
 /// `delivery = { ... }` in any sink: how the engine drives writes to it. Every sink gets the
 /// same machinery; only the numbers differ.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delivery {
     /// Token-bucket rate: writes per second the back end may receive.
@@ -779,12 +821,15 @@ pub struct Delivery {
     /// How often the full desired state is written again to repair changes made by
     /// someone else (only differences are written).
     #[serde(default = "default_reconcile", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub reconcile_interval: Duration,
     /// First retry delay after a failed write; doubles per attempt.
     #[serde(default = "default_backoff_min", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub backoff_min: Duration,
     /// Longest retry delay.
     #[serde(default = "default_backoff_max", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub backoff_max: Duration,
 }
 

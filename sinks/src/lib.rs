@@ -21,6 +21,7 @@ pub mod kube_client;
 pub mod powerdns;
 pub mod registry;
 pub mod route53;
+pub mod schema;
 pub mod secret;
 pub mod webhook;
 

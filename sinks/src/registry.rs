@@ -39,6 +39,10 @@ pub trait Kind: Sync {
     /// The `kind` name in the config.
     fn name(&self) -> &'static str;
 
+    /// The JSON Schema of the kind's own keys (a reference into `generator`'s
+    /// definitions), for the config's schema (`crate::schema`).
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+
     /// Parses sink `sink`'s table (see [`SinkCatalog::parse`]).
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed;
 

@@ -371,3 +371,69 @@ fn import_from_openova_prints_a_config_that_checks() {
         "{toml}"
     );
 }
+
+/// `config-schema` prints the schema kept in docs/config.schema.json (regenerate it with
+/// `health-orchestrator config-schema > docs/config.schema.json`), and that schema accepts
+/// every shipped config and rejects a misspelt sink key and a sink table of the wrong kind
+/// (checked with Python's `jsonschema`, which the test command installs with
+/// kubernetes-validate).
+#[test]
+fn config_schema_matches_the_docs_copy_and_checks_the_examples() {
+    let out = bin().arg("config-schema").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let kept = std::fs::read_to_string(repo("docs/config.schema.json")).unwrap();
+    assert!(
+        printed == kept,
+        "docs/config.schema.json is stale: run `health-orchestrator config-schema > docs/config.schema.json`"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs: Vec<(String, bool)> = std::fs::read_dir(repo("config/examples"))
+        .unwrap()
+        .map(|e| (e.unwrap().path().display().to_string(), true))
+        .filter(|(p, _)| p.ends_with(".toml"))
+        .collect();
+    configs.push((
+        repo("deploy/kubernetes/config.toml").display().to_string(),
+        true,
+    ));
+    let bad = [
+        "[sinks.local]\nkind = \"hosts_file\"\ndirr = \"/tmp/x\"\n",
+        "[sinks.local]\nkind = \"hosts_file\"\nurl = \"http://x/\"\n",
+    ];
+    for (i, text) in bad.iter().enumerate() {
+        let file = dir.path().join(format!("bad-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        configs.push((file.display().to_string(), false));
+    }
+    let python = std::path::Path::new(&python_tool("KUBERNETES_VALIDATE", "kubernetes-validate"))
+        .with_file_name("python");
+    for (file, valid) in configs {
+        let toml: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+        let json = dir.path().join("config.json");
+        std::fs::write(&json, serde_json::to_string(&toml).unwrap()).unwrap();
+        let checked = Command::new(&python)
+            .args([
+                "-c",
+                "import json, sys, jsonschema\n\
+                 schema = json.load(open(sys.argv[1]))\n\
+                 jsonschema.Draft7Validator(schema).validate(json.load(open(sys.argv[2])))",
+            ])
+            .arg(repo("docs/config.schema.json"))
+            .arg(&json)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run the test command (bash .ci/test)",
+                    python.display()
+                )
+            });
+        assert_eq!(
+            checked.status.success(),
+            valid,
+            "{file}: {}",
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+}

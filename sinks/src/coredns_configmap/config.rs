@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ho_config::names::check_kube_name;
 use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
@@ -16,7 +17,7 @@ use crate::registry::{
 
 /// One key per tenant (`<tenant>.hosts`) in a Kubernetes ConfigMap that CoreDNS's `hosts`
 /// plugin reads (mounted as files).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CorednsConfigMapConfig {
     /// Namespace of the ConfigMap (CoreDNS's, usually `kube-system`, or your own).
@@ -36,6 +37,7 @@ pub struct CorednsConfigMapConfig {
     pub create: bool,
     /// Deadline of one API request.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
 }
 
@@ -48,6 +50,10 @@ pub const KIND: CorednsConfigMapKind = CorednsConfigMapKind;
 impl Kind for CorednsConfigMapKind {
     fn name(&self) -> &'static str {
         "coredns_configmap"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<CorednsConfigMapConfig>()
     }
 
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {

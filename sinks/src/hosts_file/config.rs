@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{parse_checked, plain_lists_only, spec_of, BuildContext, Kind, KindFuture};
 
 /// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts` plugin
 /// and dnsmasq's `--addn-hosts` read.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostsFileConfig {
     /// Directory holding the files; created if missing.
@@ -27,6 +28,10 @@ pub const KIND: HostsFileKind = HostsFileKind;
 impl Kind for HostsFileKind {
     fn name(&self) -> &'static str {
         "hosts_file"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<HostsFileConfig>()
     }
 
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {

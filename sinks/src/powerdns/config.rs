@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
 use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
@@ -14,7 +15,7 @@ use crate::registry::{
 };
 
 /// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PowerDnsConfig {
     /// Base URL of the API, e.g. `http://pdns:8081`.
@@ -41,6 +42,7 @@ pub struct PowerDnsConfig {
     pub lua: bool,
     /// Deadline of one API request.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
 }
 
@@ -57,6 +59,10 @@ pub const KIND: PowerDnsKind = PowerDnsKind;
 impl Kind for PowerDnsKind {
     fn name(&self) -> &'static str {
         "powerdns"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<PowerDnsConfig>()
     }
 
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {

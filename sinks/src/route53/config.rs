@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
 use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
@@ -13,7 +14,7 @@ use crate::registry::{
 };
 
 /// AWS Route53 record sets, with an ownership TXT record per managed name.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route53Config {
     /// The hosted zone's id, e.g. `Z0123456789ABCDEFGHIJ`; a `/hostedzone/` prefix is
@@ -40,11 +41,12 @@ pub struct Route53Config {
     pub max_requests_per_second: f64,
     /// Deadline of one API request.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
 }
 
 /// Route53 record shape for tenants without per-client routing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordStyle {
     /// One multivalue-answer record set per address (Route53 answers up to 8 at random).
@@ -67,6 +69,10 @@ pub const KIND: Route53Kind = Route53Kind;
 impl Kind for Route53Kind {
     fn name(&self) -> &'static str {
         "route53"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<Route53Config>()
     }
 
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ho_config::names::{check_header_name, check_header_value, check_url};
 use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
@@ -15,7 +16,7 @@ use crate::registry::{
 };
 
 /// A signed JSON POST of every snapshot to any HTTP receiver.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Receiver URL (`http://` or `https://`).
@@ -37,6 +38,7 @@ pub struct WebhookConfig {
     pub ca_file: Option<PathBuf>,
     /// Deadline of one delivery.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
 }
 
@@ -49,6 +51,10 @@ pub const KIND: WebhookKind = WebhookKind;
 impl Kind for WebhookKind {
     fn name(&self) -> &'static str {
         "webhook"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<WebhookConfig>()
     }
 
     fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
