@@ -134,10 +134,10 @@ impl Leadership {
         let was = self.may_write();
         let mut state = self.lock();
         state.fence = None;
-        state.holder = holder;
+        state.holder = holder.clone();
         drop(state);
         if was {
-            warn!(identity = ?self.0.identity, holder = ?self.lock().holder, "no longer the leader: standby, shared back ends are not written");
+            warn!(identity = ?self.0.identity, ?holder, "no longer the leader: standby, shared back ends are not written");
             self.changed("standby", "another holder");
         }
     }

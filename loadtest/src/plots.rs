@@ -16,6 +16,11 @@ const TITLE: (&str, u32) = ("sans-serif", 18);
 const LEFT: RGBColor = RGBColor(31, 119, 180);
 const RIGHT: RGBColor = RGBColor(214, 39, 40);
 
+/// The legend mark of a line series drawn in `color`.
+fn legend_line(color: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2))
+}
+
 /// Largest value, or 1 when there is none (an axis needs a range).
 fn top(values: impl Iterator<Item = f64>) -> f64 {
     let max = values.fold(0.0, f64::max);
@@ -54,14 +59,14 @@ fn two_axes(
             LEFT.stroke_width(2),
         ))?
         .label(left.0)
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], LEFT.stroke_width(2)));
+        .legend(legend_line(LEFT));
     chart
         .draw_secondary_series(LineSeries::new(
             right.1.iter().copied(),
             RIGHT.stroke_width(2),
         ))?
         .label(right.0)
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], RIGHT.stroke_width(2)));
+        .legend(legend_line(RIGHT));
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
@@ -147,14 +152,14 @@ fn detection_cdf(
     chart
         .draw_series(LineSeries::new(cdf, LEFT.stroke_width(2)))?
         .label("detected by then")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], LEFT.stroke_width(2)));
+        .legend(legend_line(LEFT));
     chart
         .draw_series(LineSeries::new(
             [(bound, 0.0), (bound, 100.0)],
             RIGHT.stroke_width(2),
         ))?
         .label(format!("bound from the check timing: {bound:.0} ms"))
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], RIGHT.stroke_width(2)));
+        .legend(legend_line(RIGHT));
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)

@@ -9,10 +9,10 @@ use std::time::Duration;
 use ho_config::{CheckKind, CheckOverrides, Target};
 use ho_engine::probe::{Failure, KeptConnection, Probe, TlsCache};
 use ho_loadtest::{Behaviour, Gateway};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::fakes::gateways::scripted;
+use crate::fakes::gateways::{read_request_head, scripted};
 use crate::harness::{
     loopback, metric, start_engine, test_pki, wait_for_status, Check, TestConfig,
 };
@@ -41,19 +41,6 @@ fn probe_for(addr: SocketAddr, check: CheckOverrides) -> Probe {
     Probe::new(&target, &mut TlsCache::default()).unwrap()
 }
 
-/// Reads one request head from `s`; false when the client closed.
-async fn next_request(s: &mut TcpStream) -> bool {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match s.read(&mut buf).await {
-            Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-            _ => return false,
-        }
-    }
-    true
-}
-
 /// A keep-alive server answering each connection's requests in turn with `answers`
 /// (the first request's head is read by `scripted`), cycling; counts connections.
 async fn keep_alive_server(
@@ -61,7 +48,7 @@ async fn keep_alive_server(
 ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     scripted(loopback(), move |mut s: TcpStream| async move {
         for answer in answers.iter().cycle() {
-            if s.write_all(answer).await.is_err() || !next_request(&mut s).await {
+            if s.write_all(answer).await.is_err() || !read_request_head(&mut s).await {
                 return;
             }
         }

@@ -71,14 +71,7 @@ impl Replica {
 
     /// `GET path`, or `None` while the process does not answer.
     async fn get(&self, path: &str) -> Option<String> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(self.api).await.ok()?;
-        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-            .await
-            .ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.ok()?;
-        Some(out.split_once("\r\n\r\n")?.1.to_owned())
+        try_api_get(self.api, path).await
     }
 
     /// Writes this replica made to PowerDNS (any result), from its metrics.

@@ -26,17 +26,24 @@ where
             seen.fetch_add(1, Ordering::SeqCst);
             let answer = answer.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf).await {
-                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
+                if read_request_head(&mut s).await {
+                    answer(s).await;
                 }
-                answer(s).await;
             });
         }
     });
     (addr, count)
+}
+
+/// Reads one request head from `s`; false when the client closed first.
+pub(crate) async fn read_request_head(s: &mut TcpStream) -> bool {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf).await {
+            Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+            _ => return false,
+        }
+    }
+    true
 }

@@ -74,16 +74,25 @@ pub async fn sink_error(engine: &Engine, sink: &str) -> Option<String> {
 
 /// The body of `GET path` on the API at `addr` (HTTP/1.0, connection closed by the server).
 pub async fn api_get(addr: std::net::SocketAddr, path: &str) -> String {
+    try_api_get(addr, path)
+        .await
+        .unwrap_or_else(|| panic!("no answer from the API at {addr} for {path}"))
+}
+
+/// [`api_get`], or `None` while nothing answers at `addr` (a process starting or killed).
+pub async fn try_api_get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
         .await
-        .unwrap();
+        .ok()?;
     let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out.split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default()
+    s.read_to_string(&mut out).await.ok()?;
+    Some(
+        out.split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default(),
+    )
 }
 
 /// Spawns `cmd` with its standard error written to `log` (read back by the test) and its
