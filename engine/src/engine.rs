@@ -115,7 +115,7 @@ impl Engine {
         };
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
-            let sink = factory.build(name, &plan).await?;
+            let sink = factory.build(name, &plan, &metrics).await?;
             sink_actors.insert(
                 name.clone(),
                 start_sink(name, config, sink, &metrics, &leadership),
@@ -208,7 +208,10 @@ impl Engine {
         let mut built = BTreeMap::new();
         for (name, config) in &plan.sinks {
             if self.plan.sinks.get(name) != Some(config) {
-                built.insert(name.clone(), self.factory.build(name, &plan).await?);
+                built.insert(
+                    name.clone(),
+                    self.factory.build(name, &plan, &self.metrics).await?,
+                );
             }
         }
         let old_plan = self.plan.clone();

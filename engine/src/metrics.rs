@@ -119,6 +119,19 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Times this replica became or stopped being the writer.
     pub leader_transitions: Counter,
+    /// Queries the embedded DNS server (`dns_server` sinks) answered, by type and rcode.
+    pub dns_queries: Family<DnsQueryLabels, Counter>,
+    /// Time from a query's arrival to its answer being sent (embedded DNS server).
+    pub dns_answer_seconds: Histogram,
+}
+
+/// `qtype`, `rcode` labels of a DNS query the embedded server answered.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DnsQueryLabels {
+    /// Query type (`A`, `AAAA`, ...; `other` beyond the common ones).
+    pub qtype: &'static str,
+    /// Response code (`NOERROR`, `NXDOMAIN`, `REFUSED`, ...).
+    pub rcode: &'static str,
 }
 
 /// `bound` label: which limit a probe waited for.
@@ -168,6 +181,9 @@ impl Metrics {
             damping_holds: Counter::default(),
             leader: Gauge::default(),
             leader_transitions: Counter::default(),
+            dns_queries: Family::default(),
+            // 10 us .. ~0.3 s: an answer from memory takes microseconds.
+            dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -275,6 +291,16 @@ impl Metrics {
             "damping_holds",
             "Times flap damping started holding an endpoint out of DNS",
             m.damping_holds.clone(),
+        );
+        registry.register(
+            "dns_queries",
+            "Queries the embedded DNS server answered, by query type and response code",
+            m.dns_queries.clone(),
+        );
+        registry.register(
+            "dns_answer_seconds",
+            "Time from a DNS query's arrival to its answer being sent (embedded server)",
+            m.dns_answer_seconds.clone(),
         );
         Metrics { registry, ..m }
     }

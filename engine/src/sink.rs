@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ho_config::Plan;
 
+use crate::metrics::Metrics;
 use crate::snapshot::TenantSnapshot;
 
 /// What a successful write did.
@@ -103,6 +104,12 @@ pub type BuildFuture<'a> =
 /// knows no concrete sink: the binary hands it the factory of the sinks crate.
 pub trait SinkFactory: Send + Sync + 'static {
     /// Builds sink `name` of `plan` (`plan.sinks[name]` exists). Looks up credentials but
-    /// does not contact the back end.
-    fn build<'a>(&'a self, name: &'a str, plan: &'a Plan) -> BuildFuture<'a>;
+    /// does not contact the back end. `metrics` are the engine's, for sinks that count
+    /// what happens outside their writes (the DNS server's queries).
+    fn build<'a>(
+        &'a self,
+        name: &'a str,
+        plan: &'a Plan,
+        metrics: &'a Arc<Metrics>,
+    ) -> BuildFuture<'a>;
 }

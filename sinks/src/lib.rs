@@ -12,8 +12,10 @@
 //! | `webhook` | [`webhook`] |
 //! | `coredns_configmap` | [`coredns_configmap`] |
 //! | `route53` | [`route53`] |
+//! | `dns_server` | [`dns_server`] |
 
 pub mod coredns_configmap;
+pub mod dns_server;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use figment::value::{Tag, Value};
 use ho_config::{FieldError, Parsed, Plan, SinkCatalog, SinkSpec, SinkTable};
+use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
 
-use crate::{coredns_configmap, hosts_file, powerdns, route53, webhook};
+use crate::{coredns_configmap, dns_server, hosts_file, powerdns, route53, webhook};
 
 /// Every sink kind this program knows, in the order error messages list them.
 pub const KINDS: &[&dyn Kind] = &[
@@ -21,14 +22,21 @@ pub const KINDS: &[&dyn Kind] = &[
     &webhook::config::KIND,
     &coredns_configmap::config::KIND,
     &route53::config::KIND,
+    &dns_server::config::KIND,
 ];
 
 /// What the sinks need from outside their own settings when they are built.
 pub struct BuildContext<'a> {
+    /// The sink's name.
+    pub name: &'a str,
+    /// The plan it is built for (the DNS server reads which tenants it serves).
+    pub plan: &'a Plan,
     /// This instance's ownership mark (`owner_id`).
     pub owner_id: &'a str,
     /// Region and credentials for AWS sinks; `None`: the standard AWS chain.
     pub aws: Option<&'a SdkConfig>,
+    /// The engine's metrics.
+    pub metrics: &'a Arc<Metrics>,
 }
 
 /// The future [`Kind::build`] returns.
@@ -113,7 +121,12 @@ impl Sinks {
 }
 
 impl SinkFactory for Sinks {
-    fn build<'a>(&'a self, name: &'a str, plan: &'a Plan) -> BuildFuture<'a> {
+    fn build<'a>(
+        &'a self,
+        name: &'a str,
+        plan: &'a Plan,
+        metrics: &'a Arc<Metrics>,
+    ) -> BuildFuture<'a> {
         Box::pin(async move {
             let spec = &*plan.sinks[name].spec;
             let kind = KINDS
@@ -121,8 +134,11 @@ impl SinkFactory for Sinks {
                 .find(|k| k.name() == spec.kind())
                 .expect("every spec comes from a registered kind");
             let ctx = BuildContext {
+                name,
+                plan,
                 owner_id: &plan.owner_id,
                 aws: self.aws.as_ref(),
+                metrics,
             };
             kind.build(spec, ctx)
                 .await

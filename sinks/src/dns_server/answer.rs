@@ -1,0 +1,413 @@
+//! One query in, one answer out: the authoritative logic of the embedded server, kept
+//! free of sockets so every case is a unit test.
+
+use std::net::IpAddr;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
+use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
+use ho_config::RoutingPolicy;
+
+use super::config::DnsServerConfig;
+use super::geo::Locator;
+use super::records::{Entry, NameSet, Records, Target};
+
+/// A zone the server is authoritative for.
+struct Zone {
+    /// Lower case, no trailing dot.
+    apex: String,
+    /// `.` + apex, to test "inside" without allocating.
+    dot_apex: String,
+    name: Name,
+    mname: Name,
+    rname: Name,
+    nameservers: Vec<Name>,
+}
+
+/// Everything a query is answered from: the zones (from the config) and the records (from
+/// snapshots).
+pub struct Authority {
+    /// Longest apex first, so nested zones answer from the innermost.
+    zones: Vec<Zone>,
+    soa: super::config::SoaConfig,
+    locator: Locator,
+    answers: usize,
+    max_udp_payload: u16,
+    /// Replaced per tenant by the sink; read by every query.
+    pub records: RwLock<Records>,
+    rotation: AtomicUsize,
+}
+
+/// An answer on the wire, with what metrics label it by.
+pub struct Reply {
+    /// The response message.
+    pub bytes: Vec<u8>,
+    /// Query type label.
+    pub qtype: &'static str,
+    /// Response code label.
+    pub rcode: &'static str,
+}
+
+fn name(s: &str) -> Result<Name, String> {
+    let mut n = Name::from_str(s).map_err(|e| format!("\"{s}\" is not a DNS name: {e}"))?;
+    n.set_fqdn(true);
+    Ok(n)
+}
+
+impl Authority {
+    /// The authority of `config`, starting from `records` (kept across a rebuild so a
+    /// reload never answers from nothing).
+    pub fn new(config: &DnsServerConfig, records: Records) -> Result<Authority, String> {
+        let mut zones = Vec::new();
+        for apex in &config.zones {
+            let mname = config.soa.mname.clone().unwrap_or(format!("ns1.{apex}"));
+            let rname = config
+                .soa
+                .rname
+                .clone()
+                .unwrap_or(format!("hostmaster.{apex}"));
+            let nameservers = if config.nameservers.is_empty() {
+                vec![name(&mname)?]
+            } else {
+                config
+                    .nameservers
+                    .iter()
+                    .map(|n| name(n))
+                    .collect::<Result<_, _>>()?
+            };
+            zones.push(Zone {
+                apex: apex.clone(),
+                dot_apex: format!(".{apex}"),
+                name: name(apex)?,
+                mname: name(&mname)?,
+                rname: name(&rname)?,
+                nameservers,
+            });
+        }
+        zones.sort_by_key(|z| std::cmp::Reverse(z.apex.len()));
+        Ok(Authority {
+            zones,
+            soa: config.soa.clone(),
+            locator: Locator::load(&config.geo)?,
+            answers: config.answers,
+            max_udp_payload: config.max_udp_payload,
+            records: RwLock::new(records),
+            rotation: AtomicUsize::new(0),
+        })
+    }
+
+    /// The answer to `request` from `client`; `udp` limits its size (EDNS or 512 bytes).
+    /// `None` for what must not be answered (responses, garbage shorter than a header).
+    pub fn answer(&self, request: &[u8], client: IpAddr, udp: bool) -> Option<Reply> {
+        let query = match Message::from_vec(request) {
+            Ok(q) => q,
+            Err(_) if request.len() >= 12 && request[2] & 0x80 == 0 => {
+                let id = u16::from_be_bytes([request[0], request[1]]);
+                let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::FormErr);
+                return finish(&mut m, "invalid", None);
+            }
+            Err(_) => return None,
+        };
+        if query.metadata.message_type != MessageType::Query {
+            return None;
+        }
+        let mut response = Message::response(query.metadata.id, query.metadata.op_code);
+        response.metadata.recursion_desired = query.metadata.recursion_desired;
+        response.metadata.checking_disabled = query.metadata.checking_disabled;
+        response.queries = query.queries.clone();
+        let qtype = query
+            .queries
+            .first()
+            .map_or("none", |q| type_label(q.query_type()));
+        let limit = match &query.edns {
+            Some(edns) => {
+                let mut ours = Edns::new();
+                ours.set_max_payload(self.max_udp_payload);
+                ours.set_version(0);
+                response.set_edns(ours);
+                if edns.version() > 0 {
+                    response.metadata.response_code = ResponseCode::BADVERS;
+                    return finish(&mut response, qtype, None);
+                }
+                edns.max_payload().clamp(512, self.max_udp_payload)
+            }
+            None => 512,
+        };
+        let limit = udp.then_some(usize::from(limit));
+        if query.metadata.op_code != OpCode::Query {
+            response.metadata.response_code = ResponseCode::NotImp;
+            return finish(&mut response, qtype, limit);
+        }
+        let [question] = query.queries.as_slice() else {
+            response.metadata.response_code = ResponseCode::FormErr;
+            return finish(&mut response, qtype, limit);
+        };
+        let subnet = query
+            .edns
+            .as_ref()
+            .and_then(|e| match e.option(EdnsCode::Subnet) {
+                Some(EdnsOption::Subnet(s)) => Some(*s),
+                _ => None,
+            });
+        let located = self.resolve(
+            &mut response,
+            question.name(),
+            question.query_type(),
+            question.query_class(),
+            subnet
+                .as_ref()
+                .filter(|s| s.source_prefix() > 0)
+                .map_or(client, ClientSubnet::addr),
+        );
+        if let (Some(mut s), Some(edns)) = (subnet, response.edns.as_mut()) {
+            // RFC 7871 7.2.1: echo the option; the scope says how much of the client's
+            // subnet the answer depended on (all of it for a location, none otherwise).
+            s.set_scope_prefix(if located { s.source_prefix() } else { 0 });
+            edns.options_mut().insert(EdnsOption::Subnet(s));
+        }
+        finish(&mut response, qtype, limit)
+    }
+
+    /// Fills `response` for one question; true when the answer depended on the client's
+    /// location.
+    fn resolve(
+        &self,
+        response: &mut Message,
+        qname: &Name,
+        qtype: RecordType,
+        qclass: DNSClass,
+        client: IpAddr,
+    ) -> bool {
+        let key = key_of(qname);
+        let Some(zone) = self
+            .zones
+            .iter()
+            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
+        else {
+            response.metadata.response_code = ResponseCode::Refused;
+            return false;
+        };
+        if qclass != DNSClass::IN && qclass != DNSClass::ANY {
+            response.metadata.response_code = ResponseCode::Refused;
+            return false;
+        }
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            // Zone transfers are off: the data changes per query and lives in one process.
+            response.metadata.response_code = ResponseCode::Refused;
+            return false;
+        }
+        let records = self.records.read().expect("not poisoned");
+        response.metadata.authoritative = true;
+        let mut located = false;
+        match records.get(&key) {
+            Some(Entry::Pending) => {
+                response.metadata.authoritative = false;
+                response.metadata.response_code = ResponseCode::ServFail;
+                return false;
+            }
+            Some(Entry::Ready(set)) => {
+                for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
+                    if qtype == family || qtype == RecordType::ANY {
+                        let (picked, by_location) = self.pick(set, wanted, client);
+                        located |= by_location;
+                        for t in picked {
+                            response.answers.push(address_record(qname, set.ttl, t.ip));
+                        }
+                    }
+                }
+            }
+            None if key != zone.apex && !records.is_empty_non_terminal(&key) => {
+                response.metadata.response_code = ResponseCode::NXDomain;
+            }
+            None => {}
+        }
+        if key == zone.apex {
+            match qtype {
+                RecordType::SOA => response
+                    .answers
+                    .push(self.soa_record(zone, records.serial())),
+                RecordType::NS => {
+                    for ns in &zone.nameservers {
+                        response.answers.push(Record::from_rdata(
+                            qname.clone(),
+                            self.soa.refresh,
+                            RData::NS(NS(ns.clone())),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if response.answers.is_empty() {
+            // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
+            response
+                .authorities
+                .push(self.soa_record(zone, records.serial()));
+        }
+        located
+    }
+
+    /// The addresses answered from `targets` of `set` for this query, and whether the
+    /// client's location chose them.
+    fn pick<'a>(
+        &self,
+        set: &NameSet,
+        targets: &'a [Target],
+        client: IpAddr,
+    ) -> (Vec<&'a Target>, bool) {
+        let turn = self.rotation.fetch_add(1, Ordering::Relaxed);
+        match set.policy {
+            RoutingPolicy::Weighted => (weighted_pick(targets, self.answers), false),
+            RoutingPolicy::Geo => {
+                let here = self.locator.locate(client);
+                let of = |geo: Option<&String>| -> Vec<&'a Target> {
+                    geo.map_or_else(Vec::new, |g| {
+                        targets
+                            .iter()
+                            .filter(|t| t.geo.as_ref() == Some(g))
+                            .collect()
+                    })
+                };
+                let mut chosen = of(here.as_ref());
+                if chosen.is_empty() {
+                    chosen = of(set.default_geo.as_ref());
+                }
+                if chosen.is_empty() {
+                    chosen = targets.iter().collect();
+                }
+                rotate(&mut chosen, turn);
+                (chosen, true)
+            }
+            RoutingPolicy::All | RoutingPolicy::Failover => {
+                let mut all: Vec<&Target> = targets.iter().collect();
+                rotate(&mut all, turn);
+                (all, false)
+            }
+        }
+    }
+
+    fn soa_record(&self, zone: &Zone, serial: u32) -> Record {
+        let s = &self.soa;
+        let as_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        Record::from_rdata(
+            zone.name.clone(),
+            s.minimum,
+            RData::SOA(SOA::new(
+                zone.mname.clone(),
+                zone.rname.clone(),
+                serial,
+                as_i32(s.refresh),
+                as_i32(s.retry),
+                as_i32(s.expire),
+                s.minimum,
+            )),
+        )
+    }
+}
+
+/// Every address in a different order per query (what CoreDNS `loadbalance` does), so
+/// resolvers that take the first address spread over all of them.
+fn rotate<T>(list: &mut [T], turn: usize) {
+    if !list.is_empty() {
+        let n = list.len();
+        list.rotate_left(turn % n);
+    }
+}
+
+/// `count` distinct addresses, each drawn in proportion to its weight among those left;
+/// all-zero weights count as equal (an answer is never empty while addresses exist).
+fn weighted_pick(targets: &[Target], count: usize) -> Vec<&Target> {
+    let mut left: Vec<&Target> = targets.iter().collect();
+    let mut picked = Vec::with_capacity(count.min(left.len()));
+    while picked.len() < count && !left.is_empty() {
+        let total: u64 = left.iter().map(|t| u64::from(t.weight)).sum();
+        let i = if total == 0 {
+            fastrand::usize(..left.len())
+        } else {
+            let mut x = fastrand::u64(..total);
+            left.iter()
+                .position(|t| {
+                    let w = u64::from(t.weight);
+                    if x < w {
+                        true
+                    } else {
+                        x -= w;
+                        false
+                    }
+                })
+                .expect("x < total")
+        };
+        picked.push(left.swap_remove(i));
+    }
+    picked
+}
+
+fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
+    let data = match ip {
+        IpAddr::V4(v4) => RData::A(A(v4)),
+        IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
+    };
+    Record::from_rdata(qname.clone(), ttl, data)
+}
+
+/// Lower case, no trailing dot: how [`Records`] keys names.
+fn key_of(name: &Name) -> String {
+    let mut s = name.to_ascii();
+    s.make_ascii_lowercase();
+    if s.ends_with('.') {
+        s.pop();
+    }
+    s
+}
+
+/// Encodes `response`, truncated (TC, answers dropped) when it exceeds `limit`.
+fn finish(response: &mut Message, qtype: &'static str, limit: Option<usize>) -> Option<Reply> {
+    let rcode = rcode_label(response.metadata.response_code);
+    let mut bytes = response.to_vec().ok()?;
+    if limit.is_some_and(|l| bytes.len() > l) {
+        bytes = response.truncate().to_vec().ok()?;
+    }
+    Some(Reply {
+        bytes,
+        qtype,
+        rcode,
+    })
+}
+
+fn type_label(t: RecordType) -> &'static str {
+    match t {
+        RecordType::A => "A",
+        RecordType::AAAA => "AAAA",
+        RecordType::ANY => "ANY",
+        RecordType::SOA => "SOA",
+        RecordType::NS => "NS",
+        RecordType::TXT => "TXT",
+        RecordType::MX => "MX",
+        RecordType::CNAME => "CNAME",
+        RecordType::HTTPS => "HTTPS",
+        RecordType::SRV => "SRV",
+        RecordType::AXFR => "AXFR",
+        RecordType::IXFR => "IXFR",
+        _ => "other",
+    }
+}
+
+fn rcode_label(r: ResponseCode) -> &'static str {
+    match r {
+        ResponseCode::NoError => "NOERROR",
+        ResponseCode::NXDomain => "NXDOMAIN",
+        ResponseCode::ServFail => "SERVFAIL",
+        ResponseCode::Refused => "REFUSED",
+        ResponseCode::FormErr => "FORMERR",
+        ResponseCode::NotImp => "NOTIMP",
+        ResponseCode::BADVERS => "BADVERS",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests;

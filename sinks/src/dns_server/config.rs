@@ -1,0 +1,253 @@
+//! `kind = "dns_server"`: settings, checks and capabilities.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ho_config::names::normalize_domain;
+use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::registry::{parse_checked, spec_of, BuildContext, Kind, KindFuture};
+
+/// An authoritative DNS server inside this process: it answers the tenants' domains from
+/// the published set the moment a snapshot arrives, with no file, ConfigMap or reload in
+/// between, and answers per query (rotation, weights, location).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DnsServerConfig {
+    /// Addresses to answer on, UDP and TCP on each (e.g. `"0.0.0.0:53"`, `"[::]:53"`).
+    pub listen: Vec<SocketAddr>,
+    /// Apexes this server is authoritative for; every domain of its tenants must be inside
+    /// one. Normalised when parsed (lower case, no trailing dot).
+    pub zones: Vec<String>,
+    /// The zones' SOA fields; the serial is the server's own (it rises with every change).
+    #[serde(default)]
+    pub soa: SoaConfig,
+    /// Name servers of the zones (NS records at the apex); default: the SOA's `mname`.
+    #[serde(default)]
+    pub nameservers: Vec<String>,
+    /// `weighted` tenants: addresses in each answer, each picked by weight.
+    #[serde(default = "one")]
+    pub answers: usize,
+    /// `geo` tenants: how a client's address maps to a location.
+    #[serde(default)]
+    pub geo: GeoConfig,
+    /// Largest UDP answer this server sends (EDNS); bigger answers are truncated (TC) so the
+    /// client retries over TCP. 1232 avoids IP fragmentation (DNS flag day 2020).
+    #[serde(default = "default_udp_payload")]
+    pub max_udp_payload: u16,
+}
+
+/// SOA fields of every zone of a `dns_server` sink.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SoaConfig {
+    /// Primary name server; default `ns1.<zone>`.
+    #[serde(default)]
+    pub mname: Option<String>,
+    /// Responsible mailbox as a name; default `hostmaster.<zone>`.
+    #[serde(default)]
+    pub rname: Option<String>,
+    /// Seconds secondaries wait between refreshes.
+    #[serde(default = "default_refresh")]
+    pub refresh: u32,
+    /// Seconds before a failed refresh is retried.
+    #[serde(default = "default_retry")]
+    pub retry: u32,
+    /// Seconds after which secondaries stop answering without a refresh.
+    #[serde(default = "default_expire")]
+    pub expire: u32,
+    /// Negative-caching TTL in seconds (how long resolvers remember NXDOMAIN and NODATA);
+    /// short, so a name that appears is answered soon.
+    #[serde(default = "default_minimum")]
+    pub minimum: u32,
+}
+
+impl Default for SoaConfig {
+    fn default() -> Self {
+        SoaConfig {
+            mname: None,
+            rname: None,
+            refresh: default_refresh(),
+            retry: default_retry(),
+            expire: default_expire(),
+            minimum: default_minimum(),
+        }
+    }
+}
+
+/// Where `geo` answers get a client's location: first `networks` (longest prefix wins),
+/// then the database, else the tenant's `default_geo`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GeoConfig {
+    /// Client networks and their location (ISO country code, as in endpoints'
+    /// `labels.geo`), e.g. `{ "10.1.0.0/16" = "IE" }`.
+    #[serde(default)]
+    pub networks: BTreeMap<String, String>,
+    /// A MaxMind-format database (GeoLite2-Country, GeoIP2-Country or City); its country
+    /// ISO code is the location.
+    #[serde(default)]
+    pub geoip_db: Option<PathBuf>,
+}
+
+fn one() -> usize {
+    1
+}
+fn default_udp_payload() -> u16 {
+    1232
+}
+fn default_refresh() -> u32 {
+    3600
+}
+fn default_retry() -> u32 {
+    600
+}
+fn default_expire() -> u32 {
+    604_800
+}
+fn default_minimum() -> u32 {
+    5
+}
+
+/// The kind, as registered.
+pub struct DnsServerKind;
+
+/// Registered in [`crate::registry::KINDS`].
+pub const KIND: DnsServerKind = DnsServerKind;
+
+impl Kind for DnsServerKind {
+    fn name(&self) -> &'static str {
+        "dns_server"
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<DnsServerConfig>()
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, |c: &mut DnsServerConfig, p| {
+            if c.listen.is_empty() {
+                p.at("listen", "must list at least one address");
+            }
+            let mut seen = std::collections::HashSet::new();
+            for a in &c.listen {
+                if !seen.insert(a) {
+                    p.at("listen", format!("{a} is listed twice"));
+                }
+            }
+            if c.zones.is_empty() {
+                p.at("zones", "must list at least one zone");
+            }
+            for (i, zone) in c.zones.iter_mut().enumerate() {
+                match normalize_domain(zone) {
+                    Ok(z) => *zone = z,
+                    Err(e) => {
+                        p.at(&format!("zones[{i}]"), e);
+                        zone.clear();
+                    }
+                }
+            }
+            for (field, name) in [
+                ("soa.mname", &mut c.soa.mname),
+                ("soa.rname", &mut c.soa.rname),
+            ] {
+                if let Some(n) = name {
+                    match normalize_domain(n) {
+                        Ok(v) => *n = v,
+                        Err(e) => p.at(field, e),
+                    }
+                }
+            }
+            for (i, ns) in c.nameservers.iter_mut().enumerate() {
+                match normalize_domain(ns) {
+                    Ok(v) => *ns = v,
+                    Err(e) => p.at(&format!("nameservers[{i}]"), e),
+                }
+            }
+            if c.answers == 0 {
+                p.at("answers", "must be at least 1");
+            }
+            if c.max_udp_payload < 512 {
+                p.at("max_udp_payload", "must be at least 512 (the DNS minimum)");
+            }
+            let mut networks = BTreeMap::new();
+            for (net, geo) in std::mem::take(&mut c.geo.networks) {
+                if net.parse::<ipnet::IpNet>().is_err() {
+                    p.at(
+                        &format!("geo.networks.\"{net}\""),
+                        "is not a network (address/prefix, e.g. 10.1.0.0/16)",
+                    );
+                }
+                if geo.is_empty() {
+                    p.at(
+                        &format!("geo.networks.\"{net}\""),
+                        "location must not be empty",
+                    );
+                }
+                networks.insert(net, geo.to_ascii_uppercase());
+            }
+            c.geo.networks = networks;
+        })
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        let config = spec_of::<DnsServerConfig>(spec);
+        Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(config, &ctx)?) as _) })
+    }
+}
+
+impl SinkSpec for DnsServerConfig {
+    fn kind(&self) -> &'static str {
+        KIND.name()
+    }
+
+    /// It answers per query, so it expresses every policy.
+    fn supports(&self, _: RoutingPolicy) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    /// Every domain must be inside one of the zones.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        for d in tenant.domains {
+            let inside = self
+                .zones
+                .iter()
+                .any(|z| !z.is_empty() && (d == z || d.ends_with(&format!(".{z}"))));
+            if !inside && self.zones.iter().all(|z| !z.is_empty()) {
+                errs.push(FieldError {
+                    path: format!("{}.domains", tenant.path),
+                    reason: format!(
+                        "\"{d}\" is not inside any zone of sink \"{sink}\" ({})",
+                        self.zones.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+
+    fn claim(&self) -> Option<Claim> {
+        let mut listen: Vec<String> = self.listen.iter().map(|a| a.to_string()).collect();
+        listen.sort();
+        (!listen.is_empty()).then(|| Claim {
+            key: format!("listen:{}", listen.join(",")),
+            field: "listen",
+            clash: |other| {
+                format!("same addresses as sinks.{other}; two servers cannot share a socket")
+            },
+        })
+    }
+
+    /// Each replica answers the queries sent to it, standby or not.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

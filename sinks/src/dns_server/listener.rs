@@ -1,0 +1,240 @@
+//! The sockets of the embedded server: UDP and TCP on one address, answered by dedicated
+//! threads so queries never wait behind probes or sink writes.
+//!
+//! A listener outlives a reload that rebuilds its sink: the new sink takes the running
+//! listener of the same address (a process-wide registry keyed by address) and points it
+//! at its authority, so the socket is never closed and a query is never unanswered. The
+//! listener stops when the last sink holding it goes.
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use ho_engine::metrics::{DnsQueryLabels, Metrics};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tracing::{debug, info};
+
+use super::answer::{Authority, Reply};
+
+/// TCP connections served at once; more wait in the kernel's accept queue.
+const MAX_TCP_CONNECTIONS: usize = 256;
+/// A TCP connection with no query for this long is closed (RFC 7766 suggests seconds).
+const TCP_IDLE: Duration = Duration::from_secs(10);
+/// How often UDP threads look at the stop flag while no query arrives.
+const STOP_POLL: Duration = Duration::from_millis(200);
+
+/// Running listeners by address, with the sink that owns each.
+static RUNNING: Mutex<BTreeMap<SocketAddr, (String, Weak<Listener>)>> = Mutex::new(BTreeMap::new());
+
+/// What the serving threads share with the handle.
+struct Shared {
+    authority: RwLock<Arc<Authority>>,
+    stop: AtomicBool,
+    stop_tcp: tokio::sync::watch::Sender<bool>,
+    metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    fn answer(
+        &self,
+        request: &[u8],
+        client: SocketAddr,
+        udp: bool,
+        arrived: Instant,
+    ) -> Option<Reply> {
+        let authority = self.authority.read().expect("not poisoned").clone();
+        let reply = authority.answer(request, client.ip(), udp)?;
+        self.metrics
+            .dns_queries
+            .get_or_create(&DnsQueryLabels {
+                qtype: reply.qtype,
+                rcode: reply.rcode,
+            })
+            .inc();
+        self.metrics
+            .dns_answer_seconds
+            .observe(arrived.elapsed().as_secs_f64());
+        Some(reply)
+    }
+}
+
+/// One address answered over UDP and TCP; stops when dropped.
+pub struct Listener {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Listener {
+    /// The running listener of `addr` re-pointed at `authority` if sink `sink` already has
+    /// one (a reload), else a new one bound now. An address another sink answers on is an
+    /// error, as is one the system refuses.
+    pub fn open(
+        sink: &str,
+        addr: SocketAddr,
+        authority: Arc<Authority>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Arc<Listener>, String> {
+        let mut running = RUNNING.lock().expect("not poisoned");
+        if let Some((owner, weak)) = running.get(&addr) {
+            if let Some(listener) = weak.upgrade() {
+                if owner != sink {
+                    return Err(format!("{addr} is already answered by sinks.{owner}"));
+                }
+                *listener.shared.authority.write().expect("not poisoned") = authority;
+                return Ok(listener);
+            }
+        }
+        let udp =
+            UdpSocket::bind(addr).map_err(|e| format!("cannot listen on {addr} (UDP): {e}"))?;
+        let tcp =
+            TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr} (TCP): {e}"))?;
+        udp.set_read_timeout(Some(STOP_POLL))
+            .and_then(|()| tcp.set_nonblocking(true))
+            .map_err(|e| format!("cannot set up {addr}: {e}"))?;
+        let (stop_tcp, stopped) = tokio::sync::watch::channel(false);
+        let shared = Arc::new(Shared {
+            authority: RwLock::new(authority),
+            stop: AtomicBool::new(false),
+            stop_tcp,
+            metrics: metrics.clone(),
+        });
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+        for i in 0..threads {
+            let socket = udp
+                .try_clone()
+                .map_err(|e| format!("cannot set up {addr}: {e}"))?;
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("dns-udp-{i}"))
+                .spawn(move || serve_udp(&socket, &shared))
+                .map_err(|e| format!("cannot start a DNS thread: {e}"))?;
+        }
+        let tcp_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("dns-tcp".into())
+            .spawn(move || serve_tcp(tcp, tcp_shared, stopped))
+            .map_err(|e| format!("cannot start a DNS thread: {e}"))?;
+        info!(%addr, "DNS server listening (UDP and TCP)");
+        let listener = Arc::new(Listener { addr, shared });
+        running.insert(addr, (sink.to_owned(), Arc::downgrade(&listener)));
+        Ok(listener)
+    }
+
+    /// The authority it answers from now.
+    pub fn authority(&self) -> Arc<Authority> {
+        self.shared.authority.read().expect("not poisoned").clone()
+    }
+
+    /// The running listener of `addr` owned by `sink`, if any.
+    pub fn running(sink: &str, addr: SocketAddr) -> Option<Arc<Listener>> {
+        let running = RUNNING.lock().expect("not poisoned");
+        let (owner, weak) = running.get(&addr)?;
+        (owner == sink).then(|| weak.upgrade()).flatten()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let _ = self.shared.stop_tcp.send(true);
+        let mut running = RUNNING.lock().expect("not poisoned");
+        if running
+            .get(&self.addr)
+            .is_some_and(|(_, w)| w.strong_count() == 0)
+        {
+            running.remove(&self.addr);
+        }
+        info!(addr = %self.addr, "DNS server stopped listening");
+    }
+}
+
+fn serve_udp(socket: &UdpSocket, shared: &Shared) {
+    let mut buf = [0u8; 4096];
+    while !shared.stop.load(Ordering::Relaxed) {
+        match socket.recv_from(&mut buf) {
+            Ok((n, peer)) => {
+                let arrived = Instant::now();
+                if let Some(reply) = shared.answer(&buf[..n], peer, true, arrived) {
+                    if let Err(e) = socket.send_to(&reply.bytes, peer) {
+                        debug!(%peer, error = %e, "DNS answer not sent");
+                    }
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            // ICMP errors of earlier sends surface here; they concern that client only.
+            Err(e) => debug!(error = %e, "DNS UDP receive failed"),
+        }
+    }
+}
+
+fn serve_tcp(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "DNS over TCP not served: cannot start its runtime");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(error = %e, "DNS over TCP not served");
+                return;
+            }
+        };
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TCP_CONNECTIONS));
+        loop {
+            tokio::select! {
+                _ = stopped.changed() => return,
+                accepted = listener.accept() => {
+                    let Ok((stream, peer)) = accepted else { continue };
+                    let Ok(slot) = slots.clone().acquire_owned().await else { return };
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        let _slot = slot;
+                        serve_connection(stream, peer, &shared).await;
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// Queries on one TCP connection, each prefixed by its two-byte length (RFC 1035 4.2.2),
+/// answered in order until the client closes or idles.
+async fn serve_connection(mut stream: tokio::net::TcpStream, peer: SocketAddr, shared: &Shared) {
+    let mut buf = vec![0u8; 65535];
+    loop {
+        let Ok(Ok(len)) = tokio::time::timeout(TCP_IDLE, stream.read_u16()).await else {
+            return;
+        };
+        let request = &mut buf[..usize::from(len)];
+        if stream.read_exact(request).await.is_err() {
+            return;
+        }
+        let arrived = Instant::now();
+        let Some(reply) = shared.answer(request, peer, false, arrived) else {
+            return;
+        };
+        let Ok(len) = u16::try_from(reply.bytes.len()) else {
+            return;
+        };
+        let mut framed = Vec::with_capacity(reply.bytes.len() + 2);
+        framed.extend_from_slice(&len.to_be_bytes());
+        framed.extend_from_slice(&reply.bytes);
+        if stream.write_all(&framed).await.is_err() {
+            return;
+        }
+    }
+}

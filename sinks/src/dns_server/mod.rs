@@ -1,0 +1,90 @@
+//! `kind = "dns_server"`: an authoritative DNS server in this process. A snapshot is
+//! answered from the moment it arrives: no file, ConfigMap sync or reload in between,
+//! which is what makes failover take the probe's detection time and nothing more.
+//!
+//! - [`config`]: settings and checks.
+//! - [`records`]: per domain, the tenant's published set.
+//! - [`answer`]: one query in, one answer out (zones, NXDOMAIN vs NODATA, policies, EDNS,
+//!   client subnet, truncation).
+//! - [`geo`]: a client's location for `geo` tenants.
+//! - [`listener`]: UDP and TCP sockets, kept across reloads.
+
+pub mod answer;
+pub mod config;
+pub mod geo;
+pub mod listener;
+pub mod records;
+
+use std::sync::Arc;
+
+use ho_engine::sink::{Applied, Sink, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+
+use crate::registry::BuildContext;
+use answer::Authority;
+use config::DnsServerConfig;
+use listener::Listener;
+
+/// The sink: writes snapshots into the authority its listeners answer from.
+pub struct DnsServerSink {
+    authority: Arc<Authority>,
+    /// Held so the sockets stay open while the sink exists.
+    _listeners: Vec<Arc<Listener>>,
+}
+
+impl DnsServerSink {
+    /// Starts answering on `config.listen` (or takes over the listeners a previous build
+    /// of the same sink runs, with what they answer). The tenants of the plan that use
+    /// this sink answer SERVFAIL until their first snapshot.
+    pub fn start(
+        config: &DnsServerConfig,
+        ctx: &BuildContext<'_>,
+    ) -> Result<DnsServerSink, String> {
+        let mut records = config
+            .listen
+            .iter()
+            .find_map(|addr| Listener::running(ctx.name, *addr))
+            .map(|l| l.authority().records.read().expect("not poisoned").clone())
+            .unwrap_or_default();
+        for tenant in ctx
+            .plan
+            .tenants
+            .iter()
+            .filter(|t| t.sinks.iter().any(|s| s == ctx.name))
+        {
+            records.expect(&tenant.name, &tenant.domains);
+        }
+        let authority = Arc::new(Authority::new(config, records)?);
+        let listeners = config
+            .listen
+            .iter()
+            .map(|addr| Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DnsServerSink {
+            authority,
+            _listeners: listeners,
+        })
+    }
+}
+
+impl Sink for DnsServerSink {
+    fn kind(&self) -> &'static str {
+        "dns_server"
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let changed = self
+            .authority
+            .records
+            .write()
+            .expect("not poisoned")
+            .publish(&snapshot);
+        Box::pin(async move {
+            Ok(if changed {
+                Applied::Changed
+            } else {
+                Applied::Unchanged
+            })
+        })
+    }
+}

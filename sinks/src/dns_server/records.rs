@@ -1,0 +1,210 @@
+//! What the embedded server knows: per domain, the published set of its tenant, replaced
+//! whole by each snapshot.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ho_config::RoutingPolicy;
+use ho_engine::snapshot::TenantSnapshot;
+
+/// One published address as the server answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The address.
+    pub ip: IpAddr,
+    /// `weighted`: its weight.
+    pub weight: u32,
+    /// `geo`: its location (upper case), from the endpoint's `labels.geo`.
+    pub geo: Option<String>,
+}
+
+/// The answers of a tenant's domains: its published set, split by family, and how to pick
+/// from it per query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameSet {
+    /// Record TTL, seconds.
+    pub ttl: u32,
+    /// The tenant's routing policy.
+    pub policy: RoutingPolicy,
+    /// `geo`: location answered when the client's has no address (upper case).
+    pub default_geo: Option<String>,
+    /// IPv4 addresses, sorted.
+    pub v4: Vec<Target>,
+    /// IPv6 addresses, sorted.
+    pub v6: Vec<Target>,
+}
+
+impl NameSet {
+    fn of(snapshot: &TenantSnapshot) -> NameSet {
+        let mut targets: Vec<Target> = snapshot
+            .addresses
+            .iter()
+            .map(|a| Target {
+                ip: a.address,
+                weight: a.weight,
+                geo: a.endpoint.labels.get("geo").map(|g| g.to_ascii_uppercase()),
+            })
+            .collect();
+        targets.sort_by_key(|t| t.ip);
+        targets.dedup_by_key(|t| t.ip);
+        let (v4, v6) = targets.into_iter().partition(|t| t.ip.is_ipv4());
+        NameSet {
+            ttl: u32::try_from(snapshot.ttl.as_secs()).unwrap_or(u32::MAX),
+            policy: snapshot.policy,
+            default_geo: snapshot
+                .default_geo
+                .as_ref()
+                .map(|g| g.to_ascii_uppercase()),
+            v4,
+            v6,
+        }
+    }
+}
+
+/// A domain the server is asked about.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// A tenant's domain whose first snapshot has not arrived (start-up, before verdicts):
+    /// answered SERVFAIL, never NXDOMAIN, so no resolver caches "does not exist".
+    Pending,
+    /// The tenant's current set.
+    Ready(Arc<NameSet>),
+}
+
+/// Every domain's answers, and the SOA serial that counts their changes.
+#[derive(Debug, Clone)]
+pub struct Records {
+    names: HashMap<String, Entry>,
+    tenants: HashMap<String, Vec<String>>,
+    /// Names that exist only as parents of domains (`b.example` of `a.b.example`): NODATA,
+    /// not NXDOMAIN (RFC 8020: NXDOMAIN means nothing exists below either).
+    empty_non_terminals: HashSet<String>,
+    serial: u32,
+}
+
+impl Default for Records {
+    fn default() -> Self {
+        Records {
+            names: HashMap::new(),
+            tenants: HashMap::new(),
+            empty_non_terminals: HashSet::new(),
+            serial: unix_seconds(),
+        }
+    }
+}
+
+fn unix_seconds() -> u32 {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    u32::try_from(secs).unwrap_or(u32::MAX)
+}
+
+impl Records {
+    /// Marks `domains` of `tenant` as awaiting their first snapshot, unless known already.
+    pub fn expect(&mut self, tenant: &str, domains: &[String]) {
+        let names = self.tenants.entry(tenant.to_owned()).or_default();
+        for d in domains {
+            if !self.names.contains_key(d) {
+                self.names.insert(d.clone(), Entry::Pending);
+                names.push(d.clone());
+            }
+        }
+        self.reindex();
+    }
+
+    /// Replaces the tenant's domains with `snapshot`'s; false when nothing changed.
+    pub fn publish(&mut self, snapshot: &TenantSnapshot) -> bool {
+        let set = Arc::new(NameSet::of(snapshot));
+        let old = self
+            .tenants
+            .insert(snapshot.tenant.clone(), snapshot.domains.clone())
+            .unwrap_or_default();
+        let mut changed = false;
+        for name in old.iter().filter(|n| !snapshot.domains.contains(n)) {
+            changed |= self.names.remove(name).is_some();
+        }
+        for name in &snapshot.domains {
+            let same = matches!(self.names.get(name), Some(Entry::Ready(s)) if **s == *set);
+            if !same {
+                self.names.insert(name.clone(), Entry::Ready(set.clone()));
+                changed = true;
+            }
+        }
+        if changed {
+            self.reindex();
+            self.serial = self.serial.wrapping_add(1).max(unix_seconds());
+        }
+        changed
+    }
+
+    fn reindex(&mut self) {
+        self.empty_non_terminals.clear();
+        for name in self.names.keys() {
+            let mut rest = name.as_str();
+            while let Some((_, parent)) = rest.split_once('.') {
+                if !self.names.contains_key(parent) {
+                    self.empty_non_terminals.insert(parent.to_owned());
+                }
+                rest = parent;
+            }
+        }
+    }
+
+    /// The entry of `name` (lower case, no trailing dot).
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.names.get(name)
+    }
+
+    /// Whether `name` exists only as a parent of domains.
+    pub fn is_empty_non_terminal(&self, name: &str) -> bool {
+        self.empty_non_terminals.contains(name)
+    }
+
+    /// The SOA serial: rises with every change (and starts at the Unix time, so it also
+    /// rises across restarts).
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ho_engine::snapshot::PublishedAddress;
+
+    fn snapshot(domains: &[&str], addrs: &[&str]) -> TenantSnapshot {
+        let addresses = addrs
+            .iter()
+            .map(|a| PublishedAddress::of(a, a.parse().unwrap(), 1, Default::default()))
+            .collect();
+        TenantSnapshot::healthy("t", domains, RoutingPolicy::All, addresses)
+    }
+
+    #[test]
+    fn a_snapshot_replaces_the_tenants_names_and_bumps_the_serial_only_on_change() {
+        let mut r = Records::default();
+        r.expect("t", &["a.example.org".into()]);
+        assert!(matches!(r.get("a.example.org"), Some(Entry::Pending)));
+        let serial = r.serial();
+        assert!(r.publish(&snapshot(&["a.example.org"], &["10.0.0.1", "2001:db8::1"])));
+        assert!(r.serial() > serial);
+        let Some(Entry::Ready(set)) = r.get("a.example.org") else {
+            panic!("published")
+        };
+        assert_eq!((set.v4.len(), set.v6.len()), (1, 1));
+        let serial = r.serial();
+        assert!(!r.publish(&snapshot(&["a.example.org"], &["2001:db8::1", "10.0.0.1"])));
+        assert_eq!(r.serial(), serial);
+        assert!(r.publish(&snapshot(&["b.x.example.org"], &["10.0.0.1"])));
+        assert!(
+            r.get("a.example.org").is_none(),
+            "a domain the tenant dropped goes"
+        );
+        assert!(r.is_empty_non_terminal("x.example.org"));
+        assert!(r.is_empty_non_terminal("example.org"));
+        assert!(!r.is_empty_non_terminal("b.x.example.org"));
+    }
+}
