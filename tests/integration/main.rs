@@ -15,6 +15,7 @@ mod conformance;
 mod coredns_configmap;
 mod crash;
 mod deploy;
+mod dns_server;
 mod engine_e2e;
 mod flapping;
 mod keep_alive;

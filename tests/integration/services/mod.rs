@@ -1,5 +1,6 @@
 //! Real servers the tests start from Debian's packages (installed by `.ci/test`), each on
 //! its own loopback address: a test fails, never skips, when one is missing.
 
+pub mod dig;
 pub mod dnsmasq;
 pub mod pdns;

@@ -1,0 +1,354 @@
+//! The embedded authoritative server (`kind = "dns_server"`) queried with real `dig`:
+//! answers, rotation, NXDOMAIN vs NODATA, REFUSED, TCP, truncation, client subnet and
+//! GeoIP database for `geo`, weights, reloads, and how fast an answer follows a failure.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use ho_loadtest::{Behaviour, Gateway};
+use tokio::time::Instant;
+
+use crate::harness::*;
+use crate::services::dig::{dig, dig1};
+
+/// A `dns_server` sink named `dns` on a loopback address of its own, authoritative for
+/// `example.org`, with `extra` lines in its table.
+fn dns_sink(listen: SocketAddr, extra: &str) -> String {
+    format!(
+        "[sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"example.org\"]\n{extra}\n"
+    )
+}
+
+fn listen_addr() -> SocketAddr {
+    SocketAddr::new(loopback_ip().into(), 5353)
+}
+
+/// `[[endpoints]]` for gateways with extra fields each (e.g. `labels = { geo = "IE" }`).
+fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
+    gws.iter()
+        .zip(extra)
+        .enumerate()
+        .map(|(i, (g, extra))| {
+            format!(
+                "[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\n{extra}\ncheck = {{ port = {} }}\n\n",
+                i + 1,
+                g.addr().ip(),
+                g.addr().port()
+            )
+        })
+        .collect()
+}
+
+/// Polls `name A` until the sorted answer is `want`; the time it took.
+async fn wait_for_answer(server: SocketAddr, name: &str, want: &[String]) -> Duration {
+    let start = Instant::now();
+    let mut want = want.to_vec();
+    want.sort();
+    loop {
+        let got = dig1(server, &[name, "A"]).await;
+        if got.status == "NOERROR" && got.sorted() == want {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{name}: wanted {want:?}, got {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Every case of an `all` tenant, through one running engine.
+#[actix_rt::test]
+async fn answers_rotate_follow_health_and_keep_dns_semantics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let server = listen_addr();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"www.shop.example.org\"]\nsinks = [\"dns\"]\nttl = \"7s\"\n\n{}",
+        dns_sink(server, "")
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_answer(server, "api.example.org", &all).await;
+
+    // Rotation: each address comes first in turn, as CoreDNS `loadbalance` would do.
+    let firsts: std::collections::BTreeSet<String> = dig(
+        server,
+        &[
+            "api.example.org",
+            "A",
+            "api.example.org",
+            "A",
+            "api.example.org",
+            "A",
+        ],
+    )
+    .await
+    .iter()
+    .map(|a| a.answers[0].clone())
+    .collect();
+    assert_eq!(firsts.len(), 3, "every address leads one of three answers");
+
+    let a = dig1(server, &["API.Example.Org", "A"]).await;
+    assert!(a.has_flag("aa") && !a.has_flag("ra"), "{a:?}");
+    let tcp = dig1(server, &["api.example.org", "A", "+tcp"]).await;
+    assert_eq!(tcp.sorted(), {
+        let mut s = all.clone();
+        s.sort();
+        s
+    });
+    let nodata = dig1(server, &["api.example.org", "AAAA"]).await;
+    assert_eq!(
+        (nodata.status.as_str(), nodata.answers.len()),
+        ("NOERROR", 0)
+    );
+    assert_eq!(nodata.authority, vec!["SOA"], "NODATA carries the SOA");
+    let ent = dig1(server, &["shop.example.org", "A"]).await;
+    assert_eq!(
+        (ent.status.as_str(), ent.answers.len()),
+        ("NOERROR", 0),
+        "a parent of a domain exists"
+    );
+    let nx = dig1(server, &["nope.example.org", "A"]).await;
+    assert_eq!(nx.status, "NXDOMAIN");
+    assert!(nx.has_flag("aa"));
+    assert_eq!(nx.authority, vec!["SOA"], "NXDOMAIN carries the SOA");
+    let outside = dig1(server, &["example.com", "A"]).await;
+    assert_eq!(outside.status, "REFUSED", "no recursion outside the zones");
+    let soa = dig1(server, &["example.org", "SOA"]).await;
+    assert_eq!(soa.answers.len(), 1);
+    let axfr = dig(server, &["example.org", "AXFR"]).await;
+    assert!(
+        axfr.iter().all(|a| a.answers.is_empty()),
+        "zone transfer is off: {axfr:?}"
+    );
+
+    // A failure leaves the answer within the detection bound.
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let left = wait_for_answer(server, "api.example.org", &all[1..]).await;
+    gws[0].set(Behaviour::Healthy).unwrap();
+    let back = wait_for_answer(server, "api.example.org", &all).await;
+    println!(
+        "gateway down -> answer changed {} ms; back {} ms",
+        left.as_millis(),
+        back.as_millis()
+    );
+
+    let metrics = engine.metrics().encode();
+    let noerror = metric(
+        &metrics,
+        "health_orchestrator_dns_queries_total{qtype=\"A\",rcode=\"NOERROR\"}",
+    );
+    assert!(noerror.unwrap_or(0.0) >= 5.0, "queries counted: {metrics}");
+    assert!(metric(
+        &metrics,
+        "health_orchestrator_dns_queries_total{qtype=\"A\",rcode=\"REFUSED\"}"
+    )
+    .is_some());
+    assert!(metrics.contains("health_orchestrator_dns_answer_seconds_bucket"));
+}
+
+/// An answer bigger than 512 bytes: truncated (TC) without EDNS, whole with EDNS or over TCP.
+#[actix_rt::test]
+async fn a_big_answer_is_truncated_over_udp_and_whole_over_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(40);
+    let server = listen_addr();
+    let tail = format!(
+        "[[tenants]]\nname = \"big\"\ndomains = [\"big.example.org\"]\nsinks = [\"dns\"]\n\n{}",
+        dns_sink(server, "")
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_answer(server, "big.example.org", &all).await;
+    let truncated = dig1(server, &["big.example.org", "A", "+noedns", "+ignore"]).await;
+    assert!(
+        truncated.has_flag("tc") && truncated.answers.is_empty(),
+        "{truncated:?}"
+    );
+    let retried = dig1(server, &["big.example.org", "A", "+noedns"]).await;
+    assert_eq!(retried.answers.len(), 40, "dig retries over TCP after TC");
+    let edns = dig1(server, &["big.example.org", "A"]).await;
+    assert!(!edns.has_flag("tc") && edns.answers.len() == 40, "{edns:?}");
+}
+
+/// Writes a MaxMind-format database mapping `network` to `country`, with the `mmdb-writer`
+/// Python package `.ci/test` installs.
+fn geoip_db(dir: &Path, network: &str, country: &str) -> std::path::PathBuf {
+    let path = dir.join("geo.mmdb");
+    let script = format!(
+        "from netaddr import IPSet\nfrom mmdb_writer import MMDBWriter\n\
+         w = MMDBWriter(ip_version=6, database_type='GeoLite2-Country', ipv4_compatible=True)\n\
+         w.insert_network(IPSet(['{network}']), {{'country': {{'iso_code': '{country}'}}}})\n\
+         w.to_db_file('{}')\n",
+        path.display()
+    );
+    let python = python_tool("PY_TOOLS_PYTHON", "python");
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{python}: {e}; run the test command (bash .ci/test), which installs mmdb-writer"
+            )
+        });
+    assert!(
+        out.status.success(),
+        "mmdb-writer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+/// `geo`: the client's subnet (EDNS) or source picks the location through `networks` and
+/// a GeoIP database; unknown clients get `default_geo`; the scope is echoed (RFC 7871).
+#[actix_rt::test]
+async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(3);
+    let server = listen_addr();
+    let db = geoip_db(dir.path(), "10.2.0.0/16", "DE");
+    let tail = format!(
+        "{}[[tenants]]\nname = \"g\"\ndomains = [\"geo.example.org\"]\nsinks = [\"dns\"]\npolicy = \"geo\"\ndefault_geo = \"US\"\n\n{}",
+        endpoints(&gws, &["labels = { geo = \"IE\" }", "labels = { geo = \"DE\" }", "labels = { geo = \"US\" }"]),
+        dns_sink(server, &format!("geo = {{ networks = {{ \"10.1.0.0/16\" = \"IE\" }}, geoip_db = {:?} }}", db.display().to_string()))
+    );
+    let text = TestConfig::defaults(&Check::FAST).with(&tail).render();
+    let _engine = start_engine(dir.path(), &text).await;
+    wait_for_answer(server, "geo.example.org", &[ip(&gws[2])]).await;
+    let answers = dig(
+        server,
+        &[
+            "geo.example.org",
+            "A",
+            "+subnet=10.1.7.0/24",
+            "geo.example.org",
+            "A",
+            "+subnet=10.2.9.0/24",
+            "geo.example.org",
+            "A",
+            "+subnet=192.0.2.0/24",
+        ],
+    )
+    .await;
+    assert_eq!(
+        answers[0].answers,
+        vec![ip(&gws[0])],
+        "networks: 10.1/16 is IE"
+    );
+    assert_eq!(answers[0].client_subnet.as_deref(), Some("10.1.7.0/24/24"));
+    assert_eq!(
+        answers[1].answers,
+        vec![ip(&gws[1])],
+        "GeoIP database: 10.2/16 is DE"
+    );
+    assert_eq!(
+        answers[2].answers,
+        vec![ip(&gws[2])],
+        "unknown: default_geo US"
+    );
+}
+
+/// `weighted` with `answers = 1`: one address per query, drawn by weight.
+#[actix_rt::test]
+async fn weighted_answers_draw_one_address_by_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(2);
+    let server = listen_addr();
+    let tail = format!(
+        "{}[[tenants]]\nname = \"w\"\ndomains = [\"w.example.org\"]\nsinks = [\"dns\"]\npolicy = \"weighted\"\n\n{}",
+        endpoints(&gws, &["weight = 30", "weight = 10"]),
+        dns_sink(server, "answers = 1")
+    );
+    let text = TestConfig::defaults(&Check::FAST).with(&tail).render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let start = Instant::now();
+    while dig1(server, &["w.example.org", "A"])
+        .await
+        .answers
+        .is_empty()
+    {
+        assert!(start.elapsed() < LIMIT, "never answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let queries: Vec<&str> = std::iter::repeat_n(["w.example.org", "A"], 200)
+        .flatten()
+        .collect();
+    let answers = dig(server, &queries).await;
+    assert_eq!(answers.len(), 200);
+    assert!(answers.iter().all(|a| a.answers.len() == 1));
+    let heavy = answers
+        .iter()
+        .filter(|a| a.answers[0] == ip(&gws[0]))
+        .count();
+    // 3:1 expects 150 of 200; 115..=185 is more than 5 standard deviations (6.1) wide.
+    assert!(
+        (115..=185).contains(&heavy),
+        "{heavy} of 200 for weight 30 against 10"
+    );
+}
+
+/// A reload that rebuilds the sink keeps the socket and what it answers: queries sent
+/// throughout are all answered with the full set.
+#[actix_rt::test]
+async fn a_reload_rebuilding_the_sink_never_stops_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(2);
+    let server = listen_addr();
+    let tenant = "[[tenants]]\nname = \"r\"\ndomains = [\"r.example.org\"]\nsinks = [\"dns\"]\n\n";
+    let refs: Vec<&Gateway> = gws.iter().collect();
+    let mut engine = start_engine(
+        dir.path(),
+        &config(
+            &Check::FAST,
+            &refs,
+            &format!("{tenant}{}", dns_sink(server, "")),
+        ),
+    )
+    .await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_answer(server, "r.example.org", &all).await;
+    let reader = tokio::spawn(async move {
+        let queries: Vec<&str> = std::iter::repeat_n(["r.example.org", "A"], 300)
+            .flatten()
+            .collect();
+        dig(server, &queries).await
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        config(
+            &Check::FAST,
+            &refs,
+            &format!("{tenant}{}", dns_sink(server, "soa = { minimum = 9 }")),
+        ),
+    )
+    .unwrap();
+    let summary = engine
+        .reload(ho_sinks::load_plan(&[&file]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(summary.sinks_rebuilt, vec!["dns".to_string()]);
+    let answers = reader.await.unwrap();
+    assert_eq!(answers.len(), 300);
+    for a in &answers {
+        assert_eq!(
+            (a.status.as_str(), a.answers.len()),
+            ("NOERROR", 2),
+            "{a:?}"
+        );
+    }
+    let nx = dig1(server, &["nope.example.org", "A"]).await;
+    assert_eq!(nx.authority, vec!["SOA"]);
+}

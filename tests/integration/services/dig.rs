@@ -1,0 +1,107 @@
+//! `dig` (Debian's dnsutils, installed by `.ci/test`) as the DNS client of the tests: one
+//! process may send many queries, and its output is parsed into what the tests compare.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+
+/// One answer as `dig` printed it.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// `NOERROR`, `NXDOMAIN`, ...
+    pub status: String,
+    /// Header flags (`qr aa rd`, ...).
+    pub flags: Vec<String>,
+    /// Answer section data (the last field of each record), in the order received.
+    pub answers: Vec<String>,
+    /// Record types of the authority section.
+    pub authority: Vec<String>,
+    /// The CLIENT-SUBNET option echoed, as `dig` prints it (`10.1.7.0/24/24`).
+    pub client_subnet: Option<String>,
+}
+
+impl Answer {
+    /// Whether the header has `flag`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+
+    /// The answer section's data, sorted.
+    pub fn sorted(&self) -> Vec<String> {
+        let mut a = self.answers.clone();
+        a.sort();
+        a
+    }
+}
+
+/// Sends each of `queries` (e.g. `["api.example.org", "A"]`, options such as `+tcp` or
+/// `+subnet=...` in the list apply to the query they follow) to `server` in one `dig`
+/// run; one [`Answer`] per query, in order.
+pub async fn dig(server: SocketAddr, queries: &[&str]) -> Vec<Answer> {
+    assert!(
+        Path::new("/usr/bin/dig").exists(),
+        "dig is missing: run the test command (bash .ci/test), which installs dnsutils"
+    );
+    let mut args = vec![
+        format!("@{}", server.ip()),
+        "-p".into(),
+        server.port().to_string(),
+        "+time=2".into(),
+        "+tries=1".into(),
+        "+norecurse".into(),
+    ];
+    args.extend(queries.iter().map(|q| (*q).to_owned()));
+    let out = tokio::task::spawn_blocking(move || Command::new("dig").args(args).output().unwrap())
+        .await
+        .unwrap();
+    parse(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Like [`dig`] with one query; its answer.
+pub async fn dig1(server: SocketAddr, query: &[&str]) -> Answer {
+    let mut all = dig(server, query).await;
+    assert_eq!(all.len(), 1, "one answer for {query:?}: {all:?}");
+    all.remove(0)
+}
+
+fn parse(out: &str) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    let mut section = "";
+    for line in out.lines() {
+        if let Some(rest) = line.split_once("status: ").map(|(_, r)| r) {
+            answers.push(Answer {
+                status: rest.split(',').next().unwrap_or("").to_owned(),
+                ..Answer::default()
+            });
+            section = "";
+            continue;
+        }
+        let Some(current) = answers.last_mut() else {
+            continue;
+        };
+        if let Some(flags) = line.strip_prefix(";; flags: ") {
+            let flags = flags.split(';').next().unwrap_or("");
+            current.flags = flags.split_whitespace().map(str::to_owned).collect();
+        } else if let Some(subnet) = line.strip_prefix("; CLIENT-SUBNET: ") {
+            current.client_subnet = Some(subnet.trim().to_owned());
+        } else if line.starts_with(";; ANSWER SECTION") {
+            section = "answer";
+        } else if line.starts_with(";; AUTHORITY SECTION") {
+            section = "authority";
+        } else if line.starts_with(";;") || line.trim().is_empty() {
+            section = "";
+        } else if !line.starts_with(';') {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match section {
+                "answer" => current
+                    .answers
+                    .push(fields.last().unwrap_or(&"").to_string()),
+                "authority" => current
+                    .authority
+                    .push(fields.get(3).unwrap_or(&"").to_string()),
+                _ => {}
+            }
+        }
+    }
+    answers
+}
