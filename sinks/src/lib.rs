@@ -13,6 +13,7 @@
 //! | `coredns_configmap` | [`coredns_configmap`] |
 //! | `route53` | [`route53`] |
 //! | `dns_server` | [`dns_server`] |
+//! | `rfc2136` | [`rfc2136`] |
 
 pub mod coredns_configmap;
 pub mod dns_server;
@@ -20,8 +21,10 @@ pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;
 pub mod kube_client;
+pub mod ownership;
 pub mod powerdns;
 pub mod registry;
+pub mod rfc2136;
 pub mod route53;
 pub mod schema;
 pub mod secret;

@@ -13,7 +13,7 @@ use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
 
-use crate::{coredns_configmap, dns_server, hosts_file, powerdns, route53, webhook};
+use crate::{coredns_configmap, dns_server, hosts_file, powerdns, rfc2136, route53, webhook};
 
 /// Every sink kind this program knows, in the order error messages list them.
 pub const KINDS: &[&dyn Kind] = &[
@@ -23,6 +23,7 @@ pub const KINDS: &[&dyn Kind] = &[
     &coredns_configmap::config::KIND,
     &route53::config::KIND,
     &dns_server::config::KIND,
+    &rfc2136::config::KIND,
 ];
 
 /// What the sinks need from outside their own settings when they are built.

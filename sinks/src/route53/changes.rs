@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::records::{owner_in, owner_record, RecordSet, OWNER_PREFIX};
+use super::records::{owner_record, RecordSet};
+use crate::ownership::{owner_in, OWNER_PREFIX};
 
 /// Route53 limit: `ResourceRecord` elements in one request.
 pub const MAX_BATCH_RECORDS: usize = 1000;

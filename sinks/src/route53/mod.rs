@@ -39,8 +39,6 @@ use tokio::time::Instant;
 use changes::RecordChange;
 use records::RecordSet;
 
-pub use records::OWNER_PREFIX;
-
 /// Region the client signs for when none is configured: Route53 is a global service whose
 /// API lives in `us-east-1`.
 const DEFAULT_REGION: &str = "us-east-1";

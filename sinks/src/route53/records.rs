@@ -1,5 +1,5 @@
-//! What a tenant's snapshot looks like as Route53 record sets, and the ownership TXT record
-//! that marks a name as ours. Pure: no SDK calls, so every rendering rule is unit-tested.
+//! What a tenant's snapshot looks like as Route53 record sets, and the ownership mark
+//! ([`crate::ownership`]) as a record set. Pure: no SDK calls, so every rendering rule is unit-tested.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -7,14 +7,8 @@ use std::net::IpAddr;
 use ho_config::RoutingPolicy;
 
 use super::config::RecordStyle;
+use crate::ownership::{mark_text, OWNER_PREFIX, OWNER_TTL};
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
-
-/// Prefix of the ownership record's name: `_health-orchestrator.<name>` TXT. A separate name
-/// keeps it out of the way of TXT records users keep at the name itself (SPF, site checks).
-pub const OWNER_PREFIX: &str = "_health-orchestrator.";
-
-/// TTL of ownership records; they never change while the name is managed.
-const OWNER_TTL: i64 = 300;
 
 /// Set identifier of the geolocation default record set (`CountryCode = "*"`).
 pub const GEO_DEFAULT_ID: &str = "default";
@@ -89,16 +83,9 @@ pub fn owner_record(name: &str, owner_id: &str) -> RecordSet {
         rtype: "TXT".into(),
         set_id: None,
         routing: Routing::Simple,
-        ttl: OWNER_TTL,
-        values: vec![format!("\"heritage=health-orchestrator,owner={owner_id}\"")],
+        ttl: i64::from(OWNER_TTL),
+        values: vec![format!("\"{}\"", mark_text(owner_id))],
     }
-}
-
-/// The owner a TXT value names, if it is one of our ownership marks.
-pub fn owner_in(value: &str) -> Option<&str> {
-    value
-        .trim_matches('"')
-        .strip_prefix("heritage=health-orchestrator,owner=")
 }
 
 /// The record sets the tenant wants at each of its names (fully qualified); a name mapping
@@ -304,10 +291,9 @@ mod tests {
     }
 
     #[test]
-    fn ownership_marks_round_trip() {
+    fn the_ownership_record_carries_the_mark_at_its_own_name() {
         let r = owner_record("api.example.org.", "eu-1");
         assert_eq!(r.name, "_health-orchestrator.api.example.org.");
-        assert_eq!(owner_in(&r.values[0]), Some("eu-1"));
-        assert_eq!(owner_in("\"v=spf1 -all\""), None);
+        assert_eq!(crate::ownership::owner_in(&r.values[0]), Some("eu-1"));
     }
 }

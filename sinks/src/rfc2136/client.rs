@@ -1,0 +1,157 @@
+//! One TCP connection to the server: queries to read names, a TSIG-signed UPDATE to change
+//! them (RFC 1035 4.2.2 framing: each message prefixed by its two-byte length).
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType, TSigner};
+use ho_engine::sink::SinkError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// An open connection with its deadline per exchange.
+pub struct Connection {
+    stream: TcpStream,
+    server: SocketAddr,
+    timeout: Duration,
+}
+
+impl Connection {
+    /// Connects to `server`.
+    pub async fn open(server: SocketAddr, timeout: Duration) -> Result<Connection, SinkError> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(server))
+            .await
+            .map_err(|_| {
+                SinkError::retriable(format!("connect to {server}: timed out after {timeout:?}"))
+            })?
+            .map_err(|e| SinkError::retriable(format!("connect to {server}: {e}")))?;
+        Ok(Connection {
+            stream,
+            server,
+            timeout,
+        })
+    }
+
+    /// Sends `message`, returns the raw response with the same id.
+    async fn exchange(
+        &mut self,
+        message: &[u8],
+        id: u16,
+        what: &str,
+    ) -> Result<Vec<u8>, SinkError> {
+        let server = self.server;
+        let io = |e: std::io::Error| SinkError::retriable(format!("{what} to {server}: {e}"));
+        let len = u16::try_from(message.len())
+            .map_err(|_| SinkError::permanent(format!("{what}: message over 64 KiB")))?;
+        let run = async {
+            let mut framed = Vec::with_capacity(message.len() + 2);
+            framed.extend_from_slice(&len.to_be_bytes());
+            framed.extend_from_slice(message);
+            self.stream.write_all(&framed).await.map_err(io)?;
+            loop {
+                let n = self.stream.read_u16().await.map_err(io)?;
+                let mut buf = vec![0u8; usize::from(n)];
+                self.stream.read_exact(&mut buf).await.map_err(io)?;
+                if buf.len() >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
+                    return Ok(buf);
+                }
+            }
+        };
+        tokio::time::timeout(self.timeout, run).await.map_err(|_| {
+            SinkError::retriable(format!(
+                "{what} to {server}: no answer within {:?}",
+                self.timeout
+            ))
+        })?
+    }
+
+    /// The `rtype` records at `name` as the server answers them (NXDOMAIN: none).
+    pub async fn query(&mut self, name: &Name, rtype: RecordType) -> Result<Message, SinkError> {
+        let mut query = Message::query();
+        query.metadata.recursion_desired = false;
+        query.add_query(Query::query(name.clone(), rtype));
+        let what = format!("query {name} {rtype}");
+        let bytes = query
+            .to_vec()
+            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
+        let raw = self.exchange(&bytes, query.metadata.id, &what).await?;
+        let answer = Message::from_vec(&raw)
+            .map_err(|e| SinkError::retriable(format!("{what}: unreadable answer: {e}")))?;
+        match answer.metadata.response_code {
+            ResponseCode::NoError | ResponseCode::NXDomain => Ok(answer),
+            ResponseCode::Refused => Err(SinkError::permanent(format!(
+                "{what}: REFUSED (the server must answer queries for the zone from this address)"
+            ))),
+            other => Err(SinkError::retriable(format!("{what}: {other}"))),
+        }
+    }
+
+    /// Sends `update` signed with `signer` (if any); `Ok` when the server applied it.
+    pub async fn update(
+        &mut self,
+        mut update: Message,
+        signer: Option<&TSigner>,
+        zone: &str,
+    ) -> Result<(), SinkError> {
+        update.metadata.message_type = MessageType::Query;
+        update.metadata.op_code = OpCode::Update;
+        let id = update.metadata.id;
+        let what = format!("UPDATE of zone {zone}");
+        let mut verifier = None;
+        if let Some(signer) = signer {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            verifier = update
+                .finalize(signer, now)
+                .map_err(|e| SinkError::permanent(format!("{what}: cannot sign: {e}")))?;
+        }
+        let bytes = update
+            .to_vec()
+            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
+        let raw = self.exchange(&bytes, id, &what).await?;
+        let answer = Message::from_vec(&raw)
+            .map_err(|e| SinkError::retriable(format!("{what}: unreadable answer: {e}")))?;
+        let rcode = answer.metadata.response_code;
+        if rcode == ResponseCode::NoError {
+            if let Some(v) = verifier.as_mut() {
+                v.verify(&raw).map_err(|e| {
+                    SinkError::permanent(format!(
+                        "{what}: the answer is not signed with our key: {e}"
+                    ))
+                })?;
+            }
+            return Ok(());
+        }
+        Err(explain(rcode, &answer, &what, zone))
+    }
+}
+
+/// A specific error for each way an update is refused.
+fn explain(rcode: ResponseCode, answer: &Message, what: &str, zone: &str) -> SinkError {
+    match rcode {
+        ResponseCode::YXDomain | ResponseCode::YXRRSet | ResponseCode::NXDomain | ResponseCode::NXRRSet => {
+            SinkError::retriable(format!(
+                "{what}: a prerequisite no longer holds ({rcode}): the records changed between read and update; reading again"
+            ))
+        }
+        ResponseCode::NotAuth => {
+            let tsig = answer
+                .signature
+                .as_ref()
+                .and_then(|s| s.data.error.as_ref().map(|e| format!(", TSIG error {e:?}")))
+                .unwrap_or_default();
+            SinkError::permanent(format!(
+                "{what}: NOTAUTH{tsig}: the server rejected the TSIG key (check tsig.name, tsig.algorithm and the secret) or is not authoritative for {zone}"
+            ))
+        }
+        ResponseCode::Refused => SinkError::permanent(format!(
+            "{what}: REFUSED: the server does not allow this key (or address) to update {zone} (allow-update / update-policy)"
+        )),
+        ResponseCode::NotZone => {
+            SinkError::permanent(format!("{what}: NOTZONE: {zone} is not a zone on the server"))
+        }
+        other => SinkError::retriable(format!("{what}: {other}")),
+    }
+}
