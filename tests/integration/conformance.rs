@@ -1,6 +1,7 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
-//! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto):
+//! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
+//! RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -19,6 +20,8 @@ use crate::fakes::kube_api::KubeApi;
 use crate::fakes::route53::{Moto, Proxy};
 use crate::fakes::webhook::{addresses_of, Receiver, SECRET};
 use crate::harness::*;
+use crate::services::dig::dig1;
+use crate::services::dns_primary::{Flavor, Primary, KEY};
 use crate::services::pdns::PdnsServer;
 
 const DOMAIN: &str = "conf.tenant-a.io";
@@ -207,6 +210,32 @@ impl Backend for Webhook {
     }
 }
 
+/// A primary taking RFC 2136 updates; an outage kills it, a lost state is another tool
+/// deleting the records.
+struct Rfc2136(Primary);
+
+impl Backend for Rfc2136 {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"rfc2136\"\nserver = \"{}\"\nzone = \"tenant-a.io\"\ntsig = {{ name = \"{KEY}\", secret_file = {:?} }}\ntimeout = \"1s\"\n{DELIVERY}\n",
+            self.0.addr,
+            self.0.key_file().display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        Some(dig1(self.0.addr, &[DOMAIN, "A"]).await.sorted()).filter(|l| !l.is_empty())
+    }
+    async fn outage_start(&mut self) {
+        self.0.stop();
+    }
+    async fn outage_end(&mut self) {
+        self.0.launch().await;
+    }
+    async fn lose_state(&mut self) {
+        self.0.nsupdate(&format!("update delete {DOMAIN} A"));
+    }
+}
+
 fn engine_config(check: &Check, gws: &[Gateway], backend: &impl Backend) -> TestConfig {
     let tail = format!(
         "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n\n{}",
@@ -381,4 +410,14 @@ async fn route53_conforms() {
         zone,
     })
     .await;
+}
+
+#[actix_rt::test]
+async fn rfc2136_on_bind_conforms() {
+    run_suite(Rfc2136(Primary::start(Flavor::Bind).await)).await;
+}
+
+#[actix_rt::test]
+async fn rfc2136_on_knot_conforms() {
+    run_suite(Rfc2136(Primary::start(Flavor::Knot).await)).await;
 }

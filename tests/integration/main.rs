@@ -28,6 +28,7 @@ mod policies;
 mod powerdns;
 mod probes;
 mod reload;
+mod rfc2136;
 mod route53;
 mod security;
 mod webhook;

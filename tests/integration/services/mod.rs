@@ -2,5 +2,6 @@
 //! its own loopback address: a test fails, never skips, when one is missing.
 
 pub mod dig;
+pub mod dns_primary;
 pub mod dnsmasq;
 pub mod pdns;

@@ -1,0 +1,117 @@
+//! The RFC 2136 sink against real BIND 9 and Knot DNS: names it does not own are never
+//! touched, and a wrong key is a clear error. (Convergence, outages, coalescing, lost
+//! state and restarts are the conformance suite's.)
+
+use crate::harness::*;
+use crate::services::dig::dig1;
+use crate::services::dns_primary::{Flavor, Primary, KEY};
+
+fn tail(primary: &Primary, domains: &str, key_file: &str) -> String {
+    format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [{domains}]\nsinks = [\"s\"]\n\n[sinks.s]\nkind = \"rfc2136\"\nserver = \"{}\"\nzone = \"tenant-a.io\"\ntsig = {{ name = \"{KEY}\", secret_file = {key_file:?} }}\ntimeout = \"1s\"\n",
+        primary.addr
+    )
+}
+
+/// A tenant listing a name someone else wrote: its own name is published, the foreign
+/// one keeps its record, and the sink says which name it left alone and why.
+async fn foreign_names_are_left_alone(flavor: Flavor) {
+    let primary = Primary::start(flavor).await;
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(2);
+    let key = primary.key_file().display().to_string();
+    let text = config(
+        &Check::FAST,
+        &gws.iter().collect::<Vec<_>>(),
+        &tail(
+            &primary,
+            "\"ours.tenant-a.io\", \"foreign.tenant-a.io\"",
+            &key,
+        ),
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "s", "the foreign name reported").await;
+    println!("{flavor:?}: {error}");
+    assert!(
+        error.contains("foreign.tenant-a.io") && error.contains("ownership mark"),
+        "{error}"
+    );
+    let mut all: Vec<String> = gws.iter().map(ip).collect();
+    all.sort();
+    let start = tokio::time::Instant::now();
+    while dig1(primary.addr, &["ours.tenant-a.io", "A"])
+        .await
+        .sorted()
+        != all
+    {
+        assert!(start.elapsed() < LIMIT, "ours.tenant-a.io never published");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let foreign = dig1(primary.addr, &["foreign.tenant-a.io", "A"]).await;
+    assert_eq!(
+        foreign.answers,
+        vec!["192.0.2.99"],
+        "the foreign record is untouched"
+    );
+    let mark = dig1(
+        primary.addr,
+        &["_health-orchestrator.ours.tenant-a.io", "TXT"],
+    )
+    .await;
+    assert_eq!(
+        mark.answers,
+        vec!["\"heritage=health-orchestrator,owner=health-orchestrator\""]
+    );
+}
+
+#[actix_rt::test]
+async fn bind_foreign_names_are_left_alone() {
+    foreign_names_are_left_alone(Flavor::Bind).await;
+}
+
+#[actix_rt::test]
+async fn knot_foreign_names_are_left_alone() {
+    foreign_names_are_left_alone(Flavor::Knot).await;
+}
+
+/// A secret the server does not know: the update is refused with an error that names the
+/// key as the problem, and nothing is written.
+async fn a_wrong_key_is_a_clear_error(flavor: Flavor) {
+    let primary = Primary::start(flavor).await;
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.key");
+    std::fs::write(&wrong, "c2VjcmV0IHRoYXQgdGhlIHNlcnZlciBkb2VzIG5vdCBrbm93\n").unwrap();
+    let gws = gateways(1);
+    let text = config(
+        &Check::FAST,
+        &gws.iter().collect::<Vec<_>>(),
+        &tail(
+            &primary,
+            "\"ours.tenant-a.io\"",
+            &wrong.display().to_string(),
+        ),
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "s", "the key refused").await;
+    println!("{flavor:?}: {error}");
+    assert!(
+        error.contains("NOTAUTH") && error.contains("TSIG"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("c2VjcmV0"),
+        "the secret is never shown: {error}"
+    );
+    let ours = dig1(primary.addr, &["ours.tenant-a.io", "A"]).await;
+    assert_eq!(ours.status, "NXDOMAIN");
+}
+
+#[actix_rt::test]
+async fn bind_a_wrong_key_is_a_clear_error() {
+    a_wrong_key_is_a_clear_error(Flavor::Bind).await;
+}
+
+#[actix_rt::test]
+async fn knot_a_wrong_key_is_a_clear_error() {
+    a_wrong_key_is_a_clear_error(Flavor::Knot).await;
+}
