@@ -1,8 +1,10 @@
 //! `demo`: DNS failover on this machine with nothing installed and nothing configured.
 //!
-//! Three gateways on 127.0.0.11-13, the real engine probing them every 200 ms, and the
-//! real hosts_file sink. A script of faults runs against the gateways; for each, the demo
-//! prints the time from the fault to the hosts file's change, and the file itself.
+//! Three gateways on 127.0.0.11-13, the real engine probing them every 200 ms, the real
+//! hosts_file sink and the real embedded DNS server (`dns_server` sink) on a free port of
+//! 127.0.0.1. A script of faults runs against the gateways; for each, the demo prints the
+//! time from the fault to the hosts file's change and to the DNS answer's change, and the
+//! file itself.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ pub struct DemoArgs {
 const TENANT: &str = "demo";
 const WAIT_LIMIT: Duration = Duration::from_secs(10);
 
-fn config_text(dir: &Path, gateways: &[Gateway]) -> String {
+fn config_text(dir: &Path, gateways: &[Gateway], dns: SocketAddr) -> String {
     let mut text = String::from(
         r#"# Written by `health-orchestrator demo`.
 [api]
@@ -47,7 +49,7 @@ fall = 2
     );
     text.push_str(&endpoints_toml(gateways, |i| format!("gateway-{}", i + 1)));
     text.push_str(&format!(
-        "\n[[tenants]]\nname = \"{TENANT}\"\ndomains = [\"app.demo.test\", \"api.demo.test\"]\nsinks = [\"local\"]\nttl = \"5s\"\n\n[sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
+        "\n[[tenants]]\nname = \"{TENANT}\"\ndomains = [\"app.demo.test\", \"api.demo.test\"]\nsinks = [\"local\", \"dns\"]\nttl = \"5s\"\n\n[sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n\n[sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{dns}\"]\nzones = [\"demo.test\"]\n",
         dir.display().to_string()
     ));
     text
@@ -67,6 +69,71 @@ async fn wait_for_file(
         }
         if start.elapsed() > WAIT_LIMIT {
             bail!("timed out after {WAIT_LIMIT:?} waiting for {what}; hosts file now:\n{content}");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// A port of 127.0.0.1 free for both UDP and TCP, for the demo's DNS server.
+fn free_dns_addr() -> anyhow::Result<SocketAddr> {
+    for _ in 0..50 {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0")?;
+        let addr = udp.local_addr()?;
+        if std::net::TcpListener::bind(addr).is_ok() {
+            return Ok(addr);
+        }
+    }
+    bail!("no port of 127.0.0.1 is free for both UDP and TCP")
+}
+
+/// The A records the server at `server` answers for `name` (empty until it answers).
+async fn dns_answer(server: SocketAddr, name: &str) -> Vec<IpAddr> {
+    use hickory_proto::op::{Message, Query};
+    use hickory_proto::rr::{Name, RData, RecordType};
+    let Ok(qname) = Name::from_ascii(name) else {
+        return Vec::new();
+    };
+    let mut query = Message::query();
+    query.add_query(Query::query(qname, RecordType::A));
+    let (Ok(bytes), Ok(socket)) = (
+        query.to_vec(),
+        tokio::net::UdpSocket::bind("127.0.0.1:0").await,
+    ) else {
+        return Vec::new();
+    };
+    let mut buf = [0u8; 1500];
+    let exchange = async {
+        socket.send_to(&bytes, server).await.ok()?;
+        let n = socket.recv(&mut buf).await.ok()?;
+        Message::from_vec(&buf[..n]).ok()
+    };
+    let Ok(Some(answer)) = tokio::time::timeout(Duration::from_millis(200), exchange).await else {
+        return Vec::new();
+    };
+    let mut ips: Vec<IpAddr> = answer
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            _ => None,
+        })
+        .collect();
+    ips.sort();
+    ips
+}
+
+/// Polls the DNS server until its answer for `api.demo.test` is `want` (sorted).
+async fn wait_for_answer(server: SocketAddr, want: &[IpAddr]) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    loop {
+        let got = dns_answer(server, "api.demo.test.").await;
+        if got == want {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > WAIT_LIMIT {
+            bail!(
+                "timed out after {WAIT_LIMIT:?} waiting for the DNS answer {want:?}; it is {got:?}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -105,8 +172,9 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10 + i)), 0);
             gateways.push(Gateway::start(addr, Behaviour::Healthy).with_context(|| format!("starting gateway on {addr}"))?);
         }
+        let dns = free_dns_addr()?;
         let config_file = dir.join("demo.toml");
-        std::fs::write(&config_file, config_text(&dir, &gateways))?;
+        std::fs::write(&config_file, config_text(&dir, &gateways, dns))?;
         let plan = ho_sinks::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
         let started = Instant::now();
         let engine = Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await?;
@@ -118,6 +186,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         println!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));
         println!("  probing every 200 ms (timeout 100 ms, fall 2, rise 2, re-check 50 ms while unsettled)");
         println!("  config {}   API {api_url}/status", config_file.display());
+        println!("  DNS server (dns_server sink): dig @{} -p {} api.demo.test", dns.ip(), dns.port());
         println!();
 
         let ips: Vec<IpAddr> = gateways.iter().map(|g| g.addr().ip()).collect();
@@ -125,24 +194,37 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         println!("[{:>6} ms] first verdicts in: all three gateways published", started.elapsed().as_millis());
         print_file(&file);
 
+        let mut sorted = ips.clone();
+        sorted.sort();
+        wait_for_answer(dns, &sorted).await?;
+        println!("    dig api.demo.test -> {}", join(&sorted));
+
         let mut rows = Vec::new();
         for (gateway, fault, name) in [(1usize, Behaviour::Refuse, "connection refused"), (2, Behaviour::Status(503), "HTTP 503")] {
             let ip = ips[gateway];
+            let without: Vec<IpAddr> = sorted.iter().copied().filter(|a| *a != ip).collect();
             pause().await;
             println!("\n>> gateway-{} goes down ({name})", gateway + 1);
             gateways[gateway].set(fault)?;
-            let took = wait_for_file(&file, "the address to leave", |c| !has(c, ip) && !c.is_empty()).await?;
-            println!("[{:>6} ms] {ip} removed from the hosts file {:.0} ms after the fault", started.elapsed().as_millis(), ms(took));
+            let (file_took, dns_took) = tokio::try_join!(
+                wait_for_file(&file, "the address to leave", |c| !has(c, ip) && !c.is_empty()),
+                wait_for_answer(dns, &without)
+            )?;
+            println!("[{:>6} ms] {ip} removed: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
             print_file(&file);
-            rows.push((format!("gateway-{} down ({name})", gateway + 1), took));
+            println!("    dig api.demo.test -> {}", join(&without));
+            rows.push((format!("gateway-{} down ({name})", gateway + 1), file_took, dns_took));
 
             pause().await;
             println!("\n>> gateway-{} comes back", gateway + 1);
             gateways[gateway].set(Behaviour::Healthy)?;
-            let took = wait_for_file(&file, "the address to return", |c| has(c, ip)).await?;
-            println!("[{:>6} ms] {ip} back in the hosts file {:.0} ms after recovery", started.elapsed().as_millis(), ms(took));
+            let (file_took, dns_took) = tokio::try_join!(
+                wait_for_file(&file, "the address to return", |c| has(c, ip)),
+                wait_for_answer(dns, &sorted)
+            )?;
+            println!("[{:>6} ms] {ip} back: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
             print_file(&file);
-            rows.push((format!("gateway-{} back", gateway + 1), took));
+            rows.push((format!("gateway-{} back", gateway + 1), file_took, dns_took));
         }
 
         pause().await;
@@ -175,9 +257,9 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             g.set(Behaviour::Healthy)?;
         }
 
-        println!("\nSummary (fault or recovery -> hosts file changed):");
-        for (what, took) in &rows {
-            println!("  {what:<40} {:>6.0} ms", ms(*took));
+        println!("\nSummary (fault or recovery -> hosts file changed / DNS answer changed):");
+        for (what, file_took, dns_took) in &rows {
+            println!("  {what:<40} {:>6.0} ms / {:>6.0} ms", ms(*file_took), ms(*dns_took));
         }
         println!("  expected detection bound: interval + (fall-1) x fast_interval + timeout = 200 + 50 + 100 = 350 ms");
 
@@ -194,6 +276,13 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 /// and a reader can follow.
 async fn pause() {
     tokio::time::sleep(Duration::from_millis(700 + fastrand::u64(0..600))).await;
+}
+
+fn join(ips: &[IpAddr]) -> String {
+    ips.iter()
+        .map(IpAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn ms(d: Duration) -> f64 {
