@@ -443,9 +443,21 @@ fn config_schema_matches_the_docs_copy_and_checks_the_examples() {
 #[test]
 fn the_demo_runs_and_shows_the_dns_answer_follow_failures() {
     let dir = tempfile::tempdir().unwrap();
-    let out = bin().arg("demo").arg("--dir").arg(dir.path()).output().unwrap();
+    let out = bin()
+        .arg("demo")
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(stdout.matches("DNS answer after").count(), 4, "{stdout}");
-    assert!(stdout.contains("dig api.demo.test -> 127.0.0.11 127.0.0.13"), "{stdout}");
+    assert!(
+        stdout.contains("dig api.demo.test -> 127.0.0.11 127.0.0.13"),
+        "{stdout}"
+    );
 }

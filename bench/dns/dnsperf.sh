@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Queries/s and latency of the embedded DNS server (`dns_server` sink) against pdns_server
+# answering the same names, on loopback, in the same run: ROUNDS interleaved rounds of
+# (ours, pdns), each a DURATION-second dnsperf run at full speed (100 queries in flight)
+# and a paced run (RATE queries/s, every latency recorded) for p50/p99.
+#
+#   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --release)
+#
+# Both servers hold api.bench.test and www.bench.test with three A records; the query mix
+# is 80% A of those two names, 10% AAAA (NODATA), 10% a missing name (NXDOMAIN). pdns runs
+# with its defaults (gsqlite3 backend, packet cache on). The orchestrator's endpoints are three
+# loopback addresses nothing listens on, so it publishes all three (fail-open) and its
+# probes stay on loopback. Needs dnsperf, pdns-server, pdns-backend-sqlite3 and
+# sqlite3 (Debian packages; bash .ci/test installs all but dnsperf).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROUNDS=${1:-3}
+DURATION=${2:-10}
+RATE=${RATE:-20000}
+OURS_PORT=5391
+PDNS_PORT=5392
+BIN=target/release/health-orchestrator
+[[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
+[[ -x /usr/sbin/pdns_server ]] || { echo "pdns_server is missing (apt-get install pdns-server)" >&2; exit 1; }
+WORK=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+cat >"$WORK/ours.toml" <<EOF
+[api]
+listen = "127.0.0.1:0"
+[defaults.check]
+kind = "tcp"
+port = 9
+interval = "5s"
+[[endpoints]]
+name = "a"
+address = "127.0.0.21"
+[[endpoints]]
+name = "b"
+address = "127.0.0.22"
+[[endpoints]]
+name = "c"
+address = "127.0.0.23"
+[[tenants]]
+name = "bench"
+domains = ["api.bench.test", "www.bench.test"]
+sinks = ["dns"]
+ttl = "30s"
+[sinks.dns]
+kind = "dns_server"
+listen = ["127.0.0.1:$OURS_PORT"]
+zones = ["bench.test"]
+EOF
+SCHEMA=/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql
+sqlite3 "$WORK/pdns.sqlite3" <"$SCHEMA"
+{
+  echo "INSERT INTO domains (name, type) VALUES ('bench.test', 'NATIVE');"
+  echo "INSERT INTO records (domain_id, name, type, content, ttl, auth) VALUES (1, 'bench.test', 'SOA', 'ns1.bench.test hostmaster.bench.test 1 3600 600 604800 5', 30, 1);"
+  echo "INSERT INTO records (domain_id, name, type, content, ttl, auth) VALUES (1, 'bench.test', 'NS', 'ns1.bench.test', 30, 1);"
+  for name in api www; do
+    for ip in 127.0.0.21 127.0.0.22 127.0.0.23; do
+      echo "INSERT INTO records (domain_id, name, type, content, ttl, auth) VALUES (1, '$name.bench.test', 'A', '$ip', 30, 1);"
+    done
+  done
+} | sqlite3 "$WORK/pdns.sqlite3"
+cat >"$WORK/pdns.conf" <<EOF
+launch=gsqlite3
+gsqlite3-database=$WORK/pdns.sqlite3
+local-address=127.0.0.1
+local-port=$PDNS_PORT
+socket-dir=$WORK
+guardian=no
+daemon=no
+disable-syslog=yes
+write-pid=no
+EOF
+: >"$WORK/queries.txt"
+for i in $(seq 4); do echo "api.bench.test A" >>"$WORK/queries.txt"; echo "www.bench.test A" >>"$WORK/queries.txt"; done
+echo "api.bench.test AAAA" >>"$WORK/queries.txt"
+echo "missing.bench.test A" >>"$WORK/queries.txt"
+
+$BIN run --config "$WORK/ours.toml" --log-format json >"$WORK/ours.log" 2>&1 &
+PIDS+=($!)
+/usr/sbin/pdns_server --config-dir="$WORK" --config-name= >"$WORK/pdns.log" 2>&1 &
+PIDS+=($!)
+for port in $OURS_PORT $PDNS_PORT; do
+  for _ in $(seq 100); do
+    [[ $(dig @127.0.0.1 -p $port +short api.bench.test A | wc -l) == 3 ]] && break
+    sleep 0.1
+  done
+  [[ $(dig @127.0.0.1 -p $port +short api.bench.test A | wc -l) == 3 ]] || {
+    echo "the server on port $port does not answer; logs in $WORK" >&2; cat "$WORK"/*.log >&2; exit 1; }
+done
+
+# One line per run: name round qps p50_us p99_us
+measure() {
+  local name=$1 port=$2 round=$3
+  local qps
+  qps=$(dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -q 100 2>&1 \
+    | sed -n 's/.*Queries per second: *\([0-9.]*\).*/\1/p')
+  dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -Q "$RATE" -v 2>/dev/null \
+    | awk '/^> /{print $NF * 1e6}' | sort -n >"$WORK/lat.txt"
+  local n p50 p99
+  n=$(wc -l <"$WORK/lat.txt")
+  p50=$(sed -n "$(( n / 2 ))p" "$WORK/lat.txt")
+  p99=$(sed -n "$(( n * 99 / 100 ))p" "$WORK/lat.txt")
+  printf '%-5s %d %10.0f %8.0f %8.0f\n' "$name" "$round" "$qps" "$p50" "$p99"
+}
+
+echo "name  round   queries/s  p50_us  p99_us   (paced runs at $RATE q/s for latency)"
+for round in $(seq "$ROUNDS"); do
+  measure ours $OURS_PORT "$round"
+  measure pdns $PDNS_PORT "$round"
+done
