@@ -17,6 +17,7 @@ mod crash;
 mod deploy;
 mod dns_server;
 mod engine_e2e;
+mod failover_paths;
 mod flapping;
 mod keep_alive;
 mod leader_election;

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::harness::{loopback_ip, LIMIT};
 
 const SCHEMA: &str = "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql";
-const DNS_PORT: u16 = 5300;
+pub const DNS_PORT: u16 = 5300;
 const API_PORT: u16 = 8081;
 
 /// A running `pdns_server`; killed on drop.
