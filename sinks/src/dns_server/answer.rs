@@ -118,7 +118,7 @@ impl Authority {
         let mut response = Message::response(query.metadata.id, query.metadata.op_code);
         response.metadata.recursion_desired = query.metadata.recursion_desired;
         response.metadata.checking_disabled = query.metadata.checking_disabled;
-        response.queries = query.queries.clone();
+        response.queries.clone_from(&query.queries);
         let qtype = query
             .queries
             .first()
@@ -354,14 +354,27 @@ fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
     Record::from_rdata(qname.clone(), ttl, data)
 }
 
-/// Lower case, no trailing dot: how [`Records`] keys names.
+/// Lower case, no trailing dot: how [`Records`] keys names. Built from the labels without
+/// escaping (this runs for every query); a name with a byte a host name cannot hold (a
+/// dot inside a label, say) takes the escaped form, which matches no configured domain.
 fn key_of(name: &Name) -> String {
-    let mut s = name.to_ascii();
-    s.make_ascii_lowercase();
-    if s.ends_with('.') {
-        s.pop();
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*');
+    if !name.iter().all(|label| label.iter().all(plain)) {
+        let mut escaped = name.to_ascii();
+        escaped.make_ascii_lowercase();
+        if escaped.ends_with('.') {
+            escaped.pop();
+        }
+        return escaped;
     }
-    s
+    let mut key = String::with_capacity(name.len());
+    for label in name.iter() {
+        if !key.is_empty() {
+            key.push('.');
+        }
+        key.extend(label.iter().map(|b| char::from(b.to_ascii_lowercase())));
+    }
+    key
 }
 
 /// Encodes `response`, truncated (TC, answers dropped) when it exceeds `limit`.

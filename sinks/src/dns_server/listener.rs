@@ -41,9 +41,9 @@ struct Shared {
 }
 
 impl Shared {
-    fn answer(&self, request: &[u8], client: SocketAddr, udp: bool) -> Option<Reply> {
-        let authority = self.authority.read().expect("not poisoned").clone();
-        authority.answer(request, client.ip(), udp)
+    /// The authority to answer from now (a reload may swap it between batches).
+    fn current(&self) -> Arc<Authority> {
+        self.authority.read().expect("not poisoned").clone()
     }
 }
 
@@ -231,8 +231,9 @@ fn serve_udp(socket: &UdpSocket, shared: &Shared) {
         }
         let arrived = Instant::now();
         replies.clear();
+        let authority = shared.current();
         for (i, &(n, peer)) in received.iter().enumerate() {
-            if let Some(reply) = shared.answer(&bufs[i][..n], peer, true) {
+            if let Some(reply) = authority.answer(&bufs[i][..n], peer.ip(), true) {
                 replies.push((reply, peer));
             }
         }
@@ -334,7 +335,7 @@ async fn serve_connection(mut stream: tokio::net::TcpStream, peer: SocketAddr, s
             return;
         }
         let arrived = Instant::now();
-        let Some(reply) = shared.answer(request, peer, false) else {
+        let Some(reply) = shared.current().answer(request, peer.ip(), false) else {
             return;
         };
         let Ok(len) = u16::try_from(reply.bytes.len()) else {

@@ -316,3 +316,17 @@ fn an_unknown_edns_version_is_badvers_and_garbage_is_formerr() {
         .answer(&garbage[..5], "192.0.2.9".parse().unwrap(), true)
         .is_none());
 }
+
+#[test]
+fn a_label_holding_a_dot_matches_no_domain() {
+    let a = authority(RoutingPolicy::All, three());
+    // One label "api.a" then "example.org": not the name api.a.example.org.
+    let name = Name::from_labels(vec![&b"api.a"[..], b"example", b"org"]).unwrap();
+    let mut m = Message::query();
+    m.add_query(Query::query(name, RecordType::A));
+    let reply = a
+        .answer(&m.to_vec().unwrap(), "192.0.2.9".parse().unwrap(), true)
+        .unwrap();
+    let reply = Message::from_vec(&reply.bytes).unwrap();
+    assert_eq!(reply.metadata.response_code, ResponseCode::NXDomain);
+}
