@@ -62,8 +62,9 @@ enum Command {
         /// The system the file comes from.
         #[arg(long = "from", value_enum)]
         from: import::Source,
-        /// Its config file.
-        file: PathBuf,
+        /// Its config files (Kuadrant: any number, several YAML documents each).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
         Command::Probe(args) => probe_cmd::probe(args),
         Command::Demo(args) => demo::demo(args),
-        Command::Import { from, file } => import::import(from, &file),
+        Command::Import { from, files } => import::import(from, &files),
         Command::ConfigSchema => {
             let schema = ho_sinks::schema::config_schema();
             println!(

@@ -61,6 +61,7 @@ fn selection(c: &mut Criterion) {
         policy: RoutingPolicy::All,
         weights: Vec::new(),
         default_weight: 1,
+        weighs: false,
         default_geo: None,
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
@@ -125,6 +126,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             },
             weights: Vec::new(),
             default_weight: 1,
+            weighs: false,
             default_geo: None,
         })
         .collect();

@@ -772,10 +772,11 @@ pub struct TenantConfig {
     /// Routing policy applied to the healthy set.
     #[serde(default)]
     pub policy: RoutingPolicy,
-    /// `weighted` only: weights by label; endpoints matching no rule keep their `weight`.
+    /// `weighted`, and `geo` for weights inside each geo: weights by label; endpoints
+    /// matching no rule keep their `weight`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<WeightRule>,
-    /// `weighted` only: the weight of endpoints that set none and match no `weights` rule
+    /// `weighted` and `geo` (as `weights`): the weight of endpoints that set none and match no `weights` rule
     /// (Kuadrant's `defaultWeight`; default 1), so `{defaultWeight: 10, custom cloud=azure
     /// -> 30}` copies over as `default_weight = 10` and one rule: 3:1, as in Kuadrant.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -277,10 +277,15 @@ pub struct Tenant {
     pub cleanup_on_remove: bool,
     /// Routing policy.
     pub policy: RoutingPolicy,
-    /// `weighted`: label rules, first match wins.
+    /// `weighted` (and `geo` with weights): label rules, first match wins.
     pub weights: Vec<WeightRule>,
-    /// `weighted`: weight of endpoints without one of their own and no matching rule.
+    /// Weight of endpoints without one of their own and no matching rule.
     pub default_weight: u32,
+    /// Whether weights shape the answers: `weighted`, or `geo` with `weights` or
+    /// `default_weight` set (Kuadrant's weights inside each geo). A `geo` tenant without
+    /// them answers every address of the location alike, whatever weights its endpoints
+    /// carry for other tenants.
+    pub weighs: bool,
     /// `geo`: the fallback location.
     pub default_geo: Option<String>,
 }

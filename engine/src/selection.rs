@@ -34,8 +34,12 @@ pub enum Decision {
 }
 
 /// The weight of endpoint `ep` in `tenant`: the first `weights` rule whose label matches,
-/// else the endpoint's own `weight`, else the tenant's `default_weight` (Kuadrant's order).
+/// else the endpoint's own `weight`, else the tenant's `default_weight` (Kuadrant's order);
+/// 1 for every endpoint when the tenant's answers are not weighted.
 pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
+    if !tenant.weighs {
+        return 1;
+    }
     tenant
         .weights
         .iter()
@@ -138,6 +142,7 @@ mod tests {
             policy: RoutingPolicy::All,
             weights: Vec::new(),
             default_weight: 1,
+            weighs: true,
             default_geo: None,
         }
     }
@@ -278,6 +283,13 @@ mod tests {
         t.default_weight = 10;
         assert_eq!(weight_of(&t, &eps[2]), 10);
         assert_eq!(weight_of(&t, &eps[1]), 30);
+        // A geo tenant without weights of its own: every address alike.
+        t.weighs = false;
+        assert_eq!(
+            weight_of(&t, &eps[0]),
+            1,
+            "the endpoint's 7 is another tenant's"
+        );
     }
 
     proptest! {

@@ -461,3 +461,108 @@ fn the_demo_runs_and_shows_the_dns_answer_follow_failures() {
         "{stdout}"
     );
 }
+
+/// Runs `import` with `args`, then `check-config` on what it printed; the printed TOML and
+/// the plan it loads to.
+fn import_and_check(args: &[&str], files: &[&str]) -> (String, ho_config::Plan) {
+    let mut cmd = bin();
+    cmd.arg("import").args(args);
+    for f in files {
+        cmd.arg(repo(f));
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let toml = String::from_utf8(out.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("imported.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let checked = bin()
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "{}\n{toml}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    (toml, plan)
+}
+
+/// `import --from kuadrant` on the RFC's "GEO with Custom Weights" DNSPolicy and a
+/// DNSRecord: geo tenant with IE as default, Kuadrant's weights inside each geo, every
+/// record's address an endpoint with its geo-code; what has no equivalent is named.
+#[test]
+fn import_from_kuadrant_policy_and_record() {
+    let (toml, plan) = import_and_check(
+        &["--from", "kuadrant"],
+        &[
+            "tests/fixtures/kuadrant/dnspolicy-geo-custom-weights.yaml",
+            "tests/fixtures/kuadrant/dnsrecord-geo.yaml",
+        ],
+    );
+    let t = &plan.tenants[0];
+    assert_eq!(t.policy, ho_config::RoutingPolicy::Geo);
+    assert_eq!(t.default_geo.as_deref(), Some("IE"));
+    assert_eq!((t.default_weight, t.weighs), (10, true));
+    assert_eq!(t.weights[0].label, "cloud");
+    assert_eq!(
+        (t.weights[0].value.as_str(), t.weights[0].weight),
+        ("Azure", 30)
+    );
+    assert_eq!(t.domains, vec!["api.example.com"]);
+    assert_eq!(t.ttl, Duration::from_secs(60));
+    let geos: Vec<&str> = plan
+        .endpoints
+        .iter()
+        .map(|e| e.labels["geo"].as_str())
+        .collect();
+    assert_eq!(geos, vec!["IE", "IE", "US"]);
+    assert_eq!(plan.endpoints[2].weight, Some(120));
+    for note in [
+        "GEODNSAndSendMoreToAzure targetRef",
+        "www.example.com CNAME",
+        "no healthCheck",
+        "DNS provider",
+    ] {
+        assert!(toml.contains(note), "{note}: {toml}");
+    }
+}
+
+/// `import --from kuadrant` on the health-check RFC's DNSPolicy and DNSHealthCheckProbes:
+/// the policy's check is the default, each probe an endpoint with its own, the probes'
+/// host the domain; a policy alone is refused (it names no address).
+#[test]
+fn import_from_kuadrant_policy_and_probes() {
+    let (toml, plan) = import_and_check(
+        &["--from", "kuadrant"],
+        &[
+            "tests/fixtures/kuadrant/dnspolicy-health-check.yaml",
+            "tests/fixtures/kuadrant/dnshealthcheckprobes.yaml",
+        ],
+    );
+    assert_eq!(plan.tenants[0].domains, vec!["web.example.com"]);
+    let check = &plan.targets[0].check;
+    assert_eq!((check.port, check.timing.fall), (443, 5));
+    assert_eq!(check.timing.interval, Duration::from_secs(5));
+    assert!(toml.contains("additionalHeaders (a Secret"), "{toml}");
+    assert!(
+        toml.contains("expect_status = [200, 301, 302, 407]"),
+        "{toml}"
+    );
+
+    let alone = bin()
+        .args(["import", "--from", "kuadrant"])
+        .arg(repo("tests/fixtures/kuadrant/dnspolicy-health-check.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("no addresses"));
+}

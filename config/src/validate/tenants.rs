@@ -101,6 +101,9 @@ pub(super) fn resolve_tenants(
             policy: t.policy,
             weights: t.weights.clone(),
             default_weight: t.default_weight.unwrap_or(1),
+            weighs: t.policy == RoutingPolicy::Weighted
+                || (t.policy == RoutingPolicy::Geo
+                    && (!t.weights.is_empty() || t.default_weight.is_some())),
             default_geo: t.default_geo.clone(),
         });
     }
@@ -272,8 +275,9 @@ impl Lookup<'_> {
     }
 }
 
-/// Policy-specific fields: `weights` only with `weighted`, `default_geo` only with (and
-/// required by) `geo`, and every endpoint of a `geo` tenant has a `geo` label.
+/// Policy-specific fields: `weights` only with `weighted` or `geo` (Kuadrant's weights
+/// inside a geo), `default_geo` only with (and required by) `geo`, and every endpoint of a
+/// `geo` tenant has a `geo` label.
 fn check_policy(
     config: &Config,
     t: &TenantConfig,
@@ -282,16 +286,17 @@ fn check_policy(
     errs: &mut Errors,
 ) {
     let policy = t.policy;
-    if !t.weights.is_empty() && policy != RoutingPolicy::Weighted {
+    let weighs = matches!(policy, RoutingPolicy::Weighted | RoutingPolicy::Geo);
+    if !t.weights.is_empty() && !weighs {
         errs.push(
             format!("{path}.weights"),
-            "only used with policy = \"weighted\"",
+            "only used with policy = \"weighted\" or \"geo\" (weights inside each geo)",
         );
     }
-    if t.default_weight.is_some() && policy != RoutingPolicy::Weighted {
+    if t.default_weight.is_some() && !weighs {
         errs.push(
             format!("{path}.default_weight"),
-            "only used with policy = \"weighted\"",
+            "only used with policy = \"weighted\" or \"geo\" (weights inside each geo)",
         );
     }
     if t.default_geo.is_some() && policy != RoutingPolicy::Geo {

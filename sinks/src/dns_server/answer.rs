@@ -261,7 +261,9 @@ impl Authority {
     ) -> (Vec<&'a Target>, bool) {
         let turn = self.rotation.fetch_add(1, Ordering::Relaxed);
         match set.policy {
-            RoutingPolicy::Weighted => (weighted_pick(targets, self.answers), false),
+            RoutingPolicy::Weighted => {
+                (weighted_pick(targets.iter().collect(), self.answers), false)
+            }
             RoutingPolicy::Geo => {
                 let here = self.locator.locate(client);
                 let of = |geo: Option<&String>| -> Vec<&'a Target> {
@@ -279,7 +281,12 @@ impl Authority {
                 if chosen.is_empty() {
                     chosen = targets.iter().collect();
                 }
-                rotate(&mut chosen, turn);
+                if chosen.windows(2).any(|w| w[0].weight != w[1].weight) {
+                    // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
+                    chosen = weighted_pick(chosen, self.answers);
+                } else {
+                    rotate(&mut chosen, turn);
+                }
                 (chosen, true)
             }
             RoutingPolicy::All | RoutingPolicy::Failover => {
@@ -318,10 +325,10 @@ fn rotate<T>(list: &mut [T], turn: usize) {
     }
 }
 
-/// `count` distinct addresses, each drawn in proportion to its weight among those left;
-/// all-zero weights count as equal (an answer is never empty while addresses exist).
-fn weighted_pick(targets: &[Target], count: usize) -> Vec<&Target> {
-    let mut left: Vec<&Target> = targets.iter().collect();
+/// `count` distinct addresses of `left`, each drawn in proportion to its weight among
+/// those left; all-zero weights count as equal (an answer is never empty while addresses
+/// exist).
+fn weighted_pick(mut left: Vec<&Target>, count: usize) -> Vec<&Target> {
     let mut picked = Vec::with_capacity(count.min(left.len()));
     while picked.len() < count && !left.is_empty() {
         let total: u64 = left.iter().map(|t| u64::from(t.weight)).sum();

@@ -70,33 +70,35 @@ fn weighted_expression(list: &[&PublishedAddress]) -> String {
 /// Answers the addresses of the client's country (`country()`, PowerDNS's GeoIP lookup of
 /// the client or its EDNS subnet), else those of `default_geo`, else all.
 fn geo_expression(list: &[&PublishedAddress], default_geo: Option<&str>) -> String {
-    let mut by_geo: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut by_geo: BTreeMap<&str, Vec<&PublishedAddress>> = BTreeMap::new();
     for a in list {
         let geo = a.endpoint.labels.get("geo").map_or("", String::as_str);
-        by_geo
-            .entry(geo)
-            .or_default()
-            .push(format!("'{}'", a.address));
+        by_geo.entry(geo).or_default().push(a);
     }
-    let all: Vec<String> = {
-        let mut all: Vec<String> = by_geo.values().flatten().cloned().collect();
-        all.sort();
-        all
+    // A location's addresses alike, or picked by weight when their weights differ (weights
+    // inside a geo, as Kuadrant does it).
+    let answer = |group: &[&PublishedAddress]| -> String {
+        if group.windows(2).any(|w| w[0].weight != w[1].weight) {
+            return weighted_expression(group);
+        }
+        let mut addrs: Vec<String> = group.iter().map(|a| format!("'{}'", a.address)).collect();
+        addrs.sort();
+        format!("{{{}}}", addrs.join(","))
     };
     let fallback = default_geo
         .and_then(|g| by_geo.get(g))
-        .map_or_else(|| all.join(","), |l| l.join(","));
+        .map_or_else(|| answer(list), |group| answer(group));
     let mut code = String::from(";");
-    for (geo, addrs) in &by_geo {
+    for (geo, group) in &by_geo {
         if geo.is_empty() {
             continue;
         }
         code.push_str(&format!(
-            "if country('{geo}') then return {{{}}} end ",
-            addrs.join(",")
+            "if country('{geo}') then return {} end ",
+            answer(group)
         ));
     }
-    code.push_str(&format!("return {{{fallback}}}"));
+    code.push_str(&format!("return {fallback}"));
     code
 }
 
@@ -165,6 +167,22 @@ mod tests {
         assert_eq!(
             wanted(&s, true)[2].1,
             vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('IE') then return {'10.0.0.1'} end return {'10.0.0.1'}\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn weights_inside_a_geo_pick_by_weight_within_the_location() {
+        let s = snapshot(
+            RoutingPolicy::Geo,
+            &[
+                ("10.0.0.1", 30, "IE"),
+                ("10.0.0.2", 10, "IE"),
+                ("10.0.0.3", 1, "DE"),
+            ],
+        );
+        assert_eq!(
+            wanted(&s, true)[2].1,
+            vec!["A \";if country('DE') then return {'10.0.0.3'} end if country('IE') then return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}}) end return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}})\"".to_string()]
         );
     }
 

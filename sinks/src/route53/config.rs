@@ -165,6 +165,9 @@ impl SinkSpec for Route53Config {
                 }
             }
             RoutingPolicy::Geo => {
+                if !tenant.tenant.weights.is_empty() || tenant.tenant.default_weight.is_some() {
+                    push(format!("{}.policy", tenant.path), format!("route53 sink \"{sink}\" cannot weight inside a geolocation (one record set answers each location); drop the weights, or publish through a dns_server or powerdns (lua = true) sink"));
+                }
                 for (i, ep) in &tenant.endpoints {
                     if let Some(g) = ep.labels.get("geo").filter(|g| !is_location(g)) {
                         push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"));

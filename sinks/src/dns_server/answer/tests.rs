@@ -330,3 +330,38 @@ fn a_label_holding_a_dot_matches_no_domain() {
     let reply = Message::from_vec(&reply.bytes).unwrap();
     assert_eq!(reply.metadata.response_code, ResponseCode::NXDomain);
 }
+
+#[test]
+fn weights_inside_a_geo_draw_one_address_of_the_clients_location() {
+    let a = authority(
+        RoutingPolicy::Geo,
+        vec![
+            address("192.0.2.1", 30, "IE"),
+            address("192.0.2.2", 10, "IE"),
+            address("192.0.2.3", 10, "US"),
+        ],
+    );
+    let mut heavy = 0;
+    for _ in 0..2000 {
+        let got = addresses(&ask_from(
+            &a,
+            "api.a.example.org.",
+            RecordType::A,
+            None,
+            "10.1.0.9",
+        ));
+        assert_eq!(got.len(), 1, "answers = 1 inside the geo");
+        assert_ne!(
+            got[0],
+            "192.0.2.3".parse::<IpAddr>().unwrap(),
+            "never another geo"
+        );
+        if got[0] == "192.0.2.1".parse::<IpAddr>().unwrap() {
+            heavy += 1;
+        }
+    }
+    assert!(
+        (1350..=1650).contains(&heavy),
+        "{heavy} of 2000 for weight 30 against 10"
+    );
+}

@@ -1,43 +1,13 @@
-//! `import --from openova FILE.yaml`: prints the equivalent TOML config of an OpenOva DNS
-//! failover config (the seed spec's `nodes`, `tenants`, `health_check`, `coredns`), with a
-//! comment for everything that could not be carried over. The output passes
-//! `check-config`.
+//! `import --from openova FILE.yaml`: the OpenOva DNS failover config (the seed spec's
+//! `nodes`, `tenants`, `health_check`, `coredns`) as ours.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use serde_yaml::Value;
 use toml::Table;
 
-/// The systems `import` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Source {
-    /// The OpenOva DNS failover spec's `config.yaml`.
-    Openova,
-}
-
-/// Prints the imported config, or every problem that stops the import.
-pub fn import(from: Source, file: &Path) -> anyhow::Result<ExitCode> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let yaml: Value =
-        serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML", file.display()))?;
-    let (config, notes) = match from {
-        Source::Openova => openova(&yaml)?,
-    };
-    println!(
-        "# Imported from {} ({from:?}) by `health-orchestrator import`.",
-        file.display()
-    );
-    for note in &notes {
-        println!("# NOT CARRIED OVER: {note}");
-    }
-    println!();
-    print!("{}", toml::to_string(&config)?);
-    Ok(ExitCode::SUCCESS)
-}
+use super::{text, unknown_keys};
 
 /// One node's `health_endpoint`, split into what a check needs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,27 +44,8 @@ fn parse_url(url: &str) -> Option<HealthUrl> {
     })
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-/// Keys of `v` outside `known`, as notes at `path`.
-fn unknown_keys(v: &Value, known: &[&str], path: &str, notes: &mut Vec<String>) {
-    if let Some(map) = v.as_mapping() {
-        for key in map.keys().filter_map(Value::as_str) {
-            if !known.contains(&key) {
-                let at = if path.is_empty() {
-                    key.to_owned()
-                } else {
-                    format!("{path}.{key}")
-                };
-                notes.push(format!("{at} (no equivalent)"));
-            }
-        }
-    }
-}
-
-fn openova(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
+/// The config equivalent to an OpenOva `config.yaml`, and what could not be carried over.
+pub fn convert(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
     let mut notes = Vec::new();
     unknown_keys(
         yaml,

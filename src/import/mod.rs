@@ -1,0 +1,80 @@
+//! `import --from SYSTEM FILE...`: prints the equivalent TOML config of another system's
+//! configuration, with a `# NOT CARRIED OVER` comment for everything without an
+//! equivalent. The output passes `check-config`.
+//!
+//! - [`openova`]: the OpenOva DNS failover `config.yaml`.
+//! - [`kuadrant`]: Kuadrant's DNSPolicy, DNSHealthCheckProbe and DNSRecord documents.
+
+mod kuadrant;
+mod openova;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use serde_yaml::Value;
+
+/// The systems `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Source {
+    /// The OpenOva DNS failover spec's `config.yaml` (one file).
+    Openova,
+    /// Kuadrant resources: DNSPolicy, DNSHealthCheckProbe and DNSRecord documents, in any
+    /// number of files and YAML documents.
+    Kuadrant,
+}
+
+/// Prints the imported config, or every problem that stops the import.
+pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let mut docs = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = Value::deserialize(doc)
+                .with_context(|| format!("{} is not YAML", file.display()))?;
+            if !value.is_null() {
+                docs.push(value);
+            }
+        }
+    }
+    let (config, notes) = match from {
+        Source::Openova => match docs.as_slice() {
+            [one] => openova::convert(one)?,
+            _ => bail!("an OpenOva config is one YAML document in one file"),
+        },
+        Source::Kuadrant => kuadrant::convert(&docs)?,
+    };
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    println!(
+        "# Imported from {} ({from:?}) by `health-orchestrator import`.",
+        names.join(", ")
+    );
+    for note in &notes {
+        println!("# NOT CARRIED OVER: {note}");
+    }
+    println!();
+    print!("{}", toml::to_string(&config)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Keys of `v` outside `known`, as notes at `path`.
+fn unknown_keys(v: &Value, known: &[&str], path: &str, notes: &mut Vec<String>) {
+    if let Some(map) = v.as_mapping() {
+        for key in map.keys().filter_map(Value::as_str) {
+            if !known.contains(&key) {
+                let at = if path.is_empty() {
+                    key.to_owned()
+                } else {
+                    format!("{path}.{key}")
+                };
+                notes.push(format!("{at} (no equivalent)"));
+            }
+        }
+    }
+}
