@@ -49,6 +49,21 @@ pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
         })
 }
 
+/// A `geo` tenant's locations: every `geo` label of its endpoints, up or down, sorted
+/// (empty for other policies), so sinks can send clients of a location that is down to
+/// the nearest one that is up.
+pub fn locations(tenant: &Tenant, endpoints: &[Endpoint]) -> Vec<String> {
+    if tenant.policy != RoutingPolicy::Geo {
+        return Vec::new();
+    }
+    let set: std::collections::BTreeSet<&String> = tenant
+        .endpoints
+        .iter()
+        .filter_map(|&e| endpoints[e].labels.get("geo"))
+        .collect();
+    set.into_iter().cloned().collect()
+}
+
 /// The snapshot's address list for the chosen endpoints: resolved weights, shared
 /// metadata, sorted by address.
 pub fn published_addresses(

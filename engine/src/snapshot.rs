@@ -100,6 +100,10 @@ pub struct TenantSnapshot {
     pub policy: RoutingPolicy,
     /// `geo` policy: the location answered to clients matching no endpoint's `geo`.
     pub default_geo: Option<String>,
+    /// `geo` policy: every location of the tenant's endpoints, up or down, so a sink can
+    /// answer clients of a location that is down with the nearest one that is up.
+    #[serde(skip)]
+    pub geos: Vec<String>,
     /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
     /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
     pub changes: Vec<VerdictChange>,
@@ -136,6 +140,7 @@ impl TenantSnapshot {
             changes: Vec::new(),
             policy,
             default_geo: None,
+            geos: Vec::new(),
             decided_at: SystemTime::now(),
             cause_at: Instant::now(),
             trace: SpanContext::NONE,

@@ -17,6 +17,7 @@
 
 pub mod coredns_configmap;
 pub mod dns_server;
+pub mod geo_fallback;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;

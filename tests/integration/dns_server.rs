@@ -219,11 +219,12 @@ fn geoip_db(dir: &Path, network: &str, country: &str) -> std::path::PathBuf {
 }
 
 /// `geo`: the client's subnet (EDNS) or source picks the location through `networks` and
-/// a GeoIP database; unknown clients get `default_geo`; the scope is echoed (RFC 7871).
+/// a GeoIP database; unknown clients get `default_geo`; the scope is echoed (RFC 7871);
+/// clients of a location that goes down get the nearest location up.
 #[actix_rt::test]
 async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(3);
+    let mut gws = gateways(3);
     let server = listen_addr();
     let db = geoip_db(dir.path(), "10.2.0.0/16", "DE");
     let tail = format!(
@@ -265,6 +266,21 @@ async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
         vec![ip(&gws[2])],
         "unknown: default_geo US"
     );
+
+    // Ireland's gateway fails: Irish clients get the nearest location up (DE), not the
+    // default (US); the others keep theirs.
+    gws[0].set(ho_loadtest::Behaviour::Refuse).unwrap();
+    let start = Instant::now();
+    loop {
+        let irish = dig1(server, &["geo.example.org", "A", "+subnet=10.1.7.0/24"]).await;
+        if irish.answers == vec![ip(&gws[1])] {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "Irish clients still get {irish:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let unknown = dig1(server, &["geo.example.org", "A", "+subnet=192.0.2.0/24"]).await;
+    assert_eq!(unknown.answers, vec![ip(&gws[2])]);
 }
 
 /// `weighted` with `answers = 1`: one address per query, drawn by weight.

@@ -138,7 +138,8 @@ async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
     };
     wait_for_records(&moto, &zone, &expect(&de), "weighted and geo sets").await;
 
-    // Both DE gateways down: the DE set goes, the default answers every healthy address.
+    // Both DE gateways down: German clients get the nearest location up (US-CA) in the DE
+    // set, and the default answers every healthy address.
     gws[0].set(Behaviour::Refuse).unwrap();
     gws[2].set(Behaviour::Refuse).unwrap();
     wait_for_records(
@@ -147,6 +148,7 @@ async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
         &[
             format!("w.{ZONE}. A id=gw-2 weight=10 {b}"),
             owner(&format!("w.{ZONE}")),
+            format!("g.{ZONE}. A id=DE geo=DE {b}"),
             format!("g.{ZONE}. A id=US-CA geo=US-CA {b}"),
             format!("g.{ZONE}. A id=default geo=* {b}"),
             owner(&format!("g.{ZONE}")),

@@ -23,7 +23,7 @@ use crate::metrics::{Metrics, ResultLabel, TenantLabel};
 use crate::observation::{Observation, TargetId};
 use crate::probe::ProbeResult;
 use crate::probe_limits::Throttle;
-use crate::selection::{decide, published_addresses, Decision};
+use crate::selection::{decide, locations, published_addresses, Decision};
 use crate::snapshot::{EndpointMeta, PublishMode, TenantSnapshot, VerdictChange, MAX_CHANGES};
 
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
@@ -421,6 +421,7 @@ impl TrackerCore {
                     changes: Vec::new(),
                     policy: old.policy,
                     default_geo: old.default_geo.clone(),
+                    geos: Vec::new(),
                     decided_at: now.wall,
                     cause_at: now.mono,
                     trace: opentelemetry::trace::SpanContext::NONE,
@@ -634,12 +635,14 @@ impl TrackerCore {
             &self.endpoint_meta,
             &endpoints,
         );
+        let geos = locations(tenant, &self.plan.endpoints);
         let state = &mut self.tenants[ti.0];
         if let Some(last) = &state.last_snapshot {
             let same_records = last.domains == tenant.domains
                 && last.ttl == tenant.ttl
                 && last.policy == tenant.policy
-                && last.default_geo == tenant.default_geo;
+                && last.default_geo == tenant.default_geo
+                && last.geos == geos;
             if same_records && last.addresses == addresses && last.mode == mode {
                 return;
             }
@@ -665,6 +668,7 @@ impl TrackerCore {
             changes,
             policy: tenant.policy,
             default_geo: tenant.default_geo.clone(),
+            geos,
             decided_at: now.wall,
             cause_at,
             trace: span,

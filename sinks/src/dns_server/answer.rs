@@ -15,6 +15,7 @@ use ho_config::RoutingPolicy;
 use super::config::DnsServerConfig;
 use super::geo::Locator;
 use super::records::{Entry, NameSet, Records, Target};
+use crate::geo_fallback::stand_in;
 
 /// A zone the server is authoritative for.
 struct Zone {
@@ -266,17 +267,26 @@ impl Authority {
             }
             RoutingPolicy::Geo => {
                 let here = self.locator.locate(client);
-                let of = |geo: Option<&String>| -> Vec<&'a Target> {
+                let of = |geo: Option<&str>| -> Vec<&'a Target> {
                     geo.map_or_else(Vec::new, |g| {
                         targets
                             .iter()
-                            .filter(|t| t.geo.as_ref() == Some(g))
+                            .filter(|t| t.geo.as_deref() == Some(g))
                             .collect()
                     })
                 };
-                let mut chosen = of(here.as_ref());
+                let mut chosen = of(here.as_deref());
                 if chosen.is_empty() {
-                    chosen = of(set.default_geo.as_ref());
+                    // The client's location is the tenant's but down: the nearest one up.
+                    if let Some(h) = here.as_deref().filter(|h| set.geos.iter().any(|g| g == h)) {
+                        let mut up: Vec<&str> =
+                            targets.iter().filter_map(|t| t.geo.as_deref()).collect();
+                        up.dedup();
+                        chosen = of(stand_in(h, up));
+                    }
+                }
+                if chosen.is_empty() {
+                    chosen = of(set.default_geo.as_deref());
                 }
                 if chosen.is_empty() {
                     chosen = targets.iter().collect();

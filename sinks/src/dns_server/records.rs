@@ -30,6 +30,8 @@ pub struct NameSet {
     pub policy: RoutingPolicy,
     /// `geo`: location answered when the client's has no address (upper case).
     pub default_geo: Option<String>,
+    /// `geo`: every location of the tenant, up or down (upper case).
+    pub geos: Vec<String>,
     /// IPv4 addresses, sorted.
     pub v4: Vec<Target>,
     /// IPv6 addresses, sorted.
@@ -57,6 +59,11 @@ impl NameSet {
                 .default_geo
                 .as_ref()
                 .map(|g| g.to_ascii_uppercase()),
+            geos: snapshot
+                .geos
+                .iter()
+                .map(|g| g.to_ascii_uppercase())
+                .collect(),
             v4,
             v6,
         }

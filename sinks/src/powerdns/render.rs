@@ -42,7 +42,9 @@ pub fn wanted(snapshot: &TenantSnapshot, lua: bool) -> Vec<(&'static str, Vec<St
             continue;
         }
         let expression = match snapshot.policy {
-            RoutingPolicy::Geo => geo_expression(list, snapshot.default_geo.as_deref()),
+            RoutingPolicy::Geo => {
+                geo_expression(list, snapshot.default_geo.as_deref(), &snapshot.geos)
+            }
             _ => weighted_expression(list),
         };
         records.push(format!("{qtype} \"{expression}\""));
@@ -68,8 +70,13 @@ fn weighted_expression(list: &[&PublishedAddress]) -> String {
 }
 
 /// Answers the addresses of the client's country (`country()`, PowerDNS's GeoIP lookup of
-/// the client or its EDNS subnet), else those of `default_geo`, else all.
-fn geo_expression(list: &[&PublishedAddress], default_geo: Option<&str>) -> String {
+/// the client or its EDNS subnet); for a location of the tenant whose addresses are all
+/// down, those of the nearest location up; else those of `default_geo`, else all.
+fn geo_expression(
+    list: &[&PublishedAddress],
+    default_geo: Option<&str>,
+    geos: &[String],
+) -> String {
     let mut by_geo: BTreeMap<&str, Vec<&PublishedAddress>> = BTreeMap::new();
     for a in list {
         let geo = a.endpoint.labels.get("geo").map_or("", String::as_str);
@@ -97,6 +104,16 @@ fn geo_expression(list: &[&PublishedAddress], default_geo: Option<&str>) -> Stri
             "if country('{geo}') then return {} end ",
             answer(group)
         ));
+    }
+    // Locations whose addresses are all down answer the nearest location that is up.
+    for geo in geos.iter().filter(|g| !by_geo.contains_key(g.as_str())) {
+        let up = by_geo.keys().copied().filter(|g| !g.is_empty());
+        if let Some(near) = crate::geo_fallback::stand_in(geo, up) {
+            code.push_str(&format!(
+                "if country('{geo}') then return {} end ",
+                answer(&by_geo[near])
+            ));
+        }
     }
     code.push_str(&format!("return {fallback}"));
     code
@@ -183,6 +200,21 @@ mod tests {
         assert_eq!(
             wanted(&s, true)[2].1,
             vec!["A \";if country('DE') then return {'10.0.0.3'} end if country('IE') then return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}}) end return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}})\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_location_that_is_down_answers_the_nearest_location_up() {
+        let s = TenantSnapshot {
+            geos: vec!["DE".into(), "GB".into(), "IE".into()],
+            ..snapshot(
+                RoutingPolicy::Geo,
+                &[("10.0.0.2", 1, "DE"), ("10.0.0.3", 1, "GB")],
+            )
+        };
+        assert_eq!(
+            wanted(&s, true)[2].1,
+            vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('GB') then return {'10.0.0.3'} end if country('IE') then return {'10.0.0.3'} end return {'10.0.0.2','10.0.0.3'}\"".to_string()]
         );
     }
 

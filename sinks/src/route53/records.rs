@@ -133,7 +133,12 @@ pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String
                     sets.extend(per_endpoint(&|a| Routing::Weighted(i64::from(a.weight))));
                 }
                 RoutingPolicy::Geo => {
-                    sets.extend(geo_sets(&family, snapshot.default_geo.as_deref(), &set));
+                    sets.extend(geo_sets(
+                        &family,
+                        snapshot.default_geo.as_deref(),
+                        &snapshot.geos,
+                        &set,
+                    ));
                 }
             }
         }
@@ -146,11 +151,14 @@ pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String
 /// Builds one record set of a family: (set identifier, routing, addresses).
 type MakeSet<'a> = dyn Fn(Option<String>, Routing, &[&PublishedAddress]) -> RecordSet + 'a;
 
-/// One record set per location with healthy addresses, plus the default location answering
-/// the `default_geo` addresses (or every address when those are all down).
+/// One record set per location with healthy addresses, one per location of the tenant whose
+/// addresses are all down answering the nearest location up (Route53 would otherwise send
+/// its clients to the default), plus the default location answering the `default_geo`
+/// addresses (or every address when those are all down).
 fn geo_sets(
     family: &[&PublishedAddress],
     default_geo: Option<&str>,
+    geos: &[String],
     set: &MakeSet,
 ) -> Vec<RecordSet> {
     let mut by_geo: BTreeMap<&str, Vec<&PublishedAddress>> = BTreeMap::new();
@@ -169,6 +177,15 @@ fn geo_sets(
             )
         })
         .collect();
+    for geo in geos.iter().filter(|g| !by_geo.contains_key(g.as_str())) {
+        if let Some(near) = crate::geo_fallback::stand_in(geo, by_geo.keys().copied()) {
+            sets.push(set(
+                Some(geo.clone()),
+                Routing::Geo(Location::from_label(geo)),
+                &by_geo[near],
+            ));
+        }
+    }
     let fallback = default_geo
         .and_then(|g| by_geo.get(g))
         .map_or(family, Vec::as_slice);
@@ -256,6 +273,24 @@ mod tests {
                 "A gw-1 Weighted(30) [\"10.0.0.1\"] 30",
                 "A gw-2 Weighted(10) [\"10.0.0.2\"] 30"
             ]
+        );
+    }
+
+    #[test]
+    fn a_location_that_is_down_gets_a_set_of_the_nearest_location_up() {
+        let mut s = snapshot(RoutingPolicy::Geo, &TWO[..2]);
+        s.geos = vec!["DE".into(), "GB".into(), "IE".into()];
+        s.addresses.retain(|a| a.address.to_string() != "10.0.0.1");
+        let d = desired(&s, RecordStyle::Simple);
+        assert_eq!(
+            summary(&d["api.example.org."]),
+            vec![
+                "A DE Geo(Country { country: \"DE\", subdivision: None }) [\"10.0.0.2\"] 30",
+                "A GB Geo(Country { country: \"GB\", subdivision: None }) [\"10.0.0.2\"] 30",
+                "A IE Geo(Country { country: \"IE\", subdivision: None }) [\"10.0.0.2\"] 30",
+                "A default Geo(Default) [\"10.0.0.2\"] 30",
+            ],
+            "IE (the default_geo) and GB are down: DE, the nearest up, answers both"
         );
     }
 

@@ -365,3 +365,32 @@ fn weights_inside_a_geo_draw_one_address_of_the_clients_location() {
         "{heavy} of 2000 for weight 30 against 10"
     );
 }
+
+#[test]
+fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
+    let mut records = Records::default();
+    let snapshot = TenantSnapshot {
+        default_geo: Some("US".into()),
+        geos: vec!["GB".into(), "IE".into(), "US".into()],
+        ..TenantSnapshot::healthy(
+            "t",
+            &["api.a.example.org"],
+            RoutingPolicy::Geo,
+            vec![address("192.0.2.1", 1, "US"), address("192.0.2.2", 1, "GB")],
+        )
+    };
+    records.publish(&snapshot);
+    let a = Authority::new(&config(), records).unwrap();
+    let irish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.1.0.9");
+    assert_eq!(
+        addresses(&irish),
+        vec!["192.0.2.2".parse::<IpAddr>().unwrap()],
+        "IE is down: GB, not default US"
+    );
+    let unknown = ask(&a, "api.a.example.org.", RecordType::A);
+    assert_eq!(
+        addresses(&unknown),
+        vec!["192.0.2.1".parse::<IpAddr>().unwrap()],
+        "no location: default_geo"
+    );
+}
