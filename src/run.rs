@@ -51,20 +51,25 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             "starting"
         );
         let deadline = plan.shutdown_timeout;
-        let token: Option<Arc<str>> = match &plan.api_token_file {
-            Some(file) => Some(
-                ho_sinks::secret::Secret::load(Some(file), None)
-                    .map_err(|e| anyhow::anyhow!("api.token_file: {e}"))?
-                    .expose()
-                    .into(),
-            ),
-            None => None,
+        let read_token = |file: &Option<std::path::PathBuf>, field: &str| {
+            file.as_ref()
+                .map(|f| {
+                    ho_sinks::secret::Secret::load(Some(f), None)
+                        .map(|s| Arc::<str>::from(s.expose()))
+                        .map_err(|e| anyhow::anyhow!("{field}: {e}"))
+                })
+                .transpose()
         };
+        let token = read_token(&plan.api_token_file, "api.token_file")?;
+        let admin_token = read_token(&plan.api_admin_token_file, "api.admin_token_file")?;
         let watch = plan.reload.watch.then_some(plan.reload.interval);
         let election = plan.leader_election.clone();
         let mut engine =
             Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
-        let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(token)));
+        let api = actix::spawn(ho_engine::api::serve(
+            listener,
+            engine.api_state(token, admin_token),
+        ));
         let (stop_election, stopped) = tokio::sync::watch::channel(false);
         let elector = if election.enabled {
             let elector = Elector::connect(&election, engine.leadership().clone()).await?;

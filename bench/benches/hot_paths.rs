@@ -82,7 +82,7 @@ fn selection(c: &mut Criterion) {
         }
     };
     c.bench_function("selection_decide_100_endpoints", |b| {
-        b.iter(|| black_box(decide(&tenant, &endpoints, health)))
+        b.iter(|| black_box(decide(&tenant, &tenant.endpoints, &endpoints, health)))
     });
 }
 
@@ -142,7 +142,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             for tenant in &tenants {
                 if let Decision::Publish {
                     endpoints: chosen, ..
-                } = decide(tenant, &endpoints, health)
+                } = decide(tenant, &tenant.endpoints, &endpoints, health)
                 {
                     black_box(published_addresses(tenant, &endpoints, &meta, &chosen));
                 }

@@ -51,6 +51,10 @@ pub struct Config {
     /// Several replicas: only the holder of a Kubernetes Lease writes shared back ends.
     #[serde(default)]
     pub leader_election: LeaderElectionConfig,
+    /// Folder for what must survive a restart: operator drains (`drains.json`). Required
+    /// with `api.admin_token_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
 }
 
 /// `[leader_election]`: run several replicas; every one probes and keeps its state warm,
@@ -288,6 +292,10 @@ pub struct ApiConfig {
     /// `/readyz` stay open for liveness and readiness probes). Unset: no token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// File holding the bearer token of operator actions (`POST /v1/endpoints/NAME/drain`
+    /// and `/undrain`). Unset: the API is read-only and refuses them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_token_file: Option<PathBuf>,
     /// Requests per second the API answers (bursts of twice that); more get 429. Keeps a
     /// scraper gone wild or a scan from taking CPU from the probes.
     #[serde(default = "default_api_rate")]
@@ -303,6 +311,7 @@ impl Default for ApiConfig {
         Self {
             listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
             token_file: None,
+            admin_token_file: None,
             max_requests_per_second: default_api_rate(),
         }
     }

@@ -32,6 +32,10 @@ pub struct Plan {
     pub api_listen: SocketAddr,
     /// Bearer token file for `/status` and `/metrics`.
     pub api_token_file: Option<PathBuf>,
+    /// Bearer token file of operator actions (drain, undrain); `None`: read-only API.
+    pub api_admin_token_file: Option<PathBuf>,
+    /// Where drains are kept across restarts (set whenever `api_admin_token_file` is).
+    pub state_dir: Option<PathBuf>,
     /// Requests per second the API answers.
     pub api_max_requests_per_second: f64,
     /// How long tenants wait for verdicts before publishing at start-up.

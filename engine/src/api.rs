@@ -1,4 +1,5 @@
-//! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`.
+//! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`, and the operator
+//! actions `POST /v1/endpoints/{name}/drain` and `/undrain`.
 //!
 //! Served with hyper on the engine's main arbiter; every answer is computed from the
 //! actors' own state by message, so the API never reaches into an actor.
@@ -14,14 +15,14 @@ use hyper::header::CONTENT_TYPE;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::leadership::Leadership;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, OperatorActionLabels};
 use crate::sink_actor::{GetSinkStatus, SinkActor};
 use crate::status::{Status, Summary};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{GetStatus, HealthTracker, IsReady};
+use crate::tracker::{DrainError, GetStatus, HealthTracker, IsReady, SetDrain};
 
 /// What the API reads from; made by [`crate::Engine::api_state`].
 #[derive(Clone)]
@@ -38,6 +39,8 @@ pub struct ApiState {
     pub(crate) rate: Arc<Mutex<TokenBucket>>,
     /// This replica's role in leader election.
     pub(crate) leadership: Leadership,
+    /// Bearer token of operator actions; `None`: the API is read-only.
+    pub(crate) admin_token: Option<Arc<str>>,
 }
 
 /// Largest request head accepted (the API takes only GETs without bodies).
@@ -75,7 +78,7 @@ pub async fn serve(listener: TcpListener, state: ApiState) {
         actix::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let state = state.clone();
-                async move { Ok::<_, Infallible>(route(req, &state).await) }
+                async move { Ok::<_, Infallible>(route(req, peer, &state).await) }
             });
             if let Err(e) = hyper::server::conn::http1::Builder::new()
                 .max_buf_size(MAX_REQUEST_BYTES)
@@ -102,41 +105,39 @@ fn text(
     response
 }
 
-async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>> {
-    const PLAIN: &str = "text/plain; charset=utf-8";
+const PLAIN: &str = "text/plain; charset=utf-8";
+
+async fn route(
+    req: Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    let action = path
+        .strip_prefix("/v1/endpoints/")
+        .and_then(|rest| rest.rsplit_once('/'))
+        .filter(|(name, verb)| !name.is_empty() && matches!(*verb, "drain" | "undrain"));
+    if let Some((name, verb)) = action {
+        if req.method() != Method::POST {
+            return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n");
+        }
+        if let Some(limited) = rate_limited(state) {
+            return limited;
+        }
+        return operator_action(&req, peer, state, name, verb == "drain").await;
+    }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
     }
-    let path = req.uri().path();
     // Only the costly answers are limited: liveness and readiness probes must never see a
     // 429 caused by someone else's flood (the kubelet would restart a healthy pod).
     if matches!(path, "/status" | "/metrics") {
-        let taken = state
-            .rate
-            .lock()
-            .expect("not poisoned")
-            .try_take(tokio::time::Instant::now());
-        if let Err(wait) = taken {
-            state.metrics.api_rate_limited.inc();
-            let mut r = text(
-                StatusCode::TOO_MANY_REQUESTS,
-                PLAIN,
-                "rate limited (api.max_requests_per_second)\n",
-            );
-            r.headers_mut().insert(
-                hyper::header::RETRY_AFTER,
-                hyper::header::HeaderValue::from(wait.as_secs().max(1)),
-            );
-            return r;
+        if let Some(limited) = rate_limited(state) {
+            return limited;
         }
     }
     if matches!(path, "/status" | "/metrics") && !authorized(&req, state.token.as_deref()) {
-        let mut r = text(StatusCode::UNAUTHORIZED, PLAIN, "bearer token required\n");
-        r.headers_mut().insert(
-            hyper::header::WWW_AUTHENTICATE,
-            hyper::header::HeaderValue::from_static("Bearer"),
-        );
-        return r;
+        return unauthorized("bearer token required\n");
     }
     match path {
         // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
@@ -168,6 +169,101 @@ async fn route(req: Request<Incoming>, state: &ApiState) -> Response<Full<Bytes>
             PLAIN,
             "not found: try /healthz /health /readyz /status /metrics\n",
         ),
+    }
+}
+
+/// A 429 when the API's rate limit is spent.
+fn rate_limited(state: &ApiState) -> Option<Response<Full<Bytes>>> {
+    let taken = state
+        .rate
+        .lock()
+        .expect("not poisoned")
+        .try_take(tokio::time::Instant::now());
+    let wait = taken.err()?;
+    state.metrics.api_rate_limited.inc();
+    let mut r = text(
+        StatusCode::TOO_MANY_REQUESTS,
+        PLAIN,
+        "rate limited (api.max_requests_per_second)\n",
+    );
+    r.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from(wait.as_secs().max(1)),
+    );
+    Some(r)
+}
+
+fn unauthorized(message: &'static str) -> Response<Full<Bytes>> {
+    let mut r = text(StatusCode::UNAUTHORIZED, PLAIN, message);
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// Drains or undrains endpoint `name`: refused (403) unless `api.admin_token_file` is set,
+/// then only with that token (401); logged with the client's address and counted.
+async fn operator_action(
+    req: &Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+    name: &str,
+    drain: bool,
+) -> Response<Full<Bytes>> {
+    let verb = if drain { "drain" } else { "undrain" };
+    let count = |result: &'static str| {
+        state
+            .metrics
+            .operator_actions
+            .get_or_create(&OperatorActionLabels {
+                action: verb,
+                result,
+            })
+            .inc();
+    };
+    let Some(admin) = state.admin_token.as_deref() else {
+        count("refused");
+        return text(
+            StatusCode::FORBIDDEN,
+            PLAIN,
+            "read-only API: operator actions need api.admin_token_file\n",
+        );
+    };
+    if !authorized(req, Some(admin)) {
+        count("refused");
+        warn!(%peer, endpoint = name, action = verb, "operator action refused: no or wrong admin token");
+        return unauthorized("admin bearer token required\n");
+    }
+    let msg = SetDrain {
+        endpoint: name.to_owned(),
+        drain,
+    };
+    match state.tracker.send(msg).await {
+        Ok(Ok(changed)) => {
+            count("ok");
+            info!(%peer, endpoint = name, action = verb, changed, "operator action");
+            let body = if changed {
+                format!("{verb}ed {name}\n")
+            } else {
+                format!("{name} was already {verb}ed\n")
+            };
+            text(StatusCode::OK, PLAIN, body)
+        }
+        Ok(Err(e @ DrainError::Unknown(_))) => {
+            count("error");
+            text(StatusCode::NOT_FOUND, PLAIN, format!("{e}\n"))
+        }
+        Ok(Err(e)) => {
+            count("error");
+            warn!(%peer, endpoint = name, action = verb, error = %e, "operator action failed: nothing changed");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                PLAIN,
+                format!("not saved, nothing changed: {e}\n"),
+            )
+        }
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
     }
 }
 

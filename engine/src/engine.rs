@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::info;
 
 use crate::api::ApiState;
+use crate::drain::DrainStore;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::observation::TargetId;
@@ -40,6 +41,9 @@ pub enum EngineError {
     /// A sink cannot be built.
     #[error(transparent)]
     SinkBuild(#[from] SinkBuildError),
+    /// The operator drains kept in `state_dir` cannot be read.
+    #[error("state_dir: {0}")]
+    Drains(String),
 }
 
 /// What a reload changed.
@@ -130,12 +134,21 @@ impl Engine {
             "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"
         );
         let limits = Arc::new(ProbeLimits::new(concurrency, metrics.clone()));
+        let drains = DrainStore::new(plan.state_dir.as_deref());
+        let drained = drains.load().map_err(EngineError::Drains)?;
+        if !drained.is_empty() {
+            info!(
+                ?drained,
+                "endpoints drained by an operator before the restart stay drained"
+            );
+        }
         let tracker = HealthTracker::new(
             plan.clone(),
             ids.clone(),
             sink_actors.clone(),
             metrics.clone(),
             limits.clone(),
+            (drains, drained),
         )
         .start();
         let rate = probe_rate(&plan.targets);
@@ -345,7 +358,7 @@ impl Engine {
 
     /// The whole `/status` document; `None` once the engine has stopped.
     pub async fn status(&self) -> Option<Status> {
-        crate::api::status(&self.api_state(None)).await
+        crate::api::status(&self.api_state(None, None)).await
     }
 
     /// One sink's part of `/status`; `None` if no such sink runs.
@@ -359,8 +372,9 @@ impl Engine {
     }
 
     /// What [`crate::api::serve`] needs; `token`: the bearer token `/status` and
-    /// `/metrics` require, if any.
-    pub fn api_state(&self, token: Option<Arc<str>>) -> ApiState {
+    /// `/metrics` require, if any; `admin_token`: the one operator actions require (none:
+    /// read-only).
+    pub fn api_state(&self, token: Option<Arc<str>>, admin_token: Option<Arc<str>>) -> ApiState {
         ApiState {
             tracker: self.tracker.clone(),
             sinks: self.api_sinks.clone(),
@@ -372,6 +386,7 @@ impl Engine {
                 Instant::now(),
             ))),
             leadership: self.leadership.clone(),
+            admin_token,
         }
     }
 

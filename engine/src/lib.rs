@@ -10,6 +10,7 @@
 pub mod api;
 pub mod backoff;
 pub mod damping;
+pub mod drain;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;

@@ -123,6 +123,18 @@ pub struct Metrics {
     pub dns_queries: Family<DnsQueryLabels, Counter>,
     /// Time from a query's arrival to its answer being sent (embedded DNS server).
     pub dns_answer_seconds: Histogram,
+    /// Operator actions (drain, undrain) by result: `ok`, `refused` (no or wrong admin
+    /// token, or a read-only API), `error`.
+    pub operator_actions: Family<OperatorActionLabels, Counter>,
+}
+
+/// `action`, `result` labels of an operator action.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperatorActionLabels {
+    /// `drain` or `undrain`.
+    pub action: &'static str,
+    /// `ok`, `refused` or `error`.
+    pub result: &'static str,
 }
 
 /// `qtype`, `rcode` labels of a DNS query the embedded server answered.
@@ -184,6 +196,7 @@ impl Metrics {
             dns_queries: Family::default(),
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
+            operator_actions: Family::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -301,6 +314,11 @@ impl Metrics {
             "dns_answer_seconds",
             "Time from a DNS query's arrival to its answer being sent (embedded server)",
             m.dns_answer_seconds.clone(),
+        );
+        registry.register(
+            "operator_actions",
+            "Operator actions (drain, undrain) by result",
+            m.operator_actions.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -98,20 +98,22 @@ fn apply_policy(tenant: &Tenant, endpoints: &[Endpoint], candidates: Vec<usize>)
     }
 }
 
-/// Decides what `tenant` publishes given each endpoint's health (`Unknown` counts as
-/// unhealthy: the caller has already decided not to wait for verdicts).
+/// Decides what `tenant` publishes from `members` (its endpoints, less the drained ones)
+/// given each endpoint's health (`Unknown` counts as unhealthy: the caller has already
+/// decided not to wait for verdicts).
 pub fn decide(
     tenant: &Tenant,
+    members: &[usize],
     endpoints: &[Endpoint],
     health: impl Fn(usize) -> Health,
 ) -> Decision {
-    let states: Vec<(usize, Health)> = tenant.endpoints.iter().map(|&i| (i, health(i))).collect();
+    let states: Vec<(usize, Health)> = members.iter().map(|&i| (i, health(i))).collect();
     let healthy: Vec<usize> = states
         .iter()
         .filter(|(_, h)| *h == Health::Up)
         .map(|(i, _)| *i)
         .collect();
-    let all = || apply_policy(tenant, endpoints, tenant.endpoints.clone());
+    let all = || apply_policy(tenant, endpoints, members.to_vec());
     if healthy.is_empty() {
         return match tenant.on_all_unhealthy {
             OnAllUnhealthy::PublishAll => Decision::Publish {
@@ -193,7 +195,7 @@ mod tests {
         let t = tenant(3, OnAllUnhealthy::PublishAll, 0.0);
         let h = |i: usize| if i == 2 { Health::Unknown } else { Health::Up };
         assert_eq!(
-            decide(&t, &eps(3), h),
+            decide(&t, &t.endpoints.clone(), &eps(3), h),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -206,17 +208,20 @@ mod tests {
         let down = |_| Health::Down;
         let t = tenant(2, OnAllUnhealthy::PublishAll, 0.0);
         assert_eq!(
-            decide(&t, &eps(2), down),
+            decide(&t, &t.endpoints.clone(), &eps(2), down),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::FailOpenAllUnhealthy
             }
         );
         let t = tenant(2, OnAllUnhealthy::KeepLast, 0.0);
-        assert_eq!(decide(&t, &eps(2), down), Decision::KeepLast);
+        assert_eq!(
+            decide(&t, &t.endpoints.clone(), &eps(2), down),
+            Decision::KeepLast
+        );
         let t = tenant(2, OnAllUnhealthy::PublishNone, 0.0);
         assert_eq!(
-            decide(&t, &eps(2), down),
+            decide(&t, &t.endpoints.clone(), &eps(2), down),
             Decision::Publish {
                 endpoints: vec![],
                 mode: PublishMode::NoneHealthy
@@ -229,7 +234,7 @@ mod tests {
         let t = tenant(4, OnAllUnhealthy::PublishAll, 0.5);
         let one_up = |i: usize| if i == 0 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, &eps(4), one_up),
+            decide(&t, &t.endpoints.clone(), &eps(4), one_up),
             Decision::Publish {
                 endpoints: vec![0, 1, 2, 3],
                 mode: PublishMode::FailOpenBelowMinHealthy
@@ -237,7 +242,7 @@ mod tests {
         );
         let two_up = |i: usize| if i < 2 { Health::Up } else { Health::Down };
         assert_eq!(
-            decide(&t, &eps(4), two_up),
+            decide(&t, &t.endpoints.clone(), &eps(4), two_up),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -256,7 +261,7 @@ mod tests {
         let eps = endpoints(&[0, 0, 1, 2]);
         let up = |_| Health::Up;
         assert_eq!(
-            decide(&t, &eps, up),
+            decide(&t, &t.endpoints.clone(), &eps, up),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::Healthy
@@ -264,7 +269,7 @@ mod tests {
         );
         let primary_down = |i: usize| if i < 2 { Health::Down } else { Health::Up };
         assert_eq!(
-            decide(&t, &eps, primary_down),
+            decide(&t, &t.endpoints.clone(), &eps, primary_down),
             Decision::Publish {
                 endpoints: vec![2],
                 mode: PublishMode::Healthy
@@ -272,7 +277,7 @@ mod tests {
         );
         let all_down = |_| Health::Down;
         assert_eq!(
-            decide(&t, &eps, all_down),
+            decide(&t, &t.endpoints.clone(), &eps, all_down),
             Decision::Publish {
                 endpoints: vec![0, 1],
                 mode: PublishMode::FailOpenAllUnhealthy
@@ -318,7 +323,7 @@ mod tests {
             t.policy = RoutingPolicy::Failover;
             let eps = endpoints(&tiers.iter().map(|(p, _)| *p).collect::<Vec<_>>());
             let health = |i: usize| tiers[i].1;
-            if let Decision::Publish { endpoints: published, mode } = decide(&t, &eps, health) {
+            if let Decision::Publish { endpoints: published, mode } = decide(&t, &t.endpoints.clone(), &eps, health) {
                 prop_assert!(!published.is_empty());
                 let tier = eps[published[0]].priority;
                 prop_assert!(published.iter().all(|&i| eps[i].priority == tier));
@@ -341,7 +346,7 @@ mod tests {
             min_healthy in 0.0f64..=1.0,
         ) {
             let t = tenant(states.len(), OnAllUnhealthy::PublishAll, min_healthy);
-            match decide(&t, &eps(states.len()), |i| states[i]) {
+            match decide(&t, &t.endpoints.clone(), &eps(states.len()), |i| states[i]) {
                 Decision::Publish { endpoints, mode } => {
                     prop_assert!(!endpoints.is_empty());
                     if mode == PublishMode::Healthy {

@@ -163,6 +163,10 @@ pub struct TenantEndpointStatus {
     pub address: IpAddr,
     /// Whether the latest snapshot lists it.
     pub published: bool,
+    /// Whether an operator drained it (`POST /v1/endpoints/NAME/drain`). Drained and
+    /// still published means every endpoint of the tenant is drained: the drains are
+    /// ignored there, so the name is never empty.
+    pub drained: bool,
     /// Why.
     pub why: Why,
 }
@@ -183,6 +187,8 @@ pub enum Why {
     StandbyTier,
     /// Not published: healthy, but flapping; flap damping holds it out until it calms down.
     Damped,
+    /// Not published: an operator drained it.
+    Drained,
     /// Not published: healthy, but the back ends keep the last set (`keep_last`) or
     /// nothing was published yet.
     #[serde(rename = "held")]

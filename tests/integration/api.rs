@@ -9,17 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::*;
 
-/// Sends `GET path` (HTTP/1.0, so the server closes) and returns status code and body.
+/// Sends `GET path` and returns status code and body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).await.unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (code, body.to_owned())
+    api_request(addr, "GET", path, None).await
 }
 
 #[actix_rt::test]
@@ -37,7 +29,10 @@ async fn healthz_readyz_status_and_metrics() {
     .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
+    actix::spawn(ho_engine::api::serve(
+        listener,
+        engine.api_state(None, None),
+    ));
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
     // The seed spec's manifests probe /health.
@@ -137,7 +132,10 @@ async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not()
     let engine = start_engine(dir.path(), &text).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(listener, engine.api_state(None)));
+    actix::spawn(ho_engine::api::serve(
+        listener,
+        engine.api_state(None, None),
+    ));
 
     let mut codes = Vec::new();
     let burst = Instant::now();

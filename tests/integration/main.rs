@@ -16,6 +16,7 @@ mod coredns_configmap;
 mod crash;
 mod deploy;
 mod dns_server;
+mod drain;
 mod engine_e2e;
 mod failover_paths;
 mod flapping;

@@ -94,6 +94,12 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
     let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
+    if config.api.admin_token_file.is_some() && config.state_dir.is_none() {
+        errs.push(
+            "api.admin_token_file",
+            "needs state_dir: drains must survive a restart",
+        );
+    }
     if let Some(grace) = config.defaults.startup_grace {
         if grace.is_zero() {
             errs.push("defaults.startup_grace", "must be greater than 0");
@@ -105,6 +111,8 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     Ok(Plan {
         api_listen: config.api.listen,
         api_token_file: config.api.token_file.clone(),
+        api_admin_token_file: config.api.admin_token_file.clone(),
+        state_dir: config.state_dir.clone(),
         api_max_requests_per_second: config.api.max_requests_per_second,
         startup_grace: config
             .defaults

@@ -8,7 +8,7 @@
 //! together so the state machine reads in one place; splitting `adopt`/`reload` out is the
 //! next step if it grows.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -176,6 +176,8 @@ pub struct TrackerCore {
     endpoint_meta: Vec<Arc<EndpointMeta>>,
     metrics: Arc<Metrics>,
     pub(super) grace_over: bool,
+    /// Endpoint names an operator drained (see [`crate::drain`]).
+    pub(super) drained: BTreeSet<String>,
 }
 
 impl TrackerCore {
@@ -192,6 +194,7 @@ impl TrackerCore {
             endpoint_meta: Vec::new(),
             metrics,
             grace_over: false,
+            drained: BTreeSet::new(),
         };
         core.adopt(plan, ids, now);
         core
@@ -203,6 +206,54 @@ impl TrackerCore {
             at: now.mono + self.plan.startup_grace,
             wake: Wake::GraceOver,
         });
+    }
+
+    /// Whether an endpoint named `name` is in the plan.
+    pub fn has_endpoint(&self, name: &str) -> bool {
+        self.plan.endpoints.iter().any(|e| e.name == name)
+    }
+
+    /// The drained endpoint names.
+    pub fn drained(&self) -> &BTreeSet<String> {
+        &self.drained
+    }
+
+    /// Replaces the drained set and re-decides every tenant with an endpoint whose drain
+    /// changed.
+    pub fn set_drained(&mut self, drained: BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
+        let changed: BTreeSet<&String> = drained.symmetric_difference(&self.drained).collect();
+        let affected: Vec<TenantIx> = self
+            .plan
+            .tenants
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                t.endpoints
+                    .iter()
+                    .any(|&e| changed.contains(&self.plan.endpoints[e].name))
+            })
+            .map(|(i, _)| TenantIx(i))
+            .collect();
+        self.drained = drained;
+        for ti in affected {
+            self.refresh(ti, now.mono, now, fx);
+        }
+    }
+
+    /// The endpoints `tenant` decides from: all but the drained ones, or all of them when
+    /// every one is drained (a drain never empties a name).
+    pub(super) fn members(&self, tenant: &ho_config::Tenant) -> Vec<usize> {
+        let kept: Vec<usize> = tenant
+            .endpoints
+            .iter()
+            .copied()
+            .filter(|&e| !self.drained.contains(&self.plan.endpoints[e].name))
+            .collect();
+        if kept.is_empty() {
+            tenant.endpoints.clone()
+        } else {
+            kept
+        }
     }
 
     /// Whether `/readyz` passes: every target has a verdict, or the grace passed.
@@ -623,7 +674,8 @@ impl TrackerCore {
             return;
         }
         self.tenants[ti.0].pacing.decided(now.mono);
-        let (endpoints, mode) = match decide(tenant, &self.plan.endpoints, |e| {
+        let members = self.members(tenant);
+        let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
             self.health_of(EndpointIx(e))
         }) {
             Decision::KeepLast => return,

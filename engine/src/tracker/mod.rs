@@ -14,13 +14,14 @@ mod report;
 mod tests;
 mod view;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use actix::prelude::*;
 use ho_config::Plan;
 use tokio::time::Instant;
 
+use crate::drain::DrainStore;
 use crate::metrics::Metrics;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
@@ -60,6 +61,31 @@ pub(crate) struct HealthTracker {
     sinks: BTreeMap<String, Addr<SinkActor>>,
     /// Freed once per batch of observations taken (the tracker's mailbox bound).
     limits: Arc<ProbeLimits>,
+    /// Where drains are saved.
+    drains: DrainStore,
+}
+
+/// An operator drains (`drain: true`) or undrains an endpoint; answers whether that
+/// changed anything. Saved before it takes effect, so what the API confirms survives a
+/// restart.
+#[derive(Message)]
+#[rtype(result = "Result<bool, DrainError>")]
+pub(crate) struct SetDrain {
+    /// Endpoint name.
+    pub endpoint: String,
+    /// Drain, or undrain.
+    pub drain: bool,
+}
+
+/// Why a drain or undrain was not done.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DrainError {
+    /// No endpoint has that name.
+    #[error("no endpoint named {0:?}")]
+    Unknown(String),
+    /// The state file could not be written; nothing changed.
+    #[error("{0}")]
+    Save(String),
 }
 
 impl HealthTracker {
@@ -70,11 +96,16 @@ impl HealthTracker {
         sinks: BTreeMap<String, Addr<SinkActor>>,
         metrics: Arc<Metrics>,
         limits: Arc<ProbeLimits>,
+        (drains, drained): (DrainStore, BTreeSet<String>),
     ) -> HealthTracker {
+        let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
+        // Nothing is published before the first verdicts: no effects to carry out yet.
+        core.set_drained(drained, Clock::now(), &mut Vec::new());
         HealthTracker {
-            core: TrackerCore::new(plan, ids, metrics, Clock::now()),
+            core,
             sinks,
             limits,
+            drains,
         }
     }
 
@@ -134,6 +165,29 @@ impl Handler<Reload> for HealthTracker {
         let mut fx = Vec::new();
         self.core.reload(msg.plan, msg.ids, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<SetDrain> for HealthTracker {
+    type Result = Result<bool, DrainError>;
+
+    fn handle(&mut self, msg: SetDrain, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.core.has_endpoint(&msg.endpoint) {
+            return Err(DrainError::Unknown(msg.endpoint));
+        }
+        let mut drained = self.core.drained().clone();
+        let changed = if msg.drain {
+            drained.insert(msg.endpoint)
+        } else {
+            drained.remove(&msg.endpoint)
+        };
+        if changed {
+            self.drains.save(&drained).map_err(DrainError::Save)?;
+            let mut fx = Vec::new();
+            self.core.set_drained(drained, Clock::now(), &mut fx);
+            self.carry_out(fx, ctx);
+        }
+        Ok(changed)
     }
 }
 

@@ -82,11 +82,17 @@ impl TrackerCore {
                             let published = published_set.contains(&ep.address);
                             let health = self.health_of(EndpointIx(e));
                             let damped = self.targets[ep.target].damped();
+                            let drained = self.drained.contains(&ep.name);
                             TenantEndpointStatus {
                                 name: ep.name.clone(),
                                 address: ep.address,
                                 published,
-                                why: why(published, health, damped, t.policy),
+                                drained,
+                                why: if drained && !published {
+                                    Why::Drained
+                                } else {
+                                    why(published, health, damped, t.policy)
+                                },
                             }
                         })
                         .collect(),

@@ -95,6 +95,27 @@ pub async fn try_api_get(addr: std::net::SocketAddr, path: &str) -> Option<Strin
     )
 }
 
+/// Sends `METHOD path` (HTTP/1.0, so the server closes) with a bearer `token` if given;
+/// the status code and body.
+pub async fn api_request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    s.write_all(format!("{method} {path} HTTP/1.0\r\n{auth}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, body.to_owned())
+}
+
 /// Spawns `cmd` with its standard error written to `log` (read back by the test) and its
 /// output discarded; killed when dropped.
 pub fn spawn_logged(cmd: &mut std::process::Command, log: &Path) -> Running {
