@@ -1,5 +1,6 @@
-//! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`, and the operator
-//! actions `POST /v1/endpoints/{name}/drain` and `/undrain`.
+//! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`, `/events`
+//! (Server-Sent Events), and the operator actions `POST /v1/endpoints/{name}/drain` and
+//! `/undrain`.
 //!
 //! Served with hyper on the engine's main arbiter; every answer is computed from the
 //! actors' own state by message, so the API never reaches into an actor.
@@ -9,14 +10,16 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use actix::prelude::*;
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
 
+use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, OperatorActionLabels};
 use crate::sink_actor::{GetSinkStatus, SinkActor};
@@ -41,6 +44,37 @@ pub struct ApiState {
     pub(crate) leadership: Leadership,
     /// Bearer token of operator actions; `None`: the API is read-only.
     pub(crate) admin_token: Option<Arc<str>>,
+    /// What `/events` streams.
+    pub(crate) events: Events,
+    /// `/events` connections open at once, at most [`MAX_EVENT_LISTENERS`].
+    pub(crate) event_listeners: Arc<tokio::sync::Semaphore>,
+}
+
+/// `/events` connections served at once; more get 503, so open streams cannot pile up.
+pub const MAX_EVENT_LISTENERS: usize = 16;
+
+/// A comment line sent this often on a quiet `/events` stream, so proxies keep it open
+/// and a gone client is noticed.
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// An answer: a whole body, or an event stream.
+type Body = Either<Full<Bytes>, EventStream>;
+
+/// The body of `/events`: chunks made by the stream's task, ended when it ends.
+pub struct EventStream(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for EventStream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
 }
 
 /// Largest request head accepted (the API takes only GETs without bodies).
@@ -111,6 +145,69 @@ async fn route(
     req: Request<Incoming>,
     peer: std::net::SocketAddr,
     state: &ApiState,
+) -> Response<Body> {
+    if req.uri().path() != "/events" {
+        return answer(req, peer, state).await.map(Either::Left);
+    }
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n").map(Either::Left);
+    }
+    if let Some(limited) = rate_limited(state) {
+        return limited.map(Either::Left);
+    }
+    if !authorized(&req, state.token.as_deref()) {
+        return unauthorized("bearer token required\n").map(Either::Left);
+    }
+    let Ok(permit) = state.event_listeners.clone().try_acquire_owned() else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            PLAIN,
+            "too many /events listeners\n",
+        )
+        .map(Either::Left);
+    };
+    let mut events = state.events.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    actix::spawn(async move {
+        let _permit = permit;
+        let mut keepalive = tokio::time::interval(KEEPALIVE);
+        loop {
+            let chunk = tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => format!(
+                        "data: {}\n\n",
+                        serde_json::to_string(&*event).expect("events serialize")
+                    ),
+                    Err(RecvError::Lagged(missed)) => {
+                        format!("data: {{\"type\":\"lagged\",\"missed\":{missed}}}\n\n")
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = keepalive.tick() => ": keep-alive\n\n".to_owned(),
+            };
+            if tx.send(Bytes::from(chunk)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut response = Response::new(Either::Right(EventStream(rx)));
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
+/// Every answer but `/events`.
+async fn answer(
+    req: Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
 ) -> Response<Full<Bytes>> {
     let path = req.uri().path();
     let action = path
@@ -167,7 +264,7 @@ async fn route(
         _ => text(
             StatusCode::NOT_FOUND,
             PLAIN,
-            "not found: try /healthz /health /readyz /status /metrics\n",
+            "not found: try /healthz /health /readyz /status /metrics /events\n",
         ),
     }
 }

@@ -13,6 +13,7 @@ use tracing::info;
 
 use crate::api::ApiState;
 use crate::drain::DrainStore;
+use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::observation::TargetId;
@@ -94,6 +95,8 @@ pub struct Engine {
     limits: Arc<ProbeLimits>,
     /// Whether shared sinks may write now (leader election); set at start.
     leadership: Leadership,
+    /// Transitions, publishes and sink writes as they happen (`/events`).
+    events: Events,
 }
 
 impl Engine {
@@ -117,12 +120,13 @@ impl Engine {
         } else {
             Leadership::single(metrics.clone())
         };
+        let events = Events::default();
         let mut sink_actors = BTreeMap::new();
         for (name, config) in &plan.sinks {
             let sink = factory.build(name, &plan, &metrics).await?;
             sink_actors.insert(
                 name.clone(),
-                start_sink(name, config, sink, &metrics, &leadership),
+                start_sink(name, config, sink, &metrics, &leadership, &events),
             );
         }
         let plan = Arc::new(plan);
@@ -149,6 +153,7 @@ impl Engine {
             metrics.clone(),
             limits.clone(),
             (drains, drained),
+            events.clone(),
         )
         .start();
         let rate = probe_rate(&plan.targets);
@@ -176,6 +181,7 @@ impl Engine {
             api_sinks,
             limits,
             leadership,
+            events,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
             let prober = engine.start_prober(target, probe, id);
@@ -279,6 +285,7 @@ impl Engine {
                 sink,
                 &self.metrics,
                 &self.leadership,
+                &self.events,
             );
             self.sinks.insert(name.clone(), actor);
             summary.sinks_rebuilt.push(name);
@@ -387,7 +394,14 @@ impl Engine {
             ))),
             leadership: self.leadership.clone(),
             admin_token,
+            events: self.events.clone(),
+            event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
         }
+    }
+
+    /// Transitions, publishes and sink writes as they happen.
+    pub fn events(&self) -> &Events {
+        &self.events
     }
 
     /// The writer fence of shared sinks: the binary's Lease elector moves it.
@@ -419,6 +433,7 @@ fn start_sink(
     sink: Arc<dyn Sink>,
     metrics: &Arc<Metrics>,
     leadership: &Leadership,
+    events: &Events,
 ) -> Addr<SinkActor> {
     let gate = (leadership.is_elected() && config.spec.shared()).then(|| leadership.clone());
     SinkActor::new(
@@ -427,6 +442,7 @@ fn start_sink(
         config.delivery(),
         metrics.clone(),
         gate,
+        events.clone(),
     )
     .start()
 }

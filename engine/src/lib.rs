@@ -11,6 +11,7 @@ pub mod api;
 pub mod backoff;
 pub mod damping;
 pub mod drain;
+pub mod events;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;

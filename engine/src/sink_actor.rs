@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::backoff::ExponentialBackoff;
+use crate::events::{Event, Events};
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, SinkLabel, SinkResultLabels};
 use crate::sink::{Applied, Sink, SinkError};
@@ -103,6 +104,8 @@ pub struct SinkActor {
     stopping: bool,
     /// For a shared back end under leader election: writes start only while it allows.
     gate: Option<Leadership>,
+    /// Where every write's result is announced (`/events`).
+    events: Events,
 }
 
 /// This replica became the writer: write every tenant now, from the snapshots kept.
@@ -166,6 +169,7 @@ impl SinkActor {
         delivery: &Delivery,
         metrics: Arc<Metrics>,
         gate: Option<Leadership>,
+        events: Events,
     ) -> SinkActor {
         SinkActor {
             name,
@@ -184,6 +188,7 @@ impl SinkActor {
             metrics,
             stopping: false,
             gate,
+            events,
         }
     }
 
@@ -321,6 +326,14 @@ impl SinkActor {
                 result: label,
             })
             .inc();
+        self.events.emit(Event::SinkWrite {
+            at: crate::events::now(),
+            sink: self.name.clone(),
+            tenant: tenant.to_owned(),
+            seq: snapshot.seq,
+            result: label,
+            error: result.as_ref().err().map(|e| e.message.clone()),
+        });
         let Some(slot) = self.slots.get_mut(tenant) else {
             return;
         };

@@ -176,3 +176,109 @@ async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not()
         "{metrics}"
     );
 }
+
+/// Reads `data:` lines of an open `/events` response until `done` holds for the events
+/// seen (each parsed as JSON); all of them.
+async fn read_events(
+    stream: &mut tokio::net::TcpStream,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let mut raw = Vec::new();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    while !done(&events) {
+        assert!(start.elapsed() < LIMIT, "events so far: {events:?}");
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(LIMIT, stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "the stream ended; events so far: {events:?}");
+        raw.extend_from_slice(&buf[..n]);
+        events = String::from_utf8_lossy(&raw)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|j| serde_json::from_str(j).unwrap())
+            .collect();
+    }
+    events
+}
+
+/// `/events`: one JSON object per event, as Server-Sent Events: a gateway failing shows
+/// as its transition, the tenant's publish and the sink's write; the stream needs the
+/// token `/status` needs, and open streams are bounded.
+#[actix_rt::test]
+async fn events_stream_transitions_publishes_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    actix::spawn(ho_engine::api::serve(
+        listener,
+        engine.api_state(Some("read-token".into()), None),
+    ));
+    wait_for_file(&dir.path().join("t.hosts"), "both", |c| {
+        addresses(c).len() == 2
+    })
+    .await;
+    assert_eq!(api_request(addr, "GET", "/events", None).await.0, 401);
+
+    let open = || async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer read-token\r\n\r\n")
+            .await
+            .unwrap();
+        s
+    };
+    let mut stream = open().await;
+    let mut head = [0u8; 512];
+    let n = stream.read(&mut head).await.unwrap();
+    let head = String::from_utf8_lossy(&head[..n]).to_string();
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"),
+        "{head}"
+    );
+
+    gws[1].set(ho_loadtest::Behaviour::Refuse).unwrap();
+    let has = |events: &[serde_json::Value], kind: &str| events.iter().any(|e| e["type"] == kind);
+    let events = read_events(&mut stream, |e| {
+        has(e, "transition") && has(e, "publish") && has(e, "sink_write")
+    })
+    .await;
+    let transition = events.iter().find(|e| e["type"] == "transition").unwrap();
+    assert_eq!(transition["endpoints"][0], "gw-2");
+    assert_eq!(
+        (transition["from"].as_str(), transition["to"].as_str()),
+        (Some("up"), Some("down"))
+    );
+    let publish = events.iter().find(|e| e["type"] == "publish").unwrap();
+    assert_eq!(publish["addresses"], serde_json::json!([ip(&gws[0])]));
+    let write = events.iter().find(|e| e["type"] == "sink_write").unwrap();
+    assert_eq!(
+        (write["sink"].as_str(), write["result"].as_str()),
+        (Some("local"), Some("changed"))
+    );
+
+    // 16 streams at most: this one and 15 more fill it, the next gets 503.
+    let mut others = Vec::new();
+    for _ in 0..15 {
+        let mut s = open().await;
+        let mut head = [0u8; 256];
+        let n = s.read(&mut head).await.unwrap();
+        assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
+        others.push(s);
+    }
+    let mut extra = open().await;
+    let mut head = [0u8; 256];
+    let n = extra.read(&mut head).await.unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 503"));
+}

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::damping::FlapDamping;
+use crate::events::{Event, Events};
 use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
 use crate::metrics::{Metrics, ResultLabel, TenantLabel};
 use crate::observation::{Observation, TargetId};
@@ -178,6 +179,8 @@ pub struct TrackerCore {
     pub(super) grace_over: bool,
     /// Endpoint names an operator drained (see [`crate::drain`]).
     pub(super) drained: BTreeSet<String>,
+    /// Where transitions and publishes are announced (`/events`).
+    pub(super) events: Events,
 }
 
 impl TrackerCore {
@@ -195,6 +198,7 @@ impl TrackerCore {
             metrics,
             grace_over: false,
             drained: BTreeSet::new(),
+            events: Events::default(),
         };
         core.adopt(plan, ids, now);
         core
@@ -588,6 +592,14 @@ impl TrackerCore {
             .collect();
         let reason = result.reason();
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
+        self.events.emit(Event::Transition {
+            at: crate::events::now(),
+            endpoints: names.iter().map(|n| (*n).to_owned()).collect(),
+            address: self.plan.targets[target.0].address,
+            from: t.from.as_str(),
+            to: t.to.as_str(),
+            reason: reason.clone(),
+        });
         let reason = if self.targets[target.0].damped() {
             format!("{reason} (held out of DNS by flap damping)")
         } else {
@@ -726,6 +738,13 @@ impl TrackerCore {
             trace: span,
         });
         report::published(&self.metrics, &snapshot);
+        self.events.emit(Event::Publish {
+            at: crate::events::now(),
+            tenant: snapshot.tenant.clone(),
+            seq: snapshot.seq,
+            mode: snapshot.mode.as_str(),
+            addresses: snapshot.addresses.iter().map(|a| a.address).collect(),
+        });
         fx.push(Effect::Publish {
             sinks: tenant.sinks.clone(),
             snapshot: snapshot.clone(),

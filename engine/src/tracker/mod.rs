@@ -22,6 +22,7 @@ use ho_config::Plan;
 use tokio::time::Instant;
 
 use crate::drain::DrainStore;
+use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
@@ -97,8 +98,10 @@ impl HealthTracker {
         metrics: Arc<Metrics>,
         limits: Arc<ProbeLimits>,
         (drains, drained): (DrainStore, BTreeSet<String>),
+        events: Events,
     ) -> HealthTracker {
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
+        core.events = events;
         // Nothing is published before the first verdicts: no effects to carry out yet.
         core.set_drained(drained, Clock::now(), &mut Vec::new());
         HealthTracker {
