@@ -50,6 +50,10 @@ pub struct ApiState {
     pub(crate) event_listeners: Arc<tokio::sync::Semaphore>,
 }
 
+/// The status page (`GET /`): one file, no external assets, reads `/status` and `/events`
+/// with the token the user gives it.
+const PAGE: &str = include_str!("ui/index.html");
+
 /// `/events` connections served at once; more get 503, so open streams cannot pile up.
 pub const MAX_EVENT_LISTENERS: usize = 16;
 
@@ -237,6 +241,17 @@ async fn answer(
         return unauthorized("bearer token required\n");
     }
     match path {
+        "/" => {
+            let mut r = text(StatusCode::OK, "text/html; charset=utf-8", PAGE);
+            // The page is self-contained: no other origin, no framing.
+            r.headers_mut().insert(
+                hyper::header::CONTENT_SECURITY_POLICY,
+                hyper::header::HeaderValue::from_static(
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
+                ),
+            );
+            r
+        }
         // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
         "/healthz" | "/health" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
@@ -264,7 +279,7 @@ async fn answer(
         _ => text(
             StatusCode::NOT_FOUND,
             PLAIN,
-            "not found: try /healthz /health /readyz /status /metrics /events\n",
+            "not found: try / /healthz /health /readyz /status /metrics /events\n",
         ),
     }
 }

@@ -104,6 +104,16 @@ pub struct EndpointStatus {
     pub probes: u64,
     /// Failed probes since start.
     pub failures: u64,
+    /// Successes that make a down endpoint up (`rise`), for "DOWN 1/2".
+    pub rise: u32,
+    /// Failures that make an up endpoint down (`fall`).
+    pub fall: u32,
+    /// Verdict changes since start.
+    pub transitions: u64,
+    /// Total time down since start, the current down spell included.
+    pub downtime_seconds: f64,
+    /// Drained by an operator (`POST /v1/endpoints/NAME/drain`).
+    pub drained: bool,
     /// The latest probe.
     pub last: Option<LastProbe>,
     /// Flap damping, when on for this endpoint.

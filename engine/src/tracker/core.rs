@@ -113,6 +113,11 @@ pub(super) struct TargetState {
     pub(super) since: Option<SystemTime>,
     pub(super) probes: u64,
     pub(super) failures: u64,
+    /// Verdict changes since start.
+    pub(super) transitions: u64,
+    /// Time spent down before the current verdict (the current down spell is added when
+    /// shown).
+    pub(super) downtime: Duration,
 }
 
 impl TargetState {
@@ -124,6 +129,8 @@ impl TargetState {
             since: None,
             probes: 0,
             failures: 0,
+            transitions: 0,
+            downtime: Duration::ZERO,
         }
     }
 
@@ -583,7 +590,12 @@ impl TrackerCore {
 
     /// Records a verdict change for the tenants of `target` (carried by their next snapshot).
     fn on_transition(&mut self, target: TargetIx, t: Transition, result: &ProbeResult, now: Clock) {
-        self.targets[target.0].since = Some(now.wall);
+        let state = &mut self.targets[target.0];
+        state.transitions += 1;
+        if let (Health::Down, Some(since)) = (t.from, state.since) {
+            state.downtime += now.wall.duration_since(since).unwrap_or_default();
+        }
+        state.since = Some(now.wall);
         let names: Vec<&str> = self
             .topology
             .endpoints(target)

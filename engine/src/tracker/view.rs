@@ -41,6 +41,19 @@ impl TrackerCore {
                     consecutive_failures: t.hysteresis.failures(),
                     probes: t.probes,
                     failures: t.failures,
+                    rise: self.plan.targets[ep.target].check.timing.rise,
+                    fall: self.plan.targets[ep.target].check.timing.fall,
+                    transitions: t.transitions,
+                    downtime_seconds: {
+                        let current = match (t.hysteresis.state(), t.since) {
+                            (Health::Down, Some(since)) => {
+                                now.wall.duration_since(since).unwrap_or_default()
+                            }
+                            _ => std::time::Duration::ZERO,
+                        };
+                        (t.downtime + current).as_secs_f64()
+                    },
+                    drained: self.drained.contains(&ep.name),
                     last: t.last.as_ref().map(|(r, at)| LastProbe {
                         ok: r.ok(),
                         reason: r.reason(),
