@@ -33,4 +33,5 @@ mod reload;
 mod rfc2136;
 mod route53;
 mod security;
+mod status_page;
 mod webhook;

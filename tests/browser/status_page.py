@@ -1,0 +1,68 @@
+"""The status page in a real browser (Debian's chromium, driven by Playwright), steered by
+tests/integration/status_page.rs over stdin/stdout: this script prints a request line
+(`KILL gw-2`, `DRAINED gw-1`, ...), the Rust test acts or checks, then answers `OK`.
+
+    status_page.py URL READ_TOKEN ADMIN_TOKEN SCREENSHOT_DIR
+"""
+import sys
+import time
+
+from playwright.sync_api import sync_playwright
+
+url, read_token, admin_token, shots = sys.argv[1:5]
+
+
+def ask(line):
+    """Tells the Rust test what to do or check next; waits for its OK."""
+    print(line, flush=True)
+    answer = sys.stdin.readline().strip()
+    if answer != "OK":
+        raise SystemExit(f"{line}: the test answered {answer!r}")
+
+
+def row(page, name):
+    return page.locator(f'tr[data-endpoint="{name}"]')
+
+
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 1400, "height": 800})
+    page.on("pageerror", lambda e: print("PAGEERROR", e, flush=True))
+    page.goto(url)
+    # The API has a token: the page asks for it once.
+    page.wait_for_selector("#auth", state="visible", timeout=5000)
+    page.fill("#token", read_token)
+    page.click("#token-go")
+    for name in ("gw-1", "gw-2", "gw-3"):
+        row(page, name).wait_for(timeout=5000)
+    page.wait_for_selector('#live.on', timeout=5000)
+    assert row(page, "gw-2").get_attribute("data-state") == "up"
+
+    # Without the admin token there are no buttons, and a POST from the page is refused.
+    assert page.locator("button.act").count() == 0
+    refused = page.evaluate(
+        "async () => (await fetch('/v1/endpoints/gw-1/drain', {method: 'POST'})).status")
+    assert refused == 401, refused
+
+    # A gateway dies: its row turns down without a reload, within 2 s.
+    ask("KILL gw-2")
+    started = time.monotonic()
+    page.wait_for_selector('tr[data-endpoint="gw-2"][data-state="down"]', timeout=2000)
+    print(f"ROW DOWN {1000 * (time.monotonic() - started):.0f} ms", flush=True)
+    page.screenshot(path=f"{shots}/status-page.png", full_page=True)
+
+    # With the admin token: drain from the page, then undrain.
+    page.fill("#admin", admin_token)
+    with page.expect_response(lambda r: r.url.endswith("/gw-1/drain"), timeout=5000) as drained:
+        row(page, "gw-1").locator("button.act").click()
+    assert drained.value.status == 200, drained.value.text()
+    page.wait_for_selector('tr[data-endpoint="gw-1"].drained', timeout=5000)
+    ask("DRAINED gw-1")
+    page.screenshot(path=f"{shots}/status-page-drained.png", full_page=True)
+    with page.expect_response(lambda r: r.url.endswith("/gw-1/undrain")) as undrained:
+        row(page, "gw-1").locator("button.act").click()
+    assert undrained.value.status == 200, undrained.value.text()
+    page.wait_for_selector('tr[data-endpoint="gw-1"]:not(.drained)', timeout=5000)
+    ask("UNDRAINED gw-1")
+    browser.close()
+print("DONE", flush=True)
