@@ -191,30 +191,16 @@ impl PdnsServer {
     }
 
     async fn dig_with(&self, name: &str, rtype: &str, subnet: Option<&str>) -> Vec<String> {
-        let mut args = vec![
-            format!("@{}", self.ip),
-            "-p".into(),
-            DNS_PORT.to_string(),
-            "+short".into(),
-            "+time=1".into(),
-            "+tries=1".into(),
-            name.to_owned(),
-            rtype.to_owned(),
-        ];
-        if let Some(subnet) = subnet {
-            args.push(format!("+subnet={subnet}"));
-        }
-        let out =
-            tokio::task::spawn_blocking(move || Command::new("dig").args(args).output().unwrap())
-                .await
-                .unwrap();
-        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .filter(|l| !l.starts_with(';'))
-            .collect();
-        lines.sort();
-        lines
+        let server = std::net::SocketAddr::new(self.ip.into(), DNS_PORT);
+        let subnet = subnet.map(|s| format!("+subnet={s}"));
+        let mut query = vec![name, rtype];
+        query.extend(subnet.as_deref());
+        // No answer at all (the server stopped) reads as no records.
+        crate::services::dig::dig(server, &query)
+            .await
+            .first()
+            .map(crate::services::dig::Answer::sorted)
+            .unwrap_or_default()
     }
 
     /// Polls DNS until the answer equals `want` (sorted); returns the time it took.
