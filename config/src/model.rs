@@ -7,7 +7,7 @@
 //! operators read; splitting it by table would scatter the one place that lists them.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -454,6 +454,11 @@ pub struct CheckOverrides {
     /// has been calm for a while. Off unless this table is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub damping: Option<DampingConfig>,
+    /// Local address probes leave from (HAProxy's `source`): on a multi-homed host, the
+    /// interface whose path to the gateways is the one to judge; the same family as the
+    /// endpoint's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<IpAddr>,
 }
 
 /// `damping = { ... }`: route-flap damping as BGP does it (RFC 2439), applied to endpoint
@@ -597,6 +602,7 @@ impl CheckOverrides {
                 &base.fresh_connection_every,
             ),
             damping: pick(&self.damping, &base.damping),
+            source_address: pick(&self.source_address, &base.source_address),
         }
     }
 }

@@ -123,6 +123,8 @@ pub struct CheckSpec {
     pub protocol: Protocol,
     /// Schedule and hysteresis.
     pub timing: Timing,
+    /// Local address the probe's connection leaves from; `None`: the kernel's choice.
+    pub source_address: Option<IpAddr>,
 }
 
 /// The protocol-specific part of a check, tagged by `kind` like the config.

@@ -195,3 +195,46 @@ async fn header_values_come_from_files_and_stay_hidden() {
         "{missing}"
     );
 }
+
+/// `source_address`: the connection leaves from the configured local address (the server
+/// sees it as the peer), for HTTP and TCP checks; another family is a config error.
+#[actix_rt::test]
+async fn probes_leave_from_the_source_address() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    actix::spawn(async move {
+        while let Ok((mut s, peer)) = listener.accept().await {
+            let _ = seen_tx.send(peer.ip());
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    let source = std::net::IpAddr::V4(loopback_ip());
+    for kind in [CheckKind::Http, CheckKind::Tcp] {
+        let check = CheckOverrides {
+            kind: Some(kind),
+            path: (kind == CheckKind::Http).then(|| "/healthz".into()),
+            source_address: Some(source),
+            ..CheckOverrides::default()
+        };
+        let result = probe(addr, check).await;
+        assert!(result.ok(), "{kind:?}: {:?}", result.outcome);
+        assert_eq!(seen.recv().await, Some(source), "{kind:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    let text = format!(
+        "[[endpoints]]\nname = \"a\"\naddress = \"{}\"\ncheck = {{ kind = \"tcp\", port = {}, source_address = \"::1\" }}\n",
+        addr.ip(),
+        addr.port()
+    );
+    std::fs::write(&file, text).unwrap();
+    let errors = ho_sinks::load_plan(&[&file]).unwrap_err().to_string();
+    assert!(
+        errors.contains("endpoints[0].check.source_address: ::1 and the endpoint's address"),
+        "{errors}"
+    );
+}

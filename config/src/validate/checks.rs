@@ -64,6 +64,7 @@ pub(super) fn resolve_check(
             fall: r.fall,
             damping,
         },
+        source_address: merged.source_address,
     })
 }
 

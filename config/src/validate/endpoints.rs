@@ -61,6 +61,16 @@ pub(super) fn resolve_endpoints(
                 errs,
             )
         };
+        let source = check.as_ref().and_then(|c| c.source_address);
+        if let (Some(a), Some(src)) = (address, source) {
+            if a.is_ipv4() != src.is_ipv4() {
+                errs.push(
+                    format!("{path}.check.source_address"),
+                    format!("{src} and the endpoint's address {a} are of different IP families"),
+                );
+                ok = false;
+            }
+        }
         match (address, check, ok) {
             (Some(address), Some(check), true) => {
                 let target = Target { address, check };

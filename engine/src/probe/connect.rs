@@ -1,7 +1,7 @@
 //! TCP connect through socket2, so the socket is configured before the SYN is sent.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -16,8 +16,9 @@ use super::Failure;
 /// wakes the socket as writable. Its error is not read here: the first write of an HTTP or
 /// HTTPS probe returns it (the kernel reports a pending socket error on `send`), which saves
 /// the `getsockopt(SO_ERROR)` those probes would pay on every success. A TCP check writes
-/// nothing, so it asks [`handshake_error`].
-pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
+/// nothing, so it asks [`handshake_error`]. With `source`, the connection leaves from that
+/// local address (any port).
+pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStream, Failure> {
     let io_err = |e: io::Error| Failure::from_io(&e);
     // SOCK_NONBLOCK at creation saves two fcntl calls per probe.
     let socket = Socket::new(
@@ -28,6 +29,11 @@ pub async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
     .map_err(io_err)?;
     socket.set_nodelay(true).map_err(io_err)?;
     socket.set_linger(Some(Duration::ZERO)).map_err(io_err)?;
+    if let Some(ip) = source {
+        socket
+            .bind(&SocketAddr::new(ip, 0).into())
+            .map_err(io_err)?;
+    }
     match socket.connect(&addr.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

@@ -31,6 +31,8 @@ use http::HttpRequest;
 #[derive(Clone)]
 pub struct Probe {
     addr: SocketAddr,
+    /// Local address to connect from (`source_address`).
+    source: Option<std::net::IpAddr>,
     timeout: Duration,
     kind: ProbeKind,
     /// Probes one connection carries (1: a fresh connection every probe).
@@ -89,6 +91,7 @@ impl Probe {
         };
         Ok(Probe {
             addr,
+            source: target.check.source_address,
             timeout: target.check.timing.timeout,
             kind,
             per_connection,
@@ -133,7 +136,7 @@ impl Probe {
     ) -> Result<(), Failure> {
         let (req, tls) = match &self.kind {
             ProbeKind::Tcp => {
-                let stream = connect::connect(self.addr).await?;
+                let stream = connect::connect(self.addr, self.source).await?;
                 progress.connected.store(true, Ordering::Relaxed);
                 return connect::handshake_error(&stream);
             }
@@ -151,7 +154,7 @@ impl Probe {
                 verdict => return verdict,
             }
         }
-        let tcp = connect::connect(self.addr).await?;
+        let tcp = connect::connect(self.addr, self.source).await?;
         progress.connected.store(true, Ordering::Relaxed);
         let stream = match tls {
             None => Stream::Plain(tcp),
