@@ -1,6 +1,7 @@
 //! `health-orchestrator`: command-line wiring only. Each subcommand lives in its own module.
 
 mod check_config;
+mod cluster_id;
 mod demo;
 mod import;
 mod leader_election;

@@ -63,9 +63,12 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let token = read_token(&plan.api_token_file, "api.token_file")?;
         let admin_token = read_token(&plan.api_admin_token_file, "api.admin_token_file")?;
         let watch = plan.reload.watch.then_some(plan.reload.interval);
+        let cluster = crate::cluster_id::resolve(&plan.cluster).await;
+        info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
         let mut engine =
             Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
+        engine.set_cluster(cluster);
         let api = actix::spawn(ho_engine::api::serve(
             listener,
             engine.api_state(token, admin_token),

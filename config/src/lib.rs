@@ -13,7 +13,7 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckKind, CheckOverrides, Config, DampingConfig, Delivery, EndpointSelection,
+    CheckKind, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
     LeaderElectionConfig, LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, ReloadConfig,
     RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };

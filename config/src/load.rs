@@ -79,6 +79,7 @@ pub fn builtin() -> Config {
         reload: Default::default(),
         limits: Default::default(),
         leader_election: Default::default(),
+        cluster: Default::default(),
         state_dir: None,
     }
 }

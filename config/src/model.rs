@@ -51,10 +51,28 @@ pub struct Config {
     /// Several replicas: only the holder of a Kubernetes Lease writes shared back ends.
     #[serde(default)]
     pub leader_election: LeaderElectionConfig,
+    /// This instance's identity among clusters.
+    #[serde(default)]
+    pub cluster: ClusterConfig,
     /// Folder for what must survive a restart: operator drains (`drains.json`). Required
     /// with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<PathBuf>,
+}
+
+/// `[cluster]`: which cluster (vantage point) this instance is. Without `id`: in
+/// Kubernetes, a hash of the `kube-system` namespace's UID (stable for the cluster's life,
+/// the same in every replica); elsewhere, a hash of `/etc/machine-id`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// 1-16 characters of `a-z`, `0-9` and `-`, e.g. `eu1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Kubeconfig to read the `kube-system` namespace with; default: the in-cluster
+    /// service account when running in Kubernetes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `[leader_election]`: run several replicas; every one probes and keeps its state warm,

@@ -36,6 +36,8 @@ pub struct Plan {
     pub api_admin_token_file: Option<PathBuf>,
     /// Where drains are kept across restarts (set whenever `api_admin_token_file` is).
     pub state_dir: Option<PathBuf>,
+    /// Cluster identity settings (checked).
+    pub cluster: crate::model::ClusterConfig,
     /// Requests per second the API answers.
     pub api_max_requests_per_second: f64,
     /// How long tenants wait for verdicts before publishing at start-up.

@@ -23,7 +23,7 @@ use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, OperatorActionLabels};
 use crate::sink_actor::{GetSinkStatus, SinkActor};
-use crate::status::{Status, Summary};
+use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{DrainError, GetStatus, HealthTracker, IsReady, SetDrain};
 
@@ -48,6 +48,8 @@ pub struct ApiState {
     pub(crate) events: Events,
     /// `/events` connections open at once, at most [`MAX_EVENT_LISTENERS`].
     pub(crate) event_listeners: Arc<tokio::sync::Semaphore>,
+    /// This instance's cluster id, once known.
+    pub(crate) cluster: Option<ClusterStatus>,
 }
 
 /// The status page (`GET /`): one file, no external assets, reads `/status` and `/events`
@@ -392,5 +394,6 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         tracker,
         sinks,
         leadership: state.leadership.status(),
+        cluster: state.cluster.clone(),
     })
 }

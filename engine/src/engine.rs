@@ -23,6 +23,7 @@ use crate::prober::Prober;
 use crate::schedule::{self, Schedule};
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::sink_actor::{GetSinkStatus, Quiesce, SinkActor};
+use crate::status::ClusterStatus;
 use crate::status::{SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{HealthTracker, IsReady, Reload};
@@ -97,6 +98,8 @@ pub struct Engine {
     leadership: Leadership,
     /// Transitions, publishes and sink writes as they happen (`/events`).
     events: Events,
+    /// This instance's cluster id, shown in `/status` (set by the binary).
+    cluster: Option<ClusterStatus>,
 }
 
 impl Engine {
@@ -182,6 +185,7 @@ impl Engine {
             limits,
             leadership,
             events,
+            cluster: None,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
             let prober = engine.start_prober(target, probe, id);
@@ -395,8 +399,15 @@ impl Engine {
             leadership: self.leadership.clone(),
             admin_token,
             events: self.events.clone(),
+            cluster: self.cluster.clone(),
             event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
         }
+    }
+
+    /// Records this instance's cluster id for `/status` (API states made afterwards show
+    /// it).
+    pub fn set_cluster(&mut self, cluster: ClusterStatus) {
+        self.cluster = Some(cluster);
     }
 
     /// Transitions, publishes and sink writes as they happen.

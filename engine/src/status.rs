@@ -30,6 +30,19 @@ pub struct Status {
     pub sinks: Vec<SinkStatus>,
     /// This replica's role in leader election (`single` without it).
     pub leadership: LeadershipStatus,
+    /// Which cluster (vantage point) this instance is, once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterStatus>,
+}
+
+/// This instance's cluster id and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClusterStatus {
+    /// The id (`[cluster] id`, or derived).
+    pub id: String,
+    /// `config`, `kube-system` (hash of that namespace's UID), `machine-id` (hash of
+    /// /etc/machine-id) or `hostname`.
+    pub source: &'static str,
 }
 
 /// The fields of the seed spec's `/status` (OpenOva `HealthStatus`), computed from the

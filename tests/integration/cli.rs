@@ -566,3 +566,61 @@ fn import_from_kuadrant_policy_and_probes() {
     assert_eq!(alone.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&alone.stderr).contains("no addresses"));
 }
+
+/// The cluster id in `/status` of a running process: configured, or derived from the
+/// `kube-system` namespace's UID (read through the Kubernetes API test server; two
+/// replicas of one cluster derive the same id), or from the machine.
+#[actix_rt::test]
+async fn the_cluster_id_is_configured_or_derived_the_same_by_every_replica() {
+    use crate::fakes::kube_api::KubeApi;
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = gateways(1);
+    let mut seen = Vec::new();
+    for cluster in [
+        "[cluster]\nid = \"eu1\"\n".to_string(),
+        format!("[cluster]\nkubeconfig = {:?}\n", "KUBECONFIG"),
+        format!("[cluster]\nkubeconfig = {:?}\n", "KUBECONFIG"),
+        String::new(),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = KubeApi::kubeconfig(kube_addr, dir.path());
+        let cluster = cluster.replace("KUBECONFIG", &kubeconfig.display().to_string());
+        let api = std::net::SocketAddr::new(loopback_ip().into(), 8080);
+        let tail = format!(
+            "{cluster}\n[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+            hosts_sink(dir.path())
+        );
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+            .with(&tail)
+            .set("api.listen", api.to_string());
+        let _child = spawn_logged(
+            &mut run_config(dir.path(), &config),
+            &dir.path().join("log"),
+        );
+        let start = Instant::now();
+        let status = loop {
+            if let Some(body) = try_api_get(api, "/status").await {
+                break serde_json::from_str::<serde_json::Value>(&body).unwrap();
+            }
+            assert!(start.elapsed() < LIMIT, "no /status");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        seen.push((
+            status["cluster"]["id"].as_str().unwrap().to_owned(),
+            status["cluster"]["source"].as_str().unwrap().to_owned(),
+        ));
+    }
+    assert_eq!(seen[0], ("eu1".into(), "config".into()));
+    assert_eq!(seen[1].1, "kube-system");
+    assert_eq!(
+        seen[1], seen[2],
+        "every replica of the cluster derives the same id"
+    );
+    assert_eq!(seen[1].0.len(), 8);
+    assert!(
+        ["machine-id", "hostname"].contains(&seen[3].1.as_str()),
+        "{seen:?}"
+    );
+    assert_ne!(seen[3].0, seen[1].0);
+}

@@ -94,6 +94,18 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
     let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
+    if let Some(id) = &config.cluster.id {
+        let valid = (1..=16).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            errs.push(
+                "cluster.id",
+                format!("\"{id}\" must be 1-16 characters of a-z, 0-9 and '-'"),
+            );
+        }
+    }
     if config.api.admin_token_file.is_some() && config.state_dir.is_none() {
         errs.push(
             "api.admin_token_file",
@@ -113,6 +125,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         api_token_file: config.api.token_file.clone(),
         api_admin_token_file: config.api.admin_token_file.clone(),
         state_dir: config.state_dir.clone(),
+        cluster: config.cluster.clone(),
         api_max_requests_per_second: config.api.max_requests_per_second,
         startup_grace: config
             .defaults

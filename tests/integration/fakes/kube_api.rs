@@ -11,6 +11,8 @@
 //! - `PATCH .../{name}` with `application/merge-patch+json` (RFC 7386): a
 //!   `metadata.resourceVersion` in the patch is a precondition (409 `Conflict` when stale);
 //!   other patch types get 415;
+//! - `GET /api/v1/namespaces/kube-system`: the namespace with [`KUBE_SYSTEM_UID`] (the
+//!   cluster id is derived from it);
 //! - bearer-token authentication (401; any token starting `test-`, so each replica of a
 //!   test can have its own), an outage switch for everyone (503) or for one token (a
 //!   partitioned replica), per-verb authorization (403 with the real message format), one
@@ -32,6 +34,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::harness::serve_http;
+
+/// The UID of the `kube-system` namespace this server reports.
+pub const KUBE_SYSTEM_UID: &str = "0f6d1f3a-7c55-4c8e-9a3b-2b1d9e6c4a10";
 
 /// The token the test kubeconfig presents.
 pub const TOKEN: &str = "test-service-account-token";
@@ -207,6 +212,14 @@ impl KubeApi {
             return status(401, "Unauthorized", "Unauthorized", None);
         }
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // Namespaces are read-only here: `kube-system` exists with a fixed UID.
+        if let ["api", "v1", "namespaces", "kube-system"] = parts.as_slice() {
+            if method == Method::GET {
+                let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID}});
+                return json_response(200, &ns);
+            }
+        }
         let (resource, ns, name) = match parts.as_slice() {
             ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] if rest.len() <= 1 => (
                 "configmaps",
