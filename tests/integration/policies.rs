@@ -72,19 +72,22 @@ fn pdns_tail(pdns: &PdnsServer, tenant: &str) -> String {
     )
 }
 
-/// Answers for 64 client subnets (EDNS client subnet), counted by address.
+/// Answers for 64 client subnets (EDNS client subnet), counted by address. A client
+/// answered nothing (the record not written yet: the tracker's decision comes before the
+/// sink's write) is left out, so the counts sum to less than 64 and callers ask again.
 async fn answers_by_subnet(pdns: &PdnsServer, name: &str) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for i in 0..64u8 {
         let out = pdns
             .dig_from(name, "A", &format!("10.{i}.{}.0/24", i.wrapping_mul(37)))
             .await;
-        assert_eq!(
-            out.len(),
-            1,
+        assert!(
+            out.len() <= 1,
             "pickwhashed answers one address per client: {out:?}"
         );
-        *counts.entry(out[0].clone()).or_insert(0) += 1;
+        if let Some(address) = out.first() {
+            *counts.entry(address.clone()).or_insert(0) += 1;
+        }
     }
     counts
 }
@@ -132,7 +135,7 @@ async fn weighted_answers_follow_weights_and_health() {
     let start = tokio::time::Instant::now();
     loop {
         let counts = answers_by_subnet(&pdns, "w.tenant-a.io").await;
-        if !counts.contains_key(&ip(&gws[0])) {
+        if counts.values().sum::<usize>() == 64 && !counts.contains_key(&ip(&gws[0])) {
             assert_eq!(counts.len(), 2, "{counts:?}");
             break;
         }
