@@ -326,7 +326,7 @@ impl SinkActor {
                 result: label,
             })
             .inc();
-        self.events.emit(Event::SinkWrite {
+        self.events.emit(|| Event::SinkWrite {
             at: crate::events::now(),
             sink: self.name.clone(),
             tenant: tenant.to_owned(),

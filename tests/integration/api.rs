@@ -27,12 +27,7 @@ async fn healthz_readyz_status_and_metrics() {
         &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(None, None),
-    ));
+    let addr = serve_api(&engine, None, None).await;
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
     // The seed spec's manifests probe /health.
@@ -130,12 +125,7 @@ async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not()
         .set("api.max_requests_per_second", 2)
         .render();
     let engine = start_engine(dir.path(), &text).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(None, None),
-    ));
+    let addr = serve_api(&engine, None, None).await;
 
     let mut codes = Vec::new();
     let burst = Instant::now();
@@ -220,12 +210,7 @@ async fn events_stream_transitions_publishes_and_writes() {
         &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(Some("read-token".into()), None),
-    ));
+    let addr = serve_api(&engine, Some("read-token"), None).await;
     wait_for_file(&dir.path().join("t.hosts"), "both", |c| {
         addresses(c).len() == 2
     })

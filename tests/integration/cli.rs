@@ -311,37 +311,14 @@ async fn logs_to_a_file_are_plain_and_json_on_request() {
 /// ConfigMap; keys it cannot carry are listed as comments.
 #[test]
 fn import_from_openova_prints_a_config_that_checks() {
-    let out = bin()
-        .args(["import", "--from", "openova"])
-        .arg(repo("tests/fixtures/openova-config.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let toml = String::from_utf8(out.stdout).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("imported.toml");
-    std::fs::write(&file, &toml).unwrap();
-    let checked = bin()
-        .args(["check-config", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(
-        checked.status.code(),
-        Some(0),
-        "{}\n{toml}",
-        String::from_utf8_lossy(&checked.stderr)
+    let (toml, plan, summary) = import_and_check(
+        &["--from", "openova"],
+        &[repo("tests/fixtures/openova-config.yaml")],
     );
     assert_eq!(
-        String::from_utf8(checked.stdout).unwrap(),
+        summary,
         "ok: 3 endpoints (3 probe targets), 2 tenants, 1 sinks\n"
     );
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
     let check = &plan.targets[0].check;
     assert_eq!(check.port, 15021);
     assert_eq!(check.timing.interval, Duration::from_secs(5));
@@ -353,6 +330,7 @@ fn import_from_openova_prints_a_config_that_checks() {
     assert!(!toml.contains("NOT CARRIED OVER"), "{toml}");
 
     // A key without an equivalent is named in a comment, and the rest still imports.
+    let dir = tempfile::tempdir().unwrap();
     let extra = dir.path().join("extra.yaml");
     let seed = std::fs::read_to_string(repo("tests/fixtures/openova-config.yaml")).unwrap();
     std::fs::write(
@@ -462,14 +440,14 @@ fn the_demo_runs_and_shows_the_dns_answer_follow_failures() {
     );
 }
 
-/// Runs `import` with `args`, then `check-config` on what it printed; the printed TOML and
-/// the plan it loads to.
-fn import_and_check(args: &[&str], files: &[&str]) -> (String, ho_config::Plan) {
+/// Runs `import` with `args` on `files`, then `check-config` on what it printed; the
+/// printed TOML, the plan it loads to and `check-config`'s summary line.
+fn import_and_check(
+    args: &[&str],
+    files: &[std::path::PathBuf],
+) -> (String, ho_config::Plan, String) {
     let mut cmd = bin();
-    cmd.arg("import").args(args);
-    for f in files {
-        cmd.arg(repo(f));
-    }
+    cmd.arg("import").args(args).args(files);
     let out = cmd.output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -493,7 +471,7 @@ fn import_and_check(args: &[&str], files: &[&str]) -> (String, ho_config::Plan) 
         String::from_utf8_lossy(&checked.stderr)
     );
     let plan = ho_sinks::load_plan(&[&file]).unwrap();
-    (toml, plan)
+    (toml, plan, String::from_utf8(checked.stdout).unwrap())
 }
 
 /// `import --from kuadrant` on the RFC's "GEO with Custom Weights" DNSPolicy and a
@@ -501,11 +479,11 @@ fn import_and_check(args: &[&str], files: &[&str]) -> (String, ho_config::Plan) 
 /// record's address an endpoint with its geo-code; what has no equivalent is named.
 #[test]
 fn import_from_kuadrant_policy_and_record() {
-    let (toml, plan) = import_and_check(
+    let (toml, plan, _) = import_and_check(
         &["--from", "kuadrant"],
         &[
-            "tests/fixtures/kuadrant/dnspolicy-geo-custom-weights.yaml",
-            "tests/fixtures/kuadrant/dnsrecord-geo.yaml",
+            repo("tests/fixtures/kuadrant/dnspolicy-geo-custom-weights.yaml"),
+            repo("tests/fixtures/kuadrant/dnsrecord-geo.yaml"),
         ],
     );
     let t = &plan.tenants[0];
@@ -541,11 +519,11 @@ fn import_from_kuadrant_policy_and_record() {
 /// host the domain; a policy alone is refused (it names no address).
 #[test]
 fn import_from_kuadrant_policy_and_probes() {
-    let (toml, plan) = import_and_check(
+    let (toml, plan, _) = import_and_check(
         &["--from", "kuadrant"],
         &[
-            "tests/fixtures/kuadrant/dnspolicy-health-check.yaml",
-            "tests/fixtures/kuadrant/dnshealthcheckprobes.yaml",
+            repo("tests/fixtures/kuadrant/dnspolicy-health-check.yaml"),
+            repo("tests/fixtures/kuadrant/dnshealthcheckprobes.yaml"),
         ],
     );
     assert_eq!(plan.tenants[0].domains, vec!["web.example.com"]);

@@ -118,12 +118,7 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
         ),
     )
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(None, None),
-    ));
+    let addr = crate::harness::serve_api(&engine, None, None).await;
     let metrics = crate::harness::api_get(addr, "/metrics").await;
     let mut exported = std::collections::BTreeSet::new();
     for line in metrics.lines() {

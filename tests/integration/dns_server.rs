@@ -24,22 +24,6 @@ fn listen_addr() -> SocketAddr {
     SocketAddr::new(loopback_ip().into(), 5353)
 }
 
-/// `[[endpoints]]` for gateways with extra fields each (e.g. `labels = { geo = "IE" }`).
-fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
-    gws.iter()
-        .zip(extra)
-        .enumerate()
-        .map(|(i, (g, extra))| {
-            format!(
-                "[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\n{extra}\ncheck = {{ port = {} }}\n\n",
-                i + 1,
-                g.addr().ip(),
-                g.addr().port()
-            )
-        })
-        .collect()
-}
-
 /// Polls `name A` until the sorted answer is `want`; the time it took.
 async fn wait_for_answer(server: SocketAddr, name: &str, want: &[String]) -> Duration {
     let start = Instant::now();

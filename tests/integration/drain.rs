@@ -2,11 +2,9 @@
 //! address leaves the hosts file and comes back, the drain survives a restart, draining
 //! every endpoint never empties the name, and the actions need the admin token.
 
-use std::net::SocketAddr;
 use std::path::Path;
 
 use ho_engine::status::Why;
-use ho_engine::Engine;
 use ho_loadtest::Gateway;
 
 use crate::harness::*;
@@ -22,16 +20,6 @@ fn text(dir: &Path, gws: &[Gateway]) -> String {
     config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail)
 }
 
-async fn serve(engine: &Engine, admin: Option<&str>) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(None, admin.map(Into::into)),
-    ));
-    addr
-}
-
 #[actix_rt::test]
 async fn drain_and_undrain_move_the_address_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -39,7 +27,7 @@ async fn drain_and_undrain_move_the_address_and_survive_a_restart() {
     let ips: Vec<String> = gws.iter().map(ip).collect();
     let file = dir.path().join("t.hosts");
     let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
-    let api = serve(&engine, Some(ADMIN)).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
     wait_for_file(&file, "all three", |c| addresses(c) == ips).await;
 
     let drain = "/v1/endpoints/gw-2/drain";
@@ -72,7 +60,7 @@ async fn drain_and_undrain_move_the_address_and_survive_a_restart() {
     // A new process (same state_dir) keeps gw-2 out from its first publish on.
     let _ = std::fs::remove_file(&file);
     let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
-    let api = serve(&engine, Some(ADMIN)).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
     wait_for_file(&file, "the restart's first publish", |c| {
         addresses(c) == without
     })
@@ -111,7 +99,7 @@ async fn a_read_only_api_refuses_operator_actions() {
     let ips: Vec<String> = gws.iter().map(ip).collect();
     let file = dir.path().join("t.hosts");
     let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
-    let api = serve(&engine, None).await;
+    let api = serve_api(&engine, None, None).await;
     wait_for_file(&file, "both", |c| addresses(c) == ips).await;
     let (code, body) = api_request(api, "POST", "/v1/endpoints/gw-1/drain", Some(ADMIN)).await;
     assert_eq!(code, 403);

@@ -5,26 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ho_engine::status::Why;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_loadtest::Behaviour;
 
 use crate::harness::*;
 use crate::services::pdns::PdnsServer;
-
-/// `[[endpoints]]` for gateways with extra fields each (e.g. `priority = 1`).
-fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
-    gws.iter()
-        .zip(extra)
-        .enumerate()
-        .map(|(i, (g, extra))| {
-            format!(
-                "[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\n{extra}\ncheck = {{ port = {} }}\n\n",
-                i + 1,
-                g.addr().ip(),
-                g.addr().port()
-            )
-        })
-        .collect()
-}
 
 /// Primary down -> the standby tier is published; primary back -> the primary only.
 #[actix_rt::test]

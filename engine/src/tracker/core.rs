@@ -8,6 +8,7 @@
 //! together so the state machine reads in one place; splitting `adopt`/`reload` out is the
 //! next step if it grows.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -253,7 +254,11 @@ impl TrackerCore {
 
     /// The endpoints `tenant` decides from: all but the drained ones, or all of them when
     /// every one is drained (a drain never empties a name).
-    pub(super) fn members(&self, tenant: &ho_config::Tenant) -> Vec<usize> {
+    pub(super) fn members<'t>(&self, tenant: &'t ho_config::Tenant) -> Cow<'t, [usize]> {
+        if self.drained.is_empty() {
+            // The common case, on every decision: no copy.
+            return Cow::Borrowed(&tenant.endpoints);
+        }
         let kept: Vec<usize> = tenant
             .endpoints
             .iter()
@@ -261,9 +266,9 @@ impl TrackerCore {
             .filter(|&e| !self.drained.contains(&self.plan.endpoints[e].name))
             .collect();
         if kept.is_empty() {
-            tenant.endpoints.clone()
+            Cow::Borrowed(&tenant.endpoints)
         } else {
-            kept
+            Cow::Owned(kept)
         }
     }
 
@@ -604,7 +609,7 @@ impl TrackerCore {
             .collect();
         let reason = result.reason();
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
-        self.events.emit(Event::Transition {
+        self.events.emit(|| Event::Transition {
             at: crate::events::now(),
             endpoints: names.iter().map(|n| (*n).to_owned()).collect(),
             address: self.plan.targets[target.0].address,
@@ -750,7 +755,7 @@ impl TrackerCore {
             trace: span,
         });
         report::published(&self.metrics, &snapshot);
-        self.events.emit(Event::Publish {
+        self.events.emit(|| Event::Publish {
             at: crate::events::now(),
             tenant: snapshot.tenant.clone(),
             seq: snapshot.seq,

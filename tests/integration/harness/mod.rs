@@ -95,6 +95,22 @@ pub async fn try_api_get(addr: std::net::SocketAddr, path: &str) -> Option<Strin
     )
 }
 
+/// Serves `engine`'s API on a free port of 127.0.0.1, with the read `token` and the
+/// `admin` token given; its address.
+pub async fn serve_api(
+    engine: &Engine,
+    token: Option<&str>,
+    admin: Option<&str>,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    actix::spawn(ho_engine::api::serve(
+        listener,
+        engine.api_state(token.map(Into::into), admin.map(Into::into)),
+    ));
+    addr
+}
+
 /// Sends `METHOD path` (HTTP/1.0, so the server closes) with a bearer `token` if given;
 /// the status code and body.
 pub async fn api_request(
@@ -217,6 +233,22 @@ where
             });
         }
     });
+}
+
+/// `[[endpoints]]` for gateways (`gw-1`, ...) with extra fields each (e.g. `priority = 1`).
+pub fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {
+    gws.iter()
+        .zip(extra)
+        .enumerate()
+        .map(|(i, (g, extra))| {
+            format!(
+                "[[endpoints]]\nname = \"gw-{}\"\naddress = \"{}\"\n{extra}\ncheck = {{ port = {} }}\n\n",
+                i + 1,
+                g.addr().ip(),
+                g.addr().port()
+            )
+        })
+        .collect()
 }
 
 /// A `[sinks.local]` table writing into `dir`.

@@ -88,6 +88,52 @@ fn addresses(m: &Message) -> Vec<IpAddr> {
         .collect()
 }
 
+/// EDNS carrying the client subnet 10.1.7.0/24 (a client in IE by the test networks).
+fn irish_subnet() -> Edns {
+    let mut edns = Edns::new();
+    edns.options_mut()
+        .insert(EdnsOption::Subnet(ClientSubnet::new(
+            "10.1.7.0".parse().unwrap(),
+            24,
+            0,
+        )));
+    edns
+}
+
+/// The client subnet option a response echoes.
+fn echoed_subnet(m: &Message) -> ClientSubnet {
+    match m.edns.as_ref().unwrap().option(EdnsCode::Subnet) {
+        Some(EdnsOption::Subnet(echo)) => *echo,
+        other => panic!("client subnet not echoed: {other:?}"),
+    }
+}
+
+/// Asks 2,000 times from `client`; how often 192.0.2.1 (weight 30 against 10) is the one
+/// address answered. Every answer holds exactly one address, never `never`.
+fn heavy_count(a: &Authority, client: &str, never: Option<&str>) -> usize {
+    let heavy: IpAddr = "192.0.2.1".parse().unwrap();
+    let never: Option<IpAddr> = never.map(|n| n.parse().unwrap());
+    let mut count = 0;
+    for _ in 0..2000 {
+        let got = addresses(&ask_from(
+            a,
+            "api.a.example.org.",
+            RecordType::A,
+            None,
+            client,
+        ));
+        assert_eq!(got.len(), 1, "answers = 1");
+        assert_ne!(Some(got[0]), never, "never another geo");
+        count += usize::from(got[0] == heavy);
+    }
+    // 3:1 means 1,500 of 2,000 expected; 1,350..1,650 is more than 7 standard deviations.
+    assert!(
+        (1350..=1650).contains(&count),
+        "{count} of 2000 for weight 30 against 10"
+    );
+    count
+}
+
 fn has_soa_authority(m: &Message) -> bool {
     m.authorities
         .iter()
@@ -211,46 +257,24 @@ fn weighted_answers_follow_the_weights() {
             address("192.0.2.2", 10, "US"),
         ],
     );
-    let mut heavy = 0;
-    for _ in 0..2000 {
-        let got = addresses(&ask(&a, "api.a.example.org.", RecordType::A));
-        assert_eq!(got.len(), 1, "answers = 1");
-        if got[0] == "192.0.2.1".parse::<IpAddr>().unwrap() {
-            heavy += 1;
-        }
-    }
-    // 3:1 means 1,500 of 2,000 expected; 1,350..1,650 is more than 7 standard deviations.
-    assert!(
-        (1350..=1650).contains(&heavy),
-        "{heavy} of 2000 for weight 30 against 10"
-    );
+    heavy_count(&a, "192.0.2.200", None);
 }
 
 #[test]
 fn geo_answers_by_client_subnet_then_source_then_default() {
     let a = authority(RoutingPolicy::Geo, three());
-    let mut edns = Edns::new();
-    edns.options_mut()
-        .insert(EdnsOption::Subnet(ClientSubnet::new(
-            "10.1.7.0".parse().unwrap(),
-            24,
-            0,
-        )));
     let by_subnet = ask_from(
         &a,
         "api.a.example.org.",
         RecordType::A,
-        Some(edns),
+        Some(irish_subnet()),
         "192.0.2.50",
     );
     assert_eq!(
         addresses(&by_subnet),
         vec!["192.0.2.3".parse::<IpAddr>().unwrap()]
     );
-    let Some(EdnsOption::Subnet(echo)) = by_subnet.edns.as_ref().unwrap().option(EdnsCode::Subnet)
-    else {
-        panic!("client subnet echoed")
-    };
+    let echo = echoed_subnet(&by_subnet);
     assert_eq!((echo.source_prefix(), echo.scope_prefix()), (24, 24));
     let by_source = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.1.0.9");
     assert_eq!(
@@ -272,24 +296,14 @@ fn geo_answers_by_client_subnet_then_source_then_default() {
 #[test]
 fn non_geo_answers_echo_the_subnet_with_scope_zero() {
     let a = authority(RoutingPolicy::All, three());
-    let mut edns = Edns::new();
-    edns.options_mut()
-        .insert(EdnsOption::Subnet(ClientSubnet::new(
-            "10.1.7.0".parse().unwrap(),
-            24,
-            0,
-        )));
     let m = ask_from(
         &a,
         "api.a.example.org.",
         RecordType::A,
-        Some(edns),
+        Some(irish_subnet()),
         "192.0.2.50",
     );
-    let Some(EdnsOption::Subnet(echo)) = m.edns.as_ref().unwrap().option(EdnsCode::Subnet) else {
-        panic!("client subnet echoed")
-    };
-    assert_eq!(echo.scope_prefix(), 0);
+    assert_eq!(echoed_subnet(&m).scope_prefix(), 0);
 }
 
 #[test]
@@ -341,29 +355,7 @@ fn weights_inside_a_geo_draw_one_address_of_the_clients_location() {
             address("192.0.2.3", 10, "US"),
         ],
     );
-    let mut heavy = 0;
-    for _ in 0..2000 {
-        let got = addresses(&ask_from(
-            &a,
-            "api.a.example.org.",
-            RecordType::A,
-            None,
-            "10.1.0.9",
-        ));
-        assert_eq!(got.len(), 1, "answers = 1 inside the geo");
-        assert_ne!(
-            got[0],
-            "192.0.2.3".parse::<IpAddr>().unwrap(),
-            "never another geo"
-        );
-        if got[0] == "192.0.2.1".parse::<IpAddr>().unwrap() {
-            heavy += 1;
-        }
-    }
-    assert!(
-        (1350..=1650).contains(&heavy),
-        "{heavy} of 2000 for weight 30 against 10"
-    );
+    heavy_count(&a, "10.1.0.9", Some("192.0.2.3"));
 }
 
 #[test]
