@@ -2,6 +2,7 @@
 
 mod check_config;
 mod cluster_id;
+mod cluster_leave;
 mod demo;
 mod import;
 mod leader_election;
@@ -57,6 +58,11 @@ enum Command {
     /// Print the configuration's JSON Schema (draft-07), for editors that check TOML as
     /// you type (taplo / Even Better TOML); the same as docs/config.schema.json.
     ConfigSchema,
+    /// This instance among several clusters (`[multi_cluster]`).
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
     /// Print the equivalent config of another system's config (stdout), with a comment for
     /// everything that could not be carried over.
     Import {
@@ -66,6 +72,17 @@ enum Command {
         /// Its config files (Kuadrant: any number, several YAML documents each).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Remove this cluster's reports and addresses from the shared zones (stop its
+    /// orchestrator first).
+    Leave {
+        /// TOML config file; repeat to layer files.
+        #[arg(long = "config", short = 'c', required = true, value_name = "FILE")]
+        config: Vec<PathBuf>,
     },
 }
 
@@ -83,6 +100,9 @@ fn main() -> ExitCode {
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
         Command::Probe(args) => probe_cmd::probe(args),
         Command::Demo(args) => demo::demo(args),
+        Command::Cluster {
+            action: ClusterAction::Leave { config },
+        } => cluster_leave::leave(&config),
         Command::Import { from, files } => import::import(from, &files),
         Command::ConfigSchema => {
             let schema = ho_sinks::schema::config_schema();

@@ -14,12 +14,12 @@ pub mod validate;
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
     CheckKind, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
-    LeaderElectionConfig, LimitsConfig, LogFormat, OnAllUnhealthy, OtlpProtocol, ReloadConfig,
-    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig, OnAllUnhealthy,
+    OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
-    CheckSpec, Damping, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, SecretValue, Target,
-    Tenant, Timing, TlsCheck,
+    CheckSpec, Damping, Discovered, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, SecretValue,
+    Target, Tenant, Timing, TlsCheck,
 };
 pub use validate::{
     resolve_standalone_check, validate, Claim, FieldError, Parsed, SinkCatalog, SinkSpec,

@@ -80,6 +80,7 @@ pub fn builtin() -> Config {
         limits: Default::default(),
         leader_election: Default::default(),
         cluster: Default::default(),
+        multi_cluster: Default::default(),
         state_dir: None,
     }
 }

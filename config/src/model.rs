@@ -54,6 +54,9 @@ pub struct Config {
     /// This instance's identity among clusters.
     #[serde(default)]
     pub cluster: ClusterConfig,
+    /// Several clusters share one zone and vote on each address.
+    #[serde(default)]
+    pub multi_cluster: MultiClusterConfig,
     /// Folder for what must survive a restart: operator drains (`drains.json`). Required
     /// with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,6 +76,57 @@ pub struct ClusterConfig {
     /// service account when running in Kubernetes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// `[multi_cluster]`: several orchestrators, one per cluster, publish the same names into
+/// one shared zone. Each writes only its own report record per tenant (the addresses it
+/// owns, the addresses it sees down); every cluster computes the published set from the
+/// live reports with the same rule, so they agree without talking to each other, and an
+/// address leaves DNS only when `failure_threshold` of the live clusters see it down.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MultiClusterConfig {
+    /// Off: this instance's own verdicts decide (one vantage point).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Share of live clusters that must report an address down before it is withdrawn
+    /// (`down / live >= threshold`; Kuadrant's `MultiClusterFailureThreshold`, 0.66: two of
+    /// three).
+    #[serde(default = "default_failure_threshold")]
+    pub failure_threshold: f64,
+    /// How often this cluster refreshes its report and reads the others'. Each round costs
+    /// zone API calls (see the README's budget for Route53's 5 requests a second).
+    #[serde(default = "default_report_interval", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub report_interval: Duration,
+    /// A report older than this no longer counts as a live voter: its cluster's addresses
+    /// stay as last known and its down votes stop counting.
+    #[serde(default = "default_report_ttl", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub report_ttl: Duration,
+}
+
+impl Default for MultiClusterConfig {
+    fn default() -> Self {
+        MultiClusterConfig {
+            enabled: false,
+            failure_threshold: default_failure_threshold(),
+            report_interval: default_report_interval(),
+            report_ttl: default_report_ttl(),
+        }
+    }
+}
+
+fn default_failure_threshold() -> f64 {
+    0.66
+}
+
+fn default_report_interval() -> Duration {
+    Duration::from_secs(2)
+}
+
+fn default_report_ttl() -> Duration {
+    Duration::from_secs(15)
 }
 
 /// `[leader_election]`: run several replicas; every one probes and keeps its state warm,
@@ -643,6 +697,11 @@ pub struct EndpointConfig {
     /// Failover tier for `failover` routing (lower is preferred); carried to sinks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u32>,
+    /// `[multi_cluster]`: the cluster that owns this gateway and contributes it to the
+    /// shared names (default: this instance's `cluster.id`). Listing another cluster's
+    /// gateway makes this instance probe it and vote on it without publishing it itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Overrides of `[defaults.check]` for this endpoint only.
     #[serde(default)]
     pub check: CheckOverrides,
@@ -818,6 +877,10 @@ pub struct TenantConfig {
     /// endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_geo: Option<String>,
+    /// Whether the clusters vote on this tenant's addresses (default: `[multi_cluster]
+    /// enabled`); `false` keeps a tenant single-vantage while others vote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_cluster: Option<bool>,
 }
 
 fn default_ttl() -> Duration {

@@ -38,6 +38,8 @@ pub struct Plan {
     pub state_dir: Option<PathBuf>,
     /// Cluster identity settings (checked).
     pub cluster: crate::model::ClusterConfig,
+    /// Voting among clusters (checked; applies to tenants with `multi_cluster`).
+    pub multi_cluster: crate::model::MultiClusterConfig,
     /// Requests per second the API answers.
     pub api_max_requests_per_second: f64,
     /// How long tenants wait for verdicts before publishing at start-up.
@@ -82,6 +84,77 @@ impl Plan {
             .map(|e| format!("endpoint {:?}", e.name))
             .chain(sinks.map(|(name, _)| format!("sink {name:?}")))
             .collect()
+    }
+}
+
+/// An address another cluster contributes to a voting tenant (`[multi_cluster]`), learned
+/// from its report: this cluster probes it with the tenant's check so it can vote on it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Discovered {
+    /// The voting tenant.
+    pub tenant: String,
+    /// The cluster contributing it.
+    pub cluster: String,
+    /// The address.
+    pub address: IpAddr,
+    /// That cluster's endpoint name.
+    pub name: String,
+}
+
+impl Plan {
+    /// This plan plus an endpoint per discovered address its tenant does not have yet,
+    /// named `<cluster>/<name>` and probed with the check of the tenant's first endpoint
+    /// (with its `source_address`: from this cluster's vantage). Keeps the plan's index
+    /// invariants.
+    pub fn with_discovered(&self, found: &[Discovered]) -> Plan {
+        let mut plan = self.clone();
+        let mut names: std::collections::HashSet<String> =
+            plan.endpoints.iter().map(|e| e.name.clone()).collect();
+        for d in found {
+            let Some(ti) = plan
+                .tenants
+                .iter()
+                .position(|t| t.name == d.tenant && t.multi_cluster)
+            else {
+                continue;
+            };
+            let tenant = &plan.tenants[ti];
+            if tenant
+                .endpoints
+                .iter()
+                .any(|&e| plan.endpoints[e].address == d.address)
+            {
+                continue;
+            }
+            let first = tenant.endpoints[0];
+            let target = Target {
+                address: d.address,
+                check: plan.targets[plan.endpoints[first].target].check.clone(),
+            };
+            let target = match plan.targets.iter().position(|t| *t == target) {
+                Some(i) => i,
+                None => {
+                    plan.targets.push(target);
+                    plan.targets.len() - 1
+                }
+            };
+            let mut name = format!("{}/{}", d.cluster, d.name);
+            if names.contains(&name) {
+                name = format!("{name}@{}", d.address);
+            }
+            names.insert(name.clone());
+            plan.endpoints.push(Endpoint {
+                name,
+                address: d.address,
+                labels: BTreeMap::new(),
+                weight: None,
+                priority: 0,
+                cluster: Some(d.cluster.clone()),
+                target,
+            });
+            plan.tenants[ti].endpoints.push(plan.endpoints.len() - 1);
+        }
+        plan
     }
 }
 
@@ -257,6 +330,8 @@ pub struct Endpoint {
     pub weight: Option<u32>,
     /// Failover tier (default 0).
     pub priority: u32,
+    /// The cluster owning it; `None`: this instance's.
+    pub cluster: Option<String>,
     /// Index into [`Plan::targets`].
     pub target: usize,
 }
@@ -296,6 +371,8 @@ pub struct Tenant {
     pub weighs: bool,
     /// `geo`: the fallback location.
     pub default_geo: Option<String>,
+    /// The clusters vote on its addresses through the reports in its shared-zone sinks.
+    pub multi_cluster: bool,
 }
 
 /// A validated sink: the table as written (what a reload compares) and its kind's parsed,

@@ -7,7 +7,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::{LeaderElectionConfig, Plan, PlannedSink, Target};
+use ho_config::{Discovered, LeaderElectionConfig, Plan, PlannedSink, Target};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::info;
 
@@ -16,6 +17,8 @@ use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
+use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
+use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
 use crate::probe::{Probe, TlsCache, TlsError};
 use crate::probe_limits::ProbeLimits;
@@ -100,6 +103,14 @@ pub struct Engine {
     events: Events,
     /// This instance's cluster id, shown in `/status` (set by the binary).
     cluster: Option<ClusterStatus>,
+    /// Runs the report rounds of voting tenants (`[multi_cluster]`).
+    coordinator: Addr<Coordinator>,
+    /// Report stores of the running sinks that have one, by sink name.
+    stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// The plan as configured; [`Engine::plan`] is it plus the discovered endpoints.
+    configured: Arc<Plan>,
+    /// Addresses other clusters contribute, as the coordinator last found them.
+    discovered: watch::Receiver<Vec<Discovered>>,
 }
 
 impl Engine {
@@ -125,8 +136,12 @@ impl Engine {
         };
         let events = Events::default();
         let mut sink_actors = BTreeMap::new();
+        let mut stores = BTreeMap::new();
         for (name, config) in &plan.sinks {
             let sink = factory.build(name, &plan, &metrics).await?;
+            if let Some(store) = sink.reports() {
+                stores.insert(name.clone(), store);
+            }
             sink_actors.insert(
                 name.clone(),
                 start_sink(name, config, sink, &metrics, &leadership, &events),
@@ -149,6 +164,8 @@ impl Engine {
                 "endpoints drained by an operator before the restart stay drained"
             );
         }
+        let coordinator_context = Context::<Coordinator>::new();
+        let coordinator = coordinator_context.address();
         let tracker = HealthTracker::new(
             plan.clone(),
             ids.clone(),
@@ -157,8 +174,18 @@ impl Engine {
             limits.clone(),
             (drains, drained),
             events.clone(),
+            coordinator.clone().recipient(),
         )
         .start();
+        let (found, discovered) = watch::channel(Vec::new());
+        coordinator_context.run(Coordinator::new(
+            plan.clone(),
+            stores.clone(),
+            tracker.clone().recipient(),
+            leadership.clone(),
+            metrics.clone(),
+            found,
+        ));
         let rate = probe_rate(&plan.targets);
         let threads = prober_threads(rate);
         let tick = schedule::tick_for(rate / threads as f64);
@@ -186,6 +213,10 @@ impl Engine {
             leadership,
             events,
             cluster: None,
+            coordinator,
+            stores,
+            configured: plan.clone(),
+            discovered,
         };
         for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
             let prober = engine.start_prober(target, probe, id);
@@ -227,6 +258,39 @@ impl Engine {
     /// new target's TLS settings load. The API address and telemetry settings are not
     /// changed by a reload.
     pub async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
+        let effective = plan.with_discovered(&self.discovered.borrow());
+        let summary = self.apply(effective).await?;
+        self.configured = Arc::new(plan);
+        info!(?summary, "config reloaded");
+        Ok(summary)
+    }
+
+    /// Addresses other clusters contribute changed: a receiver that wakes when they do,
+    /// for the caller to run [`Engine::rediscover`].
+    pub fn discoveries(&self) -> watch::Receiver<Vec<Discovered>> {
+        self.discovered.clone()
+    }
+
+    /// Starts probing what other clusters contribute and this cluster does not probe yet,
+    /// and stops probing what they no longer contribute: the configured plan plus the
+    /// latest discoveries, applied as a reload would.
+    pub async fn rediscover(&mut self) -> Result<ReloadSummary, EngineError> {
+        let effective = self
+            .configured
+            .with_discovered(&self.discovered.borrow_and_update());
+        let summary = self.apply(effective).await?;
+        if summary.targets_added + summary.targets_removed > 0 {
+            info!(
+                added = summary.targets_added,
+                removed = summary.targets_removed,
+                "probe targets follow the other clusters' reports"
+            );
+        }
+        Ok(summary)
+    }
+
+    /// Applies `plan` as a diff (see [`Engine::reload`]).
+    async fn apply(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
         let mut summary = ReloadSummary::default();
         let mut built = BTreeMap::new();
         for (name, config) in &plan.sinks {
@@ -259,7 +323,10 @@ impl Engine {
             ids,
             sinks: self.sinks.clone(),
         });
-        info!(?summary, "config reloaded");
+        self.coordinator.do_send(Retarget {
+            plan: self.plan.clone(),
+            stores: self.stores.clone(),
+        });
         Ok(summary)
     }
 
@@ -282,7 +349,12 @@ impl Engine {
                 }
             }
         }
+        self.stores.retain(|name, _| plan.sinks.contains_key(name));
         for (name, sink) in built {
+            match sink.reports() {
+                Some(store) => self.stores.insert(name.clone(), store),
+                None => self.stores.remove(&name),
+            };
             let actor = start_sink(
                 &name,
                 &plan.sinks[&name],
@@ -407,6 +479,7 @@ impl Engine {
     /// Records this instance's cluster id for `/status` (API states made afterwards show
     /// it).
     pub fn set_cluster(&mut self, cluster: ClusterStatus) {
+        self.coordinator.do_send(SetCluster(cluster.id.clone()));
         self.cluster = Some(cluster);
     }
 

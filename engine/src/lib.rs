@@ -15,6 +15,7 @@ pub mod events;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;
+pub mod multi_cluster;
 pub mod observation;
 pub mod probe;
 pub mod probe_limits;

@@ -126,6 +126,21 @@ pub struct Metrics {
     /// Operator actions (drain, undrain) by result: `ok`, `refused` (no or wrong admin
     /// token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
+    /// `[multi_cluster]`: clusters whose report of the tenant is live (the voters).
+    pub cluster_live_voters: Family<TenantLabel, Gauge>,
+    /// `[multi_cluster]`: addresses a quorum of clusters withdrew, counted when withdrawn.
+    pub cluster_quorum_withdrawals: Family<TenantLabel, Counter>,
+    /// `[multi_cluster]`: report writes and reads by result (`ok`, `error`).
+    pub cluster_reports: Family<ReportOpLabels, Counter>,
+}
+
+/// `op`, `result` labels of a report exchange.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReportOpLabels {
+    /// `write` or `read`.
+    pub op: &'static str,
+    /// `ok` or `error`.
+    pub result: &'static str,
 }
 
 /// `action`, `result` labels of an operator action.
@@ -197,6 +212,9 @@ impl Metrics {
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
+            cluster_live_voters: Family::default(),
+            cluster_quorum_withdrawals: Family::default(),
+            cluster_reports: Family::default(),
             registry: Registry::default(),
         };
         registry.register("probes", "Health probes by result", m.probes.clone());
@@ -319,6 +337,21 @@ impl Metrics {
             "operator_actions",
             "Operator actions (drain, undrain) by result",
             m.operator_actions.clone(),
+        );
+        registry.register(
+            "cluster_live_voters",
+            "Clusters whose report of the tenant is live (multi_cluster)",
+            m.cluster_live_voters.clone(),
+        );
+        registry.register(
+            "cluster_quorum_withdrawals",
+            "Addresses withdrawn because a quorum of clusters saw them down",
+            m.cluster_quorum_withdrawals.clone(),
+        );
+        registry.register(
+            "cluster_reports",
+            "Report writes and reads of the shared zone by result",
+            m.cluster_reports.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use ho_config::Plan;
 
 use crate::metrics::Metrics;
+use crate::multi_cluster::ReportStore;
 use crate::snapshot::TenantSnapshot;
 
 /// What a successful write did.
@@ -82,6 +83,12 @@ pub trait Sink: Send + Sync + 'static {
     /// Makes the back end's records for `snapshot.tenant` match `snapshot`, touching nothing
     /// else. Must be idempotent: the actor calls it again after errors and on new snapshots.
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture;
+
+    /// Where the clusters keep their reports in this sink's zone (`[multi_cluster]`), for
+    /// kinds whose spec answers `holds_reports`.
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        None
+    }
 }
 
 /// Why a sink could not be built (a secret, TLS file or kubeconfig that cannot be read).

@@ -104,6 +104,10 @@ pub struct TenantSnapshot {
     /// answer clients of a location that is down with the nearest one that is up.
     #[serde(skip)]
     pub geos: Vec<String>,
+    /// `[multi_cluster]`: the vote behind this set (live clusters, each address's down
+    /// votes), for receivers that want to know which vantage points saw what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub votes: Option<Arc<crate::multi_cluster::vote::Tally>>,
     /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
     /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
     pub changes: Vec<VerdictChange>,
@@ -141,6 +145,7 @@ impl TenantSnapshot {
             policy,
             default_geo: None,
             geos: Vec::new(),
+            votes: None,
             decided_at: SystemTime::now(),
             cause_at: Instant::now(),
             trace: SpanContext::NONE,

@@ -175,6 +175,10 @@ pub struct TenantStatus {
     pub published: Option<PublishedStatus>,
     /// Each endpoint of the tenant, and why it is or is not published.
     pub endpoints: Vec<TenantEndpointStatus>,
+    /// `[multi_cluster]`: the latest vote (live and aged-out clusters, each address's
+    /// owner and down votes); absent for tenants that do not vote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub votes: Option<std::sync::Arc<crate::multi_cluster::vote::Tally>>,
 }
 
 /// One endpoint as seen by one tenant.
@@ -212,6 +216,12 @@ pub enum Why {
     Damped,
     /// Not published: an operator drained it.
     Drained,
+    /// Published although down here: fewer than `failure_threshold` of the live
+    /// clusters see it down (`[multi_cluster]`).
+    KeptByVote,
+    /// Not published although up here: `failure_threshold` of the live clusters see it
+    /// down (`[multi_cluster]`).
+    WithdrawnByVote,
     /// Not published: healthy, but the back ends keep the last set (`keep_last`) or
     /// nothing was published yet.
     #[serde(rename = "held")]

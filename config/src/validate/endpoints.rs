@@ -71,6 +71,12 @@ pub(super) fn resolve_endpoints(
                 ok = false;
             }
         }
+        if let Some(cluster) = &ep.cluster {
+            if let Err(e) = super::check_cluster_id(cluster) {
+                errs.push(format!("{path}.cluster"), e);
+                ok = false;
+            }
+        }
         match (address, check, ok) {
             (Some(address), Some(check), true) => {
                 let target = Target { address, check };
@@ -85,6 +91,7 @@ pub(super) fn resolve_endpoints(
                     labels: ep.labels.clone(),
                     weight: ep.weight,
                     priority: ep.priority.unwrap_or(0),
+                    cluster: ep.cluster.clone(),
                     target: id,
                 }));
             }

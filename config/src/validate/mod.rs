@@ -14,7 +14,9 @@ mod tenants;
 use std::fmt;
 use std::time::Duration;
 
-use crate::model::{CheckOverrides, Config, LeaderElectionConfig, TelemetryConfig};
+use crate::model::{
+    CheckOverrides, Config, LeaderElectionConfig, MultiClusterConfig, TelemetryConfig,
+};
 use crate::names::{check_header_name, check_header_value, check_url};
 use crate::plan::{CheckSpec, Plan, Target};
 
@@ -95,17 +97,11 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     check_leader_election(&config.leader_election, &mut errs);
     let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
     if let Some(id) = &config.cluster.id {
-        let valid = (1..=16).contains(&id.len())
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !valid {
-            errs.push(
-                "cluster.id",
-                format!("\"{id}\" must be 1-16 characters of a-z, 0-9 and '-'"),
-            );
+        if let Err(e) = check_cluster_id(id) {
+            errs.push("cluster.id", e);
         }
     }
+    check_multi_cluster(&config.multi_cluster, &mut errs);
     if config.api.admin_token_file.is_some() && config.state_dir.is_none() {
         errs.push(
             "api.admin_token_file",
@@ -126,6 +122,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         api_admin_token_file: config.api.admin_token_file.clone(),
         state_dir: config.state_dir.clone(),
         cluster: config.cluster.clone(),
+        multi_cluster: config.multi_cluster.clone(),
         api_max_requests_per_second: config.api.max_requests_per_second,
         startup_grace: config
             .defaults
@@ -142,6 +139,49 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         limits: config.limits,
         leader_election: config.leader_election.clone(),
     })
+}
+
+/// A cluster id: short enough for a DNS label inside the report names, and the same
+/// characters the derived ids use.
+pub(crate) fn check_cluster_id(id: &str) -> Result<(), String> {
+    let valid = (1..=16).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{id}\" must be 1-16 characters of a-z, 0-9 and '-'"
+        ))
+    }
+}
+
+/// The vote's numbers: a threshold that can be met, and reports that stay live across a
+/// late round.
+fn check_multi_cluster(mc: &MultiClusterConfig, errs: &mut Errors) {
+    let at = |field: &str| format!("multi_cluster.{field}");
+    if !(mc.failure_threshold > 0.0 && mc.failure_threshold <= 1.0) {
+        errs.push(
+            at("failure_threshold"),
+            format!(
+                "{} must be above 0 and at most 1 (a share of the live clusters)",
+                mc.failure_threshold
+            ),
+        );
+    }
+    if mc.report_interval < Duration::from_millis(100) {
+        errs.push(at("report_interval"), "must be at least 100ms");
+    }
+    if mc.report_ttl < mc.report_interval * 2 {
+        errs.push(
+            at("report_ttl"),
+            format!(
+                "{:?} must be at least twice report_interval ({:?}): otherwise one late round ages a live cluster out and its down votes stop counting",
+                mc.report_ttl, mc.report_interval
+            ),
+        );
+    }
 }
 
 /// client-go's rules: the leader must give up (`renew_deadline`) before a standby may take

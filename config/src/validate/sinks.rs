@@ -65,6 +65,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         true
     }
 
+    /// Whether several clusters can share this sink's zone and keep their reports in it
+    /// (`[multi_cluster]`): a zone API (PowerDNS, Route53), not an output local to one
+    /// cluster (a hosts file, a ConfigMap, the embedded server) or a one-way notification.
+    fn holds_reports(&self) -> bool {
+        false
+    }
+
     /// Whether the sink talks TLS without verifying certificates (`insecure = true`):
     /// logged at start, since a forged certificate goes unnoticed there.
     fn unverified_tls(&self) -> bool {

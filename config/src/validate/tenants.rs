@@ -105,6 +105,7 @@ pub(super) fn resolve_tenants(
                 || (t.policy == RoutingPolicy::Geo
                     && (!t.weights.is_empty() || t.default_weight.is_some())),
             default_geo: t.default_geo.clone(),
+            multi_cluster: t.multi_cluster.unwrap_or(config.multi_cluster.enabled),
         });
     }
     out
@@ -271,6 +272,24 @@ impl Lookup<'_> {
                 );
             }
             sink.spec.check_tenant(s, usage, &mut errs.0);
+        }
+        let votes = usage
+            .tenant
+            .multi_cluster
+            .unwrap_or(self.config.multi_cluster.enabled);
+        let holds_reports = |s: &String| self.sinks.get(s).is_some_and(|k| k.spec.holds_reports());
+        if votes && !names.is_empty() && !names.iter().any(holds_reports) {
+            let kinds: Vec<&str> = names
+                .iter()
+                .filter_map(|s| self.sinks.get(s).map(|k| k.spec.kind()))
+                .collect();
+            errs.push(
+                format!("{}.sinks", usage.path),
+                format!(
+                    "multi_cluster needs a sink whose zone the clusters share (powerdns or route53): the clusters exchange their reports there, and {} only reaches this cluster's own resolvers; add a shared-zone sink or set multi_cluster = false on this tenant",
+                    kinds.join(", ")
+                ),
+            );
         }
     }
 }

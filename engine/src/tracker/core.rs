@@ -22,11 +22,15 @@ use crate::damping::FlapDamping;
 use crate::events::{Event, Events};
 use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
 use crate::metrics::{Metrics, ResultLabel, TenantLabel};
+use crate::multi_cluster::vote::{self, Tally};
+use crate::multi_cluster::{LocalEndpoint, LocalView};
 use crate::observation::{Observation, TargetId};
 use crate::probe::ProbeResult;
 use crate::probe_limits::Throttle;
 use crate::selection::{decide, locations, published_addresses, Decision};
-use crate::snapshot::{EndpointMeta, PublishMode, TenantSnapshot, VerdictChange, MAX_CHANGES};
+use crate::snapshot::{
+    EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot, VerdictChange, MAX_CHANGES,
+};
 
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::{Pace, Pacing};
@@ -91,6 +95,9 @@ pub enum Effect {
         /// Tenant name.
         tenant: String,
     },
+    /// Hand this cluster's view of a voting tenant to the coordinator
+    /// ([`crate::multi_cluster`]); its tally comes back through [`TrackerCore::voted`].
+    Vote(LocalView),
     /// Call [`TrackerCore::wake`] with `wake` at `at`.
     WakeAt {
         /// When.
@@ -165,6 +172,10 @@ pub(super) struct TenantState {
     pacing: Pacing,
     /// Verdict changes not yet carried by a snapshot.
     changes: VecDeque<VerdictChange>,
+    /// `[multi_cluster]`: the view last handed to the coordinator.
+    last_view: Option<LocalView>,
+    /// `[multi_cluster]`: the latest tally, shown in `/status`.
+    pub(super) votes: Option<Arc<Tally>>,
     /// Set by a reload that gave the tenant endpoints without a verdict: a tenant that has
     /// published nothing yet waits for them until then, as at start-up.
     wait_until: Option<Instant>,
@@ -489,6 +500,7 @@ impl TrackerCore {
                     policy: old.policy,
                     default_geo: old.default_geo.clone(),
                     geos: Vec::new(),
+                    votes: None,
                     decided_at: now.wall,
                     cause_at: now.mono,
                     trace: opentelemetry::trace::SpanContext::NONE,
@@ -703,6 +715,14 @@ impl TrackerCore {
             return;
         }
         self.tenants[ti.0].pacing.decided(now.mono);
+        if tenant.multi_cluster {
+            let view = self.local_view(ti);
+            if self.tenants[ti.0].last_view.as_ref() != Some(&view) {
+                self.tenants[ti.0].last_view = Some(view.clone());
+                fx.push(Effect::Vote(view));
+            }
+            return;
+        }
         let members = self.members(tenant);
         let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
             self.health_of(EndpointIx(e))
@@ -717,6 +737,63 @@ impl TrackerCore {
             &endpoints,
         );
         let geos = locations(tenant, &self.plan.endpoints);
+        self.publish(ti, (addresses, mode, geos), None, cause_at, now, fx);
+    }
+
+    /// Publishes the tally of a voting tenant (see [`crate::multi_cluster`]): the set the
+    /// vote over the clusters' reports gives, with the tenant's policy applied.
+    pub fn voted(&mut self, tenant: &str, tally: Arc<Tally>, now: Clock, fx: &mut Vec<Effect>) {
+        let Some(ti) = self.tenant_index(tenant) else {
+            return;
+        };
+        let t = &self.plan.tenants[ti.0];
+        if !t.multi_cluster {
+            return;
+        }
+        self.tenants[ti.0].votes = Some(tally.clone());
+        let Some((addresses, mode)) = vote::publishable(t, &tally) else {
+            return;
+        };
+        let geos = vote::locations(t, &tally);
+        self.publish(ti, (addresses, mode, geos), Some(tally), now.mono, now, fx);
+    }
+
+    /// This cluster's view of voting tenant `ti`: each endpoint's verdict, owner and drain.
+    fn local_view(&self, ti: TenantIx) -> LocalView {
+        let tenant = &self.plan.tenants[ti.0];
+        LocalView {
+            tenant: tenant.name.clone(),
+            endpoints: tenant
+                .endpoints
+                .iter()
+                .map(|&e| {
+                    let ep = &self.plan.endpoints[e];
+                    LocalEndpoint {
+                        address: ep.address,
+                        name: ep.name.clone(),
+                        cluster: ep.cluster.clone(),
+                        weight: crate::selection::weight_of(tenant, ep),
+                        priority: ep.priority,
+                        geo: ep.labels.get("geo").cloned(),
+                        health: self.health_of(EndpointIx(e)),
+                        drained: self.drained.contains(&ep.name),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Sends tenant `ti` a snapshot of `addresses` unless its records would not change.
+    fn publish(
+        &mut self,
+        ti: TenantIx,
+        (addresses, mode, geos): (Vec<PublishedAddress>, PublishMode, Vec<String>),
+        votes: Option<Arc<Tally>>,
+        cause_at: Instant,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) {
+        let tenant = &self.plan.tenants[ti.0];
         let state = &mut self.tenants[ti.0];
         if let Some(last) = &state.last_snapshot {
             let same_records = last.domains == tenant.domains
@@ -750,6 +827,7 @@ impl TrackerCore {
             policy: tenant.policy,
             default_geo: tenant.default_geo.clone(),
             geos,
+            votes,
             decided_at: now.wall,
             cause_at,
             trace: span,

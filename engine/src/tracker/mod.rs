@@ -24,6 +24,8 @@ use tokio::time::Instant;
 use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::metrics::Metrics;
+use crate::multi_cluster::coordinator::Voted;
+use crate::multi_cluster::LocalView;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
 use crate::probe_limits::ProbeLimits;
@@ -64,6 +66,8 @@ pub(crate) struct HealthTracker {
     limits: Arc<ProbeLimits>,
     /// Where drains are saved.
     drains: DrainStore,
+    /// Where views of voting tenants go (`[multi_cluster]`).
+    coordinator: Recipient<LocalView>,
 }
 
 /// An operator drains (`drain: true`) or undrains an endpoint; answers whether that
@@ -99,6 +103,7 @@ impl HealthTracker {
         limits: Arc<ProbeLimits>,
         (drains, drained): (DrainStore, BTreeSet<String>),
         events: Events,
+        coordinator: Recipient<LocalView>,
     ) -> HealthTracker {
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
         core.events = events;
@@ -109,6 +114,7 @@ impl HealthTracker {
             sinks,
             limits,
             drains,
+            coordinator,
         }
     }
 
@@ -126,6 +132,7 @@ impl HealthTracker {
                         sink.do_send(Forget(tenant.clone()));
                     }
                 }
+                Effect::Vote(view) => self.coordinator.do_send(view),
                 Effect::WakeAt { at, wake } => {
                     let delay = at.saturating_duration_since(Instant::now());
                     ctx.run_later(delay, move |act, ctx| {
@@ -191,6 +198,17 @@ impl Handler<SetDrain> for HealthTracker {
             self.carry_out(fx, ctx);
         }
         Ok(changed)
+    }
+}
+
+impl Handler<Voted> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Voted, ctx: &mut Context<Self>) {
+        let mut fx = Vec::new();
+        self.core
+            .voted(&msg.tenant, msg.tally, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
     }
 }
 

@@ -104,11 +104,21 @@ impl TrackerCore {
                                 why: if drained && !published {
                                     Why::Drained
                                 } else {
-                                    why(published, health, damped, t.policy)
+                                    let vote = s.votes.as_ref().and_then(|v| {
+                                        v.addresses.iter().find(|a| a.address == ep.address)
+                                    });
+                                    match (vote, published, health) {
+                                        (Some(v), true, Health::Down) if v.kept => Why::KeptByVote,
+                                        (Some(v), false, Health::Up) if !v.kept => {
+                                            Why::WithdrawnByVote
+                                        }
+                                        _ => why(published, health, damped, t.policy),
+                                    }
                                 },
                             }
                         })
                         .collect(),
+                    votes: s.votes.clone(),
                     published: s.last_snapshot.as_ref().map(|p| PublishedStatus {
                         seq: p.seq,
                         mode: p.mode,

@@ -97,6 +97,10 @@ impl Kind for PowerDnsKind {
 }
 
 impl SinkSpec for PowerDnsConfig {
+    fn holds_reports(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         KIND.name()
     }

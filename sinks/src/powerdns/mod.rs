@@ -14,6 +14,7 @@ pub mod config;
 
 mod api;
 mod render;
+mod reports;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use bytes::Bytes;
 use ho_config::TlsCheck;
 
 use self::config::PowerDnsConfig;
+use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use http_body_util::Full;
@@ -84,6 +86,10 @@ impl PowerDnsSink {
 impl Sink for PowerDnsSink {
     fn kind(&self) -> &'static str {
         "powerdns"
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(reports::PowerDnsReports(self.inner.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {

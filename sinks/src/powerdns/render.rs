@@ -207,6 +207,7 @@ mod tests {
     fn a_location_that_is_down_answers_the_nearest_location_up() {
         let s = TenantSnapshot {
             geos: vec!["DE".into(), "GB".into(), "IE".into()],
+            votes: None,
             ..snapshot(
                 RoutingPolicy::Geo,
                 &[("10.0.0.2", 1, "DE"), ("10.0.0.3", 1, "GB")],

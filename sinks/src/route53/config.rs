@@ -126,6 +126,10 @@ impl Kind for Route53Kind {
 }
 
 impl SinkSpec for Route53Config {
+    fn holds_reports(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         KIND.name()
     }

@@ -18,6 +18,7 @@ pub mod config;
 mod api;
 mod changes;
 mod records;
+mod reports;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,7 @@ use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::types::ChangeAction;
 use aws_sdk_route53::Client;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
@@ -129,6 +131,10 @@ impl Route53Sink {
 impl Sink for Route53Sink {
     fn kind(&self) -> &'static str {
         "route53"
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(reports::Route53Reports(self.shared.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {

@@ -364,6 +364,7 @@ fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
     let snapshot = TenantSnapshot {
         default_geo: Some("US".into()),
         geos: vec!["GB".into(), "IE".into(), "US".into()],
+        votes: None,
         ..TenantSnapshot::healthy(
             "t",
             &["api.a.example.org"],

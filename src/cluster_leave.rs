@@ -1,0 +1,109 @@
+//! `cluster leave`: takes this cluster out of the shared names cleanly (the seed's
+//! cleanup). For every voting tenant it removes this cluster's report from the shared
+//! zone, counts the vote of the clusters that remain, and writes that set to the tenant's
+//! shared-zone sinks, so this cluster's addresses leave DNS now rather than staying as
+//! "last known". Stop this cluster's orchestrator first: a running one writes its report
+//! again at its next round.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use ho_engine::metrics::Metrics;
+use ho_engine::multi_cluster::coordinator::unix_ms;
+use ho_engine::multi_cluster::report::{report_name, report_suffix, Report};
+use ho_engine::multi_cluster::vote::{self, Tally};
+use ho_engine::sink::{Sink, SinkFactory};
+use ho_engine::snapshot::TenantSnapshot;
+
+/// Runs `cluster leave`; exit 2 on an invalid config, 1 when a zone could not be changed.
+pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let plan = match ho_sinks::load_plan(files) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?
+        .block_on(async move {
+            let cluster = crate::cluster_id::resolve(&plan.cluster).await;
+            let factory = ho_sinks::Sinks::default();
+            let metrics = Arc::new(Metrics::new());
+            let mut failed = false;
+            let voting = plan.tenants.iter().filter(|t| t.multi_cluster);
+            for tenant in voting {
+                let mut shared: Vec<Arc<dyn Sink>> = Vec::new();
+                for name in &tenant.sinks {
+                    if plan.sinks[name].spec.holds_reports() {
+                        shared.push(factory.build(name, &plan, &metrics).await?);
+                    }
+                }
+                let Some(store) = shared.iter().find_map(|s| s.reports()) else {
+                    continue;
+                };
+                let domain = &tenant.domains[0];
+                let done = async {
+                    store.remove(report_name(&cluster.id, domain)).await?;
+                    let remaining: Vec<Report> = store
+                        .read(report_suffix(domain))
+                        .await?
+                        .into_iter()
+                        .filter_map(|(_, texts)| Report::decode(&texts).ok())
+                        .filter(|r| r.owner == plan.owner_id && r.cluster != cluster.id)
+                        .collect();
+                    let tally = Tally::count(
+                        &remaining,
+                        unix_ms(SystemTime::now()),
+                        plan.multi_cluster.report_ttl,
+                        plan.multi_cluster.failure_threshold,
+                    );
+                    let Some((addresses, mode)) = vote::publishable(tenant, &tally) else {
+                        return Ok::<_, ho_engine::sink::SinkError>(format!(
+                            "report removed; no other cluster reports, so its records stay as they are (the name is never emptied)"
+                        ));
+                    };
+                    let count = addresses.len();
+                    let snapshot = Arc::new(TenantSnapshot {
+                        hosts_key: tenant.hosts_key.clone(),
+                        ttl: tenant.ttl,
+                        mode,
+                        default_geo: tenant.default_geo.clone(),
+                        geos: vote::locations(tenant, &tally),
+                        seq: unix_ms(SystemTime::now()) * 1000,
+                        ..TenantSnapshot::healthy(
+                            &tenant.name,
+                            &tenant.domains.iter().map(String::as_str).collect::<Vec<_>>(),
+                            tenant.policy,
+                            addresses,
+                        )
+                    });
+                    for sink in &shared {
+                        sink.apply(snapshot.clone()).await?;
+                    }
+                    Ok(format!(
+                        "report removed; {count} address(es) of {} remaining cluster(s) published",
+                        tally.live.len() + tally.aged_out.len()
+                    ))
+                };
+                match done.await {
+                    Ok(what) => println!("{}: {what}", tenant.name),
+                    Err(e) => {
+                        failed = true;
+                        eprintln!("{}: {e}", tenant.name);
+                    }
+                }
+            }
+            println!("cluster {} left", cluster.id);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        })
+}
