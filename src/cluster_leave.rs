@@ -48,7 +48,7 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     continue;
                 };
                 let domain = &tenant.domains[0];
-                let done = async {
+                let attempt = || async {
                     store.remove(report_name(&cluster.id, domain)).await?;
                     let remaining: Vec<Report> = store
                         .read(report_suffix(domain))
@@ -91,7 +91,20 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                         tally.live.len() + tally.aged_out.len()
                     ))
                 };
-                match done.await {
+                // Every step is idempotent: a retriable error (a back end briefly busy)
+                // repeats the whole exchange, a few times, with a growing pause.
+                let mut result = attempt().await;
+                for pause_ms in [200, 400, 800, 1600, 3200] {
+                    match &result {
+                        Err(e) if e.retriable => {
+                            eprintln!("{}: {e}; trying again", tenant.name);
+                            tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+                            result = attempt().await;
+                        }
+                        _ => break,
+                    }
+                }
+                match result {
                     Ok(what) => println!("{}: {what}", tenant.name),
                     Err(e) => {
                         failed = true;

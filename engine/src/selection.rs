@@ -161,6 +161,7 @@ mod tests {
             default_weight: 1,
             weighs: true,
             default_geo: None,
+            multi_cluster: false,
         }
     }
 
@@ -178,6 +179,7 @@ mod tests {
                 )]
                 .into(),
                 weight: None,
+                cluster: None,
                 priority,
                 target: i,
             })

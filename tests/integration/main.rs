@@ -25,6 +25,7 @@ mod leader_election;
 mod limits;
 mod loadtest;
 mod misbehaviour;
+mod multi_cluster;
 mod otlp;
 mod policies;
 mod powerdns;

@@ -228,6 +228,7 @@ impl Coordinator {
             }
         };
         let owner = self.plan.owner_id.clone();
+        let own_cluster = own.cluster.clone();
         let settings = self.plan.multi_cluster.clone();
         let rounds = self.tenants.entry(tenant.to_owned()).or_default();
         if let Some(Ok(())) = written {
@@ -286,14 +287,12 @@ impl Coordinator {
                 .inc_by(new as u64);
         }
         rounds.withdrawn = withdrawn;
-        let probed: Vec<IpAddr> = rounds
-            .view
-            .iter()
-            .flat_map(|v| v.endpoints.iter().map(|e| e.address))
-            .collect();
+        // Every address other clusters contribute, probed or not: the engine adds only
+        // those its tenant lacks, and a stable list keeps it from adding and removing them
+        // in turn.
         let discovered: Vec<Discovered> = tally
             .candidates()
-            .filter(|(_, o)| !probed.contains(&o.address))
+            .filter(|(cluster, _)| **cluster != own_cluster)
             .map(|(cluster, o)| Discovered {
                 tenant: tenant.to_owned(),
                 cluster: cluster.clone(),
@@ -303,13 +302,11 @@ impl Coordinator {
             .collect();
         if discovered != rounds.discovered {
             rounds.discovered = discovered;
-            if !rounds.discovered.is_empty() {
-                info!(
-                    tenant,
-                    addresses = rounds.discovered.len(),
-                    "probing addresses other clusters contribute"
-                );
-            }
+            info!(
+                tenant,
+                addresses = rounds.discovered.len(),
+                "addresses other clusters contribute changed"
+            );
             let all: Vec<Discovered> = self
                 .tenants
                 .values()

@@ -14,6 +14,10 @@ use super::pacing::MIN_PUBLISH_GAP;
 use crate::metrics::Metrics;
 use crate::observation::{Observation, TargetId};
 use crate::probe::{Failure, ProbeResult};
+use crate::hysteresis::Health;
+use crate::multi_cluster::report::{Owned, Report};
+use crate::multi_cluster::vote::Tally;
+use crate::multi_cluster::LocalView;
 use crate::snapshot::{PublishMode, TenantSnapshot};
 
 /// A plan of `n` endpoints (`e0`.., 10.0.0.1..) in one tenant `t` with a hosts-file sink,
@@ -79,6 +83,10 @@ impl ho_config::SinkSpec for TestSpec {
     ) {
     }
 
+    fn holds_reports(&self) -> bool {
+        true
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -93,6 +101,8 @@ struct Harness {
     /// Snapshots published, in order.
     published: Vec<Arc<TenantSnapshot>>,
     forgotten: Vec<String>,
+    /// Views of voting tenants handed to the coordinator, in order.
+    views: Vec<LocalView>,
 }
 
 impl Harness {
@@ -108,6 +118,7 @@ impl Harness {
             timers: Vec::new(),
             published: Vec::new(),
             forgotten: Vec::new(),
+            views: Vec::new(),
         };
         let mut fx = Vec::new();
         h.core.start(now, &mut fx);
@@ -121,6 +132,7 @@ impl Harness {
                 Effect::Publish { snapshot, .. } => self.published.push(snapshot),
                 Effect::Forget { tenant, .. } => self.forgotten.push(tenant),
                 Effect::WakeAt { at, wake } => self.timers.push((at, wake)),
+                Effect::Vote(view) => self.views.push(view),
             }
         }
     }
@@ -471,4 +483,60 @@ fn results_this_machine_caused_are_not_judged() {
         "local failures are not counted as probes"
     );
     assert_eq!(status.endpoints[0].consecutive_failures, 0);
+}
+
+#[test]
+fn a_voting_tenant_publishes_the_tally_not_its_own_verdicts() {
+    let mut h = Harness::new(plan(2, "multi_cluster = true", ""));
+    h.observe(&[(0, true), (1, true)]);
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(1, false), (1, false)]);
+    assert!(h.published.is_empty(), "a voting tenant waits for the vote");
+    let view = h.views.last().expect("the view went to the coordinator");
+    let health: Vec<Health> = view.endpoints.iter().map(|e| e.health).collect();
+    assert_eq!(health, [Health::Up, Health::Down]);
+    let views = h.views.len();
+    h.advance(Duration::from_secs(1));
+    h.observe(&[(0, true)]);
+    assert_eq!(h.views.len(), views, "an unchanged view is not sent again");
+    // Another cluster owns 10.0.0.9; only this cluster sees e1 (10.0.0.2) down: 1 of 2
+    // voters is below 0.66, so e1 stays published.
+    let owned = |last: u8, name: &str| Owned {
+        address: std::net::IpAddr::from([10, 0, 0, last]),
+        name: name.into(),
+        weight: 1,
+        priority: 0,
+        geo: None,
+    };
+    let now_ms = 1_700_000_000_000;
+    let reports = [
+        Report {
+            owner: "o".into(),
+            cluster: "a".into(),
+            at_ms: now_ms,
+            owned: vec![owned(1, "e0"), owned(2, "e1")],
+            down: vec![std::net::IpAddr::from([10, 0, 0, 2])],
+        },
+        Report {
+            owner: "o".into(),
+            cluster: "b".into(),
+            at_ms: now_ms,
+            owned: vec![owned(9, "gw-b")],
+            down: vec![],
+        },
+    ];
+    let tally = Tally::count(&reports, now_ms, Duration::from_secs(15), 0.66);
+    let mut fx = Vec::new();
+    h.core.voted("t", Arc::new(tally), h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(h.hosts(), [1, 2, 9]);
+    assert!(h.last().votes.is_some(), "the snapshot carries the votes");
+    let status = h.core.status(h.now);
+    let tenant = &status.tenants[0];
+    assert_eq!(tenant.votes.as_ref().unwrap().live, ["a", "b"]);
+    assert_eq!(
+        tenant.endpoints[1].why,
+        crate::status::Why::KeptByVote,
+        "down here, kept by the vote"
+    );
 }

@@ -1,0 +1,447 @@
+//! Several clusters share one zone (`[multi_cluster]`): three orchestrator processes
+//! (clusters a, b, c), each listing only its own gateway, against one real `pdns_server`
+//! zone and, separately, one moto Route53 zone. The gateways answer per client address and
+//! each cluster probes from its own loopback `source_address`, so a fault can be seen from
+//! one vantage point only.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
+
+use crate::fakes::route53::Moto;
+use crate::harness::*;
+use crate::services::pdns::{PdnsServer, DNS_PORT};
+
+const ZONE: &str = "mc.test";
+const NAME: &str = "api.mc.test";
+
+/// The port of every gateway: a cluster probes the addresses it learns from the others'
+/// reports with its own check, port included, as gateways of one tenant share their
+/// health-check port.
+const GATEWAY_PORT: u16 = 18080;
+
+/// An HTTP gateway that fails (503) for the client addresses it is told to.
+struct VantageGateway {
+    addr: SocketAddr,
+    failing_for: Arc<Mutex<HashSet<IpAddr>>>,
+}
+
+impl VantageGateway {
+    async fn start() -> VantageGateway {
+        let listener = tokio::net::TcpListener::bind((loopback_ip(), GATEWAY_PORT))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let failing_for: Arc<Mutex<HashSet<IpAddr>>> = Arc::default();
+        let failing = failing_for.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, peer)) = listener.accept().await {
+                let fail = failing.lock().unwrap().contains(&peer.ip());
+                tokio::spawn(async move {
+                    let mut head = [0u8; 2048];
+                    let _ = stream.read(&mut head).await;
+                    let answer: &[u8] = if fail {
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    } else {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    };
+                    let _ = stream.write_all(answer).await;
+                });
+            }
+        });
+        VantageGateway { addr, failing_for }
+    }
+
+    /// Fails for the probes of these clusters, answers the others.
+    fn fail_for(&self, clusters: &[&Cluster]) {
+        *self.failing_for.lock().unwrap() = clusters.iter().map(|c| c.source).collect();
+    }
+
+    fn ip(&self) -> String {
+        self.addr.ip().to_string()
+    }
+}
+
+/// One orchestrator process: a cluster with its own vantage address.
+struct Cluster {
+    id: &'static str,
+    source: IpAddr,
+    api: SocketAddr,
+    dir: tempfile::TempDir,
+    process: Option<Running>,
+}
+
+impl Cluster {
+    /// Cluster `id` owning `gateway`, publishing through `sink` (a `[sinks.zone]` table).
+    fn new(id: &'static str, gateway: &VantageGateway, sink: &str) -> Cluster {
+        let cluster = Cluster {
+            id,
+            source: IpAddr::V4(loopback_ip()),
+            api: SocketAddr::new(IpAddr::V4(loopback_ip()), 9100),
+            dir: tempfile::tempdir().unwrap(),
+            process: None,
+        };
+        let text = TestConfig::at(&Check::FAST, [gateway.addr], |_| format!("gw-{id}"))
+            .set("api.listen", cluster.api.to_string())
+            .set("defaults.check.source_address", cluster.source.to_string())
+            .set("cluster.id", id)
+            .set("owner_id", "mc")
+            .with(&format!(
+                "[multi_cluster]\nenabled = true\nreport_interval = \"300ms\"\nreport_ttl = \"2s\"\n\n\
+                 [[tenants]]\nname = \"api\"\ndomains = [\"{NAME}\"]\nsinks = [\"zone\"]\nttl = \"5s\"\n\n{sink}"
+            ))
+            .render();
+        std::fs::write(cluster.config(), text).unwrap();
+        cluster
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    fn start(&mut self) {
+        let mut cmd = binary();
+        cmd.args(["run", "--config"])
+            .arg(self.config())
+            .env("RUST_LOG", "warn")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        self.process = Some(spawn_logged(&mut cmd, &self.dir.path().join("log")));
+    }
+
+    /// SIGKILL: no goodbye, its report just stops being refreshed.
+    fn kill(&mut self) {
+        self.process = None;
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+
+    /// The tenant's vote as this cluster last counted it.
+    async fn votes(&self) -> Option<Value> {
+        let body = try_api_get(self.api, "/status").await?;
+        let status: Value = serde_json::from_str(&body).ok()?;
+        status["tenants"][0].get("votes").cloned()
+    }
+
+    /// Waits until this cluster's vote satisfies `ready`.
+    async fn wait_for_votes(&self, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        loop {
+            let votes = self.votes().await;
+            if let Some(v) = votes.as_ref().filter(|v| ready(v)) {
+                return v.clone();
+            }
+            if start.elapsed() > LIMIT {
+                let metrics = try_api_get(self.api, "/metrics").await.unwrap_or_default();
+                let reports: Vec<&str> = metrics.lines().filter(|l| l.contains("cluster_")).collect();
+                panic!(
+                    "cluster {}: timed out waiting for {what}; votes: {votes:#?}\nlog:\n{}\n{reports:#?}",
+                    self.id,
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The down votes `votes` holds for `address`.
+fn down_votes(votes: &Value, address: &str) -> Vec<String> {
+    votes["addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["address"] == address)
+        .map(|a| {
+            a["down_votes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Polls the name through DNS every 20 ms until stopped, counting answers without any
+/// address once the name had one.
+struct Reader {
+    stop: Arc<AtomicBool>,
+    empty: Arc<AtomicUsize>,
+    polls: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Reader {
+    fn start(server: SocketAddr) -> Reader {
+        let stop = Arc::new(AtomicBool::new(false));
+        let empty = Arc::new(AtomicUsize::new(0));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (s, e, p) = (stop.clone(), empty.clone(), polls.clone());
+        let task = tokio::spawn(async move {
+            let mut seen = false;
+            while !s.load(Ordering::Relaxed) {
+                let answer = crate::services::dig::dig(server, &[NAME, "A"]).await;
+                let addresses = answer.first().map(|a| a.sorted()).unwrap_or_default();
+                p.fetch_add(1, Ordering::Relaxed);
+                if addresses.is_empty() && seen {
+                    e.fetch_add(1, Ordering::Relaxed);
+                }
+                seen |= !addresses.is_empty();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        Reader {
+            stop,
+            empty,
+            polls,
+            task,
+        }
+    }
+
+    /// Stops polling; returns (polls, empty answers).
+    async fn finish(self) -> (usize, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap();
+        (
+            self.polls.load(Ordering::Relaxed),
+            self.empty.load(Ordering::Relaxed),
+        )
+    }
+}
+
+fn pdns_sink(pdns: &PdnsServer) -> String {
+    format!(
+        "[sinks.zone]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
+        pdns.url(),
+        pdns.key_file().display().to_string()
+    )
+}
+
+/// Trials of the measured fault (fault at 2 of 3 vantages -> `dig` changes): 1 in the
+/// suite, `MC_TRIALS` for the numbers in bench/README.md.
+fn trials() -> usize {
+    std::env::var("MC_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The quantile `q` of `times` (nearest rank).
+fn quantile(times: &mut [Duration], q: f64) -> Duration {
+    times.sort();
+    let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
+    times[rank - 1]
+}
+
+/// The seed's semantics end to end on a real PowerDNS zone: the union, 1 of 3 vantages is
+/// not enough, 2 of 3 withdraw (and healing returns), everything down never empties the
+/// name, a SIGKILLed cluster's gateway stays while the live ones see it up and leaves by
+/// their quorum, `cluster leave` takes it out; a reader polling every 20 ms never sees an
+/// empty answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clusters_vote_on_one_powerdns_zone() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let (ga, gb, gc) = (
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+    );
+    let sink = pdns_sink(&pdns);
+    let mut a = Cluster::new("a", &ga, &sink);
+    let mut b = Cluster::new("b", &gb, &sink);
+    let mut c = Cluster::new("c", &gc, &sink);
+    for cluster in [&mut a, &mut b, &mut c] {
+        cluster.start();
+    }
+    let all = [ga.ip(), gb.ip(), gc.ip()];
+    pdns.wait_for_answer(NAME, "A", &all).await;
+    let reader = Reader::start(SocketAddr::new(pdns.ip.into(), DNS_PORT));
+    for cluster in [&a, &b, &c] {
+        cluster
+            .wait_for_votes("three live voters", |v| strings(&v["live"]) == ["a", "b", "c"])
+            .await;
+    }
+
+    // 1 of 3 vantages sees gw-b down: below the threshold, it stays.
+    gb.fail_for(&[&a]);
+    for cluster in [&a, &b, &c] {
+        cluster
+            .wait_for_votes("a's down vote on gw-b", |v| down_votes(v, &gb.ip()) == ["a"])
+            .await;
+    }
+    assert_eq!(pdns.dig(NAME, "A").await, sorted(&all), "1 of 3 keeps it");
+
+    // 2 of 3: it leaves; healed, it returns.
+    let mut times = Vec::new();
+    for _ in 0..trials() {
+        gb.fail_for(&[]);
+        pdns.wait_for_answer(NAME, "A", &all).await;
+        gb.fail_for(&[&a, &c]);
+        times.push(pdns.wait_for_answer(NAME, "A", &[ga.ip(), gc.ip()]).await);
+    }
+    gb.fail_for(&[]);
+    pdns.wait_for_answer(NAME, "A", &all).await;
+    eprintln!(
+        "fault at 2 of 3 vantages -> dig changed: p50 {:?}, p99 {:?} over {} trial(s)",
+        quantile(&mut times, 0.5),
+        quantile(&mut times, 0.99),
+        times.len()
+    );
+
+    // Every gateway failing everywhere: all known addresses, never an empty name.
+    for g in [&ga, &gb, &gc] {
+        g.fail_for(&[&a, &b, &c]);
+    }
+    a.wait_for_votes("every address down in 3 of 3", |v| {
+        all.iter().all(|ip| down_votes(v, ip).len() == 3)
+    })
+    .await;
+    assert_eq!(pdns.dig(NAME, "A").await, sorted(&all));
+    for g in [&ga, &gb, &gc] {
+        g.fail_for(&[]);
+    }
+    a.wait_for_votes("all up again", |v| {
+        all.iter().all(|ip| down_votes(v, ip).is_empty())
+    })
+    .await;
+
+    // SIGKILL b: after report_ttl, 2 voters; b's gateway stays while a and c see it up,
+    // leaves when it fails for both, returns when healed.
+    b.kill();
+    for cluster in [&a, &c] {
+        cluster
+            .wait_for_votes("b aged out", |v| {
+                strings(&v["live"]) == ["a", "c"] && strings(&v["aged_out"]) == ["b"]
+            })
+            .await;
+    }
+    assert_eq!(pdns.dig(NAME, "A").await, sorted(&all), "b's gateway stays");
+    gb.fail_for(&[&a, &c]);
+    pdns.wait_for_answer(NAME, "A", &[ga.ip(), gc.ip()]).await;
+    gb.fail_for(&[]);
+    pdns.wait_for_answer(NAME, "A", &all).await;
+
+    // `cluster leave` for b: its report and its gateway leave the zone.
+    let out = binary()
+        .args(["cluster", "leave", "--config"])
+        .arg(b.config())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("cluster b left"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    pdns.wait_for_answer(NAME, "A", &[ga.ip(), gc.ip()]).await;
+    a.wait_for_votes("b gone", |v| {
+        strings(&v["live"]) == ["a", "c"] && strings(&v["aged_out"]).is_empty()
+    })
+    .await;
+
+    let (polls, empty) = reader.finish().await;
+    assert!(polls > 50, "the reader polled {polls} times");
+    assert_eq!(empty, 0, "{empty} of {polls} answers were empty");
+}
+
+fn sorted(v: &[String]) -> Vec<String> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+/// The same vote through Route53 (moto's server: no real Route53 can be had here): the
+/// union, 2 of 3 withdraw, everything down never empties the name; each cluster's report
+/// is its own TXT record set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clusters_vote_on_one_route53_zone() {
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let (ga, gb, gc) = (
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+    );
+    let sink = format!(
+        "[sinks.zone]\nkind = \"route53\"\nhosted_zone_id = \"{zone}\"\nzone = \"{ZONE}\"\n\
+         region = \"us-east-1\"\nendpoint_url = \"{}\"\ntimeout = \"2s\"\nrecord_style = \"simple\"\n\
+         max_requests_per_second = 50.0\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"300ms\", reconcile_interval = \"1s\" }}\n",
+        moto.url
+    );
+    let mut clusters = [
+        Cluster::new("a", &ga, &sink),
+        Cluster::new("b", &gb, &sink),
+        Cluster::new("c", &gc, &sink),
+    ];
+    for cluster in &mut clusters {
+        cluster.start();
+    }
+    let [a, b, c] = &clusters;
+    let a_records = |ips: &[String]| format!("{NAME}. A {}", sorted(ips).join(","));
+    let wait = |want: String, what: &'static str| {
+        let moto = &moto;
+        let zone = &zone;
+        async move {
+            let start = Instant::now();
+            loop {
+                let records = moto.records(zone).await;
+                if records.iter().any(|r| *r == want) {
+                    return records;
+                }
+                assert!(
+                    start.elapsed() < LIMIT,
+                    "timed out waiting for {what}: {want}\n{records:#?}\nlog a:\n{}",
+                    a.log()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let all = [ga.ip(), gb.ip(), gc.ip()];
+    let records = wait(a_records(&all), "the union").await;
+    for id in ["a", "b", "c"] {
+        let report = format!("{id}._ho-report.{NAME}. TXT ");
+        assert!(
+            records.iter().any(|r| r.starts_with(&report)),
+            "{report}: {records:#?}"
+        );
+    }
+    gb.fail_for(&[a, c]);
+    wait(a_records(&[ga.ip(), gc.ip()]), "gw-b withdrawn by 2 of 3").await;
+    gb.fail_for(&[]);
+    wait(a_records(&all), "gw-b back").await;
+    for g in [&ga, &gb, &gc] {
+        g.fail_for(&[a, b, c]);
+    }
+    a.wait_for_votes("every address down in 3 of 3", |v| {
+        all.iter().all(|ip| down_votes(v, ip).len() == 3)
+    })
+    .await;
+    wait(a_records(&all), "all known addresses, never empty").await;
+}
