@@ -91,20 +91,33 @@ pub fn for_tenant(
             .filter(|&i| !want.contains(&zone[i]))
             .collect();
         let mut writes = Vec::new();
+        let mut upserted = Vec::new();
         for w in want
             .iter()
             .filter(|w| !managed.iter().any(|&i| &zone[i] == *w))
         {
-            let same_key = |i: &usize| zone[*i].rtype == w.rtype && zone[*i].set_id == w.set_id;
-            // Replacing a record set under the same key (e.g. its routing changed): Route53's
-            // documented way is DELETE then CREATE in one batch.
-            if claimed || stale.iter().any(same_key) {
-                writes.push(RecordChange::Create(w.clone()));
-            } else {
-                writes.push(RecordChange::Upsert(w.clone()));
+            let same_key = |i: &&usize| zone[**i].rtype == w.rtype && zone[**i].set_id == w.set_id;
+            match stale.iter().find(same_key) {
+                // New values or TTL under the same key and routing: an UPSERT replaces the
+                // set in place (and does not depend on the listed values still matching,
+                // which another cluster writing the same name may have changed).
+                Some(&i) if zone[i].routing == w.routing && !claimed => {
+                    upserted.push(i);
+                    writes.push(RecordChange::Upsert(w.clone()));
+                }
+                // Its routing changed: Route53's documented way is DELETE then CREATE in
+                // one batch.
+                Some(_) => writes.push(RecordChange::Create(w.clone())),
+                None if claimed => writes.push(RecordChange::Create(w.clone())),
+                None => writes.push(RecordChange::Upsert(w.clone())),
             }
         }
-        group.extend(stale.into_iter().map(RecordChange::Delete));
+        group.extend(
+            stale
+                .into_iter()
+                .filter(|i| !upserted.contains(i))
+                .map(RecordChange::Delete),
+        );
         group.extend(writes);
         if !group.is_empty() {
             out.groups.push(group);
@@ -222,6 +235,14 @@ mod tests {
         );
         let same = for_tenant(&zone, &want("w.", zone[1..].to_vec()), "me");
         assert_eq!(same, TenantChanges::default());
+    }
+
+    #[test]
+    fn new_values_under_the_same_key_and_routing_are_upserted_in_place() {
+        let zone = vec![owner_record("w.", "me"), a("w.", "gw-1", "10.0.0.1")];
+        let moved = a("w.", "gw-1", "10.0.0.9");
+        let c = for_tenant(&zone, &want("w.", vec![moved.clone()]), "me");
+        assert_eq!(c.groups, vec![vec![RecordChange::Upsert(moved)]]);
     }
 
     #[test]
