@@ -51,7 +51,7 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 let attempt = || async {
                     store.remove(report_name(&cluster.id, domain)).await?;
                     let remaining: Vec<Report> = store
-                        .read(report_suffix(domain))
+                        .read(vec![report_suffix(domain)])
                         .await?
                         .into_iter()
                         .filter_map(|(_, texts)| Report::decode(&texts).ok())

@@ -143,7 +143,8 @@ impl Cluster {
             }
             if start.elapsed() > LIMIT {
                 let metrics = try_api_get(self.api, "/metrics").await.unwrap_or_default();
-                let reports: Vec<&str> = metrics.lines().filter(|l| l.contains("cluster_")).collect();
+                let reports: Vec<&str> =
+                    metrics.lines().filter(|l| l.contains("cluster_")).collect();
                 panic!(
                     "cluster {}: timed out waiting for {what}; votes: {votes:#?}\nlog:\n{}\n{reports:#?}",
                     self.id,
@@ -278,7 +279,9 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
     let reader = Reader::start(SocketAddr::new(pdns.ip.into(), DNS_PORT));
     for cluster in [&a, &b, &c] {
         cluster
-            .wait_for_votes("three live voters", |v| strings(&v["live"]) == ["a", "b", "c"])
+            .wait_for_votes("three live voters", |v| {
+                strings(&v["live"]) == ["a", "b", "c"]
+            })
             .await;
     }
 
@@ -286,7 +289,9 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
     gb.fail_for(&[&a]);
     for cluster in [&a, &b, &c] {
         cluster
-            .wait_for_votes("a's down vote on gw-b", |v| down_votes(v, &gb.ip()) == ["a"])
+            .wait_for_votes("a's down vote on gw-b", |v| {
+                down_votes(v, &gb.ip()) == ["a"]
+            })
             .await;
     }
     assert_eq!(pdns.dig(NAME, "A").await, sorted(&all), "1 of 3 keeps it");

@@ -55,12 +55,17 @@ pub(crate) struct Retarget {
 static REPORT_WARNINGS: Throttle = Throttle::new();
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
-/// What the coordinator keeps per voting tenant.
+/// Whether a round runs on a zone, and whether another must follow it.
 #[derive(Default)]
-struct TenantRounds {
-    view: Option<LocalView>,
+struct Rounds {
     running: bool,
     again: bool,
+}
+
+/// What the coordinator keeps per voting tenant.
+#[derive(Default)]
+struct TenantVotes {
+    view: Option<LocalView>,
     /// The content (owned, down) last written and when (Unix ms).
     written: Option<((Vec<Owned>, Vec<IpAddr>), u64)>,
     /// The last report that parsed, per rrset name: a report that stops parsing keeps
@@ -79,7 +84,9 @@ pub(crate) struct Coordinator {
     tracker: Recipient<Voted>,
     leadership: Leadership,
     metrics: Arc<Metrics>,
-    tenants: HashMap<String, TenantRounds>,
+    tenants: HashMap<String, TenantVotes>,
+    /// Rounds by sink name (one zone each).
+    rounds: HashMap<String, Rounds>,
     discovered: watch::Sender<Vec<Discovered>>,
     ticker: Option<(Duration, SpawnHandle)>,
 }
@@ -103,6 +110,7 @@ impl Coordinator {
             leadership,
             metrics,
             tenants: HashMap::new(),
+            rounds: HashMap::new(),
             discovered,
             ticker: None,
         }
@@ -118,82 +126,116 @@ impl Coordinator {
             ctx.cancel_future(handle);
         }
         let handle = ctx.run_interval(every, |act, ctx| {
-            let due: Vec<String> = act.tenants.keys().cloned().collect();
-            for tenant in due {
-                act.kick(&tenant, ctx);
+            let due: Vec<String> = act.stores.keys().cloned().collect();
+            for store in due {
+                act.kick(&store, ctx);
             }
         });
         self.ticker = Some((every, handle));
     }
 
-    /// Starts a round for `tenant`, or marks one to follow the running one.
-    fn kick(&mut self, tenant: &str, ctx: &mut Context<Self>) {
+    /// The sink whose zone holds `tenant`'s reports: its first sink that can (every cluster
+    /// must list the same one first).
+    fn store_of(&self, tenant: &ho_config::Tenant) -> Option<String> {
+        tenant
+            .sinks
+            .iter()
+            .find(|s| self.stores.contains_key(*s))
+            .cloned()
+    }
+
+    /// Starts a round on the zone of sink `sink` for every voting tenant reporting there,
+    /// or marks one to follow the running one. One round is at most one batched write (the
+    /// reports due) and one read of the zone, whatever the number of tenants: the zone API
+    /// budget grows with the clusters, not the tenants.
+    fn kick(&mut self, sink: &str, ctx: &mut Context<Self>) {
         let Some(cluster) = self.cluster.clone() else {
             return;
         };
-        let Some(t) = self
-            .plan
-            .tenants
-            .iter()
-            .find(|t| t.name == tenant && t.multi_cluster)
-        else {
-            self.tenants.remove(tenant);
+        let Some(store) = self.stores.get(sink).cloned() else {
             return;
         };
-        let Some(store) = t.sinks.iter().find_map(|s| self.stores.get(s).cloned()) else {
-            return;
-        };
-        let settings = &self.plan.multi_cluster;
-        let ttl_ms = settings.report_ttl.as_millis() as u64;
-        let rounds = self.tenants.entry(tenant.to_owned()).or_default();
-        if rounds.running {
-            rounds.again = true;
+        if self.rounds.get(sink).is_some_and(|r| r.running) {
+            self.rounds.entry(sink.to_owned()).or_default().again = true;
             return;
         }
-        let Some(view) = &rounds.view else {
-            return;
-        };
+        let plan = self.plan.clone();
+        let ttl_ms = plan.multi_cluster.report_ttl.as_millis() as u64;
         let now_ms = unix_ms(SystemTime::now());
-        let own = own_report(&self.plan.owner_id, &cluster, now_ms, view);
-        let content = (own.owned.clone(), own.down.clone());
-        let stale = rounds
-            .written
-            .as_ref()
-            .is_none_or(|(c, at)| *c != content || now_ms.saturating_sub(*at) >= ttl_ms / 3);
-        let leads = self.leadership.may_write();
-        let write = stale && leads;
-        rounds.running = true;
-        let name = report_name(&cluster, &t.domains[0]);
-        let suffix = report_suffix(&t.domains[0]);
-        let texts = own.encode();
-        let tenant = tenant.to_owned();
-        let exchange = async move {
-            let written = if write {
-                Some(store.write(name, texts).await)
-            } else {
-                None
+        let mut exchanges = Vec::new();
+        let mut any_due = false;
+        for t in plan.tenants.iter().filter(|t| t.multi_cluster) {
+            if self.store_of(t).as_deref() != Some(sink) {
+                continue;
+            }
+            let Some(state) = self.tenants.get(&t.name) else {
+                continue;
             };
-            (written, store.read(suffix).await)
+            let Some(view) = &state.view else {
+                continue;
+            };
+            let own = own_report(&plan.owner_id, &cluster, now_ms, view);
+            // Due: its content changed, or a third of the TTL passed (it must stay live).
+            // Reports past a sixth ride along with a due one, so the heartbeats of many
+            // tenants share writes.
+            let (due, rides) = match &state.written {
+                None => (true, true),
+                Some(((owned, down), at)) => {
+                    let age = now_ms.saturating_sub(*at);
+                    let changed = *owned != own.owned || *down != own.down;
+                    (changed || age >= ttl_ms / 3, age >= ttl_ms / 6)
+                }
+            };
+            any_due |= due;
+            exchanges.push(Exchange {
+                tenant: t.name.clone(),
+                domain: t.domains[0].clone(),
+                own,
+                write: due || rides,
+            });
+        }
+        if exchanges.is_empty() {
+            return;
+        }
+        // A standby replica reads but never writes: its leader writes this cluster's reports.
+        let leads = self.leadership.may_write();
+        for e in &mut exchanges {
+            e.write &= any_due && leads;
+        }
+        let writes: Vec<(String, Vec<String>)> = exchanges
+            .iter()
+            .filter(|e| e.write)
+            .map(|e| (report_name(&cluster, &e.domain), e.own.encode()))
+            .collect();
+        let suffixes: Vec<String> = exchanges.iter().map(|e| report_suffix(&e.domain)).collect();
+        self.rounds.entry(sink.to_owned()).or_default().running = true;
+        let sink = sink.to_owned();
+        let round = async move {
+            let written = if writes.is_empty() {
+                None
+            } else {
+                Some(store.write(writes).await)
+            };
+            (written, store.read(suffixes).await)
         };
         ctx.spawn(
-            exchange
+            round
                 .into_actor(self)
                 .map(move |(written, read), act, ctx| {
-                    act.finish(&tenant, own, leads, written, read);
-                    let rounds = act.tenants.entry(tenant.clone()).or_default();
+                    act.finish(exchanges, leads, written, read);
+                    let rounds = act.rounds.entry(sink.clone()).or_default();
                     rounds.running = false;
                     if std::mem::take(&mut rounds.again) {
-                        act.kick(&tenant, ctx);
+                        act.kick(&sink, ctx);
                     }
                 }),
         );
     }
 
-    /// Counts the vote of a finished exchange and passes it on.
+    /// Counts the metrics of a finished round and the vote of each of its tenants.
     fn finish(
         &mut self,
-        tenant: &str,
-        own: Report,
+        exchanges: Vec<Exchange>,
         leads: bool,
         written: Option<Result<(), SinkError>>,
         read: Result<Vec<(String, Vec<String>)>, SinkError>,
@@ -204,16 +246,20 @@ impl Coordinator {
                 .get_or_create(&ReportOpLabels { op, result })
                 .inc();
         };
-        match &written {
-            Some(Ok(())) => count("write", "ok"),
+        let wrote = match &written {
+            Some(Ok(())) => {
+                count("write", "ok");
+                true
+            }
             Some(Err(e)) => {
                 count("write", "error");
                 if REPORT_WARNINGS.ready(WARN_EVERY) {
-                    warn!(tenant, error = %e, "could not write this cluster's report");
+                    warn!(error = %e, "could not write this cluster's reports");
                 }
+                false
             }
-            None => {}
-        }
+            None => false,
+        };
         let rrsets = match read {
             Ok(rrsets) => {
                 count("read", "ok");
@@ -222,43 +268,66 @@ impl Coordinator {
             Err(e) => {
                 count("read", "error");
                 if REPORT_WARNINGS.ready(WARN_EVERY) {
-                    warn!(tenant, error = %e, "could not read the clusters' reports; the published set stays");
+                    warn!(error = %e, "could not read the clusters' reports; the published sets stay");
                 }
                 return;
             }
         };
-        let owner = self.plan.owner_id.clone();
-        let own_cluster = own.cluster.clone();
-        let settings = self.plan.multi_cluster.clone();
-        let rounds = self.tenants.entry(tenant.to_owned()).or_default();
-        if let Some(Ok(())) = written {
-            rounds.written = Some(((own.owned.clone(), own.down.clone()), own.at_ms));
+        for e in exchanges {
+            let Some(state) = self.tenants.get_mut(&e.tenant) else {
+                continue;
+            };
+            if wrote && e.write {
+                state.written = Some(((e.own.owned.clone(), e.own.down.clone()), e.own.at_ms));
+            }
+            let suffix = report_suffix(&e.domain);
+            let read: Vec<&(String, Vec<String>)> = rrsets
+                .iter()
+                .filter(|(name, _)| name.ends_with(&suffix))
+                .collect();
+            self.count_votes(&e.tenant, e.own, leads, &read);
         }
+        self.publish_discovered();
+    }
+
+    /// Counts one tenant's vote from the report rrsets read (a report that stops parsing
+    /// keeps counting as it last parsed) and hands the tally to the tracker.
+    fn count_votes(
+        &mut self,
+        tenant: &str,
+        own: Report,
+        leads: bool,
+        rrsets: &[&(String, Vec<String>)],
+    ) {
+        let owner = &self.plan.owner_id;
+        let settings = &self.plan.multi_cluster;
+        let state = self.tenants.entry(tenant.to_owned()).or_default();
         let mut known = BTreeMap::new();
         for (name, texts) in rrsets {
-            match Report::decode(&texts) {
+            match Report::decode(texts) {
                 Ok(report) => {
-                    known.insert(name, report);
+                    known.insert(name.clone(), report);
                 }
                 Err(e) => {
                     if REPORT_WARNINGS.ready(WARN_EVERY) {
-                        warn!(tenant, rrset = %name, error = %e, "a cluster report does not parse; its last good content still counts");
+                        warn!(tenant, rrset = %name, error = %e, "a cluster's report does not parse; its last good content still counts");
                     }
-                    if let Some(last) = rounds.known.remove(&name) {
-                        known.insert(name, last);
+                    if let Some(last) = state.known.remove(name) {
+                        known.insert(name.clone(), last);
                     }
                 }
             }
         }
-        rounds.known = known;
-        // This cluster counts with what it just reported (the leader) or what its leader
-        // wrote (a standby: it must count what the other clusters count).
-        let mut reports: Vec<Report> = rounds
+        state.known = known;
+        // The leader counts what it just reported; a standby counts what its leader wrote,
+        // as the other clusters do.
+        let mut reports: Vec<Report> = state
             .known
             .values()
-            .filter(|r| r.owner == owner && !(leads && r.cluster == own.cluster))
+            .filter(|r| &r.owner == owner && !(leads && r.cluster == own.cluster))
             .cloned()
             .collect();
+        let own_cluster = own.cluster.clone();
         if leads {
             reports.push(own);
         }
@@ -278,7 +347,7 @@ impl Coordinator {
         let withdrawn: Vec<IpAddr> = tally.withdrawn().collect();
         let new = withdrawn
             .iter()
-            .filter(|a| !rounds.withdrawn.contains(a))
+            .filter(|a| !state.withdrawn.contains(a))
             .count();
         if new > 0 {
             self.metrics
@@ -286,11 +355,11 @@ impl Coordinator {
                 .get_or_create(&label)
                 .inc_by(new as u64);
         }
-        rounds.withdrawn = withdrawn;
-        // Every address other clusters contribute, probed or not: the engine adds only
-        // those its tenant lacks, and a stable list keeps it from adding and removing them
-        // in turn.
-        let discovered: Vec<Discovered> = tally
+        state.withdrawn = withdrawn;
+        // Every address other clusters contribute, probed already or not: the engine adds
+        // those its tenant lacks, and a stable list keeps it from adding and removing
+        // them in turn.
+        state.discovered = tally
             .candidates()
             .filter(|(cluster, _)| **cluster != own_cluster)
             .map(|(cluster, o)| Discovered {
@@ -300,25 +369,42 @@ impl Coordinator {
                 name: o.name.clone(),
             })
             .collect();
-        if discovered != rounds.discovered {
-            rounds.discovered = discovered;
-            info!(
-                tenant,
-                addresses = rounds.discovered.len(),
-                "addresses other clusters contribute changed"
-            );
-            let all: Vec<Discovered> = self
-                .tenants
-                .values()
-                .flat_map(|r| r.discovered.iter().cloned())
-                .collect();
-            self.discovered.send_replace(all);
-        }
         self.tracker.do_send(Voted {
             tenant: tenant.to_owned(),
             tally: Arc::new(tally),
         });
     }
+
+    /// Tells the engine the addresses other clusters contribute, when they changed.
+    fn publish_discovered(&self) {
+        let all: Vec<Discovered> = self
+            .tenants
+            .values()
+            .flat_map(|s| s.discovered.iter().cloned())
+            .collect();
+        self.discovered.send_if_modified(|current| {
+            let changed = *current != all;
+            if changed {
+                info!(
+                    addresses = all.len(),
+                    "addresses other clusters contribute changed"
+                );
+                *current = all;
+            }
+            changed
+        });
+    }
+}
+
+/// One tenant's part of a round.
+struct Exchange {
+    tenant: String,
+    /// Its first domain, under which the reports live.
+    domain: String,
+    /// This cluster's report now.
+    own: Report,
+    /// Whether this round writes it.
+    write: bool,
 }
 
 /// This cluster's report from its view: the addresses it owns (not drained) and every
@@ -376,7 +462,15 @@ impl Handler<LocalView> for Coordinator {
     fn handle(&mut self, view: LocalView, ctx: &mut Context<Self>) {
         let tenant = view.tenant.clone();
         self.tenants.entry(tenant.clone()).or_default().view = Some(view);
-        self.kick(&tenant, ctx);
+        let plan = self.plan.clone();
+        let store = plan
+            .tenants
+            .iter()
+            .find(|t| t.name == tenant)
+            .and_then(|t| self.store_of(t));
+        if let Some(store) = store {
+            self.kick(&store, ctx);
+        }
     }
 }
 
@@ -385,9 +479,9 @@ impl Handler<SetCluster> for Coordinator {
 
     fn handle(&mut self, SetCluster(id): SetCluster, ctx: &mut Context<Self>) {
         self.cluster = Some(id);
-        let due: Vec<String> = self.tenants.keys().cloned().collect();
-        for tenant in due {
-            self.kick(&tenant, ctx);
+        let stores: Vec<String> = self.stores.keys().cloned().collect();
+        for store in stores {
+            self.kick(&store, ctx);
         }
     }
 }
@@ -404,6 +498,7 @@ impl Handler<Retarget> for Coordinator {
                 .iter()
                 .any(|t| &t.name == name && t.multi_cluster)
         });
+        self.publish_discovered();
         self.tick_every(ctx);
     }
 }

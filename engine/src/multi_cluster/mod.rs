@@ -25,13 +25,16 @@ use crate::sink::SinkError;
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, SinkError>> + Send>>;
 
 /// A zone the clusters share, as the place their reports live: implemented by sinks whose
-/// kind answers `holds_reports` (PowerDNS, Route53). Names carry no trailing dot.
+/// kind answers `holds_reports` (PowerDNS, Route53). Names carry no trailing dot. Each call
+/// is one request where the API allows it, since Route53 allows 5 a second per account.
 pub trait ReportStore: Send + Sync {
-    /// Replaces the TXT rrset `name` (this cluster's report) with records of these texts.
-    fn write(&self, name: String, texts: Vec<String>) -> StoreFuture<()>;
+    /// Replaces each TXT rrset named (this cluster's reports) with records of its texts,
+    /// in one change.
+    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()>;
 
-    /// Every TXT rrset whose name ends with `suffix`, as (name, the text of each record).
-    fn read(&self, suffix: String) -> StoreFuture<Vec<(String, Vec<String>)>>;
+    /// Every TXT rrset whose name ends with one of `suffixes`, as (name, the text of each
+    /// record), from one read of the zone.
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>>;
 
     /// Removes the TXT rrset `name`, if there (`cluster leave`).
     fn remove(&self, name: String) -> StoreFuture<()>;

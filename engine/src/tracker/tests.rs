@@ -11,13 +11,13 @@ use tokio::time::Instant;
 
 use super::core::{Clock, Effect, TrackerCore, Wake};
 use super::pacing::MIN_PUBLISH_GAP;
-use crate::metrics::Metrics;
-use crate::observation::{Observation, TargetId};
-use crate::probe::{Failure, ProbeResult};
 use crate::hysteresis::Health;
+use crate::metrics::Metrics;
 use crate::multi_cluster::report::{Owned, Report};
 use crate::multi_cluster::vote::Tally;
 use crate::multi_cluster::LocalView;
+use crate::observation::{Observation, TargetId};
+use crate::probe::{Failure, ProbeResult};
 use crate::snapshot::{PublishMode, TenantSnapshot};
 
 /// A plan of `n` endpoints (`e0`.., 10.0.0.1..) in one tenant `t` with a hosts-file sink,

@@ -19,13 +19,10 @@ pub(super) struct PowerDnsReports(pub(super) Arc<Inner>);
 impl PowerDnsReports {
     async fn patch(
         inner: &Inner,
-        rrset: RrSet,
+        rrsets: Vec<RrSet>,
         what: String,
     ) -> Result<(), ho_engine::sink::SinkError> {
-        let body = serde_json::to_vec(&PatchBody {
-            rrsets: vec![rrset],
-        })
-        .expect("serializable");
+        let body = serde_json::to_vec(&PatchBody { rrsets }).expect("serializable");
         inner
             .call(Method::PATCH, body.into(), &what)
             .await
@@ -34,49 +31,53 @@ impl PowerDnsReports {
 }
 
 impl ReportStore for PowerDnsReports {
-    fn write(&self, name: String, texts: Vec<String>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
         let inner = self.0.clone();
         Box::pin(async move {
-            let rrset = RrSet {
-                name: format!("{name}."),
-                rtype: "TXT".into(),
-                ttl: Some(REPORT_TTL),
-                changetype: Some("REPLACE".into()),
-                records: texts
-                    .iter()
-                    .map(|t| Record {
-                        content: to_presentation(t),
-                        disabled: false,
-                    })
-                    .collect(),
-                comments: vec![Comment {
-                    content: inner.mark.clone(),
-                    account: ACCOUNT.into(),
-                }],
-            };
-            let what = format!("PATCH zone {} (report {name})", inner.zone);
-            Self::patch(&inner, rrset, what).await
+            let rrsets: Vec<RrSet> = reports
+                .iter()
+                .map(|(name, texts)| RrSet {
+                    name: format!("{name}."),
+                    rtype: "TXT".into(),
+                    ttl: Some(REPORT_TTL),
+                    changetype: Some("REPLACE".into()),
+                    records: texts
+                        .iter()
+                        .map(|t| Record {
+                            content: to_presentation(t),
+                            disabled: false,
+                        })
+                        .collect(),
+                    comments: vec![Comment {
+                        content: inner.mark.clone(),
+                        account: ACCOUNT.into(),
+                    }],
+                })
+                .collect();
+            let what = format!("PATCH zone {} ({} reports)", inner.zone, rrsets.len());
+            Self::patch(&inner, rrsets, what).await
         })
     }
 
-    fn read(&self, suffix: String) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
         let inner = self.0.clone();
         Box::pin(async move {
-            let suffix = format!("{suffix}.");
+            let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
             let zone = inner.read_zone().await?;
             Ok(zone
                 .rrsets
                 .into_iter()
-                .filter(|r| r.rtype == "TXT" && r.name.to_ascii_lowercase().ends_with(&suffix))
-                .map(|r| {
-                    let name = r.name.trim_end_matches('.').to_ascii_lowercase();
+                .filter(|r| r.rtype == "TXT")
+                .map(|r| (r.name.to_ascii_lowercase(), r))
+                .filter(|(name, _)| suffixes.iter().any(|s| name.ends_with(s.as_str())))
+                .map(|(name, r)| {
                     let texts = r
                         .records
                         .iter()
                         .filter(|rec| !rec.disabled)
                         .map(|rec| from_presentation(&rec.content))
                         .collect();
-                    (name, texts)
+                    (name.trim_end_matches('.').to_owned(), texts)
                 })
                 .collect())
         })
@@ -86,7 +87,12 @@ impl ReportStore for PowerDnsReports {
         let inner = self.0.clone();
         Box::pin(async move {
             let what = format!("PATCH zone {} (remove report {name})", inner.zone);
-            Self::patch(&inner, RrSet::delete(&format!("{name}."), "TXT"), what).await
+            Self::patch(
+                &inner,
+                vec![RrSet::delete(&format!("{name}."), "TXT")],
+                what,
+            )
+            .await
         })
     }
 }

@@ -9,7 +9,7 @@ use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
 use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 
 use super::records::{RecordSet, Routing};
-use super::{api, Shared};
+use super::{api, changes, Shared};
 
 /// TTL of report records: read through the API, not by resolvers.
 const REPORT_TTL: i64 = 60;
@@ -18,37 +18,48 @@ const REPORT_TTL: i64 = 60;
 pub(super) struct Route53Reports(pub(super) Arc<Shared>);
 
 impl ReportStore for Route53Reports {
-    fn write(&self, name: String, texts: Vec<String>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
         let shared = self.0.clone();
         Box::pin(async move {
-            let set = RecordSet {
-                name: format!("{name}."),
-                rtype: "TXT".into(),
-                set_id: None,
-                routing: Routing::Simple,
-                ttl: REPORT_TTL,
-                values: texts.iter().map(|t| to_presentation(t)).collect(),
-            };
+            let sets: Vec<RecordSet> = reports
+                .iter()
+                .map(|(name, texts)| RecordSet {
+                    name: format!("{name}."),
+                    rtype: "TXT".into(),
+                    set_id: None,
+                    routing: Routing::Simple,
+                    ttl: REPORT_TTL,
+                    values: texts.iter().map(|t| to_presentation(t)).collect(),
+                })
+                .collect();
             let mut writer = shared.writer.lock().await;
-            writer.pace().await;
-            api::change(
-                &writer.client,
-                &writer.zone_id,
-                vec![(ChangeAction::Upsert, api::to_sdk(&set))],
-            )
-            .await
+            // Within Route53's per-request limits: as few batches as they allow.
+            let groups = sets.into_iter().map(|s| vec![s]).collect();
+            for batch in changes::pack(groups, |s| {
+                (s.values.len(), s.values.iter().map(String::len).sum())
+            }) {
+                writer.pace().await;
+                let upserts = batch
+                    .iter()
+                    .map(|s| (ChangeAction::Upsert, api::to_sdk(s)))
+                    .collect();
+                api::change(&writer.client, &writer.zone_id, upserts).await?;
+            }
+            Ok(())
         })
     }
 
-    fn read(&self, suffix: String) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
         let shared = self.0.clone();
         Box::pin(async move {
-            let suffix = format!("{suffix}.");
+            let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
             let listed = shared.writer.lock().await.list_zone().await?;
             Ok(listed
                 .iter()
                 .map(api::from_sdk)
-                .filter(|s| s.rtype == "TXT" && s.name.ends_with(&suffix))
+                .filter(|s| {
+                    s.rtype == "TXT" && suffixes.iter().any(|x| s.name.ends_with(x.as_str()))
+                })
                 .map(|s| {
                     let name = s.name.trim_end_matches('.').to_owned();
                     (
