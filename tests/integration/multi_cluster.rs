@@ -12,10 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use crate::fakes::gateways::scripted;
 use crate::fakes::route53::Moto;
+use crate::fakes::webhook::{wait_for_delivery, Receiver, SECRET};
 use crate::harness::*;
 use crate::services::pdns::{PdnsServer, DNS_PORT};
 
@@ -35,27 +37,25 @@ struct VantageGateway {
 
 impl VantageGateway {
     async fn start() -> VantageGateway {
-        let listener = tokio::net::TcpListener::bind((loopback_ip(), GATEWAY_PORT))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
         let failing_for: Arc<Mutex<HashSet<IpAddr>>> = Arc::default();
         let failing = failing_for.clone();
-        tokio::spawn(async move {
-            while let Ok((mut stream, peer)) = listener.accept().await {
-                let fail = failing.lock().unwrap().contains(&peer.ip());
-                tokio::spawn(async move {
-                    let mut head = [0u8; 2048];
-                    let _ = stream.read(&mut head).await;
+        let (addr, _) = scripted(
+            SocketAddr::new(IpAddr::V4(loopback_ip()), GATEWAY_PORT),
+            move |mut stream| {
+                let fail = stream
+                    .peer_addr()
+                    .is_ok_and(|peer| failing.lock().unwrap().contains(&peer.ip()));
+                async move {
                     let answer: &[u8] = if fail {
                         b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                     } else {
                         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
                     };
                     let _ = stream.write_all(answer).await;
-                });
-            }
-        });
+                }
+            },
+        )
+        .await;
         VantageGateway { addr, failing_for }
     }
 
@@ -79,8 +79,9 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Cluster `id` owning `gateway`, publishing through `sink` (a `[sinks.zone]` table).
-    fn new(id: &'static str, gateway: &VantageGateway, sink: &str) -> Cluster {
+    /// Cluster `id` owning `gateway`, publishing through the sinks `sinks` (their tables;
+    /// the first, `zone`, holds the reports).
+    fn new(id: &'static str, gateway: &VantageGateway, sinks: &str) -> Cluster {
         let cluster = Cluster {
             id,
             source: IpAddr::V4(loopback_ip()),
@@ -88,6 +89,10 @@ impl Cluster {
             dir: tempfile::tempdir().unwrap(),
             process: None,
         };
+        let names: Vec<&str> = sinks
+            .lines()
+            .filter_map(|l| l.strip_prefix("[sinks.")?.strip_suffix(']'))
+            .collect();
         let text = TestConfig::at(&Check::FAST, [gateway.addr], |_| format!("gw-{id}"))
             .set("api.listen", cluster.api.to_string())
             .set("defaults.check.source_address", cluster.source.to_string())
@@ -95,7 +100,7 @@ impl Cluster {
             .set("owner_id", "mc")
             .with(&format!(
                 "[multi_cluster]\nenabled = true\nreport_interval = \"300ms\"\nreport_ttl = \"2s\"\n\n\
-                 [[tenants]]\nname = \"api\"\ndomains = [\"{NAME}\"]\nsinks = [\"zone\"]\nttl = \"5s\"\n\n{sink}"
+                 [[tenants]]\nname = \"api\"\ndomains = [\"{NAME}\"]\nsinks = {names:?}\nttl = \"5s\"\n\n{sinks}"
             ))
             .render();
         std::fs::write(cluster.config(), text).unwrap();
@@ -174,16 +179,17 @@ fn down_votes(votes: &Value, address: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The strings of a JSON array (none when `v` is not one).
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
         .collect()
 }
 
-/// Polls the name through DNS every 20 ms until stopped, counting answers without any
-/// address once the name had one.
+/// Polls the name every 20 ms until stopped, counting answers without any address once
+/// the name had one.
 struct Reader {
     stop: Arc<AtomicBool>,
     empty: Arc<AtomicUsize>,
@@ -192,7 +198,12 @@ struct Reader {
 }
 
 impl Reader {
-    fn start(server: SocketAddr) -> Reader {
+    /// `addresses` reads the name's addresses once.
+    fn start<F, Fut>(addresses: F) -> Reader
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = usize> + Send,
+    {
         let stop = Arc::new(AtomicBool::new(false));
         let empty = Arc::new(AtomicUsize::new(0));
         let polls = Arc::new(AtomicUsize::new(0));
@@ -200,13 +211,12 @@ impl Reader {
         let task = tokio::spawn(async move {
             let mut seen = false;
             while !s.load(Ordering::Relaxed) {
-                let answer = crate::services::dig::dig(server, &[NAME, "A"]).await;
-                let addresses = answer.first().map(|a| a.sorted()).unwrap_or_default();
+                let found = addresses().await;
                 p.fetch_add(1, Ordering::Relaxed);
-                if addresses.is_empty() && seen {
+                if found == 0 && seen {
                     e.fetch_add(1, Ordering::Relaxed);
                 }
-                seen |= !addresses.is_empty();
+                seen |= found > 0;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         });
@@ -216,6 +226,14 @@ impl Reader {
             polls,
             task,
         }
+    }
+
+    /// A reader asking a DNS server.
+    fn dig(server: SocketAddr) -> Reader {
+        Reader::start(move || async move {
+            let answer = crate::services::dig::dig(server, &[NAME, "A"]).await;
+            answer.first().map_or(0, |a| a.sorted().len())
+        })
     }
 
     /// Stops polling; returns (polls, empty answers).
@@ -268,7 +286,15 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
         VantageGateway::start().await,
     );
     let sink = pdns_sink(&pdns);
-    let mut a = Cluster::new("a", &ga, &sink);
+    let receiver = Receiver::default();
+    let hook = receiver.clone().start().await;
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), SECRET).unwrap();
+    let with_hook = format!(
+        "{sink}\n[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/dns\"\nsecret_file = {:?}\ntimeout = \"1s\"\n",
+        secret.path().display().to_string()
+    );
+    let mut a = Cluster::new("a", &ga, &with_hook);
     let mut b = Cluster::new("b", &gb, &sink);
     let mut c = Cluster::new("c", &gc, &sink);
     for cluster in [&mut a, &mut b, &mut c] {
@@ -276,7 +302,7 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
     }
     let all = [ga.ip(), gb.ip(), gc.ip()];
     pdns.wait_for_answer(NAME, "A", &all).await;
-    let reader = Reader::start(SocketAddr::new(pdns.ip.into(), DNS_PORT));
+    let reader = Reader::dig(SocketAddr::new(pdns.ip.into(), DNS_PORT));
     for cluster in [&a, &b, &c] {
         cluster
             .wait_for_votes("three live voters", |v| {
@@ -295,6 +321,12 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
             .await;
     }
     assert_eq!(pdns.dig(NAME, "A").await, sorted(&all), "1 of 3 keeps it");
+    // The webhook gets the computed set with every address's votes.
+    wait_for_delivery(&receiver, "the union with three voters", |d| {
+        strings(&d.body["votes"]["live"]) == ["a", "b", "c"]
+            && d.body["endpoints"].as_array().is_some_and(|e| e.len() == 3)
+    })
+    .await;
 
     // 2 of 3: it leaves; healed, it returns.
     let mut times = Vec::new();
@@ -304,6 +336,11 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
         gb.fail_for(&[&a, &c]);
         times.push(pdns.wait_for_answer(NAME, "A", &[ga.ip(), gc.ip()]).await);
     }
+    wait_for_delivery(&receiver, "the votes that withdrew gw-b", |d| {
+        down_votes(&d.body["votes"], &gb.ip()) == ["a", "c"]
+            && d.body["endpoints"].as_array().is_some_and(|e| e.len() == 2)
+    })
+    .await;
     gb.fail_for(&[]);
     pdns.wait_for_answer(NAME, "A", &all).await;
     eprintln!(
@@ -430,6 +467,22 @@ async fn three_clusters_vote_on_one_route53_zone() {
     };
     let all = [ga.ip(), gb.ip(), gc.ip()];
     let records = wait(a_records(&all), "the union").await;
+    let client = moto.client();
+    let zone_id = zone.clone();
+    let reader = Reader::start(move || {
+        let list = client
+            .list_resource_record_sets()
+            .hosted_zone_id(&zone_id)
+            .send();
+        async move {
+            let sets = list.await.map(|o| o.resource_record_sets().to_vec());
+            sets.unwrap_or_default()
+                .iter()
+                .filter(|s| s.name() == format!("{NAME}.") && s.r#type().as_str() == "A")
+                .map(|s| s.resource_records().len())
+                .sum()
+        }
+    });
     for id in ["a", "b", "c"] {
         let report = format!("{id}._ho-report.{NAME}. TXT ");
         assert!(
@@ -449,4 +502,7 @@ async fn three_clusters_vote_on_one_route53_zone() {
     })
     .await;
     wait(a_records(&all), "all known addresses, never empty").await;
+    let (polls, empty) = reader.finish().await;
+    assert!(polls > 20, "the reader polled {polls} times");
+    assert_eq!(empty, 0, "{empty} of {polls} listings had no address");
 }

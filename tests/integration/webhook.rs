@@ -4,27 +4,8 @@ use std::time::Duration;
 
 use ho_loadtest::Behaviour;
 
-use crate::fakes::webhook::{addresses_of, Delivery, Receiver, SECRET};
+use crate::fakes::webhook::{addresses_of, wait_for_delivery, Receiver, SECRET};
 use crate::harness::*;
-
-async fn wait_for_delivery(
-    rx: &Receiver,
-    what: &str,
-    ready: impl Fn(&Delivery) -> bool,
-) -> Delivery {
-    let start = tokio::time::Instant::now();
-    loop {
-        if let Some(d) = rx.accepted().into_iter().last().filter(|d| ready(d)) {
-            return d;
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "no delivery with {what}; got {:#?}",
-            rx.accepted()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
 
 /// Signed deliveries follow health; while the receiver fails, the latest state is
 /// delivered once it recovers, and accepted sequence numbers only ever increase.

@@ -2,7 +2,9 @@
 //!
 //! Body: `{"tenant", "seq", "generated_at", "ttl", "mode", "policy", "default_geo",
 //! "records": {"domain": ["addr", ...]}, "endpoints": [{"address", "weight", "endpoint",
-//! "priority", "labels"}], "changes": [{"endpoint", "address", "from", "to", "reason"}]}`:
+//! "priority", "labels"}], "changes": [{"endpoint", "address", "from", "to", "reason"}],
+//! "votes": {"live", "aged_out", "threshold", "addresses": [{"address", "owner",
+//! "owner_live", "down_votes", "kept"}]}}` (`votes` only for `[multi_cluster]` tenants):
 //! every routing policy passes through, for receivers that route themselves.
 //! Headers: `X-Health-Orchestrator-Timestamp: <unix seconds>`,
 //! `X-Health-Orchestrator-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`,
@@ -21,6 +23,7 @@ use ho_config::RoutingPolicy;
 use ho_config::TlsCheck;
 
 use self::config::WebhookConfig;
+use ho_engine::multi_cluster::vote::Tally;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange};
 use http_body_util::Full;
@@ -50,6 +53,8 @@ struct Payload<'a> {
     records: BTreeMap<&'a str, Vec<String>>,
     endpoints: &'a [PublishedAddress],
     changes: &'a [VerdictChange],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    votes: Option<&'a Tally>,
 }
 
 /// POSTs snapshots to one URL.
@@ -145,6 +150,7 @@ impl Inner {
                 .collect(),
             endpoints: &snapshot.addresses,
             changes: &snapshot.changes,
+            votes: snapshot.votes.as_deref(),
         };
         let body = Bytes::from(serde_json::to_vec(&payload).expect("serializable"));
         let timestamp = SystemTime::now()

@@ -128,3 +128,23 @@ pub fn addresses_of(d: &Delivery, domain: &str) -> Vec<String> {
     list.sort();
     list
 }
+
+/// Waits until the latest accepted delivery satisfies `ready`; `what` names it.
+pub async fn wait_for_delivery(
+    rx: &Receiver,
+    what: &str,
+    ready: impl Fn(&Delivery) -> bool,
+) -> Delivery {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(d) = rx.accepted().into_iter().last().filter(|d| ready(d)) {
+            return d;
+        }
+        assert!(
+            start.elapsed() < crate::harness::LIMIT,
+            "no delivery with {what}; got {:#?}",
+            rx.accepted()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
