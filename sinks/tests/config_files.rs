@@ -263,3 +263,32 @@ fn bad_environment_value_is_reported() {
         Ok(())
     });
 }
+
+/// Addresses other clusters report join their voting tenant as endpoints probed with the
+/// tenant's check; addresses the tenant has, and tenants that do not vote, are left alone.
+#[test]
+fn discovered_addresses_join_their_voting_tenant_once() {
+    let plan = load_plan(&[dir("examples/multi-cluster.toml")]).unwrap();
+    let found = |address: &str, name: &str| ho_config::Discovered {
+        tenant: "tenant-a".into(),
+        cluster: "us1".into(),
+        address: address.parse().unwrap(),
+        name: name.into(),
+    };
+    let more = plan.with_discovered(&[
+        found("10.2.0.1", "us1-gw-1"),
+        found("10.1.0.1", "same-address"),
+        ho_config::Discovered {
+            tenant: "no-such-tenant".into(),
+            ..found("10.3.0.1", "x")
+        },
+    ]);
+    assert_eq!(more.endpoints.len(), plan.endpoints.len() + 1);
+    let added = more.endpoints.last().unwrap();
+    assert_eq!(added.name, "us1/us1-gw-1");
+    assert_eq!(added.cluster.as_deref(), Some("us1"));
+    assert_eq!(more.tenants[0].endpoints.len(), 3);
+    let check = &more.targets[added.target].check;
+    assert_eq!(check, &plan.targets[plan.endpoints[0].target].check);
+    assert_eq!(more.targets.len(), plan.targets.len() + 1);
+}
