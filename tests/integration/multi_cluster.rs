@@ -490,6 +490,12 @@ async fn three_clusters_vote_on_one_route53_zone() {
             "{report}: {records:#?}"
         );
     }
+    if let Some(seconds) = std::env::var("MC_BUDGET_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        report_api_calls(&clusters, seconds).await;
+    }
     gb.fail_for(&[a, c]);
     wait(a_records(&[ga.ip(), gc.ip()]), "gw-b withdrawn by 2 of 3").await;
     gb.fail_for(&[]);
@@ -505,4 +511,38 @@ async fn three_clusters_vote_on_one_route53_zone() {
     let (polls, empty) = reader.finish().await;
     assert!(polls > 20, "the reader polled {polls} times");
     assert_eq!(empty, 0, "{empty} of {polls} listings had no address");
+}
+
+/// The zone API calls of each cluster in a steady state of `seconds` (for the budget in
+/// bench/README.md; run with `MC_BUDGET_SECONDS`): report reads and writes, and the sink's
+/// own writes (each one reads the zone first; `changed` ones also send a change).
+async fn report_api_calls(clusters: &[Cluster], seconds: u64) {
+    const SERIES: [&str; 4] = [
+        r#"health_orchestrator_cluster_reports_total{op="read",result="ok"}"#,
+        r#"health_orchestrator_cluster_reports_total{op="write",result="ok"}"#,
+        r#"health_orchestrator_sink_writes_total{sink="zone",result="unchanged"}"#,
+        r#"health_orchestrator_sink_writes_total{sink="zone",result="changed"}"#,
+    ];
+    let sample = |c: &Cluster| {
+        let api = c.api;
+        async move {
+            let text = try_api_get(api, "/metrics").await.unwrap_or_default();
+            SERIES.map(|name| metric(&text, name).unwrap_or(0.0))
+        }
+    };
+    let mut before = Vec::new();
+    for c in clusters {
+        before.push(sample(c).await);
+    }
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    for (c, before) in clusters.iter().zip(before) {
+        let after = sample(c).await;
+        let per_s: Vec<f64> = (0..4)
+            .map(|i| (after[i] - before[i]) / seconds as f64)
+            .collect();
+        eprintln!(
+            "cluster {}: per second: report reads {:.2}, report writes {:.2}, sink writes unchanged {:.2}, changed {:.2}",
+            c.id, per_s[0], per_s[1], per_s[2], per_s[3]
+        );
+    }
 }
