@@ -64,9 +64,9 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                         plan.multi_cluster.failure_threshold,
                     );
                     let Some((addresses, mode)) = vote::publishable(tenant, &tally) else {
-                        return Ok::<_, ho_engine::sink::SinkError>(format!(
-                            "report removed; no other cluster reports, so its records stay as they are (the name is never emptied)"
-                        ));
+                        return Ok::<_, ho_engine::sink::SinkError>(
+                            "report removed; no other cluster reports, so its records stay as they are (the name is never emptied)".to_owned(),
+                        );
                     };
                     let count = addresses.len();
                     let snapshot = Arc::new(TenantSnapshot {

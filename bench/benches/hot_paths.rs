@@ -63,6 +63,7 @@ fn selection(c: &mut Criterion) {
         default_weight: 1,
         weighs: false,
         default_geo: None,
+        multi_cluster: false,
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
         .map(|i| ho_config::Endpoint {
@@ -71,6 +72,7 @@ fn selection(c: &mut Criterion) {
             labels: Default::default(),
             weight: None,
             priority: 0,
+            cluster: None,
             target: i,
         })
         .collect();
@@ -101,6 +103,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             labels: Default::default(),
             weight: None,
             priority: (i % 3) as u32,
+            cluster: None,
             target: i,
         })
         .collect();
@@ -128,6 +131,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             default_weight: 1,
             weighs: false,
             default_geo: None,
+            multi_cluster: false,
         })
         .collect();
     let health = |i: usize| {

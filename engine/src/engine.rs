@@ -170,11 +170,9 @@ impl Engine {
             plan.clone(),
             ids.clone(),
             sink_actors.clone(),
-            metrics.clone(),
-            limits.clone(),
+            (metrics.clone(), limits.clone()),
             (drains, drained),
-            events.clone(),
-            coordinator.clone().recipient(),
+            (events.clone(), coordinator.clone().recipient()),
         )
         .start();
         let (found, discovered) = watch::channel(Vec::new());

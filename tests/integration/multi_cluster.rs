@@ -453,7 +453,7 @@ async fn three_clusters_vote_on_one_route53_zone() {
             let start = Instant::now();
             loop {
                 let records = moto.records(zone).await;
-                if records.iter().any(|r| *r == want) {
+                if records.contains(&want) {
                     return records;
                 }
                 assert!(

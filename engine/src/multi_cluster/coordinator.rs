@@ -62,12 +62,20 @@ struct Rounds {
     again: bool,
 }
 
+/// What this cluster last wrote for a tenant: a report is written again when its content
+/// changes or it ages.
+struct Written {
+    owned: Vec<Owned>,
+    down: Vec<IpAddr>,
+    at_ms: u64,
+}
+
 /// What the coordinator keeps per voting tenant.
 #[derive(Default)]
 struct TenantVotes {
     view: Option<LocalView>,
-    /// The content (owned, down) last written and when (Unix ms).
-    written: Option<((Vec<Owned>, Vec<IpAddr>), u64)>,
+    /// The report last written.
+    written: Option<Written>,
     /// The last report that parsed, per rrset name: a report that stops parsing keeps
     /// counting as it was, rather than taking its addresses out of DNS.
     known: BTreeMap<String, Report>,
@@ -180,9 +188,9 @@ impl Coordinator {
             // tenants share writes.
             let (due, rides) = match &state.written {
                 None => (true, true),
-                Some(((owned, down), at)) => {
-                    let age = now_ms.saturating_sub(*at);
-                    let changed = *owned != own.owned || *down != own.down;
+                Some(w) => {
+                    let age = now_ms.saturating_sub(w.at_ms);
+                    let changed = w.owned != own.owned || w.down != own.down;
                     (changed || age >= ttl_ms / 3, age >= ttl_ms / 6)
                 }
             };
@@ -278,7 +286,11 @@ impl Coordinator {
                 continue;
             };
             if wrote && e.write {
-                state.written = Some(((e.own.owned.clone(), e.own.down.clone()), e.own.at_ms));
+                state.written = Some(Written {
+                    owned: e.own.owned.clone(),
+                    down: e.own.down.clone(),
+                    at_ms: e.own.at_ms,
+                });
             }
             let suffix = report_suffix(&e.domain);
             let read: Vec<&(String, Vec<String>)> = rrsets

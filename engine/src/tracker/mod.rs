@@ -94,16 +94,15 @@ pub(crate) enum DrainError {
 }
 
 impl HealthTracker {
-    /// A tracker for `plan` (`ids`: each target's stable id) publishing to `sinks`.
+    /// A tracker for `plan` (`ids`: each target's stable id) publishing to `sinks`,
+    /// announcing to `events` and handing views of voting tenants to `coordinator`.
     pub fn new(
         plan: Arc<Plan>,
         ids: Vec<TargetId>,
         sinks: BTreeMap<String, Addr<SinkActor>>,
-        metrics: Arc<Metrics>,
-        limits: Arc<ProbeLimits>,
+        (metrics, limits): (Arc<Metrics>, Arc<ProbeLimits>),
         (drains, drained): (DrainStore, BTreeSet<String>),
-        events: Events,
-        coordinator: Recipient<LocalView>,
+        (events, coordinator): (Events, Recipient<LocalView>),
     ) -> HealthTracker {
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
         core.events = events;
