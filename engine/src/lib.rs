@@ -6,6 +6,8 @@
 //!
 //! Data flows one way: prober --Observations (batched per thread)--> tracker --Publish(snapshot)--> sink actors.
 //! Only verdict changes reach the sinks, and they always receive a tenant's full state.
+//! A `[multi_cluster]` tenant's decision goes through [`multi_cluster`] first: the tracker
+//! hands this cluster's view to the coordinator, which publishes the clusters' vote.
 
 pub mod api;
 pub mod backoff;
