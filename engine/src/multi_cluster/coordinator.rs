@@ -1,8 +1,9 @@
-//! The actor that runs report rounds: per voting tenant, every `report_interval` and at
-//! once when this cluster's view changes, it writes this cluster's report (when its content
-//! changed, or a third of `report_ttl` after the last write, so it stays live), reads every
-//! cluster's report, counts the vote and hands the tally to the tracker. One round per
-//! tenant at a time; a change during a round starts another right after it.
+//! The actor that runs report rounds: per shared zone (a sink holding reports), every
+//! `report_interval` and at once when this cluster's view of one of its tenants changes, it
+//! writes this cluster's reports that changed or are a third of `report_ttl` old (so they
+//! stay live) in one batch, reads every cluster's reports in one read of the zone, counts
+//! each tenant's vote and hands the tallies to the tracker. One round per zone at a time; a
+//! change during a round starts another right after it.
 //!
 //! It also tells the engine which addresses other clusters contribute that this cluster
 //! does not probe yet ([`Discovered`]), so each cluster only lists its own gateways.
