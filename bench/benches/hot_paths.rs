@@ -39,7 +39,7 @@ fn schedule(c: &mut Criterion) {
         "http://127.1.0.1:8080/healthz",
         &timing,
         origin,
-        ho_engine::schedule::TICK,
+        ho_engine::schedule::LONG_TICK,
     );
     let now = origin + Duration::from_millis(12_345);
     c.bench_function("schedule_next_slot", |b| {

@@ -92,6 +92,8 @@ pub struct Engine {
     arbiters: Vec<Arbiter>,
     /// Schedules' common origin, so probers started by a reload keep their stable phase.
     origin: Instant,
+    /// Probes start on this tick ([`schedule::tick_for`] the load at start).
+    tick: Duration,
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
     /// Bounds every probe; set at start (a reload does not change it).
     limits: Arc<ProbeLimits>,
@@ -184,7 +186,12 @@ impl Engine {
         ));
         let rate = probe_rate(&plan.targets);
         let threads = prober_threads(rate);
-        info!(threads, "prober threads for the configured probe rate");
+        let tick = schedule::tick_for(rate / threads as f64);
+        info!(
+            threads,
+            tick_ms = tick.as_secs_f64() * 1000.0,
+            "prober threads and start tick for the configured probe rate"
+        );
         let arbiters: Vec<Arbiter> = (0..threads).map(|_| Arbiter::new()).collect();
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let mut engine = Engine {
@@ -198,6 +205,7 @@ impl Engine {
             next_arbiter: 0,
             arbiters,
             origin: Instant::now(),
+            tick,
             api_sinks,
             limits,
             leadership,
@@ -216,7 +224,7 @@ impl Engine {
     }
 
     fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
-        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, schedule::TICK);
+        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
         let timing = target.check.timing;
         let recipient = self.tracker.clone().recipient();
         let sample_ratio = if self.plan.telemetry.otlp_endpoint.is_some() {
