@@ -9,8 +9,15 @@ use tokio::net::TcpStream;
 
 use super::Failure;
 
-/// Opens a non-blocking connection with TCP_NODELAY (the request goes out at once) and
-/// SO_LINGER 0 (closing sends RST: no TIME_WAIT left on either side per probe).
+/// Opens a non-blocking connection with SO_LINGER 0 (closing sends RST: no TIME_WAIT left
+/// on either side per probe), and TCP_NODELAY only with `nodelay`.
+///
+/// Nagle's algorithm holds back a small segment only while earlier data is unacknowledged,
+/// so a request written whole in one segment leaves at once without TCP_NODELAY, and a
+/// plain HTTP probe saves that `setsockopt` (one of ~9 system calls per probe). A TLS
+/// handshake writes again before its first flight is acknowledged, and a request longer
+/// than a segment ends in a partial one: both would wait for the server's delayed ACK (up
+/// to 40 ms), so those ask for `nodelay`.
 ///
 /// Returns once the handshake has ended either way: a refused or unreachable connection also
 /// wakes the socket as writable. Its error is not read here: the first write of an HTTP or
@@ -18,7 +25,11 @@ use super::Failure;
 /// the `getsockopt(SO_ERROR)` those probes would pay on every success. A TCP check writes
 /// nothing, so it asks [`handshake_error`]. With `source`, the connection leaves from that
 /// local address (any port).
-pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStream, Failure> {
+pub async fn connect(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    nodelay: bool,
+) -> Result<TcpStream, Failure> {
     let io_err = |e: io::Error| Failure::from_io(&e);
     // SOCK_NONBLOCK at creation saves two fcntl calls per probe.
     let socket = Socket::new(
@@ -27,7 +38,9 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStre
         Some(Protocol::TCP),
     )
     .map_err(io_err)?;
-    socket.set_nodelay(true).map_err(io_err)?;
+    if nodelay {
+        socket.set_nodelay(true).map_err(io_err)?;
+    }
     socket.set_linger(Some(Duration::ZERO)).map_err(io_err)?;
     if let Some(ip) = source {
         socket

@@ -44,6 +44,9 @@ struct Head {
     keep_alive: bool,
 }
 
+/// The smallest MSS a TCP peer may use (RFC 9293: 536 bytes for IPv4; IPv6's is larger).
+const MIN_SEGMENT: usize = 536;
+
 impl HttpRequest {
     /// Prepares the request. Path, header names and values were validated with the config.
     pub fn new(check: &HttpCheck, addr: SocketAddr) -> HttpRequest {
@@ -81,6 +84,12 @@ impl HttpRequest {
                 .map(|n| n.as_bytes().to_vec().into_boxed_slice()),
             body_limit: check.body_limit,
         }
+    }
+
+    /// Whether the request leaves in one segment on any path, so Nagle's algorithm cannot
+    /// hold part of it back (see [`connect`](super::connect::connect)).
+    pub fn fits_one_segment(&self) -> bool {
+        self.head.len() <= MIN_SEGMENT
     }
 
     /// Sends the request on `stream` and judges the response. With `keep`, the response is
@@ -210,7 +219,29 @@ fn host_text(addr: SocketAddr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_head, Failure, Framing, Head};
+    use super::{parse_head, Failure, Framing, Head, HttpRequest};
+    use ho_config::HttpCheck;
+
+    #[test]
+    fn only_a_request_longer_than_a_segment_needs_nodelay() {
+        let mut check = HttpCheck {
+            path: "/healthz".into(),
+            host: None,
+            headers: Default::default(),
+            secret_headers: Default::default(),
+            expect_status: vec![200],
+            body_contains: None,
+            body_limit: 4096,
+            probes_per_connection: 1,
+        };
+        let addr = "127.0.0.1:8080".parse().unwrap();
+        assert!(HttpRequest::new(&check, addr).fits_one_segment());
+        check.headers.insert(
+            "Authorization".into(),
+            format!("Bearer {}", "x".repeat(600)),
+        );
+        assert!(!HttpRequest::new(&check, addr).fits_one_segment());
+    }
 
     #[test]
     fn response_heads_parse_as_they_arrive() {

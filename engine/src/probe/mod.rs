@@ -136,7 +136,7 @@ impl Probe {
     ) -> Result<(), Failure> {
         let (req, tls) = match &self.kind {
             ProbeKind::Tcp => {
-                let stream = connect::connect(self.addr, self.source).await?;
+                let stream = connect::connect(self.addr, self.source, false).await?;
                 progress.connected.store(true, Ordering::Relaxed);
                 return connect::handshake_error(&stream);
             }
@@ -154,7 +154,8 @@ impl Probe {
                 verdict => return verdict,
             }
         }
-        let tcp = connect::connect(self.addr, self.source).await?;
+        let nodelay = tls.is_some() || !req.fits_one_segment();
+        let tcp = connect::connect(self.addr, self.source, nodelay).await?;
         progress.connected.store(true, Ordering::Relaxed);
         let stream = match tls {
             None => Stream::Plain(tcp),
