@@ -4,6 +4,7 @@ mod check_config;
 mod cluster_id;
 mod cluster_leave;
 mod demo;
+mod heap;
 mod import;
 mod leader_election;
 mod logging;

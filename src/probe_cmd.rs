@@ -121,7 +121,10 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         };
         let check =
             ho_config::resolve_standalone_check(&overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let target = Target { address, check };
+        let target = Target {
+            address,
+            check: check.into(),
+        };
         let probe = Probe::new(&target, &mut TlsCache::default())?;
         let result = probe.run(&mut None).await;
         let verdict = if result.ok() { "healthy" } else { "unhealthy" };

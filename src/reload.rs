@@ -50,6 +50,7 @@ impl Reloader {
                     "config reload rejected; the running config stays:\n{e}"
                 );
                 count("invalid");
+                crate::heap::release_freed_pages();
                 return;
             }
         };
@@ -92,6 +93,7 @@ impl Reloader {
                 count("error");
             }
         }
+        crate::heap::release_freed_pages();
     }
 }
 

@@ -69,6 +69,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let mut engine =
             Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
         engine.set_cluster(cluster);
+        crate::heap::release_freed_pages();
         let api = actix::spawn(ho_engine::api::serve(
             listener,
             engine.api_state(token, admin_token),

@@ -190,7 +190,7 @@ fn http_probe(c: &mut Criterion) {
         Probe::new(
             &Target {
                 address: gateway.addr().ip(),
-                check,
+                check: check.into(),
             },
             &mut TlsCache::default(),
         )

@@ -235,6 +235,33 @@ fn identical_checks_share_a_target() {
     assert_eq!(plan.endpoints[3].target, plan.endpoints[0].target);
 }
 
+/// Targets with equal checks hold one copy of the check, whether they inherit
+/// `defaults.check` or repeat the same override: at 100,000 endpoints a copy each was
+/// ~60 MiB of RSS (bench/README.md, session 10).
+#[test]
+fn equal_checks_are_one_copy() {
+    let mut config = load(&[dir("examples/minimal.toml")]).unwrap();
+    let plan = validate(&config, &Catalog).unwrap();
+    let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
+    assert!(
+        std::sync::Arc::ptr_eq(check(0), check(1)),
+        "endpoints inheriting defaults.check share it"
+    );
+
+    for i in [1, 2] {
+        config.endpoints[i].check.port = Some(9000);
+    }
+    let plan = validate(&config, &Catalog).unwrap();
+    let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
+    assert!(
+        std::sync::Arc::ptr_eq(check(1), check(2)),
+        "the same override resolves to one shared check"
+    );
+    assert!(!std::sync::Arc::ptr_eq(check(0), check(1)));
+    assert_eq!(check(1).port, 9000);
+    assert_ne!(check(0).port, 9000);
+}
+
 /// A missing file is an error naming the file, not an empty layer.
 #[test]
 fn missing_file_is_an_error() {

@@ -36,7 +36,7 @@ fn probe_for(addr: SocketAddr, check: CheckOverrides) -> Probe {
     };
     let target = Target {
         address: addr.ip(),
-        check: ho_config::resolve_standalone_check(&check).unwrap(),
+        check: ho_config::resolve_standalone_check(&check).unwrap().into(),
     };
     Probe::new(&target, &mut TlsCache::default()).unwrap()
 }

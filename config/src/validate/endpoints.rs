@@ -1,7 +1,8 @@
 //! Endpoints: names, addresses, checks, and the shared probe targets they resolve to.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::model::{CheckOverrides, Config};
 use crate::names::check_object_name;
@@ -11,16 +12,19 @@ use super::checks::resolve_check;
 use super::Errors;
 
 /// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
-/// with the config for error paths.
+/// with the config for error paths. Equal checks are shared: every target holds an `Arc` of
+/// one copy per distinct check (`default_check` for endpoints that override nothing).
 pub(super) fn resolve_endpoints(
     config: &Config,
     base: &CheckOverrides,
-    default_check: Option<&CheckSpec>,
+    default_check: Option<CheckSpec>,
     errs: &mut Errors,
 ) -> (Vec<Option<Endpoint>>, Vec<Target>) {
     if config.endpoints.is_empty() {
         errs.push("endpoints", "none configured: there is nothing to probe");
     }
+    let default_check = default_check.map(Arc::new);
+    let mut distinct_checks: HashSet<Arc<CheckSpec>> = HashSet::new();
     let mut seen = HashMap::new();
     let mut targets: Vec<Target> = Vec::new();
     let mut target_ids: HashMap<Target, usize> = HashMap::new();
@@ -52,7 +56,7 @@ pub(super) fn resolve_endpoints(
             }
         };
         let check = if ep.check == CheckOverrides::default() {
-            default_check.cloned()
+            default_check.clone()
         } else {
             resolve_check(
                 &ep.check.over(base),
@@ -60,6 +64,14 @@ pub(super) fn resolve_endpoints(
                 &format!("{path}.check"),
                 errs,
             )
+            .map(|check| match distinct_checks.get(&check) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let shared = Arc::new(check);
+                    distinct_checks.insert(shared.clone());
+                    shared
+                }
+            })
         };
         let source = check.as_ref().and_then(|c| c.source_address);
         if let (Some(a), Some(src)) = (address, source) {

@@ -90,7 +90,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     let default_check = checks::resolve_check(&base, None, "defaults.check", &mut errs);
 
     let (endpoints, targets) =
-        endpoints::resolve_endpoints(config, &base, default_check.as_ref(), &mut errs);
+        endpoints::resolve_endpoints(config, &base, default_check, &mut errs);
     let sinks = sinks::resolve_sinks(config, catalog, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);

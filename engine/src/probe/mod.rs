@@ -204,7 +204,7 @@ mod tests {
         };
         let target = Target {
             address: "127.0.0.1".parse().unwrap(),
-            check: ho_config::resolve_standalone_check(&check).unwrap(),
+            check: ho_config::resolve_standalone_check(&check).unwrap().into(),
         };
         let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
         let mut kept = None;

@@ -22,7 +22,7 @@ pub async fn probe_within(
     let spec = ho_config::resolve_standalone_check(&check).unwrap();
     let target = Target {
         address: addr.ip(),
-        check: spec,
+        check: spec.into(),
     };
     Probe::new(&target, &mut TlsCache::default())
         .unwrap()
