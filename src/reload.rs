@@ -31,8 +31,14 @@ impl Reloader {
         digest(&self.files) != self.seen
     }
 
-    /// Loads, validates and applies the config; `why` names the trigger in logs.
+    /// Loads, validates and applies the config; `why` names the trigger in logs. Whatever
+    /// the outcome, the parse's freed pages go back to the kernel.
     pub async fn reload(&mut self, engine: &mut Engine, why: &str) {
+        self.load_and_apply(engine, why).await;
+        crate::heap::release_freed_pages();
+    }
+
+    async fn load_and_apply(&mut self, engine: &mut Engine, why: &str) {
         let started = Instant::now();
         self.seen = digest(&self.files);
         let metrics = engine.metrics().clone();
@@ -50,7 +56,6 @@ impl Reloader {
                     "config reload rejected; the running config stays:\n{e}"
                 );
                 count("invalid");
-                crate::heap::release_freed_pages();
                 return;
             }
         };
@@ -93,7 +98,6 @@ impl Reloader {
                 count("error");
             }
         }
-        crate::heap::release_freed_pages();
     }
 }
 

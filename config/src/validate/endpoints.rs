@@ -24,7 +24,7 @@ pub(super) fn resolve_endpoints(
         errs.push("endpoints", "none configured: there is nothing to probe");
     }
     let default_check = default_check.map(Arc::new);
-    let mut distinct_checks: HashSet<Arc<CheckSpec>> = HashSet::new();
+    let mut distinct_checks: HashSet<Arc<CheckSpec>> = default_check.iter().cloned().collect();
     let mut seen = HashMap::new();
     let mut targets: Vec<Target> = Vec::new();
     let mut target_ids: HashMap<Target, usize> = HashMap::new();
