@@ -87,7 +87,7 @@ impl HttpRequest {
     }
 
     /// Whether the request leaves in one segment on any path, so Nagle's algorithm cannot
-    /// hold part of it back (see [`connect`](super::connect::connect)).
+    /// hold part of it back (see [`SocketSetup`](super::connect::SocketSetup)).
     pub fn fits_one_segment(&self) -> bool {
         self.head.len() <= MIN_SEGMENT
     }

@@ -25,6 +25,7 @@ use tokio_rustls::client::TlsStream;
 pub use outcome::{Failure, ProbeResult};
 pub use tls::{client_config, TlsCache, TlsError};
 
+use connect::SocketSetup;
 use http::HttpRequest;
 
 /// A ready-to-run health check for one target: everything parsed and allocated once.
@@ -136,7 +137,8 @@ impl Probe {
     ) -> Result<(), Failure> {
         let (req, tls) = match &self.kind {
             ProbeKind::Tcp => {
-                let stream = connect::connect(self.addr, self.source, false).await?;
+                let stream =
+                    connect::connect(self.addr, self.source, SocketSetup::default()).await?;
                 progress.connected.store(true, Ordering::Relaxed);
                 return connect::handshake_error(&stream);
             }
@@ -154,8 +156,11 @@ impl Probe {
                 verdict => return verdict,
             }
         }
-        let nodelay = tls.is_some() || !req.fits_one_segment();
-        let tcp = connect::connect(self.addr, self.source, nodelay).await?;
+        let setup = SocketSetup {
+            nodelay: tls.is_some() || !req.fits_one_segment(),
+            ack_with_first_write: true,
+        };
+        let tcp = connect::connect(self.addr, self.source, setup).await?;
         progress.connected.store(true, Ordering::Relaxed);
         let stream = match tls {
             None => Stream::Plain(tcp),
