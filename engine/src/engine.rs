@@ -22,7 +22,7 @@ use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
 use crate::probe::{Probe, TlsCache, TlsError};
 use crate::probe_limits::ProbeLimits;
-use crate::prober::Prober;
+use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::sink_actor::{GetSinkStatus, Quiesce, SinkActor};
@@ -69,7 +69,7 @@ pub struct ReloadSummary {
 /// A running prober.
 struct RunningProber {
     id: TargetId,
-    addr: Addr<Prober>,
+    handle: ProberHandle,
 }
 
 /// A running engine: the facade every caller uses (the binary, the demo, the tests). Its
@@ -242,10 +242,9 @@ impl Engine {
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let limits = self.limits.clone();
-        let addr = Prober::start_in_arbiter(&arbiter.handle(), move |_| {
-            Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
-        });
-        RunningProber { id, addr }
+        let handle = Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
+            .start(&arbiter.handle());
+        RunningProber { id, handle }
     }
 
     /// Applies `plan` as a diff: unchanged targets keep their prober, verdict and
@@ -400,7 +399,7 @@ impl Engine {
             probers.push(prober);
         }
         for removed in running.into_iter().flatten() {
-            removed.addr.do_send(Stop);
+            removed.handle.stop();
             summary.targets_removed += 1;
         }
         self.probers = probers;
@@ -566,7 +565,7 @@ fn prober_threads(per_second: f64) -> usize {
     ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
 }
 
-/// Stops an actor of the engine (tracker, sink actor, prober): when the engine is dropped,
+/// Stops an actor of the engine (the tracker, a sink actor): when the engine is dropped,
 /// so an old engine never keeps writing next to a new one, and when a reload removes it.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -581,14 +580,6 @@ impl Handler<Stop> for HealthTracker {
 }
 
 impl Handler<Stop> for SinkActor {
-    type Result = ();
-
-    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        ctx.stop();
-    }
-}
-
-impl Handler<Stop> for Prober {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
