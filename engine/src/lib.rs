@@ -1,8 +1,8 @@
-//! The probe engine: probes ([`probe`]), prober actors ([`prober`]) on one arbiter per core,
-//! the health tracker ([`tracker`]: a plain-code core in an actor shell) that applies
-//! [`hysteresis`] and decides each tenant's records ([`selection`]), the sink actor around
-//! every [`sink::Sink`], and the operator [`api`]. Callers use the [`Engine`] facade; the
-//! actors are private.
+//! The probe engine: probes ([`probe`]), probers ([`prober`]: a task per target, on prober
+//! threads sized to the load), the health tracker ([`tracker`]: a plain-code core in an
+//! actor shell) that applies [`hysteresis`] and decides each tenant's records
+//! ([`selection`]), the sink actor around every [`sink::Sink`], and the operator [`api`].
+//! Callers use the [`Engine`] facade; the probers and actors are private.
 //!
 //! Data flows one way: prober --Observations (batched per thread)--> tracker --Publish(snapshot)--> sink actors.
 //! Only verdict changes reach the sinks, and they always receive a tenant's full state.

@@ -92,7 +92,8 @@ impl Prober {
             let mut admission = self.limits.admit().await;
             let start_delay = Instant::now().saturating_duration_since(slot);
             // Boxed while in flight: inline, the probe's state (~870 bytes) would be part of
-            // every idle prober too (+14-48 MiB at 100,000 targets, measured).
+            // every idle prober too (100,000 targets @ 10 s: 519 and 553 MiB peak RSS
+            // inline, 480 and 515 boxed).
             let result = Box::pin(self.probe.run(&mut self.kept)).await;
             admission.probe_done();
             slot = self.finished(result, start_delay, admission);
