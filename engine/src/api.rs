@@ -19,10 +19,10 @@ use tokio::net::TcpListener;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
 
+use crate::delivery::{GetSinkStatus, SinkActor};
 use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, OperatorActionLabels};
-use crate::sink_actor::{GetSinkStatus, SinkActor};
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{DrainError, GetStatus, HealthTracker, IsReady, SetDrain};

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tracing::info;
 
 use crate::api::ApiState;
+use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
 use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::leadership::Leadership;
@@ -25,7 +26,6 @@ use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
-use crate::sink_actor::{GetSinkStatus, Quiesce, SinkActor};
 use crate::status::ClusterStatus;
 use crate::status::{SinkStatus, Status};
 use crate::token_bucket::TokenBucket;

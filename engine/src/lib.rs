@@ -11,7 +11,9 @@
 
 pub mod api;
 pub mod backoff;
+mod clock;
 pub mod damping;
+mod delivery;
 pub mod drain;
 pub mod events;
 pub mod hysteresis;
@@ -25,7 +27,6 @@ pub mod prober;
 pub mod schedule;
 pub mod selection;
 pub mod sink;
-mod sink_actor;
 pub mod snapshot;
 pub mod status;
 pub mod token_bucket;

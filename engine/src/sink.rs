@@ -2,7 +2,7 @@
 //!
 //! A sink does one thing: make its back end match a tenant's full desired state. Everything
 //! else (coalescing, retries, backoff, status, metrics) lives once in
-//! [`crate::sink_actor::SinkActor`], the same for every sink.
+//! [`crate::delivery::SinkActor`], the same for every sink.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -10,6 +10,7 @@ mod harness;
 mod services;
 
 mod api;
+mod architecture;
 mod cli;
 mod conformance;
 mod coredns_configmap;

@@ -35,34 +35,7 @@ use crate::snapshot::{
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::{Pace, Pacing};
 use super::report;
-
-/// The time the caller passes in: monotonic for timers and pacing, wall clock for what
-/// operators and receivers read (`since`, `seq`, `decided_at`).
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    /// Monotonic now.
-    pub mono: Instant,
-    /// Wall-clock now.
-    pub wall: SystemTime,
-}
-
-impl Clock {
-    /// The real time.
-    pub fn now() -> Clock {
-        Clock {
-            mono: Instant::now(),
-            wall: SystemTime::now(),
-        }
-    }
-
-    /// This clock moved on by `d` (tests, and deriving deadlines).
-    pub fn after(self, d: Duration) -> Clock {
-        Clock {
-            mono: self.mono + d,
-            wall: self.wall + d,
-        }
-    }
-}
+pub use crate::clock::Clock;
 
 /// A timer the core asked for; handed back to [`TrackerCore::wake`] when due. Tenants and
 /// targets are named by stable keys, since a reload in between may move or remove them.

@@ -21,6 +21,7 @@ use actix::prelude::*;
 use ho_config::Plan;
 use tokio::time::Instant;
 
+use crate::delivery::{Forget, Publish, SinkActor};
 use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::metrics::Metrics;
@@ -29,7 +30,6 @@ use crate::multi_cluster::LocalView;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
 use crate::probe_limits::ProbeLimits;
-use crate::sink_actor::{Forget, Publish, SinkActor};
 use crate::status::TrackerStatus;
 
 pub use self::core::{Clock, Effect, TrackerCore, Wake};

@@ -1,0 +1,460 @@
+//! The sink delivery's decisions as plain code: no actor, no clock, no I/O beyond logs.
+//! The shell ([`super::SinkActor`]) feeds it snapshots, finished writes and timer wake-ups
+//! with the current [`Now`], and carries out the [`Effect`]s it returns (start this write,
+//! wake me then). Tested in virtual time in `tests.rs`.
+//!
+//! The invariant it keeps: one write in flight per tenant; the latest snapshot is the only
+//! one ever written (older ones are dropped, replaced ones hand their changes on); writes
+//! start only while the writer fence is open, in the order tenants asked once the token
+//! bucket runs dry; a failed write is retried after its backoff or the back end's
+//! `Retry-After`, whichever is longer, unless a newer snapshot comes first.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ho_config::Delivery;
+use tokio::time::Instant;
+use tracing::{debug, info};
+
+use crate::backoff::ExponentialBackoff;
+use crate::clock::Clock;
+use crate::sink::{Applied, SinkError};
+use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
+use crate::status::{unix_seconds, SinkErrorStatus, SinkTenantStatus};
+use crate::token_bucket::TokenBucket;
+
+/// Share of a backoff delay taken off at random, so sinks failing together retry apart.
+const BACKOFF_JITTER: f64 = 0.2;
+
+/// The moment the shell passes in: the time, and whether the writer fence (leader
+/// election) is open now. The fence is read by the shell because it closes by itself when
+/// a renewal is late, with no event to tell the core.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now {
+    /// The time.
+    pub clock: Clock,
+    /// Whether this replica may write the sink now.
+    pub writer: bool,
+}
+
+/// Why a write is made: for logs, traces and the drift warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// A new snapshot.
+    Snapshot,
+    /// A failed write, tried again.
+    Retry,
+    /// The periodic re-write that repairs drift.
+    Reconcile,
+    /// This replica just became the writer (leader election).
+    Takeover,
+}
+
+impl Cause {
+    /// The name in traces.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Cause::Snapshot => "snapshot",
+            Cause::Retry => "retry",
+            Cause::Reconcile => "reconcile",
+            Cause::Takeover => "takeover",
+        }
+    }
+}
+
+/// A write the shell must start: call `Sink::apply(snapshot)` and hand the result back
+/// through [`DeliveryCore::written`].
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    /// Tenant name.
+    pub tenant: String,
+    /// What to write: the desired state, carrying the changes of snapshots it replaced.
+    pub snapshot: Arc<TenantSnapshot>,
+    /// Why.
+    pub cause: Cause,
+    /// 1 for a first attempt, counting up while attempts fail.
+    pub attempt: u32,
+}
+
+/// A timer the core asked for; handed back to [`DeliveryCore::wake`] when due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// The next write token is available: serve the queue.
+    Token,
+    /// The retry of `tenant` planned for `at` is due. A retry replaced since (a newer
+    /// snapshot, a forget) has another `at` or none, so a stale wake-up does nothing: the
+    /// shell never has to cancel a timer.
+    Retry {
+        /// Tenant name.
+        tenant: String,
+        /// The instant the retry was planned for.
+        at: Instant,
+    },
+}
+
+/// What the shell must do.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Start this write.
+    Write(Write),
+    /// Call [`DeliveryCore::wake`] with `wake` at `at`.
+    WakeAt {
+        /// When.
+        at: Instant,
+        /// What for.
+        wake: Wake,
+    },
+}
+
+/// What a finished write changed, for the shell's logs and metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Finished {
+    /// A success that wrote this seq for the first time (not a reconcile of it): the end of
+    /// a failover for this sink.
+    pub first_of_seq: bool,
+    /// Failed attempts since the last success, this one included.
+    pub attempts: u32,
+    /// When a failure is retried: after this long (`None`: not retried, or a newer snapshot
+    /// is written at once).
+    pub retry_in: Option<Duration>,
+}
+
+/// Per-tenant write state.
+struct Slot {
+    /// Latest snapshot received: the only one that will ever be written.
+    desired: Arc<TenantSnapshot>,
+    written_seq: Option<u64>,
+    in_flight: bool,
+    /// When a retry is due (backoff or `Retry-After`); `None` when none waits.
+    retry_at: Option<Instant>,
+    attempts: u32,
+    last_success: Option<SystemTime>,
+    last_error: Option<(SystemTime, SinkError)>,
+    /// Changes of snapshots that were replaced before they were written, with the seq they
+    /// came with: coalescing keeps only the latest state, but no change goes unreported.
+    carried: Vec<(u64, VerdictChange)>,
+}
+
+impl Slot {
+    fn new(desired: Arc<TenantSnapshot>) -> Slot {
+        Slot {
+            desired,
+            written_seq: None,
+            in_flight: false,
+            retry_at: None,
+            attempts: 0,
+            last_success: None,
+            last_error: None,
+            carried: Vec::new(),
+        }
+    }
+
+    /// What to write: the desired snapshot, carrying the changes of the snapshots it replaced
+    /// (the latest [`MAX_CHANGES`] of them).
+    fn to_write(&self) -> Arc<TenantSnapshot> {
+        if self.carried.is_empty() {
+            return self.desired.clone();
+        }
+        let mut snapshot = (*self.desired).clone();
+        let mut changes: Vec<VerdictChange> = self.carried.iter().map(|(_, c)| c.clone()).collect();
+        changes.extend(snapshot.changes);
+        let excess = changes.len().saturating_sub(MAX_CHANGES);
+        snapshot.changes = changes.split_off(excess);
+        Arc::new(snapshot)
+    }
+
+    fn pending(&self) -> bool {
+        self.written_seq != Some(self.desired.seq)
+    }
+}
+
+/// The delivery state of one sink: every tenant's slot, the token bucket and its queue.
+pub(crate) struct DeliveryCore {
+    /// The sink's name, for logs.
+    name: String,
+    backoff: ExponentialBackoff,
+    bucket: TokenBucket,
+    slots: BTreeMap<String, Slot>,
+    /// Tenants waiting for a write token, each once, in the order they asked; one timer
+    /// serves the whole queue (a timer per tenant would wake every waiting tenant for
+    /// each token).
+    queue: VecDeque<(String, Cause)>,
+    /// A [`Wake::Token`] is planned.
+    token_armed: bool,
+    /// Set at shutdown: writes in flight finish, no new one starts.
+    stopping: bool,
+    /// Backoff jitter; seeded in tests.
+    rng: fastrand::Rng,
+}
+
+impl DeliveryCore {
+    /// The delivery of sink `name` as `delivery` says, its bucket full at `now`.
+    pub(crate) fn new(
+        name: String,
+        delivery: &Delivery,
+        now: Instant,
+        rng: fastrand::Rng,
+    ) -> DeliveryCore {
+        DeliveryCore {
+            name,
+            backoff: ExponentialBackoff::try_new(
+                delivery.backoff_min,
+                delivery.backoff_max,
+                BACKOFF_JITTER,
+            )
+            .expect("validated with the config"),
+            bucket: TokenBucket::new(delivery.max_writes_per_second, delivery.burst, now),
+            slots: BTreeMap::new(),
+            queue: VecDeque::new(),
+            token_armed: false,
+            stopping: false,
+            rng,
+        }
+    }
+
+    /// A new desired state for its tenant. An older seq than the one held is dropped; a
+    /// newer one replaces it (carrying its changes if it was never written) and is written
+    /// now, or when the write in flight ends.
+    pub(crate) fn publish(
+        &mut self,
+        snapshot: Arc<TenantSnapshot>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let tenant = snapshot.tenant.clone();
+        let slot = self
+            .slots
+            .entry(tenant.clone())
+            .or_insert_with(|| Slot::new(snapshot.clone()));
+        if snapshot.seq < slot.desired.seq {
+            info!(sink = %self.name, tenant, seq = snapshot.seq, "dropping an older snapshot");
+            return;
+        }
+        if snapshot.seq > slot.desired.seq && slot.pending() {
+            let replaced = slot.desired.seq;
+            slot.carried
+                .extend(slot.desired.changes.iter().map(|c| (replaced, c.clone())));
+            let excess = slot.carried.len().saturating_sub(MAX_CHANGES);
+            slot.carried.drain(..excess);
+        }
+        slot.desired = snapshot;
+        // Even if a retry was waiting: the new state may succeed.
+        self.write(&tenant, Cause::Snapshot, now, fx);
+    }
+
+    /// A reload removed the tenant: no more writes or reconciles of it (a write in flight
+    /// finishes; its result is then ignored).
+    pub(crate) fn forget(&mut self, tenant: &str) {
+        self.slots.remove(tenant);
+    }
+
+    /// Shutdown: start no new write; answers how many are still in flight.
+    pub(crate) fn quiesce(&mut self) -> usize {
+        self.stopping = true;
+        self.slots.values().filter(|s| s.in_flight).count()
+    }
+
+    /// This replica became the writer: every tenant is written now from the snapshots kept.
+    pub(crate) fn takeover(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let tenants: Vec<String> = self.slots.keys().cloned().collect();
+        info!(sink = %self.name, tenants = tenants.len(), "writer now: writing every tenant");
+        for tenant in tenants {
+            self.write(&tenant, Cause::Takeover, now, fx);
+        }
+    }
+
+    /// The periodic re-write of every idle tenant (not in flight, no retry or token
+    /// awaited), which repairs drift made by someone else.
+    pub(crate) fn reconcile(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let idle: Vec<String> = self
+            .slots
+            .iter()
+            .filter(|(t, s)| {
+                !s.in_flight && s.retry_at.is_none() && !self.queue.iter().any(|(q, _)| q == *t)
+            })
+            .map(|(t, _)| t.clone())
+            .collect();
+        if !idle.is_empty() {
+            debug!(sink = %self.name, tenants = idle.len(), "periodic reconcile");
+        }
+        for tenant in idle {
+            self.write(&tenant, Cause::Reconcile, now, fx);
+        }
+    }
+
+    /// A timer asked for in an [`Effect::WakeAt`] is due.
+    pub(crate) fn wake(&mut self, wake: Wake, now: Now, fx: &mut Vec<Effect>) {
+        match wake {
+            Wake::Token => {
+                self.token_armed = false;
+                self.serve_queue(now, fx);
+            }
+            Wake::Retry { tenant, at } => {
+                let Some(slot) = self.slots.get_mut(&tenant) else {
+                    return;
+                };
+                if slot.retry_at == Some(at) {
+                    slot.retry_at = None;
+                    self.write(&tenant, Cause::Retry, now, fx);
+                }
+            }
+        }
+    }
+
+    /// The write of `seq` for `tenant` ended with `result`. A newer snapshot that arrived
+    /// meanwhile is written next, whatever the result; else a retriable failure waits for
+    /// its retry. `None` when the tenant was forgotten meanwhile.
+    pub(crate) fn written(
+        &mut self,
+        tenant: &str,
+        seq: u64,
+        result: &Result<Applied, SinkError>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) -> Option<Finished> {
+        let slot = self.slots.get_mut(tenant)?;
+        slot.in_flight = false;
+        let mut finished = Finished {
+            first_of_seq: false,
+            attempts: 0,
+            retry_in: None,
+        };
+        match result {
+            Ok(_) => {
+                finished.first_of_seq = slot.written_seq != Some(seq);
+                slot.attempts = 0;
+                slot.written_seq = Some(seq);
+                slot.carried.retain(|(carried, _)| *carried > seq);
+                slot.last_success = Some(now.clock.wall);
+                slot.last_error = None;
+            }
+            Err(e) => {
+                slot.attempts += 1;
+                if e.retriable {
+                    let backoff = self.backoff.delay(slot.attempts, self.rng.f64());
+                    finished.retry_in =
+                        Some(e.retry_after.map_or(backoff, |after| after.max(backoff)));
+                }
+                slot.last_error = Some((now.clock.wall, e.clone()));
+            }
+        }
+        finished.attempts = slot.attempts;
+        if slot.desired.seq != seq {
+            finished.retry_in = None;
+            self.write(tenant, Cause::Snapshot, now, fx);
+        } else if let Some(delay) = finished.retry_in {
+            let at = now.clock.mono + delay;
+            slot.retry_at = Some(at);
+            fx.push(Effect::WakeAt {
+                at,
+                wake: Wake::Retry {
+                    tenant: tenant.to_owned(),
+                    at,
+                },
+            });
+        }
+        Some(finished)
+    }
+
+    /// Tenants whose latest snapshot is not written yet; none on a standby (`writer`
+    /// false): the writes are the leader's.
+    pub(crate) fn pending(&self, writer: bool) -> usize {
+        if !writer {
+            return 0;
+        }
+        self.slots.values().filter(|s| s.pending()).count()
+    }
+
+    /// Every tenant's delivery, for `/status`.
+    pub(crate) fn status(&self) -> Vec<SinkTenantStatus> {
+        self.slots
+            .iter()
+            .map(|(tenant, slot)| SinkTenantStatus {
+                tenant: tenant.clone(),
+                desired_seq: slot.desired.seq,
+                written_seq: slot.written_seq,
+                pending: slot.pending(),
+                attempts: slot.attempts,
+                last_success: slot.last_success.map(unix_seconds),
+                last_error: slot.last_error.as_ref().map(|(at, e)| SinkErrorStatus {
+                    at: unix_seconds(*at),
+                    message: e.message.clone(),
+                    retrying: e.retriable,
+                }),
+            })
+            .collect()
+    }
+
+    /// Writes the tenant's desired state now if a token is available and nobody queues
+    /// for one, else queues it for the next token. A waiting retry is dropped: this write
+    /// (or the one in flight) supersedes it.
+    fn write(&mut self, tenant: &str, cause: Cause, now: Now, fx: &mut Vec<Effect>) {
+        let Some(slot) = self.slots.get_mut(tenant) else {
+            return;
+        };
+        if slot.in_flight || self.stopping {
+            return;
+        }
+        slot.retry_at = None;
+        if !now.writer {
+            // Kept for a takeover; a retry or reconcile of a former leader ends here too.
+            return;
+        }
+        if self.queue.is_empty() && self.bucket.try_take(now.clock.mono).is_ok() {
+            self.start(tenant, cause, fx);
+        } else if !self.queue.iter().any(|(t, _)| t == tenant) {
+            debug!(sink = %self.name, tenant, "rate limited");
+            self.queue.push_back((tenant.to_owned(), cause));
+            self.serve_queue(now, fx);
+        }
+    }
+
+    /// Starts queued writes while tokens last, then asks to be woken for the next token.
+    fn serve_queue(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.token_armed {
+            return;
+        }
+        while let Some((tenant, cause)) = self.queue.front().cloned() {
+            let ready = now.writer
+                && !self.stopping
+                && self.slots.get(&tenant).is_some_and(|s| !s.in_flight);
+            if !ready {
+                // Gone, being written (it picks up the newest state), fenced or stopping.
+                self.queue.pop_front();
+                continue;
+            }
+            if let Err(wait) = self.bucket.try_take(now.clock.mono) {
+                self.token_armed = true;
+                fx.push(Effect::WakeAt {
+                    at: now.clock.mono + wait,
+                    wake: Wake::Token,
+                });
+                return;
+            }
+            self.queue.pop_front();
+            self.start(&tenant, cause, fx);
+        }
+    }
+
+    /// Starts the write of `tenant` (a token was taken).
+    fn start(&mut self, tenant: &str, cause: Cause, fx: &mut Vec<Effect>) {
+        let slot = self.slots.get_mut(tenant).expect("checked by the caller");
+        slot.in_flight = true;
+        fx.push(Effect::Write(Write {
+            tenant: tenant.to_owned(),
+            snapshot: slot.to_write(),
+            cause,
+            attempt: slot.attempts + 1,
+        }));
+    }
+}
+
+/// The label of a write's result in metrics and events.
+pub(crate) fn result_label(result: &Result<Applied, SinkError>) -> &'static str {
+    match result {
+        Ok(Applied::Changed) => "changed",
+        Ok(Applied::Unchanged) => "unchanged",
+        Err(_) => "error",
+    }
+}
