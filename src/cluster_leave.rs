@@ -12,9 +12,9 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use ho_engine::metrics::Metrics;
-use ho_engine::multi_cluster::coordinator::unix_ms;
-use ho_engine::multi_cluster::report::{report_name, report_suffix, Report};
-use ho_engine::multi_cluster::vote::{self, Tally};
+use ho_engine::multi_cluster::report::{report_name, report_suffix};
+use ho_engine::multi_cluster::rounds::{tally_without, unix_ms};
+use ho_engine::multi_cluster::vote;
 use ho_engine::sink::{Sink, SinkFactory};
 use ho_engine::snapshot::TenantSnapshot;
 
@@ -50,19 +50,8 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 let domain = &tenant.domains[0];
                 let attempt = || async {
                     store.remove(report_name(&cluster.id, domain)).await?;
-                    let remaining: Vec<Report> = store
-                        .read(vec![report_suffix(domain)])
-                        .await?
-                        .into_iter()
-                        .filter_map(|(_, texts)| Report::decode(&texts).ok())
-                        .filter(|r| r.owner == plan.owner_id && r.cluster != cluster.id)
-                        .collect();
-                    let tally = Tally::count(
-                        &remaining,
-                        unix_ms(SystemTime::now()),
-                        plan.multi_cluster.report_ttl,
-                        plan.multi_cluster.failure_threshold,
-                    );
+                    let rrsets = store.read(vec![report_suffix(domain)]).await?;
+                    let tally = tally_without(&plan, &cluster.id, rrsets, SystemTime::now());
                     let Some((addresses, mode)) = vote::publishable(tenant, &tally) else {
                         return Ok::<_, ho_engine::sink::SinkError>(
                             "report removed; no other cluster reports, so its records stay as they are (the name is never emptied)".to_owned(),

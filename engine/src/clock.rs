@@ -1,5 +1,6 @@
-//! The time every decision core is handed: the cores (tracker, delivery) never read a clock
-//! themselves, so their tests move time by hand and their shells pass the real one.
+//! The time every decision core is handed: the cores (tracker, delivery, report rounds)
+//! never read a clock or the writer fence themselves, so their tests move time by hand and
+//! their shells pass the real one.
 
 use std::time::{Duration, SystemTime};
 
@@ -31,4 +32,15 @@ impl Clock {
             wall: self.wall + d,
         }
     }
+}
+
+/// The moment a shell passes to a core that writes shared back ends: the time, and whether
+/// the writer fence (leader election) is open now. The fence is read by the shell because
+/// it closes by itself when a renewal is late, with no event to tell the core.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now {
+    /// The time.
+    pub clock: Clock,
+    /// Whether this replica may write shared back ends now.
+    pub writer: bool,
 }

@@ -180,8 +180,12 @@ async fn a_hanging_receiver_does_not_stall_probing_or_other_sinks() {
     );
 }
 
-/// `delivery.max_writes_per_second` paces writes across tenants: ten tenants behind 5
-/// writes/s (burst 1) arrive about 200 ms apart, in the order they asked, and all arrive.
+/// `delivery.max_writes_per_second` holds back writes across tenants through the real
+/// sink: ten tenants behind 5 writes/s (burst 1) each get their write, one at a time, and no
+/// tenant is written twice for one snapshot. The pacing itself (one write per token, in the
+/// order tenants asked) is asserted in virtual time by the delivery core's
+/// `rate_limited_tenants_are_written_in_the_order_they_asked`, where no scheduler delay can
+/// make it flaky.
 #[actix_rt::test]
 async fn the_write_rate_limit_paces_tenants_in_turn() {
     let rx = Receiver::default();
@@ -215,21 +219,12 @@ async fn the_write_rate_limit_paces_tenants_in_turn() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let at: Vec<tokio::time::Instant> = rx.accepted().iter().map(|d| d.at).collect();
-    let spread = at[9].duration_since(at[0]);
-    // Nine tokens at 5/s: 1.8 s; each gap is one token (no two writes inside 150 ms).
-    assert!(spread >= Duration::from_millis(1700), "{spread:?}");
-    for pair in at.windows(2) {
-        assert!(
-            pair[1].duration_since(pair[0]) >= Duration::from_millis(150),
-            "{at:?}"
-        );
-    }
     let mut tenants: Vec<String> = rx
         .accepted()
         .iter()
         .map(|d| d.body["tenant"].as_str().unwrap().to_owned())
         .collect();
+    assert_eq!(tenants.len(), 10, "one write per tenant: {tenants:?}");
     tenants.sort();
     tenants.dedup();
     assert_eq!(tenants.len(), 10);

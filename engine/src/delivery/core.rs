@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tracing::{debug, info};
 
 use crate::backoff::ExponentialBackoff;
-use crate::clock::Clock;
+pub(crate) use crate::clock::Now;
 use crate::sink::{Applied, SinkError};
 use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
 use crate::status::{unix_seconds, SinkErrorStatus, SinkTenantStatus};
@@ -26,17 +26,6 @@ use crate::token_bucket::TokenBucket;
 
 /// Share of a backoff delay taken off at random, so sinks failing together retry apart.
 const BACKOFF_JITTER: f64 = 0.2;
-
-/// The moment the shell passes in: the time, and whether the writer fence (leader
-/// election) is open now. The fence is read by the shell because it closes by itself when
-/// a renewal is late, with no event to tell the core.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Now {
-    /// The time.
-    pub clock: Clock,
-    /// Whether this replica may write the sink now.
-    pub writer: bool,
-}
 
 /// Why a write is made: for logs, traces and the drift warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

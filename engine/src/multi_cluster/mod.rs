@@ -1,7 +1,7 @@
 //! Several clusters, one zone (`[multi_cluster]`): each cluster reports what it owns and
 //! what it sees down ([`report`]), reads the others' reports from the shared zone, and
 //! publishes the set the vote over the live reports gives ([`vote`]). The
-//! [`coordinator`] runs those rounds; the tracker hands it this cluster's view of each
+//! [`rounds`] decide those rounds as plain code and the [`coordinator`] actor runs them; the tracker hands it this cluster's view of each
 //! voting tenant and publishes the tally it gets back.
 //!
 //! Data flow for a voting tenant: prober -> tracker (hysteresis) --LocalView--> coordinator
@@ -10,6 +10,9 @@
 
 pub mod coordinator;
 pub mod report;
+pub mod rounds;
+#[cfg(test)]
+mod rounds_tests;
 pub mod vote;
 
 use std::future::Future;

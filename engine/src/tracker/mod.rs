@@ -11,7 +11,7 @@ mod index;
 mod pacing;
 mod report;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod view;
 
 use std::collections::{BTreeMap, BTreeSet};

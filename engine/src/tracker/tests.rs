@@ -23,7 +23,7 @@ use crate::snapshot::{PublishMode, TenantSnapshot};
 /// A plan of `n` endpoints (`e0`.., 10.0.0.1..) in one tenant `t` with a hosts-file sink,
 /// checks with rise 1 / fall 2 and a 5 s start-up grace; `extra` adds or overrides keys
 /// of the tenant table and `check` of the default check.
-fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
+pub(crate) fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
     let mut text = format!(
         "[defaults]\nstartup_grace = \"5s\"\n[defaults.check]\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 1\nfall = 2\n{check}\n"
     );

@@ -1,0 +1,537 @@
+//! The report rounds' decisions as plain code: no actor, no clock, no zone I/O. The shell
+//! ([`super::coordinator::Coordinator`]) feeds it this cluster's views, timer ticks and the
+//! results of the exchanges it ran, with the current [`Now`], and carries out the
+//! [`Effect`]s it returns. Tested in virtual time in `rounds_tests.rs`.
+//!
+//! Per shared zone (a sink holding reports): a round writes this cluster's reports that
+//! changed or are a third of `report_ttl` old (so they stay live), reports past a sixth
+//! riding along, in one batch; reads every cluster's reports in one read; counts each
+//! tenant's vote. One round per zone at a time; a change during a round starts another
+//! right after it. A standby replica reads and counts but never writes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ho_config::{Discovered, Plan};
+use tracing::{info, warn};
+
+use super::report::{report_name, report_suffix, Owned, Report};
+use super::vote::Tally;
+use super::LocalView;
+use crate::clock::Now;
+use crate::hysteresis::Health;
+use crate::metrics::{Metrics, ReportOpLabels, TenantLabel};
+use crate::probe_limits::Throttle;
+use crate::sink::SinkError;
+
+/// Paces warnings about reports that cannot be written, read or parsed.
+static REPORT_WARNINGS: Throttle = Throttle::new();
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// What the shell must do.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Run this round's exchange with the zone, then hand the results to
+    /// [`RoundsCore::finished`].
+    Exchange(Round),
+    /// Hand this tally to the tracker.
+    Voted {
+        /// Tenant name.
+        tenant: String,
+        /// The vote over the live reports.
+        tally: Arc<Tally>,
+    },
+    /// The addresses other clusters contribute changed: the engine probes these.
+    Discovered(Vec<Discovered>),
+}
+
+/// One round on one zone: what to write (in one change) and what to read (in one read).
+#[derive(Debug)]
+pub(crate) struct Round {
+    /// The sink whose zone it is.
+    pub sink: String,
+    /// This cluster's reports to write: (rrset name, texts); empty: write nothing.
+    pub writes: Vec<(String, Vec<String>)>,
+    /// The report suffixes to read.
+    pub suffixes: Vec<String>,
+    /// Whether this replica was the writer when the round started.
+    leads: bool,
+    exchanges: Vec<Exchange>,
+}
+
+/// One tenant's part of a round.
+#[derive(Debug)]
+struct Exchange {
+    tenant: String,
+    /// Its first domain, under which the reports live.
+    domain: String,
+    /// This cluster's report now.
+    own: Report,
+    /// Whether this round writes it.
+    write: bool,
+}
+
+/// Whether a round runs on a zone, and whether another must follow it.
+#[derive(Default)]
+struct Rounds {
+    running: bool,
+    again: bool,
+}
+
+/// What this cluster last wrote for a tenant: a report is written again when its content
+/// changes or it ages.
+struct Written {
+    owned: Vec<Owned>,
+    down: Vec<IpAddr>,
+    at_ms: u64,
+}
+
+/// What the rounds keep per voting tenant.
+#[derive(Default)]
+struct TenantVotes {
+    view: Option<LocalView>,
+    /// The report last written.
+    written: Option<Written>,
+    /// The last report that parsed, per rrset name: a report that stops parsing keeps
+    /// counting as it was, rather than taking its addresses out of DNS.
+    known: BTreeMap<String, Report>,
+    /// Addresses withdrawn by the last tally (to count new withdrawals).
+    withdrawn: Vec<IpAddr>,
+    discovered: Vec<Discovered>,
+}
+
+/// The report rounds of every shared zone (see the module doc).
+pub(crate) struct RoundsCore {
+    cluster: Option<String>,
+    plan: Arc<Plan>,
+    /// Sinks that hold reports, by name.
+    stores: BTreeSet<String>,
+    metrics: Arc<Metrics>,
+    tenants: HashMap<String, TenantVotes>,
+    /// Rounds by sink name (one zone each).
+    rounds: HashMap<String, Rounds>,
+    /// What was last announced in [`Effect::Discovered`].
+    discovered: Vec<Discovered>,
+}
+
+impl RoundsCore {
+    /// Rounds for `plan` over the zones of `stores`; none runs before [`Self::set_cluster`].
+    pub(crate) fn new(plan: Arc<Plan>, stores: BTreeSet<String>, metrics: Arc<Metrics>) -> Self {
+        RoundsCore {
+            cluster: None,
+            plan,
+            stores,
+            metrics,
+            tenants: HashMap::new(),
+            rounds: HashMap::new(),
+            discovered: Vec::new(),
+        }
+    }
+
+    /// The interval of the round timer.
+    pub(crate) fn interval(&self) -> Duration {
+        self.plan.multi_cluster.report_interval
+    }
+
+    /// This instance's cluster id is known: rounds start on every zone.
+    pub(crate) fn set_cluster(&mut self, id: String, now: Now, fx: &mut Vec<Effect>) {
+        self.cluster = Some(id);
+        self.tick(now, fx);
+    }
+
+    /// The round timer: a round on every zone.
+    pub(crate) fn tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let stores: Vec<String> = self.stores.iter().cloned().collect();
+        for store in stores {
+            self.kick(&store, now, fx);
+        }
+    }
+
+    /// This cluster's view of a voting tenant changed: a round on its zone now.
+    pub(crate) fn view(&mut self, view: LocalView, now: Now, fx: &mut Vec<Effect>) {
+        let tenant = view.tenant.clone();
+        self.tenants.entry(tenant.clone()).or_default().view = Some(view);
+        let plan = self.plan.clone();
+        let store = plan
+            .tenants
+            .iter()
+            .find(|t| t.name == tenant)
+            .and_then(|t| self.store_of(t));
+        if let Some(store) = store {
+            self.kick(&store, now, fx);
+        }
+    }
+
+    /// A reload: the new plan and the sinks holding reports; tenants no longer voting are
+    /// forgotten, with what they discovered.
+    pub(crate) fn retarget(
+        &mut self,
+        plan: Arc<Plan>,
+        stores: BTreeSet<String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        self.plan = plan;
+        self.stores = stores;
+        let plan = self.plan.clone();
+        self.tenants.retain(|name, _| {
+            plan.tenants
+                .iter()
+                .any(|t| &t.name == name && t.multi_cluster)
+        });
+        self.announce_discovered(fx);
+    }
+
+    /// The sink whose zone holds `tenant`'s reports: its first sink that can (every cluster
+    /// must list the same one first).
+    fn store_of(&self, tenant: &ho_config::Tenant) -> Option<String> {
+        tenant
+            .sinks
+            .iter()
+            .find(|s| self.stores.contains(*s))
+            .cloned()
+    }
+
+    /// Starts a round on the zone of sink `sink` for every voting tenant reporting there,
+    /// or marks one to follow the running one. One round is at most one batched write and
+    /// one read of the zone, whatever the number of tenants: the zone API budget grows
+    /// with the clusters, not the tenants.
+    fn kick(&mut self, sink: &str, now: Now, fx: &mut Vec<Effect>) {
+        let Some(cluster) = self.cluster.clone() else {
+            return;
+        };
+        if !self.stores.contains(sink) {
+            return;
+        }
+        let rounds = self.rounds.entry(sink.to_owned()).or_default();
+        if rounds.running {
+            rounds.again = true;
+            return;
+        }
+        let now_ms = unix_ms(now.clock.wall);
+        let mut exchanges = self.exchanges(sink, &cluster, now_ms);
+        if exchanges.is_empty() {
+            return;
+        }
+        // Writes happen only when one report is due, and only on the writer: a standby's
+        // leader writes this cluster's reports.
+        let any_due = exchanges.iter().any(|(_, due)| *due);
+        let exchanges: Vec<Exchange> = exchanges
+            .drain(..)
+            .map(|(mut e, _)| {
+                e.write &= any_due && now.writer;
+                e
+            })
+            .collect();
+        let writes = exchanges
+            .iter()
+            .filter(|e| e.write)
+            .map(|e| (report_name(&cluster, &e.domain), e.own.encode()))
+            .collect();
+        let suffixes = exchanges.iter().map(|e| report_suffix(&e.domain)).collect();
+        self.rounds.entry(sink.to_owned()).or_default().running = true;
+        fx.push(Effect::Exchange(Round {
+            sink: sink.to_owned(),
+            writes,
+            suffixes,
+            leads: now.writer,
+            exchanges,
+        }));
+    }
+
+    /// Each voting tenant of zone `sink` with a view: its exchange (`write`: due or riding
+    /// along) and whether it is due.
+    fn exchanges(&self, sink: &str, cluster: &str, now_ms: u64) -> Vec<(Exchange, bool)> {
+        let ttl_ms = self.plan.multi_cluster.report_ttl.as_millis() as u64;
+        let mut out = Vec::new();
+        for t in self.plan.tenants.iter().filter(|t| t.multi_cluster) {
+            if self.store_of(t).as_deref() != Some(sink) {
+                continue;
+            }
+            let Some(view) = self.tenants.get(&t.name).and_then(|s| s.view.as_ref()) else {
+                continue;
+            };
+            let own = own_report(&self.plan.owner_id, cluster, now_ms, view);
+            // Due: its content changed, or a third of the TTL passed (it must stay live).
+            // Reports past a sixth ride along with a due one, so the heartbeats of many
+            // tenants share writes.
+            let (due, rides) = match &self.tenants[&t.name].written {
+                None => (true, true),
+                Some(w) => {
+                    let age = now_ms.saturating_sub(w.at_ms);
+                    let changed = w.owned != own.owned || w.down != own.down;
+                    (changed || age >= ttl_ms / 3, age >= ttl_ms / 6)
+                }
+            };
+            let exchange = Exchange {
+                tenant: t.name.clone(),
+                domain: t.domains[0].clone(),
+                own,
+                write: due || rides,
+            };
+            out.push((exchange, due));
+        }
+        out
+    }
+
+    /// A round's exchange ended: `written` (`None`: nothing to write) and `read` are the
+    /// zone's answers. Counts each tenant's vote, then starts the round that was asked for
+    /// meanwhile, if any.
+    pub(crate) fn finished(
+        &mut self,
+        round: Round,
+        written: Option<Result<(), SinkError>>,
+        read: Result<Vec<(String, Vec<String>)>, SinkError>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let sink = round.sink.clone();
+        self.count_round(round, written, read, now, fx);
+        let rounds = self.rounds.entry(sink.clone()).or_default();
+        rounds.running = false;
+        if std::mem::take(&mut rounds.again) {
+            self.kick(&sink, now, fx);
+        }
+    }
+
+    fn count_round(
+        &mut self,
+        round: Round,
+        written: Option<Result<(), SinkError>>,
+        read: Result<Vec<(String, Vec<String>)>, SinkError>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let wrote = match &written {
+            Some(Ok(())) => {
+                self.count_op("write", "ok");
+                true
+            }
+            Some(Err(e)) => {
+                self.count_op("write", "error");
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(error = %e, "could not write this cluster's reports");
+                }
+                false
+            }
+            None => false,
+        };
+        let rrsets = match read {
+            Ok(rrsets) => {
+                self.count_op("read", "ok");
+                rrsets
+            }
+            Err(e) => {
+                self.count_op("read", "error");
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(error = %e, "could not read the clusters' reports; the published sets stay");
+                }
+                return;
+            }
+        };
+        for e in round.exchanges {
+            let Some(state) = self.tenants.get_mut(&e.tenant) else {
+                continue;
+            };
+            if wrote && e.write {
+                state.written = Some(Written {
+                    owned: e.own.owned.clone(),
+                    down: e.own.down.clone(),
+                    at_ms: e.own.at_ms,
+                });
+            }
+            let suffix = report_suffix(&e.domain);
+            let read: Vec<&(String, Vec<String>)> = rrsets
+                .iter()
+                .filter(|(name, _)| name.ends_with(&suffix))
+                .collect();
+            let tally = self.count_votes(&e.tenant, e.own, round.leads, &read, now);
+            fx.push(Effect::Voted {
+                tenant: e.tenant,
+                tally: Arc::new(tally),
+            });
+        }
+        self.announce_discovered(fx);
+    }
+
+    fn count_op(&self, op: &'static str, result: &'static str) {
+        self.metrics
+            .cluster_reports
+            .get_or_create(&ReportOpLabels { op, result })
+            .inc();
+    }
+
+    /// Counts one tenant's vote from the report rrsets read (a report that stops parsing
+    /// keeps counting as it last parsed).
+    fn count_votes(
+        &mut self,
+        tenant: &str,
+        own: Report,
+        leads: bool,
+        rrsets: &[&(String, Vec<String>)],
+        now: Now,
+    ) -> Tally {
+        let owner = self.plan.owner_id.clone();
+        let settings = self.plan.multi_cluster.clone();
+        let state = self.tenants.entry(tenant.to_owned()).or_default();
+        state.known = parse_reports(tenant, rrsets, std::mem::take(&mut state.known));
+        // The leader counts what it just reported; a standby counts what its leader wrote,
+        // as the other clusters do.
+        let mut reports: Vec<Report> = state
+            .known
+            .values()
+            .filter(|r| r.owner == owner && !(leads && r.cluster == own.cluster))
+            .cloned()
+            .collect();
+        let own_cluster = own.cluster.clone();
+        if leads {
+            reports.push(own);
+        }
+        let tally = Tally::count(
+            &reports,
+            unix_ms(now.clock.wall),
+            settings.report_ttl,
+            settings.failure_threshold,
+        );
+        let withdrawn: Vec<IpAddr> = tally.withdrawn().collect();
+        let new = withdrawn
+            .iter()
+            .filter(|a| !state.withdrawn.contains(a))
+            .count();
+        state.withdrawn = withdrawn;
+        // Every address other clusters contribute, probed already or not: the engine adds
+        // those its tenant lacks, and a stable list keeps it from adding and removing
+        // them in turn.
+        state.discovered = tally
+            .candidates()
+            .filter(|(cluster, _)| **cluster != own_cluster)
+            .map(|(cluster, o)| Discovered {
+                tenant: tenant.to_owned(),
+                cluster: cluster.clone(),
+                address: o.address,
+                name: o.name.clone(),
+            })
+            .collect();
+        let label = TenantLabel {
+            tenant: tenant.to_owned(),
+        };
+        self.metrics
+            .cluster_live_voters
+            .get_or_create(&label)
+            .set(tally.live.len() as i64);
+        if new > 0 {
+            self.metrics
+                .cluster_quorum_withdrawals
+                .get_or_create(&label)
+                .inc_by(new as u64);
+        }
+        tally
+    }
+
+    /// Announces the addresses other clusters contribute, when they changed.
+    fn announce_discovered(&mut self, fx: &mut Vec<Effect>) {
+        let mut all: Vec<Discovered> = Vec::new();
+        let mut names: Vec<&String> = self.tenants.keys().collect();
+        names.sort();
+        for name in names {
+            all.extend(self.tenants[name].discovered.iter().cloned());
+        }
+        if all != self.discovered {
+            info!(
+                addresses = all.len(),
+                "addresses other clusters contribute changed"
+            );
+            self.discovered = all.clone();
+            fx.push(Effect::Discovered(all));
+        }
+    }
+}
+
+/// The reports that parse among `rrsets`; one that does not parse keeps its last good
+/// content from `last`.
+fn parse_reports(
+    tenant: &str,
+    rrsets: &[&(String, Vec<String>)],
+    mut last: BTreeMap<String, Report>,
+) -> BTreeMap<String, Report> {
+    let mut known = BTreeMap::new();
+    for (name, texts) in rrsets {
+        match Report::decode(texts) {
+            Ok(report) => {
+                known.insert(name.clone(), report);
+            }
+            Err(e) => {
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(tenant, rrset = %name, error = %e, "a cluster's report does not parse; its last good content still counts");
+                }
+                if let Some(report) = last.remove(name) {
+                    known.insert(name.clone(), report);
+                }
+            }
+        }
+    }
+    known
+}
+
+/// The vote of the clusters other than `leaving` among `rrsets` (`cluster leave`: what the
+/// remaining clusters agree on once this one's report is gone).
+pub fn tally_without(
+    plan: &Plan,
+    leaving: &str,
+    rrsets: Vec<(String, Vec<String>)>,
+    now: SystemTime,
+) -> Tally {
+    let remaining: Vec<Report> = rrsets
+        .into_iter()
+        .filter_map(|(_, texts)| Report::decode(&texts).ok())
+        .filter(|r| r.owner == plan.owner_id && r.cluster != leaving)
+        .collect();
+    Tally::count(
+        &remaining,
+        unix_ms(now),
+        plan.multi_cluster.report_ttl,
+        plan.multi_cluster.failure_threshold,
+    )
+}
+
+/// This cluster's report from its view: the addresses it owns (not drained) and every
+/// address it judges down.
+fn own_report(owner: &str, cluster: &str, now_ms: u64, view: &LocalView) -> Report {
+    let mut owned: Vec<Owned> = view
+        .endpoints
+        .iter()
+        .filter(|e| !e.drained && e.cluster.as_deref().is_none_or(|c| c == cluster))
+        .map(|e| Owned {
+            address: e.address,
+            name: e.name.clone(),
+            weight: e.weight,
+            priority: e.priority,
+            geo: e.geo.clone(),
+        })
+        .collect();
+    owned.sort();
+    owned.dedup_by(|a, b| a.address == b.address);
+    let mut down: Vec<IpAddr> = view
+        .endpoints
+        .iter()
+        .filter(|e| e.health == Health::Down)
+        .map(|e| e.address)
+        .collect();
+    down.sort();
+    down.dedup();
+    Report {
+        owner: owner.to_owned(),
+        cluster: cluster.to_owned(),
+        at_ms: now_ms,
+        owned,
+        down,
+    }
+}
+
+/// Unix milliseconds.
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as u64
+}

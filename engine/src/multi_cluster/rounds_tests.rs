@@ -1,0 +1,320 @@
+//! The report rounds in virtual time: no actor, no zone. Exchanges are effects the test
+//! answers by hand with what a zone would hold; the wall clock moves only when a test says.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ho_config::Plan;
+use tokio::time::Instant;
+
+use super::report::{report_name, report_suffix, Owned, Report};
+use super::rounds::{tally_without, unix_ms, Effect, Round, RoundsCore};
+use super::vote::Tally;
+use super::{LocalEndpoint, LocalView};
+use crate::clock::{Clock, Now};
+use crate::hysteresis::Health;
+use crate::metrics::Metrics;
+use crate::sink::SinkError;
+
+/// The zone every test's tenant `t` (domain `t.example`) reports in.
+const ZONE: &str = "s";
+
+/// Rounds for a plan of two endpoints in one voting tenant, at a fixed wall time.
+struct Run {
+    core: RoundsCore,
+    plan: Arc<Plan>,
+    now: Now,
+    /// Exchanges started and not answered yet.
+    rounds: Vec<Round>,
+    /// Every round started: how many reports each wrote.
+    written: Vec<usize>,
+    voted: Vec<Arc<Tally>>,
+    discovered: Vec<Vec<IpAddr>>,
+}
+
+impl Run {
+    fn new() -> Run {
+        let plan = crate::tracker::tests::plan(2, "multi_cluster = true", "");
+        let stores: BTreeSet<String> = [ZONE.to_owned()].into();
+        Run {
+            core: RoundsCore::new(plan.clone(), stores, Arc::new(Metrics::new())),
+            plan,
+            now: Now {
+                clock: Clock {
+                    mono: Instant::now(),
+                    wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+                },
+                writer: true,
+            },
+            rounds: Vec::new(),
+            written: Vec::new(),
+            voted: Vec::new(),
+            discovered: Vec::new(),
+        }
+    }
+
+    /// A run whose cluster `c1` id is known and which saw `e0` with `health`.
+    fn started(health: Health) -> Run {
+        let mut run = Run::new();
+        run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
+        run.view(health);
+        run
+    }
+
+    fn step(&mut self, f: impl FnOnce(&mut RoundsCore, Now, &mut Vec<Effect>)) {
+        let (now, mut fx) = (self.now, Vec::new());
+        f(&mut self.core, now, &mut fx);
+        for effect in fx {
+            match effect {
+                Effect::Exchange(round) => {
+                    self.written.push(round.writes.len());
+                    self.rounds.push(round);
+                }
+                Effect::Voted { tenant, tally } => {
+                    assert_eq!(tenant, "t");
+                    self.voted.push(tally);
+                }
+                Effect::Discovered(all) => {
+                    self.discovered
+                        .push(all.iter().map(|d| d.address).collect());
+                }
+            }
+        }
+    }
+
+    /// This cluster's view: e0 with `health`, e1 up.
+    fn view(&mut self, health: Health) {
+        let endpoint = |i: u8, health| LocalEndpoint {
+            address: IpAddr::from([10, 0, 0, i + 1]),
+            name: format!("e{i}"),
+            cluster: None,
+            weight: 1,
+            priority: 0,
+            geo: None,
+            health,
+            drained: false,
+        };
+        let view = LocalView {
+            tenant: "t".into(),
+            endpoints: vec![endpoint(0, health), endpoint(1, Health::Up)],
+        };
+        self.step(|core, now, fx| core.view(view, now, fx));
+    }
+
+    /// Answers the oldest exchange: its writes succeed (or `write_error`), the zone holds
+    /// what it wrote plus `others`.
+    fn answer(&mut self, others: &[Report], write_error: bool) {
+        let round = self.rounds.remove(0);
+        let mut zone: Vec<(String, Vec<String>)> = round.writes.clone();
+        if write_error {
+            zone.clear();
+        }
+        zone.extend(
+            others
+                .iter()
+                .map(|r| (report_name(&r.cluster, "t.example"), r.encode())),
+        );
+        let written = (!round.writes.is_empty()).then(|| {
+            if write_error {
+                Err(SinkError::retriable("zone busy"))
+            } else {
+                Ok(())
+            }
+        });
+        self.step(|core, now, fx| core.finished(round, written, Ok(zone), now, fx));
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now.clock = self.now.clock.after(d);
+    }
+
+    /// Another cluster's report, written `age` ago, owning `owned` and seeing `down` down.
+    fn report(&self, cluster: &str, age: Duration, owned: &[&str], down: &[&str]) -> Report {
+        Report {
+            owner: self.plan.owner_id.clone(),
+            cluster: cluster.into(),
+            at_ms: unix_ms(self.now.clock.wall - age),
+            owned: owned
+                .iter()
+                .map(|a| Owned {
+                    address: a.parse().unwrap(),
+                    name: format!("{cluster}-gw"),
+                    weight: 1,
+                    priority: 0,
+                    geo: None,
+                })
+                .collect(),
+            down: down.iter().map(|a| a.parse().unwrap()).collect(),
+        }
+    }
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn no_round_runs_before_the_cluster_id_is_known() {
+    let mut run = Run::new();
+    run.view(Health::Up);
+    assert!(run.rounds.is_empty());
+    run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
+    assert_eq!(run.rounds.len(), 1);
+    let round = &run.rounds[0];
+    assert_eq!(round.writes[0].0, report_name("c1", "t.example"));
+    assert_eq!(round.suffixes, [report_suffix("t.example")]);
+}
+
+#[test]
+fn a_change_during_a_round_starts_one_more_right_after_it() {
+    let mut run = Run::started(Health::Up);
+    run.view(Health::Down);
+    run.view(Health::Up);
+    assert_eq!(run.rounds.len(), 1, "one round per zone at a time");
+    run.answer(&[], false);
+    assert_eq!(run.voted.len(), 1);
+    assert_eq!(
+        run.rounds.len(),
+        1,
+        "the changes meanwhile make one more round"
+    );
+    run.answer(&[], false);
+    assert!(run.rounds.is_empty());
+}
+
+#[test]
+fn a_report_is_written_again_when_it_changes_or_a_third_of_the_ttl_passed() {
+    let mut run = Run::started(Health::Up);
+    run.answer(&[], false);
+    // report_ttl 15 s: unchanged reports are read every round, written every 5 s.
+    for (after, writes) in [(2, 0), (2, 0), (1, 1), (2, 0)] {
+        run.advance(secs(after));
+        run.step(RoundsCore::tick);
+        run.answer(&[], false);
+        assert_eq!(*run.written.last().unwrap(), writes, "after {after} s more");
+    }
+    run.view(Health::Down);
+    assert_eq!(
+        *run.written.last().unwrap(),
+        1,
+        "a changed view is written at once"
+    );
+}
+
+#[test]
+fn a_failed_write_is_tried_again_next_round() {
+    let mut run = Run::started(Health::Up);
+    run.answer(&[], true);
+    run.advance(secs(1));
+    run.step(RoundsCore::tick);
+    assert_eq!(run.written, [1, 1]);
+}
+
+#[test]
+fn a_standby_reads_and_counts_but_never_writes() {
+    let mut run = Run::new();
+    run.now.writer = false;
+    run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
+    run.view(Health::Down);
+    let leader_wrote = run.report("c1", secs(1), &["10.0.0.1", "10.0.0.2"], &[]);
+    run.answer(&[leader_wrote], false);
+    assert_eq!(run.written, [0]);
+    // The standby counts its leader's report, not its own view (which saw e0 down).
+    let tally = &run.voted[0];
+    assert_eq!(tally.live, ["c1"]);
+    assert!(tally.addresses.iter().all(|a| a.kept));
+}
+
+#[test]
+fn report_age_is_judged_by_the_clock_the_core_is_given() {
+    let mut run = Run::started(Health::Up);
+    let fresh = run.report("c2", secs(14), &["10.9.9.9"], &[]);
+    let stale = run.report("c3", secs(16), &["10.8.8.8"], &[]);
+    run.answer(&[fresh, stale], false);
+    let tally = &run.voted[0];
+    assert_eq!(tally.live, ["c1", "c2"]);
+    assert_eq!(tally.aged_out, ["c3"]);
+}
+
+#[test]
+fn this_clusters_own_view_is_one_vote_among_the_live() {
+    // e0 (10.0.0.1) is down here; c2 agrees, c3 does not: 2 of 3 >= 0.66 withdraws it.
+    let mut run = Run::started(Health::Down);
+    let c2 = run.report("c2", secs(1), &[], &["10.0.0.1"]);
+    let c3 = run.report("c3", secs(1), &[], &[]);
+    run.answer(&[c2, c3.clone()], false);
+    let kept = |t: &Tally, a: [u8; 4]| {
+        let address = IpAddr::from(a);
+        t.addresses
+            .iter()
+            .find(|v| v.address == address)
+            .unwrap()
+            .kept
+    };
+    assert!(!kept(&run.voted[0], [10, 0, 0, 1]));
+    assert!(kept(&run.voted[0], [10, 0, 0, 2]));
+    // Alone (1 of 2 live), this cluster's view does not withdraw it.
+    run.step(RoundsCore::tick);
+    run.answer(&[c3], false);
+    assert!(kept(&run.voted[1], [10, 0, 0, 1]));
+}
+
+#[test]
+fn a_report_that_stops_parsing_counts_as_it_last_parsed() {
+    let mut run = Run::started(Health::Up);
+    let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+    run.answer(&[c2], false);
+    run.step(RoundsCore::tick);
+    let round = run.rounds.remove(0);
+    let garbled = vec![(
+        report_name("c2", "t.example"),
+        vec!["not a report".to_owned()],
+    )];
+    run.step(|core, now, fx| core.finished(round, None, Ok(garbled), now, fx));
+    assert_eq!(run.voted[1].live, ["c1", "c2"]);
+}
+
+#[test]
+fn a_read_error_keeps_the_published_set() {
+    let mut run = Run::started(Health::Up);
+    let round = run.rounds.remove(0);
+    let read = Err(SinkError::retriable("zone unreachable"));
+    run.step(|core, now, fx| core.finished(round, Some(Ok(())), read, now, fx));
+    assert!(
+        run.voted.is_empty(),
+        "no tally, so the tracker keeps what it published"
+    );
+}
+
+#[test]
+fn addresses_other_clusters_contribute_are_announced_when_they_change() {
+    let mut run = Run::started(Health::Up);
+    let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+    run.answer(&[c2.clone()], false);
+    run.step(RoundsCore::tick);
+    run.answer(&[c2], false);
+    let nine: IpAddr = "10.9.9.9".parse().unwrap();
+    assert_eq!(run.discovered, [vec![nine]], "announced once");
+    run.step(RoundsCore::tick);
+    run.answer(&[], false);
+    assert_eq!(run.discovered.last().unwrap(), &Vec::<IpAddr>::new());
+}
+
+#[test]
+fn leaving_counts_only_the_clusters_that_remain() {
+    let run = Run::started(Health::Up);
+    let reports = [
+        run.report("c1", secs(1), &["10.0.0.1"], &[]),
+        run.report("c2", secs(1), &["10.9.9.9"], &[]),
+    ];
+    let rrsets = reports
+        .iter()
+        .map(|r| (report_name(&r.cluster, "t.example"), r.encode()))
+        .collect();
+    let tally = tally_without(&run.plan, "c1", rrsets, run.now.clock.wall);
+    assert_eq!(tally.live, ["c2"]);
+    let addresses: Vec<IpAddr> = tally.addresses.iter().map(|a| a.address).collect();
+    assert_eq!(addresses, ["10.9.9.9".parse::<IpAddr>().unwrap()]);
+}
