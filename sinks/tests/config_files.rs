@@ -237,7 +237,7 @@ fn identical_checks_share_a_target() {
 
 /// Targets with equal checks hold one copy of the check, whether they inherit
 /// `defaults.check` or repeat the same override: at 100,000 endpoints a copy each was
-/// ~60 MiB of RSS (bench/README.md, session 10).
+/// tens of MiB of RSS (bench/CHANGELOG.md).
 #[test]
 fn equal_checks_are_one_copy() {
     let mut config = load(&[dir("examples/minimal.toml")]).unwrap();

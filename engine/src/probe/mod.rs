@@ -196,7 +196,7 @@ mod tests {
     use super::*;
 
     /// Every probe in flight holds this future: it must stay far below the ~8 KB it had
-    /// when the TLS and body-check paths were inline (the mass-hang memory of #14).
+    /// when the TLS and body-check paths were inline: a mass hang holds one per endpoint.
     #[test]
     fn a_probe_in_flight_is_small() {
         let check = ho_config::CheckOverrides {
