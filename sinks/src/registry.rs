@@ -1,8 +1,11 @@
 //! The one place sink kinds are registered. Adding a sink is: its folder under `src/`
-//! (settings, checks and capabilities in `config.rs`, the writer beside it), one line in
-//! [`KINDS`], and its back end in the conformance suite (`tests/integration/conformance.rs`).
+//! (its settings type implementing [`SinkSettings`] and `ho_config::SinkSpec` in
+//! `config.rs`, the writer beside it), one line in [`KINDS`], and its back end in the
+//! conformance suite (`tests/integration/conformance.rs`).
 
+use std::any::Any;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -13,18 +16,65 @@ use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
 
-use crate::{coredns_configmap, dns_server, hosts_file, powerdns, rfc2136, route53, webhook};
+use crate::coredns_configmap::config::CorednsConfigMapConfig;
+use crate::dns_server::config::DnsServerConfig;
+use crate::hosts_file::config::HostsFileConfig;
+use crate::powerdns::config::PowerDnsConfig;
+use crate::rfc2136::config::Rfc2136Config;
+use crate::route53::config::Route53Config;
+use crate::webhook::config::WebhookConfig;
 
 /// Every sink kind this program knows, in the order error messages list them.
 pub const KINDS: &[&dyn Kind] = &[
-    &hosts_file::config::KIND,
-    &powerdns::config::KIND,
-    &webhook::config::KIND,
-    &coredns_configmap::config::KIND,
-    &route53::config::KIND,
-    &dns_server::config::KIND,
-    &rfc2136::config::KIND,
+    &Registered::<HostsFileConfig>::KIND,
+    &Registered::<PowerDnsConfig>::KIND,
+    &Registered::<WebhookConfig>::KIND,
+    &Registered::<CorednsConfigMapConfig>::KIND,
+    &Registered::<Route53Config>::KIND,
+    &Registered::<DnsServerConfig>::KIND,
+    &Registered::<Rfc2136Config>::KIND,
 ];
+
+/// A sink kind's settings: what the registry needs to parse, check and build it. The
+/// settings type is also the kind's `ho_config::SinkSpec` (its capabilities).
+pub trait SinkSettings: SinkSpec + DeserializeOwned + schemars::JsonSchema + 'static {
+    /// The `kind` name in the config.
+    const KIND: &'static str;
+
+    /// Reports problems and normalises values in place; pure (no I/O), so `check-config`
+    /// and a reload judge a config the same way.
+    fn check(&mut self, problems: &mut Problems<'_>);
+
+    /// Builds the writer: may read secrets and files, does not contact the back end.
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a>;
+}
+
+/// The registration of the kind whose settings are `T`: one generic [`Kind`] for every
+/// [`SinkSettings`], so registering a kind is one line in [`KINDS`].
+pub struct Registered<T>(PhantomData<fn() -> T>);
+
+impl<T> Registered<T> {
+    /// The value listed in [`KINDS`].
+    pub const KIND: Registered<T> = Registered(PhantomData);
+}
+
+impl<T: SinkSettings> Kind for Registered<T> {
+    fn name(&self) -> &'static str {
+        T::KIND
+    }
+
+    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<T>()
+    }
+
+    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
+        parse_checked(sink, table, T::check)
+    }
+
+    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        spec_of::<T>(spec).build(ctx)
+    }
+}
 
 /// What the sinks need from outside their own settings when they are built.
 pub struct BuildContext<'a> {
@@ -83,7 +133,7 @@ pub fn settings<T: DeserializeOwned>(sink: &str, table: &SinkTable) -> Result<T,
 
 /// The spec a kind parsed, as that kind's own type.
 pub fn spec_of<T: 'static>(spec: &dyn SinkSpec) -> &T {
-    spec.as_any()
+    (spec as &dyn Any)
         .downcast_ref::<T>()
         .expect("a spec is built by the kind that parsed it")
 }

@@ -77,10 +77,6 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
     fn unverified_tls(&self) -> bool {
         false
     }
-
-    /// The spec as `Any`, so the kind that made it can get its own type back when it
-    /// builds the sink.
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// A back-end resource one sink owns (see [`SinkSpec::claim`]).

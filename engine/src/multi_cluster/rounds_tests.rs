@@ -292,7 +292,7 @@ fn a_read_error_keeps_the_published_set() {
 fn addresses_other_clusters_contribute_are_announced_when_they_change() {
     let mut run = Run::started(Health::Up);
     let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
-    run.answer(&[c2.clone()], false);
+    run.answer(std::slice::from_ref(&c2), false);
     run.step(RoundsCore::tick);
     run.answer(&[c2], false);
     let nine: IpAddr = "10.9.9.9".parse().unwrap();

@@ -4,9 +4,8 @@
 //! (send a snapshot, tell a sink to forget a tenant, wake me later). Tested with a fake
 //! clock in `tests.rs`.
 //!
-//! Over 500 lines on purpose for now: the state types and every rule that changes them sit
-//! together so the state machine reads in one place; splitting `adopt`/`reload` out is the
-//! next step if it grows.
+//! The state types and the observation path live here; a reload's adoption of a new plan is
+//! in `reload.rs`, the way from a decision to a snapshot in `publish.rs`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -35,6 +34,10 @@ use crate::snapshot::{
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::{Pace, Pacing};
 use super::report;
+
+mod observe;
+mod publish;
+mod reload;
 pub use crate::clock::Clock;
 
 /// A timer the core asked for; handed back to [`TrackerCore::wake`] when due. Tenants and
@@ -272,46 +275,6 @@ impl TrackerCore {
         }
     }
 
-    /// Replaces the plan (a config reload). Targets with an id the core already knows keep
-    /// their verdict and counters; new ones start `unknown`; tenants keep what they
-    /// published. Removed tenants are withdrawn (`cleanup_on_remove`) or forgotten. Every
-    /// tenant is then re-decided and its current snapshot sent again, so sinks added or
-    /// rebuilt by the reload converge at once.
-    pub fn reload(
-        &mut self,
-        plan: Arc<Plan>,
-        ids: Vec<TargetId>,
-        now: Clock,
-        fx: &mut Vec<Effect>,
-    ) {
-        self.retire_removed_tenants(&plan, now, fx);
-        self.adopt(plan, ids, now);
-        let grace = self.plan.startup_grace;
-        for ti in (0..self.tenants.len()).map(TenantIx) {
-            if self.tenants[ti.0].unknown > 0 {
-                // New endpoints: wait for their verdicts (or the grace) before they count.
-                self.tenants[ti.0].wait_until = Some(now.mono + grace);
-                fx.push(Effect::WakeAt {
-                    at: now.mono + grace,
-                    wake: Wake::ReloadGraceOver(self.plan.tenants[ti.0].name.clone()),
-                });
-            }
-            let before = self.tenants[ti.0].last_snapshot.as_ref().map(|p| p.seq);
-            self.refresh(ti, now.mono, now, fx);
-            let state = &self.tenants[ti.0];
-            if let Some(same) = state
-                .last_snapshot
-                .as_ref()
-                .filter(|p| Some(p.seq) == before)
-            {
-                fx.push(Effect::Publish {
-                    sinks: self.plan.tenants[ti.0].sinks.clone(),
-                    snapshot: same.clone(),
-                });
-            }
-        }
-    }
-
     /// A timer the core asked for is due.
     pub fn wake(&mut self, wake: Wake, now: Clock, fx: &mut Vec<Effect>) {
         match wake {
@@ -363,136 +326,6 @@ impl TrackerCore {
         }
     }
 
-    /// Makes `plan` current, keeping the state of targets (by id) and tenants (by name)
-    /// that stay.
-    fn adopt(&mut self, plan: Arc<Plan>, ids: Vec<TargetId>, now: Clock) {
-        let mut old_targets: HashMap<TargetId, TargetState> =
-            self.ids.drain(..).zip(self.targets.drain(..)).collect();
-        let mut old_tenants: HashMap<String, TenantState> = self
-            .plan
-            .tenants
-            .iter()
-            .map(|t| t.name.clone())
-            .zip(self.tenants.drain(..))
-            .collect();
-        self.forget_metrics_of_removed(&plan, &old_tenants);
-        self.targets = ids
-            .iter()
-            .zip(&plan.targets)
-            .map(|(id, target)| {
-                old_targets
-                    .remove(id)
-                    .unwrap_or_else(|| TargetState::new(target.check.timing.damping, now.mono))
-            })
-            .collect();
-        self.index_of = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (*id, TargetIx(i)))
-            .collect();
-        self.ids = ids;
-        self.topology = Topology::of(&plan);
-        self.plan = plan;
-        for ep in &self.plan.endpoints {
-            let up = self.targets[ep.target].effective() == Health::Up;
-            self.metrics
-                .node_status
-                .get_or_create(&report::node_labels(ep))
-                .set(i64::from(up));
-        }
-        self.endpoint_meta = self
-            .plan
-            .endpoints
-            .iter()
-            .map(|e| Arc::new(EndpointMeta::of(e)))
-            .collect();
-        let tenants = self
-            .plan
-            .tenants
-            .iter()
-            .map(|t| {
-                let mut state = old_tenants.remove(&t.name).unwrap_or_default();
-                let health = |e: &usize| self.health_of(EndpointIx(*e));
-                state.unknown = t
-                    .endpoints
-                    .iter()
-                    .filter(|e| health(e) == Health::Unknown)
-                    .count();
-                state.healthy = t
-                    .endpoints
-                    .iter()
-                    .filter(|e| health(e) == Health::Up)
-                    .count();
-                state
-            })
-            .collect();
-        self.tenants = tenants;
-    }
-
-    /// Drops the per-endpoint and per-tenant gauges of what `plan` no longer has.
-    fn forget_metrics_of_removed(&self, plan: &Plan, old_tenants: &HashMap<String, TenantState>) {
-        // Sets, not scans: with 100,000 endpoints a scan per endpoint took minutes at start.
-        let staying: HashSet<(&str, IpAddr)> = plan
-            .endpoints
-            .iter()
-            .map(|e| (e.name.as_str(), e.address))
-            .collect();
-        for ep in &self.plan.endpoints {
-            if !staying.contains(&(ep.name.as_str(), ep.address)) {
-                self.metrics.node_status.remove(&report::node_labels(ep));
-            }
-        }
-        let tenants: HashSet<&str> = plan.tenants.iter().map(|t| t.name.as_str()).collect();
-        for name in old_tenants.keys() {
-            if !tenants.contains(name.as_str()) {
-                self.metrics.healthy_nodes.remove(&TenantLabel {
-                    tenant: name.clone(),
-                });
-            }
-        }
-    }
-
-    /// Tenants the new plan removes: withdrawn from their sinks with an empty snapshot when
-    /// they asked for `cleanup_on_remove`, else forgotten by the sinks (records stay).
-    fn retire_removed_tenants(&self, new: &Plan, now: Clock, fx: &mut Vec<Effect>) {
-        let staying: HashSet<&str> = new.tenants.iter().map(|t| t.name.as_str()).collect();
-        for (old, state) in self.plan.tenants.iter().zip(&self.tenants) {
-            if staying.contains(old.name.as_str()) {
-                continue;
-            }
-            if old.cleanup_on_remove {
-                let empty = Arc::new(TenantSnapshot {
-                    tenant: old.name.clone(),
-                    hosts_key: old.hosts_key.clone(),
-                    seq: next_seq(now.wall, state.last_seq),
-                    domains: old.domains.clone(),
-                    ttl: old.ttl,
-                    addresses: Vec::new(),
-                    mode: PublishMode::NoneHealthy,
-                    changes: Vec::new(),
-                    policy: old.policy,
-                    default_geo: old.default_geo.clone(),
-                    geos: Vec::new(),
-                    votes: None,
-                    decided_at: now.wall,
-                    cause_at: now.mono,
-                    trace: opentelemetry::trace::SpanContext::NONE,
-                });
-                info!(tenant = %old.name, "tenant removed by reload: withdrawing its records (cleanup_on_remove)");
-                fx.push(Effect::Publish {
-                    sinks: old.sinks.clone(),
-                    snapshot: empty,
-                });
-            } else {
-                info!(tenant = %old.name, "tenant removed by reload: no longer published; its records stay");
-                fx.push(Effect::Forget {
-                    sinks: old.sinks.clone(),
-                    tenant: old.name.clone(),
-                });
-            }
-        }
-    }
-
     fn tenant_index(&self, name: &str) -> Option<TenantIx> {
         self.plan
             .tenants
@@ -504,124 +337,6 @@ impl TrackerCore {
     /// The health that decides whether `endpoint` is published.
     pub(super) fn health_of(&self, endpoint: EndpointIx) -> Health {
         self.targets[self.plan.endpoints[endpoint.0].target].effective()
-    }
-
-    /// Applies one probe result.
-    fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
-        let m = &self.metrics;
-        m.probes
-            .get_or_create(&ResultLabel {
-                result: obs.result.label(),
-            })
-            .inc();
-        m.check_duration.observe(obs.result.latency.as_secs_f64());
-        if obs.result.reused {
-            m.probe_connections_reused.inc();
-        }
-        m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
-        let Some(&target) = self.index_of.get(&obs.target) else {
-            return;
-        };
-        let timing = self.plan.targets[target.0].check.timing;
-        let state = &mut self.targets[target.0];
-        let before = state.effective();
-        let transition = match state.hysteresis.judge(&obs.result, &timing) {
-            Judgement::NotJudged => {
-                if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
-                    warn!(
-                        target = %self.plan.targets[target.0].key(),
-                        reason = %obs.result.reason(),
-                        "a probe could not run for lack of local resources; not counted against the endpoint (probes_total{{result=\"local\"}}; logged at most once a minute)"
-                    );
-                }
-                state.last = Some((obs.result, now.wall));
-                return;
-            }
-            Judgement::Judged(transition) => transition,
-        };
-        state.probes += 1;
-        if !obs.result.ok() {
-            state.failures += 1;
-        }
-        if let Some(t) = transition {
-            let hold_starts = t.to == Health::Down
-                && state
-                    .damping
-                    .as_mut()
-                    .is_some_and(|d| d.went_down(now.mono));
-            if hold_starts {
-                let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now.mono));
-                warn!(target = %self.plan.targets[target.0].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
-                self.metrics.damping_holds.inc();
-                self.schedule_release(target, now, fx);
-            }
-            self.on_transition(target, t, &obs.result, now);
-        }
-        self.targets[target.0].last = Some((obs.result, now.wall));
-        let after = self.targets[target.0].effective();
-        if before != after {
-            self.effective_changed(target, before, after, now, fx);
-        }
-    }
-
-    /// Asks for the check that ends a flap-damping hold of `target`.
-    fn schedule_release(&mut self, target: TargetIx, now: Clock, fx: &mut Vec<Effect>) {
-        let due = self.targets[target.0]
-            .damping
-            .as_mut()
-            .and_then(|d| d.release_due(now.mono));
-        if let Some(wait) = due {
-            fx.push(Effect::WakeAt {
-                at: now.mono + wait,
-                wake: Wake::DampingRelease(self.ids[target.0]),
-            });
-        }
-    }
-
-    /// Records a verdict change for the tenants of `target` (carried by their next snapshot).
-    fn on_transition(&mut self, target: TargetIx, t: Transition, result: &ProbeResult, now: Clock) {
-        let state = &mut self.targets[target.0];
-        state.transitions += 1;
-        if let (Health::Down, Some(since)) = (t.from, state.since) {
-            state.downtime += now.wall.duration_since(since).unwrap_or_default();
-        }
-        state.since = Some(now.wall);
-        let names: Vec<&str> = self
-            .topology
-            .endpoints(target)
-            .iter()
-            .map(|&e| self.plan.endpoints[e.0].name.as_str())
-            .collect();
-        let reason = result.reason();
-        let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
-        self.events.emit(|| Event::Transition {
-            at: crate::events::now(),
-            endpoints: names.iter().map(|n| (*n).to_owned()).collect(),
-            address: self.plan.targets[target.0].address,
-            from: t.from.as_str(),
-            to: t.to.as_str(),
-            reason: reason.clone(),
-        });
-        let reason = if self.targets[target.0].damped() {
-            format!("{reason} (held out of DNS by flap damping)")
-        } else {
-            reason
-        };
-        for m in self.topology.tenants(target) {
-            let tenant = &mut self.tenants[m.tenant.0];
-            if tenant.changes.len() == MAX_CHANGES {
-                tenant.changes.pop_front();
-            }
-            let ep = &self.plan.endpoints[m.endpoint.0];
-            tenant.changes.push_back(VerdictChange {
-                endpoint: ep.name.clone(),
-                address: ep.address,
-                from: t.from,
-                to: t.to,
-                reason: reason.clone(),
-                trace: span.clone(),
-            });
-        }
     }
 
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
@@ -712,120 +427,4 @@ impl TrackerCore {
         let geos = locations(tenant, &self.plan.endpoints);
         self.publish(ti, (addresses, mode, geos), None, cause_at, now, fx);
     }
-
-    /// Publishes the tally of a voting tenant (see [`crate::multi_cluster`]): the set the
-    /// vote over the clusters' reports gives, with the tenant's policy applied.
-    pub fn voted(&mut self, tenant: &str, tally: Arc<Tally>, now: Clock, fx: &mut Vec<Effect>) {
-        let Some(ti) = self.tenant_index(tenant) else {
-            return;
-        };
-        let t = &self.plan.tenants[ti.0];
-        if !t.multi_cluster {
-            return;
-        }
-        self.tenants[ti.0].votes = Some(tally.clone());
-        let Some((addresses, mode)) = vote::publishable(t, &tally) else {
-            return;
-        };
-        let geos = vote::locations(t, &tally);
-        self.publish(ti, (addresses, mode, geos), Some(tally), now.mono, now, fx);
-    }
-
-    /// This cluster's view of voting tenant `ti`: each endpoint's verdict, owner and drain.
-    fn local_view(&self, ti: TenantIx) -> LocalView {
-        let tenant = &self.plan.tenants[ti.0];
-        LocalView {
-            tenant: tenant.name.clone(),
-            endpoints: tenant
-                .endpoints
-                .iter()
-                .map(|&e| {
-                    let ep = &self.plan.endpoints[e];
-                    LocalEndpoint {
-                        address: ep.address,
-                        name: ep.name.clone(),
-                        cluster: ep.cluster.clone(),
-                        weight: crate::selection::weight_of(tenant, ep),
-                        priority: ep.priority,
-                        geo: ep.labels.get("geo").cloned(),
-                        health: self.health_of(EndpointIx(e)),
-                        drained: self.drained.contains(&ep.name),
-                    }
-                })
-                .collect(),
-        }
-    }
-
-    /// Sends tenant `ti` a snapshot of `addresses` unless its records would not change.
-    fn publish(
-        &mut self,
-        ti: TenantIx,
-        (addresses, mode, geos): (Vec<PublishedAddress>, PublishMode, Vec<String>),
-        votes: Option<Arc<Tally>>,
-        cause_at: Instant,
-        now: Clock,
-        fx: &mut Vec<Effect>,
-    ) {
-        let tenant = &self.plan.tenants[ti.0];
-        let state = &mut self.tenants[ti.0];
-        if let Some(last) = &state.last_snapshot {
-            let same_records = last.domains == tenant.domains
-                && last.ttl == tenant.ttl
-                && last.policy == tenant.policy
-                && last.default_geo == tenant.default_geo
-                && last.geos == geos;
-            if same_records && last.addresses == addresses && last.mode == mode {
-                return;
-            }
-        }
-        state.last_seq = next_seq(now.wall, state.last_seq);
-        let changes: Vec<VerdictChange> = state.changes.drain(..).collect();
-        let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
-        let span = report::publish_span(
-            tenant,
-            state.last_seq,
-            mode.as_str(),
-            addresses.len(),
-            &causes,
-        );
-        let snapshot = Arc::new(TenantSnapshot {
-            tenant: tenant.name.clone(),
-            hosts_key: tenant.hosts_key.clone(),
-            seq: state.last_seq,
-            domains: tenant.domains.clone(),
-            ttl: tenant.ttl,
-            addresses,
-            mode,
-            changes,
-            policy: tenant.policy,
-            default_geo: tenant.default_geo.clone(),
-            geos,
-            votes,
-            decided_at: now.wall,
-            cause_at,
-            trace: span,
-        });
-        report::published(&self.metrics, &snapshot);
-        self.events.emit(|| Event::Publish {
-            at: crate::events::now(),
-            tenant: snapshot.tenant.clone(),
-            seq: snapshot.seq,
-            mode: snapshot.mode.as_str(),
-            addresses: snapshot.addresses.iter().map(|a| a.address).collect(),
-        });
-        fx.push(Effect::Publish {
-            sinks: tenant.sinks.clone(),
-            snapshot: snapshot.clone(),
-        });
-        state.last_snapshot = Some(snapshot);
-    }
-}
-
-/// Wall-clock microseconds, strictly above `last`: increasing across restarts too.
-fn next_seq(now: SystemTime, last: u64) -> u64 {
-    let micros = now
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_micros() as u64;
-    micros.max(last + 1)
 }

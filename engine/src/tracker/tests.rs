@@ -86,10 +86,6 @@ impl ho_config::SinkSpec for TestSpec {
     fn holds_reports(&self) -> bool {
         true
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// A core over `plan` (target ids 0..) at a fixed start.

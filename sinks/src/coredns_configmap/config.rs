@@ -1,18 +1,17 @@
 //! `kind = "coredns_configmap"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::check_kube_name;
-use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{Claim, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
-    check_timeout, default_timeout, parse_checked, plain_lists_only, spec_of, BuildContext, Kind,
-    KindFuture,
+    check_timeout, default_timeout, plain_lists_only, BuildContext, KindFuture, Problems,
+    SinkSettings,
 };
 
 /// One key per tenant (`<tenant>.hosts`) in a Kubernetes ConfigMap that CoreDNS's `hosts`
@@ -41,51 +40,37 @@ pub struct CorednsConfigMapConfig {
     pub timeout: Duration,
 }
 
-/// The kind, as registered.
-pub struct CorednsConfigMapKind;
+impl SinkSettings for CorednsConfigMapConfig {
+    const KIND: &'static str = "coredns_configmap";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: CorednsConfigMapKind = CorednsConfigMapKind;
-
-impl Kind for CorednsConfigMapKind {
-    fn name(&self) -> &'static str {
-        "coredns_configmap"
+    fn check(&mut self, p: &mut Problems<'_>) {
+        if let Err(e) = check_kube_name(&self.namespace, 63) {
+            p.at("namespace", e);
+        }
+        if let Err(e) = check_kube_name(&self.name, 253) {
+            p.at("name", e);
+        }
+        if self
+            .kubeconfig
+            .as_ref()
+            .is_some_and(|f| f.as_os_str().is_empty())
+        {
+            p.at("kubeconfig", "must not be empty when set");
+        }
+        if self.context.as_ref().is_some_and(String::is_empty) {
+            p.at("context", "must not be empty when set");
+        }
+        check_timeout(self.timeout, p);
     }
 
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<CorednsConfigMapConfig>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut CorednsConfigMapConfig, p| {
-            if let Err(e) = check_kube_name(&c.namespace, 63) {
-                p.at("namespace", e);
-            }
-            if let Err(e) = check_kube_name(&c.name, 253) {
-                p.at("name", e);
-            }
-            if c.kubeconfig
-                .as_ref()
-                .is_some_and(|f| f.as_os_str().is_empty())
-            {
-                p.at("kubeconfig", "must not be empty when set");
-            }
-            if c.context.as_ref().is_some_and(String::is_empty) {
-                p.at("context", "must not be empty when set");
-            }
-            check_timeout(c.timeout, p);
-        })
-    }
-
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<CorednsConfigMapConfig>(spec);
-        Box::pin(async move { Ok(Arc::new(super::CorednsConfigMapSink::new(config).await?) as _) })
+    fn build<'a>(&'a self, _: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::CorednsConfigMapSink::new(self).await?) as _) })
     }
 }
 
 impl SinkSpec for CorednsConfigMapConfig {
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// A hosts file in a ConfigMap lists addresses; it cannot answer per client.
@@ -103,9 +88,5 @@ impl SinkSpec for CorednsConfigMapConfig {
                 format!("same ConfigMap as sinks.{other}; two sinks would fight over it")
             },
         })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -1,17 +1,16 @@
 //! `kind = "dns_server"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use ho_config::names::normalize_domain;
-use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{Claim, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{parse_checked, spec_of, BuildContext, Kind, KindFuture};
+use crate::registry::{BuildContext, KindFuture, Problems, SinkSettings};
 
 /// An authoritative DNS server inside this process: it answers the tenants' domains from
 /// the published set the moment a snapshot arrives, with no file, ConfigMap or reload in
@@ -114,96 +113,81 @@ fn default_minimum() -> u32 {
     5
 }
 
-/// The kind, as registered.
-pub struct DnsServerKind;
+impl SinkSettings for DnsServerConfig {
+    const KIND: &'static str = "dns_server";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: DnsServerKind = DnsServerKind;
-
-impl Kind for DnsServerKind {
-    fn name(&self) -> &'static str {
-        "dns_server"
+    fn check(&mut self, p: &mut Problems<'_>) {
+        if self.listen.is_empty() {
+            p.at("listen", "must list at least one address");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for a in &self.listen {
+            if !seen.insert(a) {
+                p.at("listen", format!("{a} is listed twice"));
+            }
+        }
+        if self.zones.is_empty() {
+            p.at("zones", "must list at least one zone");
+        }
+        for (i, zone) in self.zones.iter_mut().enumerate() {
+            match normalize_domain(zone) {
+                Ok(z) => *zone = z,
+                Err(e) => {
+                    p.at(&format!("zones[{i}]"), e);
+                    zone.clear();
+                }
+            }
+        }
+        for (field, name) in [
+            ("soa.mname", &mut self.soa.mname),
+            ("soa.rname", &mut self.soa.rname),
+        ] {
+            if let Some(n) = name {
+                match normalize_domain(n) {
+                    Ok(v) => *n = v,
+                    Err(e) => p.at(field, e),
+                }
+            }
+        }
+        for (i, ns) in self.nameservers.iter_mut().enumerate() {
+            match normalize_domain(ns) {
+                Ok(v) => *ns = v,
+                Err(e) => p.at(&format!("nameservers[{i}]"), e),
+            }
+        }
+        if self.answers == 0 {
+            p.at("answers", "must be at least 1");
+        }
+        if self.max_udp_payload < 512 {
+            p.at("max_udp_payload", "must be at least 512 (the DNS minimum)");
+        }
+        let mut networks = BTreeMap::new();
+        for (net, geo) in std::mem::take(&mut self.geo.networks) {
+            if net.parse::<ipnet::IpNet>().is_err() {
+                p.at(
+                    &format!("geo.networks.\"{net}\""),
+                    "is not a network (address/prefix, e.g. 10.1.0.0/16)",
+                );
+            }
+            if geo.is_empty() {
+                p.at(
+                    &format!("geo.networks.\"{net}\""),
+                    "location must not be empty",
+                );
+            }
+            networks.insert(net, geo.to_ascii_uppercase());
+        }
+        self.geo.networks = networks;
     }
 
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<DnsServerConfig>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut DnsServerConfig, p| {
-            if c.listen.is_empty() {
-                p.at("listen", "must list at least one address");
-            }
-            let mut seen = std::collections::HashSet::new();
-            for a in &c.listen {
-                if !seen.insert(a) {
-                    p.at("listen", format!("{a} is listed twice"));
-                }
-            }
-            if c.zones.is_empty() {
-                p.at("zones", "must list at least one zone");
-            }
-            for (i, zone) in c.zones.iter_mut().enumerate() {
-                match normalize_domain(zone) {
-                    Ok(z) => *zone = z,
-                    Err(e) => {
-                        p.at(&format!("zones[{i}]"), e);
-                        zone.clear();
-                    }
-                }
-            }
-            for (field, name) in [
-                ("soa.mname", &mut c.soa.mname),
-                ("soa.rname", &mut c.soa.rname),
-            ] {
-                if let Some(n) = name {
-                    match normalize_domain(n) {
-                        Ok(v) => *n = v,
-                        Err(e) => p.at(field, e),
-                    }
-                }
-            }
-            for (i, ns) in c.nameservers.iter_mut().enumerate() {
-                match normalize_domain(ns) {
-                    Ok(v) => *ns = v,
-                    Err(e) => p.at(&format!("nameservers[{i}]"), e),
-                }
-            }
-            if c.answers == 0 {
-                p.at("answers", "must be at least 1");
-            }
-            if c.max_udp_payload < 512 {
-                p.at("max_udp_payload", "must be at least 512 (the DNS minimum)");
-            }
-            let mut networks = BTreeMap::new();
-            for (net, geo) in std::mem::take(&mut c.geo.networks) {
-                if net.parse::<ipnet::IpNet>().is_err() {
-                    p.at(
-                        &format!("geo.networks.\"{net}\""),
-                        "is not a network (address/prefix, e.g. 10.1.0.0/16)",
-                    );
-                }
-                if geo.is_empty() {
-                    p.at(
-                        &format!("geo.networks.\"{net}\""),
-                        "location must not be empty",
-                    );
-                }
-                networks.insert(net, geo.to_ascii_uppercase());
-            }
-            c.geo.networks = networks;
-        })
-    }
-
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<DnsServerConfig>(spec);
-        Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(config, &ctx)?) as _) })
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(self, &ctx)?) as _) })
     }
 }
 
 impl SinkSpec for DnsServerConfig {
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// It answers per query, so it expresses every policy.
@@ -245,9 +229,5 @@ impl SinkSpec for DnsServerConfig {
     /// Each replica answers the queries sent to it, standby or not.
     fn shared(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

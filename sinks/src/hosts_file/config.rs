@@ -1,14 +1,13 @@
 //! `kind = "hosts_file"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ho_config::{Claim, FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{Claim, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{parse_checked, plain_lists_only, spec_of, BuildContext, Kind, KindFuture};
+use crate::registry::{plain_lists_only, BuildContext, KindFuture, Problems, SinkSettings};
 
 /// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts` plugin
 /// and dnsmasq's `--addn-hosts` read.
@@ -19,38 +18,24 @@ pub struct HostsFileConfig {
     pub dir: PathBuf,
 }
 
-/// The kind, as registered.
-pub struct HostsFileKind;
+impl SinkSettings for HostsFileConfig {
+    const KIND: &'static str = "hosts_file";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: HostsFileKind = HostsFileKind;
-
-impl Kind for HostsFileKind {
-    fn name(&self) -> &'static str {
-        "hosts_file"
+    fn check(&mut self, p: &mut Problems<'_>) {
+        if self.dir.as_os_str().is_empty() {
+            p.at("dir", "must not be empty");
+        }
     }
 
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<HostsFileConfig>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut HostsFileConfig, p| {
-            if c.dir.as_os_str().is_empty() {
-                p.at("dir", "must not be empty");
-            }
-        })
-    }
-
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
-        let dir = spec_of::<HostsFileConfig>(spec).dir.clone();
+    fn build<'a>(&'a self, _: BuildContext<'a>) -> KindFuture<'a> {
+        let dir = self.dir.clone();
         Box::pin(async move { Ok(Arc::new(super::HostsFileSink::new(dir)) as _) })
     }
 }
 
 impl SinkSpec for HostsFileConfig {
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// A hosts file lists addresses; it cannot answer per client.
@@ -74,9 +59,5 @@ impl SinkSpec for HostsFileConfig {
     /// or a sidecar reads), so it writes as standby too.
     fn shared(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

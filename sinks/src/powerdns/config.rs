@@ -1,17 +1,16 @@
 //! `kind = "powerdns"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
-use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
-    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
 /// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
@@ -50,49 +49,34 @@ fn default_server_id() -> String {
     "localhost".into()
 }
 
-/// The kind, as registered.
-pub struct PowerDnsKind;
+impl SinkSettings for PowerDnsConfig {
+    const KIND: &'static str = "powerdns";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: PowerDnsKind = PowerDnsKind;
-
-impl Kind for PowerDnsKind {
-    fn name(&self) -> &'static str {
-        "powerdns"
+    fn check(&mut self, p: &mut Problems<'_>) {
+        if let Err(e) = check_url(&self.url) {
+            p.at("url", e);
+        }
+        crate::secret::check_source(
+            self.api_key_file.is_some(),
+            self.api_key_env.as_deref(),
+            ("api_key_file", "api_key_env"),
+            p,
+        );
+        match normalize_domain(&self.zone) {
+            Ok(zone) => self.zone = zone,
+            Err(e) => {
+                p.at("zone", e);
+                self.zone.clear();
+            }
+        }
+        if self.server_id.is_empty() || self.server_id.contains('/') {
+            p.at("server_id", "must be a non-empty id without '/'");
+        }
+        check_timeout(self.timeout, p);
     }
 
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<PowerDnsConfig>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut PowerDnsConfig, p| {
-            if let Err(e) = check_url(&c.url) {
-                p.at("url", e);
-            }
-            crate::secret::check_source(
-                c.api_key_file.is_some(),
-                c.api_key_env.as_deref(),
-                ("api_key_file", "api_key_env"),
-                p,
-            );
-            match normalize_domain(&c.zone) {
-                Ok(zone) => c.zone = zone,
-                Err(e) => {
-                    p.at("zone", e);
-                    c.zone.clear();
-                }
-            }
-            if c.server_id.is_empty() || c.server_id.contains('/') {
-                p.at("server_id", "must be a non-empty id without '/'");
-            }
-            check_timeout(c.timeout, p);
-        })
-    }
-
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<PowerDnsConfig>(spec);
-        Box::pin(async move { Ok(Arc::new(super::PowerDnsSink::new(config, ctx.owner_id)?) as _) })
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::PowerDnsSink::new(self, ctx.owner_id)?) as _) })
     }
 }
 
@@ -102,7 +86,7 @@ impl SinkSpec for PowerDnsConfig {
     }
 
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// Per-client answers (`weighted`, `geo`) need LUA records.
@@ -119,9 +103,5 @@ impl SinkSpec for PowerDnsConfig {
         if !self.zone.is_empty() {
             tenant.domains_inside(&self.zone, sink, errs);
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

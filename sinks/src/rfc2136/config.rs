@@ -1,19 +1,18 @@
 //! `kind = "rfc2136"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::normalize_domain;
-use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
-    check_timeout, default_timeout, parse_checked, plain_lists_only, spec_of, BuildContext, Kind,
-    KindFuture,
+    check_timeout, default_timeout, plain_lists_only, BuildContext, KindFuture, Problems,
+    SinkSettings,
 };
 
 /// Any DNS server that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS with
@@ -57,60 +56,45 @@ fn default_algorithm() -> String {
 /// TSIG algorithms the signer implements.
 pub const ALGORITHMS: [&str; 3] = ["hmac-sha256", "hmac-sha384", "hmac-sha512"];
 
-/// The kind, as registered.
-pub struct Rfc2136Kind;
+impl SinkSettings for Rfc2136Config {
+    const KIND: &'static str = "rfc2136";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: Rfc2136Kind = Rfc2136Kind;
-
-impl Kind for Rfc2136Kind {
-    fn name(&self) -> &'static str {
-        "rfc2136"
-    }
-
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<Rfc2136Config>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut Rfc2136Config, p| {
-            match normalize_domain(&c.zone) {
-                Ok(zone) => c.zone = zone,
-                Err(e) => {
-                    p.at("zone", e);
-                    c.zone.clear();
-                }
+    fn check(&mut self, p: &mut Problems<'_>) {
+        match normalize_domain(&self.zone) {
+            Ok(zone) => self.zone = zone,
+            Err(e) => {
+                p.at("zone", e);
+                self.zone.clear();
             }
-            if let Some(tsig) = &mut c.tsig {
-                match normalize_domain(&tsig.name) {
-                    Ok(name) => tsig.name = name,
-                    Err(e) => p.at("tsig.name", e),
-                }
-                tsig.algorithm.make_ascii_lowercase();
-                if !ALGORITHMS.contains(&tsig.algorithm.as_str()) {
-                    p.at(
-                        "tsig.algorithm",
-                        format!(
-                            "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
-                            tsig.algorithm,
-                            ALGORITHMS.join(", ")
-                        ),
-                    );
-                }
+        }
+        if let Some(tsig) = &mut self.tsig {
+            match normalize_domain(&tsig.name) {
+                Ok(name) => tsig.name = name,
+                Err(e) => p.at("tsig.name", e),
             }
-            check_timeout(c.timeout, p);
-        })
+            tsig.algorithm.make_ascii_lowercase();
+            if !ALGORITHMS.contains(&tsig.algorithm.as_str()) {
+                p.at(
+                    "tsig.algorithm",
+                    format!(
+                        "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
+                        tsig.algorithm,
+                        ALGORITHMS.join(", ")
+                    ),
+                );
+            }
+        }
+        check_timeout(self.timeout, p);
     }
 
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<Rfc2136Config>(spec);
-        Box::pin(async move { Ok(Arc::new(super::Rfc2136Sink::new(config, ctx.owner_id)?) as _) })
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::Rfc2136Sink::new(self, ctx.owner_id)?) as _) })
     }
 }
 
 impl SinkSpec for Rfc2136Config {
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// A zone holds address lists; it cannot answer per client.
@@ -123,9 +107,5 @@ impl SinkSpec for Rfc2136Config {
         if !self.zone.is_empty() {
             tenant.domains_inside(&self.zone, sink, errs);
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

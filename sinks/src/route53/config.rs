@@ -1,16 +1,15 @@
 //! `kind = "route53"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
-use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
-    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
 /// AWS Route53 record sets, with an ownership TXT record per managed name.
@@ -60,64 +59,49 @@ fn default_route53_rate() -> f64 {
     5.0
 }
 
-/// The kind, as registered.
-pub struct Route53Kind;
+impl SinkSettings for Route53Config {
+    const KIND: &'static str = "route53";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: Route53Kind = Route53Kind;
-
-impl Kind for Route53Kind {
-    fn name(&self) -> &'static str {
-        "route53"
+    fn check(&mut self, p: &mut Problems<'_>) {
+        let id = self.hosted_zone_id.trim_start_matches("/hostedzone/");
+        if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+            p.at(
+                "hosted_zone_id",
+                format!(
+                    "\"{}\" is not a hosted zone id (letters and digits, e.g. Z0123456789ABC)",
+                    self.hosted_zone_id
+                ),
+            );
+        }
+        self.hosted_zone_id = id.to_owned();
+        match normalize_domain(&self.zone) {
+            Ok(zone) => self.zone = zone,
+            Err(e) => {
+                p.at("zone", e);
+                self.zone.clear();
+            }
+        }
+        if let Some(url) = &self.endpoint_url {
+            if let Err(e) = check_url(url) {
+                p.at("endpoint_url", e);
+            }
+        }
+        if self.region.as_ref().is_some_and(String::is_empty) {
+            p.at("region", "must not be empty when set");
+        }
+        if !(self.max_requests_per_second.is_finite() && self.max_requests_per_second > 0.0) {
+            p.at("max_requests_per_second", "must be a number above 0");
+        }
+        check_timeout(self.timeout, p);
     }
 
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<Route53Config>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut Route53Config, p| {
-            let id = c.hosted_zone_id.trim_start_matches("/hostedzone/");
-            if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric()) {
-                p.at(
-                    "hosted_zone_id",
-                    format!(
-                        "\"{}\" is not a hosted zone id (letters and digits, e.g. Z0123456789ABC)",
-                        c.hosted_zone_id
-                    ),
-                );
-            }
-            c.hosted_zone_id = id.to_owned();
-            match normalize_domain(&c.zone) {
-                Ok(zone) => c.zone = zone,
-                Err(e) => {
-                    p.at("zone", e);
-                    c.zone.clear();
-                }
-            }
-            if let Some(url) = &c.endpoint_url {
-                if let Err(e) = check_url(url) {
-                    p.at("endpoint_url", e);
-                }
-            }
-            if c.region.as_ref().is_some_and(String::is_empty) {
-                p.at("region", "must not be empty when set");
-            }
-            if !(c.max_requests_per_second.is_finite() && c.max_requests_per_second > 0.0) {
-                p.at("max_requests_per_second", "must be a number above 0");
-            }
-            check_timeout(c.timeout, p);
-        })
-    }
-
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<Route53Config>(spec);
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move {
             let sink = match ctx.aws {
-                Some(sdk) => super::Route53Sink::new(config, ctx.owner_id, sdk),
+                Some(sdk) => super::Route53Sink::new(self, ctx.owner_id, sdk),
                 None => {
-                    let sdk = super::standard_sdk_config(config).await;
-                    super::Route53Sink::new(config, ctx.owner_id, &sdk)
+                    let sdk = super::standard_sdk_config(self).await;
+                    super::Route53Sink::new(self, ctx.owner_id, &sdk)
                 }
             };
             Ok(Arc::new(sink) as _)
@@ -131,7 +115,7 @@ impl SinkSpec for Route53Config {
     }
 
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// Weighted and geolocation record sets express every policy.
@@ -183,10 +167,6 @@ impl SinkSpec for Route53Config {
         if !self.zone.is_empty() {
             tenant.domains_inside(&self.zone, sink, errs);
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,18 +1,17 @@
 //! `kind = "webhook"`: settings, checks and capabilities.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::{check_header_name, check_header_value, check_url};
-use ho_config::{FieldError, Parsed, RoutingPolicy, SinkSpec, SinkTable, TenantUse};
+use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::registry::{
-    check_timeout, default_timeout, parse_checked, spec_of, BuildContext, Kind, KindFuture,
+    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
 /// A signed JSON POST of every snapshot to any HTTP receiver.
@@ -42,56 +41,41 @@ pub struct WebhookConfig {
     pub timeout: Duration,
 }
 
-/// The kind, as registered.
-pub struct WebhookKind;
+impl SinkSettings for WebhookConfig {
+    const KIND: &'static str = "webhook";
 
-/// Registered in [`crate::registry::KINDS`].
-pub const KIND: WebhookKind = WebhookKind;
-
-impl Kind for WebhookKind {
-    fn name(&self) -> &'static str {
-        "webhook"
-    }
-
-    fn settings_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        generator.subschema_for::<WebhookConfig>()
-    }
-
-    fn parse(&self, sink: &str, table: &SinkTable) -> Parsed {
-        parse_checked(sink, table, |c: &mut WebhookConfig, p| {
-            if let Err(e) = check_url(&c.url) {
-                p.at("url", e);
+    fn check(&mut self, p: &mut Problems<'_>) {
+        if let Err(e) = check_url(&self.url) {
+            p.at("url", e);
+        }
+        crate::secret::check_source(
+            self.secret_file.is_some(),
+            self.secret_env.as_deref(),
+            ("secret_file", "secret_env"),
+            p,
+        );
+        for (h, v) in &self.headers {
+            if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
+                p.at(&format!("headers.{h}"), e);
             }
-            crate::secret::check_source(
-                c.secret_file.is_some(),
-                c.secret_env.as_deref(),
-                ("secret_file", "secret_env"),
-                p,
+        }
+        if self.insecure && self.ca_file.is_some() {
+            p.at(
+                "insecure",
+                "insecure = true ignores ca_file; set one or the other",
             );
-            for (h, v) in &c.headers {
-                if let Err(e) = check_header_name(h).and_then(|_| check_header_value(v)) {
-                    p.at(&format!("headers.{h}"), e);
-                }
-            }
-            if c.insecure && c.ca_file.is_some() {
-                p.at(
-                    "insecure",
-                    "insecure = true ignores ca_file; set one or the other",
-                );
-            }
-            check_timeout(c.timeout, p);
-        })
+        }
+        check_timeout(self.timeout, p);
     }
 
-    fn build<'a>(&'a self, spec: &'a dyn SinkSpec, _: BuildContext<'a>) -> KindFuture<'a> {
-        let config = spec_of::<WebhookConfig>(spec);
-        Box::pin(async move { Ok(Arc::new(super::WebhookSink::new(config)?) as _) })
+    fn build<'a>(&'a self, _: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::WebhookSink::new(self)?) as _) })
     }
 }
 
 impl SinkSpec for WebhookConfig {
     fn kind(&self) -> &'static str {
-        KIND.name()
+        Self::KIND
     }
 
     /// The receiver gets every address with its weight and labels: any policy.
@@ -103,9 +87,5 @@ impl SinkSpec for WebhookConfig {
 
     fn unverified_tls(&self) -> bool {
         self.insecure
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

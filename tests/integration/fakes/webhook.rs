@@ -21,8 +21,6 @@ pub struct Delivery {
     /// The `X-Tenant-Token` header.
     pub token: String,
     pub accepted: bool,
-    /// When it arrived.
-    pub at: tokio::time::Instant,
 }
 
 /// A receiver that verifies `X-Health-Orchestrator-Signature` independently (ring's
@@ -74,7 +72,6 @@ impl Receiver {
         }
         let accepted = !*self.failing.lock().unwrap();
         self.deliveries.lock().unwrap().push(Delivery {
-            at: tokio::time::Instant::now(),
             body: serde_json::from_slice(&body).unwrap(),
             idempotency_key: key,
             token,

@@ -1,0 +1,290 @@
+//! `[[endpoints]]`, `[[tenants]]` and `[sinks.*]`: the gateways, who publishes which of them
+//! under which names, and where.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+use super::CheckOverrides;
+
+/// `[[endpoints]]`: one gateway.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Unique name, used in tenant lists, logs, metrics and `/status`.
+    pub name: String,
+    /// IP address published in DNS and probed (v4 or v6). Names are not accepted: DNS
+    /// failover must publish exactly what it probed.
+    pub address: String,
+    /// Free-form labels for tenant `selector`s and routing policies (`geo`, `cloud`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Relative weight for `weighted` routing; carried to sinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// Failover tier for `failover` routing (lower is preferred); carried to sinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    /// `[multi_cluster]`: the cluster that owns this gateway and contributes it to the
+    /// shared names (default: this instance's `cluster.id`). Listing another cluster's
+    /// gateway makes this instance probe it and vote on it without publishing it itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// Overrides of `[defaults.check]` for this endpoint only.
+    #[serde(default)]
+    pub check: CheckOverrides,
+}
+
+/// What a tenant does when every one of its endpoints is unhealthy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnAllUnhealthy {
+    /// Publish every endpoint (fail open), as PowerDNS `ifurlup` and Kuadrant do: a probe
+    /// outage must not take the domain down.
+    #[default]
+    PublishAll,
+    /// Leave the back ends as they are: keep the last published set.
+    KeepLast,
+    /// Publish an empty set. Only for operators who prefer NXDOMAIN to a dead address.
+    PublishNone,
+}
+
+/// Which endpoints a tenant draws from: `"*"` or a list of names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EndpointSelection {
+    /// Every endpoint (written `"*"`).
+    #[default]
+    #[serde(serialize_with = "serialize_star")]
+    All,
+    /// Exactly these endpoint names.
+    Names(Vec<String>),
+}
+
+impl JsonSchema for EndpointSelection {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EndpointSelection".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"*\" (every endpoint) or a list of endpoint names",
+            "anyOf": [
+                { "const": "*" },
+                { "type": "array", "items": { "type": "string" } }
+            ]
+        })
+    }
+}
+
+fn serialize_star<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("*")
+}
+
+impl<'de> Deserialize<'de> for EndpointSelection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = EndpointSelection;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#""*" or a list of endpoint names"#)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                if v == "*" {
+                    Ok(EndpointSelection::All)
+                } else {
+                    Err(E::custom(format!(
+                        r#"expected "*" or a list of endpoint names, found "{v}""#
+                    )))
+                }
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = seq.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(EndpointSelection::Names(names))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// How a tenant chooses, among its healthy endpoints, what to publish.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingPolicy {
+    /// Every healthy address (active-active).
+    #[default]
+    All,
+    /// The healthy endpoints of the best tier: lowest endpoint `priority` that has any
+    /// (active-standby). Like `ifurlup`'s `pickfirst` over tiers.
+    Failover,
+    /// Every healthy address with a weight (endpoint `weight`, or the tenant's `weights`
+    /// rules by label); sinks that can answer by weight do (PowerDNS LUA `pickwhashed`).
+    Weighted,
+    /// Every healthy address with its endpoint label `geo`; sinks that can answer by client
+    /// location do, falling back to the tenant's `default_geo`.
+    Geo,
+}
+
+impl RoutingPolicy {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutingPolicy::All => "all",
+            RoutingPolicy::Failover => "failover",
+            RoutingPolicy::Weighted => "weighted",
+            RoutingPolicy::Geo => "geo",
+        }
+    }
+}
+
+/// `weights = [{ label = "cloud", value = "azure", weight = 30 }]`: a weight for every
+/// endpoint carrying a label value, as Kuadrant's custom weights.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightRule {
+    /// Label name.
+    pub label: String,
+    /// Label value.
+    pub value: String,
+    /// Weight of matching endpoints (the first matching rule wins).
+    pub weight: u32,
+}
+
+/// `[[tenants]]`: a set of domains backed by a set of endpoints, published to a set of sinks.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Unique name, in logs, metrics and `/status`.
+    pub name: String,
+    /// The hosts file's name (`hosts_file`) and the ConfigMap key (`coredns_configmap`)
+    /// this tenant is written to. Default `<name>.hosts`; the seed spec names it per tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_key: Option<String>,
+    /// Fully qualified names that resolve to the published addresses.
+    pub domains: Vec<String>,
+    /// `"*"` (default) or a list of endpoint names.
+    #[serde(default)]
+    pub endpoints: EndpointSelection,
+    /// Only endpoints carrying every one of these labels (applied after `endpoints`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub selector: BTreeMap<String, String>,
+    /// Names of `[sinks.*]` to publish to.
+    pub sinks: Vec<String>,
+    /// Record TTL: how long resolvers may keep an address after it is withdrawn.
+    #[serde(default = "default_ttl", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub ttl: Duration,
+    /// What to publish when every endpoint is unhealthy.
+    #[serde(default)]
+    pub on_all_unhealthy: OnAllUnhealthy,
+    /// Panic threshold as a share (0.0–1.0): when fewer than this share of the endpoints are
+    /// healthy, publish all of them, as Envoy does; 0 disables it.
+    #[serde(default)]
+    pub min_healthy: f64,
+    /// When a config reload removes this tenant, withdraw its records from its sinks (an
+    /// empty record set: rrsets and Route53 sets deleted, hosts content emptied). Off by
+    /// default: a removed tenant's records stay as last published.
+    #[serde(default)]
+    pub cleanup_on_remove: bool,
+    /// Routing policy applied to the healthy set.
+    #[serde(default)]
+    pub policy: RoutingPolicy,
+    /// `weighted`, and `geo` for weights inside each geo: weights by label; endpoints
+    /// matching no rule keep their `weight`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<WeightRule>,
+    /// `weighted` and `geo` (as `weights`): the weight of endpoints that set none and match no `weights` rule
+    /// (Kuadrant's `defaultWeight`; default 1), so `{defaultWeight: 10, custom cloud=azure
+    /// -> 30}` copies over as `default_weight = 10` and one rule: 3:1, as in Kuadrant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_weight: Option<u32>,
+    /// `geo` only: the `geo` label value answered to clients whose location matches no
+    /// endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_geo: Option<String>,
+    /// Whether the clusters vote on this tenant's addresses (default: `[multi_cluster]
+    /// enabled`); `false` keeps a tenant single-vantage while others vote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_cluster: Option<bool>,
+}
+
+fn default_ttl() -> Duration {
+    Duration::from_secs(30)
+}
+
+/// `[sinks.NAME]`: one DNS back end. `kind` picks the implementation; every other key
+/// except `delivery` belongs to that kind, which parses and checks it (the sinks crate,
+/// one folder per kind, documents its keys).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct SinkTable {
+    /// The sink kind, e.g. `hosts_file`.
+    pub kind: String,
+    /// Rate limit, retries and drift repair; the same machinery for every kind.
+    #[serde(default)]
+    pub delivery: Delivery,
+    /// The kind's own keys, parsed by the kind (their schema comes from the kind:
+    /// `ho_sinks::config_schema`).
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub settings: BTreeMap<String, figment::value::Value>,
+}
+
+/// `delivery = { ... }` in any sink: how the engine drives writes to it. Every sink gets the
+/// same machinery; only the numbers differ.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// Token-bucket rate: writes per second the back end may receive.
+    #[serde(default = "default_rate")]
+    pub max_writes_per_second: f64,
+    /// Token-bucket size: writes allowed back to back after a quiet period.
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+    /// How often the full desired state is written again to repair changes made by
+    /// someone else (only differences are written).
+    #[serde(default = "default_reconcile", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub reconcile_interval: Duration,
+    /// First retry delay after a failed write; doubles per attempt.
+    #[serde(default = "default_backoff_min", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub backoff_min: Duration,
+    /// Longest retry delay.
+    #[serde(default = "default_backoff_max", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub backoff_max: Duration,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            max_writes_per_second: default_rate(),
+            burst: default_burst(),
+            reconcile_interval: default_reconcile(),
+            backoff_min: default_backoff_min(),
+            backoff_max: default_backoff_max(),
+        }
+    }
+}
+
+fn default_rate() -> f64 {
+    10.0
+}
+fn default_burst() -> u32 {
+    5
+}
+fn default_reconcile() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_backoff_min() -> Duration {
+    Duration::from_millis(200)
+}
+fn default_backoff_max() -> Duration {
+    Duration::from_secs(30)
+}

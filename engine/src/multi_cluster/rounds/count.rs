@@ -1,0 +1,206 @@
+//! Counting a finished round: the zone operations' metrics, each tenant's vote over the
+//! reports read (a report that stops parsing counts as it last parsed), and the addresses
+//! other clusters contribute.
+
+use super::*;
+
+impl RoundsCore {
+    pub(super) fn count_round(
+        &mut self,
+        round: Round,
+        written: Option<Result<(), SinkError>>,
+        read: Result<Vec<(String, Vec<String>)>, SinkError>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let wrote = match &written {
+            Some(Ok(())) => {
+                self.count_op("write", "ok");
+                true
+            }
+            Some(Err(e)) => {
+                self.count_op("write", "error");
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(error = %e, "could not write this cluster's reports");
+                }
+                false
+            }
+            None => false,
+        };
+        let rrsets = match read {
+            Ok(rrsets) => {
+                self.count_op("read", "ok");
+                rrsets
+            }
+            Err(e) => {
+                self.count_op("read", "error");
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(error = %e, "could not read the clusters' reports; the published sets stay");
+                }
+                return;
+            }
+        };
+        for e in round.exchanges {
+            let Some(state) = self.tenants.get_mut(&e.tenant) else {
+                continue;
+            };
+            if wrote && e.write {
+                state.written = Some(Written {
+                    owned: e.own.owned.clone(),
+                    down: e.own.down.clone(),
+                    at_ms: e.own.at_ms,
+                });
+            }
+            let suffix = report_suffix(&e.domain);
+            let read: Vec<&(String, Vec<String>)> = rrsets
+                .iter()
+                .filter(|(name, _)| name.ends_with(&suffix))
+                .collect();
+            let tally = self.count_votes(&e.tenant, e.own, round.leads, &read, now);
+            fx.push(Effect::Voted {
+                tenant: e.tenant,
+                tally: Arc::new(tally),
+            });
+        }
+        self.announce_discovered(fx);
+    }
+
+    fn count_op(&self, op: &'static str, result: &'static str) {
+        self.metrics
+            .cluster_reports
+            .get_or_create(&ReportOpLabels { op, result })
+            .inc();
+    }
+
+    /// Counts one tenant's vote from the report rrsets read (a report that stops parsing
+    /// keeps counting as it last parsed).
+    fn count_votes(
+        &mut self,
+        tenant: &str,
+        own: Report,
+        leads: bool,
+        rrsets: &[&(String, Vec<String>)],
+        now: Now,
+    ) -> Tally {
+        let owner = self.plan.owner_id.clone();
+        let settings = self.plan.multi_cluster.clone();
+        let state = self.tenants.entry(tenant.to_owned()).or_default();
+        state.known = parse_reports(tenant, rrsets, std::mem::take(&mut state.known));
+        // The leader counts what it just reported; a standby counts what its leader wrote,
+        // as the other clusters do.
+        let mut reports: Vec<Report> = state
+            .known
+            .values()
+            .filter(|r| r.owner == owner && !(leads && r.cluster == own.cluster))
+            .cloned()
+            .collect();
+        let own_cluster = own.cluster.clone();
+        if leads {
+            reports.push(own);
+        }
+        let tally = Tally::count(
+            &reports,
+            unix_ms(now.clock.wall),
+            settings.report_ttl,
+            settings.failure_threshold,
+        );
+        let withdrawn: Vec<IpAddr> = tally.withdrawn().collect();
+        let new = withdrawn
+            .iter()
+            .filter(|a| !state.withdrawn.contains(a))
+            .count();
+        state.withdrawn = withdrawn;
+        // Every address other clusters contribute, probed already or not: the engine adds
+        // those its tenant lacks, and a stable list keeps it from adding and removing
+        // them in turn.
+        state.discovered = tally
+            .candidates()
+            .filter(|(cluster, _)| **cluster != own_cluster)
+            .map(|(cluster, o)| Discovered {
+                tenant: tenant.to_owned(),
+                cluster: cluster.clone(),
+                address: o.address,
+                name: o.name.clone(),
+            })
+            .collect();
+        let label = TenantLabel {
+            tenant: tenant.to_owned(),
+        };
+        self.metrics
+            .cluster_live_voters
+            .get_or_create(&label)
+            .set(tally.live.len() as i64);
+        if new > 0 {
+            self.metrics
+                .cluster_quorum_withdrawals
+                .get_or_create(&label)
+                .inc_by(new as u64);
+        }
+        tally
+    }
+
+    /// Announces the addresses other clusters contribute, when they changed.
+    pub(super) fn announce_discovered(&mut self, fx: &mut Vec<Effect>) {
+        let mut all: Vec<Discovered> = Vec::new();
+        let mut names: Vec<&String> = self.tenants.keys().collect();
+        names.sort();
+        for name in names {
+            all.extend(self.tenants[name].discovered.iter().cloned());
+        }
+        if all != self.discovered {
+            info!(
+                addresses = all.len(),
+                "addresses other clusters contribute changed"
+            );
+            self.discovered = all.clone();
+            fx.push(Effect::Discovered(all));
+        }
+    }
+}
+
+/// The reports that parse among `rrsets`; one that does not parse keeps its last good
+/// content from `last`.
+fn parse_reports(
+    tenant: &str,
+    rrsets: &[&(String, Vec<String>)],
+    mut last: BTreeMap<String, Report>,
+) -> BTreeMap<String, Report> {
+    let mut known = BTreeMap::new();
+    for (name, texts) in rrsets {
+        match Report::decode(texts) {
+            Ok(report) => {
+                known.insert(name.clone(), report);
+            }
+            Err(e) => {
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(tenant, rrset = %name, error = %e, "a cluster's report does not parse; its last good content still counts");
+                }
+                if let Some(report) = last.remove(name) {
+                    known.insert(name.clone(), report);
+                }
+            }
+        }
+    }
+    known
+}
+
+/// The vote of the clusters other than `leaving` among `rrsets` (`cluster leave`: what the
+/// remaining clusters agree on once this one's report is gone).
+pub fn tally_without(
+    plan: &Plan,
+    leaving: &str,
+    rrsets: Vec<(String, Vec<String>)>,
+    now: SystemTime,
+) -> Tally {
+    let remaining: Vec<Report> = rrsets
+        .into_iter()
+        .filter_map(|(_, texts)| Report::decode(&texts).ok())
+        .filter(|r| r.owner == plan.owner_id && r.cluster != leaving)
+        .collect();
+    Tally::count(
+        &remaining,
+        unix_ms(now),
+        plan.multi_cluster.report_ttl,
+        plan.multi_cluster.failure_threshold,
+    )
+}

@@ -1,0 +1,124 @@
+//! One probe result through the tracker core: hysteresis, flap damping, the transition's
+//! log, metrics and event, and the tenants whose published set may change.
+
+use super::*;
+
+impl TrackerCore {
+    /// Applies one probe result.
+    pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
+        let m = &self.metrics;
+        m.probes
+            .get_or_create(&ResultLabel {
+                result: obs.result.label(),
+            })
+            .inc();
+        m.check_duration.observe(obs.result.latency.as_secs_f64());
+        if obs.result.reused {
+            m.probe_connections_reused.inc();
+        }
+        m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
+        let Some(&target) = self.index_of.get(&obs.target) else {
+            return;
+        };
+        let timing = self.plan.targets[target.0].check.timing;
+        let state = &mut self.targets[target.0];
+        let before = state.effective();
+        let transition = match state.hysteresis.judge(&obs.result, &timing) {
+            Judgement::NotJudged => {
+                if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
+                    warn!(
+                        target = %self.plan.targets[target.0].key(),
+                        reason = %obs.result.reason(),
+                        "a probe could not run for lack of local resources; not counted against the endpoint (probes_total{{result=\"local\"}}; logged at most once a minute)"
+                    );
+                }
+                state.last = Some((obs.result, now.wall));
+                return;
+            }
+            Judgement::Judged(transition) => transition,
+        };
+        state.probes += 1;
+        if !obs.result.ok() {
+            state.failures += 1;
+        }
+        if let Some(t) = transition {
+            let hold_starts = t.to == Health::Down
+                && state
+                    .damping
+                    .as_mut()
+                    .is_some_and(|d| d.went_down(now.mono));
+            if hold_starts {
+                let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now.mono));
+                warn!(target = %self.plan.targets[target.0].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
+                self.metrics.damping_holds.inc();
+                self.schedule_release(target, now, fx);
+            }
+            self.on_transition(target, t, &obs.result, now);
+        }
+        self.targets[target.0].last = Some((obs.result, now.wall));
+        let after = self.targets[target.0].effective();
+        if before != after {
+            self.effective_changed(target, before, after, now, fx);
+        }
+    }
+
+    /// Asks for the check that ends a flap-damping hold of `target`.
+    pub(super) fn schedule_release(&mut self, target: TargetIx, now: Clock, fx: &mut Vec<Effect>) {
+        let due = self.targets[target.0]
+            .damping
+            .as_mut()
+            .and_then(|d| d.release_due(now.mono));
+        if let Some(wait) = due {
+            fx.push(Effect::WakeAt {
+                at: now.mono + wait,
+                wake: Wake::DampingRelease(self.ids[target.0]),
+            });
+        }
+    }
+
+    /// Records a verdict change for the tenants of `target` (carried by their next snapshot).
+    fn on_transition(&mut self, target: TargetIx, t: Transition, result: &ProbeResult, now: Clock) {
+        let state = &mut self.targets[target.0];
+        state.transitions += 1;
+        if let (Health::Down, Some(since)) = (t.from, state.since) {
+            state.downtime += now.wall.duration_since(since).unwrap_or_default();
+        }
+        state.since = Some(now.wall);
+        let names: Vec<&str> = self
+            .topology
+            .endpoints(target)
+            .iter()
+            .map(|&e| self.plan.endpoints[e.0].name.as_str())
+            .collect();
+        let reason = result.reason();
+        let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
+        self.events.emit(|| Event::Transition {
+            at: crate::events::now(),
+            endpoints: names.iter().map(|n| (*n).to_owned()).collect(),
+            address: self.plan.targets[target.0].address,
+            from: t.from.as_str(),
+            to: t.to.as_str(),
+            reason: reason.clone(),
+        });
+        let reason = if self.targets[target.0].damped() {
+            format!("{reason} (held out of DNS by flap damping)")
+        } else {
+            reason
+        };
+        for m in self.topology.tenants(target) {
+            let tenant = &mut self.tenants[m.tenant.0];
+            if tenant.changes.len() == MAX_CHANGES {
+                tenant.changes.pop_front();
+            }
+            let ep = &self.plan.endpoints[m.endpoint.0];
+            tenant.changes.push_back(VerdictChange {
+                endpoint: ep.name.clone(),
+                address: ep.address,
+                from: t.from,
+                to: t.to,
+                reason: reason.clone(),
+                trace: span.clone(),
+            });
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! From a tenant's decision to a snapshot: this cluster's view for a vote, the tally that
+//! comes back, and the snapshot with its seq and changes.
+
+use super::*;
+
+impl TrackerCore {
+    /// Publishes the tally of a voting tenant (see [`crate::multi_cluster`]): the set the
+    /// vote over the clusters' reports gives, with the tenant's policy applied.
+    pub fn voted(&mut self, tenant: &str, tally: Arc<Tally>, now: Clock, fx: &mut Vec<Effect>) {
+        let Some(ti) = self.tenant_index(tenant) else {
+            return;
+        };
+        let t = &self.plan.tenants[ti.0];
+        if !t.multi_cluster {
+            return;
+        }
+        self.tenants[ti.0].votes = Some(tally.clone());
+        let Some((addresses, mode)) = vote::publishable(t, &tally) else {
+            return;
+        };
+        let geos = vote::locations(t, &tally);
+        self.publish(ti, (addresses, mode, geos), Some(tally), now.mono, now, fx);
+    }
+
+    /// This cluster's view of voting tenant `ti`: each endpoint's verdict, owner and drain.
+    pub(super) fn local_view(&self, ti: TenantIx) -> LocalView {
+        let tenant = &self.plan.tenants[ti.0];
+        LocalView {
+            tenant: tenant.name.clone(),
+            endpoints: tenant
+                .endpoints
+                .iter()
+                .map(|&e| {
+                    let ep = &self.plan.endpoints[e];
+                    LocalEndpoint {
+                        address: ep.address,
+                        name: ep.name.clone(),
+                        cluster: ep.cluster.clone(),
+                        weight: crate::selection::weight_of(tenant, ep),
+                        priority: ep.priority,
+                        geo: ep.labels.get("geo").cloned(),
+                        health: self.health_of(EndpointIx(e)),
+                        drained: self.drained.contains(&ep.name),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Sends tenant `ti` a snapshot of `addresses` unless its records would not change.
+    pub(super) fn publish(
+        &mut self,
+        ti: TenantIx,
+        (addresses, mode, geos): (Vec<PublishedAddress>, PublishMode, Vec<String>),
+        votes: Option<Arc<Tally>>,
+        cause_at: Instant,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) {
+        let tenant = &self.plan.tenants[ti.0];
+        let state = &mut self.tenants[ti.0];
+        if let Some(last) = &state.last_snapshot {
+            let same_records = last.domains == tenant.domains
+                && last.ttl == tenant.ttl
+                && last.policy == tenant.policy
+                && last.default_geo == tenant.default_geo
+                && last.geos == geos;
+            if same_records && last.addresses == addresses && last.mode == mode {
+                return;
+            }
+        }
+        state.last_seq = next_seq(now.wall, state.last_seq);
+        let changes: Vec<VerdictChange> = state.changes.drain(..).collect();
+        let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
+        let span = report::publish_span(
+            tenant,
+            state.last_seq,
+            mode.as_str(),
+            addresses.len(),
+            &causes,
+        );
+        let snapshot = Arc::new(TenantSnapshot {
+            tenant: tenant.name.clone(),
+            hosts_key: tenant.hosts_key.clone(),
+            seq: state.last_seq,
+            domains: tenant.domains.clone(),
+            ttl: tenant.ttl,
+            addresses,
+            mode,
+            changes,
+            policy: tenant.policy,
+            default_geo: tenant.default_geo.clone(),
+            geos,
+            votes,
+            decided_at: now.wall,
+            cause_at,
+            trace: span,
+        });
+        report::published(&self.metrics, &snapshot);
+        self.events.emit(|| Event::Publish {
+            at: crate::events::now(),
+            tenant: snapshot.tenant.clone(),
+            seq: snapshot.seq,
+            mode: snapshot.mode.as_str(),
+            addresses: snapshot.addresses.iter().map(|a| a.address).collect(),
+        });
+        fx.push(Effect::Publish {
+            sinks: tenant.sinks.clone(),
+            snapshot: snapshot.clone(),
+        });
+        state.last_snapshot = Some(snapshot);
+    }
+}
+
+/// Wall-clock microseconds, strictly above `last`: increasing across restarts too.
+pub(super) fn next_seq(now: SystemTime, last: u64) -> u64 {
+    let micros = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_micros() as u64;
+    micros.max(last + 1)
+}
