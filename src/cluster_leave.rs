@@ -32,7 +32,7 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the runtime")?
         .block_on(async move {
-            let cluster = crate::cluster_id::resolve(&plan.cluster).await;
+            let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
             let factory = ho_sinks::Sinks::default();
             let metrics = Arc::new(Metrics::new());
             let mut failed = false;

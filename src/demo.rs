@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use ho_engine::snapshot::PublishMode;
 use ho_engine::Engine;
-use ho_loadtest::{endpoints_toml, Behaviour, Gateway};
+use ho_testkit::{endpoints_toml, Behaviour, Gateway};
 use tokio::time::Instant;
 
 /// Arguments of `demo`.

@@ -1,12 +1,10 @@
 //! `health-orchestrator`: command-line wiring only. Each subcommand lives in its own module.
 
 mod check_config;
-mod cluster_id;
 mod cluster_leave;
 mod demo;
 mod heap;
 mod import;
-mod leader_election;
 mod logging;
 mod probe_cmd;
 mod reload;

@@ -14,8 +14,8 @@ use ho_engine::metrics::Metrics;
 use ho_engine::Engine;
 use tracing::{info, warn};
 
-use crate::leader_election::Elector;
 use crate::reload::Reloader;
+use ho_kube::lease::Elector;
 
 /// Loads the config (exit 2 with every error if invalid), starts telemetry, the engine and
 /// the API, and runs until SIGINT or SIGTERM, reloading the config on SIGHUP (and on file
@@ -63,7 +63,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let token = read_token(&plan.api_token_file, "api.token_file")?;
         let admin_token = read_token(&plan.api_admin_token_file, "api.admin_token_file")?;
         let watch = plan.reload.watch.then_some(plan.reload.interval);
-        let cluster = crate::cluster_id::resolve(&plan.cluster).await;
+        let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
         let mut engine =

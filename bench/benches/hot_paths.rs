@@ -11,7 +11,7 @@ use ho_engine::probe::{Probe, TlsCache};
 use ho_engine::schedule::Schedule;
 use ho_engine::selection::{decide, published_addresses, Decision};
 use ho_engine::snapshot::EndpointMeta;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 use std::sync::Arc;
 
 fn hysteresis(c: &mut Criterion) {

@@ -10,10 +10,10 @@ use crate::recorder::Recorder;
 use crate::rehearsal::{recorder_sink, Timing, UserConfig, RECORDER};
 use crate::report::{quantile, KindDetection, Report, Sample, Series};
 use crate::scenario::{FaultKind, Scenario};
-use crate::{endpoints_toml_at, Behaviour, Gateway, SharedFarm};
 use crate::{per_sink, sink_log};
 use anyhow::{bail, Context};
 use clap::Parser;
+use ho_testkit::{endpoints_toml_at, Behaviour, Gateway, SharedFarm};
 use tokio::time::Instant;
 
 /// Load test: N loopback gateways, the real engine, injected faults.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::Behaviour;
+use ho_testkit::Behaviour;
 
 /// A scenario file: `[[fault]]` tables.
 #[derive(Debug, Clone, Default, Deserialize)]

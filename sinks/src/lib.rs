@@ -21,7 +21,6 @@ pub mod geo_fallback;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;
-pub mod kube_client;
 pub mod ownership;
 pub mod powerdns;
 pub mod registry;

@@ -37,7 +37,7 @@ async fn healthz_readyz_status_and_metrics() {
         assert!(start.elapsed() < LIMIT, "never ready");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    gws[1].set(ho_loadtest::Behaviour::Status(503)).unwrap();
+    gws[1].set(ho_testkit::Behaviour::Status(503)).unwrap();
     wait_for_file(&dir.path().join("t.hosts"), "gw-2 to leave", |c| {
         addresses(c) == [ip(&gws[0])]
     })
@@ -233,7 +233,7 @@ async fn events_stream_transitions_publishes_and_writes() {
         "{head}"
     );
 
-    gws[1].set(ho_loadtest::Behaviour::Refuse).unwrap();
+    gws[1].set(ho_testkit::Behaviour::Refuse).unwrap();
     let has = |events: &[serde_json::Value], kind: &str| events.iter().any(|e| e["type"] == kind);
     let events = read_events(&mut stream, |e| {
         has(e, "transition") && has(e, "publish") && has(e, "sink_write")

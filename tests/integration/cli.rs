@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 use tokio::time::Instant;
 
 use crate::harness::*;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ho_engine::Engine;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 
 use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 use tokio::time::Instant;
 
 use crate::harness::*;
@@ -29,7 +29,7 @@ fn watch(file: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<BTreeSet
     })
 }
 
-fn spawn(dir: &Path, gws: &[ho_loadtest::Gateway], tail: &str) -> Running {
+fn spawn(dir: &Path, gws: &[ho_testkit::Gateway], tail: &str) -> Running {
     Running(run_command(dir, gws, tail).spawn().unwrap())
 }
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 use crate::harness::*;
@@ -254,7 +254,7 @@ async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
 
     // Ireland's gateway fails: Irish clients get the nearest location up (DE), not the
     // default (US); the others keep theirs.
-    gws[0].set(ho_loadtest::Behaviour::Refuse).unwrap();
+    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
     let start = Instant::now();
     loop {
         let irish = dig1(server, &["geo.example.org", "A", "+subnet=10.1.7.0/24"]).await;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ho_engine::status::Why;
-use ho_loadtest::Gateway;
+use ho_testkit::Gateway;
 
 use crate::harness::*;
 

@@ -3,7 +3,7 @@
 
 use ho_engine::hysteresis::Health;
 use ho_engine::snapshot::PublishMode;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 
 use crate::harness::*;
 

@@ -30,7 +30,7 @@ async fn answer(mut s: TcpStream, ok: bool) {
 async fn engine(dir: &std::path::Path, flappy: SocketAddr, check: &str) -> (Engine, SocketAddr) {
     let (steady, _) = scripted(loopback(), |s| answer(s, true)).await;
     let endpoints =
-        ho_loadtest::endpoints_toml_at([flappy, steady], |i| ["flappy", "steady"][i].to_string());
+        ho_testkit::endpoints_toml_at([flappy, steady], |i| ["flappy", "steady"][i].to_string());
     let text = format!(
         "[api]\nlisten = \"127.0.0.1:0\"\n\n[defaults.check]\nkind = \"http\"\npath = \"/healthz\"\n{check}\n\n{endpoints}\n\
          [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ho_config::{CheckKind, CheckOverrides, Target};
 use ho_engine::probe::{Failure, KeptConnection, Probe, TlsCache};
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 

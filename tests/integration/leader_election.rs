@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 use crate::fakes::kube_api::KubeApi;

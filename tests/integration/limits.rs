@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ho_loadtest::Behaviour;
-use ho_loadtest::SharedFarm;
+use ho_testkit::Behaviour;
+use ho_testkit::SharedFarm;
 use tokio::time::Instant;
 
 use crate::harness::*;
@@ -31,7 +31,7 @@ async fn a_small_open_file_limit_delays_probes_but_never_fails_them() {
         farm.set(i, &Behaviour::Hang);
     }
     let api = SocketAddr::new(loopback_ip().into(), 18080);
-    let endpoints = ho_loadtest::endpoints_toml_at((0..=HANGING).map(|i| farm.addr(i)), |i| {
+    let endpoints = ho_testkit::endpoints_toml_at((0..=HANGING).map(|i| farm.addr(i)), |i| {
         if i == 0 {
             "good".into()
         } else {

@@ -256,7 +256,7 @@ async fn many_probes_against_misbehaving_endpoints_leak_no_descriptors_or_memory
         b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok: ready",
     )
     .await;
-    let hang = ho_loadtest::Gateway::start(loopback(), ho_loadtest::Behaviour::Hang).unwrap();
+    let hang = ho_testkit::Gateway::start(loopback(), ho_testkit::Behaviour::Hang).unwrap();
     let targets = [stall, reset, ok, hang.addr()];
     // 400 waves of 250 concurrent probes, a quarter per target, cut at 20 ms.
     let wave = || async {

@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 use std::process::Child;
 use std::time::Duration;
 
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 
 use crate::fakes::otlp::Collector;
 use crate::harness::*;
 
-fn start_run(dir: &std::path::Path, gws: &[ho_loadtest::Gateway], telemetry: &str) -> Child {
+fn start_run(dir: &std::path::Path, gws: &[ho_testkit::Gateway], telemetry: &str) -> Child {
     let tail = format!(
         "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}\n[telemetry]\n{telemetry}",
         hosts_sink(dir)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ho_engine::status::Why;
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 
 use crate::harness::*;
 use crate::services::pdns::PdnsServer;

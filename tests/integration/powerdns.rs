@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ho_engine::snapshot::PublishMode;
 use ho_engine::Engine;
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 
 use crate::harness::*;
 use crate::services::pdns::PdnsServer;
@@ -24,7 +24,7 @@ fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
 /// The engine over `gws` with the PowerDNS sink (`extra`: more sink settings).
 async fn start_pdns_engine(
     dir: &std::path::Path,
-    gws: &[ho_loadtest::Gateway],
+    gws: &[ho_testkit::Gateway],
     pdns: &PdnsServer,
     extra: &str,
 ) -> Engine {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ho_config::{CheckKind, CheckOverrides};
 use ho_engine::probe::{Failure, ProbeResult};
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 
 use crate::harness::{loopback, loopback_ip, probe_within};
 

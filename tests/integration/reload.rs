@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
-use ho_loadtest::Gateway;
+use ho_testkit::Gateway;
 use tokio::time::Instant;
 
 use crate::harness::*;

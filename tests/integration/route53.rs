@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
 use ho_engine::Engine;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 
 use crate::fakes::route53::{Moto, Proxy};
 use crate::harness::*;

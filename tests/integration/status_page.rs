@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 
 use crate::harness::*;
 

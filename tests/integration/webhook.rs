@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use ho_loadtest::Behaviour;
+use ho_testkit::Behaviour;
 
 use crate::fakes::webhook::{addresses_of, wait_for_delivery, Receiver, SECRET};
 use crate::harness::*;

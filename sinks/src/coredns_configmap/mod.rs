@@ -21,7 +21,7 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Api;
 
 use crate::hosts_format::render;
-use crate::kube_client::{self, KubeClient};
+use ho_kube::client::{self, KubeClient};
 
 /// Field manager recorded in the ConfigMap's `managedFields` for our keys.
 const FIELD_MANAGER: &str = "health-orchestrator";
@@ -51,12 +51,13 @@ impl CorednsConfigMapSink {
     /// account, else `$KUBECONFIG` / `~/.kube/config`. Nothing is sent yet; a wrong
     /// kubeconfig fails here, an unreachable API at the first write.
     pub async fn new(config: &CorednsConfigMapConfig) -> Result<CorednsConfigMapSink, String> {
-        let KubeClient { client, server, .. } = kube_client::connect(
+        let KubeClient { client, server, .. } = client::connect(
             config.kubeconfig.as_deref(),
             config.context.as_deref(),
             config.timeout,
         )
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
         Ok(CorednsConfigMapSink {
             inner: Arc::new(Inner {
                 api: Api::namespaced(client, &config.namespace),

@@ -1,5 +1,5 @@
 //! Gateways whose every answer the test scripts byte by byte, for the misbehaviour real
-//! servers show (stalls, resets, oversized heads) that `ho_loadtest::Gateway` does not offer.
+//! servers show (stalls, resets, oversized heads) that `ho_testkit::Gateway` does not offer.
 
 use std::future::Future;
 use std::net::SocketAddr;

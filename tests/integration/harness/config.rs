@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 
-use ho_loadtest::Gateway;
+use ho_testkit::Gateway;
 use toml::{Table, Value};
 
 /// The `[defaults.check]` of a test, typed so a variant is `Check { fall: 4, ..Check::FAST }`.
@@ -85,7 +85,7 @@ impl TestConfig {
         addrs: impl IntoIterator<Item = SocketAddr>,
         name: impl Fn(usize) -> String,
     ) -> TestConfig {
-        TestConfig::defaults(check).with(&ho_loadtest::endpoints_toml_at(addrs, name))
+        TestConfig::defaults(check).with(&ho_testkit::endpoints_toml_at(addrs, name))
     }
 
     /// The API on a free port and `check` as the default check, no endpoint yet: for tests

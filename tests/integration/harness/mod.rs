@@ -14,7 +14,7 @@ use std::time::Duration;
 use ho_engine::hysteresis::Health;
 use ho_engine::status::TrackerStatus;
 use ho_engine::Engine;
-use ho_loadtest::{Behaviour, Gateway};
+use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 pub use config::{Check, TestConfig};

@@ -51,9 +51,9 @@ pub async fn resolve(config: &ClusterConfig) -> ClusterStatus {
 }
 
 async fn kube_system_uid(config: &ClusterConfig) -> Result<String, String> {
-    let client =
-        ho_sinks::kube_client::connect(config.kubeconfig.as_deref(), None, Duration::from_secs(5))
-            .await?;
+    let client = crate::client::connect(config.kubeconfig.as_deref(), None, Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
     let ns: Namespace = Api::all(client.client)
         .get("kube-system")
         .await

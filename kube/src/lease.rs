@@ -7,13 +7,12 @@
 //! with an allowance for clock skew. Here expiry is judged as client-go judges it: a
 //! standby takes over only after the Lease's *resourceVersion* has stayed the same for
 //! `lease_duration` on its own monotonic clock, so no wall clock is ever compared with
-//! another machine's. The writer side is [`ho_engine::leadership`]: the leader writes only
+//! another machine's. The writer side is `ho_engine::leadership`: the leader writes only
 //! until `renew_deadline` after its last successful renewal was *sent*, which ends before
 //! any standby's `lease_duration` can.
 
 use std::time::Duration;
 
-use anyhow::Context;
 use ho_config::LeaderElectionConfig;
 use ho_engine::leadership::Leadership;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -24,6 +23,18 @@ use kube::Api;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
+
+/// Why the election cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElectionError {
+    /// No client for the API server.
+    #[error("leader_election: {0}")]
+    Connect(#[from] crate::client::ConnectError),
+    /// The fence was made without an election (`Leadership::single`).
+    #[error("leader election without an identity")]
+    NoIdentity,
+}
 
 /// Runs the election for one replica.
 pub struct Elector {
@@ -55,16 +66,14 @@ impl Elector {
     pub async fn connect(
         config: &LeaderElectionConfig,
         leadership: Leadership,
-    ) -> anyhow::Result<Elector> {
+    ) -> Result<Elector, ElectionError> {
         // One request must leave room for the next attempt within renew_deadline.
         let timeout = config.retry_period.max(Duration::from_millis(500));
-        let kube = ho_sinks::kube_client::connect(config.kubeconfig.as_deref(), None, timeout)
-            .await
-            .map_err(|e| anyhow::anyhow!("leader_election: {e}"))?;
+        let kube = crate::client::connect(config.kubeconfig.as_deref(), None, timeout).await?;
         let namespace = config.namespace.clone().unwrap_or(kube.default_namespace);
         let identity = leadership
             .identity()
-            .context("leader election without an identity")?
+            .ok_or(ElectionError::NoIdentity)?
             .to_owned();
         info!(lease = %format!("{namespace}/{}", config.name), %identity, server = %kube.server, "leader election: every replica probes, the Lease holder writes shared back ends");
         Ok(Elector {

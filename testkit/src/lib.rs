@@ -1,0 +1,11 @@
+//! Gateways to probe, shared by the demo, the integration tests and the load test: real
+//! HTTP(S) listeners on loopback whose behaviour can be switched at run time (healthy,
+//! failing status, refusing, hanging, resetting), one per address ([`Gateway`]) or many
+//! behind one listener ([`SharedFarm`]). Probing these instead of mocks is what makes the
+//! tests' failures the ones production sees.
+
+mod gateway;
+mod shared_farm;
+
+pub use gateway::{endpoints_toml, endpoints_toml_at, Behaviour, Gateway};
+pub use shared_farm::SharedFarm;
