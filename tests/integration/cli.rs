@@ -159,8 +159,12 @@ async fn unverified_tls_is_logged_once() {
         .unwrap();
     let hosts = dir.path().join("web.hosts");
     wait_for_file(&hosts, "a publish", |c| !c.is_empty()).await;
-    // Several probes of the unverified endpoint later:
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Several probe rounds later (gw-1, probed on the same schedule, counts them):
+    let probed = gws[0].requests();
+    eventually("three more probe rounds", || {
+        gws[0].requests() >= probed + 3
+    })
+    .await;
     terminate(&mut child).await;
     let stderr = std::fs::read_to_string(&log).unwrap();
     let warnings: Vec<&str> = stderr

@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use ho_engine::hysteresis::Health;
 use ho_engine::metrics::SinkResultLabels;
 use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
@@ -287,14 +288,20 @@ async fn run_suite(mut backend: impl Backend) {
     backend.outage_start().await;
     for round in 0..3 {
         gws[0].set(Behaviour::Refuse).unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_for_status(&engine, "gw-1 down", |s| {
+            state_of(s, "gw-1") == Health::Down
+        })
+        .await;
         if round < 2 {
             gws[0].set(Behaviour::Healthy).unwrap();
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            wait_for_status(&engine, "gw-1 up", |s| state_of(s, "gw-1") == Health::Up).await;
         }
     }
+    eventually("the outage making writes fail", || {
+        writes(&engine, "error") > 0
+    })
+    .await;
     let changed_before = writes(&engine, "changed");
-    assert!(writes(&engine, "error") > 0, "the outage made writes fail");
     backend.outage_end().await;
     wait_published(&backend, &all[1..]).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -354,8 +361,13 @@ async fn run_suite(mut backend: impl Backend) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     wait_published(&backend, &all[..2]).await;
-    // The first engine's sink is gone: no reconcile of its old state comes back.
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // The first engine's sink is gone: no reconcile of its old state comes back while the
+    // new engine's sink reconciles (every second) twice.
+    let reconciled = writes(&engine, "unchanged");
+    eventually("two reconciles of the new engine", || {
+        writes(&engine, "unchanged") >= reconciled + 2
+    })
+    .await;
     wait_published(&backend, &all[..2]).await;
     assert_eq!(backend.published().await.as_deref(), Some(&all[..2]));
     drop(engine);

@@ -119,8 +119,12 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
         err.contains("www.tenant-a.io. A") && err.contains("adopt = true"),
         "{err}"
     );
-    // Several reconciles later, still untouched.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Two reconciles later, still untouched.
+    let writes = sink_writes(&engine, "pdns");
+    eventually("two reconciles", || {
+        sink_writes(&engine, "pdns") >= writes + 2
+    })
+    .await;
     assert_eq!(pdns.dig("www.tenant-a.io", "A").await, ["192.0.2.7"]);
     drop(engine);
 

@@ -91,10 +91,13 @@ async fn each_failure_has_its_reason() {
 async fn a_hanging_server_is_cut_at_the_timeout() {
     let gw = Gateway::start(loopback(), Behaviour::Hang).unwrap();
     let result = probe(gw.addr(), http()).await;
+    // `Timeout` comes only from the probe's one deadline (connect, request and body under
+    // a single `tokio::time::timeout`), so the outcome itself shows the cut; how late a
+    // timer fires on a busy machine is the load test's to measure, not this test's.
     assert_eq!(result.outcome, Err(Failure::Timeout));
     assert!(
-        result.latency >= Duration::from_millis(200) && result.latency < Duration::from_millis(300),
-        "cut at 200 ms, took {:?}",
+        result.latency >= Duration::from_millis(200),
+        "cut before the 200 ms timeout: {:?}",
         result.latency
     );
     // A TCP check only needs the accept, so a hanging HTTP server is healthy for it.
@@ -134,8 +137,8 @@ async fn an_unbound_loopback_port_is_refused_quickly() {
     // Nothing listens on a fresh loopback address: the kernel answers the SYN with RST.
     let addr = SocketAddr::new(loopback_ip().into(), 9);
     let result = probe(addr, http()).await;
+    // `Refused` is the kernel's RST; a dropped SYN would have been `ConnectTimeout`.
     assert_eq!(result.outcome, Err(Failure::Refused));
-    assert!(result.latency < Duration::from_millis(100));
 }
 
 /// `headers_from_files`: the value is read from the file (its trailing newline dropped) and

@@ -107,9 +107,16 @@ async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
     })
     .await;
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A probe in flight at the reload may still land; then, while gw-2 is probed three
+    // more times, gw-1 must not be probed at all.
+    let g2_before = gws[1].requests();
+    eventually("gw-2 probed again", || gws[1].requests() > g2_before).await;
     let before = gws[0].requests();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let g2_now = gws[1].requests();
+    eventually("three more probes of gw-2", || {
+        gws[1].requests() >= g2_now + 3
+    })
+    .await;
     assert_eq!(
         gws[0].requests(),
         before,

@@ -210,7 +210,11 @@ async fn names_without_our_ownership_record_are_never_touched() {
     want.push(owner(&format!("free.{ZONE}")));
     wait_for_records(&moto, &zone, &want, "only the free name written").await;
     // Reconciles (every second) keep refusing.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let writes = sink_writes(&engine, "r53");
+    eventually("two reconciles", || {
+        sink_writes(&engine, "r53") >= writes + 2
+    })
+    .await;
     wait_for_records(&moto, &zone, &want, "nothing foreign touched").await;
 }
 

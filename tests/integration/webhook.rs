@@ -62,14 +62,12 @@ async fn signed_deliveries_converge_after_the_receiver_recovers() {
     // Receiver outage: changes keep coming, deliveries fail and are retried.
     *rx.failing.lock().unwrap() = true;
     gws[0].set(Behaviour::Healthy).unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    eventually("a delivery to the failing receiver", || rx.rejected() >= 1).await;
     gws[1].set(Behaviour::Refuse).unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let rejected = rx.rejected();
-    assert!(
-        rejected >= 2,
-        "retries reached the failing receiver ({rejected})"
-    );
+    eventually("retries reaching the failing receiver", || {
+        rx.rejected() >= 2
+    })
+    .await;
     let accepted_before = rx.accepted().len();
     *rx.failing.lock().unwrap() = false;
     let want: Vec<String> = {

@@ -25,6 +25,35 @@ pub use probe::probe_within;
 /// Longest any test waits for a condition; tests normally finish far sooner.
 pub const LIMIT: Duration = Duration::from_secs(10);
 
+/// Waits, polling every 20 ms, until `ready` holds; fails the test after [`LIMIT`] naming
+/// `what`. Tests wait for what they need this way, never by a fixed sleep: a slow machine
+/// only makes them take longer.
+pub async fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = tokio::time::Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < LIMIT, "waited {LIMIT:?} for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Writes sink `sink` has finished so far, whatever their result: a clock made of the
+/// engine's own work, for tests that check nothing happens over several reconciles.
+pub fn sink_writes(engine: &Engine, sink: &str) -> u64 {
+    ["changed", "unchanged", "error"]
+        .into_iter()
+        .map(|result| {
+            engine
+                .metrics()
+                .sink_writes
+                .get_or_create(&ho_engine::metrics::SinkResultLabels {
+                    sink: sink.into(),
+                    result,
+                })
+                .get()
+        })
+        .sum()
+}
+
 /// Starts `n` healthy gateways, each on its own loopback address.
 pub fn gateways(n: usize) -> Vec<Gateway> {
     (0..n)
