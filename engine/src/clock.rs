@@ -2,7 +2,7 @@
 //! never read a clock or the writer fence themselves, so their tests move time by hand and
 //! their shells pass the real one.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use tokio::time::Instant;
 
@@ -25,8 +25,9 @@ impl Clock {
         }
     }
 
-    /// This clock moved on by `d` (tests, and deriving deadlines).
-    pub fn after(self, d: Duration) -> Clock {
+    /// This clock moved on by `d`: how the cores' tests move time.
+    #[cfg(test)]
+    pub fn after(self, d: std::time::Duration) -> Clock {
         Clock {
             mono: self.mono + d,
             wall: self.wall + d,

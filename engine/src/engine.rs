@@ -324,11 +324,6 @@ impl Engine {
         self.cluster = Some(cluster);
     }
 
-    /// Transitions, publishes and sink writes as they happen.
-    pub fn events(&self) -> &Events {
-        &self.events
-    }
-
     /// The writer fence of shared sinks: the binary's Lease elector moves it.
     pub fn leadership(&self) -> &Leadership {
         &self.leadership

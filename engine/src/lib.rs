@@ -1,8 +1,10 @@
-//! The probe engine: probes ([`probe`]), probers ([`prober`]: a task per target, on prober
-//! threads sized to the load), the health tracker ([`tracker`]: a plain-code core in an
+//! The probe engine: probes ([`probe`]), probers (`prober`: a task per target, on prober
+//! threads sized to the load), the health tracker (`tracker`: a plain-code core in an
 //! actor shell) that applies [`hysteresis`] and decides each tenant's records
-//! ([`selection`]), the sink actor around every [`sink::Sink`], and the operator [`api`].
-//! Callers use the [`Engine`] facade; the probers and actors are private.
+//! ([`selection`]), the delivery around every [`sink::Sink`] (`delivery`: a plain-code core
+//! in an actor shell), the report rounds of several clusters ([`multi_cluster`]), and the
+//! operator [`api`]. Callers use the [`Engine`] facade; probers, actors and their cores are
+//! private, and so is every module nothing outside the crate uses.
 //!
 //! Data flows one way: prober --Observations (batched per thread)--> tracker --Publish(snapshot)--> sink actors.
 //! Only verdict changes reach the sinks, and they always receive a tenant's full state.
@@ -10,28 +12,28 @@
 //! hands this cluster's view to the coordinator, which publishes the clusters' vote.
 
 pub mod api;
-pub mod backoff;
+mod backoff;
 mod clock;
-pub mod damping;
+mod damping;
 mod delivery;
-pub mod drain;
-pub mod events;
+mod drain;
+mod events;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;
 pub mod multi_cluster;
-pub mod observation;
+mod observation;
 pub mod probe;
-pub mod probe_limits;
-pub mod prober;
+mod probe_limits;
+mod prober;
 pub mod schedule;
 pub mod selection;
 pub mod sink;
 pub mod snapshot;
 pub mod status;
 pub mod token_bucket;
-pub mod trace;
-pub mod tracker;
+mod trace;
+mod tracker;
 
 mod engine;
 mod outbox;

@@ -4,24 +4,51 @@
 use std::fmt;
 use std::path::Path;
 
+/// Why a secret could not be loaded; names the file or variable, never the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// The file could not be read.
+    #[error("cannot read secret file {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The environment variable is not set (or not Unicode).
+    #[error("environment variable {0} is not set")]
+    Unset(String),
+    /// Neither a file nor a variable was configured.
+    #[error("no secret source configured")]
+    NoSource,
+    /// The source holds nothing but a line break.
+    #[error("the secret is empty")]
+    Empty,
+}
+
 /// A secret value whose `Debug` and `Display` print `***`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
     /// Reads the secret from `file` (trailing newline removed) or from the variable `env`.
-    pub fn load(file: Option<&Path>, env: Option<&str>) -> Result<Secret, String> {
+    pub fn load(file: Option<&Path>, env: Option<&str>) -> Result<Secret, SecretError> {
         let value = match (file, env) {
-            (Some(path), _) => std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?,
-            (None, Some(var)) => {
-                std::env::var(var).map_err(|_| format!("environment variable {var} is not set"))?
+            (Some(path), _) => {
+                std::fs::read_to_string(path).map_err(|e| SecretError::Unreadable {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?
             }
-            (None, None) => return Err("no secret source configured".into()),
+            (None, Some(var)) => {
+                std::env::var(var).map_err(|_| SecretError::Unset(var.to_owned()))?
+            }
+            (None, None) => return Err(SecretError::NoSource),
         };
         let value = value.trim_end_matches(['\n', '\r']).to_owned();
         if value.is_empty() {
-            return Err("the secret is empty".into());
+            return Err(SecretError::Empty);
         }
         Ok(Secret(value))
     }
@@ -76,10 +103,11 @@ mod tests {
         assert_eq!(format!("{s} {s:?}"), "*** ***");
         assert!(Secret::load(Some(&dir.path().join("missing")), None)
             .unwrap_err()
+            .to_string()
             .contains("missing"));
         std::fs::write(&file, "\n").unwrap();
         assert_eq!(
-            Secret::load(Some(&file), None).unwrap_err(),
+            Secret::load(Some(&file), None).unwrap_err().to_string(),
             "the secret is empty"
         );
     }

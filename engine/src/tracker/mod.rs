@@ -32,8 +32,7 @@ use crate::outbox::Observations;
 use crate::probe_limits::ProbeLimits;
 use crate::status::TrackerStatus;
 
-pub use self::core::{Clock, Effect, TrackerCore, Wake};
-pub use self::pacing::MIN_PUBLISH_GAP;
+pub use self::core::{Clock, Effect, TrackerCore};
 
 /// Asks for the `/status` view.
 #[derive(Message)]
