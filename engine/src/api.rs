@@ -147,6 +147,39 @@ fn text(
 
 const PLAIN: &str = "text/plain; charset=utf-8";
 
+/// Forwards every event as a server-sent `data:` line, with a keep-alive comment between
+/// quiet spells, until the listener goes away; `permit` is held as long as it listens.
+fn forward_events(
+    mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<crate::events::Event>>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> tokio::sync::mpsc::Receiver<Bytes> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    actix::spawn(async move {
+        let _permit = permit;
+        let mut keepalive = tokio::time::interval(KEEPALIVE);
+        loop {
+            let chunk = tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => format!(
+                        "data: {}\n\n",
+                        serde_json::to_string(&*event).expect("events serialize")
+                    ),
+                    Err(RecvError::Lagged(missed)) => {
+                        format!("data: {{\"type\":\"lagged\",\"missed\":{missed}}}\n\n")
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = keepalive.tick() => ": keep-alive\n\n".to_owned(),
+            };
+            if tx.send(Bytes::from(chunk)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// `/events` streams server-sent events; every other path gets one answer ([`answer`]).
 async fn route(
     req: Request<Incoming>,
     peer: std::net::SocketAddr,
@@ -172,30 +205,7 @@ async fn route(
         )
         .map(Either::Left);
     };
-    let mut events = state.events.subscribe();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
-    actix::spawn(async move {
-        let _permit = permit;
-        let mut keepalive = tokio::time::interval(KEEPALIVE);
-        loop {
-            let chunk = tokio::select! {
-                event = events.recv() => match event {
-                    Ok(event) => format!(
-                        "data: {}\n\n",
-                        serde_json::to_string(&*event).expect("events serialize")
-                    ),
-                    Err(RecvError::Lagged(missed)) => {
-                        format!("data: {{\"type\":\"lagged\",\"missed\":{missed}}}\n\n")
-                    }
-                    Err(RecvError::Closed) => return,
-                },
-                _ = keepalive.tick() => ": keep-alive\n\n".to_owned(),
-            };
-            if tx.send(Bytes::from(chunk)).await.is_err() {
-                return;
-            }
-        }
-    });
+    let rx = forward_events(state.events.subscribe(), permit);
     let mut response = Response::new(Either::Right(EventStream(rx)));
     let headers = response.headers_mut();
     headers.insert(
@@ -242,18 +252,13 @@ async fn answer(
     if matches!(path, "/status" | "/metrics") && !authorized(&req, state.token.as_deref()) {
         return unauthorized("bearer token required\n");
     }
+    read_only(path, state).await
+}
+
+/// The answer to a permitted `GET` of `path`.
+async fn read_only(path: &str, state: &ApiState) -> Response<Full<Bytes>> {
     match path {
-        "/" => {
-            let mut r = text(StatusCode::OK, "text/html; charset=utf-8", PAGE);
-            // The page is self-contained: no other origin, no framing.
-            r.headers_mut().insert(
-                hyper::header::CONTENT_SECURITY_POLICY,
-                hyper::header::HeaderValue::from_static(
-                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
-                ),
-            );
-            r
-        }
+        "/" => page(),
         // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
         "/healthz" | "/health" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
@@ -284,6 +289,18 @@ async fn answer(
             "not found: try / /healthz /health /readyz /status /metrics /events\n",
         ),
     }
+}
+
+/// The status page: self-contained, so it allows no other origin and no framing.
+fn page() -> Response<Full<Bytes>> {
+    let mut r = text(StatusCode::OK, "text/html; charset=utf-8", PAGE);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        hyper::header::HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
+        ),
+    );
+    r
 }
 
 /// A 429 when the API's rate limit is spent.
@@ -353,7 +370,19 @@ async fn operator_action(
         endpoint: name.to_owned(),
         drain,
     };
-    match state.tracker.send(msg).await {
+    let result = state.tracker.send(msg).await;
+    action_answer(result, peer, name, verb, count)
+}
+
+/// The answer to an operator action, counted by `count` and logged.
+fn action_answer(
+    result: Result<Result<bool, DrainError>, actix::MailboxError>,
+    peer: std::net::SocketAddr,
+    name: &str,
+    verb: &'static str,
+    count: impl Fn(&'static str),
+) -> Response<Full<Bytes>> {
+    match result {
         Ok(Ok(changed)) => {
             count("ok");
             info!(%peer, endpoint = name, action = verb, changed, "operator action");

@@ -131,41 +131,15 @@ impl Engine {
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
         let probes = make_probes(&plan.targets)?;
-        let leadership = if plan.leader_election.enabled {
-            Leadership::elected(identity(&plan.leader_election), metrics.clone())
-        } else {
-            Leadership::single(metrics.clone())
-        };
+        let leadership = leadership_of(&plan, &metrics);
         let events = Events::default();
-        let mut sink_actors = BTreeMap::new();
-        let mut stores = BTreeMap::new();
-        for (name, config) in &plan.sinks {
-            let sink = factory.build(name, &plan, &metrics).await?;
-            if let Some(store) = sink.reports() {
-                stores.insert(name.clone(), store);
-            }
-            sink_actors.insert(
-                name.clone(),
-                start_sink(name, config, sink, &metrics, &leadership, &events),
-            );
-        }
+        let (sink_actors, stores) =
+            start_sinks(&plan, &*factory, &metrics, &leadership, &events).await?;
         let plan = Arc::new(plan);
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
-        let kept = plan.targets.iter().filter(|t| t.keeps_connection()).count();
-        let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes, kept);
-        info!(
-            concurrency,
-            "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"
-        );
-        let limits = Arc::new(ProbeLimits::new(concurrency, metrics.clone()));
-        let drains = DrainStore::new(plan.state_dir.as_deref());
-        let drained = drains.load().map_err(EngineError::Drains)?;
-        if !drained.is_empty() {
-            info!(
-                ?drained,
-                "endpoints drained by an operator before the restart stay drained"
-            );
-        }
+        let limits = probe_limits(&plan, &metrics);
+        let drains = load_drains(&plan)?;
+        // The tracker and the coordinator address each other (the address exists first).
         let coordinator_context = Context::<Coordinator>::new();
         let coordinator = coordinator_context.address();
         let tracker = HealthTracker::new(
@@ -173,42 +147,32 @@ impl Engine {
             ids.clone(),
             sink_actors.clone(),
             (metrics.clone(), limits.clone()),
-            (drains, drained),
+            drains,
             (events.clone(), coordinator.clone().recipient()),
         )
         .start();
-        let (found, discovered) = watch::channel(Vec::new());
-        coordinator_context.run(Coordinator::new(
-            plan.clone(),
-            stores.clone(),
-            tracker.clone().recipient(),
-            leadership.clone(),
-            metrics.clone(),
-            found,
-        ));
-        let rate = probe_rate(&plan.targets);
-        let threads = prober_threads(rate);
-        let tick = schedule::tick_for(rate / threads as f64);
-        info!(
-            threads,
-            tick_ms = tick.as_secs_f64() * 1000.0,
-            "prober threads and start tick for the configured probe rate"
+        let discovered = run_coordinator(
+            coordinator_context,
+            &plan,
+            &stores,
+            &tracker,
+            &leadership,
+            &metrics,
         );
-        let arbiters: Vec<Arbiter> = (0..threads).map(|_| Arbiter::new()).collect();
-        let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
+        let (arbiters, tick) = prober_arbiters(&plan.targets);
         let mut engine = Engine {
             tracker,
+            api_sinks: Arc::new(RwLock::new(sink_actors.values().cloned().collect())),
             sinks: sink_actors,
             metrics,
             factory,
             plan: plan.clone(),
-            probers: Vec::with_capacity(plan.targets.len()),
+            probers: Vec::new(),
             next_id: ids.len() as TargetId,
             next_arbiter: 0,
             arbiters,
             origin: Instant::now(),
             tick,
-            api_sinks,
             limits,
             leadership,
             events,
@@ -218,11 +182,16 @@ impl Engine {
             configured: plan.clone(),
             discovered,
         };
-        for ((target, probe), id) in plan.targets.iter().zip(probes).zip(ids) {
-            let prober = engine.start_prober(target, probe, id);
-            engine.probers.push(prober);
-        }
+        engine.start_probers(&plan.targets, probes, ids);
         Ok(engine)
+    }
+
+    /// Starts a prober for each of `targets`, with its probe and stable id.
+    fn start_probers(&mut self, targets: &[Target], probes: Vec<Probe>, ids: Vec<TargetId>) {
+        for ((target, probe), id) in targets.iter().zip(probes).zip(ids) {
+            let prober = self.start_prober(target, probe, id);
+            self.probers.push(prober);
+        }
     }
 
     fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
@@ -343,6 +312,109 @@ fn make_probes<'a>(
             })
         })
         .collect()
+}
+
+/// Runs the coordinator of report rounds in `context` (whose address the tracker already
+/// has), handing tallies to `tracker`; returns where the addresses other clusters
+/// contribute arrive.
+fn run_coordinator(
+    context: Context<Coordinator>,
+    plan: &Arc<Plan>,
+    stores: &BTreeMap<String, Arc<dyn ReportStore>>,
+    tracker: &Addr<HealthTracker>,
+    leadership: &Leadership,
+    metrics: &Arc<Metrics>,
+) -> watch::Receiver<Vec<Discovered>> {
+    let (found, discovered) = watch::channel(Vec::new());
+    context.run(Coordinator::new(
+        plan.clone(),
+        stores.clone(),
+        tracker.clone().recipient(),
+        leadership.clone(),
+        metrics.clone(),
+        found,
+    ));
+    discovered
+}
+
+/// The writer fence: an election when `[leader_election]` is on, else always open.
+fn leadership_of(plan: &Plan, metrics: &Arc<Metrics>) -> Leadership {
+    if plan.leader_election.enabled {
+        Leadership::elected(identity(&plan.leader_election), metrics.clone())
+    } else {
+        Leadership::single(metrics.clone())
+    }
+}
+
+/// The drain store of `plan`'s `state_dir` and the endpoints drained before a restart,
+/// which stay drained.
+fn load_drains(
+    plan: &Plan,
+) -> Result<(DrainStore, std::collections::BTreeSet<String>), EngineError> {
+    let drains = DrainStore::new(plan.state_dir.as_deref());
+    let drained = drains.load().map_err(EngineError::Drains)?;
+    if !drained.is_empty() {
+        info!(
+            ?drained,
+            "endpoints drained by an operator before the restart stay drained"
+        );
+    }
+    Ok((drains, drained))
+}
+
+/// Builds and starts the actor of every sink of `plan`; also returns the report stores of
+/// the sinks that hold them (`[multi_cluster]`).
+async fn start_sinks(
+    plan: &Plan,
+    factory: &dyn SinkFactory,
+    metrics: &Arc<Metrics>,
+    leadership: &Leadership,
+    events: &Events,
+) -> Result<SinkActors, EngineError> {
+    let mut actors = BTreeMap::new();
+    let mut stores = BTreeMap::new();
+    for (name, config) in &plan.sinks {
+        let sink = factory.build(name, plan, metrics).await?;
+        if let Some(store) = sink.reports() {
+            stores.insert(name.clone(), store);
+        }
+        actors.insert(
+            name.clone(),
+            start_sink(name, config, sink, metrics, leadership, events),
+        );
+    }
+    Ok((actors, stores))
+}
+
+/// The running sink actors and the report stores among them, by sink name.
+type SinkActors = (
+    BTreeMap<String, Addr<SinkActor>>,
+    BTreeMap<String, Arc<dyn ReportStore>>,
+);
+
+/// The bound on probes in flight: `limits.max_concurrent_probes`, or what the open-file
+/// limit allows next to the connections `plan`'s targets keep.
+fn probe_limits(plan: &Plan, metrics: &Arc<Metrics>) -> Arc<ProbeLimits> {
+    let kept = plan.targets.iter().filter(|t| t.keeps_connection()).count();
+    let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes, kept);
+    info!(
+        concurrency,
+        "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"
+    );
+    Arc::new(ProbeLimits::new(concurrency, metrics.clone()))
+}
+
+/// The prober threads for `targets`' probe rate and the start tick they share.
+fn prober_arbiters(targets: &[Target]) -> (Vec<Arbiter>, std::time::Duration) {
+    let rate = probe_rate(targets);
+    let threads = prober_threads(rate);
+    let tick = schedule::tick_for(rate / threads as f64);
+    info!(
+        threads,
+        tick_ms = tick.as_secs_f64() * 1000.0,
+        "prober threads and start tick for the configured probe rate"
+    );
+    ((0..threads).map(|_| Arbiter::new()).collect(), tick)
 }
 
 /// Starts the actor of sink `name`; a shared back end under leader election is written

@@ -217,143 +217,163 @@ impl Metrics {
             cluster_reports: Family::default(),
             registry: Registry::default(),
         };
-        registry.register("probes", "Health probes by result", m.probes.clone());
+        m.register_verdicts(&mut registry);
+        m.register_delivery_and_reloads(&mut registry);
+        m.register_limits_and_leadership(&mut registry);
+        m.register_dns_and_clusters(&mut registry);
+        Metrics { registry, ..m }
+    }
+
+    /// Registers probes, their timing and the verdicts they lead to.
+    fn register_verdicts(&self, registry: &mut Registry) {
+        registry.register("probes", "Health probes by result", self.probes.clone());
         registry.register(
             "check_duration_seconds",
             "Duration of health probes",
-            m.check_duration.clone(),
+            self.check_duration.clone(),
         );
         registry.register(
             "probe_start_delay_seconds",
             "How late probes start against their schedule",
-            m.probe_start_delay.clone(),
+            self.probe_start_delay.clone(),
         );
         registry.register(
             "healthy_nodes",
             "Healthy endpoints per tenant",
-            m.healthy_nodes.clone(),
+            self.healthy_nodes.clone(),
         );
         registry.register(
             "node_status",
             "1 if the endpoint is up, else 0",
-            m.node_status.clone(),
+            self.node_status.clone(),
         );
         registry.register(
             "transitions",
             "Endpoint verdict changes",
-            m.transitions.clone(),
+            self.transitions.clone(),
         );
         registry.register(
             "dns_updates",
             "Record set changes published per tenant",
-            m.dns_updates.clone(),
+            self.dns_updates.clone(),
         );
+    }
+
+    /// Registers sink writes, config reloads and span export.
+    fn register_delivery_and_reloads(&self, registry: &mut Registry) {
         registry.register(
             "sink_writes",
             "Sink writes by result",
-            m.sink_writes.clone(),
+            self.sink_writes.clone(),
         );
         registry.register(
             "failover_seconds",
             "Time from an endpoint transition to the sink's successful write",
-            m.failover_seconds.clone(),
+            self.failover_seconds.clone(),
         );
         registry.register(
             "sink_last_success_timestamp_seconds",
             "When the sink last wrote successfully",
-            m.sink_last_success.clone(),
+            self.sink_last_success.clone(),
         );
         registry.register(
             "sink_pending",
             "Tenants whose latest snapshot the sink has not written yet",
-            m.sink_pending.clone(),
+            self.sink_pending.clone(),
         );
         registry.register(
             "config_reloads",
             "Config reloads by result (ok, invalid, error)",
-            m.config_reloads.clone(),
+            self.config_reloads.clone(),
         );
         registry.register(
             "telemetry_spans_dropped",
             "Spans dropped because the export queue was full",
-            m.spans_dropped.clone(),
+            self.spans_dropped.clone(),
         );
         registry.register(
             "telemetry_spans_exported",
             "Spans handed to the OTLP collector, by result",
-            m.spans_exported.clone(),
+            self.spans_exported.clone(),
         );
+    }
+
+    /// Registers probe bounds, leadership, throttling, connection reuse and the API and damping limits.
+    fn register_limits_and_leadership(&self, registry: &mut Registry) {
         registry.register(
             "probes_waited",
             "Probes that waited for a bound: sockets (concurrent probes) or tracker_mailbox",
-            m.probes_waited.clone(),
+            self.probes_waited.clone(),
         );
         registry.register(
             "probe_concurrency_limit",
             "Probes allowed in flight at once",
-            m.probe_concurrency_limit.clone(),
+            self.probe_concurrency_limit.clone(),
         );
         registry.register(
             "leader",
             "1 while this replica writes shared back ends (Lease holder or no election), 0 on a standby",
-            m.leader.clone(),
+            self.leader.clone(),
         );
         registry.register(
             "leader_transitions",
             "Times this replica became or stopped being the writer of shared back ends",
-            m.leader_transitions.clone(),
+            self.leader_transitions.clone(),
         );
         registry.register(
             "sink_throttled",
             "Sink writes the back end refused for rate (HTTP 429, Route53 Throttling)",
-            m.sink_throttled.clone(),
+            self.sink_throttled.clone(),
         );
         registry.register(
             "probe_connections_reused",
             "Probes answered over a connection kept from an earlier probe (reuse_connection)",
-            m.probe_connections_reused.clone(),
+            self.probe_connections_reused.clone(),
         );
         registry.register(
             "api_rate_limited",
             "API requests refused by the rate limit",
-            m.api_rate_limited.clone(),
+            self.api_rate_limited.clone(),
         );
         registry.register(
             "damping_holds",
             "Times flap damping started holding an endpoint out of DNS",
-            m.damping_holds.clone(),
+            self.damping_holds.clone(),
         );
+    }
+
+    /// Registers the embedded DNS server, operator actions and several clusters.
+    fn register_dns_and_clusters(&self, registry: &mut Registry) {
         registry.register(
             "dns_queries",
             "Queries the embedded DNS server answered, by query type and response code",
-            m.dns_queries.clone(),
+            self.dns_queries.clone(),
         );
         registry.register(
             "dns_answer_seconds",
             "Time from a DNS query's arrival to its answer being sent (embedded server)",
-            m.dns_answer_seconds.clone(),
+            self.dns_answer_seconds.clone(),
         );
         registry.register(
             "operator_actions",
             "Operator actions (drain, undrain) by result",
-            m.operator_actions.clone(),
+            self.operator_actions.clone(),
         );
         registry.register(
             "cluster_live_voters",
             "Clusters whose report of the tenant is live (multi_cluster)",
-            m.cluster_live_voters.clone(),
+            self.cluster_live_voters.clone(),
         );
         registry.register(
             "cluster_quorum_withdrawals",
             "Addresses withdrawn because a quorum of clusters saw them down",
-            m.cluster_quorum_withdrawals.clone(),
+            self.cluster_quorum_withdrawals.clone(),
         );
         registry.register(
             "cluster_reports",
             "Report writes and reads of the shared zone by result",
-            m.cluster_reports.clone(),
+            self.cluster_reports.clone(),
         );
-        Metrics { registry, ..m }
     }
 
     /// The Prometheus text exposition.

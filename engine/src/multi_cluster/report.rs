@@ -172,15 +172,7 @@ impl Report {
             if parts_seen.len() != n || std::mem::replace(&mut parts_seen[i - 1], true) {
                 return Err(format!("part={part}: repeated or inconsistent"));
             }
-            for token in tokens {
-                if let Some(v) = token.strip_prefix("own=") {
-                    r.owned.push(owned(v)?);
-                } else if let Some(v) = token.strip_prefix("down=") {
-                    r.down.push(address(v)?);
-                } else {
-                    return Err(format!("unknown item {token:.40}"));
-                }
-            }
+            r.add_items(tokens)?;
         }
         let Some(mut report) = report else {
             return Err("empty rrset".into());
@@ -197,6 +189,20 @@ impl Report {
         report.down.sort();
         report.down.dedup();
         Ok(report)
+    }
+
+    /// Adds one record's `own=` and `down=` items.
+    fn add_items<'a>(&mut self, tokens: impl Iterator<Item = &'a str>) -> Result<(), String> {
+        for token in tokens {
+            if let Some(v) = token.strip_prefix("own=") {
+                self.owned.push(owned(v)?);
+            } else if let Some(v) = token.strip_prefix("down=") {
+                self.down.push(address(v)?);
+            } else {
+                return Err(format!("unknown item {token:.40}"));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -124,19 +124,9 @@ impl Authority {
             .queries
             .first()
             .map_or("none", |q| type_label(q.query_type()));
-        let limit = match &query.edns {
-            Some(edns) => {
-                let mut ours = Edns::new();
-                ours.set_max_payload(self.max_udp_payload);
-                ours.set_version(0);
-                response.set_edns(ours);
-                if edns.version() > 0 {
-                    response.metadata.response_code = ResponseCode::BADVERS;
-                    return finish(&mut response, qtype, None);
-                }
-                edns.max_payload().clamp(512, self.max_udp_payload)
-            }
-            None => 512,
+        let Some(limit) = self.negotiate_edns(&query, &mut response) else {
+            response.metadata.response_code = ResponseCode::BADVERS;
+            return finish(&mut response, qtype, None);
         };
         let limit = udp.then_some(usize::from(limit));
         if query.metadata.op_code != OpCode::Query {
@@ -173,6 +163,34 @@ impl Authority {
         finish(&mut response, qtype, limit)
     }
 
+    /// Answers EDNS with ours and returns the UDP payload size both sides allow (512
+    /// without EDNS); `None` for an EDNS version we do not speak (BADVERS).
+    fn negotiate_edns(&self, query: &Message, response: &mut Message) -> Option<u16> {
+        let Some(edns) = &query.edns else {
+            return Some(512);
+        };
+        let mut ours = Edns::new();
+        ours.set_max_payload(self.max_udp_payload);
+        ours.set_version(0);
+        response.set_edns(ours);
+        (edns.version() == 0).then(|| edns.max_payload().clamp(512, self.max_udp_payload))
+    }
+
+    /// The zone that answers `key` for this type and class; `None` is REFUSED: a name
+    /// outside every zone, a class other than IN, or a zone transfer (off: the data changes
+    /// per query and lives in one process).
+    fn zone_answering(&self, key: &str, qtype: RecordType, qclass: DNSClass) -> Option<&Zone> {
+        if qclass != DNSClass::IN && qclass != DNSClass::ANY {
+            return None;
+        }
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            return None;
+        }
+        self.zones
+            .iter()
+            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
+    }
+
     /// Fills `response` for one question; true when the answer depended on the client's
     /// location.
     fn resolve(
@@ -184,23 +202,10 @@ impl Authority {
         client: IpAddr,
     ) -> bool {
         let key = key_of(qname);
-        let Some(zone) = self
-            .zones
-            .iter()
-            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
-        else {
+        let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
             response.metadata.response_code = ResponseCode::Refused;
             return false;
         };
-        if qclass != DNSClass::IN && qclass != DNSClass::ANY {
-            response.metadata.response_code = ResponseCode::Refused;
-            return false;
-        }
-        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
-            // Zone transfers are off: the data changes per query and lives in one process.
-            response.metadata.response_code = ResponseCode::Refused;
-            return false;
-        }
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
         let mut located = false;
@@ -227,21 +232,7 @@ impl Authority {
             None => {}
         }
         if key == zone.apex {
-            match qtype {
-                RecordType::SOA => response
-                    .answers
-                    .push(self.soa_record(zone, records.serial())),
-                RecordType::NS => {
-                    for ns in &zone.nameservers {
-                        response.answers.push(Record::from_rdata(
-                            qname.clone(),
-                            self.soa.refresh,
-                            RData::NS(NS(ns.clone())),
-                        ));
-                    }
-                }
-                _ => {}
-            }
+            self.apex_records(response, zone, qname, qtype, records.serial());
         }
         if response.answers.is_empty() {
             // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
@@ -250,6 +241,30 @@ impl Authority {
                 .push(self.soa_record(zone, records.serial()));
         }
         located
+    }
+
+    /// The SOA or NS records of `zone`'s apex, when asked for.
+    fn apex_records(
+        &self,
+        response: &mut Message,
+        zone: &Zone,
+        qname: &Name,
+        qtype: RecordType,
+        serial: u32,
+    ) {
+        match qtype {
+            RecordType::SOA => response.answers.push(self.soa_record(zone, serial)),
+            RecordType::NS => {
+                for ns in &zone.nameservers {
+                    response.answers.push(Record::from_rdata(
+                        qname.clone(),
+                        self.soa.refresh,
+                        RData::NS(NS(ns.clone())),
+                    ));
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The addresses answered from `targets` of `set` for this query, and whether the

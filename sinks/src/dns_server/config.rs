@@ -161,28 +161,37 @@ impl SinkSettings for DnsServerConfig {
         if self.max_udp_payload < 512 {
             p.at("max_udp_payload", "must be at least 512 (the DNS minimum)");
         }
-        let mut networks = BTreeMap::new();
-        for (net, geo) in std::mem::take(&mut self.geo.networks) {
-            if net.parse::<ipnet::IpNet>().is_err() {
-                p.at(
-                    &format!("geo.networks.\"{net}\""),
-                    "is not a network (address/prefix, e.g. 10.1.0.0/16)",
-                );
-            }
-            if geo.is_empty() {
-                p.at(
-                    &format!("geo.networks.\"{net}\""),
-                    "location must not be empty",
-                );
-            }
-            networks.insert(net, geo.to_ascii_uppercase());
-        }
-        self.geo.networks = networks;
+        self.geo.networks = checked_networks(std::mem::take(&mut self.geo.networks), p);
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(self, &ctx)?) as _) })
     }
+}
+
+/// `geo.networks` with every location upper-cased; a key that is not a network or an
+/// empty location is a problem.
+fn checked_networks(
+    given: BTreeMap<String, String>,
+    p: &mut Problems<'_>,
+) -> BTreeMap<String, String> {
+    let mut networks = BTreeMap::new();
+    for (net, geo) in given {
+        if net.parse::<ipnet::IpNet>().is_err() {
+            p.at(
+                &format!("geo.networks.\"{net}\""),
+                "is not a network (address/prefix, e.g. 10.1.0.0/16)",
+            );
+        }
+        if geo.is_empty() {
+            p.at(
+                &format!("geo.networks.\"{net}\""),
+                "location must not be empty",
+            );
+        }
+        networks.insert(net, geo.to_ascii_uppercase());
+    }
+    networks
 }
 
 impl SinkSpec for DnsServerConfig {

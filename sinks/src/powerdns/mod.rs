@@ -179,23 +179,7 @@ impl Inner {
                     None if wanted.is_empty() => {}
                     Some(_) if wanted.is_empty() => changes.push(RrSet::delete(&name, rtype)),
                     Some(r) if owned && r.ttl == Some(ttl) && &r.contents() == wanted => {}
-                    _ => changes.push(RrSet {
-                        name: name.clone(),
-                        rtype: rtype.into(),
-                        ttl: Some(ttl),
-                        changetype: Some("REPLACE".into()),
-                        records: wanted
-                            .iter()
-                            .map(|c| Record {
-                                content: c.clone(),
-                                disabled: false,
-                            })
-                            .collect(),
-                        comments: vec![Comment {
-                            content: self.mark.clone(),
-                            account: ACCOUNT.into(),
-                        }],
-                    }),
+                    _ => changes.push(self.replace(&name, rtype, ttl, wanted)),
                 }
             }
         }
@@ -214,6 +198,27 @@ impl Inner {
                 "left alone because they exist without this orchestrator's ownership comment: {}; set adopt = true to take them over",
                 foreign.join(", ")
             )))
+        }
+    }
+
+    /// A REPLACE of `name`'s `rtype` rrset with `contents`, marked as ours.
+    fn replace(&self, name: &str, rtype: &str, ttl: u64, contents: &[String]) -> RrSet {
+        RrSet {
+            name: name.to_owned(),
+            rtype: rtype.into(),
+            ttl: Some(ttl),
+            changetype: Some("REPLACE".into()),
+            records: contents
+                .iter()
+                .map(|c| Record {
+                    content: c.clone(),
+                    disabled: false,
+                })
+                .collect(),
+            comments: vec![Comment {
+                content: self.mark.clone(),
+                account: ACCOUNT.into(),
+            }],
         }
     }
 }

@@ -84,6 +84,38 @@ pub fn plan_name(
         (RecordType::A, &current.v4),
         (RecordType::AAAA, &current.v6),
     ] {
+        let family = FamilyUpdate { name, rtype, ttl };
+        changed |= family.plan(read, wanted, &mut prerequisites, &mut updates);
+    }
+    if changed {
+        NamePlan::Change {
+            prerequisites,
+            updates,
+        }
+    } else {
+        NamePlan::Unchanged
+    }
+}
+
+/// One address family of one name, as an update sees it.
+struct FamilyUpdate<'a> {
+    name: &'a Name,
+    rtype: RecordType,
+    ttl: u32,
+}
+
+impl FamilyUpdate<'_> {
+    /// Adds the prerequisites that pin what was `read` (so a concurrent change makes the
+    /// update fail instead of being overwritten) and, when it differs from the `wanted`
+    /// addresses of this family, the updates that replace it; true when it differs.
+    fn plan(
+        &self,
+        read: &Rrset,
+        wanted: &[IpAddr],
+        prerequisites: &mut Vec<Record>,
+        updates: &mut Vec<Record>,
+    ) -> bool {
+        let (name, rtype, ttl) = (self.name, self.rtype, self.ttl);
         let mut want: Vec<IpAddr> = wanted
             .iter()
             .copied()
@@ -98,20 +130,12 @@ pub fn plan_name(
         }
         let same = read.values == want && (want.is_empty() || read.ttl == ttl);
         if !same {
-            changed = true;
             if !read.values.is_empty() {
                 updates.push(delete_rrset(name, rtype));
             }
             updates.extend(want.iter().map(|a| address(name, ttl, *a)));
         }
-    }
-    if changed {
-        NamePlan::Change {
-            prerequisites,
-            updates,
-        }
-    } else {
-        NamePlan::Unchanged
+        !same
     }
 }
 

@@ -85,45 +85,57 @@ pub fn for_tenant(
             }
         }
         let claimed = !group.is_empty();
-        let stale: Vec<usize> = managed
-            .iter()
-            .copied()
-            .filter(|&i| !want.contains(&zone[i]))
-            .collect();
-        let mut writes = Vec::new();
-        let mut upserted = Vec::new();
-        for w in want
-            .iter()
-            .filter(|w| !managed.iter().any(|&i| &zone[i] == *w))
-        {
-            let same_key = |i: &&usize| zone[**i].rtype == w.rtype && zone[**i].set_id == w.set_id;
-            match stale.iter().find(same_key) {
-                // New values or TTL under the same key and routing: an UPSERT replaces the
-                // set in place (and does not depend on the listed values still matching,
-                // which another cluster writing the same name may have changed).
-                Some(&i) if zone[i].routing == w.routing && !claimed => {
-                    upserted.push(i);
-                    writes.push(RecordChange::Upsert(w.clone()));
-                }
-                // Its routing changed: Route53's documented way is DELETE then CREATE in
-                // one batch.
-                Some(_) => writes.push(RecordChange::Create(w.clone())),
-                None if claimed => writes.push(RecordChange::Create(w.clone())),
-                None => writes.push(RecordChange::Upsert(w.clone())),
-            }
-        }
-        group.extend(
-            stale
-                .into_iter()
-                .filter(|i| !upserted.contains(i))
-                .map(RecordChange::Delete),
-        );
-        group.extend(writes);
+        group.extend(changes_of_name(zone, &managed, want, claimed));
         if !group.is_empty() {
             out.groups.push(group);
         }
     }
     out
+}
+
+/// The changes that make one owned name's `managed` record sets (indices into `zone`)
+/// match `want`: deletes first, then creates and upserts. `claimed`: the name is claimed
+/// in this batch, so nothing of ours exists there yet to upsert over.
+fn changes_of_name(
+    zone: &[RecordSet],
+    managed: &[usize],
+    want: &[RecordSet],
+    claimed: bool,
+) -> Vec<RecordChange> {
+    let stale: Vec<usize> = managed
+        .iter()
+        .copied()
+        .filter(|&i| !want.contains(&zone[i]))
+        .collect();
+    let mut writes = Vec::new();
+    let mut upserted = Vec::new();
+    for w in want
+        .iter()
+        .filter(|w| !managed.iter().any(|&i| &zone[i] == *w))
+    {
+        let same_key = |i: &&usize| zone[**i].rtype == w.rtype && zone[**i].set_id == w.set_id;
+        match stale.iter().find(same_key) {
+            // New values or TTL under the same key and routing: an UPSERT replaces the
+            // set in place (and does not depend on the listed values still matching,
+            // which another cluster writing the same name may have changed).
+            Some(&i) if zone[i].routing == w.routing && !claimed => {
+                upserted.push(i);
+                writes.push(RecordChange::Upsert(w.clone()));
+            }
+            // Its routing changed: Route53's documented way is DELETE then CREATE in
+            // one batch.
+            Some(_) => writes.push(RecordChange::Create(w.clone())),
+            None if claimed => writes.push(RecordChange::Create(w.clone())),
+            None => writes.push(RecordChange::Upsert(w.clone())),
+        }
+    }
+    let mut group: Vec<RecordChange> = stale
+        .into_iter()
+        .filter(|i| !upserted.contains(i))
+        .map(RecordChange::Delete)
+        .collect();
+    group.extend(writes);
+    group
 }
 
 /// The size of a change against the batch limits: (records, value characters).

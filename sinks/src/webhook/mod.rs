@@ -130,29 +130,7 @@ impl Sink for WebhookSink {
 
 impl Inner {
     async fn deliver(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
-        let addresses: Vec<String> = snapshot
-            .addresses
-            .iter()
-            .map(|a| a.address.to_string())
-            .collect();
-        let payload = Payload {
-            tenant: &snapshot.tenant,
-            seq: snapshot.seq,
-            generated_at: humantime::format_rfc3339_millis(snapshot.decided_at).to_string(),
-            ttl: snapshot.ttl.as_secs(),
-            mode: snapshot.mode,
-            policy: snapshot.policy,
-            default_geo: snapshot.default_geo.as_deref(),
-            records: snapshot
-                .domains
-                .iter()
-                .map(|d| (d.as_str(), addresses.clone()))
-                .collect(),
-            endpoints: &snapshot.addresses,
-            changes: &snapshot.changes,
-            votes: snapshot.votes.as_deref(),
-        };
-        let body = Bytes::from(serde_json::to_vec(&payload).expect("serializable"));
+        let body = body_of(snapshot);
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -190,6 +168,33 @@ impl Inner {
             Applied::Changed
         })
     }
+}
+
+/// The JSON body of one delivery: the snapshot in the webhook's documented shape.
+fn body_of(snapshot: &TenantSnapshot) -> Bytes {
+    let addresses: Vec<String> = snapshot
+        .addresses
+        .iter()
+        .map(|a| a.address.to_string())
+        .collect();
+    let payload = Payload {
+        tenant: &snapshot.tenant,
+        seq: snapshot.seq,
+        generated_at: humantime::format_rfc3339_millis(snapshot.decided_at).to_string(),
+        ttl: snapshot.ttl.as_secs(),
+        mode: snapshot.mode,
+        policy: snapshot.policy,
+        default_geo: snapshot.default_geo.as_deref(),
+        records: snapshot
+            .domains
+            .iter()
+            .map(|d| (d.as_str(), addresses.clone()))
+            .collect(),
+        endpoints: &snapshot.addresses,
+        changes: &snapshot.changes,
+        votes: snapshot.votes.as_deref(),
+    };
+    Bytes::from(serde_json::to_vec(&payload).expect("serializable"))
 }
 
 #[cfg(test)]

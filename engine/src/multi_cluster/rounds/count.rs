@@ -110,19 +110,7 @@ impl RoundsCore {
             .filter(|a| !state.withdrawn.contains(a))
             .count();
         state.withdrawn = withdrawn;
-        // Every address other clusters contribute, probed already or not: the engine adds
-        // those its tenant lacks, and a stable list keeps it from adding and removing
-        // them in turn.
-        state.discovered = tally
-            .candidates()
-            .filter(|(cluster, _)| **cluster != own_cluster)
-            .map(|(cluster, o)| Discovered {
-                tenant: tenant.to_owned(),
-                cluster: cluster.clone(),
-                address: o.address,
-                name: o.name.clone(),
-            })
-            .collect();
+        state.discovered = contributed(tenant, &tally, &own_cluster);
         let label = TenantLabel {
             tenant: tenant.to_owned(),
         };
@@ -156,6 +144,22 @@ impl RoundsCore {
             fx.push(Effect::Discovered(all));
         }
     }
+}
+
+/// Every address other clusters contribute to `tenant`, probed already or not: the engine
+/// adds those its tenant lacks, and a stable list keeps it from adding and removing them in
+/// turn.
+fn contributed(tenant: &str, tally: &Tally, own_cluster: &str) -> Vec<Discovered> {
+    tally
+        .candidates()
+        .filter(|(cluster, _)| cluster.as_str() != own_cluster)
+        .map(|(cluster, o)| Discovered {
+            tenant: tenant.to_owned(),
+            cluster: cluster.clone(),
+            address: o.address,
+            name: o.name.clone(),
+        })
+        .collect()
 }
 
 /// The reports that parse among `rrsets`; one that does not parse keeps its last good

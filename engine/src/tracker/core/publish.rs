@@ -59,15 +59,11 @@ impl TrackerCore {
     ) {
         let tenant = &self.plan.tenants[ti.0];
         let state = &mut self.tenants[ti.0];
-        if let Some(last) = &state.last_snapshot {
-            let same_records = last.domains == tenant.domains
-                && last.ttl == tenant.ttl
-                && last.policy == tenant.policy
-                && last.default_geo == tenant.default_geo
-                && last.geos == geos;
-            if same_records && last.addresses == addresses && last.mode == mode {
-                return;
-            }
+        let unchanged = state.last_snapshot.as_ref().is_some_and(|last| {
+            same_records(last, tenant, &geos) && last.addresses == addresses && last.mode == mode
+        });
+        if unchanged {
+            return;
         }
         state.last_seq = next_seq(now.wall, state.last_seq);
         let changes: Vec<VerdictChange> = state.changes.drain(..).collect();
@@ -119,4 +115,13 @@ pub(super) fn next_seq(now: SystemTime, last: u64) -> u64 {
         .unwrap_or(Duration::ZERO)
         .as_micros() as u64;
     micros.max(last + 1)
+}
+
+/// Whether `last` was published with `tenant`'s current names, TTL, policy and locations.
+fn same_records(last: &TenantSnapshot, tenant: &ho_config::Tenant, geos: &[String]) -> bool {
+    last.domains == tenant.domains
+        && last.ttl == tenant.ttl
+        && last.policy == tenant.policy
+        && last.default_geo == tenant.default_geo
+        && last.geos == geos
 }

@@ -50,7 +50,7 @@ impl TrackerCore {
     pub(super) fn adopt(&mut self, plan: Arc<Plan>, ids: Vec<TargetId>, now: Clock) {
         let mut old_targets: HashMap<TargetId, TargetState> =
             self.ids.drain(..).zip(self.targets.drain(..)).collect();
-        let mut old_tenants: HashMap<String, TenantState> = self
+        let old_tenants: HashMap<String, TenantState> = self
             .plan
             .tenants
             .iter()
@@ -88,12 +88,17 @@ impl TrackerCore {
             .iter()
             .map(|e| Arc::new(EndpointMeta::of(e)))
             .collect();
-        let tenants = self
-            .plan
+        self.tenants = self.recount_tenants(old_tenants);
+    }
+
+    /// Every tenant of the adopted plan: its state kept by name (new ones start empty),
+    /// its endpoint counts recounted from the verdicts kept.
+    fn recount_tenants(&self, mut old: HashMap<String, TenantState>) -> Vec<TenantState> {
+        self.plan
             .tenants
             .iter()
             .map(|t| {
-                let mut state = old_tenants.remove(&t.name).unwrap_or_default();
+                let mut state = old.remove(&t.name).unwrap_or_default();
                 let health = |e: &usize| self.health_of(EndpointIx(*e));
                 state.unknown = t
                     .endpoints
@@ -107,8 +112,7 @@ impl TrackerCore {
                     .count();
                 state
             })
-            .collect();
-        self.tenants = tenants;
+            .collect()
     }
 
     /// Drops the per-endpoint and per-tenant gauges of what `plan` no longer has.
