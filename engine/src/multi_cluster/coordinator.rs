@@ -12,7 +12,7 @@ use actix::prelude::*;
 use ho_config::{Discovered, Plan};
 use tokio::sync::watch;
 
-use super::rounds::{Effect, RoundsCore};
+use super::rounds::{Answers, Effect, RoundsCore};
 use super::vote::Tally;
 use super::{LocalView, ReportStore};
 use crate::clock::{Clock, Now};
@@ -118,7 +118,7 @@ impl Coordinator {
                             .into_actor(self)
                             .map(move |(written, read), act, ctx| {
                                 act.step(ctx, |core, now, fx| {
-                                    core.finished(round, written, read, now, fx);
+                                    core.finished(round, Answers { written, read }, now, fx);
                                 });
                             }),
                     );

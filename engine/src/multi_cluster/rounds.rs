@@ -65,6 +65,15 @@ pub(crate) struct Round {
     exchanges: Vec<Exchange>,
 }
 
+/// What the zone answered to a round's exchange.
+#[derive(Debug)]
+pub(crate) struct Answers {
+    /// The batched write of this cluster's reports (`None`: nothing was due).
+    pub written: Option<Result<(), SinkError>>,
+    /// Every cluster's report rrsets under the round's suffixes.
+    pub read: Result<Vec<(String, Vec<String>)>, SinkError>,
+}
+
 /// One tenant's part of a round.
 #[derive(Debug)]
 struct Exchange {
@@ -279,19 +288,17 @@ impl RoundsCore {
         out
     }
 
-    /// A round's exchange ended: `written` (`None`: nothing to write) and `read` are the
-    /// zone's answers. Counts each tenant's vote, then starts the round that was asked for
+    /// A round's exchange ended with the zone's `answers`. Counts each tenant's vote, then starts the round that was asked for
     /// meanwhile, if any.
     pub(crate) fn finished(
         &mut self,
         round: Round,
-        written: Option<Result<(), SinkError>>,
-        read: Result<Vec<(String, Vec<String>)>, SinkError>,
+        answers: Answers,
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
         let sink = round.sink.clone();
-        self.count_round(round, written, read, now, fx);
+        self.count_round(round, answers, now, fx);
         let rounds = self.rounds.entry(sink.clone()).or_default();
         rounds.running = false;
         if std::mem::take(&mut rounds.again) {

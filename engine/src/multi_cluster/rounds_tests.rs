@@ -10,7 +10,7 @@ use ho_config::Plan;
 use tokio::time::Instant;
 
 use super::report::{report_name, report_suffix, Owned, Report};
-use super::rounds::{tally_without, unix_ms, Effect, Round, RoundsCore};
+use super::rounds::{tally_without, unix_ms, Answers, Effect, Round, RoundsCore};
 use super::vote::Tally;
 use super::{LocalEndpoint, LocalView};
 use crate::clock::{Clock, Now};
@@ -123,7 +123,17 @@ impl Run {
                 Ok(())
             }
         });
-        self.step(|core, now, fx| core.finished(round, written, Ok(zone), now, fx));
+        self.step(|core, now, fx| {
+            core.finished(
+                round,
+                Answers {
+                    written,
+                    read: Ok(zone),
+                },
+                now,
+                fx,
+            )
+        });
     }
 
     fn advance(&mut self, d: Duration) {
@@ -272,7 +282,17 @@ fn a_report_that_stops_parsing_counts_as_it_last_parsed() {
         report_name("c2", "t.example"),
         vec!["not a report".to_owned()],
     )];
-    run.step(|core, now, fx| core.finished(round, None, Ok(garbled), now, fx));
+    run.step(|core, now, fx| {
+        core.finished(
+            round,
+            Answers {
+                written: None,
+                read: Ok(garbled),
+            },
+            now,
+            fx,
+        )
+    });
     assert_eq!(run.voted[1].live, ["c1", "c2"]);
 }
 
@@ -281,7 +301,17 @@ fn a_read_error_keeps_the_published_set() {
     let mut run = Run::started(Health::Up);
     let round = run.rounds.remove(0);
     let read = Err(SinkError::retriable("zone unreachable"));
-    run.step(|core, now, fx| core.finished(round, Some(Ok(())), read, now, fx));
+    run.step(|core, now, fx| {
+        core.finished(
+            round,
+            Answers {
+                written: Some(Ok(())),
+                read,
+            },
+            now,
+            fx,
+        )
+    });
     assert!(
         run.voted.is_empty(),
         "no tally, so the tracker keeps what it published"

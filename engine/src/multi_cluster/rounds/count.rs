@@ -5,11 +5,11 @@
 use super::*;
 
 impl RoundsCore {
+    /// Counts the zone operations and, when the read succeeded, every tenant's vote.
     pub(super) fn count_round(
         &mut self,
         round: Round,
-        written: Option<Result<(), SinkError>>,
-        read: Result<Vec<(String, Vec<String>)>, SinkError>,
+        Answers { written, read }: Answers,
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
