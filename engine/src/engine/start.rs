@@ -1,0 +1,167 @@
+//! The steps of starting an engine, each named for what it sets up: the writer fence, the
+//! sinks and their report stores, the probe bound, the prober threads, the drains kept
+//! across restarts, and the coordinator of report rounds.
+
+use super::*;
+
+/// Runs the coordinator of report rounds in `context` (whose address the tracker already
+/// has), handing tallies to `tracker`; returns where the addresses other clusters
+/// contribute arrive.
+pub(super) fn run_coordinator(
+    context: Context<Coordinator>,
+    plan: &Arc<Plan>,
+    stores: &BTreeMap<String, Arc<dyn ReportStore>>,
+    tracker: &Addr<HealthTracker>,
+    leadership: &Leadership,
+    metrics: &Arc<Metrics>,
+) -> watch::Receiver<Vec<Discovered>> {
+    let (found, discovered) = watch::channel(Vec::new());
+    context.run(Coordinator::new(
+        plan.clone(),
+        stores.clone(),
+        tracker.clone().recipient(),
+        leadership.clone(),
+        metrics.clone(),
+        found,
+    ));
+    discovered
+}
+
+/// The writer fence: an election when `[leader_election]` is on, else always open.
+pub(super) fn leadership_of(plan: &Plan, metrics: &Arc<Metrics>) -> Leadership {
+    if plan.leader_election.enabled {
+        Leadership::elected(identity(&plan.leader_election), metrics.clone())
+    } else {
+        Leadership::single(metrics.clone())
+    }
+}
+
+/// The drain store of `plan`'s `state_dir` and the endpoints drained before a restart,
+/// which stay drained.
+pub(super) fn load_drains(
+    plan: &Plan,
+) -> Result<(DrainStore, std::collections::BTreeSet<String>), EngineError> {
+    let drains = DrainStore::new(plan.state_dir.as_deref());
+    let drained = drains.load().map_err(EngineError::Drains)?;
+    if !drained.is_empty() {
+        info!(
+            ?drained,
+            "endpoints drained by an operator before the restart stay drained"
+        );
+    }
+    Ok((drains, drained))
+}
+
+/// Builds and starts the actor of every sink of `plan`; also returns the report stores of
+/// the sinks that hold them (`[multi_cluster]`).
+pub(super) async fn start_sinks(
+    plan: &Plan,
+    factory: &dyn SinkFactory,
+    metrics: &Arc<Metrics>,
+    leadership: &Leadership,
+    events: &Events,
+) -> Result<SinkActors, EngineError> {
+    let mut actors = BTreeMap::new();
+    let mut stores = BTreeMap::new();
+    for (name, config) in &plan.sinks {
+        let sink = factory.build(name, plan, metrics).await?;
+        if let Some(store) = sink.reports() {
+            stores.insert(name.clone(), store);
+        }
+        actors.insert(
+            name.clone(),
+            start_sink(name, config, sink, metrics, leadership, events),
+        );
+    }
+    Ok((actors, stores))
+}
+
+/// The running sink actors and the report stores among them, by sink name.
+pub(super) type SinkActors = (
+    BTreeMap<String, Addr<SinkActor>>,
+    BTreeMap<String, Arc<dyn ReportStore>>,
+);
+
+/// The bound on probes in flight: `limits.max_concurrent_probes`, or what the open-file
+/// limit allows next to the connections `plan`'s targets keep.
+pub(super) fn probe_limits(plan: &Plan, metrics: &Arc<Metrics>) -> Arc<ProbeLimits> {
+    let kept = plan.targets.iter().filter(|t| t.keeps_connection()).count();
+    let concurrency = ProbeLimits::concurrency(plan.limits.max_concurrent_probes, kept);
+    info!(
+        concurrency,
+        "probes in flight at once at most (limits.max_concurrent_probes; 0 = from the open-file limit)"
+    );
+    Arc::new(ProbeLimits::new(concurrency, metrics.clone()))
+}
+
+/// The prober threads for `targets`' probe rate and the start tick they share.
+pub(super) fn prober_arbiters(targets: &[Target]) -> (Vec<Arbiter>, std::time::Duration) {
+    let rate = probe_rate(targets);
+    let threads = prober_threads(rate);
+    let tick = schedule::tick_for(rate / threads as f64);
+    info!(
+        threads,
+        tick_ms = tick.as_secs_f64() * 1000.0,
+        "prober threads and start tick for the configured probe rate"
+    );
+    ((0..threads).map(|_| Arbiter::new()).collect(), tick)
+}
+
+/// Starts the actor of sink `name`; a shared back end under leader election is written
+/// only while `leadership` allows.
+pub(super) fn start_sink(
+    name: &str,
+    config: &PlannedSink,
+    sink: Arc<dyn Sink>,
+    metrics: &Arc<Metrics>,
+    leadership: &Leadership,
+    events: &Events,
+) -> Addr<SinkActor> {
+    let gate = (leadership.is_elected() && config.spec.shared()).then(|| leadership.clone());
+    SinkActor::new(
+        name.to_owned(),
+        sink,
+        config.delivery(),
+        metrics.clone(),
+        gate,
+        events.clone(),
+    )
+    .start()
+}
+
+/// This replica's name in the Lease: `identity`, else `$HOSTNAME` (the pod name in
+/// Kubernetes), else the kernel's host name.
+pub(super) fn identity(config: &LeaderElectionConfig) -> String {
+    config
+        .identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+}
+
+/// Probes per second one prober thread is given before a second one is started.
+///
+/// One thread carries this many with room to spare (about a tenth of a core here at 2,000
+/// probes/s). Every extra thread wakes on its own, so a light load spread over more threads
+/// costs more wake-ups and context switches for the same probes (bench/README.md).
+pub(super) const PROBES_PER_THREAD: f64 = 10_000.0;
+
+/// Probes per second `targets` ask for at their intervals.
+pub(super) fn probe_rate(targets: &[Target]) -> f64 {
+    targets
+        .iter()
+        .map(|t| 1.0 / t.check.timing.interval.as_secs_f64().max(1e-3))
+        .sum()
+}
+
+/// Prober threads for `per_second` probes: one per [`PROBES_PER_THREAD`], at least one, at
+/// most one per core. Fixed at start, as is the tick: a reload that adds load keeps both.
+pub(super) fn prober_threads(per_second: f64) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
+}
