@@ -31,6 +31,7 @@ pub mod selection;
 pub mod sink;
 pub mod snapshot;
 pub mod status;
+pub mod tls_client;
 pub mod token_bucket;
 mod trace;
 mod tracker;

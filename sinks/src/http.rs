@@ -38,7 +38,7 @@ pub struct Answer {
 /// An HTTP/1.1 connector for `http://` and `https://` URLs with rustls (ring), trusting
 /// `trust`: the one TLS set-up of every outgoing HTTP client (sinks, OTLP export).
 pub fn connector(trust: &TlsCheck) -> Result<HttpsConnector<HttpConnector>, String> {
-    let mut tls = ho_engine::probe::client_config(trust).map_err(|e| e.to_string())?;
+    let mut tls = ho_engine::tls_client::client_config(trust).map_err(|e| e.to_string())?;
     // hyper-rustls sets ALPN from the enabled HTTP versions itself.
     tls.alpn_protocols.clear();
     Ok(hyper_rustls::HttpsConnectorBuilder::new()

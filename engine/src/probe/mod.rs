@@ -22,8 +22,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
+pub use crate::tls_client::TlsError;
 pub use outcome::{Failure, ProbeResult};
-pub use tls::{client_config, TlsCache, TlsError};
+pub use tls::TlsCache;
 
 use connect::SocketSetup;
 use http::HttpRequest;
