@@ -233,14 +233,14 @@ async fn a_held_endpoint_returns_once_calm() {
     failing.store(false, Ordering::SeqCst);
     let calm = Instant::now();
     wait_for_file(&file, "the release", both).await;
-    // The penalty (capped at 750 * 2^3 = 6000) decays below 750 within max_suppress (3 s).
+    // Held on after the flapping stopped, until the penalty decayed: a release can come no
+    // sooner (a timer never fires early). That it comes within max_suppress (the penalty,
+    // capped at 750 * 2^3 = 6000, decays below 750 in 3 s) is the damping core's
+    // `a_hold_never_outlasts_max_suppress_after_the_last_flap`, in virtual time; here the
+    // release arriving at all (within the wait's bound) is what the real engine adds.
     let held_for = calm.elapsed();
     assert!(
         held_for > Duration::from_millis(300),
         "released too early: {held_for:?}"
-    );
-    assert!(
-        held_for < Duration::from_millis(3500),
-        "held too long: {held_for:?}"
     );
 }
