@@ -252,11 +252,17 @@ async fn answer(
     if matches!(path, "/status" | "/metrics") && !authorized(&req, state.token.as_deref()) {
         return unauthorized("bearer token required\n");
     }
-    read_only(path, state).await
+    let openmetrics = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(crate::metrics::wants_openmetrics);
+    read_only(path, openmetrics, state).await
 }
 
-/// The answer to a permitted `GET` of `path`.
-async fn read_only(path: &str, state: &ApiState) -> Response<Full<Bytes>> {
+/// The answer to a permitted `GET` of `path`; `/metrics` in OpenMetrics when the scraper
+/// asked for it (`openmetrics`), else in the classic text format.
+async fn read_only(path: &str, openmetrics: bool, state: &ApiState) -> Response<Full<Bytes>> {
     match path {
         "/" => page(),
         // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
@@ -278,10 +284,15 @@ async fn read_only(path: &str, state: &ApiState) -> Response<Full<Bytes>> {
             ),
             None => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
         },
+        "/metrics" if openmetrics => text(
+            StatusCode::OK,
+            crate::metrics::OPENMETRICS_CONTENT_TYPE,
+            state.metrics.encode(),
+        ),
         "/metrics" => text(
             StatusCode::OK,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            state.metrics.encode(),
+            crate::metrics::CLASSIC_CONTENT_TYPE,
+            crate::metrics::to_classic(&state.metrics.encode()),
         ),
         _ => text(
             StatusCode::NOT_FOUND,

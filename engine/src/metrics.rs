@@ -1,5 +1,9 @@
 //! Prometheus metrics, registered once and shared by the actors that update them.
 
+mod classic;
+
+pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -376,7 +380,7 @@ impl Metrics {
         );
     }
 
-    /// The Prometheus text exposition.
+    /// The OpenMetrics text exposition ([`to_classic`] gives the classic format).
     pub fn encode(&self) -> String {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)

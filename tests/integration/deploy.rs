@@ -88,8 +88,8 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
 }
 
 /// Every metric the alert rules and the dashboard use is one the binary exports, read from
-/// a live `/metrics` (sample names: counters with `_total`, histograms with
-/// `_bucket`/`_sum`/`_count`).
+/// a live `/metrics` in the classic format (sample names: counters with `_total`, histograms
+/// with `_bucket`/`_sum`/`_count`).
 #[actix_rt::test]
 async fn alerts_and_dashboard_use_only_exported_metrics() {
     let rendered = Command::new("kubectl")
@@ -127,8 +127,9 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
             (parts.next(), parts.next(), parts.next(), parts.next())
         {
             match kind {
+                // The classic format names a counter by its samples (`x_total`).
                 "counter" => {
-                    exported.insert(format!("{name}_total"));
+                    exported.insert(name.to_string());
                 }
                 "histogram" => {
                     for suffix in ["_bucket", "_sum", "_count"] {
@@ -157,4 +158,132 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
         missing.is_empty(),
         "not exported: {missing:?}\nexported: {exported:?}"
     );
+}
+
+/// The alert rules load in Prometheus and behave: `promtool check rules` on the groups of the
+/// PrometheusRule, then `promtool test rules` with `alerts.test.yaml`, which fires every alert
+/// from synthetic series and checks the cases that must stay silent (one alert per outage
+/// across replicas, a replica's own network failing, a sink with nothing pending).
+#[test]
+fn alert_rules_fire_and_stay_silent() {
+    let rule: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo("deploy/kubernetes/monitoring/prometheusrule.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut rules = serde_yaml::Mapping::new();
+    rules.insert("groups".into(), rule["spec"]["groups"].clone());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rules.yaml"),
+        serde_yaml::to_string(&rules).unwrap(),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo("deploy/kubernetes/monitoring/alerts.test.yaml"),
+        dir.path().join("alerts.test.yaml"),
+    )
+    .unwrap();
+    for args in [
+        ["check", "rules", "rules.yaml"],
+        ["test", "rules", "alerts.test.yaml"],
+    ] {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("promtool is missing: run the test command (bash .ci/test)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `/metrics` speaks both formats cleanly: the classic text format by default, which
+/// `promtool check metrics` (Prometheus's own linter) accepts without a finding, and
+/// OpenMetrics when the scraper asks for it, as Prometheus does.
+#[actix_rt::test]
+async fn metrics_are_lint_clean_in_the_format_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = crate::harness::gateways(1);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        crate::harness::hosts_sink(dir.path())
+    );
+    let engine = crate::harness::start_engine(
+        dir.path(),
+        &crate::harness::config(
+            &crate::harness::Check::FAST,
+            &gws.iter().collect::<Vec<_>>(),
+            &tail,
+        ),
+    )
+    .await;
+    let addr = crate::harness::serve_api(&engine, None, None).await;
+    crate::harness::wait_for_status(&engine, "a verdict", |s| {
+        s.endpoints
+            .iter()
+            .all(|e| e.state == ho_engine::hysteresis::Health::Up)
+    })
+    .await;
+    let (classic_type, classic) = scrape(addr, "*/*").await;
+    assert_eq!(classic_type, "text/plain; version=0.0.4; charset=utf-8");
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool is missing: run the test command (bash .ci/test)");
+    use std::io::Write;
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(classic.as_bytes())
+        .unwrap();
+    let out = lint.wait_with_output().unwrap();
+    let findings = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && findings.trim().is_empty(),
+        "{findings}\n{classic}"
+    );
+    assert!(!classic.contains("# EOF"));
+
+    let (om_type, om) = scrape(
+        addr,
+        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+    )
+    .await;
+    assert!(
+        om_type.starts_with("application/openmetrics-text"),
+        "{om_type}"
+    );
+    assert!(om.trim_end().ends_with("# EOF"), "{om}");
+}
+
+/// `GET /metrics` with `accept`: the content type and the body.
+async fn scrape(addr: std::net::SocketAddr, accept: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET /metrics HTTP/1.0\r\nAccept: {accept}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        })
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default();
+    (content_type, body.to_owned())
 }
