@@ -287,3 +287,53 @@ async fn scrape(addr: std::net::SocketAddr, accept: &str) -> (String, String) {
         .unwrap_or_default();
     (content_type, body.to_owned())
 }
+
+/// Every query of the shipped Grafana dashboard is valid PromQL: each becomes a recording
+/// rule that `promtool check rules` parses (Grafana's interval variables stand in as 5m).
+#[test]
+fn dashboard_queries_parse() {
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo("deploy/kubernetes/monitoring/dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let mut queries = Vec::new();
+    collect_exprs(&dashboard, &mut queries);
+    assert!(queries.len() >= 10, "{queries:?}");
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, query) in queries.iter().enumerate() {
+        let query = ["$__rate_interval", "$__interval", "$__range"]
+            .iter()
+            .fold(query.clone(), |q, var| q.replace(var, "5m"));
+        rules.push_str(&format!(
+            "      - record: dashboard:query_{i}\n        expr: {}\n",
+            serde_json::to_string(&query).unwrap()
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("dashboard.yaml"), &rules).unwrap();
+    let out = Command::new("promtool")
+        .args(["check", "rules", "dashboard.yaml"])
+        .current_dir(dir.path())
+        .output()
+        .expect("promtool is missing: run the test command (bash .ci/test)");
+    assert!(
+        out.status.success(),
+        "{}{}\n{rules}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every `expr` string anywhere in a Grafana dashboard.
+fn collect_exprs(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::String(expr)) = map.get("expr") {
+                out.push(expr.clone());
+            }
+            map.values().for_each(|v| collect_exprs(v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
+}
