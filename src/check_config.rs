@@ -1,11 +1,13 @@
-//! `check-config`: validate without running.
+//! `check-config`: validate without running, and the same check before `run` starts.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use ho_config::Plan;
+
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
-    match ho_sinks::load_plan(files) {
+    match load_checked(files) {
         Ok(plan) => {
             println!(
                 "ok: {} endpoints ({} probe targets), {} tenants, {} sinks",
@@ -16,9 +18,24 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(2)
-        }
+        Err(code) => code,
     }
+}
+
+/// Loads, layers and validates `files`, then reads every secret, CA file, kubeconfig and
+/// database the config names (`ho_sinks::preflight`), so a config `check-config` accepts is
+/// one `run` starts. On any problem prints every one of them and returns exit code 2.
+pub fn load_checked(files: &[PathBuf]) -> Result<Plan, ExitCode> {
+    let plan = ho_sinks::load_plan(files).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })?;
+    let problems = ho_sinks::preflight(&plan);
+    if problems.is_empty() {
+        return Ok(plan);
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    Err(ExitCode::from(2))
 }

@@ -11,24 +11,22 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use ho_config::LogFormat;
 use ho_engine::metrics::Metrics;
-use ho_engine::Engine;
+use ho_engine::{Engine, EngineError};
 use tracing::{info, warn};
 
 use crate::reload::Reloader;
 use ho_kube::lease::Elector;
 
-/// Loads the config (exit 2 with every error if invalid), starts telemetry, the engine and
+/// Loads the config (exit 2 with every problem if it is invalid or names a secret, file or
+/// socket that cannot be used), starts telemetry, the engine and
 /// the API, and runs until SIGINT or SIGTERM, reloading the config on SIGHUP (and on file
 /// changes with `[reload] watch = true`). Shutdown stops probing, lets sink writes in
 /// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
 /// records in place.
 pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
-    let plan = match ho_sinks::load_plan(files) {
+    let plan = match crate::check_config::load_checked(files) {
         Ok(plan) => plan,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
     crate::logging::init(false, log_format.unwrap_or(plan.telemetry.log_format));
     // Thousands of probes in flight need thousands of descriptors: use all we may.
@@ -66,8 +64,17 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
-        let mut engine =
-            Engine::start_with(plan, Arc::new(ho_sinks::Sinks::default()), metrics).await?;
+        let sinks = Arc::new(ho_sinks::Sinks::default());
+        let mut engine = match Engine::start_with(plan, sinks, metrics).await {
+            Ok(engine) => engine,
+            // What the preflight could not see (a socket the DNS server cannot bind) is a
+            // config problem too.
+            Err(e @ (EngineError::Tls { .. } | EngineError::SinkBuild(_))) => {
+                eprintln!("{e}");
+                return Ok(ExitCode::from(2));
+            }
+            Err(e) => return Err(e.into()),
+        };
         engine.set_cluster(cluster);
         crate::heap::release_freed_pages();
         let api = actix::spawn(ho_engine::api::serve(

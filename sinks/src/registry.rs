@@ -47,6 +47,11 @@ pub trait SinkSettings: SinkSpec + DeserializeOwned + schemars::JsonSchema + 'st
 
     /// Builds the writer: may read secrets and files, does not contact the back end.
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a>;
+
+    /// Reads what building will read (secrets, CA files, kubeconfig, databases) and
+    /// reports every problem, without binding a socket or contacting the back end: what
+    /// `check-config` adds to validation so it accepts only what `run` starts.
+    fn preflight(&self, _problems: &mut Problems<'_>) {}
 }
 
 /// The registration of the kind whose settings are `T`: one generic [`Kind`] for every
@@ -73,6 +78,15 @@ impl<T: SinkSettings> Kind for Registered<T> {
 
     fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a> {
         spec_of::<T>(spec).build(ctx)
+    }
+
+    fn preflight(&self, sink: &str, spec: &dyn SinkSpec) -> Vec<FieldError> {
+        let mut problems = Problems {
+            sink,
+            errors: Vec::new(),
+        };
+        spec_of::<T>(spec).preflight(&mut problems);
+        problems.errors
     }
 }
 
@@ -107,6 +121,9 @@ pub trait Kind: Sync {
 
     /// Builds the writer from the spec this kind parsed.
     fn build<'a>(&'a self, spec: &'a dyn SinkSpec, ctx: BuildContext<'a>) -> KindFuture<'a>;
+
+    /// The problems building sink `sink` would meet (see [`SinkSettings::preflight`]).
+    fn preflight(&self, sink: &str, spec: &dyn SinkSpec) -> Vec<FieldError>;
 }
 
 /// Deserializes a table's own keys into `T`, reporting errors under `sinks.NAME`.
@@ -199,6 +216,49 @@ impl SinkFactory for Sinks {
                 })
         })
     }
+}
+
+/// What `run` would refuse in a valid `plan`: every sink's secrets, CA files, kubeconfig and
+/// databases, and every https target's CA file, read as building them reads them. Nothing
+/// binds a socket or contacts a back end.
+pub fn preflight(plan: &Plan) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (name, sink) in &plan.sinks {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.name() == sink.spec.kind())
+            .expect("every spec comes from a registered kind");
+        errors.extend(kind.preflight(name, &*sink.spec));
+    }
+    for (path, file) in [
+        ("api.token_file", &plan.api_token_file),
+        ("api.admin_token_file", &plan.api_admin_token_file),
+    ] {
+        if let Some(file) = file {
+            if let Err(e) = crate::secret::Secret::load(Some(file), None) {
+                errors.push(FieldError {
+                    path: path.into(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    let mut checked = std::collections::HashSet::new();
+    for (i, endpoint) in plan.endpoints.iter().enumerate() {
+        let target = &plan.targets[endpoint.target];
+        if let ho_config::Protocol::Https { tls, .. } = &target.check.protocol {
+            if !checked.insert(tls) {
+                continue;
+            }
+            if let Err(e) = ho_engine::tls_client::client_config(tls) {
+                errors.push(FieldError {
+                    path: format!("endpoints[{i}].check"),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    errors
 }
 
 /// Loads, layers and validates config files with this crate's sink kinds.

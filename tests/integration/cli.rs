@@ -606,3 +606,57 @@ async fn the_cluster_id_is_configured_or_derived_the_same_by_every_replica() {
     );
     assert_ne!(seen[3].0, seen[1].0);
 }
+
+/// A valid config that names what cannot be used — an unset secret variable, a missing API
+/// key file, a missing CA file of an https check, a missing API token file — is refused by
+/// `check-config` and by `run` alike, exit 2, every problem at once with its path.
+#[test]
+fn check_config_and_run_refuse_what_run_could_not_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = |name: &str| dir.path().join(name).display().to_string();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[api]\nlisten = \"127.0.0.1:0\"\ntoken_file = {:?}\n\
+             [defaults.check]\nkind = \"https\"\nport = 443\ninterval = \"1s\"\nrise = 1\nfall = 2\nca_file = {:?}\n\
+             [[endpoints]]\nname = \"a\"\naddress = \"192.0.2.1\"\n\
+             [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"pdns\", \"hook\"]\n\
+             [sinks.pdns]\nkind = \"powerdns\"\nurl = \"http://127.0.0.1:1\"\nzone = \"example.\"\napi_key_file = {:?}\n\
+             [sinks.hook]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:1/\"\nsecret_env = \"HO_TEST_UNSET_SECRET_4711\"\n",
+            missing("token"),
+            missing("ca.pem"),
+            missing("pdns-key"),
+        ),
+    )
+    .unwrap();
+    for command in ["check-config", "run"] {
+        let out = bin()
+            .args([command, "--config"])
+            .arg(&config)
+            .env_remove("HO_TEST_UNSET_SECRET_4711")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        let paths: Vec<&str> = stderr
+            .lines()
+            .filter_map(|l| l.split_once(": ").map(|(path, _)| path))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "sinks.hook.secret_env",
+                "sinks.pdns.api_key_file",
+                "api.token_file",
+                "endpoints[0].check",
+            ],
+            "{command}: {stderr}"
+        );
+        assert!(
+            stderr.contains("HO_TEST_UNSET_SECRET_4711 is not set"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("ca.pem"), "{stderr}");
+    }
+}

@@ -66,6 +66,14 @@ impl SinkSettings for CorednsConfigMapConfig {
     fn build<'a>(&'a self, _: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::CorednsConfigMapSink::new(self).await?) as _) })
     }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Some(path) = &self.kubeconfig {
+            if let Err(e) = kube::config::Kubeconfig::read_from(path) {
+                p.at("kubeconfig", format!("{}: {e}", path.display()));
+            }
+        }
+    }
 }
 
 impl SinkSpec for CorednsConfigMapConfig {

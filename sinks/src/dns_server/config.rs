@@ -167,6 +167,12 @@ impl SinkSettings for DnsServerConfig {
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(self, &ctx)?) as _) })
     }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Err(e) = super::geo::Locator::load(&self.geo) {
+            p.at("geo", e);
+        }
+    }
 }
 
 /// `geo.networks` with every location upper-cased; a key that is not a network or an

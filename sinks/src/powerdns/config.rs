@@ -78,6 +78,18 @@ impl SinkSettings for PowerDnsConfig {
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::PowerDnsSink::new(self, ctx.owner_id)?) as _) })
     }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        let source = self.api_key_file.as_deref();
+        if let Err(e) = crate::secret::Secret::load(source, self.api_key_env.as_deref()) {
+            let field = if source.is_some() {
+                "api_key_file"
+            } else {
+                "api_key_env"
+            };
+            p.at(field, e.to_string());
+        }
+    }
 }
 
 impl SinkSpec for PowerDnsConfig {

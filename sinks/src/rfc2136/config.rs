@@ -90,6 +90,14 @@ impl SinkSettings for Rfc2136Config {
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::Rfc2136Sink::new(self, ctx.owner_id)?) as _) })
     }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Some(tsig) = &self.tsig {
+            if let Err(e) = super::load_signer(tsig) {
+                p.at("tsig.secret_file", e);
+            }
+        }
+    }
 }
 
 impl SinkSpec for Rfc2136Config {

@@ -71,6 +71,29 @@ impl SinkSettings for WebhookConfig {
     fn build<'a>(&'a self, _: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move { Ok(Arc::new(super::WebhookSink::new(self)?) as _) })
     }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        let source = self.secret_file.as_deref();
+        if let Err(e) = crate::secret::Secret::load(source, self.secret_env.as_deref()) {
+            p.at(
+                if source.is_some() {
+                    "secret_file"
+                } else {
+                    "secret_env"
+                },
+                e.to_string(),
+            );
+        }
+        if let Some(ca_file) = &self.ca_file {
+            let trust = ho_config::TlsCheck {
+                insecure: false,
+                ca_file: Some(ca_file.clone()),
+            };
+            if let Err(e) = ho_engine::tls_client::client_config(&trust) {
+                p.at("ca_file", e.to_string());
+            }
+        }
+    }
 }
 
 impl SinkSpec for WebhookConfig {
