@@ -5,6 +5,7 @@
 //! Validation never stops at the first problem: it returns every error with the path of the
 //! field that causes it, so an operator fixes a file in one pass.
 
+pub mod explain;
 pub mod load;
 pub mod model;
 pub mod names;

@@ -26,6 +26,10 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
+    /// A file named on the command line is YAML (an OpenOva config, Kuadrant resources):
+    /// said as such, with the command that converts it, instead of a TOML parse error.
+    #[error("config file {file}: this is YAML, and the configuration is TOML; convert it with `health-orchestrator import --from openova {file}` (OpenOva's config) or `--from kuadrant` (Kuadrant's DNSPolicy, DNSRecord, DNSHealthCheckProbe)", file = .0.display())]
+    Yaml(PathBuf),
     /// A layer does not parse or does not fit the schema (unknown field, wrong type, ...).
     #[error("{0}")]
     Parse(ParseErrors),
@@ -56,7 +60,7 @@ impl fmt::Display for ParseErrors {
             if !e.path.is_empty() {
                 write!(f, "{}: ", e.path.join("."))?;
             }
-            write!(f, "{}", e.kind)?;
+            write!(f, "{}", crate::explain::explain(&e.kind))?;
         }
         Ok(())
     }
@@ -102,9 +106,38 @@ pub fn figment(files: &[impl AsRef<Path>]) -> Result<Figment, ConfigError> {
                 source,
             });
         }
+        if looks_like_yaml(path) {
+            return Err(ConfigError::Yaml(path.to_owned()));
+        }
         fig = fig.merge(Toml::file_exact(path));
     }
     Ok(fig.merge(Env::prefixed(ENV_PREFIX).split("__")))
+}
+
+/// Whether `path` is YAML rather than TOML: by its extension, or by a first line that is a
+/// YAML document start or a `key: value` line (never valid TOML).
+fn looks_like_yaml(path: &Path) -> bool {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+    {
+        return true;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    first.is_some_and(|l| {
+        l == "---"
+            || l.split_once(": ").is_some_and(|(key, _)| {
+                key.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            })
+            || (l.ends_with(':') && !l.contains('='))
+    })
 }
 
 /// Loads and layers the configuration without validating it.

@@ -141,7 +141,7 @@ pub fn settings<T: DeserializeOwned>(sink: &str, table: &SinkTable) -> Result<T,
                     }
                     FieldError {
                         path,
-                        reason: e.kind.to_string(),
+                        reason: ho_config::explain::explain(&e.kind),
                     }
                 })
                 .collect()

@@ -1,0 +1,114 @@
+//! Parse errors in words an operator acts on: a misspelt key gets the key it was probably
+//! meant to be, a duration without a unit gets the two spellings it was probably meant to
+//! be, and lists of what is allowed are plain names, not nested quotes.
+
+use figment::error::{Actual, Kind};
+
+/// What `kind` means for the operator, in one line.
+pub fn explain(kind: &Kind) -> String {
+    match kind {
+        Kind::UnknownField(found, expected) => unknown("key", found, expected),
+        Kind::UnknownVariant(found, expected) => unknown("value", found, expected),
+        Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected)
+            if expected.contains("duration") =>
+        {
+            match bare_number(actual) {
+                Some(n) => format!(
+                    "{n} has no unit: write \"{n}ms\" or \"{n}s\" (durations are strings such as \"250ms\", \"1m 30s\")"
+                ),
+                None => kind.to_string(),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `found` is not one of `expected`: the closest one if it is a likely typo, else the list.
+fn unknown(what: &str, found: &str, expected: &[&str]) -> String {
+    let closest = expected
+        .iter()
+        .map(|e| (distance(found, e), *e))
+        .min_by_key(|(d, _)| *d);
+    match closest {
+        Some((d, e)) if d <= (found.chars().count() / 3).max(1) => {
+            format!("unknown {what} `{found}`; did you mean `{e}`?")
+        }
+        _ if expected.is_empty() => format!("unknown {what} `{found}`"),
+        _ => format!(
+            "unknown {what} `{found}`; expected one of: {}",
+            expected.join(", ")
+        ),
+    }
+}
+
+/// A number written where a duration belongs, as written.
+fn bare_number(actual: &Actual) -> Option<String> {
+    match actual {
+        Actual::Unsigned(n) => Some(n.to_string()),
+        Actual::Signed(n) => Some(n.to_string()),
+        Actual::Float(n) => Some(n.to_string()),
+        Actual::Str(s) => {
+            let t = s.trim();
+            (!t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                .then(|| t.to_owned())
+        }
+        _ => None,
+    }
+}
+
+/// Levenshtein distance in characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_gets_its_key_and_a_stranger_gets_the_list() {
+        let keys: &'static [&'static str] = &["interval", "fall", "rise"];
+        assert_eq!(
+            explain(&Kind::UnknownField("intervall".into(), keys)),
+            "unknown key `intervall`; did you mean `interval`?"
+        );
+        assert_eq!(
+            explain(&Kind::UnknownField("fal".into(), keys)),
+            "unknown key `fal`; did you mean `fall`?"
+        );
+        assert_eq!(
+            explain(&Kind::UnknownField("banana".into(), keys)),
+            "unknown key `banana`; expected one of: interval, fall, rise"
+        );
+    }
+
+    #[test]
+    fn a_duration_without_a_unit_says_how_to_write_it() {
+        let expected = "a duration".to_owned();
+        assert_eq!(
+            explain(&Kind::InvalidValue(Actual::Str("500".into()), expected.clone())),
+            "500 has no unit: write \"500ms\" or \"500s\" (durations are strings such as \"250ms\", \"1m 30s\")"
+        );
+        assert!(
+            explain(&Kind::InvalidType(Actual::Unsigned(2), expected.clone()))
+                .starts_with("2 has no unit")
+        );
+        assert_eq!(
+            explain(&Kind::InvalidValue(Actual::Str("fast".into()), expected)),
+            "invalid value string \"fast\", expected a duration"
+        );
+    }
+}
