@@ -337,3 +337,67 @@ fn collect_exprs(value: &serde_json::Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// The tenant CoreDNS listens where its Service sends queries: a server block of the
+/// Corefile with its own port would win over the `-dns.port` the Deployment passes (the
+/// container runs non-root without capabilities, so it cannot bind 53 either).
+#[test]
+fn the_tenant_corefile_listens_on_the_port_its_deployment_serves() {
+    let deployment = std::fs::read_to_string(repo("deploy/kubernetes/coredns.yaml")).unwrap();
+    let port = deployment
+        .split("\"-dns.port\", \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("coredns.yaml passes -dns.port");
+    assert!(
+        deployment.contains(&format!("containerPort: {port}")),
+        "the container exposes {port}"
+    );
+    let corefile = std::fs::read_to_string(repo("deploy/kubernetes/Corefile")).unwrap();
+    let keys: Vec<&str> = corefile
+        .lines()
+        .filter(|l| !l.starts_with([' ', '#', '}']) && l.trim_end().ends_with('{'))
+        .map(|l| l.trim_end_matches('{').trim())
+        .collect();
+    assert!(keys.len() >= 2, "{keys:?}");
+    for key in keys {
+        let explicit = key.rsplit_once(':').map(|(_, p)| p);
+        assert!(
+            explicit.is_none_or(|p| p == port),
+            "server block `{key}` listens on its own port, not -dns.port {port}"
+        );
+    }
+}
+
+/// The systemd unit and its DNS-server drop-in are what systemd accepts, without a warning
+/// (`systemd-analyze verify`; the binary's path is replaced by one that exists here), and they
+/// serve what they say: the hosts-file set-up writes a state directory other services can
+/// read (a DynamicUser's cannot be), and only the drop-in grants a capability, the one to
+/// bind port 53.
+#[test]
+fn the_systemd_unit_verifies_and_serves_both_setups() {
+    let unit = std::fs::read_to_string(repo("deploy/systemd/health-orchestrator.service")).unwrap();
+    let drop_in = std::fs::read_to_string(repo("deploy/systemd/dns-server.conf")).unwrap();
+    assert!(!unit.contains("DynamicUser=yes") && unit.contains("StateDirectoryMode=0755"));
+    assert!(unit.contains("CapabilityBoundingSet=\n"));
+    assert!(drop_in.contains("AmbientCapabilities=CAP_NET_BIND_SERVICE\n"));
+    let dir = tempfile::tempdir().unwrap();
+    let here = unit.replace("/usr/local/bin/health-orchestrator", "/bin/true");
+    for (name, text) in [
+        ("health-orchestrator.service", here.clone()),
+        ("with-dns.service", format!("{here}\n{drop_in}")),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&path)
+            .output()
+            .expect("systemd-analyze is missing: run the test command (bash .ci/test)");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.trim().is_empty(),
+            "{name}: {stderr}"
+        );
+    }
+}
