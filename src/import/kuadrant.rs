@@ -31,7 +31,7 @@ use records::{tenant_of_record, tenants_of_probes, zone_of, Endpoints, Tenant};
 const CUSTOM_WEIGHT_LABEL: &str = "kuadrant.io/lb-attribute-custom-weight";
 
 /// The config equivalent to Kuadrant documents `docs`, and what could not be carried over.
-pub fn convert(docs: &[Value]) -> anyhow::Result<(Table, Vec<String>)> {
+pub fn convert(docs: &[Value]) -> anyhow::Result<super::Imported> {
     let mut notes = Vec::new();
     let mut policies = Vec::new();
     let mut probes = Vec::new();
@@ -122,7 +122,11 @@ pub fn convert(docs: &[Value]) -> anyhow::Result<(Table, Vec<String>)> {
             .into(),
     );
     config.insert("sinks".into(), sinks.into());
-    Ok((config, notes))
+    Ok(super::Imported {
+        config,
+        not_carried: notes,
+        to_do: Vec::new(),
+    })
 }
 
 /// What a DNSPolicy says, in our terms.

@@ -25,6 +25,17 @@ pub enum Source {
     Kuadrant,
 }
 
+/// What an import produced: the config, what it could not carry over, and what the
+/// operator must still do for it to work as the source did.
+pub struct Imported {
+    /// The equivalent configuration.
+    pub config: toml::Table,
+    /// Keys without an equivalent (printed as `# NOT CARRIED OVER:`).
+    pub not_carried: Vec<String>,
+    /// Steps left to the operator (printed as `# TO DO:`).
+    pub to_do: Vec<String>,
+}
+
 /// Prints the imported config, or every problem that stops the import.
 pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
@@ -39,7 +50,7 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let (config, notes) = match from {
+    let imported = match from {
         Source::Openova => match docs.as_slice() {
             [one] => openova::convert(one)?,
             _ => bail!("an OpenOva config is one YAML document in one file"),
@@ -51,11 +62,14 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         "# Imported from {} ({from:?}) by `health-orchestrator import`.",
         names.join(", ")
     );
-    for note in &notes {
+    for note in &imported.not_carried {
         println!("# NOT CARRIED OVER: {note}");
     }
+    for step in &imported.to_do {
+        println!("# TO DO: {step}");
+    }
     println!();
-    print!("{}", toml::to_string(&config)?);
+    print!("{}", toml::to_string(&imported.config)?);
     Ok(ExitCode::SUCCESS)
 }
 

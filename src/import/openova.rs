@@ -45,7 +45,7 @@ fn parse_url(url: &str) -> Option<HealthUrl> {
 }
 
 /// The config equivalent to an OpenOva `config.yaml`, and what could not be carried over.
-pub fn convert(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
+pub fn convert(yaml: &Value) -> anyhow::Result<super::Imported> {
     let mut notes = Vec::new();
     unknown_keys(
         yaml,
@@ -109,16 +109,10 @@ pub fn convert(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
     }
     let number = |key: &str| hc.and_then(|h| h.get(key)).and_then(Value::as_f64);
     if let Some(s) = number("interval_seconds") {
-        check.insert(
-            "interval".into(),
-            format!("{}ms", (s * 1000.0).round()).into(),
-        );
+        check.insert("interval".into(), duration_text(s).into());
     }
     if let Some(s) = number("timeout_seconds") {
-        check.insert(
-            "timeout".into(),
-            format!("{}ms", (s * 1000.0).round()).into(),
-        );
+        check.insert("timeout".into(), duration_text(s).into());
     }
     if let Some(n) = number("failure_threshold") {
         check.insert("fall".into(), (n as i64).into());
@@ -164,22 +158,24 @@ pub fn convert(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
             &mut notes,
         );
     }
+    let namespace = coredns.and_then(|c| text(c, "configmap_namespace"));
+    let name = coredns.and_then(|c| text(c, "configmap_name"));
+    // Unnamed, it is the ConfigMap the shipped manifests create and their RBAC lets the
+    // orchestrator patch; a named one needs the same grant in its own namespace.
+    let (namespace, name) = (
+        namespace.unwrap_or(SHIPPED_NAMESPACE),
+        name.unwrap_or(SHIPPED_CONFIGMAP),
+    );
+    let mut to_do = Vec::new();
+    if (namespace, name) != (SHIPPED_NAMESPACE, SHIPPED_CONFIGMAP) {
+        to_do.push(format!(
+            "deploy/kubernetes/rbac.yaml lets the orchestrator get and patch only {SHIPPED_NAMESPACE}/{SHIPPED_CONFIGMAP}: grant get and patch on ConfigMap {name} in namespace {namespace} (a Role and RoleBinding there), or point sinks.coredns at the shipped ConfigMap"
+        ));
+    }
     let mut sink = Table::new();
     sink.insert("kind".into(), "coredns_configmap".into());
-    sink.insert(
-        "namespace".into(),
-        coredns
-            .and_then(|c| text(c, "configmap_namespace"))
-            .unwrap_or("kube-system")
-            .into(),
-    );
-    sink.insert(
-        "name".into(),
-        coredns
-            .and_then(|c| text(c, "configmap_name"))
-            .unwrap_or("coredns-custom")
-            .into(),
-    );
+    sink.insert("namespace".into(), namespace.into());
+    sink.insert("name".into(), name.into());
     let mut sinks = Table::new();
     sinks.insert("coredns".into(), sink.into());
 
@@ -215,7 +211,25 @@ pub fn convert(yaml: &Value) -> anyhow::Result<(Table, Vec<String>)> {
     config.insert("endpoints".into(), endpoints.into());
     config.insert("tenants".into(), out_tenants.into());
     config.insert("sinks".into(), sinks.into());
-    Ok((config, notes))
+    Ok(super::Imported {
+        config,
+        not_carried: notes,
+        to_do,
+    })
+}
+
+/// The namespace and ConfigMap of deploy/kubernetes (hosts-configmap.yaml, rbac.yaml).
+const SHIPPED_NAMESPACE: &str = "dns-failover";
+const SHIPPED_CONFIGMAP: &str = "health-orchestrator-hosts";
+
+/// Seconds as a duration a person writes: "5s", "500ms".
+fn duration_text(seconds: f64) -> String {
+    let ms = (seconds * 1000.0).round() as u64;
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 #[cfg(test)]

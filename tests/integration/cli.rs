@@ -332,6 +332,22 @@ fn import_from_openova_prints_a_config_that_checks() {
     assert!(toml.contains("namespace = \"kube-system\""), "{toml}");
     assert!(toml.contains("name = \"coredns-custom\""), "{toml}");
     assert!(!toml.contains("NOT CARRIED OVER"), "{toml}");
+    // Written as a person would, in the order a reader expects, and what the shipped RBAC
+    // does not allow is said.
+    assert!(
+        toml.contains("interval = \"5s\"\ntimeout = \"2s\""),
+        "{toml}"
+    );
+    assert!(
+        toml.find("[defaults.check]") < toml.find("[[endpoints]]")
+            && toml.find("[[endpoints]]") < toml.find("[[tenants]]")
+            && toml.find("kind = \"http\"") < toml.find("port = 15021"),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("# TO DO: deploy/kubernetes/rbac.yaml lets the orchestrator get and patch only dns-failover/health-orchestrator-hosts"),
+        "{toml}"
+    );
 
     // A key without an equivalent is named in a comment, and the rest still imports.
     let dir = tempfile::tempdir().unwrap();
