@@ -10,15 +10,24 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
     match load_checked(files) {
         Ok(plan) => {
             println!(
-                "ok: {} endpoints ({} probe targets), {} tenants, {} sinks",
-                plan.endpoints.len(),
-                plan.targets.len(),
-                plan.tenants.len(),
-                plan.sinks.len()
+                "ok: {}, {}, {}",
+                counted(plan.endpoints.len(), "endpoint")
+                    + &format!(" ({})", counted(plan.targets.len(), "probe target")),
+                counted(plan.tenants.len(), "tenant"),
+                counted(plan.sinks.len(), "sink"),
             );
             ExitCode::SUCCESS
         }
         Err(code) => code,
+    }
+}
+
+/// `n` things, in the singular for one.
+fn counted(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
     }
 }
 

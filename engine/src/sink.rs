@@ -24,6 +24,16 @@ pub enum Applied {
     Unchanged,
 }
 
+impl Applied {
+    /// The name in logs, metrics and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::Changed => "changed",
+            Applied::Unchanged => "unchanged",
+        }
+    }
+}
+
 /// A failed write, and whether trying again can help.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

@@ -105,11 +105,11 @@ mod tests {
     use std::time::Duration;
 
     const LOG: &str = r#"{"timestamp":"2026-11-23T18:00:00.100000Z","level":"INFO","message":"engine started"}
-{"timestamp":"2026-11-23T18:00:01.250000Z","level":"DEBUG","message":"written","sink":"r53","tenant":"t1","seq":4,"applied":"Changed","cause":"Snapshot"}
+{"timestamp":"2026-11-23T18:00:01.250000Z","level":"DEBUG","message":"written","sink":"r53","tenant":"t1","seq":4,"applied":"changed","cause":"snapshot"}
 {"timestamp":"2026-11-23T18:00:01.300000Z","level":"DEBUG","message":"rate limited","sink":"r53","tenant":"t2","wait":"200ms"}
 {"timestamp":"2026-11-23T18:00:01.400000Z","level":"WARN","message":"write failed: Route53 is throttling: Rate exceeded","sink":"r53","tenant":"t2","seq":7,"attempt":1,"retriable":true,"throttled":true}
 {"timestamp":"2026-11-23T18:00:01.500000Z","level":"WARN","message":"write failed: HTTP 403","sink":"pdns","tenant":"t2","seq":7,"attempt":1,"retriable":false,"throttled":false}
-{"timestamp":"2026-11-23T18:00:02.000000Z","level":"DEBUG","message":"written","sink":"r53","tenant":"t2","seq":9,"applied":"Changed","cause":"Retry"}
+{"timestamp":"2026-11-23T18:00:02.000000Z","level":"DEBUG","message":"written","sink":"r53","tenant":"t2","seq":9,"applied":"changed","cause":"retry"}
 not json at all
 "#;
 

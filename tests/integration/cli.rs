@@ -64,7 +64,7 @@ fn check_config_accepts_the_examples_and_layers_files() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "ok: 3 endpoints (3 probe targets), 1 tenants, 1 sinks\n"
+        "ok: 3 endpoints (3 probe targets), 1 tenant, 1 sink\n"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -321,7 +321,7 @@ fn import_from_openova_prints_a_config_that_checks() {
     );
     assert_eq!(
         summary,
-        "ok: 3 endpoints (3 probe targets), 2 tenants, 1 sinks\n"
+        "ok: 3 endpoints (3 probe targets), 2 tenants, 1 sink\n"
     );
     let check = &plan.targets[0].check;
     assert_eq!(check.port, 15021);

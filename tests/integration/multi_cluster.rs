@@ -413,7 +413,9 @@ async fn vote_scenario(sink: &str, zone: Zone) {
         all.iter().all(|ip| down_votes(v, ip).len() == 3)
     })
     .await;
-    assert_eq!(zone.addresses().await, sorted(&all));
+    // The tally is in; the write that follows it fails the name open to every address.
+    assert!(!zone.addresses().await.is_empty(), "an empty name");
+    zone.wait_for(&all).await;
     for g in [&ga, &gb, &gc] {
         g.fail_for(&[]);
     }

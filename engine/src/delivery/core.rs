@@ -442,8 +442,7 @@ impl DeliveryCore {
 /// The label of a write's result in metrics and events.
 pub(crate) fn result_label(result: &Result<Applied, SinkError>) -> &'static str {
     match result {
-        Ok(Applied::Changed) => "changed",
-        Ok(Applied::Unchanged) => "unchanged",
+        Ok(applied) => applied.as_str(),
         Err(_) => "error",
     }
 }

@@ -16,7 +16,14 @@ impl Engine {
         let effective = plan.with_discovered(&self.discovered.borrow());
         let summary = self.apply(effective).await?;
         self.configured = Arc::new(plan);
-        info!(?summary, "config reloaded");
+        info!(
+            targets_kept = summary.targets_kept,
+            targets_added = summary.targets_added,
+            targets_removed = summary.targets_removed,
+            sinks_rebuilt = %summary.sinks_rebuilt.join(", "),
+            sinks_removed = %summary.sinks_removed.join(", "),
+            "config reloaded"
+        );
         Ok(summary)
     }
 
