@@ -104,21 +104,7 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let gws = crate::harness::gateways(1);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        crate::harness::hosts_sink(dir.path())
-    );
-    let engine = crate::harness::start_engine(
-        dir.path(),
-        &crate::harness::config(
-            &crate::harness::Check::FAST,
-            &gws.iter().collect::<Vec<_>>(),
-            &tail,
-        ),
-    )
-    .await;
-    let addr = crate::harness::serve_api(&engine, None, None).await;
+    let (_engine, addr, _gateway) = one_gateway_engine(dir.path()).await;
     let metrics = crate::harness::api_get(addr, "/metrics").await;
     let mut exported = std::collections::BTreeSet::new();
     for line in metrics.lines() {
@@ -207,21 +193,7 @@ fn alert_rules_fire_and_stay_silent() {
 #[actix_rt::test]
 async fn metrics_are_lint_clean_in_the_format_asked_for() {
     let dir = tempfile::tempdir().unwrap();
-    let gws = crate::harness::gateways(1);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        crate::harness::hosts_sink(dir.path())
-    );
-    let engine = crate::harness::start_engine(
-        dir.path(),
-        &crate::harness::config(
-            &crate::harness::Check::FAST,
-            &gws.iter().collect::<Vec<_>>(),
-            &tail,
-        ),
-    )
-    .await;
-    let addr = crate::harness::serve_api(&engine, None, None).await;
+    let (engine, addr, _gateway) = one_gateway_engine(dir.path()).await;
     crate::harness::wait_for_status(&engine, "a verdict", |s| {
         s.endpoints
             .iter()
@@ -269,14 +241,8 @@ async fn metrics_are_lint_clean_in_the_format_asked_for() {
 
 /// `GET /metrics` with `accept`: the content type and the body.
 async fn scrape(addr: std::net::SocketAddr, accept: &str) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET /metrics HTTP/1.0\r\nAccept: {accept}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).await.unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let request = format!("GET /metrics HTTP/1.0\r\nAccept: {accept}\r\n\r\n");
+    let (head, body) = crate::harness::raw_request(addr, &request).await;
     let content_type = head
         .lines()
         .find_map(|l| {
@@ -285,7 +251,7 @@ async fn scrape(addr: std::net::SocketAddr, accept: &str) -> (String, String) {
         })
         .map(|(_, v)| v.trim().to_owned())
         .unwrap_or_default();
-    (content_type, body.to_owned())
+    (content_type, body)
 }
 
 /// Every query of the shipped Grafana dashboard is valid PromQL: each becomes a recording
@@ -400,4 +366,28 @@ fn the_systemd_unit_verifies_and_serves_both_setups() {
             "{name}: {stderr}"
         );
     }
+}
+
+/// An engine probing one healthy gateway for tenant `t` (hosts files in `dir`), with its API
+/// served; the gateway lives as long as the caller keeps it.
+async fn one_gateway_engine(
+    dir: &Path,
+) -> (ho_engine::Engine, std::net::SocketAddr, ho_testkit::Gateway) {
+    let gws = crate::harness::gateways(1);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        crate::harness::hosts_sink(dir)
+    );
+    let engine = crate::harness::start_engine(
+        dir,
+        &crate::harness::config(
+            &crate::harness::Check::FAST,
+            &gws.iter().collect::<Vec<_>>(),
+            &tail,
+        ),
+    )
+    .await;
+    let addr = crate::harness::serve_api(&engine, None, None).await;
+    let gateway = gws.into_iter().next().expect("one gateway");
+    (engine, addr, gateway)
 }

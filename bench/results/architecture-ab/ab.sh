@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Interleaved A/B of the probe engine: peerbench CPU per 1k probes at 1,000 and 10,000
-# endpoints (3 rounds, order alternating), then detection at 10,000 (5 trials each).
+# endpoints (3 rounds, order alternating), then detection at 10,000 (5 trials each). The
+# 10,000 figures in bench/README add rounds 4-6 at 10,000 only (SIZES="10000" ROUNDS="4 5 6"
+# DETECT=0) and one HAProxy run (PEERS=haproxy through run_all.sh).
 set -u
 A=/tmp/headA-target/release/health-orchestrator
 B=/tmp/base-target/release/health-orchestrator
 PB=/work/shared/peerbench
 OUT=/tmp/ab/results; mkdir -p $OUT
 cd $PB
-for N in 1000 10000; do
+for N in ${SIZES:-1000 10000}; do
   ./farm.sh up $N >/dev/null 2>&1
-  for round in 1 2 3; do
+  for round in ${ROUNDS:-1 2 3}; do
     if (( round % 2 )); then order="A B"; else order="B A"; fi
     for build in $order; do
       bin=$A; [ $build = B ] && bin=$B
@@ -20,7 +22,7 @@ for N in 1000 10000; do
     done
   done
 done
-for build in A B; do
+for build in $([ "${DETECT:-1}" = 1 ] && echo A B); do
   bin=$A; [ $build = B ] && bin=$B
   ./detect_ours.sh $bin 10000 1000 5 > $OUT/detect-$build.json 2> $OUT/detect-$build.log
 done

@@ -148,17 +148,22 @@ pub async fn api_request(
     path: &str,
     token: Option<&str>,
 ) -> (u16, String) {
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let (head, body) = raw_request(addr, &format!("{method} {path} HTTP/1.0\r\n{auth}\r\n")).await;
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, body)
+}
+
+/// Sends `request` (a whole HTTP/1.0 request head) to the API at `addr`; the response's
+/// head and body (the server closes the connection).
+pub async fn raw_request(addr: std::net::SocketAddr, request: &str) -> (String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    s.write_all(format!("{method} {path} HTTP/1.0\r\n{auth}\r\n").as_bytes())
-        .await
-        .unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).await.unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (code, body.to_owned())
+    (head.to_owned(), body.to_owned())
 }
 
 /// Spawns `cmd` with its standard error written to `log` (read back by the test) and its
