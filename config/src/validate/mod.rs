@@ -95,7 +95,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
-    let tenants = tenants::resolve_tenants(config, &endpoints, &sinks, &mut errs);
+    let tenants = tenants::resolve_tenants(config, &sinks, &mut errs);
     if let Some(id) = &config.cluster.id {
         if let Err(e) = check_cluster_id(id) {
             errs.push("cluster.id", e);

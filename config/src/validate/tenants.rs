@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::{Config, EndpointSelection, RoutingPolicy, TenantConfig};
 use crate::names::{check_object_name, normalize_domain};
-use crate::plan::{Endpoint, PlannedSink, Tenant};
+use crate::plan::{PlannedSink, Tenant};
 
 use super::sinks::TenantUse;
 use super::{list_names, Errors};
@@ -15,8 +15,6 @@ use super::{list_names, Errors};
 /// What resolving the tenants needs to look up.
 struct Lookup<'a> {
     config: &'a Config,
-    /// Resolved endpoints (`None`: had errors), aligned with `config.endpoints`.
-    endpoints: &'a [Option<Endpoint>],
     /// Sinks that parsed.
     sinks: &'a BTreeMap<String, PlannedSink>,
     /// Endpoint index by name (the first, for duplicates).
@@ -26,7 +24,6 @@ struct Lookup<'a> {
 /// Resolves every tenant; domains must be unique across tenants.
 pub(super) fn resolve_tenants(
     config: &Config,
-    endpoints: &[Option<Endpoint>],
     sinks: &BTreeMap<String, PlannedSink>,
     errs: &mut Errors,
 ) -> Vec<Tenant> {
@@ -35,7 +32,6 @@ pub(super) fn resolve_tenants(
     }
     let lookup = Lookup {
         config,
-        endpoints,
         sinks,
         by_name: config
             .endpoints
@@ -210,16 +206,21 @@ impl Lookup<'_> {
     }
 
     /// A tenant publishes each address once (the plan's invariant: at most one endpoint per
-    /// target in a tenant).
+    /// target in a tenant). Read from the endpoints as configured, so an endpoint whose check
+    /// has its own error is still checked here: one error never hides another.
     fn check_addresses(&self, selected: &[usize], path: &str, errs: &mut Errors) {
         let mut addresses: BTreeMap<IpAddr, &str> = BTreeMap::new();
-        for ep in selected.iter().filter_map(|&i| self.endpoints[i].as_ref()) {
-            if let Some(other) = addresses.insert(ep.address, &ep.name) {
+        for ep in selected.iter().map(|&i| &self.config.endpoints[i]) {
+            // An address that does not parse has its own error.
+            let Ok(address) = ep.address.parse::<IpAddr>() else {
+                continue;
+            };
+            if let Some(other) = addresses.insert(address, &ep.name) {
                 errs.push(
                     path,
                     format!(
-                        "endpoints \"{other}\" and \"{}\" share address {}; a tenant publishes each address once",
-                        ep.name, ep.address
+                        "endpoints \"{other}\" and \"{}\" share address {address}; a tenant publishes each address once",
+                        ep.name
                     ),
                 );
             }
