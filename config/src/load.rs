@@ -38,13 +38,18 @@ pub enum ConfigError {
     Invalid(#[from] ValidationErrors),
 }
 
-/// Parse errors, each naming its source (file or environment) and key path.
+/// Parse errors, each naming its source (file or environment) and key path; when they are
+/// only unknown keys, also what validating the rest finds, so one error never hides another.
 #[derive(Debug)]
-pub struct ParseErrors(Box<figment::Error>);
+pub struct ParseErrors {
+    parse: Box<figment::Error>,
+    /// Problems of the configuration without its unknown keys.
+    also: Option<ValidationErrors>,
+}
 
 impl fmt::Display for ParseErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in (*self.0).clone().into_iter().enumerate() {
+        for (i, e) in (*self.parse).clone().into_iter().enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
@@ -58,12 +63,32 @@ impl fmt::Display for ParseErrors {
                 write!(f, "{source}: ")?;
             }
             if !e.path.is_empty() {
-                write!(f, "{}: ", e.path.join("."))?;
+                write!(f, "{}: ", field_path(&e.path))?;
             }
             write!(f, "{}", crate::explain::explain(&e.kind))?;
         }
+        if let Some(also) = &self.also {
+            write!(f, "\n{also}")?;
+        }
         Ok(())
     }
+}
+
+/// A figment key path written as validation writes paths: `endpoints[0].check`, not
+/// `endpoints.0.check`.
+fn field_path(path: &[String]) -> String {
+    let mut out = String::new();
+    for key in path {
+        if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{key}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(key);
+        }
+    }
+    out
 }
 
 /// The built-in layer: every default in one place, so `check-config` and the docs agree.
@@ -142,13 +167,82 @@ fn looks_like_yaml(path: &Path) -> bool {
 
 /// Loads and layers the configuration without validating it.
 pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
-    figment(files)?
-        .extract()
-        .map_err(|e| ConfigError::Parse(ParseErrors(Box::new(e))))
+    figment(files)?.extract().map_err(|e| {
+        ConfigError::Parse(ParseErrors {
+            parse: Box::new(e),
+            also: None,
+        })
+    })
 }
 
 /// Loads, layers and validates: what `run` and `check-config` do. `sinks` parses the
 /// `[sinks.*]` tables (the sinks crate's registry).
 pub fn load_plan(files: &[impl AsRef<Path>], sinks: &dyn SinkCatalog) -> Result<Plan, ConfigError> {
-    Ok(validate(&load(files)?, sinks)?)
+    let layered = figment(files)?;
+    match layered.extract::<Config>() {
+        Ok(config) => Ok(validate(&config, sinks)?),
+        Err(e) => {
+            let also = validate_without_unknown_keys(&layered, &e, sinks);
+            Err(ConfigError::Parse(ParseErrors {
+                parse: Box::new(e),
+                also,
+            }))
+        }
+    }
+}
+
+/// When every parse error is an unknown key: the validation errors of the configuration
+/// with those keys left out (`None` when it then validates, or other parse errors remain).
+fn validate_without_unknown_keys(
+    layered: &Figment,
+    error: &figment::Error,
+    sinks: &dyn SinkCatalog,
+) -> Option<ValidationErrors> {
+    let mut value: figment::value::Value = layered.extract().ok()?;
+    let mut error = error.clone();
+    // Serde reports one unknown key per table at a time: a few rounds find them all.
+    for _ in 0..64 {
+        let errors: Vec<figment::Error> = error.clone().into_iter().collect();
+        if !errors
+            .iter()
+            .all(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
+        {
+            return None;
+        }
+        for e in &errors {
+            remove_at(&mut value, &e.path);
+        }
+        match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
+            Ok(config) => return validate(&config, sinks).err(),
+            Err(next) => error = next,
+        }
+    }
+    None
+}
+
+/// Removes the key at `path` (table keys and array indices) from `value`.
+fn remove_at(value: &mut figment::value::Value, path: &[String]) {
+    use figment::value::Value;
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut at = value;
+    for key in parents {
+        at = match at {
+            Value::Dict(_, dict) => match dict.get_mut(key) {
+                Some(next) => next,
+                None => return,
+            },
+            Value::Array(_, items) => {
+                match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                    Some(next) => next,
+                    None => return,
+                }
+            }
+            _ => return,
+        };
+    }
+    if let Value::Dict(_, dict) = at {
+        dict.remove(last);
+    }
 }
