@@ -72,9 +72,10 @@ pub fn convert(docs: &[Value]) -> anyhow::Result<super::Imported> {
         bail!("no addresses: pass the DNSRecord or DNSHealthCheckProbe documents with the DNSPolicy (a policy alone names no gateway)");
     }
     let policy = policy.unwrap_or_default();
+    let mut to_do = Vec::new();
     let mut zones: Vec<String> = Vec::new();
     for t in &mut tenants {
-        policy.apply(t, &endpoints, &mut notes);
+        policy.apply(t, &endpoints, &mut to_do);
         for d in &t.domains {
             let zone = zone_of(d);
             if !zones.contains(&zone) {
@@ -82,7 +83,7 @@ pub fn convert(docs: &[Value]) -> anyhow::Result<super::Imported> {
             }
         }
     }
-    notes.push("the DNS provider Kuadrant writes to (provider secret, ManagedZone): the tenants publish through the embedded DNS server [sinks.dns]; delegate the zone to it or replace it with a route53, powerdns or rfc2136 sink".into());
+    to_do.push("the DNS provider Kuadrant writes to (provider secret, ManagedZone): the tenants publish through the embedded DNS server [sinks.dns]; delegate the zone to it or replace it with a route53, powerdns or rfc2136 sink".into());
 
     let mut defaults = Table::new();
     defaults.insert("check".into(), policy.check.clone().into());
@@ -125,7 +126,7 @@ pub fn convert(docs: &[Value]) -> anyhow::Result<super::Imported> {
     Ok(super::Imported {
         config,
         not_carried: notes,
-        to_do: Vec::new(),
+        to_do,
     })
 }
 
@@ -219,15 +220,17 @@ impl Policy {
     }
 
     /// Sets `t`'s policy: `geo` when the policy says GEO (and every endpoint has a
-    /// location), `weighted` when weights differ, else `all` (Kuadrant's round robin).
-    fn apply(&self, t: &mut Tenant, endpoints: &Endpoints, notes: &mut Vec<String>) {
+    /// location), `weighted` when weights differ, else `all` (Kuadrant's round robin). What
+    /// the operator must still do (locations to set, weight rules that match nothing) goes
+    /// to `to_do`.
+    fn apply(&self, t: &mut Tenant, endpoints: &Endpoints, to_do: &mut Vec<String>) {
         let weighted = !self.rules.is_empty() || t.endpoints.iter().any(|e| endpoints.weighted(e));
         if let Some(geo) = &self.default_geo {
             if t.endpoints.iter().all(|e| endpoints.has_geo(e)) {
                 t.policy = "geo";
                 t.default_geo = Some(geo.clone());
             } else {
-                notes.push(format!("GEO for tenant {}: its endpoints have no geo-code; set labels.geo on each, then policy = \"geo\" and default_geo = \"{geo}\"", t.name));
+                to_do.push(format!("GEO for tenant {}: its endpoints have no geo-code; set labels.geo on each, then policy = \"geo\" and default_geo = \"{geo}\"", t.name));
             }
         }
         if weighted {
@@ -236,6 +239,15 @@ impl Policy {
             }
             t.default_weight = self.default_weight;
             t.rules.clone_from(&self.rules);
+            for (label, value, weight) in &self.rules {
+                let matched = t
+                    .endpoints
+                    .iter()
+                    .any(|e| endpoints.label(e, label) == Some(value.as_str()));
+                if !matched {
+                    to_do.push(format!("tenant {}: the weight rule {label} = {value:?} (weight {weight}) matches none of its endpoints, so it changes nothing; set labels.{label:?} on the endpoints it means", t.name));
+                }
+            }
         }
     }
 }

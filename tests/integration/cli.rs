@@ -532,6 +532,11 @@ fn import_from_kuadrant_policy_and_record() {
     ] {
         assert!(toml.contains(note), "{note}: {toml}");
     }
+    // No endpoint carries the label the custom weight matches: said, not silent.
+    assert!(
+        toml.contains("# TO DO: tenant prod-web-api: the weight rule cloud = \"Azure\" (weight 30) matches none of its endpoints"),
+        "{toml}"
+    );
 }
 
 /// `import --from kuadrant` on the health-check RFC's DNSPolicy and DNSHealthCheckProbes:

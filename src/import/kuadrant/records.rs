@@ -66,10 +66,16 @@ impl Endpoints {
     }
 
     pub(super) fn has_geo(&self, name: &str) -> bool {
+        self.label(name, "geo").is_some()
+    }
+
+    /// Endpoint `name`'s label `label`, if it has one.
+    pub(super) fn label(&self, name: &str, label: &str) -> Option<&str> {
         self.table(name)
             .and_then(|t| t.get("labels"))
             .and_then(toml::Value::as_table)
-            .is_some_and(|l| l.contains_key("geo"))
+            .and_then(|l| l.get(label))
+            .and_then(toml::Value::as_str)
     }
 }
 
