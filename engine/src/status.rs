@@ -49,8 +49,11 @@ pub struct ClusterStatus {
 /// tracker's view, so its scripts and dashboards keep working.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// Names of the endpoints that are up.
+    /// Addresses of the endpoints that are up, sorted, each once: what the seed's `/status`
+    /// lists (its nodes' IPs), so scripts reading it keep working.
     pub healthy_nodes: Vec<String>,
+    /// Names of the endpoints that are up.
+    pub healthy_endpoints: Vec<String>,
     /// Endpoints configured.
     pub total_nodes: usize,
     /// When the latest probe finished (RFC 3339, UTC); `None` before the first.
@@ -67,13 +70,11 @@ impl Summary {
             .fold(None, |max: Option<f64>, at| {
                 Some(max.map_or(at, |m| m.max(at)))
             });
+        let up = || tracker.endpoints.iter().filter(|e| e.state == Health::Up);
+        let addresses: std::collections::BTreeSet<IpAddr> = up().map(|e| e.address).collect();
         Summary {
-            healthy_nodes: tracker
-                .endpoints
-                .iter()
-                .filter(|e| e.state == Health::Up)
-                .map(|e| e.name.clone())
-                .collect(),
+            healthy_nodes: addresses.iter().map(IpAddr::to_string).collect(),
+            healthy_endpoints: up().map(|e| e.name.clone()).collect(),
             total_nodes: tracker.endpoints.len(),
             last_check: latest.map(|at| {
                 humantime::format_rfc3339_millis(

@@ -60,7 +60,8 @@ async fn healthz_readyz_status_and_metrics() {
     };
     assert_eq!(status["ready"], true);
     // The seed spec's fields.
-    assert_eq!(status["healthy_nodes"], serde_json::json!(["gw-1"]));
+    assert_eq!(status["healthy_nodes"], serde_json::json!([ip(&gws[0])]));
+    assert_eq!(status["healthy_endpoints"], serde_json::json!(["gw-1"]));
     assert_eq!(status["total_nodes"], 2);
     let last_check = status["last_check"].as_str().unwrap();
     let at = humantime::parse_rfc3339(last_check).unwrap();
