@@ -89,6 +89,26 @@ pub fn check_source(
     }
 }
 
+/// Loads the secret a sink names, as building the sink will, and reports a failure at the
+/// field that names the source (`check-config`'s preflight).
+pub fn preflight(
+    file: Option<&Path>,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut crate::registry::Problems<'_>,
+) {
+    if let Err(e) = Secret::load(file, env) {
+        p.at(
+            if file.is_some() {
+                file_field
+            } else {
+                env_field
+            },
+            e.to_string(),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

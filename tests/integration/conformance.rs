@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
-use ho_engine::metrics::SinkResultLabels;
 use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 
@@ -246,14 +245,7 @@ fn engine_config(check: &Check, gws: &[Gateway], backend: &impl Backend) -> Test
 }
 
 fn writes(engine: &Engine, result: &'static str) -> u64 {
-    engine
-        .metrics()
-        .sink_writes
-        .get_or_create(&SinkResultLabels {
-            sink: "s".into(),
-            result,
-        })
-        .get()
+    sink_writes_with(engine, "s", result)
 }
 
 async fn wait_published(backend: &impl Backend, want: &[String]) {

@@ -80,15 +80,12 @@ impl SinkSettings for PowerDnsConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        let source = self.api_key_file.as_deref();
-        if let Err(e) = crate::secret::Secret::load(source, self.api_key_env.as_deref()) {
-            let field = if source.is_some() {
-                "api_key_file"
-            } else {
-                "api_key_env"
-            };
-            p.at(field, e.to_string());
-        }
+        crate::secret::preflight(
+            self.api_key_file.as_deref(),
+            self.api_key_env.as_deref(),
+            ("api_key_file", "api_key_env"),
+            p,
+        );
     }
 }
 

@@ -73,17 +73,12 @@ impl SinkSettings for WebhookConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        let source = self.secret_file.as_deref();
-        if let Err(e) = crate::secret::Secret::load(source, self.secret_env.as_deref()) {
-            p.at(
-                if source.is_some() {
-                    "secret_file"
-                } else {
-                    "secret_env"
-                },
-                e.to_string(),
-            );
-        }
+        crate::secret::preflight(
+            self.secret_file.as_deref(),
+            self.secret_env.as_deref(),
+            ("secret_file", "secret_env"),
+            p,
+        );
         if let Some(ca_file) = &self.ca_file {
             let trust = ho_config::TlsCheck {
                 insecure: false,

@@ -41,17 +41,20 @@ pub async fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
 pub fn sink_writes(engine: &Engine, sink: &str) -> u64 {
     ["changed", "unchanged", "error"]
         .into_iter()
-        .map(|result| {
-            engine
-                .metrics()
-                .sink_writes
-                .get_or_create(&ho_engine::metrics::SinkResultLabels {
-                    sink: sink.into(),
-                    result,
-                })
-                .get()
-        })
+        .map(|result| sink_writes_with(engine, sink, result))
         .sum()
+}
+
+/// Writes sink `sink` has finished with `result` (`changed`, `unchanged`, `error`).
+pub fn sink_writes_with(engine: &Engine, sink: &str, result: &'static str) -> u64 {
+    engine
+        .metrics()
+        .sink_writes
+        .get_or_create(&ho_engine::metrics::SinkResultLabels {
+            sink: sink.into(),
+            result,
+        })
+        .get()
 }
 
 /// Starts `n` healthy gateways, each on its own loopback address.
