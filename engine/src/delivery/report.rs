@@ -110,7 +110,7 @@ impl Reporter {
         if cause == Cause::Reconcile && applied == Applied::Changed {
             warn!(sink = %self.name, tenant, seq = snapshot.seq, "drift repaired: the back end had been changed by someone else");
         } else {
-            debug!(sink = %self.name, tenant, seq = snapshot.seq, applied = applied.as_str(), cause = cause.as_str(), "written");
+            debug!(sink = %self.name, tenant, seq = snapshot.seq, applied = %applied.as_str(), cause = %cause.as_str(), "written");
         }
     }
 

@@ -81,7 +81,7 @@ pub fn published(metrics: &Metrics, snapshot: &Arc<TenantSnapshot>) {
     info!(
         tenant = %snapshot.tenant,
         seq = snapshot.seq,
-        mode = snapshot.mode.as_str(),
+        mode = %snapshot.mode.as_str(),
         count = snapshot.addresses.len(),
         addresses = %AddressList(&snapshot.addresses),
         trace_id = trace_id(&snapshot.trace),
