@@ -110,6 +110,7 @@ pub fn builtin() -> Config {
         leader_election: Default::default(),
         cluster: Default::default(),
         multi_cluster: Default::default(),
+        kubernetes: Default::default(),
         state_dir: None,
     }
 }

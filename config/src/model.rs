@@ -15,9 +15,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod check;
+mod kubernetes;
 mod tenant;
 
 pub use check::*;
+pub use kubernetes::*;
 pub use tenant::*;
 
 /// The whole configuration, after layering defaults, files and environment.
@@ -62,6 +64,9 @@ pub struct Config {
     /// Several clusters share one zone and vote on each address.
     #[serde(default)]
     pub multi_cluster: MultiClusterConfig,
+    /// Tenants as namespaced Kubernetes resources, and what each namespace may claim.
+    #[serde(default)]
+    pub kubernetes: KubernetesConfig,
     /// Folder for what must survive a restart: operator drains (`drains.json`). Required
     /// with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

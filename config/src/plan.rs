@@ -66,6 +66,8 @@ pub struct Plan {
     pub limits: LimitsConfig,
     /// Leader election among replicas (checked; `enabled = false` when off).
     pub leader_election: LeaderElectionConfig,
+    /// Tenants from Kubernetes resources (checked; `tenants = false` when off).
+    pub kubernetes: crate::model::KubernetesConfig,
 }
 
 impl Plan {

@@ -6,3 +6,4 @@
 pub mod client;
 pub mod cluster_id;
 pub mod lease;
+pub mod tenants;

@@ -8,6 +8,7 @@
 
 mod checks;
 mod endpoints;
+mod kubernetes;
 mod sinks;
 mod tenants;
 
@@ -102,6 +103,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         }
     }
     check_multi_cluster(&config.multi_cluster, &mut errs);
+    kubernetes::check_kubernetes(config, &mut errs);
     if config.api.admin_token_file.is_some() && config.state_dir.is_none() {
         errs.push(
             "api.admin_token_file",
@@ -138,6 +140,7 @@ pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, Vali
         reload: config.reload.clone(),
         limits: config.limits,
         leader_election: config.leader_election.clone(),
+        kubernetes: config.kubernetes.clone(),
     })
 }
 

@@ -1,0 +1,41 @@
+//! `[kubernetes]`: tenants as namespaced resources, and which namespace may claim what.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `[kubernetes]`: watch `DNSFailover` resources (`healthorchestrator.io/v1alpha1`) and publish each as a
+/// tenant on top of the `[[tenants]]` of the files. Only namespaces listed in `allow` can
+/// claim anything: a resource elsewhere is refused with a status condition and never
+/// reaches DNS.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesConfig {
+    /// Off: resources are not watched (the files alone say what is published).
+    #[serde(default)]
+    pub tenants: bool,
+    /// A kubeconfig file. Unset: the in-cluster service account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// What each namespace may claim. A namespace may appear once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<NamespaceAllowance>,
+}
+
+/// `[[kubernetes.allow]]`: one team's namespace and what its resources may claim.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceAllowance {
+    /// The namespace.
+    pub namespace: String,
+    /// Domain suffixes its resources may publish: `team-a.io` allows `team-a.io` itself and
+    /// every name under it (`api.team-a.io`), never `evilteam-a.io`.
+    pub domains: Vec<String>,
+    /// Names of `[sinks.*]` its resources may publish to.
+    pub sinks: Vec<String>,
+    /// Whether its resources may select Nodes as gateways (Nodes are shared by every
+    /// team, so this is granted explicitly).
+    #[serde(default)]
+    pub nodes: bool,
+}

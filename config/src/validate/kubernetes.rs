@@ -1,0 +1,44 @@
+//! `[kubernetes]`: the allowances must name real namespaces, domains and sinks, once each.
+
+use std::collections::HashSet;
+
+use super::Errors;
+use crate::model::Config;
+use crate::names::{check_kube_name, normalize_domain};
+
+/// A namespace listed twice would make its allowance depend on the order of the file; a
+/// suffix that is not a domain or a sink that does not exist would silently allow nothing.
+pub(super) fn check_kubernetes(config: &Config, errs: &mut Errors) {
+    let mut seen = HashSet::new();
+    for (i, allow) in config.kubernetes.allow.iter().enumerate() {
+        let at = |field: &str| format!("kubernetes.allow[{i}].{field}");
+        if let Err(e) = check_kube_name(&allow.namespace, 63) {
+            errs.push(at("namespace"), e);
+        }
+        if !seen.insert(allow.namespace.as_str()) {
+            errs.push(
+                at("namespace"),
+                format!(
+                    "\"{}\" is listed more than once: give each namespace one allowance",
+                    allow.namespace
+                ),
+            );
+        }
+        if allow.domains.is_empty() {
+            errs.push(at("domains"), "must name at least one domain suffix");
+        }
+        for (j, domain) in allow.domains.iter().enumerate() {
+            if let Err(e) = normalize_domain(domain) {
+                errs.push(at(&format!("domains[{j}]")), e);
+            }
+        }
+        for (j, sink) in allow.sinks.iter().enumerate() {
+            if !config.sinks.contains_key(sink) {
+                errs.push(
+                    at(&format!("sinks[{j}]")),
+                    format!("no sink named \"{sink}\" in [sinks]"),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! Admission: which resources become tenants, on top of the config files. Pure: the
+//! resources, what discovery found and the base config in; the merged config and one
+//! verdict per resource out. Everything a refusal says is decided here, so the status a
+//! team reads and the DNS that is published can never disagree.
+//!
+//! A resource is accepted when its namespace may claim its domains and sinks, it
+//! validates exactly as the equivalent `[[tenants]]` entry would, and no earlier resource
+//! (by creation time) or file tenant publishes any of its names. Anything else is refused
+//! and contributes nothing to the config.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+
+use ho_config::model::{EndpointConfig, NamespaceAllowance, TenantConfig};
+use ho_config::validate::{validate, SinkCatalog};
+use ho_config::{Config, EndpointSelection};
+use kube::ResourceExt;
+
+use super::discover::Lookup;
+use super::resource::{DNSFailover, EndpointSource};
+
+/// `namespace/name` of a resource.
+pub type Key = (String, String);
+
+/// What admission decided for one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Published as tenant `tenant`. `kept_last`: discovery found no gateway right now,
+    /// so the addresses found last are kept (a name is never emptied by discovery).
+    Accepted {
+        /// The tenant's name in `/status`, metrics and sinks' ownership marks.
+        tenant: String,
+        /// Whether the endpoints are the last ones discovery found.
+        kept_last: bool,
+    },
+    /// Not published; `reason` is one CamelCase word, `message` says what to change.
+    Refused {
+        /// `NamespaceNotAllowed`, `DomainNotAllowed`, `SinkNotAllowed`, `NodesNotAllowed`,
+        /// `Invalid`, `DomainClaimed` or `NameClaimed`.
+        reason: &'static str,
+        /// For `Invalid`, the lines `check-config` prints, located in the resource.
+        message: String,
+    },
+    /// Valid and allowed, but no gateway has an address yet: nothing to publish.
+    Waiting {
+        /// Which sources have nothing yet.
+        message: String,
+    },
+}
+
+/// The merged config and each resource's verdict.
+pub struct Admission {
+    /// The files' config with the accepted resources' tenants and endpoints added.
+    pub config: Config,
+    /// One verdict per resource given.
+    pub verdicts: BTreeMap<Key, Verdict>,
+}
+
+/// Admits resources; remembers each one's last discovered endpoints between rounds.
+#[derive(Default)]
+pub struct Admitter {
+    last: HashMap<Key, Vec<Found>>,
+}
+
+/// One discovered address and the source (index in `spec.endpoints`) that found it.
+#[derive(Debug, Clone, PartialEq)]
+struct Found {
+    address: IpAddr,
+    source: usize,
+}
+
+impl Admitter {
+    /// Decides every resource, oldest first (the first claimant keeps a name), and merges
+    /// the accepted ones into a copy of `base`.
+    pub fn admit(
+        &mut self,
+        base: &Config,
+        resources: &[&DNSFailover],
+        world: &dyn Lookup,
+        catalog: &dyn SinkCatalog,
+    ) -> Admission {
+        let mut ordered: Vec<&DNSFailover> = resources.to_vec();
+        ordered.sort_by(|a, b| {
+            let at = |r: &DNSFailover| r.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            at(a).cmp(&at(b)).then_with(|| key(a).cmp(&key(b)))
+        });
+        let mut claims = Claims::of_files(base);
+        let mut alone = base.clone();
+        alone.tenants.clear();
+        alone.endpoints.clear();
+        let mut config = base.clone();
+        let mut verdicts = BTreeMap::new();
+        let mut seen = HashSet::new();
+        for resource in ordered {
+            let k = key(resource);
+            seen.insert(k.clone());
+            let verdict = self.decide(resource, &k, &mut alone, &mut claims, world, catalog);
+            if let Verdict::Accepted { .. } = verdict {
+                config.tenants.extend(alone.tenants.drain(..));
+                config.endpoints.extend(alone.endpoints.drain(..));
+            }
+            verdicts.insert(k, verdict);
+        }
+        self.last.retain(|k, _| seen.contains(k));
+        Admission { config, verdicts }
+    }
+
+    /// One resource; on acceptance its tenant and endpoints are left in `alone`.
+    fn decide(
+        &mut self,
+        resource: &DNSFailover,
+        k: &Key,
+        alone: &mut Config,
+        claims: &mut Claims,
+        world: &dyn Lookup,
+        catalog: &dyn SinkCatalog,
+    ) -> Verdict {
+        let Some(allow) = alone.kubernetes.allow.iter().find(|a| a.namespace == k.0) else {
+            return refuse(
+                "NamespaceNotAllowed",
+                format!(
+                    "namespace \"{}\" has no [[kubernetes.allow]] entry in the orchestrator's config: ask the platform team to allow it",
+                    k.0
+                ),
+            );
+        };
+        if let Some(refusal) = check_allowance(resource, allow) {
+            return refusal;
+        }
+        let (found, missing) = match discover(resource, &k.0, world) {
+            Ok(found) => found,
+            Err(message) => return refuse("Invalid", message),
+        };
+        let kept_last = found.is_empty();
+        let found = if kept_last {
+            match self.last.get(k) {
+                Some(last) if !last.is_empty() => last.clone(),
+                _ => {
+                    return Verdict::Waiting {
+                        message: missing.join("; "),
+                    }
+                }
+            }
+        } else {
+            found
+        };
+        let tenant = bounded_name(&format!("{}_{}", k.0, k.1));
+        let config = match tenant_config(resource, &tenant, &found) {
+            Ok(config) => config,
+            Err(message) => return refuse("Invalid", message),
+        };
+        alone.tenants = vec![config];
+        alone.endpoints = endpoint_configs(resource, &tenant, &found);
+        if let Err(errors) = validate(alone, catalog) {
+            let sources: Vec<usize> = found.iter().map(|f| f.source).collect();
+            let lines: Vec<String> = errors
+                .0
+                .iter()
+                .map(|e| format!("{}: {}", locate(&e.path, &sources), e.reason))
+                .collect();
+            alone.tenants.clear();
+            alone.endpoints.clear();
+            return refuse("Invalid", lines.join("\n"));
+        }
+        if let Err(refusal) = claims.claim(k, &tenant, &alone.tenants[0].domains) {
+            alone.tenants.clear();
+            alone.endpoints.clear();
+            return refusal;
+        }
+        self.last.insert(k.clone(), found);
+        Verdict::Accepted { tenant, kept_last }
+    }
+}
+
+fn refuse(reason: &'static str, message: String) -> Verdict {
+    Verdict::Refused { reason, message }
+}
+
+/// `namespace/name`.
+pub fn key(resource: &DNSFailover) -> Key {
+    (
+        resource.namespace().unwrap_or_default(),
+        resource.name_any(),
+    )
+}
+
+/// Domains under an allowed suffix, sinks the namespace may use, Nodes only when granted.
+fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option<Verdict> {
+    let suffixes: Vec<String> = allow
+        .domains
+        .iter()
+        .filter_map(|d| ho_config::names::normalize_domain(d).ok())
+        .collect();
+    for (i, raw) in resource.spec.domains.iter().enumerate() {
+        let Ok(domain) = ho_config::names::normalize_domain(raw) else {
+            continue; // the validation says why, with the path
+        };
+        let under = |s: &String| domain == *s || domain.ends_with(&format!(".{s}"));
+        if !suffixes.iter().any(under) {
+            return Some(refuse(
+                "DomainNotAllowed",
+                format!(
+                    "spec.domains[{i}]: \"{domain}\" is not under a suffix namespace \"{}\" may claim ({})",
+                    allow.namespace,
+                    suffixes.join(", ")
+                ),
+            ));
+        }
+    }
+    for (i, sink) in resource.spec.sinks.iter().enumerate() {
+        if !allow.sinks.contains(sink) {
+            return Some(refuse(
+                "SinkNotAllowed",
+                format!(
+                    "spec.sinks[{i}]: namespace \"{}\" may not publish to sink \"{sink}\" (allowed: {})",
+                    allow.namespace,
+                    allow.sinks.join(", ")
+                ),
+            ));
+        }
+    }
+    let wants_nodes = resource
+        .spec
+        .endpoints
+        .iter()
+        .position(|s| s.nodes.is_some());
+    match wants_nodes {
+        Some(i) if !allow.nodes => Some(refuse(
+            "NodesNotAllowed",
+            format!(
+                "spec.endpoints[{i}].nodes: namespace \"{}\" may not select Nodes (the platform team grants it with nodes = true)",
+                allow.namespace
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Every address the sources yield (the first source to find an address keeps it), and
+/// what found nothing; `Err` when a source is malformed.
+fn discover(
+    resource: &DNSFailover,
+    namespace: &str,
+    world: &dyn Lookup,
+) -> Result<(Vec<Found>, Vec<String>), String> {
+    if resource.spec.endpoints.is_empty() {
+        return Err("spec.endpoints: name at least one source of gateways".into());
+    }
+    let mut found: Vec<Found> = Vec::new();
+    let mut missing = Vec::new();
+    for (i, source) in resource.spec.endpoints.iter().enumerate() {
+        let addresses = source_addresses(source, i, namespace, world, &mut missing)?;
+        for address in addresses {
+            if !found.iter().any(|f| f.address == address) {
+                found.push(Found { address, source: i });
+            }
+        }
+    }
+    Ok((found, missing))
+}
+
+fn source_addresses(
+    source: &EndpointSource,
+    i: usize,
+    namespace: &str,
+    world: &dyn Lookup,
+    missing: &mut Vec<String>,
+) -> Result<Vec<IpAddr>, String> {
+    let set = [
+        !source.addresses.is_empty(),
+        source.gateway.is_some(),
+        source.service.is_some(),
+        source.nodes.is_some(),
+    ];
+    if set.iter().filter(|s| **s).count() != 1 {
+        return Err(format!(
+            "spec.endpoints[{i}]: set exactly one of addresses, gateway, service or nodes"
+        ));
+    }
+    let mut none = |what: String| {
+        missing.push(what);
+        Vec::new()
+    };
+    let addresses = if let Some(name) = &source.gateway {
+        match world.gateway(namespace, name) {
+            None => none(format!("Gateway \"{name}\" not found")),
+            Some(a) if a.is_empty() => none(format!(
+                "Gateway \"{name}\" has no IPAddress in its status yet"
+            )),
+            Some(a) => a,
+        }
+    } else if let Some(name) = &source.service {
+        match world.service(namespace, name) {
+            None => none(format!("Service \"{name}\" not found")),
+            Some(a) if a.is_empty() => none(format!(
+                "Service \"{name}\" has no load balancer ingress IP yet"
+            )),
+            Some(a) => a,
+        }
+    } else if let Some(selector) = &source.nodes {
+        let nodes = world.nodes(selector, source.node_address.unwrap_or_default());
+        if nodes.is_empty() {
+            none(format!(
+                "no Node matches spec.endpoints[{i}].nodes with an {} address",
+                source.node_address.unwrap_or_default().as_str()
+            ))
+        } else {
+            nodes.into_iter().map(|(_, a)| a).collect()
+        }
+    } else {
+        let mut parsed = Vec::new();
+        for (j, a) in source.addresses.iter().enumerate() {
+            parsed.push(a.parse().map_err(|_| {
+                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (DNS failover publishes exactly what it probed)")
+            })?);
+        }
+        parsed
+    };
+    Ok(addresses)
+}
+
+/// The `[[tenants]]` entry the resource stands for: cleanup on removal always (deleting
+/// the resource withdraws its records, under the finalizer).
+fn tenant_config(
+    resource: &DNSFailover,
+    name: &str,
+    found: &[Found],
+) -> Result<TenantConfig, String> {
+    let spec = &resource.spec;
+    let ttl = match spec.ttl.as_deref() {
+        None => std::time::Duration::from_secs(30),
+        Some(t) => humantime::parse_duration(t).map_err(|e| {
+            format!("spec.ttl: \"{t}\" is not a duration ({e}); write e.g. \"30s\"")
+        })?,
+    };
+    Ok(TenantConfig {
+        name: name.to_owned(),
+        hosts_key: None,
+        domains: spec.domains.clone(),
+        endpoints: EndpointSelection::Names(
+            found
+                .iter()
+                .map(|f| endpoint_name(name, f.address))
+                .collect(),
+        ),
+        selector: BTreeMap::new(),
+        sinks: spec.sinks.clone(),
+        ttl,
+        on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
+        min_healthy: spec.min_healthy.unwrap_or(0.0),
+        cleanup_on_remove: true,
+        policy: spec.policy.unwrap_or_default(),
+        weights: spec.weights.clone(),
+        default_weight: spec.default_weight,
+        default_geo: spec.default_geo.clone(),
+        multi_cluster: None,
+    })
+}
+
+fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Vec<EndpointConfig> {
+    found
+        .iter()
+        .map(|f| {
+            let source = &resource.spec.endpoints[f.source];
+            EndpointConfig {
+                name: endpoint_name(tenant, f.address),
+                address: f.address.to_string(),
+                labels: source.labels.clone(),
+                weight: source.weight,
+                priority: source.priority,
+                cluster: None,
+                check: resource.spec.check.clone().unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+fn endpoint_name(tenant: &str, address: IpAddr) -> String {
+    let address = address.to_string().replace(':', "-");
+    bounded_name(&format!("{tenant}_{address}"))
+}
+
+/// `name` if it fits the config's 63 characters, else its first 54 and a hash of the
+/// whole: unique, stable across restarts, and still readable.
+fn bounded_name(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_owned();
+    }
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    let hash: String = digest.as_ref()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}_{hash}", &name[..54])
+}
+
+/// A validation path of the one-tenant config, as the resource's field: `tenants[0].x` is
+/// `spec.x`, endpoint `j`'s check is `spec.check`, its other fields its source's.
+fn locate(path: &str, sources: &[usize]) -> String {
+    if let Some(rest) = path.strip_prefix("tenants[0]") {
+        return format!("spec{rest}");
+    }
+    if let Some(rest) = path.strip_prefix("endpoints[") {
+        if let Some((j, field)) = rest.split_once(']') {
+            if let Some(check) = field.strip_prefix(".check") {
+                return format!("spec.check{check}");
+            }
+            if let Some(source) = j.parse::<usize>().ok().and_then(|j| sources.get(j)) {
+                return format!("spec.endpoints[{source}]{field}");
+            }
+        }
+    }
+    path.to_owned()
+}
+
+/// Who publishes which domain: the files' tenants, then each accepted resource.
+struct Claims {
+    domains: HashMap<String, String>,
+    tenants: HashSet<String>,
+}
+
+impl Claims {
+    fn of_files(base: &Config) -> Claims {
+        let mut domains = HashMap::new();
+        for t in &base.tenants {
+            for d in &t.domains {
+                let d = ho_config::names::normalize_domain(d).unwrap_or_else(|_| d.clone());
+                domains.insert(d, format!("[[tenants]] \"{}\" of the config files", t.name));
+            }
+        }
+        Claims {
+            domains,
+            tenants: base.tenants.iter().map(|t| t.name.clone()).collect(),
+        }
+    }
+
+    /// Takes every domain, or none when one is already held.
+    fn claim(&mut self, k: &Key, tenant: &str, domains: &[String]) -> Result<(), Verdict> {
+        if self.tenants.contains(tenant) {
+            return Err(refuse(
+                "NameClaimed",
+                format!("tenant name \"{tenant}\" is already used by the config files"),
+            ));
+        }
+        let normalized: Vec<String> = domains
+            .iter()
+            .map(|d| ho_config::names::normalize_domain(d).unwrap_or_else(|_| d.clone()))
+            .collect();
+        for (i, d) in normalized.iter().enumerate() {
+            if let Some(holder) = self.domains.get(d) {
+                return Err(refuse(
+                    "DomainClaimed",
+                    format!("spec.domains[{i}]: \"{d}\" is already published by {holder}; the first claimant keeps a name"),
+                ));
+            }
+        }
+        for d in normalized {
+            self.domains
+                .insert(d, format!("DNSFailover {}/{}", k.0, k.1));
+        }
+        self.tenants.insert(tenant.to_owned());
+        Ok(())
+    }
+}

@@ -1,0 +1,428 @@
+//! Admission decided with the real sink registry and plain maps as the discovered world.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use figment::providers::Format;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::ObjectMeta;
+
+use super::admit::{Admitter, Verdict};
+use super::discover::Lookup;
+use super::resource::{DNSFailover, DNSFailoverSpec, EndpointSource, NodeAddressType};
+
+const BASE: &str = r#"
+[sinks.hosts]
+kind = "hosts_file"
+dir = "/tmp/ho-admit-tests"
+
+[sinks.other]
+kind = "hosts_file"
+dir = "/tmp/ho-admit-tests-other"
+
+[[endpoints]]
+name = "legacy"
+address = "192.0.2.1"
+
+[[tenants]]
+name = "legacy"
+domains = ["www.team-a.io"]
+sinks = ["hosts"]
+
+[kubernetes]
+tenants = true
+
+[[kubernetes.allow]]
+namespace = "team-a"
+domains = ["team-a.io"]
+sinks = ["hosts"]
+
+[[kubernetes.allow]]
+namespace = "team-b"
+domains = ["team-b.io"]
+sinks = ["hosts", "other"]
+nodes = true
+"#;
+
+fn base() -> ho_config::Config {
+    figment::Figment::from(figment::providers::Serialized::defaults(
+        ho_config::load::builtin(),
+    ))
+    .merge(figment::providers::Toml::string(BASE))
+    .extract()
+    .unwrap()
+}
+
+#[derive(Default)]
+struct World {
+    gateways: BTreeMap<(String, String), Vec<IpAddr>>,
+    nodes: Vec<(String, BTreeMap<String, String>, IpAddr)>,
+}
+
+impl Lookup for World {
+    fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+        self.gateways.get(&(namespace.into(), name.into())).cloned()
+    }
+    fn service(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
+        None
+    }
+    fn nodes(
+        &self,
+        selector: &BTreeMap<String, String>,
+        _: NodeAddressType,
+    ) -> Vec<(String, IpAddr)> {
+        self.nodes
+            .iter()
+            .filter(|(_, labels, _)| selector.iter().all(|(k, v)| labels.get(k) == Some(v)))
+            .map(|(n, _, a)| (n.clone(), *a))
+            .collect()
+    }
+}
+
+fn resource(
+    ns: &str,
+    name: &str,
+    age: i64,
+    domains: &[&str],
+    sources: Vec<EndpointSource>,
+) -> DNSFailover {
+    let mut r = DNSFailover::new(
+        name,
+        DNSFailoverSpec {
+            domains: domains.iter().map(|d| d.to_string()).collect(),
+            sinks: vec!["hosts".into()],
+            endpoints: sources,
+            ttl: None,
+            policy: None,
+            on_all_unhealthy: None,
+            min_healthy: None,
+            weights: Vec::new(),
+            default_weight: None,
+            default_geo: None,
+            check: None,
+        },
+    );
+    r.metadata = ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(ns.into()),
+        creation_timestamp: Some(Time(
+            k8s_openapi::chrono::DateTime::from_timestamp(1_700_000_000 + age, 0).unwrap(),
+        )),
+        generation: Some(1),
+        ..ObjectMeta::default()
+    };
+    r
+}
+
+fn addresses(list: &[&str]) -> EndpointSource {
+    EndpointSource {
+        addresses: list.iter().map(|a| a.to_string()).collect(),
+        ..EndpointSource::default()
+    }
+}
+
+fn verdict<'a>(a: &'a super::admit::Admission, ns: &str, name: &str) -> &'a Verdict {
+    &a.verdicts[&(ns.to_string(), name.to_string())]
+}
+
+fn refusal(v: &Verdict) -> (&'static str, &str) {
+    match v {
+        Verdict::Refused { reason, message } => (reason, message.as_str()),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn namespaces_claim_only_what_they_are_allowed() {
+    let ok = resource(
+        "team-a",
+        "api",
+        0,
+        &["api.team-a.io"],
+        vec![addresses(&["192.0.2.10"])],
+    );
+    let stranger = resource(
+        "team-c",
+        "api",
+        1,
+        &["api.team-c.io"],
+        vec![addresses(&["192.0.2.11"])],
+    );
+    let poacher = resource(
+        "team-b",
+        "steal",
+        2,
+        &["pay.team-a.io"],
+        vec![addresses(&["192.0.2.12"])],
+    );
+    let lookalike = resource(
+        "team-b",
+        "look",
+        3,
+        &["evilteam-b.io"],
+        vec![addresses(&["192.0.2.13"])],
+    );
+    let mut sink = resource(
+        "team-a",
+        "sink",
+        4,
+        &["s.team-a.io"],
+        vec![addresses(&["192.0.2.14"])],
+    );
+    sink.spec.sinks = vec!["other".into()];
+    let nodes = resource(
+        "team-a",
+        "nodes",
+        5,
+        &["n.team-a.io"],
+        vec![EndpointSource {
+            nodes: Some(BTreeMap::from([("role".into(), "gw".into())])),
+            ..EndpointSource::default()
+        }],
+    );
+    let all = [&ok, &stranger, &poacher, &lookalike, &sink, &nodes];
+    let a = Admitter::default().admit(&base(), &all, &World::default(), &ho_sinks::Catalog);
+
+    assert_eq!(
+        verdict(&a, "team-a", "api"),
+        &Verdict::Accepted {
+            tenant: "team-a_api".into(),
+            kept_last: false
+        }
+    );
+    assert_eq!(
+        refusal(verdict(&a, "team-c", "api")).0,
+        "NamespaceNotAllowed"
+    );
+    let (reason, message) = refusal(verdict(&a, "team-b", "steal"));
+    assert_eq!(reason, "DomainNotAllowed");
+    assert!(
+        message.starts_with("spec.domains[0]: \"pay.team-a.io\""),
+        "{message}"
+    );
+    assert_eq!(refusal(verdict(&a, "team-b", "look")).0, "DomainNotAllowed");
+    assert_eq!(refusal(verdict(&a, "team-a", "sink")).0, "SinkNotAllowed");
+    assert_eq!(refusal(verdict(&a, "team-a", "nodes")).0, "NodesNotAllowed");
+    // Only the accepted resource reached the config, on top of the file's tenant.
+    let tenants: Vec<&str> = a.config.tenants.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tenants, ["legacy", "team-a_api"]);
+    assert_eq!(a.config.endpoints.len(), 2);
+    assert!(
+        a.config.tenants[1].cleanup_on_remove,
+        "deleting a resource withdraws its records"
+    );
+}
+
+#[test]
+fn the_first_claimant_keeps_a_name() {
+    let newer = resource(
+        "team-a",
+        "newer",
+        10,
+        &["api.team-a.io"],
+        vec![addresses(&["192.0.2.20"])],
+    );
+    let older = resource(
+        "team-a",
+        "older",
+        5,
+        &["API.team-a.io."],
+        vec![addresses(&["192.0.2.21"])],
+    );
+    let file = resource(
+        "team-a",
+        "www",
+        1,
+        &["www.team-a.io"],
+        vec![addresses(&["192.0.2.22"])],
+    );
+    // Listed newest first: creation time decides, not the order the watch delivered.
+    let a = Admitter::default().admit(
+        &base(),
+        &[&newer, &older, &file],
+        &World::default(),
+        &ho_sinks::Catalog,
+    );
+    assert!(matches!(
+        verdict(&a, "team-a", "older"),
+        Verdict::Accepted { .. }
+    ));
+    let (reason, message) = refusal(verdict(&a, "team-a", "newer"));
+    assert_eq!(reason, "DomainClaimed");
+    assert!(message.contains("DNSFailover team-a/older"), "{message}");
+    let (reason, message) = refusal(verdict(&a, "team-a", "www"));
+    assert_eq!(reason, "DomainClaimed");
+    assert!(message.contains("[[tenants]] \"legacy\""), "{message}");
+}
+
+#[test]
+fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() {
+    let bad_address = resource(
+        "team-a",
+        "addr",
+        0,
+        &["a.team-a.io"],
+        vec![addresses(&["10.0.0.1", "gw.example"])],
+    );
+    let mut bad_check = resource(
+        "team-a",
+        "check",
+        1,
+        &["c.team-a.io"],
+        vec![addresses(&["192.0.2.30"])],
+    );
+    bad_check.spec.check = Some(toml::from_str("rise = 0").unwrap());
+    let mut bad_ttl = resource(
+        "team-a",
+        "ttl",
+        2,
+        &["t.team-a.io"],
+        vec![addresses(&["192.0.2.31"])],
+    );
+    bad_ttl.spec.ttl = Some("30".into());
+    let two_kinds = resource(
+        "team-a",
+        "two",
+        3,
+        &["two.team-a.io"],
+        vec![EndpointSource {
+            addresses: vec!["192.0.2.32".into()],
+            gateway: Some("gw".into()),
+            ..EndpointSource::default()
+        }],
+    );
+    let a = Admitter::default().admit(
+        &base(),
+        &[&bad_address, &bad_check, &bad_ttl, &two_kinds],
+        &World::default(),
+        &ho_sinks::Catalog,
+    );
+    let (_, message) = refusal(verdict(&a, "team-a", "addr"));
+    assert_eq!(
+        message,
+        "spec.endpoints[0].addresses[1]: \"gw.example\" is not an IP address (DNS failover publishes exactly what it probed)"
+    );
+    let (reason, message) = refusal(verdict(&a, "team-a", "check"));
+    assert_eq!(reason, "Invalid");
+    assert!(message.starts_with("spec.check.rise: "), "{message}");
+    let (_, message) = refusal(verdict(&a, "team-a", "ttl"));
+    assert!(
+        message.starts_with("spec.ttl: \"30\" is not a duration"),
+        "{message}"
+    );
+    let (_, message) = refusal(verdict(&a, "team-a", "two"));
+    assert!(message.contains("exactly one of"), "{message}");
+    assert_eq!(a.config.tenants.len(), 1, "nothing from a refused resource");
+    assert_eq!(a.config.endpoints.len(), 1);
+}
+
+#[test]
+fn discovered_gateways_come_and_go_without_emptying_a_name() {
+    let gw = resource(
+        "team-b",
+        "gw",
+        0,
+        &["api.team-b.io"],
+        vec![
+            EndpointSource {
+                gateway: Some("edge".into()),
+                labels: BTreeMap::from([("geo".into(), "eu".into())]),
+                ..EndpointSource::default()
+            },
+            EndpointSource {
+                nodes: Some(BTreeMap::from([("role".into(), "gw".into())])),
+                ..EndpointSource::default()
+            },
+        ],
+    );
+    let mut world = World::default();
+    let mut admitter = Admitter::default();
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    match verdict(&a, "team-b", "gw") {
+        Verdict::Waiting { message } => assert_eq!(
+            message,
+            "Gateway \"edge\" not found; no Node matches spec.endpoints[1].nodes with an ExternalIP address"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        a.config.tenants.len(),
+        1,
+        "a resource with no gateway yet publishes nothing"
+    );
+
+    world.gateways.insert(
+        ("team-b".into(), "edge".into()),
+        vec!["192.0.2.40".parse().unwrap()],
+    );
+    world.nodes.push((
+        "n1".into(),
+        BTreeMap::from([("role".into(), "gw".into())]),
+        "192.0.2.41".parse().unwrap(),
+    ));
+    // A node that is also the Gateway's address is probed once, with the first source's labels.
+    world.nodes.push((
+        "n2".into(),
+        BTreeMap::from([("role".into(), "gw".into())]),
+        "192.0.2.40".parse().unwrap(),
+    ));
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    assert!(matches!(
+        verdict(&a, "team-b", "gw"),
+        Verdict::Accepted {
+            kept_last: false,
+            ..
+        }
+    ));
+    let eps: Vec<(&str, &str, Option<&String>)> = a.config.endpoints[1..]
+        .iter()
+        .map(|e| (e.name.as_str(), e.address.as_str(), e.labels.get("geo")))
+        .collect();
+    let eu = "eu".to_string();
+    assert_eq!(
+        eps,
+        [
+            ("team-b_gw_192.0.2.40", "192.0.2.40", Some(&eu)),
+            ("team-b_gw_192.0.2.41", "192.0.2.41", None)
+        ]
+    );
+
+    // One node leaves: it leaves the tenant.
+    world.nodes.remove(0);
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    assert_eq!(a.config.endpoints.len(), 2);
+
+    // Every source empties at once: the last addresses stay published and probed.
+    world.gateways.clear();
+    world.nodes.clear();
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    assert!(matches!(
+        verdict(&a, "team-b", "gw"),
+        Verdict::Accepted {
+            kept_last: true,
+            ..
+        }
+    ));
+    assert_eq!(a.config.endpoints[1].address, "192.0.2.40");
+}
+
+#[test]
+fn long_names_stay_within_the_config_alphabet_and_length() {
+    let ns = "team-a";
+    let name = "a-very-long-resource-name-that-goes-on-and-on-and-on-for-a-while";
+    let r = resource(
+        ns,
+        name,
+        0,
+        &["long.team-a.io"],
+        vec![addresses(&["2001:db8::1"])],
+    );
+    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &ho_sinks::Catalog);
+    let Verdict::Accepted { tenant, .. } = verdict(&a, ns, name) else {
+        panic!()
+    };
+    assert_eq!(tenant.len(), 63);
+    for e in &a.config.endpoints[1..] {
+        ho_config::names::check_object_name(&e.name).unwrap();
+    }
+}

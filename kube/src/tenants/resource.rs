@@ -1,0 +1,212 @@
+//! The `DNSFailover` resource (`healthorchestrator.io/v1alpha1`): one tenant, owned by the
+//! team whose namespace holds it.
+//!
+//! The kind says what it does and does not collide with the `Tenant` kinds of
+//! multi-tenancy operators (Capsule) or with Kuadrant's `DNSPolicy`/`DNSRecord`, which a
+//! cluster may run beside it. The spec's keys are the `[[tenants]]` keys of the TOML
+//! config (snake_case, so docs/configuration.md describes both and a tenant moves from a
+//! file to a resource unchanged); the status follows Kubernetes' conventions (camelCase
+//! conditions that `kubectl wait --for=condition=Ready` reads).
+
+use std::collections::BTreeMap;
+
+use ho_config::{CheckOverrides, OnAllUnhealthy, RoutingPolicy, WeightRule};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A set of domains published to the healthy subset of the gateways the team names or
+/// the orchestrator discovers.
+#[derive(CustomResource, Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "healthorchestrator.io",
+    version = "v1alpha1",
+    kind = "DNSFailover",
+    plural = "dnsfailovers",
+    shortname = "dnsfo",
+    namespaced,
+    status = "DNSFailoverStatus",
+    printcolumn = r#"{"name":"Domains","type":"string","jsonPath":".spec.domains"}"#,
+    printcolumn = r#"{"name":"Published","type":"string","jsonPath":".status.published.addresses"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(deny_unknown_fields)]
+pub struct DNSFailoverSpec {
+    /// Fully qualified names that resolve to the published addresses; each must lie under
+    /// a suffix the namespace is allowed (`[[kubernetes.allow]]`).
+    pub domains: Vec<String>,
+    /// Names of the operator's `[sinks.*]` to publish to, among those the namespace may use.
+    pub sinks: Vec<String>,
+    /// Where the gateways come from; addresses found by several sources are probed once.
+    pub endpoints: Vec<EndpointSource>,
+    /// Record TTL, e.g. `30s` (default 30s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    /// Routing policy applied to the healthy set (default `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<RoutingPolicy>,
+    /// What to publish when every endpoint is unhealthy (default `publish_all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_all_unhealthy: Option<OnAllUnhealthy>,
+    /// Panic threshold as a share (0.0-1.0) of endpoints that must be healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_healthy: Option<f64>,
+    /// Weights by endpoint label for `weighted` and `geo`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<WeightRule>,
+    /// Weight of endpoints no rule matches (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_weight: Option<u32>,
+    /// `geo` only: the geo answered to clients no endpoint matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_geo: Option<String>,
+    /// Overrides of the operator's `[defaults.check]` for this resource's endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckOverrides>,
+}
+
+/// One source of gateways: exactly one of `addresses`, `gateway`, `service` or `nodes`,
+/// with the labels, weight and priority every address it yields carries.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSource {
+    /// Static IP addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// A Gateway API `Gateway` in the resource's namespace: its `status.addresses` of type
+    /// `IPAddress`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// A `Service` of type LoadBalancer in the resource's namespace: its
+    /// `status.loadBalancer.ingress[].ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// Nodes carrying every one of these labels (OpenOva's node-IP model): each node's
+    /// `node_address` address. Only where the namespace's allowance grants `nodes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<BTreeMap<String, String>>,
+    /// Which node address `nodes` publishes: `ExternalIP` (default) or `InternalIP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_address: Option<NodeAddressType>,
+    /// Labels for `weights` rules and `geo` routing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Weight for `weighted` routing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// Tier for `failover` routing (lower is preferred).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+}
+
+/// A node address type, as `status.addresses[].type` spells it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum NodeAddressType {
+    /// Reachable from outside the cluster: what internet clients need.
+    #[default]
+    ExternalIP,
+    /// The cluster network's address: for clients inside it.
+    InternalIP,
+}
+
+impl NodeAddressType {
+    /// The spelling in a Node's `status.addresses[].type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeAddressType::ExternalIP => "ExternalIP",
+            NodeAddressType::InternalIP => "InternalIP",
+        }
+    }
+}
+
+/// What the orchestrator made of the resource: whether it was accepted and why not,
+/// whether its records are written, what is published.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DNSFailoverStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Accepted` (allowed, valid, its names unclaimed) and `Ready` (published and written
+    /// to every sink).
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// What the tenant publishes now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<Published>,
+    /// Endpoints by state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<EndpointCounts>,
+    /// The last write to each sink.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<SinkWrite>,
+}
+
+/// A Kubernetes condition (the fields of `metav1.Condition`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Accepted` or `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// One CamelCase word a program can match on.
+    pub reason: String,
+    /// What a person reads: for a refusal, the same words `check-config` prints.
+    pub message: String,
+    /// When `status` last changed (RFC 3339).
+    pub last_transition_time: String,
+    /// The generation the condition was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// The published addresses, at most [`MAX_LISTED`] of them listed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Published {
+    /// `healthy`, `all_unhealthy`, ... as in `/status`.
+    pub mode: String,
+    /// The addresses (the first [`MAX_LISTED`]).
+    pub addresses: Vec<String>,
+    /// How many addresses are published in all.
+    pub count: usize,
+}
+
+/// Endpoint counts by verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointCounts {
+    /// Healthy.
+    pub healthy: usize,
+    /// Unhealthy.
+    pub unhealthy: usize,
+    /// No verdict yet.
+    pub unknown: usize,
+}
+
+/// One sink's last write of this tenant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SinkWrite {
+    /// The sink's name.
+    pub name: String,
+    /// Whether the latest desired state is written.
+    pub written: bool,
+    /// The last successful write (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_success: Option<String>,
+    /// The last failure's message, while the latest state is not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Most addresses a status lists: a tenant with thousands of endpoints keeps its status
+/// small (etcd objects are capped at 1.5 MiB, and `kubectl get` should stay readable).
+pub const MAX_LISTED: usize = 32;
+
+/// The finalizer that holds a deleted resource until its records are withdrawn.
+pub const FINALIZER: &str = "healthorchestrator.io/withdraw-records";
