@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use ho_engine::metrics::ResultLabel;
+use ho_config::Plan;
 use ho_engine::Engine;
+use ho_kube::tenants::controller::Controller;
 use tracing::{error, info, warn};
 
 /// The config files of a running process and a digest of what they held at the last
@@ -31,23 +33,30 @@ impl Reloader {
         digest(&self.files) != self.seen
     }
 
-    /// Loads, validates and applies the config; `why` names the trigger in logs. Whatever
-    /// the outcome, the parse's freed pages go back to the kernel.
-    pub async fn reload(&mut self, engine: &mut Engine, why: &str) {
-        self.load_and_apply(engine, why).await;
+    /// Loads, validates and applies the config, with the `DNSFailover` resources merged
+    /// on top when `tenants` runs; `why` names the trigger in logs. Whatever the outcome,
+    /// the parse's freed pages go back to the kernel.
+    pub async fn reload(&mut self, engine: &mut Engine, why: &str, tenants: Option<&mut Controller>) {
+        self.load_and_apply(engine, why, tenants).await;
         crate::heap::release_freed_pages();
     }
 
-    async fn load_and_apply(&mut self, engine: &mut Engine, why: &str) {
-        let started = Instant::now();
+    /// The resources (or the gateways they name) changed: applies the new merge, if it
+    /// changes anything, and brings their statuses up to date.
+    pub async fn resources_changed(&mut self, engine: &mut Engine, tenants: &mut Controller) {
+        match tenants.round(engine).await {
+            Some(Ok(plan)) => self.apply(engine, plan, "resources").await,
+            Some(Err(e)) => {
+                error!("the resources' tenants do not merge with the config files; the running config stays:\n{e}");
+                count(engine, "invalid");
+            }
+            None => {}
+        }
+        tenants.report(engine).await;
+    }
+
+    async fn load_and_apply(&mut self, engine: &mut Engine, why: &str, tenants: Option<&mut Controller>) {
         self.seen = digest(&self.files);
-        let metrics = engine.metrics().clone();
-        let count = |result: &'static str| {
-            metrics
-                .config_reloads
-                .get_or_create(&ResultLabel { result })
-                .inc();
-        };
         let plan = match ho_sinks::load_plan(&self.files) {
             Ok(plan) => plan,
             Err(e) => {
@@ -55,18 +64,40 @@ impl Reloader {
                     trigger = why,
                     "config reload rejected; the running config stays:\n{e}"
                 );
-                count("invalid");
+                count(engine, "invalid");
                 return;
             }
         };
+        let plan = match (tenants, ho_config::load(&self.files)) {
+            (Some(tenants), Ok(base)) => {
+                tenants.set_base(base);
+                match tenants.round(engine).await {
+                    Some(Ok(merged)) => merged,
+                    Some(Err(e)) => {
+                        error!(trigger = why, "the resources' tenants do not merge with the new config; the running config stays:\n{e}");
+                        count(engine, "invalid");
+                        return;
+                    }
+                    None => return,
+                }
+            }
+            _ => plan,
+        };
+        self.apply(engine, plan, why).await;
+    }
+
+    async fn apply(&mut self, engine: &mut Engine, plan: Plan, why: &str) {
+        let started = Instant::now();
         let unchanged_listen = engine.plan().api_listen == plan.api_listen;
         let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
         let unchanged_election = engine.plan().leader_election == plan.leader_election;
+        let unchanged_watch = engine.plan().kubernetes.tenants == plan.kubernetes.tenants
+            && engine.plan().kubernetes.kubeconfig == plan.kubernetes.kubeconfig;
         let unverified = plan.unverified_tls();
         let unverified_changed = engine.plan().unverified_tls() != unverified;
         match engine.reload(plan).await {
             Ok(summary) => {
-                count("ok");
+                count(engine, "ok");
                 info!(
                     trigger = why,
                     took_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -83,6 +114,9 @@ impl Reloader {
                 if !unchanged_telemetry {
                     warn!("[telemetry] changed: it takes effect at the next restart");
                 }
+                if !unchanged_watch {
+                    warn!("[kubernetes] tenants or kubeconfig changed: it takes effect at the next restart (allowances apply now)");
+                }
                 if !unchanged_election {
                     warn!("[leader_election] changed: it takes effect at the next restart");
                 }
@@ -95,10 +129,19 @@ impl Reloader {
                     trigger = why,
                     "config reload failed; the running config stays: {e}"
                 );
-                count("error");
+                count(engine, "error");
             }
         }
     }
+}
+
+/// Counts a reload by its result (`config_reloads_total`).
+fn count(engine: &Engine, result: &'static str) {
+    engine
+        .metrics()
+        .config_reloads
+        .get_or_create(&ResultLabel { result })
+        .inc();
 }
 
 /// A digest of the files' names and bytes; unreadable files count as empty (the reload

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use crate::reload::Reloader;
 use ho_kube::lease::Elector;
+use ho_kube::tenants::controller::Controller;
 
 /// Loads the config (exit 2 with every problem if it is invalid or names a secret, file or
 /// socket that cannot be used), starts telemetry, the engine and
@@ -64,6 +65,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
+        let kubernetes = plan.kubernetes.clone();
         let sinks = Arc::new(ho_sinks::Sinks::default());
         let mut engine = match Engine::start_with(plan, sinks, metrics).await {
             Ok(engine) => engine,
@@ -89,6 +91,14 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             None
         };
         let mut reloader = Reloader::new(files);
+        let mut tenants = match kubernetes.tenants {
+            true => Some(start_tenants(files, &kubernetes, &engine).await?),
+            false => None,
+        };
+        if let Some(tenants) = tenants.as_mut() {
+            reloader.resources_changed(&mut engine, tenants).await;
+        }
+        let mut statuses = tokio::time::interval(Duration::from_secs(1));
         let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut watch = watch;
@@ -103,10 +113,20 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
                 }
                 r = tokio::signal::ctrl_c() => { r.context("waiting for SIGINT")?; break; }
                 _ = term.recv() => break,
-                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP").await,
+                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP", tenants.as_mut()).await,
                 _ = poll.tick(), if watch.is_some() => {
                     if reloader.changed() {
-                        reloader.reload(&mut engine, "file change").await;
+                        reloader.reload(&mut engine, "file change", tenants.as_mut()).await;
+                    }
+                }
+                Some(()) = resources_changed(&tenants) => {
+                    if let Some(tenants) = tenants.as_mut() {
+                        reloader.resources_changed(&mut engine, tenants).await;
+                    }
+                }
+                _ = statuses.tick(), if tenants.is_some() => {
+                    if let Some(tenants) = tenants.as_mut() {
+                        tenants.report(&engine).await;
                     }
                 }
             }
@@ -148,6 +168,42 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Connects to the API server and starts watching `DNSFailover` resources on top of the
+/// config files (`[kubernetes] tenants = true`).
+async fn start_tenants(
+    files: &[PathBuf],
+    kubernetes: &ho_config::model::KubernetesConfig,
+    engine: &Engine,
+) -> anyhow::Result<Controller> {
+    let base = ho_config::load(files)?;
+    let kube = ho_kube::client::connect(
+        kubernetes.kubeconfig.as_deref(),
+        None,
+        Duration::from_secs(10),
+    )
+    .await
+    .context("[kubernetes]")?;
+    info!(server = %kube.server, "watching DNSFailover resources");
+    Ok(Controller::start(
+        kube.client,
+        base,
+        Box::new(ho_sinks::Catalog),
+        engine.leadership().clone(),
+    )
+    .await)
+}
+
+/// Resolves when the watches saw a change; never without `[kubernetes] tenants`.
+async fn resources_changed(tenants: &Option<Controller>) -> Option<()> {
+    match tenants {
+        Some(tenants) => {
+            tenants.changed().await;
+            Some(())
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Says, once, what runs without TLS verification.

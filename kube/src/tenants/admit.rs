@@ -144,7 +144,7 @@ impl Admitter {
         } else {
             found
         };
-        let tenant = bounded_name(&format!("{}_{}", k.0, k.1));
+        let tenant = tenant_name(k);
         let config = match tenant_config(resource, &tenant, &found) {
             Ok(config) => config,
             Err(message) => return refuse("Invalid", message),
@@ -174,6 +174,12 @@ impl Admitter {
 
 fn refuse(reason: &'static str, message: String) -> Verdict {
     Verdict::Refused { reason, message }
+}
+
+/// The tenant a resource becomes: `namespace_name` (Kubernetes names hold no `_`, so it
+/// is unique), within the config's 63 characters; sinks' ownership marks carry it.
+pub fn tenant_name(k: &Key) -> String {
+    bounded_name(&format!("{}_{}", k.0, k.1))
 }
 
 /// `namespace/name`.

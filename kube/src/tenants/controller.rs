@@ -1,0 +1,201 @@
+//! The controller: each change the watches see becomes one admission round, whose merged
+//! config the binary applies through the same diff-applied reload as a config file change;
+//! each round and each second, statuses and finalizers follow what the engine did.
+//!
+//! Only the writer replica (the Lease holder, or the only replica) writes statuses and
+//! finalizers; every replica admits, so a standby probes the same tenants and takes over
+//! warm.
+
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ho_config::validate::{validate, SinkCatalog, ValidationErrors};
+use ho_config::{Config, Plan};
+use ho_engine::leadership::Leadership;
+use ho_engine::Engine;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tracing::{debug, info};
+
+use super::admit::{key, tenant_name, Admitter, Key, Verdict};
+use super::resource::{DNSFailover, FINALIZER};
+use super::status::{status_of, EngineView};
+use super::status_writer::{self, Statuses};
+use super::watch::Watched;
+
+/// The resources' side of the running config.
+pub struct Controller {
+    client: Client,
+    watched: Watched,
+    admitter: Admitter,
+    catalog: Box<dyn SinkCatalog + Send + Sync>,
+    base: Config,
+    verdicts: BTreeMap<Key, Verdict>,
+    /// A digest of what the resources contributed at the last round handed out.
+    applied: Option<u64>,
+    /// Deleted resources whose tenant this process never ran: admitted for one round so
+    /// that the next removes it and withdraws their records.
+    revived: HashSet<Key>,
+    statuses: Statuses,
+    leadership: Leadership,
+}
+
+impl Controller {
+    /// Starts the watches and waits for the first list of resources. `base`: the config
+    /// files' config; `catalog`: the sink kinds, so resources validate as `check-config`.
+    pub async fn start(
+        client: Client,
+        base: Config,
+        catalog: Box<dyn SinkCatalog + Send + Sync>,
+        leadership: Leadership,
+    ) -> Controller {
+        let watched = Watched::start(&client);
+        watched.ready(Duration::from_secs(5)).await;
+        let statuses = status_writer::spawn(client.clone(), leadership.clone());
+        Controller {
+            client,
+            watched,
+            admitter: Admitter::default(),
+            catalog,
+            base,
+            verdicts: BTreeMap::new(),
+            applied: None,
+            revived: HashSet::new(),
+            statuses,
+            leadership,
+        }
+    }
+
+    /// Waits for the next change of resources, Gateways, Services or Nodes.
+    pub async fn changed(&self) {
+        self.watched.changed().await
+    }
+
+    /// The config files changed (a reload): the next round merges onto `base`.
+    pub fn set_base(&mut self, base: Config) {
+        self.base = base;
+        self.applied = None;
+    }
+
+    /// One admission round: the merged plan when what the resources contribute changed
+    /// since the last plan handed out (always after [`Controller::set_base`]), `None` when
+    /// nothing did. An `Err` leaves the running config as it is.
+    pub async fn round(&mut self, engine: &Engine) -> Option<Result<Plan, ValidationErrors>> {
+        let status = engine.status().await?;
+        let view = EngineView::new(&status);
+        let all = self.watched.resources.state();
+        let mut input = Vec::with_capacity(all.len());
+        for r in &all {
+            let k = key(r);
+            if r.metadata.deletion_timestamp.is_none() {
+                input.push(r.as_ref());
+            } else if has_finalizer(r)
+                && !view.known(&tenant_name(&k))
+                && self.revived.insert(k)
+            {
+                input.push(r.as_ref());
+                self.watched.poke();
+            }
+        }
+        let live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
+        self.revived.retain(|k| live.contains(k));
+        let admission = self
+            .admitter
+            .admit(&self.base, &input, &self.watched, self.catalog.as_ref());
+        self.verdicts = admission.verdicts;
+        let digest = digest(&admission.config);
+        if self.applied == Some(digest) {
+            return None;
+        }
+        let plan = validate(&admission.config, self.catalog.as_ref());
+        if plan.is_ok() {
+            self.applied = Some(digest);
+            let accepted = self
+                .verdicts
+                .values()
+                .filter(|v| matches!(v, Verdict::Accepted { .. }))
+                .count();
+            info!(
+                resources = self.verdicts.len(),
+                accepted, "DNSFailover resources admitted"
+            );
+        }
+        Some(plan)
+    }
+
+    /// Brings statuses and finalizers up to date with the engine (the writer only).
+    pub async fn report(&mut self, engine: &Engine) {
+        if !self.leadership.may_write() {
+            return;
+        }
+        let Some(status) = engine.status().await else {
+            return;
+        };
+        let view = EngineView::new(&status);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let mut changed = BTreeMap::new();
+        for r in self.watched.resources.state() {
+            let k = key(&r);
+            let tenant = tenant_name(&k);
+            let deleting = r.metadata.deletion_timestamp.is_some();
+            let verdict = (!deleting).then(|| self.verdicts.get(&k)).flatten();
+            let accepted = matches!(verdict, Some(Verdict::Accepted { .. }));
+            if accepted && !has_finalizer(&r) {
+                self.set_finalizer(&r, true).await;
+            } else if !accepted && has_finalizer(&r) && view.withdrawn(&tenant) {
+                self.set_finalizer(&r, false).await;
+            }
+            let want = status_of(&r, verdict, deleting.then_some(&tenant), &view, now);
+            if r.status.as_ref() != Some(&want) {
+                changed.insert(k, want);
+            }
+        }
+        self.statuses.send(changed);
+    }
+
+    /// Adds or removes our finalizer, on the version read (a conflict is retried at the
+    /// next round, from the newer version the watch brings).
+    async fn set_finalizer(&self, r: &DNSFailover, on: bool) {
+        let mut finalizers: Vec<String> = r
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        if on {
+            finalizers.push(FINALIZER.to_owned());
+        }
+        let patch = json!({ "metadata": {
+            "resourceVersion": r.resource_version(),
+            "finalizers": finalizers,
+        }});
+        let api: Api<DNSFailover> =
+            Api::namespaced(self.client.clone(), &r.namespace().unwrap_or_default());
+        match api
+            .patch(&r.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) if on => debug!(resource = %r.name_any(), "finalizer added"),
+            Ok(_) => info!(namespace = ?r.namespace(), resource = %r.name_any(), "records withdrawn; finalizer released"),
+            Err(e) => debug!(resource = %r.name_any(), "finalizer not changed yet: {e}"),
+        }
+    }
+}
+
+fn has_finalizer(r: &DNSFailover) -> bool {
+    r.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+/// What the resources contribute (tenants and endpoints after the files' own), hashed.
+fn digest(config: &Config) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(&(&config.tenants, &config.endpoints))
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
+}

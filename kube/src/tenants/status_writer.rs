@@ -1,0 +1,84 @@
+//! Writes statuses to the status subresource: one pass per second at most, each resource
+//! at most once per pass, only what differs from what this process last wrote, only
+//! while this replica is the writer. A tenant's Ready flipping ten times in a second
+//! costs one write.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use ho_engine::leadership::Leadership;
+use kube::api::{Api, Patch, PatchParams};
+use kube::Client;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tracing::warn;
+
+use super::admit::Key;
+use super::resource::{DNSFailover, DNSFailoverStatus};
+
+/// The statuses the controller wants written (latest wins).
+pub struct Statuses(watch::Sender<BTreeMap<Key, DNSFailoverStatus>>);
+
+impl Statuses {
+    /// Replaces what is wanted: the statuses that differ from the resources' own.
+    pub fn send(&self, wanted: BTreeMap<Key, DNSFailoverStatus>) {
+        self.0.send_replace(wanted);
+    }
+}
+
+/// Starts the writer task.
+pub fn spawn(client: Client, leadership: Leadership) -> Statuses {
+    let (tx, rx) = watch::channel(BTreeMap::new());
+    tokio::spawn(write(client, rx, leadership));
+    Statuses(tx)
+}
+
+async fn write(
+    client: Client,
+    mut wanted: watch::Receiver<BTreeMap<Key, DNSFailoverStatus>>,
+    leadership: Leadership,
+) {
+    let mut written: HashMap<Key, DNSFailoverStatus> = HashMap::new();
+    while wanted.changed().await.is_ok() {
+        let pass = tokio::time::Instant::now();
+        let batch = wanted.borrow_and_update().clone();
+        for (k, status) in &batch {
+            if written.get(k) == Some(status) {
+                continue;
+            }
+            if !leadership.may_write() {
+                break;
+            }
+            let api: Api<DNSFailover> = Api::namespaced(client.clone(), &k.0);
+            let patch = json!({ "status": with_nulls(status) });
+            match api
+                .patch_status(&k.1, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                Ok(_) => {
+                    written.insert(k.clone(), status.clone());
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    written.remove(k);
+                }
+                Err(e) => warn!(namespace = %k.0, resource = %k.1, "status not written: {e}"),
+            }
+        }
+        // A resource no longer in the batch shows what it should: forget it, so the map
+        // holds only resources whose new status the watch has not brought back yet.
+        written.retain(|k, _| batch.contains_key(k));
+        tokio::time::sleep_until(pass + Duration::from_secs(1)).await;
+    }
+}
+
+/// The status as a merge patch: fields the status no longer has are written as `null`,
+/// so a refused resource does not keep showing what it published before.
+fn with_nulls(status: &DNSFailoverStatus) -> Value {
+    let mut value = serde_json::to_value(status).unwrap_or_default();
+    if let Value::Object(map) = &mut value {
+        for field in ["published", "endpoints", "sinks"] {
+            map.entry(field).or_insert(Value::Null);
+        }
+    }
+    value
+}

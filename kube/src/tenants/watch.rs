@@ -1,0 +1,142 @@
+//! What the controller knows of the cluster: `DNSFailover` resources, Gateways, Services
+//! and Nodes, each kept by a kube-runtime reflector (one list, then a watch resumed from
+//! its resourceVersion; a watch too old for the server, 410 Gone, lists again). No
+//! polling: the API server is asked again only when a watch ends.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tracing::warn;
+
+use super::discover::{self, Lookup};
+use super::resource::{DNSFailover, NodeAddressType};
+
+/// The four stores, and a signal raised on every change to any of them.
+#[derive(Clone)]
+pub struct Watched {
+    /// The resources, every namespace.
+    pub resources: Store<DNSFailover>,
+    gateways: Store<DynamicObject>,
+    gateway_type: ApiResource,
+    services: Store<Service>,
+    nodes: Store<Node>,
+    changes: Arc<Notify>,
+}
+
+impl Watched {
+    /// Starts the four watches (tasks on the current runtime, ended with the process).
+    pub fn start(client: &Client) -> Watched {
+        let changes = Arc::new(Notify::new());
+        let gateway_type = ApiResource {
+            group: "gateway.networking.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "gateway.networking.k8s.io/v1".into(),
+            kind: "Gateway".into(),
+            plural: "gateways".into(),
+        };
+        Watched {
+            resources: keep(Api::all(client.clone()), (), &changes),
+            gateways: keep(
+                Api::all_with(client.clone(), &gateway_type),
+                gateway_type.clone(),
+                &changes,
+            ),
+            gateway_type,
+            services: keep(Api::all(client.clone()), (), &changes),
+            nodes: keep(Api::all(client.clone()), (), &changes),
+            changes,
+        }
+    }
+
+    /// Waits for the next change (cancel-safe; changes while nobody waits are kept).
+    pub async fn changed(&self) {
+        self.changes.notified().await
+    }
+
+    /// Raises the change signal: the controller has more to do without a new event.
+    pub fn poke(&self) {
+        self.changes.notify_one();
+    }
+
+    /// Waits until the resources are listed (so the first round never sees "none"), and
+    /// up to `grace` for the others (a cluster without Gateway API never lists Gateways;
+    /// resources naming one then wait with a status saying so).
+    pub async fn ready(&self, grace: Duration) {
+        let _ = self.resources.wait_until_ready().await;
+        let others = async {
+            let _ = self.services.wait_until_ready().await;
+            let _ = self.nodes.wait_until_ready().await;
+            let _ = self.gateways.wait_until_ready().await;
+        };
+        let _ = tokio::time::timeout(grace, others).await;
+    }
+}
+
+/// A reflector over `api`, raising `changes` on each event and logging watch errors (the
+/// default backoff spaces retries up to a minute apart).
+fn keep<K>(api: Api<K>, dyntype: K::DynamicType, changes: &Arc<Notify>) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    let kind = K::kind(&dyntype).into_owned();
+    let writer = reflector::store::Writer::new(dyntype);
+    let store = writer.as_reader();
+    let changes = changes.clone();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff();
+    tokio::spawn(async move {
+        futures_util::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => changes.notify_one(),
+                Err(e) => warn!(kind, "watch failed, retrying with backoff: {e}"),
+            }
+        }
+    });
+    store
+}
+
+impl Lookup for Watched {
+    fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+        let key = ObjectRef::new_with(name, self.gateway_type.clone()).within(namespace);
+        self.gateways
+            .get(&key)
+            .map(|g| discover::gateway_addresses(&g))
+    }
+
+    fn service(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+        let key = ObjectRef::new(name).within(namespace);
+        self.services
+            .get(&key)
+            .map(|s| discover::service_addresses(&s))
+    }
+
+    fn nodes(
+        &self,
+        selector: &BTreeMap<String, String>,
+        kind: NodeAddressType,
+    ) -> Vec<(String, IpAddr)> {
+        let mut nodes: Vec<(String, IpAddr)> = self
+            .nodes
+            .state()
+            .iter()
+            .filter(|n| discover::node_matches(n, selector))
+            .filter_map(|n| Some((n.metadata.name.clone()?, discover::node_address(n, kind)?)))
+            .collect();
+        nodes.sort();
+        nodes
+    }
+}
