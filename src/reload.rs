@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use ho_engine::metrics::ResultLabel;
 use ho_config::Plan;
+use ho_engine::metrics::ResultLabel;
 use ho_engine::Engine;
 use ho_kube::tenants::controller::Controller;
 use tracing::{error, info, warn};
@@ -36,7 +36,12 @@ impl Reloader {
     /// Loads, validates and applies the config, with the `DNSFailover` resources merged
     /// on top when `tenants` runs; `why` names the trigger in logs. Whatever the outcome,
     /// the parse's freed pages go back to the kernel.
-    pub async fn reload(&mut self, engine: &mut Engine, why: &str, tenants: Option<&mut Controller>) {
+    pub async fn reload(
+        &mut self,
+        engine: &mut Engine,
+        why: &str,
+        tenants: Option<&mut Controller>,
+    ) {
         self.load_and_apply(engine, why, tenants).await;
         crate::heap::release_freed_pages();
     }
@@ -55,7 +60,12 @@ impl Reloader {
         tenants.report(engine).await;
     }
 
-    async fn load_and_apply(&mut self, engine: &mut Engine, why: &str, tenants: Option<&mut Controller>) {
+    async fn load_and_apply(
+        &mut self,
+        engine: &mut Engine,
+        why: &str,
+        tenants: Option<&mut Controller>,
+    ) {
         self.seen = digest(&self.files);
         let plan = match ho_sinks::load_plan(&self.files) {
             Ok(plan) => plan,

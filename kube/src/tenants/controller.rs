@@ -91,19 +91,16 @@ impl Controller {
             let k = key(r);
             if r.metadata.deletion_timestamp.is_none() {
                 input.push(r.as_ref());
-            } else if has_finalizer(r)
-                && !view.known(&tenant_name(&k))
-                && self.revived.insert(k)
-            {
+            } else if has_finalizer(r) && !view.known(&tenant_name(&k)) && self.revived.insert(k) {
                 input.push(r.as_ref());
                 self.watched.poke();
             }
         }
         let live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
         self.revived.retain(|k| live.contains(k));
-        let admission = self
-            .admitter
-            .admit(&self.base, &input, &self.watched, self.catalog.as_ref());
+        let admission =
+            self.admitter
+                .admit(&self.base, &input, &self.watched, self.catalog.as_ref());
         self.verdicts = admission.verdicts;
         let digest = digest(&admission.config);
         if self.applied == Some(digest) {
@@ -181,7 +178,9 @@ impl Controller {
             .await
         {
             Ok(_) if on => debug!(resource = %r.name_any(), "finalizer added"),
-            Ok(_) => info!(namespace = ?r.namespace(), resource = %r.name_any(), "records withdrawn; finalizer released"),
+            Ok(_) => {
+                info!(namespace = ?r.namespace(), resource = %r.name_any(), "records withdrawn; finalizer released")
+            }
             Err(e) => debug!(resource = %r.name_any(), "finalizer not changed yet: {e}"),
         }
     }

@@ -126,7 +126,12 @@ pub fn status_of(
         _ => None,
     };
     let accepted = match verdict {
-        None => condition("Accepted", false, "Deleting", "the resource is being deleted".into()),
+        None => condition(
+            "Accepted",
+            false,
+            "Deleting",
+            "the resource is being deleted".into(),
+        ),
         Some(Verdict::Accepted { .. }) | Some(Verdict::Waiting { .. }) => condition(
             "Accepted",
             true,
@@ -154,7 +159,8 @@ fn readiness(
 ) -> (bool, &'static str, String) {
     if let Some(tenant) = deleting {
         let failing = engine.sink_writes(tenant).into_iter().find_map(|w| {
-            w.error.map(|e| format!("; sink \"{}\" cannot be written: {e}", w.name))
+            w.error
+                .map(|e| format!("; sink \"{}\" cannot be written: {e}", w.name))
         });
         return (
             false,
@@ -167,10 +173,18 @@ fn readiness(
     }
     let tenant = match (verdict, tenant) {
         (Some(Verdict::Refused { reason, .. }), _) => {
-            return (false, reason, "refused: see the Accepted condition; nothing is published".into())
+            return (
+                false,
+                reason,
+                "refused: see the Accepted condition; nothing is published".into(),
+            )
         }
         (Some(Verdict::Waiting { message }), _) => {
-            return (false, "NoEndpoints", format!("nothing to publish yet: {message}"))
+            return (
+                false,
+                "NoEndpoints",
+                format!("nothing to publish yet: {message}"),
+            )
         }
         (_, Some(tenant)) => tenant,
         _ => return (false, "Deleting", String::new()),
@@ -194,9 +208,17 @@ fn readiness(
         );
     }
     match writes.iter().find(|w| !w.written) {
-        Some(w) => (false, "Pending", format!("sink \"{}\" has not taken the latest state yet", w.name)),
+        Some(w) => (
+            false,
+            "Pending",
+            format!("sink \"{}\" has not taken the latest state yet", w.name),
+        ),
         None if writes.is_empty() => (false, "Pending", "no sink has taken a write yet".into()),
-        None => (true, "Published", "published and written to every sink".into()),
+        None => (
+            true,
+            "Published",
+            "published and written to every sink".into(),
+        ),
     }
 }
 
@@ -207,7 +229,12 @@ fn fill_published(status: &mut DNSFailoverStatus, tenant: &str, engine: &EngineV
     if let Some(p) = &state.published {
         status.published = Some(Published {
             mode: p.mode.as_str().to_owned(),
-            addresses: p.addresses.iter().take(MAX_LISTED).map(|a| a.to_string()).collect(),
+            addresses: p
+                .addresses
+                .iter()
+                .take(MAX_LISTED)
+                .map(|a| a.to_string())
+                .collect(),
             count: p.addresses.len(),
         });
     }

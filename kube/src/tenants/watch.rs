@@ -95,8 +95,8 @@ where
     let writer = reflector::store::Writer::new(dyntype);
     let store = writer.as_reader();
     let changes = changes.clone();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-        .default_backoff();
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
     tokio::spawn(async move {
         futures_util::pin_mut!(stream);
         while let Some(event) = stream.next().await {

@@ -249,12 +249,12 @@ pub async fn terminate(child: &mut std::process::Child) -> Duration {
 
 /// Serves HTTP/1.1 on `listener` with `handler` until the test ends: the test receivers'
 /// (webhook, Kubernetes API) common accept loop.
-pub fn serve_http<H, F>(listener: tokio::net::TcpListener, handler: H)
+pub fn serve_http<H, F, B>(listener: tokio::net::TcpListener, handler: H)
 where
     H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: std::future::Future<Output = hyper::Response<http_body_util::Full<bytes::Bytes>>>
-        + Send
-        + 'static,
+    F: std::future::Future<Output = hyper::Response<B>> + Send + 'static,
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {

@@ -1,0 +1,664 @@
+//! A Kubernetes API test server. No kube-apiserver can be installed on the test machines,
+//! so this implements, with the real server's semantics, what the orchestrator uses:
+//!
+//! - ConfigMaps, Services, Nodes (cluster-scoped), Leases (`coordination.k8s.io/v1`),
+//!   `DNSFailover`s (`healthorchestrator.io/v1alpha1`) and Gateways
+//!   (`gateway.networking.k8s.io/v1`), at the real URLs ([`routes`]);
+//! - `GET .../{name}`: the object, or a 404 `Status`;
+//! - `GET` on a collection (one namespace, or all): a list whose `metadata.resourceVersion`
+//!   is the current revision (no pagination: every item in one page, which a client must
+//!   accept);
+//! - `GET ...?watch=true&resourceVersion=RV`: a chunked stream of `ADDED`/`MODIFIED`/
+//!   `DELETED` events after RV, then live ones until `timeoutSeconds` or
+//!   [`KubeApi::drop_watches`]; an RV older than the last [`KubeApi::compact`] gets one
+//!   `ERROR` event carrying a 410 `Expired` Status, as etcd compaction causes;
+//! - `POST` on the collection: create (409 `AlreadyExists`), with `uid`,
+//!   `creationTimestamp` and `generation: 1`;
+//! - `PUT .../{name}` (update) and `PATCH .../{name}` with `application/merge-patch+json`
+//!   (RFC 7386; other patch types get 415): a `metadata.resourceVersion` in the body is a
+//!   precondition (409 `Conflict` when stale); `generation` increases when `spec` changes;
+//! - the `/status` subresource of Services, Nodes, `DNSFailover`s and Gateways: it changes
+//!   `status` only, and the main resource ignores `status`;
+//! - `DELETE .../{name}`: with finalizers, sets `deletionTimestamp` and waits until an
+//!   update empties `finalizers`; without, removes the object;
+//! - `GET /api/v1/namespaces/kube-system`: the namespace with [`KUBE_SYSTEM_UID`];
+//! - bearer-token authentication (401; any token starting `test-`, so each replica of a
+//!   test can have its own), an outage switch for everyone (503) or for one token (a
+//!   partitioned replica), per-verb authorization (403 with the real message format), one
+//!   `resourceVersion` counter increasing on every change, as etcd's revision does.
+//!
+//! Not implemented (nothing here uses them): label and field selectors, pagination
+//! (`limit`/`continue` are ignored), watch bookmarks, server-side apply, strategic merge
+//! and JSON patches, `managedFields`, admission and schema validation (a CRD's OpenAPI
+//! schema is checked by the tests against the generated manifests instead), defaulting,
+//! garbage collection by owner references, namespaces' own lifecycle. Clients are the
+//! real kube-rs client over HTTP with a kubeconfig file.
+
+mod routes;
+mod watch;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+
+use crate::harness::serve_http;
+use routes::{ResourceType, Route};
+use watch::Watches;
+
+/// The UID of the `kube-system` namespace this server reports.
+pub const KUBE_SYSTEM_UID: &str = "0f6d1f3a-7c55-4c8e-9a3b-2b1d9e6c4a10";
+
+/// The token the test kubeconfig presents.
+pub const TOKEN: &str = "test-service-account-token";
+
+/// (resource plural, namespace or "" when cluster-scoped, name).
+type Key = (&'static str, String, String);
+
+/// A response body: whole, or a watch's stream.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+#[derive(Default)]
+struct State {
+    /// Every object by resource, namespace and name.
+    objects: BTreeMap<Key, Value>,
+    next_version: u64,
+    /// Verbs (`get`, `create`, `patch`) the service account may not use.
+    denied: BTreeSet<String>,
+    /// Each request as ("METHOD path content-type", token).
+    requests: Vec<(String, String)>,
+    /// Changes made by "someone else" right after the next GET, to provoke a conflict.
+    interleave: Vec<(String, String)>,
+    /// Every request gets 503, as from an API server that lost etcd.
+    unavailable: bool,
+    /// Requests with these tokens get 503: replicas cut off from the API server.
+    partitioned: BTreeSet<String>,
+    /// Change events and open watches.
+    watches: Watches,
+}
+
+/// The server; clones share state.
+#[derive(Clone, Default)]
+pub struct KubeApi {
+    state: Arc<Mutex<State>>,
+}
+
+impl KubeApi {
+    /// Starts serving on a loopback address of its own (a free port).
+    pub async fn start(&self) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind(crate::harness::loopback())
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let me = self.clone();
+        serve_http(listener, move |req| {
+            let me = me.clone();
+            async move { me.handle(req).await }
+        });
+        addr
+    }
+
+    /// Writes a kubeconfig for this server into `dir`.
+    pub fn kubeconfig(addr: SocketAddr, dir: &Path) -> PathBuf {
+        KubeApi::kubeconfig_with(addr, dir, TOKEN)
+    }
+
+    /// Writes a kubeconfig presenting `token` (must start with `test-`) into `dir`.
+    pub fn kubeconfig_with(addr: SocketAddr, dir: &Path, token: &str) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: http://{addr}\n\
+                 users:\n- name: sa\n  user:\n    token: {token}\n\
+                 contexts:\n- name: test\n  context:\n    cluster: test\n    user: sa\n\
+                 current-context: test\n"
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// Creates a ConfigMap as an operator would (`kubectl create configmap`).
+    pub fn put(&self, ns: &str, name: &str, data: &[(&str, &str)]) {
+        let data: serde_json::Map<String, Value> = data
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        self.apply(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns},
+            "data": data,
+        }));
+    }
+
+    /// Creates or replaces an object as `kubectl apply` would (its `kind` says which
+    /// resource; `status` is kept from the stored object unless the object carries one).
+    pub fn apply(&self, mut object: Value) {
+        let ty = routes::TYPES
+            .iter()
+            .find(|t| Some(t.kind) == object["kind"].as_str())
+            .expect("a kind this server serves");
+        let ns = ns_of(ty, object["metadata"]["namespace"].as_str());
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let key = (ty.plural, ns, name);
+        let mut s = self.state.lock().unwrap();
+        object["apiVersion"] = json!(ty.api_version());
+        match s.objects.get(&key).cloned() {
+            None => {
+                create(&mut s, key, object);
+            }
+            Some(current) => {
+                if object.get("status").is_none() {
+                    if let Some(status) = current.get("status") {
+                        object["status"] = status.clone();
+                    }
+                }
+                replace(&mut s, ty, key, &current, object);
+            }
+        }
+    }
+
+    /// Deletes an object as `kubectl delete` would (finalizers hold it).
+    pub fn delete(&self, plural: &str, ns: &str, name: &str) {
+        let ty = routes::by_plural(plural).unwrap();
+        let mut s = self.state.lock().unwrap();
+        delete(
+            &mut s,
+            ty,
+            (ty.plural, ns_of(ty, Some(ns)), name.to_owned()),
+        );
+    }
+
+    /// The stored object, if any.
+    pub fn object(&self, plural: &str, ns: &str, name: &str) -> Option<Value> {
+        let ty = routes::by_plural(plural).unwrap();
+        let s = self.state.lock().unwrap();
+        s.objects
+            .get(&(ty.plural, ns_of(ty, Some(ns)), name.to_owned()))
+            .cloned()
+    }
+
+    /// Ends every open watch, as an API server restart or a load balancer's idle timeout
+    /// does; clients resume from their last resourceVersion.
+    pub fn drop_watches(&self) {
+        self.state.lock().unwrap().watches.drop_all();
+    }
+
+    /// Forgets the change history (etcd compaction): a watch resuming from an older
+    /// resourceVersion gets 410 Gone and must list again.
+    pub fn compact(&self) {
+        let mut s = self.state.lock().unwrap();
+        let now = s.next_version;
+        s.watches.compact(now);
+    }
+
+    /// The ConfigMap's `data`, if it exists.
+    pub fn data(&self, ns: &str, name: &str) -> Option<BTreeMap<String, String>> {
+        let object = self.object("configmaps", ns, name)?;
+        Some(
+            object["data"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Denies or allows a verb to the sink's service account.
+    pub fn deny(&self, verb: &str, denied: bool) {
+        let mut s = self.state.lock().unwrap();
+        if denied {
+            s.denied.insert(verb.into());
+        } else {
+            s.denied.remove(verb);
+        }
+    }
+
+    /// After the next GET of the ConfigMap, someone else sets `key` to `value` (so the
+    /// sink's patch carries a stale resourceVersion).
+    pub fn interleave_edit(&self, key: &str, value: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.interleave.push((key.into(), value.into()));
+    }
+
+    /// Makes every request fail with 503 (or stops doing so).
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.state.lock().unwrap().unavailable = unavailable;
+    }
+
+    /// Makes the requests presenting `token` fail with 503 (or stops doing so).
+    pub fn set_partitioned(&self, token: &str, partitioned: bool) {
+        let mut s = self.state.lock().unwrap();
+        if partitioned {
+            s.partitioned.insert(token.into());
+        } else {
+            s.partitioned.remove(token);
+        }
+    }
+
+    /// The Lease's holder, if the Lease exists and has one.
+    pub fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
+        let lease = self.object("leases", ns, name)?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+    }
+
+    /// Requests seen so far, as "METHOD path content-type".
+    pub fn requests(&self) -> Vec<String> {
+        let s = self.state.lock().unwrap();
+        s.requests.iter().map(|(r, _)| r.clone()).collect()
+    }
+
+    /// Requests seen so far with the token that sent each.
+    pub fn requests_with_tokens(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let query: BTreeMap<String, String> = req
+            .uri()
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        let content_type = header("content-type");
+        let token = header("authorization")
+            .strip_prefix("Bearer ")
+            .unwrap_or("")
+            .to_string();
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        let mut s = self.state.lock().unwrap();
+        s.requests
+            .push((format!("{method} {path} {content_type}"), token.clone()));
+        if s.unavailable || s.partitioned.contains(&token) {
+            return status(
+                503,
+                "ServiceUnavailable",
+                "etcdserver: request timed out",
+                None,
+            );
+        }
+        if !token.starts_with("test-") {
+            return status(401, "Unauthorized", "Unauthorized", None);
+        }
+        // Namespaces are read-only here: `kube-system` exists with a fixed UID.
+        if path == "/api/v1/namespaces/kube-system" && method == Method::GET {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID}});
+            return json_response(200, &ns);
+        }
+        let Some(route) = routes::parse(&path) else {
+            return status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+                None,
+            );
+        };
+        let watching = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+        let verb = match (&method, &route.name) {
+            (&Method::GET, None) if watching => "watch",
+            (&Method::GET, None) => "list",
+            (&Method::GET, Some(_)) => "get",
+            (&Method::POST, None) => "create",
+            (&Method::PATCH, Some(_)) => "patch",
+            (&Method::PUT, Some(_)) => "update",
+            (&Method::DELETE, Some(_)) => "delete",
+            _ => {
+                return status(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                    None,
+                )
+            }
+        };
+        if s.denied.contains(verb) {
+            return forbidden(&route, verb);
+        }
+        let ns = ns_of(route.ty, route.namespace.as_deref());
+        match verb {
+            "watch" => {
+                let from = query.get("resourceVersion").and_then(|v| v.parse().ok());
+                let objects: Vec<Value> = s
+                    .objects
+                    .iter()
+                    .filter(|(k, _)| {
+                        k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
+                    })
+                    .map(|(_, o)| o.clone())
+                    .collect();
+                let stream = s.watches.open(
+                    route.ty.plural,
+                    route.namespace.clone(),
+                    from.filter(|v| *v > 0),
+                    objects,
+                );
+                let timeout = query
+                    .get("timeoutSeconds")
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(300u64);
+                Response::builder()
+                    .header("content-type", "application/json")
+                    .body(watch::body(stream, std::time::Duration::from_secs(timeout)))
+                    .unwrap()
+            }
+            "list" => {
+                let items: Vec<Value> = s
+                    .objects
+                    .iter()
+                    .filter(|(k, _)| {
+                        k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
+                    })
+                    .map(|(_, o)| o.clone())
+                    .collect();
+                json_response(
+                    200,
+                    &json!({
+                        "apiVersion": route.ty.api_version(),
+                        "kind": format!("{}List", route.ty.kind),
+                        "metadata": {"resourceVersion": s.next_version.to_string()},
+                        "items": items,
+                    }),
+                )
+            }
+            "get" => {
+                let name = route.name.clone().unwrap();
+                let key = (route.ty.plural, ns, name.clone());
+                let Some(object) = s.objects.get(&key).cloned() else {
+                    return not_found(route.ty, &name);
+                };
+                let pending = std::mem::take(&mut s.interleave);
+                for (k, v) in pending {
+                    let mut changed = object.clone();
+                    changed["data"][k] = json!(v);
+                    replace(&mut s, route.ty, key.clone(), &object, changed);
+                }
+                json_response(200, &object)
+            }
+            "create" => {
+                let Ok(mut object) = serde_json::from_slice::<Value>(&body) else {
+                    return status(400, "BadRequest", "invalid JSON body", None);
+                };
+                let name = object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                let key = (route.ty.plural, ns.clone(), name.clone());
+                if s.objects.contains_key(&key) {
+                    return status(
+                        409,
+                        "AlreadyExists",
+                        &format!("{} \"{name}\" already exists", route.ty.qualified()),
+                        Some(&name),
+                    );
+                }
+                if route.ty.namespaced {
+                    object["metadata"]["namespace"] = json!(ns);
+                }
+                let object = create(&mut s, key, object);
+                json_response(201, &object)
+            }
+            "delete" => {
+                let name = route.name.clone().unwrap();
+                match delete(&mut s, route.ty, (route.ty.plural, ns, name.clone())) {
+                    Some(object) => json_response(200, &object),
+                    None => not_found(route.ty, &name),
+                }
+            }
+            _ => self.write(&mut s, &route, ns, verb, &content_type, &body),
+        }
+    }
+
+    /// `update` and `patch`, of the object or its `/status`.
+    fn write(
+        &self,
+        s: &mut State,
+        route: &Route,
+        ns: String,
+        verb: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> Response<Body> {
+        let name = route.name.clone().unwrap();
+        if verb == "patch" && content_type != "application/merge-patch+json" {
+            return status(415, "UnsupportedMediaType", &format!("the body of the request was in an unknown format - accepted media types include: application/merge-patch+json (this test server), got {content_type}"), None);
+        }
+        let key = (route.ty.plural, ns, name.clone());
+        let Some(current) = s.objects.get(&key).cloned() else {
+            return not_found(route.ty, &name);
+        };
+        let Ok(given) = serde_json::from_slice::<Value>(body) else {
+            return status(400, "BadRequest", "invalid JSON body", None);
+        };
+        if let Some(rv) = given["metadata"]["resourceVersion"].as_str() {
+            if current["metadata"]["resourceVersion"].as_str() != Some(rv) {
+                return conflict(route.ty, &name);
+            }
+        }
+        let mut next = if verb == "patch" {
+            let mut merged = current.clone();
+            merge(&mut merged, &given);
+            merged
+        } else {
+            given
+        };
+        if route.ty.namespaced {
+            next["metadata"]["namespace"] = current["metadata"]["namespace"].clone();
+        }
+        // The status subresource changes status only; the object everything but status.
+        if route.ty.status_subresource {
+            if route.status {
+                let mut only_status = current.clone();
+                only_status["status"] = next.get("status").cloned().unwrap_or(Value::Null);
+                next = only_status;
+            } else {
+                match current.get("status") {
+                    Some(v) => next["status"] = v.clone(),
+                    None => {
+                        if let Some(o) = next.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+            }
+        }
+        if next == current {
+            return json_response(200, &current);
+        }
+        match replace(s, route.ty, key, &current, next) {
+            Some(object) => json_response(200, &object),
+            None => json_response(200, &current),
+        }
+    }
+}
+
+/// The namespace part of a key: "" for cluster-scoped resources.
+fn ns_of(ty: &ResourceType, ns: Option<&str>) -> String {
+    if ty.namespaced {
+        ns.unwrap_or_default().to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// Stores a new object with uid, creation time, generation 1 and the next revision.
+fn create(s: &mut State, key: Key, mut object: Value) -> Value {
+    s.next_version += 1;
+    let meta = &mut object["metadata"];
+    meta["resourceVersion"] = json!(s.next_version.to_string());
+    meta["uid"] = json!(format!("00000000-0000-4000-8000-{:012}", s.next_version));
+    meta["creationTimestamp"] = json!(now_rfc3339());
+    meta["generation"] = json!(1);
+    s.objects.insert(key.clone(), object.clone());
+    s.watches
+        .publish(s.next_version, key.0, &key.1, "ADDED", &object);
+    object
+}
+
+/// Replaces an object: `generation` follows `spec`, and a deleting object whose last
+/// finalizer went is removed. `None` when it was removed.
+fn replace(
+    s: &mut State,
+    _ty: &ResourceType,
+    key: Key,
+    current: &Value,
+    mut next: Value,
+) -> Option<Value> {
+    s.next_version += 1;
+    let generation = current["metadata"]["generation"].as_i64().unwrap_or(1)
+        + i64::from(next.get("spec") != current.get("spec"));
+    let meta = &mut next["metadata"];
+    for kept in ["uid", "creationTimestamp", "deletionTimestamp"] {
+        if let Some(v) = current["metadata"].get(kept) {
+            meta[kept] = v.clone();
+        }
+    }
+    meta["generation"] = json!(generation);
+    meta["resourceVersion"] = json!(s.next_version.to_string());
+    let deleting = next["metadata"].get("deletionTimestamp").is_some();
+    let finalizers = next["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty());
+    if deleting && !finalizers {
+        s.objects.remove(&key);
+        s.watches
+            .publish(s.next_version, key.0, &key.1, "DELETED", &next);
+        return None;
+    }
+    s.objects.insert(key.clone(), next.clone());
+    s.watches
+        .publish(s.next_version, key.0, &key.1, "MODIFIED", &next);
+    Some(next)
+}
+
+/// Deletes: finalizers make it a `deletionTimestamp` and wait.
+fn delete(s: &mut State, ty: &ResourceType, key: Key) -> Option<Value> {
+    let current = s.objects.get(&key).cloned()?;
+    let finalizers = current["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty());
+    if finalizers {
+        if current["metadata"].get("deletionTimestamp").is_some() {
+            return Some(current);
+        }
+        let mut next = current.clone();
+        next["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+        return replace(s, ty, key, &current, next);
+    }
+    s.next_version += 1;
+    s.objects.remove(&key);
+    let mut gone = current;
+    gone["metadata"]["resourceVersion"] = json!(s.next_version.to_string());
+    s.watches
+        .publish(s.next_version, key.0, &key.1, "DELETED", &gone);
+    Some(gone)
+}
+
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .to_string()
+}
+
+fn forbidden(route: &Route, verb: &str) -> Response<Body> {
+    let target = route.name.clone().unwrap_or_default();
+    let ns = route.namespace.clone().unwrap_or_default();
+    status(
+        403,
+        "Forbidden",
+        &format!(
+            "{} \"{target}\" is forbidden: User \"system:serviceaccount:dns-failover:health-orchestrator\" cannot {verb} resource \"{}\" in API group \"{}\" in the namespace \"{ns}\"",
+            route.ty.qualified(),
+            route.ty.plural,
+            route.ty.group
+        ),
+        Some(&target),
+    )
+}
+
+fn conflict(ty: &ResourceType, name: &str) -> Response<Body> {
+    status(
+        409,
+        "Conflict",
+        &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", ty.qualified()),
+        Some(name),
+    )
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().unwrap();
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn not_found(ty: &ResourceType, name: &str) -> Response<Body> {
+    status(
+        404,
+        "NotFound",
+        &format!("{} \"{name}\" not found", ty.qualified()),
+        Some(name),
+    )
+}
+
+/// A `Status` object, as the API server sends for errors.
+fn status(code: u16, reason: &str, message: &str, name: Option<&str>) -> Response<Body> {
+    json_response(code, &status_object(code, reason, message, name))
+}
+
+/// The `Status` body of an error.
+fn status_object(code: u16, reason: &str, message: &str, name: Option<&str>) -> Value {
+    let mut body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code,
+    });
+    if let Some(name) = name {
+        body["details"] = json!({"name": name});
+    }
+    body
+}
+
+fn json_response(code: u16, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap())
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())).boxed())
+        .unwrap()
+}

@@ -1,0 +1,129 @@
+//! Watches: every change is an event with its revision; a watch replays the events after
+//! the revision it resumes from, then streams live ones, one JSON object per line.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::Body;
+
+struct Event {
+    version: u64,
+    plural: &'static str,
+    ns: String,
+    line: Bytes,
+}
+
+struct Watcher {
+    plural: &'static str,
+    ns: Option<String>,
+    tx: mpsc::UnboundedSender<Bytes>,
+}
+
+/// The change history (since the last compaction) and the open watches.
+#[derive(Default)]
+pub struct Watches {
+    events: Vec<Event>,
+    compacted: u64,
+    open: Vec<Watcher>,
+}
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut text = json!({ "type": kind, "object": object }).to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+impl Watches {
+    /// Opens a watch of `plural` (in `ns`, or everywhere). `from`: resume after this
+    /// revision (410 Gone if compacted away); `None`: start with `current` as `ADDED`.
+    pub fn open(
+        &mut self,
+        plural: &'static str,
+        ns: Option<String>,
+        from: Option<u64>,
+        current: Vec<Value>,
+    ) -> mpsc::UnboundedReceiver<Bytes> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        match from {
+            None => {
+                for object in &current {
+                    let _ = tx.send(line("ADDED", object));
+                }
+            }
+            Some(from) if from < self.compacted => {
+                let gone = super::status_object(
+                    410,
+                    "Expired",
+                    &format!("too old resource version: {from} ({})", self.compacted),
+                    None,
+                );
+                let _ = tx.send(line("ERROR", &gone));
+                return rx;
+            }
+            Some(from) => {
+                for e in &self.events {
+                    if e.version > from
+                        && e.plural == plural
+                        && ns.as_ref().is_none_or(|n| *n == e.ns)
+                    {
+                        let _ = tx.send(e.line.clone());
+                    }
+                }
+            }
+        }
+        self.open.push(Watcher { plural, ns, tx });
+        rx
+    }
+
+    /// Records a change and sends it to the watches it matches.
+    pub fn publish(
+        &mut self,
+        version: u64,
+        plural: &'static str,
+        ns: &str,
+        kind: &str,
+        object: &Value,
+    ) {
+        let event = Event {
+            version,
+            plural,
+            ns: ns.to_owned(),
+            line: line(kind, object),
+        };
+        self.open.retain(|w| {
+            if w.plural != plural || w.ns.as_ref().is_some_and(|n| n != ns) {
+                return !w.tx.is_closed();
+            }
+            w.tx.send(event.line.clone()).is_ok()
+        });
+        self.events.push(event);
+    }
+
+    /// Ends every open watch.
+    pub fn drop_all(&mut self) {
+        self.open.clear();
+    }
+
+    /// Forgets the history up to `version`.
+    pub fn compact(&mut self, version: u64) {
+        self.compacted = version;
+        self.events.retain(|e| e.version > version);
+    }
+}
+
+/// The response body of a watch: its lines until the watch is dropped or `timeout` passes.
+pub fn body(rx: mpsc::UnboundedReceiver<Bytes>, timeout: Duration) -> Body {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let stream = futures_util::stream::unfold(rx, move |mut rx| async move {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(line)) => Some((Ok(Frame::data(line)), rx)),
+            _ => None,
+        }
+    });
+    StreamBody::new(stream).boxed()
+}
