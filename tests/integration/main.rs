@@ -22,6 +22,7 @@ mod engine_e2e;
 mod failover_paths;
 mod flapping;
 mod keep_alive;
+mod kube_tenants;
 mod leader_election;
 mod limits;
 mod loadtest;

@@ -20,7 +20,8 @@ pub(super) fn resolve_endpoints(
     default_check: Option<CheckSpec>,
     errs: &mut Errors,
 ) -> (Vec<Option<Endpoint>>, Vec<Target>) {
-    if config.endpoints.is_empty() {
+    // With `[kubernetes] tenants`, resources bring the endpoints.
+    if config.endpoints.is_empty() && !config.kubernetes.tenants {
         errs.push("endpoints", "none configured: there is nothing to probe");
     }
     let default_check = default_check.map(Arc::new);

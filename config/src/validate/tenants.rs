@@ -27,8 +27,11 @@ pub(super) fn resolve_tenants(
     sinks: &BTreeMap<String, PlannedSink>,
     errs: &mut Errors,
 ) -> Vec<Tenant> {
-    if config.tenants.is_empty() {
-        errs.push("tenants", "none configured: nothing would be published");
+    if config.tenants.is_empty() && !config.kubernetes.tenants {
+        errs.push(
+            "tenants",
+            "none configured: nothing would be published (or set [kubernetes] tenants = true to take them from DNSFailover resources)",
+        );
     }
     let lookup = Lookup {
         config,

@@ -18,7 +18,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::discover::{self, Lookup};
 use super::resource::{DNSFailover, NodeAddressType};
@@ -102,6 +102,10 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(_) => changes.notify_one(),
+                // Compaction outran the watch: the reflector lists again, as designed.
+                Err(watcher::Error::WatchError(e)) if e.code == 410 => {
+                    info!(kind, "watch expired (410 Gone); listing again")
+                }
                 Err(e) => warn!(kind, "watch failed, retrying with backoff: {e}"),
             }
         }

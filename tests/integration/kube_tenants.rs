@@ -1,0 +1,264 @@
+//! `DNSFailover` resources end to end: the real binary watches the Kubernetes API test
+//! server (`fakes::kube_api`: list, watch with resume and 410, status subresource,
+//! finalizers) and publishes through a real hosts-file sink probing real gateways on
+//! loopback. Two namespaces with their allowances, refusals with their conditions, a
+//! conflict, Nodes and a Gateway discovered and removed, a watch that drops and one
+//! that must list again, finalizer cleanup; nothing from a refused resource ever reaches
+//! a file.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use ho_testkit::{Behaviour, Gateway};
+use serde_json::{json, Value};
+
+use crate::fakes::kube_api::{KubeApi, TOKEN};
+use crate::harness::*;
+
+/// The operator's config: one hosts-file sink, team-a may claim `team-a.io` and Nodes,
+/// team-b `team-b.io`; no tenant in the file.
+fn operator_config(dir: &Path, kube: SocketAddr, port: u16) -> TestConfig {
+    let kubeconfig = KubeApi::kubeconfig(kube, dir);
+    TestConfig::defaults(&Check::FAST)
+        .set("defaults.check.port", i64::from(port))
+        .with(&hosts_sink(&dir.join("hosts")))
+        .with(&format!(
+            "[kubernetes]\ntenants = true\nkubeconfig = {:?}\n\n\
+             [[kubernetes.allow]]\nnamespace = \"team-a\"\ndomains = [\"team-a.io\"]\nsinks = [\"local\"]\nnodes = true\n\n\
+             [[kubernetes.allow]]\nnamespace = \"team-b\"\ndomains = [\"team-b.io\"]\nsinks = [\"local\"]\n",
+            kubeconfig.display().to_string()
+        ))
+}
+
+fn failover(ns: &str, name: &str, domain: &str, endpoints: Value) -> Value {
+    json!({
+        "apiVersion": "healthorchestrator.io/v1alpha1", "kind": "DNSFailover",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"domains": [domain], "sinks": ["local"], "endpoints": endpoints},
+    })
+}
+
+fn node(name: &str, role: &str, address: IpAddr) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"role": role}},
+        "status": {"addresses": [{"type": "ExternalIP", "address": address.to_string()}]},
+    })
+}
+
+fn gateway(ns: &str, name: &str, addresses: &[IpAddr]) -> Value {
+    let addresses: Vec<Value> = addresses
+        .iter()
+        .map(|a| json!({"type": "IPAddress", "value": a.to_string()}))
+        .collect();
+    json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"gatewayClassName": "test", "listeners": []},
+        "status": {"addresses": addresses},
+    })
+}
+
+/// The condition `type_` of a resource: (status, reason, message).
+fn condition(
+    kube: &KubeApi,
+    ns: &str,
+    name: &str,
+    type_: &str,
+) -> Option<(String, String, String)> {
+    let object = kube.object("dnsfailovers", ns, name)?;
+    let c = object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?
+        .clone();
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+    Some((s("status"), s("reason"), s("message")))
+}
+
+async fn wait_for_condition(
+    kube: &KubeApi,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) -> String {
+    let mut last = None;
+    eventually(&format!("{ns}/{name} {type_}={status} ({reason})"), || {
+        last = condition(kube, ns, name, type_);
+        last.as_ref()
+            .is_some_and(|(s, r, _)| s == status && r == reason)
+    })
+    .await;
+    last.unwrap().2
+}
+
+fn hosts(dir: &Path, tenant: &str) -> PathBuf {
+    dir.join("hosts").join(format!("{tenant}.hosts"))
+}
+
+/// Three gateways on one port, each on its own loopback address.
+fn three_gateways() -> Vec<Gateway> {
+    let first = Gateway::start(loopback(), Behaviour::Healthy).unwrap();
+    let port = first.addr().port();
+    let mut gws = vec![first];
+    for _ in 0..2 {
+        let addr = SocketAddr::new(loopback_ip().into(), port);
+        gws.push(Gateway::start(addr, Behaviour::Healthy).unwrap());
+    }
+    gws
+}
+
+#[tokio::test]
+async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let ip = |i: usize| gws[i].addr().ip();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, gws[0].addr().port());
+    let mut cmd = run_config(dir.path(), &config);
+    cmd.env("RUST_LOG", "info");
+    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+
+    kube.apply(node("n1", "gw", ip(0)));
+    kube.apply(node("other", "db", ip(2)));
+    kube.apply(gateway("team-b", "edge", &[ip(1)]));
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"nodes": {"role": "gw"}}]),
+    ));
+    kube.apply(failover(
+        "team-b",
+        "web",
+        "web.team-b.io",
+        json!([{"gateway": "edge"}]),
+    ));
+    kube.apply(failover(
+        "team-b",
+        "steal",
+        "pay.team-a.io",
+        json!([{"addresses": [ip(1).to_string()]}]),
+    ));
+    kube.apply(failover(
+        "team-c",
+        "x",
+        "x.team-c.io",
+        json!([{"addresses": [ip(1).to_string()]}]),
+    ));
+    kube.apply(failover(
+        "team-a",
+        "dup",
+        "api.team-a.io",
+        json!([{"addresses": [ip(1).to_string()]}]),
+    ));
+    kube.apply(failover(
+        "team-a",
+        "bad",
+        "bad.team-a.io",
+        json!([{"addresses": ["gw.example"]}]),
+    ));
+
+    let api_file = hosts(dir.path(), "team-a_api");
+    let web_file = hosts(dir.path(), "team-b_web");
+    wait_for_file(&api_file, "the node's address", |c| {
+        addresses(c) == [ip(0).to_string()]
+    })
+    .await;
+    wait_for_file(&web_file, "the gateway's address", |c| {
+        addresses(c) == [ip(1).to_string()]
+    })
+    .await;
+
+    let message = wait_for_condition(&kube, "team-a", "api", "Ready", "True", "Published").await;
+    assert_eq!(message, "published and written to every sink");
+    let api = kube.object("dnsfailovers", "team-a", "api").unwrap();
+    assert_eq!(api["status"]["observedGeneration"], 1);
+    assert_eq!(
+        api["status"]["published"]["addresses"],
+        json!([ip(0).to_string()])
+    );
+    assert_eq!(api["status"]["endpoints"]["healthy"], 1);
+    assert_eq!(api["status"]["sinks"][0]["name"], "local");
+    assert_eq!(
+        api["metadata"]["finalizers"],
+        json!(["healthorchestrator.io/withdraw-records"])
+    );
+
+    let refused = [
+        ("team-b", "steal", "DomainNotAllowed"),
+        ("team-c", "x", "NamespaceNotAllowed"),
+        ("team-a", "dup", "DomainClaimed"),
+        ("team-a", "bad", "Invalid"),
+    ];
+    for (ns, name, reason) in refused {
+        wait_for_condition(&kube, ns, name, "Accepted", "False", reason).await;
+        let (ready, _, _) = condition(&kube, ns, name, "Ready").unwrap();
+        assert_eq!(ready, "False");
+    }
+    let (_, _, message) = condition(&kube, "team-a", "bad", "Accepted").unwrap();
+    assert_eq!(
+        message,
+        "spec.endpoints[0].addresses[0]: \"gw.example\" is not an IP address (DNS failover publishes exactly what it probed)"
+    );
+    let (_, _, message) = condition(&kube, "team-a", "dup", "Accepted").unwrap();
+    assert!(message.contains("DNSFailover team-a/api"), "{message}");
+
+    // A new gateway node joins, without anyone editing anything; an old one leaves.
+    kube.apply(node("n2", "gw", ip(2)));
+    wait_for_file(&api_file, "the new node", |c| addresses(c).len() == 2).await;
+    kube.delete("nodes", "", "n1");
+    wait_for_file(&api_file, "the old node gone", |c| {
+        addresses(c) == [ip(2).to_string()]
+    })
+    .await;
+
+    // A watch that drops resumes where it was; one too old to resume lists again.
+    kube.drop_watches();
+    kube.apply(gateway("team-b", "edge", &[ip(1), ip(0)]));
+    wait_for_file(&web_file, "the gateway's second address", |c| {
+        addresses(c).len() == 2
+    })
+    .await;
+    kube.compact();
+    kube.drop_watches();
+    kube.apply(gateway("team-b", "edge", &[ip(0)]));
+    wait_for_file(&web_file, "the gateway's new address", |c| {
+        addresses(c) == [ip(0).to_string()]
+    })
+    .await;
+
+    // Deleting a resource withdraws its records before the finalizer lets it go.
+    kube.delete("dnsfailovers", "team-b", "web");
+    assert!(
+        kube.object("dnsfailovers", "team-b", "web").is_some(),
+        "the finalizer holds it"
+    );
+    wait_for_file(&web_file, "the records withdrawn", |c| {
+        addresses(c).is_empty()
+    })
+    .await;
+    eventually("the finalizer released", || {
+        kube.object("dnsfailovers", "team-b", "web").is_none()
+    })
+    .await;
+
+    // Nothing from a refused resource ever reached a file, and only this replica's
+    // service account wrote statuses.
+    for tenant in ["team-b_steal", "team-c_x", "team-a_dup", "team-a_bad"] {
+        assert!(
+            !hosts(dir.path(), tenant).exists(),
+            "{tenant} was published"
+        );
+    }
+    let writes: Vec<(String, String)> = kube
+        .requests_with_tokens()
+        .into_iter()
+        .filter(|(r, _)| r.starts_with("PATCH") && r.contains("/status"))
+        .collect();
+    assert!(!writes.is_empty());
+    assert!(writes.iter().all(|(_, token)| token == TOKEN));
+}
