@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use serde::Deserialize;
+
 use crate::harness::python_tool;
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -36,6 +38,8 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "Deployment",
         "Service",
         "PodDisruptionBudget",
+        "CustomResourceDefinition",
+        "ClusterRole",
     ] {
         assert!(text.contains(&format!("kind: {kind}\n")), "no {kind}");
     }
@@ -85,6 +89,95 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         text.contains(&format!("  config.toml: |\n    {first_line}")),
         "the rendered ConfigMap carries deploy/kubernetes/config.toml"
     );
+}
+
+/// deploy/kubernetes/crds.yaml is what `crds` generates from the types (regenerate it
+/// with `health-orchestrator crds > deploy/kubernetes/crds.yaml`), and the example
+/// resource validates against its schema (Python's `jsonschema`), parses as the type the
+/// controller reads, and is accepted under the shipped config's allowance.
+#[test]
+fn the_crd_matches_the_types_and_the_example_is_accepted() {
+    let out = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+        .arg("crds")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let kept = std::fs::read_to_string(repo("deploy/kubernetes/crds.yaml")).unwrap();
+    assert!(
+        String::from_utf8(out.stdout).unwrap() == kept,
+        "deploy/kubernetes/crds.yaml is stale: run `health-orchestrator crds > deploy/kubernetes/crds.yaml`"
+    );
+    let crd: serde_json::Value = serde_yaml::from_str(&kept).unwrap();
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+
+    let example = std::fs::read_to_string(repo("deploy/kubernetes/examples/team-a.yaml")).unwrap();
+    let resource: serde_json::Value = serde_yaml::Deserializer::from_str(&example)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "DNSFailover")
+        .expect("the example holds a DNSFailover");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("schema.json"), schema.to_string()).unwrap();
+    std::fs::write(dir.path().join("resource.json"), resource.to_string()).unwrap();
+    let python = Path::new(&python_tool("KUBERNETES_VALIDATE", "kubernetes-validate"))
+        .with_file_name("python");
+    let checked = Command::new(&python)
+        .args([
+            "-c",
+            // Unknown fields refused below `spec`, as kubectl's strict field validation does.
+            "import json, sys, jsonschema\n\
+             def strict(node):\n\
+             \x20   if 'properties' in node:\n\
+             \x20       node['additionalProperties'] = False\n\
+             \x20       for child in node['properties'].values(): strict(child)\n\
+             \x20   if 'items' in node: strict(node['items'])\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             strict(schema['properties']['spec'])\n\
+             jsonschema.Draft7Validator(schema).validate(json.load(open(sys.argv[2])))",
+        ])
+        .arg(dir.path().join("schema.json"))
+        .arg(dir.path().join("resource.json"))
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "the example does not validate against the CRD's schema:\n{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let mut resource: ho_kube::tenants::resource::DNSFailover =
+        serde_json::from_value(resource).expect("the example parses as the controller reads it");
+    resource.metadata.creation_timestamp = None;
+    let base = ho_config::load(&[repo("deploy/kubernetes/config.toml")]).unwrap();
+    let admission = ho_kube::tenants::admit::Admitter::default().admit(
+        &base,
+        &[&resource],
+        &NoCluster,
+        &ho_sinks::Catalog,
+    );
+    let verdict = &admission.verdicts[&("team-a".to_string(), "api".to_string())];
+    assert!(
+        matches!(verdict, ho_kube::tenants::admit::Verdict::Accepted { .. }),
+        "{verdict:?}"
+    );
+}
+
+/// A cluster with no Node, Service or Gateway: the example's static addresses only.
+struct NoCluster;
+
+impl ho_kube::tenants::discover::Lookup for NoCluster {
+    fn gateway(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+    fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+    fn nodes(
+        &self,
+        _: &std::collections::BTreeMap<String, String>,
+        _: ho_kube::tenants::resource::NodeAddressType,
+    ) -> Vec<(String, std::net::IpAddr)> {
+        Vec::new()
+    }
 }
 
 /// Every metric the alert rules and the dashboard use is one the binary exports, read from

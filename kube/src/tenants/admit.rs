@@ -96,8 +96,8 @@ impl Admitter {
             seen.insert(k.clone());
             let verdict = self.decide(resource, &k, &mut alone, &mut claims, world, catalog);
             if let Verdict::Accepted { .. } = verdict {
-                config.tenants.extend(alone.tenants.drain(..));
-                config.endpoints.extend(alone.endpoints.drain(..));
+                config.tenants.append(&mut alone.tenants);
+                config.endpoints.append(&mut alone.endpoints);
             }
             verdicts.insert(k, verdict);
         }

@@ -6,6 +6,7 @@
 
 pub mod admit;
 pub mod controller;
+pub mod crd;
 pub mod discover;
 pub mod resource;
 pub mod status;
