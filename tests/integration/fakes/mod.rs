@@ -3,7 +3,8 @@
 //! says in its own doc comment what it implements and where it is faithful.
 
 pub mod gateways;
-pub mod kube_api;
+/// The Kubernetes API test server, shared with the load test (`ho_testkit::kube_api`).
+pub use ho_testkit::kube_api;
 pub mod otlp;
 pub mod route53;
 pub mod webhook;

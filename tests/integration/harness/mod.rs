@@ -247,30 +247,8 @@ pub async fn terminate(child: &mut std::process::Child) -> Duration {
     start.elapsed()
 }
 
-/// Serves HTTP/1.1 on `listener` with `handler` until the test ends: the test receivers'
-/// (webhook, Kubernetes API) common accept loop.
-pub fn serve_http<H, F, B>(listener: tokio::net::TcpListener, handler: H)
-where
-    H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: std::future::Future<Output = hyper::Response<B>> + Send + 'static,
-    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let handler = handler.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let answer = handler(req);
-                    async move { Ok::<_, std::convert::Infallible>(answer.await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-}
+/// The test receivers' (webhook, Kubernetes API) common accept loop.
+pub use ho_testkit::serve_http;
 
 /// `[[endpoints]]` for gateways (`gw-1`, ...) with extra fields each (e.g. `priority = 1`).
 pub fn endpoints(gws: &[Gateway], extra: &[&str]) -> String {

@@ -49,7 +49,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::harness::serve_http;
+use crate::serve_http;
 use routes::{ResourceType, Route};
 use watch::Watches;
 
@@ -91,11 +91,9 @@ pub struct KubeApi {
 }
 
 impl KubeApi {
-    /// Starts serving on a loopback address of its own (a free port).
+    /// Starts serving on a free port of 127.0.0.1.
     pub async fn start(&self) -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind(crate::harness::loopback())
-            .await
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let me = self.clone();
         serve_http(listener, move |req| {

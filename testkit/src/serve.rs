@@ -1,0 +1,25 @@
+//! One accept loop for the test servers (the Kubernetes API, webhook receivers).
+
+/// Serves HTTP/1.1 on `listener` with `handler` until the runtime ends.
+pub fn serve_http<H, F, B>(listener: tokio::net::TcpListener, handler: H)
+where
+    H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = hyper::Response<B>> + Send + 'static,
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let answer = handler(req);
+                    async move { Ok::<_, std::convert::Infallible>(answer.await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
