@@ -388,12 +388,16 @@ pub struct PlannedSink {
     /// Parsed by the kind; the sinks crate gets its own type back to build the sink.
     #[serde(skip)]
     pub spec: Arc<dyn SinkSpec>,
+    /// How the engine drives writes to this sink: the table's `delivery`, else the
+    /// default for a shared back end or a local output.
+    #[serde(skip)]
+    pub delivery: Delivery,
 }
 
 impl PlannedSink {
     /// How the engine drives writes to this sink.
     pub fn delivery(&self) -> &Delivery {
-        &self.table.delivery
+        &self.delivery
     }
 }
 

@@ -30,7 +30,10 @@ impl EngineProcess {
             .args(["run", "--config"])
             .arg(config)
             // Each sink write is a debug line: the per-sink report reads them (`sink_log`).
-            .env("RUST_LOG", "warn,ho_engine::delivery=debug")
+            .env(
+                "RUST_LOG",
+                std::env::var("KL_LOG").unwrap_or("warn,ho_engine::delivery=debug".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

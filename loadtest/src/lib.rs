@@ -3,6 +3,7 @@
 //! operators check before a rollout.
 
 pub mod engine_proc;
+pub mod kube_load;
 pub mod per_sink;
 pub mod plots;
 pub mod recorder;

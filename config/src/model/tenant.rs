@@ -225,9 +225,12 @@ fn default_ttl() -> Duration {
 pub struct SinkTable {
     /// The sink kind, e.g. `hosts_file`.
     pub kind: String,
-    /// Rate limit, retries and drift repair; the same machinery for every kind.
-    #[serde(default)]
-    pub delivery: Delivery,
+    /// Rate limit, retries and drift repair; the same machinery for every kind. Unset:
+    /// [`Delivery::default`] for back ends the replicas share (an API with limits of its
+    /// own), [`Delivery::local`] for outputs local to one replica (a hosts file, the
+    /// embedded DNS server), where a write is a file rename or a memory swap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
     /// The kind's own keys, parsed by the kind (their schema comes from the kind:
     /// `ho_sinks::config_schema`).
     #[serde(flatten)]
@@ -259,6 +262,19 @@ pub struct Delivery {
     #[serde(default = "default_backoff_max", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub backoff_max: Duration,
+}
+
+impl Delivery {
+    /// A local output's pace: 1,000 writes a second, as many back to back, so that a
+    /// thousand tenants publish within a second of a start and a round of reconciles
+    /// never holds a change back.
+    pub fn local() -> Delivery {
+        Delivery {
+            max_writes_per_second: 1000.0,
+            burst: 1000,
+            ..Delivery::default()
+        }
+    }
 }
 
 impl Default for Delivery {

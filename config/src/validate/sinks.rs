@@ -145,7 +145,9 @@ pub(super) fn resolve_sinks(
             );
             continue;
         }
-        check_delivery(&table.delivery, &format!("sinks.{name}.delivery"), errs);
+        if let Some(delivery) = &table.delivery {
+            check_delivery(delivery, &format!("sinks.{name}.delivery"), errs);
+        }
         let parsed = catalog.parse(name, table);
         errs.0.extend(parsed.errors);
         let Some(spec) = parsed.spec else {
@@ -163,6 +165,13 @@ pub(super) fn resolve_sinks(
             name.clone(),
             PlannedSink {
                 table: table.clone(),
+                delivery: table.delivery.clone().unwrap_or_else(|| {
+                    if spec.shared() {
+                        Delivery::default()
+                    } else {
+                        Delivery::local()
+                    }
+                }),
                 spec,
             },
         );

@@ -392,11 +392,39 @@ impl DeliveryCore {
         }
         if self.queue.is_empty() && self.bucket.try_take(now.clock.mono).is_ok() {
             self.start(tenant, cause, fx);
-        } else if !self.queue.iter().any(|(t, _)| t == tenant) {
+        } else {
             debug!(sink = %self.name, tenant, "rate limited");
-            self.queue.push_back((tenant.to_owned(), cause));
+            self.enqueue(tenant, cause);
             self.serve_queue(now, fx);
         }
+    }
+
+    /// Queues the tenant for a token. A reconcile only repairs drift, so a change or a
+    /// retry goes ahead of every queued reconcile (in order among themselves): with many
+    /// tenants, a round of reconciles must not hold a new verdict back for a round's
+    /// worth of tokens. A tenant queued for a reconcile that now has a change moves up.
+    fn enqueue(&mut self, tenant: &str, cause: Cause) {
+        let queued = self.queue.iter().position(|(t, _)| t == tenant);
+        if cause == Cause::Reconcile {
+            if queued.is_none() {
+                self.queue.push_back((tenant.to_owned(), cause));
+            }
+            return;
+        }
+        match queued {
+            Some(at) if self.queue[at].1 != Cause::Reconcile => return,
+            Some(at) => {
+                self.queue.remove(at);
+            }
+            None => {}
+        }
+        let first_reconcile = self
+            .queue
+            .iter()
+            .position(|(_, c)| *c == Cause::Reconcile)
+            .unwrap_or(self.queue.len());
+        self.queue
+            .insert(first_reconcile, (tenant.to_owned(), cause));
     }
 
     /// Starts queued writes while tokens last, then asks to be woken for the next token.

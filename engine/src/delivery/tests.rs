@@ -291,6 +291,40 @@ fn rate_limited_tenants_are_written_in_the_order_they_asked() {
 }
 
 #[test]
+fn changes_go_ahead_of_queued_reconciles() {
+    // 10 writes/s, burst 1: one write now, then one per 100 ms.
+    let mut run = Run::new(delivery(10.0, 1));
+    for (i, tenant) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        run.publish(snap(tenant, 1, &[]));
+        run.advance(ms(100));
+        assert_eq!(run.writes().len(), i + 1);
+        run.finish(tenant, ok());
+    }
+    run.advance(ms(100));
+    // A reconcile round: "a" takes the token, the rest queue.
+    run.step(|core, now, fx| core.reconcile(now, fx));
+    run.finish("a", ok());
+    // A new tenant and a changed one are written before the reconciles still waiting.
+    run.publish(snap("e", 1, &[]));
+    run.publish(snap("c", 2, &[]));
+    run.advance(ms(1000));
+    let order: Vec<(&str, Cause)> = run.started[4..]
+        .iter()
+        .map(|(_, w)| (w.tenant.as_str(), w.cause))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("a", Cause::Reconcile),
+            ("e", Cause::Snapshot),
+            ("c", Cause::Snapshot),
+            ("b", Cause::Reconcile),
+            ("d", Cause::Reconcile),
+        ]
+    );
+}
+
+#[test]
 fn a_retry_waits_for_its_backoff_doubling_per_attempt() {
     let mut run = Run::unlimited();
     run.publish(snap("t", 1, &[]));
