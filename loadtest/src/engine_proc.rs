@@ -30,10 +30,7 @@ impl EngineProcess {
             .args(["run", "--config"])
             .arg(config)
             // Each sink write is a debug line: the per-sink report reads them (`sink_log`).
-            .env(
-                "RUST_LOG",
-                std::env::var("KL_LOG").unwrap_or("warn,ho_engine::delivery=debug".into()),
-            )
+            .env("RUST_LOG", "warn,ho_engine::delivery=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -82,8 +82,6 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
     let dir = tempfile::tempdir()?;
-    eprintln!("DEBUG {}", dir.path().display());
-    let dir = Box::leak(Box::new(dir));
     let dns = free_udp()?;
     let api = SocketAddr::from(([127, 0, 0, 1], free_tcp()?));
     let config = dir.path().join("config.toml");
