@@ -6,7 +6,8 @@
 //!   millisecond until the answer carries its address (`trials` times, one new resource
 //!   each, on a running orchestrator);
 //! - **scale**: `resources` resources of `addresses` static addresses each exist before the
-//!   orchestrator starts: time until every name answers, then a steady period counting the
+//!   orchestrator starts: time until every name answers, then (after 5 s for statuses to
+//!   follow) a steady period counting the
 //!   API requests it sends (watches only: a list happens only when a watch ends) and the
 //!   status writes, with its memory and CPU.
 //!
@@ -73,6 +74,9 @@ pub struct Report {
     pub steady_cpu_share: f64,
 }
 
+/// From every name answering to the start of the steady period.
+const SETTLE: Duration = Duration::from_secs(5);
+
 const PROBE: &str = "[defaults.check]\nkind = \"http\"\npath = \"/healthz\"\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 1\nfall = 2\n";
 
 /// Runs both measurements.
@@ -111,6 +115,9 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     wait_all_answer(dns, &names, Duration::from_secs(300)).await?;
     let first_publish_s = started.elapsed().as_secs_f64();
 
+    // Statuses follow the first writes within a second or two: the steady period starts
+    // once they have.
+    tokio::time::sleep(SETTLE).await;
     let before = kube.requests_with_tokens().len();
     let cpu_before = engine.cpu_ms()?;
     tokio::time::sleep(args.steady).await;
