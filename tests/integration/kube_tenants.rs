@@ -4,7 +4,8 @@
 //! loopback. Two namespaces with their allowances, refusals with their conditions, a
 //! conflict, Nodes and a Gateway discovered and removed, a watch that drops and one
 //! that must list again, finalizer cleanup; nothing from a refused resource ever reaches
-//! a file.
+//! a file; with two replicas under leader election, only the writer writes statuses and
+//! finalizers, and the standby takes over.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,12 @@ use crate::harness::*;
 /// The operator's config: one hosts-file sink, team-a may claim `team-a.io` and Nodes,
 /// team-b `team-b.io`; no tenant in the file.
 fn operator_config(dir: &Path, kube: SocketAddr, port: u16) -> TestConfig {
-    let kubeconfig = KubeApi::kubeconfig(kube, dir);
+    operator_config_as(dir, kube, port, TOKEN)
+}
+
+/// [`operator_config`] for a replica presenting `token`.
+fn operator_config_as(dir: &Path, kube: SocketAddr, port: u16, token: &str) -> TestConfig {
+    let kubeconfig = KubeApi::kubeconfig_with(kube, dir, token);
     TestConfig::defaults(&Check::FAST)
         .set("defaults.check.port", i64::from(port))
         .with(&hosts_sink(&dir.join("hosts")))
@@ -261,4 +267,71 @@ async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
         .collect();
     assert!(!writes.is_empty());
     assert!(writes.iter().all(|(_, token)| token == TOKEN));
+}
+
+/// Replica `name` under leader election (Lease `dns/ho`, 3 s), presenting `test-{name}`.
+fn replica(name: &str, kube: SocketAddr, port: u16) -> (Running, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config_as(dir.path(), kube, port, &format!("test-{name}")).with(&format!(
+        "[leader_election]\nenabled = true\nnamespace = \"dns\"\nname = \"ho\"\nidentity = \"{name}\"\n\
+         lease_duration = \"3s\"\nrenew_deadline = \"2s\"\nretry_period = \"300ms\"\nkubeconfig = {:?}\n",
+        dir.path().join("kubeconfig").display().to_string()
+    ));
+    let mut cmd = run_config(dir.path(), &config);
+    cmd.env("RUST_LOG", "info");
+    let process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    (process, dir)
+}
+
+/// The tokens that patched `DNSFailover`s (statuses and finalizers).
+fn resource_writers(kube: &KubeApi) -> std::collections::BTreeSet<String> {
+    kube.requests_with_tokens()
+        .into_iter()
+        .filter(|(r, _)| r.starts_with("PATCH") && r.contains("/dnsfailovers/"))
+        .map(|(_, token)| token)
+        .collect()
+}
+
+#[tokio::test]
+async fn only_the_writer_replica_writes_statuses_and_the_standby_takes_over() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let port = gws[0].addr().port();
+    let mut replicas = vec![replica("a", kube_addr, port), replica("b", kube_addr, port)];
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": [gws[0].addr().ip().to_string()]}]),
+    ));
+    wait_for_condition(&kube, "team-a", "api", "Ready", "True", "Published").await;
+    let mut leader = None;
+    eventually("a leader", || {
+        leader = kube.lease_holder("dns", "ho");
+        leader.is_some()
+    })
+    .await;
+    let leader = leader.unwrap();
+    assert_eq!(
+        resource_writers(&kube),
+        [format!("test-{leader}")].into(),
+        "only the leader writes statuses and finalizers"
+    );
+
+    // The leader dies: the standby takes the Lease and reports the next resource.
+    let (dead, standby) = if leader == "a" { (0, "b") } else { (1, "a") };
+    drop(replicas.remove(dead));
+    eventually("the standby leads", || {
+        kube.lease_holder("dns", "ho").as_deref() == Some(standby)
+    })
+    .await;
+    kube.apply(failover(
+        "team-a",
+        "www",
+        "www.team-a.io",
+        json!([{"addresses": [gws[1].addr().ip().to_string()]}]),
+    ));
+    wait_for_condition(&kube, "team-a", "www", "Ready", "True", "Published").await;
+    assert!(resource_writers(&kube).contains(&format!("test-{standby}")));
 }
