@@ -145,7 +145,8 @@ impl Admitter {
             found
         };
         let tenant = tenant_name(k);
-        let config = match tenant_config(resource, &tenant, &found) {
+        let votes = alone.multi_cluster.enabled;
+        let config = match tenant_config(resource, &tenant, &found, votes) {
             Ok(config) => config,
             Err(message) => return refuse("Invalid", message),
         };
@@ -325,12 +326,15 @@ fn source_addresses(
     Ok(addresses)
 }
 
-/// The `[[tenants]]` entry the resource stands for: cleanup on removal always (deleting
-/// the resource withdraws its records, under the finalizer).
+/// The `[[tenants]]` entry the resource stands for. Deleting the resource withdraws its
+/// records (cleanup on removal, under the finalizer), except where the clusters vote
+/// (`[multi_cluster]`): a name several clusters publish is not one cluster's to empty, so
+/// this cluster only stops publishing it and the other clusters keep the name.
 fn tenant_config(
     resource: &DNSFailover,
     name: &str,
     found: &[Found],
+    votes: bool,
 ) -> Result<TenantConfig, String> {
     let spec = &resource.spec;
     let ttl = match spec.ttl.as_deref() {
@@ -354,7 +358,7 @@ fn tenant_config(
         ttl,
         on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
         min_healthy: spec.min_healthy.unwrap_or(0.0),
-        cleanup_on_remove: true,
+        cleanup_on_remove: !votes,
         policy: spec.policy.unwrap_or_default(),
         weights: spec.weights.clone(),
         default_weight: spec.default_weight,
