@@ -83,15 +83,24 @@ impl Controller {
     /// since the last plan handed out (always after [`Controller::set_base`]), `None` when
     /// nothing did. An `Err` leaves the running config as it is.
     pub async fn round(&mut self, engine: &Engine) -> Option<Result<Plan, ValidationErrors>> {
-        let status = engine.status().await?;
-        let view = EngineView::new(&status);
+        let started = std::time::Instant::now();
         let all = self.watched.resources.state();
+        let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some());
+        // `/status` is only needed to tell which deleted resources this process never ran.
+        let status = match deleting {
+            true => Some(engine.status().await?),
+            false => None,
+        };
+        let view = status.as_ref().map(EngineView::new);
         let mut input = Vec::with_capacity(all.len());
         for r in &all {
             let k = key(r);
             if r.metadata.deletion_timestamp.is_none() {
                 input.push(r.as_ref());
-            } else if has_finalizer(r) && !view.known(&tenant_name(&k)) && self.revived.insert(k) {
+            } else if has_finalizer(r)
+                && view.as_ref().is_some_and(|v| !v.known(&tenant_name(&k)))
+                && self.revived.insert(k)
+            {
                 input.push(r.as_ref());
                 self.watched.poke();
             }
@@ -116,7 +125,9 @@ impl Controller {
                 .count();
             info!(
                 resources = self.verdicts.len(),
-                accepted, "DNSFailover resources admitted"
+                accepted,
+                took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "DNSFailover resources admitted"
             );
         }
         Some(plan)
