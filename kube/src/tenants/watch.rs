@@ -72,15 +72,23 @@ impl Watched {
 
     /// Waits until the resources are listed (so the first round never sees "none"), and
     /// up to `grace` for the others (a cluster without Gateway API never lists Gateways;
-    /// resources naming one then wait with a status saying so).
+    /// resources naming one then wait with a status saying so). A cluster without the CRD
+    /// never lists the resources either: after `grace` the process runs on (the first
+    /// list, whenever it comes, is a change like any other) and says what is missing.
     pub async fn ready(&self, grace: Duration) {
-        let _ = self.resources.wait_until_ready().await;
-        let others = async {
+        let all = async {
+            let _ = self.resources.wait_until_ready().await;
             let _ = self.services.wait_until_ready().await;
             let _ = self.nodes.wait_until_ready().await;
             let _ = self.gateways.wait_until_ready().await;
         };
-        let _ = tokio::time::timeout(grace, others).await;
+        if tokio::time::timeout(grace, all).await.is_err() {
+            let resources =
+                tokio::time::timeout(Duration::ZERO, self.resources.wait_until_ready()).await;
+            if resources.is_err() {
+                warn!("DNSFailover resources are not listed yet: is the CRD installed (kubectl apply -f deploy/kubernetes/crds.yaml) and may the service account list them? Running on; they are published once listed");
+            }
+        }
     }
 }
 
