@@ -170,6 +170,9 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
     })
 }
 
+/// How long a request to the API server may take (connect, send; watches read longer).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Connects to the API server and starts watching `DNSFailover` resources on top of the
 /// config files (`[kubernetes] tenants = true`).
 async fn start_tenants(
@@ -178,13 +181,10 @@ async fn start_tenants(
     engine: &Engine,
 ) -> anyhow::Result<Controller> {
     let base = ho_config::load(files)?;
-    let kube = ho_kube::client::connect(
-        kubernetes.kubeconfig.as_deref(),
-        None,
-        Duration::from_secs(10),
-    )
-    .await
-    .context("[kubernetes]")?;
+    let kube =
+        ho_kube::client::connect_for_watches(kubernetes.kubeconfig.as_deref(), REQUEST_TIMEOUT)
+            .await
+            .context("[kubernetes]")?;
     info!(server = %kube.server, "watching DNSFailover resources");
     Ok(Controller::start(
         kube.client,

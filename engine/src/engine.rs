@@ -27,9 +27,9 @@ use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
-use crate::status::{SinkStatus, Status};
+use crate::status::{Overview, SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{HealthTracker, IsReady, Reload};
+use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload};
 
 mod reload;
 mod start;
@@ -255,6 +255,19 @@ impl Engine {
     /// The whole `/status` document; `None` once the engine has stopped.
     pub async fn status(&self) -> Option<Status> {
         crate::api::status(&self.api_state(None, None)).await
+    }
+
+    /// Every tenant's summary and every sink's rows: the part of `/status` a reader needs
+    /// for every tenant each second, without the per-endpoint detail; `None` once the
+    /// engine has stopped.
+    pub async fn overview(&self) -> Option<Overview> {
+        let tenants = self.tracker.send(GetSummaries).await.ok()?;
+        let actors = self.api_sinks.read().expect("not poisoned").clone();
+        let mut sinks = Vec::with_capacity(actors.len());
+        for sink in &actors {
+            sinks.push(sink.send(GetSinkStatus).await.ok()?);
+        }
+        Some(Overview { tenants, sinks })
     }
 
     /// One sink's part of `/status`; `None` if no such sink runs.

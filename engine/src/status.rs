@@ -182,6 +182,31 @@ pub struct TenantStatus {
     pub votes: Option<std::sync::Arc<crate::multi_cluster::vote::Tally>>,
 }
 
+/// One tenant in a few numbers, for readers that need every tenant often (a Kubernetes
+/// resource's status, each second): none of `/status`'s per-endpoint detail.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantSummary {
+    /// Tenant name.
+    pub name: String,
+    /// What it publishes now.
+    pub published: Option<PublishedStatus>,
+    /// Its endpoints that are up.
+    pub healthy: usize,
+    /// Its endpoints that are down.
+    pub unhealthy: usize,
+    /// Its endpoints with no verdict yet.
+    pub unknown: usize,
+}
+
+/// Every tenant's summary and every sink's rows: what [`crate::Engine::overview`] answers.
+#[derive(Debug, Clone)]
+pub struct Overview {
+    /// The tenants, in config order.
+    pub tenants: Vec<TenantSummary>,
+    /// The sinks with their per-tenant rows.
+    pub sinks: Vec<SinkStatus>,
+}
+
 /// One endpoint as seen by one tenant.
 #[derive(Debug, Clone, Serialize)]
 pub struct TenantEndpointStatus {
@@ -271,6 +296,9 @@ pub struct SinkTenantStatus {
     pub attempts: u32,
     /// When the last write succeeded (Unix seconds).
     pub last_success: Option<f64>,
+    /// When the state now written was first written (Unix seconds); reconciles of it
+    /// leave this as it is.
+    pub written_at: Option<f64>,
     /// The last error, if the last attempt failed.
     pub last_error: Option<SinkErrorStatus>,
 }

@@ -45,6 +45,29 @@ pub async fn connect(
     context: Option<&str>,
     timeout: Duration,
 ) -> Result<KubeClient, ConnectError> {
+    connect_with(kubeconfig, context, timeout, timeout).await
+}
+
+/// How long a watch may stay silent: longer than the 290 s kube-runtime asks the server
+/// to keep a watch open, so a quiet watch ends by the server's timeout (and resumes from
+/// its resourceVersion) rather than by ours.
+const WATCH_READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// [`connect`] for a client that watches: connecting and sending are cut at `timeout`,
+/// reading only after [`WATCH_READ_TIMEOUT`] (its other requests set deadlines of their own).
+pub async fn connect_for_watches(
+    kubeconfig: Option<&Path>,
+    timeout: Duration,
+) -> Result<KubeClient, ConnectError> {
+    connect_with(kubeconfig, None, timeout, WATCH_READ_TIMEOUT).await
+}
+
+async fn connect_with(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    timeout: Duration,
+    read_timeout: Duration,
+) -> Result<KubeClient, ConnectError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
@@ -73,7 +96,7 @@ pub async fn connect(
             .map_err(|e| ConnectError::NoCredentials(e.to_string()))?,
     };
     config.connect_timeout = Some(timeout);
-    config.read_timeout = Some(timeout);
+    config.read_timeout = Some(read_timeout);
     config.write_timeout = Some(timeout);
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();

@@ -18,19 +18,30 @@ pub struct EngineProcess {
 }
 
 impl EngineProcess {
-    /// Starts `bin run --config config`, logging to `log` (the config asks for JSON).
+    /// Starts `bin run --config config`, logging to `log` (the config asks for JSON). Each
+    /// sink write is a debug line: the per-sink report reads them (`sink_log`).
     pub fn spawn(
         bin: &Path,
         config: &Path,
         api: SocketAddr,
         log: &Path,
     ) -> anyhow::Result<EngineProcess> {
+        EngineProcess::spawn_with_log(bin, config, api, log, "warn,ho_engine::delivery=debug")
+    }
+
+    /// [`EngineProcess::spawn`] with the log filter `filter` (`RUST_LOG`).
+    pub fn spawn_with_log(
+        bin: &Path,
+        config: &Path,
+        api: SocketAddr,
+        log: &Path,
+        filter: &str,
+    ) -> anyhow::Result<EngineProcess> {
         let log = std::fs::File::create(log)?;
         let child = Command::new(bin)
             .args(["run", "--config"])
             .arg(config)
-            // Each sink write is a debug line: the per-sink report reads them (`sink_log`).
-            .env("RUST_LOG", "warn,ho_engine::delivery=debug")
+            .env("RUST_LOG", filter)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -45,6 +45,12 @@ pub struct Args {
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Keep the orchestrator's config and log in this folder (default: a temporary one).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Log filter of the orchestrator (`RUST_LOG`).
+    #[arg(long, default_value = "warn")]
+    pub log: String,
 }
 
 /// The figures.
@@ -68,6 +74,8 @@ pub struct Report {
     pub status_writes_per_s: f64,
     /// Lists in the steady period (0: watches only).
     pub steady_lists: usize,
+    /// The steady period's requests other than status writes, by method and path.
+    pub steady_other: std::collections::BTreeMap<String, usize>,
     /// Resident memory at the end, MiB.
     pub rss_mib: f64,
     /// CPU in the steady period, share of one core.
@@ -85,11 +93,13 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let farm = SharedFarm::start(Ipv4Addr::new(127, 16, 0, 1), endpoints.max(1) + args.trials)?;
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
-    let dir = tempfile::tempdir()?;
+    let temp = tempfile::tempdir()?;
+    let dir = args.dir.clone().unwrap_or_else(|| temp.path().to_owned());
+    std::fs::create_dir_all(&dir)?;
     let dns = free_udp()?;
     let api = SocketAddr::from(([127, 0, 0, 1], free_tcp()?));
-    let config = dir.path().join("config.toml");
-    std::fs::write(&dir.path().join("kubeconfig"), kubeconfig(kube_addr))?;
+    let config = dir.join("config.toml");
+    std::fs::write(dir.join("kubeconfig"), kubeconfig(kube_addr))?;
     std::fs::write(
         &config,
         format!(
@@ -98,7 +108,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
              [kubernetes]\ntenants = true\nkubeconfig = {:?}\n\n\
              [[kubernetes.allow]]\nnamespace = \"load\"\ndomains = [\"load.test\"]\nsinks = [\"dns\"]\n",
             farm.addr(0).port(),
-            dir.path().join("kubeconfig").display().to_string()
+            dir.join("kubeconfig").display().to_string()
         ),
     )?;
     for r in 0..args.resources {
@@ -108,7 +118,8 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         kube.apply(resource(&format!("t{r}"), &addresses));
     }
     let started = Instant::now();
-    let engine = EngineProcess::spawn(&args.bin, &config, api, &dir.path().join("log"))?;
+    let engine =
+        EngineProcess::spawn_with_log(&args.bin, &config, api, &dir.join("log"), &args.log)?;
     let names: Vec<String> = (0..args.resources)
         .map(|r| format!("t{r}.load.test"))
         .collect();
@@ -134,6 +145,10 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         .filter(|r| r.starts_with("GET") && !r.contains("watch"))
         .count();
 
+    let mut steady_other = std::collections::BTreeMap::new();
+    for r in steady.iter().filter(|r| !r.contains("/status")) {
+        *steady_other.entry(r.clone()).or_insert(0) += 1;
+    }
     let mut trials = Vec::new();
     for t in 0..args.trials {
         let address = farm.addr(endpoints + t).ip().to_string();
@@ -156,6 +171,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         api_requests_per_s: steady.len() as f64 / secs,
         status_writes_per_s: status_writes as f64 / secs,
         steady_lists,
+        steady_other,
         rss_mib: engine.rss_mib()?,
         steady_cpu_share: cpu / secs,
     })

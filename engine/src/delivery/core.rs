@@ -119,6 +119,8 @@ struct Slot {
     retry_at: Option<Instant>,
     attempts: u32,
     last_success: Option<SystemTime>,
+    /// When `written_seq` was first written (a reconcile of it does not move this).
+    written_at: Option<SystemTime>,
     last_error: Option<(SystemTime, SinkError)>,
     /// Changes of snapshots that were replaced before they were written, with the seq they
     /// came with: coalescing keeps only the latest state, but no change goes unreported.
@@ -134,6 +136,7 @@ impl Slot {
             retry_at: None,
             attempts: 0,
             last_success: None,
+            written_at: None,
             last_error: None,
             carried: Vec::new(),
         }
@@ -312,6 +315,9 @@ impl DeliveryCore {
         match result {
             Ok(_) => {
                 finished.first_of_seq = slot.written_seq != Some(seq);
+                if finished.first_of_seq {
+                    slot.written_at = Some(now.clock.wall);
+                }
                 slot.attempts = 0;
                 slot.written_seq = Some(seq);
                 slot.carried.retain(|(carried, _)| *carried > seq);
@@ -366,6 +372,7 @@ impl DeliveryCore {
                 pending: slot.pending(),
                 attempts: slot.attempts,
                 last_success: slot.last_success.map(unix_seconds),
+                written_at: slot.written_at.map(unix_seconds),
                 last_error: slot.last_error.as_ref().map(|(at, e)| SinkErrorStatus {
                     at: unix_seconds(*at),
                     message: e.message.clone(),

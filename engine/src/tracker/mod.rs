@@ -39,6 +39,11 @@ pub use self::core::{Clock, Effect, TrackerCore};
 #[rtype(result = "TrackerStatus")]
 pub(crate) struct GetStatus;
 
+/// Asks for every tenant's summary.
+#[derive(Message)]
+#[rtype(result = "Vec<crate::status::TenantSummary>")]
+pub(crate) struct GetSummaries;
+
 /// Asks whether `/readyz` should pass: every target has a verdict, or the grace passed.
 #[derive(Message)]
 #[rtype(result = "bool")]
@@ -215,6 +220,14 @@ impl Handler<IsReady> for HealthTracker {
 
     fn handle(&mut self, _: IsReady, _: &mut Context<Self>) -> bool {
         self.core.ready()
+    }
+}
+
+impl Handler<GetSummaries> for HealthTracker {
+    type Result = MessageResult<GetSummaries>;
+
+    fn handle(&mut self, _: GetSummaries, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.core.summaries())
     }
 }
 

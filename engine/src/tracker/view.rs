@@ -9,7 +9,7 @@ use ho_config::RoutingPolicy;
 use crate::hysteresis::Health;
 use crate::status::{
     unix_seconds, DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus,
-    TenantStatus, TrackerStatus, Why,
+    TenantStatus, TenantSummary, TrackerStatus, Why,
 };
 
 use super::core::{Clock, TrackerCore};
@@ -23,6 +23,37 @@ impl TrackerCore {
             endpoints: self.endpoint_views(now),
             tenants: self.tenant_views(),
         }
+    }
+
+    /// Every tenant in a few numbers (see [`TenantSummary`]).
+    pub fn summaries(&self) -> Vec<TenantSummary> {
+        self.plan
+            .tenants
+            .iter()
+            .zip(&self.tenants)
+            .map(|(t, s)| {
+                let mut summary = TenantSummary {
+                    name: t.name.clone(),
+                    published: s.last_snapshot.as_ref().map(|p| PublishedStatus {
+                        seq: p.seq,
+                        mode: p.mode,
+                        addresses: p.addresses.iter().map(|a| a.address).collect(),
+                        at: unix_seconds(p.decided_at),
+                    }),
+                    healthy: 0,
+                    unhealthy: 0,
+                    unknown: 0,
+                };
+                for &e in &t.endpoints {
+                    match self.health_of(EndpointIx(e)) {
+                        Health::Up => summary.healthy += 1,
+                        Health::Down => summary.unhealthy += 1,
+                        Health::Unknown => summary.unknown += 1,
+                    }
+                }
+                summary
+            })
+            .collect()
     }
 
     fn endpoint_views(&self, now: Clock) -> Vec<EndpointStatus> {

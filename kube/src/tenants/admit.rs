@@ -60,6 +60,22 @@ pub struct Admission {
 #[derive(Default)]
 pub struct Admitter {
     last: HashMap<Key, Vec<Found>>,
+    /// Resources that validated, by the spec and addresses they validated with: a round
+    /// re-validates only what changed (a thousand resources validate in ~100 ms; a round
+    /// runs at every change of any resource, Node, Service or Gateway).
+    checked: HashMap<Key, Checked>,
+    /// What the cached validations were made against: the base config, without its
+    /// tenants and endpoints.
+    fingerprint: u64,
+}
+
+/// A resource that validated: which version of it, with which addresses, and what it
+/// became.
+struct Checked {
+    spec: (Option<String>, Option<i64>),
+    found: Vec<Found>,
+    tenant: TenantConfig,
+    endpoints: Vec<EndpointConfig>,
 }
 
 /// One discovered address and the source (index in `spec.endpoints`) that found it.
@@ -88,6 +104,11 @@ impl Admitter {
         let mut alone = base.clone();
         alone.tenants.clear();
         alone.endpoints.clear();
+        let fingerprint = fingerprint(&alone);
+        if fingerprint != self.fingerprint {
+            self.checked.clear();
+            self.fingerprint = fingerprint;
+        }
         let mut config = base.clone();
         let mut verdicts = BTreeMap::new();
         let mut seen = HashSet::new();
@@ -102,6 +123,7 @@ impl Admitter {
             verdicts.insert(k, verdict);
         }
         self.last.retain(|k, _| seen.contains(k));
+        self.checked.retain(|k, _| seen.contains(k));
         Admission { config, verdicts }
     }
 
@@ -145,23 +167,30 @@ impl Admitter {
             found
         };
         let tenant = tenant_name(k);
-        let votes = alone.multi_cluster.enabled;
-        let config = match tenant_config(resource, &tenant, &found, votes) {
-            Ok(config) => config,
-            Err(message) => return refuse("Invalid", message),
-        };
-        alone.tenants = vec![config];
-        alone.endpoints = endpoint_configs(resource, &tenant, &found);
-        if let Err(errors) = validate(alone, catalog) {
-            let sources: Vec<usize> = found.iter().map(|f| f.source).collect();
-            let lines: Vec<String> = errors
-                .0
-                .iter()
-                .map(|e| format!("{}: {}", locate(&e.path, &sources), e.reason))
-                .collect();
-            alone.tenants.clear();
-            alone.endpoints.clear();
-            return refuse("Invalid", lines.join("\n"));
+        let spec = (resource.metadata.uid.clone(), resource.metadata.generation);
+        match self
+            .checked
+            .get(k)
+            .filter(|c| c.spec == spec && c.found == found)
+        {
+            Some(c) => {
+                alone.tenants = vec![c.tenant.clone()];
+                alone.endpoints = c.endpoints.clone();
+            }
+            None => {
+                if let Err(refusal) = Self::validate(resource, &tenant, &found, alone, catalog) {
+                    return refusal;
+                }
+                self.checked.insert(
+                    k.clone(),
+                    Checked {
+                        spec,
+                        found: found.clone(),
+                        tenant: alone.tenants[0].clone(),
+                        endpoints: alone.endpoints.clone(),
+                    },
+                );
+            }
         }
         if let Err(refusal) = claims.claim(k, &tenant, &alone.tenants[0].domains) {
             alone.tenants.clear();
@@ -171,6 +200,46 @@ impl Admitter {
         self.last.insert(k.clone(), found);
         Verdict::Accepted { tenant, kept_last }
     }
+}
+
+impl Admitter {
+    /// Builds the resource's tenant and endpoints into `alone` and validates them as
+    /// `check-config` would; a refusal leaves `alone` empty.
+    fn validate(
+        resource: &DNSFailover,
+        tenant: &str,
+        found: &[Found],
+        alone: &mut Config,
+        catalog: &dyn SinkCatalog,
+    ) -> Result<(), Verdict> {
+        let votes = alone.multi_cluster.enabled;
+        let config = tenant_config(resource, tenant, found, votes)
+            .map_err(|message| refuse("Invalid", message))?;
+        alone.tenants = vec![config];
+        alone.endpoints = endpoint_configs(resource, tenant, found);
+        if let Err(errors) = validate(alone, catalog) {
+            let sources: Vec<usize> = found.iter().map(|f| f.source).collect();
+            let lines: Vec<String> = errors
+                .0
+                .iter()
+                .map(|e| format!("{}: {}", locate(&e.path, &sources), e.reason))
+                .collect();
+            alone.tenants.clear();
+            alone.endpoints.clear();
+            return Err(refuse("Invalid", lines.join("\n")));
+        }
+        Ok(())
+    }
+}
+
+/// A digest of `config` (the base without tenants and endpoints).
+fn fingerprint(config: &Config) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(config)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 fn refuse(reason: &'static str, message: String) -> Verdict {

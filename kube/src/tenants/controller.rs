@@ -25,6 +25,10 @@ use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
 use super::watch::Watched;
 
+/// How long a write to the API server may take (the client's reads wait longer, for
+/// watches): a silent API server delays a finalizer to the next round, never the loop.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The resources' side of the running config.
 pub struct Controller {
     client: Client,
@@ -86,9 +90,10 @@ impl Controller {
         let started = std::time::Instant::now();
         let all = self.watched.resources.state();
         let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some());
-        // `/status` is only needed to tell which deleted resources this process never ran.
+        // The engine's overview is only needed to tell which deleted resources this process
+        // never ran.
         let status = match deleting {
-            true => Some(engine.status().await?),
+            true => Some(engine.overview().await?),
             false => None,
         };
         let view = status.as_ref().map(EngineView::new);
@@ -138,7 +143,7 @@ impl Controller {
         if !self.leadership.may_write() {
             return;
         }
-        let Some(status) = engine.status().await else {
+        let Some(status) = engine.overview().await else {
             return;
         };
         let view = EngineView::new(&status);

@@ -196,9 +196,10 @@ pub struct SinkWrite {
     pub name: String,
     /// Whether the latest desired state is written.
     pub written: bool,
-    /// The last successful write (RFC 3339).
+    /// When the state now written was first written (RFC 3339); the periodic re-writes
+    /// that repair drift leave it, so a steady tenant's status does not change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_success: Option<String>,
+    pub written_at: Option<String>,
     /// The last failure's message, while the latest state is not written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

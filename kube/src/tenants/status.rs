@@ -3,24 +3,22 @@
 
 use std::collections::HashMap;
 
-use ho_engine::hysteresis::Health;
-use ho_engine::status::{SinkTenantStatus, Status, TenantStatus};
+use ho_engine::status::{Overview, SinkTenantStatus, TenantSummary};
 
 use super::admit::Verdict;
 use super::resource::{
     Condition, DNSFailover, DNSFailoverStatus, EndpointCounts, Published, SinkWrite, MAX_LISTED,
 };
 
-/// The engine's `/status` indexed by tenant, built once per round for every resource.
+/// The engine's overview indexed by tenant, built once per round for every resource.
 pub struct EngineView<'a> {
-    tenants: HashMap<&'a str, &'a TenantStatus>,
-    health: HashMap<&'a str, Health>,
+    tenants: HashMap<&'a str, &'a TenantSummary>,
     sinks: HashMap<&'a str, Vec<(&'a str, &'a SinkTenantStatus)>>,
 }
 
 impl<'a> EngineView<'a> {
     /// Indexes `status`.
-    pub fn new(status: &'a Status) -> EngineView<'a> {
+    pub fn new(status: &'a Overview) -> EngineView<'a> {
         let mut sinks: HashMap<&str, Vec<(&str, &SinkTenantStatus)>> = HashMap::new();
         for sink in &status.sinks {
             for row in &sink.tenants {
@@ -32,16 +30,9 @@ impl<'a> EngineView<'a> {
         }
         EngineView {
             tenants: status
-                .tracker
                 .tenants
                 .iter()
                 .map(|t| (t.name.as_str(), t))
-                .collect(),
-            health: status
-                .tracker
-                .endpoints
-                .iter()
-                .map(|e| (e.name.as_str(), e.state))
                 .collect(),
             sinks,
         }
@@ -72,7 +63,7 @@ impl<'a> EngineView<'a> {
                     .map(|(name, r)| SinkWrite {
                         name: (*name).to_owned(),
                         written: written(r),
-                        last_success: r.last_success.map(rfc3339),
+                        written_at: r.written_at.map(rfc3339),
                         error: (!written(r))
                             .then(|| r.last_error.as_ref().map(|e| e.message.clone()))
                             .flatten(),
@@ -238,15 +229,11 @@ fn fill_published(status: &mut DNSFailoverStatus, tenant: &str, engine: &EngineV
             count: p.addresses.len(),
         });
     }
-    let mut counts = EndpointCounts::default();
-    for e in &state.endpoints {
-        match engine.health.get(e.name.as_str()) {
-            Some(Health::Up) => counts.healthy += 1,
-            Some(Health::Down) => counts.unhealthy += 1,
-            _ => counts.unknown += 1,
-        }
-    }
-    status.endpoints = Some(counts);
+    status.endpoints = Some(EndpointCounts {
+        healthy: state.healthy,
+        unhealthy: state.unhealthy,
+        unknown: state.unknown,
+    });
     status.sinks = engine.sink_writes(tenant);
 }
 

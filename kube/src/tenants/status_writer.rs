@@ -51,17 +51,23 @@ async fn write(
             }
             let api: Api<DNSFailover> = Api::namespaced(client.clone(), &k.0);
             let patch = json!({ "status": with_nulls(status) });
-            match api
-                .patch_status(&k.1, &PatchParams::default(), &Patch::Merge(patch))
-                .await
-            {
-                Ok(_) => {
+            let params = PatchParams::default();
+            let patched = tokio::time::timeout(
+                super::controller::REQUEST_TIMEOUT,
+                api.patch_status(&k.1, &params, &Patch::Merge(patch)),
+            )
+            .await;
+            match patched {
+                Ok(Ok(_)) => {
                     written.insert(k.clone(), status.clone());
                 }
-                Err(kube::Error::Api(e)) if e.code == 404 => {
+                Ok(Err(kube::Error::Api(e))) if e.code == 404 => {
                     written.remove(k);
                 }
-                Err(e) => warn!(namespace = %k.0, resource = %k.1, "status not written: {e}"),
+                Ok(Err(e)) => warn!(namespace = %k.0, resource = %k.1, "status not written: {e}"),
+                Err(_) => {
+                    warn!(namespace = %k.0, resource = %k.1, "status not written: the API server did not answer")
+                }
             }
         }
         // A resource no longer in the batch shows what it should: forget it, so the map
