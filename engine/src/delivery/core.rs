@@ -215,10 +215,17 @@ impl DeliveryCore {
         fx: &mut Vec<Effect>,
     ) {
         let tenant = snapshot.tenant.clone();
+        let known = self.slots.contains_key(&tenant);
         let slot = self
             .slots
             .entry(tenant.clone())
             .or_insert_with(|| Slot::new(snapshot.clone()));
+        if known && snapshot.seq == slot.desired.seq {
+            // The same state again (a reload sends every tenant's current one, for sinks it
+            // added or rebuilt): already written, in flight, or waiting for a token or a
+            // retry. Writing it again would cost a write per tenant at every reload.
+            return;
+        }
         if snapshot.seq < slot.desired.seq {
             info!(sink = %self.name, tenant, seq = snapshot.seq, "dropping an older snapshot");
             return;

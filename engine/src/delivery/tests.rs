@@ -291,6 +291,18 @@ fn rate_limited_tenants_are_written_in_the_order_they_asked() {
 }
 
 #[test]
+fn the_same_state_sent_again_is_not_written_again() {
+    // A reload sends every tenant's current snapshot; a sink that has it writes nothing.
+    let mut run = Run::unlimited();
+    run.publish(snap("t", 1, &[]));
+    run.finish("t", ok());
+    run.publish(snap("t", 1, &[]));
+    assert_eq!(run.writes(), [("t".into(), 1)]);
+    run.publish(snap("t", 2, &[]));
+    assert_eq!(run.writes(), [("t".into(), 1), ("t".into(), 2)]);
+}
+
+#[test]
 fn changes_go_ahead_of_queued_reconciles() {
     // 10 writes/s, burst 1: one write now, then one per 100 ms.
     let mut run = Run::new(delivery(10.0, 1));
