@@ -3,7 +3,7 @@
 //! its resourceVersion; a watch too old for the server, 410 Gone, lists again). No
 //! polling: the API server is asked again only when a watch ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use super::discover::{self, Lookup};
-use super::resource::{DNSFailover, NodeAddressType};
+use super::resource::{DNSFailover, NodeAddressType, FINALIZER};
 
 /// The four stores, and a signal raised on every change to any of them.
 #[derive(Clone)]
@@ -47,15 +47,16 @@ impl Watched {
             plural: "gateways".into(),
         };
         Watched {
-            resources: keep(Api::all(client.clone()), (), &changes),
+            resources: keep(Api::all(client.clone()), (), &changes, failover_relevant),
             gateways: keep(
                 Api::all_with(client.clone(), &gateway_type),
                 gateway_type.clone(),
                 &changes,
+                gateway_relevant,
             ),
             gateway_type,
-            services: keep(Api::all(client.clone()), (), &changes),
-            nodes: keep(Api::all(client.clone()), (), &changes),
+            services: keep(Api::all(client.clone()), (), &changes, service_relevant),
+            nodes: keep(Api::all(client.clone()), (), &changes, node_relevant),
             changes,
         }
     }
@@ -92,9 +93,46 @@ impl Watched {
     }
 }
 
-/// A reflector over `api`, raising `changes` on each event and logging watch errors (the
-/// default backoff spaces retries up to a minute apart).
-fn keep<K>(api: Api<K>, dyntype: K::DynamicType, changes: &Arc<Notify>) -> Store<K>
+/// What of an object admission reads, as a value that changes when that does.
+type Relevant<K> = fn(&K) -> serde_json::Value;
+
+/// A resource's spec (by generation), its deletion and our finalizer; not its status,
+/// which this process writes itself.
+fn failover_relevant(r: &DNSFailover) -> serde_json::Value {
+    let m = &r.metadata;
+    let ours = m.finalizers.iter().flatten().any(|f| f == FINALIZER);
+    serde_json::json!([m.generation, m.deletion_timestamp, ours])
+}
+
+/// A Node's labels and addresses (not its conditions, which kubelets update all the time).
+fn node_relevant(n: &Node) -> serde_json::Value {
+    let addresses = n.status.as_ref().map(|s| &s.addresses);
+    serde_json::json!([n.metadata.labels, addresses])
+}
+
+/// A Service's load balancer ingress.
+fn service_relevant(s: &Service) -> serde_json::Value {
+    serde_json::json!(s.status.as_ref().map(|s| &s.load_balancer))
+}
+
+/// A Gateway's addresses.
+fn gateway_relevant(g: &DynamicObject) -> serde_json::Value {
+    g.data
+        .pointer("/status/addresses")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A reflector over `api`, raising `changes` when what admission reads of an object
+/// (`relevant`) changed (so the status writes this process makes, and Node heartbeats,
+/// start no round), and logging watch errors (the default backoff spaces retries up to a
+/// minute apart).
+fn keep<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    changes: &Arc<Notify>,
+    relevant: Relevant<K>,
+) -> Store<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
@@ -107,9 +145,23 @@ where
         reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
     tokio::spawn(async move {
         futures_util::pin_mut!(stream);
+        let mut seen: HashMap<(Option<String>, Option<String>), serde_json::Value> = HashMap::new();
         while let Some(event) = stream.next().await {
+            let key = |o: &K| (o.meta().namespace.clone(), o.meta().name.clone());
             match event {
-                Ok(_) => changes.notify_one(),
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                    let now = relevant(&o);
+                    if seen.insert(key(&o), now.clone()).as_ref() != Some(&now) {
+                        changes.notify_one();
+                    }
+                }
+                Ok(watcher::Event::Delete(o)) => {
+                    seen.remove(&key(&o));
+                    changes.notify_one();
+                }
+                // A relist ended: objects deleted meanwhile are gone from the store.
+                Ok(watcher::Event::InitDone) => changes.notify_one(),
+                Ok(watcher::Event::Init) => {}
                 // Compaction outran the watch: the reflector lists again, as designed.
                 Err(watcher::Error::WatchError(e)) if e.code == 410 => {
                     info!(kind, "watch expired (410 Gone); listing again")
