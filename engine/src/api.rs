@@ -434,6 +434,7 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         tracker,
         sinks,
         leadership: state.leadership.status(),
+        operator_actions: state.admin_token.is_some(),
         cluster: state.cluster.clone(),
     })
 }

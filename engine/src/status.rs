@@ -30,6 +30,9 @@ pub struct Status {
     pub sinks: Vec<SinkStatus>,
     /// This replica's role in leader election (`single` without it).
     pub leadership: LeadershipStatus,
+    /// Whether this API takes operator actions (drain, undrain): `api.admin_token_file` is
+    /// set. The page shows its admin token field only then.
+    pub operator_actions: bool,
     /// Which cluster (vantage point) this instance is, once known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterStatus>,

@@ -38,6 +38,8 @@ with sync_playwright() as p:
     page.wait_for_selector('#live.on', timeout=5000)
     assert row(page, "gw-2").get_attribute("data-state") == "up"
 
+    # The API takes operator actions: the admin token field shows.
+    assert page.locator("#admin-field").is_visible()
     # Without the admin token there are no buttons, and a POST from the page is refused.
     assert page.locator("button.act").count() == 0
     refused = page.evaluate(

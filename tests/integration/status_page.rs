@@ -104,3 +104,44 @@ async fn the_status_page_shows_failures_live_and_drains_from_the_page() {
     );
     assert!(shots.join("status-page.png").exists());
 }
+
+/// A read-only API's page (`tests/browser/read_only.py`) shows no admin token field.
+#[actix_rt::test]
+async fn a_read_only_api_shows_no_admin_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(1);
+    let api = SocketAddr::new(loopback_ip().into(), 8080);
+    let tail = format!(
+        "[[tenants]]\nname = \"web\"\ndomains = [\"web.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tail)
+        .set("api.listen", api.to_string());
+    let _orchestrator = spawn_logged(
+        &mut run_config(dir.path(), &config),
+        &dir.path().join("log"),
+    );
+    wait_for_file(&dir.path().join("web.hosts"), "the gateway", |c| {
+        !c.is_empty()
+    })
+    .await;
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/read_only.py");
+    let python = python_tool("PY_TOOLS_PYTHON", "python");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(format!("http://{api}/"))
+        .arg(&shots)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{python}: {e}; run the test command (bash .ci/test), which installs playwright")
+        });
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
