@@ -5,10 +5,12 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::Serialize;
 use tokio::sync::broadcast;
+
+use crate::status::Timestamp;
 
 /// Events kept for a listener that falls behind before it is told it missed some.
 const BACKLOG: usize = 1024;
@@ -19,8 +21,8 @@ const BACKLOG: usize = 1024;
 pub enum Event {
     /// A target's verdict changed (after hysteresis).
     Transition {
-        /// Unix time, seconds.
-        at: f64,
+        /// When (RFC 3339).
+        at: Timestamp,
         /// Endpoints probed through the target.
         endpoints: Vec<String>,
         /// Its address.
@@ -34,8 +36,8 @@ pub enum Event {
     },
     /// A tenant's record set changed and goes to its sinks.
     Publish {
-        /// Unix time, seconds.
-        at: f64,
+        /// When (RFC 3339).
+        at: Timestamp,
         /// Tenant name.
         tenant: String,
         /// Snapshot sequence number.
@@ -47,8 +49,8 @@ pub enum Event {
     },
     /// A sink wrote (or failed to write) a tenant.
     SinkWrite {
-        /// Unix time, seconds.
-        at: f64,
+        /// When (RFC 3339).
+        at: Timestamp,
         /// Sink name.
         sink: String,
         /// Tenant name.
@@ -63,11 +65,9 @@ pub enum Event {
     },
 }
 
-/// Now as Unix seconds, for [`Event`] timestamps.
-pub fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+/// Now, for [`Event`] timestamps.
+pub fn now() -> Timestamp {
+    Timestamp(SystemTime::now())
 }
 
 /// The broadcast channel events go out on; cheap to clone.

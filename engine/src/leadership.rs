@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::metrics::Metrics;
-use crate::status::unix_seconds;
+use crate::status::Timestamp;
 
 /// The writer fence shared by the elector and every sink actor; clones share it.
 #[derive(Clone)]
@@ -66,7 +66,7 @@ pub struct LeadershipStatus {
     pub holder: Option<String>,
     /// When this replica last renewed the Lease (Unix seconds).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_renewal: Option<f64>,
+    pub last_renewal: Option<Timestamp>,
 }
 
 impl Leadership {
@@ -183,7 +183,7 @@ impl Leadership {
             },
             identity: self.0.identity.clone(),
             holder: state.holder.clone(),
-            last_renewal: state.last_renewal.map(unix_seconds),
+            last_renewal: state.last_renewal.map(Timestamp),
         }
     }
 }

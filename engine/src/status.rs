@@ -1,20 +1,40 @@
 //! The `/status` document: what an operator reads to know what is published and why.
 
 use crate::leadership::LeadershipStatus;
+use std::fmt;
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ho_config::{OnAllUnhealthy, RoutingPolicy};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::hysteresis::Health;
 use crate::snapshot::PublishMode;
 
-/// Seconds since the Unix epoch, with sub-second precision.
+/// Seconds since the Unix epoch, with sub-second precision: for metrics gauges
+/// (`*_timestamp_seconds`), which Prometheus wants as numbers.
 pub fn unix_seconds(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// A point in time as people and scripts read it: RFC 3339 in UTC with milliseconds
+/// (`2026-11-25T03:12:45.123Z`), the one format of every timestamp in `/status` and
+/// `/events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub SystemTime);
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_rfc3339_millis(self.0))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// The whole `/status` response.
@@ -59,8 +79,8 @@ pub struct Summary {
     pub healthy_endpoints: Vec<String>,
     /// Endpoints configured.
     pub total_nodes: usize,
-    /// When the latest probe finished (RFC 3339, UTC); `None` before the first.
-    pub last_check: Option<String>,
+    /// When the latest probe finished; `None` before the first.
+    pub last_check: Option<Timestamp>,
 }
 
 impl Summary {
@@ -70,21 +90,14 @@ impl Summary {
             .endpoints
             .iter()
             .filter_map(|e| e.last.as_ref().map(|l| l.at))
-            .fold(None, |max: Option<f64>, at| {
-                Some(max.map_or(at, |m| m.max(at)))
-            });
+            .max();
         let up = || tracker.endpoints.iter().filter(|e| e.state == Health::Up);
         let addresses: std::collections::BTreeSet<IpAddr> = up().map(|e| e.address).collect();
         Summary {
             healthy_nodes: addresses.iter().map(IpAddr::to_string).collect(),
             healthy_endpoints: up().map(|e| e.name.clone()).collect(),
             total_nodes: tracker.endpoints.len(),
-            last_check: latest.map(|at| {
-                humantime::format_rfc3339_millis(
-                    UNIX_EPOCH + std::time::Duration::from_secs_f64(at),
-                )
-                .to_string()
-            }),
+            last_check: latest,
         }
     }
 }
@@ -111,8 +124,8 @@ pub struct EndpointStatus {
     pub target: String,
     /// Verdict.
     pub state: Health,
-    /// When the verdict last changed (Unix seconds).
-    pub since: Option<f64>,
+    /// When the verdict last changed.
+    pub since: Option<Timestamp>,
     /// Successes counting towards `rise`.
     pub consecutive_successes: u32,
     /// Failures counting towards `fall`.
@@ -156,8 +169,8 @@ pub struct LastProbe {
     pub reason: String,
     /// Duration.
     pub latency_ms: f64,
-    /// When it finished (Unix seconds).
-    pub at: f64,
+    /// When it finished.
+    pub at: Timestamp,
 }
 
 /// One tenant and what it publishes.
@@ -266,8 +279,8 @@ pub struct PublishedStatus {
     pub mode: PublishMode,
     /// Addresses.
     pub addresses: Vec<IpAddr>,
-    /// When decided (Unix seconds).
-    pub at: f64,
+    /// When decided.
+    pub at: Timestamp,
 }
 
 /// One sink.
@@ -297,11 +310,10 @@ pub struct SinkTenantStatus {
     pub pending: bool,
     /// Failed attempts since the last success.
     pub attempts: u32,
-    /// When the last write succeeded (Unix seconds).
-    pub last_success: Option<f64>,
-    /// When the state now written was first written (Unix seconds); reconciles of it
-    /// leave this as it is.
-    pub written_at: Option<f64>,
+    /// When the last write succeeded.
+    pub last_success: Option<Timestamp>,
+    /// When the state now written was first written; reconciles of it leave this as it is.
+    pub written_at: Option<Timestamp>,
     /// The last error, if the last attempt failed.
     pub last_error: Option<SinkErrorStatus>,
 }
@@ -309,8 +321,8 @@ pub struct SinkTenantStatus {
 /// A sink error as shown in `/status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SinkErrorStatus {
-    /// When (Unix seconds).
-    pub at: f64,
+    /// When.
+    pub at: Timestamp,
     /// What went wrong.
     pub message: String,
     /// Whether it is being retried.

@@ -52,6 +52,11 @@ with sync_playwright() as p:
     page.wait_for_selector('tr[data-endpoint="gw-2"][data-state="down"]', timeout=2000)
     print(f"ROW DOWN {1000 * (time.monotonic() - started):.0f} ms", flush=True)
     page.screenshot(path=f"{shots}/status-page.png", full_page=True)
+    # Times come as RFC 3339: the page shows ages and clock times, never "NaN" or "Invalid Date".
+    for part in ("#endpoints", "#tenants", "#timeline"):
+        text = page.inner_text(part)
+        assert "NaN" not in text and "Invalid" not in text, (part, text)
+    assert page.locator("#timeline li").count() > 0
 
     # With the admin token: drain from the page, then undrain.
     page.fill("#admin", admin_token)

@@ -70,6 +70,18 @@ async fn healthz_readyz_status_and_metrics() {
         "{last_check}"
     );
     assert_eq!(status["leadership"]["role"], "single");
+    // One format for every timestamp a person reads: RFC 3339.
+    for at in [
+        &status["endpoints"][1]["since"],
+        &status["endpoints"][1]["last"]["at"],
+        &status["tenants"][0]["published"]["at"],
+        &status["sinks"][0]["tenants"][0]["last_success"],
+    ] {
+        let text = at
+            .as_str()
+            .unwrap_or_else(|| panic!("{at} is not RFC 3339 text"));
+        humantime::parse_rfc3339(text).unwrap();
+    }
     assert_eq!(status["endpoints"][1]["name"], "gw-2");
     assert_eq!(status["endpoints"][1]["state"], "down");
     assert_eq!(status["endpoints"][1]["last"]["reason"], "status 503");

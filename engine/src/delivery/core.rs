@@ -21,7 +21,7 @@ use crate::backoff::ExponentialBackoff;
 pub(crate) use crate::clock::Now;
 use crate::sink::{Applied, SinkError};
 use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
-use crate::status::{unix_seconds, SinkErrorStatus, SinkTenantStatus};
+use crate::status::{SinkErrorStatus, SinkTenantStatus, Timestamp};
 use crate::token_bucket::TokenBucket;
 
 /// Share of a backoff delay taken off at random, so sinks failing together retry apart.
@@ -378,10 +378,10 @@ impl DeliveryCore {
                 written_seq: slot.written_seq,
                 pending: slot.pending(),
                 attempts: slot.attempts,
-                last_success: slot.last_success.map(unix_seconds),
-                written_at: slot.written_at.map(unix_seconds),
+                last_success: slot.last_success.map(Timestamp),
+                written_at: slot.written_at.map(Timestamp),
                 last_error: slot.last_error.as_ref().map(|(at, e)| SinkErrorStatus {
-                    at: unix_seconds(*at),
+                    at: Timestamp(*at),
                     message: e.message.clone(),
                     retrying: e.retriable,
                 }),

@@ -8,8 +8,8 @@ use ho_config::RoutingPolicy;
 
 use crate::hysteresis::Health;
 use crate::status::{
-    unix_seconds, DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus,
-    TenantStatus, TenantSummary, TrackerStatus, Why,
+    DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus,
+    TenantSummary, Timestamp, TrackerStatus, Why,
 };
 
 use super::core::{Clock, TrackerCore};
@@ -38,7 +38,7 @@ impl TrackerCore {
                         seq: p.seq,
                         mode: p.mode,
                         addresses: p.addresses.iter().map(|a| a.address).collect(),
-                        at: unix_seconds(p.decided_at),
+                        at: Timestamp(p.decided_at),
                     }),
                     healthy: 0,
                     unhealthy: 0,
@@ -67,7 +67,7 @@ impl TrackerCore {
                     address: ep.address,
                     target: self.plan.targets[ep.target].key(),
                     state: t.hysteresis.state(),
-                    since: t.since.map(unix_seconds),
+                    since: t.since.map(Timestamp),
                     consecutive_successes: t.hysteresis.successes(),
                     consecutive_failures: t.hysteresis.failures(),
                     probes: t.probes,
@@ -89,7 +89,7 @@ impl TrackerCore {
                         ok: r.ok(),
                         reason: r.reason(),
                         latency_ms: r.latency.as_secs_f64() * 1000.0,
-                        at: unix_seconds(*at),
+                        at: Timestamp(*at),
                     }),
                     damping: t.damping.as_ref().map(|d| DampingStatus {
                         penalty: d.penalty(now.mono).round(),
@@ -154,7 +154,7 @@ impl TrackerCore {
                         seq: p.seq,
                         mode: p.mode,
                         addresses: p.addresses.iter().map(|a| a.address).collect(),
-                        at: unix_seconds(p.decided_at),
+                        at: Timestamp(p.decided_at),
                     }),
                 }
             })

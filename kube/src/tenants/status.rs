@@ -63,7 +63,7 @@ impl<'a> EngineView<'a> {
                     .map(|(name, r)| SinkWrite {
                         name: (*name).to_owned(),
                         written: written(r),
-                        written_at: r.written_at.map(rfc3339),
+                        written_at: r.written_at.map(|t| t.to_string()),
                         error: (!written(r))
                             .then(|| r.last_error.as_ref().map(|e| e.message.clone()))
                             .flatten(),
