@@ -186,11 +186,16 @@ async fn start_tenants(
             .await
             .context("[kubernetes]")?;
     info!(server = %kube.server, "watching DNSFailover resources");
+    let kuadrant = kubernetes.kuadrant.then(|| {
+        Box::new(crate::import::kuadrant::LiveTranslation)
+            as Box<dyn ho_kube::tenants::kuadrant::Translate>
+    });
     Ok(Controller::start(
         kube.client,
         base,
         Box::new(ho_sinks::Catalog),
         engine.leadership().clone(),
+        kuadrant,
     )
     .await)
 }

@@ -335,3 +335,19 @@ fn check_of(hc: &Value, at: &str, notes: &mut Vec<String>) -> anyhow::Result<Tab
     unknown_keys(hc, &all_known, at, notes);
     Ok(check)
 }
+
+/// The import's translation, for Kuadrant's resources watched live (`[kubernetes]
+/// kuadrant`): one namespace's documents in, the equivalent config (as JSON) out.
+pub struct LiveTranslation;
+
+impl ho_kube::tenants::kuadrant::Translate for LiveTranslation {
+    fn translate(&self, docs: &[serde_json::Value]) -> Result<serde_json::Value, String> {
+        let docs: Vec<Value> = docs
+            .iter()
+            .map(serde_yaml::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        let imported = convert(&docs).map_err(|e| format!("{e:#}"))?;
+        serde_json::to_value(&imported.config).map_err(|e| e.to_string())
+    }
+}

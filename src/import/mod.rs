@@ -5,7 +5,7 @@
 //! - [`openova`]: the OpenOva DNS failover `config.yaml`.
 //! - [`kuadrant`]: Kuadrant's DNSPolicy, DNSHealthCheckProbe and DNSRecord documents.
 
-mod kuadrant;
+pub mod kuadrant;
 mod openova;
 
 use std::path::PathBuf;

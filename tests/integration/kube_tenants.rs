@@ -335,3 +335,66 @@ async fn only_the_writer_replica_writes_statuses_and_the_standby_takes_over() {
     wait_for_condition(&kube, "team-a", "www", "Ready", "True", "Published").await;
     assert!(resource_writers(&kube).contains(&format!("test-{standby}")));
 }
+
+/// Kuadrant's resources, live (`[kubernetes] kuadrant = true`): a DNSRecord with its
+/// DNSHealthCheckProbe in an allowed namespace is published and reads `Ready=True`; one in a
+/// namespace without an allowance is refused on its own status and never reaches a file; a
+/// changed record changes the answer.
+#[tokio::test]
+async fn kuadrant_records_are_published_live_under_the_same_allowances() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let ip = |i: usize| gws[i].addr().ip().to_string();
+    let port = gws[0].addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
+    let mut cmd = run_config(dir.path(), &config);
+    cmd.env("RUST_LOG", "info");
+    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+
+    let record = |ns: &str, name: &str, host: &str, targets: &[String]| {
+        json!({
+            "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSRecord",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"rootHost": host, "endpoints": [
+                {"dnsName": host, "recordType": "A", "recordTTL": 30, "targets": targets}
+            ]},
+        })
+    };
+    kube.apply(json!({
+        "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSHealthCheckProbe",
+        "metadata": {"name": "probe", "namespace": "team-a"},
+        "spec": {"port": port, "host": "api.team-a.io", "address": ip(0), "path": "/healthz",
+                 "protocol": "HTTP", "interval": "1s"},
+    }));
+    kube.apply(record("team-a", "api", "api.team-a.io", &[ip(0), ip(1)]));
+    kube.apply(record("team-c", "api", "api.team-c.io", &[ip(2)]));
+
+    let file = hosts(dir.path(), "team-a_dnsrecord.api");
+    wait_for_file(&file, "the record's targets", |c| addresses(c).len() == 2).await;
+    let ready = |ns: &str| {
+        let object = kube.object("dnsrecords", ns, "api")?;
+        let c = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Ready")?
+            .clone();
+        Some((
+            c["status"].as_str()?.to_owned(),
+            c["reason"].as_str()?.to_owned(),
+        ))
+    };
+    eventually("team-a's record Ready", || {
+        ready("team-a") == Some(("True".into(), "Published".into()))
+    })
+    .await;
+    eventually("team-c's record refused", || {
+        ready("team-c") == Some(("False".into(), "NamespaceNotAllowed".into()))
+    })
+    .await;
+    assert!(!hosts(dir.path(), "team-c_dnsrecord.api").exists());
+
+    kube.apply(record("team-a", "api", "api.team-a.io", &[ip(1)]));
+    wait_for_file(&file, "the changed record", |c| addresses(c) == [ip(1)]).await;
+}

@@ -15,6 +15,12 @@ pub struct KubernetesConfig {
     /// Off: resources are not watched (the files alone say what is published).
     #[serde(default)]
     pub tenants: bool,
+    /// Also publish Kuadrant's `DNSRecord`s (with the namespace's `DNSHealthCheckProbe`s and
+    /// `DNSPolicy`), translated as `import --from kuadrant` does, under the same allowances;
+    /// their `Ready` condition says what became of them. Off by default: Kuadrant's own
+    /// operator may own these resources.
+    #[serde(default)]
+    pub kuadrant: bool,
     /// A kubeconfig file. Unset: the in-cluster service account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<PathBuf>,

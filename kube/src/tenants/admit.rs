@@ -222,7 +222,10 @@ impl Admitter {
             let lines: Vec<String> = errors
                 .0
                 .iter()
-                .map(|e| format!("{}: {}", locate(&e.path, &sources), e.reason))
+                .map(|e| {
+                    let own = |s: usize| resource.spec.endpoints[s].check.is_some();
+                    format!("{}: {}", locate(&e.path, &sources, &own), e.reason)
+                })
                 .collect();
             alone.tenants.clear();
             alone.endpoints.clear();
@@ -448,7 +451,10 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
                 weight: source.weight,
                 priority: source.priority,
                 cluster: None,
-                check: resource.spec.check.clone().unwrap_or_default(),
+                check: match &source.check {
+                    Some(own) => own.over(&resource.spec.check.clone().unwrap_or_default()),
+                    None => resource.spec.check.clone().unwrap_or_default(),
+                },
             }
         })
         .collect()
@@ -474,17 +480,22 @@ fn bounded_name(name: &str) -> String {
 }
 
 /// A validation path of the one-tenant config, as the resource's field: `tenants[0].x` is
-/// `spec.x`, endpoint `j`'s check is `spec.check`, its other fields its source's.
-fn locate(path: &str, sources: &[usize]) -> String {
+/// `spec.x`, endpoint `j`'s check is `spec.check` (its source's own `check` where it has
+/// one), its other fields its source's.
+fn locate(path: &str, sources: &[usize], own_check: &dyn Fn(usize) -> bool) -> String {
     if let Some(rest) = path.strip_prefix("tenants[0]") {
         return format!("spec{rest}");
     }
     if let Some(rest) = path.strip_prefix("endpoints[") {
         if let Some((j, field)) = rest.split_once(']') {
+            let source = j.parse::<usize>().ok().and_then(|j| sources.get(j));
             if let Some(check) = field.strip_prefix(".check") {
-                return format!("spec.check{check}");
+                return match source {
+                    Some(&s) if own_check(s) => format!("spec.endpoints[{s}].check{check}"),
+                    _ => format!("spec.check{check}"),
+                };
             }
-            if let Some(source) = j.parse::<usize>().ok().and_then(|j| sources.get(j)) {
+            if let Some(source) = source {
                 return format!("spec.endpoints[{source}]{field}");
             }
         }

@@ -14,12 +14,13 @@ use ho_config::validate::{validate, SinkCatalog, ValidationErrors};
 use ho_config::{Config, Plan};
 use ho_engine::leadership::Leadership;
 use ho_engine::Engine;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::admit::{key, tenant_name, Admitter, Key, Verdict};
+use super::kuadrant::{Live, Translate};
 use super::resource::{DNSFailover, FINALIZER};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
@@ -44,20 +45,30 @@ pub struct Controller {
     revived: HashSet<Key>,
     statuses: Statuses,
     leadership: Leadership,
+    /// Kuadrant's resources, live (`[kubernetes] kuadrant`).
+    kuadrant: Option<Live>,
 }
 
 impl Controller {
     /// Starts the watches and waits for the first list of resources. `base`: the config
-    /// files' config; `catalog`: the sink kinds, so resources validate as `check-config`.
+    /// files' config; `catalog`: the sink kinds, so resources validate as `check-config`;
+    /// `kuadrant`: the translation of Kuadrant's resources, when they are watched.
     pub async fn start(
         client: Client,
         base: Config,
         catalog: Box<dyn SinkCatalog + Send + Sync>,
         leadership: Leadership,
+        kuadrant: Option<Box<dyn Translate>>,
     ) -> Controller {
-        let watched = Watched::start(&client);
+        let watched = Watched::start(&client, kuadrant.is_some());
         watched.ready(Duration::from_secs(5)).await;
-        let statuses = status_writer::spawn(client.clone(), leadership.clone());
+        let failovers = ApiResource::erase::<DNSFailover>(&());
+        let statuses = status_writer::spawn(client.clone(), leadership.clone(), failovers);
+        let kuadrant = kuadrant
+            .zip(watched.kuadrant.clone())
+            .map(|(translate, stores)| {
+                Live::new(translate, stores, client.clone(), leadership.clone())
+            });
         Controller {
             client,
             watched,
@@ -69,6 +80,7 @@ impl Controller {
             revived: HashSet::new(),
             statuses,
             leadership,
+            kuadrant,
         }
     }
 
@@ -112,10 +124,16 @@ impl Controller {
         }
         let live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
         self.revived.retain(|k| live.contains(k));
+        if let Some(kuadrant) = self.kuadrant.as_mut() {
+            kuadrant.refresh(&self.base);
+        }
+        input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
         let admission =
             self.admitter
                 .admit(&self.base, &input, &self.watched, self.catalog.as_ref());
         self.verdicts = admission.verdicts;
+        self.verdicts
+            .extend(self.kuadrant.iter().flat_map(|k| k.refusals()));
         let digest = digest(&admission.config);
         if self.applied == Some(digest) {
             return None;
@@ -165,10 +183,13 @@ impl Controller {
             }
             let want = status_of(&r, verdict, deleting.then_some(&tenant), &view, now);
             if r.status.as_ref() != Some(&want) {
-                changed.insert(k, want);
+                changed.insert(k, status_writer::with_nulls(&want));
             }
         }
         self.statuses.send(changed);
+        if let Some(kuadrant) = &self.kuadrant {
+            kuadrant.report(&self.verdicts, &view, now);
+        }
     }
 
     /// Adds or removes our finalizer, on the version read (a conflict is retried at the

@@ -8,6 +8,7 @@ pub mod admit;
 pub mod controller;
 pub mod crd;
 pub mod discover;
+pub mod kuadrant;
 pub mod resource;
 pub mod status;
 mod status_writer;

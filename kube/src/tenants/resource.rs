@@ -99,6 +99,10 @@ pub struct EndpointSource {
     /// Tier for `failover` routing (lower is preferred).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u32>,
+    /// Overrides of the resource's `check` for this source's addresses (a standby site
+    /// answering on another port or path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckOverrides>,
 }
 
 /// A node address type, as `status.addresses[].type` spells it.

@@ -7,38 +7,39 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use ho_engine::leadership::Leadership;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tracing::warn;
 
 use super::admit::Key;
-use super::resource::{DNSFailover, DNSFailoverStatus};
+use super::resource::DNSFailoverStatus;
 
-/// The statuses the controller wants written (latest wins).
-pub struct Statuses(watch::Sender<BTreeMap<Key, DNSFailoverStatus>>);
+/// The statuses the controller wants written (latest wins), as merge patches of `status`.
+pub struct Statuses(watch::Sender<BTreeMap<Key, Value>>);
 
 impl Statuses {
-    /// Replaces what is wanted: the statuses that differ from the resources' own.
-    pub fn send(&self, wanted: BTreeMap<Key, DNSFailoverStatus>) {
+    /// Replaces what is wanted: the statuses that differ from the objects' own.
+    pub fn send(&self, wanted: BTreeMap<Key, Value>) {
         self.0.send_replace(wanted);
     }
 }
 
-/// Starts the writer task.
-pub fn spawn(client: Client, leadership: Leadership) -> Statuses {
+/// Starts the writer task for objects of type `resource`.
+pub fn spawn(client: Client, leadership: Leadership, resource: ApiResource) -> Statuses {
     let (tx, rx) = watch::channel(BTreeMap::new());
-    tokio::spawn(write(client, rx, leadership));
+    tokio::spawn(write(client, rx, leadership, resource));
     Statuses(tx)
 }
 
 async fn write(
     client: Client,
-    mut wanted: watch::Receiver<BTreeMap<Key, DNSFailoverStatus>>,
+    mut wanted: watch::Receiver<BTreeMap<Key, Value>>,
     leadership: Leadership,
+    resource: ApiResource,
 ) {
-    let mut written: HashMap<Key, DNSFailoverStatus> = HashMap::new();
+    let mut written: HashMap<Key, Value> = HashMap::new();
     while wanted.changed().await.is_ok() {
         let pass = tokio::time::Instant::now();
         let batch = wanted.borrow_and_update().clone();
@@ -49,8 +50,8 @@ async fn write(
             if !leadership.may_write() {
                 break;
             }
-            let api: Api<DNSFailover> = Api::namespaced(client.clone(), &k.0);
-            let patch = json!({ "status": with_nulls(status) });
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &k.0, &resource);
+            let patch = json!({ "status": status });
             let params = PatchParams::default();
             let patched = tokio::time::timeout(
                 super::controller::REQUEST_TIMEOUT,
@@ -77,9 +78,9 @@ async fn write(
     }
 }
 
-/// The status as a merge patch: fields the status no longer has are written as `null`,
-/// so a refused resource does not keep showing what it published before.
-fn with_nulls(status: &DNSFailoverStatus) -> Value {
+/// A `DNSFailover` status as a merge patch: fields the status no longer has are written
+/// as `null`, so a refused resource does not keep showing what it published before.
+pub fn with_nulls(status: &DNSFailoverStatus) -> Value {
     let mut value = serde_json::to_value(status).unwrap_or_default();
     if let Value::Object(map) = &mut value {
         for field in ["published", "endpoints", "sinks"] {

@@ -32,12 +32,46 @@ pub struct Watched {
     gateway_type: ApiResource,
     services: Store<Service>,
     nodes: Store<Node>,
+    /// Kuadrant's DNSRecords, DNSHealthCheckProbes and DNSPolicies, when watched.
+    pub kuadrant: Option<KuadrantStores>,
     changes: Arc<Notify>,
 }
 
+/// Kuadrant's resources (`[kubernetes] kuadrant`).
+#[derive(Clone)]
+pub struct KuadrantStores {
+    /// `DNSRecord`s, every namespace.
+    pub records: Store<DynamicObject>,
+    /// `DNSHealthCheckProbe`s and `DNSPolicy`s, every namespace.
+    pub others: [Store<DynamicObject>; 2],
+}
+
+impl KuadrantStores {
+    /// The `DNSRecord` type, for writing their status.
+    pub fn record_type() -> ApiResource {
+        kuadrant_type("v1alpha1", "DNSRecord", "dnsrecords")
+    }
+
+    /// The probes and policies now.
+    pub fn other_documents(&self) -> Vec<Arc<DynamicObject>> {
+        self.others.iter().flat_map(|s| s.state()).collect()
+    }
+}
+
+fn kuadrant_type(version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "kuadrant.io".into(),
+        version: version.into(),
+        api_version: format!("kuadrant.io/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
 impl Watched {
-    /// Starts the four watches (tasks on the current runtime, ended with the process).
-    pub fn start(client: &Client) -> Watched {
+    /// Starts the four watches, and Kuadrant's three with `kuadrant` (tasks on the current
+    /// runtime, ended with the process).
+    pub fn start(client: &Client, kuadrant: bool) -> Watched {
         let changes = Arc::new(Notify::new());
         let gateway_type = ApiResource {
             group: "gateway.networking.k8s.io".into(),
@@ -57,6 +91,27 @@ impl Watched {
             gateway_type,
             services: keep(Api::all(client.clone()), (), &changes, service_relevant),
             nodes: keep(Api::all(client.clone()), (), &changes, node_relevant),
+            kuadrant: kuadrant.then(|| {
+                let watch = |t: ApiResource| {
+                    keep(
+                        Api::all_with(client.clone(), &t),
+                        t,
+                        &changes,
+                        spec_relevant,
+                    )
+                };
+                KuadrantStores {
+                    records: watch(KuadrantStores::record_type()),
+                    others: [
+                        watch(kuadrant_type(
+                            "v1alpha1",
+                            "DNSHealthCheckProbe",
+                            "dnshealthcheckprobes",
+                        )),
+                        watch(kuadrant_type("v1", "DNSPolicy", "dnspolicies")),
+                    ],
+                }
+            }),
             changes,
         }
     }
@@ -113,6 +168,11 @@ fn node_relevant(n: &Node) -> serde_json::Value {
 /// A Service's load balancer ingress.
 fn service_relevant(s: &Service) -> serde_json::Value {
     serde_json::json!(s.status.as_ref().map(|s| &s.load_balancer))
+}
+
+/// A Kuadrant resource's spec (not its status, which we or Kuadrant write).
+fn spec_relevant(o: &DynamicObject) -> serde_json::Value {
+    o.data.get("spec").cloned().unwrap_or_default()
 }
 
 /// A Gateway's addresses.

@@ -49,6 +49,23 @@ const fn core(
     }
 }
 
+/// A namespaced custom resource with a status subresource.
+const fn custom(
+    plural: &'static str,
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+) -> ResourceType {
+    ResourceType {
+        plural,
+        group,
+        version,
+        kind,
+        namespaced: true,
+        status_subresource: true,
+    }
+}
+
 /// Every resource the server serves.
 pub const TYPES: &[ResourceType] = &[
     core("configmaps", "ConfigMap", true, false),
@@ -62,22 +79,21 @@ pub const TYPES: &[ResourceType] = &[
         namespaced: true,
         status_subresource: false,
     },
-    ResourceType {
-        plural: "dnsfailovers",
-        group: "healthorchestrator.io",
-        version: "v1alpha1",
-        kind: "DNSFailover",
-        namespaced: true,
-        status_subresource: true,
-    },
-    ResourceType {
-        plural: "gateways",
-        group: "gateway.networking.k8s.io",
-        version: "v1",
-        kind: "Gateway",
-        namespaced: true,
-        status_subresource: true,
-    },
+    custom(
+        "dnsfailovers",
+        "healthorchestrator.io",
+        "v1alpha1",
+        "DNSFailover",
+    ),
+    custom("gateways", "gateway.networking.k8s.io", "v1", "Gateway"),
+    custom("dnsrecords", "kuadrant.io", "v1alpha1", "DNSRecord"),
+    custom(
+        "dnshealthcheckprobes",
+        "kuadrant.io",
+        "v1alpha1",
+        "DNSHealthCheckProbe",
+    ),
+    custom("dnspolicies", "kuadrant.io", "v1", "DNSPolicy"),
 ];
 
 /// The type with this plural.

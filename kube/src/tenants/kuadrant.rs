@@ -1,0 +1,263 @@
+//! Kuadrant's resources, live (`[kubernetes] kuadrant = true`): each namespace's
+//! `DNSRecord`s, with its `DNSHealthCheckProbe`s and `DNSPolicy`, are translated as
+//! `import --from kuadrant` translates them and enter admission as `DNSFailover`s would
+//! (named `dnsrecord.NAME`), under the namespace's allowance; what became of each is
+//! written to the record's `Ready` condition. The translation is the binary's (it owns the
+//! import), handed in as a [`Translate`].
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use ho_config::Config;
+use ho_engine::leadership::Leadership;
+use kube::api::{DynamicObject, ObjectMeta};
+use kube::Client;
+use serde_json::{json, Value};
+
+use super::admit::{Key, Verdict};
+use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus};
+use super::status::{status_of, EngineView};
+use super::status_writer::{self, Statuses};
+use super::watch::KuadrantStores;
+
+/// The config `import --from kuadrant` makes of documents (as JSON), or why it cannot.
+pub trait Translate: Send + Sync {
+    /// One namespace's DNSRecords, DNSHealthCheckProbes and DNSPolicies.
+    fn translate(&self, docs: &[Value]) -> Result<Value, String>;
+}
+
+/// What the DNSRecords become: per (namespace, record name), the record and the
+/// `DNSFailover` standing for it, or the reason it has none (the namespace's documents do
+/// not translate).
+pub type Records = BTreeMap<(String, String), (Arc<DynamicObject>, Result<DNSFailover, String>)>;
+
+/// The name of the `DNSFailover` standing for record `name`.
+pub fn stand_in_name(name: &str) -> String {
+    format!("dnsrecord.{name}")
+}
+
+/// Translates every namespace's documents. `sinks`: the namespace's allowed sinks (the
+/// translation publishes through all of them, as the import's one `dns` sink stands for
+/// "the operator's DNS").
+pub fn translate_all(
+    records: &[Arc<DynamicObject>],
+    others: &[Arc<DynamicObject>],
+    translate: &dyn Translate,
+    sinks: &dyn Fn(&str) -> Vec<String>,
+) -> Records {
+    let mut namespaces: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for o in records.iter().chain(others) {
+        let ns = o.metadata.namespace.clone().unwrap_or_default();
+        namespaces.entry(ns).or_default().push(document(o));
+    }
+    let mut by_record = BTreeMap::new();
+    for (ns, docs) in namespaces {
+        let in_ns: Vec<&Arc<DynamicObject>> = records
+            .iter()
+            .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
+            .collect();
+        let config = translate.translate(&docs);
+        for record in in_ns {
+            let name = record.metadata.name.clone().unwrap_or_default();
+            let stand_in = config
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|c| stand_in(record, &name, c, &sinks(&ns)));
+            by_record.insert((ns.clone(), name), (record.clone(), stand_in));
+        }
+    }
+    by_record
+}
+
+/// The document as the import reads it: kind, metadata name and spec.
+fn document(o: &DynamicObject) -> Value {
+    let mut doc = o.data.clone();
+    if let Some(types) = &o.types {
+        doc["apiVersion"] = json!(types.api_version);
+        doc["kind"] = json!(types.kind);
+    }
+    doc["metadata"] = json!({ "name": o.metadata.name, "namespace": o.metadata.namespace });
+    doc
+}
+
+/// The record's tenant of the translated config as a `DNSFailover`, with the record's
+/// identity; its generation is a digest of the spec, so a changed probe or policy (which
+/// does not move the record's own generation) is validated again.
+fn stand_in(
+    record: &DynamicObject,
+    name: &str,
+    config: &Value,
+    sinks: &[String],
+) -> Result<DNSFailover, String> {
+    let tenant = config["tenants"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
+        .ok_or_else(|| format!("DNSRecord {name} has no A or AAAA endpoint to publish"))?;
+    let endpoints: Vec<&Value> = match &tenant["endpoints"] {
+        Value::Array(names) => names
+            .iter()
+            .filter_map(|n| {
+                config["endpoints"]
+                    .as_array()?
+                    .iter()
+                    .find(|e| e["name"] == *n)
+            })
+            .collect(),
+        _ => config["endpoints"]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
+    };
+    let sources: Vec<Value> = endpoints
+        .iter()
+        .map(|e| {
+            let mut source = json!({ "addresses": [e["address"]] });
+            for key in ["labels", "weight", "priority", "check"] {
+                if !e[key].is_null() {
+                    source[key] = e[key].clone();
+                }
+            }
+            source
+        })
+        .collect();
+    let mut spec = json!({ "domains": tenant["domains"], "sinks": sinks, "endpoints": sources });
+    for key in [
+        "ttl",
+        "policy",
+        "weights",
+        "default_weight",
+        "default_geo",
+        "on_all_unhealthy",
+        "min_healthy",
+    ] {
+        if !tenant[key].is_null() {
+            spec[key] = tenant[key].clone();
+        }
+    }
+    if let Some(check) = config["defaults"]["check"]
+        .as_object()
+        .filter(|c| !c.is_empty())
+    {
+        spec["check"] = Value::Object(check.clone());
+    }
+    let spec: DNSFailoverSpec = serde_json::from_value(spec.clone())
+        .map_err(|e| format!("the translation of DNSRecord {name} is not a DNSFailover: {e}"))?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(&spec)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    let mut stand_in = DNSFailover::new(&stand_in_name(name), spec);
+    stand_in.metadata = ObjectMeta {
+        name: Some(stand_in_name(name)),
+        namespace: record.metadata.namespace.clone(),
+        uid: record.metadata.uid.clone(),
+        creation_timestamp: record.metadata.creation_timestamp.clone(),
+        generation: Some((hasher.finish() >> 1) as i64),
+        ..ObjectMeta::default()
+    };
+    Ok(stand_in)
+}
+
+/// Kuadrant's resources in the controller: the stores, the translation, this round's
+/// stand-ins, and the writer of the records' status.
+pub struct Live {
+    translate: Box<dyn Translate>,
+    stores: KuadrantStores,
+    records: Records,
+    statuses: Statuses,
+}
+
+impl Live {
+    /// Kuadrant's side, writing record statuses through `client` while `leadership` allows.
+    pub fn new(
+        translate: Box<dyn Translate>,
+        stores: KuadrantStores,
+        client: Client,
+        leadership: Leadership,
+    ) -> Live {
+        Live {
+            translate,
+            stores,
+            records: Records::new(),
+            statuses: status_writer::spawn(client, leadership, KuadrantStores::record_type()),
+        }
+    }
+
+    /// Translates the records as they are now, each namespace publishing through the
+    /// sinks its allowance names.
+    pub fn refresh(&mut self, base: &Config) {
+        let sinks = |ns: &str| {
+            base.kubernetes
+                .allow
+                .iter()
+                .find(|a| a.namespace == ns)
+                .map(|a| a.sinks.clone())
+                .unwrap_or_default()
+        };
+        self.records = translate_all(
+            &self.stores.records.state(),
+            &self.stores.other_documents(),
+            self.translate.as_ref(),
+            &sinks,
+        );
+    }
+
+    /// The stand-ins that translated, for admission.
+    pub fn stand_ins(&self) -> impl Iterator<Item = &DNSFailover> {
+        self.records.values().filter_map(|(_, s)| s.as_ref().ok())
+    }
+
+    /// The records that did not translate, refused as invalid.
+    pub fn refusals(&self) -> Vec<(Key, Verdict)> {
+        self.records
+            .iter()
+            .filter_map(|((ns, name), (_, s))| {
+                let message = s.as_ref().err()?;
+                Some((
+                    (ns.clone(), stand_in_name(name)),
+                    Verdict::Refused {
+                        reason: "Invalid",
+                        message: message.clone(),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Writes each record's `Accepted` and `Ready` conditions where they changed.
+    pub fn report(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
+        let mut changed = BTreeMap::new();
+        for ((ns, name), (record, stand_in)) in &self.records {
+            let key = (ns.clone(), stand_in_name(name));
+            let current: Vec<Condition> = record
+                .data
+                .pointer("/status/conditions")
+                .and_then(|c| serde_json::from_value(c.clone()).ok())
+                .unwrap_or_default();
+            let mut subject = match stand_in {
+                Ok(s) => s.clone(),
+                Err(_) => DNSFailover::new(&key.1, empty_spec()),
+            };
+            subject.metadata.generation = record.metadata.generation;
+            subject.status = Some(DNSFailoverStatus {
+                conditions: current.clone(),
+                ..DNSFailoverStatus::default()
+            });
+            let want = status_of(&subject, verdicts.get(&key), None, view, now);
+            if want.conditions != current {
+                let status = json!({
+                    "observedGeneration": record.metadata.generation,
+                    "conditions": want.conditions,
+                });
+                changed.insert((ns.clone(), name.clone()), status);
+            }
+        }
+        self.statuses.send(changed);
+    }
+}
+
+fn empty_spec() -> DNSFailoverSpec {
+    serde_json::from_value(json!({ "domains": [], "sinks": [], "endpoints": [] }))
+        .expect("an empty spec parses")
+}
