@@ -398,3 +398,64 @@ async fn kuadrant_records_are_published_live_under_the_same_allowances() {
     kube.apply(record("team-a", "api", "api.team-a.io", &[ip(1)]));
     wait_for_file(&file, "the changed record", |c| addresses(c) == [ip(1)]).await;
 }
+
+/// A sink that cannot take the withdrawal keeps the finalizer, and the status names it;
+/// once it answers again, the records go and so does the resource.
+#[tokio::test]
+async fn an_unreachable_sink_holds_the_deletion_and_says_so() {
+    use crate::fakes::webhook::{Receiver, SECRET};
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let receiver = Receiver::default();
+    let hook = receiver.clone().start().await;
+    let gws = three_gateways();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let config = operator_config(dir.path(), kube_addr, gws[0].addr().port())
+        .set("kubernetes.allow.0.sinks", vec!["local", "hook"])
+        .with(&format!(
+            "[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/\"\nsecret_file = {:?}\ntimeout = \"1s\"\n\
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n",
+            secret.display().to_string()
+        ));
+    let mut cmd = run_config(dir.path(), &config);
+    cmd.env("RUST_LOG", "info");
+    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    let mut resource = failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": [gws[0].addr().ip().to_string()]}]),
+    );
+    resource["spec"]["sinks"] = json!(["local", "hook"]);
+    kube.apply(resource);
+    wait_for_condition(&kube, "team-a", "api", "Ready", "True", "Published").await;
+
+    *receiver.failing.lock().unwrap() = true;
+    kube.delete("dnsfailovers", "team-a", "api");
+    let file = hosts(dir.path(), "team-a_api");
+    wait_for_file(&file, "the local records withdrawn", |c| {
+        addresses(c).is_empty()
+    })
+    .await;
+    let message = wait_for_condition(&kube, "team-a", "api", "Ready", "False", "Withdrawing").await;
+    let mut message = message;
+    eventually("the failing sink named", || {
+        message = condition(&kube, "team-a", "api", "Ready")
+            .map(|c| c.2)
+            .unwrap_or_default();
+        message.contains("sink \"hook\" cannot be written")
+    })
+    .await;
+    assert!(
+        kube.object("dnsfailovers", "team-a", "api").is_some(),
+        "the finalizer holds it: {message}"
+    );
+
+    *receiver.failing.lock().unwrap() = false;
+    eventually("the finalizer released", || {
+        kube.object("dnsfailovers", "team-a", "api").is_none()
+    })
+    .await;
+}
