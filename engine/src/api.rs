@@ -23,6 +23,7 @@ use crate::delivery::{GetSinkStatus, SinkActor};
 use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, OperatorActionLabels};
+use crate::status::Timestamp;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{DrainError, GetStatus, HealthTracker, IsReady, SetDrain};
@@ -147,15 +148,28 @@ fn text(
 
 const PLAIN: &str = "text/plain; charset=utf-8";
 
-/// Forwards every event as a server-sent `data:` line, with a keep-alive comment between
-/// quiet spells, until the listener goes away; `permit` is held as long as it listens.
+/// Forwards the kept events asked for (each marked `"replay": true`), then every event,
+/// as server-sent `data:` lines, with a keep-alive comment between quiet spells, until the
+/// listener goes away; `permit` is held as long as it listens.
 fn forward_events(
+    kept: Vec<std::sync::Arc<crate::events::Event>>,
     mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<crate::events::Event>>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> tokio::sync::mpsc::Receiver<Bytes> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
     actix::spawn(async move {
         let _permit = permit;
+        for event in kept {
+            let mut value = serde_json::to_value(&*event).expect("events serialize");
+            value["replay"] = serde_json::Value::Bool(true);
+            if tx
+                .send(Bytes::from(format!("data: {value}\n\n")))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
         let mut keepalive = tokio::time::interval(KEEPALIVE);
         loop {
             let chunk = tokio::select! {
@@ -177,6 +191,23 @@ fn forward_events(
         }
     });
     rx
+}
+
+/// `/events?since=RFC3339`: replay the kept events after that time first.
+fn events_since(query: Option<&str>) -> Result<Option<Timestamp>, String> {
+    let Some(value) = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("since="))
+    else {
+        return Ok(None);
+    };
+    let value = value.replace("%3A", ":").replace("%3a", ":");
+    humantime::parse_rfc3339_weak(&value)
+        .map(|t| Some(Timestamp(t)))
+        .map_err(|e| {
+            format!("since: \"{value}\" is not an RFC 3339 time ({e}), e.g. 2026-11-25T10:00:00Z\n")
+        })
 }
 
 /// `/events` streams server-sent events; every other path gets one answer ([`answer`]).
@@ -205,7 +236,12 @@ async fn route(
         )
         .map(Either::Left);
     };
-    let rx = forward_events(state.events.subscribe(), permit);
+    let since = match events_since(req.uri().query()) {
+        Ok(since) => since,
+        Err(message) => return text(StatusCode::BAD_REQUEST, PLAIN, message).map(Either::Left),
+    };
+    let (kept, live) = state.events.subscribe(since);
+    let rx = forward_events(kept, live, permit);
     let mut response = Response::new(Either::Right(EventStream(rx)));
     let headers = response.headers_mut();
     headers.insert(

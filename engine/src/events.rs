@@ -1,10 +1,12 @@
 //! What happens, as it happens: verdict changes, publishes and sink writes, broadcast to
-//! whoever listens (`GET /events`, Server-Sent Events; the status page). Nobody listening
-//! costs one failed send per event; a listener that falls behind loses the oldest events
-//! and is told how many.
+//! whoever listens (`GET /events`, Server-Sent Events; the status page), the last 500 kept
+//! (at most 50,000 addresses in all) for listeners that ask for what happened before they
+//! came (`?since=`). A listener that falls behind loses the oldest events and is told how
+//! many.
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -70,27 +72,95 @@ pub fn now() -> Timestamp {
     Timestamp(SystemTime::now())
 }
 
-/// The broadcast channel events go out on; cheap to clone.
+impl Event {
+    /// When it happened.
+    pub fn at(&self) -> Timestamp {
+        match self {
+            Event::Transition { at, .. }
+            | Event::Publish { at, .. }
+            | Event::SinkWrite { at, .. } => *at,
+        }
+    }
+
+    /// What it costs to keep: its addresses (a publish may carry thousands), at least 1.
+    fn weight(&self) -> usize {
+        match self {
+            Event::Publish { addresses, .. } => addresses.len().max(1),
+            _ => 1,
+        }
+    }
+}
+
+/// Most events kept for late listeners (the page's timeline on load).
+const RECENT_EVENTS: usize = 500;
+
+/// Most addresses those events may hold together: a few publishes of a 10,000-address
+/// tenant, not 500 of them.
+const RECENT_ADDRESSES: usize = 50_000;
+
+/// The recent events, oldest first, within both bounds.
+#[derive(Default)]
+struct Recent {
+    events: VecDeque<Arc<Event>>,
+    weight: usize,
+}
+
+impl Recent {
+    fn push(&mut self, event: Arc<Event>) {
+        self.weight += event.weight();
+        self.events.push_back(event);
+        while self.events.len() > RECENT_EVENTS || self.weight > RECENT_ADDRESSES {
+            match self.events.pop_front() {
+                Some(old) => self.weight -= old.weight(),
+                None => break,
+            }
+        }
+    }
+}
+
+/// The broadcast channel events go out on, and the recent ones kept for listeners that
+/// arrive later; cheap to clone.
 #[derive(Clone)]
-pub struct Events(broadcast::Sender<Arc<Event>>);
+pub struct Events {
+    live: broadcast::Sender<Arc<Event>>,
+    recent: Arc<Mutex<Recent>>,
+}
 
 impl Default for Events {
     fn default() -> Self {
-        Events(broadcast::channel(BACKLOG).0)
+        Events {
+            live: broadcast::channel(BACKLOG).0,
+            recent: Arc::default(),
+        }
     }
 }
 
 impl Events {
-    /// Sends the event `make` builds to every listener; with none listening (the usual
-    /// case) it is not built, so a publish of 10,000 addresses costs no copy of them.
+    /// Keeps the event `make` builds among the recent ones and sends it to every listener.
     pub fn emit(&self, make: impl FnOnce() -> Event) {
-        if self.0.receiver_count() > 0 {
-            let _ = self.0.send(Arc::new(make()));
-        }
+        let event = Arc::new(make());
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.push(event.clone());
+        // Under the lock: a listener joining now gets it either kept or live, never both.
+        let _ = self.live.send(event);
     }
 
-    /// A new listener, receiving events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.0.subscribe()
+    /// A new listener: the kept events after `since` (none without it), then every event
+    /// from now on, with none missed or repeated between the two.
+    pub fn subscribe(
+        &self,
+        since: Option<Timestamp>,
+    ) -> (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>) {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = match since {
+            Some(since) => recent
+                .events
+                .iter()
+                .filter(|e| e.at() > since)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        (kept, self.live.subscribe())
     }
 }

@@ -36,6 +36,10 @@ with sync_playwright() as p:
     for name in ("gw-1", "gw-2", "gw-3"):
         row(page, name).wait_for(timeout=5000)
     page.wait_for_selector('#live.on', timeout=5000)
+    # What happened before the page opened (the first verdicts, the first publish) is on
+    # the timeline from the server's recent events.
+    page.wait_for_selector("#timeline li", timeout=5000)
+    assert "unknown -> up" in page.inner_text("#timeline"), page.inner_text("#timeline")
     assert row(page, "gw-2").get_attribute("data-state") == "up"
 
     # The API takes operator actions: the admin token field shows.

@@ -280,3 +280,48 @@ async fn events_stream_transitions_publishes_and_writes() {
     let n = extra.read(&mut head).await.unwrap();
     assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 503"));
 }
+
+/// A listener arriving late asks for what happened before (`/events?since=`): the kept
+/// events come first, marked as replayed and oldest first; a `since` that is not a time is
+/// a 400.
+#[actix_rt::test]
+async fn a_late_listener_gets_the_recent_events_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let tail = format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir.path())
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let addr = serve_api(&engine, None, None).await;
+    let file = dir.path().join("t.hosts");
+    wait_for_file(&file, "both", |c| addresses(c).len() == 2).await;
+    gws[1].set(ho_testkit::Behaviour::Refuse).unwrap();
+    wait_for_file(&file, "gw-2 gone", |c| addresses(c).len() == 1).await;
+
+    let mut late = tokio::net::TcpStream::connect(addr).await.unwrap();
+    late.write_all(b"GET /events?since=1970-01-01T00%3A00%3A00Z HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let replayed = read_events(&mut late, |e| {
+        e.iter()
+            .any(|e| e["type"] == "transition" && e["to"] == "down")
+    })
+    .await;
+    assert!(replayed.iter().all(|e| e["replay"] == true), "{replayed:?}");
+    assert_eq!(
+        (replayed[0]["type"].as_str(), replayed[0]["from"].as_str()),
+        (Some("transition"), Some("unknown")),
+        "oldest first: {replayed:?}"
+    );
+    assert_eq!(
+        api_request(addr, "GET", "/events?since=yesterday", None)
+            .await
+            .0,
+        400
+    );
+}
