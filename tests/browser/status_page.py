@@ -40,6 +40,10 @@ with sync_playwright() as p:
     # the timeline from the server's recent events.
     page.wait_for_selector("#timeline li", timeout=5000)
     assert "unknown -> up" in page.inner_text("#timeline"), page.inner_text("#timeline")
+    # Badges say what they mean on hover.
+    assert page.get_attribute("#role", "title").startswith("One replica"), page.get_attribute("#role", "title")
+    assert page.get_attribute("#live", "title").startswith("Events stream in"), page.get_attribute("#live", "title")
+    assert page.get_attribute('tr[data-tenant="web"] td:nth-child(4)', "title") == "The healthy endpoints are published."
     assert row(page, "gw-2").get_attribute("data-state") == "up"
 
     # The API takes operator actions: the admin token field shows.
