@@ -219,17 +219,24 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Sets `t`'s policy: `geo` when the policy says GEO (and every endpoint has a
-    /// location), `weighted` when weights differ, else `all` (Kuadrant's round robin). What
+    /// Sets `t`'s policy: `geo` when the policy says GEO or the record's layout has a
+    /// default geo (and every endpoint has a location), `weighted` when weights differ, else `all` (Kuadrant's round robin). What
     /// the operator must still do (locations to set, weight rules that match nothing) goes
     /// to `to_do`.
     fn apply(&self, t: &mut Tenant, endpoints: &Endpoints, to_do: &mut Vec<String>) {
         let weighted = !self.rules.is_empty() || t.endpoints.iter().any(|e| endpoints.weighted(e));
-        if let Some(geo) = &self.default_geo {
+        // The policy's default geo, else the one the record's own layout names (its `*` geo).
+        if let Some(geo) = self
+            .default_geo
+            .as_ref()
+            .or(t.default_geo.as_ref())
+            .cloned()
+        {
             if t.endpoints.iter().all(|e| endpoints.has_geo(e)) {
                 t.policy = "geo";
                 t.default_geo = Some(geo.clone());
             } else {
+                t.default_geo = None;
                 to_do.push(format!("GEO for tenant {}: its endpoints have no geo-code; set labels.geo on each, then policy = \"geo\" and default_geo = \"{geo}\"", t.name));
             }
         }

@@ -539,6 +539,32 @@ fn import_from_kuadrant_policy_and_record() {
     );
 }
 
+/// `import --from kuadrant` on a DNSRecord in dns-operator's load-balanced layout: the
+/// root host is the name published (not the `*.klb` names), each address takes the geo and
+/// weight of the CNAMEs leading to it, the `*` geo is the default, and the layout's CNAMEs
+/// are not reported as lost.
+#[test]
+fn import_from_kuadrant_follows_the_klb_layout_to_the_root_host() {
+    let (toml, plan, _) = import_and_check(
+        &["--from", "kuadrant"],
+        &[repo("tests/fixtures/kuadrant/dnsrecord-klb.yaml")],
+    );
+    let t = &plan.tenants[0];
+    assert_eq!(t.domains, vec!["api.tenant-a.io"]);
+    assert_eq!(t.policy, ho_config::RoutingPolicy::Geo);
+    assert_eq!(t.default_geo.as_deref(), Some("IE"));
+    let endpoints: Vec<(&str, Option<u32>)> = plan
+        .endpoints
+        .iter()
+        .map(|e| (e.labels["geo"].as_str(), e.weight))
+        .collect();
+    assert_eq!(
+        endpoints,
+        [("IE", Some(120)), ("IE", Some(60)), ("US", Some(100))]
+    );
+    assert!(!toml.contains("NOT CARRIED OVER"), "{toml}");
+}
+
 /// `import --from kuadrant` on the health-check RFC's DNSPolicy and DNSHealthCheckProbes:
 /// the policy's check is the default, each probe an endpoint with its own, the probes'
 /// host the domain; a policy alone is refused (it names no address).

@@ -155,7 +155,21 @@ impl Tenant {
     }
 }
 
-/// One tenant for a DNSRecord: its A/AAAA names and their targets.
+/// One endpoint of a DNSRecord as written.
+struct Rec<'a> {
+    at: String,
+    name: String,
+    rtype: &'a str,
+    targets: Vec<&'a str>,
+    ttl: Option<i64>,
+    specific: BTreeMap<&'a str, &'a str>,
+}
+
+/// One tenant for a DNSRecord: its A/AAAA names and their targets. In dns-operator's
+/// layout (`spec.rootHost` a CNAME to `klb.ROOT`, a CNAME per geo, a CNAME per cluster
+/// with its weight, the cluster's A record), the name published is the root host and each
+/// address takes the geo and weight of the CNAMEs that lead to it; a `*` geo makes that
+/// geo the default.
 pub(super) fn tenant_of_record(
     doc: &Value,
     endpoints: &mut Endpoints,
@@ -168,7 +182,93 @@ pub(super) fn tenant_of_record(
     let spec = doc
         .get("spec")
         .with_context(|| format!("DNSRecord {name} has no spec"))?;
+    let recs = read_endpoints(name, spec, notes)?;
+    let root = text(spec, "rootHost").map(normalize);
     let mut tenant = Tenant::new(name);
+    for rec in recs.iter().filter(|r| matches!(r.rtype, "A" | "AAAA")) {
+        let chain = root
+            .as_deref()
+            .and_then(|root| chain_from(&recs, root, &rec.name));
+        let domain = match &chain {
+            Some(_) => root.clone().expect("a chain starts at the root"),
+            None => rec.name.clone(),
+        };
+        if !tenant.domains.contains(&domain) {
+            tenant.domains.push(domain);
+        }
+        if let Some(ttl) = rec.ttl {
+            tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
+        }
+        // The record's own values first, then the nearest CNAME's.
+        let mut specific = rec.specific.clone();
+        for link in chain.iter().flatten() {
+            for (k, v) in &link.specific {
+                if *k == "geo-code" && *v == "*" {
+                    continue;
+                }
+                specific.entry(k).or_insert(v);
+            }
+        }
+        if let (Some(chain), Some(geo)) = (&chain, specific.get("geo-code")) {
+            let default = recs.iter().any(|r| {
+                r.specific.get("geo-code") == Some(&"*")
+                    && chain
+                        .iter()
+                        .any(|link| r.targets.iter().any(|t| normalize(t) == link.name))
+            });
+            if default {
+                tenant.default_geo = Some((*geo).to_owned());
+            }
+        }
+        for target in &rec.targets {
+            let ip: IpAddr = target.parse().with_context(|| {
+                format!(
+                    "{}: target {target:?} of an {} record is not an IP address",
+                    rec.at, rec.rtype
+                )
+            })?;
+            let ep = endpoints.of_address(ip, name);
+            let table = endpoints.table_mut(&ep).expect("just made");
+            if let Some(w) = specific.get("weight").and_then(|w| w.parse::<i64>().ok()) {
+                table.insert("weight".into(), w.into());
+            }
+            if let Some(geo) = specific.get("geo-code") {
+                let mut labels = Table::new();
+                labels.insert("geo".into(), (*geo).into());
+                table.insert("labels".into(), labels.into());
+            }
+            if !tenant.endpoints.contains(&ep) {
+                tenant.endpoints.push(ep);
+            }
+        }
+    }
+    for rec in recs.iter().filter(|r| !matches!(r.rtype, "A" | "AAAA")) {
+        let in_layout = root.as_deref().is_some_and(|root| {
+            rec.name == root
+                || rec.name.ends_with(&format!(".klb.{root}"))
+                || rec.name == format!("klb.{root}")
+        });
+        if !in_layout {
+            notes.push(format!("{} ({} {}: only A/AAAA records are published here; list the addresses a CNAME leads to in a DNSRecord or probe)", rec.at, rec.name, rec.rtype));
+        }
+    }
+    if tenant.domains.is_empty() || tenant.endpoints.is_empty() {
+        bail!("DNSRecord {name} has no A/AAAA endpoint with addresses");
+    }
+    Ok(tenant)
+}
+
+fn normalize(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// The record's endpoints, each checked for keys this import does not know.
+fn read_endpoints<'a>(
+    name: &str,
+    spec: &'a Value,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<Rec<'a>>> {
+    let mut recs = Vec::new();
     for (i, e) in spec
         .get("endpoints")
         .and_then(Value::as_sequence)
@@ -192,54 +292,53 @@ pub(super) fn tenant_of_record(
             notes,
         );
         let dns_name = text(e, "dnsName").with_context(|| format!("{at} has no dnsName"))?;
-        let rtype = text(e, "recordType").unwrap_or("A");
-        if !matches!(rtype, "A" | "AAAA") {
-            notes.push(format!("{at} ({dns_name} {rtype}: only A/AAAA records are published here; list the addresses a CNAME leads to in a DNSRecord or probe)"));
-            continue;
-        }
-        let domain = dns_name.trim_end_matches('.').to_ascii_lowercase();
-        if !tenant.domains.contains(&domain) {
-            tenant.domains.push(domain);
-        }
-        if let Some(ttl) = e.get("recordTTL").and_then(Value::as_i64) {
-            tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
-        }
-        let specific: BTreeMap<&str, &str> = e
-            .get("providerSpecific")
-            .and_then(Value::as_sequence)
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((text(p, "name")?, text(p, "value")?)))
+        recs.push(Rec {
+            name: normalize(dns_name),
+            rtype: text(e, "recordType").unwrap_or("A"),
+            targets: e
+                .get("targets")
+                .and_then(Value::as_sequence)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect(),
+            ttl: e.get("recordTTL").and_then(Value::as_i64),
+            specific: e
+                .get("providerSpecific")
+                .and_then(Value::as_sequence)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| Some((text(p, "name")?, text(p, "value")?)))
+                .collect(),
+            at,
+        });
+    }
+    Ok(recs)
+}
+
+/// The CNAMEs leading from `root` to `name`, nearest to `name` first (the weighted one,
+/// then the geo one, ...); `None` when `name` is not reached from `root` by CNAMEs.
+fn chain_from<'r, 'a>(recs: &'r [Rec<'a>], root: &str, name: &str) -> Option<Vec<&'r Rec<'a>>> {
+    let mut chain = Vec::new();
+    let mut at = name.to_owned();
+    // dns-operator's layout is four names deep; a cycle ends the walk.
+    for _ in 0..8 {
+        let parents: Vec<&Rec> = recs
+            .iter()
+            .filter(|r| r.rtype == "CNAME" && r.targets.iter().any(|t| normalize(t) == at))
             .collect();
-        for target in e
-            .get("targets")
-            .and_then(Value::as_sequence)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            let ip: IpAddr = target.parse().with_context(|| {
-                format!("{at}: target {target:?} of an {rtype} record is not an IP address")
-            })?;
-            let ep = endpoints.of_address(ip, name);
-            let table = endpoints.table_mut(&ep).expect("just made");
-            if let Some(w) = specific.get("weight").and_then(|w| w.parse::<i64>().ok()) {
-                table.insert("weight".into(), w.into());
-            }
-            if let Some(geo) = specific.get("geo-code") {
-                let mut labels = Table::new();
-                labels.insert("geo".into(), (*geo).into());
-                table.insert("labels".into(), labels.into());
-            }
-            if !tenant.endpoints.contains(&ep) {
-                tenant.endpoints.push(ep);
-            }
+        // Prefer a parent with a real geo over the `*` default one pointing at the same name.
+        let parent = parents
+            .iter()
+            .find(|r| r.specific.get("geo-code") != Some(&"*"))
+            .or(parents.first())?;
+        chain.push(*parent);
+        if parent.name == root {
+            return Some(chain);
         }
+        at = parent.name.clone();
     }
-    if tenant.domains.is_empty() || tenant.endpoints.is_empty() {
-        bail!("DNSRecord {name} has no A/AAAA endpoint with addresses");
-    }
-    Ok(tenant)
+    None
 }
 
 /// Without DNSRecords: one tenant per probe `host`, with the probes of that host.
