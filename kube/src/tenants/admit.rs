@@ -16,8 +16,9 @@ use ho_config::validate::{validate, SinkCatalog};
 use ho_config::{Config, EndpointSelection};
 use kube::ResourceExt;
 
-use super::discover::Lookup;
-use super::resource::{DNSFailover, EndpointSource};
+use super::claims::Claims;
+use super::discover::{discover, Found, Lookup};
+use super::resource::DNSFailover;
 
 /// `namespace/name` of a resource.
 pub type Key = (String, String);
@@ -76,13 +77,6 @@ struct Checked {
     found: Vec<Found>,
     tenant: TenantConfig,
     endpoints: Vec<EndpointConfig>,
-}
-
-/// One discovered address and the source (index in `spec.endpoints`) that found it.
-#[derive(Debug, Clone, PartialEq)]
-struct Found {
-    address: IpAddr,
-    source: usize,
 }
 
 impl Admitter {
@@ -154,17 +148,9 @@ impl Admitter {
             Err(message) => return refuse("Invalid", message),
         };
         let kept_last = found.is_empty();
-        let found = if kept_last {
-            match self.last.get(k) {
-                Some(last) if !last.is_empty() => last.clone(),
-                _ => {
-                    return Verdict::Waiting {
-                        message: missing.join("; "),
-                    }
-                }
-            }
-        } else {
-            found
+        let found = match self.found_or_last(k, found, &missing) {
+            Ok(found) => found,
+            Err(waiting) => return waiting,
         };
         let tenant = tenant_name(k);
         let spec = (resource.metadata.uid.clone(), resource.metadata.generation);
@@ -203,6 +189,25 @@ impl Admitter {
 }
 
 impl Admitter {
+    /// What discovery found, or when it found nothing the addresses found last (a name is
+    /// never emptied by discovery); `Waiting` when there were none either.
+    fn found_or_last(
+        &self,
+        k: &Key,
+        found: Vec<Found>,
+        missing: &[String],
+    ) -> Result<Vec<Found>, Verdict> {
+        if !found.is_empty() {
+            return Ok(found);
+        }
+        match self.last.get(k) {
+            Some(last) if !last.is_empty() => Ok(last.clone()),
+            _ => Err(Verdict::Waiting {
+                message: missing.join("; "),
+            }),
+        }
+    }
+
     /// Builds the resource's tenant and endpoints into `alone` and validates them as
     /// `check-config` would; a refusal leaves `alone` empty.
     fn validate(
@@ -245,7 +250,7 @@ fn fingerprint(config: &Config) -> u64 {
     hasher.finish()
 }
 
-fn refuse(reason: &'static str, message: String) -> Verdict {
+pub(super) fn refuse(reason: &'static str, message: String) -> Verdict {
     Verdict::Refused { reason, message }
 }
 
@@ -313,89 +318,6 @@ fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option
         )),
         _ => None,
     }
-}
-
-/// Every address the sources yield (the first source to find an address keeps it), and
-/// what found nothing; `Err` when a source is malformed.
-fn discover(
-    resource: &DNSFailover,
-    namespace: &str,
-    world: &dyn Lookup,
-) -> Result<(Vec<Found>, Vec<String>), String> {
-    if resource.spec.endpoints.is_empty() {
-        return Err("spec.endpoints: name at least one source of gateways".into());
-    }
-    let mut found: Vec<Found> = Vec::new();
-    let mut missing = Vec::new();
-    for (i, source) in resource.spec.endpoints.iter().enumerate() {
-        let addresses = source_addresses(source, i, namespace, world, &mut missing)?;
-        for address in addresses {
-            if !found.iter().any(|f| f.address == address) {
-                found.push(Found { address, source: i });
-            }
-        }
-    }
-    Ok((found, missing))
-}
-
-fn source_addresses(
-    source: &EndpointSource,
-    i: usize,
-    namespace: &str,
-    world: &dyn Lookup,
-    missing: &mut Vec<String>,
-) -> Result<Vec<IpAddr>, String> {
-    let set = [
-        !source.addresses.is_empty(),
-        source.gateway.is_some(),
-        source.service.is_some(),
-        source.nodes.is_some(),
-    ];
-    if set.iter().filter(|s| **s).count() != 1 {
-        return Err(format!(
-            "spec.endpoints[{i}]: set exactly one of addresses, gateway, service or nodes"
-        ));
-    }
-    let mut none = |what: String| {
-        missing.push(what);
-        Vec::new()
-    };
-    let addresses = if let Some(name) = &source.gateway {
-        match world.gateway(namespace, name) {
-            None => none(format!("Gateway \"{name}\" not found")),
-            Some(a) if a.is_empty() => none(format!(
-                "Gateway \"{name}\" has no IPAddress in its status yet"
-            )),
-            Some(a) => a,
-        }
-    } else if let Some(name) = &source.service {
-        match world.service(namespace, name) {
-            None => none(format!("Service \"{name}\" not found")),
-            Some(a) if a.is_empty() => none(format!(
-                "Service \"{name}\" has no load balancer ingress IP yet"
-            )),
-            Some(a) => a,
-        }
-    } else if let Some(selector) = &source.nodes {
-        let nodes = world.nodes(selector, source.node_address.unwrap_or_default());
-        if nodes.is_empty() {
-            none(format!(
-                "no Node matches spec.endpoints[{i}].nodes with an {} address",
-                source.node_address.unwrap_or_default().as_str()
-            ))
-        } else {
-            nodes.into_iter().map(|(_, a)| a).collect()
-        }
-    } else {
-        let mut parsed = Vec::new();
-        for (j, a) in source.addresses.iter().enumerate() {
-            parsed.push(a.parse().map_err(|_| {
-                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (DNS failover publishes exactly what it probed)")
-            })?);
-        }
-        parsed
-    };
-    Ok(addresses)
 }
 
 /// The `[[tenants]]` entry the resource stands for. Deleting the resource withdraws its
@@ -501,54 +423,4 @@ fn locate(path: &str, sources: &[usize], own_check: &dyn Fn(usize) -> bool) -> S
         }
     }
     path.to_owned()
-}
-
-/// Who publishes which domain: the files' tenants, then each accepted resource.
-struct Claims {
-    domains: HashMap<String, String>,
-    tenants: HashSet<String>,
-}
-
-impl Claims {
-    fn of_files(base: &Config) -> Claims {
-        let mut domains = HashMap::new();
-        for t in &base.tenants {
-            for d in &t.domains {
-                let d = ho_config::names::normalize_domain(d).unwrap_or_else(|_| d.clone());
-                domains.insert(d, format!("[[tenants]] \"{}\" of the config files", t.name));
-            }
-        }
-        Claims {
-            domains,
-            tenants: base.tenants.iter().map(|t| t.name.clone()).collect(),
-        }
-    }
-
-    /// Takes every domain, or none when one is already held.
-    fn claim(&mut self, k: &Key, tenant: &str, domains: &[String]) -> Result<(), Verdict> {
-        if self.tenants.contains(tenant) {
-            return Err(refuse(
-                "NameClaimed",
-                format!("tenant name \"{tenant}\" is already used by the config files"),
-            ));
-        }
-        let normalized: Vec<String> = domains
-            .iter()
-            .map(|d| ho_config::names::normalize_domain(d).unwrap_or_else(|_| d.clone()))
-            .collect();
-        for (i, d) in normalized.iter().enumerate() {
-            if let Some(holder) = self.domains.get(d) {
-                return Err(refuse(
-                    "DomainClaimed",
-                    format!("spec.domains[{i}]: \"{d}\" is already published by {holder}; the first claimant keeps a name"),
-                ));
-            }
-        }
-        for d in normalized {
-            self.domains
-                .insert(d, format!("DNSFailover {}/{}", k.0, k.1));
-        }
-        self.tenants.insert(tenant.to_owned());
-        Ok(())
-    }
 }

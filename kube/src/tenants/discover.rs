@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::DynamicObject;
 
-use super::resource::NodeAddressType;
+use super::resource::{DNSFailover, EndpointSource, NodeAddressType};
 
 /// What the watchers currently know, as the admission asks it.
 pub trait Lookup {
@@ -79,4 +79,94 @@ pub fn node_matches(node: &Node, selector: &BTreeMap<String, String>) -> bool {
     selector
         .iter()
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+/// One discovered address and the source (index in `spec.endpoints`) that found it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Found {
+    pub(super) address: IpAddr,
+    pub(super) source: usize,
+}
+
+/// Every address the sources yield (the first source to find an address keeps it), and
+/// what found nothing; `Err` when a source is malformed.
+pub(super) fn discover(
+    resource: &DNSFailover,
+    namespace: &str,
+    world: &dyn Lookup,
+) -> Result<(Vec<Found>, Vec<String>), String> {
+    if resource.spec.endpoints.is_empty() {
+        return Err("spec.endpoints: name at least one source of gateways".into());
+    }
+    let mut found: Vec<Found> = Vec::new();
+    let mut missing = Vec::new();
+    for (i, source) in resource.spec.endpoints.iter().enumerate() {
+        let addresses = source_addresses(source, i, namespace, world, &mut missing)?;
+        for address in addresses {
+            if !found.iter().any(|f| f.address == address) {
+                found.push(Found { address, source: i });
+            }
+        }
+    }
+    Ok((found, missing))
+}
+
+fn source_addresses(
+    source: &EndpointSource,
+    i: usize,
+    namespace: &str,
+    world: &dyn Lookup,
+    missing: &mut Vec<String>,
+) -> Result<Vec<IpAddr>, String> {
+    let set = [
+        !source.addresses.is_empty(),
+        source.gateway.is_some(),
+        source.service.is_some(),
+        source.nodes.is_some(),
+    ];
+    if set.iter().filter(|s| **s).count() != 1 {
+        return Err(format!(
+            "spec.endpoints[{i}]: set exactly one of addresses, gateway, service or nodes"
+        ));
+    }
+    let mut none = |what: String| {
+        missing.push(what);
+        Vec::new()
+    };
+    let addresses = if let Some(name) = &source.gateway {
+        match world.gateway(namespace, name) {
+            None => none(format!("Gateway \"{name}\" not found")),
+            Some(a) if a.is_empty() => none(format!(
+                "Gateway \"{name}\" has no IPAddress in its status yet"
+            )),
+            Some(a) => a,
+        }
+    } else if let Some(name) = &source.service {
+        match world.service(namespace, name) {
+            None => none(format!("Service \"{name}\" not found")),
+            Some(a) if a.is_empty() => none(format!(
+                "Service \"{name}\" has no load balancer ingress IP yet"
+            )),
+            Some(a) => a,
+        }
+    } else if let Some(selector) = &source.nodes {
+        let nodes = world.nodes(selector, source.node_address.unwrap_or_default());
+        if nodes.is_empty() {
+            none(format!(
+                "no Node matches spec.endpoints[{i}].nodes with an {} address",
+                source.node_address.unwrap_or_default().as_str()
+            ))
+        } else {
+            nodes.into_iter().map(|(_, a)| a).collect()
+        }
+    } else {
+        let mut parsed = Vec::new();
+        for (j, a) in source.addresses.iter().enumerate() {
+            parsed.push(a.parse().map_err(|_| {
+                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (DNS failover publishes exactly what it probed)")
+            })?);
+        }
+        parsed
+    };
+    Ok(addresses)
 }

@@ -81,19 +81,9 @@ fn document(o: &DynamicObject) -> Value {
     doc
 }
 
-/// The record's tenant of the translated config as a `DNSFailover`, with the record's
-/// identity; its generation is a digest of the spec, so a changed probe or policy (which
-/// does not move the record's own generation) is validated again.
-fn stand_in(
-    record: &DynamicObject,
-    name: &str,
-    config: &Value,
-    sinks: &[String],
-) -> Result<DNSFailover, String> {
-    let tenant = config["tenants"]
-        .as_array()
-        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
-        .ok_or_else(|| format!("DNSRecord {name} has no A or AAAA endpoint to publish"))?;
+/// The tenant's endpoints as `DNSFailover` sources, one per address with its labels,
+/// weight, priority and check.
+fn sources_of(tenant: &Value, config: &Value) -> Vec<Value> {
     let endpoints: Vec<&Value> = match &tenant["endpoints"] {
         Value::Array(names) => names
             .iter()
@@ -109,7 +99,7 @@ fn stand_in(
             .map(|a| a.iter().collect())
             .unwrap_or_default(),
     };
-    let sources: Vec<Value> = endpoints
+    endpoints
         .iter()
         .map(|e| {
             let mut source = json!({ "addresses": [e["address"]] });
@@ -120,7 +110,23 @@ fn stand_in(
             }
             source
         })
-        .collect();
+        .collect()
+}
+
+/// The record's tenant of the translated config as a `DNSFailover`, with the record's
+/// identity; its generation is a digest of the spec, so a changed probe or policy (which
+/// does not move the record's own generation) is validated again.
+fn stand_in(
+    record: &DynamicObject,
+    name: &str,
+    config: &Value,
+    sinks: &[String],
+) -> Result<DNSFailover, String> {
+    let tenant = config["tenants"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
+        .ok_or_else(|| format!("DNSRecord {name} has no A or AAAA endpoint to publish"))?;
+    let sources = sources_of(tenant, config);
     let mut spec = json!({ "domains": tenant["domains"], "sinks": sinks, "endpoints": sources });
     for key in [
         "ttl",

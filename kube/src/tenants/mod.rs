@@ -1,10 +1,12 @@
 //! Tenants as namespaced resources: [`resource`] (the `DNSFailover` kind and its status),
 //! [`discover`] (gateways' addresses from Gateways, Services and Nodes), [`admit`] (which
 //! resources become tenants, on top of the config files), [`status`] (what a team reads in
-//! `kubectl get`), [`watch`] (the reflectors) and [`controller`] (rounds, statuses and
-//! finalizers).
+//! `kubectl get`), [`watch`] (the reflectors), [`controller`] (rounds, statuses and
+//! finalizers), [`crd`] (the CustomResourceDefinition) and [`kuadrant`] (Kuadrant's
+//! resources, live).
 
 pub mod admit;
+mod claims;
 pub mod controller;
 pub mod crd;
 pub mod discover;

@@ -186,7 +186,11 @@ fn readiness(
     if state.published.is_none() {
         return (false, "Pending", "waiting for the first verdicts".into());
     }
-    let writes = engine.sink_writes(tenant);
+    written_everywhere(&engine.sink_writes(tenant))
+}
+
+/// `Published` once every sink holds the latest state; else which sink fails or lags.
+fn written_everywhere(writes: &[SinkWrite]) -> (bool, &'static str, String) {
     if let Some(failed) = writes.iter().find(|w| w.error.is_some()) {
         return (
             false,

@@ -186,61 +186,7 @@ pub(super) fn tenant_of_record(
     let root = text(spec, "rootHost").map(normalize);
     let mut tenant = Tenant::new(name);
     for rec in recs.iter().filter(|r| matches!(r.rtype, "A" | "AAAA")) {
-        let chain = root
-            .as_deref()
-            .and_then(|root| chain_from(&recs, root, &rec.name));
-        let domain = match &chain {
-            Some(_) => root.clone().expect("a chain starts at the root"),
-            None => rec.name.clone(),
-        };
-        if !tenant.domains.contains(&domain) {
-            tenant.domains.push(domain);
-        }
-        if let Some(ttl) = rec.ttl {
-            tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
-        }
-        // The record's own values first, then the nearest CNAME's.
-        let mut specific = rec.specific.clone();
-        for link in chain.iter().flatten() {
-            for (k, v) in &link.specific {
-                if *k == "geo-code" && *v == "*" {
-                    continue;
-                }
-                specific.entry(k).or_insert(v);
-            }
-        }
-        if let (Some(chain), Some(geo)) = (&chain, specific.get("geo-code")) {
-            let default = recs.iter().any(|r| {
-                r.specific.get("geo-code") == Some(&"*")
-                    && chain
-                        .iter()
-                        .any(|link| r.targets.iter().any(|t| normalize(t) == link.name))
-            });
-            if default {
-                tenant.default_geo = Some((*geo).to_owned());
-            }
-        }
-        for target in &rec.targets {
-            let ip: IpAddr = target.parse().with_context(|| {
-                format!(
-                    "{}: target {target:?} of an {} record is not an IP address",
-                    rec.at, rec.rtype
-                )
-            })?;
-            let ep = endpoints.of_address(ip, name);
-            let table = endpoints.table_mut(&ep).expect("just made");
-            if let Some(w) = specific.get("weight").and_then(|w| w.parse::<i64>().ok()) {
-                table.insert("weight".into(), w.into());
-            }
-            if let Some(geo) = specific.get("geo-code") {
-                let mut labels = Table::new();
-                labels.insert("geo".into(), (*geo).into());
-                table.insert("labels".into(), labels.into());
-            }
-            if !tenant.endpoints.contains(&ep) {
-                tenant.endpoints.push(ep);
-            }
-        }
+        add_addresses(&mut tenant, rec, &recs, root.as_deref(), endpoints, name)?;
     }
     for rec in recs.iter().filter(|r| !matches!(r.rtype, "A" | "AAAA")) {
         let in_layout = root.as_deref().is_some_and(|root| {
@@ -256,6 +202,72 @@ pub(super) fn tenant_of_record(
         bail!("DNSRecord {name} has no A/AAAA endpoint with addresses");
     }
     Ok(tenant)
+}
+
+/// One A/AAAA endpoint's addresses into `tenant`: under the root host when CNAMEs lead
+/// there from it, with the geo and weight they carry.
+fn add_addresses(
+    tenant: &mut Tenant,
+    rec: &Rec<'_>,
+    recs: &[Rec<'_>],
+    root: Option<&str>,
+    endpoints: &mut Endpoints,
+    name: &str,
+) -> anyhow::Result<()> {
+    let chain = root.and_then(|root| chain_from(recs, root, &rec.name));
+    let domain = match &chain {
+        Some(_) => root.expect("a chain starts at the root").to_owned(),
+        None => rec.name.clone(),
+    };
+    if !tenant.domains.contains(&domain) {
+        tenant.domains.push(domain);
+    }
+    if let Some(ttl) = rec.ttl {
+        tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
+    }
+    // The record's own values first, then the nearest CNAME's.
+    let mut specific = rec.specific.clone();
+    for link in chain.iter().flatten() {
+        for (k, v) in &link.specific {
+            if *k == "geo-code" && *v == "*" {
+                continue;
+            }
+            specific.entry(k).or_insert(v);
+        }
+    }
+    if let (Some(chain), Some(geo)) = (&chain, specific.get("geo-code")) {
+        let default = recs.iter().any(|r| {
+            r.specific.get("geo-code") == Some(&"*")
+                && chain
+                    .iter()
+                    .any(|link| r.targets.iter().any(|t| normalize(t) == link.name))
+        });
+        if default {
+            tenant.default_geo = Some((*geo).to_owned());
+        }
+    }
+    for target in &rec.targets {
+        let ip: IpAddr = target.parse().with_context(|| {
+            format!(
+                "{}: target {target:?} of an {} record is not an IP address",
+                rec.at, rec.rtype
+            )
+        })?;
+        let ep = endpoints.of_address(ip, name);
+        let table = endpoints.table_mut(&ep).expect("just made");
+        if let Some(w) = specific.get("weight").and_then(|w| w.parse::<i64>().ok()) {
+            table.insert("weight".into(), w.into());
+        }
+        if let Some(geo) = specific.get("geo-code") {
+            let mut labels = Table::new();
+            labels.insert("geo".into(), (*geo).into());
+            table.insert("labels".into(), labels.into());
+        }
+        if !tenant.endpoints.contains(&ep) {
+            tenant.endpoints.push(ep);
+        }
+    }
+    Ok(())
 }
 
 fn normalize(name: &str) -> String {
