@@ -12,7 +12,7 @@ use crate::status::{
     TenantSummary, Timestamp, TrackerStatus, Why,
 };
 
-use super::core::{Clock, TrackerCore};
+use super::core::{Clock, TenantState, TrackerCore};
 use super::index::EndpointIx;
 
 impl TrackerCore {
@@ -34,12 +34,7 @@ impl TrackerCore {
             .map(|(t, s)| {
                 let mut summary = TenantSummary {
                     name: t.name.clone(),
-                    published: s.last_snapshot.as_ref().map(|p| PublishedStatus {
-                        seq: p.seq,
-                        mode: p.mode,
-                        addresses: p.addresses.iter().map(|a| a.address).collect(),
-                        at: Timestamp(p.decided_at),
-                    }),
+                    published: published(s),
                     healthy: 0,
                     unhealthy: 0,
                     unknown: 0,
@@ -150,16 +145,21 @@ impl TrackerCore {
                         })
                         .collect(),
                     votes: s.votes.clone(),
-                    published: s.last_snapshot.as_ref().map(|p| PublishedStatus {
-                        seq: p.seq,
-                        mode: p.mode,
-                        addresses: p.addresses.iter().map(|a| a.address).collect(),
-                        at: Timestamp(p.decided_at),
-                    }),
+                    published: published(s),
                 }
             })
             .collect()
     }
+}
+
+/// What a tenant publishes now, as `/status` shows it.
+fn published(state: &TenantState) -> Option<PublishedStatus> {
+    state.last_snapshot.as_ref().map(|p| PublishedStatus {
+        seq: p.seq,
+        mode: p.mode,
+        addresses: p.addresses.iter().map(|a| a.address).collect(),
+        at: Timestamp(p.decided_at),
+    })
 }
 
 /// Why an endpoint is (not) in its tenant's published set.

@@ -340,14 +340,7 @@ impl KubeApi {
         match verb {
             "watch" => {
                 let from = query.get("resourceVersion").and_then(|v| v.parse().ok());
-                let objects: Vec<Value> = s
-                    .objects
-                    .iter()
-                    .filter(|(k, _)| {
-                        k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
-                    })
-                    .map(|(_, o)| o.clone())
-                    .collect();
+                let objects = in_route(&s, &route);
                 let stream = s.watches.open(
                     route.ty.plural,
                     route.namespace.clone(),
@@ -364,14 +357,7 @@ impl KubeApi {
                     .unwrap()
             }
             "list" => {
-                let items: Vec<Value> = s
-                    .objects
-                    .iter()
-                    .filter(|(k, _)| {
-                        k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
-                    })
-                    .map(|(_, o)| o.clone())
-                    .collect();
+                let items = in_route(&s, &route);
                 json_response(
                     200,
                     &json!({
@@ -491,6 +477,17 @@ impl KubeApi {
             None => json_response(200, &current),
         }
     }
+}
+
+/// The objects a collection URL names: its type, in its namespace or every one.
+fn in_route(s: &State, route: &Route) -> Vec<Value> {
+    s.objects
+        .iter()
+        .filter(|(k, _)| {
+            k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
+        })
+        .map(|(_, o)| o.clone())
+        .collect()
 }
 
 /// The namespace part of a key: "" for cluster-scoped resources.
