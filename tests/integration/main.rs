@@ -21,6 +21,7 @@ mod drain;
 mod engine_e2e;
 mod failover_paths;
 mod flapping;
+mod image;
 mod keep_alive;
 mod kube_tenants;
 mod leader_election;
