@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# Queries/s and latency of the embedded DNS server (`dns_server` sink) against pdns_server
-# answering the same names, on loopback, in the same run: ROUNDS interleaved rounds of
-# (ours, pdns), each a DURATION-second dnsperf run at full speed (100 queries in flight)
-# and a paced run (RATE queries/s, every latency recorded) for p50/p99.
+# Queries/s, latency and CPU per query of the embedded DNS server (`dns_server` sink) against
+# Knot DNS and pdns_server answering the same names, on loopback, in the same run: ROUNDS
+# interleaved rounds of (ours, knot, pdns), each a DURATION-second dnsperf run at full speed
+# (100 queries in flight) and a paced run (RATE queries/s, every latency recorded) for
+# p50/p99 and the server's CPU per answered query. dnsperf shares the 2 cores, so full-speed
+# throughput is bound by the load generator; CPU per query at the paced rate is the fair
+# comparison.
 #
 #   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --release)
 #
-# Both servers hold api.bench.test and www.bench.test with three A records; the query mix
+# Every server holds api.bench.test and www.bench.test with three A records; the query mix
 # is 80% A of those two names, 10% AAAA (NODATA), 10% a missing name (NXDOMAIN). pdns runs
-# with its defaults (gsqlite3 backend, packet cache on). The orchestrator's endpoints are three
+# with its defaults (gsqlite3 backend, packet cache on), Knot with its defaults from a zone file. The orchestrator's endpoints are three
 # loopback addresses nothing listens on, so it publishes all three (fail-open) and its
-# probes stay on loopback. Needs dnsperf, pdns-server, pdns-backend-sqlite3 and
+# probes stay on loopback. Needs dnsperf, knot, pdns-server, pdns-backend-sqlite3 and
 # sqlite3 (Debian packages; bash .ci/test installs all but dnsperf).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-3}
 DURATION=${2:-10}
-RATE=${RATE:-20000}
+RATE=${RATE:-40000}
 OURS_PORT=5391
 PDNS_PORT=5392
+KNOT_PORT=5393
 BIN=target/release/health-orchestrator
 [[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
 [[ -x /usr/sbin/pdns_server ]] || { echo "pdns_server is missing (apt-get install pdns-server)" >&2; exit 1; }
+[[ -x /usr/sbin/knotd ]] || { echo "knotd is missing (apt-get install knot)" >&2; exit 1; }
 WORK=$(mktemp -d)
 PIDS=()
+declare -A PID_OF
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 cat >"$WORK/ours.toml" <<EOF
@@ -76,16 +82,39 @@ daemon=no
 disable-syslog=yes
 write-pid=no
 EOF
+mkdir -p "$WORK/knot"
+{
+  printf '$ORIGIN bench.test.\n$TTL 30\n@ SOA ns1 hostmaster 1 3600 600 604800 5\n@ NS ns1\n'
+  for name in api www; do
+    for ip in 127.0.0.21 127.0.0.22 127.0.0.23; do printf '%s A %s\n' "$name" "$ip"; done
+  done
+} >"$WORK/knot/bench.test.zone"
+cat >"$WORK/knot.conf" <<EOF
+server:
+    listen: 127.0.0.1@$KNOT_PORT
+    rundir: $WORK/knot
+database:
+    storage: $WORK/knot
+zone:
+  - domain: bench.test
+    storage: $WORK/knot
+    file: bench.test.zone
+log:
+  - target: stderr
+    any: warning
+EOF
 : >"$WORK/queries.txt"
 for i in $(seq 4); do echo "api.bench.test A" >>"$WORK/queries.txt"; echo "www.bench.test A" >>"$WORK/queries.txt"; done
 echo "api.bench.test AAAA" >>"$WORK/queries.txt"
 echo "missing.bench.test A" >>"$WORK/queries.txt"
 
 $BIN run --config "$WORK/ours.toml" --log-format json >"$WORK/ours.log" 2>&1 &
-PIDS+=($!)
+PIDS+=($!) PID_OF[ours]=$!
 /usr/sbin/pdns_server --config-dir="$WORK" --config-name= >"$WORK/pdns.log" 2>&1 &
-PIDS+=($!)
-for port in $OURS_PORT $PDNS_PORT; do
+PIDS+=($!) PID_OF[pdns]=$!
+/usr/sbin/knotd -c "$WORK/knot.conf" >"$WORK/knot.log" 2>&1 &
+PIDS+=($!) PID_OF[knot]=$!
+for port in $OURS_PORT $PDNS_PORT $KNOT_PORT; do
   for _ in $(seq 100); do
     [[ $(dig @127.0.0.1 -p $port +short api.bench.test A | wc -l) == 3 ]] && break
     sleep 0.1
@@ -94,23 +123,33 @@ for port in $OURS_PORT $PDNS_PORT; do
     echo "the server on port $port does not answer; logs in $WORK" >&2; cat "$WORK"/*.log >&2; exit 1; }
 done
 
-# One line per run: name round qps p50_us p99_us
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# One line per run: name round qps p50_us p99_us cpu_us_per_query
 measure() {
-  local name=$1 port=$2 round=$3
+  local name=$1 port=$2 round=$3 pid=${PID_OF[$1]}
   local qps
   qps=$(dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -q 100 2>&1 \
     | sed -n 's/.*Queries per second: *\([0-9.]*\).*/\1/p')
+  local t0 t1
+  t0=$(cpu_ticks "$pid")
   dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -Q "$RATE" -v 2>/dev/null \
-    | awk '/^> /{print $NF * 1e6}' | sort -n >"$WORK/lat.txt"
-  local n p50 p99
+    >"$WORK/paced.txt"
+  t1=$(cpu_ticks "$pid")
+  awk '/^> /{print $NF * 1e6}' "$WORK/paced.txt" | sort -n >"$WORK/lat.txt"
+  local n p50 p99 answered cpu
   n=$(wc -l <"$WORK/lat.txt")
   p50=$(sed -n "$(( n / 2 ))p" "$WORK/lat.txt")
   p99=$(sed -n "$(( n * 99 / 100 ))p" "$WORK/lat.txt")
-  printf '%-5s %d %10.0f %8.0f %8.0f\n' "$name" "$round" "$qps" "$p50" "$p99"
+  answered=$(sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p' "$WORK/paced.txt")
+  cpu=$(awk -v t=$(( t1 - t0 )) -v hz="$(getconf CLK_TCK)" -v q="$answered" \
+    'BEGIN { printf "%.2f", t / hz * 1e6 / q }')
+  printf '%-5s %d %10.0f %8.0f %8.0f %8s\n' "$name" "$round" "$qps" "$p50" "$p99" "$cpu"
 }
 
-echo "name  round   queries/s  p50_us  p99_us   (paced runs at $RATE q/s for latency)"
+echo "name  round   queries/s  p50_us  p99_us  cpu_us/q   (paced at $RATE q/s: latency and CPU)"
 for round in $(seq "$ROUNDS"); do
   measure ours $OURS_PORT "$round"
+  measure knot $KNOT_PORT "$round"
   measure pdns $PDNS_PORT "$round"
 done
