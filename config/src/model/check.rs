@@ -23,17 +23,25 @@ pub enum CheckKind {
 
 /// A health check, every field optional so that `[defaults.check]` and an endpoint's `check`
 /// can each set a few fields and be merged field by field (endpoint wins).
+///
+/// Each field names the check kinds that read it in its schema (`x-kinds`: `"all"` or a
+/// list): validation refuses a field an endpoint sets for a kind that ignores it from that
+/// tag ([`crate::validate::check_fields`]), and a test refuses a field without one, so a new field
+/// or kind cannot be forgotten there.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckOverrides {
     /// `http`, `https` or `tcp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub kind: Option<CheckKind>,
     /// TCP port on the endpoint's address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub port: Option<u16>,
     /// HTTP request path (http/https only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub path: Option<String>,
     /// Time between two scheduled probes of a settled endpoint.
     #[serde(
@@ -42,6 +50,7 @@ pub struct CheckOverrides {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub interval: Option<Duration>,
     /// Hard deadline over the whole probe (connect + TLS + request + body). Must be shorter
     /// than `interval` so probes of one target never overlap. Default: 500 ms, or 0.8 x
@@ -52,12 +61,15 @@ pub struct CheckOverrides {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub timeout: Option<Duration>,
     /// Consecutive successes that turn a down (or unknown) endpoint up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub rise: Option<u32>,
     /// Consecutive failures that turn an up (or unknown) endpoint down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub fall: Option<u32>,
     /// Re-check delay while a result disagrees with the current state, so a verdict settles
     /// in `interval + (fall-1)·fast_interval` instead of `fall·interval`. Default: 100 ms,
@@ -68,6 +80,7 @@ pub struct CheckOverrides {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub fast_interval: Option<Duration>,
     /// HTTP status codes that count as healthy: codes and ranges (`[200, "300-399"]`,
     /// Kuadrant's probes accept 200 and 201), expanded into codes when read.
@@ -77,29 +90,37 @@ pub struct CheckOverrides {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<Vec<StatusEntry>>")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub expect_status: Option<Vec<u16>>,
     /// `Host` header, and the TLS server name for https (default: the endpoint's address).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub host: Option<String>,
     /// Extra request headers, e.g. an auth token the health endpoint wants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub headers: Option<BTreeMap<String, String>>,
     /// Request headers whose values are read from files (a mounted Secret), at load and at
     /// every reload: `{ Authorization = "/run/secrets/probe-token" }`. The values are never
     /// logged or shown; only the file names are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub headers_from_files: Option<BTreeMap<String, PathBuf>>,
     /// https only: accept any certificate. Opt-in because it hides a broken certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["https"]))]
     pub insecure: Option<bool>,
     /// https only: PEM file of CA certificates to trust instead of the system roots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["https"]))]
     pub ca_file: Option<PathBuf>,
     /// Healthy only if the response body contains this text (within `body_limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub body_contains: Option<String>,
     /// Most body bytes read when `body_contains` is set; a larger body is judged on its prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub body_limit: Option<usize>,
     /// http/https only: keep the connection open between probes (HTTP/1.1 keep-alive, TLS
     /// session kept) instead of opening one per probe. Off by default: a reused connection
@@ -107,19 +128,23 @@ pub struct CheckOverrides {
     /// queue, conntrack), so a fresh one is still opened after every failure and at least
     /// every `fresh_connection_every` probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub reuse_connection: Option<bool>,
     /// With `reuse_connection`: most probes carried by one connection (default 10), so new
     /// connections are still tested at least every `fresh_connection_every` intervals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = ["http", "https"]))]
     pub fresh_connection_every: Option<u32>,
     /// Flap damping: an endpoint that keeps going down and up is held out of DNS until it
     /// has been calm for a while. Off unless this table is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub damping: Option<DampingConfig>,
     /// Local address probes leave from (HAProxy's `source`): on a multi-homed host, the
     /// interface whose path to the gateways is the one to judge; the same family as the
     /// endpoint's address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kinds" = "all"))]
     pub source_address: Option<IpAddr>,
 }
 

@@ -9,6 +9,7 @@ use crate::model::{CheckKind, CheckOverrides, DampingConfig};
 use crate::names::{check_header_name, check_header_value, normalize_domain};
 use crate::plan::{CheckSpec, Damping, HttpCheck, Protocol, SecretValue, Timing, TlsCheck};
 
+use super::check_fields::{kind_name, unused_by};
 use super::Errors;
 
 /// A probe's deadline unless set (or 0.8 x the interval when that is shorter).
@@ -152,37 +153,9 @@ fn check_timing(
     damping
 }
 
-/// Fields an endpoint set that its check kind does not use.
+/// Fields an endpoint set that its check kind does not read (each field's `x-kinds` tag).
 fn check_unused(own: &CheckOverrides, kind: CheckKind, path: &str, errs: &mut Errors) {
-    let http_only = [
-        ("path", own.path.is_some()),
-        ("expect_status", own.expect_status.is_some()),
-        ("host", own.host.is_some()),
-        ("headers", own.headers.is_some()),
-        ("headers_from_files", own.headers_from_files.is_some()),
-        ("body_contains", own.body_contains.is_some()),
-        ("body_limit", own.body_limit.is_some()),
-        ("reuse_connection", own.reuse_connection.is_some()),
-        (
-            "fresh_connection_every",
-            own.fresh_connection_every.is_some(),
-        ),
-    ];
-    let tls_only = [
-        ("insecure", own.insecure.is_some()),
-        ("ca_file", own.ca_file.is_some()),
-    ];
-    let unused: Vec<&str> = match kind {
-        CheckKind::Tcp => http_only
-            .iter()
-            .chain(&tls_only)
-            .filter(|f| f.1)
-            .map(|f| f.0)
-            .collect(),
-        CheckKind::Http => tls_only.iter().filter(|f| f.1).map(|f| f.0).collect(),
-        CheckKind::Https => Vec::new(),
-    };
-    for field in unused {
+    for field in unused_by(own, kind) {
         errs.push(
             format!("{path}.{field}"),
             format!("not used by kind \"{}\"", kind_name(kind)),
@@ -230,14 +203,6 @@ fn resolve_damping(d: &DampingConfig, path: &str, errs: &mut Errors) -> Option<D
         reuse: d.reuse,
         max_suppress: d.max_suppress,
     })
-}
-
-fn kind_name(kind: CheckKind) -> &'static str {
-    match kind {
-        CheckKind::Http => "http",
-        CheckKind::Https => "https",
-        CheckKind::Tcp => "tcp",
-    }
 }
 
 fn resolve_http(merged: &CheckOverrides, path: &str, errs: &mut Errors) -> Option<HttpCheck> {

@@ -1,11 +1,13 @@
 //! Pure validation: [`Config`] in, [`Plan`] or every problem at once out. No I/O here, so it
 //! runs the same in `check-config`, at start-up and on reload.
 //!
-//! One file per concern: [`checks`] (probe checks and flap damping), [`endpoints`]
+//! One file per concern: [`checks`] (probe checks and flap damping; [`check_fields`] says
+//! which kinds read which field), [`endpoints`]
 //! (endpoints into shared probe targets), [`tenants`] (selection, domains, policies),
 //! [`sinks`] (the seam to the sink kinds, which check their own tables). Errors keep the
 //! order of the file, so an operator reads them top to bottom.
 
+mod check_fields;
 mod checks;
 mod endpoints;
 mod kubernetes;
@@ -21,6 +23,7 @@ use crate::model::{
 use crate::names::{check_header_name, check_header_value, check_url};
 use crate::plan::{CheckSpec, Plan, Target};
 
+pub use check_fields::{check_fields, kind_name, Readers};
 pub use sinks::{Claim, Parsed, SinkCatalog, SinkSpec, TenantUse};
 
 /// One problem, located by the path of the field that causes it.

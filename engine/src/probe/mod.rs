@@ -6,13 +6,15 @@
 //! leave no TIME_WAIT behind on either side. With `reuse_connection`, an HTTP/1.1 or HTTPS
 //! connection is kept for the target's next probes ([`KeptConnection`]).
 
-mod body;
 mod connect;
 mod http;
 mod outcome;
+mod tcp;
 mod tls;
 
-use std::net::SocketAddr;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,31 +28,45 @@ pub use crate::tls_client::TlsError;
 pub use outcome::{Failure, ProbeResult};
 pub use tls::TlsCache;
 
-use connect::SocketSetup;
-use http::HttpRequest;
-
 /// A ready-to-run health check for one target: everything parsed and allocated once.
 #[derive(Clone)]
 pub struct Probe {
+    dial: Dial,
+    timeout: Duration,
+    kind: Arc<dyn ProbeKind>,
+}
+
+/// Where an attempt connects.
+#[derive(Clone, Copy)]
+struct Dial {
     addr: SocketAddr,
     /// Local address to connect from (`source_address`).
-    source: Option<std::net::IpAddr>,
-    timeout: Duration,
-    kind: ProbeKind,
-    /// Probes one connection carries (1: a fresh connection every probe).
-    per_connection: u32,
+    source: Option<IpAddr>,
 }
 
-#[derive(Clone)]
-enum ProbeKind {
-    Tcp,
-    Http(Arc<HttpRequest>),
-    Https(Arc<HttpRequest>, tls::TlsTarget),
+/// One check kind. A kind is one implementation of this trait in its own module (`tcp`,
+/// `http` for http and https), chosen from the plan by [`Probe::new`]; the deadline, the
+/// timing of the result and the failure taxonomy ([`Failure`]) are shared.
+trait ProbeKind: Send + Sync {
+    /// One attempt against `dial`, cut by the caller at the check's timeout. It records in
+    /// `progress` how far it got (a timeout after the connection is up is `Timeout`, not
+    /// `ConnectTimeout`); a kind that keeps connections takes one from `kept` and leaves
+    /// the one to use next there.
+    fn attempt<'a>(
+        &'a self,
+        dial: &'a Dial,
+        progress: &'a Progress,
+        kept: &'a mut Option<KeptConnection>,
+    ) -> Attempt<'a>;
 }
 
-/// An HTTP/1.1 or HTTPS connection left open by one probe for the target's next ones
-/// (`reuse_connection`). Its owner (the target's prober) passes it back to
-/// [`Probe::run`]; a failure or the `fresh_connection_every` count ends it.
+/// A kind's attempt in flight: boxed, so a probe in flight holds only its own kind's state
+/// (one allocation per probe).
+type Attempt<'a> = Pin<Box<dyn Future<Output = Result<(), Failure>> + Send + 'a>>;
+
+/// A connection left open by one probe for the target's next ones (`reuse_connection`).
+/// Its owner (the target's prober) passes it back to [`Probe::run`]; a failure or the
+/// `fresh_connection_every` count ends it.
 pub struct KeptConnection {
     stream: Stream,
     /// Probes this connection has carried.
@@ -77,26 +93,21 @@ impl Probe {
     /// targets with the same trust settings).
     pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, TlsError> {
         let addr = SocketAddr::new(target.address, target.check.port);
-        let (kind, per_connection) = match &target.check.protocol {
-            Protocol::Tcp => (ProbeKind::Tcp, 1),
-            Protocol::Http(h) => (
-                ProbeKind::Http(Arc::new(HttpRequest::new(h, addr))),
-                h.probes_per_connection,
-            ),
-            Protocol::Https { http, tls: trust } => (
-                ProbeKind::Https(
-                    Arc::new(HttpRequest::new(http, addr)),
-                    tls.target(trust, http.host.as_deref(), target.address)?,
-                ),
-                http.probes_per_connection,
-            ),
+        let kind: Arc<dyn ProbeKind> = match &target.check.protocol {
+            Protocol::Tcp => Arc::new(tcp::TcpConnect),
+            Protocol::Http(h) => Arc::new(http::HttpProbe::new(h, addr, None)),
+            Protocol::Https { http, tls: trust } => {
+                let tls = tls.target(trust, http.host.as_deref(), target.address)?;
+                Arc::new(http::HttpProbe::new(http, addr, Some(tls)))
+            }
         };
         Ok(Probe {
-            addr,
-            source: target.check.source_address,
+            dial: Dial {
+                addr,
+                source: target.check.source_address,
+            },
             timeout: target.check.timing.timeout,
             kind,
-            per_connection,
         })
     }
 
@@ -106,8 +117,8 @@ impl Probe {
     pub async fn run(&self, kept: &mut Option<KeptConnection>) -> ProbeResult {
         let start = Instant::now();
         let progress = Progress::default();
-        let outcome = match tokio::time::timeout(self.timeout, self.attempt(&progress, kept)).await
-        {
+        let attempt = self.kind.attempt(&self.dial, &progress, kept);
+        let outcome = match tokio::time::timeout(self.timeout, attempt).await {
             Ok(result) => result,
             Err(_) if progress.connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
             Err(_) => Err(Failure::ConnectTimeout),
@@ -117,78 +128,6 @@ impl Probe {
             latency: start.elapsed(),
             reused: progress.reused.load(Ordering::Relaxed),
         }
-    }
-
-    /// One attempt, recording in `progress` how far it got.
-    ///
-    /// A kept connection that the server closed or reset while idle (its keep-alive
-    /// timeout, a restart) is not a verdict: the attempt goes on over a fresh connection,
-    /// so a dead gateway is reported as refused, exactly as without reuse, and a live one
-    /// that merely dropped an idle connection is not reported down. Any other failure ends
-    /// the connection and is the verdict.
-    ///
-    /// An async fn's state is as large as its largest path, and every probe in flight holds
-    /// one: with the TLS handshake inline that was ~8 KB per probe (a heap profile of
-    /// 2,000 hanging probes: 15.7 MB in the prober's spawned futures). TLS is boxed, so a
-    /// plain probe carries only its own state and a TLS probe pays one more allocation.
-    async fn attempt(
-        &self,
-        progress: &Progress,
-        kept: &mut Option<KeptConnection>,
-    ) -> Result<(), Failure> {
-        let (req, tls) = match &self.kind {
-            ProbeKind::Tcp => {
-                let stream =
-                    connect::connect(self.addr, self.source, SocketSetup::default()).await?;
-                progress.connected.store(true, Ordering::Relaxed);
-                return connect::handshake_error(&stream);
-            }
-            ProbeKind::Http(req) => (req, None),
-            ProbeKind::Https(req, tls) => (req, Some(tls)),
-        };
-        if let Some(conn) = kept.take() {
-            progress.connected.store(true, Ordering::Relaxed);
-            progress.reused.store(true, Ordering::Relaxed);
-            match self.exchange(req, conn, kept).await {
-                Err(Failure::Closed | Failure::Reset) => {
-                    progress.connected.store(false, Ordering::Relaxed);
-                    progress.reused.store(false, Ordering::Relaxed);
-                }
-                verdict => return verdict,
-            }
-        }
-        let setup = SocketSetup {
-            nodelay: tls.is_some() || !req.fits_one_segment(),
-            ack_with_first_write: true,
-        };
-        let tcp = connect::connect(self.addr, self.source, setup).await?;
-        progress.connected.store(true, Ordering::Relaxed);
-        let stream = match tls {
-            None => Stream::Plain(tcp),
-            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp)).await?)),
-        };
-        self.exchange(req, KeptConnection { stream, carried: 0 }, kept)
-            .await
-    }
-
-    /// One request on `conn`; a connection that can carry more probes goes into `kept`,
-    /// any other is dropped (closed with an RST).
-    async fn exchange(
-        &self,
-        req: &HttpRequest,
-        mut conn: KeptConnection,
-        kept: &mut Option<KeptConnection>,
-    ) -> Result<(), Failure> {
-        conn.carried += 1;
-        let keep = conn.carried < self.per_connection;
-        let reusable = match &mut conn.stream {
-            Stream::Plain(tcp) => req.exchange(tcp, keep).await?,
-            Stream::Tls(tls) => Box::pin(req.exchange(tls.as_mut(), keep)).await?,
-        };
-        if reusable {
-            *kept = Some(conn);
-        }
-        Ok(())
     }
 }
 
@@ -216,5 +155,9 @@ mod tests {
         let mut kept = None;
         let size = std::mem::size_of_val(&probe.run(&mut kept));
         assert!(size <= 1024, "a probe future is {size} bytes");
+        let progress = Progress::default();
+        let attempt = probe.kind.attempt(&probe.dial, &progress, &mut kept);
+        let size = std::mem::size_of_val(&*attempt);
+        assert!(size <= 1024, "an HTTP attempt is {size} bytes");
     }
 }

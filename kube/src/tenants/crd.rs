@@ -41,6 +41,9 @@ fn structural(node: &mut Value) {
     if let Some(Value::Array(branches)) = map.get("anyOf").cloned() {
         collapse_any_of(map, &branches);
     }
+    // The check fields' `x-kinds` tags (which kinds read a field) are ours; the API server
+    // takes no extension but its own `x-kubernetes-*`.
+    map.remove("x-kinds");
     // Formats the API server does not know (Rust integer widths, `ip`) say nothing to it.
     if let Some(Value::String(format)) = map.get("format") {
         if !matches!(

@@ -8,7 +8,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::Failure;
+use crate::probe::Failure;
 
 /// Longest chunk-size line or trailer section accepted (both are a few bytes in practice).
 const MAX_CHUNK_META: usize = 8 * 1024;

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::body::{read_body, BodyRead, Framing};
-use super::Failure;
+use crate::probe::Failure;
 
 /// Largest response head read; a health endpoint's is far smaller.
 const MAX_HEAD: usize = 16 * 1024;
@@ -87,7 +87,7 @@ impl HttpRequest {
     }
 
     /// Whether the request leaves in one segment on any path, so Nagle's algorithm cannot
-    /// hold part of it back (see [`SocketSetup`](super::connect::SocketSetup)).
+    /// hold part of it back (see [`SocketSetup`](crate::probe::connect::SocketSetup)).
     pub fn fits_one_segment(&self) -> bool {
         self.head.len() <= MIN_SEGMENT
     }

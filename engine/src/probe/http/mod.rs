@@ -1,0 +1,106 @@
+//! The `http` and `https` kinds: one HTTP/1.1 request over a fresh connection, or over the
+//! connection the target's previous probe kept (`reuse_connection`), TLS in between for
+//! https.
+
+mod body;
+mod request;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+use ho_config::HttpCheck;
+
+use super::connect::{self, SocketSetup};
+use super::tls::TlsTarget;
+use super::{Attempt, Dial, Failure, KeptConnection, ProbeKind, Progress, Stream};
+use request::HttpRequest;
+
+/// An HTTP check of one target: the request prepared once, and its TLS for https.
+pub(super) struct HttpProbe {
+    req: HttpRequest,
+    tls: Option<TlsTarget>,
+    /// Probes one connection carries (1: a fresh connection every probe).
+    per_connection: u32,
+}
+
+impl HttpProbe {
+    /// The check `check` against `addr`, over `tls` when it is https.
+    pub(super) fn new(check: &HttpCheck, addr: SocketAddr, tls: Option<TlsTarget>) -> HttpProbe {
+        HttpProbe {
+            req: HttpRequest::new(check, addr),
+            tls,
+            per_connection: check.probes_per_connection,
+        }
+    }
+
+    /// One attempt, recording in `progress` how far it got.
+    ///
+    /// A kept connection that the server closed or reset while idle (its keep-alive
+    /// timeout, a restart) is not a verdict: the attempt goes on over a fresh connection,
+    /// so a dead gateway is reported as refused, exactly as without reuse, and a live one
+    /// that merely dropped an idle connection is not reported down. Any other failure ends
+    /// the connection and is the verdict.
+    ///
+    /// The TLS handshake is boxed: its state (~8 KB) would otherwise size every plain
+    /// probe in flight too (a heap profile of 2,000 hanging probes: 15.7 MB).
+    async fn run(
+        &self,
+        dial: &Dial,
+        progress: &Progress,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        if let Some(conn) = kept.take() {
+            progress.connected.store(true, Ordering::Relaxed);
+            progress.reused.store(true, Ordering::Relaxed);
+            match self.exchange(conn, kept).await {
+                Err(Failure::Closed | Failure::Reset) => {
+                    progress.connected.store(false, Ordering::Relaxed);
+                    progress.reused.store(false, Ordering::Relaxed);
+                }
+                verdict => return verdict,
+            }
+        }
+        let setup = SocketSetup {
+            nodelay: self.tls.is_some() || !self.req.fits_one_segment(),
+            ack_with_first_write: true,
+        };
+        let tcp = connect::connect(dial.addr, dial.source, setup).await?;
+        progress.connected.store(true, Ordering::Relaxed);
+        let stream = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp)).await?)),
+        };
+        self.exchange(KeptConnection { stream, carried: 0 }, kept)
+            .await
+    }
+
+    /// One request on `conn`; a connection that can carry more probes goes into `kept`,
+    /// any other is dropped (closed with an RST).
+    async fn exchange(
+        &self,
+        mut conn: KeptConnection,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        conn.carried += 1;
+        let keep = conn.carried < self.per_connection;
+        let reusable = match &mut conn.stream {
+            Stream::Plain(tcp) => self.req.exchange(tcp, keep).await?,
+            Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), keep)).await?,
+        };
+        if reusable {
+            *kept = Some(conn);
+        }
+        Ok(())
+    }
+}
+
+impl ProbeKind for HttpProbe {
+    fn attempt<'a>(
+        &'a self,
+        dial: &'a Dial,
+        progress: &'a Progress,
+        kept: &'a mut Option<KeptConnection>,
+    ) -> Attempt<'a> {
+        Box::pin(self.run(dial, progress, kept))
+    }
+}
