@@ -103,14 +103,8 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut watch = watch;
         let mut poll = watch_timer(watch);
-        let mut discovered = engine.discoveries();
         loop {
             tokio::select! {
-                Ok(()) = discovered.changed() => {
-                    if let Err(e) = engine.rediscover().await {
-                        warn!("could not start probing the addresses other clusters contribute: {e}");
-                    }
-                }
                 r = tokio::signal::ctrl_c() => { r.context("waiting for SIGINT")?; break; }
                 _ = term.recv() => break,
                 _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP", tenants.as_mut()).await,

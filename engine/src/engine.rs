@@ -31,9 +31,10 @@ use crate::status::{Overview, SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload};
 
-mod reload;
+mod applier;
 mod start;
 
+use applier::{follow_discoveries, Applier};
 use start::*;
 
 /// Why the engine cannot start or take a new plan.
@@ -78,30 +79,13 @@ struct RunningProber {
 }
 
 /// A running engine: the facade every caller uses (the binary, the demo, the tests). Its
-/// actors are private, so callers depend on these methods only. Dropping it stops the
-/// probers, the tracker and the sink actors (writes in flight are abandoned; every sink
-/// write is atomic on its back end).
+/// actors are private, so callers depend on these methods only. It follows what other
+/// clusters contribute by itself. Dropping it stops the probers, the tracker and the sink
+/// actors (writes in flight are abandoned; every sink write is atomic on its back end).
 pub struct Engine {
     tracker: Addr<HealthTracker>,
-    /// Sink actors by sink name.
-    sinks: BTreeMap<String, Addr<SinkActor>>,
     metrics: Arc<Metrics>,
-    /// Builds sinks at start and on every reload.
-    factory: Arc<dyn SinkFactory>,
-    plan: Arc<Plan>,
-    /// One per target of `plan`, in the same order.
-    probers: Vec<RunningProber>,
-    next_id: TargetId,
-    /// Where new probers go, round robin.
-    next_arbiter: usize,
-    arbiters: Vec<Arbiter>,
-    /// Schedules' common origin, so probers started by a reload keep their stable phase.
-    origin: Instant,
-    /// Probes start on this tick ([`schedule::tick_for`] the load at start).
-    tick: Duration,
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
-    /// Bounds every probe; set at start (a reload does not change it).
-    limits: Arc<ProbeLimits>,
     /// Whether shared sinks may write now (leader election); set at start.
     leadership: Leadership,
     /// Transitions, publishes and sink writes as they happen (`/events`).
@@ -110,12 +94,10 @@ pub struct Engine {
     cluster: Option<ClusterStatus>,
     /// Runs the report rounds of voting tenants (`[multi_cluster]`).
     coordinator: Addr<Coordinator>,
-    /// Report stores of the running sinks that have one, by sink name.
-    stores: BTreeMap<String, Arc<dyn ReportStore>>,
-    /// The plan as configured; [`Engine::plan`] is it plus the discovered endpoints.
-    configured: Arc<Plan>,
-    /// Addresses other clusters contribute, as the coordinator last found them.
-    discovered: watch::Receiver<Vec<Discovered>>,
+    /// The plan running now (the applier replaces it).
+    plan: Arc<RwLock<Arc<Plan>>>,
+    /// Probers, sink actors and the plan, changed by reloads and rediscoveries in turn.
+    applier: Arc<tokio::sync::Mutex<Applier>>,
 }
 
 impl Engine {
@@ -163,13 +145,15 @@ impl Engine {
             &metrics,
         );
         let (arbiters, tick) = prober_arbiters(&plan.targets);
-        let mut engine = Engine {
-            tracker,
-            api_sinks: Arc::new(RwLock::new(sink_actors.values().cloned().collect())),
+        let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
+        let shared_plan = Arc::new(RwLock::new(plan.clone()));
+        let mut applier = Applier {
+            tracker: tracker.clone(),
             sinks: sink_actors,
-            metrics,
+            api_sinks: api_sinks.clone(),
+            metrics: metrics.clone(),
             factory,
-            plan: plan.clone(),
+            plan: shared_plan.clone(),
             probers: Vec::new(),
             next_id: ids.len() as TargetId,
             next_arbiter: 0,
@@ -177,62 +161,53 @@ impl Engine {
             origin: Instant::now(),
             tick,
             limits,
+            leadership: leadership.clone(),
+            events: events.clone(),
+            coordinator: coordinator.clone(),
+            stores,
+            configured: plan.clone(),
+            discovered: discovered.clone(),
+        };
+        applier.start_probers(&plan.targets, probes, ids);
+        let applier = Arc::new(tokio::sync::Mutex::new(applier));
+        follow_discoveries(Arc::downgrade(&applier), discovered);
+        Ok(Engine {
+            tracker,
+            metrics,
+            api_sinks,
             leadership,
             events,
             cluster: None,
             coordinator,
-            stores,
-            configured: plan.clone(),
-            discovered,
-        };
-        engine.start_probers(&plan.targets, probes, ids);
-        Ok(engine)
+            plan: shared_plan,
+            applier,
+        })
     }
 
-    /// Starts a prober for each of `targets`, with its probe and stable id.
-    fn start_probers(&mut self, targets: &[Target], probes: Vec<Probe>, ids: Vec<TargetId>) {
-        for ((target, probe), id) in targets.iter().zip(probes).zip(ids) {
-            let prober = self.start_prober(target, probe, id);
-            self.probers.push(prober);
-        }
-    }
-
-    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
-        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
-        let timing = target.check.timing;
-        let recipient = self.tracker.clone().recipient();
-        let sample_ratio = if self.plan.telemetry.otlp_endpoint.is_some() {
-            self.plan.telemetry.probe_sample_ratio
-        } else {
-            0.0
-        };
-        // The key labels sampled spans; not kept when nothing is sampled.
-        let key = if sample_ratio > 0.0 {
-            target.key()
-        } else {
-            String::new()
-        };
-        let sample = (sample_ratio, key);
-        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
-        self.next_arbiter += 1;
-        let limits = self.limits.clone();
-        let handle = Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
-            .start(&arbiter.handle());
-        RunningProber { id, handle }
+    /// Applies `plan` as a diff: unchanged targets keep their prober, verdict and
+    /// schedule; removed targets stop being probed at once; added ones start `unknown`;
+    /// sinks that are new or configured differently are built with the engine's factory
+    /// and replace or join the running ones, removed sinks stop. Tenants keep what they
+    /// published and are re-decided. Nothing changes unless every new sink builds and every
+    /// new target's TLS settings load. The API address and telemetry settings are not
+    /// changed by a reload.
+    pub async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
+        self.applier.lock().await.reload(plan).await
     }
 
     /// Stops probing at once, lets sink writes in flight finish (none start) until
     /// `deadline`, then stops everything. Published records stay as they are. Returns how
     /// many writes were still in flight at the deadline.
     pub async fn shutdown(self, deadline: Duration) -> usize {
-        for arbiter in &self.arbiters {
+        let applier = self.applier.lock().await;
+        for arbiter in &applier.arbiters {
             arbiter.stop();
         }
         self.tracker.do_send(Stop);
         let until = Instant::now() + deadline;
         loop {
             let mut in_flight = 0;
-            for sink in self.sinks.values() {
+            for sink in applier.sinks.values() {
                 in_flight += sink.send(Quiesce).await.unwrap_or(0);
             }
             if in_flight == 0 || Instant::now() >= until {
@@ -243,8 +218,8 @@ impl Engine {
     }
 
     /// The plan running now.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+    pub fn plan(&self) -> Arc<Plan> {
+        self.plan.read().expect("not poisoned").clone()
     }
 
     /// The metrics registry (also served on `/metrics`).
@@ -272,7 +247,8 @@ impl Engine {
 
     /// One sink's part of `/status`; `None` if no such sink runs.
     pub async fn sink_status(&self, name: &str) -> Option<SinkStatus> {
-        self.sinks.get(name)?.send(GetSinkStatus).await.ok()
+        let sink = self.applier.lock().await.sinks.get(name)?.clone();
+        sink.send(GetSinkStatus).await.ok()
     }
 
     /// Whether `/readyz` passes: every target has a verdict, or the start-up grace passed.
@@ -284,14 +260,15 @@ impl Engine {
     /// `/metrics` require, if any; `admin_token`: the one operator actions require (none:
     /// read-only).
     pub fn api_state(&self, token: Option<Arc<str>>, admin_token: Option<Arc<str>>) -> ApiState {
+        let rate = self.plan().api_max_requests_per_second;
         ApiState {
             tracker: self.tracker.clone(),
             sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
             token,
             rate: Arc::new(std::sync::Mutex::new(TokenBucket::new(
-                self.plan.api_max_requests_per_second,
-                (self.plan.api_max_requests_per_second * 2.0).ceil() as u32,
+                rate,
+                (rate * 2.0).ceil() as u32,
                 Instant::now(),
             ))),
             leadership: self.leadership.clone(),
@@ -349,17 +326,5 @@ impl Handler<Stop> for SinkActor {
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
         ctx.stop();
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        for arbiter in &self.arbiters {
-            arbiter.stop();
-        }
-        self.tracker.do_send(Stop);
-        for sink in self.sinks.values() {
-            sink.do_send(Stop);
-        }
     }
 }

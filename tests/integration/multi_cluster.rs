@@ -545,3 +545,29 @@ async fn report_api_calls(clusters: &[&Cluster], seconds: u64) {
         );
     }
 }
+
+/// An engine started in-process, as the demo, the load test and these tests start one, not
+/// by the binary: it follows the other clusters' reports by itself. Cluster b (a process)
+/// lists only its gateway; cluster a's engine starts probing it once b's report names it,
+/// and publishes both.
+#[actix_rt::test]
+async fn an_engine_started_in_process_probes_what_other_clusters_contribute() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let zone = Zone::Dns(SocketAddr::new(pdns.ip.into(), DNS_PORT));
+    let (ga, gb) = (VantageGateway::start().await, VantageGateway::start().await);
+    let a = Cluster::new("a", &ga, &pdns_sink(&pdns));
+    let mut b = Cluster::new("b", &gb, &pdns_sink(&pdns));
+    b.start();
+    let text = std::fs::read_to_string(a.config()).unwrap();
+    let mut engine = start_engine(a.dir.path(), &text).await;
+    engine.set_cluster(ho_engine::status::ClusterStatus {
+        id: a.id.into(),
+        source: "config",
+    });
+    let b_address: IpAddr = gb.addr.ip();
+    eventually("cluster a probes the gateway only cluster b lists", || {
+        engine.plan().targets.iter().any(|t| t.address == b_address)
+    })
+    .await;
+    zone.wait_for(&[ga.ip(), gb.ip()]).await;
+}

@@ -1,10 +1,115 @@
-//! Reloads as a diff: a new plan (from the operator's config, or the configured plan plus
-//! what other clusters contribute) keeps unchanged targets' probers and verdicts and
-//! unchanged sinks' actors, and replaces only what changed.
+//! What changes the running plan, as a diff: a new plan (from the operator's config, or
+//! the configured plan plus what other clusters contribute) keeps unchanged targets'
+//! probers and verdicts and unchanged sinks' actors, and replaces only what changed.
+//!
+//! The [`Applier`] owns everything a plan change touches (probers, sink actors, the plan)
+//! behind one lock, so a reload and a rediscovery never interleave; the engine follows the
+//! other clusters' contributions by itself ([`follow_discoveries`]), whoever started it.
+
+use std::sync::Weak;
+
+use tracing::warn;
 
 use super::*;
 
-impl Engine {
+/// The part of a running engine a plan change rewrites.
+pub(super) struct Applier {
+    pub(super) tracker: Addr<HealthTracker>,
+    /// Sink actors by sink name.
+    pub(super) sinks: BTreeMap<String, Addr<SinkActor>>,
+    /// The same actors, as the API reads them.
+    pub(super) api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
+    pub(super) metrics: Arc<Metrics>,
+    /// Builds sinks at start and on every reload.
+    pub(super) factory: Arc<dyn SinkFactory>,
+    /// The plan running now, also read through the engine ([`Engine::plan`]).
+    pub(super) plan: Arc<RwLock<Arc<Plan>>>,
+    /// One per target of the plan, in the same order.
+    pub(super) probers: Vec<RunningProber>,
+    pub(super) next_id: TargetId,
+    /// Where new probers go, round robin.
+    pub(super) next_arbiter: usize,
+    pub(super) arbiters: Vec<Arbiter>,
+    /// Schedules' common origin, so probers started by a reload keep their stable phase.
+    pub(super) origin: Instant,
+    /// Probes start on this tick ([`schedule::tick_for`] the load at start).
+    pub(super) tick: Duration,
+    /// Bounds every probe; set at start (a reload does not change it).
+    pub(super) limits: Arc<ProbeLimits>,
+    pub(super) leadership: Leadership,
+    pub(super) events: Events,
+    pub(super) coordinator: Addr<Coordinator>,
+    /// Report stores of the running sinks that have one, by sink name.
+    pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// The plan as configured; the running plan is it plus the discovered endpoints.
+    pub(super) configured: Arc<Plan>,
+    /// Addresses other clusters contribute, as the coordinator last found them.
+    pub(super) discovered: watch::Receiver<Vec<Discovered>>,
+}
+
+/// Rediscovers each time the addresses other clusters contribute change, until the
+/// coordinator or the engine is gone.
+pub(super) fn follow_discoveries(
+    applier: Weak<tokio::sync::Mutex<Applier>>,
+    mut discovered: watch::Receiver<Vec<Discovered>>,
+) {
+    actix::spawn(async move {
+        while discovered.changed().await.is_ok() {
+            let Some(applier) = applier.upgrade() else {
+                return;
+            };
+            let mut applier = applier.lock().await;
+            if let Err(e) = applier.rediscover().await {
+                warn!("could not start probing the addresses other clusters contribute: {e}");
+            }
+        }
+    });
+}
+
+impl Applier {
+    /// Starts a prober for each of `targets`, with its probe and stable id.
+    pub(super) fn start_probers(
+        &mut self,
+        targets: &[Target],
+        probes: Vec<Probe>,
+        ids: Vec<TargetId>,
+    ) {
+        for ((target, probe), id) in targets.iter().zip(probes).zip(ids) {
+            let prober = self.start_prober(target, probe, id);
+            self.probers.push(prober);
+        }
+    }
+
+    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
+        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
+        let timing = target.check.timing;
+        let recipient = self.tracker.clone().recipient();
+        let telemetry = &self.running().telemetry;
+        let sample_ratio = if telemetry.otlp_endpoint.is_some() {
+            telemetry.probe_sample_ratio
+        } else {
+            0.0
+        };
+        // The key labels sampled spans; not kept when nothing is sampled.
+        let key = if sample_ratio > 0.0 {
+            target.key()
+        } else {
+            String::new()
+        };
+        let sample = (sample_ratio, key);
+        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        self.next_arbiter += 1;
+        let limits = self.limits.clone();
+        let handle = Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
+            .start(&arbiter.handle());
+        RunningProber { id, handle }
+    }
+
+    /// The plan running now.
+    fn running(&self) -> Arc<Plan> {
+        self.plan.read().expect("not poisoned").clone()
+    }
+
     /// Applies `plan` as a diff: unchanged targets keep their prober, verdict and
     /// schedule; removed targets stop being probed at once; added ones start `unknown`;
     /// sinks that are new or configured differently are built with the engine's factory
@@ -12,7 +117,7 @@ impl Engine {
     /// published and are re-decided. Nothing changes unless every new sink builds and every
     /// new target's TLS settings load. The API address and telemetry settings are not
     /// changed by a reload.
-    pub async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
+    pub(super) async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
         let effective = plan.with_discovered(&self.discovered.borrow());
         let summary = self.apply(effective).await?;
         self.configured = Arc::new(plan);
@@ -27,16 +132,10 @@ impl Engine {
         Ok(summary)
     }
 
-    /// Addresses other clusters contribute changed: a receiver that wakes when they do,
-    /// for the caller to run [`Engine::rediscover`].
-    pub fn discoveries(&self) -> watch::Receiver<Vec<Discovered>> {
-        self.discovered.clone()
-    }
-
     /// Starts probing what other clusters contribute and this cluster does not probe yet,
     /// and stops probing what they no longer contribute: the configured plan plus the
     /// latest discoveries, applied as a reload would.
-    pub async fn rediscover(&mut self) -> Result<ReloadSummary, EngineError> {
+    async fn rediscover(&mut self) -> Result<ReloadSummary, EngineError> {
         let effective = self
             .configured
             .with_discovered(&self.discovered.borrow_and_update());
@@ -55,15 +154,15 @@ impl Engine {
     async fn apply(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
         let mut summary = ReloadSummary::default();
         let mut built = BTreeMap::new();
+        let old_plan = self.running();
         for (name, config) in &plan.sinks {
-            if self.plan.sinks.get(name) != Some(config) {
+            if old_plan.sinks.get(name) != Some(config) {
                 built.insert(
                     name.clone(),
                     self.factory.build(name, &plan, &self.metrics).await?,
                 );
             }
         }
-        let old_plan = self.plan.clone();
         let old: HashMap<&Target, usize> = old_plan
             .targets
             .iter()
@@ -76,17 +175,18 @@ impl Engine {
             .filter(|t| !old.contains_key(*t))
             .collect();
         let probes = make_probes(new_targets)?;
-        self.replace_sinks(&plan, built, &mut summary);
+        self.replace_sinks(&plan, &old_plan, built, &mut summary);
         self.replace_probers(&plan, &old, probes, &mut summary);
-        self.plan = Arc::new(plan);
+        let plan = Arc::new(plan);
+        *self.plan.write().expect("not poisoned") = plan.clone();
         let ids = self.probers.iter().map(|p| p.id).collect();
         self.tracker.do_send(Reload {
-            plan: self.plan.clone(),
+            plan: plan.clone(),
             ids,
             sinks: self.sinks.clone(),
         });
         self.coordinator.do_send(Retarget {
-            plan: self.plan.clone(),
+            plan,
             stores: self.stores.clone(),
         });
         Ok(summary)
@@ -96,12 +196,13 @@ impl Engine {
     fn replace_sinks(
         &mut self,
         plan: &Plan,
+        old_plan: &Plan,
         built: BTreeMap<String, Arc<dyn Sink>>,
         summary: &mut ReloadSummary,
     ) {
         for (name, addr) in std::mem::take(&mut self.sinks) {
             match plan.sinks.get(&name) {
-                Some(config) if self.plan.sinks.get(&name) == Some(config) => {
+                Some(config) if old_plan.sinks.get(&name) == Some(config) => {
                     self.sinks.insert(name, addr);
                 }
                 Some(_) => addr.do_send(Stop),
@@ -168,5 +269,19 @@ impl Engine {
             summary.targets_removed += 1;
         }
         self.probers = probers;
+    }
+}
+
+/// Dropping the engine drops its applier: the probers' threads, the tracker and the sink
+/// actors stop.
+impl Drop for Applier {
+    fn drop(&mut self) {
+        for arbiter in &self.arbiters {
+            arbiter.stop();
+        }
+        self.tracker.do_send(Stop);
+        for sink in self.sinks.values() {
+            sink.do_send(Stop);
+        }
     }
 }
