@@ -127,6 +127,9 @@ pub struct Metrics {
     pub dns_queries: Family<DnsQueryLabels, Counter>,
     /// Time from a query's arrival to its answer being sent (embedded DNS server).
     pub dns_answer_seconds: Histogram,
+    /// UDP answers response rate limiting held back (`rate_limit` of a `dns_server` sink),
+    /// by action: `dropped`, or `slipped` (sent truncated so the client retries over TCP).
+    pub dns_rate_limited: Family<ActionLabel, Counter>,
     /// Operator actions (drain, undrain) by result: `ok`, `refused` (no or wrong admin
     /// token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
@@ -154,6 +157,13 @@ pub struct OperatorActionLabels {
     pub action: &'static str,
     /// `ok`, `refused` or `error`.
     pub result: &'static str,
+}
+
+/// `action` label of a rate-limited DNS answer.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionLabel {
+    /// `dropped` or `slipped`.
+    pub action: &'static str,
 }
 
 /// `qtype`, `rcode` labels of a DNS query the embedded server answered.
@@ -213,6 +223,7 @@ impl Metrics {
             leader: Gauge::default(),
             leader_transitions: Counter::default(),
             dns_queries: Family::default(),
+            dns_rate_limited: Family::default(),
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
@@ -357,6 +368,11 @@ impl Metrics {
             "dns_answer_seconds",
             "Time from a DNS query's arrival to its answer being sent (embedded server)",
             self.dns_answer_seconds.clone(),
+        );
+        registry.register(
+            "dns_rate_limited",
+            "UDP answers response rate limiting dropped or sent truncated (slipped), by action",
+            self.dns_rate_limited.clone(),
         );
         registry.register(
             "operator_actions",

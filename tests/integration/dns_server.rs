@@ -361,3 +361,96 @@ async fn a_reload_rebuilding_the_sink_never_stops_answering() {
     let nx = dig1(server, &["nope.example.org", "A"]).await;
     assert_eq!(nx.authority, vec!["SOA"]);
 }
+
+/// A query for `name` A with id `id`, as a stub resolver writes it (no EDNS).
+fn raw_query(id: u16, name: &str) -> Vec<u8> {
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        m.push(label.len() as u8);
+        m.extend_from_slice(label.as_bytes());
+    }
+    m.extend_from_slice(&[0, 0, 1, 0, 1]);
+    m
+}
+
+/// Sends `n` identical queries for `name` from `from` at once; the answers that come back
+/// within 300 ms of the last, as (full answers, truncated answers).
+async fn burst(server: SocketAddr, from: std::net::IpAddr, name: &str, n: u16) -> (usize, usize) {
+    let socket = tokio::net::UdpSocket::bind((from, 0)).await.unwrap();
+    for id in 0..n {
+        socket.send_to(&raw_query(id, name), server).await.unwrap();
+    }
+    let (mut full, mut truncated) = (0, 0);
+    let mut buf = [0u8; 1500];
+    while let Ok(Ok((len, _))) =
+        tokio::time::timeout(Duration::from_millis(300), socket.recv_from(&mut buf)).await
+    {
+        let answers = u16::from_be_bytes([buf[6], buf[7]]);
+        match (buf[2] & 0x02 != 0, answers) {
+            (true, 0) => truncated += 1,
+            (false, a) if a > 0 => full += 1,
+            other => panic!("unexpected answer {other:?}: {:?}", &buf[..len]),
+        }
+    }
+    (full, truncated)
+}
+
+/// Response rate limiting over UDP (`rate_limit`): a burst of 20 identical queries from one
+/// client network gets the 5 a second it allows, then every second limited answer
+/// truncated (a real client retries over TCP) and nothing for the rest; another network,
+/// another name and TCP are not limited; both actions are counted.
+#[actix_rt::test]
+async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(1);
+    let server = listen_addr();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"www.example.org\"]\nsinks = [\"dns\"]\n\n{}",
+        dns_sink(server, "rate_limit = { responses_per_second = 5, slip = 2 }")
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    // Waited for on the other name: api.example.org's account starts full.
+    wait_for_answer(server, "www.example.org", &[ip(&gws[0])]).await;
+
+    let client: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let (full, truncated) = burst(server, client, "api.example.org", 20).await;
+    // 5 within the burst (a sixth if a token came back meanwhile), then of the limited
+    // ones every second slips.
+    assert!((5..=6).contains(&full), "{full} full answers");
+    assert_eq!(
+        truncated,
+        (20 - full) / 2,
+        "{full} full, {truncated} truncated"
+    );
+
+    let other_network = std::net::IpAddr::V4(loopback_ip());
+    assert_eq!(
+        burst(server, other_network, "api.example.org", 5).await,
+        (5, 0)
+    );
+    let tcp = dig1(server, &["+tcp", "api.example.org", "A"]).await;
+    assert_eq!(tcp.sorted(), [ip(&gws[0])], "TCP is never limited");
+
+    let start = Instant::now();
+    loop {
+        let metrics = engine.metrics().encode();
+        let counted = |action: &str| {
+            metric(
+                &metrics,
+                &format!("health_orchestrator_dns_rate_limited_total{{action=\"{action}\"}}"),
+            )
+            .unwrap_or(0.0)
+        };
+        let dropped = 20 - full - truncated;
+        if counted("slipped") == truncated as f64 && counted("dropped") == dropped as f64 {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "rate limiting counted: {metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
+use std::time::Instant;
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
@@ -14,6 +15,7 @@ use ho_config::RoutingPolicy;
 
 use super::config::DnsServerConfig;
 use super::geo::Locator;
+use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
 use crate::geo_fallback::stand_in;
 
@@ -41,6 +43,8 @@ pub struct Authority {
     /// Replaced per tenant by the sink; read by every query.
     pub records: RwLock<Records>,
     rotation: AtomicUsize,
+    /// Response rate limiting over UDP (`rate_limit`), if configured.
+    rate_limit: Option<RateLimiter>,
 }
 
 /// An answer on the wire, with what metrics label it by.
@@ -98,6 +102,20 @@ impl Authority {
             max_udp_payload: config.max_udp_payload,
             records: RwLock::new(records),
             rotation: AtomicUsize::new(0),
+            rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
+        })
+    }
+
+    /// Whether `reply` to `request` may go to `client` over UDP now (`rate_limit`).
+    pub fn rate_limit(
+        &self,
+        client: IpAddr,
+        request: &[u8],
+        reply: &Reply,
+        now: Instant,
+    ) -> Verdict {
+        self.rate_limit.as_ref().map_or(Verdict::Send, |l| {
+            l.check(client, request, reply.rcode, now)
         })
     }
 

@@ -39,6 +39,46 @@ pub struct DnsServerConfig {
     /// client retries over TCP. 1232 avoids IP fragmentation (DNS flag day 2020).
     #[serde(default = "default_udp_payload")]
     pub max_udp_payload: u16,
+    /// Response rate limiting over UDP, off unless given: a server answering the internet
+    /// needs it, or spoofed queries make it a reflector aimed at their victim.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitConfig>,
+}
+
+/// `rate_limit = { responses_per_second = 20 }`: at most that many identical answers (same
+/// name, type, response code) per second to one client network, after a burst of as
+/// many; past that, answers are dropped, every `slip`-th sent truncated so a real client
+/// retries over TCP (never limited).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Identical answers per second to one client network (BIND's `responses-per-second`).
+    pub responses_per_second: u32,
+    /// Every `slip`-th limited answer is sent truncated (TC) instead of dropped; 0 drops
+    /// all, 1 truncates all. Default 2, as BIND and Knot.
+    #[serde(default = "default_slip")]
+    pub slip: u32,
+    /// IPv4 clients in one network of this prefix length share an account (default 24).
+    #[serde(default = "default_ipv4_prefix")]
+    pub ipv4_prefix: u8,
+    /// IPv6 clients in one network of this prefix length share an account (default 56).
+    #[serde(default = "default_ipv6_prefix")]
+    pub ipv6_prefix: u8,
+    /// Client networks never limited (your own resolvers, monitoring), e.g. `["10.0.0.0/8"]`.
+    #[serde(default)]
+    pub exempt: Vec<String>,
+}
+
+fn default_slip() -> u32 {
+    2
+}
+
+fn default_ipv4_prefix() -> u8 {
+    24
+}
+
+fn default_ipv6_prefix() -> u8 {
+    56
 }
 
 /// SOA fields of every zone of a `dns_server` sink.
@@ -162,6 +202,9 @@ impl SinkSettings for DnsServerConfig {
             p.at("max_udp_payload", "must be at least 512 (the DNS minimum)");
         }
         self.geo.networks = checked_networks(std::mem::take(&mut self.geo.networks), p);
+        if let Some(limit) = &self.rate_limit {
+            check_rate_limit(limit, p);
+        }
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
@@ -244,5 +287,35 @@ impl SinkSpec for DnsServerConfig {
     /// Each replica answers the queries sent to it, standby or not.
     fn shared(&self) -> bool {
         false
+    }
+}
+
+/// `rate_limit`'s bounds.
+fn check_rate_limit(limit: &RateLimitConfig, p: &mut Problems<'_>) {
+    if limit.responses_per_second == 0 {
+        p.at(
+            "rate_limit.responses_per_second",
+            "must be at least 1 (remove rate_limit to answer without a limit)",
+        );
+    }
+    if limit.slip > 10 {
+        p.at(
+            "rate_limit.slip",
+            "must be between 0 (drop every limited answer) and 10",
+        );
+    }
+    if !(8..=32).contains(&limit.ipv4_prefix) {
+        p.at("rate_limit.ipv4_prefix", "must be between 8 and 32");
+    }
+    if !(16..=128).contains(&limit.ipv6_prefix) {
+        p.at("rate_limit.ipv6_prefix", "must be between 16 and 128");
+    }
+    for (i, net) in limit.exempt.iter().enumerate() {
+        if net.parse::<ipnet::IpNet>().is_err() {
+            p.at(
+                &format!("rate_limit.exempt[{i}]"),
+                format!("\"{net}\" is not a network (address/prefix, e.g. 10.0.0.0/8)"),
+            );
+        }
     }
 }

@@ -14,13 +14,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use ho_engine::metrics::{DnsQueryLabels, Metrics};
+use ho_engine::metrics::{ActionLabel, DnsQueryLabels, Metrics};
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info};
 
 use super::answer::{Authority, Reply};
+use super::rate_limit::{truncated, Verdict};
 
 /// TCP connections served at once; more wait in the kernel's accept queue.
 const MAX_TCP_CONNECTIONS: usize = 256;
@@ -54,6 +55,8 @@ struct Tally<'a> {
     metrics: &'a Metrics,
     counts: HashMap<(&'static str, &'static str), u64>,
     latencies: Vec<f64>,
+    /// Answers rate limiting held back: dropped, slipped.
+    limited: [u64; 2],
     flushed: Instant,
 }
 
@@ -66,6 +69,7 @@ impl<'a> Tally<'a> {
             metrics,
             counts: HashMap::new(),
             latencies: Vec::with_capacity(Self::BATCH),
+            limited: [0; 2],
             flushed: Instant::now(),
         }
     }
@@ -78,7 +82,25 @@ impl<'a> Tally<'a> {
         }
     }
 
+    /// An answer rate limiting dropped or sent truncated.
+    fn limit(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Send => {}
+            Verdict::Drop => self.limited[0] += 1,
+            Verdict::Slip => self.limited[1] += 1,
+        }
+    }
+
     fn flush(&mut self) {
+        for (action, n) in ["dropped", "slipped"].into_iter().zip(self.limited) {
+            if n > 0 {
+                self.metrics
+                    .dns_rate_limited
+                    .get_or_create(&ActionLabel { action })
+                    .inc_by(n);
+            }
+        }
+        self.limited = [0; 2];
         for ((qtype, rcode), n) in self.counts.drain() {
             self.metrics
                 .dns_queries
@@ -233,8 +255,19 @@ fn serve_udp(socket: &UdpSocket, shared: &Shared) {
         replies.clear();
         let authority = shared.current();
         for (i, &(n, peer)) in received.iter().enumerate() {
-            if let Some(reply) = authority.answer(&bufs[i][..n], peer.ip(), true) {
-                replies.push((reply, peer));
+            let request = &bufs[i][..n];
+            let Some(mut reply) = authority.answer(request, peer.ip(), true) else {
+                continue;
+            };
+            let verdict = authority.rate_limit(peer.ip(), request, &reply, arrived);
+            tally.limit(verdict);
+            match verdict {
+                Verdict::Send => replies.push((reply, peer)),
+                Verdict::Slip => {
+                    reply.bytes = truncated(&reply.bytes);
+                    replies.push((reply, peer));
+                }
+                Verdict::Drop => {}
             }
         }
         send_all(fd, &mut send_headers, &replies);

@@ -13,6 +13,7 @@ pub mod answer;
 pub mod config;
 pub mod geo;
 pub mod listener;
+pub mod rate_limit;
 pub mod records;
 
 use std::sync::Arc;

@@ -23,6 +23,7 @@ fn config() -> DnsServerConfig {
             geoip_db: None,
         },
         max_udp_payload: 1232,
+        rate_limit: None,
     }
 }
 
