@@ -1,4 +1,4 @@
-//! `peerplot RESULTS.jsonl... --svg OUT.svg`: the peer comparison of peerbench runs as bars
+//! `peerplot RESULTS.jsonl... --svg OUT.svg`: the peer comparison of `bench/peers/probe-cost.sh` runs as bars
 //! (CPU per 1,000 probes and peak RSS, per farm size, one bar per peer, medians over the
 //! runs given), for bench/README.md.
 
@@ -8,11 +8,11 @@ use anyhow::Context;
 use clap::Parser;
 use ho_loadtest::plots::{peers_svg, PeerResult};
 
-/// Peer comparison bars from peerbench results.
+/// Peer comparison bars from `bench/peers/probe-cost.sh` results.
 #[derive(Parser)]
 #[command(name = "peerplot")]
 struct Args {
-    /// peerbench result files (`$PB_STATE/results/*.jsonl`, one JSON object per line).
+    /// Result files of `bench/peers/probe-cost.sh` (`probe-cost.jsonl`, one JSON object per line).
     #[arg(required = true)]
     results: Vec<PathBuf>,
     /// Where to write the SVG.
@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
             .filter(|(_, l)| !l.trim().is_empty())
         {
             let result: PeerResult = serde_json::from_str(line)
-                .with_context(|| format!("{}:{}: not a peerbench result", file.display(), i + 1))?;
+                .with_context(|| format!("{}:{}: not a peer result line", file.display(), i + 1))?;
             results.push(result);
         }
     }

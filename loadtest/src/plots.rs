@@ -1,5 +1,5 @@
 //! SVG plots drawn with plotters: a load-test run (rate and lateness, CPU and memory, the
-//! detection CDF against its bound) and a peer comparison from peerbench results.
+//! detection CDF against its bound) and a peer comparison from `bench/peers/probe-cost.sh` results.
 //!
 //! Text is left to the SVG viewer (plotters without a font backend writes `<text>`
 //! elements), so no font library is built.
@@ -169,7 +169,7 @@ fn detection_cdf(
     Ok(())
 }
 
-/// One peerbench result line (`run_all.sh` writes one per peer and run).
+/// One peer result line (`bench/peers/probe-cost.sh` writes one per peer and round).
 #[derive(serde::Deserialize)]
 pub struct PeerResult {
     /// `haproxy`, `ours`, ...
@@ -186,7 +186,7 @@ pub struct PeerResult {
 type Measure = fn(&PeerResult) -> f64;
 
 /// Grouped bars per farm size, one bar per peer: CPU per 1,000 probes and peak RSS, each
-/// the median over the runs given (peerbench's own numbers, not re-measured here).
+/// the median over the runs given (the harness's own numbers, not re-measured here).
 pub fn peers_svg(results: &[PeerResult]) -> anyhow::Result<String> {
     let mut by: BTreeMap<(u64, &str), Vec<&PeerResult>> = BTreeMap::new();
     for r in results {
@@ -204,7 +204,7 @@ pub fn peers_svg(results: &[PeerResult]) -> anyhow::Result<String> {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    anyhow::ensure!(!sizes.is_empty(), "no peerbench results");
+    anyhow::ensure!(!sizes.is_empty(), "no peer results");
     let median = |rs: &[&PeerResult], f: Measure| {
         let mut v: Vec<f64> = rs.iter().map(|r| f(r)).collect();
         v.sort_by(f64::total_cmp);
