@@ -655,24 +655,29 @@ async fn the_cluster_id_is_configured_or_derived_the_same_by_every_replica() {
 }
 
 /// A valid config that names what cannot be used — an unset secret variable, a missing API
-/// key file, a missing CA file of an https check, a missing API token file — is refused by
-/// `check-config` and by `run` alike, exit 2, every problem at once with its path.
+/// key file, a missing CA file of an https check, a missing API token file, a DNS cookie
+/// secret that is not 32 hex digits — is refused by `check-config` and by `run` alike,
+/// exit 2, every problem at once with its path (and never a secret's content).
 #[test]
 fn check_config_and_run_refuse_what_run_could_not_use() {
     let dir = tempfile::tempdir().unwrap();
     let missing = |name: &str| dir.path().join(name).display().to_string();
     let config = dir.path().join("config.toml");
+    let cookie = dir.path().join("cookie");
+    std::fs::write(&cookie, "not-a-secret\n").unwrap();
     std::fs::write(
         &config,
         format!(
             "[api]\nlisten = \"127.0.0.1:0\"\ntoken_file = {:?}\n\
              [defaults.check]\nkind = \"https\"\nport = 443\ninterval = \"1s\"\nrise = 1\nfall = 2\nca_file = {:?}\n\
              [[endpoints]]\nname = \"a\"\naddress = \"192.0.2.1\"\n\
-             [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"pdns\", \"hook\"]\n\
+             [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"pdns\", \"hook\", \"dns\"]\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"127.0.0.1:1\"]\nzones = [\"t.example\"]\ncookies = {{ secret_file = {:?} }}\n\
              [sinks.pdns]\nkind = \"powerdns\"\nurl = \"http://127.0.0.1:1\"\nzone = \"example.\"\napi_key_file = {:?}\n\
              [sinks.hook]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:1/\"\nsecret_env = \"HO_TEST_UNSET_SECRET_4711\"\n",
             missing("token"),
             missing("ca.pem"),
+            cookie.display().to_string(),
             missing("pdns-key"),
         ),
     )
@@ -693,6 +698,7 @@ fn check_config_and_run_refuse_what_run_could_not_use() {
         assert_eq!(
             paths,
             [
+                "sinks.dns.cookies.secret_file",
                 "sinks.hook.secret_env",
                 "sinks.pdns.api_key_file",
                 "api.token_file",
@@ -705,5 +711,6 @@ fn check_config_and_run_refuse_what_run_could_not_use() {
             "{stderr}"
         );
         assert!(stderr.contains("ca.pem"), "{stderr}");
+        assert!(!stderr.contains("not-a-secret"), "{stderr}");
     }
 }

@@ -26,11 +26,23 @@ fn listen_addr() -> SocketAddr {
 
 /// Polls `name A` until the sorted answer is `want`; the time it took.
 async fn wait_for_answer(server: SocketAddr, name: &str, want: &[String]) -> Duration {
+    wait_for_answer_with(server, &[], name, want).await
+}
+
+/// [`wait_for_answer`] with `dig` options before the query (`+tcp`: polling over UDP would
+/// spend a rate-limited account).
+async fn wait_for_answer_with(
+    server: SocketAddr,
+    options: &[&str],
+    name: &str,
+    want: &[String],
+) -> Duration {
     let start = Instant::now();
     let mut want = want.to_vec();
     want.sort();
+    let query: Vec<&str> = options.iter().copied().chain([name, "A"]).collect();
     loop {
-        let got = dig1(server, &[name, "A"]).await;
+        let got = dig1(server, &query).await;
         if got.status == "NOERROR" && got.sorted() == want {
             return start.elapsed();
         }
@@ -362,24 +374,43 @@ async fn a_reload_rebuilding_the_sink_never_stops_answering() {
     assert_eq!(nx.authority, vec!["SOA"]);
 }
 
-/// A query for `name` A with id `id`, as a stub resolver writes it (no EDNS).
-fn raw_query(id: u16, name: &str) -> Vec<u8> {
+/// A query for `name` A with id `id`, as a stub resolver writes it: without EDNS, or with
+/// EDNS carrying `cookie` as its COOKIE option.
+fn raw_query(id: u16, name: &str, cookie: Option<&[u8]>) -> Vec<u8> {
     let mut m = id.to_be_bytes().to_vec();
-    m.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    m.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(cookie.is_some())]);
     for label in name.split('.') {
         m.push(label.len() as u8);
         m.extend_from_slice(label.as_bytes());
     }
     m.extend_from_slice(&[0, 0, 1, 0, 1]);
+    if let Some(cookie) = cookie {
+        // OPT: root name, type 41, UDP size 1232, no extended flags, one option.
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0]);
+        m.extend_from_slice(&(4 + cookie.len() as u16).to_be_bytes());
+        m.extend_from_slice(&[0, 10]);
+        m.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+        m.extend_from_slice(cookie);
+    }
     m
 }
 
-/// Sends `n` identical queries for `name` from `from` at once; the answers that come back
-/// within 300 ms of the last, as (full answers, truncated answers).
-async fn burst(server: SocketAddr, from: std::net::IpAddr, name: &str, n: u16) -> (usize, usize) {
+/// Sends `n` identical queries for `name` from `from` at once (with `cookie`, if given);
+/// the answers that come back within 300 ms of the last, as (full answers, truncated
+/// answers).
+async fn burst(
+    server: SocketAddr,
+    from: std::net::IpAddr,
+    name: &str,
+    n: u16,
+    cookie: Option<&[u8]>,
+) -> (usize, usize) {
     let socket = tokio::net::UdpSocket::bind((from, 0)).await.unwrap();
     for id in 0..n {
-        socket.send_to(&raw_query(id, name), server).await.unwrap();
+        socket
+            .send_to(&raw_query(id, name, cookie), server)
+            .await
+            .unwrap();
     }
     let (mut full, mut truncated) = (0, 0);
     let mut buf = [0u8; 1500];
@@ -414,11 +445,11 @@ async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
         &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .await;
-    // Waited for on the other name: api.example.org's account starts full.
-    wait_for_answer(server, "www.example.org", &[ip(&gws[0])]).await;
+    // Waited for over TCP (never limited): api.example.org's account starts full.
+    wait_for_answer_with(server, &["+tcp"], "api.example.org", &[ip(&gws[0])]).await;
 
     let client: std::net::IpAddr = "127.0.0.1".parse().unwrap();
-    let (full, truncated) = burst(server, client, "api.example.org", 20).await;
+    let (full, truncated) = burst(server, client, "api.example.org", 20, None).await;
     // 5 within the burst (a sixth if a token came back meanwhile), then of the limited
     // ones every second slips.
     assert!((5..=6).contains(&full), "{full} full answers");
@@ -430,7 +461,7 @@ async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
 
     let other_network = std::net::IpAddr::V4(loopback_ip());
     assert_eq!(
-        burst(server, other_network, "api.example.org", 5).await,
+        burst(server, other_network, "api.example.org", 5, None).await,
         (5, 0)
     );
     let tcp = dig1(server, &["+tcp", "api.example.org", "A"]).await;
@@ -453,4 +484,42 @@ async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
         assert!(start.elapsed() < LIMIT, "rate limiting counted: {metrics}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// DNS cookies (RFC 7873, RFC 9018) with real `dig`: a client cookie comes back with a server
+/// cookie (`dig` judges it good); a client that returns the server cookie it was given has
+/// proven its address and is not rate limited, while the same burst without it is.
+#[actix_rt::test]
+async fn a_client_returning_its_server_cookie_is_not_rate_limited() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(1);
+    let server = listen_addr();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"www.example.org\"]\nsinks = [\"dns\"]\n\n{}",
+        dns_sink(server, "rate_limit = { responses_per_second = 5, slip = 2 }")
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    wait_for_answer_with(server, &["+tcp"], "api.example.org", &[ip(&gws[0])]).await;
+
+    let first = dig1(server, &["+cookie", "api.example.org", "A"]).await;
+    let (hex, verdict) = first.cookie.clone().expect("a COOKIE option in the answer");
+    assert_eq!((hex.len(), verdict.as_str()), (48, "good"), "{first:?}");
+    let cookie: Vec<u8> = (0..24)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let client: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    assert_eq!(
+        burst(server, client, "api.example.org", 20, Some(&cookie)).await,
+        (20, 0),
+        "a proven client is not limited"
+    );
+    let (full, _) = burst(server, client, "api.example.org", 20, None).await;
+    assert!(
+        (5..=6).contains(&full),
+        "without the cookie: {full} full answers"
+    );
 }

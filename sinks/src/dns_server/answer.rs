@@ -14,6 +14,7 @@ use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use ho_config::RoutingPolicy;
 
 use super::config::DnsServerConfig;
+use super::cookies::{CookieCheck, Cookies};
 use super::geo::Locator;
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
@@ -45,6 +46,8 @@ pub struct Authority {
     rotation: AtomicUsize,
     /// Response rate limiting over UDP (`rate_limit`), if configured.
     rate_limit: Option<RateLimiter>,
+    /// DNS cookies: made and checked with the server secret.
+    cookies: Cookies,
 }
 
 /// An answer on the wire, with what metrics label it by.
@@ -55,6 +58,8 @@ pub struct Reply {
     pub qtype: &'static str,
     /// Response code label.
     pub rcode: &'static str,
+    /// The query carried a valid server cookie: its source address is not spoofed.
+    pub proven_client: bool,
 }
 
 fn name(s: &str) -> Result<Name, String> {
@@ -103,6 +108,7 @@ impl Authority {
             records: RwLock::new(records),
             rotation: AtomicUsize::new(0),
             rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
+            cookies: Cookies::load(&config.cookies)?,
         })
     }
 
@@ -114,9 +120,13 @@ impl Authority {
         reply: &Reply,
         now: Instant,
     ) -> Verdict {
-        self.rate_limit.as_ref().map_or(Verdict::Send, |l| {
-            l.check(client, request, reply.rcode, now)
-        })
+        match &self.rate_limit {
+            // A client that returned a valid server cookie is not spoofed.
+            Some(limiter) if !reply.proven_client => {
+                limiter.check(client, request, reply.rcode, now)
+            }
+            _ => Verdict::Send,
+        }
     }
 
     /// The answer to `request` from `client`; `udp` limits its size (EDNS or 512 bytes).
@@ -146,7 +156,11 @@ impl Authority {
             response.metadata.response_code = ResponseCode::BADVERS;
             return finish(&mut response, qtype, None);
         };
+        let cookie = self.cookies.answer(&query, &mut response, client);
         let limit = udp.then_some(usize::from(limit));
+        if cookie == CookieCheck::Malformed {
+            return finish(&mut response, qtype, limit);
+        }
         if query.metadata.op_code != OpCode::Query {
             response.metadata.response_code = ResponseCode::NotImp;
             return finish(&mut response, qtype, limit);
@@ -178,7 +192,11 @@ impl Authority {
             s.set_scope_prefix(if located { s.source_prefix() } else { 0 });
             edns.options_mut().insert(EdnsOption::Subnet(s));
         }
-        finish(&mut response, qtype, limit)
+        let proven_client = cookie == CookieCheck::Valid;
+        finish(&mut response, qtype, limit).map(|reply| Reply {
+            proven_client,
+            ..reply
+        })
     }
 
     /// Answers EDNS with ours and returns the UDP payload size both sides allow (512
@@ -438,6 +456,7 @@ fn finish(response: &mut Message, qtype: &'static str, limit: Option<usize>) -> 
         bytes,
         qtype,
         rcode,
+        proven_client: false,
     })
 }
 

@@ -43,6 +43,21 @@ pub struct DnsServerConfig {
     /// needs it, or spoofed queries make it a reflector aimed at their victim.
     #[serde(default)]
     pub rate_limit: Option<RateLimitConfig>,
+    /// DNS cookies (RFC 7873, RFC 9018), always answered; a client that returns the server
+    /// cookie it was given is exempt from `rate_limit`.
+    #[serde(default)]
+    pub cookies: CookiesConfig,
+}
+
+/// `cookies = { secret_file = "/run/secrets/dns-cookie" }`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CookiesConfig {
+    /// File holding the server secret, 32 hex digits (128 bits, as BIND's `cookie-secret`):
+    /// give every replica behind one name the same file so each accepts the others'
+    /// cookies. Default: a secret drawn at start (cookies then last one process).
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// `rate_limit = { responses_per_second = 20 }`: at most that many identical answers (same
@@ -214,6 +229,9 @@ impl SinkSettings for DnsServerConfig {
     fn preflight(&self, p: &mut Problems<'_>) {
         if let Err(e) = super::geo::Locator::load(&self.geo) {
             p.at("geo", e);
+        }
+        if let Err(e) = super::cookies::Cookies::load(&self.cookies) {
+            p.at("cookies.secret_file", e);
         }
     }
 }

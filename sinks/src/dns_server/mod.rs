@@ -11,6 +11,7 @@
 
 pub mod answer;
 pub mod config;
+pub mod cookies;
 pub mod geo;
 pub mod listener;
 pub mod rate_limit;

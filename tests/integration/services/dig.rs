@@ -18,6 +18,9 @@ pub struct Answer {
     pub authority: Vec<String>,
     /// The CLIENT-SUBNET option echoed, as `dig` prints it (`10.1.7.0/24/24`).
     pub client_subnet: Option<String>,
+    /// The COOKIE option returned (client and server cookie in hex) and `dig`'s verdict on
+    /// it (`good` when the client cookie came back).
+    pub cookie: Option<(String, String)>,
 }
 
 impl Answer {
@@ -82,6 +85,9 @@ fn parse(out: &str) -> Vec<Answer> {
         if let Some(flags) = line.strip_prefix(";; flags: ") {
             let flags = flags.split(';').next().unwrap_or("");
             current.flags = flags.split_whitespace().map(str::to_owned).collect();
+        } else if let Some(cookie) = line.strip_prefix("; COOKIE: ") {
+            let (hex, verdict) = cookie.split_once(' ').unwrap_or((cookie, ""));
+            current.cookie = Some((hex.to_owned(), verdict.trim_matches(['(', ')']).to_owned()));
         } else if let Some(subnet) = line.strip_prefix("; CLIENT-SUBNET: ") {
             current.client_subnet = Some(subnet.trim().to_owned());
         } else if line.starts_with(";; ANSWER SECTION") {

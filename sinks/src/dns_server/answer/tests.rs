@@ -24,6 +24,7 @@ fn config() -> DnsServerConfig {
         },
         max_udp_payload: 1232,
         rate_limit: None,
+        cookies: Default::default(),
     }
 }
 
