@@ -427,26 +427,58 @@ async fn burst(
     (full, truncated)
 }
 
+/// An engine whose `dns_server` answers `api.example.org` with one healthy gateway's
+/// address and limits UDP answers to 5 a second per client network (slip 2). The answer is
+/// waited for over TCP (never limited), so the name's account starts full.
+struct RateLimited {
+    engine: ho_engine::Engine,
+    server: SocketAddr,
+    address: String,
+    _gateways: Vec<Gateway>,
+    _dir: tempfile::TempDir,
+}
+
+impl RateLimited {
+    async fn start() -> RateLimited {
+        let dir = tempfile::tempdir().unwrap();
+        let gateways = gateways(1);
+        let server = listen_addr();
+        let tail =
+            format!(
+            "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n{}",
+            dns_sink(server, "rate_limit = { responses_per_second = 5, slip = 2 }")
+        );
+        let engine = start_engine(
+            dir.path(),
+            &config(&Check::FAST, &gateways.iter().collect::<Vec<_>>(), &tail),
+        )
+        .await;
+        let address = ip(&gateways[0]);
+        wait_for_answer_with(
+            server,
+            &["+tcp"],
+            "api.example.org",
+            std::slice::from_ref(&address),
+        )
+        .await;
+        RateLimited {
+            engine,
+            server,
+            address,
+            _gateways: gateways,
+            _dir: dir,
+        }
+    }
+}
+
 /// Response rate limiting over UDP (`rate_limit`): a burst of 20 identical queries from one
 /// client network gets the 5 a second it allows, then every second limited answer
-/// truncated (a real client retries over TCP) and nothing for the rest; another network,
-/// another name and TCP are not limited; both actions are counted.
+/// truncated (a real client retries over TCP) and nothing for the rest; another network
+/// and TCP are not limited; both actions are counted.
 #[actix_rt::test]
 async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(1);
-    let server = listen_addr();
-    let tail = format!(
-        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"www.example.org\"]\nsinks = [\"dns\"]\n\n{}",
-        dns_sink(server, "rate_limit = { responses_per_second = 5, slip = 2 }")
-    );
-    let engine = start_engine(
-        dir.path(),
-        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
-    // Waited for over TCP (never limited): api.example.org's account starts full.
-    wait_for_answer_with(server, &["+tcp"], "api.example.org", &[ip(&gws[0])]).await;
+    let limited = RateLimited::start().await;
+    let (server, address) = (limited.server, limited.address.clone());
 
     let client: std::net::IpAddr = "127.0.0.1".parse().unwrap();
     let (full, truncated) = burst(server, client, "api.example.org", 20, None).await;
@@ -465,11 +497,11 @@ async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
         (5, 0)
     );
     let tcp = dig1(server, &["+tcp", "api.example.org", "A"]).await;
-    assert_eq!(tcp.sorted(), [ip(&gws[0])], "TCP is never limited");
+    assert_eq!(tcp.sorted(), [address], "TCP is never limited");
 
     let start = Instant::now();
     loop {
-        let metrics = engine.metrics().encode();
+        let metrics = limited.engine.metrics().encode();
         let counted = |action: &str| {
             metric(
                 &metrics,
@@ -491,19 +523,8 @@ async fn rate_limiting_drops_and_slips_udp_answers_past_the_limit() {
 /// proven its address and is not rate limited, while the same burst without it is.
 #[actix_rt::test]
 async fn a_client_returning_its_server_cookie_is_not_rate_limited() {
-    let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(1);
-    let server = listen_addr();
-    let tail = format!(
-        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"www.example.org\"]\nsinks = [\"dns\"]\n\n{}",
-        dns_sink(server, "rate_limit = { responses_per_second = 5, slip = 2 }")
-    );
-    let _engine = start_engine(
-        dir.path(),
-        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
-    wait_for_answer_with(server, &["+tcp"], "api.example.org", &[ip(&gws[0])]).await;
+    let limited = RateLimited::start().await;
+    let server = limited.server;
 
     let first = dig1(server, &["+cookie", "api.example.org", "A"]).await;
     let (hex, verdict) = first.cookie.clone().expect("a COOKIE option in the answer");
