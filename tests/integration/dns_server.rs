@@ -544,3 +544,54 @@ async fn a_client_returning_its_server_cookie_is_not_rate_limited() {
         "without the cookie: {full} full answers"
     );
 }
+
+/// One DNS query over an open TCP connection: whether an answer came back.
+async fn tcp_answers(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let query = raw_query(7, "api.example.org", None);
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&query);
+    if stream.write_all(&framed).await.is_err() {
+        return false;
+    }
+    let read = tokio::time::timeout(Duration::from_secs(2), stream.read_u16()).await;
+    matches!(read, Ok(Ok(len)) if len > 12)
+}
+
+/// One client address holds at most 16 TCP connections: the 17th is closed as it is
+/// accepted, while the first 16 are served, another address is served, and a connection
+/// closed by the client frees its place.
+#[actix_rt::test]
+async fn one_client_holds_at_most_sixteen_tcp_connections() {
+    let limited = RateLimited::start().await;
+    let connect = |from: std::net::IpAddr| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(from, 0)).unwrap();
+        socket.connect(limited.server).await.unwrap()
+    };
+    let client: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        held.push(connect(client).await);
+    }
+    for stream in &mut held {
+        assert!(tcp_answers(stream).await, "one of the first 16 is served");
+    }
+    let mut seventeenth = connect(client).await;
+    assert!(!tcp_answers(&mut seventeenth).await, "the 17th is closed");
+    let mut elsewhere = connect(std::net::IpAddr::V4(loopback_ip())).await;
+    assert!(
+        tcp_answers(&mut elsewhere).await,
+        "another address is served"
+    );
+    drop(held.pop());
+    // The server notices the close when it reads; a new connection may race it.
+    let start = Instant::now();
+    loop {
+        if tcp_answers(&mut connect(client).await).await {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "a freed place is never reused");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

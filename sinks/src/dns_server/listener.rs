@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{IoSlice, IoSliceMut};
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -25,6 +25,9 @@ use super::rate_limit::{truncated, Verdict};
 
 /// TCP connections served at once; more wait in the kernel's accept queue.
 const MAX_TCP_CONNECTIONS: usize = 256;
+/// TCP connections one client address may hold at once; more are closed as they are
+/// accepted, so one client cannot take every slot (or hold them idle until `TCP_IDLE`).
+const MAX_TCP_PER_CLIENT: usize = 16;
 /// A TCP connection with no query for this long is closed (RFC 7766 suggests seconds).
 const TCP_IDLE: Duration = Duration::from_secs(10);
 /// How often UDP threads look at the stop flag while no query arrives.
@@ -337,21 +340,62 @@ fn serve_tcp(
             }
         };
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TCP_CONNECTIONS));
+        let clients = Arc::new(PerClient::default());
         loop {
             tokio::select! {
                 _ = stopped.changed() => return,
                 accepted = listener.accept() => {
                     let Ok((stream, peer)) = accepted else { continue };
+                    let Some(client) = clients.enter(peer.ip()) else { continue };
                     let Ok(slot) = slots.clone().acquire_owned().await else { return };
                     let shared = shared.clone();
                     tokio::spawn(async move {
-                        let _slot = slot;
+                        let _slots = (slot, client);
                         serve_connection(stream, peer, &shared).await;
                     });
                 }
             }
         }
     });
+}
+
+/// Open TCP connections per client address.
+#[derive(Default)]
+struct PerClient(Mutex<HashMap<IpAddr, usize>>);
+
+/// One of a client's connections; counted until dropped.
+struct ClientSlot {
+    clients: Arc<PerClient>,
+    ip: IpAddr,
+}
+
+impl PerClient {
+    /// A slot for one more connection of `ip`, or `None` at [`MAX_TCP_PER_CLIENT`].
+    fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<ClientSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(ip).or_default();
+        if *count >= MAX_TCP_PER_CLIENT {
+            debug!(%ip, "DNS over TCP: connection closed, the client holds the most it may");
+            return None;
+        }
+        *count += 1;
+        Some(ClientSlot {
+            clients: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.clients.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Queries on one TCP connection, each prefixed by its two-byte length (RFC 1035 4.2.2),
