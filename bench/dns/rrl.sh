@@ -52,7 +52,7 @@ counter() { curl -fsS http://127.0.0.1:5396/metrics | awk -v m="$1" 'index($1, m
 before_all=$(counter 'health_orchestrator_dns_queries_total')
 dnsperf -s 127.0.0.1 -p 5395 -a 127.0.1.1 -d "$WORK/other.txt" -l "$DURATION" -Q 100 >"$WORK/other.out" 2>&1 &
 OTHER=$!
-dnsperf -s 127.0.0.1 -p 5395 -d "$WORK/flood.txt" -l "$DURATION" -Q "$RATE" -c 4 -q 1000 >"$WORK/flood.out" 2>&1
+dnsperf -s 127.0.0.1 -p 5395 -d "$WORK/flood.txt" -l "$DURATION" -Q "$RATE" -c 4 -q 20000 -t 0.2 >"$WORK/flood.out" 2>&1
 wait "$OTHER"
 sleep 1.5 # serving threads add their counts at the latest when idle for 200 ms, or each second
 sent=$(sed -n 's/.*Queries sent: *\([0-9]*\).*/\1/p' "$WORK/flood.out")
