@@ -108,7 +108,8 @@ impl Authority {
             records: RwLock::new(records),
             rotation: AtomicUsize::new(0),
             rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
-            cookies: Cookies::load(&config.cookies)?,
+            cookies: Cookies::load(&config.cookies)
+                .map_err(|(field, e)| format!("{field}: {e}"))?,
         })
     }
 

@@ -58,6 +58,11 @@ pub struct CookiesConfig {
     /// cookies. Default: a secret drawn at start (cookies then last one process).
     #[serde(default)]
     pub secret_file: Option<PathBuf>,
+    /// Files of secrets accepted but never used to make a cookie, for a rollover: add the
+    /// new secret here on every replica, then make it `secret_file` with the old one here,
+    /// and drop the old one an hour later (cookies live an hour).
+    #[serde(default)]
+    pub accepted_secret_files: Vec<PathBuf>,
 }
 
 /// `rate_limit = { responses_per_second = 20 }`: at most that many identical answers (same
@@ -230,8 +235,8 @@ impl SinkSettings for DnsServerConfig {
         if let Err(e) = super::geo::Locator::load(&self.geo) {
             p.at("geo", e);
         }
-        if let Err(e) = super::cookies::Cookies::load(&self.cookies) {
-            p.at("cookies.secret_file", e);
+        if let Err((field, e)) = super::cookies::Cookies::load(&self.cookies) {
+            p.at(&field, e);
         }
     }
 }

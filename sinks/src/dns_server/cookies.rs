@@ -8,7 +8,10 @@
 //!
 //! The secret is read from `cookies.secret_file` (so every replica behind one name accepts
 //! the others' cookies) or drawn at start; a server cookie is valid for an hour (RFC 9018
-//! 4.3) and a new one is sent with every answer.
+//! 4.3) and a new one is sent with every answer. Secrets in `accepted_secret_files` are
+//! accepted but never used to make a cookie: the rollover RFC 9018 describes (a new secret
+//! accepted everywhere first, then made the one in use, the old one kept accepted for an
+//! hour).
 
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,43 +42,44 @@ pub enum CookieCheck {
     Malformed,
 }
 
-/// The server's cookie secret.
+/// The server's cookie secrets: the one cookies are made with, and those also accepted.
 pub struct Cookies {
     secret: [u8; 16],
+    accepted: Vec<[u8; 16]>,
 }
 
 impl Cookies {
-    /// Cookies made with `secret` (16 bytes: SipHash-2-4's key).
+    /// Cookies made with `secret` (16 bytes: SipHash-2-4's key), accepting no other.
     pub fn new(secret: [u8; 16]) -> Cookies {
-        Cookies { secret }
+        Cookies {
+            secret,
+            accepted: Vec::new(),
+        }
     }
 
-    /// The cookies `config` asks for: the secret of its file, else one drawn now. Errors
-    /// name the file, never its content.
-    pub fn load(config: &CookiesConfig) -> Result<Cookies, String> {
-        let Some(file) = &config.secret_file else {
-            let mut secret = [0u8; 16];
-            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret).map_err(
-                |_| "cannot draw a cookie secret: the system has no randomness".to_owned(),
-            )?;
-            return Ok(Cookies::new(secret));
+    /// The cookies `config` asks for: the secret of its file, else one drawn now, and the
+    /// accepted ones. Errors name the file (the field path by `field`), never its content.
+    pub fn load(config: &CookiesConfig) -> Result<Cookies, (String, String)> {
+        let secret = match &config.secret_file {
+            Some(file) => read_secret(file).map_err(|e| ("cookies.secret_file".to_owned(), e))?,
+            None => {
+                let mut secret = [0u8; 16];
+                ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
+                    .map_err(|_| {
+                        (
+                            "cookies".to_owned(),
+                            "cannot draw a cookie secret: the system has no randomness".to_owned(),
+                        )
+                    })?;
+                secret
+            }
         };
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let hex = text.trim();
-        let mut secret = [0u8; 16];
-        let parsed = hex.len() == 32
-            && secret.iter_mut().enumerate().all(|(i, byte)| {
-                u8::from_str_radix(hex.get(2 * i..2 * i + 2).unwrap_or("x"), 16)
-                    .map(|b| *byte = b)
-                    .is_ok()
-            });
-        if !parsed {
-            return Err(format!(
-                "{}: must hold 32 hex digits (128 bits; e.g. `openssl rand -hex 16`), content not shown",
-                file.display()
-            ));
+        let mut accepted = Vec::new();
+        for (i, file) in config.accepted_secret_files.iter().enumerate() {
+            let field = format!("cookies.accepted_secret_files[{i}]");
+            accepted.push(read_secret(file).map_err(|e| (field, e))?);
         }
-        Ok(Cookies::new(secret))
+        Ok(Cookies { secret, accepted })
     }
 
     /// Checks the COOKIE option of `query` from `client` and, when there is one, puts the
@@ -115,21 +119,9 @@ impl Cookies {
         check
     }
 
-    /// RFC 9018's server cookie: version 1, three reserved bytes, the time, and the
-    /// SipHash-2-4 of the client cookie, those 8 bytes and the client's address.
+    /// A fresh server cookie, made with the secret in use.
     fn server_cookie(&self, client_cookie: &[u8], client: IpAddr, time: u32) -> [u8; 16] {
-        let mut cookie = [0u8; 16];
-        cookie[0] = 1;
-        cookie[4..8].copy_from_slice(&time.to_be_bytes());
-        let mut h = SipHasher24::new_with_key(&self.secret);
-        h.write(client_cookie);
-        h.write(&cookie[..8]);
-        match client {
-            IpAddr::V4(a) => h.write(&a.octets()),
-            IpAddr::V6(a) => h.write(&a.octets()),
-        }
-        cookie[8..].copy_from_slice(&h.finish().to_be_bytes());
-        cookie
+        made_with(&self.secret, client_cookie, client, time)
     }
 
     fn valid(&self, client_cookie: &[u8], server_cookie: &[u8], client: IpAddr, now: u32) -> bool {
@@ -140,8 +132,50 @@ impl Cookies {
         // Serial-number arithmetic (RFC 1982), as RFC 9018 asks: the clock may wrap.
         let age = now.wrapping_sub(time);
         let fresh = age <= MAX_AGE || time.wrapping_sub(now) <= MAX_AHEAD;
-        fresh && given[0] == 1 && self.server_cookie(client_cookie, client, time) == given
+        fresh
+            && given[0] == 1
+            && std::iter::once(&self.secret)
+                .chain(&self.accepted)
+                .any(|secret| made_with(secret, client_cookie, client, time) == given)
     }
+}
+
+/// RFC 9018's server cookie made with `secret`: version 1, three reserved bytes, the time,
+/// and the SipHash-2-4 of the client cookie, those 8 bytes and the client's address.
+fn made_with(secret: &[u8; 16], client_cookie: &[u8], client: IpAddr, time: u32) -> [u8; 16] {
+    let mut cookie = [0u8; 16];
+    cookie[0] = 1;
+    cookie[4..8].copy_from_slice(&time.to_be_bytes());
+    let mut h = SipHasher24::new_with_key(secret);
+    h.write(client_cookie);
+    h.write(&cookie[..8]);
+    match client {
+        IpAddr::V4(a) => h.write(&a.octets()),
+        IpAddr::V6(a) => h.write(&a.octets()),
+    }
+    cookie[8..].copy_from_slice(&h.finish().to_be_bytes());
+    cookie
+}
+
+/// A secret file's 16 bytes, written as 32 hex digits; errors name the file, never its
+/// content.
+fn read_secret(file: &std::path::Path) -> Result<[u8; 16], String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let hex = text.trim();
+    let mut secret = [0u8; 16];
+    let parsed = hex.len() == 32
+        && secret.iter_mut().enumerate().all(|(i, byte)| {
+            u8::from_str_radix(hex.get(2 * i..2 * i + 2).unwrap_or("x"), 16)
+                .map(|b| *byte = b)
+                .is_ok()
+        });
+    if !parsed {
+        return Err(format!(
+                "{}: must hold 32 hex digits (128 bits; e.g. `openssl rand -hex 16`), content not shown",
+                file.display()
+            ));
+    }
+    Ok(secret)
 }
 
 fn unix_now() -> u32 {
@@ -237,6 +271,37 @@ mod tests {
             other_secret.answer_at(&query_with(Some(given)), &mut response(), client, now),
             CookieCheck::Unproven
         );
+    }
+
+    /// RFC 9018's rollover: cookies made with an accepted secret stay valid; new ones are
+    /// made with the secret in use only.
+    #[test]
+    fn cookies_of_an_accepted_secret_stay_valid_through_a_rollover() {
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let now = 1_800_000_000;
+        let old = Cookies::new(*b"old-secret-16-by");
+        let mut r = response();
+        old.answer_at(&query_with(Some(b"clientck".to_vec())), &mut r, client, now);
+        let given = sent(&r);
+        let check = |cookies: &Cookies| {
+            let mut r = response();
+            let check = cookies.answer_at(&query_with(Some(given.clone())), &mut r, client, now);
+            (
+                check,
+                sent(&r)[8..] == made_with(&cookies.secret, b"clientck", client, now),
+            )
+        };
+        let rolled = Cookies {
+            secret: *b"new-secret-16-by",
+            accepted: vec![*b"old-secret-16-by"],
+        };
+        assert_eq!(
+            check(&rolled),
+            (CookieCheck::Valid, true),
+            "old accepted, new made"
+        );
+        let dropped = Cookies::new(*b"new-secret-16-by");
+        assert_eq!(check(&dropped), (CookieCheck::Unproven, true));
     }
 
     #[test]
