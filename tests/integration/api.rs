@@ -9,6 +9,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::*;
 
+/// Tenant `t` (`t.example`) published by sink `local` to a hosts file in `dir`.
+fn hosts_tenant(dir: &std::path::Path) -> String {
+    format!(
+        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+        hosts_sink(dir)
+    )
+}
+
+/// An engine over `gws` (the fast check) publishing [`hosts_tenant`] in `dir`.
+async fn hosts_engine(dir: &std::path::Path, gws: &[ho_testkit::Gateway]) -> ho_engine::Engine {
+    let refs: Vec<&ho_testkit::Gateway> = gws.iter().collect();
+    start_engine(dir, &config(&Check::FAST, &refs, &hosts_tenant(dir))).await
+}
+
 /// Sends `GET path` and returns status code and body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     api_request(addr, "GET", path, None).await
@@ -18,15 +32,7 @@ async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 async fn healthz_readyz_status_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(2);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
-    let engine = start_engine(
-        dir.path(),
-        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
+    let engine = hosts_engine(dir.path(), &gws).await;
     let addr = serve_api(&engine, None, None).await;
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
@@ -129,12 +135,8 @@ async fn healthz_readyz_status_and_metrics() {
 async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not() {
     let dir = tempfile::tempdir().unwrap();
     let gws = gateways(1);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
     let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
-        .with(&tail)
+        .with(&hosts_tenant(dir.path()))
         .set("api.max_requests_per_second", 2)
         .render();
     let engine = start_engine(dir.path(), &text).await;
@@ -214,15 +216,7 @@ async fn read_events(
 async fn events_stream_transitions_publishes_and_writes() {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(2);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
-    let engine = start_engine(
-        dir.path(),
-        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
+    let engine = hosts_engine(dir.path(), &gws).await;
     let addr = serve_api(&engine, Some("read-token"), None).await;
     wait_for_file(&dir.path().join("t.hosts"), "both", |c| {
         addresses(c).len() == 2
@@ -288,15 +282,7 @@ async fn events_stream_transitions_publishes_and_writes() {
 async fn a_late_listener_gets_the_recent_events_first() {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(2);
-    let tail = format!(
-        "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
-        hosts_sink(dir.path())
-    );
-    let engine = start_engine(
-        dir.path(),
-        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .await;
+    let engine = hosts_engine(dir.path(), &gws).await;
     let addr = serve_api(&engine, None, None).await;
     let file = dir.path().join("t.hosts");
     wait_for_file(&file, "both", |c| addresses(c).len() == 2).await;
