@@ -5,21 +5,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
-use ho_config::{CheckKind, CheckOverrides, Target};
-use ho_engine::probe::{Probe, TlsCache};
+use anyhow::Context;
+use ho_config::{CheckOverrides, Target};
+use ho_engine::probe::{parse_url, Checks, Probe, TlsCache};
 
 /// Arguments of `probe`.
 #[derive(clap::Args)]
 pub struct ProbeArgs {
-    /// `http://HOST[:PORT][/PATH]`, `https://...`, or `HOST:PORT` for a TCP connect.
+    /// `KIND://HOST[:PORT][...]` for any check kind (`http://HOST[:PORT][/PATH]`,
+    /// `https://...`, `tcp://HOST:PORT`), or `HOST:PORT` for a TCP connect.
     target: String,
     /// Hard deadline of the probe.
     #[arg(long, default_value = "2s", value_parser = humantime_duration)]
     timeout: Duration,
-    /// Healthy status codes (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "200")]
-    expect_status: Vec<u16>,
+    /// Healthy status codes (comma-separated; default 200).
+    #[arg(long, value_delimiter = ',')]
+    expect_status: Option<Vec<u16>>,
     /// Required body text.
     #[arg(long)]
     body_contains: Option<String>,
@@ -38,55 +39,42 @@ fn humantime_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// A parsed target: kind, host text, port, path.
-#[derive(Debug, PartialEq, Eq)]
-struct Parsed {
-    kind: CheckKind,
-    host: String,
-    port: u16,
-    path: String,
-}
-
-fn parse_target(text: &str) -> anyhow::Result<Parsed> {
-    let (kind, rest) = match text.split_once("://") {
-        Some(("http", rest)) => (CheckKind::Http, rest),
-        Some(("https", rest)) => (CheckKind::Https, rest),
-        Some((scheme, _)) => bail!("unsupported scheme {scheme:?}: use http, https or HOST:PORT"),
-        None => (CheckKind::Tcp, text),
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) if kind != CheckKind::Tcp => (&rest[..i], rest[i..].to_string()),
-        _ => (rest, "/".to_string()),
-    };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']').context("missing ']' in IPv6 address")?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
+impl ProbeArgs {
+    /// The check the URL names with the options given, each option a key of the kind's
+    /// (one the kind does not read is refused as in a config file).
+    fn check(&self, mut check: CheckOverrides, host: Option<String>) -> CheckOverrides {
+        let keys = [
+            (
+                "expect_status",
+                self.expect_status.as_deref().map(Into::into),
+            ),
+            (
+                "body_contains",
+                self.body_contains.as_deref().map(Into::into),
+            ),
+            ("host", host.map(Into::into)),
+            ("insecure", self.insecure.then(|| true.into())),
+            (
+                "ca_file",
+                self.ca_file
+                    .as_ref()
+                    .map(|f| f.display().to_string().into()),
+            ),
+        ];
+        for (key, value) in keys {
+            if let Some(value) = value {
+                check.settings.insert(key.into(), value);
+            }
         }
-    };
-    let port = match (port, kind) {
-        (Some(p), _) => p.parse().with_context(|| format!("bad port {p:?}"))?,
-        (None, CheckKind::Http) => 80,
-        (None, CheckKind::Https) => 443,
-        (None, CheckKind::Tcp) => bail!("a TCP target needs a port: HOST:PORT"),
-    };
-    if host.is_empty() {
-        bail!("missing host in {text:?}");
+        check.timeout = Some(self.timeout);
+        check.interval = Some(self.timeout + Duration::from_millis(1));
+        check
     }
-    Ok(Parsed {
-        kind,
-        host: host.to_string(),
-        port,
-        path,
-    })
 }
 
 /// Probes once; exit 0 if healthy, 1 if not.
 pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
-    let parsed = parse_target(&args.target)?;
+    let parsed = parse_url(&args.target).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -105,22 +93,10 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
                 )
             }
         };
-        let is_http = parsed.kind != CheckKind::Tcp;
-        let overrides = CheckOverrides {
-            kind: Some(parsed.kind),
-            port: Some(parsed.port),
-            path: is_http.then(|| parsed.path.clone()),
-            timeout: Some(args.timeout),
-            interval: Some(args.timeout + Duration::from_millis(1)),
-            expect_status: is_http.then(|| args.expect_status.clone()),
-            body_contains: args.body_contains.clone(),
-            host,
-            insecure: args.insecure.then_some(true),
-            ca_file: args.ca_file.clone(),
-            ..CheckOverrides::default()
-        };
-        let check =
-            ho_config::resolve_standalone_check(&overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut overrides = args.check(parsed.check, host);
+        overrides.port = Some(parsed.port);
+        let check = ho_config::resolve_standalone_check(&overrides, &Checks)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let target = Target {
             address,
             check: check.into(),
@@ -140,27 +116,4 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_urls_and_host_port() {
-        let p = parse_target("http://127.0.0.1:8080/healthz").unwrap();
-        assert_eq!(
-            (p.kind, p.host.as_str(), p.port, p.path.as_str()),
-            (CheckKind::Http, "127.0.0.1", 8080, "/healthz")
-        );
-        let p = parse_target("https://[::1]/ready").unwrap();
-        assert_eq!(
-            (p.kind, p.host.as_str(), p.port, p.path.as_str()),
-            (CheckKind::Https, "::1", 443, "/ready")
-        );
-        let p = parse_target("10.0.0.1:5432").unwrap();
-        assert_eq!((p.kind, p.port), (CheckKind::Tcp, 5432));
-        assert!(parse_target("10.0.0.1").is_err());
-        assert!(parse_target("ftp://x/").is_err());
-    }
 }

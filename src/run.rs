@@ -187,7 +187,7 @@ async fn start_tenants(
     Ok(Controller::start(
         kube.client,
         base,
-        Box::new(ho_sinks::Catalog),
+        ho_sinks::CATALOG,
         engine.leadership().clone(),
         kuadrant,
     )

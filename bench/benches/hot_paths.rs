@@ -5,9 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use ho_config::{CheckKind, CheckOverrides, OnAllUnhealthy, RoutingPolicy, Target, Tenant, Timing};
+use ho_config::{CheckOverrides, OnAllUnhealthy, RoutingPolicy, Target, Tenant, Timing};
 use ho_engine::hysteresis::{Health, Hysteresis};
-use ho_engine::probe::{Probe, TlsCache};
+use ho_engine::probe::{Checks, Probe, TlsCache};
 use ho_engine::schedule::Schedule;
 use ho_engine::selection::{decide, published_addresses, Decision};
 use ho_engine::snapshot::EndpointMeta;
@@ -178,15 +178,17 @@ fn http_probe(c: &mut Criterion) {
     // kept connection (`reuse_connection`, a fresh one every 10 probes) skips connect and
     // close. Same server, same exchange otherwise.
     let probe_of = |body_contains: Option<&str>, reuse: bool| {
-        let check = ho_config::resolve_standalone_check(&CheckOverrides {
-            kind: Some(CheckKind::Http),
+        let mut check = CheckOverrides {
             port: Some(gateway.addr().port()),
-            path: Some("/healthz".into()),
-            body_contains: body_contains.map(str::to_owned),
-            reuse_connection: reuse.then_some(true),
-            ..Default::default()
-        })
-        .unwrap();
+            ..CheckOverrides::of_kind("http").with("path", "/healthz")
+        };
+        if let Some(text) = body_contains {
+            check = check.with("body_contains", text);
+        }
+        if reuse {
+            check = check.with("reuse_connection", true);
+        }
+        let check = ho_config::resolve_standalone_check(&check, &Checks).unwrap();
         Probe::new(
             &Target {
                 address: gateway.addr().ip(),

@@ -14,15 +14,15 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckKind, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
-    LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig, OnAllUnhealthy,
-    OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
+    KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig,
+    OnAllUnhealthy, OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable, TelemetryConfig,
+    WeightRule,
 };
 pub use plan::{
-    CheckSpec, Damping, Discovered, Endpoint, HttpCheck, Plan, PlannedSink, Protocol, SecretValue,
-    Target, Tenant, Timing, TlsCheck,
+    CheckSpec, Damping, Discovered, Endpoint, Plan, PlannedSink, Target, Tenant, Timing, TlsCheck,
 };
 pub use validate::{
-    resolve_standalone_check, validate, Claim, FieldError, Parsed, SinkCatalog, SinkSpec,
-    TenantUse, ValidationErrors,
+    resolve_standalone_check, validate, CheckCatalog, Claim, FieldError, KindCheck, Kinds, Parsed,
+    ResolvedCheck, SinkCatalog, SinkSpec, TenantUse, ValidationErrors,
 };

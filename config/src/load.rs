@@ -7,7 +7,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 
 use crate::model::{CheckOverrides, Config, Defaults};
-use crate::validate::{validate, SinkCatalog, ValidationErrors};
+use crate::validate::{validate, Kinds, ValidationErrors};
 use crate::Plan;
 
 /// Prefix of environment overrides; `__` separates nesting levels, so
@@ -176,14 +176,14 @@ pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
     })
 }
 
-/// Loads, layers and validates: what `run` and `check-config` do. `sinks` parses the
-/// `[sinks.*]` tables (the sinks crate's registry).
-pub fn load_plan(files: &[impl AsRef<Path>], sinks: &dyn SinkCatalog) -> Result<Plan, ConfigError> {
+/// Loads, layers and validates: what `run` and `check-config` do. `kinds` parses the
+/// `[sinks.*]` tables and the check kinds' keys.
+pub fn load_plan(files: &[impl AsRef<Path>], kinds: &Kinds<'_>) -> Result<Plan, ConfigError> {
     let layered = figment(files)?;
     match layered.extract::<Config>() {
-        Ok(config) => Ok(validate(&config, sinks)?),
+        Ok(config) => Ok(validate(&config, kinds)?),
         Err(e) => {
-            let also = validate_without_unknown_keys(&layered, &e, sinks);
+            let also = validate_without_unknown_keys(&layered, &e, kinds);
             Err(ConfigError::Parse(ParseErrors {
                 parse: Box::new(e),
                 also,
@@ -197,7 +197,7 @@ pub fn load_plan(files: &[impl AsRef<Path>], sinks: &dyn SinkCatalog) -> Result<
 fn validate_without_unknown_keys(
     layered: &Figment,
     error: &figment::Error,
-    sinks: &dyn SinkCatalog,
+    kinds: &Kinds<'_>,
 ) -> Option<ValidationErrors> {
     let mut value: figment::value::Value = layered.extract().ok()?;
     let mut error = error.clone();
@@ -214,7 +214,7 @@ fn validate_without_unknown_keys(
             remove_at(&mut value, &e.path);
         }
         match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
-            Ok(config) => return validate(&config, sinks).err(),
+            Ok(config) => return validate(&config, kinds).err(),
             Err(next) => error = next,
         }
     }

@@ -23,7 +23,7 @@ use crate::model::{
     Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy,
     SinkTable, TelemetryConfig, WeightRule,
 };
-use crate::validate::SinkSpec;
+use crate::validate::{KindCheck, SinkSpec};
 
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
@@ -75,12 +75,10 @@ impl Plan {
     /// sinks by name. Logged at start and whenever a reload changes it, because a broken
     /// or forged certificate goes unnoticed there.
     pub fn unverified_tls(&self) -> Vec<String> {
-        let endpoints = self.endpoints.iter().filter(|e| {
-            matches!(
-                &self.targets[e.target].check.protocol,
-                Protocol::Https { tls, .. } if tls.insecure
-            )
-        });
+        let endpoints = self
+            .endpoints
+            .iter()
+            .filter(|e| self.targets[e.target].check.settings.get().unverified_tls());
         let sinks = self.sinks.iter().filter(|(_, s)| s.spec.unverified_tls());
         endpoints
             .map(|e| format!("endpoint {:?}", e.name))
@@ -174,21 +172,14 @@ impl Target {
     /// Whether probes of this target keep their connection open between them
     /// (`reuse_connection`), holding a descriptor while idle.
     pub fn keeps_connection(&self) -> bool {
-        match &self.check.protocol {
-            Protocol::Tcp => false,
-            Protocol::Http(h) | Protocol::Https { http: h, .. } => h.probes_per_connection > 1,
-        }
+        self.check.settings.get().keeps_connection()
     }
 
     /// Stable text form (`http://10.0.0.1:80/healthz`, `tcp://[::1]:443`), used as the
     /// target's identity in logs and to derive its schedule phase.
     pub fn key(&self) -> String {
         let sock = SocketAddr::new(self.address, self.check.port);
-        match &self.check.protocol {
-            Protocol::Tcp => format!("tcp://{sock}"),
-            Protocol::Http(h) => format!("http://{sock}{}", h.path),
-            Protocol::Https { http: h, .. } => format!("https://{sock}{}", h.path),
-        }
+        self.check.settings.get().url(sock)
     }
 }
 
@@ -197,83 +188,15 @@ impl Target {
 pub struct CheckSpec {
     /// TCP port.
     pub port: u16,
-    /// What is spoken over the connection.
-    pub protocol: Protocol,
+    /// The kind's own settings, resolved by the kind (what is spoken over the connection).
+    pub settings: KindCheck,
     /// Schedule and hysteresis.
     pub timing: Timing,
     /// Local address the probe's connection leaves from; `None`: the kernel's choice.
     pub source_address: Option<IpAddr>,
 }
 
-/// The protocol-specific part of a check, tagged by `kind` like the config.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Protocol {
-    /// TCP connect only.
-    Tcp,
-    /// HTTP/1.1 in clear text.
-    Http(HttpCheck),
-    /// HTTP/1.1 over TLS.
-    Https {
-        /// The HTTP part.
-        http: HttpCheck,
-        /// The TLS part.
-        tls: TlsCheck,
-    },
-}
-
-/// HTTP request and the response that counts as healthy.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct HttpCheck {
-    /// Request path, starting with `/`.
-    pub path: String,
-    /// `Host` header; `None` means the address.
-    pub host: Option<String>,
-    /// Extra request headers (names and values already checked to be valid HTTP).
-    pub headers: BTreeMap<String, String>,
-    /// Headers whose values came from `headers_from_files`: shown redacted.
-    pub secret_headers: BTreeMap<String, SecretValue>,
-    /// Healthy status codes.
-    pub expect_status: Vec<u16>,
-    /// Required body substring.
-    pub body_contains: Option<String>,
-    /// Most body bytes read when `body_contains` is set, or drained to reuse a connection.
-    pub body_limit: usize,
-    /// Probes one connection carries: 1 opens a fresh connection per probe (the default),
-    /// more is `reuse_connection` with `fresh_connection_every`.
-    pub probes_per_connection: u32,
-}
-
-/// A header value read from a file: compared and hashed like any value (a new secret makes
-/// a new probe target at reload), but `<redacted>` wherever it would be printed.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a value read from a file.
-    pub fn new(value: String) -> SecretValue {
-        SecretValue(value)
-    }
-
-    /// The value, for the one place that sends it (the probe's request head).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl Serialize for SecretValue {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str("<redacted>")
-    }
-}
-
-/// TLS trust settings.
+/// TLS trust settings: https probes and the HTTP sinks each verify a server with one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct TlsCheck {
     /// Accept any certificate.

@@ -30,4 +30,4 @@ pub mod schema;
 pub mod secret;
 pub mod webhook;
 
-pub use registry::{load_plan, preflight, Catalog, Sinks};
+pub use registry::{load_plan, preflight, Sinks, CATALOG};

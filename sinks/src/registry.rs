@@ -10,8 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use figment::value::{Tag, Value};
-use ho_config::{FieldError, Parsed, Plan, SinkCatalog, SinkSpec, SinkTable};
+use ho_config::validate::parse_keys;
+use ho_config::{FieldError, Kinds, Parsed, Plan, SinkCatalog, SinkSpec, SinkTable};
 use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
@@ -126,28 +126,6 @@ pub trait Kind: Sync {
     fn preflight(&self, sink: &str, spec: &dyn SinkSpec) -> Vec<FieldError>;
 }
 
-/// Deserializes a table's own keys into `T`, reporting errors under `sinks.NAME`.
-pub fn settings<T: DeserializeOwned>(sink: &str, table: &SinkTable) -> Result<T, Vec<FieldError>> {
-    let dict = table.settings.clone().into_iter().collect();
-    Value::Dict(Tag::Default, dict)
-        .deserialize::<T>()
-        .map_err(|e| {
-            e.into_iter()
-                .map(|e| {
-                    let mut path = format!("sinks.{sink}");
-                    for p in &e.path {
-                        path.push('.');
-                        path.push_str(p);
-                    }
-                    FieldError {
-                        path,
-                        reason: ho_config::explain::explain(&e.kind),
-                    }
-                })
-                .collect()
-        })
-}
-
 /// The spec a kind parsed, as that kind's own type.
 pub fn spec_of<T: 'static>(spec: &dyn SinkSpec) -> &T {
     (spec as &dyn Any)
@@ -155,10 +133,17 @@ pub fn spec_of<T: 'static>(spec: &dyn SinkSpec) -> &T {
         .expect("a spec is built by the kind that parsed it")
 }
 
-/// The catalog validation parses `[sinks.*]` tables with.
-pub struct Catalog;
+/// The component kinds of this program, as validation takes them: this crate's sink kinds
+/// and the engine's check kinds.
+pub const CATALOG: Kinds<'static> = Kinds {
+    sinks: &SinkKinds,
+    checks: &ho_engine::probe::Checks,
+};
 
-impl SinkCatalog for Catalog {
+/// The catalog validation parses `[sinks.*]` tables with.
+pub struct SinkKinds;
+
+impl SinkCatalog for SinkKinds {
     fn kinds(&self) -> Vec<&'static str> {
         KINDS.iter().map(|k| k.name()).collect()
     }
@@ -243,14 +228,13 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
             }
         }
     }
-    let mut checked = std::collections::HashSet::new();
+    // Every probe as the engine builds it (TLS trust: CA files read); a problem shared by
+    // several endpoints is reported at the first.
+    let mut tls = ho_engine::probe::TlsCache::default();
+    let mut seen = std::collections::HashSet::new();
     for (i, endpoint) in plan.endpoints.iter().enumerate() {
-        let target = &plan.targets[endpoint.target];
-        if let ho_config::Protocol::Https { tls, .. } = &target.check.protocol {
-            if !checked.insert(tls) {
-                continue;
-            }
-            if let Err(e) = ho_engine::tls_client::client_config(tls) {
+        if let Err(e) = ho_engine::probe::Probe::new(&plan.targets[endpoint.target], &mut tls) {
+            if seen.insert(e.to_string()) {
                 errors.push(FieldError {
                     path: format!("endpoints[{i}].check"),
                     reason: e.to_string(),
@@ -263,7 +247,7 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
 
 /// Loads, layers and validates config files with this crate's sink kinds.
 pub fn load_plan(files: &[impl AsRef<std::path::Path>]) -> Result<Plan, ho_config::ConfigError> {
-    ho_config::load_plan(files, &Catalog)
+    ho_config::load_plan(files, &CATALOG)
 }
 
 /// Problems found in one sink's table, located under `sinks.NAME`.
@@ -297,7 +281,7 @@ pub fn parse_checked<T: SinkSpec + DeserializeOwned>(
     table: &SinkTable,
     check: impl FnOnce(&mut T, &mut Problems<'_>),
 ) -> Parsed {
-    match settings::<T>(sink, table) {
+    match parse_keys::<T>(&table.settings, &format!("sinks.{sink}")) {
         Err(errors) => Parsed { spec: None, errors },
         Ok(mut spec) => {
             let mut problems = Problems {

@@ -1,7 +1,8 @@
 //! The configuration's JSON Schema, for editors that check TOML against a schema as people
 //! type (taplo / Even Better TOML): generated from the config types, with each sink kind's
 //! own keys from its settings type, so a `[sinks.NAME]` table is checked against the kind
-//! its `kind` names. `health-orchestrator config-schema` prints it; the copy kept in the
+//! its `kind` names, and every check kind's keys in a check table, each tagged with the
+//! kinds that read it (`x-kinds`). `health-orchestrator config-schema` prints it; the copy kept in the
 //! repository (`docs/config.schema.json`) is compared with it by a test.
 
 use ho_config::Config;
@@ -50,6 +51,11 @@ pub fn config_schema() -> Value {
         definitions.insert(id.clone(), table);
         choices.push(json!({ "$ref": format!("#/definitions/{id}") }));
     }
+    let check = definitions
+        .get_mut("CheckOverrides")
+        .expect("the check table is a definition");
+    ho_engine::probe::with_check_fields(check, SchemaSettings::draft07());
+    check["additionalProperties"] = json!(false);
     definitions.insert(
         "SinkTable".into(),
         json!({

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use figment::Jail;
-use ho_config::{load, validate, ConfigError, Protocol};
-use ho_sinks::{load_plan, Catalog};
+use ho_config::{load, validate, ConfigError};
+use ho_engine::probe::HttpCheck;
+use ho_sinks::{load_plan, CATALOG};
 
 /// A path inside the config crate, where the examples and the bad corpus live.
 fn dir(name: &str) -> PathBuf {
@@ -123,12 +124,12 @@ fn layers_override_in_order() {
             "built-in default"
         );
         assert_eq!(plan.api_listen.to_string(), "127.0.0.1:9999");
-        match &check.protocol {
-            Protocol::Http(h) => {
+        match check.settings.downcast::<HttpCheck>() {
+            Some(h) => {
                 assert_eq!(h.path, "/ready", "endpoint override");
                 assert_eq!(h.expect_status, vec![200]);
             }
-            other => panic!("expected http, got {other:?}"),
+            None => panic!("expected http, got {:?}", check.settings),
         }
         assert_eq!(
             plan.startup_grace,
@@ -179,9 +180,9 @@ fn timing_defaults_follow_the_interval_and_status_ranges_expand() {
             Duration::from_millis(500),
             "capped at 500ms"
         );
-        match &plan.targets[0].check.protocol {
-            Protocol::Http(h) => assert_eq!(h.expect_status, vec![201, 200, 201, 202, 203, 204]),
-            other => panic!("expected http, got {other:?}"),
+        match plan.targets[0].check.settings.downcast::<HttpCheck>() {
+            Some(h) => assert_eq!(h.expect_status, vec![201, 200, 201, 202, 203, 204]),
+            None => panic!("expected http, got {:?}", plan.targets[0].check.settings),
         }
         jail.create_file("b.toml", "[defaults.check]\ninterval = \"50ms\"\n")?;
         let plan = load_plan(&["a.toml", "b.toml"]).map_err(|e| e.to_string())?;
@@ -225,7 +226,7 @@ fn identical_checks_share_a_target() {
     twin.name = "node-1-again".into();
     config.endpoints.push(twin);
     config.tenants[0].endpoints = ho_config::EndpointSelection::Names(vec!["node-1-again".into()]);
-    let plan = validate(&config, &Catalog).unwrap();
+    let plan = validate(&config, &CATALOG).unwrap();
     assert_eq!(plan.endpoints.len(), 4);
     assert_eq!(
         plan.targets.len(),
@@ -241,7 +242,7 @@ fn identical_checks_share_a_target() {
 #[test]
 fn equal_checks_are_one_copy() {
     let mut config = load(&[dir("examples/minimal.toml")]).unwrap();
-    let plan = validate(&config, &Catalog).unwrap();
+    let plan = validate(&config, &CATALOG).unwrap();
     let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
     assert!(
         std::sync::Arc::ptr_eq(check(0), check(1)),
@@ -251,7 +252,7 @@ fn equal_checks_are_one_copy() {
     for i in [1, 2] {
         config.endpoints[i].check.port = Some(9000);
     }
-    let plan = validate(&config, &Catalog).unwrap();
+    let plan = validate(&config, &CATALOG).unwrap();
     let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
     assert!(
         std::sync::Arc::ptr_eq(check(1), check(2)),

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ho_config::{CheckKind, CheckOverrides, Target};
-use ho_engine::probe::{Failure, KeptConnection, Probe, TlsCache};
+use ho_config::{CheckOverrides, Target};
+use ho_engine::probe::{Checks, Failure, KeptConnection, Probe, TlsCache};
 use ho_testkit::{Behaviour, Gateway};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -18,12 +18,12 @@ use crate::harness::{
 };
 
 fn kept_check(every: Option<u32>) -> CheckOverrides {
-    CheckOverrides {
-        kind: Some(CheckKind::Http),
-        path: Some("/healthz".into()),
-        reuse_connection: Some(true),
-        fresh_connection_every: every,
-        ..Default::default()
+    let check = CheckOverrides::of_kind("http")
+        .with("path", "/healthz")
+        .with("reuse_connection", true);
+    match every {
+        Some(every) => check.with("fresh_connection_every", every),
+        None => check,
     }
 }
 
@@ -36,7 +36,9 @@ fn probe_for(addr: SocketAddr, check: CheckOverrides) -> Probe {
     };
     let target = Target {
         address: addr.ip(),
-        check: ho_config::resolve_standalone_check(&check).unwrap().into(),
+        check: ho_config::resolve_standalone_check(&check, &Checks)
+            .unwrap()
+            .into(),
     };
     Probe::new(&target, &mut TlsCache::default()).unwrap()
 }
@@ -69,9 +71,9 @@ async fn a_kept_connection_carries_probes_up_to_fresh_connection_every() {
         let (addr, connections) = keep_alive_server(&[LENGTH_OK, CHUNKED_OK]).await;
         let probe = probe_for(
             addr,
-            CheckOverrides {
-                body_contains: body_contains.map(str::to_owned),
-                ..kept_check(None)
+            match body_contains {
+                Some(text) => kept_check(None).with("body_contains", text),
+                None => kept_check(None),
             },
         );
         let mut kept: Option<KeptConnection> = None;
@@ -195,10 +197,10 @@ async fn https_connections_are_kept_with_their_tls_session() {
     let probe = probe_for(
         gw.addr(),
         CheckOverrides {
-            kind: Some(CheckKind::Https),
-            host: Some("gw.test".into()),
-            ca_file: Some(pki.ca_file.clone()),
+            kind: Some("https".into()),
             ..kept_check(None)
+                .with("host", "gw.test")
+                .with("ca_file", &pki.ca_file)
         },
     );
     let mut kept = None;

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ho_config::{CheckKind, CheckOverrides};
+use ho_config::CheckOverrides;
 use ho_engine::probe::{Failure, ProbeResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -25,19 +25,12 @@ async fn answering(addr: SocketAddr, response: &'static [u8]) -> SocketAddr {
 }
 
 async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
-    let http = CheckOverrides {
-        kind: Some(CheckKind::Http),
-        path: Some("/healthz".into()),
-        ..check
-    };
+    let http = check.over(&CheckOverrides::of_kind("http").with("path", "/healthz"));
     probe_within(addr, TIMEOUT, http).await
 }
 
 fn wants_body() -> CheckOverrides {
-    CheckOverrides {
-        body_contains: Some("ready".into()),
-        ..Default::default()
-    }
+    CheckOverrides::default().with("body_contains", "ready")
 }
 
 /// Headers sent, then the body never comes: cut at the timeout.
@@ -131,10 +124,7 @@ async fn response_heads_interim_dribbled_and_oversized() {
         let _ = s.write_all(b"\r\n\r\n").await;
     })
     .await;
-    let status_only = || CheckOverrides {
-        expect_status: Some(vec![200, 204]),
-        ..Default::default()
-    };
+    let status_only = || CheckOverrides::default().with("expect_status", [200, 204]);
     assert_eq!(probe(interim, status_only()).await.outcome, Ok(()));
     assert_eq!(probe(dribbled, status_only()).await.outcome, Ok(()));
     let r = probe(huge, status_only()).await;
@@ -159,10 +149,7 @@ async fn redirects_are_not_followed() {
         probe(addr, CheckOverrides::default()).await.outcome,
         Err(Failure::Status(302))
     );
-    let listed = CheckOverrides {
-        expect_status: Some(vec![200, 302]),
-        ..Default::default()
-    };
+    let listed = CheckOverrides::default().with("expect_status", [200, 302]);
     assert_eq!(probe(addr, listed).await.outcome, Ok(()));
     assert_eq!(
         connections.load(Ordering::SeqCst),
@@ -198,11 +185,8 @@ async fn unanswered_syns_time_out_while_connecting() {
     let addr = listener.local_addr().unwrap().as_socket().unwrap();
     let _filler = std::net::TcpStream::connect(addr).unwrap();
     let dropped_before = listen_overflows();
-    for kind in [CheckKind::Http, CheckKind::Tcp] {
-        let check = CheckOverrides {
-            kind: Some(kind),
-            ..Default::default()
-        };
+    for kind in ["http", "tcp"] {
+        let check = CheckOverrides::of_kind(kind);
         let r = probe_within(addr, TIMEOUT, check).await;
         assert_eq!(r.outcome, Err(Failure::ConnectTimeout), "{kind:?}");
         assert_eq!(r.reason(), "timeout connecting (no answer to SYN)");

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ho_config::{CheckKind, CheckOverrides};
-use ho_engine::probe::{Failure, ProbeResult};
+use ho_config::CheckOverrides;
+use ho_engine::probe::{Checks, Failure, ProbeResult};
 use ho_testkit::{Behaviour, Gateway};
 
 use crate::harness::{loopback, loopback_ip, probe_within};
@@ -15,11 +15,7 @@ async fn probe(addr: SocketAddr, check: CheckOverrides) -> ProbeResult {
 }
 
 fn http() -> CheckOverrides {
-    CheckOverrides {
-        kind: Some(CheckKind::Http),
-        path: Some("/healthz".into()),
-        ..Default::default()
-    }
+    CheckOverrides::of_kind("http").with("path", "/healthz")
 }
 
 #[tokio::test]
@@ -30,23 +26,9 @@ async fn each_failure_has_its_reason() {
     let ok = probe(addr, http()).await;
     assert_eq!(ok.outcome, Ok(()));
 
-    let body_ok = probe(
-        addr,
-        CheckOverrides {
-            body_contains: Some("ready".into()),
-            ..http()
-        },
-    )
-    .await;
+    let body_ok = probe(addr, http().with("body_contains", "ready")).await;
     assert_eq!(body_ok.outcome, Ok(()));
-    let body_bad = probe(
-        addr,
-        CheckOverrides {
-            body_contains: Some("maintenance".into()),
-            ..http()
-        },
-    )
-    .await;
+    let body_bad = probe(addr, http().with("body_contains", "maintenance")).await;
     assert_eq!(body_bad.outcome, Err(Failure::BodyMismatch));
     assert_eq!(body_bad.reason(), "body mismatch");
 
@@ -54,14 +36,7 @@ async fn each_failure_has_its_reason() {
     let status = probe(addr, http()).await;
     assert_eq!(status.outcome, Err(Failure::Status(503)));
     assert_eq!(status.reason(), "status 503");
-    let accepted = probe(
-        addr,
-        CheckOverrides {
-            expect_status: Some(vec![200, 503]),
-            ..http()
-        },
-    )
-    .await;
+    let accepted = probe(addr, http().with("expect_status", [200, 503])).await;
     assert_eq!(accepted.outcome, Ok(()), "503 listed in expect_status");
 
     gw.set(Behaviour::Reset).unwrap();
@@ -76,14 +51,7 @@ async fn each_failure_has_its_reason() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let refused = probe(addr, http()).await;
     assert_eq!(refused.outcome, Err(Failure::Refused));
-    let tcp_refused = probe(
-        addr,
-        CheckOverrides {
-            kind: Some(CheckKind::Tcp),
-            ..Default::default()
-        },
-    )
-    .await;
+    let tcp_refused = probe(addr, CheckOverrides::of_kind("tcp")).await;
     assert_eq!(tcp_refused.outcome, Err(Failure::Refused));
 }
 
@@ -101,14 +69,7 @@ async fn a_hanging_server_is_cut_at_the_timeout() {
         result.latency
     );
     // A TCP check only needs the accept, so a hanging HTTP server is healthy for it.
-    let tcp = probe(
-        gw.addr(),
-        CheckOverrides {
-            kind: Some(CheckKind::Tcp),
-            ..Default::default()
-        },
-    )
-    .await;
+    let tcp = probe(gw.addr(), CheckOverrides::of_kind("tcp")).await;
     assert_eq!(tcp.outcome, Ok(()));
 }
 
@@ -165,32 +126,40 @@ async fn header_values_come_from_files_and_stay_hidden() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("probe-token");
     std::fs::write(&token, "Bearer s3cret-token\n").unwrap();
-    let check = CheckOverrides {
-        headers_from_files: Some([("Authorization".to_owned(), token.clone())].into()),
-        ..http()
-    };
+    let check = http().with(
+        "headers_from_files",
+        std::collections::BTreeMap::from([("Authorization", &token)]),
+    );
     assert_eq!(probe(addr, check.clone()).await.outcome, Ok(()));
     assert_eq!(
         probe(addr, http()).await.outcome,
         Err(Failure::Status(401)),
         "without the header"
     );
-    let spec = ho_config::resolve_standalone_check(&CheckOverrides {
-        port: Some(80),
-        interval: Some(Duration::from_secs(1)),
-        ..check
-    })
+    let spec = ho_config::resolve_standalone_check(
+        &CheckOverrides {
+            port: Some(80),
+            interval: Some(Duration::from_secs(1)),
+            ..check
+        },
+        &Checks,
+    )
     .unwrap();
     let shown = format!("{spec:?} {}", serde_json::to_string(&spec).unwrap());
     assert!(!shown.contains("s3cret"), "{shown}");
     assert!(shown.contains("<redacted>"), "{shown}");
 
-    let missing = ho_config::resolve_standalone_check(&CheckOverrides {
-        port: Some(80),
-        interval: Some(Duration::from_secs(1)),
-        headers_from_files: Some([("Authorization".to_owned(), dir.path().join("nope"))].into()),
-        ..http()
-    })
+    let missing = ho_config::resolve_standalone_check(
+        &CheckOverrides {
+            port: Some(80),
+            interval: Some(Duration::from_secs(1)),
+            ..http().with(
+                "headers_from_files",
+                std::collections::BTreeMap::from([("Authorization", dir.path().join("nope"))]),
+            )
+        },
+        &Checks,
+    )
     .unwrap_err()
     .to_string();
     assert!(
@@ -216,12 +185,10 @@ async fn probes_leave_from_the_source_address() {
         }
     });
     let source = std::net::IpAddr::V4(loopback_ip());
-    for kind in [CheckKind::Http, CheckKind::Tcp] {
+    for (kind, check) in [("http", http()), ("tcp", CheckOverrides::of_kind("tcp"))] {
         let check = CheckOverrides {
-            kind: Some(kind),
-            path: (kind == CheckKind::Http).then(|| "/healthz".into()),
             source_address: Some(source),
-            ..CheckOverrides::default()
+            ..check
         };
         let result = probe(addr, check).await;
         assert!(result.ok(), "{kind:?}: {:?}", result.outcome);

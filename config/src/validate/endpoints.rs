@@ -8,6 +8,7 @@ use crate::model::{CheckOverrides, Config};
 use crate::names::check_object_name;
 use crate::plan::{CheckSpec, Endpoint, Target};
 
+use super::check_kinds::CheckCatalog;
 use super::checks::resolve_check;
 use super::Errors;
 
@@ -18,6 +19,7 @@ pub(super) fn resolve_endpoints(
     config: &Config,
     base: &CheckOverrides,
     default_check: Option<CheckSpec>,
+    checks: &dyn CheckCatalog,
     errs: &mut Errors,
 ) -> (Vec<Option<Endpoint>>, Vec<Target>) {
     // With `[kubernetes] tenants`, resources bring the endpoints.
@@ -63,6 +65,7 @@ pub(super) fn resolve_endpoints(
                 &ep.check.over(base),
                 Some(&ep.check),
                 &format!("{path}.check"),
+                checks,
                 errs,
             )
             .map(|check| match distinct_checks.get(&check) {

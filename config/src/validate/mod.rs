@@ -1,13 +1,13 @@
 //! Pure validation: [`Config`] in, [`Plan`] or every problem at once out. No I/O here, so it
 //! runs the same in `check-config`, at start-up and on reload.
 //!
-//! One file per concern: [`checks`] (probe checks and flap damping; [`check_fields`] says
-//! which kinds read which field), [`endpoints`]
+//! One file per concern: [`checks`] (probe checks and flap damping; [`check_kinds`] is the
+//! seam to the check kinds, which parse their own keys), [`endpoints`]
 //! (endpoints into shared probe targets), [`tenants`] (selection, domains, policies),
 //! [`sinks`] (the seam to the sink kinds, which check their own tables). Errors keep the
 //! order of the file, so an operator reads them top to bottom.
 
-mod check_fields;
+mod check_kinds;
 mod checks;
 mod endpoints;
 mod kubernetes;
@@ -23,7 +23,7 @@ use crate::model::{
 use crate::names::{check_header_name, check_header_value, check_url};
 use crate::plan::{CheckSpec, Plan, Target};
 
-pub use check_fields::{check_fields, kind_name, Readers};
+pub use check_kinds::{CheckCatalog, KindCheck, ResolvedCheck, SameCheck};
 pub use sinks::{Claim, Parsed, SinkCatalog, SinkSpec, TenantUse};
 
 /// One problem, located by the path of the field that causes it.
@@ -72,6 +72,33 @@ impl ValidationErrors {
     }
 }
 
+/// Deserializes a component's own keys (a sink table's, a check kind's) into its settings
+/// type `T`, reporting errors under `path` in the operator's words ([`crate::explain`]).
+pub fn parse_keys<T: serde::de::DeserializeOwned>(
+    keys: &std::collections::BTreeMap<String, figment::value::Value>,
+    path: &str,
+) -> Result<T, Vec<FieldError>> {
+    use figment::value::{Tag, Value};
+    let dict = keys.clone().into_iter().collect();
+    Value::Dict(Tag::Default, dict)
+        .deserialize::<T>()
+        .map_err(|e| {
+            e.into_iter()
+                .map(|e| {
+                    let mut at = path.to_owned();
+                    for p in &e.path {
+                        at.push('.');
+                        at.push_str(p);
+                    }
+                    FieldError {
+                        path: at,
+                        reason: crate::explain::explain(&e.kind),
+                    }
+                })
+                .collect()
+        })
+}
+
 /// The collector validation pushes into while it walks the config.
 type Errors = ValidationErrors;
 
@@ -86,16 +113,27 @@ fn default_startup_grace(targets: &[Target]) -> Duration {
     longest * 3
 }
 
-/// Validates `config`; every `[sinks.*]` table is parsed and checked by its kind in
-/// `catalog` (the sinks crate's registry).
-pub fn validate(config: &Config, catalog: &dyn SinkCatalog) -> Result<Plan, ValidationErrors> {
+/// The component kinds a program knows: the sink kinds that parse `[sinks.*]` tables and
+/// the check kinds that parse check tables. The binary's is `ho_sinks::registry::CATALOG`.
+#[derive(Clone, Copy)]
+pub struct Kinds<'a> {
+    /// The sink kinds (the sinks crate's registry).
+    pub sinks: &'a dyn SinkCatalog,
+    /// The check kinds (the engine's probe registry).
+    pub checks: &'a dyn CheckCatalog,
+}
+
+/// Validates `config`; every `[sinks.*]` table and every check table's own keys are parsed
+/// and checked by their kind in `kinds`.
+pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationErrors> {
     let mut errs = Errors::default();
     let base = config.defaults.check.over(&CheckOverrides::builtin());
-    let default_check = checks::resolve_check(&base, None, "defaults.check", &mut errs);
+    let default_check =
+        checks::resolve_check(&base, None, "defaults.check", kinds.checks, &mut errs);
 
     let (endpoints, targets) =
-        endpoints::resolve_endpoints(config, &base, default_check, &mut errs);
-    let sinks = sinks::resolve_sinks(config, catalog, &mut errs);
+        endpoints::resolve_endpoints(config, &base, default_check, kinds.checks, &mut errs);
+    let sinks = sinks::resolve_sinks(config, kinds.sinks, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
@@ -257,10 +295,13 @@ fn check_limits(config: &Config, errs: &mut Errors) {
 
 /// Resolves one check given on its own (the `probe` command's flags) over the built-in
 /// defaults, with the same rules as the config; errors are located under `check`.
-pub fn resolve_standalone_check(check: &CheckOverrides) -> Result<CheckSpec, ValidationErrors> {
+pub fn resolve_standalone_check(
+    check: &CheckOverrides,
+    kinds: &dyn CheckCatalog,
+) -> Result<CheckSpec, ValidationErrors> {
     let mut errs = Errors::default();
     let merged = check.over(&CheckOverrides::builtin());
-    match checks::resolve_check(&merged, Some(check), "check", &mut errs) {
+    match checks::resolve_check(&merged, Some(check), "check", kinds, &mut errs) {
         Some(spec) if errs.0.is_empty() => Ok(spec),
         _ => Err(errs),
     }

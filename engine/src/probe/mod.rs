@@ -9,6 +9,7 @@
 mod connect;
 mod http;
 mod outcome;
+mod registry;
 mod tcp;
 mod tls;
 
@@ -19,13 +20,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ho_config::{Protocol, Target};
+use ho_config::Target;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
 pub use crate::tls_client::TlsError;
+pub use http::{HttpCheck, HttpsCheck, SecretValue};
 pub use outcome::{Failure, ProbeResult};
+pub use registry::{parse_url, with_check_fields, Checks, UrlTarget};
 pub use tls::TlsCache;
 
 /// A ready-to-run health check for one target: everything parsed and allocated once.
@@ -44,9 +47,10 @@ struct Dial {
     source: Option<IpAddr>,
 }
 
-/// One check kind. A kind is one implementation of this trait in its own module (`tcp`,
-/// `http` for http and https), chosen from the plan by [`Probe::new`]; the deadline, the
-/// timing of the result and the failure taxonomy ([`Failure`]) are shared.
+/// One check kind's attempt. A kind is its settings (`registry::CheckSettings`) and one
+/// implementation of this trait in its own module (`tcp`, `http` for http and https), built
+/// for a target by [`Probe::new`] through the registry; the deadline, the timing of the
+/// result and the failure taxonomy ([`Failure`]) are shared.
 trait ProbeKind: Send + Sync {
     /// One attempt against `dial`, cut by the caller at the check's timeout. It records in
     /// `progress` how far it got (a timeout after the connection is up is `Timeout`, not
@@ -92,18 +96,10 @@ impl Probe {
     /// Builds the probe for `target`, loading TLS trust through `tls` (shared between
     /// targets with the same trust settings).
     pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, TlsError> {
-        let addr = SocketAddr::new(target.address, target.check.port);
-        let kind: Arc<dyn ProbeKind> = match &target.check.protocol {
-            Protocol::Tcp => Arc::new(tcp::TcpConnect),
-            Protocol::Http(h) => Arc::new(http::HttpProbe::new(h, addr, None)),
-            Protocol::Https { http, tls: trust } => {
-                let tls = tls.target(trust, http.host.as_deref(), target.address)?;
-                Arc::new(http::HttpProbe::new(http, addr, Some(tls)))
-            }
-        };
+        let kind = registry::probe_for(target, tls)?;
         Ok(Probe {
             dial: Dial {
-                addr,
+                addr: SocketAddr::new(target.address, target.check.port),
                 source: target.check.source_address,
             },
             timeout: target.check.timing.timeout,
@@ -140,16 +136,16 @@ mod tests {
     #[test]
     fn a_probe_in_flight_is_small() {
         let check = ho_config::CheckOverrides {
-            kind: Some(ho_config::CheckKind::Http),
-            path: Some("/healthz".into()),
             port: Some(8080),
             interval: Some(Duration::from_secs(1)),
             timeout: Some(Duration::from_millis(500)),
-            ..Default::default()
+            ..ho_config::CheckOverrides::of_kind("http").with("path", "/healthz")
         };
         let target = Target {
             address: "127.0.0.1".parse().unwrap(),
-            check: ho_config::resolve_standalone_check(&check).unwrap().into(),
+            check: ho_config::resolve_standalone_check(&check, &Checks)
+                .unwrap()
+                .into(),
         };
         let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
         let mut kept = None;

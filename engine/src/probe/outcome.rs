@@ -34,6 +34,15 @@ pub enum Failure {
     Status(u16),
     /// `body_contains` was not found within `body_limit`.
     BodyMismatch,
+    /// The target answered, not as its check kind expects (a DNS rcode, a missing answer):
+    /// a label of the kind's, bounded, for metrics, and the detail for the operator. A kind
+    /// names its own reasons without a variant here.
+    Answer {
+        /// The metric label (`rcode`, `answer`).
+        label: &'static str,
+        /// What was found (`rcode NXDOMAIN`).
+        detail: String,
+    },
 }
 
 impl Failure {
@@ -52,6 +61,7 @@ impl Failure {
             Failure::Protocol(_) => "protocol",
             Failure::Status(_) => "status",
             Failure::BodyMismatch => "body_mismatch",
+            Failure::Answer { label, .. } => label,
         }
     }
 
@@ -85,6 +95,7 @@ impl fmt::Display for Failure {
             Failure::Protocol(msg) => write!(f, "protocol: {msg}"),
             Failure::Status(code) => write!(f, "status {code}"),
             Failure::BodyMismatch => f.write_str("body mismatch"),
+            Failure::Answer { detail, .. } => f.write_str(detail),
             other => f.write_str(other.label()),
         }
     }

@@ -1,12 +1,60 @@
 //! The `tcp` kind: healthy when the target accepts a TCP connection within the deadline.
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ho_config::{KindSettings, ResolvedCheck, Target};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::connect::{self, SocketSetup};
-use super::{Attempt, Dial, KeptConnection, ProbeKind, Progress};
+use super::registry::{CheckSettings, Problems};
+use super::{Attempt, Dial, KeptConnection, ProbeKind, Progress, TlsCache, TlsError};
+
+/// `kind = "tcp"`: a connect, nothing more; the kind has no keys of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSettings {}
+
+impl ResolvedCheck for TcpSettings {
+    fn kind(&self) -> &'static str {
+        Self::KIND
+    }
+
+    fn url(&self, target: SocketAddr) -> String {
+        format!("tcp://{target}")
+    }
+}
+
+impl CheckSettings for TcpSettings {
+    const KIND: &'static str = "tcp";
+    const DEFAULT_PORT: Option<u16> = Some(80);
+    const URL_PORT: Option<u16> = None;
+    type Resolved = TcpSettings;
+
+    fn resolve(self, _problems: &mut Problems<'_>) -> Option<TcpSettings> {
+        Some(self)
+    }
+
+    fn probe(
+        _check: &TcpSettings,
+        _target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        Ok(Arc::new(TcpConnect))
+    }
+
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        match rest {
+            "" | "/" => Ok(KindSettings::new()),
+            _ => Err(format!("a tcp target takes no path: {rest:?}")),
+        }
+    }
+}
 
 /// A TCP connect check; it has nothing to prepare.
-pub(super) struct TcpConnect;
+struct TcpConnect;
 
 impl ProbeKind for TcpConnect {
     fn attempt<'a>(

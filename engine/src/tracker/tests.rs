@@ -43,7 +43,11 @@ pub(crate) fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
     .merge(Toml::string(&text))
     .extract()
     .unwrap();
-    Arc::new(ho_config::validate(&config, &TestSinks).unwrap_or_else(|e| panic!("{e}\n{text}")))
+    let kinds = ho_config::Kinds {
+        sinks: &TestSinks,
+        checks: &crate::probe::Checks,
+    };
+    Arc::new(ho_config::validate(&config, &kinds).unwrap_or_else(|e| panic!("{e}\n{text}")))
 }
 
 /// The engine knows no concrete sink: its tests use a kind `test` with no settings that

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ho_config::model::{EndpointConfig, NamespaceAllowance, TenantConfig};
-use ho_config::validate::{validate, SinkCatalog};
+use ho_config::validate::{validate, Kinds};
 use ho_config::{Config, EndpointSelection};
 use kube::ResourceExt;
 
@@ -87,7 +87,7 @@ impl Admitter {
         base: &Config,
         resources: &[&DNSFailover],
         world: &dyn Lookup,
-        catalog: &dyn SinkCatalog,
+        catalog: &Kinds<'_>,
     ) -> Admission {
         let mut ordered: Vec<&DNSFailover> = resources.to_vec();
         ordered.sort_by(|a, b| {
@@ -129,7 +129,7 @@ impl Admitter {
         alone: &mut Config,
         claims: &mut Claims,
         world: &dyn Lookup,
-        catalog: &dyn SinkCatalog,
+        catalog: &Kinds<'_>,
     ) -> Verdict {
         let Some(allow) = alone.kubernetes.allow.iter().find(|a| a.namespace == k.0) else {
             return refuse(
@@ -215,7 +215,7 @@ impl Admitter {
         tenant: &str,
         found: &[Found],
         alone: &mut Config,
-        catalog: &dyn SinkCatalog,
+        catalog: &Kinds<'_>,
     ) -> Result<(), Verdict> {
         let votes = alone.multi_cluster.enabled;
         let config = tenant_config(resource, tenant, found, votes)

@@ -181,7 +181,7 @@ fn namespaces_claim_only_what_they_are_allowed() {
         }],
     );
     let all = [&ok, &stranger, &poacher, &lookalike, &sink, &nodes];
-    let a = Admitter::default().admit(&base(), &all, &World::default(), &ho_sinks::Catalog);
+    let a = Admitter::default().admit(&base(), &all, &World::default(), &ho_sinks::CATALOG);
 
     assert_eq!(
         verdict(&a, "team-a", "api"),
@@ -241,7 +241,7 @@ fn the_first_claimant_keeps_a_name() {
         &base(),
         &[&newer, &older, &file],
         &World::default(),
-        &ho_sinks::Catalog,
+        &ho_sinks::CATALOG,
     );
     assert!(matches!(
         verdict(&a, "team-a", "older"),
@@ -295,7 +295,7 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
         &base(),
         &[&bad_address, &bad_check, &bad_ttl, &two_kinds],
         &World::default(),
-        &ho_sinks::Catalog,
+        &ho_sinks::CATALOG,
     );
     let (_, message) = refusal(verdict(&a, "team-a", "addr"));
     assert_eq!(
@@ -337,7 +337,7 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
     );
     let mut world = World::default();
     let mut admitter = Admitter::default();
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
     match verdict(&a, "team-b", "gw") {
         Verdict::Waiting { message } => assert_eq!(
             message,
@@ -366,7 +366,7 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
         BTreeMap::from([("role".into(), "gw".into())]),
         "192.0.2.40".parse().unwrap(),
     ));
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
     assert!(matches!(
         verdict(&a, "team-b", "gw"),
         Verdict::Accepted {
@@ -389,13 +389,13 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
 
     // One node leaves: it leaves the tenant.
     world.nodes.remove(0);
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
     assert_eq!(a.config.endpoints.len(), 2);
 
     // Every source empties at once: the last addresses stay published and probed.
     world.gateways.clear();
     world.nodes.clear();
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::Catalog);
+    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
     assert!(matches!(
         verdict(&a, "team-b", "gw"),
         Verdict::Accepted {
@@ -417,7 +417,7 @@ fn long_names_stay_within_the_config_alphabet_and_length() {
         &["long.team-a.io"],
         vec![addresses(&["2001:db8::1"])],
     );
-    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &ho_sinks::Catalog);
+    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &ho_sinks::CATALOG);
     let Verdict::Accepted { tenant, .. } = verdict(&a, ns, name) else {
         panic!()
     };

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ho_config::validate::{validate, SinkCatalog, ValidationErrors};
+use ho_config::validate::{validate, Kinds, ValidationErrors};
 use ho_config::{Config, Plan};
 use ho_engine::leadership::Leadership;
 use ho_engine::Engine;
@@ -35,7 +35,7 @@ pub struct Controller {
     client: Client,
     watched: Watched,
     admitter: Admitter,
-    catalog: Box<dyn SinkCatalog + Send + Sync>,
+    catalog: Kinds<'static>,
     base: Config,
     verdicts: BTreeMap<Key, Verdict>,
     /// A digest of what the resources contributed at the last round handed out.
@@ -56,7 +56,7 @@ impl Controller {
     pub async fn start(
         client: Client,
         base: Config,
-        catalog: Box<dyn SinkCatalog + Send + Sync>,
+        catalog: Kinds<'static>,
         leadership: Leadership,
         kuadrant: Option<Box<dyn Translate>>,
     ) -> Controller {
@@ -128,9 +128,9 @@ impl Controller {
             kuadrant.refresh(&self.base);
         }
         input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
-        let admission =
-            self.admitter
-                .admit(&self.base, &input, &self.watched, self.catalog.as_ref());
+        let admission = self
+            .admitter
+            .admit(&self.base, &input, &self.watched, &self.catalog);
         self.verdicts = admission.verdicts;
         self.verdicts
             .extend(self.kuadrant.iter().flat_map(|k| k.refusals()));
@@ -138,7 +138,7 @@ impl Controller {
         if self.applied == Some(digest) {
             return None;
         }
-        let plan = validate(&admission.config, self.catalog.as_ref());
+        let plan = validate(&admission.config, &self.catalog);
         if plan.is_ok() {
             self.applied = Some(digest);
             let accepted = self

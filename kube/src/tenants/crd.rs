@@ -5,6 +5,7 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use super::resource::DNSFailover;
@@ -30,6 +31,9 @@ pub fn crd() -> CustomResourceDefinition {
 
 /// Rewrites one schema node and its children.
 fn structural(node: &mut Value) {
+    if is_check_table(node) {
+        ho_engine::probe::with_check_fields(node, SchemaSettings::openapi3());
+    }
     let Some(map) = node.as_object_mut() else {
         return;
     };
@@ -41,7 +45,7 @@ fn structural(node: &mut Value) {
     if let Some(Value::Array(branches)) = map.get("anyOf").cloned() {
         collapse_any_of(map, &branches);
     }
-    // The check fields' `x-kinds` tags (which kinds read a field) are ours; the API server
+    // The check keys' `x-kinds` tags (which kinds read a key) are ours; the API server
     // takes no extension but its own `x-kubernetes-*`.
     map.remove("x-kinds");
     // Formats the API server does not know (Rust integer widths, `ip`) say nothing to it.
@@ -63,6 +67,23 @@ fn structural(node: &mut Value) {
             structural(child);
         }
     }
+}
+
+/// Whether `node` is a check table: it has every common key of one. The CRD's schema type
+/// keeps no extensions, so the config's `x-check-table` tag does not reach here; the kinds'
+/// keys must be added to every such node, or the API server would prune them.
+fn is_check_table(node: &Value) -> bool {
+    static COMMON: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let common = COMMON.get_or_init(|| {
+        let schema = schemars::schema_for!(ho_config::CheckOverrides);
+        schema.as_value()["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    });
+    node["properties"]
+        .as_object()
+        .is_some_and(|p| !common.is_empty() && common.iter().all(|k| p.contains_key(k)))
 }
 
 /// `Option<enum>` (a string enum or null) becomes a nullable string enum; an integer or a

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_config::{CheckOverrides, Target};
-use ho_engine::probe::{Probe, ProbeResult, TlsCache};
+use ho_engine::probe::{Checks, Probe, ProbeResult, TlsCache};
 
 /// One probe of `addr` with `check` (port and interval filled in), cut at `timeout` unless
 /// `check` sets its own.
@@ -19,7 +19,7 @@ pub async fn probe_within(
         interval: Some(Duration::from_secs(1)),
         ..check
     };
-    let spec = ho_config::resolve_standalone_check(&check).unwrap();
+    let spec = ho_config::resolve_standalone_check(&check, &Checks).unwrap();
     let target = Target {
         address: addr.ip(),
         check: spec.into(),

@@ -4,16 +4,17 @@
 
 mod body;
 mod request;
+mod resolve;
+mod settings;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-
-use ho_config::HttpCheck;
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
 use super::{Attempt, Dial, Failure, KeptConnection, ProbeKind, Progress, Stream};
 use request::HttpRequest;
+pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings, SecretValue};
 
 /// An HTTP check of one target: the request prepared once, and its TLS for https.
 pub(super) struct HttpProbe {

@@ -10,11 +10,11 @@
 //! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
 //! 8 KB connection state inside every probe in flight.
 
-use ho_config::HttpCheck;
 use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::body::{read_body, BodyRead, Framing};
+use super::HttpCheck;
 use crate::probe::Failure;
 
 /// Largest response head read; a health endpoint's is far smaller.
@@ -219,8 +219,7 @@ fn host_text(addr: SocketAddr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_head, Failure, Framing, Head, HttpRequest};
-    use ho_config::HttpCheck;
+    use super::{parse_head, Failure, Framing, Head, HttpCheck, HttpRequest};
 
     #[test]
     fn only_a_request_longer_than_a_segment_needs_nodelay() {

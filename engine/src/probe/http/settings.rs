@@ -1,0 +1,259 @@
+//! The `http` and `https` kinds' keys as written ([`HttpSettings`], [`HttpsSettings`]) and
+//! resolved ([`HttpCheck`], [`HttpsCheck`]): what the request is and which answer counts as
+//! healthy.
+
+use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ho_config::{KindSettings, ResolvedCheck, Target, TlsCheck};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::HttpProbe;
+use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::{ProbeKind, TlsCache, TlsError};
+
+/// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
+/// matches, if asked).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    /// HTTP request path (default `/`).
+    pub path: Option<String>,
+    /// HTTP status codes that count as healthy (default `[200]`): codes and ranges
+    /// (`[200, "300-399"]`, Kuadrant's probes accept 200 and 201), expanded into codes when
+    /// read.
+    #[serde(default, deserialize_with = "status_codes")]
+    #[schemars(with = "Option<Vec<StatusEntry>>")]
+    pub expect_status: Option<Vec<u16>>,
+    /// `Host` header, and the TLS server name for https (default: the endpoint's address).
+    pub host: Option<String>,
+    /// Extra request headers, e.g. an auth token the health endpoint wants.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Request headers whose values are read from files (a mounted Secret), at load and at
+    /// every reload: `{ Authorization = "/run/secrets/probe-token" }`. The values are never
+    /// logged or shown; only the file names are.
+    pub headers_from_files: Option<BTreeMap<String, PathBuf>>,
+    /// Healthy only if the response body contains this text (within `body_limit`).
+    pub body_contains: Option<String>,
+    /// Most body bytes read when `body_contains` is set (default 64 KiB); a larger body is
+    /// judged on its prefix.
+    pub body_limit: Option<usize>,
+    /// Keep the connection open between probes (HTTP/1.1 keep-alive, TLS session kept)
+    /// instead of opening one per probe. Off by default: a reused connection does not see
+    /// faults that only new connections meet (a firewall rule, a full accept queue,
+    /// conntrack), so a fresh one is still opened after every failure and at least every
+    /// `fresh_connection_every` probes.
+    pub reuse_connection: Option<bool>,
+    /// With `reuse_connection`: most probes carried by one connection (default 10), so new
+    /// connections are still tested at least every `fresh_connection_every` intervals.
+    pub fresh_connection_every: Option<u32>,
+}
+
+/// `kind = "https"`: like `http`, over TLS.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct HttpsSettings {
+    /// The HTTP keys.
+    #[serde(flatten)]
+    pub http: HttpSettings,
+    /// Accept any certificate. Opt-in because it hides a broken certificate.
+    pub insecure: Option<bool>,
+    /// PEM file of CA certificates to trust instead of the system roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// An `expect_status` entry as written: a code or a range (`"200-299"`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum StatusEntry {
+    Code(u16),
+    Range(String),
+}
+
+/// `expect_status` entries: a code (`200`) or an inclusive range (`"200-299"`).
+fn status_codes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u16>>, D::Error> {
+    let mut codes = Vec::new();
+    for entry in Vec::<StatusEntry>::deserialize(d)? {
+        match entry {
+            StatusEntry::Code(code) => codes.push(code),
+            StatusEntry::Range(text) => {
+                let range = text
+                    .split_once('-')
+                    .and_then(|(a, b)| {
+                        Some((a.trim().parse::<u16>().ok()?, b.trim().parse::<u16>().ok()?))
+                    })
+                    .filter(|(a, b)| a <= b && *b - *a < 600);
+                let Some((first, last)) = range else {
+                    return Err(serde::de::Error::custom(format!(
+                        "{text:?} is neither a status code nor a range like \"200-299\""
+                    )));
+                };
+                codes.extend(first..=last);
+            }
+        }
+    }
+    Ok(Some(codes))
+}
+
+/// HTTP request and the response that counts as healthy, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct HttpCheck {
+    /// Request path, starting with `/`.
+    pub path: String,
+    /// `Host` header; `None` means the address.
+    pub host: Option<String>,
+    /// Extra request headers (names and values already checked to be valid HTTP).
+    pub headers: BTreeMap<String, String>,
+    /// Headers whose values came from `headers_from_files`: shown redacted.
+    pub secret_headers: BTreeMap<String, SecretValue>,
+    /// Healthy status codes.
+    pub expect_status: Vec<u16>,
+    /// Required body substring.
+    pub body_contains: Option<String>,
+    /// Most body bytes read when `body_contains` is set, or drained to reuse a connection.
+    pub body_limit: usize,
+    /// Probes one connection carries: 1 opens a fresh connection per probe (the default),
+    /// more is `reuse_connection` with `fresh_connection_every`.
+    pub probes_per_connection: u32,
+}
+
+/// An https check, resolved: the HTTP part and whom to trust.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct HttpsCheck {
+    /// The HTTP part.
+    pub http: HttpCheck,
+    /// The TLS part.
+    pub tls: TlsCheck,
+}
+
+/// A header value read from a file: compared and hashed like any value (a new secret makes
+/// a new probe target at reload), but `<redacted>` wherever it would be printed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a value read from a file.
+    pub fn new(value: String) -> SecretValue {
+        SecretValue(value)
+    }
+
+    /// The value, for the one place that sends it (the probe's request head).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Serialize for SecretValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
+}
+
+impl ResolvedCheck for HttpCheck {
+    fn kind(&self) -> &'static str {
+        HttpSettings::KIND
+    }
+
+    fn url(&self, target: SocketAddr) -> String {
+        format!("http://{target}{}", self.path)
+    }
+
+    fn keeps_connection(&self) -> bool {
+        self.probes_per_connection > 1
+    }
+}
+
+impl ResolvedCheck for HttpsCheck {
+    fn kind(&self) -> &'static str {
+        HttpsSettings::KIND
+    }
+
+    fn url(&self, target: SocketAddr) -> String {
+        format!("https://{target}{}", self.http.path)
+    }
+
+    fn keeps_connection(&self) -> bool {
+        self.http.keeps_connection()
+    }
+
+    fn unverified_tls(&self) -> bool {
+        self.tls.insecure
+    }
+}
+
+impl CheckSettings for HttpSettings {
+    const KIND: &'static str = "http";
+    const DEFAULT_PORT: Option<u16> = Some(80);
+    const URL_PORT: Option<u16> = Some(80);
+    type Resolved = HttpCheck;
+
+    fn resolve(self, problems: &mut Problems<'_>) -> Option<HttpCheck> {
+        super::resolve::http(self, problems)
+    }
+
+    fn probe(
+        check: &HttpCheck,
+        target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        let addr = SocketAddr::new(target.address, target.check.port);
+        Ok(Arc::new(HttpProbe::new(check, addr, None)))
+    }
+
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        path_key(rest)
+    }
+}
+
+impl CheckSettings for HttpsSettings {
+    const KIND: &'static str = "https";
+    // As documented since the first release: every kind's port defaults to 80.
+    const DEFAULT_PORT: Option<u16> = Some(80);
+    const URL_PORT: Option<u16> = Some(443);
+    type Resolved = HttpsCheck;
+
+    fn resolve(self, problems: &mut Problems<'_>) -> Option<HttpsCheck> {
+        let insecure = self.insecure.unwrap_or(false);
+        if insecure && self.ca_file.is_some() {
+            problems.push(
+                "insecure",
+                "insecure = true ignores ca_file; set one or the other",
+            );
+        }
+        let tls = TlsCheck {
+            insecure,
+            ca_file: self.ca_file,
+        };
+        let http = super::resolve::http(self.http, problems)?;
+        Some(HttpsCheck { http, tls })
+    }
+
+    fn probe(
+        check: &HttpsCheck,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        let addr = SocketAddr::new(target.address, target.check.port);
+        let tls = tls.target(&check.tls, check.http.host.as_deref(), target.address)?;
+        Ok(Arc::new(HttpProbe::new(&check.http, addr, Some(tls))))
+    }
+
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        path_key(rest)
+    }
+}
+
+/// A `probe` URL's path (`/` when it has none).
+fn path_key(rest: &str) -> Result<KindSettings, String> {
+    let path = if rest.is_empty() { "/" } else { rest };
+    Ok(KindSettings::from([("path".to_owned(), path.into())]))
+}

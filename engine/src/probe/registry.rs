@@ -1,0 +1,350 @@
+//! The one place check kinds are registered. Adding a check kind is its module under
+//! `probe/` (its settings type implementing [`CheckSettings`], its attempt implementing
+//! `ProbeKind`) and one line in [`KINDS`]: validation, the config schema, the CRD and
+//! `health-orchestrator probe` learn the kind from here.
+
+use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use ho_config::validate::parse_keys;
+use ho_config::{CheckCatalog, FieldError, KindCheck, KindSettings, ResolvedCheck, Target};
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::http::{HttpSettings, HttpsSettings};
+use super::tcp::TcpSettings;
+use super::{ProbeKind, TlsCache, TlsError};
+
+/// Every check kind this program knows, in the order error messages list them.
+const KINDS: &[&dyn Kind] = &[
+    &Registered::<HttpSettings>::KIND,
+    &Registered::<HttpsSettings>::KIND,
+    &Registered::<TcpSettings>::KIND,
+];
+
+/// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
+pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'static {
+    /// The `kind` name in the config, and the URL scheme `health-orchestrator probe` takes.
+    const KIND: &'static str;
+
+    /// The port a check probes when none is set (`None`: it must be set).
+    const DEFAULT_PORT: Option<u16>;
+
+    /// The port a `probe` URL without one gets (`None`: the URL must name it).
+    const URL_PORT: Option<u16>;
+
+    /// What the plan carries: the settings checked, with defaults filled in.
+    type Resolved: ResolvedCheck + PartialEq + Hash + Serialize;
+
+    /// Checks the settings and fills in defaults; reports every problem in `problems`.
+    /// May read the files the settings name (header secrets), as validation does at every
+    /// load and reload.
+    fn resolve(self, problems: &mut Problems<'_>) -> Option<Self::Resolved>;
+
+    /// The attempt for one target, prepared once.
+    fn probe(
+        check: &Self::Resolved,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError>;
+
+    /// The keys the part of a `probe` URL after its authority sets (`/healthz` for http);
+    /// an error when the kind takes nothing there.
+    fn url_keys(rest: &str) -> Result<KindSettings, String>;
+}
+
+/// Problems found in one check table's own keys, located under its path.
+pub(super) struct Problems<'a> {
+    path: &'a str,
+    errors: Vec<FieldError>,
+}
+
+impl Problems<'_> {
+    /// A problem with key `field` (a dotted or indexed path below the table).
+    pub fn push(&mut self, field: &str, reason: impl Into<String>) {
+        self.errors.push(FieldError {
+            path: format!("{}.{field}", self.path),
+            reason: reason.into(),
+        });
+    }
+
+    /// Whether anything was found.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// One registered kind, whatever its settings type.
+trait Kind: Sync {
+    fn name(&self) -> &'static str;
+    fn default_port(&self) -> Option<u16>;
+    fn url_port(&self) -> Option<u16>;
+    /// The JSON Schema of the kind's keys, subschemas inlined (draft-07 or OpenAPI 3).
+    fn schema(&self, settings: SchemaSettings) -> Value;
+    fn resolve(&self, settings: KindSettings, path: &str) -> Result<KindCheck, Vec<FieldError>>;
+    fn probe(
+        &self,
+        check: &KindCheck,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError>;
+    fn url_keys(&self, rest: &str) -> Result<KindSettings, String>;
+}
+
+/// The registration of the kind whose settings are `T`: one generic [`Kind`] for every
+/// [`CheckSettings`], so registering a kind is one line in [`KINDS`].
+struct Registered<T>(PhantomData<fn() -> T>);
+
+impl<T> Registered<T> {
+    const KIND: Registered<T> = Registered(PhantomData);
+}
+
+impl<T: CheckSettings> Kind for Registered<T> {
+    fn name(&self) -> &'static str {
+        T::KIND
+    }
+
+    fn default_port(&self) -> Option<u16> {
+        T::DEFAULT_PORT
+    }
+
+    fn url_port(&self) -> Option<u16> {
+        T::URL_PORT
+    }
+
+    fn schema(&self, settings: SchemaSettings) -> Value {
+        settings
+            .with(|s| s.inline_subschemas = true)
+            .into_generator()
+            .into_root_schema_for::<T>()
+            .to_value()
+    }
+
+    fn resolve(&self, settings: KindSettings, path: &str) -> Result<KindCheck, Vec<FieldError>> {
+        let parsed: T = parse_keys(&settings, path)?;
+        let mut problems = Problems {
+            path,
+            errors: Vec::new(),
+        };
+        match parsed.resolve(&mut problems) {
+            Some(resolved) if problems.is_empty() => Ok(KindCheck::new(resolved)),
+            _ => Err(problems.errors),
+        }
+    }
+
+    fn probe(
+        &self,
+        check: &KindCheck,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        let check = check
+            .downcast::<T::Resolved>()
+            .expect("a check is probed by the kind that resolved it");
+        T::probe(check, target, tls)
+    }
+
+    fn url_keys(&self, rest: &str) -> Result<KindSettings, String> {
+        T::url_keys(rest)
+    }
+}
+
+/// The kind named `name`, which validation made sure exists.
+fn kind(name: &str) -> &'static dyn Kind {
+    *KINDS
+        .iter()
+        .find(|k| k.name() == name)
+        .expect("validation resolves only registered kinds")
+}
+
+/// The attempt for `target`, prepared by its check's kind.
+pub(super) fn probe_for(
+    target: &Target,
+    tls: &mut TlsCache,
+) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    let check = &target.check.settings;
+    kind(check.get().kind()).probe(check, target, tls)
+}
+
+/// The check kinds, as validation asks for them (`ho_config::Kinds::checks`).
+pub struct Checks;
+
+impl CheckCatalog for Checks {
+    fn kinds(&self) -> Vec<&'static str> {
+        KINDS.iter().map(|k| k.name()).collect()
+    }
+
+    fn reads(&self, kind: &str) -> &[String] {
+        static READS: OnceLock<BTreeMap<&'static str, Vec<String>>> = OnceLock::new();
+        let reads = READS.get_or_init(|| {
+            KINDS
+                .iter()
+                .map(|k| {
+                    let schema = k.schema(SchemaSettings::draft07());
+                    let keys = schema["properties"]
+                        .as_object()
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default();
+                    (k.name(), keys)
+                })
+                .collect()
+        });
+        reads.get(kind).map_or(&[], Vec::as_slice)
+    }
+
+    fn default_port(&self, kind_name: &str) -> Option<u16> {
+        KINDS
+            .iter()
+            .find(|k| k.name() == kind_name)
+            .and_then(|k| k.default_port())
+    }
+
+    fn resolve(
+        &self,
+        kind_name: &str,
+        settings: KindSettings,
+        path: &str,
+    ) -> Result<KindCheck, Vec<FieldError>> {
+        kind(kind_name).resolve(settings, path)
+    }
+}
+
+/// The schema of every kind's keys, each tagged with the kinds that read it (`x-kinds`): a
+/// check table holds the common keys plus these.
+fn check_fields_schema(settings: SchemaSettings) -> Map<String, Value> {
+    let mut fields = Map::new();
+    for k in KINDS {
+        let schema = k.schema(settings.clone());
+        let Some(properties) = schema["properties"].as_object() else {
+            continue;
+        };
+        for (key, field) in properties {
+            let entry = fields.entry(key.clone()).or_insert_with(|| {
+                let mut field = field.clone();
+                if let Some(map) = field.as_object_mut() {
+                    // Every key is optional; `null` is no TOML value.
+                    map.remove("default");
+                }
+                field["x-kinds"] = json!([]);
+                field
+            });
+            if let Some(kinds) = entry["x-kinds"].as_array_mut() {
+                kinds.push(json!(k.name()));
+            }
+        }
+    }
+    fields
+}
+
+/// Adds every check kind's keys to a check table's schema (the node the config's
+/// `x-check-table` tag marks: the config schema's definition, or the CRD's inlined copies),
+/// lists the kinds as `kind`'s values, and removes the tag.
+pub fn with_check_fields(table: &mut Value, settings: SchemaSettings) {
+    if let Some(map) = table.as_object_mut() {
+        map.remove("x-check-table");
+    }
+    let fields = check_fields_schema(settings);
+    if let Some(properties) = table["properties"].as_object_mut() {
+        if let Some(kind) = properties.get_mut("kind") {
+            kind["enum"] = json!(Checks.kinds());
+        }
+        properties.extend(fields);
+    }
+}
+
+/// What `health-orchestrator probe` probes: a host (a name or an address), a port and the
+/// check.
+#[derive(Debug, PartialEq)]
+pub struct UrlTarget {
+    /// The host as written (an address or a name to resolve).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The check: its kind and the keys the URL sets.
+    pub check: ho_config::CheckOverrides,
+}
+
+/// Parses `SCHEME://HOST[:PORT][REST]`, where a scheme is a kind name, or `HOST:PORT` (a
+/// TCP connect); IPv6 addresses in brackets.
+pub fn parse_url(text: &str) -> Result<UrlTarget, String> {
+    let (kind, rest) = match text.split_once("://") {
+        Some((scheme, rest)) => match KINDS.iter().find(|k| k.name() == scheme) {
+            Some(kind) => (*kind, rest),
+            None => {
+                let names: Vec<&str> = KINDS.iter().map(|k| k.name()).collect();
+                return Err(format!(
+                    "unsupported scheme {scheme:?}: use {} or HOST:PORT",
+                    names.join(", ")
+                ));
+            }
+        },
+        None => (kind("tcp"), text),
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, rest) = rest.split_at(end);
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6.split_once(']').ok_or("missing ']' in IPv6 address")?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match (port, kind.url_port()) {
+        (Some(p), _) => p.parse().map_err(|_| format!("bad port {p:?}"))?,
+        (None, Some(default)) => default,
+        (None, None) => return Err(format!("a {} target needs a port: HOST:PORT", kind.name())),
+    };
+    if host.is_empty() {
+        return Err(format!("missing host in {text:?}"));
+    }
+    let mut check = ho_config::CheckOverrides::of_kind(kind.name());
+    check.settings = kind.url_keys(rest)?;
+    Ok(UrlTarget {
+        host: host.to_owned(),
+        port,
+        check,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_their_kind_host_port_and_keys() {
+        let t = parse_url("http://127.0.0.1:8080/healthz").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("127.0.0.1", 8080));
+        assert_eq!(t.check.kind.as_deref(), Some("http"));
+        assert_eq!(
+            t.check.settings["path"],
+            figment::value::Value::from("/healthz")
+        );
+        let t = parse_url("https://[::1]/ready").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 443));
+        assert_eq!(t.check.kind.as_deref(), Some("https"));
+        let t = parse_url("10.0.0.1:5432").unwrap();
+        assert_eq!((t.port, t.check.kind.as_deref()), (5432, Some("tcp")));
+        assert!(t.check.settings.is_empty());
+        assert!(parse_url("10.0.0.1").is_err());
+        assert!(parse_url("tcp://10.0.0.1:5432/x").is_err());
+        assert!(parse_url("ftp://x/").is_err());
+    }
+
+    #[test]
+    fn every_kind_reads_its_keys_and_only_http_kinds_read_path() {
+        let checks = Checks;
+        assert!(checks.reads("http").iter().any(|k| k == "path"));
+        assert!(checks.reads("https").iter().any(|k| k == "insecure"));
+        assert!(!checks.reads("http").iter().any(|k| k == "insecure"));
+        assert!(checks.reads("tcp").is_empty());
+        let fields = check_fields_schema(SchemaSettings::draft07());
+        assert_eq!(fields["insecure"]["x-kinds"], json!(["https"]));
+        assert_eq!(fields["path"]["x-kinds"], json!(["http", "https"]));
+    }
+}
