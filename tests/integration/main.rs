@@ -16,6 +16,7 @@ mod conformance;
 mod coredns_configmap;
 mod crash;
 mod deploy;
+mod dns_checks;
 mod dns_server;
 mod drain;
 mod engine_e2e;

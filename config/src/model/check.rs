@@ -22,7 +22,8 @@ pub type KindSettings = BTreeMap<String, figment::value::Value>;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[schemars(extend("x-check-table" = true))]
 pub struct CheckOverrides {
-    /// The check kind: `http`, `https` or `tcp`; which kind reads the table's other keys.
+    /// The check kind (`http`, `https`, `tcp`, `dns`, ...: the schema lists them); which kind
+    /// reads the table's other keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// TCP port on the endpoint's address.

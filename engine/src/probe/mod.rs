@@ -7,6 +7,7 @@
 //! connection is kept for the target's next probes ([`KeptConnection`]).
 
 mod connect;
+mod dns;
 mod http;
 mod outcome;
 mod registry;

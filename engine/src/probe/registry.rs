@@ -15,15 +15,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::http::{HttpSettings, HttpsSettings};
-use super::tcp::TcpSettings;
 use super::{ProbeKind, TlsCache, TlsError};
 
 /// Every check kind this program knows, in the order error messages list them.
 const KINDS: &[&dyn Kind] = &[
-    &Registered::<HttpSettings>::KIND,
-    &Registered::<HttpsSettings>::KIND,
-    &Registered::<TcpSettings>::KIND,
+    &Registered::<super::http::HttpSettings>::KIND,
+    &Registered::<super::http::HttpsSettings>::KIND,
+    &Registered::<super::tcp::TcpSettings>::KIND,
+    &Registered::<super::dns::DnsSettings>::KIND,
 ];
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.

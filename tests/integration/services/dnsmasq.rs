@@ -61,6 +61,11 @@ impl Dnsmasq {
         me
     }
 
+    /// Where it answers (UDP and TCP).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.ip.into(), PORT)
+    }
+
     /// Replaces the hosts file and tells dnsmasq to read it again (SIGHUP).
     pub fn reload(&self, content: &str) {
         std::fs::write(&self.hosts, content).unwrap();
