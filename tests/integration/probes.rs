@@ -208,3 +208,129 @@ async fn probes_leave_from_the_source_address() {
         "{errors}"
     );
 }
+
+/// A server answering every request with JSON saying what it received (method and body),
+/// after `delay`: the request the probe sends and the conditions on the answer are both
+/// seen on a real socket.
+async fn echo_server(delay: Duration) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                let (head_end, length) = loop {
+                    match s.read(&mut buf).await {
+                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                    if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                        break (end + 4, length);
+                    }
+                };
+                while got.len() < head_end + length {
+                    match s.read(&mut buf).await {
+                        Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let method = String::from_utf8_lossy(&got[..head_end])
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                let body = String::from_utf8_lossy(&got[head_end..head_end + length]).into_owned();
+                let json = serde_json::json!({
+                    "status": "UP", "method": method, "body": body, "checks": [{ "ok": true }]
+                })
+                .to_string();
+                tokio::time::sleep(delay).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                    json.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn http_conditions_judge_method_body_json_regex_and_latency() {
+    let addr = echo_server(Duration::ZERO).await;
+    let post = http()
+        .with("method", "POST")
+        .with("request_body", "ping")
+        .with(
+            "body_json",
+            std::collections::BTreeMap::from([
+                ("/method", "POST"),
+                ("/body", "ping"),
+                ("/checks/0/ok", "true"),
+            ]),
+        );
+    let sent = probe(addr, post).await;
+    assert_eq!(sent.outcome, Ok(()), "{}", sent.reason());
+    let get = probe(addr, http().with("body_matches", r#""method":"GET""#)).await;
+    assert_eq!(get.outcome, Ok(()), "{}", get.reason());
+    let down = probe(
+        addr,
+        http().with(
+            "body_json",
+            std::collections::BTreeMap::from([("/status", "DOWN")]),
+        ),
+    )
+    .await;
+    assert_eq!(down.label(), "body_mismatch");
+    assert_eq!(down.reason(), r#"body /status is "UP", not "DOWN""#);
+    let unmatched = probe(addr, http().with("body_matches", "(?i)maintenance")).await;
+    assert_eq!(unmatched.reason(), "body does not match /(?i)maintenance/");
+    let head = probe(addr, http().with("method", "HEAD")).await;
+    assert_eq!(head.outcome, Ok(()), "a HEAD answer's body is not read");
+
+    let slow = echo_server(Duration::from_millis(120)).await;
+    let fast_enough = probe(slow, http().with("max_latency", "1s")).await;
+    assert_eq!(fast_enough.outcome, Ok(()));
+    let too_slow = probe(slow, http().with("max_latency", "50ms")).await;
+    assert_eq!(too_slow.label(), "slow");
+    assert!(
+        too_slow.reason().starts_with("slow: "),
+        "{}",
+        too_slow.reason()
+    );
+}
+
+#[tokio::test]
+async fn http_condition_keys_are_checked_where_they_are_written() {
+    let check = CheckOverrides {
+        port: Some(80),
+        interval: Some(Duration::from_secs(1)),
+        ..http()
+            .with("method", "HEAD")
+            .with("request_body", "x")
+            .with("body_matches", "(unclosed")
+            .with(
+                "body_json",
+                std::collections::BTreeMap::from([("status", "UP")]),
+            )
+    };
+    let errors = ho_config::resolve_standalone_check(&check, &Checks)
+        .unwrap_err()
+        .to_string();
+    for expected in [
+        "check.request_body: is sent only with method = \"POST\"",
+        "check.body_matches: not a regular expression",
+        "check.body_json.status: a JSON Pointer starts with '/'",
+        "check.method: a HEAD answer has no body",
+    ] {
+        assert!(errors.contains(expected), "{expected}\n{errors}");
+    }
+}

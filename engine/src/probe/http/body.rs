@@ -1,10 +1,10 @@
 //! Reading an HTTP/1.1 response body as it is framed (RFC 9112 section 6): by
 //! `Content-Length`, by chunks, or until the server closes.
 //!
-//! A probe reads a body for two reasons: to look for `body_contains`, and to bring a kept
-//! connection to the end of the response so it can carry the next request. Both stop at
-//! `body_limit` bytes: past it the needle is judged on the prefix and the connection is
-//! closed rather than drained.
+//! A probe reads a body for three reasons: to look for `body_contains`, to judge the body's
+//! conditions (`body_matches`, `body_json`) on it, and to bring a kept connection to the end
+//! of the response so it can carry the next request. All stop at `body_limit` bytes: past it
+//! the body is judged on its prefix and the connection is closed rather than drained.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -32,6 +32,8 @@ pub struct BodyRead<'a> {
     pub limit: usize,
     /// Read to the end of the body (a kept connection), not only until the needle is found.
     pub to_end: bool,
+    /// Keep the first `limit` bytes for conditions judged on the whole body.
+    pub keep: bool,
 }
 
 /// How far a body read got.
@@ -42,6 +44,8 @@ pub struct BodyEnd {
     /// The body was read exactly to its end and nothing followed: the connection stands
     /// at a message boundary.
     pub at_boundary: bool,
+    /// The first `limit` bytes, when the read kept them.
+    pub body: Vec<u8>,
 }
 
 /// Bytes seen so far and what was found in them.
@@ -49,7 +53,7 @@ struct Scan<'a> {
     read: BodyRead<'a>,
     /// Body bytes taken so far.
     total: usize,
-    /// The first `limit` bytes, kept only when there is a needle.
+    /// The first `limit` bytes, kept only when there is a needle or the read keeps them.
     seen: Vec<u8>,
     found: bool,
 }
@@ -57,20 +61,23 @@ struct Scan<'a> {
 impl Scan<'_> {
     /// Takes one piece of body; false once reading further is pointless.
     fn take(&mut self, data: &[u8]) -> bool {
-        if let Some(needle) = self.read.needle.filter(|_| !self.found) {
+        let looking = self.read.needle.filter(|_| !self.found);
+        if looking.is_some() || self.read.keep {
             let room = self.read.limit.saturating_sub(self.seen.len());
             let from = self
                 .seen
                 .len()
-                .saturating_sub(needle.len().saturating_sub(1));
+                .saturating_sub(looking.map_or(0, |needle| needle.len().saturating_sub(1)));
             self.seen.extend_from_slice(&data[..data.len().min(room)]);
-            self.found = contains(&self.seen[from..], needle);
+            if let Some(needle) = looking {
+                self.found = contains(&self.seen[from..], needle);
+            }
         }
         self.total += data.len();
         if self.total > self.read.limit {
             return false;
         }
-        if self.read.to_end {
+        if self.read.to_end || self.read.keep {
             return true;
         }
         !self.found && self.total < self.read.limit
@@ -104,6 +111,11 @@ where
     Ok(BodyEnd {
         found: scan.found,
         at_boundary: complete && buf.is_empty(),
+        body: if scan.read.keep {
+            scan.seen
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -235,6 +247,7 @@ mod tests {
             needle: None,
             limit: 1024,
             to_end: true,
+            keep: false,
         }
     }
 
@@ -243,6 +256,7 @@ mod tests {
             needle: Some(needle.as_bytes()),
             limit: 1024,
             to_end,
+            keep: false,
         }
     }
 
@@ -253,7 +267,8 @@ mod tests {
             end,
             Ok(BodyEnd {
                 found: true,
-                at_boundary: true
+                at_boundary: true,
+                body: Vec::new(),
             })
         );
         // Bytes after the body: not a boundary we can trust for the next request.
@@ -275,7 +290,8 @@ mod tests {
             end,
             Ok(BodyEnd {
                 found: true,
-                at_boundary: true
+                at_boundary: true,
+                body: Vec::new(),
             })
         );
         let end = body(
@@ -288,7 +304,8 @@ mod tests {
             end,
             Ok(BodyEnd {
                 found: false,
-                at_boundary: true
+                at_boundary: true,
+                body: Vec::new(),
             })
         );
         assert!(matches!(
@@ -311,7 +328,8 @@ mod tests {
             end,
             Ok(BodyEnd {
                 found: false,
-                at_boundary: false
+                at_boundary: false,
+                body: Vec::new(),
             })
         );
         // Found early and not kept: the rest is not read (the stream would block if it were).
@@ -325,7 +343,8 @@ mod tests {
             end,
             Ok(BodyEnd {
                 found: true,
-                at_boundary: false
+                at_boundary: false,
+                body: Vec::new(),
             })
         );
     }

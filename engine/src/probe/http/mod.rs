@@ -3,12 +3,16 @@
 //! https.
 
 mod body;
+mod conditions;
 mod request;
 mod resolve;
 mod settings;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
@@ -22,6 +26,8 @@ pub(super) struct HttpProbe {
     tls: Option<TlsTarget>,
     /// Probes one connection carries (1: a fresh connection every probe).
     per_connection: u32,
+    /// A healthy answer slower than this fails (`slow`).
+    max_latency: Option<Duration>,
 }
 
 impl HttpProbe {
@@ -31,6 +37,7 @@ impl HttpProbe {
             req: HttpRequest::new(check, addr),
             tls,
             per_connection: check.probes_per_connection,
+            max_latency: check.max_latency,
         }
     }
 
@@ -45,6 +52,23 @@ impl HttpProbe {
     /// The TLS handshake is boxed: its state (~8 KB) would otherwise size every plain
     /// probe in flight too (a heap profile of 2,000 hanging probes: 15.7 MB).
     async fn run(
+        &self,
+        dial: &Dial,
+        progress: &Progress,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        let start = Instant::now();
+        self.answer(dial, progress, kept).await?;
+        let timely = conditions::judge_latency(start.elapsed(), self.max_latency);
+        if timely.is_err() {
+            // A failure opens a fresh connection next time, whatever its kind.
+            *kept = None;
+        }
+        timely
+    }
+
+    /// One request and its judged answer.
+    async fn answer(
         &self,
         dial: &Dial,
         progress: &Progress,

@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::body::{read_body, BodyRead, Framing};
+use super::conditions::BodyConditions;
 use super::HttpCheck;
 use crate::probe::Failure;
 
@@ -29,7 +30,10 @@ pub struct HttpRequest {
     head: Box<[u8]>,
     expect_status: Box<[u16]>,
     needle: Option<Box<[u8]>>,
+    conditions: BodyConditions,
     body_limit: usize,
+    /// A HEAD request: the answer has no body whatever its head says.
+    head_only: bool,
 }
 
 /// A complete response head.
@@ -60,8 +64,8 @@ impl HttpRequest {
             None => format!("{}:{}", host_text(addr), addr.port()),
         };
         let mut head = format!(
-            "GET {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n",
-            check.path
+            "{} {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n",
+            check.method, check.path
         );
         for (name, value) in &check.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
@@ -69,7 +73,11 @@ impl HttpRequest {
         for (name, value) in &check.secret_headers {
             head.push_str(&format!("{name}: {}\r\n", value.expose()));
         }
-        head.push_str("\r\n");
+        if let Some(body) = &check.request_body {
+            head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        } else {
+            head.push_str("\r\n");
+        }
         HttpRequest {
             head: head.into_bytes().into_boxed_slice(),
             expect_status: {
@@ -82,7 +90,9 @@ impl HttpRequest {
                 .body_contains
                 .as_ref()
                 .map(|n| n.as_bytes().to_vec().into_boxed_slice()),
+            conditions: BodyConditions::new(check.body_matches.as_deref(), &check.body_json),
             body_limit: check.body_limit,
+            head_only: check.method == "HEAD",
         }
     }
 
@@ -102,13 +112,17 @@ impl HttpRequest {
         let io = |e: std::io::Error| Failure::from_io(&e);
         stream.write_all(&self.head).await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
-        let head = read_head(stream, &mut buf).await?;
+        let mut head = read_head(stream, &mut buf).await?;
+        if self.head_only {
+            head.framing = Ok(Framing::Length(0));
+        }
         if self.expect_status.binary_search(&head.code).is_err() {
             return Err(Failure::Status(head.code));
         }
         let keep =
             keep && head.keep_alive && matches!(head.framing, Ok(f) if f != Framing::UntilClose);
-        if self.needle.is_none() && !keep {
+        let judge_body = self.conditions.need_body();
+        if self.needle.is_none() && !judge_body && !keep {
             return Ok(false);
         }
         let framing = head.framing.map_err(Failure::Protocol)?;
@@ -117,11 +131,13 @@ impl HttpRequest {
             needle: self.needle.as_deref(),
             limit: self.body_limit,
             to_end: keep,
+            keep: judge_body,
         };
         let end = read_body(stream, buf, framing, read).await?;
         if !end.found {
             return Err(Failure::BodyMismatch);
         }
+        self.conditions.judge(&end.body)?;
         Ok(keep && end.at_boundary)
     }
 }
@@ -232,6 +248,11 @@ mod tests {
             body_contains: None,
             body_limit: 4096,
             probes_per_connection: 1,
+            method: "GET".into(),
+            request_body: None,
+            body_matches: None,
+            body_json: Default::default(),
+            max_latency: None,
         };
         let addr = "127.0.0.1:8080".parse().unwrap();
         assert!(HttpRequest::new(&check, addr).fits_one_segment());

@@ -65,6 +65,8 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         );
     }
     let probes_per_connection = probes_per_connection(&merged, errs);
+    let method = request_method(&merged, errs);
+    check_conditions(&merged, &method, errs);
     if !errs.is_empty() {
         return None;
     }
@@ -75,6 +77,11 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         secret_headers,
         expect_status,
         body_contains: merged.body_contains,
+        method,
+        request_body: merged.request_body,
+        body_matches: merged.body_matches,
+        body_json: merged.body_json.unwrap_or_default(),
+        max_latency: merged.max_latency,
         body_limit,
         probes_per_connection,
     })
@@ -148,4 +155,55 @@ fn probes_per_connection(merged: &HttpSettings, errs: &mut Problems<'_>) -> u32 
         );
     }
     every
+}
+
+/// `method` (upper case) and whether `request_body` goes with it.
+fn request_method(merged: &HttpSettings, errs: &mut Problems<'_>) -> String {
+    let method = merged
+        .method
+        .as_deref()
+        .unwrap_or("GET")
+        .to_ascii_uppercase();
+    if !matches!(method.as_str(), "GET" | "HEAD" | "POST") {
+        errs.push("method", format!("{method:?} is not GET, HEAD or POST"));
+    }
+    match &merged.request_body {
+        Some(_) if method != "POST" => {
+            errs.push("request_body", "is sent only with method = \"POST\"")
+        }
+        Some(body) if body.len() > 64 * 1024 => {
+            errs.push("request_body", "must be at most 65536 bytes")
+        }
+        _ => {}
+    }
+    method
+}
+
+/// The body conditions compile, are not empty, and have a body to judge.
+fn check_conditions(merged: &HttpSettings, method: &str, errs: &mut Problems<'_>) {
+    if let Some(pattern) = &merged.body_matches {
+        if let Err(e) = regex::bytes::Regex::new(pattern) {
+            errs.push("body_matches", format!("not a regular expression: {e}"));
+        }
+    }
+    for pointer in merged.body_json.iter().flatten().map(|(k, _)| k) {
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            errs.push(
+                &format!("body_json.{pointer}"),
+                "a JSON Pointer starts with '/' (\"/status\", \"/checks/0/ok\")",
+            );
+        }
+    }
+    let body_conditions = merged.body_contains.is_some()
+        || merged.body_matches.is_some()
+        || merged.body_json.is_some();
+    if method == "HEAD" && body_conditions {
+        errs.push(
+            "method",
+            "a HEAD answer has no body for body_contains, body_matches or body_json",
+        );
+    }
+    if merged.max_latency.is_some_and(|d| d.is_zero()) {
+        errs.push("max_latency", "must be greater than 0");
+    }
 }

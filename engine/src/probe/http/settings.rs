@@ -7,6 +7,7 @@ use std::hash::Hash;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ho_config::{KindSettings, ResolvedCheck, Target, TlsCheck};
 use schemars::JsonSchema;
@@ -39,8 +40,8 @@ pub struct HttpSettings {
     pub headers_from_files: Option<BTreeMap<String, PathBuf>>,
     /// Healthy only if the response body contains this text (within `body_limit`).
     pub body_contains: Option<String>,
-    /// Most body bytes read when `body_contains` is set (default 64 KiB); a larger body is
-    /// judged on its prefix.
+    /// Most body bytes read to judge it (`body_contains`, `body_matches`, `body_json`;
+    /// default 64 KiB); a larger body is judged on its prefix.
     pub body_limit: Option<usize>,
     /// Keep the connection open between probes (HTTP/1.1 keep-alive, TLS session kept)
     /// instead of opening one per probe. Off by default: a reused connection does not see
@@ -51,6 +52,23 @@ pub struct HttpSettings {
     /// With `reuse_connection`: most probes carried by one connection (default 10), so new
     /// connections are still tested at least every `fresh_connection_every` intervals.
     pub fresh_connection_every: Option<u32>,
+    /// `GET` (default), `HEAD` (no body is read) or `POST` (with `request_body`).
+    pub method: Option<String>,
+    /// The body sent with `method = "POST"` (set its type with `headers`).
+    pub request_body: Option<String>,
+    /// Healthy only if the body (within `body_limit`) matches this regular expression
+    /// (Rust `regex` syntax, no look-around; `(?i)` for case-insensitive).
+    pub body_matches: Option<String>,
+    /// Healthy only if the body is JSON with these values: JSON Pointer (RFC 6901) -> the
+    /// value as text (`{ "/status" = "UP", "/checks/0/ok" = "true" }`); a string compares by
+    /// its content, numbers, booleans and null as JSON writes them.
+    pub body_json: Option<BTreeMap<String, String>>,
+    /// A healthy answer that takes longer than this (connect to the end of the judged
+    /// answer) is a failure, reason `slow`: F5's latency-drift rule. Must be below
+    /// `timeout` to matter.
+    #[serde(default, with = "humantime_serde::option")]
+    #[schemars(with = "Option<String>")]
+    pub max_latency: Option<Duration>,
 }
 
 /// `kind = "https"`: like `http`, over TLS.
@@ -118,6 +136,16 @@ pub struct HttpCheck {
     /// Probes one connection carries: 1 opens a fresh connection per probe (the default),
     /// more is `reuse_connection` with `fresh_connection_every`.
     pub probes_per_connection: u32,
+    /// `GET`, `HEAD` or `POST`.
+    pub method: String,
+    /// Sent with `POST`.
+    pub request_body: Option<String>,
+    /// A regular expression the body must match.
+    pub body_matches: Option<String>,
+    /// JSON Pointer -> expected value as text.
+    pub body_json: BTreeMap<String, String>,
+    /// Longest healthy answer.
+    pub max_latency: Option<Duration>,
 }
 
 /// An https check, resolved: the HTTP part and whom to trust.
