@@ -22,6 +22,7 @@ mod drain;
 mod engine_e2e;
 mod failover_paths;
 mod flapping;
+mod grpc_checks;
 mod image;
 mod keep_alive;
 mod kube_tenants;

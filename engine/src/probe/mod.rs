@@ -8,6 +8,7 @@
 
 mod connect;
 mod dns;
+mod grpc;
 mod http;
 mod outcome;
 mod registry;

@@ -23,6 +23,8 @@ const KINDS: &[&dyn Kind] = &[
     &Registered::<super::http::HttpsSettings>::KIND,
     &Registered::<super::tcp::TcpSettings>::KIND,
     &Registered::<super::dns::DnsSettings>::KIND,
+    &Registered::<super::grpc::GrpcSettings>::KIND,
+    &Registered::<super::grpc::GrpcsSettings>::KIND,
 ];
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
@@ -343,7 +345,7 @@ mod tests {
         assert!(!checks.reads("http").iter().any(|k| k == "insecure"));
         assert!(checks.reads("tcp").is_empty());
         let fields = check_fields_schema(SchemaSettings::draft07());
-        assert_eq!(fields["insecure"]["x-kinds"], json!(["https"]));
+        assert_eq!(fields["insecure"]["x-kinds"], json!(["https", "grpcs"]));
         assert_eq!(fields["path"]["x-kinds"], json!(["http", "https"]));
     }
 }

@@ -1,5 +1,6 @@
-//! TLS for https probes: one rustls client configuration per trust setting, shared by every
-//! target that uses it, and the handshake with the right server name.
+//! TLS for the kinds that speak it (https, grpcs): their trust keys, one rustls client
+//! configuration per trust setting and protocol, shared by every target that uses it, and
+//! the handshake with the right server name.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -12,13 +13,49 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use super::registry::Problems;
 use super::Failure;
 use crate::tls_client::{client_config, TlsError};
 
-/// Client configurations by trust setting, built once at start-up.
+/// The trust keys of a kind over TLS.
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct TlsSettings {
+    /// Accept any certificate. Opt-in because it hides a broken certificate.
+    pub insecure: Option<bool>,
+    /// PEM file of CA certificates to trust instead of the system roots.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl TlsSettings {
+    /// The trust, checked.
+    pub(super) fn resolve(self, problems: &mut Problems<'_>) -> TlsCheck {
+        let insecure = self.insecure.unwrap_or(false);
+        if insecure && self.ca_file.is_some() {
+            problems.push(
+                "insecure",
+                "insecure = true ignores ca_file; set one or the other",
+            );
+        }
+        TlsCheck {
+            insecure,
+            ca_file: self.ca_file,
+        }
+    }
+}
+
+/// Client configurations by trust setting and application protocol, built once at start-up.
 #[derive(Default)]
 pub struct TlsCache {
-    configs: HashMap<TlsCheck, Arc<ClientConfig>>,
+    configs: HashMap<(TlsCheck, Alpn), Arc<ClientConfig>>,
+}
+
+/// The application protocol a probe offers in the handshake (ALPN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Alpn {
+    /// `http/1.1`: https checks.
+    Http1,
+    /// `h2`: grpcs checks (gRPC servers refuse a TLS connection without it).
+    H2,
 }
 
 /// A connector plus the name to verify, for one https target.
@@ -33,14 +70,20 @@ impl TlsCache {
     pub fn target(
         &mut self,
         trust: &TlsCheck,
+        alpn: Alpn,
         host: Option<&str>,
         addr: IpAddr,
     ) -> Result<TlsTarget, TlsError> {
-        let config = match self.configs.get(trust) {
+        let key = (trust.clone(), alpn);
+        let config = match self.configs.get(&key) {
             Some(c) => c.clone(),
             None => {
-                let c = Arc::new(client_config(trust)?);
-                self.configs.insert(trust.clone(), c.clone());
+                let mut config = client_config(trust)?;
+                if alpn == Alpn::H2 {
+                    config.alpn_protocols = vec![b"h2".to_vec()];
+                }
+                let c = Arc::new(config);
+                self.configs.insert(key, c.clone());
                 c
             }
         };

@@ -9,6 +9,9 @@ pub struct TestPki {
     pub ca_file: PathBuf,
     /// Acceptor presenting the server certificate.
     pub acceptor: tokio_rustls::TlsAcceptor,
+    /// The server certificate and its key as PEM files, for servers of other languages.
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
 }
 
 /// Generates a fresh CA and server certificate (nothing is checked in).
@@ -34,6 +37,9 @@ pub fn test_pki_with(
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
     let ca_file = dir.join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
+    let (cert_file, key_file) = (dir.join("server.pem"), dir.join("server.key"));
+    std::fs::write(&cert_file, leaf.pem()).unwrap();
+    std::fs::write(&key_file, leaf_key.serialize_pem()).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -46,5 +52,7 @@ pub fn test_pki_with(
     TestPki {
         ca_file,
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        cert_file,
+        key_file,
     }
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::tls::{Alpn, TlsSettings};
 use crate::probe::{ProbeKind, TlsCache, TlsError};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
@@ -30,7 +31,8 @@ pub struct HttpSettings {
     #[serde(default, deserialize_with = "status_codes")]
     #[schemars(with = "Option<Vec<StatusEntry>>")]
     pub expect_status: Option<Vec<u16>>,
-    /// `Host` header, and the TLS server name for https (default: the endpoint's address).
+    /// `Host` header, and the TLS server name for https (default: the endpoint's address);
+    /// for grpc and grpcs the `:authority` and the TLS server name.
     pub host: Option<String>,
     /// Extra request headers, e.g. an auth token the health endpoint wants.
     pub headers: Option<BTreeMap<String, String>>,
@@ -77,10 +79,9 @@ pub struct HttpsSettings {
     /// The HTTP keys.
     #[serde(flatten)]
     pub http: HttpSettings,
-    /// Accept any certificate. Opt-in because it hides a broken certificate.
-    pub insecure: Option<bool>,
-    /// PEM file of CA certificates to trust instead of the system roots.
-    pub ca_file: Option<PathBuf>,
+    /// Whom to trust.
+    #[serde(flatten)]
+    pub tls: TlsSettings,
 }
 
 /// An `expect_status` entry as written: a code or a range (`"200-299"`).
@@ -250,17 +251,7 @@ impl CheckSettings for HttpsSettings {
     type Resolved = HttpsCheck;
 
     fn resolve(self, problems: &mut Problems<'_>) -> Option<HttpsCheck> {
-        let insecure = self.insecure.unwrap_or(false);
-        if insecure && self.ca_file.is_some() {
-            problems.push(
-                "insecure",
-                "insecure = true ignores ca_file; set one or the other",
-            );
-        }
-        let tls = TlsCheck {
-            insecure,
-            ca_file: self.ca_file,
-        };
+        let tls = self.tls.resolve(problems);
         let http = super::resolve::http(self.http, problems)?;
         Some(HttpsCheck { http, tls })
     }
@@ -271,7 +262,12 @@ impl CheckSettings for HttpsSettings {
         tls: &mut TlsCache,
     ) -> Result<Arc<dyn ProbeKind>, TlsError> {
         let addr = SocketAddr::new(target.address, target.check.port);
-        let tls = tls.target(&check.tls, check.http.host.as_deref(), target.address)?;
+        let tls = tls.target(
+            &check.tls,
+            Alpn::Http1,
+            check.http.host.as_deref(),
+            target.address,
+        )?;
         Ok(Arc::new(HttpProbe::new(&check.http, addr, Some(tls))))
     }
 

@@ -1,0 +1,150 @@
+//! The `grpc` and `grpcs` kinds' keys as written and resolved: which service is asked
+//! about, the authority sent, and (grpcs) whom to trust.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ho_config::{KindSettings, ResolvedCheck, Target, TlsCheck};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::GrpcProbe;
+use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::tls::{Alpn, TlsSettings};
+use crate::probe::{ProbeKind, TlsCache, TlsError};
+
+/// `kind = "grpc"`: the gRPC health protocol (`grpc.health.v1.Health/Check`) over
+/// HTTP/2 in clear text; healthy when the answer is SERVING. The readiness signal of
+/// Envoy, Istio and Kubernetes' grpc probe.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcSettings {
+    /// The service asked about (default `""`: the server as a whole).
+    pub service: Option<String>,
+    /// `Host` header, and the TLS server name for https (default: the endpoint's address);
+    /// for grpc and grpcs the `:authority` and the TLS server name.
+    pub host: Option<String>,
+}
+
+/// `kind = "grpcs"`: like `grpc`, over TLS (ALPN `h2`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct GrpcsSettings {
+    /// The gRPC keys.
+    #[serde(flatten)]
+    pub grpc: GrpcSettings,
+    /// Whom to trust.
+    #[serde(flatten)]
+    pub tls: TlsSettings,
+}
+
+/// A gRPC health check, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct GrpcCheck {
+    /// The service asked about.
+    pub service: String,
+    /// `:authority`; `None` means the address.
+    pub host: Option<String>,
+    /// Over TLS, trusting this.
+    pub tls: Option<TlsCheck>,
+}
+
+impl GrpcSettings {
+    fn resolve_with(self, tls: Option<TlsCheck>, problems: &mut Problems<'_>) -> GrpcCheck {
+        if let Some(host) = &self.host {
+            if let Err(e) = ho_config::names::normalize_domain(host) {
+                if host.parse::<std::net::IpAddr>().is_err() {
+                    problems.push("host", e);
+                }
+            }
+        }
+        GrpcCheck {
+            service: self.service.unwrap_or_default(),
+            host: self.host,
+            tls,
+        }
+    }
+}
+
+impl ResolvedCheck for GrpcCheck {
+    fn kind(&self) -> &'static str {
+        if self.tls.is_some() {
+            GrpcsSettings::KIND
+        } else {
+            GrpcSettings::KIND
+        }
+    }
+
+    fn url(&self, target: SocketAddr) -> String {
+        format!("{}://{target}/{}", self.kind(), self.service)
+    }
+
+    fn unverified_tls(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.insecure)
+    }
+}
+
+fn probe_of(
+    check: &GrpcCheck,
+    target: &Target,
+    tls: &mut TlsCache,
+) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    let tls = match &check.tls {
+        Some(trust) => Some(tls.target(trust, Alpn::H2, check.host.as_deref(), target.address)?),
+        None => None,
+    };
+    let addr = SocketAddr::new(target.address, target.check.port);
+    Ok(Arc::new(GrpcProbe::new(check, addr, tls)))
+}
+
+/// `/SERVICE` (nothing: the server as a whole).
+fn service_key(rest: &str) -> Result<KindSettings, String> {
+    let service = rest.strip_prefix('/').unwrap_or(rest);
+    Ok(KindSettings::from([("service".to_owned(), service.into())]))
+}
+
+impl CheckSettings for GrpcSettings {
+    const KIND: &'static str = "grpc";
+    const DEFAULT_PORT: Option<u16> = None;
+    const URL_PORT: Option<u16> = None;
+    type Resolved = GrpcCheck;
+
+    fn resolve(self, problems: &mut Problems<'_>) -> Option<GrpcCheck> {
+        Some(self.resolve_with(None, problems))
+    }
+
+    fn probe(
+        check: &GrpcCheck,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        probe_of(check, target, tls)
+    }
+
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        service_key(rest)
+    }
+}
+
+impl CheckSettings for GrpcsSettings {
+    const KIND: &'static str = "grpcs";
+    const DEFAULT_PORT: Option<u16> = None;
+    const URL_PORT: Option<u16> = None;
+    type Resolved = GrpcCheck;
+
+    fn resolve(self, problems: &mut Problems<'_>) -> Option<GrpcCheck> {
+        let tls = self.tls.resolve(problems);
+        Some(self.grpc.resolve_with(Some(tls), problems))
+    }
+
+    fn probe(
+        check: &GrpcCheck,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+        probe_of(check, target, tls)
+    }
+
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        service_key(rest)
+    }
+}
