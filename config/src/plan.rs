@@ -203,6 +203,10 @@ pub struct TlsCheck {
     pub insecure: bool,
     /// Trust these CAs instead of the system roots.
     pub ca_file: Option<PathBuf>,
+    /// Present this certificate chain (PEM) with `client_key`: mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    pub client_key: Option<PathBuf>,
 }
 
 /// When to probe and when to flip.

@@ -35,6 +35,13 @@ pub struct NodeLabels {
     pub node_ip: String,
 }
 
+/// `target` label: a probe target's identity (`https://10.0.0.1:443/healthz`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabel {
+    /// The target's key.
+    pub target: String,
+}
+
 /// `to` label of a transition.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TransitionLabel {
@@ -83,6 +90,8 @@ pub struct Metrics {
     pub healthy_nodes: Family<TenantLabel, Gauge>,
     /// 1 when an endpoint is up, 0 otherwise.
     pub node_status: Family<NodeLabels, Gauge>,
+    /// When the certificate a TLS target last presented expires, Unix seconds.
+    pub probe_cert_not_after: Family<TargetLabel, Gauge>,
     /// Verdict changes.
     pub transitions: Family<TransitionLabel, Counter>,
     /// Snapshots published per tenant (each is a DNS change).
@@ -205,6 +214,7 @@ impl Metrics {
             probe_start_delay: Histogram::new(START_DELAY_BUCKETS.iter().copied()),
             healthy_nodes: Family::default(),
             node_status: Family::default(),
+            probe_cert_not_after: Family::default(),
             transitions: Family::default(),
             dns_updates: Family::default(),
             sink_writes: Family::default(),
@@ -261,6 +271,11 @@ impl Metrics {
             "node_status",
             "1 if the endpoint is up, else 0",
             self.node_status.clone(),
+        );
+        registry.register(
+            "probe_cert_not_after_seconds",
+            "When the certificate a TLS target last presented expires (Unix time)",
+            self.probe_cert_not_after.clone(),
         );
         registry.register(
             "transitions",

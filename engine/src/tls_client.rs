@@ -9,7 +9,7 @@ use ho_config::TlsCheck;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// Why TLS trust could not be set up (at start-up, not per probe).
@@ -30,6 +30,14 @@ pub enum TlsError {
     /// The `host` is not a valid TLS server name.
     #[error("host {0:?} is not a valid TLS server name")]
     ServerName(String),
+    /// The client certificate or its key cannot be read or do not go together.
+    #[error("client_cert {path}: {reason}")]
+    ClientCert {
+        /// The certificate file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -37,21 +45,38 @@ fn provider() -> Arc<CryptoProvider> {
 }
 
 /// A rustls client configuration for `trust` (system roots, a CA file, or any certificate
-/// when insecure), ALPN http/1.1.
+/// when insecure; a client certificate when given), ALPN http/1.1.
 pub fn client_config(trust: &TlsCheck) -> Result<ClientConfig, TlsError> {
     let provider = provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions");
-    let mut config = if trust.insecure {
+    let builder = if trust.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth()
     } else {
-        builder
-            .with_root_certificates(roots(trust)?)
-            .with_no_client_auth()
+        builder.with_root_certificates(roots(trust)?)
+    };
+    let mut config = match (&trust.client_cert, &trust.client_key) {
+        (Some(cert), Some(key)) => {
+            let err = |reason: String| TlsError::ClientCert {
+                path: cert.clone(),
+                reason,
+            };
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| err(e.to_string()))?;
+            if chain.is_empty() {
+                return Err(err("no PEM certificate in the file".into()));
+            }
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| err(format!("client_key {}: {e}", key.display())))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| err(format!("does not go with client_key: {e}")))?
+        }
+        _ => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)

@@ -25,6 +25,8 @@ impl RustlsClient {
         let trust = ho_config::TlsCheck {
             insecure: false,
             ca_file: None,
+            client_cert: None,
+            client_key: None,
         };
         let connector = ho_sinks::http::connector(&trust).map_err(anyhow::Error::msg)?;
         Ok(RustlsClient {

@@ -40,4 +40,5 @@ mod rfc2136;
 mod route53;
 mod security;
 mod status_page;
+mod tls_checks;
 mod webhook;

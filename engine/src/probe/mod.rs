@@ -18,7 +18,7 @@ mod tls;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,6 +92,8 @@ struct Progress {
     connected: AtomicBool,
     /// The verdict came over a kept connection.
     reused: AtomicBool,
+    /// The presented certificate's `notAfter`, Unix seconds (0: no certificate seen).
+    cert_not_after: AtomicU64,
 }
 
 impl Probe {
@@ -121,10 +123,13 @@ impl Probe {
             Err(_) if progress.connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
             Err(_) => Err(Failure::ConnectTimeout),
         };
+        let not_after = progress.cert_not_after.load(Ordering::Relaxed);
         ProbeResult {
             outcome,
             latency: start.elapsed(),
             reused: progress.reused.load(Ordering::Relaxed),
+            cert_not_after: (not_after > 0)
+                .then(|| std::time::UNIX_EPOCH + Duration::from_secs(not_after)),
         }
     }
 }

@@ -65,9 +65,14 @@ impl Failure {
         }
     }
 
-    /// Classifies a socket error.
+    /// Classifies a socket error. An error TLS raised on an established stream (an alert
+    /// the server sent after the handshake, such as TLS 1.3's `CertificateRequired`) is a
+    /// TLS failure.
     pub fn from_io(e: &io::Error) -> Failure {
         use io::ErrorKind::*;
+        if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            return Failure::Tls(tls.to_string());
+        }
         if matches!(
             e.raw_os_error(),
             Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL)
@@ -110,6 +115,9 @@ pub struct ProbeResult {
     pub latency: Duration,
     /// The verdict came over a connection kept from an earlier probe (`reuse_connection`).
     pub reused: bool,
+    /// When the certificate the target presented stops being valid (TLS kinds), exported
+    /// per target so an expiry is seen before it fails a probe.
+    pub cert_not_after: Option<std::time::SystemTime>,
 }
 
 impl ProbeResult {

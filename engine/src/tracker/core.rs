@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use crate::damping::FlapDamping;
 use crate::events::{Event, Events};
 use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
-use crate::metrics::{Metrics, ResultLabel, TenantLabel};
+use crate::metrics::{Metrics, ResultLabel, TargetLabel, TenantLabel};
 use crate::multi_cluster::vote::{self, Tally};
 use crate::multi_cluster::{LocalEndpoint, LocalView};
 use crate::observation::{Observation, TargetId};

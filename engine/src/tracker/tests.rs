@@ -169,6 +169,7 @@ impl Harness {
                     outcome: if ok { Ok(()) } else { Err(Failure::Refused) },
                     latency: Duration::from_millis(1),
                     reused: false,
+                    cert_not_after: None,
                 },
                 start_delay: Duration::ZERO,
             })
@@ -460,6 +461,7 @@ fn results_this_machine_caused_are_not_judged() {
             outcome: Err(Failure::Local("no descriptors".into())),
             latency: Duration::ZERO,
             reused: false,
+            cert_not_after: None,
         },
         start_delay: Duration::ZERO,
     };
@@ -471,6 +473,7 @@ fn results_this_machine_caused_are_not_judged() {
             outcome: Err(Failure::Local("no descriptors".into())),
             latency: Duration::ZERO,
             reused: false,
+            cert_not_after: None,
         },
         start_delay: Duration::ZERO,
     };

@@ -62,6 +62,8 @@ impl PowerDnsSink {
         let trust = TlsCheck {
             insecure: false,
             ca_file: None,
+            client_cert: None,
+            client_key: None,
         };
         Ok(PowerDnsSink {
             inner: Arc::new(Inner {

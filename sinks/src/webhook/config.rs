@@ -83,6 +83,8 @@ impl SinkSettings for WebhookConfig {
             let trust = ho_config::TlsCheck {
                 insecure: false,
                 ca_file: Some(ca_file.clone()),
+                client_cert: None,
+                client_key: None,
             };
             if let Err(e) = ho_engine::tls_client::client_config(&trust) {
                 p.at("ca_file", e.to_string());

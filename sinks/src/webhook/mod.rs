@@ -90,6 +90,8 @@ impl WebhookSink {
         let trust = TlsCheck {
             insecure: config.insecure,
             ca_file: config.ca_file.clone(),
+            client_cert: None,
+            client_key: None,
         };
         let headers = config
             .headers

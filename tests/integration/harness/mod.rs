@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 pub use config::{Check, TestConfig};
 pub use net::{loopback, loopback_ip, loopback_range};
-pub use pki::{test_pki, test_pki_with};
+pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
 
 /// Longest any test waits for a condition; tests normally finish far sooner.

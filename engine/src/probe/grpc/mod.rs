@@ -45,7 +45,10 @@ impl GrpcProbe {
         progress.connected.store(true, Ordering::Relaxed);
         match &self.tls {
             None => self.call(tcp).await,
-            Some(tls) => self.call(Box::pin(tls.handshake(tcp)).await?).await,
+            Some(tls) => {
+                self.call(Box::pin(tls.handshake(tcp, progress)).await?)
+                    .await
+            }
         }
     }
 

@@ -4,13 +4,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use ho_config::{KindSettings, ResolvedCheck, Target, TlsCheck};
+use ho_config::{KindSettings, ResolvedCheck, Target};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::GrpcProbe;
 use crate::probe::registry::{CheckSettings, Problems};
-use crate::probe::tls::{Alpn, TlsSettings};
+use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{ProbeKind, TlsCache, TlsError};
 
 /// `kind = "grpc"`: the gRPC health protocol (`grpc.health.v1.Health/Check`) over
@@ -45,11 +45,11 @@ pub struct GrpcCheck {
     /// `:authority`; `None` means the address.
     pub host: Option<String>,
     /// Over TLS, trusting this.
-    pub tls: Option<TlsCheck>,
+    pub tls: Option<TlsProbe>,
 }
 
 impl GrpcSettings {
-    fn resolve_with(self, tls: Option<TlsCheck>, problems: &mut Problems<'_>) -> GrpcCheck {
+    fn resolve_with(self, tls: Option<TlsProbe>, problems: &mut Problems<'_>) -> GrpcCheck {
         if let Some(host) = &self.host {
             if let Err(e) = ho_config::names::normalize_domain(host) {
                 if host.parse::<std::net::IpAddr>().is_err() {
@@ -79,7 +79,7 @@ impl ResolvedCheck for GrpcCheck {
     }
 
     fn unverified_tls(&self) -> bool {
-        self.tls.as_ref().is_some_and(|t| t.insecure)
+        self.tls.as_ref().is_some_and(|t| t.trust.insecure)
     }
 }
 

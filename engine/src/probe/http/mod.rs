@@ -93,7 +93,7 @@ impl HttpProbe {
         progress.connected.store(true, Ordering::Relaxed);
         let stream = match &self.tls {
             None => Stream::Plain(tcp),
-            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp)).await?)),
+            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp, progress)).await?)),
         };
         self.exchange(KeptConnection { stream, carried: 0 }, kept)
             .await

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ho_config::{KindSettings, ResolvedCheck, Target, TlsCheck};
+use ho_config::{KindSettings, ResolvedCheck, Target};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Problems};
-use crate::probe::tls::{Alpn, TlsSettings};
+use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{ProbeKind, TlsCache, TlsError};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
@@ -155,7 +155,7 @@ pub struct HttpsCheck {
     /// The HTTP part.
     pub http: HttpCheck,
     /// The TLS part.
-    pub tls: TlsCheck,
+    pub tls: TlsProbe,
 }
 
 /// A header value read from a file: compared and hashed like any value (a new secret makes
@@ -215,7 +215,7 @@ impl ResolvedCheck for HttpsCheck {
     }
 
     fn unverified_tls(&self) -> bool {
-        self.tls.insecure
+        self.tls.trust.insecure
     }
 }
 

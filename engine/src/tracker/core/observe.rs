@@ -20,6 +20,14 @@ impl TrackerCore {
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;
         };
+        if let Some(at) = obs.result.cert_not_after {
+            let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            m.probe_cert_not_after
+                .get_or_create(&TargetLabel {
+                    target: self.plan.targets[target.0].key(),
+                })
+                .set(i64::try_from(secs.as_secs()).unwrap_or(i64::MAX));
+        }
         let timing = self.plan.targets[target.0].check.timing;
         let state = &mut self.targets[target.0];
         let before = state.effective();

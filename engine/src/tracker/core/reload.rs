@@ -128,6 +128,15 @@ impl TrackerCore {
                 self.metrics.node_status.remove(&report::node_labels(ep));
             }
         }
+        let targets: HashSet<String> = plan.targets.iter().map(|t| t.key()).collect();
+        for target in &self.plan.targets {
+            let key = target.key();
+            if !targets.contains(&key) {
+                self.metrics
+                    .probe_cert_not_after
+                    .remove(&TargetLabel { target: key });
+            }
+        }
         let tenants: HashSet<&str> = plan.tenants.iter().map(|t| t.name.as_str()).collect();
         for name in old_tenants.keys() {
             if !tenants.contains(name.as_str()) {

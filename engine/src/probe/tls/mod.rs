@@ -1,0 +1,137 @@
+//! TLS for the kinds that speak it (https, grpcs): their keys ([`settings`]), one rustls
+//! client configuration per trust setting and protocol, shared by every target that uses
+//! it, and the handshake with the right server name, which also reads when the presented
+//! certificate expires ([`cert_expiry`]) and fails one closer than `min_cert_validity`.
+
+mod cert_expiry;
+mod settings;
+
+pub use settings::{TlsProbe, TlsSettings};
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ho_config::TlsCheck;
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use super::{Failure, Progress};
+use crate::tls_client::{client_config, TlsError};
+
+/// Client configurations by trust setting and application protocol, built once at start-up.
+#[derive(Default)]
+pub struct TlsCache {
+    configs: HashMap<(TlsCheck, Alpn), Arc<ClientConfig>>,
+}
+
+/// The application protocol a probe offers in the handshake (ALPN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Alpn {
+    /// `http/1.1`: https checks.
+    Http1,
+    /// `h2`: grpcs checks (gRPC servers refuse a TLS connection without it).
+    H2,
+}
+
+/// A connector plus the name to verify, for one https or grpcs target.
+#[derive(Clone)]
+pub struct TlsTarget {
+    connector: TlsConnector,
+    server_name: ServerName<'static>,
+    /// A certificate expiring sooner than this fails the probe.
+    min_validity: Option<Duration>,
+}
+
+impl TlsCache {
+    /// The TLS side of one https target: SNI and verification name = `host`, or the address.
+    pub fn target(
+        &mut self,
+        probe: &TlsProbe,
+        alpn: Alpn,
+        host: Option<&str>,
+        addr: IpAddr,
+    ) -> Result<TlsTarget, TlsError> {
+        let trust = &probe.trust;
+        let key = (trust.clone(), alpn);
+        let config = match self.configs.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let mut config = client_config(trust)?;
+                if alpn == Alpn::H2 {
+                    config.alpn_protocols = vec![b"h2".to_vec()];
+                }
+                let c = Arc::new(config);
+                self.configs.insert(key, c.clone());
+                c
+            }
+        };
+        let server_name = match host {
+            Some(h) => ServerName::try_from(h.to_owned())
+                .map_err(|_| TlsError::ServerName(h.to_owned()))?,
+            None => ServerName::IpAddress(addr.into()),
+        };
+        Ok(TlsTarget {
+            connector: TlsConnector::from(config),
+            server_name,
+            min_validity: probe.min_cert_validity,
+        })
+    }
+}
+
+impl TlsTarget {
+    /// Runs the handshake; certificate problems become [`Failure::Tls`], a certificate
+    /// closer to its expiry than `min_cert_validity` becomes `cert_expiring`. The
+    /// certificate's expiry is recorded in `progress` either way.
+    pub(in crate::probe) async fn handshake(
+        &self,
+        tcp: TcpStream,
+        progress: &Progress,
+    ) -> Result<TlsStream<TcpStream>, Failure> {
+        let stream = self
+            .connector
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(|e| {
+                match e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                {
+                    Some(tls) => Failure::Tls(tls.to_string()),
+                    None => Failure::from_io(&e),
+                }
+            })?;
+        let leaf = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first());
+        if let Some(not_after) = leaf.and_then(|cert| cert_expiry::not_after(cert).ok()) {
+            let at = not_after.duration_since(UNIX_EPOCH).unwrap_or_default();
+            progress
+                .cert_not_after
+                .store(at.as_secs().max(1), Ordering::Relaxed);
+            if let Some(min) = self.min_validity {
+                let left = not_after
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default();
+                if left < min {
+                    return Err(Failure::Answer {
+                        label: "cert_expiring",
+                        detail: format!(
+                            "certificate expires in {} (min_cert_validity {})",
+                            humantime::format_duration(Duration::from_secs(left.as_secs())),
+                            humantime::format_duration(min)
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(stream)
+    }
+}
