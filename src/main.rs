@@ -51,7 +51,7 @@ enum Command {
         config: Vec<PathBuf>,
     },
     /// Probe one target once and print the verdict, the reason and the latency.
-    Probe(probe_cmd::ProbeArgs),
+    Probe(Box<probe_cmd::ProbeArgs>),
     /// Watch DNS failover on this machine: three local gateways, one goes down and comes back.
     Demo(demo::DemoArgs),
     /// Print the configuration's JSON Schema (draft-07), for editors that check TOML as
@@ -100,7 +100,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { config } => run::run(&config, cli.log_format),
         Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
-        Command::Probe(args) => probe_cmd::probe(args),
+        Command::Probe(args) => probe_cmd::probe(*args),
         Command::Demo(args) => demo::demo(args),
         Command::Cluster {
             action: ClusterAction::Leave { config },

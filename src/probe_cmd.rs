@@ -1,19 +1,22 @@
 //! `probe`: one probe from the command line, with exactly the engine's probe code.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use ho_config::{CheckOverrides, Target};
+use ho_config::{CheckCatalog, CheckOverrides, Target};
 use ho_engine::probe::{parse_url, Checks, Probe, TlsCache};
 
 /// Arguments of `probe`.
 #[derive(clap::Args)]
 pub struct ProbeArgs {
     /// `KIND://HOST[:PORT][...]` for any check kind (`http://HOST[:PORT][/PATH]`,
-    /// `https://...`, `tcp://HOST:PORT`), or `HOST:PORT` for a TCP connect.
+    /// `https://...`, `tcp://HOST:PORT`, `grpc[s]://HOST:PORT[/SERVICE]`,
+    /// `dns://SERVER[:PORT]/NAME?type=A&tcp=1&rcode=NOERROR&contains=ADDR`, `icmp://ADDR`),
+    /// or `HOST:PORT` for a TCP connect.
     target: String,
     /// Hard deadline of the probe.
     #[arg(long, default_value = "2s", value_parser = humantime_duration)]
@@ -30,9 +33,33 @@ pub struct ProbeArgs {
     /// https: accept any certificate.
     #[arg(long)]
     insecure: bool,
-    /// https: trust the CAs in this PEM file instead of the system roots.
+    /// https/grpcs: trust the CAs in this PEM file instead of the system roots.
     #[arg(long)]
     ca_file: Option<PathBuf>,
+    /// http/https: GET, HEAD or POST.
+    #[arg(long)]
+    method: Option<String>,
+    /// http/https: the body sent with --method POST.
+    #[arg(long)]
+    request_body: Option<String>,
+    /// http/https: a regular expression the body must match.
+    #[arg(long)]
+    body_regex: Option<String>,
+    /// http/https: a JSON value the body must hold, `POINTER=VALUE` (`/status=UP`); repeatable.
+    #[arg(long = "json", value_name = "POINTER=VALUE")]
+    json: Vec<String>,
+    /// http/https: a healthy answer slower than this fails (`slow`).
+    #[arg(long)]
+    max_latency: Option<String>,
+    /// https/grpcs: a certificate expiring sooner than this fails (`cert_expiring`).
+    #[arg(long)]
+    min_cert_validity: Option<String>,
+    /// https/grpcs: present this PEM certificate chain (mutual TLS), with --client-key.
+    #[arg(long)]
+    client_cert: Option<PathBuf>,
+    /// https/grpcs: the client certificate's PEM key.
+    #[arg(long)]
+    client_key: Option<PathBuf>,
 }
 
 fn humantime_duration(s: &str) -> Result<Duration, String> {
@@ -42,8 +69,28 @@ fn humantime_duration(s: &str) -> Result<Duration, String> {
 impl ProbeArgs {
     /// The check the URL names with the options given, each option a key of the kind's
     /// (one the kind does not read is refused as in a config file).
-    fn check(&self, mut check: CheckOverrides, host: Option<String>) -> CheckOverrides {
+    fn check(
+        &self,
+        mut check: CheckOverrides,
+        host: Option<String>,
+    ) -> anyhow::Result<CheckOverrides> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|f| f.display().to_string().into());
+        let text = |t: &Option<String>| t.as_deref().map(Into::into);
+        let mut json = BTreeMap::new();
+        for pair in &self.json {
+            let (pointer, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--json {pair:?}: write POINTER=VALUE"))?;
+            json.insert(pointer.to_owned(), value.to_owned());
+        }
         let keys = [
+            ("method", text(&self.method)),
+            ("request_body", text(&self.request_body)),
+            ("body_matches", text(&self.body_regex)),
+            ("max_latency", text(&self.max_latency)),
+            ("min_cert_validity", text(&self.min_cert_validity)),
+            ("client_cert", path(&self.client_cert)),
+            ("client_key", path(&self.client_key)),
             (
                 "expect_status",
                 self.expect_status.as_deref().map(Into::into),
@@ -54,21 +101,19 @@ impl ProbeArgs {
             ),
             ("host", host.map(Into::into)),
             ("insecure", self.insecure.then(|| true.into())),
-            (
-                "ca_file",
-                self.ca_file
-                    .as_ref()
-                    .map(|f| f.display().to_string().into()),
-            ),
+            ("ca_file", path(&self.ca_file)),
         ];
         for (key, value) in keys {
             if let Some(value) = value {
                 check.settings.insert(key.into(), value);
             }
         }
+        if !json.is_empty() {
+            check = check.with("body_json", &json);
+        }
         check.timeout = Some(self.timeout);
         check.interval = Some(self.timeout + Duration::from_millis(1));
-        check
+        Ok(check)
     }
 }
 
@@ -93,8 +138,12 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
                 )
             }
         };
-        let mut overrides = args.check(parsed.check, host);
-        overrides.port = Some(parsed.port);
+        let mut overrides = args.check(parsed.check, host)?;
+        let kind = overrides.kind.clone().unwrap_or_default();
+        let uses_port = Checks.uses_port(&kind);
+        if uses_port {
+            overrides.port = Some(parsed.port);
+        }
         let check = ho_config::resolve_standalone_check(&overrides, &Checks)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let target = Target {
@@ -104,9 +153,13 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         let probe = Probe::new(&target, &mut TlsCache::default())?;
         let result = probe.run(&mut None).await;
         let verdict = if result.ok() { "healthy" } else { "unhealthy" };
+        let shown = if uses_port {
+            SocketAddr::new(address, parsed.port).to_string()
+        } else {
+            address.to_string()
+        };
         println!(
-            "{verdict} {} {} {:.1}ms",
-            SocketAddr::new(address, parsed.port),
+            "{verdict} {shown} {} {:.1}ms",
             result.reason(),
             result.latency.as_secs_f64() * 1000.0
         );

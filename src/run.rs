@@ -71,7 +71,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             Ok(engine) => engine,
             // What the preflight could not see (a socket the DNS server cannot bind) is a
             // config problem too.
-            Err(e @ (EngineError::Tls { .. } | EngineError::SinkBuild(_))) => {
+            Err(e @ (EngineError::Probe { .. } | EngineError::SinkBuild(_))) => {
                 eprintln!("{e}");
                 return Ok(ExitCode::from(2));
             }

@@ -21,7 +21,7 @@ use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
 use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
-use crate::probe::{Probe, TlsCache, TlsError};
+use crate::probe::{Probe, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
@@ -41,13 +41,13 @@ use start::*;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
-    /// A target's TLS settings cannot be loaded.
+    /// A target's probe cannot be prepared (its TLS settings, a kind this host cannot run).
     #[error("{target}: {source}")]
-    Tls {
+    Probe {
         /// The target key.
         target: String,
         /// Why.
-        source: TlsError,
+        source: ProbeError,
     },
     /// A sink cannot be built.
     #[error(transparent)]
@@ -299,7 +299,7 @@ fn make_probes<'a>(
     targets
         .into_iter()
         .map(|t| {
-            Probe::new(t, &mut tls).map_err(|source| EngineError::Tls {
+            Probe::new(t, &mut tls).map_err(|source| EngineError::Probe {
                 target: t.key(),
                 source,
             })

@@ -327,10 +327,59 @@ async fn http_condition_keys_are_checked_where_they_are_written() {
         .to_string();
     for expected in [
         "check.request_body: is sent only with method = \"POST\"",
-        "check.body_matches: not a regular expression",
+        "check.body_matches: \"(unclosed\" is not a regular expression",
         "check.body_json.status: a JSON Pointer starts with '/'",
         "check.method: a HEAD answer has no body",
     ] {
         assert!(errors.contains(expected), "{expected}\n{errors}");
     }
+}
+
+/// The `probe` command takes the HTTP conditions as options.
+#[tokio::test]
+async fn probe_takes_the_http_conditions_as_options() {
+    let addr = echo_server(Duration::ZERO).await;
+    let run = |extra: &'static [&'static str]| async move {
+        let url = format!("http://{addr}/healthz");
+        tokio::task::spawn_blocking(move || {
+            crate::harness::binary()
+                .args(["probe", &url])
+                .args(extra)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    let out = run(&[
+        "--method",
+        "POST",
+        "--request-body",
+        "ping",
+        "--json",
+        "/method=POST",
+        "--json",
+        "/body=ping",
+        "--body-regex",
+        "\"status\":\"UP\"",
+        "--max-latency",
+        "1s",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let out = run(&["--json", "/status=DOWN"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(r#" body /status is "UP", not "DOWN" "#),
+        "{text}"
+    );
+    let out = run(&["--min-cert-validity", "14d"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an http check has no certificate"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not used by kind \"http\""));
 }

@@ -29,6 +29,9 @@ pub trait CheckCatalog: Sync {
     /// The port a check of kind `kind` probes when none is set (`None`: it must be set).
     fn default_port(&self, kind: &str) -> Option<u16>;
 
+    /// Whether kind `kind` has ports at all (ICMP has none: its checks carry port 0).
+    fn uses_port(&self, kind: &str) -> bool;
+
     /// Parses `settings` (only keys the kind reads) as kind `kind` (one of
     /// [`CheckCatalog::kinds`]) and resolves them: defaults filled in, values checked,
     /// files the settings name read (header secrets). Errors are located under `path`.

@@ -40,9 +40,20 @@ pub(super) fn resolve_check(
 ) -> Option<CheckSpec> {
     let before = errs.0.len();
     let mut r = required(merged, path, errs)?;
+    let kinds = checks.kinds();
+    if kinds.contains(&r.kind.as_str()) && !checks.uses_port(&r.kind) {
+        if own.is_some_and(|own| own.port.is_some()) {
+            errs.push(
+                format!("{path}.port"),
+                format!("not used by kind \"{}\"", r.kind),
+            );
+        }
+        r.port = Some(0);
+    } else if r.port == Some(0) {
+        errs.push(format!("{path}.port"), "must be between 1 and 65535");
+    }
     r.port = r.port.or_else(|| checks.default_port(&r.kind));
     let damping = check_timing(&r, merged, path, errs);
-    let kinds = checks.kinds();
     let settings = if kinds.contains(&r.kind.as_str()) {
         if r.port.is_none() {
             errs.push(
@@ -181,9 +192,6 @@ fn check_timing(
 ) -> Option<Damping> {
     let at = |field: &str| format!("{path}.{field}");
     let human = |d: Duration| humantime::format_duration(d).to_string();
-    if r.port == Some(0) {
-        errs.push(at("port"), "must be between 1 and 65535");
-    }
     if r.interval.is_zero() {
         errs.push(at("interval"), "must be greater than 0");
     }

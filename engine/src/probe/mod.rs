@@ -10,6 +10,7 @@ mod connect;
 mod dns;
 mod grpc;
 mod http;
+mod icmp;
 mod outcome;
 mod registry;
 mod tcp;
@@ -28,6 +29,19 @@ use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
 pub use crate::tls_client::TlsError;
+
+/// Why a target's probe cannot be prepared (at start-up or reload, not per probe).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// Its TLS settings cannot be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// This host cannot run the kind (ICMP without unprivileged ping sockets), with what
+    /// allows it.
+    #[error("{0}")]
+    Host(String),
+}
 pub use http::{HttpCheck, HttpsCheck, SecretValue};
 pub use outcome::{Failure, ProbeResult};
 pub use registry::{parse_url, with_check_fields, Checks, UrlTarget};
@@ -99,7 +113,7 @@ struct Progress {
 impl Probe {
     /// Builds the probe for `target`, loading TLS trust through `tls` (shared between
     /// targets with the same trust settings).
-    pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, TlsError> {
+    pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, ProbeError> {
         let kind = registry::probe_for(target, tls)?;
         Ok(Probe {
             dial: Dial {

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{ProbeKind, TlsCache, TlsError};
+use super::{ProbeError, ProbeKind, TlsCache};
 
 /// Every check kind this program knows, in the order error messages list them.
 const KINDS: &[&dyn Kind] = &[
@@ -25,6 +25,7 @@ const KINDS: &[&dyn Kind] = &[
     &Registered::<super::dns::DnsSettings>::KIND,
     &Registered::<super::grpc::GrpcSettings>::KIND,
     &Registered::<super::grpc::GrpcsSettings>::KIND,
+    &Registered::<super::icmp::IcmpSettings>::KIND,
 ];
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
@@ -37,6 +38,9 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
 
     /// The port a `probe` URL without one gets (`None`: the URL must name it).
     const URL_PORT: Option<u16>;
+
+    /// Whether the kind has ports at all (false: ICMP).
+    const USES_PORT: bool = true;
 
     /// What the plan carries: the settings checked, with defaults filled in.
     type Resolved: ResolvedCheck + PartialEq + Hash + Serialize;
@@ -51,7 +55,7 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
         check: &Self::Resolved,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError>;
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
 
     /// The keys the part of a `probe` URL after its authority sets (`/healthz` for http);
     /// an error when the kind takes nothing there.
@@ -84,6 +88,7 @@ trait Kind: Sync {
     fn name(&self) -> &'static str;
     fn default_port(&self) -> Option<u16>;
     fn url_port(&self) -> Option<u16>;
+    fn uses_port(&self) -> bool;
     /// The JSON Schema of the kind's keys, subschemas inlined (draft-07 or OpenAPI 3).
     fn schema(&self, settings: SchemaSettings) -> Value;
     fn resolve(&self, settings: KindSettings, path: &str) -> Result<KindCheck, Vec<FieldError>>;
@@ -92,7 +97,7 @@ trait Kind: Sync {
         check: &KindCheck,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError>;
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
     fn url_keys(&self, rest: &str) -> Result<KindSettings, String>;
 }
 
@@ -115,6 +120,10 @@ impl<T: CheckSettings> Kind for Registered<T> {
 
     fn url_port(&self) -> Option<u16> {
         T::URL_PORT
+    }
+
+    fn uses_port(&self) -> bool {
+        T::USES_PORT
     }
 
     fn schema(&self, settings: SchemaSettings) -> Value {
@@ -142,7 +151,7 @@ impl<T: CheckSettings> Kind for Registered<T> {
         check: &KindCheck,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let check = check
             .downcast::<T::Resolved>()
             .expect("a check is probed by the kind that resolved it");
@@ -166,7 +175,7 @@ fn kind(name: &str) -> &'static dyn Kind {
 pub(super) fn probe_for(
     target: &Target,
     tls: &mut TlsCache,
-) -> Result<Arc<dyn ProbeKind>, TlsError> {
+) -> Result<Arc<dyn ProbeKind>, ProbeError> {
     let check = &target.check.settings;
     kind(check.get().kind()).probe(check, target, tls)
 }
@@ -202,6 +211,13 @@ impl CheckCatalog for Checks {
             .iter()
             .find(|k| k.name() == kind_name)
             .and_then(|k| k.default_port())
+    }
+
+    fn uses_port(&self, kind_name: &str) -> bool {
+        KINDS
+            .iter()
+            .find(|k| k.name() == kind_name)
+            .is_none_or(|k| k.uses_port())
     }
 
     fn resolve(
@@ -297,6 +313,9 @@ pub fn parse_url(text: &str) -> Result<UrlTarget, String> {
         }
     };
     let port = match (port, kind.url_port()) {
+        (Some(p), _) if !kind.uses_port() => {
+            return Err(format!("an {} target has no port: {p:?}", kind.name()))
+        }
         (Some(p), _) => p.parse().map_err(|_| format!("bad port {p:?}"))?,
         (None, Some(default)) => default,
         (None, None) => return Err(format!("a {} target needs a port: HOST:PORT", kind.name())),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::connect::{self, SocketSetup};
 use super::registry::{CheckSettings, Problems};
-use super::{Attempt, Dial, KeptConnection, ProbeKind, Progress, TlsCache, TlsError};
+use super::{Attempt, Dial, KeptConnection, ProbeError, ProbeKind, Progress, TlsCache};
 
 /// `kind = "tcp"`: a connect, nothing more; the kind has no keys of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
@@ -41,7 +41,7 @@ impl CheckSettings for TcpSettings {
         _check: &TcpSettings,
         _target: &Target,
         _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(TcpConnect))
     }
 

@@ -6,15 +6,15 @@ use std::time::Duration;
 use ho_config::{CheckOverrides, Target};
 use ho_engine::probe::{Checks, Probe, ProbeResult, TlsCache};
 
-/// One probe of `addr` with `check` (port and interval filled in), cut at `timeout` unless
-/// `check` sets its own.
+/// One probe of `addr` with `check` (port and interval filled in; port 0 for a kind
+/// without ports), cut at `timeout` unless `check` sets its own.
 pub async fn probe_within(
     addr: SocketAddr,
     timeout: Duration,
     check: CheckOverrides,
 ) -> ProbeResult {
     let check = CheckOverrides {
-        port: Some(addr.port()),
+        port: (addr.port() != 0).then_some(addr.port()),
         timeout: check.timeout.or(Some(timeout)),
         interval: Some(Duration::from_secs(1)),
         ..check

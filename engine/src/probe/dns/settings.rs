@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::DnsProbe;
 use crate::probe::registry::{CheckSettings, Problems};
-use crate::probe::{ProbeKind, TlsCache, TlsError};
+use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
 /// `kind = "dns"`: one query to the endpoint as a DNS server, healthy when it answers with
 /// the expected rcode (and the expected data, if asked). For gateways that are resolvers
@@ -156,7 +156,7 @@ impl CheckSettings for DnsSettings {
         check: &DnsCheck,
         _target: &Target,
         _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(DnsProbe::new(check)))
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::GrpcProbe;
 use crate::probe::registry::{CheckSettings, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
-use crate::probe::{ProbeKind, TlsCache, TlsError};
+use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
 /// `kind = "grpc"`: the gRPC health protocol (`grpc.health.v1.Health/Check`) over
 /// HTTP/2 in clear text; healthy when the answer is SERVING. The readiness signal of
@@ -87,7 +87,7 @@ fn probe_of(
     check: &GrpcCheck,
     target: &Target,
     tls: &mut TlsCache,
-) -> Result<Arc<dyn ProbeKind>, TlsError> {
+) -> Result<Arc<dyn ProbeKind>, ProbeError> {
     let tls = match &check.tls {
         Some(trust) => Some(tls.target(trust, Alpn::H2, check.host.as_deref(), target.address)?),
         None => None,
@@ -116,7 +116,7 @@ impl CheckSettings for GrpcSettings {
         check: &GrpcCheck,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         probe_of(check, target, tls)
     }
 
@@ -140,7 +140,7 @@ impl CheckSettings for GrpcsSettings {
         check: &GrpcCheck,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         probe_of(check, target, tls)
     }
 

@@ -183,7 +183,14 @@ fn request_method(merged: &HttpSettings, errs: &mut Problems<'_>) -> String {
 fn check_conditions(merged: &HttpSettings, method: &str, errs: &mut Problems<'_>) {
     if let Some(pattern) = &merged.body_matches {
         if let Err(e) = regex::bytes::Regex::new(pattern) {
-            errs.push("body_matches", format!("not a regular expression: {e}"));
+            // regex explains over several lines, the reason on the last one.
+            let text = e.to_string();
+            let why = text.lines().last().unwrap_or_default();
+            let why = why.trim_start_matches("error: ");
+            errs.push(
+                "body_matches",
+                format!("{pattern:?} is not a regular expression: {why}"),
+            );
         }
     }
     for pointer in merged.body_json.iter().flatten().map(|(k, _)| k) {

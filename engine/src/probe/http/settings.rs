@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
-use crate::probe::{ProbeKind, TlsCache, TlsError};
+use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
 /// matches, if asked).
@@ -233,7 +233,7 @@ impl CheckSettings for HttpSettings {
         check: &HttpCheck,
         target: &Target,
         _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
         Ok(Arc::new(HttpProbe::new(check, addr, None)))
     }
@@ -260,7 +260,7 @@ impl CheckSettings for HttpsSettings {
         check: &HttpsCheck,
         target: &Target,
         tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, TlsError> {
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
         let tls = tls.target(
             &check.tls,
