@@ -4,9 +4,16 @@
 # directory removed at exit, the open-file limit and listen backlog raised (and the
 # backlog restored), the nginx farm with its fail list, and how each peer starts. Every
 # address is in 127.3.0.0/16: endpoint i (0-based) is 127.3.(i/250).(i%250+1).
+# `tls` (off, fresh, resume; default off) serves the farm over TLS (an ECDSA P-256
+# certificate made here): `fresh` refuses session resumption at the farm, so every probe of
+# either peer is a full handshake; `resume` offers session tickets and a session cache, so
+# each peer resumes as well as it can. Both peers check with verification off (HAProxy
+# `check-ssl verify none`, ours `insecure = true`): the cost compared is the handshake's.
 bin="$repo/target/release/health-orchestrator"
 [[ -x $bin ]] || { echo "build first: cargo build --release" >&2; exit 1; }
-for tool in nginx haproxy curl python3; do
+tls=${tls:-off}
+[[ $tls =~ ^(off|fresh|resume)$ ]] || { echo "tls must be off, fresh or resume" >&2; exit 2; }
+for tool in nginx haproxy curl python3 openssl; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (Debian: nginx-light haproxy curl python3)" >&2; exit 1; }
 done
 for n in "${sizes[@]}"; do
@@ -35,6 +42,20 @@ ips() { awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "127.3.%d.%d\n", i
 requests() { curl -fsS --max-time 2 "$stub" | awk 'NR == 3 { print $3 }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
+# The farm's listen directive and its TLS settings for the `tls` mode.
+farm_tls() {
+  if [[ $tls == off ]]; then echo "listen $farm_port backlog=65535;"; return; fi
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=farm.test -keyout "$state/farm.key" -out "$state/farm.pem" 2>/dev/null
+  echo "listen $farm_port ssl backlog=65535;"
+  echo "ssl_certificate $state/farm.pem; ssl_certificate_key $state/farm.key;"
+  if [[ $tls == fresh ]]; then
+    echo "ssl_session_cache off; ssl_session_tickets off;"
+  else
+    echo "ssl_session_cache shared:farm:64m; ssl_session_tickets on; ssl_session_timeout 1h;"
+  fi
+}
+
 farm_up() {
   : >"$state/fail.map"
   cat >"$state/nginx.conf" <<EOF
@@ -48,7 +69,7 @@ http {
   keepalive_timeout 65s;
   map \$server_addr \$failing { default 0; include $state/fail.map; }
   server {
-    listen $farm_port backlog=65535;
+    $(farm_tls)
     allow 127.0.0.0/8;
     deny all;
     # fail.map lists the addresses that answer 503 (detect.sh), by the address dialled.
@@ -72,7 +93,8 @@ start_haproxy() { # N
     printf 'global\n  maxconn 2000\n  stats socket %s/haproxy.sock\n' "$state"
     printf 'defaults\n  mode http\n  timeout connect 1s\n  timeout client 10s\n'
     printf '  timeout server 10s\n  timeout check 1s\nbackend farm\n  option httpchk GET /healthz\n'
-    printf '  default-server check inter %s rise 1 fall 2\n' "$interval"
+    local ssl=""; [[ $tls != off ]] && ssl=" check-ssl verify none"
+    printf '  default-server check%s inter %s rise 1 fall 2\n' "$ssl" "$interval"
     ips "$1" | awk -v p="$farm_port" '{ printf "  server e%d %s:%s id %d\n", NR, $1, p, NR }'
   } >"$state/haproxy.cfg"
   haproxy -db -f "$state/haproxy.cfg" >"$state/haproxy.log" 2>&1 &
@@ -81,7 +103,9 @@ start_haproxy() { # N
 
 start_ours() { # N
   {
-    printf '[api]\nlisten = "127.0.0.1:18090"\n\n[defaults.check]\nkind = "http"\nport = %s\n' "$farm_port"
+    local kind=http; [[ $tls != off ]] && kind=https
+    printf '[api]\nlisten = "127.0.0.1:18090"\n\n[defaults.check]\nkind = "%s"\nport = %s\n' "$kind" "$farm_port"
+    [[ $tls != off ]] && printf 'insecure = true\n'
     printf 'path = "/healthz"\ninterval = "%sms"\ntimeout = "%sms"\n' "$interval" $(( interval / 2 < 1000 ? interval / 2 : 1000 ))
     printf 'fast_interval = "%sms"\nrise = 1\nfall = 2\n\n' $(( interval / 10 > 50 ? interval / 10 : 50 ))
     ips "$1" | awk '{ printf "[[endpoints]]\nname = \"e%d\"\naddress = \"%s\"\n\n", NR, $1 }'

@@ -6,7 +6,10 @@
 # RSS is its peak (VmHWM). Both check every endpoint every INTERVAL_MS with fall 2 / rise 1
 # (ours re-checks a failing endpoint after max(50, INTERVAL/10) ms; nothing fails here).
 #
-#   bench/peers/probe-cost.sh [--rounds R] [--window S] [--interval-ms I] [--out DIR] N...
+#   bench/peers/probe-cost.sh [--rounds R] [--window S] [--interval-ms I] [--tls MODE] [--out DIR] N...
+#
+# --tls fresh|resume checks an HTTPS farm (lib.sh says what each mode means); the results go
+# to probe-cost-tls-MODE.jsonl.
 #
 # Prints one table per N with each round's CPU per 1,000 probes and the median of the per-round
 # ratios, and writes DIR/probe-cost.jsonl (one line per peer and round; `peerplot
@@ -22,14 +25,16 @@ while (( $# )); do
     --window) window="$2"; shift 2 ;;
     --interval-ms) interval="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --tls) tls="$2"; shift 2 ;;
     [0-9]*) sizes+=("$1"); shift ;;
-    *) echo "usage: $0 [--rounds R] [--window S] [--interval-ms I] [--out DIR] N..." >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds R] [--window S] [--interval-ms I] [--tls MODE] [--out DIR] N..." >&2; exit 2 ;;
   esac
 done
 (( ${#sizes[@]} )) || sizes=(1000 10000)
 source "$repo/bench/peers/lib.sh"
 mkdir -p "$out"
 results="$out/probe-cost.jsonl"
+[[ ${tls:-off} != off ]] && results="$out/probe-cost-tls-$tls.jsonl"
 
 # Steady: the farm sees at least 95 % of the schedule over one second (at most 60 s), then
 # 5 s more before the window opens.

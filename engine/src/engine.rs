@@ -295,7 +295,12 @@ impl Engine {
 fn make_probes<'a>(
     targets: impl IntoIterator<Item = &'a Target>,
 ) -> Result<Vec<Probe>, EngineError> {
-    let mut tls = TlsCache::default();
+    let targets: Vec<&Target> = targets.into_iter().collect();
+    let over_tls = targets
+        .iter()
+        .filter(|t| t.check.settings.get().speaks_tls())
+        .count();
+    let mut tls = TlsCache::for_targets(over_tls);
     targets
         .into_iter()
         .map(|t| {

@@ -59,6 +59,12 @@ pub trait ResolvedCheck: SameCheck + fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether the probe talks TLS: such targets share TLS client configurations, whose
+    /// session caches are sized to their number.
+    fn speaks_tls(&self) -> bool {
+        false
+    }
+
     /// Whether the probe talks TLS without verifying certificates (`insecure = true`):
     /// logged at start, since a forged certificate goes unnoticed there.
     fn unverified_tls(&self) -> bool {

@@ -78,6 +78,10 @@ impl ResolvedCheck for GrpcCheck {
         format!("{}://{target}/{}", self.kind(), self.service)
     }
 
+    fn speaks_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     fn unverified_tls(&self) -> bool {
         self.tls.as_ref().is_some_and(|t| t.trust.insecure)
     }

@@ -214,6 +214,10 @@ impl ResolvedCheck for HttpsCheck {
         self.http.keeps_connection()
     }
 
+    fn speaks_tls(&self) -> bool {
+        true
+    }
+
     fn unverified_tls(&self) -> bool {
         self.tls.trust.insecure
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ho_config::TlsCheck;
+use rustls::client::Resumption;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::net::TcpStream;
@@ -28,7 +29,13 @@ use crate::tls_client::{client_config, TlsError};
 #[derive(Default)]
 pub struct TlsCache {
     configs: HashMap<(TlsCheck, Alpn), Arc<ClientConfig>>,
+    /// TLS sessions each configuration keeps for resumption: one per target it serves, so
+    /// thousands of targets do not evict each other's sessions (rustls keeps 256 unless told).
+    sessions: usize,
 }
+
+/// Sessions kept when the number of targets is not known.
+const DEFAULT_SESSIONS: usize = 256;
 
 /// The application protocol a probe offers in the handshake (ALPN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,6 +56,14 @@ pub struct TlsTarget {
 }
 
 impl TlsCache {
+    /// A cache for configurations shared by up to `targets` targets over TLS.
+    pub fn for_targets(targets: usize) -> TlsCache {
+        TlsCache {
+            sessions: targets,
+            ..TlsCache::default()
+        }
+    }
+
     /// The TLS side of one https target: SNI and verification name = `host`, or the address.
     pub fn target(
         &mut self,
@@ -63,6 +78,8 @@ impl TlsCache {
             Some(c) => c.clone(),
             None => {
                 let mut config = client_config(trust)?;
+                config.resumption =
+                    Resumption::in_memory_sessions(self.sessions.max(DEFAULT_SESSIONS));
                 if alpn == Alpn::H2 {
                     config.alpn_protocols = vec![b"h2".to_vec()];
                 }
