@@ -81,6 +81,16 @@ impl Problems<'_> {
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }
+
+    /// `host` (the `Host` header, `:authority`, the TLS server name): an address or a
+    /// domain name.
+    pub fn host(&mut self, host: Option<&str>) {
+        if let Some(host) = host.filter(|h| h.parse::<std::net::IpAddr>().is_err()) {
+            if let Err(e) = ho_config::names::normalize_domain(host) {
+                self.push("host", e);
+            }
+        }
+    }
 }
 
 /// One registered kind, whatever its settings type.

@@ -50,13 +50,7 @@ pub struct GrpcCheck {
 
 impl GrpcSettings {
     fn resolve_with(self, tls: Option<TlsProbe>, problems: &mut Problems<'_>) -> GrpcCheck {
-        if let Some(host) = &self.host {
-            if let Err(e) = ho_config::names::normalize_domain(host) {
-                if host.parse::<std::net::IpAddr>().is_err() {
-                    problems.push("host", e);
-                }
-            }
-        }
+        problems.host(self.host.as_deref());
         GrpcCheck {
             service: self.service.unwrap_or_default(),
             host: self.host,

@@ -2,9 +2,8 @@
 //! them), body limits, connection reuse; every problem located at its key.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
-use ho_config::names::{check_header_name, check_header_value, normalize_domain};
+use ho_config::names::{check_header_name, check_header_value};
 
 use super::settings::{HttpCheck, HttpSettings, SecretValue};
 use crate::probe::registry::Problems;
@@ -32,27 +31,8 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
             );
         }
     }
-    if let Some(host) = &merged.host {
-        if host.parse::<IpAddr>().is_err() {
-            if let Err(e) = normalize_domain(host) {
-                errs.push("host", e);
-            }
-        }
-    }
-    let headers = merged.headers.clone().unwrap_or_default();
-    for (name, value) in &headers {
-        if let Err(e) = check_header_name(name) {
-            errs.push(&format!("headers.{name}"), e);
-        } else if name.eq_ignore_ascii_case("host") {
-            errs.push(
-                &format!("headers.{name}"),
-                "set the Host header with `host`",
-            );
-        }
-        if let Err(e) = check_header_value(value) {
-            errs.push(&format!("headers.{name}"), e);
-        }
-    }
+    errs.host(merged.host.as_deref());
+    let headers = check_headers(&merged, errs);
     let secret_headers = read_secret_headers(&merged, &headers, errs);
     let body_limit = merged.body_limit.unwrap_or(64 * 1024);
     if body_limit == 0 || body_limit > 16 * 1024 * 1024 {
@@ -85,6 +65,25 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         body_limit,
         probes_per_connection,
     })
+}
+
+/// `headers`, each name and value valid HTTP, `Host` set only through `host`.
+fn check_headers(merged: &HttpSettings, errs: &mut Problems<'_>) -> BTreeMap<String, String> {
+    let headers = merged.headers.clone().unwrap_or_default();
+    for (name, value) in &headers {
+        if let Err(e) = check_header_name(name) {
+            errs.push(&format!("headers.{name}"), e);
+        } else if name.eq_ignore_ascii_case("host") {
+            errs.push(
+                &format!("headers.{name}"),
+                "set the Host header with `host`",
+            );
+        }
+        if let Err(e) = check_header_value(value) {
+            errs.push(&format!("headers.{name}"), e);
+        }
+    }
+    headers
 }
 
 /// `headers_from_files`: each value read from its file (one trailing newline removed, as

@@ -5,6 +5,17 @@ use super::*;
 
 impl TrackerCore {
     /// Applies one probe result.
+    /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
+    fn record_cert_expiry(&self, target: TargetIx, at: std::time::SystemTime) {
+        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        self.metrics
+            .probe_cert_not_after
+            .get_or_create(&TargetLabel {
+                target: self.plan.targets[target.0].key(),
+            })
+            .set(i64::try_from(secs.as_secs()).unwrap_or(i64::MAX));
+    }
+
     pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
         let m = &self.metrics;
         m.probes
@@ -21,12 +32,7 @@ impl TrackerCore {
             return;
         };
         if let Some(at) = obs.result.cert_not_after {
-            let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            m.probe_cert_not_after
-                .get_or_create(&TargetLabel {
-                    target: self.plan.targets[target.0].key(),
-                })
-                .set(i64::try_from(secs.as_secs()).unwrap_or(i64::MAX));
+            self.record_cert_expiry(target, at);
         }
         let timing = self.plan.targets[target.0].check.timing;
         let state = &mut self.targets[target.0];
