@@ -178,3 +178,70 @@ async fn a_client_certificate_is_presented_to_a_server_that_requires_one() {
     );
     assert!(gw.requests() >= 1);
 }
+
+/// More targets than rustls remembers by default (32 servers): every probe after a
+/// target's first resumes its TLS session, counted by the servers themselves.
+#[tokio::test]
+async fn every_target_resumes_its_tls_session() {
+    use ho_engine::probe::{Probe, TlsCache};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = crate::harness::test_pki(dir.path(), "gw.test");
+    let resumed = Arc::new(AtomicUsize::new(0));
+    let mut targets = Vec::new();
+    for _ in 0..40 {
+        let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (acceptor, resumed) = (pki.acceptor.clone(), resumed.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, resumed) = (acceptor.clone(), resumed.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    if tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                        resumed.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let mut buf = [0u8; 1024];
+                    let _ = tls.read(&mut buf).await;
+                    let _ = tls
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                        .await;
+                });
+            }
+        });
+        // No `host`: each target's sessions are kept under its own address.
+        let check = CheckOverrides {
+            port: Some(addr.port()),
+            interval: Some(Duration::from_secs(1)),
+            timeout: Some(Duration::from_millis(500)),
+            ..CheckOverrides::of_kind("https")
+                .with("path", "/healthz")
+                .with("insecure", true)
+        };
+        let spec = ho_config::resolve_standalone_check(&check, &ho_engine::probe::Checks).unwrap();
+        targets.push(ho_config::Target {
+            address: addr.ip(),
+            check: spec.into(),
+        });
+    }
+    let mut tls = TlsCache::for_targets(targets.len());
+    let probes: Vec<Probe> = targets
+        .iter()
+        .map(|t| Probe::new(t, &mut tls).unwrap())
+        .collect();
+    for round in 0..2 {
+        for probe in &probes {
+            let r = probe.run(&mut None).await;
+            assert_eq!(r.outcome, Ok(()), "round {round}: {}", r.reason());
+        }
+    }
+    assert_eq!(
+        resumed.load(Ordering::SeqCst),
+        probes.len(),
+        "the second round resumes"
+    );
+}

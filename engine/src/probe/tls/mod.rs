@@ -29,13 +29,18 @@ use crate::tls_client::{client_config, TlsError};
 #[derive(Default)]
 pub struct TlsCache {
     configs: HashMap<(TlsCheck, Alpn), Arc<ClientConfig>>,
-    /// TLS sessions each configuration keeps for resumption: one per target it serves, so
-    /// thousands of targets do not evict each other's sessions (rustls keeps 256 unless told).
+    /// Servers each configuration remembers sessions of: every target it serves, so
+    /// targets do not evict each other's sessions and every probe after the first resumes.
     sessions: usize,
 }
 
-/// Sessions kept when the number of targets is not known.
-const DEFAULT_SESSIONS: usize = 256;
+/// Servers remembered when the number of targets is not known.
+const DEFAULT_SERVERS: usize = 32;
+
+/// rustls sizes its session cache in tickets, eight per server (its
+/// `MAX_TLS13_TICKETS_PER_SERVER`): its default of 256 remembers 32 servers, so with more
+/// targets than that no probe ever resumed.
+const TICKETS_PER_SERVER: usize = 8;
 
 /// The application protocol a probe offers in the handshake (ALPN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,8 +83,9 @@ impl TlsCache {
             Some(c) => c.clone(),
             None => {
                 let mut config = client_config(trust)?;
-                config.resumption =
-                    Resumption::in_memory_sessions(self.sessions.max(DEFAULT_SESSIONS));
+                config.resumption = Resumption::in_memory_sessions(
+                    self.sessions.max(DEFAULT_SERVERS) * TICKETS_PER_SERVER,
+                );
                 if alpn == Alpn::H2 {
                     config.alpn_protocols = vec![b"h2".to_vec()];
                 }
