@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ho_config::{KindSettings, ResolvedCheck, Target};
+use ho_config::{ResolvedCheck, Target};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -54,13 +54,6 @@ impl CheckSettings for IcmpSettings {
         // A socket now, so a host that forbids them is told at start, not per probe.
         ping_socket(target.address).map_err(|e| ProbeError::Host(not_allowed(&e)))?;
         Ok(Arc::new(IcmpEcho))
-    }
-
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        match rest {
-            "" | "/" => Ok(KindSettings::new()),
-            _ => Err(format!("an icmp target takes no path: {rest:?}")),
-        }
     }
 }
 

@@ -58,8 +58,13 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
     ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
 
     /// The keys the part of a `probe` URL after its authority sets (`/healthz` for http);
-    /// an error when the kind takes nothing there.
-    fn url_keys(rest: &str) -> Result<KindSettings, String>;
+    /// an error when the kind takes nothing there, as kinds without keys (tcp, icmp) do.
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        match rest {
+            "" | "/" => Ok(KindSettings::new()),
+            _ => Err(format!("{} targets take no path: {rest:?}", Self::KIND)),
+        }
+    }
 }
 
 /// Problems found in one check table's own keys, located under its path.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ho_config::{KindSettings, ResolvedCheck, Target};
+use ho_config::{ResolvedCheck, Target};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -43,13 +43,6 @@ impl CheckSettings for TcpSettings {
         _tls: &mut TlsCache,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(TcpConnect))
-    }
-
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        match rest {
-            "" | "/" => Ok(KindSettings::new()),
-            _ => Err(format!("a tcp target takes no path: {rest:?}")),
-        }
     }
 }
 
