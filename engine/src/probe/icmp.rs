@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::registry::{CheckSettings, Problems};
+use super::registry::{CheckSettings, Prepare, Problems};
 use super::{Attempt, Dial, Failure, KeptConnection, ProbeError, ProbeKind, Progress, TlsCache};
 
 /// Payload of an echo request: ping's default size.
@@ -44,16 +44,6 @@ impl CheckSettings for IcmpSettings {
 
     fn resolve(self, _problems: &mut Problems<'_>) -> Option<IcmpSettings> {
         Some(self)
-    }
-
-    fn probe(
-        _check: &IcmpSettings,
-        target: &Target,
-        _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        // A socket now, so a host that forbids them is told at start, not per probe.
-        ping_socket(target.address).map_err(|e| ProbeError::Host(not_allowed(&e)))?;
-        Ok(Arc::new(IcmpEcho))
     }
 }
 
@@ -128,5 +118,17 @@ impl ProbeKind for IcmpEcho {
         _kept: &'a mut Option<KeptConnection>,
     ) -> Attempt<'a> {
         Box::pin(Self::run(dial, progress))
+    }
+}
+
+impl Prepare for IcmpSettings {
+    fn prepare(
+        &self,
+        target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+        // A socket now, so a host that forbids them is told at start, not per probe.
+        ping_socket(target.address).map_err(|e| ProbeError::Host(not_allowed(&e)))?;
+        Ok(Arc::new(IcmpEcho))
     }
 }

@@ -43,19 +43,12 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
     const USES_PORT: bool = true;
 
     /// What the plan carries: the settings checked, with defaults filled in.
-    type Resolved: ResolvedCheck + PartialEq + Hash + Serialize;
+    type Resolved: Prepare;
 
     /// Checks the settings and fills in defaults; reports every problem in `problems`.
     /// May read the files the settings name (header secrets), as validation does at every
     /// load and reload.
     fn resolve(self, problems: &mut Problems<'_>) -> Option<Self::Resolved>;
-
-    /// The attempt for one target, prepared once.
-    fn probe(
-        check: &Self::Resolved,
-        target: &Target,
-        tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
 
     /// The keys the part of a `probe` URL after its authority sets (`/healthz` for http);
     /// an error when the kind takes nothing there, as kinds without keys (tcp, icmp) do.
@@ -65,6 +58,17 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
             _ => Err(format!("{} targets take no path: {rest:?}", Self::KIND)),
         }
     }
+}
+
+/// A kind's resolved settings, which prepare its attempt for each target (two kinds that
+/// resolve to one type, such as grpc and grpcs, share it).
+pub(super) trait Prepare: ResolvedCheck + PartialEq + Hash + Serialize {
+    /// The attempt for one target, prepared once.
+    fn prepare(
+        &self,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
 }
 
 /// Problems found in one check table's own keys, located under its path.
@@ -170,7 +174,7 @@ impl<T: CheckSettings> Kind for Registered<T> {
         let check = check
             .downcast::<T::Resolved>()
             .expect("a check is probed by the kind that resolved it");
-        T::probe(check, target, tls)
+        check.prepare(target, tls)
     }
 
     fn url_keys(&self, rest: &str) -> Result<KindSettings, String> {

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::connect::{self, SocketSetup};
-use super::registry::{CheckSettings, Problems};
+use super::registry::{CheckSettings, Prepare, Problems};
 use super::{Attempt, Dial, KeptConnection, ProbeError, ProbeKind, Progress, TlsCache};
 
 /// `kind = "tcp"`: a connect, nothing more; the kind has no keys of its own.
@@ -36,14 +36,6 @@ impl CheckSettings for TcpSettings {
     fn resolve(self, _problems: &mut Problems<'_>) -> Option<TcpSettings> {
         Some(self)
     }
-
-    fn probe(
-        _check: &TcpSettings,
-        _target: &Target,
-        _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(TcpConnect))
-    }
 }
 
 /// A TCP connect check; it has nothing to prepare.
@@ -61,5 +53,15 @@ impl ProbeKind for TcpConnect {
             progress.connected.store(true, Ordering::Relaxed);
             connect::handshake_error(&stream)
         })
+    }
+}
+
+impl Prepare for TcpSettings {
+    fn prepare(
+        &self,
+        _target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+        Ok(Arc::new(TcpConnect))
     }
 }

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::DnsProbe;
-use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
 /// `kind = "dns"`: one query to the endpoint as a DNS server, healthy when it answers with
@@ -152,14 +152,6 @@ impl CheckSettings for DnsSettings {
         })
     }
 
-    fn probe(
-        check: &DnsCheck,
-        _target: &Target,
-        _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(DnsProbe::new(check)))
-    }
-
     /// `/NAME?type=A&tcp=1&rcode=NOERROR&contains=ADDR`.
     fn url_keys(rest: &str) -> Result<KindSettings, String> {
         let rest = rest.strip_prefix('/').unwrap_or(rest);
@@ -185,5 +177,15 @@ impl CheckSettings for DnsSettings {
             keys.insert(key.to_owned(), value);
         }
         Ok(keys)
+    }
+}
+
+impl Prepare for DnsCheck {
+    fn prepare(
+        &self,
+        _target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+        Ok(Arc::new(DnsProbe::new(self)))
     }
 }

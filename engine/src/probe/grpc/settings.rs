@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::GrpcProbe;
-use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
@@ -81,19 +81,6 @@ impl ResolvedCheck for GrpcCheck {
     }
 }
 
-fn probe_of(
-    check: &GrpcCheck,
-    target: &Target,
-    tls: &mut TlsCache,
-) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-    let tls = match &check.tls {
-        Some(trust) => Some(tls.target(trust, Alpn::H2, check.host.as_deref(), target.address)?),
-        None => None,
-    };
-    let addr = SocketAddr::new(target.address, target.check.port);
-    Ok(Arc::new(GrpcProbe::new(check, addr, tls)))
-}
-
 /// `/SERVICE` (nothing: the server as a whole).
 fn service_key(rest: &str) -> Result<KindSettings, String> {
     let service = rest.strip_prefix('/').unwrap_or(rest);
@@ -108,14 +95,6 @@ impl CheckSettings for GrpcSettings {
 
     fn resolve(self, problems: &mut Problems<'_>) -> Option<GrpcCheck> {
         Some(self.resolve_with(None, problems))
-    }
-
-    fn probe(
-        check: &GrpcCheck,
-        target: &Target,
-        tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        probe_of(check, target, tls)
     }
 
     fn url_keys(rest: &str) -> Result<KindSettings, String> {
@@ -134,15 +113,24 @@ impl CheckSettings for GrpcsSettings {
         Some(self.grpc.resolve_with(Some(tls), problems))
     }
 
-    fn probe(
-        check: &GrpcCheck,
+    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+        service_key(rest)
+    }
+}
+
+impl Prepare for GrpcCheck {
+    fn prepare(
+        &self,
         target: &Target,
         tls: &mut TlsCache,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        probe_of(check, target, tls)
-    }
-
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        service_key(rest)
+        let tls = match &self.tls {
+            Some(trust) => {
+                Some(tls.target(trust, Alpn::H2, self.host.as_deref(), target.address)?)
+            }
+            None => None,
+        };
+        let addr = SocketAddr::new(target.address, target.check.port);
+        Ok(Arc::new(GrpcProbe::new(self, addr, tls)))
     }
 }

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::HttpProbe;
-use crate::probe::registry::{CheckSettings, Problems};
+use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
@@ -233,15 +233,6 @@ impl CheckSettings for HttpSettings {
         super::resolve::http(self, problems)
     }
 
-    fn probe(
-        check: &HttpCheck,
-        target: &Target,
-        _tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        let addr = SocketAddr::new(target.address, target.check.port);
-        Ok(Arc::new(HttpProbe::new(check, addr, None)))
-    }
-
     fn url_keys(rest: &str) -> Result<KindSettings, String> {
         path_key(rest)
     }
@@ -260,21 +251,6 @@ impl CheckSettings for HttpsSettings {
         Some(HttpsCheck { http, tls })
     }
 
-    fn probe(
-        check: &HttpsCheck,
-        target: &Target,
-        tls: &mut TlsCache,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        let addr = SocketAddr::new(target.address, target.check.port);
-        let tls = tls.target(
-            &check.tls,
-            Alpn::Http1,
-            check.http.host.as_deref(),
-            target.address,
-        )?;
-        Ok(Arc::new(HttpProbe::new(&check.http, addr, Some(tls))))
-    }
-
     fn url_keys(rest: &str) -> Result<KindSettings, String> {
         path_key(rest)
     }
@@ -284,4 +260,32 @@ impl CheckSettings for HttpsSettings {
 fn path_key(rest: &str) -> Result<KindSettings, String> {
     let path = if rest.is_empty() { "/" } else { rest };
     Ok(KindSettings::from([("path".to_owned(), path.into())]))
+}
+
+impl Prepare for HttpCheck {
+    fn prepare(
+        &self,
+        target: &Target,
+        _tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+        let addr = SocketAddr::new(target.address, target.check.port);
+        Ok(Arc::new(HttpProbe::new(self, addr, None)))
+    }
+}
+
+impl Prepare for HttpsCheck {
+    fn prepare(
+        &self,
+        target: &Target,
+        tls: &mut TlsCache,
+    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+        let addr = SocketAddr::new(target.address, target.check.port);
+        let tls = tls.target(
+            &self.tls,
+            Alpn::Http1,
+            self.http.host.as_deref(),
+            target.address,
+        )?;
+        Ok(Arc::new(HttpProbe::new(&self.http, addr, Some(tls))))
+    }
 }
