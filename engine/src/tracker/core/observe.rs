@@ -4,7 +4,6 @@
 use super::*;
 
 impl TrackerCore {
-    /// Applies one probe result.
     /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
     fn record_cert_expiry(&self, target: TargetIx, at: std::time::SystemTime) {
         let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -16,6 +15,7 @@ impl TrackerCore {
             .set(i64::try_from(secs.as_secs()).unwrap_or(i64::MAX));
     }
 
+    /// Applies one probe result.
     pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
         let m = &self.metrics;
         m.probes
@@ -31,7 +31,13 @@ impl TrackerCore {
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;
         };
-        if let Some(at) = obs.result.cert_not_after {
+        // Set when it changes (a first probe, a renewed certificate), not on every probe:
+        // the label is the target's key, formatted.
+        let before = self.targets[target.0]
+            .last
+            .as_ref()
+            .and_then(|(r, _)| r.cert_not_after);
+        if let Some(at) = obs.result.cert_not_after.filter(|at| before != Some(*at)) {
             self.record_cert_expiry(target, at);
         }
         let timing = self.plan.targets[target.0].check.timing;

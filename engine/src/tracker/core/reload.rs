@@ -128,8 +128,15 @@ impl TrackerCore {
                 self.metrics.node_status.remove(&report::node_labels(ep));
             }
         }
-        let targets: HashSet<String> = plan.targets.iter().map(|t| t.key()).collect();
-        for target in &self.plan.targets {
+        // Only targets over TLS carry a certificate expiry.
+        let over_tls = |t: &&ho_config::Target| t.check.settings.get().speaks_tls();
+        let targets: HashSet<String> = plan
+            .targets
+            .iter()
+            .filter(over_tls)
+            .map(|t| t.key())
+            .collect();
+        for target in self.plan.targets.iter().filter(over_tls) {
             let key = target.key();
             if !targets.contains(&key) {
                 self.metrics
