@@ -1,15 +1,17 @@
 //! The `grpc` and `grpcs` check kinds against a real gRPC server (grpcio's health
 //! service): SERVING healthy, every other answer with its reason, a status change followed,
-//! TLS with ALPN h2 and a private CA, a stopped server refused, and the `probe` command's
-//! `grpc://` form.
+//! TLS with ALPN h2 and a private CA, a stopped server refused, calls over a kept HTTP/2
+//! connection, and the `probe` command's `grpc://` form.
 
 use std::time::Duration;
 
 use ho_config::CheckOverrides;
-use ho_engine::probe::{Failure, ProbeResult};
+use ho_engine::probe::{Failure, Probe, ProbeResult, TlsCache};
 
 use crate::harness::{binary, probe_within, test_pki};
 use crate::services::grpc_health::GrpcHealth;
+use ho_config::Target;
+use ho_engine::probe::Checks;
 
 async fn probe(server: &GrpcHealth, check: CheckOverrides) -> ProbeResult {
     // grpcio's first call on a connection takes a few ms more than later ones.
@@ -88,4 +90,57 @@ async fn probe_takes_a_grpc_url() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(" NOT_SERVING "), "{text}");
+}
+
+/// `reuse_connection`: calls ride one HTTP/2 connection, `fresh_connection_every` at a
+/// time, counted by the server itself; a failed call and a server that went away each end
+/// the kept connection, and the next probe's verdict is what a fresh connection says.
+#[tokio::test]
+async fn grpc_calls_ride_a_kept_connection() {
+    let mut server = GrpcHealth::start(None);
+    let check = CheckOverrides {
+        port: Some(server.addr().port()),
+        timeout: Some(Duration::from_millis(900)),
+        interval: Some(Duration::from_secs(1)),
+        ..grpc("api")
+            .with("reuse_connection", true)
+            .with("fresh_connection_every", 5)
+    };
+    let target = Target {
+        address: server.addr().ip(),
+        check: ho_config::resolve_standalone_check(&check, &Checks)
+            .unwrap()
+            .into(),
+    };
+    let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
+    let mut kept = None;
+    let mut reused = Vec::new();
+    for _ in 0..13 {
+        let r = probe.run(&mut kept).await;
+        assert_eq!(r.outcome, Ok(()), "{}", r.reason());
+        reused.push(r.reused);
+    }
+    let fresh: Vec<usize> = (0..13).filter(|&i| !reused[i]).collect();
+    assert_eq!(fresh, [0, 5, 10]);
+    assert_eq!(server.connections(), 3);
+
+    server.set("api", "NOT_SERVING");
+    let r = probe.run(&mut kept).await;
+    assert_eq!((r.label(), r.reused), ("not_serving", true));
+    assert!(kept.is_none(), "a failed call ends the kept connection");
+    server.set("api", "SERVING");
+    let r = probe.run(&mut kept).await;
+    assert_eq!((r.outcome, r.reused), (Ok(()), false));
+    assert_eq!(server.connections(), 4);
+
+    assert!(kept.is_some());
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let r = probe.run(&mut kept).await;
+    let why = r.reason();
+    assert_eq!(
+        (r.outcome, r.reused),
+        (Err(Failure::Refused), false),
+        "{why}"
+    );
 }

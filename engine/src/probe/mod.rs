@@ -4,7 +4,8 @@
 //! A probe opens a fresh connection each time by default (that is what detects a dead
 //! listener) and closes it with an RST (SO_LINGER 0), so thousands of probes per second
 //! leave no TIME_WAIT behind on either side. With `reuse_connection`, an HTTP/1.1 or HTTPS
-//! connection is kept for the target's next probes ([`KeptConnection`]).
+//! connection, or a gRPC check's HTTP/2 connection, is kept for the target's next probes
+//! ([`KeptConnection`]).
 
 mod connect;
 mod dns;
@@ -13,6 +14,7 @@ mod http;
 mod icmp;
 mod outcome;
 mod registry;
+mod reuse;
 mod tcp;
 mod tls;
 
@@ -88,9 +90,18 @@ type Attempt<'a> = Pin<Box<dyn Future<Output = Result<(), Failure>> + Send + 'a>
 /// Its owner (the target's prober) passes it back to [`Probe::run`]; a failure or the
 /// `fresh_connection_every` count ends it.
 pub struct KeptConnection {
-    stream: Stream,
+    link: Link,
     /// Probes this connection has carried.
     carried: u32,
+}
+
+/// What a kept connection is, as the kind that opened it left it: a target's probes are
+/// always of one kind, so each kind finds only its own.
+enum Link {
+    /// A byte stream carrying HTTP/1.1.
+    Stream(Stream),
+    /// An HTTP/2 connection carrying gRPC calls.
+    Http2(grpc::Channel),
 }
 
 enum Stream {

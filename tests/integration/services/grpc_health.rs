@@ -64,10 +64,20 @@ impl GrpcHealth {
 
     /// Sets `service`'s status (`SERVING`, `NOT_SERVING`, `UNKNOWN`), acknowledged.
     pub fn set(&mut self, service: &str, status: &str) {
-        writeln!(self.stdin, "{service} {status}").unwrap();
+        assert_eq!(self.ask(&format!("{service} {status}")), "ok");
+    }
+
+    /// How many distinct client connections have called `Check` so far, as the server saw
+    /// them.
+    pub fn connections(&mut self) -> usize {
+        self.ask("peers").parse().unwrap()
+    }
+
+    fn ask(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "ok");
+        line.trim().to_owned()
     }
 }
 

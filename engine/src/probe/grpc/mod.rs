@@ -1,6 +1,7 @@
 //! The `grpc` and `grpcs` kinds: one `grpc.health.v1.Health/Check` call over a fresh
-//! HTTP/2 connection (TLS with ALPN `h2` for grpcs); SERVING is healthy, and NOT_SERVING,
-//! UNKNOWN, SERVICE_UNKNOWN and every gRPC status each have their reason.
+//! HTTP/2 connection (TLS with ALPN `h2` for grpcs), or over the connection the target's
+//! previous probe kept (`reuse_connection`); SERVING is healthy, and NOT_SERVING, UNKNOWN,
+//! SERVICE_UNKNOWN and every gRPC status each have their reason.
 
 mod settings;
 mod wire;
@@ -17,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
-use super::{Attempt, Dial, Failure, KeptConnection, ProbeKind, Progress};
+use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress};
 pub use settings::{GrpcCheck, GrpcSettings, GrpcsSettings};
 
 /// A gRPC health check of one target: the request prepared once.
@@ -26,6 +27,15 @@ pub(super) struct GrpcProbe {
     body: Bytes,
     service: String,
     tls: Option<TlsTarget>,
+    /// Calls one connection carries (1: a fresh connection every probe).
+    per_connection: u32,
+}
+
+/// An HTTP/2 connection kept between probes: the handle calls are sent on, and the task
+/// driving the connection (stopped when the channel is dropped).
+pub(super) struct Channel {
+    sender: http2::SendRequest<Full<Bytes>>,
+    _driver: AbortOnDrop<Result<(), hyper::Error>>,
 }
 
 impl GrpcProbe {
@@ -37,30 +47,65 @@ impl GrpcProbe {
             body: Bytes::from(wire::request(&check.service)),
             service: check.service.clone(),
             tls,
+            per_connection: check.probes_per_connection,
         }
     }
 
-    async fn run(&self, dial: &Dial, progress: &Progress) -> Result<(), Failure> {
-        let tcp = connect::connect(dial.addr, dial.source, SocketSetup::default()).await?;
-        progress.connected.store(true, Ordering::Relaxed);
-        match &self.tls {
-            None => self.call(tcp).await,
-            Some(tls) => {
-                self.call(Box::pin(tls.handshake(tcp, progress)).await?)
-                    .await
+    /// One attempt, over the kept connection when there is one. As for HTTP/1.1, a kept
+    /// connection the server closed while idle (a GOAWAY, its idle timeout, a restart) is
+    /// not a verdict: the attempt goes on over a fresh connection.
+    async fn run(
+        &self,
+        dial: &Dial,
+        progress: &Progress,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        if let Some(KeptConnection {
+            link: Link::Http2(channel),
+            carried,
+        }) = kept.take()
+        {
+            progress.connected.store(true, Ordering::Relaxed);
+            progress.reused.store(true, Ordering::Relaxed);
+            match self.exchange(channel, carried, kept).await {
+                Err(Failure::Closed | Failure::Reset) => {
+                    progress.connected.store(false, Ordering::Relaxed);
+                    progress.reused.store(false, Ordering::Relaxed);
+                }
+                verdict => return verdict,
             }
         }
+        let tcp = connect::connect(dial.addr, dial.source, SocketSetup::default()).await?;
+        progress.connected.store(true, Ordering::Relaxed);
+        let channel = match &self.tls {
+            None => open(tcp).await?,
+            Some(tls) => open(Box::pin(tls.handshake(tcp, progress)).await?).await?,
+        };
+        self.exchange(channel, 0, kept).await
     }
 
-    /// The call over an established stream; the connection's task ends with the call.
-    async fn call<S>(&self, stream: S) -> Result<(), Failure>
-    where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        let (mut sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-            .await
-            .map_err(|e| from_hyper(&e))?;
-        let driver = AbortOnDrop(tokio::spawn(connection));
+    /// One call on `channel`, which has carried `carried` calls before; a connection that
+    /// answered and can carry more goes into `kept`, any other is dropped.
+    async fn exchange(
+        &self,
+        mut channel: Channel,
+        carried: u32,
+        kept: &mut Option<KeptConnection>,
+    ) -> Result<(), Failure> {
+        let verdict = self.call(&mut channel.sender).await;
+        let carried = carried + 1;
+        if verdict.is_ok() && carried < self.per_connection {
+            *kept = Some(KeptConnection {
+                link: Link::Http2(channel),
+                carried,
+            });
+        }
+        verdict
+    }
+
+    /// The call, and its answer judged.
+    async fn call(&self, sender: &mut http2::SendRequest<Full<Bytes>>) -> Result<(), Failure> {
+        sender.ready().await.map_err(|e| from_hyper(&e))?;
         let request = Request::post(&self.uri)
             .header("content-type", "application/grpc")
             .header("te", "trailers")
@@ -75,7 +120,6 @@ impl GrpcProbe {
         }
         let (head, body) = response.into_parts();
         let collected = body.collect().await.map_err(|e| from_hyper(&e))?;
-        drop(driver);
         // A trailers-only answer (an error) carries grpc-status in its headers.
         let trailers = collected.trailers().cloned().unwrap_or(head.headers);
         let code = trailers
@@ -129,9 +173,27 @@ fn serving(status: u64) -> Result<(), Failure> {
     })
 }
 
-/// A socket error inside hyper's, as the socket error it is; any other, a protocol error.
-fn from_hyper(e: &(dyn std::error::Error + 'static)) -> Failure {
-    let mut source = Some(e);
+/// An HTTP/2 connection over `stream`, its task driving it.
+async fn open<S>(stream: S) -> Result<Channel, Failure>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+        .await
+        .map_err(|e| from_hyper(&e))?;
+    Ok(Channel {
+        sender,
+        _driver: AbortOnDrop(tokio::spawn(connection)),
+    })
+}
+
+/// A socket error inside hyper's, as the socket error it is; a connection hyper already
+/// knows is closed, `Closed`; any other, a protocol error.
+fn from_hyper(e: &hyper::Error) -> Failure {
+    if e.is_closed() || e.is_canceled() {
+        return Failure::Closed;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             return Failure::from_io(io);
@@ -141,7 +203,8 @@ fn from_hyper(e: &(dyn std::error::Error + 'static)) -> Failure {
     Failure::Protocol(format!("http2: {e}"))
 }
 
-/// The connection's task, stopped when the call is over or the deadline drops it.
+/// The connection's task, stopped when its channel is dropped (the call is over, the
+/// deadline cut it, or the kept connection ends).
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
@@ -155,8 +218,8 @@ impl ProbeKind for GrpcProbe {
         &'a self,
         dial: &'a Dial,
         progress: &'a Progress,
-        _kept: &'a mut Option<KeptConnection>,
+        kept: &'a mut Option<KeptConnection>,
     ) -> Attempt<'a> {
-        Box::pin(self.run(dial, progress))
+        Box::pin(self.run(dial, progress, kept))
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::GrpcProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
+use crate::probe::reuse;
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{ProbeError, ProbeKind, TlsCache};
 
@@ -24,6 +25,13 @@ pub struct GrpcSettings {
     /// `Host` header, and the TLS server name for https (default: the endpoint's address);
     /// for grpc and grpcs the `:authority` and the TLS server name.
     pub host: Option<String>,
+    /// Keep the HTTP/2 connection open between probes instead of opening one per probe. Off
+    /// by default: a kept connection does not see faults that only new connections meet
+    /// (a firewall rule, a full accept queue, conntrack), so a fresh one is still opened
+    /// after every failure and at least every `fresh_connection_every` probes.
+    pub reuse_connection: Option<bool>,
+    /// With `reuse_connection`: most probes carried by one connection (default 10).
+    pub fresh_connection_every: Option<u32>,
 }
 
 /// `kind = "grpcs"`: like `grpc`, over TLS (ALPN `h2`).
@@ -46,15 +54,23 @@ pub struct GrpcCheck {
     pub host: Option<String>,
     /// Over TLS, trusting this.
     pub tls: Option<TlsProbe>,
+    /// Calls one connection carries: 1 opens a fresh connection per probe (the default).
+    pub probes_per_connection: u32,
 }
 
 impl GrpcSettings {
     fn resolve_with(self, tls: Option<TlsProbe>, problems: &mut Problems<'_>) -> GrpcCheck {
         problems.host(self.host.as_deref());
+        let probes_per_connection = reuse::probes_per_connection(
+            self.reuse_connection,
+            self.fresh_connection_every,
+            problems,
+        );
         GrpcCheck {
             service: self.service.unwrap_or_default(),
             host: self.host,
             tls,
+            probes_per_connection,
         }
     }
 }
@@ -74,6 +90,10 @@ impl ResolvedCheck for GrpcCheck {
 
     fn speaks_tls(&self) -> bool {
         self.tls.is_some()
+    }
+
+    fn keeps_connection(&self) -> bool {
+        self.probes_per_connection > 1
     }
 
     fn unverified_tls(&self) -> bool {

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
-use super::{Attempt, Dial, Failure, KeptConnection, ProbeKind, Progress, Stream};
+use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
 use request::HttpRequest;
 pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings, SecretValue};
 
@@ -76,10 +76,14 @@ impl HttpProbe {
         progress: &Progress,
         kept: &mut Option<KeptConnection>,
     ) -> Result<(), Failure> {
-        if let Some(conn) = kept.take() {
+        if let Some(KeptConnection {
+            link: Link::Stream(stream),
+            carried,
+        }) = kept.take()
+        {
             progress.connected.store(true, Ordering::Relaxed);
             progress.reused.store(true, Ordering::Relaxed);
-            match self.exchange(conn, kept).await {
+            match self.exchange(stream, carried, kept).await {
                 Err(Failure::Closed | Failure::Reset) => {
                     progress.connected.store(false, Ordering::Relaxed);
                     progress.reused.store(false, Ordering::Relaxed);
@@ -97,25 +101,28 @@ impl HttpProbe {
             None => Stream::Plain(tcp),
             Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp, progress)).await?)),
         };
-        self.exchange(KeptConnection { stream, carried: 0 }, kept)
-            .await
+        self.exchange(stream, 0, kept).await
     }
 
-    /// One request on `conn`; a connection that can carry more probes goes into `kept`,
-    /// any other is dropped (closed with an RST).
+    /// One request on `stream`, which has carried `carried` probes before; a connection
+    /// that can carry more goes into `kept`, any other is dropped (closed with an RST).
     async fn exchange(
         &self,
-        mut conn: KeptConnection,
+        mut stream: Stream,
+        carried: u32,
         kept: &mut Option<KeptConnection>,
     ) -> Result<(), Failure> {
-        conn.carried += 1;
-        let keep = conn.carried < self.per_connection;
-        let reusable = match &mut conn.stream {
+        let carried = carried + 1;
+        let keep = carried < self.per_connection;
+        let reusable = match &mut stream {
             Stream::Plain(tcp) => self.req.exchange(tcp, keep).await?,
             Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), keep)).await?,
         };
         if reusable {
-            *kept = Some(conn);
+            *kept = Some(KeptConnection {
+                link: Link::Stream(stream),
+                carried,
+            });
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ use ho_config::names::{check_header_name, check_header_value};
 
 use super::settings::{HttpCheck, HttpSettings, SecretValue};
 use crate::probe::registry::Problems;
+use crate::probe::reuse;
 
 /// Checks the http keys and fills in their defaults.
 pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<HttpCheck> {
@@ -44,7 +45,8 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
             "must not be empty (remove it to skip the body check)",
         );
     }
-    let probes_per_connection = probes_per_connection(&merged, errs);
+    let probes_per_connection =
+        reuse::probes_per_connection(merged.reuse_connection, merged.fresh_connection_every, errs);
     let method = request_method(&merged, errs);
     check_conditions(&merged, &method, errs);
     if !errs.is_empty() {
@@ -126,34 +128,6 @@ fn read_secret_headers(
         }
     }
     out
-}
-
-/// Most probes one connection carries before a fresh one: at most 1000, nginx's default
-/// `keepalive_requests`, so a server closing first is the exception.
-const MAX_PROBES_PER_CONNECTION: u32 = 1000;
-
-/// `reuse_connection` and `fresh_connection_every` as one number (1 = no reuse).
-fn probes_per_connection(merged: &HttpSettings, errs: &mut Problems<'_>) -> u32 {
-    let every = merged.fresh_connection_every;
-    if merged.reuse_connection != Some(true) {
-        if every.is_some() {
-            errs.push(
-                "fresh_connection_every",
-                "has no effect without reuse_connection = true",
-            );
-        }
-        return 1;
-    }
-    let every = every.unwrap_or(10);
-    if !(2..=MAX_PROBES_PER_CONNECTION).contains(&every) {
-        errs.push(
-            "fresh_connection_every",
-            format!(
-                "must be between 2 and {MAX_PROBES_PER_CONNECTION} (1 is reuse_connection = false)"
-            ),
-        );
-    }
-    every
 }
 
 /// `method` (upper case) and whether `request_body` goes with it.
