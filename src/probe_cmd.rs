@@ -51,6 +51,10 @@ pub struct ProbeArgs {
     /// http/https: a healthy answer slower than this fails (`slow`).
     #[arg(long)]
     max_latency: Option<String>,
+    /// http/https: follow up to N redirects on the endpoint (default: a redirect is judged
+    /// as its status).
+    #[arg(long, value_name = "N")]
+    follow_redirects: Option<u8>,
     /// https/grpcs: a certificate expiring sooner than this fails (`cert_expiring`).
     #[arg(long)]
     min_cert_validity: Option<String>,
@@ -88,6 +92,7 @@ impl ProbeArgs {
             ("request_body", text(&self.request_body)),
             ("body_matches", text(&self.body_regex)),
             ("max_latency", text(&self.max_latency)),
+            ("follow_redirects", self.follow_redirects.map(Into::into)),
             ("min_cert_validity", text(&self.min_cert_validity)),
             ("client_cert", path(&self.client_cert)),
             ("client_key", path(&self.client_key)),

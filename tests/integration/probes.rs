@@ -209,9 +209,10 @@ async fn probes_leave_from_the_source_address() {
     );
 }
 
-/// A server answering every request with JSON saying what it received (method and body),
-/// after `delay`: the request the probe sends and the conditions on the answer are both
-/// seen on a real socket.
+/// A server answering every request with JSON saying what it received (method, path and
+/// body), after `delay`: the request the probe sends and the conditions on the answer are
+/// both seen on a real socket. `/to/CODE?LOCATION` answers status CODE with that `Location`
+/// instead (redirect chains nest: `/to/302?/to/301?/ready`).
 async fn echo_server(delay: Duration) -> SocketAddr {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
@@ -241,21 +242,25 @@ async fn echo_server(delay: Duration) -> SocketAddr {
                         _ => return,
                     }
                 }
-                let method = String::from_utf8_lossy(&got[..head_end])
-                    .split(' ')
-                    .next()
-                    .unwrap()
-                    .to_owned();
+                let head = String::from_utf8_lossy(&got[..head_end]).into_owned();
+                let mut line = head.split(' ');
+                let (method, path) = (line.next().unwrap(), line.next().unwrap());
                 let body = String::from_utf8_lossy(&got[head_end..head_end + length]).into_owned();
                 let json = serde_json::json!({
-                    "status": "UP", "method": method, "body": body, "checks": [{ "ok": true }]
+                    "status": "UP", "method": method, "path": path, "body": body,
+                    "checks": [{ "ok": true }]
                 })
                 .to_string();
                 tokio::time::sleep(delay).await;
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
-                    json.len()
-                );
+                let answer = match path.strip_prefix("/to/").and_then(|r| r.split_once('?')) {
+                    Some((code, location)) => format!(
+                        "HTTP/1.1 {code} Moved\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+                    ),
+                    None => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                        json.len()
+                    ),
+                };
                 let _ = s.write_all(answer.as_bytes()).await;
             });
         }
@@ -308,6 +313,76 @@ async fn http_conditions_judge_method_body_json_regex_and_latency() {
     );
 }
 
+/// Redirects: judged as their status unless `follow_redirects`; then followed on the
+/// endpoint (paths and absolute URLs naming it), the method changed as clients change it,
+/// the answer at the end judged; a redirect elsewhere and a chain too long fail with why.
+#[tokio::test]
+async fn redirects_are_followed_when_asked_and_only_on_the_endpoint() {
+    let addr = echo_server(Duration::ZERO).await;
+    let at = |path: &str| http().with("path", path);
+    let json = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let not_asked = probe(addr, at("/to/301?/ready")).await;
+    assert_eq!(not_asked.outcome, Err(Failure::Status(301)));
+
+    let chain = format!("/to/302?http://{addr}/to/301?/ready");
+    let followed = probe(
+        addr,
+        at(&chain).with("follow_redirects", 5).with(
+            "body_json",
+            json(&[("/path", "/ready"), ("/method", "GET")]),
+        ),
+    )
+    .await;
+    assert_eq!(followed.outcome, Ok(()), "{}", followed.reason());
+
+    let post = |path: &str| at(path).with("method", "POST").with("request_body", "ping");
+    let kept = probe(
+        addr,
+        post("/to/307?/echo")
+            .with("follow_redirects", 1)
+            .with("body_json", json(&[("/method", "POST"), ("/body", "ping")])),
+    )
+    .await;
+    assert_eq!(kept.outcome, Ok(()), "{}", kept.reason());
+    let see_other = probe(
+        addr,
+        post("/to/303?/echo")
+            .with("follow_redirects", 1)
+            .with("body_json", json(&[("/method", "GET"), ("/body", "")])),
+    )
+    .await;
+    assert_eq!(see_other.outcome, Ok(()), "{}", see_other.reason());
+
+    let too_long = probe(
+        addr,
+        at("/to/302?/to/302?/to/302?/ready").with("follow_redirects", 2),
+    )
+    .await;
+    assert_eq!(too_long.label(), "redirect");
+    assert_eq!(
+        too_long.reason(),
+        "more than 2 redirects (follow_redirects); the last to \"/ready\""
+    );
+    let away = probe(
+        addr,
+        at("/to/302?http://192.0.2.1/x").with("follow_redirects", 5),
+    )
+    .await;
+    assert_eq!(away.label(), "redirect");
+    assert_eq!(
+        away.reason(),
+        format!(
+            "redirect to \"http://192.0.2.1/x\" leaves http://{addr} (only redirects on the \
+             endpoint itself are followed)"
+        )
+    );
+}
+
 #[tokio::test]
 async fn http_condition_keys_are_checked_where_they_are_written() {
     let check = CheckOverrides {
@@ -339,8 +414,8 @@ async fn http_condition_keys_are_checked_where_they_are_written() {
 #[tokio::test]
 async fn probe_takes_the_http_conditions_as_options() {
     let addr = echo_server(Duration::ZERO).await;
-    let run = |extra: &'static [&'static str]| async move {
-        let url = format!("http://{addr}/healthz");
+    let run_at = |path: &'static str, extra: &'static [&'static str]| async move {
+        let url = format!("http://{addr}{path}");
         tokio::task::spawn_blocking(move || {
             crate::harness::binary()
                 .args(["probe", &url])
@@ -351,6 +426,7 @@ async fn probe_takes_the_http_conditions_as_options() {
         .await
         .unwrap()
     };
+    let run = |extra| run_at("/healthz", extra);
     let out = run(&[
         "--method",
         "POST",
@@ -368,6 +444,20 @@ async fn probe_takes_the_http_conditions_as_options() {
     .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
+    let out = run_at("/to/302?/healthz", &[]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run_at("/to/302?/healthz", &["--follow-redirects", "1"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = run(&["--json", "/status=DOWN"]).await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");

@@ -4,6 +4,7 @@
 
 mod body;
 mod conditions;
+mod redirect;
 mod request;
 mod resolve;
 mod settings;
@@ -17,7 +18,7 @@ use tokio::time::Instant;
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
-use request::HttpRequest;
+use request::{Answer, HttpRequest};
 pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings, SecretValue};
 
 /// An HTTP check of one target: the request prepared once, and its TLS for https.
@@ -34,7 +35,7 @@ impl HttpProbe {
     /// The check `check` against `addr`, over `tls` when it is https.
     pub(super) fn new(check: &HttpCheck, addr: SocketAddr, tls: Option<TlsTarget>) -> HttpProbe {
         HttpProbe {
-            req: HttpRequest::new(check, addr),
+            req: HttpRequest::new(check, addr, tls.is_some()),
             tls,
             per_connection: check.probes_per_connection,
             max_latency: check.max_latency,
@@ -88,20 +89,77 @@ impl HttpProbe {
                     progress.connected.store(false, Ordering::Relaxed);
                     progress.reused.store(false, Ordering::Relaxed);
                 }
-                verdict => return verdict,
+                verdict => return self.judged(verdict, dial, progress).await,
             }
         }
+        let stream = self.open(dial, progress).await?;
+        let verdict = self.exchange(stream, 0, kept).await;
+        self.judged(verdict, dial, progress).await
+    }
+
+    /// The verdict of an exchange, after following the redirect it was answered with.
+    async fn judged(
+        &self,
+        verdict: Result<Answer, Failure>,
+        dial: &Dial,
+        progress: &Progress,
+    ) -> Result<(), Failure> {
+        match verdict? {
+            Answer::Healthy { .. } => Ok(()),
+            // Boxed: redirects are rare, and their state need not size every probe.
+            Answer::Redirect { code, location } => {
+                Box::pin(self.follow(dial, progress, code, location)).await
+            }
+        }
+    }
+
+    /// A fresh connection, through TLS for https.
+    async fn open(&self, dial: &Dial, progress: &Progress) -> Result<Stream, Failure> {
         let setup = SocketSetup {
             nodelay: self.tls.is_some() || !self.req.fits_one_segment(),
             ack_with_first_write: true,
         };
         let tcp = connect::connect(dial.addr, dial.source, setup).await?;
         progress.connected.store(true, Ordering::Relaxed);
-        let stream = match &self.tls {
+        Ok(match &self.tls {
             None => Stream::Plain(tcp),
             Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp, progress)).await?)),
-        };
-        self.exchange(stream, 0, kept).await
+        })
+    }
+
+    /// Follows the redirect (`code`, `location`) the check's request was answered with,
+    /// each hop over a fresh connection to the same address, until an answer is judged or
+    /// `follow_redirects` hops are spent.
+    async fn follow(
+        &self,
+        dial: &Dial,
+        progress: &Progress,
+        mut code: u16,
+        mut location: String,
+    ) -> Result<(), Failure> {
+        let mut previous = None;
+        for _ in 0..self.req.redirect_limit() {
+            let (hop, head) = self.req.follow(previous.as_ref(), code, &location)?;
+            let answer = match &mut self.open(dial, progress).await? {
+                Stream::Plain(tcp) => self.req.send(tcp, &head, false).await?,
+                Stream::Tls(tls) => self.req.send(tls.as_mut(), &head, false).await?,
+            };
+            match answer {
+                Answer::Healthy { .. } => return Ok(()),
+                Answer::Redirect {
+                    code: next,
+                    location: to,
+                } => (code, location) = (next, to),
+            }
+            previous = Some(hop);
+        }
+        Err(Failure::Answer {
+            label: "redirect",
+            detail: format!(
+                "more than {} redirects (follow_redirects); the last to {location:?}",
+                self.req.redirect_limit()
+            ),
+        })
     }
 
     /// One request on `stream`, which has carried `carried` probes before; a connection
@@ -111,20 +169,20 @@ impl HttpProbe {
         mut stream: Stream,
         carried: u32,
         kept: &mut Option<KeptConnection>,
-    ) -> Result<(), Failure> {
+    ) -> Result<Answer, Failure> {
         let carried = carried + 1;
         let keep = carried < self.per_connection;
-        let reusable = match &mut stream {
+        let answer = match &mut stream {
             Stream::Plain(tcp) => self.req.exchange(tcp, keep).await?,
             Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), keep)).await?,
         };
-        if reusable {
+        if let Answer::Healthy { reusable: true } = answer {
             *kept = Some(KeptConnection {
                 link: Link::Stream(stream),
                 carried,
             });
         }
-        Ok(())
+        Ok(answer)
     }
 }
 

@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
+use super::redirect::{is_redirect, method_after, same_origin_path, Origin};
 use super::HttpCheck;
 use crate::probe::Failure;
 
@@ -34,6 +35,42 @@ pub struct HttpRequest {
     body_limit: usize,
     /// A HEAD request: the answer has no body whatever its head says.
     head_only: bool,
+    /// What following redirects needs (`follow_redirects`); `None` (the default) judges a
+    /// redirect as its status and costs nothing per target.
+    redirects: Option<Box<Redirects>>,
+}
+
+/// The parts of the request a redirect rebuilds it from.
+struct Redirects {
+    /// Most redirects followed in one probe.
+    limit: u8,
+    /// `http` or `https`, and the `Host` sent: a redirect elsewhere is not followed.
+    scheme: &'static str,
+    authority: String,
+    /// The port dialled.
+    port: u16,
+    /// The header lines after the request line, without the final empty line.
+    fields: String,
+    /// The first request's method, path and body.
+    first: Hop,
+    body: Option<String>,
+}
+
+/// One request of a redirect chain.
+#[derive(Clone)]
+pub struct Hop {
+    method: String,
+    path: String,
+    /// The request's body goes with it (a 307 or 308 after a POST).
+    with_body: bool,
+}
+
+/// How an exchange ended.
+pub enum Answer {
+    /// The answer was judged healthy; whether the connection can carry the next request.
+    Healthy { reusable: bool },
+    /// A redirect to follow (`follow_redirects`): its status and `Location`.
+    Redirect { code: u16, location: String },
 }
 
 /// A complete response head.
@@ -46,6 +83,8 @@ struct Head {
     framing: Result<Framing, String>,
     /// HTTP/1.1 without `Connection: close`: the server will take another request.
     keep_alive: bool,
+    /// A redirect's `Location` (read only for redirect codes).
+    location: Option<String>,
 }
 
 /// The smallest MSS a TCP peer may use (RFC 9293: 536 bytes for IPv4; IPv6's is larger).
@@ -53,7 +92,9 @@ const MIN_SEGMENT: usize = 536;
 
 impl HttpRequest {
     /// Prepares the request. Path, header names and values were validated with the config.
-    pub fn new(check: &HttpCheck, addr: SocketAddr) -> HttpRequest {
+    /// `tls`: the request goes over TLS (a redirect to `https://` on the same host is then
+    /// on the endpoint).
+    pub fn new(check: &HttpCheck, addr: SocketAddr, tls: bool) -> HttpRequest {
         // No `Connection: close`: the server would then close first and keep TIME_WAIT state
         // for every probe (measured: 130,000 TIME_WAIT sockets and late probes at 10,000
         // probes/s). We close first with an RST instead (SO_LINGER 0), which leaves no
@@ -63,23 +104,33 @@ impl HttpRequest {
             None if addr.port() == 80 || addr.port() == 443 => host_text(addr),
             None => format!("{}:{}", host_text(addr), addr.port()),
         };
-        let mut head = format!(
-            "{} {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n",
-            check.method, check.path
-        );
+        let mut fields = format!("Host: {host}\r\nUser-Agent: {USER_AGENT}\r\n");
         for (name, value) in &check.headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
+            fields.push_str(&format!("{name}: {value}\r\n"));
         }
         for (name, value) in &check.secret_headers {
-            head.push_str(&format!("{name}: {}\r\n", value.expose()));
+            fields.push_str(&format!("{name}: {}\r\n", value.expose()));
         }
-        if let Some(body) = &check.request_body {
-            head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-        } else {
-            head.push_str("\r\n");
-        }
+        let first = Hop {
+            method: check.method.clone(),
+            path: check.path.clone(),
+            with_body: check.request_body.is_some(),
+        };
+        let head = request_head(&first, &fields, check.request_body.as_deref());
+        let redirects = (check.follow_redirects > 0).then(|| {
+            Box::new(Redirects {
+                limit: check.follow_redirects,
+                scheme: if tls { "https" } else { "http" },
+                authority: host,
+                port: addr.port(),
+                fields,
+                first,
+                body: check.request_body.clone(),
+            })
+        });
         HttpRequest {
-            head: head.into_bytes().into_boxed_slice(),
+            head: head.into_boxed_slice(),
+            redirects,
             expect_status: {
                 let mut codes = check.expect_status.clone();
                 codes.sort_unstable();
@@ -105,25 +156,73 @@ impl HttpRequest {
     /// Sends the request on `stream` and judges the response. With `keep`, the response is
     /// read to its end so the connection can carry the next request; the answer says
     /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
-    pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<bool, Failure>
+    pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<Answer, Failure>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        self.send(stream, &self.head, keep).await
+    }
+
+    /// Most redirects one probe follows (0: none).
+    pub fn redirect_limit(&self) -> u8 {
+        self.redirects.as_ref().map_or(0, |r| r.limit)
+    }
+
+    /// The request a redirect (`code`, `location`) after `previous` (`None`: the check's
+    /// own request) leads to, and its head; a failure when it leaves the endpoint.
+    pub fn follow(
+        &self,
+        previous: Option<&Hop>,
+        code: u16,
+        location: &str,
+    ) -> Result<(Hop, Vec<u8>), Failure> {
+        let r = self
+            .redirects
+            .as_deref()
+            .expect("a redirect is answered only when following them");
+        let previous = previous.unwrap_or(&r.first);
+        let origin = Origin {
+            scheme: r.scheme,
+            authority: &r.authority,
+            port: r.port,
+        };
+        let (method, with_body) = method_after(code, &previous.method);
+        let hop = Hop {
+            method: method.to_owned(),
+            path: same_origin_path(location, &origin, &previous.path)?,
+            with_body: with_body && previous.with_body,
+        };
+        let body = r.body.as_deref().filter(|_| hop.with_body);
+        let head = request_head(&hop, &r.fields, body);
+        Ok((hop, head))
+    }
+
+    /// Sends the request `head` on `stream` and judges the response (see [`Self::exchange`]).
+    pub async fn send<S>(&self, stream: &mut S, head: &[u8], keep: bool) -> Result<Answer, Failure>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let io = |e: std::io::Error| Failure::from_io(&e);
-        stream.write_all(&self.head).await.map_err(io)?;
+        stream.write_all(head).await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
         let mut head = read_head(stream, &mut buf).await?;
         if self.head_only {
             head.framing = Ok(Framing::Length(0));
         }
         if self.expect_status.binary_search(&head.code).is_err() {
-            return Err(Failure::Status(head.code));
+            return match head.location {
+                Some(location) if self.redirects.is_some() => Ok(Answer::Redirect {
+                    code: head.code,
+                    location,
+                }),
+                _ => Err(Failure::Status(head.code)),
+            };
         }
         let keep =
             keep && head.keep_alive && matches!(head.framing, Ok(f) if f != Framing::UntilClose);
         let judge_body = self.conditions.need_body();
         if self.needle.is_none() && !judge_body && !keep {
-            return Ok(false);
+            return Ok(Answer::Healthy { reusable: false });
         }
         let framing = head.framing.map_err(Failure::Protocol)?;
         buf.drain(..head.len);
@@ -138,8 +237,20 @@ impl HttpRequest {
             return Err(Failure::BodyMismatch);
         }
         self.conditions.judge(&end.body)?;
-        Ok(keep && end.at_boundary)
+        Ok(Answer::Healthy {
+            reusable: keep && end.at_boundary,
+        })
     }
+}
+
+/// A request head: the request line, `fields`, and the body when there is one.
+fn request_head(hop: &Hop, fields: &str, body: Option<&str>) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\n{fields}", hop.method, hop.path);
+    match body {
+        Some(body) => head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
+        None => head.push_str("\r\n"),
+    }
+    head.into_bytes()
 }
 
 /// Reads until a final (non-1xx) response head is complete; interim responses are skipped.
@@ -186,9 +297,12 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, Failure> {
     let mut keep_alive = response.version == Some(1);
     let mut length = Ok(None);
     let mut chunked = false;
+    let mut location = None;
     for h in response.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("");
-        if h.name.eq_ignore_ascii_case("content-length") {
+        if is_redirect(code) && h.name.eq_ignore_ascii_case("location") {
+            location = Some(value.to_owned());
+        } else if h.name.eq_ignore_ascii_case("content-length") {
             length = match (length, value.trim().parse::<u64>()) {
                 (Ok(None), Ok(n)) => Ok(Some(n)),
                 (Ok(Some(l)), Ok(n)) if l == n => Ok(Some(n)),
@@ -223,6 +337,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, Failure> {
         len,
         framing,
         keep_alive,
+        location,
     }))
 }
 
@@ -253,14 +368,15 @@ mod tests {
             body_matches: None,
             body_json: Default::default(),
             max_latency: None,
+            follow_redirects: 0,
         };
         let addr = "127.0.0.1:8080".parse().unwrap();
-        assert!(HttpRequest::new(&check, addr).fits_one_segment());
+        assert!(HttpRequest::new(&check, addr, false).fits_one_segment());
         check.headers.insert(
             "Authorization".into(),
             format!("Bearer {}", "x".repeat(600)),
         );
-        assert!(!HttpRequest::new(&check, addr).fits_one_segment());
+        assert!(!HttpRequest::new(&check, addr, false).fits_one_segment());
     }
 
     #[test]
@@ -273,7 +389,8 @@ mod tests {
                 code: 200,
                 len: head.len() - 2,
                 framing: Ok(Framing::Length(2)),
-                keep_alive: true
+                keep_alive: true,
+                location: None,
             }))
         );
         assert!(matches!(

@@ -49,6 +49,7 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         reuse::probes_per_connection(merged.reuse_connection, merged.fresh_connection_every, errs);
     let method = request_method(&merged, errs);
     check_conditions(&merged, &method, errs);
+    let follow_redirects = follow_redirects(merged.follow_redirects, errs);
     if !errs.is_empty() {
         return None;
     }
@@ -66,7 +67,23 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         max_latency: merged.max_latency,
         body_limit,
         probes_per_connection,
+        follow_redirects,
     })
+}
+
+/// Most redirects a check may follow (Kubernetes' httpGet probe follows 10).
+const MAX_REDIRECTS: u8 = 10;
+
+/// `follow_redirects`, at most [`MAX_REDIRECTS`] (0: off).
+fn follow_redirects(set: Option<u8>, errs: &mut Problems<'_>) -> u8 {
+    let n = set.unwrap_or(0);
+    if n > MAX_REDIRECTS {
+        errs.push(
+            "follow_redirects",
+            format!("{n} is more than {MAX_REDIRECTS} redirects"),
+        );
+    }
+    n
 }
 
 /// `headers`, each name and value valid HTTP, `Host` set only through `host`.

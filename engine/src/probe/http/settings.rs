@@ -71,6 +71,11 @@ pub struct HttpSettings {
     #[serde(default, with = "humantime_serde::option")]
     #[schemars(with = "Option<String>")]
     pub max_latency: Option<Duration>,
+    /// Follow up to this many redirects (301, 302, 303, 307, 308; at most 10) that stay on
+    /// the endpoint (same scheme and host), judging the answer at the end. 0 by default: a
+    /// redirect is judged as its status. A redirect elsewhere fails (reason `redirect`): what
+    /// is probed is what is published.
+    pub follow_redirects: Option<u8>,
 }
 
 /// `kind = "https"`: like `http`, over TLS.
@@ -147,6 +152,8 @@ pub struct HttpCheck {
     pub body_json: BTreeMap<String, String>,
     /// Longest healthy answer.
     pub max_latency: Option<Duration>,
+    /// Most redirects followed on the endpoint (0: a redirect is judged as its status).
+    pub follow_redirects: u8,
 }
 
 /// An https check, resolved: the HTTP part and whom to trust.
