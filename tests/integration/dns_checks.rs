@@ -1,6 +1,8 @@
-//! The `dns` check kind against a real resolver (Debian's dnsmasq answering from a hosts
-//! file): rcode and answer data judged over UDP and TCP, a stopped server refused, the
-//! `probe` command's `dns://` form, and an engine publishing by DNS health.
+//! The `dns` check kind against real servers: a resolver (Debian's dnsmasq answering from a
+//! hosts file) and the authoritative servers users front (Knot DNS, BIND 9, PowerDNS):
+//! rcode and answer data judged over UDP and TCP, a record changed on the server followed,
+//! a stopped server refused, the `probe` command's `dns://` form, and an engine publishing
+//! by DNS health.
 
 use std::time::Duration;
 
@@ -10,7 +12,9 @@ use ho_engine::probe::{Failure, ProbeResult};
 use crate::harness::{
     addresses, binary, hosts_sink, probe_within, start_engine, wait_for_file, Check, TestConfig,
 };
+use crate::services::dns_primary::{Flavor, Primary, ZONE};
 use crate::services::dnsmasq::Dnsmasq;
+use crate::services::pdns::{PdnsServer, DNS_PORT};
 
 const HOSTS: &str = "192.0.2.10 health.example.test\n";
 
@@ -62,6 +66,69 @@ async fn a_dns_check_judges_the_rcode_and_the_answer_over_udp_and_tcp() {
     )
     .await;
     assert_eq!(stopped.outcome, Err(Failure::Refused));
+}
+
+/// What a check of an authoritative server sees at `addr`, which serves `tenant-a.io` with
+/// `foreign A 192.0.2.99`: the record (UDP and TCP, with RD off as an authoritative server
+/// is asked), NXDOMAIN for a name the zone lacks, and REFUSED for a zone it does not serve.
+async fn judges_an_authoritative_server(addr: std::net::SocketAddr, server: &str) {
+    let ask = |name: &str| asks(name).with("recursion_desired", false);
+    let at = |check| probe_within(addr, Duration::from_millis(500), check);
+    let record = ask(&format!("foreign.{ZONE}")).with("answer_contains", "192.0.2.99");
+    let r = at(record.clone()).await;
+    assert_eq!(r.outcome, Ok(()), "{server}: {}", r.reason());
+    let r = at(record.with("tcp", true)).await;
+    assert_eq!(r.outcome, Ok(()), "{server} over TCP: {}", r.reason());
+    let r = at(ask(ZONE).with("query_type", "SOA").with("tcp", true)).await;
+    assert_eq!(r.outcome, Ok(()), "{server} SOA: {}", r.reason());
+    let missing = at(ask(&format!("missing.{ZONE}"))).await;
+    assert_eq!(missing.reason(), "rcode NXDOMAIN", "{server}");
+    let r = at(ask(&format!("missing.{ZONE}")).with("expect_rcode", "NXDOMAIN")).await;
+    assert_eq!(r.outcome, Ok(()), "{server}: {}", r.reason());
+    let elsewhere = at(ask("example.org")).await;
+    assert_eq!(elsewhere.reason(), "rcode REFUSED", "{server}");
+}
+
+/// Knot DNS and BIND 9, each judged as above, then the record changed on the server (an
+/// RFC 2136 update): the check that wanted the old data fails with why, the new data passes.
+#[tokio::test]
+async fn knot_and_bind_are_judged_by_their_records() {
+    for flavor in [Flavor::Knot, Flavor::Bind] {
+        let server = Primary::start(flavor).await;
+        let name = format!("{flavor:?}");
+        judges_an_authoritative_server(server.addr, &name).await;
+        server.nsupdate(&format!(
+            "update delete foreign.{ZONE} A\nupdate add foreign.{ZONE} 60 A 192.0.2.100"
+        ));
+        let check = |data: &str| {
+            asks(&format!("foreign.{ZONE}"))
+                .with("recursion_desired", false)
+                .with("answer_contains", data)
+        };
+        let old = probe_within(server.addr, Duration::from_millis(500), check("192.0.2.99")).await;
+        assert_eq!(old.reason(), "answer without 192.0.2.99", "{name}");
+        let new = probe_within(
+            server.addr,
+            Duration::from_millis(500),
+            check("192.0.2.100"),
+        )
+        .await;
+        assert_eq!(new.outcome, Ok(()), "{name}: {}", new.reason());
+    }
+}
+
+/// PowerDNS Authoritative (gsqlite3 back end), the record added through its API.
+#[tokio::test]
+async fn powerdns_is_judged_by_its_records() {
+    let server = PdnsServer::start(&format!("{ZONE}."));
+    server.patch_zone(
+        &format!("{ZONE}."),
+        &format!(
+            r#"{{"rrsets":[{{"name":"foreign.{ZONE}.","type":"A","ttl":60,"changetype":"REPLACE","records":[{{"content":"192.0.2.99","disabled":false}}]}}]}}"#
+        ),
+    );
+    let addr = std::net::SocketAddr::new(server.ip.into(), DNS_PORT);
+    judges_an_authoritative_server(addr, "pdns_server").await;
 }
 
 #[tokio::test]
