@@ -4,6 +4,8 @@
 # directory removed at exit, the open-file limit and listen backlog raised (and the
 # backlog restored), the nginx farm with its fail list, and how each peer starts. Every
 # address is in 127.3.0.0/16: endpoint i (0-based) is 127.3.(i/250).(i%250+1).
+# The farm also answers the gRPC health check in clear-text HTTP/2 on port 18082 (every
+# address): a static SERVING answer with its `grpc-status` trailer, as a gRPC server sends it.
 # `tls` (off, fresh, resume; default off) serves the farm over TLS (an ECDSA P-256
 # certificate made here): `fresh` refuses session resumption at the farm, so every probe of
 # either peer is a full handshake; `resume` offers session tickets and a session cache, so
@@ -21,7 +23,7 @@ for n in "${sizes[@]}"; do
 done
 
 state="$(mktemp -d /tmp/ho-peers.XXXXXX)"
-farm_port=18080 stub="http://127.0.0.1:18081/stub"
+farm_port=18080 grpc_port=18082 stub="http://127.0.0.1:18081/stub"
 pids=()
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null && { timeout 10 tail --pid="$p" -f /dev/null || kill -9 "$p"; }; done; true; }
 saved=("$(cat /proc/sys/net/core/somaxconn)" "$(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)")
@@ -58,8 +60,12 @@ farm_tls() {
 
 farm_up() {
   : >"$state/fail.map"
+  # A gRPC message: no compression, length 2, HealthCheckResponse { status: SERVING }.
+  # nginx's workers read it as www-data: the state directory lets them through, no more.
+  chmod 711 "$state" && mkdir -m 755 "$state/www"
+  printf '\x00\x00\x00\x00\x02\x08\x01' >"$state/www/serving.bin"
   cat >"$state/nginx.conf" <<EOF
-worker_processes 1;
+worker_processes ${farm_workers:-1};
 worker_rlimit_nofile 1048576;
 pid $state/nginx.pid;
 error_log $state/nginx-error.log error;
@@ -77,6 +83,19 @@ http {
       default_type text/plain;
       if (\$failing) { return 503 "fail\n"; }
       return 200 "ok\n";
+    }
+  }
+  server {
+    listen $grpc_port http2 backlog=65535;
+    allow 127.0.0.0/8;
+    deny all;
+    root $state/www;
+    location = /grpc.health.v1.Health/Check { rewrite ^ /serving.bin last; }
+    # A POST to a static file is a 405: served as 200 through an internal GET.
+    location = /serving.bin {
+      types { } default_type application/grpc;
+      add_trailer grpc-status 0;
+      error_page 405 =200 \$uri;
     }
   }
   server { listen 127.0.0.1:18081; location = /stub { stub_status; } }

@@ -6,14 +6,14 @@
 mod settings;
 mod wire;
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2;
+use hyper::header::HeaderMap;
 use hyper::Request;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::connect::{self, SocketSetup};
@@ -21,9 +21,13 @@ use super::tls::TlsTarget;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress};
 pub use settings::{GrpcCheck, GrpcSettings, GrpcsSettings};
 
+/// Largest answer read: a health answer is 7 bytes.
+const MAX_ANSWER: usize = 64 * 1024;
+
 /// A gRPC health check of one target: the request prepared once.
 pub(super) struct GrpcProbe {
-    uri: String,
+    /// Parsed once: cloning it per call shares its bytes.
+    uri: hyper::Uri,
     body: Bytes,
     service: String,
     tls: Option<TlsTarget>,
@@ -31,11 +35,13 @@ pub(super) struct GrpcProbe {
     per_connection: u32,
 }
 
-/// An HTTP/2 connection kept between probes: the handle calls are sent on, and the task
-/// driving the connection (stopped when the channel is dropped).
+/// An HTTP/2 connection (h2's client): the handle calls are sent on, and the connection
+/// itself, driven by the probe that uses it while its call runs (no task of its own, so
+/// nothing is spawned per probe). Kept between probes, it is not polled while idle: what the
+/// server sent meanwhile (a GOAWAY, a close) is read at the next call.
 pub(super) struct Channel {
-    sender: http2::SendRequest<Full<Bytes>>,
-    _driver: AbortOnDrop<Result<(), hyper::Error>>,
+    sender: h2::client::SendRequest<Bytes>,
+    connection: Pin<Box<dyn Future<Output = Result<(), h2::Error>> + Send>>,
 }
 
 impl GrpcProbe {
@@ -43,7 +49,9 @@ impl GrpcProbe {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let authority = check.host.clone().unwrap_or_else(|| addr.to_string());
         GrpcProbe {
-            uri: format!("{scheme}://{authority}/grpc.health.v1.Health/Check"),
+            uri: format!("{scheme}://{authority}/grpc.health.v1.Health/Check")
+                .parse()
+                .expect("an authority validated with the config"),
             body: Bytes::from(wire::request(&check.service)),
             service: check.service.clone(),
             tls,
@@ -92,7 +100,13 @@ impl GrpcProbe {
         carried: u32,
         kept: &mut Option<KeptConnection>,
     ) -> Result<(), Failure> {
-        let verdict = self.call(&mut channel.sender).await;
+        let Channel { sender, connection } = &mut channel;
+        let verdict = tokio::select! {
+            biased;
+            verdict = self.call(sender) => verdict,
+            // The connection ended before the answer: closed, or broken with its reason.
+            ended = connection => Err(ended.map_or_else(|e| from_h2(&e), |()| Failure::Closed)),
+        };
         let carried = carried + 1;
         if verdict.is_ok() && carried < self.per_connection {
             *kept = Some(KeptConnection {
@@ -103,25 +117,41 @@ impl GrpcProbe {
         verdict
     }
 
-    /// The call, and its answer judged.
-    async fn call(&self, sender: &mut http2::SendRequest<Full<Bytes>>) -> Result<(), Failure> {
-        sender.ready().await.map_err(|e| from_hyper(&e))?;
-        let request = Request::post(&self.uri)
+    /// The call, and its answer judged; runs while its caller drives the connection.
+    async fn call(&self, sender: &h2::client::SendRequest<Bytes>) -> Result<(), Failure> {
+        let h2 = |e: h2::Error| from_h2(&e);
+        let mut sender = sender.clone().ready().await.map_err(h2)?;
+        let request = Request::post(self.uri.clone())
             .header("content-type", "application/grpc")
             .header("te", "trailers")
-            .body(Full::new(self.body.clone()))
+            .body(())
             .expect("a request from validated parts");
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| from_hyper(&e))?;
-        if response.status() != 200 {
-            return Err(Failure::Status(response.status().as_u16()));
+        let (response, mut stream) = sender.send_request(request, false).map_err(h2)?;
+        stream.send_data(self.body.clone(), true).map_err(h2)?;
+        let (head, mut body) = response.await.map_err(h2)?.into_parts();
+        if head.status != 200 {
+            return Err(Failure::Status(head.status.as_u16()));
         }
-        let (head, body) = response.into_parts();
-        let collected = body.collect().await.map_err(|e| from_hyper(&e))?;
+        let mut answer = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(h2)?;
+            // Gives the window back, so a kept connection's next call can be answered.
+            let _ = body.flow_control().release_capacity(chunk.len());
+            answer.extend_from_slice(&chunk);
+            if answer.len() > MAX_ANSWER {
+                return Err(Failure::Protocol(format!(
+                    "gRPC answer larger than {} KiB",
+                    MAX_ANSWER / 1024
+                )));
+            }
+        }
         // A trailers-only answer (an error) carries grpc-status in its headers.
-        let trailers = collected.trailers().cloned().unwrap_or(head.headers);
+        let trailers = body.trailers().await.map_err(h2)?.unwrap_or(head.headers);
+        self.judge(&trailers, &answer)
+    }
+
+    /// The verdict of a complete answer: its status trailer, then its message.
+    fn judge(&self, trailers: &HeaderMap, answer: &[u8]) -> Result<(), Failure> {
         let code = trailers
             .get("grpc-status")
             .and_then(|v| v.to_str().ok())
@@ -134,7 +164,7 @@ impl GrpcProbe {
                 .unwrap_or("");
             return Err(self.status_failure(code, message));
         }
-        let status = wire::status(&collected.to_bytes()).map_err(Failure::Protocol)?;
+        let status = wire::status(answer).map_err(Failure::Protocol)?;
         serving(status)
     }
 
@@ -173,44 +203,31 @@ fn serving(status: u64) -> Result<(), Failure> {
     })
 }
 
-/// An HTTP/2 connection over `stream`, its task driving it.
+/// An HTTP/2 connection over `stream` (the client preface and settings sent).
 async fn open<S>(stream: S) -> Result<Channel, Failure>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+    let (sender, connection) = h2::client::handshake(stream)
         .await
-        .map_err(|e| from_hyper(&e))?;
+        .map_err(|e| from_h2(&e))?;
     Ok(Channel {
         sender,
-        _driver: AbortOnDrop(tokio::spawn(connection)),
+        connection: Box::pin(connection),
     })
 }
 
-/// A socket error inside hyper's, as the socket error it is; a connection hyper already
-/// knows is closed, `Closed`; any other, a protocol error.
-fn from_hyper(e: &hyper::Error) -> Failure {
-    if e.is_closed() || e.is_canceled() {
+/// A socket error inside h2's, as the socket error it is; the server going away or
+/// refusing the stream (a kept connection it is done with), `Closed`; any other, a
+/// protocol error.
+fn from_h2(e: &h2::Error) -> Failure {
+    if let Some(io) = e.get_io() {
+        return Failure::from_io(io);
+    }
+    if e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM) {
         return Failure::Closed;
     }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return Failure::from_io(io);
-        }
-        source = err.source();
-    }
     Failure::Protocol(format!("http2: {e}"))
-}
-
-/// The connection's task, stopped when its channel is dropped (the call is over, the
-/// deadline cut it, or the kept connection ends).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl ProbeKind for GrpcProbe {
