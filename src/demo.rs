@@ -180,7 +180,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let engine = Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let api_url = format!("http://{}", listener.local_addr()?);
-        actix::spawn(ho_engine::api::serve(listener, engine.api_state(None, None)));
+        actix::spawn(ho_engine::api::serve(listener, engine.api_state(Default::default())));
 
         println!("Health Orchestrator demo");
         println!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use ho_config::{CheckCatalog, CheckOverrides, Target};
-use ho_engine::probe::{parse_url, Checks, Probe, TlsCache};
+use ho_engine::probe::{parse_url, Checks, Probe, ProbeContext};
 
 /// Arguments of `probe`.
 #[derive(clap::Args)]
@@ -155,7 +155,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             address,
             check: check.into(),
         };
-        let probe = Probe::new(&target, &mut TlsCache::default())?;
+        let probe = Probe::new(&target, &mut ProbeContext::default())?;
         let result = probe.run(&mut None).await;
         let verdict = if result.ok() { "healthy" } else { "unhealthy" };
         let shown = if uses_port {

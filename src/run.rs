@@ -59,8 +59,11 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
                 })
                 .transpose()
         };
-        let token = read_token(&plan.api_token_file, "api.token_file")?;
-        let admin_token = read_token(&plan.api_admin_token_file, "api.admin_token_file")?;
+        let tokens = ho_engine::api::ApiTokens {
+            read: read_token(&plan.api_token_file, "api.token_file")?,
+            admin: read_token(&plan.api_admin_token_file, "api.admin_token_file")?,
+            heartbeat: read_token(&plan.api_heartbeat_token_file, "api.heartbeat_token_file")?,
+        };
         let watch = plan.reload.watch.then_some(plan.reload.interval);
         let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
@@ -79,10 +82,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         };
         engine.set_cluster(cluster);
         crate::heap::release_freed_pages();
-        let api = actix::spawn(ho_engine::api::serve(
-            listener,
-            engine.api_state(token, admin_token),
-        ));
+        let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(tokens)));
         let (stop_election, stopped) = tokio::sync::watch::channel(false);
         let elector = if election.enabled {
             let elector = Elector::connect(&election, engine.leadership().clone()).await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use ho_config::{CheckOverrides, OnAllUnhealthy, RoutingPolicy, Target, Tenant, Timing};
 use ho_engine::hysteresis::{Health, Hysteresis};
-use ho_engine::probe::{Checks, Probe, TlsCache};
+use ho_engine::probe::{Checks, Probe, ProbeContext};
 use ho_engine::schedule::Schedule;
 use ho_engine::selection::{decide, published_addresses, Decision};
 use ho_engine::snapshot::EndpointMeta;
@@ -194,7 +194,7 @@ fn http_probe(c: &mut Criterion) {
                 address: gateway.addr().ip(),
                 check: check.into(),
             },
-            &mut TlsCache::default(),
+            &mut ProbeContext::default(),
         )
         .unwrap()
     };

@@ -378,6 +378,11 @@ pub struct ApiConfig {
     /// and `/undrain`). Unset: the API is read-only and refuses them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_token_file: Option<PathBuf>,
+    /// File holding the bearer token endpoints of kind `heartbeat` send their heartbeats
+    /// with (`POST /v1/heartbeat/NAME`), unless their check names its own `token_file`.
+    /// Unset: only endpoints with their own token can push.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_token_file: Option<PathBuf>,
     /// Requests per second the API answers (bursts of twice that); more get 429. Keeps a
     /// scraper gone wild or a scan from taking CPU from the probes.
     #[serde(default = "default_api_rate")]
@@ -394,6 +399,7 @@ impl Default for ApiConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
             token_file: None,
             admin_token_file: None,
+            heartbeat_token_file: None,
             max_requests_per_second: default_api_rate(),
         }
     }

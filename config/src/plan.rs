@@ -34,6 +34,9 @@ pub struct Plan {
     pub api_token_file: Option<PathBuf>,
     /// Bearer token file of operator actions (drain, undrain); `None`: read-only API.
     pub api_admin_token_file: Option<PathBuf>,
+    /// Bearer token file of heartbeats (`POST /v1/heartbeat/NAME`) for endpoints without
+    /// their own `token_file`.
+    pub api_heartbeat_token_file: Option<PathBuf>,
     /// Where drains are kept across restarts (set whenever `api_admin_token_file` is).
     pub state_dir: Option<PathBuf>,
     /// Cluster identity settings (checked).

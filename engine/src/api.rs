@@ -1,6 +1,6 @@
 //! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`, `/events`
-//! (Server-Sent Events), and the operator actions `POST /v1/endpoints/{name}/drain` and
-//! `/undrain`.
+//! (Server-Sent Events), the operator actions `POST /v1/endpoints/{name}/drain` and
+//! `/undrain`, and the heartbeats pushing endpoints send (`POST /v1/heartbeat/{name}`).
 //!
 //! Served with hyper on the engine's main arbiter; every answer is computed from the
 //! actors' own state by message, so the API never reaches into an actor.
@@ -21,8 +21,9 @@ use tracing::{debug, info, warn};
 
 use crate::delivery::{GetSinkStatus, SinkActor};
 use crate::events::Events;
+use crate::heartbeats::{Heartbeats, Refused};
 use crate::leadership::Leadership;
-use crate::metrics::{Metrics, OperatorActionLabels};
+use crate::metrics::{HeartbeatLabels, Metrics, OperatorActionLabels};
 use crate::status::Timestamp;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
@@ -45,12 +46,29 @@ pub struct ApiState {
     pub(crate) leadership: Leadership,
     /// Bearer token of operator actions; `None`: the API is read-only.
     pub(crate) admin_token: Option<Arc<str>>,
+    /// Bearer token of heartbeats (`api.heartbeat_token_file`), for endpoints without
+    /// their own.
+    pub(crate) heartbeat_token: Option<Arc<str>>,
+    /// Where heartbeats are recorded.
+    pub(crate) heartbeats: Heartbeats,
     /// What `/events` streams.
     pub(crate) events: Events,
     /// `/events` connections open at once, at most [`MAX_EVENT_LISTENERS`].
     pub(crate) event_listeners: Arc<tokio::sync::Semaphore>,
     /// This instance's cluster id, once known.
     pub(crate) cluster: Option<ClusterStatus>,
+}
+
+/// The bearer tokens the API asks; `None` each: that part is open (`read`), read-only
+/// (`admin`) or takes heartbeats only from endpoints with their own token (`heartbeat`).
+#[derive(Clone, Default)]
+pub struct ApiTokens {
+    /// `/status`, `/metrics`, `/events` (`api.token_file`).
+    pub read: Option<Arc<str>>,
+    /// Operator actions (`api.admin_token_file`).
+    pub admin: Option<Arc<str>>,
+    /// Heartbeats (`api.heartbeat_token_file`).
+    pub heartbeat: Option<Arc<str>>,
 }
 
 /// The status page (`GET /`): one file, no external assets, reads `/status` and `/events`
@@ -89,7 +107,7 @@ const MAX_REQUEST_BYTES: usize = 16 * 1024;
 
 /// Compares in time independent of where the inputs differ, so the token cannot be
 /// guessed byte by byte from answer times.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -97,11 +115,15 @@ fn authorized(req: &Request<Incoming>, token: Option<&str>) -> bool {
     let Some(token) = token else {
         return true;
     };
+    bearer(req).is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
+}
+
+/// The bearer token a request carries.
+fn bearer(req: &Request<Incoming>) -> Option<&str> {
     req.headers()
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
 }
 
 /// Serves the API on `listener` until the future is dropped.
@@ -262,6 +284,9 @@ async fn answer(
     state: &ApiState,
 ) -> Response<Full<Bytes>> {
     let path = req.uri().path();
+    if let Some(name) = path.strip_prefix("/v1/heartbeat/") {
+        return heartbeat(&req, peer, state, name);
+    }
     let action = path
         .strip_prefix("/v1/endpoints/")
         .and_then(|rest| rest.rsplit_once('/'))
@@ -378,6 +403,53 @@ fn unauthorized(message: &'static str) -> Response<Full<Bytes>> {
         hyper::header::HeaderValue::from_static("Bearer"),
     );
     r
+}
+
+/// Records a heartbeat of endpoint `name`. Not rate limited with `/status`: every pushing
+/// endpoint sends one or more per `ttl`, and a heartbeat costs a map update. 404 for a
+/// name that is no `heartbeat` endpoint, 401 without its token, 403 when no token is set
+/// for it.
+fn heartbeat(
+    req: &Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+    name: &str,
+) -> Response<Full<Bytes>> {
+    if req.method() != Method::POST && req.method() != Method::PUT {
+        return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST or PUT\n");
+    }
+    let result = state
+        .heartbeats
+        .beat(name, bearer(req), state.heartbeat_token.as_deref());
+    let label = match &result {
+        Ok(()) => "ok",
+        Err(Refused::Unknown) => "unknown",
+        Err(Refused::Unauthorized | Refused::NoToken) => "refused",
+    };
+    state
+        .metrics
+        .heartbeats
+        .get_or_create(&HeartbeatLabels { result: label })
+        .inc();
+    match result {
+        Ok(()) => text(StatusCode::OK, PLAIN, "ok\n"),
+        Err(Refused::Unknown) => text(
+            StatusCode::NOT_FOUND,
+            PLAIN,
+            format!("no endpoint {name:?} of kind heartbeat\n"),
+        ),
+        Err(Refused::Unauthorized) => {
+            debug!(%peer, endpoint = name, "heartbeat refused: no or wrong token");
+            unauthorized("heartbeat bearer token required\n")
+        }
+        Err(Refused::NoToken) => text(
+            StatusCode::FORBIDDEN,
+            PLAIN,
+            format!(
+                "no token allows heartbeats of {name:?}: set api.heartbeat_token_file or the check's token_file\n"
+            ),
+        ),
+    }
 }
 
 /// Drains or undrains endpoint `name`: refused (403) unless `api.admin_token_file` is set,

@@ -12,16 +12,17 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::info;
 
-use crate::api::ApiState;
+use crate::api::{ApiState, ApiTokens};
 use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
 use crate::drain::DrainStore;
 use crate::events::Events;
+use crate::heartbeats::Heartbeats;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
 use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
-use crate::probe::{Probe, ProbeError, TlsCache};
+use crate::probe::{Probe, ProbeContext, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
@@ -98,6 +99,8 @@ pub struct Engine {
     plan: Arc<RwLock<Arc<Plan>>>,
     /// Probers, sink actors and the plan, changed by reloads and rediscoveries in turn.
     applier: Arc<tokio::sync::Mutex<Applier>>,
+    /// Heartbeats pushed to the API, read by checks of kind `heartbeat`.
+    heartbeats: Heartbeats,
 }
 
 impl Engine {
@@ -115,7 +118,10 @@ impl Engine {
         factory: Arc<dyn SinkFactory>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
-        let probes = make_probes(&plan.targets)?;
+        let heartbeats = Heartbeats::default();
+        heartbeats.learn(&plan);
+        let probes = make_probes(&plan.targets, &heartbeats)?;
+        heartbeats.keep_in(plan.state_dir.as_deref());
         let leadership = leadership_of(&plan, &metrics);
         let events = Events::default();
         let (sink_actors, stores) =
@@ -167,6 +173,7 @@ impl Engine {
             stores,
             configured: plan.clone(),
             discovered: discovered.clone(),
+            heartbeats: heartbeats.clone(),
         };
         applier.start_probers(&plan.targets, probes, ids);
         let applier = Arc::new(tokio::sync::Mutex::new(applier));
@@ -181,6 +188,7 @@ impl Engine {
             coordinator,
             plan: shared_plan,
             applier,
+            heartbeats,
         })
     }
 
@@ -229,7 +237,7 @@ impl Engine {
 
     /// The whole `/status` document; `None` once the engine has stopped.
     pub async fn status(&self) -> Option<Status> {
-        crate::api::status(&self.api_state(None, None)).await
+        crate::api::status(&self.api_state(ApiTokens::default())).await
     }
 
     /// Every tenant's summary and every sink's rows: the part of `/status` a reader needs
@@ -256,23 +264,23 @@ impl Engine {
         self.tracker.send(IsReady).await.unwrap_or(false)
     }
 
-    /// What [`crate::api::serve`] needs; `token`: the bearer token `/status` and
-    /// `/metrics` require, if any; `admin_token`: the one operator actions require (none:
-    /// read-only).
-    pub fn api_state(&self, token: Option<Arc<str>>, admin_token: Option<Arc<str>>) -> ApiState {
+    /// What [`crate::api::serve`] needs, asking `tokens`.
+    pub fn api_state(&self, tokens: ApiTokens) -> ApiState {
         let rate = self.plan().api_max_requests_per_second;
         ApiState {
             tracker: self.tracker.clone(),
             sinks: self.api_sinks.clone(),
             metrics: self.metrics.clone(),
-            token,
+            token: tokens.read,
             rate: Arc::new(std::sync::Mutex::new(TokenBucket::new(
                 rate,
                 (rate * 2.0).ceil() as u32,
                 Instant::now(),
             ))),
             leadership: self.leadership.clone(),
-            admin_token,
+            admin_token: tokens.admin,
+            heartbeat_token: tokens.heartbeat,
+            heartbeats: self.heartbeats.clone(),
             events: self.events.clone(),
             cluster: self.cluster.clone(),
             event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
@@ -294,17 +302,21 @@ impl Engine {
 
 fn make_probes<'a>(
     targets: impl IntoIterator<Item = &'a Target>,
+    heartbeats: &Heartbeats,
 ) -> Result<Vec<Probe>, EngineError> {
     let targets: Vec<&Target> = targets.into_iter().collect();
     let over_tls = targets
         .iter()
         .filter(|t| t.check.settings.get().speaks_tls())
         .count();
-    let mut tls = TlsCache::for_targets(over_tls);
+    let mut ctx = ProbeContext {
+        tls: TlsCache::for_targets(over_tls),
+        heartbeats: heartbeats.clone(),
+    };
     targets
         .into_iter()
         .map(|t| {
-            Probe::new(t, &mut tls).map_err(|source| EngineError::Probe {
+            Probe::new(t, &mut ctx).map_err(|source| EngineError::Probe {
                 target: t.key(),
                 source,
             })

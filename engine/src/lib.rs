@@ -18,6 +18,7 @@ mod damping;
 mod delivery;
 mod drain;
 mod events;
+pub mod heartbeats;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;

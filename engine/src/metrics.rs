@@ -142,6 +142,8 @@ pub struct Metrics {
     /// Operator actions (drain, undrain) by result: `ok`, `refused` (no or wrong admin
     /// token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
+    /// Heartbeats pushed to the API, by result.
+    pub heartbeats: Family<HeartbeatLabels, Counter>,
     /// `[multi_cluster]`: clusters whose report of the tenant is live (the voters).
     pub cluster_live_voters: Family<TenantLabel, Gauge>,
     /// `[multi_cluster]`: addresses a quorum of clusters withdrew, counted when withdrawn.
@@ -165,6 +167,13 @@ pub struct OperatorActionLabels {
     /// `drain` or `undrain`.
     pub action: &'static str,
     /// `ok`, `refused` or `error`.
+    pub result: &'static str,
+}
+
+/// `result` label of a pushed heartbeat.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HeartbeatLabels {
+    /// `ok`, `refused` (no or wrong token) or `unknown` (no such heartbeat endpoint).
     pub result: &'static str,
 }
 
@@ -237,6 +246,7 @@ impl Metrics {
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
+            heartbeats: Family::default(),
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
@@ -393,6 +403,11 @@ impl Metrics {
             "operator_actions",
             "Operator actions (drain, undrain) by result",
             self.operator_actions.clone(),
+        );
+        registry.register(
+            "heartbeats",
+            "Heartbeats pushed to the API (POST /v1/heartbeat/NAME) by result",
+            self.heartbeats.clone(),
         );
         registry.register(
             "cluster_live_voters",

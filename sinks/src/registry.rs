@@ -218,6 +218,7 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
     for (path, file) in [
         ("api.token_file", &plan.api_token_file),
         ("api.admin_token_file", &plan.api_admin_token_file),
+        ("api.heartbeat_token_file", &plan.api_heartbeat_token_file),
     ] {
         if let Some(file) = file {
             if let Err(e) = crate::secret::Secret::load(Some(file), None) {
@@ -230,10 +231,10 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
     }
     // Every probe as the engine builds it (TLS trust: CA files read); a problem shared by
     // several endpoints is reported at the first.
-    let mut tls = ho_engine::probe::TlsCache::default();
+    let mut ctx = ho_engine::probe::ProbeContext::default();
     let mut seen = std::collections::HashSet::new();
     for (i, endpoint) in plan.endpoints.iter().enumerate() {
-        if let Err(e) = ho_engine::probe::Probe::new(&plan.targets[endpoint.target], &mut tls) {
+        if let Err(e) = ho_engine::probe::Probe::new(&plan.targets[endpoint.target], &mut ctx) {
             if seen.insert(e.to_string()) {
                 errors.push(FieldError {
                     path: format!("endpoints[{i}].check"),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use ho_config::CheckOverrides;
-use ho_engine::probe::{Failure, Probe, ProbeResult, TlsCache};
+use ho_engine::probe::{Failure, Probe, ProbeContext, ProbeResult};
 
 use crate::harness::{binary, probe_within, test_pki};
 use crate::services::grpc_health::GrpcHealth;
@@ -112,7 +112,7 @@ async fn grpc_calls_ride_a_kept_connection() {
             .unwrap()
             .into(),
     };
-    let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
+    let probe = Probe::new(&target, &mut ProbeContext::default()).unwrap();
     let mut kept = None;
     let mut reused = Vec::new();
     for _ in 0..13 {

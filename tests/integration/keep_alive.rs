@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ho_config::{CheckOverrides, Target};
-use ho_engine::probe::{Checks, Failure, KeptConnection, Probe, TlsCache};
+use ho_engine::probe::{Checks, Failure, KeptConnection, Probe, ProbeContext};
 use ho_testkit::{Behaviour, Gateway};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -40,7 +40,7 @@ fn probe_for(addr: SocketAddr, check: CheckOverrides) -> Probe {
             .unwrap()
             .into(),
     };
-    Probe::new(&target, &mut TlsCache::default()).unwrap()
+    Probe::new(&target, &mut ProbeContext::default()).unwrap()
 }
 
 /// A keep-alive server answering each connection's requests in turn with `answers`

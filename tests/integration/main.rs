@@ -23,6 +23,7 @@ mod engine_e2e;
 mod failover_paths;
 mod flapping;
 mod grpc_checks;
+mod heartbeats;
 mod icmp_checks;
 mod image;
 mod keep_alive;

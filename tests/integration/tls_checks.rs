@@ -183,7 +183,7 @@ async fn a_client_certificate_is_presented_to_a_server_that_requires_one() {
 /// target's first resumes its TLS session, counted by the servers themselves.
 #[tokio::test]
 async fn every_target_resumes_its_tls_session() {
-    use ho_engine::probe::{Probe, TlsCache};
+    use ho_engine::probe::{Probe, ProbeContext, TlsCache};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -228,10 +228,13 @@ async fn every_target_resumes_its_tls_session() {
             check: spec.into(),
         });
     }
-    let mut tls = TlsCache::for_targets(targets.len());
+    let mut ctx = ProbeContext {
+        tls: TlsCache::for_targets(targets.len()),
+        ..ProbeContext::default()
+    };
     let probes: Vec<Probe> = targets
         .iter()
-        .map(|t| Probe::new(t, &mut tls).unwrap())
+        .map(|t| Probe::new(t, &mut ctx).unwrap())
         .collect();
     for round in 0..2 {
         for probe in &probes {

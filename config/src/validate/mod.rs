@@ -163,6 +163,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         api_listen: config.api.listen,
         api_token_file: config.api.token_file.clone(),
         api_admin_token_file: config.api.admin_token_file.clone(),
+        api_heartbeat_token_file: config.api.heartbeat_token_file.clone(),
         state_dir: config.state_dir.clone(),
         cluster: config.cluster.clone(),
         multi_cluster: config.multi_cluster.clone(),

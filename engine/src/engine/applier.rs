@@ -45,6 +45,8 @@ pub(super) struct Applier {
     pub(super) configured: Arc<Plan>,
     /// Addresses other clusters contribute, as the coordinator last found them.
     pub(super) discovered: watch::Receiver<Vec<Discovered>>,
+    /// The heartbeat board: new `heartbeat` targets read it; reloads say who pushes.
+    pub(super) heartbeats: Heartbeats,
 }
 
 /// Rediscovers each time the addresses other clusters contribute change, until the
@@ -174,7 +176,8 @@ impl Applier {
             .iter()
             .filter(|t| !old.contains_key(*t))
             .collect();
-        let probes = make_probes(new_targets)?;
+        let probes = make_probes(new_targets, &self.heartbeats)?;
+        self.heartbeats.learn(&plan);
         self.replace_sinks(&plan, &old_plan, built, &mut summary);
         self.replace_probers(&plan, &old, probes, &mut summary);
         let plan = Arc::new(plan);

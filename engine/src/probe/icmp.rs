@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::registry::{CheckSettings, Prepare, Problems};
-use super::{Attempt, Dial, Failure, KeptConnection, ProbeError, ProbeKind, Progress, TlsCache};
+use super::{
+    Attempt, Dial, Failure, KeptConnection, ProbeContext, ProbeError, ProbeKind, Progress,
+};
 
 /// Payload of an echo request: ping's default size.
 const PAYLOAD: usize = 56;
@@ -125,7 +127,7 @@ impl Prepare for IcmpSettings {
     fn prepare(
         &self,
         target: &Target,
-        _tls: &mut TlsCache,
+        _ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         // A socket now, so a host that forbids them is told at start, not per probe.
         ping_socket(target.address).map_err(|e| ProbeError::Host(not_allowed(&e)))?;

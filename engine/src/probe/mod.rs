@@ -10,6 +10,7 @@
 mod connect;
 mod dns;
 mod grpc;
+mod heartbeat;
 mod http;
 mod icmp;
 mod outcome;
@@ -44,10 +45,22 @@ pub enum ProbeError {
     #[error("{0}")]
     Host(String),
 }
+pub use heartbeat::HeartbeatCheck;
 pub use http::{HttpCheck, HttpsCheck, SecretValue};
 pub use outcome::{Failure, ProbeResult};
 pub use registry::{parse_url, with_check_fields, Checks, UrlTarget};
 pub use tls::TlsCache;
+
+/// What preparing probes shares between targets: TLS client configurations and session
+/// caches (one per trust setting), and the board the heartbeats pushed to the API land on
+/// (read by checks of kind `heartbeat`). A default one has no heartbeats: `probe` and tests.
+#[derive(Default)]
+pub struct ProbeContext {
+    /// TLS configurations, shared by targets with equal trust settings.
+    pub tls: TlsCache,
+    /// Heartbeats received by the API.
+    pub heartbeats: crate::heartbeats::Heartbeats,
+}
 
 /// A ready-to-run health check for one target: everything parsed and allocated once.
 #[derive(Clone)]
@@ -122,10 +135,9 @@ struct Progress {
 }
 
 impl Probe {
-    /// Builds the probe for `target`, loading TLS trust through `tls` (shared between
-    /// targets with the same trust settings).
-    pub fn new(target: &Target, tls: &mut TlsCache) -> Result<Probe, ProbeError> {
-        let kind = registry::probe_for(target, tls)?;
+    /// Builds the probe for `target` with what `ctx` shares between targets.
+    pub fn new(target: &Target, ctx: &mut ProbeContext) -> Result<Probe, ProbeError> {
+        let kind = registry::probe_for(target, ctx)?;
         Ok(Probe {
             dial: Dial {
                 addr: SocketAddr::new(target.address, target.check.port),
@@ -179,7 +191,7 @@ mod tests {
                 .unwrap()
                 .into(),
         };
-        let probe = Probe::new(&target, &mut TlsCache::default()).unwrap();
+        let probe = Probe::new(&target, &mut ProbeContext::default()).unwrap();
         let mut kept = None;
         let size = std::mem::size_of_val(&probe.run(&mut kept));
         assert!(size <= 1024, "a probe future is {size} bytes");

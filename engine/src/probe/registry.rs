@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{ProbeError, ProbeKind, TlsCache};
+use super::{ProbeContext, ProbeError, ProbeKind};
 
 /// Every check kind this program knows, in the order error messages list them.
 const KINDS: &[&dyn Kind] = &[
@@ -26,6 +26,7 @@ const KINDS: &[&dyn Kind] = &[
     &Registered::<super::grpc::GrpcSettings>::KIND,
     &Registered::<super::grpc::GrpcsSettings>::KIND,
     &Registered::<super::icmp::IcmpSettings>::KIND,
+    &Registered::<super::heartbeat::HeartbeatSettings>::KIND,
 ];
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
@@ -67,7 +68,7 @@ pub(super) trait Prepare: ResolvedCheck + PartialEq + Hash + Serialize {
     fn prepare(
         &self,
         target: &Target,
-        tls: &mut TlsCache,
+        ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
 }
 
@@ -115,7 +116,7 @@ trait Kind: Sync {
         &self,
         check: &KindCheck,
         target: &Target,
-        tls: &mut TlsCache,
+        ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
     fn url_keys(&self, rest: &str) -> Result<KindSettings, String>;
 }
@@ -169,12 +170,12 @@ impl<T: CheckSettings> Kind for Registered<T> {
         &self,
         check: &KindCheck,
         target: &Target,
-        tls: &mut TlsCache,
+        ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let check = check
             .downcast::<T::Resolved>()
             .expect("a check is probed by the kind that resolved it");
-        check.prepare(target, tls)
+        check.prepare(target, ctx)
     }
 
     fn url_keys(&self, rest: &str) -> Result<KindSettings, String> {
@@ -193,10 +194,10 @@ fn kind(name: &str) -> &'static dyn Kind {
 /// The attempt for `target`, prepared by its check's kind.
 pub(super) fn probe_for(
     target: &Target,
-    tls: &mut TlsCache,
+    ctx: &mut ProbeContext,
 ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
     let check = &target.check.settings;
-    kind(check.get().kind()).probe(check, target, tls)
+    kind(check.get().kind()).probe(check, target, ctx)
 }
 
 /// The check kinds, as validation asks for them (`ho_config::Kinds::checks`).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::connect::{self, SocketSetup};
 use super::registry::{CheckSettings, Prepare, Problems};
-use super::{Attempt, Dial, KeptConnection, ProbeError, ProbeKind, Progress, TlsCache};
+use super::{Attempt, Dial, KeptConnection, ProbeContext, ProbeError, ProbeKind, Progress};
 
 /// `kind = "tcp"`: a connect, nothing more; the kind has no keys of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
@@ -60,7 +60,7 @@ impl Prepare for TcpSettings {
     fn prepare(
         &self,
         _target: &Target,
-        _tls: &mut TlsCache,
+        _ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(TcpConnect))
     }

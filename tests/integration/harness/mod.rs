@@ -134,12 +134,22 @@ pub async fn serve_api(
     token: Option<&str>,
     admin: Option<&str>,
 ) -> std::net::SocketAddr {
+    let tokens = ho_engine::api::ApiTokens {
+        read: token.map(Into::into),
+        admin: admin.map(Into::into),
+        heartbeat: None,
+    };
+    serve_api_with(engine, tokens).await
+}
+
+/// [`serve_api`] asking `tokens`.
+pub async fn serve_api_with(
+    engine: &Engine,
+    tokens: ho_engine::api::ApiTokens,
+) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    actix::spawn(ho_engine::api::serve(
-        listener,
-        engine.api_state(token.map(Into::into), admin.map(Into::into)),
-    ));
+    actix::spawn(ho_engine::api::serve(listener, engine.api_state(tokens)));
     addr
 }
 

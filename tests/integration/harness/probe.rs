@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_config::{CheckOverrides, Target};
-use ho_engine::probe::{Checks, Probe, ProbeResult, TlsCache};
+use ho_engine::probe::{Checks, Probe, ProbeContext, ProbeResult};
 
 /// One probe of `addr` with `check` (port and interval filled in; port 0 for a kind
 /// without ports), cut at `timeout` unless `check` sets its own.
@@ -24,7 +24,7 @@ pub async fn probe_within(
         address: addr.ip(),
         check: spec.into(),
     };
-    Probe::new(&target, &mut TlsCache::default())
+    Probe::new(&target, &mut ProbeContext::default())
         .unwrap()
         .run(&mut None)
         .await

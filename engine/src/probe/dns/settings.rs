@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::DnsProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
-use crate::probe::{ProbeError, ProbeKind, TlsCache};
+use crate::probe::{ProbeContext, ProbeError, ProbeKind};
 
 /// `kind = "dns"`: one query to the endpoint as a DNS server, healthy when it answers with
 /// the expected rcode (and the expected data, if asked). For gateways that are resolvers
@@ -184,7 +184,7 @@ impl Prepare for DnsCheck {
     fn prepare(
         &self,
         _target: &Target,
-        _tls: &mut TlsCache,
+        _ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(DnsProbe::new(self)))
     }

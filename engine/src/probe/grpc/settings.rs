@@ -12,7 +12,7 @@ use super::GrpcProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::reuse;
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
-use crate::probe::{ProbeError, ProbeKind, TlsCache};
+use crate::probe::{ProbeContext, ProbeError, ProbeKind};
 
 /// `kind = "grpc"`: the gRPC health protocol (`grpc.health.v1.Health/Check`) over
 /// HTTP/2 in clear text; healthy when the answer is SERVING. The readiness signal of
@@ -142,11 +142,14 @@ impl Prepare for GrpcCheck {
     fn prepare(
         &self,
         target: &Target,
-        tls: &mut TlsCache,
+        ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let tls = match &self.tls {
             Some(trust) => {
-                Some(tls.target(trust, Alpn::H2, self.host.as_deref(), target.address)?)
+                Some(
+                    ctx.tls
+                        .target(trust, Alpn::H2, self.host.as_deref(), target.address)?,
+                )
             }
             None => None,
         };

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
-use crate::probe::{ProbeError, ProbeKind, TlsCache};
+use crate::probe::{ProbeContext, ProbeError, ProbeKind};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
 /// matches, if asked).
@@ -273,7 +273,7 @@ impl Prepare for HttpCheck {
     fn prepare(
         &self,
         target: &Target,
-        _tls: &mut TlsCache,
+        _ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
         Ok(Arc::new(HttpProbe::new(self, addr, None)))
@@ -284,10 +284,10 @@ impl Prepare for HttpsCheck {
     fn prepare(
         &self,
         target: &Target,
-        tls: &mut TlsCache,
+        ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
-        let tls = tls.target(
+        let tls = ctx.tls.target(
             &self.tls,
             Alpn::Http1,
             self.http.host.as_deref(),
