@@ -63,7 +63,11 @@ fn main() -> anyhow::Result<()> {
     let tally = runtime.block_on(push_all(&args, &token))?;
     let mut micros = tally.micros;
     micros.sort_unstable();
-    let at = |q: f64| micros.get(((micros.len() as f64 - 1.0) * q) as usize).copied();
+    let at = |q: f64| {
+        micros
+            .get(((micros.len() as f64 - 1.0) * q) as usize)
+            .copied()
+    };
     println!(
         "{}",
         serde_json::json!({

@@ -2,7 +2,8 @@
 //! (clusters a, b, c), each listing only its own gateway, against one real `pdns_server`
 //! zone and, separately, one moto Route53 zone. The gateways answer per client address and
 //! each cluster probes from its own loopback `source_address`, so a fault can be seen from
-//! one vantage point only.
+//! one vantage point only. A cluster's wall clock can be set apart with libfaketime
+//! (Debian's `faketime`, installed by `.ci/test`).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -76,7 +77,12 @@ struct Cluster {
     api: SocketAddr,
     dir: tempfile::TempDir,
     process: Option<Running>,
+    /// libfaketime's offset of this cluster's wall clock (`"+30s"`), if any.
+    clock: Option<&'static str>,
 }
+
+/// libfaketime, preloaded into a cluster whose clock is set apart.
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 impl Cluster {
     /// Cluster `id` owning `gateway`, publishing through the sinks `sinks` (their tables;
@@ -88,6 +94,7 @@ impl Cluster {
             api: SocketAddr::new(IpAddr::V4(loopback_ip()), 9100),
             dir: tempfile::tempdir().unwrap(),
             process: None,
+            clock: None,
         };
         let names: Vec<&str> = sinks
             .lines()
@@ -119,6 +126,16 @@ impl Cluster {
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
             .env("AWS_EC2_METADATA_DISABLED", "true");
+        if let Some(offset) = self.clock {
+            assert!(
+                std::path::Path::new(FAKETIME).exists(),
+                "{FAKETIME} is missing: run the test command (bash .ci/test), which installs faketime"
+            );
+            // The wall clock only: a constant offset of the monotonic clock changes nothing.
+            cmd.env("LD_PRELOAD", FAKETIME)
+                .env("FAKETIME", offset)
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
         self.process = Some(spawn_logged(&mut cmd, &self.dir.path().join("log")));
     }
 
@@ -464,6 +481,68 @@ async fn vote_scenario(sink: &str, zone: Zone) {
 
     let (polls, empty) = reader.finish().await;
     assert!(polls > 50, "the reader polled {polls} times");
+    assert_eq!(empty, 0, "{empty} of {polls} answers had no address");
+}
+
+/// Clusters whose wall clocks are 30 s apart (b behind, c ahead; `report_ttl` is 2 s) on a
+/// real `pdns_server` zone: every cluster counts the other two live, a withdrawal still needs
+/// 2 of 3, one vantage alone withdraws nothing, and c killed ages out although its last
+/// report is stamped 30 s in the others' future. Judging age by the writer's stamp, b was
+/// never a voter and c voted forever after its death.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clocks_thirty_seconds_apart_neither_hide_nor_fake_a_voter() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let zone = Zone::Dns(SocketAddr::new(pdns.ip.into(), DNS_PORT));
+    let sink = pdns_sink(&pdns);
+    let (ga, gb, gc) = (
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+    );
+    let mut a = Cluster::new("a", &ga, &sink);
+    let mut b = Cluster::new("b", &gb, &sink);
+    let mut c = Cluster::new("c", &gc, &sink);
+    b.clock = Some("-30s");
+    c.clock = Some("+30s");
+    for cluster in [&mut a, &mut b, &mut c] {
+        cluster.start();
+    }
+    let all = [ga.ip(), gb.ip(), gc.ip()];
+    zone.wait_for(&all).await;
+    for cluster in [&a, &b, &c] {
+        cluster
+            .wait_for_votes("three live voters", |v| {
+                strings(&v["live"]) == ["a", "b", "c"]
+            })
+            .await;
+    }
+    let reader = Reader::start(zone.clone());
+
+    // One vantage (the clock-ahead c) sees gw-a down: no withdrawal without the quorum.
+    ga.fail_for(&[&c]);
+    a.wait_for_votes("c's down vote on gw-a", |v| {
+        down_votes(v, &ga.ip()) == ["c"]
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(zone.addresses().await, sorted(&all), "1 of 3 keeps it");
+    // With b (clock behind) agreeing, 2 of 3 withdraw it; healed, it returns.
+    ga.fail_for(&[&b, &c]);
+    zone.wait_for(&[gb.ip(), gc.ip()]).await;
+    ga.fail_for(&[]);
+    zone.wait_for(&all).await;
+
+    // SIGKILL c: its last report, stamped in the future, stops changing and ages out.
+    c.kill();
+    for cluster in [&a, &b] {
+        cluster
+            .wait_for_votes("c aged out", |v| {
+                strings(&v["live"]) == ["a", "b"] && strings(&v["aged_out"]) == ["c"]
+            })
+            .await;
+    }
+    let (polls, empty) = reader.finish().await;
+    assert!(polls > 20, "the reader polled {polls} times");
     assert_eq!(empty, 0, "{empty} of {polls} answers had no address");
 }
 

@@ -62,7 +62,8 @@ pub struct Report {
     pub owner: String,
     /// The reporting cluster.
     pub cluster: String,
-    /// When it was written, by the writer's clock (Unix milliseconds).
+    /// When it was written, by the writer's clock (Unix milliseconds). Readers compare it
+    /// only with its own earlier values: a new stamp is a live writer.
     pub at_ms: u64,
     /// The addresses this cluster contributes (sorted by address).
     pub owned: Vec<Owned>,

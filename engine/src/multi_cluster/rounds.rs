@@ -113,6 +113,9 @@ struct TenantVotes {
     /// Addresses withdrawn by the last tally (to count new withdrawals).
     withdrawn: Vec<IpAddr>,
     discovered: Vec<Discovered>,
+    /// Per cluster: its report's stamp as last read, and when (this process's monotonic
+    /// clock) that stamp was first read. See `count::reader_age`.
+    stamps: BTreeMap<String, (u64, tokio::time::Instant)>,
 }
 
 /// The report rounds of every shared zone (see the module doc).

@@ -237,15 +237,87 @@ fn a_standby_reads_and_counts_but_never_writes() {
     assert!(tally.addresses.iter().all(|a| a.kept));
 }
 
+/// A report is as old as the time since its stamp last changed, on this reader's clock:
+/// c2 keeps rewriting, c3 stopped; c3 ages out `report_ttl` (15 s) after its last change,
+/// not before, whatever their stamps say.
 #[test]
-fn report_age_is_judged_by_the_clock_the_core_is_given() {
+fn report_age_is_the_time_since_its_stamp_last_changed_here() {
     let mut run = Run::started(Health::Up);
-    let fresh = run.report("c2", secs(14), &["10.9.9.9"], &[]);
-    let stale = run.report("c3", secs(16), &["10.8.8.8"], &[]);
-    run.answer(&[fresh, stale], false);
-    let tally = &run.voted[0];
+    let c3 = run.report("c3", secs(1), &["10.8.8.8"], &[]);
+    for round in 0..4 {
+        let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+        run.answer(&[c2, c3.clone()], false);
+        let tally = run.voted.last().unwrap();
+        assert_eq!(tally.live, ["c1", "c2", "c3"], "round {round}");
+        run.advance(secs(5));
+        run.step(RoundsCore::tick);
+    }
+    // 20 s after c3's stamp was first read, unchanged since.
+    let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+    run.answer(&[c2, c3], false);
+    let tally = run.voted.last().unwrap();
     assert_eq!(tally.live, ["c1", "c2"]);
     assert_eq!(tally.aged_out, ["c3"]);
+}
+
+/// Clock skew of 30 s either way (twice `report_ttl`): a live cluster whose clock is behind
+/// is never counted dead, and a dead one whose clock is ahead does not vote past
+/// `report_ttl`; the vote never withdraws without the live quorum.
+#[test]
+fn a_writers_clock_skew_neither_hides_nor_fakes_a_voter() {
+    // e0 (10.0.0.1) is down here and at c3, whose clock is 30 s ahead; c2 (30 s behind)
+    // sees it up. 2 of 3 live withdraw it; once c3 is dead, 1 of 2 does not.
+    let mut run = Run::started(Health::Down);
+    let behind = |run: &Run| run.report("c2", secs(30), &[], &[]);
+    let ahead = run.report("c3", Duration::ZERO, &[], &["10.0.0.1"]);
+    let ahead = Report {
+        at_ms: ahead.at_ms + 30_000,
+        ..ahead
+    };
+    let e0_kept = |t: &Tally| {
+        t.addresses
+            .iter()
+            .find(|a| a.address == IpAddr::from([10, 0, 0, 1]))
+            .unwrap()
+            .kept
+    };
+    for round in 0..3 {
+        let ahead = Report {
+            at_ms: ahead.at_ms + round * 5_000,
+            ..ahead.clone()
+        };
+        run.answer(&[behind(&run), ahead], false);
+        let tally = run.voted.last().unwrap();
+        assert_eq!(tally.live, ["c1", "c2", "c3"], "round {round}");
+        assert!(!e0_kept(tally), "round {round}: 2 of 3 live see it down");
+        run.advance(secs(5));
+        run.step(RoundsCore::tick);
+    }
+    // c3 stops writing: its last stamp (still 30 s in this reader's future, first read 5 s
+    // ago) stops changing; read at 5, 11, 17 and 23 s after it first appeared, it is live
+    // until 15 s.
+    let last = Report {
+        at_ms: ahead.at_ms + 10_000,
+        ..ahead.clone()
+    };
+    for round in 0..4 {
+        run.answer(&[behind(&run), last.clone()], false);
+        let tally = run.voted.last().unwrap();
+        let live = if round < 2 { 3 } else { 2 };
+        assert_eq!(
+            tally.live.len(),
+            live,
+            "round {round} after c3 died: {tally:?}"
+        );
+        assert!(
+            tally.live.contains(&"c2".to_owned()),
+            "c2 is never counted dead"
+        );
+        run.advance(secs(6));
+        run.step(RoundsCore::tick);
+    }
+    let tally = run.voted.last().unwrap();
+    assert!(e0_kept(tally), "1 of 2 live voters is no quorum");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! cluster that already finds them there writes nothing).
 //!
 //! The rule (Kuadrant's distributed-DNS RFC, with its write conflicts designed out):
-//! 1. A report is *live* when younger than `report_ttl`; live clusters are the voters.
+//! 1. A report is *live* when younger than `report_ttl` (its age as the reader watched it:
+//!    the time since its stamp last changed, see the rounds); live clusters are the voters.
 //! 2. Candidates: every address any report owns, live or not (an orchestrator dying is
 //!    not its gateways dying: they stay while the live clusters see them up).
 //! 3. An address is withdrawn when `down votes / live voters >= failure_threshold`.

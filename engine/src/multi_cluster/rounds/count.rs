@@ -74,6 +74,15 @@ impl RoundsCore {
 
     /// Counts one tenant's vote from the report rrsets read (a report that stops parsing
     /// keeps counting as it last parsed).
+    ///
+    /// A report's age is judged on this reader's monotonic clock, as a Lease is: the time
+    /// since its stamp last changed here. A live writer rewrites its report every third of
+    /// `report_ttl`, so its stamp keeps changing whatever its clock says; a dead one's stops,
+    /// and it ages out `report_ttl` after this reader last saw it change. A writer's clock
+    /// ahead or behind (by any amount) therefore neither keeps a dead cluster voting nor
+    /// drops a live one; the writer's stamp is compared only with itself. A report first
+    /// read counts as just written (a reader that starts lets a dead cluster's last report
+    /// vote for at most one `report_ttl`, as any cluster's does after its last write).
     fn count_votes(
         &mut self,
         tenant: &str,
@@ -98,9 +107,23 @@ impl RoundsCore {
         if leads {
             reports.push(own);
         }
+        // Each report's age as this reader has watched it, handed to the vote as a stamp on
+        // this reader's wall clock.
+        let now_ms = unix_ms(now.clock.wall);
+        let mut stamps = BTreeMap::new();
+        for r in &mut reports {
+            let (stamp, since) = match state.stamps.get(&r.cluster) {
+                Some(&(stamp, since)) if stamp == r.at_ms => (stamp, since),
+                _ => (r.at_ms, now.clock.mono),
+            };
+            stamps.insert(r.cluster.clone(), (stamp, since));
+            let age = now.clock.mono.saturating_duration_since(since);
+            r.at_ms = now_ms.saturating_sub(age.as_millis() as u64);
+        }
+        state.stamps = stamps;
         let tally = Tally::count(
             &reports,
-            unix_ms(now.clock.wall),
+            now_ms,
             settings.report_ttl,
             settings.failure_threshold,
         );
