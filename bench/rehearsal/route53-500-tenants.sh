@@ -2,7 +2,9 @@
 # "Will my Route53 zone with 500 tenants keep up when 10% of the gateways fail at once?"
 # A rehearsal (loadtest --config) against moto's Route53 on loopback: 500 tenants of 10
 # gateways each (5,000 endpoints at 1 s), one route53 sink limited to AWS's 5 requests/s,
-# and the fail-10pct scenario. Prints the loadtest table; writes JSON and SVG next to $OUT.
+# and the fail-10pct scenario. Prints the loadtest table and the Route53 API requests of the
+# run (start-up, the fault burst, its recovery and the reconciles, counted in moto's request
+# log); writes JSON and SVG next to $OUT.
 #
 #   bench/rehearsal/route53-500-tenants.sh [OUT_PREFIX]   (after cargo build --release --workspace)
 #   DELIVERY='delivery = { max_writes_per_second = 500, burst = 500 }' bench/rehearsal/...
@@ -52,3 +54,6 @@ PY
 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
   target/release/loadtest --config "$WORK/prod.toml" --scenario loadtest/scenarios/fail-10pct.toml \
   --duration 60s --json "$OUT.json" --svg "$OUT.svg"
+lists=$(grep -c '"GET /2013-04-01/hostedzone/[^ ]*/rrset' "$WORK/moto.log" || true)
+changes=$(grep -c '"POST /2013-04-01/hostedzone/[^ ]*/rrset' "$WORK/moto.log" || true)
+echo "route53 requests in the run: $lists list pages, $changes change batches" | tee "$OUT.requests"

@@ -225,10 +225,12 @@ fn default_ttl() -> Duration {
 pub struct SinkTable {
     /// The sink kind, e.g. `hosts_file`.
     pub kind: String,
-    /// Rate limit, retries and drift repair; the same machinery for every kind. Unset:
-    /// [`Delivery::default`] for back ends the replicas share (an API with limits of its
-    /// own), [`Delivery::local`] for outputs local to one replica (a hosts file, the
-    /// embedded DNS server), where a write is a file rename or a memory swap.
+    /// Rate limit, retries and drift repair; the same machinery for every kind. Unset: the
+    /// kind's default (`SinkSpec::default_delivery`): [`Delivery::default`] for back ends
+    /// the replicas share (an API with limits of its own), [`Delivery::local`] for outputs
+    /// local to one replica (a hosts file, the embedded DNS server), where a write is a
+    /// file rename or a memory swap, and the local pace for Route53, which paces its API
+    /// requests itself and writes every waiting tenant in one round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
     /// The kind's own keys, parsed by the kind (their schema comes from the kind:

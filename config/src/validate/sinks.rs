@@ -65,6 +65,18 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         true
     }
 
+    /// How the engine drives writes when the sink sets no `delivery`: [`Delivery::default`]
+    /// for a back end the replicas share (an API with limits of its own),
+    /// [`Delivery::local`] for an output local to one replica. A kind that paces its API
+    /// requests itself and batches tenants into them (Route53) lifts the per-tenant limit.
+    fn default_delivery(&self) -> Delivery {
+        if self.shared() {
+            Delivery::default()
+        } else {
+            Delivery::local()
+        }
+    }
+
     /// Whether several clusters can share this sink's zone and keep their reports in it
     /// (`[multi_cluster]`): a zone API (PowerDNS, Route53), not an output local to one
     /// cluster (a hosts file, a ConfigMap, the embedded server) or a one-way notification.
@@ -165,13 +177,10 @@ pub(super) fn resolve_sinks(
             name.clone(),
             PlannedSink {
                 table: table.clone(),
-                delivery: table.delivery.clone().unwrap_or_else(|| {
-                    if spec.shared() {
-                        Delivery::default()
-                    } else {
-                        Delivery::local()
-                    }
-                }),
+                delivery: table
+                    .delivery
+                    .clone()
+                    .unwrap_or_else(|| spec.default_delivery()),
                 spec,
             },
         );

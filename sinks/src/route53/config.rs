@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
-use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
+use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -112,6 +112,13 @@ impl SinkSettings for Route53Config {
 impl SinkSpec for Route53Config {
     fn holds_reports(&self) -> bool {
         true
+    }
+
+    /// The sink writes every waiting tenant in one round and paces its API requests itself
+    /// (`max_requests_per_second`): limiting tenant writes as well (10 a second by default)
+    /// made 500 tenants changing at once wait 50 s to be handed over.
+    fn default_delivery(&self) -> Delivery {
+        Delivery::local()
     }
 
     fn kind(&self) -> &'static str {

@@ -39,11 +39,14 @@ impl ReportStore for Route53Reports {
                 (s.values.len(), s.values.iter().map(String::len).sum())
             }) {
                 writer.pace().await;
-                let upserts = batch
+                let upserts: Vec<_> = batch
                     .iter()
                     .map(|s| (ChangeAction::Upsert, api::to_sdk(s)))
                     .collect();
-                api::change(&writer.client, &writer.zone_id, upserts).await?;
+                api::change(&writer.client, &writer.zone_id, upserts.clone()).await?;
+                if let Some(view) = &mut writer.view {
+                    view.apply(upserts);
+                }
             }
             Ok(())
         })
@@ -84,12 +87,12 @@ impl ReportStore for Route53Reports {
                 return Ok(());
             };
             writer.pace().await;
-            api::change(
-                &writer.client,
-                &writer.zone_id,
-                vec![(ChangeAction::Delete, set)],
-            )
-            .await
+            let delete = vec![(ChangeAction::Delete, set)];
+            api::change(&writer.client, &writer.zone_id, delete.clone()).await?;
+            if let Some(view) = &mut writer.view {
+                view.apply(delete);
+            }
+            Ok(())
         })
     }
 }
