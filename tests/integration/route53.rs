@@ -304,3 +304,108 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
     assert_eq!(proxy.changes(), 2, "{requests:#?}");
     assert_eq!(moto.records(&zone).await.len(), 40);
 }
+
+/// A round decides from the sink's view of the zone: a change after a change lists nothing.
+/// A view gone stale can never overwrite someone else's record: a name taken behind the
+/// sink's back (a foreign A record set) makes Route53 refuse the claim (CREATE of what
+/// exists; moto accepts it, so the proxy answers as Route53 does), which drops the view; the retry lists the zone, sees the foreign record and
+/// leaves it alone, with the usual error. A write of the same state again (a reconcile)
+/// always lists, which `conformance::route53_conforms` holds (case 4).
+#[actix_rt::test]
+async fn rounds_decide_from_the_sinks_view_and_list_again_after_a_refusal() {
+    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
+    use ho_engine::sink::{Applied, Sink};
+    use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
+    use std::sync::Arc;
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let proxy = Proxy::default();
+    let url = proxy.start(&moto.url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(2);
+    let mut tail = String::new();
+    for t in ["t", "u"] {
+        tail.push_str(&format!(
+            "[[tenants]]\nname = \"{t}\"\ndomains = [\"{t}.{ZONE}\"]\nsinks = [\"r53\"]\n\n"
+        ));
+    }
+    tail.push_str(&sink_table(&url, &zone, "record_style = \"simple\"\n"));
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .unwrap();
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let sink = ho_sinks::route53::Route53Sink::new(
+        ho_sinks::registry::spec_of(&*plan.sinks["r53"].spec),
+        "health-orchestrator",
+        &crate::fakes::route53::sdk_config(),
+    );
+    let snapshot = |tenant: &str, seq: u64, gws: &[&Gateway]| {
+        let addresses = gws
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                PublishedAddress::of(&format!("gw-{i}"), g.addr().ip(), 1, Default::default())
+            })
+            .collect();
+        let name = format!("{tenant}.{ZONE}");
+        let policy = plan.tenants[0].policy;
+        let mut s = TenantSnapshot::healthy(tenant, &[name.as_str()], policy, addresses);
+        s.seq = seq;
+        Arc::new(s)
+    };
+    let lists = || {
+        proxy
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.starts_with("GET") && r.ends_with("/rrset"))
+            .count()
+    };
+    let one = sink.apply(snapshot("t", 1, &[&gws[0]])).await;
+    assert_eq!(one, Ok(Applied::Changed));
+    let listed = lists();
+    assert!(listed >= 1);
+    let two = sink.apply(snapshot("t", 2, &[&gws[0], &gws[1]])).await;
+    assert_eq!(two, Ok(Applied::Changed));
+    assert_eq!(lists(), listed, "a change after a change lists nothing");
+    assert_eq!(proxy.changes(), 2);
+
+    // Someone else takes u behind the sink's back.
+    let foreign = ResourceRecordSet::builder()
+        .name(format!("u.{ZONE}."))
+        .r#type(RrType::A)
+        .ttl(60)
+        .resource_records(
+            ResourceRecord::builder()
+                .value("192.0.2.99")
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    moto.put(&zone, foreign).await;
+    proxy
+        .refuse_changes
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let refused = sink.apply(snapshot("u", 1, &[&gws[0]])).await;
+    assert!(refused.is_err(), "claiming a taken name: {refused:?}");
+    assert_eq!(lists(), listed, "the refused round used the view");
+    let retried = sink.apply(snapshot("u", 1, &[&gws[0]])).await;
+    let error = format!("{retried:?}");
+    assert!(
+        error.contains("without an ownership record") && error.contains("left alone"),
+        "{error}"
+    );
+    assert!(lists() > listed, "the retry listed the zone");
+    let records = moto.records(&zone).await;
+    assert!(
+        records
+            .iter()
+            .any(|r| r.starts_with(&format!("u.{ZONE}. A ")) && r.ends_with("192.0.2.99")),
+        "{records:#?}"
+    );
+}

@@ -13,7 +13,10 @@
 //! retry), so changes someone else made are found and repaired as before; after any change
 //! Route53 refused (a conflict means the view is stale); and whenever the report store lists
 //! the zone anyway. At 300 record sets a page and 5 requests a second, a zone of 5,000
-//! record sets is 17 pages: listing it before every write cost 3.4 s.
+//! record sets is 17 pages: listing it before every write cost 3.4 s. A stale view cannot
+//! overwrite someone else's record: a name this sink has not claimed is claimed with
+//! CREATEs, which Route53 refuses when the record set exists; the refusal drops the view,
+//! and the retry's listing shows the foreign record, left alone as always.
 //! Throttling answers are retried by the sink actor with backoff; the SDK's own retries are
 //! off, so every attempt shows in `/status` and the metrics.
 //!
@@ -252,9 +255,11 @@ impl Writer {
             }
             self.zone_checked = true;
         }
-        let again = round
-            .iter()
-            .any(|(t, w)| self.written.get(t).is_some_and(|&seq| w.snapshot.seq <= seq));
+        let again = round.iter().any(|(t, w)| {
+            self.written
+                .get(t)
+                .is_some_and(|&seq| w.snapshot.seq <= seq)
+        });
         let listed = match self.view.take() {
             Some(view) if !again => view,
             _ => ZoneView {

@@ -216,6 +216,10 @@ impl Drop for Moto {
 pub struct Proxy {
     /// The next this many `ChangeResourceRecordSets` get `400 Throttling`.
     pub throttle_changes: Arc<AtomicUsize>,
+    /// The next this many `ChangeResourceRecordSets` get `400 InvalidChangeBatch`, as
+    /// Route53 answers a CREATE of a record set that exists: moto accepts that CREATE and
+    /// overwrites, so a test sets this where Route53 would refuse.
+    pub refuse_changes: Arc<AtomicUsize>,
     /// Every request gets 503 while set.
     pub down: Arc<AtomicBool>,
     /// "METHOD path" of every request forwarded or answered.
@@ -286,6 +290,18 @@ impl Proxy {
                 .is_ok()
         {
             return error(400, "Throttling", "Rate exceeded");
+        }
+        if is_change
+            && self
+                .refuse_changes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return error(
+                400,
+                "InvalidChangeBatch",
+                "[Tried to create resource record set but it already exists]",
+            );
         }
         let (parts, body) = req.into_parts();
         let body = body.collect().await.unwrap().to_bytes();
