@@ -256,25 +256,22 @@ async fn a_throttling_burst_is_retried_until_the_zone_converges() {
     assert!(status.tenants[0].last_success.is_some());
 }
 
-/// Tenants waiting at the same time go out in one round: one listing, one change batch.
-#[actix_rt::test]
-async fn concurrent_tenants_share_one_listing_and_one_batch() {
-    use ho_engine::sink::Sink;
-    use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
-    use std::sync::Arc;
-    let moto = Moto::start().await;
-    let zone = moto.create_zone(ZONE).await;
-    let proxy = Proxy::default();
-    let url = proxy.start(&moto.url).await;
+/// A route53 sink on `url`'s zone `zone_id` (simple records) and the plan of `tenants`
+/// (`NAME.` + the zone each) over `gws`, for tests that drive the sink themselves.
+fn direct_sink(
+    url: &str,
+    zone_id: &str,
+    tenants: &[String],
+    gws: &[Gateway],
+) -> (ho_config::Plan, ho_sinks::route53::Route53Sink) {
     let dir = tempfile::tempdir().unwrap();
-    let gws = gateways(1);
     let mut tail = String::new();
-    for t in 0..20 {
+    for t in tenants {
         tail.push_str(&format!(
-            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.{ZONE}\"]\nsinks = [\"r53\"]\n\n"
+            "[[tenants]]\nname = \"{t}\"\ndomains = [\"{t}.{ZONE}\"]\nsinks = [\"r53\"]\n\n"
         ));
     }
-    tail.push_str(&sink_table(&url, &zone, "record_style = \"simple\"\n"));
+    tail.push_str(&sink_table(url, zone_id, "record_style = \"simple\"\n"));
     let file = dir.path().join("config.toml");
     std::fs::write(
         &file,
@@ -287,6 +284,22 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
         "health-orchestrator",
         &crate::fakes::route53::sdk_config(),
     );
+    (plan, sink)
+}
+
+/// Tenants waiting at the same time go out in one round: one listing, one change batch.
+#[actix_rt::test]
+async fn concurrent_tenants_share_one_listing_and_one_batch() {
+    use ho_engine::sink::Sink;
+    use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
+    use std::sync::Arc;
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let proxy = Proxy::default();
+    let url = proxy.start(&moto.url).await;
+    let gws = gateways(1);
+    let names: Vec<String> = (0..20).map(|t| format!("t{t}")).collect();
+    let (plan, sink) = direct_sink(&url, &zone, &names, &gws);
     let mut writes = Vec::new();
     for t in &plan.tenants {
         let domains: Vec<&str> = t.domains.iter().map(String::as_str).collect();
@@ -321,27 +334,8 @@ async fn rounds_decide_from_the_sinks_view_and_list_again_after_a_refusal() {
     let zone = moto.create_zone(ZONE).await;
     let proxy = Proxy::default();
     let url = proxy.start(&moto.url).await;
-    let dir = tempfile::tempdir().unwrap();
     let gws = gateways(2);
-    let mut tail = String::new();
-    for t in ["t", "u"] {
-        tail.push_str(&format!(
-            "[[tenants]]\nname = \"{t}\"\ndomains = [\"{t}.{ZONE}\"]\nsinks = [\"r53\"]\n\n"
-        ));
-    }
-    tail.push_str(&sink_table(&url, &zone, "record_style = \"simple\"\n"));
-    let file = dir.path().join("config.toml");
-    std::fs::write(
-        &file,
-        config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
-    )
-    .unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
-    let sink = ho_sinks::route53::Route53Sink::new(
-        ho_sinks::registry::spec_of(&*plan.sinks["r53"].spec),
-        "health-orchestrator",
-        &crate::fakes::route53::sdk_config(),
-    );
+    let (plan, sink) = direct_sink(&url, &zone, &["t".into(), "u".into()], &gws);
     let snapshot = |tenant: &str, seq: u64, gws: &[&Gateway]| {
         let addresses = gws
             .iter()

@@ -134,6 +134,28 @@ struct Progress {
     cert_not_after: AtomicU64,
 }
 
+impl Progress {
+    /// Runs `exchange` over a kept connection. A kept connection the server closed or reset
+    /// while idle (its keep-alive timeout, a GOAWAY, a restart) is no verdict: `None`, and
+    /// the attempt goes on over a fresh connection, so a dead gateway is reported as without
+    /// reuse and a live one that merely dropped an idle connection is not reported down.
+    async fn over_kept<T>(
+        &self,
+        exchange: impl Future<Output = Result<T, Failure>>,
+    ) -> Option<Result<T, Failure>> {
+        self.connected.store(true, Ordering::Relaxed);
+        self.reused.store(true, Ordering::Relaxed);
+        match exchange.await {
+            Err(Failure::Closed | Failure::Reset) => {
+                self.connected.store(false, Ordering::Relaxed);
+                self.reused.store(false, Ordering::Relaxed);
+                None
+            }
+            verdict => Some(verdict),
+        }
+    }
+}
+
 impl Probe {
     /// Builds the probe for `target` with what `ctx` shares between targets.
     pub fn new(target: &Target, ctx: &mut ProbeContext) -> Result<Probe, ProbeError> {

@@ -59,9 +59,8 @@ impl GrpcProbe {
         }
     }
 
-    /// One attempt, over the kept connection when there is one. As for HTTP/1.1, a kept
-    /// connection the server closed while idle (a GOAWAY, its idle timeout, a restart) is
-    /// not a verdict: the attempt goes on over a fresh connection.
+    /// One attempt, over the kept connection when there is one (closed while idle: no
+    /// verdict, `Progress::over_kept`).
     async fn run(
         &self,
         dial: &Dial,
@@ -73,14 +72,11 @@ impl GrpcProbe {
             carried,
         }) = kept.take()
         {
-            progress.connected.store(true, Ordering::Relaxed);
-            progress.reused.store(true, Ordering::Relaxed);
-            match self.exchange(channel, carried, kept).await {
-                Err(Failure::Closed | Failure::Reset) => {
-                    progress.connected.store(false, Ordering::Relaxed);
-                    progress.reused.store(false, Ordering::Relaxed);
-                }
-                verdict => return verdict,
+            if let Some(verdict) = progress
+                .over_kept(self.exchange(channel, carried, kept))
+                .await
+            {
+                return verdict;
             }
         }
         let tcp = connect::connect(dial.addr, dial.source, SocketSetup::default()).await?;

@@ -44,11 +44,8 @@ impl HttpProbe {
 
     /// One attempt, recording in `progress` how far it got.
     ///
-    /// A kept connection that the server closed or reset while idle (its keep-alive
-    /// timeout, a restart) is not a verdict: the attempt goes on over a fresh connection,
-    /// so a dead gateway is reported as refused, exactly as without reuse, and a live one
-    /// that merely dropped an idle connection is not reported down. Any other failure ends
-    /// the connection and is the verdict.
+    /// A kept connection closed while idle is no verdict (`Progress::over_kept`); any
+    /// other failure ends the connection and is the verdict.
     ///
     /// The TLS handshake is boxed: its state (~8 KB) would otherwise size every plain
     /// probe in flight too (a heap profile of 2,000 hanging probes: 15.7 MB).
@@ -82,14 +79,9 @@ impl HttpProbe {
             carried,
         }) = kept.take()
         {
-            progress.connected.store(true, Ordering::Relaxed);
-            progress.reused.store(true, Ordering::Relaxed);
-            match self.exchange(stream, carried, kept).await {
-                Err(Failure::Closed | Failure::Reset) => {
-                    progress.connected.store(false, Ordering::Relaxed);
-                    progress.reused.store(false, Ordering::Relaxed);
-                }
-                verdict => return self.judged(verdict, dial, progress).await,
+            let exchange = self.exchange(stream, carried, kept);
+            if let Some(verdict) = progress.over_kept(exchange).await {
+                return self.judged(verdict, dial, progress).await;
             }
         }
         let stream = self.open(dial, progress).await?;
