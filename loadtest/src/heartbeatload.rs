@@ -1,7 +1,8 @@
 //! `heartbeatload`: pushes heartbeats to an orchestrator's API as N pushing endpoints would:
 //! endpoint `PREFIX1` .. `PREFIXN`, each once per `--every`, spread evenly over the period,
 //! over `--connections` kept HTTP/1.1 connections, for `--seconds`. Prints one JSON line:
-//! heartbeats sent, answered 200, other answers, and the answer time p50/p99. Sends only to
+//! heartbeats sent, answered 200, other answers, the answer time p50/p99, and when the last
+//! heartbeat was answered 200 (Unix nanoseconds: where a detection measurement starts). Sends only to
 //! the API address given (a loopback address in the bench).
 
 use std::net::SocketAddr;
@@ -46,6 +47,8 @@ struct Tally {
     ok: u64,
     other: u64,
     micros: Vec<u32>,
+    /// When the last heartbeat was answered 200, Unix nanoseconds.
+    last_ok_ns: u128,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -74,6 +77,7 @@ fn main() -> anyhow::Result<()> {
             "count": args.count, "every_ms": args.every.as_millis() as u64,
             "seconds": args.seconds, "sent": tally.sent, "ok": tally.ok, "other": tally.other,
             "answer_p50_us": at(0.5), "answer_p99_us": at(0.99),
+            "last_ok_unix_ns": tally.last_ok_ns.to_string(),
         })
     );
     Ok(())
@@ -99,6 +103,7 @@ async fn push_all(args: &Args, token: &str) -> anyhow::Result<Tally> {
         total.ok += t.ok;
         total.other += t.other;
         total.micros.extend(t.micros);
+        total.last_ok_ns = total.last_ok_ns.max(t.last_ok_ns);
     }
     Ok(total)
 }
@@ -147,6 +152,10 @@ async fn push(
             .push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32);
         if code == 200 {
             tally.ok += 1;
+            tally.last_ok_ns = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
         } else {
             tally.other += 1;
         }
