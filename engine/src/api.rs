@@ -1,6 +1,6 @@
 //! The operator HTTP API: `/healthz`, `/readyz`, `/status`, `/metrics`, `/events`
-//! (Server-Sent Events), the operator actions `POST /v1/endpoints/{name}/drain` and
-//! `/undrain`, and the heartbeats pushing endpoints send (`POST /v1/heartbeat/{name}`).
+//! (Server-Sent Events), the operator actions `POST /v1/endpoints/{name}/drain`, `/undrain`,
+//! `/force-up`, `/force-down` and `/release`, and the heartbeats pushing endpoints send (`POST /v1/heartbeat/{name}`).
 //!
 //! Served with hyper on the engine's main arbiter; every answer is computed from the
 //! actors' own state by message, so the API never reaches into an actor.
@@ -27,7 +27,9 @@ use crate::metrics::{HeartbeatLabels, Metrics, OperatorActionLabels};
 use crate::status::Timestamp;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{DrainError, GetStatus, HealthTracker, IsReady, SetDrain};
+use crate::tracker::{
+    DrainError, GetStatus, HealthTracker, IsReady, OperatorAction, SetByOperator,
+};
 
 /// What the API reads from; made by [`crate::Engine::api_state`].
 #[derive(Clone)]
@@ -290,15 +292,16 @@ async fn answer(
     let action = path
         .strip_prefix("/v1/endpoints/")
         .and_then(|rest| rest.rsplit_once('/'))
-        .filter(|(name, verb)| !name.is_empty() && matches!(*verb, "drain" | "undrain"));
-    if let Some((name, verb)) = action {
+        .filter(|(name, _)| !name.is_empty())
+        .and_then(|(name, verb)| Some((name, OperatorAction::parse(verb)?)));
+    if let Some((name, action)) = action {
         if req.method() != Method::POST {
             return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n");
         }
         if let Some(limited) = rate_limited(state) {
             return limited;
         }
-        return operator_action(&req, peer, state, name, verb == "drain").await;
+        return operator_action(&req, peer, state, name, action).await;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
@@ -452,16 +455,16 @@ fn heartbeat(
     }
 }
 
-/// Drains or undrains endpoint `name`: refused (403) unless `api.admin_token_file` is set,
+/// Does `action` on endpoint `name`: refused (403) unless `api.admin_token_file` is set,
 /// then only with that token (401); logged with the client's address and counted.
 async fn operator_action(
     req: &Request<Incoming>,
     peer: std::net::SocketAddr,
     state: &ApiState,
     name: &str,
-    drain: bool,
+    action: OperatorAction,
 ) -> Response<Full<Bytes>> {
-    let verb = if drain { "drain" } else { "undrain" };
+    let verb = action.name();
     let count = |result: &'static str| {
         state
             .metrics
@@ -485,12 +488,12 @@ async fn operator_action(
         warn!(%peer, endpoint = name, action = verb, "operator action refused: no or wrong admin token");
         return unauthorized("admin bearer token required\n");
     }
-    let msg = SetDrain {
+    let msg = SetByOperator {
         endpoint: name.to_owned(),
-        drain,
+        action,
     };
     let result = state.tracker.send(msg).await;
-    action_answer(result, peer, name, verb, count)
+    action_answer(result, peer, name, action, count)
 }
 
 /// The answer to an operator action, counted by `count` and logged.
@@ -498,17 +501,19 @@ fn action_answer(
     result: Result<Result<bool, DrainError>, actix::MailboxError>,
     peer: std::net::SocketAddr,
     name: &str,
-    verb: &'static str,
+    action: OperatorAction,
     count: impl Fn(&'static str),
 ) -> Response<Full<Bytes>> {
+    let verb = action.name();
     match result {
         Ok(Ok(changed)) => {
             count("ok");
             info!(%peer, endpoint = name, action = verb, changed, "operator action");
+            let done = action.outcome();
             let body = if changed {
-                format!("{verb}ed {name}\n")
+                format!("{done} {name}\n")
             } else {
-                format!("{name} was already {verb}ed\n")
+                format!("{name} was already {done}\n")
             };
             text(StatusCode::OK, PLAIN, body)
         }

@@ -1,22 +1,38 @@
-//! Operator drains: endpoints an operator took out of DNS on purpose (maintenance), kept
-//! in `<state_dir>/drains.json` so a restart does not quietly put them back.
+//! What operators set by hand, kept in `<state_dir>/drains.json` so a restart does not
+//! quietly undo it: drains (endpoints taken out of DNS on purpose, for maintenance) and
+//! forced health (gdnsd's `admin_state`: an endpoint held up or down whatever its probes say).
 //!
 //! A drained endpoint keeps being probed and shown; it only leaves the published sets.
 //! It never empties a tenant: when every endpoint of a tenant is drained, the drains are
 //! ignored for that tenant (its endpoints are decided as if none were drained) and
-//! `/status` says so, because an empty answer takes the whole name down.
+//! `/status` says so, because an empty answer takes the whole name down. Forced-down
+//! endpoints follow the same rule: when every endpoint of a tenant is forced down, the
+//! force-downs are ignored there.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The file's content.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct DrainFile {
+/// What operators set, as the file holds it.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorState {
     /// Drained endpoint names.
-    drained: BTreeSet<String>,
+    pub drained: BTreeSet<String>,
+    /// Endpoints whose health an operator forced, by name (absent from older files).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub forced: BTreeMap<String, Forced>,
+}
+
+/// Health an operator forced on an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Forced {
+    /// Published as healthy whatever its probes say (a probe path known broken).
+    Up,
+    /// Withdrawn as unhealthy whatever its probes say (stay out after an incident).
+    Down,
 }
 
 /// Where drains are kept; `None` keeps them in memory only (no `state_dir`: tests and
@@ -34,33 +50,29 @@ impl DrainStore {
         }
     }
 
-    /// The drained names saved before, none when there is no file yet. A file that
-    /// cannot be read or parsed is an error naming it: starting without the drains would
-    /// publish endpoints an operator took out.
-    pub fn load(&self) -> Result<BTreeSet<String>, String> {
+    /// What was saved before, nothing when there is no file yet. A file that cannot be
+    /// read or parsed is an error naming it: starting without the drains would publish
+    /// endpoints an operator took out.
+    pub fn load(&self) -> Result<OperatorState, String> {
         let Some(path) = &self.path else {
-            return Ok(BTreeSet::new());
+            return Ok(OperatorState::default());
         };
         match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice::<DrainFile>(&bytes)
-                .map(|f| f.drained)
+            Ok(bytes) => serde_json::from_slice::<OperatorState>(&bytes)
                 .map_err(|e| format!("{} is not a drain file: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(OperatorState::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
     }
 
-    /// Replaces the file with `drained`, atomically (temporary file, fsync, rename).
-    pub fn save(&self, drained: &BTreeSet<String>) -> Result<(), String> {
+    /// Replaces the file with `state`, atomically (temporary file, fsync, rename).
+    pub fn save(&self, state: &OperatorState) -> Result<(), String> {
         let Some(path) = &self.path else {
             return Ok(());
         };
         let dir = path.parent().expect("a file under state_dir");
         let tmp = dir.join(".drains.json.tmp");
-        let body = serde_json::to_vec_pretty(&DrainFile {
-            drained: drained.clone(),
-        })
-        .expect("serializable");
+        let body = serde_json::to_vec_pretty(state).expect("serializable");
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let mut file = std::fs::File::create(&tmp)?;
@@ -84,13 +96,20 @@ mod tests {
     fn drains_round_trip_and_a_broken_file_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let store = DrainStore::new(Some(dir.path()));
-        assert!(
-            store.load().unwrap().is_empty(),
+        assert_eq!(
+            store.load().unwrap(),
+            OperatorState::default(),
             "no file yet: none drained"
         );
-        let drained: BTreeSet<String> = ["gw-1".to_string(), "gw-3".to_string()].into();
-        store.save(&drained).unwrap();
-        assert_eq!(store.load().unwrap(), drained);
+        let state = OperatorState {
+            drained: ["gw-1".to_string(), "gw-3".to_string()].into(),
+            forced: [("gw-2".to_string(), Forced::Down)].into(),
+        };
+        store.save(&state).unwrap();
+        assert_eq!(store.load().unwrap(), state);
+        // A file from before forced health reads as no override.
+        std::fs::write(dir.path().join("drains.json"), r#"{"drained": ["gw-1"]}"#).unwrap();
+        assert!(store.load().unwrap().forced.is_empty());
         std::fs::write(dir.path().join("drains.json"), "{not json").unwrap();
         let e = store.load().unwrap_err();
         assert!(e.contains("drains.json"), "{e}");

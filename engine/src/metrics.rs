@@ -139,8 +139,8 @@ pub struct Metrics {
     /// UDP answers response rate limiting held back (`rate_limit` of a `dns_server` sink),
     /// by action: `dropped`, or `slipped` (sent truncated so the client retries over TCP).
     pub dns_rate_limited: Family<ActionLabel, Counter>,
-    /// Operator actions (drain, undrain) by result: `ok`, `refused` (no or wrong admin
-    /// token, or a read-only API), `error`.
+    /// Operator actions (drain, undrain, force-up, force-down, release) by result: `ok`,
+    /// `refused` (no or wrong admin token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
     /// Heartbeats pushed to the API, by result.
     pub heartbeats: Family<HeartbeatLabels, Counter>,
@@ -164,7 +164,7 @@ pub struct ReportOpLabels {
 /// `action`, `result` labels of an operator action.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperatorActionLabels {
-    /// `drain` or `undrain`.
+    /// `drain`, `undrain`, `force-up`, `force-down` or `release`.
     pub action: &'static str,
     /// `ok`, `refused` or `error`.
     pub result: &'static str,
@@ -401,7 +401,7 @@ impl Metrics {
         );
         registry.register(
             "operator_actions",
-            "Operator actions (drain, undrain) by result",
+            "Operator actions (drain, undrain, force-up, force-down, release) by result",
             self.operator_actions.clone(),
         );
         registry.register(

@@ -11,6 +11,8 @@ use serde::{Serialize, Serializer};
 use crate::hysteresis::Health;
 use crate::snapshot::PublishMode;
 
+pub use crate::drain::Forced;
+
 /// Seconds since the Unix epoch, with sub-second precision: for metrics gauges
 /// (`*_timestamp_seconds`), which Prometheus wants as numbers.
 pub fn unix_seconds(t: SystemTime) -> f64 {
@@ -144,6 +146,10 @@ pub struct EndpointStatus {
     pub downtime_seconds: f64,
     /// Drained by an operator (`POST /v1/endpoints/NAME/drain`).
     pub drained: bool,
+    /// Health an operator forced (`POST /v1/endpoints/NAME/force-up`, `/force-down`;
+    /// `/release` ends it): it decides publication instead of `state`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forced: Option<Forced>,
     /// The latest probe.
     pub last: Option<LastProbe>,
     /// Flap damping, when on for this endpoint.

@@ -34,6 +34,7 @@ mod loadtest;
 mod misbehaviour;
 mod multi_cluster;
 mod otlp;
+mod overrides;
 mod policies;
 mod powerdns;
 mod probes;

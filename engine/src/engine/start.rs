@@ -36,20 +36,21 @@ pub(super) fn leadership_of(plan: &Plan, metrics: &Arc<Metrics>) -> Leadership {
     }
 }
 
-/// The drain store of `plan`'s `state_dir` and the endpoints drained before a restart,
-/// which stay drained.
+/// The drain store of `plan`'s `state_dir` and what operators set before a restart (drains,
+/// forced health), which stays.
 pub(super) fn load_drains(
     plan: &Plan,
-) -> Result<(DrainStore, std::collections::BTreeSet<String>), EngineError> {
+) -> Result<(DrainStore, crate::drain::OperatorState), EngineError> {
     let drains = DrainStore::new(plan.state_dir.as_deref());
-    let drained = drains.load().map_err(EngineError::Drains)?;
-    if !drained.is_empty() {
+    let state = drains.load().map_err(EngineError::Drains)?;
+    if !state.drained.is_empty() || !state.forced.is_empty() {
         info!(
-            ?drained,
-            "endpoints drained by an operator before the restart stay drained"
+            drained = ?state.drained,
+            forced = ?state.forced,
+            "what an operator set before the restart stays"
         );
     }
-    Ok((drains, drained))
+    Ok((drains, state))
 }
 
 /// Builds and starts the actor of every sink of `plan`; also returns the report stores of

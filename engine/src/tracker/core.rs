@@ -8,7 +8,7 @@
 //! in `reload.rs`, the way from a decision to a snapshot in `publish.rs`.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::damping::FlapDamping;
+use crate::drain::Forced;
 use crate::events::{Event, Events};
 use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
 use crate::metrics::{Metrics, ResultLabel, TargetLabel, TenantLabel};
@@ -174,6 +175,8 @@ pub struct TrackerCore {
     pub(super) grace_over: bool,
     /// Endpoint names an operator drained (see [`crate::drain`]).
     pub(super) drained: BTreeSet<String>,
+    /// Endpoints whose health an operator forced, by name (see [`crate::drain`]).
+    pub(super) forced: BTreeMap<String, Forced>,
     /// Where transitions and publishes are announced (`/events`).
     pub(super) events: Events,
 }
@@ -193,6 +196,7 @@ impl TrackerCore {
             metrics,
             grace_over: false,
             drained: BTreeSet::new(),
+            forced: BTreeMap::new(),
             events: Events::default(),
         };
         core.adopt(plan, ids, now);
@@ -220,7 +224,44 @@ impl TrackerCore {
     /// Replaces the drained set and re-decides every tenant with an endpoint whose drain
     /// changed.
     pub fn set_drained(&mut self, drained: BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
-        let changed: BTreeSet<&String> = drained.symmetric_difference(&self.drained).collect();
+        let changed: BTreeSet<String> = drained
+            .symmetric_difference(&self.drained)
+            .cloned()
+            .collect();
+        self.drained = drained;
+        self.refresh_tenants_of(&changed, now, fx);
+    }
+
+    /// The endpoints whose health an operator forced.
+    pub fn forced(&self) -> &BTreeMap<String, Forced> {
+        &self.forced
+    }
+
+    /// Replaces the forced health and re-decides every tenant with an endpoint whose
+    /// forced health changed.
+    pub fn set_forced(
+        &mut self,
+        forced: BTreeMap<String, Forced>,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) {
+        let changed: BTreeSet<String> = forced
+            .iter()
+            .filter(|(name, f)| self.forced.get(*name) != Some(f))
+            .map(|(name, _)| name.clone())
+            .chain(
+                self.forced
+                    .keys()
+                    .filter(|n| !forced.contains_key(*n))
+                    .cloned(),
+            )
+            .collect();
+        self.forced = forced;
+        self.refresh_tenants_of(&changed, now, fx);
+    }
+
+    /// Re-decides every tenant with an endpoint named in `names`.
+    fn refresh_tenants_of(&mut self, names: &BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
         let affected: Vec<TenantIx> = self
             .plan
             .tenants
@@ -229,11 +270,10 @@ impl TrackerCore {
             .filter(|(_, t)| {
                 t.endpoints
                     .iter()
-                    .any(|&e| changed.contains(&self.plan.endpoints[e].name))
+                    .any(|&e| names.contains(&self.plan.endpoints[e].name))
             })
             .map(|(i, _)| TenantIx(i))
             .collect();
-        self.drained = drained;
         for ti in affected {
             self.refresh(ti, now.mono, now, fx);
         }
@@ -334,9 +374,21 @@ impl TrackerCore {
             .map(TenantIx)
     }
 
-    /// The health that decides whether `endpoint` is published.
+    /// The health that decides whether `endpoint` is published: an operator's forced health,
+    /// else the verdict.
     pub(super) fn health_of(&self, endpoint: EndpointIx) -> Health {
-        self.targets[self.plan.endpoints[endpoint.0].target].effective()
+        self.health_with(endpoint, true)
+    }
+
+    /// [`Self::health_of`], with a forced-down endpoint decided by its verdict unless
+    /// `honour_down` (a tenant whose every member is forced down ignores the force-downs:
+    /// no override empties a name).
+    fn health_with(&self, endpoint: EndpointIx, honour_down: bool) -> Health {
+        match self.forced.get(&self.plan.endpoints[endpoint.0].name) {
+            Some(Forced::Up) => Health::Up,
+            Some(Forced::Down) if honour_down => Health::Down,
+            _ => self.targets[self.plan.endpoints[endpoint.0].target].effective(),
+        }
     }
 
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
@@ -412,8 +464,11 @@ impl TrackerCore {
             return;
         }
         let members = self.members(tenant);
+        let honour_down = members
+            .iter()
+            .any(|&e| self.forced.get(&self.plan.endpoints[e].name) != Some(&Forced::Down));
         let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
-            self.health_of(EndpointIx(e))
+            self.health_with(EndpointIx(e), honour_down)
         }) {
             Decision::KeepLast => return,
             Decision::Publish { endpoints, mode } => (endpoints, mode),

@@ -14,7 +14,7 @@ mod report;
 pub(crate) mod tests;
 mod view;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -22,7 +22,7 @@ use ho_config::Plan;
 use tokio::time::Instant;
 
 use crate::delivery::{Forget, Publish, SinkActor};
-use crate::drain::DrainStore;
+use crate::drain::{DrainStore, Forced, OperatorState};
 use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::Voted;
@@ -74,19 +74,85 @@ pub(crate) struct HealthTracker {
     coordinator: Recipient<LocalView>,
 }
 
-/// An operator drains (`drain: true`) or undrains an endpoint; answers whether that
-/// changed anything. Saved before it takes effect, so what the API confirms survives a
-/// restart.
+/// An operator's action on an endpoint; answers whether that changed anything. Saved
+/// before it takes effect, so what the API confirms survives a restart.
 #[derive(Message)]
 #[rtype(result = "Result<bool, DrainError>")]
-pub(crate) struct SetDrain {
+pub(crate) struct SetByOperator {
     /// Endpoint name.
     pub endpoint: String,
-    /// Drain, or undrain.
-    pub drain: bool,
+    /// What the operator asked.
+    pub action: OperatorAction,
 }
 
-/// Why a drain or undrain was not done.
+/// What an operator can set on an endpoint (`POST /v1/endpoints/{name}/{action}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OperatorAction {
+    /// Out of DNS, still probed.
+    Drain,
+    /// Back in DNS as its health says.
+    Undrain,
+    /// Healthy whatever its probes say.
+    ForceUp,
+    /// Unhealthy whatever its probes say.
+    ForceDown,
+    /// Its probes decide again.
+    Release,
+}
+
+impl OperatorAction {
+    /// The action as the API path, the logs and the metrics name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OperatorAction::Drain => "drain",
+            OperatorAction::Undrain => "undrain",
+            OperatorAction::ForceUp => "force-up",
+            OperatorAction::ForceDown => "force-down",
+            OperatorAction::Release => "release",
+        }
+    }
+
+    /// The action named `name` in an API path.
+    pub fn parse(name: &str) -> Option<OperatorAction> {
+        [
+            OperatorAction::Drain,
+            OperatorAction::Undrain,
+            OperatorAction::ForceUp,
+            OperatorAction::ForceDown,
+            OperatorAction::Release,
+        ]
+        .into_iter()
+        .find(|a| a.name() == name)
+    }
+
+    /// What an endpoint is once the action is done (`drained`, `forced up`).
+    pub fn outcome(self) -> &'static str {
+        match self {
+            OperatorAction::Drain => "drained",
+            OperatorAction::Undrain => "undrained",
+            OperatorAction::ForceUp => "forced up",
+            OperatorAction::ForceDown => "forced down",
+            OperatorAction::Release => "released",
+        }
+    }
+
+    /// `state` with the action done on `endpoint`; whether anything changed.
+    fn apply(self, state: &mut OperatorState, endpoint: &str) -> bool {
+        match self {
+            OperatorAction::Drain => state.drained.insert(endpoint.to_owned()),
+            OperatorAction::Undrain => state.drained.remove(endpoint),
+            OperatorAction::ForceUp => {
+                state.forced.insert(endpoint.to_owned(), Forced::Up) != Some(Forced::Up)
+            }
+            OperatorAction::ForceDown => {
+                state.forced.insert(endpoint.to_owned(), Forced::Down) != Some(Forced::Down)
+            }
+            OperatorAction::Release => state.forced.remove(endpoint).is_some(),
+        }
+    }
+}
+
+/// Why an operator action was not done.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DrainError {
     /// No endpoint has that name.
@@ -105,13 +171,14 @@ impl HealthTracker {
         ids: Vec<TargetId>,
         sinks: BTreeMap<String, Addr<SinkActor>>,
         (metrics, limits): (Arc<Metrics>, Arc<ProbeLimits>),
-        (drains, drained): (DrainStore, BTreeSet<String>),
+        (drains, set): (DrainStore, OperatorState),
         (events, coordinator): (Events, Recipient<LocalView>),
     ) -> HealthTracker {
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
         core.events = events;
         // Nothing is published before the first verdicts: no effects to carry out yet.
-        core.set_drained(drained, Clock::now(), &mut Vec::new());
+        core.set_drained(set.drained, Clock::now(), &mut Vec::new());
+        core.set_forced(set.forced, Clock::now(), &mut Vec::new());
         HealthTracker {
             core,
             sinks,
@@ -181,23 +248,23 @@ impl Handler<Reload> for HealthTracker {
     }
 }
 
-impl Handler<SetDrain> for HealthTracker {
+impl Handler<SetByOperator> for HealthTracker {
     type Result = Result<bool, DrainError>;
 
-    fn handle(&mut self, msg: SetDrain, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: SetByOperator, ctx: &mut Context<Self>) -> Self::Result {
         if !self.core.has_endpoint(&msg.endpoint) {
             return Err(DrainError::Unknown(msg.endpoint));
         }
-        let mut drained = self.core.drained().clone();
-        let changed = if msg.drain {
-            drained.insert(msg.endpoint)
-        } else {
-            drained.remove(&msg.endpoint)
+        let mut state = OperatorState {
+            drained: self.core.drained().clone(),
+            forced: self.core.forced().clone(),
         };
+        let changed = msg.action.apply(&mut state, &msg.endpoint);
         if changed {
-            self.drains.save(&drained).map_err(DrainError::Save)?;
+            self.drains.save(&state).map_err(DrainError::Save)?;
             let mut fx = Vec::new();
-            self.core.set_drained(drained, Clock::now(), &mut fx);
+            self.core.set_drained(state.drained, Clock::now(), &mut fx);
+            self.core.set_forced(state.forced, Clock::now(), &mut fx);
             self.carry_out(fx, ctx);
         }
         Ok(changed)

@@ -80,6 +80,7 @@ impl TrackerCore {
                         (t.downtime + current).as_secs_f64()
                     },
                     drained: self.drained.contains(&ep.name),
+                    forced: self.forced.get(&ep.name).copied(),
                     last: t.last.as_ref().map(|(r, at)| LastProbe {
                         ok: r.ok(),
                         reason: r.reason(),

@@ -1,0 +1,118 @@
+//! Forced health through the API (`POST /v1/endpoints/NAME/force-up`, `/force-down`,
+//! `/release`), as gdnsd's `admin_state`: a forced-down healthy gateway leaves DNS, a
+//! forced-up failing one stays, release hands the decision back to the probes; the
+//! overrides survive a restart; forcing every endpoint of a name down never empties it.
+
+use std::path::Path;
+
+use ho_engine::hysteresis::Health;
+use ho_engine::status::Forced;
+use ho_testkit::{Behaviour, Gateway};
+
+use crate::harness::*;
+
+const ADMIN: &str = "admin-secret-2";
+
+fn text(dir: &Path, gws: &[Gateway]) -> String {
+    let tail = format!(
+        "state_dir = {:?}\n\n[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\
+         on_all_unhealthy = \"publish_none\"\n\n{}",
+        dir.join("state").display().to_string(),
+        hosts_sink(dir)
+    );
+    config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail)
+}
+
+async fn act(api: std::net::SocketAddr, name: &str, action: &str) -> (u16, String) {
+    let path = format!("/v1/endpoints/{name}/{action}");
+    api_request(api, "POST", &path, Some(ADMIN)).await
+}
+
+#[actix_rt::test]
+async fn forced_health_decides_until_released_survives_a_restart_and_never_empties_a_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let ips: Vec<String> = gws.iter().map(ip).collect();
+    let file = dir.path().join("t.hosts");
+    let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
+    wait_for_file(&file, "all three", |c| addresses(c) == ips).await;
+
+    assert_eq!(
+        api_request(api, "POST", "/v1/endpoints/gw-2/force-down", None)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        act(api, "gw-2", "force-down").await,
+        (200, "forced down gw-2\n".into())
+    );
+    assert_eq!(
+        act(api, "gw-2", "force-down").await,
+        (200, "gw-2 was already forced down\n".into())
+    );
+    let one_three = vec![ips[0].clone(), ips[2].clone()];
+    wait_for_file(&file, "the healthy gw-2 to leave", |c| {
+        addresses(c) == one_three
+    })
+    .await;
+    let status = engine.status().await.unwrap().tracker;
+    assert_eq!(status.endpoints[1].forced, Some(Forced::Down));
+    assert_eq!(
+        status.endpoints[1].state,
+        Health::Up,
+        "its probes still say up"
+    );
+
+    // Forced up, gw-3 stays while its gateway fails; released, it leaves.
+    assert_eq!(
+        act(api, "gw-3", "force-up").await,
+        (200, "forced up gw-3\n".into())
+    );
+    gws[2].set(Behaviour::Status(503)).unwrap();
+    let start = tokio::time::Instant::now();
+    while engine.status().await.unwrap().tracker.endpoints[2].state != Health::Down {
+        assert!(start.elapsed() < LIMIT, "gw-3's probes never said down");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(
+        addresses(&std::fs::read_to_string(&file).unwrap()),
+        one_three
+    );
+    assert_eq!(
+        act(api, "gw-3", "release").await,
+        (200, "released gw-3\n".into())
+    );
+    let only_one = vec![ips[0].clone()];
+    wait_for_file(&file, "the failing gw-3 to leave", |c| {
+        addresses(c) == only_one
+    })
+    .await;
+    let saved = std::fs::read_to_string(dir.path().join("state/drains.json")).unwrap();
+    assert!(saved.contains("\"gw-2\": \"down\""), "{saved}");
+    let metrics = engine.metrics().encode();
+    let ok = "health_orchestrator_operator_actions_total{action=\"force-down\",result=\"ok\"}";
+    assert_eq!(metric(&metrics, ok), Some(2.0), "{metrics}");
+    drop(engine);
+
+    // A new process (same state_dir) keeps gw-2 forced down from its first publish on.
+    let _ = std::fs::remove_file(&file);
+    let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
+    wait_for_file(&file, "the restart's first publish", |c| {
+        addresses(c) == only_one
+    })
+    .await;
+
+    // Every endpoint forced down: the force-downs are ignored for the name, which is then
+    // decided by its probes (gw-3 healed). The tenant publishes nothing when all are
+    // unhealthy (`publish_none`), so only this rule keeps the name from going empty.
+    gws[2].set(Behaviour::Healthy).unwrap();
+    for name in ["gw-1", "gw-3"] {
+        assert_eq!(act(api, name, "force-down").await.0, 200);
+    }
+    wait_for_file(&file, "every address back", |c| addresses(c) == ips).await;
+    assert_eq!(act(api, "nope", "release").await.0, 404);
+}
