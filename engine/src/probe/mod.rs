@@ -135,17 +135,20 @@ struct Progress {
 }
 
 impl Progress {
-    /// Runs `exchange` over a kept connection. A kept connection the server closed or reset
+    /// The attempt runs over a kept connection (see [`Progress::kept_verdict`]).
+    fn reusing(&self) {
+        self.connected.store(true, Ordering::Relaxed);
+        self.reused.store(true, Ordering::Relaxed);
+    }
+
+    /// The verdict of an exchange over a kept connection. One the server closed or reset
     /// while idle (its keep-alive timeout, a GOAWAY, a restart) is no verdict: `None`, and
     /// the attempt goes on over a fresh connection, so a dead gateway is reported as without
     /// reuse and a live one that merely dropped an idle connection is not reported down.
-    async fn over_kept<T>(
-        &self,
-        exchange: impl Future<Output = Result<T, Failure>>,
-    ) -> Option<Result<T, Failure>> {
-        self.connected.store(true, Ordering::Relaxed);
-        self.reused.store(true, Ordering::Relaxed);
-        match exchange.await {
+    /// (A plain function the caller awaits around, not a wrapper future: the exchange stays
+    /// inline in the attempt, which every probe in flight holds.)
+    fn kept_verdict<T>(&self, verdict: Result<T, Failure>) -> Option<Result<T, Failure>> {
+        match verdict {
             Err(Failure::Closed | Failure::Reset) => {
                 self.connected.store(false, Ordering::Relaxed);
                 self.reused.store(false, Ordering::Relaxed);

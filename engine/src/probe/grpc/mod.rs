@@ -60,7 +60,7 @@ impl GrpcProbe {
     }
 
     /// One attempt, over the kept connection when there is one (closed while idle: no
-    /// verdict, `Progress::over_kept`).
+    /// verdict, `Progress::kept_verdict`).
     async fn run(
         &self,
         dial: &Dial,
@@ -72,10 +72,9 @@ impl GrpcProbe {
             carried,
         }) = kept.take()
         {
-            if let Some(verdict) = progress
-                .over_kept(self.exchange(channel, carried, kept))
-                .await
-            {
+            progress.reusing();
+            let verdict = self.exchange(channel, carried, kept).await;
+            if let Some(verdict) = progress.kept_verdict(verdict) {
                 return verdict;
             }
         }

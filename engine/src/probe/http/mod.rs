@@ -44,7 +44,7 @@ impl HttpProbe {
 
     /// One attempt, recording in `progress` how far it got.
     ///
-    /// A kept connection closed while idle is no verdict (`Progress::over_kept`); any
+    /// A kept connection closed while idle is no verdict (`Progress::kept_verdict`); any
     /// other failure ends the connection and is the verdict.
     ///
     /// The TLS handshake is boxed: its state (~8 KB) would otherwise size every plain
@@ -79,8 +79,9 @@ impl HttpProbe {
             carried,
         }) = kept.take()
         {
-            let exchange = self.exchange(stream, carried, kept);
-            if let Some(verdict) = progress.over_kept(exchange).await {
+            progress.reusing();
+            let verdict = self.exchange(stream, carried, kept).await;
+            if let Some(verdict) = progress.kept_verdict(verdict) {
                 return self.judged(verdict, dial, progress).await;
             }
         }
