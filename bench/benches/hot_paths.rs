@@ -73,6 +73,7 @@ fn selection(c: &mut Criterion) {
             weight: None,
             priority: 0,
             cluster: None,
+            hold_failback: false,
             target: i,
         })
         .collect();
@@ -104,6 +105,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             weight: None,
             priority: (i % 3) as u32,
             cluster: None,
+            hold_failback: false,
             target: i,
         })
         .collect();

@@ -153,6 +153,7 @@ impl Plan {
                 weight: None,
                 priority: 0,
                 cluster: Some(d.cluster.clone()),
+                hold_failback: false,
                 target,
             });
             plan.tenants[ti].endpoints.push(plan.endpoints.len() - 1);
@@ -265,6 +266,8 @@ pub struct Endpoint {
     pub priority: u32,
     /// The cluster owning it; `None`: this instance's.
     pub cluster: Option<String>,
+    /// After a failure, held out until an operator releases it.
+    pub hold_failback: bool,
     /// Index into [`Plan::targets`].
     pub target: usize,
 }

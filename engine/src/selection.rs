@@ -180,6 +180,7 @@ mod tests {
                 .into(),
                 weight: None,
                 cluster: None,
+                hold_failback: false,
                 priority,
                 target: i,
             })

@@ -1,7 +1,8 @@
 //! Forced health through the API (`POST /v1/endpoints/NAME/force-up`, `/force-down`,
 //! `/release`), as gdnsd's `admin_state`: a forced-down healthy gateway leaves DNS, a
 //! forced-up failing one stays, release hands the decision back to the probes; the
-//! overrides survive a restart; forcing every endpoint of a name down never empties it.
+//! overrides survive a restart; forcing every endpoint of a name down never empties it;
+//! `hold_failback` holds a gateway that failed out until released.
 
 use std::path::Path;
 
@@ -115,4 +116,45 @@ async fn forced_health_decides_until_released_survives_a_restart_and_never_empti
     }
     wait_for_file(&file, "every address back", |c| addresses(c) == ips).await;
     assert_eq!(act(api, "nope", "release").await.0, 404);
+}
+
+/// `hold_failback`: gw-1 fails while published and is held out after it recovers, the hold
+/// saved as an operator's would be, until released.
+#[actix_rt::test]
+async fn a_held_gateway_stays_out_after_recovering_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let ips: Vec<String> = gws.iter().map(ip).collect();
+    let file = dir.path().join("t.hosts");
+    let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .set("endpoints.0.hold_failback", true)
+        .set("state_dir", dir.path().join("state").display().to_string())
+        .with(&format!(
+            "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+            hosts_sink(dir.path())
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &config).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
+    wait_for_file(&file, "both", |c| addresses(c) == ips).await;
+    gws[0].set(Behaviour::Status(503)).unwrap();
+    let second = vec![ips[1].clone()];
+    wait_for_file(&file, "gw-1 to leave", |c| addresses(c) == second).await;
+    gws[0].set(Behaviour::Healthy).unwrap();
+    let start = tokio::time::Instant::now();
+    while engine.status().await.unwrap().tracker.endpoints[0].state != Health::Up {
+        assert!(start.elapsed() < LIMIT, "gw-1's probes never said up again");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(addresses(&std::fs::read_to_string(&file).unwrap()), second);
+    let status = engine.status().await.unwrap().tracker;
+    assert_eq!(status.endpoints[0].forced, Some(Forced::Down));
+    let saved = std::fs::read_to_string(dir.path().join("state/drains.json")).unwrap();
+    assert!(saved.contains("\"gw-1\": \"down\""), "{saved}");
+    assert_eq!(
+        act(api, "gw-1", "release").await,
+        (200, "released gw-1\n".into())
+    );
+    wait_for_file(&file, "gw-1 back", |c| addresses(c) == ips).await;
 }

@@ -33,6 +33,11 @@ pub struct EndpointConfig {
     /// gateway makes this instance probe it and vote on it without publishing it itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// After it fails while published, keep it out of DNS (forced down) until an operator
+    /// releases it (`POST /v1/endpoints/NAME/release`), however healthy it looks again: F5's
+    /// manual resume, for gateways that must be checked by a person after an incident.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_failback: bool,
     /// Overrides of `[defaults.check]` for this endpoint only.
     #[serde(default)]
     pub check: CheckOverrides,

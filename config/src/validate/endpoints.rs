@@ -108,6 +108,7 @@ pub(super) fn resolve_endpoints(
                     weight: ep.weight,
                     priority: ep.priority.unwrap_or(0),
                     cluster: ep.cluster.clone(),
+                    hold_failback: ep.hold_failback,
                     target: id,
                 }));
             }

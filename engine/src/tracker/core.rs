@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::damping::FlapDamping;
-use crate::drain::Forced;
+use crate::drain::{Forced, OperatorState};
 use crate::events::{Event, Events};
 use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
 use crate::metrics::{Metrics, ResultLabel, TargetLabel, TenantLabel};
@@ -75,6 +75,9 @@ pub enum Effect {
     /// Hand this cluster's view of a voting tenant to the coordinator
     /// ([`crate::multi_cluster`]); its tally comes back through [`TrackerCore::voted`].
     Vote(LocalView),
+    /// Save what operators set (an endpoint with `hold_failback` failed and is now held
+    /// forced down), as the API's actions are saved.
+    Remember(OperatorState),
     /// Call [`TrackerCore::wake`] with `wake` at `at`.
     WakeAt {
         /// When.
@@ -401,11 +404,29 @@ impl TrackerCore {
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
+        let mut held = false;
         for &e in self.topology.endpoints(target) {
+            let ep = &self.plan.endpoints[e.0];
             self.metrics
                 .node_status
-                .get_or_create(&report::node_labels(&self.plan.endpoints[e.0]))
+                .get_or_create(&report::node_labels(ep))
                 .set(i64::from(to == Health::Up));
+            // A failure while serving (not a first verdict) holds it out until released.
+            if ep.hold_failback && from == Health::Up && to == Health::Down {
+                if let std::collections::btree_map::Entry::Vacant(v) =
+                    self.forced.entry(ep.name.clone())
+                {
+                    warn!(endpoint = %ep.name, "failed: held out of DNS until an operator releases it (hold_failback)");
+                    v.insert(Forced::Down);
+                    held = true;
+                }
+            }
+        }
+        if held {
+            fx.push(Effect::Remember(OperatorState {
+                drained: self.drained.clone(),
+                forced: self.forced.clone(),
+            }));
         }
         for i in 0..self.topology.tenants(target).len() {
             let ti = self.topology.tenants(target)[i].tenant;

@@ -203,6 +203,11 @@ impl HealthTracker {
                     }
                 }
                 Effect::Vote(view) => self.coordinator.do_send(view),
+                Effect::Remember(state) => {
+                    if let Err(e) = self.drains.save(&state) {
+                        tracing::error!("an endpoint held by hold_failback is not saved: {e}");
+                    }
+                }
                 Effect::WakeAt { at, wake } => {
                     let delay = at.saturating_duration_since(Instant::now());
                     ctx.run_later(delay, move |act, ctx| {

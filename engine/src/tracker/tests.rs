@@ -103,6 +103,8 @@ struct Harness {
     forgotten: Vec<String>,
     /// Views of voting tenants handed to the coordinator, in order.
     views: Vec<LocalView>,
+    /// Operator state the core asked to save, in order.
+    remembered: Vec<crate::drain::OperatorState>,
 }
 
 impl Harness {
@@ -119,6 +121,7 @@ impl Harness {
             published: Vec::new(),
             forgotten: Vec::new(),
             views: Vec::new(),
+            remembered: Vec::new(),
         };
         let mut fx = Vec::new();
         h.core.start(now, &mut fx);
@@ -133,6 +136,7 @@ impl Harness {
                 Effect::Forget { tenant, .. } => self.forgotten.push(tenant),
                 Effect::WakeAt { at, wake } => self.timers.push((at, wake)),
                 Effect::Vote(view) => self.views.push(view),
+                Effect::Remember(state) => self.remembered.push(state),
             }
         }
     }
@@ -304,6 +308,39 @@ fn fail_open_modes() {
     let h = all_down("publish_none");
     assert_eq!(h.last().mode, PublishMode::NoneHealthy);
     assert!(h.hosts().is_empty());
+}
+
+/// `hold_failback`: an endpoint that fails while up is held forced down (and the core asks
+/// for that to be saved); healthy again, it stays out until released. One that was down
+/// from its first verdict never served and is not held.
+#[test]
+fn a_held_endpoint_stays_out_after_it_recovers_until_released() {
+    let mut p = (*plan(3, "", "")).clone();
+    p.endpoints[0].hold_failback = true;
+    p.endpoints[1].hold_failback = true;
+    let mut h = Harness::new(Arc::new(p));
+    h.observe(&[(0, true), (1, false), (1, false), (2, true)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [1, 3]);
+    h.observe(&[(0, false), (0, false)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [3]);
+    let held = h.remembered.last().expect("the hold is saved").clone();
+    assert_eq!(held.forced.get("e0"), Some(&crate::drain::Forced::Down));
+    assert_eq!(held.forced.len(), 1, "e1 never served: not held");
+    h.observe(&[(0, true), (1, true)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(
+        h.hosts(),
+        [2, 3],
+        "e0 healthy again and still held; e1 joins"
+    );
+    let (now, mut fx) = (h.now, Vec::new());
+    h.core.set_forced(Default::default(), now, &mut fx);
+    h.take(fx);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [1, 2, 3], "released");
+    assert_eq!(h.remembered.len(), 1);
 }
 
 #[test]

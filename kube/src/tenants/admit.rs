@@ -373,6 +373,7 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
                 weight: source.weight,
                 priority: source.priority,
                 cluster: None,
+                hold_failback: false,
                 check: match &source.check {
                     Some(own) => own.over(&resource.spec.check.clone().unwrap_or_default()),
                     None => resource.spec.check.clone().unwrap_or_default(),
