@@ -184,20 +184,23 @@ impl Sink for Route53Sink {
 }
 
 impl ZoneView {
-    /// The zone after Route53 accepted `changes` (in order).
+    /// The zone after Route53 accepted `changes`: every record set a change names is
+    /// replaced by what the batch leaves there (a batch deletes before it creates). One pass
+    /// over the zone, however many changes.
     fn apply(&mut self, changes: Vec<(ChangeAction, aws_sdk_route53::types::ResourceRecordSet)>) {
         // As the rounds compare names: unescaped, lower case.
         let key = |s: &aws_sdk_route53::types::ResourceRecordSet| {
             let r = api::from_sdk(s);
             (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
         };
-        for (action, set) in changes {
-            let k = key(&set);
-            self.sets.retain(|s| key(s) != k);
-            if action != ChangeAction::Delete {
-                self.sets.push(set);
-            }
-        }
+        let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
+        self.sets.retain(|s| !changed.contains(&key(s)));
+        self.sets.extend(
+            changes
+                .into_iter()
+                .filter(|(action, _)| *action != ChangeAction::Delete)
+                .map(|(_, set)| set),
+        );
     }
 }
 
