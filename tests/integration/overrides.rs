@@ -29,6 +29,27 @@ async fn act(api: std::net::SocketAddr, name: &str, action: &str) -> (u16, Strin
     api_request(api, "POST", &path, Some(ADMIN)).await
 }
 
+/// The hosts file keeps `want` while endpoint `index` is probed three more times (each
+/// result re-decides its tenant): the override holds against what the probes now say.
+async fn stays_while_probed(
+    engine: &ho_engine::Engine,
+    index: usize,
+    file: &Path,
+    want: &[String],
+) {
+    let probes = |s: &ho_engine::status::TrackerStatus| s.endpoints[index].probes;
+    let from = probes(&engine.status().await.unwrap().tracker);
+    let start = tokio::time::Instant::now();
+    loop {
+        assert_eq!(addresses(&std::fs::read_to_string(file).unwrap()), want);
+        if probes(&engine.status().await.unwrap().tracker) >= from + 3 {
+            return;
+        }
+        assert!(start.elapsed() < LIMIT, "endpoint {index} is not probed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 #[actix_rt::test]
 async fn forced_health_decides_until_released_survives_a_restart_and_never_empties_a_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,11 +98,7 @@ async fn forced_health_decides_until_released_survives_a_restart_and_never_empti
         assert!(start.elapsed() < LIMIT, "gw-3's probes never said down");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert_eq!(
-        addresses(&std::fs::read_to_string(&file).unwrap()),
-        one_three
-    );
+    stays_while_probed(&engine, 2, &file, &one_three).await;
     assert_eq!(
         act(api, "gw-3", "release").await,
         (200, "released gw-3\n".into())
@@ -146,8 +163,7 @@ async fn a_held_gateway_stays_out_after_recovering_until_released() {
         assert!(start.elapsed() < LIMIT, "gw-1's probes never said up again");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert_eq!(addresses(&std::fs::read_to_string(&file).unwrap()), second);
+    stays_while_probed(&engine, 0, &file, &second).await;
     let status = engine.status().await.unwrap().tracker;
     assert_eq!(status.endpoints[0].forced, Some(Forced::Down));
     let saved = std::fs::read_to_string(dir.path().join("state/drains.json")).unwrap();
