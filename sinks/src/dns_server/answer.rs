@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
@@ -15,6 +15,7 @@ use ho_config::RoutingPolicy;
 
 use super::config::DnsServerConfig;
 use super::cookies::{CookieCheck, Cookies};
+use super::dnssec::Signer;
 use super::geo::Locator;
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
@@ -48,6 +49,8 @@ pub struct Authority {
     rate_limit: Option<RateLimiter>,
     /// DNS cookies: made and checked with the server secret.
     cookies: Cookies,
+    /// DNSSEC online signing (`dnssec`), if configured.
+    signer: Option<Arc<Signer>>,
 }
 
 /// An answer on the wire, with what metrics label it by.
@@ -99,6 +102,12 @@ impl Authority {
             });
         }
         zones.sort_by_key(|z| std::cmp::Reverse(z.apex.len()));
+        let signer = config
+            .dnssec
+            .as_ref()
+            .map(|d| Signer::start(d, &config.zones, config.soa.minimum))
+            .transpose()
+            .map_err(|e| format!("dnssec: {e}"))?;
         Ok(Authority {
             zones,
             soa: config.soa.clone(),
@@ -110,6 +119,7 @@ impl Authority {
             rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
             cookies: Cookies::load(&config.cookies)
                 .map_err(|(field, e)| format!("{field}: {e}"))?,
+            signer,
         })
     }
 
@@ -177,11 +187,15 @@ impl Authority {
                 Some(EdnsOption::Subnet(s)) => Some(*s),
                 _ => None,
             });
+        let dnssec_ok = query.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
         let located = self.resolve(
             &mut response,
-            question.name(),
-            question.query_type(),
-            question.query_class(),
+            Question {
+                name: question.name(),
+                qtype: question.query_type(),
+                qclass: question.query_class(),
+                dnssec_ok,
+            },
             subnet
                 .as_ref()
                 .filter(|s| s.source_prefix() > 0)
@@ -209,6 +223,8 @@ impl Authority {
         let mut ours = Edns::new();
         ours.set_max_payload(self.max_udp_payload);
         ours.set_version(0);
+        // RFC 3225: the DO bit is copied into the response.
+        ours.set_dnssec_ok(edns.flags().dnssec_ok);
         response.set_edns(ours);
         (edns.version() == 0).then(|| edns.max_payload().clamp(512, self.max_udp_payload))
     }
@@ -230,14 +246,13 @@ impl Authority {
 
     /// Fills `response` for one question; true when the answer depended on the client's
     /// location.
-    fn resolve(
-        &self,
-        response: &mut Message,
-        qname: &Name,
-        qtype: RecordType,
-        qclass: DNSClass,
-        client: IpAddr,
-    ) -> bool {
+    fn resolve(&self, response: &mut Message, question: Question<'_>, client: IpAddr) -> bool {
+        let Question {
+            name: qname,
+            qtype,
+            qclass,
+            dnssec_ok,
+        } = question;
         let key = key_of(qname);
         let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
             response.metadata.response_code = ResponseCode::Refused;
@@ -246,6 +261,9 @@ impl Authority {
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
         let mut located = false;
+        // What exists at the name, for the NSEC of a signed negative answer.
+        let mut exists = true;
+        let mut types = Vec::new();
         match records.get(&key) {
             Some(Entry::Pending) => {
                 response.metadata.authoritative = false;
@@ -254,6 +272,9 @@ impl Authority {
             }
             Some(Entry::Ready(set)) => {
                 for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
+                    if !wanted.is_empty() {
+                        types.push(family);
+                    }
                     if qtype == family || qtype == RecordType::ANY {
                         let (picked, by_location) = self.pick(set, wanted, client);
                         located |= by_location;
@@ -265,10 +286,15 @@ impl Authority {
             }
             None if key != zone.apex && !records.is_empty_non_terminal(&key) => {
                 response.metadata.response_code = ResponseCode::NXDomain;
+                exists = false;
             }
             None => {}
         }
         if key == zone.apex {
+            types.extend([RecordType::SOA, RecordType::NS]);
+            if self.signer.is_some() {
+                types.push(RecordType::DNSKEY);
+            }
             self.apex_records(response, zone, qname, qtype, records.serial());
         }
         if response.answers.is_empty() {
@@ -276,6 +302,10 @@ impl Authority {
             response
                 .authorities
                 .push(self.soa_record(zone, records.serial()));
+        }
+        drop(records);
+        if let Some(signer) = self.signer.as_ref().filter(|_| dnssec_ok) {
+            signer.sign(response, &zone.apex, &zone.name, qname, exists, &types);
         }
         located
     }
@@ -291,6 +321,11 @@ impl Authority {
     ) {
         match qtype {
             RecordType::SOA => response.answers.push(self.soa_record(zone, serial)),
+            RecordType::DNSKEY => {
+                if let Some(signer) = &self.signer {
+                    response.answers.extend(signer.dnskeys(&zone.apex, qname));
+                }
+            }
             RecordType::NS => {
                 for ns in &zone.nameservers {
                     response.answers.push(Record::from_rdata(
@@ -376,6 +411,15 @@ impl Authority {
             )),
         )
     }
+}
+
+/// One question as [`Authority::resolve`] answers it.
+struct Question<'a> {
+    name: &'a Name,
+    qtype: RecordType,
+    qclass: DNSClass,
+    /// The query's DO bit: sign the answer (when the zone is signed).
+    dnssec_ok: bool,
 }
 
 /// Every address in a different order per query (what CoreDNS `loadbalance` does), so
@@ -475,6 +519,8 @@ fn type_label(t: RecordType) -> &'static str {
         RecordType::SRV => "SRV",
         RecordType::AXFR => "AXFR",
         RecordType::IXFR => "IXFR",
+        RecordType::DNSKEY => "DNSKEY",
+        RecordType::DS => "DS",
         _ => "other",
     }
 }
@@ -492,5 +538,7 @@ fn rcode_label(r: ResponseCode) -> &'static str {
     }
 }
 
+#[cfg(test)]
+mod signed_tests;
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,30 @@ pub struct DnsServerConfig {
     /// cookie it was given is exempt from `rate_limit`.
     #[serde(default)]
     pub cookies: CookiesConfig,
+    /// DNSSEC online signing, off unless given: a zone delegated from a signed parent
+    /// with a DS record must be signed.
+    #[serde(default)]
+    pub dnssec: Option<DnssecConfig>,
+}
+
+/// `dnssec = { keys = "/etc/health-orchestrator/dnssec" }`: sign every answer with the
+/// keys in that directory.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DnssecConfig {
+    /// Directory of key files in BIND's format (`K<zone>.+<alg>+<tag>.key` and
+    /// `.private`), as `health-orchestrator dnssec keygen` or BIND's `dnssec-keygen`
+    /// write them. Every zone needs a key that signs; files added or changed later are
+    /// read within 10 seconds, and key times (`Publish`, `Activate`, `Inactive`,
+    /// `Delete`) take effect at their second: the way keys roll over.
+    pub keys: PathBuf,
+    /// TTL of the DNSKEY records, seconds (also how long a rollover waits between steps).
+    #[serde(default = "default_dnskey_ttl")]
+    pub dnskey_ttl: u32,
+}
+
+fn default_dnskey_ttl() -> u32 {
+    3600
 }
 
 /// `cookies = { secret_file = "/run/secrets/dns-cookie" }`.
@@ -237,6 +261,11 @@ impl SinkSettings for DnsServerConfig {
         }
         if let Err((field, e)) = super::cookies::Cookies::load(&self.cookies) {
             p.at(&field, e);
+        }
+        if let Some(dnssec) = &self.dnssec {
+            if let Err(e) = super::dnssec::Signer::preflight(&dnssec.keys, &self.zones) {
+                p.at("dnssec.keys", e);
+            }
         }
     }
 }

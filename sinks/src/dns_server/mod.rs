@@ -7,11 +7,13 @@
 //! - [`answer`]: one query in, one answer out (zones, NXDOMAIN vs NODATA, policies, EDNS,
 //!   client subnet, truncation).
 //! - [`geo`]: a client's location for `geo` tenants.
+//! - [`dnssec`]: online signing and compact denial.
 //! - [`listener`]: UDP and TCP sockets, kept across reloads.
 
 pub mod answer;
 pub mod config;
 pub mod cookies;
+pub mod dnssec;
 pub mod geo;
 pub mod listener;
 pub mod rate_limit;

@@ -11,7 +11,7 @@ use super::Authority;
 use crate::dns_server::config::{DnsServerConfig, GeoConfig, SoaConfig};
 use crate::dns_server::records::Records;
 
-fn config() -> DnsServerConfig {
+pub(super) fn config() -> DnsServerConfig {
     DnsServerConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         zones: vec!["example.org".into()],
@@ -25,10 +25,11 @@ fn config() -> DnsServerConfig {
         max_udp_payload: 1232,
         rate_limit: None,
         cookies: Default::default(),
+        dnssec: None,
     }
 }
 
-fn address(a: &str, weight: u32, geo: &str) -> PublishedAddress {
+pub(super) fn address(a: &str, weight: u32, geo: &str) -> PublishedAddress {
     let labels = [("geo".to_string(), geo.to_string())].into();
     PublishedAddress::of(a, a.parse().unwrap(), weight, labels)
 }
@@ -52,7 +53,7 @@ fn three() -> Vec<PublishedAddress> {
     ]
 }
 
-fn query(name: &str, qtype: RecordType, edns: Option<Edns>) -> Vec<u8> {
+pub(super) fn query(name: &str, qtype: RecordType, edns: Option<Edns>) -> Vec<u8> {
     let mut m = Message::query();
     m.metadata.recursion_desired = true;
     m.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
