@@ -3,6 +3,7 @@
 mod check_config;
 mod cluster_leave;
 mod demo;
+mod dnssec_cmd;
 mod heap;
 mod import;
 mod logging;
@@ -65,6 +66,11 @@ enum Command {
         #[command(subcommand)]
         action: ClusterAction,
     },
+    /// DNSSEC keys of a signing `dns_server` sink (`dnssec = { keys = "DIR" }`).
+    Dnssec {
+        #[command(subcommand)]
+        action: dnssec_cmd::DnssecAction,
+    },
     /// Print the equivalent config of another system's config (stdout), with a comment for
     /// everything that could not be carried over.
     Import {
@@ -105,6 +111,7 @@ fn main() -> ExitCode {
         Command::Cluster {
             action: ClusterAction::Leave { config },
         } => cluster_leave::leave(&config),
+        Command::Dnssec { action } => dnssec_cmd::dnssec(action),
         Command::Import { from, files } => import::import(from, &files),
         Command::Crds => {
             let crd = ho_kube::tenants::crd::crd();

@@ -8,6 +8,13 @@
 # comparison.
 #
 #   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --release)
+#   DNSSEC=1 bench/dns/dnsperf.sh [ROUNDS] [DURATION]
+#
+# With DNSSEC=1 every query carries the DO bit and every server signs: ours online with
+# one ECDSA P-256 key (`dnssec keygen`), Knot with its default policy (ECDSA P-256 KSK +
+# ZSK, the zone signed when loaded, NSEC), pdns_server with `pdnsutil secure-zone` (ECDSA
+# P-256, signed online, signature and packet caches); a fourth server, `plain`, is ours
+# without `dnssec`, answering the same DO queries unsigned: the cost of signing.
 #
 # Every server holds api.bench.test and www.bench.test with three A records; the query mix
 # is 80% A of those two names, 10% AAAA (NODATA), 10% a missing name (NXDOMAIN). pdns runs
@@ -23,6 +30,8 @@ RATE=${RATE:-40000}
 OURS_PORT=5391
 PDNS_PORT=5392
 KNOT_PORT=5393
+PLAIN_PORT=5394
+DNSSEC=${DNSSEC:-0}
 BIN=target/release/health-orchestrator
 [[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
@@ -59,6 +68,15 @@ kind = "dns_server"
 listen = ["127.0.0.1:$OURS_PORT"]
 zones = ["bench.test"]
 EOF
+DO_FLAG=()
+SERVERS=(ours knot pdns)
+if [[ $DNSSEC == 1 ]]; then
+  DO_FLAG=(-D)
+  SERVERS=(ours plain knot pdns)
+  sed -e "s/:$OURS_PORT/:$PLAIN_PORT/" "$WORK/ours.toml" >"$WORK/plain.toml"
+  $BIN dnssec keygen --zone bench.test --out "$WORK/keys" >/dev/null 2>&1
+  echo "dnssec = { keys = \"$WORK/keys\" }" >>"$WORK/ours.toml"
+fi
 SCHEMA=/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql
 sqlite3 "$WORK/pdns.sqlite3" <"$SCHEMA"
 {
@@ -82,6 +100,11 @@ daemon=no
 disable-syslog=yes
 write-pid=no
 EOF
+if [[ $DNSSEC == 1 ]]; then
+  echo "gsqlite3-dnssec=yes" >>"$WORK/pdns.conf"
+  pdnsutil --config-dir="$WORK" secure-zone bench.test >/dev/null 2>&1 \
+    || { echo "pdnsutil secure-zone failed" >&2; exit 1; }
+fi
 mkdir -p "$WORK/knot"
 {
   printf '$ORIGIN bench.test.\n$TTL 30\n@ SOA ns1 hostmaster 1 3600 600 604800 5\n@ NS ns1\n'
@@ -99,6 +122,7 @@ zone:
   - domain: bench.test
     storage: $WORK/knot
     file: bench.test.zone
+$([[ $DNSSEC == 1 ]] && echo "    dnssec-signing: on")
 log:
   - target: stderr
     any: warning
@@ -114,13 +138,27 @@ PIDS+=($!) PID_OF[ours]=$!
 PIDS+=($!) PID_OF[pdns]=$!
 /usr/sbin/knotd -c "$WORK/knot.conf" >"$WORK/knot.log" 2>&1 &
 PIDS+=($!) PID_OF[knot]=$!
-for port in $OURS_PORT $PDNS_PORT $KNOT_PORT; do
+PORTS=($OURS_PORT $PDNS_PORT $KNOT_PORT)
+if [[ $DNSSEC == 1 ]]; then
+  $BIN run --config "$WORK/plain.toml" --log-format json >"$WORK/plain.log" 2>&1 &
+  PIDS+=($!) PID_OF[plain]=$!
+  PORTS+=($PLAIN_PORT)
+fi
+for port in "${PORTS[@]}"; do
   for _ in $(seq 100); do
     [[ $(dig @127.0.0.1 -p $port +short api.bench.test A | wc -l) == 3 ]] && break
     sleep 0.1
   done
   [[ $(dig @127.0.0.1 -p $port +short api.bench.test A | wc -l) == 3 ]] || {
     echo "the server on port $port does not answer; logs in $WORK" >&2; cat "$WORK"/*.log >&2; exit 1; }
+  if [[ $DNSSEC == 1 && $port != "$PLAIN_PORT" ]]; then
+    for _ in $(seq 100); do
+      [[ $(dig @127.0.0.1 -p $port +dnssec api.bench.test A) == *RRSIG* ]] && break
+      sleep 0.1
+    done
+    [[ $(dig @127.0.0.1 -p $port +dnssec api.bench.test A) == *RRSIG* ]] || {
+      echo "the server on port $port does not sign; logs in $WORK" >&2; cat "$WORK"/*.log >&2; exit 1; }
+  fi
 done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -129,11 +167,11 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 measure() {
   local name=$1 port=$2 round=$3 pid=${PID_OF[$1]}
   local qps
-  qps=$(dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -q 100 2>&1 \
+  qps=$(dnsperf "${DO_FLAG[@]}" -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -q 100 2>&1 \
     | sed -n 's/.*Queries per second: *\([0-9.]*\).*/\1/p')
   local t0 t1
   t0=$(cpu_ticks "$pid")
-  dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -Q "$RATE" -v 2>/dev/null \
+  dnsperf "${DO_FLAG[@]}" -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -Q "$RATE" -v 2>/dev/null \
     >"$WORK/paced.txt"
   t1=$(cpu_ticks "$pid")
   awk '/^> /{print $NF * 1e6}' "$WORK/paced.txt" | sort -n >"$WORK/lat.txt"
@@ -148,8 +186,9 @@ measure() {
 }
 
 echo "name  round   queries/s  p50_us  p99_us  cpu_us/q   (paced at $RATE q/s: latency and CPU)"
+declare -A PORT_OF=([ours]=$OURS_PORT [plain]=$PLAIN_PORT [knot]=$KNOT_PORT [pdns]=$PDNS_PORT)
 for round in $(seq "$ROUNDS"); do
-  measure ours $OURS_PORT "$round"
-  measure knot $KNOT_PORT "$round"
-  measure pdns $PDNS_PORT "$round"
+  for server in "${SERVERS[@]}"; do
+    measure "$server" "${PORT_OF[$server]}" "$round"
+  done
 done

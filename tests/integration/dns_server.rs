@@ -158,6 +158,49 @@ async fn answers_rotate_follow_health_and_keep_dns_semantics() {
     assert!(metrics.contains("health_orchestrator_dns_answer_seconds_bucket"));
 }
 
+/// Queries without a cookie (as resolvers and dnsperf send them) are answered from the
+/// packet cache after the first: rotation goes on through it, and a failure and a recovery
+/// are answered at once, never a kept answer of before.
+#[actix_rt::test]
+async fn kept_answers_rotate_and_follow_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let server = listen_addr();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n{}",
+        dns_sink(server, "")
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let plain = ["+nocookie"];
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_answer_with(server, &plain, "api.example.org", &all).await;
+    let queries: Vec<&str> = (0..6)
+        .flat_map(|_| ["+nocookie", "api.example.org", "A"])
+        .collect();
+    let answers = dig(server, &queries).await;
+    let firsts: std::collections::BTreeSet<&String> =
+        answers.iter().map(|a| &a.answers[0]).collect();
+    assert_eq!(
+        firsts.len(),
+        3,
+        "rotation goes on from the cache: {answers:?}"
+    );
+    assert!(answers.iter().all(|a| a.sorted().len() == 3));
+
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let rest: Vec<String> = all[1..].to_vec();
+    wait_for_answer_with(server, &plain, "api.example.org", &rest).await;
+    for a in dig(server, &queries).await {
+        assert_eq!(a.sorted(), rest, "no kept answer of before the failure");
+    }
+    gws[0].set(Behaviour::Healthy).unwrap();
+    wait_for_answer_with(server, &plain, "api.example.org", &all).await;
+}
+
 /// An answer bigger than 512 bytes: truncated (TC) without EDNS, whole with EDNS or over TCP.
 #[actix_rt::test]
 async fn a_big_answer_is_truncated_over_udp_and_whole_over_tcp() {

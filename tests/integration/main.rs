@@ -18,6 +18,7 @@ mod crash;
 mod deploy;
 mod dns_checks;
 mod dns_server;
+mod dns_server_dnssec;
 mod drain;
 mod engine_e2e;
 mod failover_paths;

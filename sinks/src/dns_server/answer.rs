@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -12,11 +12,13 @@ use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
 use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use ho_config::RoutingPolicy;
+use ho_engine::snapshot::TenantSnapshot;
 
 use super::config::DnsServerConfig;
 use super::cookies::{CookieCheck, Cookies};
 use super::dnssec::Signer;
 use super::geo::Locator;
+use super::packet_cache::{Key, PacketCache, Stamp, Variation};
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
 use crate::geo_fallback::stand_in;
@@ -42,8 +44,12 @@ pub struct Authority {
     locator: Locator,
     answers: usize,
     max_udp_payload: u16,
-    /// Replaced per tenant by the sink; read by every query.
+    /// Replaced per tenant by the sink ([`Authority::publish`]); read by every query.
     pub records: RwLock<Records>,
+    /// Moves on with every change of `records`: answers kept under an older one are stale.
+    generation: AtomicU64,
+    /// Whole answers kept by query.
+    packets: PacketCache,
     rotation: AtomicUsize,
     /// Response rate limiting over UDP (`rate_limit`), if configured.
     rate_limit: Option<RateLimiter>,
@@ -115,6 +121,8 @@ impl Authority {
             answers: config.answers,
             max_udp_payload: config.max_udp_payload,
             records: RwLock::new(records),
+            generation: AtomicU64::new(0),
+            packets: PacketCache::default(),
             rotation: AtomicUsize::new(0),
             rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
             cookies: Cookies::load(&config.cookies)
@@ -140,15 +148,69 @@ impl Authority {
         }
     }
 
+    /// Replaces the tenant's set with `snapshot`'s; false when nothing changed.
+    pub fn publish(&self, snapshot: &TenantSnapshot) -> bool {
+        let mut records = self.records.write().expect("not poisoned");
+        let changed = records.publish(snapshot);
+        if changed {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+        changed
+    }
+
+    /// What answers were made from: a kept answer of another generation is stale.
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire) + self.signer.as_ref().map_or(0, |s| s.generation())
+    }
+
     /// The answer to `request` from `client`; `udp` limits its size (EDNS or 512 bytes).
     /// `None` for what must not be answered (responses, garbage shorter than a header).
     pub fn answer(&self, request: &[u8], client: IpAddr, udp: bool) -> Option<Reply> {
+        let turn = self.rotation.fetch_add(1, Ordering::Relaxed);
+        let Some(key) = Key::of(request, udp) else {
+            return self.make_answer(request, client, udp, turn).map(|(r, _)| r);
+        };
+        // Read before anything is answered: a change after this makes what is kept
+        // below stale, never the reverse.
+        let stamp = Stamp {
+            generation: self.generation(),
+            turn,
+            now: Instant::now(),
+        };
+        if let Some(hit) = self.packets.get(&key, request, stamp) {
+            return Some(Reply {
+                bytes: hit.bytes,
+                qtype: hit.qtype,
+                rcode: hit.rcode,
+                proven_client: false,
+            });
+        }
+        let (reply, variation) = self.make_answer(request, client, udp, turn)?;
+        self.packets.put(
+            key,
+            &reply.bytes,
+            (reply.qtype, reply.rcode),
+            variation,
+            stamp,
+        );
+        Some(reply)
+    }
+
+    /// The answer to `request` made from the records, with rotation `turn`, and how it
+    /// varies between queries of the same bytes.
+    fn make_answer(
+        &self,
+        request: &[u8],
+        client: IpAddr,
+        udp: bool,
+        turn: usize,
+    ) -> Option<(Reply, Variation)> {
         let query = match Message::from_vec(request) {
             Ok(q) => q,
             Err(_) if request.len() >= 12 && request[2] & 0x80 == 0 => {
                 let id = u16::from_be_bytes([request[0], request[1]]);
                 let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::FormErr);
-                return finish(&mut m, "invalid", None);
+                return finish(&mut m, "invalid", None).map(per_query);
             }
             Err(_) => return None,
         };
@@ -165,20 +227,20 @@ impl Authority {
             .map_or("none", |q| type_label(q.query_type()));
         let Some(limit) = self.negotiate_edns(&query, &mut response) else {
             response.metadata.response_code = ResponseCode::BADVERS;
-            return finish(&mut response, qtype, None);
+            return finish(&mut response, qtype, None).map(per_query);
         };
         let cookie = self.cookies.answer(&query, &mut response, client);
         let limit = udp.then_some(usize::from(limit));
         if cookie == CookieCheck::Malformed {
-            return finish(&mut response, qtype, limit);
+            return finish(&mut response, qtype, limit).map(per_query);
         }
         if query.metadata.op_code != OpCode::Query {
             response.metadata.response_code = ResponseCode::NotImp;
-            return finish(&mut response, qtype, limit);
+            return finish(&mut response, qtype, limit).map(per_query);
         }
         let [question] = query.queries.as_slice() else {
             response.metadata.response_code = ResponseCode::FormErr;
-            return finish(&mut response, qtype, limit);
+            return finish(&mut response, qtype, limit).map(per_query);
         };
         let subnet = query
             .edns
@@ -188,7 +250,7 @@ impl Authority {
                 _ => None,
             });
         let dnssec_ok = query.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
-        let located = self.resolve(
+        let (located, variation) = self.resolve(
             &mut response,
             Question {
                 name: question.name(),
@@ -200,6 +262,7 @@ impl Authority {
                 .as_ref()
                 .filter(|s| s.source_prefix() > 0)
                 .map_or(client, ClientSubnet::addr),
+            turn,
         );
         if let (Some(mut s), Some(edns)) = (subnet, response.edns.as_mut()) {
             // RFC 7871 7.2.1: echo the option; the scope says how much of the client's
@@ -208,9 +271,14 @@ impl Authority {
             edns.options_mut().insert(EdnsOption::Subnet(s));
         }
         let proven_client = cookie == CookieCheck::Valid;
-        finish(&mut response, qtype, limit).map(|reply| Reply {
-            proven_client,
-            ..reply
+        finish(&mut response, qtype, limit).map(|reply| {
+            (
+                Reply {
+                    proven_client,
+                    ..reply
+                },
+                variation,
+            )
         })
     }
 
@@ -244,9 +312,15 @@ impl Authority {
             .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
     }
 
-    /// Fills `response` for one question; true when the answer depended on the client's
-    /// location.
-    fn resolve(&self, response: &mut Message, question: Question<'_>, client: IpAddr) -> bool {
+    /// Fills `response` for one question (rotated by `turn`); whether the answer depended
+    /// on the client's location, and how it varies between queries.
+    fn resolve(
+        &self,
+        response: &mut Message,
+        question: Question<'_>,
+        client: IpAddr,
+        turn: usize,
+    ) -> (bool, Variation) {
         let Question {
             name: qname,
             qtype,
@@ -256,11 +330,12 @@ impl Authority {
         let key = key_of(qname);
         let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
             response.metadata.response_code = ResponseCode::Refused;
-            return false;
+            return (false, Variation::Fixed);
         };
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
         let mut located = false;
+        let mut variation = Variation::Fixed;
         // What exists at the name, for the NSEC of a signed negative answer.
         let mut exists = true;
         let mut types = Vec::new();
@@ -268,7 +343,7 @@ impl Authority {
             Some(Entry::Pending) => {
                 response.metadata.authoritative = false;
                 response.metadata.response_code = ResponseCode::ServFail;
-                return false;
+                return (false, Variation::Fixed);
             }
             Some(Entry::Ready(set)) => {
                 for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
@@ -276,8 +351,9 @@ impl Authority {
                         types.push(family);
                     }
                     if qtype == family || qtype == RecordType::ANY {
-                        let (picked, by_location) = self.pick(set, wanted, client);
-                        located |= by_location;
+                        let (picked, varies) = self.pick(set, wanted, client, turn);
+                        located |= set.policy == RoutingPolicy::Geo;
+                        variation = variation.and(varies);
                         for t in picked {
                             response.answers.push(address_record(qname, set.ttl, t.ip));
                         }
@@ -307,7 +383,7 @@ impl Authority {
         if let Some(signer) = self.signer.as_ref().filter(|_| dnssec_ok) {
             signer.sign(response, &zone.apex, &zone.name, qname, exists, &types);
         }
-        located
+        (located, variation)
     }
 
     /// The SOA or NS records of `zone`'s apex, when asked for.
@@ -339,19 +415,20 @@ impl Authority {
         }
     }
 
-    /// The addresses answered from `targets` of `set` for this query, and whether the
-    /// client's location chose them.
+    /// The addresses answered from `targets` of `set` for this query (rotated by `turn`),
+    /// and how they vary between queries.
     fn pick<'a>(
         &self,
         set: &NameSet,
         targets: &'a [Target],
         client: IpAddr,
-    ) -> (Vec<&'a Target>, bool) {
-        let turn = self.rotation.fetch_add(1, Ordering::Relaxed);
+        turn: usize,
+    ) -> (Vec<&'a Target>, Variation) {
         match set.policy {
-            RoutingPolicy::Weighted => {
-                (weighted_pick(targets.iter().collect(), self.answers), false)
-            }
+            RoutingPolicy::Weighted => (
+                weighted_pick(targets.iter().collect(), self.answers),
+                Variation::PerQuery,
+            ),
             RoutingPolicy::Geo => {
                 let here = self.locator.locate(client);
                 let of = |geo: Option<&str>| -> Vec<&'a Target> {
@@ -384,12 +461,20 @@ impl Authority {
                 } else {
                     rotate(&mut chosen, turn);
                 }
-                (chosen, true)
+                (chosen, Variation::PerQuery)
             }
             RoutingPolicy::All | RoutingPolicy::Failover => {
                 let mut all: Vec<&Target> = targets.iter().collect();
                 rotate(&mut all, turn);
-                (all, false)
+                let n = all.len();
+                (
+                    all,
+                    if n > 1 {
+                        Variation::Rotated(n)
+                    } else {
+                        Variation::Fixed
+                    },
+                )
             }
         }
     }
@@ -488,6 +573,11 @@ fn key_of(name: &Name) -> String {
         key.extend(label.iter().map(|b| char::from(b.to_ascii_lowercase())));
     }
     key
+}
+
+/// An answer that is not kept (an error made before the question was looked at).
+fn per_query(reply: Reply) -> (Reply, Variation) {
+    (reply, Variation::PerQuery)
 }
 
 /// Encodes `response`, truncated (TC, answers dropped) when it exceeds `limit`.

@@ -8,6 +8,7 @@
 //!   client subnet, truncation).
 //! - [`geo`]: a client's location for `geo` tenants.
 //! - [`dnssec`]: online signing and compact denial.
+//! - [`packet_cache`]: whole answers kept by query.
 //! - [`listener`]: UDP and TCP sockets, kept across reloads.
 
 pub mod answer;
@@ -16,6 +17,7 @@ pub mod cookies;
 pub mod dnssec;
 pub mod geo;
 pub mod listener;
+pub mod packet_cache;
 pub mod rate_limit;
 pub mod records;
 
@@ -77,12 +79,7 @@ impl Sink for DnsServerSink {
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let changed = self
-            .authority
-            .records
-            .write()
-            .expect("not poisoned")
-            .publish(&snapshot);
+        let changed = self.authority.publish(&snapshot);
         Box::pin(async move {
             Ok(if changed {
                 Applied::Changed

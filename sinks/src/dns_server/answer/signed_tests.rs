@@ -189,3 +189,79 @@ fn a_type_the_name_lacks_lists_the_types_it_has() {
         assert!(types.contains(&t), "{t} at the apex: {types:?}");
     }
 }
+
+/// Kept answers (the packet cache) are made again when the signing keys change: after a
+/// ZSK's `Activate` second, the same query is signed by the new key.
+#[test]
+fn kept_answers_follow_a_change_of_signing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let switch = now + 1000;
+    let mut tags = Vec::new();
+    for (ksk, timing) in [
+        (true, Timing::default()),
+        (
+            false,
+            Timing {
+                inactive: Some(switch),
+                ..Timing::default()
+            },
+        ),
+        (
+            false,
+            Timing {
+                activate: Some(switch),
+                ..Timing::default()
+            },
+        ),
+    ] {
+        let key = NewKey {
+            zone: "example.org".into(),
+            algorithm: Algorithm::ED25519,
+            ksk,
+            timing,
+        };
+        let path = generate(&key, dir.path(), SystemTime::now()).unwrap();
+        tags.push(
+            crate::dns_server::dnssec::keys::read_key(&path)
+                .unwrap()
+                .tag,
+        );
+    }
+    let mut cfg = config();
+    cfg.dnssec = Some(DnssecConfig {
+        keys: dir.path().to_owned(),
+        dnskey_ttl: 3600,
+    });
+    let mut records = Records::default();
+    records.publish(&TenantSnapshot::healthy(
+        "t",
+        &["api.a.example.org"],
+        RoutingPolicy::All,
+        vec![address("192.0.2.1", 1, "US")],
+    ));
+    let a = Authority::new(&cfg, records).unwrap();
+    let signer_of = |m: &Message| -> Vec<u16> {
+        m.answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::DNSSEC(DNSSECRData::RRSIG(s)) => Some(s.input().key_tag),
+                _ => None,
+            })
+            .collect()
+    };
+    for _ in 0..2 {
+        let reply = ask(&a, "api.a.example.org.", RecordType::A, true);
+        assert_eq!(signer_of(&reply), vec![tags[1]], "the old ZSK signs");
+    }
+    assert!(a.signer.as_ref().unwrap().refresh(switch));
+    let reply = ask(&a, "api.a.example.org.", RecordType::A, true);
+    assert_eq!(
+        signer_of(&reply),
+        vec![tags[2]],
+        "the new ZSK signs at once"
+    );
+}

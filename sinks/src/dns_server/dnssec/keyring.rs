@@ -74,6 +74,19 @@ impl KeyState {
     }
 }
 
+impl KeyState {
+    /// Whether the DNSKEY sets under `self` and `other` are the same.
+    pub fn publishes_like(&self, other: &KeyState) -> bool {
+        self.zones.len() == other.zones.len()
+            && self.zones.iter().all(|(zone, keys)| {
+                other
+                    .zones
+                    .get(zone)
+                    .is_some_and(|o| o.published == keys.published)
+            })
+    }
+}
+
 impl Keyring {
     /// Reads `dir`; every zone of `zones` must have a key that signs at `now`.
     pub fn load(dir: &Path, zones: &[String], now: u64) -> Result<Keyring, String> {

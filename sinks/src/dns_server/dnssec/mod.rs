@@ -20,6 +20,7 @@ pub mod keyring;
 pub mod keys;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,8 @@ pub struct Signer {
     keyring: RwLock<Keyring>,
     state: RwLock<Arc<KeyState>>,
     cache: SignatureCache,
+    /// Moves on whenever the signing keys change: answers kept before are stale.
+    generation: AtomicU64,
 }
 
 impl Signer {
@@ -72,6 +75,7 @@ impl Signer {
             keyring: RwLock::new(keyring),
             state: RwLock::new(Arc::new(state)),
             cache: SignatureCache::default(),
+            generation: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&signer);
         std::thread::Builder::new()
@@ -87,8 +91,8 @@ impl Signer {
         Keyring::load(dir, zones, unix_now()).map(|_| ())
     }
 
-    /// Reads the key times and files again; true when signing keys changed (the cache
-    /// was emptied). The key thread calls it; tests call it with their own `now`.
+    /// Reads the key times and files again; true when the keys that publish or sign
+    /// changed (answers made before are stale; signatures too when signing keys changed). The key thread calls it; tests call it with their own `now`.
     pub fn refresh(&self, now: u64) -> bool {
         let reread = self.keyring.read().expect("not poisoned").reread();
         if let Some(ring) = reread {
@@ -101,13 +105,22 @@ impl Signer {
             .expect("not poisoned")
             .state(&self.zones, now);
         let mut current = self.state.write().expect("not poisoned");
-        let changed = !current.signs_like(&state);
+        let resign = !current.signs_like(&state);
+        let changed = resign || !current.publishes_like(&state);
         *current = Arc::new(state);
-        if changed {
+        if resign {
             info!("DNSSEC signing keys changed; signatures are made again");
             self.cache.clear();
         }
+        if changed {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
         changed
+    }
+
+    /// Moves on whenever the keys change (see [`Signer::refresh`]).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     fn keys(&self) -> Arc<KeyState> {
