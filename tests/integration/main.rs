@@ -19,6 +19,7 @@ mod deploy;
 mod dns_checks;
 mod dns_server;
 mod dns_server_dnssec;
+mod dns_server_transfer;
 mod drain;
 mod engine_e2e;
 mod failover_paths;

@@ -13,6 +13,7 @@ use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use ho_config::RoutingPolicy;
 use ho_engine::snapshot::TenantSnapshot;
+use tracing::{debug, info};
 
 use super::config::DnsServerConfig;
 use super::cookies::{CookieCheck, Cookies};
@@ -21,6 +22,9 @@ use super::geo::Locator;
 use super::packet_cache::{Key, PacketCache, Stamp, Variation};
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
+use super::transfer::journal::Address;
+use super::transfer::tsig::{self, Check};
+use super::transfer::{self as xfr, Transfers};
 use crate::geo_fallback::stand_in;
 
 /// A zone the server is authoritative for.
@@ -57,6 +61,8 @@ pub struct Authority {
     cookies: Cookies,
     /// DNSSEC online signing (`dnssec`), if configured.
     signer: Option<Arc<Signer>>,
+    /// Zone transfers to secondaries (`transfer`), if configured.
+    transfers: Option<Transfers>,
 }
 
 /// An answer on the wire, with what metrics label it by.
@@ -114,7 +120,13 @@ impl Authority {
             .map(|d| Signer::start(d, &config.zones, config.soa.minimum))
             .transpose()
             .map_err(|e| format!("dnssec: {e}"))?;
-        Ok(Authority {
+        let transfers = config
+            .transfer
+            .as_ref()
+            .map(Transfers::new)
+            .transpose()
+            .map_err(|e| format!("transfer: {e}"))?;
+        let authority = Authority {
             zones,
             soa: config.soa.clone(),
             locator: Locator::load(&config.geo)?,
@@ -128,7 +140,10 @@ impl Authority {
             cookies: Cookies::load(&config.cookies)
                 .map_err(|(field, e)| format!("{field}: {e}"))?,
             signer,
-        })
+            transfers,
+        };
+        authority.remember_zones(&authority.records.read().expect("not poisoned"));
+        Ok(authority)
     }
 
     /// Whether `reply` to `request` may go to `client` over UDP now (`rate_limit`).
@@ -148,14 +163,137 @@ impl Authority {
         }
     }
 
-    /// Replaces the tenant's set with `snapshot`'s; false when nothing changed.
+    /// Replaces the tenant's set with `snapshot`'s; false when nothing changed. Zones
+    /// whose content changed are announced to their secondaries (NOTIFY).
     pub fn publish(&self, snapshot: &TenantSnapshot) -> bool {
         let mut records = self.records.write().expect("not poisoned");
         let changed = records.publish(snapshot);
         if changed {
             self.generation.fetch_add(1, Ordering::Release);
+            let serial = records.serial();
+            for zone in self.remember_zones(&records) {
+                if let Some(t) = &self.transfers {
+                    t.notify(&self.soa_record(zone, serial));
+                }
+            }
         }
         changed
+    }
+
+    /// Notes each zone's content at the current serial for transfers (a zone with a name
+    /// awaiting its first snapshot is not noted: it is not transferred); the zones whose
+    /// content changed.
+    fn remember_zones(&self, records: &Records) -> Vec<&Zone> {
+        let Some(transfers) = &self.transfers else {
+            return Vec::new();
+        };
+        let mut contents: Vec<Option<std::collections::BTreeSet<Address>>> =
+            vec![Some(Default::default()); self.zones.len()];
+        for (name, entry) in records.entries() {
+            let Some(i) = self
+                .zones
+                .iter()
+                .position(|z| name == z.apex || name.ends_with(&z.dot_apex))
+            else {
+                continue;
+            };
+            match (entry, &mut contents[i]) {
+                (Entry::Pending, slot) => *slot = None,
+                (Entry::Ready(set), Some(content)) => {
+                    content.extend(set.v4.iter().chain(&set.v6).map(|t| Address {
+                        name: name.to_owned(),
+                        ttl: set.ttl,
+                        ip: t.ip,
+                    }));
+                }
+                (Entry::Ready(_), None) => {}
+            }
+        }
+        self.zones
+            .iter()
+            .zip(contents)
+            .filter_map(|(zone, content)| {
+                let changed = transfers
+                    .journal
+                    .record(&zone.apex, records.serial(), content?);
+                changed.then_some(zone)
+            })
+            .collect()
+    }
+
+    /// The messages answering `request` when it asks for a zone transfer (AXFR, IXFR) over
+    /// TCP; `None` for any other request (answered by [`Authority::answer`]), or when
+    /// transfers are off (then AXFR and IXFR are refused there).
+    pub fn transfer(&self, request: &[u8], client: IpAddr) -> Option<Vec<Vec<u8>>> {
+        let transfers = self.transfers.as_ref()?;
+        let query = Message::from_vec(request).ok()?;
+        let question = query.queries.first()?;
+        let qtype = question.query_type();
+        if query.metadata.message_type != MessageType::Query
+            || !matches!(qtype, RecordType::AXFR | RecordType::IXFR)
+        {
+            return None;
+        }
+        let now = xfr::unix_now();
+        let signed = match tsig::check(transfers.key(), request, &query, now) {
+            Check::Refused(bytes) => return Some(vec![bytes]),
+            Check::Signed(s) => Some(s),
+            Check::Unsigned => None,
+        };
+        let send = |messages: Vec<Vec<u8>>| match &signed {
+            Some(s) => s.sign(messages, now),
+            None => Some(messages),
+        };
+        let refuse = |code: ResponseCode| {
+            let mut m = Message::response(query.metadata.id, OpCode::Query);
+            m.queries.clone_from(&query.queries);
+            m.metadata.response_code = code;
+            send(vec![m.to_vec().ok()?])
+        };
+        if !transfers.allows(client, signed.is_some()) {
+            info!(%client, zone = %question.name(), "zone transfer refused: not in transfer.allow, or not signed with transfer.tsig");
+            return refuse(ResponseCode::Refused);
+        }
+        let key = key_of(question.name());
+        let Some(zone) = self.zones.iter().find(|z| z.apex == key) else {
+            return refuse(ResponseCode::NotAuth);
+        };
+        let serial = self.records.read().expect("not poisoned").serial();
+        let Some(content) = transfers.journal.at(&zone.apex, serial) else {
+            // A name awaits its first snapshot: the secondary keeps its copy.
+            return refuse(ResponseCode::ServFail);
+        };
+        let soa = self.soa_record(zone, serial);
+        let asked_from = (qtype == RecordType::IXFR)
+            .then(|| {
+                query.authorities.iter().find_map(|r| match &r.data {
+                    RData::SOA(s) => Some(s.serial),
+                    _ => None,
+                })
+            })
+            .flatten();
+        let mut list = vec![soa.clone()];
+        match asked_from.map(|s| (s, transfers.journal.at(&zone.apex, s))) {
+            // Up to date: the SOA alone says so.
+            Some((s, _)) if s == serial => {}
+            Some((s, Some(old))) => {
+                let (deleted, added) = xfr::difference(&old, &content);
+                list.push(self.soa_record(zone, s));
+                list.extend(deleted);
+                list.push(soa.clone());
+                list.extend(added);
+                list.push(soa);
+            }
+            _ => {
+                list.extend(xfr::zone_records(
+                    &self.ns_records(zone, &zone.name),
+                    &content,
+                ));
+                list.push(soa);
+            }
+        }
+        debug!(%client, zone = %zone.apex, serial, ?asked_from, records = list.len(), "zone transfer");
+        send(xfr::messages(&query, &list)?)
     }
 
     /// What answers were made from: a kept answer of another generation is stale.
@@ -217,6 +355,25 @@ impl Authority {
         if query.metadata.message_type != MessageType::Query {
             return None;
         }
+        // A signed query (a secondary's SOA check) gets a signed answer.
+        let signed = if query.signature().is_some() {
+            let key = self.transfers.as_ref().and_then(Transfers::key);
+            match tsig::check(key, request, &query, xfr::unix_now()) {
+                Check::Refused(bytes) => {
+                    let reply = Reply {
+                        bytes,
+                        qtype: "other",
+                        rcode: "NOTAUTH",
+                        proven_client: false,
+                    };
+                    return Some(per_query(reply));
+                }
+                Check::Signed(s) => Some(s),
+                Check::Unsigned => None,
+            }
+        } else {
+            None
+        };
         let mut response = Message::response(query.metadata.id, query.metadata.op_code);
         response.metadata.recursion_desired = query.metadata.recursion_desired;
         response.metadata.checking_disabled = query.metadata.checking_disabled;
@@ -271,15 +428,13 @@ impl Authority {
             edns.options_mut().insert(EdnsOption::Subnet(s));
         }
         let proven_client = cookie == CookieCheck::Valid;
-        finish(&mut response, qtype, limit).map(|reply| {
-            (
-                Reply {
-                    proven_client,
-                    ..reply
-                },
-                variation,
-            )
-        })
+        let mut reply = finish(&mut response, qtype, limit)?;
+        reply.proven_client = proven_client;
+        if let Some(signed) = signed {
+            reply.bytes = signed.sign(vec![reply.bytes], xfr::unix_now())?.pop()?;
+            return Some(per_query(reply));
+        }
+        Some((reply, variation))
     }
 
     /// Answers EDNS with ours and returns the UDP payload size both sides allow (512
@@ -402,15 +557,7 @@ impl Authority {
                     response.answers.extend(signer.dnskeys(&zone.apex, qname));
                 }
             }
-            RecordType::NS => {
-                for ns in &zone.nameservers {
-                    response.answers.push(Record::from_rdata(
-                        qname.clone(),
-                        self.soa.refresh,
-                        RData::NS(NS(ns.clone())),
-                    ));
-                }
-            }
+            RecordType::NS => response.answers.extend(self.ns_records(zone, qname)),
             _ => {}
         }
     }
@@ -477,6 +624,16 @@ impl Authority {
                 )
             }
         }
+    }
+
+    /// The NS records of `zone`, owned by `owner` (the apex as asked).
+    fn ns_records(&self, zone: &Zone, owner: &Name) -> Vec<Record> {
+        zone.nameservers
+            .iter()
+            .map(|ns| {
+                Record::from_rdata(owner.clone(), self.soa.refresh, RData::NS(NS(ns.clone())))
+            })
+            .collect()
     }
 
     fn soa_record(&self, zone: &Zone, serial: u32) -> Record {
@@ -624,6 +781,7 @@ fn rcode_label(r: ResponseCode) -> &'static str {
         ResponseCode::FormErr => "FORMERR",
         ResponseCode::NotImp => "NOTIMP",
         ResponseCode::BADVERS => "BADVERS",
+        ResponseCode::NotAuth => "NOTAUTH",
         _ => "other",
     }
 }

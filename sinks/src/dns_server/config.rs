@@ -51,6 +51,27 @@ pub struct DnsServerConfig {
     /// with a DS record must be signed.
     #[serde(default)]
     pub dnssec: Option<DnssecConfig>,
+    /// Zone transfers to secondaries (AXFR, IXFR, NOTIFY), off unless given.
+    #[serde(default)]
+    pub transfer: Option<TransferConfig>,
+}
+
+/// `transfer = { notify = ["192.0.2.53:53"], allow = ["192.0.2.53/32"], tsig = { ... } }`:
+/// secondaries in `allow` (and signing with `tsig`, when given) may transfer the zones
+/// over TCP; `notify` ones are told of every change.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferConfig {
+    /// Secondaries sent a NOTIFY (UDP) whenever a zone's content changes, so they
+    /// transfer it at once rather than at their next SOA refresh.
+    #[serde(default)]
+    pub notify: Vec<SocketAddr>,
+    /// Networks allowed to transfer (e.g. `["192.0.2.53/32"]`); others are REFUSED.
+    pub allow: Vec<String>,
+    /// The key transfers (and the secondaries' SOA checks) must be signed with; the same
+    /// shape as the `rfc2136` sink's. Without it, `allow` alone decides.
+    #[serde(default)]
+    pub tsig: Option<crate::rfc2136::config::TsigConfig>,
 }
 
 /// `dnssec = { keys = "/etc/health-orchestrator/dnssec" }`: sign every answer with the
@@ -249,6 +270,9 @@ impl SinkSettings for DnsServerConfig {
         if let Some(limit) = &self.rate_limit {
             check_rate_limit(limit, p);
         }
+        if let Some(transfer) = &mut self.transfer {
+            check_transfer(transfer, p);
+        }
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
@@ -266,6 +290,9 @@ impl SinkSettings for DnsServerConfig {
             if let Err(e) = super::dnssec::Signer::preflight(&dnssec.keys, &self.zones) {
                 p.at("dnssec.keys", e);
             }
+        }
+        if let Some(tsig) = self.transfer.as_ref().and_then(|t| t.tsig.as_ref()) {
+            tsig.preflight("transfer.tsig", p);
         }
     }
 }
@@ -339,6 +366,27 @@ impl SinkSpec for DnsServerConfig {
     /// Each replica answers the queries sent to it, standby or not.
     fn shared(&self) -> bool {
         false
+    }
+}
+
+/// `transfer`: networks that parse, at least one; the key's name and algorithm.
+fn check_transfer(transfer: &mut TransferConfig, p: &mut Problems<'_>) {
+    if transfer.allow.is_empty() {
+        p.at(
+            "transfer.allow",
+            "must list the secondaries' networks (e.g. [\"192.0.2.53/32\"])",
+        );
+    }
+    for (i, net) in transfer.allow.iter().enumerate() {
+        if net.parse::<ipnet::IpNet>().is_err() {
+            p.at(
+                &format!("transfer.allow[{i}]"),
+                format!("\"{net}\" is not a network (address/prefix, e.g. 192.0.2.53/32)"),
+            );
+        }
+    }
+    if let Some(tsig) = &mut transfer.tsig {
+        tsig.check("transfer.tsig", p);
     }
 }
 

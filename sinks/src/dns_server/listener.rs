@@ -398,6 +398,19 @@ impl Drop for ClientSlot {
     }
 }
 
+/// Writes each message with its two-byte length.
+async fn write_framed(
+    stream: &mut tokio::net::TcpStream,
+    messages: &[Vec<u8>],
+) -> std::io::Result<()> {
+    for m in messages {
+        let len = u16::try_from(m.len()).map_err(|_| std::io::ErrorKind::InvalidData)?;
+        stream.write_all(&len.to_be_bytes()).await?;
+        stream.write_all(m).await?;
+    }
+    Ok(())
+}
+
 /// Queries on one TCP connection, each prefixed by its two-byte length (RFC 1035 4.2.2),
 /// answered in order until the client closes or idles.
 async fn serve_connection(mut stream: tokio::net::TcpStream, peer: SocketAddr, shared: &Shared) {
@@ -412,7 +425,14 @@ async fn serve_connection(mut stream: tokio::net::TcpStream, peer: SocketAddr, s
             return;
         }
         let arrived = Instant::now();
-        let Some(reply) = shared.current().answer(request, peer.ip(), false) else {
+        let authority = shared.current();
+        if let Some(messages) = authority.transfer(request, peer.ip()) {
+            if write_framed(&mut stream, &messages).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let Some(reply) = authority.answer(request, peer.ip(), false) else {
             return;
         };
         let Ok(len) = u16::try_from(reply.bytes.len()) else {

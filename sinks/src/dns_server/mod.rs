@@ -9,6 +9,7 @@
 //! - [`geo`]: a client's location for `geo` tenants.
 //! - [`dnssec`]: online signing and compact denial.
 //! - [`packet_cache`]: whole answers kept by query.
+//! - [`transfer`]: AXFR/IXFR to secondaries, NOTIFY, TSIG.
 //! - [`listener`]: UDP and TCP sockets, kept across reloads.
 
 pub mod answer;
@@ -20,6 +21,7 @@ pub mod listener;
 pub mod packet_cache;
 pub mod rate_limit;
 pub mod records;
+pub mod transfer;
 
 use std::sync::Arc;
 

@@ -165,6 +165,11 @@ impl Records {
         self.names.get(name)
     }
 
+    /// Every domain and its entry.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.names.iter().map(|(n, e)| (n.as_str(), e))
+    }
+
     /// Whether `name` exists only as a parent of domains.
     pub fn is_empty_non_terminal(&self, name: &str) -> bool {
         self.empty_non_terminals.contains(name)

@@ -53,6 +53,35 @@ fn default_algorithm() -> String {
     "hmac-sha256".into()
 }
 
+impl TsigConfig {
+    /// Normalises the key's name and algorithm; problems are reported under `at`
+    /// (`tsig`, `transfer.tsig`).
+    pub fn check(&mut self, at: &str, p: &mut Problems<'_>) {
+        match normalize_domain(&self.name) {
+            Ok(name) => self.name = name,
+            Err(e) => p.at(&format!("{at}.name"), e),
+        }
+        self.algorithm.make_ascii_lowercase();
+        if !ALGORITHMS.contains(&self.algorithm.as_str()) {
+            p.at(
+                &format!("{at}.algorithm"),
+                format!(
+                    "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
+                    self.algorithm,
+                    ALGORITHMS.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// Reads the secret, as a start would.
+    pub fn preflight(&self, at: &str, p: &mut Problems<'_>) {
+        if let Err(e) = super::load_signer(self) {
+            p.at(&format!("{at}.secret_file"), e);
+        }
+    }
+}
+
 /// TSIG algorithms the signer implements.
 pub const ALGORITHMS: [&str; 3] = ["hmac-sha256", "hmac-sha384", "hmac-sha512"];
 
@@ -68,21 +97,7 @@ impl SinkSettings for Rfc2136Config {
             }
         }
         if let Some(tsig) = &mut self.tsig {
-            match normalize_domain(&tsig.name) {
-                Ok(name) => tsig.name = name,
-                Err(e) => p.at("tsig.name", e),
-            }
-            tsig.algorithm.make_ascii_lowercase();
-            if !ALGORITHMS.contains(&tsig.algorithm.as_str()) {
-                p.at(
-                    "tsig.algorithm",
-                    format!(
-                        "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
-                        tsig.algorithm,
-                        ALGORITHMS.join(", ")
-                    ),
-                );
-            }
+            tsig.check("tsig", p);
         }
         check_timeout(self.timeout, p);
     }
@@ -93,9 +108,7 @@ impl SinkSettings for Rfc2136Config {
 
     fn preflight(&self, p: &mut Problems<'_>) {
         if let Some(tsig) = &self.tsig {
-            if let Err(e) = super::load_signer(tsig) {
-                p.at("tsig.secret_file", e);
-            }
+            tsig.preflight("tsig", p);
         }
     }
 }

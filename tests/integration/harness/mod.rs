@@ -18,7 +18,7 @@ use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 pub use config::{Check, TestConfig};
-pub use net::{loopback, loopback_ip, loopback_range};
+pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};
 pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
 

@@ -83,6 +83,18 @@ fn claim_blocks(k: u32) -> (Vec<File>, u32) {
     panic!("no {k} adjacent free loopback blocks in {}", dir.display());
 }
 
+/// A port free on 127.0.0.1 for both UDP and TCP. BIND only listens on addresses an
+/// interface has (127.0.0.1, not the rest of 127/8), so BIND instances differ by port.
+pub fn free_port_pair() -> u16 {
+    loop {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::harness::{loopback_ip, LIMIT};
+use crate::harness::{free_port_pair, loopback_ip, LIMIT};
 use crate::services::dig::dig;
 
 /// The zone every primary serves.
@@ -44,18 +44,6 @@ ns1 IN A 127.0.0.1
 foreign IN A 192.0.2.99
 ";
 
-/// A port free on 127.0.0.1 for both UDP and TCP. BIND only listens on addresses an
-/// interface has (127.0.0.1, not the rest of 127/8), so BIND instances differ by port.
-fn free_port() -> u16 {
-    loop {
-        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 impl Primary {
     /// Starts `flavor` with the zone and the key.
     pub async fn start(flavor: Flavor) -> Primary {
@@ -83,7 +71,7 @@ impl Primary {
         std::fs::write(dir.path().join("key.conf"), &key.stdout).unwrap();
         std::fs::write(dir.path().join("tenant-a.io.zone"), ZONE_FILE).unwrap();
         let addr = match flavor {
-            Flavor::Bind => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()),
+            Flavor::Bind => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port_pair()),
             Flavor::Knot => SocketAddr::new(loopback_ip().into(), 5353),
         };
         let mut me = Primary {

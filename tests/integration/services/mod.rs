@@ -3,6 +3,7 @@
 
 pub mod dig;
 pub mod dns_primary;
+pub mod dns_secondary;
 pub mod dnsmasq;
 pub mod grpc_health;
 pub mod pdns;

@@ -26,6 +26,7 @@ pub(super) fn config() -> DnsServerConfig {
         rate_limit: None,
         cookies: Default::default(),
         dnssec: None,
+        transfer: None,
     }
 }
 

@@ -1,0 +1,250 @@
+//! Zone transfers from the embedded server to real secondaries: BIND 9 and Knot DNS take
+//! the zone (AXFR), are told of a failover by NOTIFY and fetch it (IXFR), all signed with
+//! TSIG; `dig` checks the TSIG of a multi-message AXFR and is refused without the key.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use ho_testkit::Behaviour;
+use tokio::time::Instant;
+
+use crate::harness::*;
+use crate::services::dig::dig;
+use crate::services::dns_secondary::{make_key, Flavor, Secondary, KEY};
+
+/// An engine whose `dns_server` serves `example.org` with `domains` (each answering
+/// every gateway) and lets loopback secondaries signing with `key_file` transfer it,
+/// notifying `notify`.
+async fn primary(
+    dir: &Path,
+    gateways: &[ho_testkit::Gateway],
+    domains: &[String],
+    key_file: &Path,
+    notify: &[SocketAddr],
+) -> (ho_engine::Engine, SocketAddr) {
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let quoted: Vec<String> = domains.iter().map(|d| format!("\"{d}\"")).collect();
+    let notify: Vec<String> = notify.iter().map(|a| format!("\"{a}\"")).collect();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [{}]\nsinks = [\"dns\"]\n\n\
+         [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+         transfer = {{ notify = [{}], allow = [\"127.0.0.0/8\"], tsig = {{ name = \"{KEY}\", secret_file = \"{}\" }} }}\n",
+        quoted.join(", "),
+        notify.join(", "),
+        key_file.display()
+    );
+    let engine = start_engine(
+        dir,
+        &config(&Check::FAST, &gateways.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    (engine, server)
+}
+
+/// Polls `server` for `api.example.org A` until its sorted answer is `want`; how long it
+/// took.
+async fn wait_for(server: SocketAddr, want: &[String], what: &dyn Fn() -> String) -> Duration {
+    let start = Instant::now();
+    let mut want = want.to_vec();
+    want.sort();
+    loop {
+        // Empty while a secondary starts (no answer yet).
+        let got = dig(server, &["+nocookie", "api.example.org", "A"]).await;
+        if got
+            .first()
+            .is_some_and(|a| a.status == "NOERROR" && a.sorted() == want)
+        {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{server}: wanted {want:?}, got {got:?}\n{}",
+            what()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A secondary of each flavor takes the zone when it starts, then a failure and a
+/// recovery by NOTIFY and IXFR, within moments of the primary's own answer.
+async fn a_secondary_follows_failover(flavor: Flavor) {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let mut gws = gateways(2);
+    let notify_port = free_port_pair();
+    let notify_to = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), notify_port);
+    let (_engine, server) = primary(
+        dir.path(),
+        &gws,
+        &["api.example.org".into()],
+        &key,
+        &[notify_to],
+    )
+    .await;
+    let both: Vec<String> = gws.iter().map(ip).collect();
+    wait_for(server, &both, &String::new).await;
+    let secondary = Secondary::start_on(flavor, notify_port, server, &key);
+    let log = || secondary.log();
+    wait_for(secondary.addr, &both, &log).await;
+
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let one = vec![ip(&gws[1])];
+    let primary_took = wait_for(server, &one, &String::new).await;
+    let secondary_took = wait_for(secondary.addr, &one, &log).await;
+    assert!(
+        secondary_took < Duration::from_secs(2),
+        "NOTIFY, not the SOA refresh, brought the change ({primary_took:?} at the primary, {secondary_took:?} more at the secondary)\n{}",
+        log()
+    );
+    gws[0].set(Behaviour::Healthy).unwrap();
+    wait_for(secondary.addr, &both, &log).await;
+    let text = log();
+    let transfers =
+        text.matches("transferred serial").count() + text.matches("IXFR, incoming").count();
+    let incremental = match flavor {
+        // BIND asks IXFR once it holds the zone and logs an answer that is not one.
+        Flavor::Bind => transfers >= 3 && !text.contains("nonincremental"),
+        Flavor::Knot => text.contains("IXFR, incoming") && text.contains("finished"),
+    };
+    assert!(incremental, "the changes came by IXFR:\n{text}");
+}
+
+#[actix_rt::test]
+async fn bind_as_secondary_follows_failover_by_notify_and_ixfr() {
+    a_secondary_follows_failover(Flavor::Bind).await;
+}
+
+#[actix_rt::test]
+async fn knot_as_secondary_follows_failover_by_notify_and_ixfr() {
+    a_secondary_follows_failover(Flavor::Knot).await;
+}
+
+/// `dig AXFR` with the key gets the whole zone over several messages, each TSIG checked
+/// by dig (600 address records: two messages); without the key it is refused.
+#[actix_rt::test]
+async fn an_axfr_signs_every_message_and_needs_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let gws = gateways(2);
+    let mut domains: Vec<String> = (0..300).map(|i| format!("n{i}.example.org")).collect();
+    domains.push("api.example.org".into());
+    let (_engine, server) = primary(dir.path(), &gws, &domains, &key, &[]).await;
+    let both: Vec<String> = gws.iter().map(ip).collect();
+    wait_for(server, &both, &String::new).await;
+    let axfr = |with_key: bool| {
+        let mut cmd = Command::new("dig");
+        cmd.arg(format!("@{}", server.ip())).args([
+            "-p",
+            &server.port().to_string(),
+            "example.org",
+            "AXFR",
+        ]);
+        if with_key {
+            cmd.arg("-k").arg(&key);
+        }
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+    };
+    let signed = axfr(true);
+    let addresses = signed
+        .lines()
+        .filter(|l| !l.starts_with(';') && l.split_whitespace().nth(3) == Some("A"))
+        .count();
+    assert_eq!(addresses, 602, "every name's addresses:\n{signed}");
+    assert_eq!(
+        signed
+            .lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some("SOA"))
+            .count(),
+        2,
+        "SOA first and last"
+    );
+    assert!(
+        signed.contains("XFR size: 605 records (messages 2"),
+        "two messages:\n{}",
+        signed.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+    );
+    assert!(
+        !signed.contains("failed"),
+        "dig verified every TSIG:\n{signed}"
+    );
+    let unsigned = axfr(false);
+    assert!(unsigned.contains("Transfer failed"), "{unsigned}");
+}
+
+/// `dig IXFR=SERIAL`: up to date, only the SOA; from an older serial, the condensed
+/// difference (old SOA, what left, new SOA, what came, new SOA); from a serial the
+/// journal never held, the whole zone.
+#[actix_rt::test]
+async fn ixfr_answers_what_changed_since_the_serial_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let mut gws = gateways(2);
+    let (_engine, server) = primary(dir.path(), &gws, &["api.example.org".into()], &key, &[]).await;
+    let both: Vec<String> = gws.iter().map(ip).collect();
+    wait_for(server, &both, &String::new).await;
+    let serial = || -> u32 {
+        let out = Command::new("dig")
+            .arg(format!("@{}", server.ip()))
+            .args([
+                "-p",
+                &server.port().to_string(),
+                "+short",
+                "example.org",
+                "SOA",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let ixfr = |from: u32| -> Vec<(String, String)> {
+        let out = Command::new("dig")
+            .arg(format!("@{}", server.ip()))
+            .args(["-p", &server.port().to_string(), "-k"])
+            .arg(&key)
+            .args(["example.org", &format!("IXFR={from}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+            .filter(|l| l.split_whitespace().nth(3) != Some("TSIG"))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let data = if f[3] == "SOA" { f[6] } else { f[4] };
+                (f[3].to_owned(), data.to_owned())
+            })
+            .collect()
+    };
+    let before = serial();
+    assert_eq!(
+        ixfr(before),
+        vec![("SOA".into(), before.to_string())],
+        "up to date"
+    );
+    gws[0].set(Behaviour::Refuse).unwrap();
+    wait_for(server, &[ip(&gws[1])], &String::new).await;
+    let after = serial();
+    let (now, then) = (after.to_string(), before.to_string());
+    assert_eq!(
+        ixfr(before),
+        vec![
+            ("SOA".into(), now.clone()),
+            ("SOA".into(), then),
+            ("A".into(), ip(&gws[0])),
+            ("SOA".into(), now.clone()),
+            ("SOA".into(), now.clone()),
+        ],
+        "the condensed difference"
+    );
+    let whole = ixfr(before - 1000);
+    assert_eq!(whole.first(), Some(&("SOA".into(), now.clone())));
+    assert!(
+        whole.contains(&("NS".into(), "ns1.example.org.".into())),
+        "{whole:?}"
+    );
+    assert!(whole.contains(&("A".into(), ip(&gws[1]))), "{whole:?}");
+    assert_eq!(whole.last(), Some(&("SOA".into(), now)));
+}
