@@ -1,14 +1,20 @@
-//! Where clients of a location go when every endpoint of that location is down: to the
-//! nearest location that has one up (PowerDNS `pickclosest`'s idea, applied to locations),
-//! by the distance between the countries' centres from the `keshvar` country dataset.
-//! Locations without coordinates (custom labels) get no stand-in: their clients get the
-//! tenant's `default_geo`, as before.
+//! Where clients go when their own location has no endpoint up (it is down, or the tenant
+//! has none there): to the nearest location that has one up (PowerDNS `pickclosest`'s
+//! idea, gdnsd's `auto_dc_coords`), by great-circle distance from the client's coordinates
+//! (a GeoIP City database's) or its country's centre, to each location's country centre
+//! from the `keshvar` country dataset. Locations without coordinates (custom labels) get
+//! no stand-in: their clients get the tenant's `default_geo`.
 
 /// The location answering clients of `geo` (whose addresses are all down): the nearest of
 /// `up`, if `geo` is a country (`IE`, or a subdivision such as `US-CA`, placed at its
 /// country) and at least one of `up` is too.
 pub fn stand_in<'a>(geo: &str, up: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let from = coordinates(geo)?;
+    nearest(coordinates(geo)?, up)
+}
+
+/// The location of `up` nearest to `from` (latitude, longitude), among those with
+/// coordinates.
+pub fn nearest<'a>(from: (f64, f64), up: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     up.into_iter()
         .filter_map(|g| Some((g, km(from, coordinates(g)?))))
         .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -16,7 +22,7 @@ pub fn stand_in<'a>(geo: &str, up: impl IntoIterator<Item = &'a str>) -> Option<
 }
 
 /// Latitude and longitude of a location's country (ISO 3166 alpha-2, case-insensitive).
-fn coordinates(geo: &str) -> Option<(f64, f64)> {
+pub fn coordinates(geo: &str) -> Option<(f64, f64)> {
     let country = geo.split('-').next()?.to_ascii_uppercase();
     let alpha2 = keshvar::Alpha2::try_from(country.as_str()).ok()?;
     let g = alpha2.to_country().geo();
@@ -46,6 +52,14 @@ mod tests {
             Some("de"),
             "case does not matter"
         );
+    }
+
+    #[test]
+    fn coordinates_pick_the_nearest_location() {
+        // New York is nearer the US than Germany, whatever country a database says.
+        assert_eq!(nearest((40.7, -74.0), ["DE", "US"]), Some("US"));
+        assert_eq!(nearest((52.2, 21.0), ["DE", "US", "eu-west"]), Some("DE"));
+        assert_eq!(nearest((0.0, 0.0), ["eu-west"]), None);
     }
 
     #[test]

@@ -229,15 +229,25 @@ async fn a_big_answer_is_truncated_over_udp_and_whole_over_tcp() {
     assert!(!edns.has_flag("tc") && edns.answers.len() == 40, "{edns:?}");
 }
 
-/// Writes a MaxMind-format database mapping `network` to `country`, with the `mmdb-writer`
-/// Python package `.ci/test` installs.
-fn geoip_db(dir: &Path, network: &str, country: &str) -> std::path::PathBuf {
+/// Writes a MaxMind-format City database mapping each network to a country and, when
+/// given, coordinates, with the `mmdb-writer` Python package `.ci/test` installs.
+fn geoip_db(dir: &Path, entries: &[(&str, &str, Option<(f64, f64)>)]) -> std::path::PathBuf {
     let path = dir.join("geo.mmdb");
+    let inserts: String = entries
+        .iter()
+        .map(|(network, country, at)| {
+            let location = at.map_or(String::new(), |(lat, lon)| {
+                format!(", 'location': {{'latitude': {lat}, 'longitude': {lon}}}")
+            });
+            format!(
+                "w.insert_network(IPSet(['{network}']), {{'country': {{'iso_code': '{country}'}}{location}}})\n"
+            )
+        })
+        .collect();
     let script = format!(
         "from netaddr import IPSet\nfrom mmdb_writer import MMDBWriter\n\
-         w = MMDBWriter(ip_version=6, database_type='GeoLite2-Country', ipv4_compatible=True)\n\
-         w.insert_network(IPSet(['{network}']), {{'country': {{'iso_code': '{country}'}}}})\n\
-         w.to_db_file('{}')\n",
+         w = MMDBWriter(ip_version=6, database_type='GeoIP2-City', ipv4_compatible=True)\n\
+         {inserts}w.to_db_file('{}')\n",
         path.display()
     );
     let python = python_tool("PY_TOOLS_PYTHON", "python");
@@ -260,13 +270,22 @@ fn geoip_db(dir: &Path, network: &str, country: &str) -> std::path::PathBuf {
 
 /// `geo`: the client's subnet (EDNS) or source picks the location through `networks` and
 /// a GeoIP database; unknown clients get `default_geo`; the scope is echoed (RFC 7871);
-/// clients of a location that goes down get the nearest location up.
+/// clients of a place without a gateway, or of a location that goes down, get the nearest
+/// location up (by the database's coordinates when it has them).
 #[actix_rt::test]
 async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(3);
     let server = listen_addr();
-    let db = geoip_db(dir.path(), "10.2.0.0/16", "DE");
+    // 10.3/16: Polish by country, but at New York by its coordinates (a City database).
+    let db = geoip_db(
+        dir.path(),
+        &[
+            ("10.2.0.0/16", "DE", None),
+            ("10.3.0.0/16", "PL", Some((40.7, -74.0))),
+            ("10.5.0.0/16", "PL", None),
+        ],
+    );
     let tail = format!(
         "{}[[tenants]]\nname = \"g\"\ndomains = [\"geo.example.org\"]\nsinks = [\"dns\"]\npolicy = \"geo\"\ndefault_geo = \"US\"\n\n{}",
         endpoints(&gws, &["labels = { geo = \"IE\" }", "labels = { geo = \"DE\" }", "labels = { geo = \"US\" }"]),
@@ -305,6 +324,28 @@ async fn geo_answers_by_client_subnet_networks_and_geoip_database() {
         answers[2].answers,
         vec![ip(&gws[2])],
         "unknown: default_geo US"
+    );
+    let nearest = dig(
+        server,
+        &[
+            "geo.example.org",
+            "A",
+            "+subnet=10.5.1.0/24",
+            "geo.example.org",
+            "A",
+            "+subnet=10.3.1.0/24",
+        ],
+    )
+    .await;
+    assert_eq!(
+        nearest[0].answers,
+        vec![ip(&gws[1])],
+        "no gateway in PL: the nearest location up (DE), not default_geo"
+    );
+    assert_eq!(
+        nearest[1].answers,
+        vec![ip(&gws[2])],
+        "the database's coordinates (New York) over the country's centre: US"
     );
 
     // Ireland's gateway fails: Irish clients get the nearest location up (DE), not the

@@ -25,7 +25,7 @@ use super::records::{Entry, NameSet, Records, Target};
 use super::transfer::journal::Address;
 use super::transfer::tsig::{self, Check};
 use super::transfer::{self as xfr, Transfers};
-use crate::geo_fallback::stand_in;
+use crate::geo_fallback::nearest;
 
 /// A zone the server is authoritative for.
 struct Zone {
@@ -586,14 +586,16 @@ impl Authority {
                             .collect()
                     })
                 };
-                let mut chosen = of(here.as_deref());
+                let mut chosen = of(here.geo.as_deref());
                 if chosen.is_empty() {
-                    // The client's location is the tenant's but down: the nearest one up.
-                    if let Some(h) = here.as_deref().filter(|h| set.geos.iter().any(|g| g == h)) {
+                    // No endpoint up where the client is (down, or none there): the
+                    // nearest location that has one.
+                    if let Some(position) = here.position() {
                         let mut up: Vec<&str> =
                             targets.iter().filter_map(|t| t.geo.as_deref()).collect();
+                        up.sort_unstable();
                         up.dedup();
-                        chosen = of(stand_in(h, up));
+                        chosen = of(nearest(position, up));
                     }
                 }
                 if chosen.is_empty() {

@@ -15,11 +15,39 @@ pub struct Locator {
     db: Option<maxminddb::Reader<Vec<u8>>>,
 }
 
-/// The only part of a GeoIP2/GeoLite2 Country or City record read.
+/// The only parts of a GeoIP2/GeoLite2 Country or City record read.
 #[derive(Deserialize)]
 struct CountryRecord<'a> {
     #[serde(borrow, default)]
     country: Option<IsoCode<'a>>,
+    /// City databases only.
+    #[serde(default)]
+    location: Option<Coordinates>,
+}
+
+#[derive(Deserialize)]
+struct Coordinates {
+    latitude: Option<f64>,
+    longitude: Option<f64>,
+}
+
+/// Where a client is: its location (an upper-case ISO country code, or a configured
+/// label) and, from a City database, its coordinates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Place {
+    /// Its location, if any source knows it.
+    pub geo: Option<String>,
+    /// Latitude and longitude, when the database has them.
+    pub at: Option<(f64, f64)>,
+}
+
+impl Place {
+    /// Where to measure distances from: the client's coordinates, else its country's
+    /// centre.
+    pub fn position(&self) -> Option<(f64, f64)> {
+        self.at
+            .or_else(|| crate::geo_fallback::coordinates(self.geo.as_deref()?))
+    }
 }
 
 #[derive(Deserialize)]
@@ -47,18 +75,30 @@ impl Locator {
         Ok(Locator { networks, db })
     }
 
-    /// The location of `ip`, if any source knows it.
-    pub fn locate(&self, ip: IpAddr) -> Option<String> {
+    /// Where `ip` is, as far as any source knows.
+    pub fn locate(&self, ip: IpAddr) -> Place {
         if let Some((_, geo)) = self.networks.iter().find(|(net, _)| net.contains(&ip)) {
-            return Some(geo.clone());
+            return Place {
+                geo: Some(geo.clone()),
+                at: None,
+            };
         }
-        let db = self.db.as_ref()?;
-        let found = db.lookup(ip).ok()?;
-        let record: CountryRecord<'_> = found.decode().ok()??;
-        record
-            .country
-            .and_then(|c| c.iso_code)
-            .map(str::to_ascii_uppercase)
+        let record = self.db.as_ref().and_then(|db| {
+            let found = db.lookup(ip).ok()?;
+            found.decode::<CountryRecord<'_>>().ok()?
+        });
+        let Some(record) = record else {
+            return Place::default();
+        };
+        Place {
+            geo: record
+                .country
+                .and_then(|c| c.iso_code)
+                .map(str::to_ascii_uppercase),
+            at: record
+                .location
+                .and_then(|l| Some((l.latitude?, l.longitude?))),
+        }
     }
 }
 
@@ -78,13 +118,13 @@ mod tests {
             geoip_db: None,
         };
         let l = Locator::load(&config).unwrap();
-        assert_eq!(l.locate("10.1.2.3".parse().unwrap()).as_deref(), Some("IE"));
-        assert_eq!(l.locate("10.2.2.3".parse().unwrap()).as_deref(), Some("US"));
-        assert_eq!(
-            l.locate("2001:db8::5".parse().unwrap()).as_deref(),
-            Some("DE")
-        );
-        assert_eq!(l.locate("192.0.2.1".parse().unwrap()), None);
+        let geo = |ip: &str| l.locate(ip.parse().unwrap()).geo;
+        assert_eq!(geo("10.1.2.3").as_deref(), Some("IE"));
+        assert_eq!(geo("10.2.2.3").as_deref(), Some("US"));
+        assert_eq!(geo("2001:db8::5").as_deref(), Some("DE"));
+        assert_eq!(geo("192.0.2.1"), None);
+        let place = l.locate("10.1.2.3".parse().unwrap());
+        assert!(place.position().is_some(), "a country's centre");
     }
 
     #[test]

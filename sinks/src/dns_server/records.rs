@@ -28,10 +28,9 @@ pub struct NameSet {
     pub ttl: u32,
     /// The tenant's routing policy.
     pub policy: RoutingPolicy,
-    /// `geo`: location answered when the client's has no address (upper case).
+    /// `geo`: location answered to clients of no known place, or of a place nearest to no
+    /// location that is up (custom labels; upper case).
     pub default_geo: Option<String>,
-    /// `geo`: every location of the tenant, up or down (upper case).
-    pub geos: Vec<String>,
     /// IPv4 addresses, sorted.
     pub v4: Vec<Target>,
     /// IPv6 addresses, sorted.
@@ -59,11 +58,6 @@ impl NameSet {
                 .default_geo
                 .as_ref()
                 .map(|g| g.to_ascii_uppercase()),
-            geos: snapshot
-                .geos
-                .iter()
-                .map(|g| g.to_ascii_uppercase())
-                .collect(),
             v4,
             v6,
         }

@@ -391,3 +391,36 @@ fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
         "no location: default_geo"
     );
 }
+
+#[test]
+fn clients_of_a_place_without_a_gateway_get_the_nearest_location_up() {
+    let mut records = Records::default();
+    let snapshot = TenantSnapshot {
+        default_geo: Some("US".into()),
+        ..TenantSnapshot::healthy(
+            "t",
+            &["api.a.example.org"],
+            RoutingPolicy::Geo,
+            vec![address("192.0.2.1", 1, "US"), address("192.0.2.2", 1, "GB")],
+        )
+    };
+    records.publish(&snapshot);
+    let mut cfg = config();
+    cfg.geo.networks.insert("10.3.0.0/16".into(), "PL".into());
+    cfg.geo
+        .networks
+        .insert("10.4.0.0/16".into(), "eu-central".into());
+    let a = Authority::new(&cfg, records).unwrap();
+    let polish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.3.0.9");
+    assert_eq!(
+        addresses(&polish),
+        vec!["192.0.2.2".parse::<IpAddr>().unwrap()],
+        "no gateway in PL: GB is nearer than US (default_geo)"
+    );
+    let custom = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.4.0.9");
+    assert_eq!(
+        addresses(&custom),
+        vec!["192.0.2.1".parse::<IpAddr>().unwrap()],
+        "a custom label has no coordinates: default_geo"
+    );
+}
