@@ -229,9 +229,12 @@ async fn a_big_answer_is_truncated_over_udp_and_whole_over_tcp() {
     assert!(!edns.has_flag("tc") && edns.answers.len() == 40, "{edns:?}");
 }
 
+/// One network of a test GeoIP database: its country and, maybe, its coordinates.
+type GeoEntry<'a> = (&'a str, &'a str, Option<(f64, f64)>);
+
 /// Writes a MaxMind-format City database mapping each network to a country and, when
 /// given, coordinates, with the `mmdb-writer` Python package `.ci/test` installs.
-fn geoip_db(dir: &Path, entries: &[(&str, &str, Option<(f64, f64)>)]) -> std::path::PathBuf {
+fn geoip_db(dir: &Path, entries: &[GeoEntry<'_>]) -> std::path::PathBuf {
     let path = dir.join("geo.mmdb");
     let inserts: String = entries
         .iter()
