@@ -221,10 +221,10 @@ impl Authority {
             .collect()
     }
 
-    /// The messages answering `request` when it asks for a zone transfer (AXFR, IXFR) over
-    /// TCP; `None` for any other request (answered by [`Authority::answer`]), or when
-    /// transfers are off (then AXFR and IXFR are refused there).
-    pub fn transfer(&self, request: &[u8], client: IpAddr) -> Option<Vec<Vec<u8>>> {
+    /// The answer to `request` when it asks for a zone transfer (AXFR, IXFR) over TCP;
+    /// `None` for any other request (answered by [`Authority::answer`]), or when transfers
+    /// are off (then AXFR and IXFR are refused there).
+    pub fn transfer(&self, request: &[u8], client: IpAddr) -> Option<Transfer> {
         let transfers = self.transfers.as_ref()?;
         let query = Message::from_vec(request).ok()?;
         let question = query.queries.first()?;
@@ -236,13 +236,13 @@ impl Authority {
         }
         let now = xfr::unix_now();
         let signed = match tsig::check(transfers.key(), request, &query, now) {
-            Check::Refused(bytes) => return Some(vec![bytes]),
+            Check::Refused(bytes) => return Some(Transfer::Answer(vec![bytes])),
             Check::Signed(s) => Some(s),
             Check::Unsigned => None,
         };
         let send = |messages: Vec<Vec<u8>>| match &signed {
-            Some(s) => s.sign(messages, now),
-            None => Some(messages),
+            Some(s) => s.sign(messages, now).map(Transfer::Answer),
+            None => Some(Transfer::Answer(messages)),
         };
         let refuse = |code: ResponseCode| {
             let mut m = Message::response(query.metadata.id, OpCode::Query);
@@ -260,8 +260,11 @@ impl Authority {
         };
         let serial = self.records.read().expect("not poisoned").serial();
         let Some(content) = transfers.journal.at(&zone.apex, serial) else {
-            // A name awaits its first snapshot: the secondary keeps its copy.
-            return refuse(ResponseCode::ServFail);
+            // A name awaits its first snapshot: the caller waits for it, then answers
+            // SERVFAIL (the secondary keeps its copy) if it never comes.
+            return match refuse(ResponseCode::ServFail)? {
+                Transfer::Answer(m) | Transfer::NotReady(m) => Some(Transfer::NotReady(m)),
+            };
         };
         let soa = self.soa_record(zone, serial);
         let asked_from = (qtype == RecordType::IXFR)
@@ -655,6 +658,15 @@ impl Authority {
             )),
         )
     }
+}
+
+/// The answer to a zone transfer request.
+pub enum Transfer {
+    /// These messages, in order.
+    Answer(Vec<Vec<u8>>),
+    /// The zone has a name awaiting its first snapshot: ask again shortly; these messages
+    /// (SERVFAIL) if it stays so.
+    NotReady(Vec<Vec<u8>>),
 }
 
 /// One question as [`Authority::resolve`] answers it.

@@ -20,7 +20,7 @@ use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStora
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info};
 
-use super::answer::{Authority, Reply};
+use super::answer::{Authority, Reply, Transfer};
 use super::rate_limit::{truncated, Verdict};
 
 /// TCP connections served at once; more wait in the kernel's accept queue.
@@ -30,6 +30,10 @@ const MAX_TCP_CONNECTIONS: usize = 256;
 const MAX_TCP_PER_CLIENT: usize = 16;
 /// A TCP connection with no query for this long is closed (RFC 7766 suggests seconds).
 const TCP_IDLE: Duration = Duration::from_secs(10);
+/// How long a zone transfer asked while the zone is not ready waits for it.
+const TRANSFER_WAIT: Duration = Duration::from_secs(10);
+/// How often such a transfer is tried again.
+const TRANSFER_POLL: Duration = Duration::from_millis(50);
 /// How often UDP threads look at the stop flag while no query arrives.
 const STOP_POLL: Duration = Duration::from_millis(200);
 
@@ -398,6 +402,34 @@ impl Drop for ClientSlot {
     }
 }
 
+/// The messages of `transfer`; while the zone is not ready (a name awaits its first
+/// snapshot, as at start-up), `request` is asked again every [`TRANSFER_POLL`] for up to
+/// [`TRANSFER_WAIT`], so a secondary asking then gets the zone once it is there rather
+/// than a failure it would retry only after the SOA's `retry` (minutes).
+async fn transfer_when_ready(
+    shared: &Shared,
+    request: &[u8],
+    client: IpAddr,
+    mut transfer: Transfer,
+) -> Vec<Vec<u8>> {
+    let deadline = tokio::time::Instant::now() + TRANSFER_WAIT;
+    loop {
+        match transfer {
+            Transfer::Answer(messages) => return messages,
+            Transfer::NotReady(messages) if tokio::time::Instant::now() >= deadline => {
+                return messages
+            }
+            Transfer::NotReady(messages) => {
+                tokio::time::sleep(TRANSFER_POLL).await;
+                transfer = shared
+                    .current()
+                    .transfer(request, client)
+                    .unwrap_or(Transfer::Answer(messages));
+            }
+        }
+    }
+}
+
 /// Writes each message with its two-byte length.
 async fn write_framed(
     stream: &mut tokio::net::TcpStream,
@@ -426,7 +458,8 @@ async fn serve_connection(mut stream: tokio::net::TcpStream, peer: SocketAddr, s
         }
         let arrived = Instant::now();
         let authority = shared.current();
-        if let Some(messages) = authority.transfer(request, peer.ip()) {
+        if let Some(transfer) = authority.transfer(request, peer.ip()) {
+            let messages = transfer_when_ready(shared, request, peer.ip(), transfer).await;
             if write_framed(&mut stream, &messages).await.is_err() {
                 return;
             }

@@ -424,3 +424,46 @@ fn clients_of_a_place_without_a_gateway_get_the_nearest_location_up() {
         "a custom label has no coordinates: default_geo"
     );
 }
+
+#[test]
+fn a_transfer_waits_while_a_name_awaits_its_first_snapshot() {
+    use super::Transfer;
+    let mut cfg = config();
+    cfg.transfer = Some(crate::dns_server::config::TransferConfig {
+        notify: Vec::new(),
+        allow: vec!["192.0.2.0/24".into()],
+        tsig: None,
+    });
+    let mut records = Records::default();
+    records.expect("t", &["api.a.example.org".into()]);
+    let a = Authority::new(&cfg, records).unwrap();
+    let axfr = query("example.org.", RecordType::AXFR, None);
+    let client = "192.0.2.53".parse().unwrap();
+    assert!(matches!(
+        a.transfer(&axfr, client),
+        Some(Transfer::NotReady(_))
+    ));
+    a.publish(&TenantSnapshot::healthy(
+        "t",
+        &["api.a.example.org"],
+        RoutingPolicy::All,
+        three(),
+    ));
+    let Some(Transfer::Answer(messages)) = a.transfer(&axfr, client) else {
+        panic!("the zone is whole: transferred");
+    };
+    let records: usize = messages
+        .iter()
+        .map(|m| Message::from_vec(m).unwrap().answers.len())
+        .sum();
+    assert_eq!(records, 6, "SOA, NS, three addresses, SOA");
+    let outsider = "198.51.100.1".parse().unwrap();
+    let Some(Transfer::Answer(refused)) = a.transfer(&axfr, outsider) else {
+        panic!("answered");
+    };
+    let refused = Message::from_vec(&refused[0]).unwrap();
+    assert_eq!(refused.metadata.response_code, ResponseCode::Refused);
+    assert!(a
+        .transfer(&query("example.org.", RecordType::A, None), client)
+        .is_none());
+}

@@ -6,8 +6,9 @@
 //! A transfer carries the zone as data: every published address of every name, the SOA
 //! and NS. What the server decides per query (rotation, weighted draws, locations) cannot
 //! travel in zone data, so a secondary answers every name with its full published set.
-//! A zone with a name still awaiting its first snapshot is not transferred (SERVFAIL):
-//! secondaries keep the copy they have rather than take one missing names.
+//! A zone with a name still awaiting its first snapshot is not transferred: the request
+//! waits for it (up to 10 s, then SERVFAIL), so a secondary never takes a copy missing
+//! names.
 //!
 //! - [`journal`]: recent versions, for IXFR.
 //! - [`tsig`]: verifying requests and signing answers.
