@@ -14,7 +14,7 @@ pub mod validate;
 
 pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
-    CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
+    BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
     KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig,
     OnAllUnhealthy, OtlpProtocol, ReloadConfig, RoutingPolicy, SinkTable, TelemetryConfig,
     WeightRule,

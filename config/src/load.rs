@@ -107,6 +107,7 @@ pub fn builtin() -> Config {
         telemetry: Default::default(),
         reload: Default::default(),
         limits: Default::default(),
+        brake: Default::default(),
         leader_election: Default::default(),
         cluster: Default::default(),
         multi_cluster: Default::default(),

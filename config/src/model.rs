@@ -55,6 +55,9 @@ pub struct Config {
     /// Ceilings that keep the process inside its resources.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// A ceiling on how many addresses leave DNS per window, per tenant and in all.
+    #[serde(default)]
+    pub brake: BrakeConfig,
     /// Several replicas: only the holder of a Kubernetes Lease writes shared back ends.
     #[serde(default)]
     pub leader_election: LeaderElectionConfig,
@@ -223,6 +226,54 @@ pub struct LimitsConfig {
     /// healthy endpoint down.
     #[serde(default)]
     pub max_concurrent_probes: usize,
+}
+
+/// `[brake]`: the blast-radius brake. However many endpoints fail at once, at most this
+/// many addresses are withdrawn per `window`: past it, further withdrawals wait (the
+/// addresses stay published) until the window frees up or an operator releases them
+/// (`POST /v1/brake/release`). A prober that is itself failing (its network, its node)
+/// sees many healthy gateways fail at once; the brake bounds what that can take out of
+/// DNS, while a real failure of a few gateways goes through at once. Off unless a limit is
+/// set.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrakeConfig {
+    /// The sliding window the limits count withdrawals over.
+    #[serde(default = "default_brake_window", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub window: Duration,
+    /// Most addresses one tenant withdraws per window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_tenant: Option<u32>,
+    /// Most addresses one tenant withdraws per window as a share of what it published
+    /// (rounded up, at least 1), e.g. 0.34: a third.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_tenant_share: Option<f64>,
+    /// Most addresses withdrawn per window across every tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+}
+
+fn default_brake_window() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl Default for BrakeConfig {
+    fn default() -> Self {
+        BrakeConfig {
+            window: default_brake_window(),
+            per_tenant: None,
+            per_tenant_share: None,
+            total: None,
+        }
+    }
+}
+
+impl BrakeConfig {
+    /// Whether any limit is set.
+    pub fn enabled(&self) -> bool {
+        self.per_tenant.is_some() || self.per_tenant_share.is_some() || self.total.is_some()
+    }
 }
 
 impl Default for LimitsConfig {

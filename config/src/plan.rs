@@ -20,8 +20,8 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig, RoutingPolicy,
-    SinkTable, TelemetryConfig, WeightRule,
+    BrakeConfig, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig,
+    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
 
@@ -67,6 +67,8 @@ pub struct Plan {
     pub reload: ReloadConfig,
     /// Resource ceilings.
     pub limits: LimitsConfig,
+    /// The blast-radius brake (off unless a limit is set).
+    pub brake: BrakeConfig,
     /// Leader election among replicas (checked; `enabled = false` when off).
     pub leader_election: LeaderElectionConfig,
     /// Tenants from Kubernetes resources (checked; `tenants = false` when off).

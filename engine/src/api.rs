@@ -28,7 +28,7 @@ use crate::status::Timestamp;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{
-    DrainError, GetStatus, HealthTracker, IsReady, OperatorAction, SetByOperator,
+    DrainError, GetStatus, HealthTracker, IsReady, OperatorAction, ReleaseBrake, SetByOperator,
 };
 
 /// What the API reads from; made by [`crate::Engine::api_state`].
@@ -303,6 +303,15 @@ async fn answer(
         }
         return operator_action(&req, peer, state, name, action).await;
     }
+    if path == "/v1/brake/release" {
+        if req.method() != Method::POST {
+            return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n");
+        }
+        if let Some(limited) = rate_limited(state) {
+            return limited;
+        }
+        return release_brake(&req, peer, state).await;
+    }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
     }
@@ -475,18 +484,9 @@ async fn operator_action(
             })
             .inc();
     };
-    let Some(admin) = state.admin_token.as_deref() else {
+    if let Some(refused) = admin_refusal(req, peer, state, verb) {
         count("refused");
-        return text(
-            StatusCode::FORBIDDEN,
-            PLAIN,
-            "read-only API: operator actions need api.admin_token_file\n",
-        );
-    };
-    if !authorized(req, Some(admin)) {
-        count("refused");
-        warn!(%peer, endpoint = name, action = verb, "operator action refused: no or wrong admin token");
-        return unauthorized("admin bearer token required\n");
+        return refused;
     }
     let msg = SetByOperator {
         endpoint: name.to_owned(),
@@ -494,6 +494,63 @@ async fn operator_action(
     };
     let result = state.tracker.send(msg).await;
     action_answer(result, peer, name, action, count)
+}
+
+/// Why an operator action (`verb`) is refused: 403 unless `api.admin_token_file` is set,
+/// 401 without that token; `None` when it may go ahead.
+fn admin_refusal(
+    req: &Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+    verb: &str,
+) -> Option<Response<Full<Bytes>>> {
+    let Some(admin) = state.admin_token.as_deref() else {
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            PLAIN,
+            "read-only API: operator actions need api.admin_token_file\n",
+        ));
+    };
+    if !authorized(req, Some(admin)) {
+        warn!(%peer, action = verb, "operator action refused: no or wrong admin token");
+        return Some(unauthorized("admin bearer token required\n"));
+    }
+    None
+}
+
+/// Releases the blast-radius brake (admin token): every withdrawal it holds goes through
+/// now; logged with the client's address and counted.
+async fn release_brake(
+    req: &Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+) -> Response<Full<Bytes>> {
+    let count = |result: &'static str| {
+        state
+            .metrics
+            .operator_actions
+            .get_or_create(&OperatorActionLabels {
+                action: "brake-release",
+                result,
+            })
+            .inc();
+    };
+    if let Some(refused) = admin_refusal(req, peer, state, "brake-release") {
+        count("refused");
+        return refused;
+    }
+    match state.tracker.send(ReleaseBrake).await {
+        Ok(released) => {
+            count("ok");
+            warn!(%peer, released, "operator released the brake: held withdrawals go through");
+            text(
+                StatusCode::OK,
+                PLAIN,
+                format!("released {released} held withdrawals\n"),
+            )
+        }
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
+    }
 }
 
 /// The answer to an operator action, counted by `count` and logged.

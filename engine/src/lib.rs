@@ -13,6 +13,7 @@
 
 pub mod api;
 mod backoff;
+mod brake;
 mod clock;
 mod damping;
 mod delivery;

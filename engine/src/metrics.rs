@@ -88,6 +88,8 @@ pub struct Metrics {
     pub probe_start_delay: Histogram,
     /// Healthy endpoints per tenant.
     pub healthy_nodes: Family<TenantLabel, Gauge>,
+    /// Addresses the blast-radius brake keeps published although they were withdrawn.
+    pub brake_held: Family<TenantLabel, Gauge>,
     /// 1 when an endpoint is up, 0 otherwise.
     pub node_status: Family<NodeLabels, Gauge>,
     /// When the certificate a TLS target last presented expires, Unix seconds.
@@ -222,6 +224,7 @@ impl Metrics {
             check_duration: latency_histogram(),
             probe_start_delay: Histogram::new(START_DELAY_BUCKETS.iter().copied()),
             healthy_nodes: Family::default(),
+            brake_held: Family::default(),
             node_status: Family::default(),
             probe_cert_not_after: Family::default(),
             transitions: Family::default(),
@@ -276,6 +279,11 @@ impl Metrics {
             "healthy_nodes",
             "Healthy endpoints per tenant",
             self.healthy_nodes.clone(),
+        );
+        registry.register(
+            "brake_held_addresses",
+            "Addresses the blast-radius brake keeps published although their endpoints were withdrawn (alert when above 0)",
+            self.brake_held.clone(),
         );
         registry.register(
             "node_status",

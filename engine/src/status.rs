@@ -202,6 +202,14 @@ pub struct TenantStatus {
     /// owner and down votes); absent for tenants that do not vote.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub votes: Option<std::sync::Arc<crate::multi_cluster::vote::Tally>>,
+    /// Addresses the blast-radius brake keeps published although they were withdrawn
+    /// (`[brake]`); 0 (absent) when it holds none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub brake_held: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One tenant in a few numbers, for readers that need every tenant often (a Kubernetes

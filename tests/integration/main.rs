@@ -11,6 +11,7 @@ mod services;
 
 mod api;
 mod architecture;
+mod brake;
 mod cli;
 mod conformance;
 mod coredns_configmap;

@@ -181,6 +181,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         telemetry: config.telemetry.clone(),
         reload: config.reload.clone(),
         limits: config.limits,
+        brake: config.brake,
         leader_election: config.leader_election.clone(),
         kubernetes: config.kubernetes.clone(),
     })
@@ -273,8 +274,26 @@ fn check_leader_election(le: &LeaderElectionConfig, errs: &mut Errors) {
     }
 }
 
-/// `limits`, `api` and `reload` numbers.
+/// `limits`, `brake`, `api` and `reload` numbers.
 fn check_limits(config: &Config, errs: &mut Errors) {
+    let brake = &config.brake;
+    if brake.window.is_zero() {
+        errs.push("brake.window", "must be more than 0");
+    }
+    if brake.per_tenant == Some(0) || brake.total == Some(0) {
+        errs.push(
+            "brake",
+            "a limit of 0 would keep every failed address published; leave it out for no limit",
+        );
+    }
+    if let Some(share) = brake.per_tenant_share {
+        if !(share > 0.0 && share <= 1.0) {
+            errs.push(
+                "brake.per_tenant_share",
+                "must be more than 0 and at most 1",
+            );
+        }
+    }
     if config.endpoints.len() > config.limits.max_endpoints {
         errs.push(
             "endpoints",

@@ -17,6 +17,7 @@ use ho_config::Plan;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::brake::Brake;
 use crate::damping::FlapDamping;
 use crate::drain::{Forced, OperatorState};
 use crate::events::{Event, Events};
@@ -53,6 +54,8 @@ pub enum Wake {
     DampingRelease(TargetId),
     /// The grace a reload gave this tenant's new endpoints ended.
     ReloadGraceOver(String),
+    /// The brake's window may have room for this tenant's held withdrawals.
+    Brake(String),
 }
 
 /// What the shell must do.
@@ -182,6 +185,8 @@ pub struct TrackerCore {
     pub(super) forced: BTreeMap<String, Forced>,
     /// Where transitions and publishes are announced (`/events`).
     pub(super) events: Events,
+    /// The blast-radius brake (`[brake]`).
+    pub(super) brake: Brake,
 }
 
 impl TrackerCore {
@@ -201,6 +206,7 @@ impl TrackerCore {
             drained: BTreeSet::new(),
             forced: BTreeMap::new(),
             events: Events::default(),
+            brake: Brake::new(plan.brake),
         };
         core.adopt(plan, ids, now);
         core
@@ -261,6 +267,25 @@ impl TrackerCore {
             .collect();
         self.forced = forced;
         self.refresh_tenants_of(&changed, now, fx);
+    }
+
+    /// Lets every withdrawal the brake holds go through now (an operator's release): the
+    /// tenants holding some are decided again with the brake off; the addresses released.
+    pub fn release_brake(&mut self, now: Clock, fx: &mut Vec<Effect>) -> usize {
+        let holding: Vec<(String, usize)> = self
+            .brake
+            .held()
+            .iter()
+            .map(|(t, n)| (t.clone(), *n))
+            .collect();
+        self.brake.set_released(true);
+        for (tenant, _) in &holding {
+            if let Some(ti) = self.tenant_index(tenant) {
+                self.refresh(ti, now.mono, now, fx);
+            }
+        }
+        self.brake.set_released(false);
+        holding.iter().map(|(_, n)| n).sum()
     }
 
     /// Re-decides every tenant with an endpoint named in `names`.
@@ -329,7 +354,7 @@ impl TrackerCore {
                     }
                 }
             }
-            Wake::ReloadGraceOver(name) => {
+            Wake::ReloadGraceOver(name) | Wake::Brake(name) => {
                 if let Some(ti) = self.tenant_index(&name) {
                     self.refresh(ti, now.mono, now, fx);
                 }

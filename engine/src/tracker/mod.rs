@@ -85,6 +85,12 @@ pub(crate) struct SetByOperator {
     pub action: OperatorAction,
 }
 
+/// An operator's release of the blast-radius brake (`POST /v1/brake/release`): every
+/// withdrawal it holds goes through now; answers how many addresses were released.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub(crate) struct ReleaseBrake;
+
 /// What an operator can set on an endpoint (`POST /v1/endpoints/{name}/{action}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OperatorAction {
@@ -273,6 +279,17 @@ impl Handler<SetByOperator> for HealthTracker {
             self.carry_out(fx, ctx);
         }
         Ok(changed)
+    }
+}
+
+impl Handler<ReleaseBrake> for HealthTracker {
+    type Result = usize;
+
+    fn handle(&mut self, _: ReleaseBrake, ctx: &mut Context<Self>) -> usize {
+        let mut fx = Vec::new();
+        let released = self.core.release_brake(Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+        released
     }
 }
 

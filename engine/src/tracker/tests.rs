@@ -580,3 +580,48 @@ fn a_voting_tenant_publishes_the_tally_not_its_own_verdicts() {
         "down here, kept by the vote"
     );
 }
+
+/// `[brake] per_tenant = 2`: four endpoints failing at once leave DNS two per window; the
+/// rest stay published until the window frees up.
+#[test]
+fn the_brake_withdraws_at_most_its_limit_per_window() {
+    let mut h = Harness::new(plan(6, "\n[brake]\nper_tenant = 2\nwindow = \"60s\"\n", ""));
+    h.observe(&[
+        (0, true),
+        (1, true),
+        (2, true),
+        (3, true),
+        (4, true),
+        (5, true),
+    ]);
+    assert_eq!(h.hosts(), [1, 2, 3, 4, 5, 6]);
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&[(2, false), (3, false), (4, false), (5, false)]);
+    }
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [1, 2, 5, 6], "two withdrawn, two held");
+    assert_eq!(h.core.brake.held().get("t"), Some(&2));
+    h.advance(Duration::from_secs(30));
+    assert_eq!(h.hosts(), [1, 2, 5, 6], "the window is still full");
+    h.advance(Duration::from_secs(30));
+    assert_eq!(h.hosts(), [1, 2], "the window freed up: the rest withdrawn");
+    assert!(h.core.brake.held().is_empty());
+}
+
+/// An operator's release lets every held withdrawal through at once.
+#[test]
+fn releasing_the_brake_withdraws_what_it_held() {
+    let mut h = Harness::new(plan(4, "\n[brake]\nper_tenant = 1\n", ""));
+    h.observe(&[(0, true), (1, true), (2, true), (3, true)]);
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&[(1, false), (2, false), (3, false)]);
+    }
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts().len(), 3, "one withdrawn, two held");
+    let mut fx = Vec::new();
+    assert_eq!(h.core.release_brake(h.now, &mut fx), 2);
+    h.take(fx);
+    assert_eq!(h.hosts(), [1]);
+}

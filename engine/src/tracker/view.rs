@@ -146,6 +146,7 @@ impl TrackerCore {
                         })
                         .collect(),
                     votes: s.votes.clone(),
+                    brake_held: self.brake.held().get(&t.name).copied().unwrap_or(0),
                     published: published(s),
                 }
             })

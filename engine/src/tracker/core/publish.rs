@@ -59,6 +59,32 @@ impl TrackerCore {
     ) {
         let tenant = &self.plan.tenants[ti.0];
         let state = &mut self.tenants[ti.0];
+        let last: &[PublishedAddress] = state
+            .last_snapshot
+            .as_ref()
+            .map_or(&[], |s| s.addresses.as_slice());
+        let held_before = self.brake.held().get(&tenant.name).copied().unwrap_or(0);
+        let admission = self.brake.admit(&tenant.name, last, addresses, now.mono);
+        let addresses = admission.addresses;
+        if admission.held != held_before {
+            self.metrics
+                .brake_held
+                .get_or_create(&TenantLabel {
+                    tenant: tenant.name.clone(),
+                })
+                .set(i64::try_from(admission.held).unwrap_or(i64::MAX));
+            if admission.held > 0 {
+                warn!(tenant = %tenant.name, held = admission.held, "the brake holds withdrawals: these addresses stay published until the window frees up or an operator releases the brake (POST /v1/brake/release)");
+            } else {
+                info!(tenant = %tenant.name, "the brake holds no withdrawals of the tenant any more");
+            }
+        }
+        if let Some(at) = admission.retry_at {
+            fx.push(Effect::WakeAt {
+                at,
+                wake: Wake::Brake(tenant.name.clone()),
+            });
+        }
         let unchanged = state.last_snapshot.as_ref().is_some_and(|last| {
             same_records(last, tenant, &geos) && last.addresses == addresses && last.mode == mode
         });

@@ -58,6 +58,13 @@ impl TrackerCore {
             .zip(self.tenants.drain(..))
             .collect();
         self.forget_metrics_of_removed(&plan, &old_tenants);
+        self.brake.set_config(plan.brake);
+        for gone in old_tenants
+            .keys()
+            .filter(|n| !plan.tenants.iter().any(|t| &t.name == *n))
+        {
+            self.brake.forget(gone);
+        }
         self.targets = ids
             .iter()
             .zip(&plan.targets)

@@ -1,0 +1,242 @@
+//! The blast-radius brake (`[brake]`): however many endpoints fail at once, at most so many
+//! addresses leave DNS per window, per tenant and in all. A failure of a few gateways goes
+//! through at once; a wave (the prober's own network failing, a bad config, a dependency
+//! every gateway shares) is held at the limit: the addresses past it stay published until
+//! the window frees up, when the tenant is decided again, or until an operator releases
+//! the brake. Additions are never held.
+//!
+//! The brake sits between a tenant's decision and its snapshot, so it applies whatever
+//! decided the set: this cluster's verdicts or the clusters' vote.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use ho_config::BrakeConfig;
+use tokio::time::Instant;
+
+use crate::snapshot::PublishedAddress;
+
+/// What the brake lets a tenant publish.
+pub struct Admission {
+    /// The addresses to publish: those decided, plus the withdrawals held back.
+    pub addresses: Vec<PublishedAddress>,
+    /// Withdrawals held back.
+    pub held: usize,
+    /// When the window frees up for this tenant, if it holds withdrawals.
+    pub retry_at: Option<Instant>,
+}
+
+/// The brake of one tracker.
+pub struct Brake {
+    config: BrakeConfig,
+    /// Withdrawals let through within the window, oldest first: when, and whose.
+    recent: VecDeque<(Instant, String)>,
+    /// Withdrawals held back now, per tenant.
+    held: BTreeMap<String, usize>,
+    /// Set while an operator's release is applied: every withdrawal goes through.
+    released: bool,
+}
+
+impl Brake {
+    /// A brake with `config`'s limits (none: it never holds).
+    pub fn new(config: BrakeConfig) -> Brake {
+        Brake {
+            config,
+            recent: VecDeque::new(),
+            held: BTreeMap::new(),
+            released: false,
+        }
+    }
+
+    /// New limits (a reload); the window's history is kept.
+    pub fn set_config(&mut self, config: BrakeConfig) {
+        self.config = config;
+    }
+
+    /// Withdrawals held back now, per tenant (only tenants holding some).
+    pub fn held(&self) -> &BTreeMap<String, usize> {
+        &self.held
+    }
+
+    /// Lets every withdrawal through while set (an operator's release: the tenants
+    /// holding some are decided again in between).
+    pub fn set_released(&mut self, released: bool) {
+        self.released = released;
+    }
+
+    /// Forgets a tenant (removed by a reload).
+    pub fn forget(&mut self, tenant: &str) {
+        self.held.remove(tenant);
+    }
+
+    /// What `tenant`, which last published `last`, may publish of `wanted` at `now`.
+    pub fn admit(
+        &mut self,
+        tenant: &str,
+        last: &[PublishedAddress],
+        mut wanted: Vec<PublishedAddress>,
+        now: Instant,
+    ) -> Admission {
+        let mut withdrawn: Vec<&PublishedAddress> = last
+            .iter()
+            .filter(|a| !wanted.iter().any(|w| w.address == a.address))
+            .collect();
+        if !self.config.enabled() || withdrawn.is_empty() {
+            self.held.remove(tenant);
+            return Admission {
+                addresses: wanted,
+                held: 0,
+                retry_at: None,
+            };
+        }
+        while self
+            .recent
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) >= self.config.window)
+        {
+            self.recent.pop_front();
+        }
+        let budget = if self.released {
+            usize::MAX
+        } else {
+            self.budget(tenant, last.len())
+        };
+        let allowed = withdrawn.len().min(budget);
+        self.recent
+            .extend(std::iter::repeat_n((now, tenant.to_owned()), allowed));
+        withdrawn.sort_by_key(|a| a.address);
+        let kept = &withdrawn[allowed..];
+        if kept.is_empty() {
+            self.held.remove(tenant);
+            return Admission {
+                addresses: wanted,
+                held: 0,
+                retry_at: None,
+            };
+        }
+        wanted.extend(kept.iter().map(|a| (*a).clone()));
+        self.held.insert(tenant.to_owned(), kept.len());
+        Admission {
+            addresses: wanted,
+            held: kept.len(),
+            retry_at: self.frees_up(),
+        }
+    }
+
+    /// Withdrawals `tenant` (with `published` addresses) may make now.
+    fn budget(&self, tenant: &str, published: usize) -> usize {
+        let c = &self.config;
+        let share = c.per_tenant_share.map(|s| {
+            let n = (s * published as f64).ceil() as usize;
+            n.max(1)
+        });
+        let per_tenant = [c.per_tenant.map(|n| n as usize), share]
+            .into_iter()
+            .flatten()
+            .min();
+        let used_here = self.recent.iter().filter(|(_, t)| t == tenant).count();
+        let left_here = per_tenant.map_or(usize::MAX, |n| n.saturating_sub(used_here));
+        let left_total = c.total.map_or(usize::MAX, |n| {
+            (n as usize).saturating_sub(self.recent.len())
+        });
+        left_here.min(left_total)
+    }
+
+    /// When the oldest withdrawal in the window leaves it (the soonest any budget can
+    /// grow; a tenant whose own budget is still spent then is given the next time).
+    fn frees_up(&self) -> Option<Instant> {
+        self.recent.front().map(|(at, _)| *at + self.config.window)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn addresses(n: u8) -> Vec<PublishedAddress> {
+        (1..=n)
+            .map(|i| {
+                let ip = format!("10.0.0.{i}");
+                PublishedAddress::of(&ip, ip.parse().unwrap(), 1, Default::default())
+            })
+            .collect()
+    }
+
+    fn config(per_tenant: Option<u32>, share: Option<f64>, total: Option<u32>) -> BrakeConfig {
+        BrakeConfig {
+            window: Duration::from_secs(60),
+            per_tenant,
+            per_tenant_share: share,
+            total,
+        }
+    }
+
+    #[test]
+    fn withdrawals_past_the_tenant_limit_wait_for_the_window() {
+        let mut b = Brake::new(config(Some(2), None, None));
+        let t0 = Instant::now();
+        let all = addresses(10);
+        let a = b.admit("t", &all, all[..4].to_vec(), t0);
+        assert_eq!((a.addresses.len(), a.held), (8, 4), "2 of 6 withdrawn");
+        assert_eq!(a.retry_at, Some(t0 + Duration::from_secs(60)));
+        assert_eq!(b.held().get("t"), Some(&4));
+        let a = b.admit(
+            "t",
+            &a.addresses,
+            all[..4].to_vec(),
+            t0 + Duration::from_secs(30),
+        );
+        assert_eq!(a.held, 4, "the window is still full");
+        let later = t0 + Duration::from_secs(60);
+        let a = b.admit("t", &a.addresses, all[..4].to_vec(), later);
+        assert_eq!(
+            (a.addresses.len(), a.held),
+            (6, 2),
+            "two more after the window"
+        );
+        let a = b.admit("other", &all, all[..9].to_vec(), later);
+        assert_eq!(a.held, 0, "each tenant has its own budget");
+    }
+
+    #[test]
+    fn a_share_and_a_total_limit_and_additions_go_through() {
+        let mut b = Brake::new(config(None, Some(0.25), Some(3)));
+        let now = Instant::now();
+        let all = addresses(10);
+        let a = b.admit("a", &all, all[..5].to_vec(), now);
+        assert_eq!(a.held, 2, "a quarter of 10, rounded up: 3 of 5");
+        let a = b.admit("b", &all, all[..9].to_vec(), now);
+        assert_eq!(a.held, 1, "the total of 3 is spent");
+        let a = b.admit("c", &all[..2], all.clone(), now);
+        assert_eq!(
+            (a.addresses.len(), a.held),
+            (10, 0),
+            "additions are never held"
+        );
+    }
+
+    #[test]
+    fn a_release_lets_every_held_withdrawal_through_once() {
+        let mut b = Brake::new(config(Some(1), None, None));
+        let now = Instant::now();
+        let all = addresses(5);
+        let held = b.admit("t", &all, all[..1].to_vec(), now);
+        assert_eq!(held.held, 3);
+        b.set_released(true);
+        let released = b.admit("t", &held.addresses, all[..1].to_vec(), now);
+        b.set_released(false);
+        assert_eq!((released.addresses.len(), released.held), (1, 0));
+        assert!(b.held().is_empty());
+        let next = b.admit("t", &all, all[..3].to_vec(), now);
+        assert_eq!(next.held, 2, "the limit holds again after the release");
+    }
+
+    #[test]
+    fn without_limits_nothing_is_held() {
+        let mut b = Brake::new(BrakeConfig::default());
+        let all = addresses(10);
+        let a = b.admit("t", &all, all[..1].to_vec(), Instant::now());
+        assert_eq!((a.addresses.len(), a.held), (1, 0));
+    }
+}
