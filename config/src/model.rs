@@ -252,6 +252,33 @@ pub struct BrakeConfig {
     /// Most addresses withdrawn per window across every tenant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u32>,
+    /// Self-check: when at least this share of all targets turns from up to down within
+    /// `impaired_window` (and at least `impaired_min_targets` of them), this prober judges
+    /// itself impaired (its own network, not the gateways) and holds every withdrawal and
+    /// vote until fewer than half that share are down, or an operator releases the brake.
+    /// 0 turns the self-check off.
+    #[serde(default = "default_impaired_share")]
+    pub impaired_share: f64,
+    /// The fewest targets that must turn down at once for the self-check to act (a small
+    /// deployment's few failures are never taken for the prober's own).
+    #[serde(default = "default_impaired_min_targets")]
+    pub impaired_min_targets: u32,
+    /// The window the self-check counts targets turning down over.
+    #[serde(default = "default_impaired_window", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub impaired_window: Duration,
+}
+
+fn default_impaired_share() -> f64 {
+    0.5
+}
+
+fn default_impaired_min_targets() -> u32 {
+    20
+}
+
+fn default_impaired_window() -> Duration {
+    Duration::from_secs(10)
 }
 
 fn default_brake_window() -> Duration {
@@ -265,6 +292,9 @@ impl Default for BrakeConfig {
             per_tenant: None,
             per_tenant_share: None,
             total: None,
+            impaired_share: default_impaired_share(),
+            impaired_min_targets: default_impaired_min_targets(),
+            impaired_window: default_impaired_window(),
         }
     }
 }

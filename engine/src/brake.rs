@@ -7,6 +7,14 @@
 //!
 //! The brake sits between a tenant's decision and its snapshot, so it applies whatever
 //! decided the set: this cluster's verdicts or the clusters' vote.
+//!
+//! It also checks the prober itself (on by default): when an unusual share of all targets
+//! turns from up to down at once (`impaired_share` of them within `impaired_window`, at
+//! least `impaired_min_targets`), the likelier cause is this prober's own network (its
+//! uplink, conntrack, a node in trouble) rather than that many unrelated gateways failing
+//! together: Consul's Lifeguard discounts a member's suspicions when it is itself slow;
+//! here the prober holds every withdrawal (and, voting, its view) until fewer than half
+//! that share are down, or an operator releases the brake.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -34,6 +42,10 @@ pub struct Brake {
     held: BTreeMap<String, usize>,
     /// Set while an operator's release is applied: every withdrawal goes through.
     released: bool,
+    /// Targets that turned from up to down within the self-check's window, oldest first.
+    downs: VecDeque<Instant>,
+    /// Since when this prober judges itself impaired, if it does.
+    impaired_since: Option<Instant>,
 }
 
 impl Brake {
@@ -44,7 +56,50 @@ impl Brake {
             recent: VecDeque::new(),
             held: BTreeMap::new(),
             released: false,
+            downs: VecDeque::new(),
+            impaired_since: None,
         }
+    }
+
+    /// Since when this prober judges itself impaired (every withdrawal held), if it does.
+    pub fn impaired_since(&self) -> Option<Instant> {
+        self.impaired_since
+    }
+
+    /// A target turned from up to down at `now`, out of `targets`; true when that makes
+    /// this prober judge itself impaired.
+    pub fn went_down(&mut self, now: Instant, targets: usize) -> bool {
+        let c = &self.config;
+        if c.impaired_share <= 0.0 || self.impaired_since.is_some() {
+            return false;
+        }
+        self.downs.push_back(now);
+        while self
+            .downs
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= c.impaired_window)
+        {
+            self.downs.pop_front();
+        }
+        let n = self.downs.len();
+        let impaired =
+            n >= c.impaired_min_targets as usize && n as f64 >= c.impaired_share * targets as f64;
+        if impaired {
+            self.impaired_since = Some(now);
+            self.downs.clear();
+        }
+        impaired
+    }
+
+    /// With `failing` of `targets` down or failing now: true when an impaired prober
+    /// recovered (fewer than half of `impaired_share` failing).
+    pub fn recovered(&mut self, failing: usize, targets: usize) -> bool {
+        let recovered = self.impaired_since.is_some()
+            && (failing as f64) < self.config.impaired_share / 2.0 * targets as f64;
+        if recovered {
+            self.impaired_since = None;
+        }
+        recovered
     }
 
     /// New limits (a reload); the window's history is kept.
@@ -58,9 +113,13 @@ impl Brake {
     }
 
     /// Lets every withdrawal through while set (an operator's release: the tenants
-    /// holding some are decided again in between).
+    /// holding some are decided again in between); a release also ends a self-judged
+    /// impairment.
     pub fn set_released(&mut self, released: bool) {
         self.released = released;
+        if released {
+            self.impaired_since = None;
+        }
     }
 
     /// Forgets a tenant (removed by a reload).
@@ -80,7 +139,8 @@ impl Brake {
             .iter()
             .filter(|a| !wanted.iter().any(|w| w.address == a.address))
             .collect();
-        if !self.config.enabled() || withdrawn.is_empty() {
+        let impaired = self.impaired_since.is_some() && !self.released;
+        if !(self.config.enabled() || impaired) || withdrawn.is_empty() {
             self.held.remove(tenant);
             return Admission {
                 addresses: wanted,
@@ -97,6 +157,8 @@ impl Brake {
         }
         let budget = if self.released {
             usize::MAX
+        } else if impaired {
+            0
         } else {
             self.budget(tenant, last.len())
         };
@@ -118,7 +180,8 @@ impl Brake {
         Admission {
             addresses: wanted,
             held: kept.len(),
-            retry_at: self.frees_up(),
+            // An impaired prober decides again when it recovers, not on a timer.
+            retry_at: if impaired { None } else { self.frees_up() },
         }
     }
 
@@ -169,6 +232,7 @@ mod tests {
             per_tenant,
             per_tenant_share: share,
             total,
+            ..BrakeConfig::default()
         }
     }
 
@@ -230,6 +294,47 @@ mod tests {
         assert!(b.held().is_empty());
         let next = b.admit("t", &all, all[..3].to_vec(), now);
         assert_eq!(next.held, 2, "the limit holds again after the release");
+    }
+
+    #[test]
+    fn a_wave_of_failures_makes_the_prober_judge_itself_impaired() {
+        let mut b = Brake::new(BrakeConfig::default());
+        let t0 = Instant::now();
+        for i in 0..19 {
+            assert!(
+                !b.went_down(t0 + Duration::from_millis(i), 30),
+                "{i}: fewer than 20"
+            );
+        }
+        assert!(
+            b.went_down(t0 + Duration::from_millis(19), 30),
+            "20 of 30 within 10 s"
+        );
+        let all = addresses(4);
+        let a = b.admit("t", &all, all[..1].to_vec(), t0);
+        assert_eq!(
+            a.held, 3,
+            "every withdrawal held, without any limit configured"
+        );
+        assert_eq!(a.retry_at, None);
+        assert!(
+            !b.recovered(8, 30),
+            "8 of 30 still down: more than a quarter"
+        );
+        assert!(b.recovered(7, 30));
+        let a = b.admit("t", &all, all[..1].to_vec(), t0);
+        assert_eq!(a.held, 0);
+        let mut spread = Brake::new(BrakeConfig::default());
+        for i in 0..40 {
+            assert!(
+                !spread.went_down(t0 + Duration::from_secs(i), 40),
+                "one a second"
+            );
+        }
+        let mut big = Brake::new(BrakeConfig::default());
+        for i in 0..20 {
+            assert!(!big.went_down(t0, 1000), "{i}: 20 of 1,000 is no wave");
+        }
     }
 
     #[test]

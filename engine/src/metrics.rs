@@ -132,6 +132,8 @@ pub struct Metrics {
     /// 1 while this replica writes shared back ends (the Lease holder, or no election),
     /// 0 on a standby.
     pub leader: Gauge,
+    /// 1 while this prober judges itself impaired (every withdrawal held).
+    pub vantage_impaired: Gauge,
     /// Times this replica became or stopped being the writer.
     pub leader_transitions: Counter,
     /// Queries the embedded DNS server (`dns_server` sinks) answered, by type and rcode.
@@ -243,6 +245,7 @@ impl Metrics {
             api_rate_limited: Counter::default(),
             damping_holds: Counter::default(),
             leader: Gauge::default(),
+            vantage_impaired: Gauge::default(),
             leader_transitions: Counter::default(),
             dns_queries: Family::default(),
             dns_rate_limited: Family::default(),
@@ -357,6 +360,11 @@ impl Metrics {
             "probe_concurrency_limit",
             "Probes allowed in flight at once",
             self.probe_concurrency_limit.clone(),
+        );
+        registry.register(
+            "vantage_impaired",
+            "1 while this prober judges itself impaired: a wave of its targets failed at once, so every withdrawal and vote is held ([brake] impaired_share)",
+            self.vantage_impaired.clone(),
         );
         registry.register(
             "leader",

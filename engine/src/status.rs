@@ -109,6 +109,9 @@ impl Summary {
 pub struct TrackerStatus {
     /// Same as `/readyz`.
     pub ready: bool,
+    /// True while this prober judges itself impaired (a wave of its targets failed at
+    /// once, `[brake] impaired_share`): every withdrawal and vote is held.
+    pub impaired: bool,
     /// Every endpoint.
     pub endpoints: Vec<EndpointStatus>,
     /// Every tenant.

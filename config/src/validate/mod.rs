@@ -286,6 +286,12 @@ fn check_limits(config: &Config, errs: &mut Errors) {
             "a limit of 0 would keep every failed address published; leave it out for no limit",
         );
     }
+    if !(0.0..=1.0).contains(&brake.impaired_share) {
+        errs.push("brake.impaired_share", "must be between 0 (off) and 1");
+    }
+    if brake.impaired_window.is_zero() {
+        errs.push("brake.impaired_window", "must be more than 0");
+    }
     if let Some(share) = brake.per_tenant_share {
         if !(share > 0.0 && share <= 1.0) {
             errs.push(

@@ -278,10 +278,15 @@ impl TrackerCore {
             .iter()
             .map(|(t, n)| (t.clone(), *n))
             .collect();
+        let was_impaired = self.brake.impaired_since().is_some();
         self.brake.set_released(true);
-        for (tenant, _) in &holding {
-            if let Some(ti) = self.tenant_index(tenant) {
-                self.refresh(ti, now.mono, now, fx);
+        if was_impaired {
+            self.resume(now, fx);
+        } else {
+            for (tenant, _) in &holding {
+                if let Some(ti) = self.tenant_index(tenant) {
+                    self.refresh(ti, now.mono, now, fx);
+                }
             }
         }
         self.brake.set_released(false);
@@ -502,6 +507,10 @@ impl TrackerCore {
         }
         self.tenants[ti.0].pacing.decided(now.mono);
         if tenant.multi_cluster {
+            if self.brake.impaired_since().is_some() {
+                // An impaired prober votes nothing new: its last view stands.
+                return;
+            }
             let view = self.local_view(ti);
             if self.tenants[ti.0].last_view.as_ref() != Some(&view) {
                 self.tenants[ti.0].last_view = Some(view.clone());

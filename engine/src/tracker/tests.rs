@@ -625,3 +625,45 @@ fn releasing_the_brake_withdraws_what_it_held() {
     h.take(fx);
     assert_eq!(h.hosts(), [1]);
 }
+
+/// The self-check (on by default): 20 of 30 targets starting to fail at once make the
+/// prober judge itself impaired before their verdicts change, so none is withdrawn; once
+/// fewer than a quarter are down it resumes and withdraws those still down.
+#[test]
+fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
+    let mut h = Harness::new(plan(30, "", ""));
+    let all: Vec<(TargetId, bool)> = (0..30).map(|t| (t, true)).collect();
+    h.observe(&all);
+    assert_eq!(h.hosts().len(), 30);
+    let wave: Vec<(TargetId, bool)> = (0..20).map(|t| (t, false)).collect();
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&wave);
+    }
+    h.advance(Duration::from_secs(1));
+    assert!(h.core.status(h.now).impaired);
+    assert_eq!(h.hosts().len(), 30, "every withdrawal held");
+    assert_eq!(h.core.brake.held().get("t"), Some(&20));
+    // 13 recover: 7 of 30 still down, fewer than a quarter: withdrawals go on.
+    let back: Vec<(TargetId, bool)> = (0..13).map(|t| (t, true)).collect();
+    h.observe(&back);
+    h.advance(Duration::from_secs(1));
+    assert!(!h.core.status(h.now).impaired);
+    assert_eq!(h.hosts().len(), 23, "the seven still down leave");
+}
+
+/// A few failures are not a wave: withdrawn at once, as always.
+#[test]
+fn a_few_failures_are_withdrawn_at_once() {
+    let mut h = Harness::new(plan(30, "", ""));
+    let all: Vec<(TargetId, bool)> = (0..30).map(|t| (t, true)).collect();
+    h.observe(&all);
+    let few: Vec<(TargetId, bool)> = (0..5).map(|t| (t, false)).collect();
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&few);
+    }
+    h.advance(Duration::from_secs(1));
+    assert!(!h.core.status(h.now).impaired);
+    assert_eq!(h.hosts().len(), 25);
+}

@@ -20,6 +20,7 @@ impl TrackerCore {
     pub fn status(&self, now: Clock) -> TrackerStatus {
         TrackerStatus {
             ready: self.ready(),
+            impaired: self.brake.impaired_since().is_some(),
             endpoints: self.endpoint_views(now),
             tenants: self.tenant_views(),
         }

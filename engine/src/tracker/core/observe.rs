@@ -43,6 +43,11 @@ impl TrackerCore {
         let timing = self.plan.targets[target.0].check.timing;
         let state = &mut self.targets[target.0];
         let before = state.effective();
+        // An up target's first failure: what the self-check counts (before the verdict
+        // changes, so a wave is judged before its withdrawals are decided).
+        let starts_failing = !obs.result.ok()
+            && before == Health::Up
+            && state.last.as_ref().is_none_or(|(r, _)| r.ok());
         let transition = match state.hysteresis.judge(&obs.result, &timing) {
             Judgement::NotJudged => {
                 if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
@@ -76,9 +81,37 @@ impl TrackerCore {
             self.on_transition(target, t, &obs.result, now);
         }
         self.targets[target.0].last = Some((obs.result, now.wall));
+        if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
+            warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
+            self.metrics.vantage_impaired.set(1);
+        }
         let after = self.targets[target.0].effective();
         if before != after {
             self.effective_changed(target, before, after, now, fx);
+            if self.brake.impaired_since().is_some() {
+                // Failing: down, or failing now (a wave is judged on first failures,
+                // before verdicts change).
+                let failing = self
+                    .targets
+                    .iter()
+                    .filter(|t| {
+                        t.effective() == Health::Down
+                            || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
+                    })
+                    .count();
+                if self.brake.recovered(failing, self.targets.len()) {
+                    self.resume(now, fx);
+                }
+            }
+        }
+    }
+
+    /// The prober is no longer impaired: every tenant is decided (and votes) again.
+    pub(in crate::tracker) fn resume(&mut self, now: Clock, fx: &mut Vec<Effect>) {
+        info!("this prober no longer judges itself impaired: withdrawals and votes go on");
+        self.metrics.vantage_impaired.set(0);
+        for ti in 0..self.tenants.len() {
+            self.refresh(TenantIx(ti), now.mono, now, fx);
         }
     }
 
