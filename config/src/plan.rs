@@ -290,6 +290,9 @@ pub struct Tenant {
     /// Record TTL.
     #[serde(with = "humantime_serde")]
     pub ttl: Duration,
+    /// Record TTL while any endpoint is down, if set.
+    #[serde(with = "humantime_serde")]
+    pub degraded_ttl: Option<Duration>,
     /// All-unhealthy behaviour.
     pub on_all_unhealthy: OnAllUnhealthy,
     /// Panic threshold (share of endpoints).

@@ -153,6 +153,7 @@ mod tests {
             endpoints: (0..n).collect(),
             sinks: vec!["s".into()],
             ttl: Duration::from_secs(30),
+            degraded_ttl: None,
             on_all_unhealthy: on_all,
             min_healthy,
             cleanup_on_remove: false,

@@ -185,6 +185,16 @@ pub struct TenantConfig {
     #[serde(default = "default_ttl", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub ttl: Duration,
+    /// The TTL published while any endpoint of the tenant is down (gdnsd halves its TTLs
+    /// then): resolvers come back sooner for the name while it is degraded, so the next
+    /// change reaches clients sooner. At most `ttl`; default: `ttl` always.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub degraded_ttl: Option<Duration>,
     /// What to publish when every endpoint is unhealthy.
     #[serde(default)]
     pub on_all_unhealthy: OnAllUnhealthy,

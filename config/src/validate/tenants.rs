@@ -94,6 +94,7 @@ pub(super) fn resolve_tenants(
             endpoints: selected,
             sinks: t.sinks.clone(),
             ttl: t.ttl,
+            degraded_ttl: t.degraded_ttl,
             on_all_unhealthy: t.on_all_unhealthy,
             min_healthy: t.min_healthy,
             cleanup_on_remove: t.cleanup_on_remove,
@@ -362,10 +363,24 @@ fn check_policy(
     }
 }
 
-/// `ttl` and `min_healthy` ranges.
+/// `ttl`, `degraded_ttl` and `min_healthy` ranges.
 fn check_numbers(t: &TenantConfig, path: &str, errs: &mut Errors) {
     if t.ttl < Duration::from_secs(1) {
         errs.push(format!("{path}.ttl"), "must be at least 1s");
+    }
+    match t.degraded_ttl {
+        Some(d) if d < Duration::from_secs(1) => {
+            errs.push(format!("{path}.degraded_ttl"), "must be at least 1s");
+        }
+        Some(d) if d > t.ttl => errs.push(
+            format!("{path}.degraded_ttl"),
+            format!(
+                "{} is longer than ttl ({}): it is the TTL while degraded, meant to be shorter",
+                humantime::format_duration(d),
+                humantime::format_duration(t.ttl)
+            ),
+        ),
+        _ => {}
     }
     if !(0.0..=1.0).contains(&t.min_healthy) {
         errs.push(

@@ -226,6 +226,7 @@ mod tests {
             endpoints: vec![0],
             sinks: vec![],
             ttl: Duration::from_secs(30),
+            degraded_ttl: None,
             on_all_unhealthy: ho_config::OnAllUnhealthy::PublishAll,
             min_healthy: 0.0,
             cleanup_on_remove: false,

@@ -667,3 +667,25 @@ fn a_few_failures_are_withdrawn_at_once() {
     assert!(!h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 25);
 }
+
+/// `degraded_ttl`: while any endpoint of the tenant is down its records carry the shorter
+/// TTL; back to `ttl` once all are up.
+#[test]
+fn a_degraded_tenant_publishes_its_degraded_ttl() {
+    let mut h = Harness::new(plan(3, "ttl = \"30s\"\ndegraded_ttl = \"5s\"", ""));
+    h.observe(&[(0, true), (1, true), (2, true)]);
+    assert_eq!(h.last().ttl, Duration::from_secs(30));
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&[(2, false)]);
+    }
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [1, 2]);
+    assert_eq!(h.last().ttl, Duration::from_secs(5));
+    h.observe(&[(2, true)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(
+        (h.hosts(), h.last().ttl),
+        (vec![1, 2, 3], Duration::from_secs(30))
+    );
+}

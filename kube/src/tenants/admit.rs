@@ -350,6 +350,7 @@ fn tenant_config(
         selector: BTreeMap::new(),
         sinks: spec.sinks.clone(),
         ttl,
+        degraded_ttl: None,
         on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
         min_healthy: spec.min_healthy.unwrap_or(0.0),
         cleanup_on_remove: !votes,

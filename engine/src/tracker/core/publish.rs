@@ -58,6 +58,17 @@ impl TrackerCore {
         fx: &mut Vec<Effect>,
     ) {
         let tenant = &self.plan.tenants[ti.0];
+        let ttl = match tenant.degraded_ttl {
+            Some(degraded)
+                if tenant
+                    .endpoints
+                    .iter()
+                    .any(|&e| self.health_of(EndpointIx(e)) == Health::Down) =>
+            {
+                degraded
+            }
+            _ => tenant.ttl,
+        };
         let state = &mut self.tenants[ti.0];
         let last: &[PublishedAddress] = state
             .last_snapshot
@@ -86,7 +97,9 @@ impl TrackerCore {
             });
         }
         let unchanged = state.last_snapshot.as_ref().is_some_and(|last| {
-            same_records(last, tenant, &geos) && last.addresses == addresses && last.mode == mode
+            same_records(last, tenant, ttl, &geos)
+                && last.addresses == addresses
+                && last.mode == mode
         });
         if unchanged {
             return;
@@ -106,7 +119,7 @@ impl TrackerCore {
             hosts_key: tenant.hosts_key.clone(),
             seq: state.last_seq,
             domains: tenant.domains.clone(),
-            ttl: tenant.ttl,
+            ttl,
             addresses,
             mode,
             changes,
@@ -143,10 +156,16 @@ pub(super) fn next_seq(now: SystemTime, last: u64) -> u64 {
     micros.max(last + 1)
 }
 
-/// Whether `last` was published with `tenant`'s current names, TTL, policy and locations.
-fn same_records(last: &TenantSnapshot, tenant: &ho_config::Tenant, geos: &[String]) -> bool {
+/// Whether `last` was published with `tenant`'s current names, TTL (`ttl` now), policy
+/// and locations.
+fn same_records(
+    last: &TenantSnapshot,
+    tenant: &ho_config::Tenant,
+    ttl: Duration,
+    geos: &[String],
+) -> bool {
     last.domains == tenant.domains
-        && last.ttl == tenant.ttl
+        && last.ttl == ttl
         && last.policy == tenant.policy
         && last.default_geo == tenant.default_geo
         && last.geos == geos
