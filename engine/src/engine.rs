@@ -22,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
 use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
+use crate::probe::Feeds;
 use crate::probe::{Probe, ProbeContext, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
@@ -120,7 +121,8 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let heartbeats = Heartbeats::default();
         heartbeats.learn(&plan);
-        let probes = make_probes(&plan.targets, &heartbeats)?;
+        let feeds = Feeds::default();
+        let probes = make_probes(&plan.targets, &heartbeats, &feeds)?;
         heartbeats.keep_in(plan.state_dir.as_deref());
         let leadership = leadership_of(&plan, &metrics);
         let events = Events::default();
@@ -174,6 +176,7 @@ impl Engine {
             configured: plan.clone(),
             discovered: discovered.clone(),
             heartbeats: heartbeats.clone(),
+            feeds,
         };
         applier.start_probers(&plan.targets, probes, ids);
         let applier = Arc::new(tokio::sync::Mutex::new(applier));
@@ -303,6 +306,7 @@ impl Engine {
 fn make_probes<'a>(
     targets: impl IntoIterator<Item = &'a Target>,
     heartbeats: &Heartbeats,
+    feeds: &Feeds,
 ) -> Result<Vec<Probe>, EngineError> {
     let targets: Vec<&Target> = targets.into_iter().collect();
     let over_tls = targets
@@ -312,6 +316,7 @@ fn make_probes<'a>(
     let mut ctx = ProbeContext {
         tls: TlsCache::for_targets(over_tls),
         heartbeats: heartbeats.clone(),
+        feeds: feeds.clone(),
     };
     targets
         .into_iter()

@@ -24,6 +24,7 @@ mod dns_server_transfer;
 mod drain;
 mod engine_e2e;
 mod failover_paths;
+mod feeds;
 mod flapping;
 mod grpc_checks;
 mod heartbeats;

@@ -47,6 +47,8 @@ pub(super) struct Applier {
     pub(super) discovered: watch::Receiver<Vec<Discovered>>,
     /// The heartbeat board: new `heartbeat` targets read it; reloads say who pushes.
     pub(super) heartbeats: Heartbeats,
+    /// External health feeds, shared by the probes of every plan.
+    pub(super) feeds: crate::probe::Feeds,
 }
 
 /// Rediscovers each time the addresses other clusters contribute change, until the
@@ -176,7 +178,7 @@ impl Applier {
             .iter()
             .filter(|t| !old.contains_key(*t))
             .collect();
-        let probes = make_probes(new_targets, &self.heartbeats)?;
+        let probes = make_probes(new_targets, &self.heartbeats, &self.feeds)?;
         self.heartbeats.learn(&plan);
         self.replace_sinks(&plan, &old_plan, built, &mut summary);
         self.replace_probers(&plan, &old, probes, &mut summary);

@@ -9,6 +9,7 @@
 
 mod connect;
 mod dns;
+mod feed;
 mod grpc;
 mod heartbeat;
 mod http;
@@ -45,6 +46,7 @@ pub enum ProbeError {
     #[error("{0}")]
     Host(String),
 }
+pub use feed::{FeedCheck, Feeds};
 pub use heartbeat::HeartbeatCheck;
 pub use http::{HttpCheck, HttpsCheck, SecretValue};
 pub use outcome::{Failure, ProbeResult};
@@ -60,6 +62,8 @@ pub struct ProbeContext {
     pub tls: TlsCache,
     /// Heartbeats received by the API.
     pub heartbeats: crate::heartbeats::Heartbeats,
+    /// External health feeds, each fetched once per interval for all its endpoints.
+    pub feeds: feed::Feeds,
 }
 
 /// A ready-to-run health check for one target: everything parsed and allocated once.

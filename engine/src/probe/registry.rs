@@ -27,6 +27,7 @@ const KINDS: &[&dyn Kind] = &[
     &Registered::<super::grpc::GrpcsSettings>::KIND,
     &Registered::<super::icmp::IcmpSettings>::KIND,
     &Registered::<super::heartbeat::HeartbeatSettings>::KIND,
+    &Registered::<super::feed::FeedSettings>::KIND,
 ];
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
