@@ -21,6 +21,7 @@ pub mod listener;
 pub mod packet_cache;
 pub mod rate_limit;
 pub mod records;
+pub mod sharded;
 pub mod transfer;
 
 use std::sync::Arc;

@@ -13,13 +13,11 @@
 //! generation on; an answer kept under an older generation is never served. Answers are
 //! also dropped after [`MAX_AGE`], and the cache is bounded like the signature cache.
 
-use std::collections::HashMap;
-use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Shards, each behind its own lock so the serving threads rarely meet.
-const SHARDS: usize = 16;
+use super::sharded::Sharded;
+
 /// Queries per shard: 16,384 in all.
 const PER_SHARD: usize = 1024;
 /// An answer kept longer than this is made again (signatures in it stay fresh).
@@ -159,30 +157,19 @@ struct Entry {
 }
 
 /// The cache of one authority.
-pub struct PacketCache {
-    hasher: std::collections::hash_map::RandomState,
-    shards: Vec<Mutex<HashMap<Vec<u8>, Entry>>>,
-}
+pub struct PacketCache(Sharded<Entry>);
 
 impl Default for PacketCache {
     fn default() -> Self {
-        PacketCache {
-            hasher: std::collections::hash_map::RandomState::new(),
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-        }
+        PacketCache(Sharded::new(PER_SHARD))
     }
 }
 
 impl PacketCache {
-    fn shard(&self, key: &Key) -> &Mutex<HashMap<Vec<u8>, Entry>> {
-        let i = self.hasher.hash_one(&key.bytes) % SHARDS as u64;
-        &self.shards[usize::try_from(i).unwrap_or(0)]
-    }
-
     /// The kept answer to `request` (whose key is `key`) for the stamp's rotation, made
     /// under its generation within [`MAX_AGE`] of its time.
     pub fn get(&self, key: &Key, request: &[u8], stamp: Stamp) -> Option<Hit> {
-        let map = self.shard(key).lock().expect("not poisoned");
+        let map = self.0.shard(&key.bytes);
         let entry = map.get(&key.bytes)?;
         if entry.generation != stamp.generation || stamp.now.duration_since(entry.made) >= MAX_AGE {
             return None;
@@ -225,16 +212,14 @@ impl PacketCache {
         if answer.len() < key.question_end {
             return;
         }
-        let mut map = self.shard(&key).lock().expect("not poisoned");
+        let mut map = self.0.shard(&key.bytes);
         let fresh = |e: &Entry| {
             e.generation == generation
                 && now.duration_since(e.made) < MAX_AGE
                 && e.variants.len() == rotations
         };
         if !map.get(&key.bytes).is_some_and(fresh) {
-            if map.len() >= PER_SHARD {
-                map.clear();
-            }
+            self.0.make_room(&mut map);
             map.insert(
                 key.bytes.clone(),
                 Entry {
@@ -249,19 +234,6 @@ impl PacketCache {
         if let Some(entry) = map.get_mut(&key.bytes) {
             entry.variants[turn % rotations] = Some(answer.into());
         }
-    }
-
-    /// Queries kept.
-    pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().expect("not poisoned").len())
-            .sum()
-    }
-
-    /// Whether nothing is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -395,12 +367,12 @@ mod tests {
     fn the_cache_is_bounded() {
         let cache = PacketCache::default();
         let now = Instant::now();
-        for i in 0..(SHARDS * PER_SHARD * 2) {
+        for i in 0..(cache.0.capacity() * 2) {
             let q = query(1, &format!("n{i}.example.org"), None);
             let key = Key::of(&q, true).unwrap();
             cache.put(key, &q, ("A", "NOERROR"), Variation::Fixed, at(1, 0, now));
         }
-        assert!(cache.len() <= SHARDS * PER_SHARD);
-        assert!(!cache.is_empty());
+        assert!(cache.0.len() <= cache.0.capacity());
+        assert!(!cache.0.is_empty());
     }
 }

@@ -17,22 +17,28 @@ use crate::dns_server::config::DnssecConfig;
 use crate::dns_server::dnssec::keys::{generate, NewKey, Timing};
 use crate::dns_server::records::Records;
 
-/// An authority for example.org signed by a KSK (ECDSA P-256) and a ZSK (Ed25519), with
-/// `api.a.example.org` answering two IPv4 addresses.
-fn signed() -> (Authority, tempfile::TempDir) {
+/// An authority for example.org signed with `keys` (algorithm, KSK?, times), with
+/// `api.a.example.org` answering `ips`; the keys' tags in order.
+fn signed_with(
+    keys: &[(Algorithm, bool, Timing)],
+    ips: &[&str],
+) -> (Authority, tempfile::TempDir, Vec<u16>) {
     let dir = tempfile::tempdir().unwrap();
-    for (algorithm, ksk) in [
-        (Algorithm::ECDSAP256SHA256, true),
-        (Algorithm::ED25519, false),
-    ] {
-        let key = NewKey {
-            zone: "example.org".into(),
-            algorithm,
-            ksk,
-            timing: Timing::default(),
-        };
-        generate(&key, dir.path(), SystemTime::now()).unwrap();
-    }
+    let tags = keys
+        .iter()
+        .map(|(algorithm, ksk, timing)| {
+            let key = NewKey {
+                zone: "example.org".into(),
+                algorithm: *algorithm,
+                ksk: *ksk,
+                timing: *timing,
+            };
+            let path = generate(&key, dir.path(), SystemTime::now()).unwrap();
+            crate::dns_server::dnssec::keys::read_key(&path)
+                .unwrap()
+                .tag
+        })
+        .collect();
     let mut cfg = config();
     cfg.dnssec = Some(DnssecConfig {
         keys: dir.path().to_owned(),
@@ -43,9 +49,20 @@ fn signed() -> (Authority, tempfile::TempDir) {
         "t",
         &["api.a.example.org"],
         RoutingPolicy::All,
-        vec![address("192.0.2.1", 1, "US"), address("192.0.2.2", 1, "US")],
+        ips.iter().map(|ip| address(ip, 1, "US")).collect(),
     ));
-    (Authority::new(&cfg, records).unwrap(), dir)
+    (Authority::new(&cfg, records).unwrap(), dir, tags)
+}
+
+/// An authority signed by a KSK (ECDSA P-256) and a ZSK (Ed25519), with
+/// `api.a.example.org` answering two IPv4 addresses.
+fn signed() -> (Authority, tempfile::TempDir) {
+    let keys = [
+        (Algorithm::ECDSAP256SHA256, true, Timing::default()),
+        (Algorithm::ED25519, false, Timing::default()),
+    ];
+    let (a, dir, _) = signed_with(&keys, &["192.0.2.1", "192.0.2.2"]);
+    (a, dir)
 }
 
 fn ask(a: &Authority, name: &str, qtype: RecordType, dnssec_ok: bool) -> Message {
@@ -194,56 +211,25 @@ fn a_type_the_name_lacks_lists_the_types_it_has() {
 /// ZSK's `Activate` second, the same query is signed by the new key.
 #[test]
 fn kept_answers_follow_a_change_of_signing_key() {
-    let dir = tempfile::tempdir().unwrap();
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_secs();
     let switch = now + 1000;
-    let mut tags = Vec::new();
-    for (ksk, timing) in [
-        (true, Timing::default()),
-        (
-            false,
-            Timing {
-                inactive: Some(switch),
-                ..Timing::default()
-            },
-        ),
-        (
-            false,
-            Timing {
-                activate: Some(switch),
-                ..Timing::default()
-            },
-        ),
-    ] {
-        let key = NewKey {
-            zone: "example.org".into(),
-            algorithm: Algorithm::ED25519,
-            ksk,
-            timing,
-        };
-        let path = generate(&key, dir.path(), SystemTime::now()).unwrap();
-        tags.push(
-            crate::dns_server::dnssec::keys::read_key(&path)
-                .unwrap()
-                .tag,
-        );
-    }
-    let mut cfg = config();
-    cfg.dnssec = Some(DnssecConfig {
-        keys: dir.path().to_owned(),
-        dnskey_ttl: 3600,
-    });
-    let mut records = Records::default();
-    records.publish(&TenantSnapshot::healthy(
-        "t",
-        &["api.a.example.org"],
-        RoutingPolicy::All,
-        vec![address("192.0.2.1", 1, "US")],
-    ));
-    let a = Authority::new(&cfg, records).unwrap();
+    let old = Timing {
+        inactive: Some(switch),
+        ..Timing::default()
+    };
+    let new = Timing {
+        activate: Some(switch),
+        ..Timing::default()
+    };
+    let keys = [
+        (Algorithm::ED25519, true, Timing::default()),
+        (Algorithm::ED25519, false, old),
+        (Algorithm::ED25519, false, new),
+    ];
+    let (a, _dir, tags) = signed_with(&keys, &["192.0.2.1"]);
     let signer_of = |m: &Message| -> Vec<u16> {
         m.answers
             .iter()

@@ -362,8 +362,9 @@ fn weights_inside_a_geo_draw_one_address_of_the_clients_location() {
     heavy_count(&a, "10.1.0.9", Some("192.0.2.3"));
 }
 
-#[test]
-fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
+/// A `geo` tenant with US and GB up (IE, one of its locations, down), `default_geo` US,
+/// answered with `cfg`.
+fn us_and_gb_up(cfg: &DnsServerConfig) -> Authority {
     let mut records = Records::default();
     let snapshot = TenantSnapshot {
         default_geo: Some("US".into()),
@@ -377,7 +378,12 @@ fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
         )
     };
     records.publish(&snapshot);
-    let a = Authority::new(&config(), records).unwrap();
+    Authority::new(cfg, records).unwrap()
+}
+
+#[test]
+fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
+    let a = us_and_gb_up(&config());
     let irish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.1.0.9");
     assert_eq!(
         addresses(&irish),
@@ -394,23 +400,12 @@ fn clients_of_a_location_that_is_down_get_the_nearest_one_up() {
 
 #[test]
 fn clients_of_a_place_without_a_gateway_get_the_nearest_location_up() {
-    let mut records = Records::default();
-    let snapshot = TenantSnapshot {
-        default_geo: Some("US".into()),
-        ..TenantSnapshot::healthy(
-            "t",
-            &["api.a.example.org"],
-            RoutingPolicy::Geo,
-            vec![address("192.0.2.1", 1, "US"), address("192.0.2.2", 1, "GB")],
-        )
-    };
-    records.publish(&snapshot);
     let mut cfg = config();
     cfg.geo.networks.insert("10.3.0.0/16".into(), "PL".into());
     cfg.geo
         .networks
         .insert("10.4.0.0/16".into(), "eu-central".into());
-    let a = Authority::new(&cfg, records).unwrap();
+    let a = us_and_gb_up(&cfg);
     let polish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.3.0.9");
     assert_eq!(
         addresses(&polish),

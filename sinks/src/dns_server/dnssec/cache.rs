@@ -4,18 +4,16 @@
 //! The key is the RRset itself (owner in lower case, type, TTL and every record's data,
 //! sorted: rotation reorders an answer, it does not make a new RRset). Weighted draws,
 //! locations and negative answers for many names make many distinct RRsets, so the cache
-//! is bounded: [`SHARDS`] x [`PER_SHARD`] entries, a full shard emptied before it takes
+//! is bounded: 16 shards of [`PER_SHARD`] entries, a full shard emptied before it takes
 //! one more. A signature is made again after [`RESIGN_AFTER`], well before it expires.
 
-use std::collections::HashMap;
-use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hickory_proto::rr::Record;
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
-/// Shards, each behind its own lock so the serving threads rarely meet.
-const SHARDS: usize = 16;
+use crate::dns_server::sharded::Sharded;
+
 /// RRsets per shard: 65,536 in all, a few tens of MB at most.
 const PER_SHARD: usize = 4096;
 /// Seconds a signature is served before it is made again (it is valid for a week).
@@ -28,17 +26,11 @@ struct Entry {
 }
 
 /// The cache of one signer.
-pub struct SignatureCache {
-    hasher: std::collections::hash_map::RandomState,
-    shards: Vec<Mutex<HashMap<Vec<u8>, Entry>>>,
-}
+pub struct SignatureCache(Sharded<Entry>);
 
 impl Default for SignatureCache {
     fn default() -> Self {
-        SignatureCache {
-            hasher: std::collections::hash_map::RandomState::new(),
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-        }
+        SignatureCache(Sharded::new(PER_SHARD))
     }
 }
 
@@ -54,19 +46,15 @@ impl SignatureCache {
         let Some(key) = content_key(rrset) else {
             return make().into();
         };
-        let shard =
-            &self.shards[usize::try_from(self.hasher.hash_one(&key) % SHARDS as u64).unwrap_or(0)];
-        if let Some(e) = shard.lock().expect("not poisoned").get(&key) {
+        if let Some(e) = self.0.shard(&key).get(&key) {
             if now.saturating_sub(e.made) < RESIGN_AFTER {
                 return e.signatures.clone();
             }
         }
         // Signed outside the lock: the other threads of this shard go on meanwhile.
         let signatures: Arc<[Record]> = make().into();
-        let mut map = shard.lock().expect("not poisoned");
-        if map.len() >= PER_SHARD {
-            map.clear();
-        }
+        let mut map = self.0.shard(&key);
+        self.0.make_room(&mut map);
         map.insert(
             key,
             Entry {
@@ -79,22 +67,7 @@ impl SignatureCache {
 
     /// Forgets every signature (the signing keys changed).
     pub fn clear(&self) {
-        for shard in &self.shards {
-            shard.lock().expect("not poisoned").clear();
-        }
-    }
-
-    /// RRsets kept.
-    pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().expect("not poisoned").len())
-            .sum()
-    }
-
-    /// Whether nothing is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.clear();
     }
 }
 
@@ -166,16 +139,16 @@ mod tests {
         cache.get_or_make(&one, 1000 + RESIGN_AFTER, sign);
         assert_eq!(made.get(), 3, "signed again after a day");
         cache.clear();
-        assert!(cache.is_empty());
+        assert!(cache.0.is_empty());
     }
 
     #[test]
     fn the_cache_is_bounded() {
         let cache = SignatureCache::default();
-        for i in 0..(SHARDS * PER_SHARD * 2) {
+        for i in 0..(cache.0.capacity() * 2) {
             let [_, _, b, c] = u32::try_from(i).unwrap().to_be_bytes();
             cache.get_or_make(&[a(&format!("n{i}.example."), [10, 0, b, c])], 0, Vec::new);
         }
-        assert!(cache.len() <= SHARDS * PER_SHARD);
+        assert!(cache.0.len() <= cache.0.capacity());
     }
 }
