@@ -173,6 +173,18 @@ fn a_name_that_does_not_exist_is_denied_compactly() {
     assert_eq!(unsigned.metadata.response_code, ResponseCode::NXDomain);
 }
 
+/// The types the NSEC of a negative answer lists.
+fn nsec_types(reply: &Message) -> Vec<RecordType> {
+    reply
+        .authorities
+        .iter()
+        .find_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::NSEC(n)) => Some(n.type_bit_maps().collect()),
+            _ => None,
+        })
+        .expect("an NSEC in the authority section")
+}
+
 #[test]
 fn a_type_the_name_lacks_lists_the_types_it_has() {
     let (a, _dir) = signed();
@@ -180,28 +192,12 @@ fn a_type_the_name_lacks_lists_the_types_it_has() {
     let reply = ask(&a, "api.a.example.org.", RecordType::AAAA, true);
     assert_eq!(reply.metadata.response_code, ResponseCode::NoError);
     verified(&reply.authorities, &keys);
-    let types: Vec<RecordType> = reply
-        .authorities
-        .iter()
-        .find_map(|r| match &r.data {
-            RData::DNSSEC(DNSSECRData::NSEC(n)) => Some(n.type_bit_maps().collect()),
-            _ => None,
-        })
-        .unwrap();
     assert_eq!(
-        types,
+        nsec_types(&reply),
         vec![RecordType::A, RecordType::RRSIG, RecordType::NSEC],
         "A exists there, AAAA does not"
     );
-    let apex = ask(&a, "example.org.", RecordType::A, true);
-    let types: Vec<RecordType> = apex
-        .authorities
-        .iter()
-        .find_map(|r| match &r.data {
-            RData::DNSSEC(DNSSECRData::NSEC(n)) => Some(n.type_bit_maps().collect()),
-            _ => None,
-        })
-        .unwrap();
+    let types = nsec_types(&ask(&a, "example.org.", RecordType::A, true));
     for t in [RecordType::SOA, RecordType::NS, RecordType::DNSKEY] {
         assert!(types.contains(&t), "{t} at the apex: {types:?}");
     }
