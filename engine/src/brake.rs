@@ -46,6 +46,19 @@ pub struct Brake {
     downs: VecDeque<Instant>,
     /// Since when this prober judges itself impaired, if it does.
     impaired_since: Option<Instant>,
+    /// Since when an impaired prober has seen few enough targets failing, if it has.
+    recovering_since: Option<Instant>,
+}
+
+/// Whether an impaired prober may resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Not impaired, or still too many targets failing.
+    No,
+    /// Few enough have failed for `impaired_window`: resume now.
+    Now,
+    /// Few enough fail; ask again at this time (their stale verdicts get probed meanwhile).
+    At(Instant),
 }
 
 impl Brake {
@@ -58,6 +71,7 @@ impl Brake {
             released: false,
             downs: VecDeque::new(),
             impaired_since: None,
+            recovering_since: None,
         }
     }
 
@@ -91,15 +105,27 @@ impl Brake {
         impaired
     }
 
-    /// With `failing` of `targets` down or failing now: true when an impaired prober
-    /// recovered (fewer than half of `impaired_share` failing).
-    pub fn recovered(&mut self, failing: usize, targets: usize) -> bool {
-        let recovered = self.impaired_since.is_some()
-            && (failing as f64) < self.config.impaired_share / 2.0 * targets as f64;
-        if recovered {
-            self.impaired_since = None;
+    /// With `failing` of `targets` down or failing at `now`: whether an impaired prober
+    /// recovered, i.e. fewer than half of `impaired_share` have been failing for a whole
+    /// `impaired_window` (so every target is probed again before withdrawals resume, and a
+    /// verdict left from the impairment does not withdraw a gateway that is up).
+    pub fn recovery(&mut self, failing: usize, targets: usize, now: Instant) -> Recovery {
+        if self.impaired_since.is_none() {
+            return Recovery::No;
         }
-        recovered
+        if failing as f64 >= self.config.impaired_share / 2.0 * targets as f64 {
+            self.recovering_since = None;
+            return Recovery::No;
+        }
+        let since = *self.recovering_since.get_or_insert(now);
+        let at = since + self.config.impaired_window;
+        if now >= at {
+            self.impaired_since = None;
+            self.recovering_since = None;
+            Recovery::Now
+        } else {
+            Recovery::At(at)
+        }
     }
 
     /// New limits (a reload); the window's history is kept.
@@ -119,6 +145,7 @@ impl Brake {
         self.released = released;
         if released {
             self.impaired_since = None;
+            self.recovering_since = None;
         }
     }
 
@@ -317,11 +344,27 @@ mod tests {
             "every withdrawal held, without any limit configured"
         );
         assert_eq!(a.retry_at, None);
-        assert!(
-            !b.recovered(8, 30),
-            "8 of 30 still down: more than a quarter"
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(
+            b.recovery(8, 30, t1),
+            Recovery::No,
+            "8 of 30: more than a quarter"
         );
-        assert!(b.recovered(7, 30));
+        let back = t1 + Duration::from_secs(10);
+        assert_eq!(
+            b.recovery(7, 30, t1),
+            Recovery::At(back),
+            "a window to settle"
+        );
+        assert_eq!(
+            b.recovery(9, 30, t1),
+            Recovery::No,
+            "worse again: start over"
+        );
+        assert_eq!(b.recovery(2, 30, t1), Recovery::At(back));
+        let a = b.admit("t", &all, all[..1].to_vec(), t1);
+        assert_eq!(a.held, 3, "still held while it settles");
+        assert_eq!(b.recovery(2, 30, back), Recovery::Now);
         let a = b.admit("t", &all, all[..1].to_vec(), t0);
         assert_eq!(a.held, 0);
         let mut spread = Brake::new(BrakeConfig::default());

@@ -48,4 +48,5 @@ mod route53;
 mod security;
 mod status_page;
 mod tls_checks;
+mod vantage;
 mod webhook;

@@ -56,6 +56,8 @@ pub enum Wake {
     ReloadGraceOver(String),
     /// The brake's window may have room for this tenant's held withdrawals.
     Brake(String),
+    /// An impaired prober may have seen few failures for long enough to resume.
+    SelfCheck,
 }
 
 /// What the shell must do.
@@ -359,6 +361,7 @@ impl TrackerCore {
                     }
                 }
             }
+            Wake::SelfCheck => self.check_recovery(now, fx),
             Wake::ReloadGraceOver(name) | Wake::Brake(name) => {
                 if let Some(ti) = self.tenant_index(&name) {
                     self.refresh(ti, now.mono, now, fx);

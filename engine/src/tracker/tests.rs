@@ -628,7 +628,8 @@ fn releasing_the_brake_withdraws_what_it_held() {
 
 /// The self-check (on by default): 20 of 30 targets starting to fail at once make the
 /// prober judge itself impaired before their verdicts change, so none is withdrawn; once
-/// fewer than a quarter are down it resumes and withdraws those still down.
+/// fewer than a quarter have been down for its window it resumes and withdraws those still
+/// down.
 #[test]
 fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     let mut h = Harness::new(plan(30, "", ""));
@@ -644,10 +645,14 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     assert!(h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 30, "every withdrawal held");
     assert_eq!(h.core.brake.held().get("t"), Some(&20));
-    // 13 recover: 7 of 30 still down, fewer than a quarter: withdrawals go on.
+    // 13 recover: 7 of 30 still down, fewer than a quarter; after a window of that (10 s,
+    // every target probed again meanwhile) withdrawals go on.
     let back: Vec<(TargetId, bool)> = (0..13).map(|t| (t, true)).collect();
     h.observe(&back);
     h.advance(Duration::from_secs(1));
+    assert!(h.core.status(h.now).impaired, "settling");
+    assert_eq!(h.hosts().len(), 30);
+    h.advance(Duration::from_secs(10));
     assert!(!h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 23, "the seven still down leave");
 }

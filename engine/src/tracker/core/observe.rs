@@ -2,6 +2,7 @@
 //! log, metrics and event, and the tenants whose published set may change.
 
 use super::*;
+use crate::brake::Recovery;
 
 impl TrackerCore {
     /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
@@ -88,21 +89,31 @@ impl TrackerCore {
         let after = self.targets[target.0].effective();
         if before != after {
             self.effective_changed(target, before, after, now, fx);
-            if self.brake.impaired_since().is_some() {
-                // Failing: down, or failing now (a wave is judged on first failures,
-                // before verdicts change).
-                let failing = self
-                    .targets
-                    .iter()
-                    .filter(|t| {
-                        t.effective() == Health::Down
-                            || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
-                    })
-                    .count();
-                if self.brake.recovered(failing, self.targets.len()) {
-                    self.resume(now, fx);
-                }
-            }
+            self.check_recovery(now, fx);
+        }
+    }
+
+    /// Whether an impaired prober may resume (see [`crate::brake::Brake::recovery`]).
+    pub(in crate::tracker) fn check_recovery(&mut self, now: Clock, fx: &mut Vec<Effect>) {
+        if self.brake.impaired_since().is_none() {
+            return;
+        }
+        // Failing: down, or failing now (a wave is judged on first failures, before
+        // verdicts change).
+        let failing = self
+            .targets
+            .iter()
+            .filter(|t| {
+                t.effective() == Health::Down || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
+            })
+            .count();
+        match self.brake.recovery(failing, self.targets.len(), now.mono) {
+            Recovery::No => {}
+            Recovery::Now => self.resume(now, fx),
+            Recovery::At(at) => fx.push(Effect::WakeAt {
+                at,
+                wake: Wake::SelfCheck,
+            }),
         }
     }
 
