@@ -4,6 +4,10 @@
 use super::*;
 use crate::brake::Recovery;
 
+/// How often an impaired prober counts its failing targets (each count is one pass over
+/// every target).
+const SELF_CHECK_EVERY: Duration = Duration::from_secs(1);
+
 impl TrackerCore {
     /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
     fn record_cert_expiry(&self, target: TargetIx, at: std::time::SystemTime) {
@@ -85,15 +89,20 @@ impl TrackerCore {
         if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
             warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
             self.metrics.vantage_impaired.set(1);
+            fx.push(Effect::WakeAt {
+                at: now.mono + SELF_CHECK_EVERY,
+                wake: Wake::SelfCheck,
+            });
         }
         let after = self.targets[target.0].effective();
         if before != after {
             self.effective_changed(target, before, after, now, fx);
-            self.check_recovery(now, fx);
         }
     }
 
-    /// Whether an impaired prober may resume (see [`crate::brake::Brake::recovery`]).
+    /// Whether an impaired prober may resume (see [`crate::brake::Brake::recovery`]): asked
+    /// every [`SELF_CHECK_EVERY`] from the moment it judged itself impaired (a wave may pass
+    /// without any verdict changing), one chain of wake-ups at a time.
     pub(in crate::tracker) fn check_recovery(&mut self, now: Clock, fx: &mut Vec<Effect>) {
         if self.brake.impaired_since().is_none() {
             return;
@@ -107,14 +116,15 @@ impl TrackerCore {
                 t.effective() == Health::Down || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
             })
             .count();
-        match self.brake.recovery(failing, self.targets.len(), now.mono) {
-            Recovery::No => {}
-            Recovery::Now => self.resume(now, fx),
-            Recovery::At(at) => fx.push(Effect::WakeAt {
-                at,
-                wake: Wake::SelfCheck,
-            }),
-        }
+        let next = match self.brake.recovery(failing, self.targets.len(), now.mono) {
+            Recovery::Now => return self.resume(now, fx),
+            Recovery::No => now.mono + SELF_CHECK_EVERY,
+            Recovery::At(at) => at.min(now.mono + SELF_CHECK_EVERY),
+        };
+        fx.push(Effect::WakeAt {
+            at: next,
+            wake: Wake::SelfCheck,
+        });
     }
 
     /// The prober is no longer impaired: every tenant is decided (and votes) again.
