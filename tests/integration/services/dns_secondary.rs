@@ -1,7 +1,8 @@
 //! Real secondary DNS servers of `example.org` transferring it from the embedded server:
-//! Debian's BIND 9 (`named`) and Knot DNS (`knotd`), each with a TSIG key made by
-//! `tsig-keygen`, taking NOTIFY from the primary, in a folder of its own. `.ci/test`
-//! installs `bind9` and `knot`; a test fails (never skips) when they are missing.
+//! Debian's BIND 9 (`named`), Knot DNS (`knotd`) and NSD (`nsd`), each with a TSIG key
+//! made by `tsig-keygen`, taking NOTIFY from the primary, in a folder of its own.
+//! `.ci/test` installs `bind9`, `knot` and `nsd`; a test fails (never skips) when they are
+//! missing.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,16 @@ pub const ZONE: &str = "example.org";
 /// The key's name.
 pub const KEY: &str = "ho-xfr";
 
-pub use crate::services::dns_primary::Flavor;
+/// Which server.
+#[derive(Clone, Copy, Debug)]
+pub enum Flavor {
+    /// BIND 9 `named`.
+    Bind,
+    /// Knot DNS `knotd`.
+    Knot,
+    /// NLnet Labs' NSD.
+    Nsd,
+}
 
 /// A running secondary; killed on drop.
 pub struct Secondary {
@@ -30,10 +40,11 @@ impl Secondary {
         let binary = match flavor {
             Flavor::Bind => "/usr/sbin/named",
             Flavor::Knot => "/usr/sbin/knotd",
+            Flavor::Nsd => "/usr/sbin/nsd",
         };
         assert!(
             Path::new(binary).exists(),
-            "{binary} is missing: run the test command (bash .ci/test), which installs bind9 and knot"
+            "{binary} is missing: run the test command (bash .ci/test), which installs bind9, knot and nsd"
         );
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
@@ -61,6 +72,17 @@ impl Secondary {
                 {
                     let mut c = Command::new(binary);
                     c.arg("-c").arg(dir.path().join("knot.conf"));
+                    c
+                },
+            ),
+            Flavor::Nsd => (
+                "nsd.conf",
+                format!(
+                    "server:\n  port: {port}\n  ip-address: {ip}\n  zonesdir: \"{d}\"\n  database: \"\"\n  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n  username: \"\"\n  chroot: \"\"\n  verbosity: 2\n  logfile: \"{d}/server.log\"\nremote-control:\n  control-enable: no\nkey:\n  name: {KEY}\n  algorithm: hmac-sha256\n  secret: \"{secret}\"\nzone:\n  name: {ZONE}\n  zonefile: \"{ZONE}.zone\"\n  allow-notify: 127.0.0.0/8 {KEY}\n  request-xfr: {pip}@{pport} {KEY}\n"
+                ),
+                {
+                    let mut c = Command::new(binary);
+                    c.arg("-d").arg("-c").arg(dir.path().join("nsd.conf"));
                     c
                 },
             ),
@@ -99,7 +121,17 @@ pub fn make_key(dir: &Path) -> PathBuf {
 }
 
 impl Drop for Secondary {
+    /// SIGTERM first (NSD then stops the processes it forked), SIGKILL after 2 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
