@@ -331,12 +331,20 @@ fn tenant_config(
     votes: bool,
 ) -> Result<TenantConfig, String> {
     let spec = &resource.spec;
+    let duration = |field: &str, value: &str| {
+        humantime::parse_duration(value).map_err(|e| {
+            format!("spec.{field}: \"{value}\" is not a duration ({e}); write e.g. \"30s\"")
+        })
+    };
     let ttl = match spec.ttl.as_deref() {
         None => std::time::Duration::from_secs(30),
-        Some(t) => humantime::parse_duration(t).map_err(|e| {
-            format!("spec.ttl: \"{t}\" is not a duration ({e}); write e.g. \"30s\"")
-        })?,
+        Some(t) => duration("ttl", t)?,
     };
+    let degraded_ttl = spec
+        .degraded_ttl
+        .as_deref()
+        .map(|t| duration("degraded_ttl", t))
+        .transpose()?;
     Ok(TenantConfig {
         name: name.to_owned(),
         hosts_key: None,
@@ -350,7 +358,7 @@ fn tenant_config(
         selector: BTreeMap::new(),
         sinks: spec.sinks.clone(),
         ttl,
-        degraded_ttl: None,
+        degraded_ttl,
         on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
         min_healthy: spec.min_healthy.unwrap_or(0.0),
         cleanup_on_remove: !votes,

@@ -93,6 +93,7 @@ fn resource(
             sinks: vec!["hosts".into()],
             endpoints: sources,
             ttl: None,
+            degraded_ttl: None,
             policy: None,
             on_all_unhealthy: None,
             min_healthy: None,
@@ -134,13 +135,14 @@ fn refusal(v: &Verdict) -> (&'static str, &str) {
 
 #[test]
 fn namespaces_claim_only_what_they_are_allowed() {
-    let ok = resource(
+    let mut ok = resource(
         "team-a",
         "api",
         0,
         &["api.team-a.io"],
         vec![addresses(&["192.0.2.10"])],
     );
+    ok.spec.degraded_ttl = Some("10s".into());
     let stranger = resource(
         "team-c",
         "api",
@@ -211,6 +213,10 @@ fn namespaces_claim_only_what_they_are_allowed() {
         a.config.tenants[1].cleanup_on_remove,
         "deleting a resource withdraws its records"
     );
+    assert_eq!(
+        a.config.tenants[1].degraded_ttl,
+        Some(std::time::Duration::from_secs(10))
+    );
 }
 
 #[test]
@@ -280,6 +286,14 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
         vec![addresses(&["192.0.2.31"])],
     );
     bad_ttl.spec.ttl = Some("30".into());
+    let mut bad_degraded = resource(
+        "team-a",
+        "degraded",
+        4,
+        &["d.team-a.io"],
+        vec![addresses(&["192.0.2.33"])],
+    );
+    bad_degraded.spec.degraded_ttl = Some("soon".into());
     let two_kinds = resource(
         "team-a",
         "two",
@@ -293,7 +307,13 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
     );
     let a = Admitter::default().admit(
         &base(),
-        &[&bad_address, &bad_check, &bad_ttl, &two_kinds],
+        &[
+            &bad_address,
+            &bad_check,
+            &bad_ttl,
+            &bad_degraded,
+            &two_kinds,
+        ],
         &World::default(),
         &ho_sinks::CATALOG,
     );
@@ -308,6 +328,11 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
     let (_, message) = refusal(verdict(&a, "team-a", "ttl"));
     assert!(
         message.starts_with("spec.ttl: \"30\" is not a duration"),
+        "{message}"
+    );
+    let (_, message) = refusal(verdict(&a, "team-a", "degraded"));
+    assert!(
+        message.starts_with("spec.degraded_ttl: \"soon\" is not a duration"),
         "{message}"
     );
     let (_, message) = refusal(verdict(&a, "team-a", "two"));

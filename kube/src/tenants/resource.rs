@@ -44,6 +44,9 @@ pub struct DNSFailoverSpec {
     /// Record TTL, e.g. `30s` (default 30s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
+    /// Record TTL while any endpoint is down, e.g. `10s` (at most `ttl`; default: `ttl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_ttl: Option<String>,
     /// Routing policy applied to the healthy set (default `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RoutingPolicy>,
