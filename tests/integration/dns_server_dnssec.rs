@@ -292,6 +292,6 @@ async fn a_zsk_rollover_by_key_times_keeps_every_answer_valid() {
             a.signed_by("A"),
             dnskeys(&keyset)
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
