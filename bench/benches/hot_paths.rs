@@ -76,6 +76,7 @@ fn selection(c: &mut Criterion) {
             cluster: None,
             hold_failback: false,
             target: i,
+            composite: None,
         })
         .collect();
     let health = |i: usize| {
@@ -108,6 +109,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             cluster: None,
             hold_failback: false,
             target: i,
+            composite: None,
         })
         .collect();
     let meta: Vec<Arc<EndpointMeta>> = endpoints

@@ -4,7 +4,8 @@
 //! endpoints with identical address and check share one [`Target`] so that tenants sharing a
 //! gateway share its prober.
 //!
-//! The index invariant the engine relies on: `Endpoint::target` < `targets.len()`;
+//! The index invariant the engine relies on: `Endpoint::target` and a composite's `also`
+//! < `targets.len()`, an endpoint's targets distinct;
 //! every `Tenant::endpoints` entry < `endpoints.len()`, listed once; a tenant never holds
 //! two endpoints with the same address, so at most one per target; every
 //! `Tenant::sinks` name is a key of `sinks`. Validation guarantees it; nothing else makes a
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use crate::model::{
     BrakeConfig, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig,
-    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
 
@@ -157,6 +158,7 @@ impl Plan {
                 cluster: Some(d.cluster.clone()),
                 hold_failback: false,
                 target,
+                composite: None,
             });
             plan.tenants[ti].endpoints.push(plan.endpoints.len() - 1);
         }
@@ -270,8 +272,42 @@ pub struct Endpoint {
     pub cluster: Option<String>,
     /// After a failure, held out until an operator releases it.
     pub hold_failback: bool,
-    /// Index into [`Plan::targets`].
+    /// Index into [`Plan::targets`]: its `check`.
     pub target: usize,
+    /// Its further checks and how they combine with `target`'s (`checks`); `None`: one check.
+    pub composite: Option<Composite>,
+}
+
+impl Endpoint {
+    /// Every target the endpoint is judged by: `target`, then the composite's, each once.
+    pub fn targets(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(self.target)
+            .chain(self.composite.iter().flat_map(|c| c.also.iter().copied()))
+    }
+}
+
+/// An endpoint's health from several checks of its address (`checks`, `require`,
+/// `must_pass`): each check is its own target with its own hysteresis, and the endpoint is
+/// up when enough of their verdicts are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Composite {
+    /// The targets of `checks`, in order; never `Endpoint::target`, never twice.
+    pub also: Vec<usize>,
+    /// How many of all the checks (`Endpoint::target`'s and these) must pass.
+    pub require: Require,
+    /// `Endpoint::target`'s check must pass whatever `require` says.
+    pub must_pass: bool,
+}
+
+impl Composite {
+    /// How many checks must pass, of `also.len() + 1`.
+    pub fn needed(&self) -> usize {
+        match self.require {
+            Require::All => self.also.len() + 1,
+            Require::Any => 1,
+            Require::Quorum { quorum } => quorum as usize,
+        }
+    }
 }
 
 /// A tenant with its endpoint and sink references resolved.

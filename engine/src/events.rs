@@ -1,8 +1,8 @@
-//! What happens, as it happens: verdict changes, publishes and sink writes, broadcast to
-//! whoever listens (`GET /events`, Server-Sent Events; the status page), the last 500 kept
-//! (at most 50,000 addresses in all) for listeners that ask for what happened before they
-//! came (`?since=`). A listener that falls behind loses the oldest events and is told how
-//! many.
+//! What happens, as it happens: verdict changes, publishes, sink writes and the prober's
+//! self-check, broadcast to whoever listens (`GET /events`, Server-Sent Events; the status
+//! page), the last 500 kept (at most 50,000 addresses in all) for listeners that ask for
+//! what happened before they came (`?since=`). A listener that falls behind loses the
+//! oldest events and is told how many.
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -25,7 +25,10 @@ pub enum Event {
     Transition {
         /// When (RFC 3339).
         at: Timestamp,
-        /// Endpoints probed through the target.
+        /// What is probed: the check whose verdict changed.
+        target: String,
+        /// Endpoints judged by the target (for an endpoint of several checks, one of
+        /// them changed: its own verdict is in `/status`).
         endpoints: Vec<String>,
         /// Its address.
         address: IpAddr,
@@ -65,6 +68,18 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// This prober judged itself impaired (a wave of its targets started failing at once:
+    /// every withdrawal and vote held), or no longer does.
+    Impaired {
+        /// When (RFC 3339).
+        at: Timestamp,
+        /// Impaired from now on (`false`: resumed).
+        impaired: bool,
+        /// Targets failing when it was judged.
+        failing: usize,
+        /// Targets in all.
+        targets: usize,
+    },
 }
 
 /// Now, for [`Event`] timestamps.
@@ -78,7 +93,8 @@ impl Event {
         match self {
             Event::Transition { at, .. }
             | Event::Publish { at, .. }
-            | Event::SinkWrite { at, .. } => *at,
+            | Event::SinkWrite { at, .. }
+            | Event::Impaired { at, .. } => *at,
         }
     }
 

@@ -69,8 +69,11 @@ impl Heartbeats {
             .endpoints
             .iter()
             .filter_map(|e| {
-                let target = &plan.targets[e.target];
-                let check = target.check.settings.downcast::<HeartbeatCheck>()?;
+                // Its heartbeat check: its `check`, or one of its `checks`.
+                let (target, check) = e.targets().find_map(|t| {
+                    let target = &plan.targets[t];
+                    Some((target, target.check.settings.downcast::<HeartbeatCheck>()?))
+                })?;
                 Some((
                     e.name.clone(),
                     Pusher {

@@ -15,6 +15,7 @@ pub mod api;
 mod backoff;
 mod brake;
 mod clock;
+mod composite;
 mod damping;
 mod delivery;
 mod drain;

@@ -184,6 +184,7 @@ mod tests {
                 hold_failback: false,
                 priority,
                 target: i,
+                composite: None,
             })
             .collect()
     }

@@ -158,6 +158,32 @@ pub struct EndpointStatus {
     /// Flap damping, when on for this endpoint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damping: Option<DampingStatus>,
+    /// An endpoint of several checks (`checks`): each check's verdict, its own first, and
+    /// the rule that made `state` of them. The fields above are of its own check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composite: Option<CompositeStatus>,
+}
+
+/// How a composite endpoint's checks decided its verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompositeStatus {
+    /// How many checks must pass.
+    pub needed: usize,
+    /// Its own check (`check`) must pass.
+    pub must_pass: bool,
+    /// Every check: its own first, then `checks` in order.
+    pub checks: Vec<CheckStatus>,
+}
+
+/// One check of a composite endpoint.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckStatus {
+    /// What is probed.
+    pub target: String,
+    /// Its verdict (flap damping applied).
+    pub state: Health,
+    /// Its latest probe.
+    pub last: Option<LastProbe>,
 }
 
 /// An endpoint's flap-damping state.

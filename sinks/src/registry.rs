@@ -234,12 +234,17 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
     let mut ctx = ho_engine::probe::ProbeContext::default();
     let mut seen = std::collections::HashSet::new();
     for (i, endpoint) in plan.endpoints.iter().enumerate() {
-        if let Err(e) = ho_engine::probe::Probe::new(&plan.targets[endpoint.target], &mut ctx) {
-            if seen.insert(e.to_string()) {
-                errors.push(FieldError {
-                    path: format!("endpoints[{i}].check"),
-                    reason: e.to_string(),
-                });
+        for (j, target) in endpoint.targets().enumerate() {
+            if let Err(e) = ho_engine::probe::Probe::new(&plan.targets[target], &mut ctx) {
+                if seen.insert(e.to_string()) {
+                    errors.push(FieldError {
+                        path: match j {
+                            0 => format!("endpoints[{i}].check"),
+                            j => format!("endpoints[{i}].checks[{}]", j - 1),
+                        },
+                        reason: e.to_string(),
+                    });
+                }
             }
         }
     }

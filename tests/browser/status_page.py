@@ -69,15 +69,52 @@ with sync_playwright() as p:
     # With the admin token: drain from the page, then undrain.
     page.fill("#admin", admin_token)
     with page.expect_response(lambda r: r.url.endswith("/gw-1/drain"), timeout=5000) as drained:
-        row(page, "gw-1").locator("button.act").click()
+        row(page, "gw-1").locator('button[data-verb="drain"]').click()
     assert drained.value.status == 200, drained.value.text()
     page.wait_for_selector('tr[data-endpoint="gw-1"].drained', timeout=5000)
     ask("DRAINED gw-1")
     page.screenshot(path=f"{shots}/status-page-drained.png", full_page=True)
     with page.expect_response(lambda r: r.url.endswith("/gw-1/undrain")) as undrained:
-        row(page, "gw-1").locator("button.act").click()
+        row(page, "gw-1").locator('button[data-verb="undrain"]').click()
     assert undrained.value.status == 200, undrained.value.text()
     page.wait_for_selector('tr[data-endpoint="gw-1"]:not(.drained)', timeout=5000)
     ask("UNDRAINED gw-1")
+
+    # gw-3 has two checks (HTTP and TCP): each one's verdict shows beside its state.
+    checks = row(page, "gw-3").locator(".checks").inner_text()
+    assert checks.startswith("http") and "tcp" in checks and "(2 of 2)" in checks, checks
+
+    # Force gw-3 down from the page, then release it.
+    with page.expect_response(lambda r: r.url.endswith("/gw-3/force-down")) as forced:
+        row(page, "gw-3").locator('button[data-verb="force-down"]').click()
+    assert forced.value.status == 200, forced.value.text()
+    page.wait_for_selector('tr[data-endpoint="gw-3"][data-forced="down"]', timeout=5000)
+    ask("FORCED DOWN gw-3")
+    with page.expect_response(lambda r: r.url.endswith("/gw-3/release")) as released:
+        row(page, "gw-3").locator('button[data-verb="release"]').click()
+    assert released.value.status == 200, released.value.text()
+    page.wait_for_selector('tr[data-endpoint="gw-3"]:not([data-forced])', timeout=5000)
+    ask("RELEASED gw-3")
+
+    # An impaired prober and a brake holding withdrawals, as /status reports them (the
+    # states themselves are the tracker's, tested in its own tests and vantage.rs): this
+    # checks only how the page shows them, so /status is answered with them set.
+    def impaired(route):
+        body = route.fetch().json()
+        body["impaired"] = True
+        body["tenants"][0]["brake_held"] = 2
+        route.fulfill(json=body)
+    page.route("**/status", impaired)
+    page.evaluate("refresh()")
+    page.wait_for_selector("#impaired", state="visible", timeout=5000)
+    assert page.locator("#release-brake").is_visible()
+    held = page.inner_text('tr[data-tenant="web"]')
+    assert "2 withdrawals held" in held, held
+    page.screenshot(path=f"{shots}/status-page-impaired.png", full_page=True)
+    page.unroute("**/status")
+    with page.expect_response(lambda r: r.url.endswith("/v1/brake/release")) as release:
+        page.click("#release-brake")
+    assert release.value.status == 200, release.value.text()
+    page.wait_for_selector("#impaired", state="hidden", timeout=5000)
     browser.close()
 print("DONE", flush=True)

@@ -39,7 +39,8 @@ async fn the_status_page_shows_failures_live_and_drains_from_the_page() {
         .with(&tail)
         .set("api.listen", api.to_string())
         .set("api.token_file", path("read"))
-        .set("api.admin_token_file", path("admin"));
+        .set("api.admin_token_file", path("admin"))
+        .set("endpoints.2.checks", checks_of(&gws[2]));
     let _orchestrator = spawn_logged(
         &mut run_config(dir.path(), &config),
         &dir.path().join("log"),
@@ -81,9 +82,13 @@ async fn the_status_page_shows_failures_live_and_drains_from_the_page() {
             "DRAINED gw-1" => {
                 wait_for_file(&hosts, "gw-1 drained", |c| addresses(c) == ips[2..]).await;
             }
-            "UNDRAINED gw-1" => {
+            "UNDRAINED gw-1" | "RELEASED gw-3" => {
                 let back = [ips[0].clone(), ips[2].clone()];
-                wait_for_file(&hosts, "gw-1 back", |c| addresses(c) == back).await;
+                wait_for_file(&hosts, "gw-1 and gw-3", |c| addresses(c) == back).await;
+            }
+            // gw-2 is down and gw-3 forced down: gw-1 alone.
+            "FORCED DOWN gw-3" => {
+                wait_for_file(&hosts, "gw-3 forced out", |c| addresses(c) == ips[..1]).await;
             }
             "DONE" => {
                 done = true;
@@ -144,4 +149,16 @@ async fn a_read_only_api_shows_no_admin_field() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `checks` for gateway `g`: a TCP connect to its port beside the HTTP check.
+fn checks_of(g: &ho_testkit::Gateway) -> toml::Value {
+    format!(
+        "checks = [{{ kind = \"tcp\", port = {} }}]",
+        g.addr().port()
+    )
+    .parse::<toml::Table>()
+    .unwrap()
+    .remove("checks")
+    .unwrap()
 }

@@ -41,6 +41,62 @@ pub struct EndpointConfig {
     /// Overrides of `[defaults.check]` for this endpoint only.
     #[serde(default)]
     pub check: CheckOverrides,
+    /// More checks of the same address (each over `[defaults.check]`, as `check` is), for
+    /// health that one probe cannot tell: the gateway's HTTP health and its database port,
+    /// or an external feed beside our own probe. Each keeps its own hysteresis; `require`
+    /// combines their verdicts with `check`'s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckOverrides>,
+    /// With `checks`: how many of all the checks (`check` and `checks`) must pass: `"all"`
+    /// (the default), `"any"`, or `{ quorum = K }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<Require>,
+    /// With `checks`: `check` must pass whatever `require` says (Cloudflare's monitor
+    /// groups: one check must pass, a quorum of the rest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub must_pass: bool,
+}
+
+/// How many of an endpoint's checks must pass for it to be up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Require {
+    /// Every check (a dependency list: the gateway and what it needs).
+    #[default]
+    All,
+    /// One check (several ways to reach the same service).
+    Any,
+    /// At least this many.
+    Quorum {
+        /// How many checks must pass (1 to the number of checks).
+        quorum: u32,
+    },
+}
+
+impl<'de> Deserialize<'de> for Require {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            quorum: u32,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Word(String),
+            Table(Table),
+        }
+        match Written::deserialize(d)
+            .map_err(|_| de::Error::custom(r#"expected "all", "any" or { quorum = K }"#))?
+        {
+            Written::Word(w) if w == "all" => Ok(Require::All),
+            Written::Word(w) if w == "any" => Ok(Require::Any),
+            Written::Word(w) => Err(de::Error::custom(format!(
+                r#"expected "all", "any" or {{ quorum = K }}, found "{w}""#
+            ))),
+            Written::Table(Table { quorum }) => Ok(Require::Quorum { quorum }),
+        }
+    }
 }
 
 /// What a tenant does when every one of its endpoints is unhealthy.

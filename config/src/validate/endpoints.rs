@@ -5,8 +5,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::model::{CheckOverrides, Config};
+use crate::model::{EndpointConfig, Require};
 use crate::names::check_object_name;
-use crate::plan::{CheckSpec, Endpoint, Target};
+use crate::plan::{CheckSpec, Composite, Endpoint, Target};
 
 use super::check_kinds::CheckCatalog;
 use super::checks::resolve_check;
@@ -58,17 +59,12 @@ pub(super) fn resolve_endpoints(
                 None
             }
         };
-        let check = if ep.check == CheckOverrides::default() {
-            default_check.clone()
-        } else {
-            resolve_check(
-                &ep.check.over(base),
-                Some(&ep.check),
-                &format!("{path}.check"),
-                checks,
-                errs,
-            )
-            .map(|check| match distinct_checks.get(&check) {
+        let mut resolve = |overrides: &CheckOverrides, at: &str| {
+            if *overrides == CheckOverrides::default() {
+                return default_check.clone();
+            }
+            let check = resolve_check(&overrides.over(base), Some(overrides), at, checks, errs)?;
+            Some(match distinct_checks.get(&check) {
                 Some(shared) => shared.clone(),
                 None => {
                     let shared = Arc::new(check);
@@ -77,30 +73,58 @@ pub(super) fn resolve_endpoints(
                 }
             })
         };
-        let source = check.as_ref().and_then(|c| c.source_address);
-        if let (Some(a), Some(src)) = (address, source) {
-            if a.is_ipv4() != src.is_ipv4() {
-                errs.push(
-                    format!("{path}.check.source_address"),
-                    format!("{src} and the endpoint's address {a} are of different IP families"),
-                );
-                ok = false;
+        let check = resolve(&ep.check, &format!("{path}.check"));
+        let more: Vec<(String, Option<Arc<CheckSpec>>)> = ep
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                let at = format!("{path}.checks[{j}]");
+                let resolved = resolve(c, &at);
+                (at, resolved)
+            })
+            .collect();
+        for (at, c) in std::iter::once((format!("{path}.check"), &check))
+            .chain(more.iter().map(|(at, c)| (at.clone(), c)))
+        {
+            let source = c.as_ref().and_then(|c| c.source_address);
+            if let (Some(a), Some(src)) = (address, source) {
+                if a.is_ipv4() != src.is_ipv4() {
+                    errs.push(
+                        format!("{at}.source_address"),
+                        format!(
+                            "{src} and the endpoint's address {a} are of different IP families"
+                        ),
+                    );
+                    ok = false;
+                }
             }
         }
+        ok &= check_composite(ep, &path, &check, &more, errs);
         if let Some(cluster) = &ep.cluster {
             if let Err(e) = super::check_cluster_id(cluster) {
                 errs.push(format!("{path}.cluster"), e);
                 ok = false;
             }
         }
-        match (address, check, ok) {
-            (Some(address), Some(check), true) => {
-                let target = Target { address, check };
-                let next = targets.len();
-                let id = *target_ids.entry(target.clone()).or_insert(next);
-                if id == next {
-                    targets.push(target);
-                }
+        let more: Option<Vec<Arc<CheckSpec>>> = more.into_iter().map(|(_, c)| c).collect();
+        match (address, check, more, ok) {
+            (Some(address), Some(check), Some(more), true) => {
+                let mut intern = |check: Arc<CheckSpec>| {
+                    let target = Target { address, check };
+                    let next = targets.len();
+                    let id = *target_ids.entry(target.clone()).or_insert(next);
+                    if id == next {
+                        targets.push(target);
+                    }
+                    id
+                };
+                let target = intern(check);
+                let composite = (!more.is_empty()).then(|| Composite {
+                    also: more.into_iter().map(&mut intern).collect(),
+                    require: ep.require.unwrap_or_default(),
+                    must_pass: ep.must_pass,
+                });
                 out.push(Some(Endpoint {
                     name: ep.name.clone(),
                     address,
@@ -109,11 +133,66 @@ pub(super) fn resolve_endpoints(
                     priority: ep.priority.unwrap_or(0),
                     cluster: ep.cluster.clone(),
                     hold_failback: ep.hold_failback,
-                    target: id,
+                    target,
+                    composite,
                 }));
             }
             _ => out.push(None),
         }
     }
     (out, targets)
+}
+
+/// The composite rules of endpoint `ep` (`checks`, `require`, `must_pass`): the keys
+/// need `checks`, a quorum is within the number of checks, and no two checks are the same
+/// (one probe would count twice). Whether they hold.
+fn check_composite(
+    ep: &EndpointConfig,
+    path: &str,
+    check: &Option<Arc<CheckSpec>>,
+    more: &[(String, Option<Arc<CheckSpec>>)],
+    errs: &mut Errors,
+) -> bool {
+    if ep.checks.is_empty() {
+        for (key, set) in [
+            ("require", ep.require.is_some()),
+            ("must_pass", ep.must_pass),
+        ] {
+            if set {
+                errs.push(
+                    format!("{path}.{key}"),
+                    "combines several checks: set `checks` too, or remove it",
+                );
+            }
+        }
+        return !(ep.require.is_some() || ep.must_pass);
+    }
+    let mut ok = true;
+    let count = ep.checks.len() + 1;
+    if let Some(Require::Quorum { quorum }) = ep.require {
+        if quorum == 0 || quorum as usize > count {
+            errs.push(
+                format!("{path}.require.quorum"),
+                format!("{quorum} is not between 1 and the endpoint's {count} checks"),
+            );
+            ok = false;
+        }
+    }
+    let mut seen: Vec<(&str, &Arc<CheckSpec>)> = Vec::new();
+    let first = format!("{path}.check");
+    for (at, c) in
+        std::iter::once((first.as_str(), check)).chain(more.iter().map(|(a, c)| (a.as_str(), c)))
+    {
+        let Some(c) = c else { continue };
+        if let Some((twin, _)) = seen.iter().find(|(_, s)| *s == c) {
+            errs.push(
+                at,
+                format!("is the same check as {twin}: each check must differ"),
+            );
+            ok = false;
+        } else {
+            seen.push((at, c));
+        }
+    }
+    ok
 }

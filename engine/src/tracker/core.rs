@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::brake::Brake;
+use crate::composite::combine;
 use crate::damping::FlapDamping;
 use crate::drain::{Forced, OperatorState};
 use crate::events::{Event, Events};
@@ -151,9 +152,9 @@ pub(super) struct TenantState {
     last_seq: u64,
     /// Endpoints still without a verdict, kept up to date on transitions so that a tenant
     /// waiting at start-up costs nothing per transition.
-    unknown: usize,
+    pub(super) unknown: usize,
     /// Endpoints up.
-    healthy: usize,
+    pub(super) healthy: usize,
     pacing: Pacing,
     /// Verdict changes not yet carried by a snapshot.
     changes: VecDeque<VerdictChange>,
@@ -376,7 +377,7 @@ impl TrackerCore {
                 let after = self.targets[target.0].effective();
                 if before != after {
                     info!(target = %self.plan.targets[target.0].key(), state = after.as_str(), "flap damping released the endpoint: its verdict counts again");
-                    self.effective_changed(target, before, after, now, fx);
+                    self.effective_changed(target, before, now, fx);
                 }
             }
         }
@@ -423,29 +424,54 @@ impl TrackerCore {
         match self.forced.get(&self.plan.endpoints[endpoint.0].name) {
             Some(Forced::Up) => Health::Up,
             Some(Forced::Down) if honour_down => Health::Down,
-            _ => self.targets[self.plan.endpoints[endpoint.0].target].effective(),
+            _ => self.verdict(endpoint),
         }
     }
 
+    /// The endpoint's verdict: its check's effective health, or its checks' combined.
+    pub(super) fn verdict(&self, endpoint: EndpointIx) -> Health {
+        combine(&self.plan.endpoints[endpoint.0], |t| {
+            self.targets[t].effective()
+        })
+    }
+
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
-    /// the health that decides publication, and asks the tenants to re-decide.
+    /// `target`'s effective health (it was `from`), and asks the tenants whose endpoints'
+    /// verdicts changed to re-decide.
     fn effective_changed(
         &mut self,
         target: TargetIx,
         from: Health,
-        to: Health,
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
+        // Each endpoint on the target, with its verdict before and after: a check's change
+        // is its endpoint's unless other checks of a composite endpoint outweigh it.
+        let before = |e: EndpointIx| {
+            combine(&self.plan.endpoints[e.0], |t| {
+                if t == target.0 {
+                    from
+                } else {
+                    self.targets[t].effective()
+                }
+            })
+        };
+        let changed: Vec<(EndpointIx, Health, Health)> = self
+            .topology
+            .endpoints(target)
+            .iter()
+            .map(|&e| (e, before(e), self.verdict(e)))
+            .filter(|(_, was, is)| was != is)
+            .collect();
         let mut held = false;
-        for &e in self.topology.endpoints(target) {
+        for &(e, was, is) in &changed {
             let ep = &self.plan.endpoints[e.0];
             self.metrics
                 .node_status
                 .get_or_create(&report::node_labels(ep))
-                .set(i64::from(to == Health::Up));
+                .set(i64::from(is == Health::Up));
             // A failure while serving (not a first verdict) holds it out until released.
-            if ep.hold_failback && from == Health::Up && to == Health::Down {
+            if ep.hold_failback && was == Health::Up && is == Health::Down {
                 if let std::collections::btree_map::Entry::Vacant(v) =
                     self.forced.entry(ep.name.clone())
                 {
@@ -462,15 +488,22 @@ impl TrackerCore {
             }));
         }
         for i in 0..self.topology.tenants(target).len() {
-            let ti = self.topology.tenants(target)[i].tenant;
+            let membership = self.topology.tenants(target)[i];
+            let Some(&(_, was, is)) = changed.iter().find(|c| c.0 == membership.endpoint) else {
+                continue;
+            };
+            let ti = membership.tenant;
             let tenant = &mut self.tenants[ti.0];
-            if from == Health::Unknown {
+            if was == Health::Unknown {
                 tenant.unknown -= 1;
             }
-            if from == Health::Up {
+            if was == Health::Up {
                 tenant.healthy -= 1;
             }
-            if to == Health::Up {
+            if is == Health::Unknown {
+                tenant.unknown += 1;
+            }
+            if is == Health::Up {
                 tenant.healthy += 1;
             }
             match tenant.pacing.request(now.mono, now.mono) {

@@ -1,9 +1,10 @@
 //! Typed indices into the running plan, and the plan's relations the tracker walks on every
 //! transition (which endpoints a target serves, which tenants include them).
 //!
-//! The plan's invariant (see `ho_config::plan`): `Endpoint::target` indexes `Plan::targets`,
-//! `Tenant::endpoints` index `Plan::endpoints`, and a tenant holds at most one endpoint per
-//! address, hence at most one per target. Newtypes keep the three index spaces apart.
+//! The plan's invariant (see `ho_config::plan`): `Endpoint::target` (and a composite
+//! endpoint's other targets) index `Plan::targets`, `Tenant::endpoints` index
+//! `Plan::endpoints`, and a tenant holds at most one endpoint per address, hence at most
+//! one per target. Newtypes keep the three index spaces apart.
 
 use ho_config::Plan;
 
@@ -44,14 +45,18 @@ impl Topology {
         let mut endpoints_of_target = vec![Vec::new(); plan.targets.len()];
         let mut tenants_of_target = vec![Vec::new(); plan.targets.len()];
         for (ei, ep) in plan.endpoints.iter().enumerate() {
-            endpoints_of_target[ep.target].push(EndpointIx(ei));
+            for t in ep.targets() {
+                endpoints_of_target[t].push(EndpointIx(ei));
+            }
         }
         for (ti, tenant) in plan.tenants.iter().enumerate() {
             for &ei in &tenant.endpoints {
-                tenants_of_target[plan.endpoints[ei].target].push(Membership {
-                    tenant: TenantIx(ti),
-                    endpoint: EndpointIx(ei),
-                });
+                for t in plan.endpoints[ei].targets() {
+                    tenants_of_target[t].push(Membership {
+                        tenant: TenantIx(ti),
+                        endpoint: EndpointIx(ei),
+                    });
+                }
             }
         }
         Topology {
@@ -60,7 +65,7 @@ impl Topology {
         }
     }
 
-    /// The endpoints probed through `target`.
+    /// The endpoints judged by `target` (their check, or one of their checks).
     pub fn endpoints(&self, target: TargetIx) -> &[EndpointIx] {
         &self.endpoints_of_target[target.0]
     }

@@ -343,6 +343,27 @@ fn a_held_endpoint_stays_out_after_it_recovers_until_released() {
     assert_eq!(h.remembered.len(), 1);
 }
 
+/// A reload recounts a tenant's endpoints from their verdicts, as transitions keep the
+/// counts: an endpoint forced up before its first verdict is still waited for, and its
+/// verdict arriving after the reload leaves the counts whole (they once went below zero).
+#[test]
+fn a_reload_counts_verdicts_not_forced_health() {
+    let mut h = Harness::new(plan(2, "", ""));
+    let (now, mut fx) = (h.now, Vec::new());
+    let forced = [("e0".to_string(), crate::drain::Forced::Up)].into();
+    h.core.set_forced(forced, now, &mut fx);
+    let plan_again = Arc::new((*h.core.plan).clone());
+    h.core.reload(plan_again, vec![0, 1], now, &mut fx);
+    h.take(fx);
+    h.observe(&[(0, false), (0, false), (1, true)]);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.hosts(), [1, 2], "e0 forced up, e1 up");
+    let summary = &h.core.summaries()[0];
+    assert_eq!((summary.healthy, summary.unknown), (2, 0));
+    assert_eq!(h.core.tenants[0].healthy, 1, "e0's verdict is down");
+    assert_eq!(h.core.tenants[0].unknown, 0);
+}
+
 #[test]
 fn below_min_healthy_publishes_every_endpoint() {
     let mut h = Harness::new(plan(4, "min_healthy = 0.5", ""));
@@ -655,6 +676,24 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     h.advance(Duration::from_secs(10));
     assert!(!h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 23, "the seven still down leave");
+    // Both turns are announced on /events (and so on the page).
+    let (kept, _) = h
+        .core
+        .events
+        .subscribe(Some(crate::status::Timestamp(std::time::UNIX_EPOCH)));
+    let turns: Vec<(bool, usize, usize)> = kept
+        .iter()
+        .filter_map(|e| match **e {
+            crate::events::Event::Impaired {
+                impaired,
+                failing,
+                targets,
+                ..
+            } => Some((impaired, failing, targets)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turns, [(true, 20, 30), (false, 7, 30)]);
 }
 
 /// A few failures are not a wave: withdrawn at once, as always.

@@ -8,11 +8,11 @@ use ho_config::RoutingPolicy;
 
 use crate::hysteresis::Health;
 use crate::status::{
-    DampingStatus, EndpointStatus, LastProbe, PublishedStatus, TenantEndpointStatus, TenantStatus,
-    TenantSummary, Timestamp, TrackerStatus, Why,
+    CheckStatus, CompositeStatus, DampingStatus, EndpointStatus, LastProbe, PublishedStatus,
+    TenantEndpointStatus, TenantStatus, TenantSummary, Timestamp, TrackerStatus, Why,
 };
 
-use super::core::{Clock, TenantState, TrackerCore};
+use super::core::{Clock, TargetState, TenantState, TrackerCore};
 use super::index::EndpointIx;
 
 impl TrackerCore {
@@ -56,13 +56,14 @@ impl TrackerCore {
         self.plan
             .endpoints
             .iter()
-            .map(|ep| {
+            .enumerate()
+            .map(|(e, ep)| {
                 let t = &self.targets[ep.target];
                 EndpointStatus {
                     name: ep.name.clone(),
                     address: ep.address,
                     target: self.plan.targets[ep.target].key(),
-                    state: t.hysteresis.state(),
+                    state: self.verdict(EndpointIx(e)),
                     since: t.since.map(Timestamp),
                     consecutive_successes: t.hysteresis.successes(),
                     consecutive_failures: t.hysteresis.failures(),
@@ -82,15 +83,22 @@ impl TrackerCore {
                     },
                     drained: self.drained.contains(&ep.name),
                     forced: self.forced.get(&ep.name).copied(),
-                    last: t.last.as_ref().map(|(r, at)| LastProbe {
-                        ok: r.ok(),
-                        reason: r.reason(),
-                        latency_ms: r.latency.as_secs_f64() * 1000.0,
-                        at: Timestamp(*at),
-                    }),
+                    last: last_probe(t),
                     damping: t.damping.as_ref().map(|d| DampingStatus {
                         penalty: d.penalty(now.mono).round(),
                         held: d.suppressed(),
+                    }),
+                    composite: ep.composite.as_ref().map(|c| CompositeStatus {
+                        needed: c.needed(),
+                        must_pass: c.must_pass,
+                        checks: ep
+                            .targets()
+                            .map(|i| CheckStatus {
+                                target: self.plan.targets[i].key(),
+                                state: self.targets[i].effective(),
+                                last: last_probe(&self.targets[i]),
+                            })
+                            .collect(),
                     }),
                 }
             })
@@ -122,7 +130,7 @@ impl TrackerCore {
                             let ep = &self.plan.endpoints[e];
                             let published = published_set.contains(&ep.address);
                             let health = self.health_of(EndpointIx(e));
-                            let damped = self.targets[ep.target].damped();
+                            let damped = ep.targets().any(|i| self.targets[i].damped());
                             let drained = self.drained.contains(&ep.name);
                             TenantEndpointStatus {
                                 name: ep.name.clone(),
@@ -153,6 +161,16 @@ impl TrackerCore {
             })
             .collect()
     }
+}
+
+/// A target's latest probe, as `/status` shows it.
+fn last_probe(t: &TargetState) -> Option<LastProbe> {
+    t.last.as_ref().map(|(r, at)| LastProbe {
+        ok: r.ok(),
+        reason: r.reason(),
+        latency_ms: r.latency.as_secs_f64() * 1000.0,
+        at: Timestamp(*at),
+    })
 }
 
 /// What a tenant publishes now, as `/status` shows it.

@@ -383,6 +383,9 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
                 priority: source.priority,
                 cluster: None,
                 hold_failback: false,
+                checks: Vec::new(),
+                require: None,
+                must_pass: false,
                 check: match &source.check {
                     Some(own) => own.over(&resource.spec.check.clone().unwrap_or_default()),
                     None => resource.spec.check.clone().unwrap_or_default(),

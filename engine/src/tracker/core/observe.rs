@@ -89,6 +89,7 @@ impl TrackerCore {
         if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
             warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
             self.metrics.vantage_impaired.set(1);
+            self.announce_impaired(true);
             fx.push(Effect::WakeAt {
                 at: now.mono + SELF_CHECK_EVERY,
                 wake: Wake::SelfCheck,
@@ -96,7 +97,7 @@ impl TrackerCore {
         }
         let after = self.targets[target.0].effective();
         if before != after {
-            self.effective_changed(target, before, after, now, fx);
+            self.effective_changed(target, before, now, fx);
         }
     }
 
@@ -107,15 +108,7 @@ impl TrackerCore {
         if self.brake.impaired_since().is_none() {
             return;
         }
-        // Failing: down, or failing now (a wave is judged on first failures, before
-        // verdicts change).
-        let failing = self
-            .targets
-            .iter()
-            .filter(|t| {
-                t.effective() == Health::Down || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
-            })
-            .count();
+        let failing = self.failing_targets();
         let next = match self.brake.recovery(failing, self.targets.len(), now.mono) {
             Recovery::Now => return self.resume(now, fx),
             Recovery::No => now.mono + SELF_CHECK_EVERY,
@@ -131,9 +124,31 @@ impl TrackerCore {
     pub(in crate::tracker) fn resume(&mut self, now: Clock, fx: &mut Vec<Effect>) {
         info!("this prober no longer judges itself impaired: withdrawals and votes go on");
         self.metrics.vantage_impaired.set(0);
+        self.announce_impaired(false);
         for ti in 0..self.tenants.len() {
             self.refresh(TenantIx(ti), now.mono, now, fx);
         }
+    }
+
+    /// Targets failing: down, or failing now (a wave is judged on first failures, before
+    /// verdicts change).
+    fn failing_targets(&self) -> usize {
+        self.targets
+            .iter()
+            .filter(|t| {
+                t.effective() == Health::Down || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
+            })
+            .count()
+    }
+
+    /// Tells `/events` (and the page) that the prober judged itself impaired or resumed.
+    fn announce_impaired(&self, impaired: bool) {
+        self.events.emit(|| Event::Impaired {
+            at: crate::events::now(),
+            impaired,
+            failing: self.failing_targets(),
+            targets: self.targets.len(),
+        });
     }
 
     /// Asks for the check that ends a flap-damping hold of `target`.
@@ -168,6 +183,7 @@ impl TrackerCore {
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
             at: crate::events::now(),
+            target: self.plan.targets[target.0].key(),
             endpoints: names.iter().map(|n| (*n).to_owned()).collect(),
             address: self.plan.targets[target.0].address,
             from: t.from.as_str(),
@@ -180,17 +196,36 @@ impl TrackerCore {
             reason
         };
         for m in self.topology.tenants(target) {
+            let ep = &self.plan.endpoints[m.endpoint.0];
+            // A composite endpoint's change is its combined verdict's, when there is one,
+            // with the check that made it named.
+            let (from, to, reason) = if ep.composite.is_some() {
+                let from = combine(ep, |i| {
+                    if i == target.0 {
+                        t.from
+                    } else {
+                        self.targets[i].effective()
+                    }
+                });
+                let to = self.verdict(m.endpoint);
+                if from == to {
+                    continue;
+                }
+                let check = self.plan.targets[target.0].key();
+                (from, to, format!("{check}: {reason}"))
+            } else {
+                (t.from, t.to, reason.clone())
+            };
             let tenant = &mut self.tenants[m.tenant.0];
             if tenant.changes.len() == MAX_CHANGES {
                 tenant.changes.pop_front();
             }
-            let ep = &self.plan.endpoints[m.endpoint.0];
             tenant.changes.push_back(VerdictChange {
                 endpoint: ep.name.clone(),
                 address: ep.address,
-                from: t.from,
-                to: t.to,
-                reason: reason.clone(),
+                from,
+                to,
+                reason,
                 trace: span.clone(),
             });
         }

@@ -82,8 +82,8 @@ impl TrackerCore {
         self.ids = ids;
         self.topology = Topology::of(&plan);
         self.plan = plan;
-        for ep in &self.plan.endpoints {
-            let up = self.targets[ep.target].effective() == Health::Up;
+        for (e, ep) in self.plan.endpoints.iter().enumerate() {
+            let up = self.verdict(EndpointIx(e)) == Health::Up;
             self.metrics
                 .node_status
                 .get_or_create(&report::node_labels(ep))
@@ -106,7 +106,8 @@ impl TrackerCore {
             .iter()
             .map(|t| {
                 let mut state = old.remove(&t.name).unwrap_or_default();
-                let health = |e: &usize| self.health_of(EndpointIx(*e));
+                // Verdicts, not forced health: transitions keep these counts from verdicts.
+                let health = |e: &usize| self.verdict(EndpointIx(*e));
                 state.unknown = t
                     .endpoints
                     .iter()
