@@ -154,7 +154,13 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
                     endpoints: chosen, ..
                 } = decide(tenant, &tenant.endpoints, &endpoints, health)
                 {
-                    black_box(published_addresses(tenant, &endpoints, &meta, &chosen));
+                    black_box(published_addresses(
+                        tenant,
+                        &endpoints,
+                        &meta,
+                        &chosen,
+                        |_| None,
+                    ));
                 }
             }
         })

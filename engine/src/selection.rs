@@ -49,6 +49,15 @@ pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
         })
 }
 
+/// The weight published for endpoint `ep` in `tenant`: the weight it reported
+/// (`reported_weight`) when the tenant is weighted, else [`weight_of`].
+pub fn published_weight(tenant: &Tenant, ep: &Endpoint, reported: Option<u32>) -> u32 {
+    match reported {
+        Some(w) if tenant.weighs => w,
+        _ => weight_of(tenant, ep),
+    }
+}
+
 /// A `geo` tenant's locations: every `geo` label of its endpoints, up or down, sorted
 /// (empty for other policies), so sinks can send clients of a location that is down to
 /// the nearest one that is up.
@@ -64,19 +73,21 @@ pub fn locations(tenant: &Tenant, endpoints: &[Endpoint]) -> Vec<String> {
     set.into_iter().cloned().collect()
 }
 
-/// The snapshot's address list for the chosen endpoints: resolved weights, shared
-/// metadata, sorted by address.
+/// The snapshot's address list for the chosen endpoints: resolved weights (in a weighted
+/// tenant, the weight an endpoint reports, `reported(e)`, before any configured one),
+/// shared metadata, sorted by address.
 pub fn published_addresses(
     tenant: &Tenant,
     endpoints: &[Endpoint],
     meta: &[Arc<EndpointMeta>],
     chosen: &[usize],
+    reported: impl Fn(usize) -> Option<u32>,
 ) -> Vec<PublishedAddress> {
     let mut addresses: Vec<PublishedAddress> = chosen
         .iter()
         .map(|&e| PublishedAddress {
             address: endpoints[e].address,
-            weight: weight_of(tenant, &endpoints[e]),
+            weight: published_weight(tenant, &endpoints[e], reported(e)),
             endpoint: meta[e].clone(),
         })
         .collect();

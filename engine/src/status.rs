@@ -158,6 +158,10 @@ pub struct EndpointStatus {
     /// Flap damping, when on for this endpoint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damping: Option<DampingStatus>,
+    /// The weight its checks report (`reported_weight`), published by weighted tenants
+    /// instead of the configured one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported_weight: Option<u32>,
     /// An endpoint of several checks (`checks`): each check's verdict, its own first, and
     /// the rule that made `state` of them. The fields above are of its own check.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -51,3 +51,4 @@ mod status_page;
 mod tls_checks;
 mod vantage;
 mod webhook;
+mod weights;

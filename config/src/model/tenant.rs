@@ -57,9 +57,9 @@ pub struct EndpointConfig {
     pub must_pass: bool,
 }
 
-/// How many of an endpoint's checks must pass for it to be up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+/// How many of an endpoint's checks must pass for it to be up; written `"all"`, `"any"`
+/// or `{ quorum = K }`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Require {
     /// Every check (a dependency list: the gateway and what it needs).
     #[default]
@@ -71,6 +71,42 @@ pub enum Require {
         /// How many checks must pass (1 to the number of checks).
         quorum: u32,
     },
+}
+
+impl Serialize for Require {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Require::All => s.serialize_str("all"),
+            Require::Any => s.serialize_str("any"),
+            Require::Quorum { quorum } => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("quorum", quorum)?;
+                map.end()
+            }
+        }
+    }
+}
+
+impl JsonSchema for Require {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Require".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"all\", \"any\" or { quorum = K }: how many checks must pass",
+            "anyOf": [
+                { "enum": ["all", "any"] },
+                {
+                    "type": "object",
+                    "properties": { "quorum": { "type": "integer", "minimum": 1 } },
+                    "required": ["quorum"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
 }
 
 impl<'de> Deserialize<'de> for Require {

@@ -3,7 +3,8 @@
 //! in a file:
 //!
 //! ```json
-//! {"192.0.2.10": "up", "192.0.2.11": "down", "192.0.2.12": true, "192.0.2.13": {"up": false}}
+//! {"192.0.2.10": "up", "192.0.2.11": "down", "192.0.2.12": true, "192.0.2.13": {"up": false},
+//!  "192.0.2.14": {"up": true, "weight": 30}}
 //! ```
 //!
 //! Every endpoint checked against one feed shares one fetch per `interval`: each probe
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::registry::{CheckSettings, Prepare, Problems};
+use super::weight::{Damper, ReportedWeight, WeightSettings};
 use super::Progress;
 use super::{Attempt, Dial, Failure, KeptConnection, ProbeContext, ProbeError, ProbeKind};
 
@@ -47,6 +49,9 @@ pub struct FeedSettings {
     #[serde(default, with = "humantime_serde::option")]
     #[schemars(with = "Option<String>")]
     pub max_age: Option<Duration>,
+    /// Read each entry's `"weight"` for weighted answers: `{ from = "feed" }` (the
+    /// default), `min`, `max`, `band` as for http.
+    pub reported_weight: Option<WeightSettings>,
 }
 
 /// Where a feed is read.
@@ -65,6 +70,8 @@ pub struct FeedCheck {
     pub source: Source,
     /// How long its last answer counts.
     pub max_age: Duration,
+    /// Whether and how entries' weights are read.
+    pub reported_weight: Option<ReportedWeight>,
 }
 
 impl ResolvedCheck for FeedCheck {
@@ -110,7 +117,14 @@ impl CheckSettings for FeedSettings {
         if max_age.is_zero() {
             problems.push("max_age", "must be more than 0");
         }
-        Some(FeedCheck { source, max_age })
+        let reported_weight = self
+            .reported_weight
+            .and_then(|w| w.resolve(&["feed"], problems));
+        Some(FeedCheck {
+            source,
+            max_age,
+            reported_weight,
+        })
     }
 }
 
@@ -118,7 +132,7 @@ impl CheckSettings for FeedSettings {
 #[derive(Default)]
 struct FeedState {
     /// The last answer that parsed, and when it was fetched.
-    answer: Option<(Instant, Arc<HashMap<IpAddr, bool>>)>,
+    answer: Option<(Instant, Arc<HashMap<IpAddr, Entry>>)>,
     /// When the last fetch was tried, and why it failed, if it did.
     tried: Option<(Instant, Option<String>)>,
 }
@@ -149,10 +163,20 @@ struct FeedProbe {
     /// How long a fetch may take: inside the probe's timeout, so a slow feed is a failed
     /// fetch (the last answer still counts), never a timed-out probe of the endpoint.
     fetch_timeout: Duration,
+    /// The weight in effect, when entries' weights are read.
+    weight: Option<Damper>,
+}
+
+/// What a feed says of one address.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Entry {
+    up: bool,
+    /// Its `"weight"`, if given.
+    weight: Option<f64>,
 }
 
 impl FeedProbe {
-    async fn judge(&self, dial: &Dial) -> Result<(), Failure> {
+    async fn judge(&self, dial: &Dial, progress: &Progress) -> Result<(), Failure> {
         let timeout = self.fetch_timeout;
         let mut state = self.state.lock().await;
         let now = Instant::now();
@@ -188,8 +212,13 @@ impl FeedProbe {
             )));
         };
         match map.get(&dial.addr.ip()) {
-            Some(true) => Ok(()),
-            Some(false) => Err(Failure::Answer {
+            Some(Entry { up: true, weight }) => {
+                if let (Some(raw), Some(damper)) = (weight, &self.weight) {
+                    progress.report_weight(damper.admit(*raw));
+                }
+                Ok(())
+            }
+            Some(Entry { up: false, .. }) => Err(Failure::Answer {
                 label: "feed_down",
                 detail: format!("feed {} says down", self.source),
             }),
@@ -214,10 +243,10 @@ impl ProbeKind for FeedProbe {
     fn attempt<'a>(
         &'a self,
         dial: &'a Dial,
-        _progress: &'a Progress,
+        progress: &'a Progress,
         _kept: &'a mut Option<KeptConnection>,
     ) -> Attempt<'a> {
-        Box::pin(self.judge(dial))
+        Box::pin(self.judge(dial, progress))
     }
 }
 
@@ -233,12 +262,13 @@ impl Prepare for FeedCheck {
             max_age: self.max_age,
             refresh: target.check.timing.interval,
             fetch_timeout: target.check.timing.timeout * 3 / 4,
+            weight: self.reported_weight.clone().map(Damper::new),
         }))
     }
 }
 
 /// The feed's map of address -> up, or why it could not be read.
-async fn fetch(source: &Source) -> Result<HashMap<IpAddr, bool>, String> {
+async fn fetch(source: &Source) -> Result<HashMap<IpAddr, Entry>, String> {
     let body = match source {
         Source::File(path) => tokio::fs::read(path)
             .await
@@ -285,8 +315,8 @@ async fn get(url: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The feed's JSON: an object of address -> `"up"`/`"down"`, `true`/`false` or
-/// `{"up": bool}`.
-fn parse(body: &[u8]) -> Result<HashMap<IpAddr, bool>, String> {
+/// `{"up": bool}`, the object with an optional `"weight"` (a number, not negative).
+fn parse(body: &[u8]) -> Result<HashMap<IpAddr, Entry>, String> {
     let object: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(body).map_err(|e| format!("not a JSON object: {e}"))?;
     let mut map = HashMap::with_capacity(object.len());
@@ -294,21 +324,29 @@ fn parse(body: &[u8]) -> Result<HashMap<IpAddr, bool>, String> {
         let ip: IpAddr = key
             .parse()
             .map_err(|_| format!("\"{key}\" is not an IP address"))?;
+        let mut weight = None;
         let up = match &value {
             serde_json::Value::Bool(b) => *b,
             serde_json::Value::String(s) if s.eq_ignore_ascii_case("up") => true,
             serde_json::Value::String(s) if s.eq_ignore_ascii_case("down") => false,
-            serde_json::Value::Object(o) => match o.get("up") {
-                Some(serde_json::Value::Bool(b)) => *b,
-                _ => return Err(format!("{key}: an object needs \"up\": true or false")),
-            },
+            serde_json::Value::Object(o) => {
+                if let Some(w) = o.get("weight") {
+                    weight = Some(w.as_f64().filter(|w| *w >= 0.0).ok_or_else(|| {
+                        format!("{key}: \"weight\" {w} is not a number of 0 or more")
+                    })?);
+                }
+                match o.get("up") {
+                    Some(serde_json::Value::Bool(b)) => *b,
+                    _ => return Err(format!("{key}: an object needs \"up\": true or false")),
+                }
+            }
             other => {
                 return Err(format!(
                     "{key}: {other} is not up/down, true/false or {{\"up\": bool}}"
                 ))
             }
         };
-        map.insert(ip, up);
+        map.insert(ip, Entry { up, weight });
     }
     Ok(map)
 }
@@ -323,7 +361,7 @@ mod tests {
             br#"{"192.0.2.10": "up", "192.0.2.11": "DOWN", "192.0.2.12": true, "2001:db8::1": {"up": false}}"#,
         )
         .unwrap();
-        let up = |a: &str| map.get(&a.parse::<IpAddr>().unwrap()).copied();
+        let up = |a: &str| map.get(&a.parse::<IpAddr>().unwrap()).map(|e| e.up);
         assert_eq!(up("192.0.2.10"), Some(true));
         assert_eq!(up("192.0.2.11"), Some(false));
         assert_eq!(up("192.0.2.12"), Some(true));
@@ -335,5 +373,10 @@ mod tests {
         assert!(parse(br#"{"192.0.2.1": 3}"#)
             .unwrap_err()
             .contains("is not up/down"));
+        let weighted = parse(br#"{"192.0.2.1": {"up": true, "weight": 30}}"#).unwrap();
+        assert_eq!(weighted.values().next().unwrap().weight, Some(30.0));
+        assert!(parse(br#"{"192.0.2.1": {"up": true, "weight": -1}}"#)
+            .unwrap_err()
+            .contains("is not a number of 0 or more"));
     }
 }

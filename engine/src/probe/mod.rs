@@ -19,6 +19,7 @@ mod registry;
 mod reuse;
 mod tcp;
 mod tls;
+mod weight;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -136,9 +137,16 @@ struct Progress {
     reused: AtomicBool,
     /// The presented certificate's `notAfter`, Unix seconds (0: no certificate seen).
     cert_not_after: AtomicU64,
+    /// The weight the target reported (`reported_weight`), plus one (0: none).
+    weight: AtomicU64,
 }
 
 impl Progress {
+    /// The healthy answer reported this weight (after its damper).
+    fn report_weight(&self, weight: u32) {
+        self.weight.store(u64::from(weight) + 1, Ordering::Relaxed);
+    }
+
     /// The attempt runs over a kept connection (see [`Progress::kept_verdict`]).
     fn reusing(&self) {
         self.connected.store(true, Ordering::Relaxed);
@@ -196,6 +204,11 @@ impl Probe {
             reused: progress.reused.load(Ordering::Relaxed),
             cert_not_after: (not_after > 0)
                 .then(|| std::time::UNIX_EPOCH + Duration::from_secs(not_after)),
+            weight: progress
+                .weight
+                .load(Ordering::Relaxed)
+                .checked_sub(1)
+                .map(|w| w as u32),
         }
     }
 }

@@ -118,6 +118,9 @@ pub struct ProbeResult {
     /// When the certificate the target presented stops being valid (TLS kinds), exported
     /// per target so an expiry is seen before it fails a probe.
     pub cert_not_after: Option<std::time::SystemTime>,
+    /// The weight a healthy answer reported (`reported_weight`, clamped and damped); `None`:
+    /// the configured weight.
+    pub weight: Option<u32>,
 }
 
 impl ProbeResult {

@@ -112,6 +112,9 @@ pub(super) struct TargetState {
     /// Time spent down before the current verdict (the current down spell is added when
     /// shown).
     pub(super) downtime: Duration,
+    /// The weight its last healthy answer reported (`reported_weight`); `None`: the
+    /// configured weight.
+    pub(super) weight: Option<u32>,
 }
 
 impl TargetState {
@@ -125,6 +128,7 @@ impl TargetState {
             failures: 0,
             transitions: 0,
             downtime: Duration::ZERO,
+            weight: None,
         }
     }
 
@@ -506,15 +510,38 @@ impl TrackerCore {
             if is == Health::Up {
                 tenant.healthy += 1;
             }
-            match tenant.pacing.request(now.mono, now.mono) {
-                Pace::Now => self.refresh(ti, now.mono, now, fx),
-                Pace::Later(at) => fx.push(Effect::WakeAt {
-                    at,
-                    wake: Wake::Paced(self.plan.tenants[ti.0].name.clone()),
-                }),
-                Pace::Scheduled => {}
+            self.request_decision(ti, now, fx);
+        }
+    }
+
+    /// A reported weight of `target` changed: its weighted tenants decide again.
+    pub(super) fn reweighed(&mut self, target: TargetIx, now: Clock, fx: &mut Vec<Effect>) {
+        for i in 0..self.topology.tenants(target).len() {
+            let ti = self.topology.tenants(target)[i].tenant;
+            if self.plan.tenants[ti.0].weighs {
+                self.request_decision(ti, now, fx);
             }
         }
+    }
+
+    /// Asks for tenant `ti` to be decided again, now or when its pacing allows.
+    fn request_decision(&mut self, ti: TenantIx, now: Clock, fx: &mut Vec<Effect>) {
+        match self.tenants[ti.0].pacing.request(now.mono, now.mono) {
+            Pace::Now => self.refresh(ti, now.mono, now, fx),
+            Pace::Later(at) => fx.push(Effect::WakeAt {
+                at,
+                wake: Wake::Paced(self.plan.tenants[ti.0].name.clone()),
+            }),
+            Pace::Scheduled => {}
+        }
+    }
+
+    /// The weight endpoint `e` reported through its check (the first of its checks that
+    /// reports one), if any.
+    pub(super) fn reported_weight(&self, e: EndpointIx) -> Option<u32> {
+        self.plan.endpoints[e.0]
+            .targets()
+            .find_map(|t| self.targets[t].weight)
     }
 
     /// The one wait-for-verdicts rule: a tenant with endpoints still `unknown` holds its
@@ -569,6 +596,7 @@ impl TrackerCore {
             &self.plan.endpoints,
             &self.endpoint_meta,
             &endpoints,
+            |e| self.reported_weight(EndpointIx(e)),
         );
         let geos = locations(tenant, &self.plan.endpoints);
         self.publish(ti, (addresses, mode, geos), None, cause_at, now, fx);

@@ -174,6 +174,7 @@ impl Harness {
                     latency: Duration::from_millis(1),
                     reused: false,
                     cert_not_after: None,
+                    weight: None,
                 },
                 start_delay: Duration::ZERO,
             })
@@ -520,6 +521,7 @@ fn results_this_machine_caused_are_not_judged() {
             latency: Duration::ZERO,
             reused: false,
             cert_not_after: None,
+            weight: None,
         },
         start_delay: Duration::ZERO,
     };
@@ -532,6 +534,7 @@ fn results_this_machine_caused_are_not_judged() {
             latency: Duration::ZERO,
             reused: false,
             cert_not_after: None,
+            weight: None,
         },
         start_delay: Duration::ZERO,
     };

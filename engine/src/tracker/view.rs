@@ -88,6 +88,7 @@ impl TrackerCore {
                         penalty: d.penalty(now.mono).round(),
                         held: d.suppressed(),
                     }),
+                    reported_weight: self.reported_weight(EndpointIx(e)),
                     composite: ep.composite.as_ref().map(|c| CompositeStatus {
                         needed: c.needed(),
                         must_pass: c.must_pass,

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
+use super::weight::Damper;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
 use request::{Answer, HttpRequest};
 pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings, SecretValue};
@@ -29,6 +30,8 @@ pub(super) struct HttpProbe {
     per_connection: u32,
     /// A healthy answer slower than this fails (`slow`).
     max_latency: Option<Duration>,
+    /// The weight in effect (`reported_weight`).
+    weight: Option<Damper>,
 }
 
 impl HttpProbe {
@@ -39,6 +42,7 @@ impl HttpProbe {
             tls,
             per_connection: check.probes_per_connection,
             max_latency: check.max_latency,
+            weight: check.reported_weight.clone().map(Damper::new),
         }
     }
 
@@ -98,11 +102,21 @@ impl HttpProbe {
         progress: &Progress,
     ) -> Result<(), Failure> {
         match verdict? {
-            Answer::Healthy { .. } => Ok(()),
+            Answer::Healthy { weight, .. } => {
+                self.report(weight, progress);
+                Ok(())
+            }
             // Boxed: redirects are rare, and their state need not size every probe.
             Answer::Redirect { code, location } => {
                 Box::pin(self.follow(dial, progress, code, location)).await
             }
+        }
+    }
+
+    /// Reports the weight a healthy answer gave, through the target's damper.
+    fn report(&self, weight: Option<f64>, progress: &Progress) {
+        if let (Some(raw), Some(damper)) = (weight, &self.weight) {
+            progress.report_weight(damper.admit(raw));
         }
     }
 
@@ -138,7 +152,10 @@ impl HttpProbe {
                 Stream::Tls(tls) => self.req.send(tls.as_mut(), &head, false).await?,
             };
             match answer {
-                Answer::Healthy { .. } => return Ok(()),
+                Answer::Healthy { weight, .. } => {
+                    self.report(weight, progress);
+                    return Ok(());
+                }
                 Answer::Redirect {
                     code: next,
                     location: to,
@@ -169,7 +186,7 @@ impl HttpProbe {
             Stream::Plain(tcp) => self.req.exchange(tcp, keep).await?,
             Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), keep)).await?,
         };
-        if let Answer::Healthy { reusable: true } = answer {
+        if let Answer::Healthy { reusable: true, .. } = answer {
             *kept = Some(KeptConnection {
                 link: Link::Stream(stream),
                 carried,

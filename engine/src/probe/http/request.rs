@@ -17,6 +17,7 @@ use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
 use super::redirect::{is_redirect, method_after, same_origin_path, Origin};
 use super::HttpCheck;
+use crate::probe::weight::ReportedWeight;
 use crate::probe::Failure;
 
 /// Largest response head read; a health endpoint's is far smaller.
@@ -38,6 +39,8 @@ pub struct HttpRequest {
     /// What following redirects needs (`follow_redirects`); `None` (the default) judges a
     /// redirect as its status and costs nothing per target.
     redirects: Option<Box<Redirects>>,
+    /// Where a healthy answer reports its weight (`reported_weight`).
+    weight: Option<Box<ReportedWeight>>,
 }
 
 /// The parts of the request a redirect rebuilds it from.
@@ -67,8 +70,9 @@ pub struct Hop {
 
 /// How an exchange ended.
 pub enum Answer {
-    /// The answer was judged healthy; whether the connection can carry the next request.
-    Healthy { reusable: bool },
+    /// The answer was judged healthy: whether the connection can carry the next request,
+    /// and the weight it reported (`reported_weight`), if it was read.
+    Healthy { reusable: bool, weight: Option<f64> },
     /// A redirect to follow (`follow_redirects`): its status and `Location`.
     Redirect { code: u16, location: String },
 }
@@ -144,6 +148,7 @@ impl HttpRequest {
             conditions: BodyConditions::new(check.body_matches.as_deref(), &check.body_json),
             body_limit: check.body_limit,
             head_only: check.method == "HEAD",
+            weight: check.reported_weight.clone().map(Box::new),
         }
     }
 
@@ -220,9 +225,17 @@ impl HttpRequest {
         }
         let keep =
             keep && head.keep_alive && matches!(head.framing, Ok(f) if f != Framing::UntilClose);
-        let judge_body = self.conditions.need_body();
+        let weight = self.weight.as_deref();
+        let judge_body = self.conditions.need_body() || weight.is_some_and(|w| w.needs_body());
+        // A weight in a header is read before the head is dropped.
+        let head_weight = weight
+            .filter(|w| !w.needs_body())
+            .and_then(|w| w.read_http(&buf[..head.len], &[]));
         if self.needle.is_none() && !judge_body && !keep {
-            return Ok(Answer::Healthy { reusable: false });
+            return Ok(Answer::Healthy {
+                reusable: false,
+                weight: head_weight,
+            });
         }
         let framing = head.framing.map_err(Failure::Protocol)?;
         buf.drain(..head.len);
@@ -239,6 +252,11 @@ impl HttpRequest {
         self.conditions.judge(&end.body)?;
         Ok(Answer::Healthy {
             reusable: keep && end.at_boundary,
+            weight: head_weight.or_else(|| {
+                weight
+                    .filter(|w| w.needs_body())
+                    .and_then(|w| w.read_http(&[], &end.body))
+            }),
         })
     }
 }
@@ -369,6 +387,7 @@ mod tests {
             body_json: Default::default(),
             max_latency: None,
             follow_redirects: 0,
+            reported_weight: None,
         };
         let addr = "127.0.0.1:8080".parse().unwrap();
         assert!(HttpRequest::new(&check, addr, false).fits_one_segment());

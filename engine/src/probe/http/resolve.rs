@@ -50,6 +50,16 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
     let method = request_method(&merged, errs);
     check_conditions(&merged, &method, errs);
     let follow_redirects = follow_redirects(merged.follow_redirects, errs);
+    let reported_weight = merged
+        .reported_weight
+        .clone()
+        .and_then(|w| w.resolve(&["body", "header", "json"], errs));
+    if method == "HEAD" && reported_weight.as_ref().is_some_and(|w| w.needs_body()) {
+        errs.push(
+            "reported_weight.from",
+            "a HEAD answer has no body to read the weight from",
+        );
+    }
     if !errs.is_empty() {
         return None;
     }
@@ -68,6 +78,7 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         body_limit,
         probes_per_connection,
         follow_redirects,
+        reported_weight,
     })
 }
 

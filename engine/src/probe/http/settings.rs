@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
+use crate::probe::weight::{ReportedWeight, WeightSettings};
 use crate::probe::{ProbeContext, ProbeError, ProbeKind};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
@@ -76,6 +77,11 @@ pub struct HttpSettings {
     /// redirect is judged as its status. A redirect elsewhere fails (reason `redirect`): what
     /// is probed is what is published.
     pub follow_redirects: Option<u8>,
+    /// Read a weight from each healthy answer for weighted answers (PowerDNS's numeric
+    /// health answers, HAProxy's agent-check): `{ from = "body" }`, `{ from = "header",
+    /// name = "X-Weight" }` or `{ from = "json", name = "/weight" }`, with `min` (default 1),
+    /// `max` (255) and `band` (percent it must move to count, default 10).
+    pub reported_weight: Option<WeightSettings>,
 }
 
 /// `kind = "https"`: like `http`, over TLS.
@@ -154,6 +160,8 @@ pub struct HttpCheck {
     pub max_latency: Option<Duration>,
     /// Most redirects followed on the endpoint (0: a redirect is judged as its status).
     pub follow_redirects: u8,
+    /// Where a healthy answer reports its weight, if it does.
+    pub reported_weight: Option<ReportedWeight>,
 }
 
 /// An https check, resolved: the HTTP part and whom to trust.

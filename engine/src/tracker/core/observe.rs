@@ -71,6 +71,11 @@ impl TrackerCore {
         if !obs.result.ok() {
             state.failures += 1;
         }
+        // A healthy answer says the weight in effect (its damper's), or none: configured.
+        let reweighed = obs.result.ok() && state.weight != obs.result.weight;
+        if reweighed {
+            state.weight = obs.result.weight;
+        }
         if let Some(t) = transition {
             let hold_starts = t.to == Health::Down
                 && state
@@ -98,6 +103,8 @@ impl TrackerCore {
         let after = self.targets[target.0].effective();
         if before != after {
             self.effective_changed(target, before, now, fx);
+        } else if reweighed {
+            self.reweighed(target, now, fx);
         }
     }
 

@@ -36,7 +36,11 @@ impl TrackerCore {
                         address: ep.address,
                         name: ep.name.clone(),
                         cluster: ep.cluster.clone(),
-                        weight: crate::selection::weight_of(tenant, ep),
+                        weight: crate::selection::published_weight(
+                            tenant,
+                            ep,
+                            self.reported_weight(EndpointIx(e)),
+                        ),
                         priority: ep.priority,
                         geo: ep.labels.get("geo").cloned(),
                         health: self.health_of(EndpointIx(e)),
