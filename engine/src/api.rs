@@ -28,7 +28,8 @@ use crate::status::Timestamp;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{
-    DrainError, GetStatus, HealthTracker, IsReady, OperatorAction, ReleaseBrake, SetByOperator,
+    Applied, DrainError, GetStatus, HealthTracker, IsReady, OperatorAction, ReleaseBrake,
+    Selection, SetByOperator,
 };
 
 /// What the API reads from; made by [`crate::Engine::api_state`].
@@ -301,7 +302,11 @@ async fn answer(
         if let Some(limited) = rate_limited(state) {
             return limited;
         }
-        return operator_action(&req, peer, state, name, action).await;
+        let endpoints = match selection(name, req.uri().query()) {
+            Ok(endpoints) => endpoints,
+            Err(message) => return text(StatusCode::BAD_REQUEST, PLAIN, message),
+        };
+        return operator_action(&req, peer, state, endpoints, action).await;
     }
     if path == "/v1/brake/release" {
         if req.method() != Method::POST {
@@ -464,13 +469,57 @@ fn heartbeat(
     }
 }
 
-/// Does `action` on endpoint `name`: refused (403) unless `api.admin_token_file` is set,
-/// then only with that token (401); logged with the client's address and counted.
+/// The endpoints of `/v1/endpoints/{name}/...`: the one named, or with `*` every endpoint
+/// with the labels of the query (`?geo=IE&cloud=aws`, at least one).
+fn selection(name: &str, query: Option<&str>) -> Result<Selection, String> {
+    if name != "*" {
+        return Ok(Selection::Name(name.to_owned()));
+    }
+    let mut labels = std::collections::BTreeMap::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (key, value) = (percent_decoded(key)?, percent_decoded(value)?);
+        if key.is_empty() || value.is_empty() {
+            return Err(format!("{pair:?} is not label=value\n"));
+        }
+        labels.insert(key, value);
+    }
+    if labels.is_empty() {
+        return Err("* needs labels: /v1/endpoints/*/ACTION?label=value&...\n".into());
+    }
+    Ok(Selection::Labels(labels))
+}
+
+/// `text` with its `%XX` escapes (and `+` for a space) decoded.
+fn percent_decoded(text: &str) -> Result<String, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'%' => {
+                let hex = [bytes.next(), bytes.next()];
+                let byte = match hex {
+                    [Some(h), Some(l)] => std::str::from_utf8(&[h, l])
+                        .ok()
+                        .and_then(|h| u8::from_str_radix(h, 16).ok()),
+                    _ => None,
+                };
+                out.push(byte.ok_or_else(|| format!("{text:?} has a broken %-escape\n"))?);
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{text:?} is not UTF-8\n"))
+}
+
+/// Does `action` on `endpoints`: refused (403) unless `api.admin_token_file` is set, then
+/// only with that token (401); logged with the client's address and counted.
 async fn operator_action(
     req: &Request<Incoming>,
     peer: std::net::SocketAddr,
     state: &ApiState,
-    name: &str,
+    endpoints: Selection,
     action: OperatorAction,
 ) -> Response<Full<Bytes>> {
     let verb = action.name();
@@ -488,12 +537,10 @@ async fn operator_action(
         count("refused");
         return refused;
     }
-    let msg = SetByOperator {
-        endpoint: name.to_owned(),
-        action,
-    };
+    let asked = endpoints.clone();
+    let msg = SetByOperator { endpoints, action };
     let result = state.tracker.send(msg).await;
-    action_answer(result, peer, name, action, count)
+    action_answer(result, peer, &asked, action, count)
 }
 
 /// Why an operator action (`verb`) is refused: 403 unless `api.admin_token_file` is set,
@@ -555,22 +602,31 @@ async fn release_brake(
 
 /// The answer to an operator action, counted by `count` and logged.
 fn action_answer(
-    result: Result<Result<bool, DrainError>, actix::MailboxError>,
+    result: Result<Result<Applied, DrainError>, actix::MailboxError>,
     peer: std::net::SocketAddr,
-    name: &str,
+    asked: &Selection,
     action: OperatorAction,
     count: impl Fn(&'static str),
 ) -> Response<Full<Bytes>> {
     let verb = action.name();
+    let name = asked.to_string();
     match result {
-        Ok(Ok(changed)) => {
+        Ok(Ok(Applied { matched, changed })) => {
             count("ok");
-            info!(%peer, endpoint = name, action = verb, changed, "operator action");
+            info!(%peer, endpoint = %name, action = verb, changed = ?changed, "operator action");
             let done = action.outcome();
-            let body = if changed {
-                format!("{done} {name}\n")
-            } else {
-                format!("{name} was already {done}\n")
+            let body = match asked {
+                Selection::Name(_) if changed.is_empty() => format!("{name} was already {done}\n"),
+                Selection::Name(_) => format!("{done} {name}\n"),
+                Selection::Labels(_) if changed.is_empty() => {
+                    format!("the {} {name} were already {done}\n", matched.len())
+                }
+                Selection::Labels(_) => format!(
+                    "{done} {} of the {} {name}: {}\n",
+                    changed.len(),
+                    matched.len(),
+                    changed.join(" ")
+                ),
             };
             text(StatusCode::OK, PLAIN, body)
         }
@@ -580,7 +636,7 @@ fn action_answer(
         }
         Ok(Err(e)) => {
             count("error");
-            warn!(%peer, endpoint = name, action = verb, error = %e, "operator action failed: nothing changed");
+            warn!(%peer, endpoint = %name, action = verb, error = %e, "operator action failed: nothing changed");
             text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 PLAIN,

@@ -2,7 +2,8 @@
 //! `/release`), as gdnsd's `admin_state`: a forced-down healthy gateway leaves DNS, a
 //! forced-up failing one stays, release hands the decision back to the probes; the
 //! overrides survive a restart; forcing every endpoint of a name down never empties it;
-//! `hold_failback` holds a gateway that failed out until released.
+//! `hold_failback` (an endpoint's, or its tenant's) holds a gateway that failed out until
+//! released; actions by label (`/v1/endpoints/*/ACTION?geo=IE`) act on a location at once.
 
 use std::path::Path;
 
@@ -173,4 +174,78 @@ async fn a_held_gateway_stays_out_after_recovering_until_released() {
         (200, "released gw-1\n".into())
     );
     wait_for_file(&file, "gw-1 back", |c| addresses(c) == ips).await;
+}
+
+/// Overrides by label (`/v1/endpoints/*/ACTION?label=value`: a location at once) and a
+/// tenant's `hold_failback`: the two Irish gateways are forced down and released together,
+/// and the German one, held by its tenant's policy after it fails, stays out until released.
+#[actix_rt::test]
+async fn overrides_by_label_and_a_tenants_hold_failback() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let ips: Vec<String> = gws.iter().map(ip).collect();
+    let file = dir.path().join("t.hosts");
+    let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .set("endpoints.0.labels.geo", "IE")
+        .set("endpoints.1.labels.geo", "IE")
+        .set("endpoints.2.labels.geo", "DE")
+        .set("state_dir", dir.path().join("state").display().to_string())
+        .with(&format!(
+            "[[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\nhold_failback = true\n\n{}",
+            hosts_sink(dir.path())
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &config).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
+    wait_for_file(&file, "all three", |c| addresses(c) == ips).await;
+
+    assert_eq!(
+        act(api, "*", "force-down?geo=I%45").await,
+        (
+            200,
+            "forced down 2 of the 2 endpoints with geo=IE: gw-1 gw-2\n".into()
+        )
+    );
+    wait_for_file(&file, "Ireland out", |c| addresses(c) == ips[2..]).await;
+    assert_eq!(
+        act(api, "*", "force-down?geo=IE").await,
+        (
+            200,
+            "the 2 endpoints with geo=IE were already forced down\n".into()
+        )
+    );
+    let (code, body) = act(api, "*", "force-down").await;
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "* needs labels: /v1/endpoints/*/ACTION?label=value&...\n"
+        )
+    );
+    let (code, body) = act(api, "*", "drain?geo=FR").await;
+    assert_eq!((code, body.as_str()), (404, "no endpoints with geo=FR\n"));
+    assert_eq!(
+        act(api, "*", "release?geo=IE").await,
+        (
+            200,
+            "released 2 of the 2 endpoints with geo=IE: gw-1 gw-2\n".into()
+        )
+    );
+    wait_for_file(&file, "Ireland back", |c| addresses(c) == ips).await;
+
+    // The tenant holds every endpoint that fails while published.
+    gws[2].set(Behaviour::Status(503)).unwrap();
+    wait_for_file(&file, "gw-3 out", |c| addresses(c) == ips[..2]).await;
+    gws[2].set(Behaviour::Healthy).unwrap();
+    wait_for_status(&engine, "gw-3 up again", |s| {
+        s.endpoints[2].state == Health::Up
+    })
+    .await;
+    stays_while_probed(&engine, 2, &file, &ips[..2]).await;
+    assert_eq!(
+        engine.status().await.unwrap().tracker.endpoints[2].forced,
+        Some(Forced::Down)
+    );
+    assert_eq!(act(api, "gw-3", "release").await.0, 200);
+    wait_for_file(&file, "gw-3 back", |c| addresses(c) == ips).await;
 }

@@ -299,6 +299,12 @@ pub struct TenantConfig {
     /// default: a removed tenant's records stay as last published.
     #[serde(default)]
     pub cleanup_on_remove: bool,
+    /// Every endpoint of the tenant that fails while published stays out of DNS (forced
+    /// down) until an operator releases it, as an endpoint's own `hold_failback` does; an
+    /// endpoint shared with other tenants is held in all of them (the hold is the
+    /// endpoint's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_failback: bool,
     /// Routing policy applied to the healthy set.
     #[serde(default)]
     pub policy: RoutingPolicy,

@@ -21,7 +21,7 @@ use crate::model::{
     CheckOverrides, Config, LeaderElectionConfig, MultiClusterConfig, TelemetryConfig,
 };
 use crate::names::{check_header_name, check_header_value, check_url};
-use crate::plan::{CheckSpec, Plan, Target};
+use crate::plan::{CheckSpec, Endpoint, Plan, Target};
 
 pub use check_kinds::{CheckCatalog, KindCheck, ResolvedCheck, SameCheck};
 pub use sinks::{Claim, Parsed, SinkCatalog, SinkSpec, TenantUse};
@@ -159,6 +159,14 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     if !errs.is_empty() {
         return Err(errs);
     }
+    let mut endpoints: Vec<Endpoint> = endpoints.into_iter().flatten().collect();
+    for (t, tenant) in config.tenants.iter().zip(&tenants) {
+        if t.hold_failback {
+            for &e in &tenant.endpoints {
+                endpoints[e].hold_failback = true;
+            }
+        }
+    }
     Ok(Plan {
         api_listen: config.api.listen,
         api_token_file: config.api.token_file.clone(),
@@ -174,7 +182,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
             .unwrap_or_else(|| default_startup_grace(&targets)),
         shutdown_timeout: config.defaults.shutdown_timeout,
         targets,
-        endpoints: endpoints.into_iter().flatten().collect(),
+        endpoints,
         tenants,
         sinks,
         owner_id: config.owner_id.clone(),

@@ -227,9 +227,19 @@ impl TrackerCore {
         });
     }
 
-    /// Whether an endpoint named `name` is in the plan.
-    pub fn has_endpoint(&self, name: &str) -> bool {
-        self.plan.endpoints.iter().any(|e| e.name == name)
+    /// The names of the endpoints `selection` picks, in configuration order.
+    pub(super) fn selected(&self, selection: &super::Selection) -> Vec<String> {
+        self.plan
+            .endpoints
+            .iter()
+            .filter(|e| match selection {
+                super::Selection::Name(name) => &e.name == name,
+                super::Selection::Labels(labels) => {
+                    labels.iter().all(|(k, v)| e.labels.get(k) == Some(v))
+                }
+            })
+            .map(|e| e.name.clone())
+            .collect()
     }
 
     /// The drained endpoint names.

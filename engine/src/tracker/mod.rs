@@ -8,6 +8,7 @@
 
 mod core;
 mod index;
+mod operator;
 mod pacing;
 mod report;
 #[cfg(test)]
@@ -22,7 +23,7 @@ use ho_config::Plan;
 use tokio::time::Instant;
 
 use crate::delivery::{Forget, Publish, SinkActor};
-use crate::drain::{DrainStore, Forced, OperatorState};
+use crate::drain::{DrainStore, OperatorState};
 use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::Voted;
@@ -33,6 +34,7 @@ use crate::probe_limits::ProbeLimits;
 use crate::status::TrackerStatus;
 
 pub use self::core::{Clock, Effect, TrackerCore};
+pub(crate) use self::operator::{Applied, DrainError, OperatorAction, Selection, SetByOperator};
 
 /// Asks for the `/status` view.
 #[derive(Message)]
@@ -74,100 +76,11 @@ pub(crate) struct HealthTracker {
     coordinator: Recipient<LocalView>,
 }
 
-/// An operator's action on an endpoint; answers whether that changed anything. Saved
-/// before it takes effect, so what the API confirms survives a restart.
-#[derive(Message)]
-#[rtype(result = "Result<bool, DrainError>")]
-pub(crate) struct SetByOperator {
-    /// Endpoint name.
-    pub endpoint: String,
-    /// What the operator asked.
-    pub action: OperatorAction,
-}
-
 /// An operator's release of the blast-radius brake (`POST /v1/brake/release`): every
 /// withdrawal it holds goes through now; answers how many addresses were released.
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub(crate) struct ReleaseBrake;
-
-/// What an operator can set on an endpoint (`POST /v1/endpoints/{name}/{action}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OperatorAction {
-    /// Out of DNS, still probed.
-    Drain,
-    /// Back in DNS as its health says.
-    Undrain,
-    /// Healthy whatever its probes say.
-    ForceUp,
-    /// Unhealthy whatever its probes say.
-    ForceDown,
-    /// Its probes decide again.
-    Release,
-}
-
-impl OperatorAction {
-    /// The action as the API path, the logs and the metrics name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            OperatorAction::Drain => "drain",
-            OperatorAction::Undrain => "undrain",
-            OperatorAction::ForceUp => "force-up",
-            OperatorAction::ForceDown => "force-down",
-            OperatorAction::Release => "release",
-        }
-    }
-
-    /// The action named `name` in an API path.
-    pub fn parse(name: &str) -> Option<OperatorAction> {
-        [
-            OperatorAction::Drain,
-            OperatorAction::Undrain,
-            OperatorAction::ForceUp,
-            OperatorAction::ForceDown,
-            OperatorAction::Release,
-        ]
-        .into_iter()
-        .find(|a| a.name() == name)
-    }
-
-    /// What an endpoint is once the action is done (`drained`, `forced up`).
-    pub fn outcome(self) -> &'static str {
-        match self {
-            OperatorAction::Drain => "drained",
-            OperatorAction::Undrain => "undrained",
-            OperatorAction::ForceUp => "forced up",
-            OperatorAction::ForceDown => "forced down",
-            OperatorAction::Release => "released",
-        }
-    }
-
-    /// `state` with the action done on `endpoint`; whether anything changed.
-    fn apply(self, state: &mut OperatorState, endpoint: &str) -> bool {
-        match self {
-            OperatorAction::Drain => state.drained.insert(endpoint.to_owned()),
-            OperatorAction::Undrain => state.drained.remove(endpoint),
-            OperatorAction::ForceUp => {
-                state.forced.insert(endpoint.to_owned(), Forced::Up) != Some(Forced::Up)
-            }
-            OperatorAction::ForceDown => {
-                state.forced.insert(endpoint.to_owned(), Forced::Down) != Some(Forced::Down)
-            }
-            OperatorAction::Release => state.forced.remove(endpoint).is_some(),
-        }
-    }
-}
-
-/// Why an operator action was not done.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum DrainError {
-    /// No endpoint has that name.
-    #[error("no endpoint named {0:?}")]
-    Unknown(String),
-    /// The state file could not be written; nothing changed.
-    #[error("{0}")]
-    Save(String),
-}
 
 impl HealthTracker {
     /// A tracker for `plan` (`ids`: each target's stable id) publishing to `sinks`,
@@ -256,29 +169,6 @@ impl Handler<Reload> for HealthTracker {
         let mut fx = Vec::new();
         self.core.reload(msg.plan, msg.ids, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
-    }
-}
-
-impl Handler<SetByOperator> for HealthTracker {
-    type Result = Result<bool, DrainError>;
-
-    fn handle(&mut self, msg: SetByOperator, ctx: &mut Context<Self>) -> Self::Result {
-        if !self.core.has_endpoint(&msg.endpoint) {
-            return Err(DrainError::Unknown(msg.endpoint));
-        }
-        let mut state = OperatorState {
-            drained: self.core.drained().clone(),
-            forced: self.core.forced().clone(),
-        };
-        let changed = msg.action.apply(&mut state, &msg.endpoint);
-        if changed {
-            self.drains.save(&state).map_err(DrainError::Save)?;
-            let mut fx = Vec::new();
-            self.core.set_drained(state.drained, Clock::now(), &mut fx);
-            self.core.set_forced(state.forced, Clock::now(), &mut fx);
-            self.carry_out(fx, ctx);
-        }
-        Ok(changed)
     }
 }
 

@@ -362,6 +362,7 @@ fn tenant_config(
         on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
         min_healthy: spec.min_healthy.unwrap_or(0.0),
         cleanup_on_remove: !votes,
+        hold_failback: spec.hold_failback.unwrap_or(false),
         policy: spec.policy.unwrap_or_default(),
         weights: spec.weights.clone(),
         default_weight: spec.default_weight,

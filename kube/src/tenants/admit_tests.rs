@@ -94,6 +94,7 @@ fn resource(
             endpoints: sources,
             ttl: None,
             degraded_ttl: None,
+            hold_failback: None,
             policy: None,
             on_all_unhealthy: None,
             min_healthy: None,
@@ -143,6 +144,7 @@ fn namespaces_claim_only_what_they_are_allowed() {
         vec![addresses(&["192.0.2.10"])],
     );
     ok.spec.degraded_ttl = Some("10s".into());
+    ok.spec.hold_failback = Some(true);
     let stranger = resource(
         "team-c",
         "api",
@@ -217,6 +219,7 @@ fn namespaces_claim_only_what_they_are_allowed() {
         a.config.tenants[1].degraded_ttl,
         Some(std::time::Duration::from_secs(10))
     );
+    assert!(a.config.tenants[1].hold_failback);
 }
 
 #[test]

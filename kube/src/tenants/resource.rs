@@ -47,6 +47,10 @@ pub struct DNSFailoverSpec {
     /// Record TTL while any endpoint is down, e.g. `10s` (at most `ttl`; default: `ttl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded_ttl: Option<String>,
+    /// A gateway that fails while published stays out of DNS until an operator releases it
+    /// (`POST /v1/endpoints/NAME/release`; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_failback: Option<bool>,
     /// Routing policy applied to the healthy set (default `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RoutingPolicy>,
