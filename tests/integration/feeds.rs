@@ -1,7 +1,8 @@
 //! External health feeds (`check = { kind = "feed", url }`): another monitor's JSON map of
 //! address -> health, served by a real HTTP server, decides three gateways (that nothing
 //! probes); a change in the feed is followed; a feed that stops answering leaves every
-//! endpoint at its last verdict, never "everything down"; one fetch serves every endpoint.
+//! endpoint at its last verdict, never "everything down"; one fetch serves every endpoint;
+//! an `https://` feed is verified against its CA.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,4 +153,75 @@ async fn a_feed_decides_its_endpoints_and_its_silence_changes_nothing() {
         fetches * 2 <= probes,
         "{fetches} fetches for {probes} probes: the endpoints share them"
     );
+}
+
+/// Serves `body` as the feed over TLS (the server certificate of `pki`) on `ip`.
+async fn tls_feed(ip: std::net::Ipv4Addr, pki: &TestPki, body: String) -> SocketAddr {
+    let body = Bytes::from(body);
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = pki.acceptor.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, body) = (acceptor.clone(), body.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |_req| {
+                    let body = body.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(body)))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// An `https://` feed is verified: against its `ca_file` it decides its endpoint; the same
+/// feed trusted by the system roots only is refused, and its endpoint gets no verdict
+/// (the TLS error is its reason), never "down".
+#[actix_rt::test]
+async fn an_https_feed_is_verified_against_its_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let ip = loopback_ip();
+    let pki = test_pki(dir.path(), &ip.to_string());
+    let (trusted, stranger) = (loopback_ip().to_string(), loopback_ip().to_string());
+    let addr = tls_feed(ip, &pki, map(&[(&trusted, "up"), (&stranger, "up")])).await;
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&format!(
+            "[[endpoints]]\nname = \"trusted\"\naddress = \"{trusted}\"\n\
+             check = {{ kind = \"feed\", url = \"https://{addr}/health.json\", ca_file = {:?} }}\n\n\
+             [[endpoints]]\nname = \"stranger\"\naddress = \"{stranger}\"\n\
+             check = {{ kind = \"feed\", url = \"https://{addr}/health.json\" }}\n\n\
+             [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\n{}",
+            pki.ca_file.display().to_string(),
+            hosts_sink(dir.path())
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let status = wait_for_status(
+        &engine,
+        "the trusted feed's verdict and the other's refusal",
+        |s| {
+            s.endpoints[0].state == Health::Up
+                && s.endpoints[1]
+                    .last
+                    .as_ref()
+                    .is_some_and(|l| l.reason.contains("TLS"))
+        },
+    )
+    .await;
+    let refused = status.endpoints[1].last.as_ref().unwrap();
+    assert!(
+        refused.reason.contains("UnknownIssuer"),
+        "{}",
+        refused.reason
+    );
+    assert_eq!(status.endpoints[1].state, Health::Unknown, "no verdict");
 }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ho_config::{ResolvedCheck, Target};
+use ho_config::{ResolvedCheck, Target, TlsCheck};
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::Uri;
 use schemars::JsonSchema;
@@ -41,7 +41,8 @@ const MAX_FEED: usize = 4 << 20;
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeedSettings {
-    /// feed: `http://host:port/path` serving the JSON object (or `file` instead).
+    /// feed: `http://` or `https://host:port/path` serving the JSON object (or `file`
+    /// instead).
     pub url: Option<String>,
     /// feed: a file holding the JSON object, rewritten by another tool (or `url`).
     pub file: Option<PathBuf>,
@@ -49,6 +50,10 @@ pub struct FeedSettings {
     #[serde(default, with = "humantime_serde::option")]
     #[schemars(with = "Option<String>")]
     pub max_age: Option<Duration>,
+    /// feed: trust this CA file (PEM) for an `https://` feed instead of the system roots.
+    pub ca_file: Option<PathBuf>,
+    /// feed: accept any certificate from an `https://` feed (logged at start).
+    pub insecure: Option<bool>,
     /// Read each entry's `"weight"` for weighted answers: `{ from = "feed" }` (the
     /// default), `min`, `max`, `band` as for http.
     pub reported_weight: Option<WeightSettings>,
@@ -72,6 +77,8 @@ pub struct FeedCheck {
     pub max_age: Duration,
     /// Whether and how entries' weights are read.
     pub reported_weight: Option<ReportedWeight>,
+    /// Whom an `https://` feed must prove to be.
+    pub tls: Option<TlsCheck>,
 }
 
 impl ResolvedCheck for FeedCheck {
@@ -81,6 +88,10 @@ impl ResolvedCheck for FeedCheck {
 
     fn url(&self, target: SocketAddr) -> String {
         format!("feed://{}", target.ip())
+    }
+
+    fn unverified_tls(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.insecure)
     }
 }
 
@@ -95,10 +106,12 @@ impl CheckSettings for FeedSettings {
         let source = match (self.url, self.file) {
             (Some(url), None) => {
                 match url.parse::<Uri>() {
-                    Ok(u) if u.scheme_str() == Some("http") && u.host().is_some() => {}
+                    Ok(u)
+                        if matches!(u.scheme_str(), Some("http" | "https"))
+                            && u.host().is_some() => {}
                     _ => problems.push(
                         "url",
-                        format!("\"{url}\" is not an http:// URL (serve the feed over http on a local address, or use file)"),
+                        format!("\"{url}\" is not an http:// or https:// URL (or use file)"),
                     ),
                 }
                 Source::Url(url)
@@ -120,10 +133,28 @@ impl CheckSettings for FeedSettings {
         let reported_weight = self
             .reported_weight
             .and_then(|w| w.resolve(&["feed"], problems));
+        let https = matches!(&source, Source::Url(u) if u.starts_with("https://"));
+        let tls = https.then(|| TlsCheck {
+            insecure: self.insecure.unwrap_or(false),
+            ca_file: self.ca_file.clone(),
+            client_cert: None,
+            client_key: None,
+        });
+        if !https {
+            for (key, set) in [
+                ("ca_file", self.ca_file.is_some()),
+                ("insecure", self.insecure.is_some()),
+            ] {
+                if set {
+                    problems.push(key, "only for an https:// feed");
+                }
+            }
+        }
         Some(FeedCheck {
             source,
             max_age,
             reported_weight,
+            tls,
         })
     }
 }
@@ -137,17 +168,23 @@ struct FeedState {
     tried: Option<(Instant, Option<String>)>,
 }
 
-/// The feeds of one engine, by source: each fetched once per interval whatever number of
-/// endpoints read it.
+/// The feeds of one engine, by source and TLS trust (one URL trusted two ways is two
+/// feeds): each fetched once per interval whatever number of endpoints read it.
 #[derive(Clone, Default)]
-pub struct Feeds(Arc<Mutex<HashMap<Source, Arc<tokio::sync::Mutex<FeedState>>>>>);
+pub struct Feeds(Arc<Mutex<HashMap<FeedKey, SharedState>>>);
+
+/// A feed's identity: where it is read and whom it must prove to be.
+type FeedKey = (Source, Option<TlsCheck>);
+
+/// A feed's latest answer, shared by the probes reading it.
+type SharedState = Arc<tokio::sync::Mutex<FeedState>>;
 
 impl Feeds {
-    fn of(&self, source: &Source) -> Arc<tokio::sync::Mutex<FeedState>> {
+    fn of(&self, check: &FeedCheck) -> SharedState {
         self.0
             .lock()
             .expect("not poisoned")
-            .entry(source.clone())
+            .entry((check.source.clone(), check.tls.clone()))
             .or_default()
             .clone()
     }
@@ -156,7 +193,7 @@ impl Feeds {
 /// The probe of one endpoint against its feed.
 struct FeedProbe {
     source: Source,
-    state: Arc<tokio::sync::Mutex<FeedState>>,
+    state: SharedState,
     max_age: Duration,
     /// How old an answer may be before a probe fetches it again (the check's interval).
     refresh: Duration,
@@ -165,6 +202,8 @@ struct FeedProbe {
     fetch_timeout: Duration,
     /// The weight in effect, when entries' weights are read.
     weight: Option<Damper>,
+    /// How an `https://` feed is verified.
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// What a feed says of one address.
@@ -185,7 +224,7 @@ impl FeedProbe {
             .as_ref()
             .is_none_or(|(at, _)| now.duration_since(*at) >= self.refresh)
         {
-            let fetched = tokio::time::timeout(timeout, fetch(&self.source))
+            let fetched = tokio::time::timeout(timeout, fetch(&self.source, self.tls.as_ref()))
                 .await
                 .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")));
             match fetched {
@@ -257,35 +296,65 @@ impl Prepare for FeedCheck {
         ctx: &mut ProbeContext,
     ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
         Ok(Arc::new(FeedProbe {
-            state: ctx.feeds.of(&self.source),
+            state: ctx.feeds.of(self),
             source: self.source.clone(),
             max_age: self.max_age,
             refresh: target.check.timing.interval,
             fetch_timeout: target.check.timing.timeout * 3 / 4,
             weight: self.reported_weight.clone().map(Damper::new),
+            tls: match &self.tls {
+                Some(trust) => Some(Arc::new(crate::tls_client::client_config(trust)?)),
+                None => None,
+            },
         }))
     }
 }
 
 /// The feed's map of address -> up, or why it could not be read.
-async fn fetch(source: &Source) -> Result<HashMap<IpAddr, Entry>, String> {
+async fn fetch(
+    source: &Source,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> Result<HashMap<IpAddr, Entry>, String> {
     let body = match source {
         Source::File(path) => tokio::fs::read(path)
             .await
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-        Source::Url(url) => get(url).await?,
+        Source::Url(url) => get(url, tls).await?,
     };
     parse(&body)
 }
 
-/// The body of `GET url` (http, status 200, at most [`MAX_FEED`] bytes).
-async fn get(url: &str) -> Result<Vec<u8>, String> {
+/// The body of `GET url` (http, or https verified with `tls`; status 200, at most
+/// [`MAX_FEED`] bytes).
+async fn get(url: &str, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<Vec<u8>, String> {
     let uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
     let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
+    let bare = host.trim_matches(['[', ']']);
+    let https = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let stream = tokio::net::TcpStream::connect((bare, port))
         .await
         .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+    match (https, tls) {
+        (true, Some(tls)) => {
+            let name = rustls::pki_types::ServerName::try_from(bare.to_owned())
+                .map_err(|e| format!("{url}: {e}"))?;
+            let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("{url}: TLS: {e}"))?;
+            exchange(url, &uri, host, stream).await
+        }
+        (true, None) => Err(format!("{url}: no TLS settings")),
+        (false, _) => exchange(url, &uri, host, stream).await,
+    }
+}
+
+/// `GET uri` over `stream`: the body of a 200 answer.
+async fn exchange<S>(url: &str, uri: &Uri, host: &str, stream: S) -> Result<Vec<u8>, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
