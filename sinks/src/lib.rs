@@ -15,6 +15,7 @@
 //! | `dns_server` | [`dns_server`] |
 //! | `rfc2136` | [`rfc2136`] |
 
+pub mod cloudflare;
 pub mod coredns_configmap;
 pub mod dns_server;
 pub mod geo_fallback;

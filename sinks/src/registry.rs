@@ -16,6 +16,7 @@ use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
 
+use crate::cloudflare::config::CloudflareConfig;
 use crate::coredns_configmap::config::CorednsConfigMapConfig;
 use crate::dns_server::config::DnsServerConfig;
 use crate::hosts_file::config::HostsFileConfig;
@@ -33,6 +34,7 @@ pub const KINDS: &[&dyn Kind] = &[
     &Registered::<Route53Config>::KIND,
     &Registered::<DnsServerConfig>::KIND,
     &Registered::<Rfc2136Config>::KIND,
+    &Registered::<CloudflareConfig>::KIND,
 ];
 
 /// A sink kind's settings: what the registry needs to parse, check and build it. The

@@ -1,7 +1,7 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
 //! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
-//! RFC 2136 on real BIND 9 and Knot DNS through DNS):
+//! Cloudflare on its API test server, RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -16,6 +16,7 @@ use ho_engine::hysteresis::Health;
 use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 
+use crate::fakes::cloudflare::{Cloudflare, TOKEN as CLOUDFLARE_TOKEN, ZONE_ID};
 use crate::fakes::kube_api::KubeApi;
 use crate::fakes::route53::{Moto, Proxy};
 use crate::fakes::webhook::{addresses_of, Receiver, SECRET};
@@ -42,6 +43,10 @@ trait Backend {
     /// Makes the back end lose what it holds for [`DOMAIN`], as if the last write had
     /// answered success without applying.
     async fn lose_state(&mut self);
+    /// Tenant keys the back end needs (a TTL its API takes).
+    fn tenant_keys(&self) -> &'static str {
+        ""
+    }
 }
 
 struct HostsFiles {
@@ -180,6 +185,39 @@ impl Backend for Route53 {
     }
 }
 
+/// Cloudflare's API, on its test server (no Cloudflare can be run here).
+struct CloudflareZone {
+    server: Cloudflare,
+    token: tempfile::TempDir,
+}
+
+impl Backend for CloudflareZone {
+    fn sink_table(&self) -> String {
+        let file = self.token.path().join("token");
+        std::fs::write(&file, CLOUDFLARE_TOKEN).unwrap();
+        format!(
+            "[sinks.s]\nkind = \"cloudflare\"\nzone_id = \"{ZONE_ID}\"\nzone = \"tenant-a.io\"\napi_token_file = {:?}\nurl = \"{}\"\ntimeout = \"1s\"\n{DELIVERY}\n",
+            file.display().to_string(),
+            self.server.url
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        self.server.addresses(DOMAIN)
+    }
+    async fn outage_start(&mut self) {
+        self.server.set_down(true);
+    }
+    async fn outage_end(&mut self) {
+        self.server.set_down(false);
+    }
+    async fn lose_state(&mut self) {
+        self.server.lose(DOMAIN);
+    }
+    fn tenant_keys(&self) -> &'static str {
+        "ttl = \"60s\"\n"
+    }
+}
+
 struct Webhook {
     rx: Receiver,
     addr: std::net::SocketAddr,
@@ -238,7 +276,8 @@ impl Backend for Rfc2136 {
 
 fn engine_config(check: &Check, gws: &[Gateway], backend: &impl Backend) -> TestConfig {
     let tail = format!(
-        "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n\n{}",
+        "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n{}\n{}",
+        backend.tenant_keys(),
         backend.sink_table()
     );
     TestConfig::new(check, &gws.iter().collect::<Vec<_>>()).with(&tail)
@@ -410,6 +449,15 @@ async fn route53_conforms() {
         proxy,
         url,
         zone,
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn cloudflare_conforms() {
+    run_suite(CloudflareZone {
+        server: Cloudflare::start("tenant-a.io").await,
+        token: tempfile::tempdir().unwrap(),
     })
     .await;
 }

@@ -13,6 +13,7 @@ mod api;
 mod architecture;
 mod brake;
 mod cli;
+mod cloudflare;
 mod composite;
 mod conformance;
 mod coredns_configmap;

@@ -385,7 +385,10 @@ mod tests {
         assert!(!checks.reads("http").iter().any(|k| k == "insecure"));
         assert!(checks.reads("tcp").is_empty());
         let fields = check_fields_schema(SchemaSettings::draft07());
-        assert_eq!(fields["insecure"]["x-kinds"], json!(["https", "grpcs"]));
+        assert_eq!(
+            fields["insecure"]["x-kinds"],
+            json!(["https", "grpcs", "feed"])
+        );
         assert_eq!(fields["path"]["x-kinds"], json!(["http", "https"]));
     }
 }

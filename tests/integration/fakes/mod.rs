@@ -1,7 +1,8 @@
-//! Stand-ins for servers no test machine can run for real (the Kubernetes API, Route53, an
-//! OTLP collector, a customer's webhook receiver) and gateways scripted byte by byte. Each
+//! Stand-ins for servers no test machine can run for real (the Kubernetes API, Route53,
+//! Cloudflare's API, an OTLP collector, a customer's webhook receiver) and gateways scripted byte by byte. Each
 //! says in its own doc comment what it implements and where it is faithful.
 
+pub mod cloudflare;
 pub mod gateways;
 /// The Kubernetes API test server, shared with the load test (`ho_testkit::kube_api`).
 pub use ho_testkit::kube_api;

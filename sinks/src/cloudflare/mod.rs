@@ -1,0 +1,253 @@
+//! `kind = "cloudflare"`: DNS records in a Cloudflare zone through its API v4, by hand over
+//! the HTTP client the other network sinks share (the official SDKs are Go, TypeScript and
+//! Python; the community Rust crates pull a second HTTP stack for the four calls used).
+//!
+//! Each write lists the zone (5,000 records a page), decides the tenant's changes from it
+//! ([`plan::for_tenant`]: ownership first, then the records that differ) and sends them as
+//! one `POST /zones/{id}/dns_records/batch`, which Cloudflare applies in one transaction
+//! (deletes, then creates; more than 200 operations, the Free plan's limit, go in several).
+//! Writes of the sink's tenants take turns, so two never claim one name from the same
+//! listing. Every request waits for a token of `max_requests_per_second` (Cloudflare allows
+//! 1,200 per five minutes). Names are guarded as the Route53 sink guards them: a name is
+//! ours only with the TXT record `_health-orchestrator.<name>` naming this owner; records
+//! are never proxied (what is published is what was probed).
+
+pub mod config;
+
+mod api;
+mod plan;
+mod reports;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ho_config::TlsCheck;
+use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::token_bucket::TokenBucket;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use self::api::{Batch, DnsRecord, Envelope};
+use self::config::CloudflareConfig;
+use crate::http::{error_for, HttpClient};
+use crate::secret::Secret;
+
+/// Writes tenants' records into one Cloudflare zone.
+pub struct CloudflareSink {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: HttpClient,
+    /// `{url}/zones/{zone_id}`.
+    zone_url: String,
+    zone: String,
+    token: Secret,
+    owner_id: String,
+    bucket: tokio::sync::Mutex<TokenBucket>,
+    /// The zone's name matched `zone` at the first write.
+    zone_checked: AtomicBool,
+    /// Held by the write in progress.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl CloudflareSink {
+    /// Builds the sink; fails if the API token cannot be read.
+    pub fn new(config: &CloudflareConfig, owner_id: &str) -> Result<CloudflareSink, String> {
+        let token = Secret::load(
+            config.api_token_file.as_deref(),
+            config.api_token_env.as_deref(),
+        )
+        .map_err(|e| format!("api token: {e}"))?;
+        let trust = TlsCheck {
+            insecure: false,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
+        };
+        let rate = config.max_requests_per_second;
+        Ok(CloudflareSink {
+            inner: Arc::new(Inner {
+                client: HttpClient::new(&trust, config.timeout)?,
+                zone_url: format!(
+                    "{}/zones/{}",
+                    config.url.trim_end_matches('/'),
+                    config.zone_id
+                ),
+                zone: config.zone.clone(),
+                token,
+                owner_id: owner_id.to_owned(),
+                bucket: tokio::sync::Mutex::new(TokenBucket::new(
+                    rate,
+                    rate.ceil().max(1.0) as u32,
+                    Instant::now(),
+                )),
+                zone_checked: AtomicBool::new(false),
+                turn: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+}
+
+impl Sink for CloudflareSink {
+    fn kind(&self) -> &'static str {
+        "cloudflare"
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(reports::CloudflareReports(self.inner.clone())))
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.apply(&snapshot).await })
+    }
+}
+
+impl Inner {
+    /// Sends one request (`path` after the zone's URL) once a token allows, and reads the
+    /// envelope's result; a failure is the specific error, retried or not by its status.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        what: &str,
+    ) -> Result<Envelope<T>, SinkError> {
+        self.pace().await;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = format!("{}{path}", self.zone_url)
+            .parse()
+            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
+        let headers = request.headers_mut();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {}", self.token.expose()))
+                .unwrap_or(HeaderValue::from_static("")),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let answer = self.client.send(request, what).await?;
+        if !answer.status.is_success() {
+            let detail = api::error_text(&answer.body);
+            return Err(error_for(
+                &answer,
+                &self.explain(answer.status, what),
+                &detail,
+            ));
+        }
+        let envelope: Envelope<T> = serde_json::from_slice(&answer.body)
+            .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+        if !envelope.success {
+            return Err(SinkError::permanent(format!(
+                "{what}: Cloudflare answered success = false: {}",
+                api::error_text(&answer.body)
+            )));
+        }
+        Ok(envelope)
+    }
+
+    /// A specific message for the answers operators get wrong most.
+    fn explain(&self, status: StatusCode, what: &str) -> String {
+        match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+                "Cloudflare rejected the API token: it needs Zone.DNS Edit on zone {} ({what})",
+                self.zone
+            ),
+            StatusCode::NOT_FOUND => format!("no such zone id for zone {} ({what})", self.zone),
+            _ => what.to_owned(),
+        }
+    }
+
+    /// Waits for a request token.
+    async fn pace(&self) {
+        loop {
+            let wait = match self.bucket.lock().await.try_take(Instant::now()) {
+                Ok(()) => return,
+                Err(wait) => wait,
+            };
+            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+    }
+
+    /// Checks once that the zone id names the configured zone.
+    async fn check_zone(&self) -> Result<(), SinkError> {
+        if self.zone_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let what = format!("GET zone {}", self.zone);
+        let zone: Envelope<api::Zone> = self.call(Method::GET, "", Bytes::new(), &what).await?;
+        let name = zone.result.map(|z| z.name).unwrap_or_default();
+        if !name.eq_ignore_ascii_case(&self.zone) {
+            return Err(SinkError::permanent(format!(
+                "the zone id names zone {name:?}, but the config says zone = \"{}\"",
+                self.zone
+            )));
+        }
+        self.zone_checked.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Every record of the zone, page by page.
+    async fn list(&self) -> Result<Vec<DnsRecord>, SinkError> {
+        let mut all = Vec::new();
+        let mut page = 1;
+        loop {
+            let what = format!("GET zone {} records, page {page}", self.zone);
+            let path = format!("/dns_records?per_page={}&page={page}", api::PAGE);
+            let listed: Envelope<Vec<DnsRecord>> =
+                self.call(Method::GET, &path, Bytes::new(), &what).await?;
+            all.extend(listed.result.unwrap_or_default());
+            let pages = listed.result_info.map_or(1, |i| i.total_pages);
+            if page >= pages {
+                return Ok(all);
+            }
+            page += 1;
+        }
+    }
+
+    /// Sends `batch` (in requests of at most 200 operations).
+    async fn send(&self, batch: Batch, what: &str) -> Result<(), SinkError> {
+        for part in batch.split() {
+            let body = serde_json::to_vec(&part).expect("serializable");
+            let what = format!(
+                "POST zone {} batch ({what}: {} deletes, {} creates)",
+                self.zone,
+                part.deletes.len(),
+                part.posts.len()
+            );
+            self.call::<serde_json::Value>(Method::POST, "/dns_records/batch", body.into(), &what)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn apply(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
+        let _turn = self.turn.lock().await;
+        self.check_zone().await?;
+        let zone = self.list().await?;
+        let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
+        let applied = if planned.batch.is_empty() {
+            Applied::Unchanged
+        } else {
+            self.send(planned.batch, &snapshot.tenant).await?;
+            Applied::Changed
+        };
+        if planned.foreign.is_empty() {
+            Ok(applied)
+        } else {
+            Err(SinkError::permanent(format!(
+                "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
+                crate::ownership::OWNER_PREFIX,
+                planned.foreign.join(", ")
+            )))
+        }
+    }
+}

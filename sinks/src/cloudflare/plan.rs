@@ -1,0 +1,181 @@
+//! What one write of a tenant changes in a Cloudflare zone, decided from a listing: for each
+//! of its names, the ownership mark first (a name is ours only with our TXT mark at
+//! `_health-orchestrator.<name>`; one without it holding records, or with another owner's
+//! mark, is left alone and reported), then the A and AAAA records that differ.
+
+use std::net::IpAddr;
+
+use ho_engine::snapshot::TenantSnapshot;
+
+use super::api::{Batch, DnsRecord, Id, NewRecord};
+use crate::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
+
+/// A tenant's write.
+#[derive(Debug, Default)]
+pub struct Planned {
+    /// The records to delete and create.
+    pub batch: Batch,
+    /// Names left alone because they are someone else's.
+    pub foreign: Vec<String>,
+}
+
+/// The changes that make `zone` (a listing) publish `snapshot`, as owner `owner`.
+pub fn for_tenant(zone: &[DnsRecord], snapshot: &TenantSnapshot, owner: &str) -> Planned {
+    let mut planned = Planned::default();
+    let ttl = u32::try_from(snapshot.ttl.as_secs()).unwrap_or(u32::MAX);
+    for name in &snapshot.domains {
+        let at = |rtype, n| records_at(zone, rtype, n);
+        let mark_name = format!("{OWNER_PREFIX}{name}");
+        let owners: Vec<&str> = at("TXT", &mark_name)
+            .filter_map(|r| owner_in(&r.content))
+            .collect();
+        let mine = owners.contains(&owner);
+        let held = ["A", "AAAA", "CNAME"]
+            .iter()
+            .any(|t| at(t, name).next().is_some());
+        if !mine && (held || !owners.is_empty()) {
+            planned.foreign.push(name.clone());
+            continue;
+        }
+        if !mine {
+            planned.batch.posts.push(NewRecord {
+                rtype: "TXT",
+                name: mark_name.clone(),
+                content: format!("\"{}\"", mark_text(owner)),
+                ttl: OWNER_TTL,
+                proxied: false,
+            });
+        }
+        for (rtype, v6) in [("A", false), ("AAAA", true)] {
+            let mut wanted: Vec<IpAddr> = snapshot
+                .addresses
+                .iter()
+                .map(|a| a.address)
+                .filter(|a| a.is_ipv6() == v6)
+                .collect();
+            for record in at(rtype, name) {
+                let kept = record.ttl == ttl
+                    && record
+                        .content
+                        .parse::<IpAddr>()
+                        .ok()
+                        .and_then(|a| wanted.iter().position(|w| *w == a))
+                        .map(|i| wanted.swap_remove(i))
+                        .is_some();
+                if !kept {
+                    planned.batch.deletes.push(Id {
+                        id: record.id.clone(),
+                    });
+                }
+            }
+            planned
+                .batch
+                .posts
+                .extend(wanted.into_iter().map(|a| NewRecord {
+                    rtype,
+                    name: name.clone(),
+                    content: a.to_string(),
+                    ttl,
+                    proxied: false,
+                }));
+        }
+    }
+    planned
+}
+
+/// The records of type `rtype` at `name` (names compared without case).
+fn records_at<'a>(
+    zone: &'a [DnsRecord],
+    rtype: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = &'a DnsRecord> + 'a {
+    zone.iter()
+        .filter(move |r| r.rtype == rtype && r.name.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ho_engine::snapshot::PublishedAddress;
+    use std::time::Duration;
+
+    fn record(id: &str, rtype: &str, name: &str, content: &str, ttl: u32) -> DnsRecord {
+        DnsRecord {
+            id: id.into(),
+            rtype: rtype.into(),
+            name: name.into(),
+            content: content.into(),
+            ttl,
+        }
+    }
+
+    fn snapshot(addresses: &[&str]) -> TenantSnapshot {
+        let addresses = addresses
+            .iter()
+            .map(|a| PublishedAddress::of(a, a.parse().unwrap(), 1, Default::default()))
+            .collect();
+        let mut s = TenantSnapshot::healthy(
+            "t",
+            &["api.example.com"],
+            ho_config::RoutingPolicy::All,
+            addresses,
+        );
+        s.ttl = Duration::from_secs(60);
+        s
+    }
+
+    #[test]
+    fn a_new_name_is_claimed_and_filled_in_one_batch() {
+        let p = for_tenant(&[], &snapshot(&["192.0.2.1", "2001:db8::1"]), "eu-1");
+        assert!(p.foreign.is_empty());
+        let posts: Vec<(&str, &str)> = p
+            .batch
+            .posts
+            .iter()
+            .map(|r| (r.rtype, r.content.as_str()))
+            .collect();
+        assert_eq!(
+            posts,
+            [
+                ("TXT", "\"heritage=health-orchestrator,owner=eu-1\""),
+                ("A", "192.0.2.1"),
+                ("AAAA", "2001:db8::1")
+            ]
+        );
+    }
+
+    #[test]
+    fn only_what_differs_changes_and_foreign_names_are_left_alone() {
+        let mark = record(
+            "m",
+            "TXT",
+            "_health-orchestrator.api.example.com",
+            "\"heritage=health-orchestrator,owner=eu-1\"",
+            300,
+        );
+        let zone = [
+            mark.clone(),
+            record("1", "A", "api.example.com", "192.0.2.1", 60),
+            record("2", "A", "api.example.com", "192.0.2.2", 60),
+            record("3", "A", "API.example.com", "192.0.2.3", 300),
+        ];
+        let p = for_tenant(&zone, &snapshot(&["192.0.2.1", "192.0.2.3"]), "eu-1");
+        let deletes: Vec<&str> = p.batch.deletes.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(
+            deletes,
+            ["2", "3"],
+            "a stale address, and one with another TTL"
+        );
+        let posts: Vec<&str> = p.batch.posts.iter().map(|r| r.content.as_str()).collect();
+        assert_eq!(posts, ["192.0.2.3"]);
+        let unchanged = for_tenant(&zone[..2], &snapshot(&["192.0.2.1"]), "eu-1");
+        assert!(unchanged.batch.is_empty());
+
+        let unmarked = [record("1", "A", "api.example.com", "192.0.2.1", 60)];
+        let p = for_tenant(&unmarked, &snapshot(&["192.0.2.9"]), "eu-1");
+        assert_eq!(p.foreign, ["api.example.com"]);
+        assert!(p.batch.is_empty());
+        let theirs = for_tenant(&[mark], &snapshot(&["192.0.2.9"]), "us-1");
+        assert_eq!(theirs.foreign, ["api.example.com"], "another owner's mark");
+    }
+}

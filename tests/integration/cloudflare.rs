@@ -1,0 +1,154 @@
+//! The Cloudflare sink against its API test server (`fakes::cloudflare`, written from
+//! Cloudflare's API reference): names someone else holds are left alone and reported while
+//! the tenant's other names are written; a token Cloudflare refuses and a zone id of
+//! another zone are specific errors; the clusters' reports round-trip through the zone's
+//! TXT records (long ones split into 255-byte strings).
+
+use std::time::Duration;
+
+use ho_engine::sink::Sink;
+use ho_sinks::cloudflare::config::CloudflareConfig;
+use ho_sinks::cloudflare::CloudflareSink;
+
+use crate::fakes::cloudflare::{Cloudflare, TOKEN, ZONE_ID};
+use crate::harness::*;
+
+fn sink_table(server: &Cloudflare, token_file: &std::path::Path, zone: &str) -> String {
+    format!(
+        "[sinks.cf]\nkind = \"cloudflare\"\nzone_id = \"{ZONE_ID}\"\nzone = \"{zone}\"\napi_token_file = {:?}\nurl = \"{}\"\ntimeout = \"1s\"\n",
+        token_file.display().to_string(),
+        server.url
+    )
+}
+
+fn tenant(domains: &str) -> String {
+    format!("[[tenants]]\nname = \"t\"\ndomains = [{domains}]\nsinks = [\"cf\"]\nttl = \"60s\"\n\n")
+}
+
+#[actix_rt::test]
+async fn foreign_names_are_left_alone_and_the_rest_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    server.insert("A", "taken.tenant-a.io", "198.51.100.7");
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let gws = gateways(2);
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tenant("\"free.tenant-a.io\", \"taken.tenant-a.io\""))
+        .with(&sink_table(&server, &token, "tenant-a.io"))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "cf", "the foreign name").await;
+    assert!(
+        error.contains("left alone") && error.contains("taken.tenant-a.io"),
+        "{error}"
+    );
+    let mut ips: Vec<String> = gws.iter().map(ip).collect();
+    ips.sort();
+    assert_eq!(server.addresses("free.tenant-a.io"), Some(ips));
+    assert_eq!(
+        server.addresses("taken.tenant-a.io"),
+        Some(vec!["198.51.100.7".to_string()]),
+        "untouched"
+    );
+    let marks: Vec<String> = server
+        .records()
+        .into_iter()
+        .filter(|r| r.rtype == "TXT")
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(marks, ["_health-orchestrator.free.tenant-a.io"]);
+}
+
+#[actix_rt::test]
+async fn a_refused_token_and_another_zones_id_are_specific_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let gws = gateways(1);
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "not-the-token").unwrap();
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tenant("\"api.tenant-a.io\""))
+        .with(&sink_table(&server, &wrong, "tenant-a.io"))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "cf", "the refused token").await;
+    assert!(
+        error.contains("Cloudflare rejected the API token: it needs Zone.DNS Edit")
+            && error.contains("9109 Invalid access token"),
+        "{error}"
+    );
+    drop(engine);
+
+    let other = Cloudflare::start("tenant-b.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let dir2 = tempfile::tempdir().unwrap();
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tenant("\"api.tenant-a.io\""))
+        .with(&sink_table(&other, &token, "tenant-a.io"))
+        .render();
+    let engine = start_engine(dir2.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "cf", "the other zone").await;
+    assert!(
+        error.contains(
+            "the zone id names zone \"tenant-b.io\", but the config says zone = \"tenant-a.io\""
+        ),
+        "{error}"
+    );
+    assert!(
+        other.records().is_empty(),
+        "nothing written to the wrong zone"
+    );
+}
+
+#[actix_rt::test]
+async fn reports_round_trip_through_txt_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let config = CloudflareConfig {
+        zone_id: ZONE_ID.into(),
+        zone: "tenant-a.io".into(),
+        api_token_file: Some(token),
+        api_token_env: None,
+        url: server.url.clone(),
+        max_requests_per_second: 50.0,
+        min_ttl: Duration::from_secs(60),
+        timeout: Duration::from_secs(1),
+    };
+    let sink = CloudflareSink::new(&config, "eu-1").unwrap();
+    let store = sink.reports().expect("a cloudflare sink holds reports");
+    let long = "x".repeat(600);
+    let name = "eu-1._reports.api.tenant-a.io".to_string();
+    store
+        .write(vec![(name.clone(), vec!["v1 a".into(), long.clone()])])
+        .await
+        .unwrap();
+    let read = store
+        .read(vec!["._reports.api.tenant-a.io".into()])
+        .await
+        .unwrap();
+    let mut texts = read[0].1.clone();
+    texts.sort();
+    assert_eq!((read.len(), &read[0].0), (1, &name));
+    assert_eq!(texts, ["v1 a".to_string(), long.clone()]);
+    // A rewrite replaces only what changed; an unchanged write sends nothing.
+    store
+        .write(vec![(name.clone(), vec!["v1 b".into(), long.clone()])])
+        .await
+        .unwrap();
+    let batches = server.batches.load(std::sync::atomic::Ordering::Relaxed);
+    store
+        .write(vec![(name.clone(), vec!["v1 b".into(), long])])
+        .await
+        .unwrap();
+    assert_eq!(
+        server.batches.load(std::sync::atomic::Ordering::Relaxed),
+        batches
+    );
+    assert_eq!(server.records().len(), 2);
+    store.remove(name).await.unwrap();
+    assert!(server.records().is_empty());
+}
