@@ -2,7 +2,8 @@
 //! Cloudflare's API reference): names someone else holds are left alone and reported while
 //! the tenant's other names are written; a token Cloudflare refuses and a zone id of
 //! another zone are specific errors; the clusters' reports round-trip through the zone's
-//! TXT records (long ones split into 255-byte strings).
+//! TXT records (long ones split into 255-byte strings); tenants changing at once share
+//! rounds.
 
 use std::time::Duration;
 
@@ -151,4 +152,46 @@ async fn reports_round_trip_through_txt_records() {
     assert_eq!(server.records().len(), 2);
     store.remove(name).await.unwrap();
     assert!(server.records().is_empty());
+}
+
+/// Thirty tenants losing one shared gateway at once are written in a few rounds (one
+/// listing and one batch each), not a listing and a batch per tenant.
+#[actix_rt::test]
+async fn tenants_changing_at_once_share_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let mut gws = gateways(31);
+    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&sink_table(&server, &token, "tenant-a.io"));
+    for t in 1..=30 {
+        config = config.with(&format!(
+            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.tenant-a.io\"]\nendpoints = [\"gw-1\", \"gw-{}\"]\nsinks = [\"cf\"]\nttl = \"60s\"\n",
+            t + 1
+        ));
+    }
+    let engine = start_engine(dir.path(), &config.render()).await;
+    let all_written = |want: usize| {
+        (1..=30).all(|t| {
+            server
+                .addresses(&format!("t{t}.tenant-a.io"))
+                .is_some_and(|a| a.len() == want)
+        })
+    };
+    eventually("every tenant written", || all_written(2)).await;
+    let (lists, batches) = (
+        server.lists.load(std::sync::atomic::Ordering::Relaxed),
+        server.batches.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
+    eventually("gw-1 withdrawn from every tenant", || all_written(1)).await;
+    let lists = server.lists.load(std::sync::atomic::Ordering::Relaxed) - lists;
+    let batches = server.batches.load(std::sync::atomic::Ordering::Relaxed) - batches;
+    println!("30 tenants changing at once: {lists} listings, {batches} batches");
+    assert!(
+        lists <= 5 && batches <= 5,
+        "{lists} listings and {batches} batches for 30 tenants"
+    );
+    drop(engine);
 }

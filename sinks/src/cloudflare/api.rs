@@ -131,6 +131,37 @@ impl Batch {
     }
 }
 
+impl Batch {
+    /// Operations in it.
+    pub fn len(&self) -> usize {
+        self.deletes.len() + self.posts.len()
+    }
+}
+
+/// Several tenants' batches packed into as few requests of at most [`MAX_BATCH`]
+/// operations as fit, each tenant's operations in one request (so they apply together)
+/// unless it alone has more; each request with the tenants it carries.
+pub fn pack(groups: Vec<(String, Batch)>) -> Vec<(Vec<String>, Batch)> {
+    let mut out = Vec::new();
+    let mut current: (Vec<String>, Batch) = Default::default();
+    for (tenant, batch) in groups {
+        if batch.len() > MAX_BATCH {
+            out.extend(batch.split().into_iter().map(|b| (vec![tenant.clone()], b)));
+            continue;
+        }
+        if current.1.len() + batch.len() > MAX_BATCH {
+            out.push(std::mem::take(&mut current));
+        }
+        current.0.push(tenant);
+        current.1.deletes.extend(batch.deletes);
+        current.1.posts.extend(batch.posts);
+    }
+    if !current.1.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
 /// The envelope's errors as one text (`81058 An identical record already exists.`).
 pub fn error_text(body: &[u8]) -> String {
     serde_json::from_slice::<Envelope<serde_json::Value>>(body)
@@ -142,4 +173,41 @@ pub fn error_text(body: &[u8]) -> String {
                 .join("; ")
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(deletes: usize) -> Batch {
+        Batch {
+            deletes: (0..deletes).map(|i| Id { id: i.to_string() }).collect(),
+            posts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tenants_are_packed_whole_into_requests_of_at_most_200() {
+        let packed = pack(vec![
+            ("a".into(), batch(120)),
+            ("b".into(), batch(70)),
+            ("c".into(), batch(20)),
+            ("d".into(), batch(450)),
+            ("e".into(), batch(1)),
+        ]);
+        let shape: Vec<(Vec<&str>, usize)> = packed
+            .iter()
+            .map(|(t, b)| (t.iter().map(String::as_str).collect(), b.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (vec!["a", "b"], 190),
+                (vec!["d"], 200),
+                (vec!["d"], 200),
+                (vec!["d"], 50),
+                (vec!["c", "e"], 21),
+            ]
+        );
+    }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::names::{check_url, normalize_domain};
-use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
+use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -115,6 +115,13 @@ impl SinkSettings for CloudflareConfig {
 impl SinkSpec for CloudflareConfig {
     fn holds_reports(&self) -> bool {
         true
+    }
+
+    /// The sink writes every waiting tenant in one round and paces its API requests itself
+    /// (`max_requests_per_second`), as the Route53 sink does: the default per-tenant write
+    /// limit would only make a mass failure wait to be handed over.
+    fn default_delivery(&self) -> Delivery {
+        Delivery::local()
     }
 
     fn kind(&self) -> &'static str {

@@ -2,13 +2,15 @@
 //! the HTTP client the other network sinks share (the official SDKs are Go, TypeScript and
 //! Python; the community Rust crates pull a second HTTP stack for the four calls used).
 //!
-//! Each write lists the zone (5,000 records a page), decides the tenant's changes from it
-//! ([`plan::for_tenant`]: ownership first, then the records that differ) and sends them as
-//! one `POST /zones/{id}/dns_records/batch`, which Cloudflare applies in one transaction
-//! (deletes, then creates; more than 200 operations, the Free plan's limit, go in several).
-//! Writes of the sink's tenants take turns, so two never claim one name from the same
-//! listing. Every request waits for a token of `max_requests_per_second` (Cloudflare allows
-//! 1,200 per five minutes). Names are guarded as the Route53 sink guards them: a name is
+//! The sink writes zones, not tenants, as the Route53 sink does: tenants due while a round
+//! runs wait for it and go out together. A round lists the zone once (5,000 records a
+//! page), decides each waiting tenant's changes from it ([`plan::for_tenant`]: ownership
+//! first, then the records that differ) and packs them into as few
+//! `POST /zones/{id}/dns_records/batch` requests as Cloudflare takes (200 operations on the
+//! Free plan; a tenant's operations in one request, which Cloudflare applies in one
+//! transaction: deletes, then creates). Every request waits for a token of
+//! `max_requests_per_second` (Cloudflare allows 1,200 per five minutes), so 500 tenants
+//! changing at once cost a listing and a few batches, not a listing and a batch each. Names are guarded as the Route53 sink guards them: a name is
 //! ours only with the TXT record `_health-orchestrator.<name>` naming this owner; records
 //! are never proxied (what is published is what was probed).
 
@@ -18,6 +20,7 @@ mod api;
 mod plan;
 mod reports;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +35,7 @@ use http_body_util::Full;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use self::api::{Batch, DnsRecord, Envelope};
@@ -54,8 +58,15 @@ struct Inner {
     bucket: tokio::sync::Mutex<TokenBucket>,
     /// The zone's name matched `zone` at the first write.
     zone_checked: AtomicBool,
-    /// Held by the write in progress.
+    /// Tenants waiting for the next round, with who to tell the result.
+    waiting: std::sync::Mutex<BTreeMap<String, Waiting>>,
+    /// Held by the round in progress (and by a report write): one listing decides at a time.
     turn: tokio::sync::Mutex<()>,
+}
+
+struct Waiting {
+    snapshot: Arc<TenantSnapshot>,
+    replies: Vec<oneshot::Sender<Result<Applied, SinkError>>>,
 }
 
 impl CloudflareSink {
@@ -90,6 +101,7 @@ impl CloudflareSink {
                     Instant::now(),
                 )),
                 zone_checked: AtomicBool::new(false),
+                waiting: std::sync::Mutex::new(BTreeMap::new()),
                 turn: tokio::sync::Mutex::new(()),
             }),
         })
@@ -107,7 +119,23 @@ impl Sink for CloudflareSink {
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
         let inner = self.inner.clone();
-        Box::pin(async move { inner.apply(&snapshot).await })
+        Box::pin(async move {
+            let mut reply = inner.enqueue(snapshot);
+            // Whoever holds the turn runs a round for everyone waiting, ours included unless
+            // a running round already took it; then its result is there once the turn ends.
+            let turn = inner.turn.lock().await;
+            if let Ok(result) = reply.try_recv() {
+                return result;
+            }
+            let round = std::mem::take(&mut *inner.waiting.lock().expect("not poisoned"));
+            inner.round(round).await;
+            drop(turn);
+            reply.await.unwrap_or_else(|_| {
+                Err(SinkError::retriable(
+                    "the Cloudflare round for this tenant was cancelled",
+                ))
+            })
+        })
     }
 }
 
@@ -216,38 +244,101 @@ impl Inner {
     /// Sends `batch` (in requests of at most 200 operations).
     async fn send(&self, batch: Batch, what: &str) -> Result<(), SinkError> {
         for part in batch.split() {
-            let body = serde_json::to_vec(&part).expect("serializable");
-            let what = format!(
-                "POST zone {} batch ({what}: {} deletes, {} creates)",
-                self.zone,
-                part.deletes.len(),
-                part.posts.len()
-            );
-            self.call::<serde_json::Value>(Method::POST, "/dns_records/batch", body.into(), &what)
-                .await?;
+            self.post(&part, what).await?;
         }
         Ok(())
     }
 
-    async fn apply(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
-        let _turn = self.turn.lock().await;
+    /// One batch request (at most 200 operations).
+    async fn post(&self, batch: &Batch, what: &str) -> Result<(), SinkError> {
+        let body = serde_json::to_vec(batch).expect("serializable");
+        let what = format!(
+            "POST zone {} batch ({what}: {} deletes, {} creates)",
+            self.zone,
+            batch.deletes.len(),
+            batch.posts.len()
+        );
+        self.call::<serde_json::Value>(Method::POST, "/dns_records/batch", body.into(), &what)
+            .await
+            .map(|_| ())
+    }
+
+    /// Queues `snapshot` (a newer one replaces an older one) for the next round.
+    fn enqueue(
+        &self,
+        snapshot: Arc<TenantSnapshot>,
+    ) -> oneshot::Receiver<Result<Applied, SinkError>> {
+        let (tx, rx) = oneshot::channel();
+        let mut waiting = self.waiting.lock().expect("not poisoned");
+        let entry = waiting
+            .entry(snapshot.tenant.clone())
+            .or_insert_with(|| Waiting {
+                snapshot: snapshot.clone(),
+                replies: Vec::new(),
+            });
+        if snapshot.seq >= entry.snapshot.seq {
+            entry.snapshot = snapshot;
+        }
+        entry.replies.push(tx);
+        rx
+    }
+
+    /// Writes every waiting tenant and tells each its result.
+    async fn round(&self, round: BTreeMap<String, Waiting>) {
+        let results = match self.write(&round).await {
+            Ok(results) => results,
+            Err(e) => round.keys().map(|t| (t.clone(), Err(e.clone()))).collect(),
+        };
+        for (tenant, waiting) in round {
+            let result = results
+                .get(&tenant)
+                .cloned()
+                .unwrap_or(Ok(Applied::Unchanged));
+            for reply in waiting.replies {
+                let _ = reply.send(result.clone());
+            }
+        }
+    }
+
+    /// One round: a listing, each tenant's changes, as few batch requests as fit; each
+    /// tenant's result.
+    async fn write(
+        &self,
+        round: &BTreeMap<String, Waiting>,
+    ) -> Result<BTreeMap<String, Result<Applied, SinkError>>, SinkError> {
         self.check_zone().await?;
         let zone = self.list().await?;
-        let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-        let applied = if planned.batch.is_empty() {
-            Applied::Unchanged
-        } else {
-            self.send(planned.batch, &snapshot.tenant).await?;
-            Applied::Changed
-        };
-        if planned.foreign.is_empty() {
-            Ok(applied)
-        } else {
-            Err(SinkError::permanent(format!(
-                "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
-                crate::ownership::OWNER_PREFIX,
-                planned.foreign.join(", ")
-            )))
+        let mut results = BTreeMap::new();
+        let mut groups = Vec::new();
+        for (tenant, waiting) in round {
+            let planned = plan::for_tenant(&zone, &waiting.snapshot, &self.owner_id);
+            let result = if !planned.foreign.is_empty() {
+                Err(SinkError::permanent(format!(
+                    "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
+                    crate::ownership::OWNER_PREFIX,
+                    planned.foreign.join(", ")
+                )))
+            } else if planned.batch.is_empty() {
+                Ok(Applied::Unchanged)
+            } else {
+                Ok(Applied::Changed)
+            };
+            results.insert(tenant.clone(), result);
+            if !planned.batch.is_empty() {
+                groups.push((tenant.clone(), planned.batch));
+            }
         }
+        let requests = api::pack(groups);
+        for (i, (tenants, batch)) in requests.iter().enumerate() {
+            let what = format!("{} tenants", tenants.len());
+            if let Err(e) = self.post(batch, &what).await {
+                // Tenants of this request and the later ones are not written.
+                for tenant in requests[i..].iter().flat_map(|(t, _)| t) {
+                    results.insert(tenant.clone(), Err(e.clone()));
+                }
+                break;
+            }
+        }
+        Ok(results)
     }
 }
