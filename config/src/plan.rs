@@ -217,6 +217,19 @@ pub struct TlsCheck {
     pub client_key: Option<PathBuf>,
 }
 
+impl TlsCheck {
+    /// Verify against the system roots, or `ca_file` when given; no client certificate:
+    /// how the HTTP sinks and the OTLP exporter trust their servers.
+    pub fn verify_with(ca_file: Option<PathBuf>) -> TlsCheck {
+        TlsCheck {
+            insecure: false,
+            ca_file,
+            client_cert: None,
+            client_key: None,
+        }
+    }
+}
+
 /// When to probe and when to flip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Timing {

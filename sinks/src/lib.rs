@@ -26,6 +26,7 @@ pub mod ownership;
 pub mod powerdns;
 pub mod registry;
 pub mod rfc2136;
+pub mod rounds;
 pub mod route53;
 pub mod schema;
 pub mod secret;

@@ -22,12 +22,7 @@ pub struct RustlsClient {
 impl RustlsClient {
     /// A client whose requests (connect to last body byte) end after `timeout`.
     pub fn new(timeout: Duration) -> anyhow::Result<RustlsClient> {
-        let trust = ho_config::TlsCheck {
-            insecure: false,
-            ca_file: None,
-            client_cert: None,
-            client_key: None,
-        };
+        let trust = ho_config::TlsCheck::verify_with(None);
         let connector = ho_sinks::http::connector(&trust).map_err(anyhow::Error::msg)?;
         Ok(RustlsClient {
             client: Client::builder(TokioExecutor::new()).build(connector),

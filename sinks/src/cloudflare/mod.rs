@@ -35,17 +35,17 @@ use http_body_util::Full;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 use serde::de::DeserializeOwned;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{error_for, HttpClient};
+use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
 use crate::secret::Secret;
 
 /// Writes tenants' records into one Cloudflare zone.
 pub struct CloudflareSink {
-    inner: Arc<Inner>,
+    rounds: Arc<Rounds<Inner>>,
 }
 
 struct Inner {
@@ -58,15 +58,6 @@ struct Inner {
     bucket: tokio::sync::Mutex<TokenBucket>,
     /// The zone's name matched `zone` at the first write.
     zone_checked: AtomicBool,
-    /// Tenants waiting for the next round, with who to tell the result.
-    waiting: std::sync::Mutex<BTreeMap<String, Waiting>>,
-    /// Held by the round in progress (and by a report write): one listing decides at a time.
-    turn: tokio::sync::Mutex<()>,
-}
-
-struct Waiting {
-    snapshot: Arc<TenantSnapshot>,
-    replies: Vec<oneshot::Sender<Result<Applied, SinkError>>>,
 }
 
 impl CloudflareSink {
@@ -77,15 +68,10 @@ impl CloudflareSink {
             config.api_token_env.as_deref(),
         )
         .map_err(|e| format!("api token: {e}"))?;
-        let trust = TlsCheck {
-            insecure: false,
-            ca_file: None,
-            client_cert: None,
-            client_key: None,
-        };
+        let trust = TlsCheck::verify_with(None);
         let rate = config.max_requests_per_second;
         Ok(CloudflareSink {
-            inner: Arc::new(Inner {
+            rounds: Arc::new(Rounds::new(Inner {
                 client: HttpClient::new(&trust, config.timeout)?,
                 zone_url: format!(
                     "{}/zones/{}",
@@ -101,9 +87,7 @@ impl CloudflareSink {
                     Instant::now(),
                 )),
                 zone_checked: AtomicBool::new(false),
-                waiting: std::sync::Mutex::new(BTreeMap::new()),
-                turn: tokio::sync::Mutex::new(()),
-            }),
+            })),
         })
     }
 }
@@ -114,28 +98,12 @@ impl Sink for CloudflareSink {
     }
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::CloudflareReports(self.inner.clone())))
+        Some(Arc::new(reports::CloudflareReports(self.rounds.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            let mut reply = inner.enqueue(snapshot);
-            // Whoever holds the turn runs a round for everyone waiting, ours included unless
-            // a running round already took it; then its result is there once the turn ends.
-            let turn = inner.turn.lock().await;
-            if let Ok(result) = reply.try_recv() {
-                return result;
-            }
-            let round = std::mem::take(&mut *inner.waiting.lock().expect("not poisoned"));
-            inner.round(round).await;
-            drop(turn);
-            reply.await.unwrap_or_else(|_| {
-                Err(SinkError::retriable(
-                    "the Cloudflare round for this tenant was cancelled",
-                ))
-            })
-        })
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
     }
 }
 
@@ -263,55 +231,18 @@ impl Inner {
             .map(|_| ())
     }
 
-    /// Queues `snapshot` (a newer one replaces an older one) for the next round.
-    fn enqueue(
-        &self,
-        snapshot: Arc<TenantSnapshot>,
-    ) -> oneshot::Receiver<Result<Applied, SinkError>> {
-        let (tx, rx) = oneshot::channel();
-        let mut waiting = self.waiting.lock().expect("not poisoned");
-        let entry = waiting
-            .entry(snapshot.tenant.clone())
-            .or_insert_with(|| Waiting {
-                snapshot: snapshot.clone(),
-                replies: Vec::new(),
-            });
-        if snapshot.seq >= entry.snapshot.seq {
-            entry.snapshot = snapshot;
-        }
-        entry.replies.push(tx);
-        rx
-    }
-
-    /// Writes every waiting tenant and tells each its result.
-    async fn round(&self, round: BTreeMap<String, Waiting>) {
-        let results = match self.write(&round).await {
-            Ok(results) => results,
-            Err(e) => round.keys().map(|t| (t.clone(), Err(e.clone()))).collect(),
-        };
-        for (tenant, waiting) in round {
-            let result = results
-                .get(&tenant)
-                .cloned()
-                .unwrap_or(Ok(Applied::Unchanged));
-            for reply in waiting.replies {
-                let _ = reply.send(result.clone());
-            }
-        }
-    }
-
     /// One round: a listing, each tenant's changes, as few batch requests as fit; each
     /// tenant's result.
-    async fn write(
+    async fn write_round(
         &self,
-        round: &BTreeMap<String, Waiting>,
-    ) -> Result<BTreeMap<String, Result<Applied, SinkError>>, SinkError> {
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<RoundResults, SinkError> {
         self.check_zone().await?;
         let zone = self.list().await?;
         let mut results = BTreeMap::new();
         let mut groups = Vec::new();
-        for (tenant, waiting) in round {
-            let planned = plan::for_tenant(&zone, &waiting.snapshot, &self.owner_id);
+        for (tenant, snapshot) in round {
+            let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
             let result = if !planned.foreign.is_empty() {
                 Err(SinkError::permanent(format!(
                     "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
@@ -340,5 +271,14 @@ impl Inner {
             }
         }
         Ok(results)
+    }
+}
+
+impl RoundWriter for Inner {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.write_round(round))
     }
 }

@@ -8,18 +8,20 @@ use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 
 use super::api::{Batch, Id, NewRecord};
 use super::Inner;
+use crate::rounds::Rounds;
 
 /// TTL of report records: read through the API, not by resolvers.
 const REPORT_TTL: u32 = 60;
 
 /// The report store of one Cloudflare sink.
-pub(super) struct CloudflareReports(pub(super) Arc<Inner>);
+pub(super) struct CloudflareReports(pub(super) Arc<Rounds<Inner>>);
 
 impl ReportStore for CloudflareReports {
     fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
-        let inner = self.0.clone();
+        let rounds = self.0.clone();
         Box::pin(async move {
-            let _turn = inner.turn.lock().await;
+            // Between rounds: one listing decides at a time.
+            let inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut batch = Batch::default();
             for (name, texts) in &reports {
@@ -56,8 +58,9 @@ impl ReportStore for CloudflareReports {
     }
 
     fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
-        let inner = self.0.clone();
+        let rounds = self.0.clone();
         Box::pin(async move {
+            let inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
             for record in zone.iter().filter(|r| r.rtype == "TXT") {
@@ -74,9 +77,10 @@ impl ReportStore for CloudflareReports {
     }
 
     fn remove(&self, name: String) -> StoreFuture<()> {
-        let inner = self.0.clone();
+        let rounds = self.0.clone();
         Box::pin(async move {
-            let _turn = inner.turn.lock().await;
+            // Between rounds: one listing decides at a time.
+            let inner = rounds.writer().await;
             let zone = inner.list().await?;
             let batch = Batch {
                 deletes: zone

@@ -59,12 +59,7 @@ impl PowerDnsSink {
         )
         .map_err(|e| format!("api key: {e}"))?;
         let zone = format!("{}.", config.zone);
-        let trust = TlsCheck {
-            insecure: false,
-            ca_file: None,
-            client_cert: None,
-            client_key: None,
-        };
+        let trust = TlsCheck::verify_with(None);
         Ok(PowerDnsSink {
             inner: Arc::new(Inner {
                 client: HttpClient::new(&trust, config.timeout)?,

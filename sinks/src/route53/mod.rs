@@ -32,7 +32,7 @@ mod records;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::config::{RecordStyle, Route53Config};
@@ -46,9 +46,9 @@ use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -58,19 +58,7 @@ const DEFAULT_REGION: &str = "us-east-1";
 
 /// Writes tenants' record sets into one hosted zone.
 pub struct Route53Sink {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    /// Tenants waiting for the next round, with who to tell the result.
-    waiting: Mutex<BTreeMap<String, Waiting>>,
-    /// Held by the task running a round; the others wait on it.
-    writer: tokio::sync::Mutex<Writer>,
-}
-
-struct Waiting {
-    snapshot: Arc<TenantSnapshot>,
-    replies: Vec<oneshot::Sender<Result<Applied, SinkError>>>,
+    rounds: Arc<Rounds<Writer>>,
 }
 
 struct Writer {
@@ -132,21 +120,18 @@ impl Route53Sink {
         }
         let rate = config.max_requests_per_second;
         Route53Sink {
-            shared: Arc::new(Shared {
-                waiting: Mutex::new(BTreeMap::new()),
-                writer: tokio::sync::Mutex::new(Writer {
-                    client: Client::from_conf(builder.build()),
-                    zone_id: config.hosted_zone_id.clone(),
-                    zone: format!("{}.", config.zone),
-                    owner_id: owner_id.to_string(),
-                    style: config.record_style,
-                    // A burst of one second's worth, then the rate.
-                    bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
-                    zone_checked: false,
-                    view: None,
-                    written: BTreeMap::new(),
-                }),
-            }),
+            rounds: Arc::new(Rounds::new(Writer {
+                client: Client::from_conf(builder.build()),
+                zone_id: config.hosted_zone_id.clone(),
+                zone: format!("{}.", config.zone),
+                owner_id: owner_id.to_string(),
+                style: config.record_style,
+                // A burst of one second's worth, then the rate.
+                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                zone_checked: false,
+                view: None,
+                written: BTreeMap::new(),
+            })),
         }
     }
 }
@@ -157,29 +142,12 @@ impl Sink for Route53Sink {
     }
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::Route53Reports(self.shared.clone())))
+        Some(Arc::new(reports::Route53Reports(self.rounds.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let mut reply = shared.enqueue(snapshot);
-            // Whoever holds the writer runs a round for everyone waiting, ours included
-            // unless a running round already took it; then its result is there once the
-            // writer is released.
-            let mut writer = shared.writer.lock().await;
-            if let Ok(result) = reply.try_recv() {
-                return result;
-            }
-            let round = std::mem::take(&mut *shared.waiting.lock().expect("not poisoned"));
-            writer.round(round).await;
-            drop(writer);
-            reply.await.unwrap_or_else(|_| {
-                Err(SinkError::retriable(
-                    "the Route53 round for this tenant was cancelled",
-                ))
-            })
-        })
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
     }
 }
 
@@ -204,49 +172,22 @@ impl ZoneView {
     }
 }
 
-impl Shared {
-    fn enqueue(
-        &self,
-        snapshot: Arc<TenantSnapshot>,
-    ) -> oneshot::Receiver<Result<Applied, SinkError>> {
-        let (tx, rx) = oneshot::channel();
-        let mut waiting = self.waiting.lock().expect("not poisoned");
-        let entry = waiting
-            .entry(snapshot.tenant.clone())
-            .or_insert_with(|| Waiting {
-                snapshot: snapshot.clone(),
-                replies: Vec::new(),
-            });
-        if snapshot.seq >= entry.snapshot.seq {
-            entry.snapshot = snapshot;
-        }
-        entry.replies.push(tx);
-        rx
+impl RoundWriter for Writer {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.write_round(round))
     }
 }
 
 impl Writer {
-    /// Writes every waiting tenant and tells each its result.
-    async fn round(&mut self, round: BTreeMap<String, Waiting>) {
-        let results = match self.write(&round).await {
-            Ok(results) => results,
-            Err(e) => round.keys().map(|t| (t.clone(), Err(e.clone()))).collect(),
-        };
-        for (tenant, waiting) in round {
-            let result = results
-                .get(&tenant)
-                .cloned()
-                .unwrap_or(Ok(Applied::Unchanged));
-            for reply in waiting.replies {
-                let _ = reply.send(result.clone());
-            }
-        }
-    }
-
-    async fn write(
+    /// One round: the zone as last known (listed again for a write of a state again),
+    /// each tenant's changes, as few batches as Route53's limits allow.
+    async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Waiting>,
-    ) -> Result<BTreeMap<String, Result<Applied, SinkError>>, SinkError> {
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<RoundResults, SinkError> {
         if !self.zone_checked {
             self.pace().await;
             let name = api::zone_name(&self.client, &self.zone_id).await?;
@@ -258,11 +199,9 @@ impl Writer {
             }
             self.zone_checked = true;
         }
-        let again = round.iter().any(|(t, w)| {
-            self.written
-                .get(t)
-                .is_some_and(|&seq| w.snapshot.seq <= seq)
-        });
+        let again = round
+            .iter()
+            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
         let listed = match self.view.take() {
             Some(view) if !again => view,
             _ => ZoneView {
@@ -274,7 +213,7 @@ impl Writer {
         let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
         let tenants: Vec<&String> = round.keys().collect();
         for (t, tenant) in tenants.iter().enumerate() {
-            let want = records::desired(&round[*tenant].snapshot, self.style);
+            let want = records::desired(&round[*tenant], self.style);
             let planned = changes::for_tenant(&zone, &want, &self.owner_id);
             let result = if !planned.refused.is_empty() {
                 Err(SinkError::permanent(planned.refused.join("; ")))
@@ -320,8 +259,7 @@ impl Writer {
         self.view = view;
         for (tenant, result) in &results {
             if result.is_ok() {
-                self.written
-                    .insert(tenant.clone(), round[tenant].snapshot.seq);
+                self.written.insert(tenant.clone(), round[tenant].seq);
             }
         }
         Ok(results)

@@ -9,13 +9,14 @@ use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
 use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 
 use super::records::{RecordSet, Routing};
-use super::{api, changes, Shared};
+use super::{api, changes, Writer};
+use crate::rounds::Rounds;
 
 /// TTL of report records: read through the API, not by resolvers.
 const REPORT_TTL: i64 = 60;
 
 /// The report store of one Route53 sink.
-pub(super) struct Route53Reports(pub(super) Arc<Shared>);
+pub(super) struct Route53Reports(pub(super) Arc<Rounds<Writer>>);
 
 impl ReportStore for Route53Reports {
     fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
@@ -32,7 +33,7 @@ impl ReportStore for Route53Reports {
                     values: texts.iter().map(|t| to_presentation(t)).collect(),
                 })
                 .collect();
-            let mut writer = shared.writer.lock().await;
+            let mut writer = shared.writer().await;
             // Within Route53's per-request limits: as few batches as they allow.
             let groups = sets.into_iter().map(|s| vec![s]).collect();
             for batch in changes::pack(groups, |s| {
@@ -56,7 +57,7 @@ impl ReportStore for Route53Reports {
         let shared = self.0.clone();
         Box::pin(async move {
             let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
-            let listed = shared.writer.lock().await.list_zone().await?;
+            let listed = shared.writer().await.list_zone().await?;
             Ok(listed
                 .iter()
                 .map(api::from_sdk)
@@ -78,7 +79,7 @@ impl ReportStore for Route53Reports {
         let shared = self.0.clone();
         Box::pin(async move {
             let name = format!("{name}.");
-            let mut writer = shared.writer.lock().await;
+            let mut writer = shared.writer().await;
             let listed = writer.list_zone().await?;
             let Some(set) = listed
                 .into_iter()

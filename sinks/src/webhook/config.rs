@@ -80,12 +80,7 @@ impl SinkSettings for WebhookConfig {
             p,
         );
         if let Some(ca_file) = &self.ca_file {
-            let trust = ho_config::TlsCheck {
-                insecure: false,
-                ca_file: Some(ca_file.clone()),
-                client_cert: None,
-                client_key: None,
-            };
+            let trust = ho_config::TlsCheck::verify_with(Some(ca_file.clone()));
             if let Err(e) = ho_engine::tls_client::client_config(&trust) {
                 p.at("ca_file", e.to_string());
             }
