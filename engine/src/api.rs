@@ -20,7 +20,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
 
 use crate::delivery::{GetSinkStatus, SinkActor};
-use crate::events::Events;
+use crate::events::{Event, Events};
 use crate::heartbeats::{Heartbeats, Refused};
 use crate::leadership::Leadership;
 use crate::metrics::{HeartbeatLabels, Metrics, OperatorActionLabels};
@@ -540,6 +540,16 @@ async fn operator_action(
     let asked = endpoints.clone();
     let msg = SetByOperator { endpoints, action };
     let result = state.tracker.send(msg).await;
+    if let Ok(Ok(applied)) = &result {
+        if !applied.changed.is_empty() {
+            state.events.emit(|| Event::Operator {
+                at: crate::events::now(),
+                action: verb,
+                endpoints: applied.changed.clone(),
+                client: peer.to_string(),
+            });
+        }
+    }
     action_answer(result, peer, &asked, action, count)
 }
 
@@ -589,6 +599,12 @@ async fn release_brake(
     match state.tracker.send(ReleaseBrake).await {
         Ok(released) => {
             count("ok");
+            state.events.emit(|| Event::Operator {
+                at: crate::events::now(),
+                action: "brake-release",
+                endpoints: Vec::new(),
+                client: peer.to_string(),
+            });
             warn!(%peer, released, "operator released the brake: held withdrawals go through");
             text(
                 StatusCode::OK,

@@ -68,6 +68,17 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// An operator acted through the API (drain, force, release, the brake's release).
+    Operator {
+        /// When (RFC 3339).
+        at: Timestamp,
+        /// `drain`, `undrain`, `force-up`, `force-down`, `release` or `brake-release`.
+        action: &'static str,
+        /// The endpoints it changed (none for the brake).
+        endpoints: Vec<String>,
+        /// Who: the client's address.
+        client: String,
+    },
     /// This prober judged itself impaired (a wave of its targets started failing at once:
     /// every withdrawal and vote held), or no longer does.
     Impaired {
@@ -94,7 +105,8 @@ impl Event {
             Event::Transition { at, .. }
             | Event::Publish { at, .. }
             | Event::SinkWrite { at, .. }
-            | Event::Impaired { at, .. } => *at,
+            | Event::Impaired { at, .. }
+            | Event::Operator { at, .. } => *at,
         }
     }
 

@@ -182,33 +182,6 @@ async fn status_and_metrics_are_rate_limited_but_probes_of_the_process_are_not()
     );
 }
 
-/// Reads `data:` lines of an open `/events` response until `done` holds for the events
-/// seen (each parsed as JSON); all of them.
-async fn read_events(
-    stream: &mut tokio::net::TcpStream,
-    done: impl Fn(&[serde_json::Value]) -> bool,
-) -> Vec<serde_json::Value> {
-    let mut raw = Vec::new();
-    let mut events = Vec::new();
-    let start = Instant::now();
-    while !done(&events) {
-        assert!(start.elapsed() < LIMIT, "events so far: {events:?}");
-        let mut buf = [0u8; 4096];
-        let n = tokio::time::timeout(LIMIT, stream.read(&mut buf))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(n > 0, "the stream ended; events so far: {events:?}");
-        raw.extend_from_slice(&buf[..n]);
-        events = String::from_utf8_lossy(&raw)
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|j| serde_json::from_str(j).unwrap())
-            .collect();
-    }
-    events
-}
-
 /// `/events`: one JSON object per event, as Server-Sent Events: a gateway failing shows
 /// as its transition, the tenant's publish and the sink's write; the stream needs the
 /// token `/status` needs, and open streams are bounded.

@@ -207,6 +207,27 @@ async fn overrides_by_label_and_a_tenants_hold_failback() {
         )
     );
     wait_for_file(&file, "Ireland out", |c| addresses(c) == ips[2..]).await;
+    // Said on /events with who did it.
+    let mut events = tokio::net::TcpStream::connect(api).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(
+        &mut events,
+        b"GET /events?since=1970-01-01T00%3A00%3A00Z HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let seen = read_events(&mut events, |e| e.iter().any(|e| e["type"] == "operator")).await;
+    let acted = seen.iter().find(|e| e["type"] == "operator").unwrap();
+    assert_eq!(
+        (&acted["action"], &acted["endpoints"]),
+        (
+            &serde_json::json!("force-down"),
+            &serde_json::json!(["gw-1", "gw-2"])
+        )
+    );
+    assert!(
+        acted["client"].as_str().unwrap().starts_with("127."),
+        "{acted}"
+    );
     assert_eq!(
         act(api, "*", "force-down?geo=IE").await,
         (

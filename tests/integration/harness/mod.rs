@@ -364,3 +364,30 @@ pub fn python_tool(var: &str, name: &str) -> String {
         )
     })
 }
+
+/// Reads `data:` lines of an open `/events` response until `done` holds for the events
+/// seen (each parsed as JSON); all of them.
+pub async fn read_events(
+    stream: &mut tokio::net::TcpStream,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let mut raw = Vec::new();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    while !done(&events) {
+        assert!(start.elapsed() < LIMIT, "events so far: {events:?}");
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(LIMIT, tokio::io::AsyncReadExt::read(stream, &mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "the stream ended; events so far: {events:?}");
+        raw.extend_from_slice(&buf[..n]);
+        events = String::from_utf8_lossy(&raw)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|j| serde_json::from_str(j).unwrap())
+            .collect();
+    }
+    events
+}
