@@ -96,13 +96,15 @@ with sync_playwright() as p:
     page.wait_for_selector('tr[data-endpoint="gw-3"]:not([data-forced])', timeout=5000)
     ask("RELEASED gw-3")
 
-    # An impaired prober and a brake holding withdrawals, as /status reports them (the
-    # states themselves are the tracker's, tested in its own tests and vantage.rs): this
-    # checks only how the page shows them, so /status is answered with them set.
+    # An impaired prober, a brake holding withdrawals and a reported weight, as /status
+    # reports them (the states themselves are the tracker's, tested in its own tests,
+    # vantage.rs and weights.rs): this checks only how the page shows them, so /status is
+    # answered with them set.
     def impaired(route):
         body = route.fetch().json()
         body["impaired"] = True
         body["tenants"][0]["brake_held"] = 2
+        body["endpoints"][0]["reported_weight"] = 42
         route.fulfill(json=body)
     page.route("**/status", impaired)
     page.evaluate("refresh()")
@@ -110,6 +112,8 @@ with sync_playwright() as p:
     assert page.locator("#release-brake").is_visible()
     held = page.inner_text('tr[data-tenant="web"]')
     assert "2 withdrawals held" in held, held
+    weighted = row(page, "gw-1").inner_text()
+    assert "weight 42" in weighted, weighted
     page.screenshot(path=f"{shots}/status-page-impaired.png", full_page=True)
     page.unroute("**/status")
     with page.expect_response(lambda r: r.url.endswith("/v1/brake/release")) as release:
