@@ -26,6 +26,7 @@ mod dns_server_transfer;
 mod drain;
 mod engine_e2e;
 mod failover_paths;
+mod faults;
 mod feeds;
 mod flapping;
 mod grpc_checks;

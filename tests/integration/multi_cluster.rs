@@ -5,178 +5,19 @@
 //! one vantage point only. A cluster's wall clock can be set apart with libfaketime
 //! (Debian's `faketime`, installed by `.ci/test`).
 
-use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
-use crate::fakes::gateways::scripted;
 use crate::fakes::route53::Moto;
 use crate::fakes::webhook::{wait_for_delivery, Receiver, SECRET};
 use crate::harness::*;
+use crate::services::clusters::{pdns_sink, Cluster, VantageGateway, NAME, ZONE};
 use crate::services::pdns::{PdnsServer, DNS_PORT};
-
-const ZONE: &str = "mc.test";
-const NAME: &str = "api.mc.test";
-
-/// The port of every gateway: a cluster probes the addresses it learns from the others'
-/// reports with its own check, port included, as gateways of one tenant share their
-/// health-check port.
-const GATEWAY_PORT: u16 = 18080;
-
-/// An HTTP gateway that fails (503) for the client addresses it is told to.
-struct VantageGateway {
-    addr: SocketAddr,
-    failing_for: Arc<Mutex<HashSet<IpAddr>>>,
-}
-
-impl VantageGateway {
-    async fn start() -> VantageGateway {
-        let failing_for: Arc<Mutex<HashSet<IpAddr>>> = Arc::default();
-        let failing = failing_for.clone();
-        let (addr, _) = scripted(
-            SocketAddr::new(IpAddr::V4(loopback_ip()), GATEWAY_PORT),
-            move |mut stream| {
-                let fail = stream
-                    .peer_addr()
-                    .is_ok_and(|peer| failing.lock().unwrap().contains(&peer.ip()));
-                async move {
-                    let answer: &[u8] = if fail {
-                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    } else {
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                    };
-                    let _ = stream.write_all(answer).await;
-                }
-            },
-        )
-        .await;
-        VantageGateway { addr, failing_for }
-    }
-
-    /// Fails for the probes of these clusters, answers the others.
-    fn fail_for(&self, clusters: &[&Cluster]) {
-        *self.failing_for.lock().unwrap() = clusters.iter().map(|c| c.source).collect();
-    }
-
-    fn ip(&self) -> String {
-        self.addr.ip().to_string()
-    }
-}
-
-/// One orchestrator process: a cluster with its own vantage address.
-struct Cluster {
-    id: &'static str,
-    source: IpAddr,
-    api: SocketAddr,
-    dir: tempfile::TempDir,
-    process: Option<Running>,
-    /// libfaketime's offset of this cluster's wall clock (`"+30s"`), if any.
-    clock: Option<&'static str>,
-}
-
-/// libfaketime, preloaded into a cluster whose clock is set apart.
-const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
-impl Cluster {
-    /// Cluster `id` owning `gateway`, publishing through the sinks `sinks` (their tables;
-    /// the first, `zone`, holds the reports).
-    fn new(id: &'static str, gateway: &VantageGateway, sinks: &str) -> Cluster {
-        let cluster = Cluster {
-            id,
-            source: IpAddr::V4(loopback_ip()),
-            api: SocketAddr::new(IpAddr::V4(loopback_ip()), 9100),
-            dir: tempfile::tempdir().unwrap(),
-            process: None,
-            clock: None,
-        };
-        let names: Vec<&str> = sinks
-            .lines()
-            .filter_map(|l| l.strip_prefix("[sinks.")?.strip_suffix(']'))
-            .collect();
-        let text = TestConfig::at(&Check::FAST, [gateway.addr], |_| format!("gw-{id}"))
-            .set("api.listen", cluster.api.to_string())
-            .set("defaults.check.source_address", cluster.source.to_string())
-            .set("cluster.id", id)
-            .set("owner_id", "mc")
-            .with(&format!(
-                "[multi_cluster]\nenabled = true\nreport_interval = \"300ms\"\nreport_ttl = \"2s\"\n\n\
-                 [[tenants]]\nname = \"api\"\ndomains = [\"{NAME}\"]\nsinks = {names:?}\nttl = \"5s\"\n\n{sinks}"
-            ))
-            .render();
-        std::fs::write(cluster.config(), text).unwrap();
-        cluster
-    }
-
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("config.toml")
-    }
-
-    fn start(&mut self) {
-        let mut cmd = binary();
-        cmd.args(["run", "--config"])
-            .arg(self.config())
-            .env("RUST_LOG", "warn")
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_EC2_METADATA_DISABLED", "true");
-        if let Some(offset) = self.clock {
-            assert!(
-                std::path::Path::new(FAKETIME).exists(),
-                "{FAKETIME} is missing: run the test command (bash .ci/test), which installs faketime"
-            );
-            // The wall clock only: a constant offset of the monotonic clock changes nothing.
-            cmd.env("LD_PRELOAD", FAKETIME)
-                .env("FAKETIME", offset)
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-        }
-        self.process = Some(spawn_logged(&mut cmd, &self.dir.path().join("log")));
-    }
-
-    /// SIGKILL: no goodbye, its report just stops being refreshed.
-    fn kill(&mut self) {
-        self.process = None;
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
-    }
-
-    /// The tenant's vote as this cluster last counted it.
-    async fn votes(&self) -> Option<Value> {
-        let body = try_api_get(self.api, "/status").await?;
-        let status: Value = serde_json::from_str(&body).ok()?;
-        status["tenants"][0].get("votes").cloned()
-    }
-
-    /// Waits until this cluster's vote satisfies `ready`.
-    async fn wait_for_votes(&self, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
-        let start = Instant::now();
-        loop {
-            let votes = self.votes().await;
-            if let Some(v) = votes.as_ref().filter(|v| ready(v)) {
-                return v.clone();
-            }
-            if start.elapsed() > LIMIT {
-                let metrics = try_api_get(self.api, "/metrics").await.unwrap_or_default();
-                let reports: Vec<&str> =
-                    metrics.lines().filter(|l| l.contains("cluster_")).collect();
-                panic!(
-                    "cluster {}: timed out waiting for {what}; votes: {votes:#?}\nlog:\n{}\n{reports:#?}",
-                    self.id,
-                    self.log()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
 
 /// The down votes `votes` holds for `address`.
 fn down_votes(votes: &Value, address: &str) -> Vec<String> {
@@ -305,15 +146,6 @@ impl Reader {
             self.empty.load(Ordering::Relaxed),
         )
     }
-}
-
-fn pdns_sink(pdns: &PdnsServer) -> String {
-    format!(
-        "[sinks.zone]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
-         delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
-        pdns.url(),
-        pdns.key_file().display().to_string()
-    )
 }
 
 /// Trials of the measured fault (fault at 2 of 3 vantages -> the answer changes): 1 in

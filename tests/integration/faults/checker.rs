@@ -1,0 +1,342 @@
+//! The promises, checked over a run's recorded history: the answers read from the zone's
+//! back end every 50 ms and the faults as they were applied (their real start and heal).
+//! Each rule is judged generously where the orchestrator may legitimately see the world
+//! late (detection, report intervals, report ageing) and strictly where nothing excuses it:
+//! 1. no answer is ever empty (once the name had an address);
+//! 2. no address is withdrawn unless, within the window before, at least
+//!    `failure_threshold` of the clusters that were surely live saw it failing (a cluster
+//!    counts as seeing it down while its report of the failure may still be fresh);
+//! 3. after the last heal every answer converges to every gateway within `converge`;
+//! 5. a gateway down from every vantage, the others up and every cluster and the back end
+//!    running, leaves the answer within `detect`.
+//!
+//! Rule 4 of the issue (replicas' writes never interleave) is not judged here: the runs
+//! have no replicas (`leader_election.rs` tests the fence).
+
+use std::time::Duration;
+
+use super::schedule::Fault;
+
+/// What a run recorded.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Each answer read, since the run's start, sorted (reads that got no answer left out).
+    pub answers: Vec<(Duration, Vec<String>)>,
+    /// Each fault with its real start and heal (`None`: never healed).
+    pub faults: Vec<(Fault, Duration, Option<Duration>)>,
+    /// How many clusters.
+    pub clusters: usize,
+    /// The gateways' addresses, by index.
+    pub gateways: Vec<String>,
+}
+
+/// The bounds the rules allow.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// How far back a withdrawal may rest on what the clusters saw.
+    pub window: Duration,
+    /// How long a started cluster takes before it surely votes.
+    pub warmup: Duration,
+    /// How long a report counts after its cluster stops refreshing it (`report_ttl`).
+    pub report_ttl: Duration,
+    /// `failure_threshold`.
+    pub threshold: f64,
+    /// Longest convergence after the last heal.
+    pub converge: Duration,
+    /// Longest time for a gateway down everywhere to leave.
+    pub detect: Duration,
+}
+
+/// A broken promise, with the moment and what was seen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// Which rule.
+    pub rule: u8,
+    /// When, since the run's start.
+    pub at: Duration,
+    /// What.
+    pub what: String,
+}
+
+/// What a run that kept its promises measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures {
+    /// From the last heal to the answer holding every gateway for good.
+    pub convergence: Duration,
+}
+
+const STEP: Duration = Duration::from_millis(50);
+
+impl History {
+    fn span<'a>(
+        &'a self,
+        pick: impl Fn(&Fault) -> bool + 'a,
+    ) -> impl Iterator<Item = (Duration, Duration)> + 'a {
+        self.faults
+            .iter()
+            .filter(move |(f, _, _)| pick(f))
+            .map(|(_, from, to)| (*from, to.unwrap_or(Duration::MAX)))
+    }
+
+    /// Whether cluster `c`'s process runs at `t`.
+    pub fn running(&self, c: usize, t: Duration) -> bool {
+        !self
+            .span(|f| matches!(f, Fault::Pause(x) | Fault::Kill(x) if *x == c))
+            .any(|(from, to)| from <= t && t < to)
+    }
+
+    /// Whether cluster `c` ran over the whole of `[from, to]` (sampled every 50 ms).
+    fn ran_throughout(&self, c: usize, from: Duration, to: Duration) -> bool {
+        let mut t = from;
+        while t <= to {
+            if !self.running(c, t) {
+                return false;
+            }
+            t += STEP;
+        }
+        self.running(c, to)
+    }
+
+    /// Whether gateway `g` fails for cluster `c` at `t`.
+    pub fn failing(&self, g: usize, c: usize, t: Duration) -> bool {
+        self.span(|f| matches!(f, Fault::Gateway { gateway, vantages } if *gateway == g && vantages.contains(&c)))
+            .any(|(from, to)| from <= t && t < to)
+    }
+
+    /// Whether a withdrawal of gateway `g` seen at `t` rests on a quorum of what the
+    /// clusters saw within `b.window` before.
+    fn justified(&self, g: usize, t: Duration, b: &Bounds) -> bool {
+        let mut s = t.saturating_sub(b.window);
+        while s <= t {
+            let surely_live = (0..self.clusters)
+                .filter(|&c| self.ran_throughout(c, s.saturating_sub(b.warmup), s))
+                .count();
+            let saw_down = (0..self.clusters)
+                .filter(|&c| {
+                    let mut u = s.saturating_sub(b.report_ttl);
+                    while u <= s {
+                        if self.running(c, u) && self.failing(g, c, u) {
+                            return true;
+                        }
+                        u += STEP;
+                    }
+                    false
+                })
+                .count();
+            if saw_down >= 1 && saw_down as f64 >= b.threshold * surely_live as f64 {
+                return true;
+            }
+            s += STEP;
+        }
+        false
+    }
+}
+
+/// Judges `h` against the rules; the figures of a run that kept them, or every violation.
+pub fn check(h: &History, b: &Bounds) -> Result<Figures, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let mut seen_address = false;
+    for (i, (t, answer)) in h.answers.iter().enumerate() {
+        if answer.is_empty() && seen_address {
+            violations.push(Violation {
+                rule: 1,
+                at: *t,
+                what: "the name answered no address".into(),
+            });
+        }
+        seen_address |= !answer.is_empty();
+        let Some((_, before)) = i.checked_sub(1).map(|p| &h.answers[p]) else {
+            continue;
+        };
+        for gone in before.iter().filter(|a| !answer.contains(a)) {
+            let Some(g) = h.gateways.iter().position(|x| x == gone) else {
+                continue;
+            };
+            if !h.justified(g, *t, b) {
+                violations.push(Violation {
+                    rule: 2,
+                    at: *t,
+                    what: format!("{gone} withdrawn without a quorum of live clusters seeing it down: {before:?} -> {answer:?}"),
+                });
+            }
+        }
+    }
+    for (fault, from, to) in &h.faults {
+        let Fault::Gateway { gateway, vantages } = fault else {
+            continue;
+        };
+        let to = to.unwrap_or(Duration::MAX);
+        let deadline = *from + b.detect;
+        let everywhere = vantages.len() == h.clusters;
+        let quiet = to > deadline
+            && (0..h.clusters)
+                .all(|c| h.ran_throughout(c, from.saturating_sub(b.warmup), deadline))
+            && !h.faults.iter().any(|(f, a, z)| {
+                let z = z.unwrap_or(Duration::MAX);
+                let overlaps = *a < deadline && z > *from;
+                overlaps && f != fault && matches!(f, Fault::Gateway { .. } | Fault::BackendDown)
+            });
+        if everywhere && quiet {
+            let address = &h.gateways[*gateway];
+            let left = h
+                .answers
+                .iter()
+                .any(|(t, a)| *t >= *from && *t <= deadline && !a.contains(address));
+            if !left {
+                violations.push(Violation {
+                    rule: 5,
+                    at: deadline,
+                    what: format!(
+                        "{address} down from every vantage since {from:?} was still answered"
+                    ),
+                });
+            }
+        }
+    }
+    let last_heal = h
+        .faults
+        .iter()
+        .map(|(_, _, to)| to.unwrap_or(Duration::MAX))
+        .max()
+        .unwrap_or_default();
+    let mut all = h.gateways.clone();
+    all.sort();
+    // The answer holds every gateway for good from the first read of its last run.
+    let settled = match h.answers.iter().rposition(|(_, a)| *a != all) {
+        Some(i) => h.answers.get(i + 1).map(|(t, _)| *t),
+        None => h.answers.first().map(|(t, _)| *t),
+    };
+    let end = h.answers.last().map_or(Duration::ZERO, |(t, _)| *t);
+    match settled {
+        Some(at) if at <= last_heal + b.converge && end > last_heal + b.converge => {
+            if violations.is_empty() {
+                return Ok(Figures {
+                    convergence: at.saturating_sub(last_heal),
+                });
+            }
+        }
+        _ => violations.push(Violation {
+            rule: 3,
+            at: last_heal + b.converge,
+            what: format!(
+                "not every gateway answered for good within {:?} of the last heal; last answer {:?}",
+                b.converge,
+                h.answers.last()
+            ),
+        }),
+    }
+    Err(violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS: Bounds = Bounds {
+        window: Duration::from_secs(1),
+        warmup: Duration::from_millis(500),
+        report_ttl: Duration::from_millis(500),
+        threshold: 0.66,
+        converge: Duration::from_secs(2),
+        detect: Duration::from_secs(1),
+    };
+
+    fn s(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn history(
+        faults: Vec<(Fault, Duration, Option<Duration>)>,
+        answers: &[(u64, &[&str])],
+    ) -> History {
+        History {
+            answers: answers
+                .iter()
+                .map(|(t, a)| (s(*t), a.iter().map(|x| (*x).to_owned()).collect()))
+                .collect(),
+            faults,
+            clusters: 3,
+            gateways: vec!["a".into(), "b".into(), "c".into()],
+        }
+    }
+
+    const ALL: &[&str] = &["a", "b", "c"];
+    const AC: &[&str] = &["a", "c"];
+
+    #[test]
+    fn a_withdrawal_needs_a_quorum_of_the_live_clusters() {
+        let two = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0, 1],
+        };
+        let h = history(
+            vec![(two, s(1_000), Some(s(2_000)))],
+            &[(0, ALL), (1_200, AC), (2_200, ALL), (5_000, ALL)],
+        );
+        assert_eq!(check(&h, &BOUNDS).map(|f| f.convergence), Ok(s(200)));
+
+        let one = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0],
+        };
+        let h = history(
+            vec![(one.clone(), s(1_000), Some(s(2_000)))],
+            &[(0, ALL), (1_200, AC), (2_200, ALL), (5_000, ALL)],
+        );
+        let v = check(&h, &BOUNDS).unwrap_err();
+        assert_eq!(v[0].rule, 2, "{v:?}");
+
+        // The same single vantage with the two other clusters killed: it is the quorum.
+        let h = history(
+            vec![
+                (Fault::Kill(1), s(0), Some(s(3_000))),
+                (Fault::Kill(2), s(0), Some(s(3_000))),
+                (one, s(1_000), Some(s(2_000))),
+            ],
+            &[(0, ALL), (1_200, AC), (2_200, ALL), (6_000, ALL)],
+        );
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+    }
+
+    #[test]
+    fn an_empty_answer_and_a_late_convergence_are_violations() {
+        let h = history(vec![], &[(0, ALL), (100, &[]), (5_000, ALL)]);
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 1);
+        let down = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0, 1, 2],
+        };
+        let h = history(
+            vec![(down, s(1_000), Some(s(1_500)))],
+            &[
+                (0, ALL),
+                (1_200, AC),
+                (4_000, AC),
+                (5_000, ALL),
+                (9_000, ALL),
+            ],
+        );
+        let v = check(&h, &BOUNDS).unwrap_err();
+        assert_eq!(v.last().unwrap().rule, 3, "{v:?}");
+    }
+
+    #[test]
+    fn a_gateway_down_everywhere_must_leave_within_the_detection_bound() {
+        let down = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0, 1, 2],
+        };
+        let h = history(
+            vec![(down, s(1_000), Some(s(3_000)))],
+            &[
+                (0, ALL),
+                (1_500, ALL),
+                (2_500, AC),
+                (3_200, ALL),
+                (6_000, ALL),
+            ],
+        );
+        let v = check(&h, &BOUNDS).unwrap_err();
+        assert_eq!(v[0].rule, 5, "{v:?}");
+    }
+}
