@@ -86,17 +86,17 @@ impl World {
     }
 }
 
+/// The answers read, since the run's start.
+type Answers = Arc<Mutex<Vec<(Duration, Vec<String>)>>>;
+
 /// Asks the zone for the name every 50 ms; answers (sorted) since `start`, reads that got
 /// no answer (the back end down) left out.
 fn read_answers(
     server: SocketAddr,
     start: Instant,
     stop: Arc<AtomicBool>,
-) -> (
-    tokio::task::JoinHandle<()>,
-    Arc<Mutex<Vec<(Duration, Vec<String>)>>>,
-) {
-    let answers: Arc<Mutex<Vec<(Duration, Vec<String>)>>> = Arc::default();
+) -> (tokio::task::JoinHandle<()>, Answers) {
+    let answers: Answers = Arc::default();
     let kept = answers.clone();
     let task = tokio::spawn(async move {
         while !stop.load(Ordering::Relaxed) {
