@@ -3,7 +3,6 @@
 //! schedule's faults applied at their times; the history the checker judges.
 
 use std::net::SocketAddr;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,6 +47,8 @@ impl World {
         }
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to cluster `c`'s process, with bash's builtin `kill`
+    /// (no dependency on procps being installed).
     fn signal(&self, c: usize, signal: &str) {
         let pid = self.clusters[c]
             .process
@@ -55,11 +56,11 @@ impl World {
             .expect("a running cluster")
             .0
             .id();
-        let ok = Command::new("kill")
-            .args([signal, &pid.to_string()])
+        let sent = std::process::Command::new("bash")
+            .args(["-c", &format!("kill -{signal} {pid}")])
             .status()
             .is_ok_and(|s| s.success());
-        assert!(ok, "kill {signal} {pid} failed");
+        assert!(sent, "kill -{signal} {pid} failed");
     }
 
     /// Starts `fault` (`heal`: ends it).
@@ -70,8 +71,8 @@ impl World {
                 self.gateways[*gateway].fail_for(&who);
             }
             (Fault::Gateway { gateway, .. }, true) => self.gateways[*gateway].fail_for(&[]),
-            (Fault::Pause(c), false) => self.signal(*c, "-STOP"),
-            (Fault::Pause(c), true) => self.signal(*c, "-CONT"),
+            (Fault::Pause(c), false) => self.signal(*c, "STOP"),
+            (Fault::Pause(c), true) => self.signal(*c, "CONT"),
             (Fault::Kill(c), false) => self.clusters[*c].kill(),
             (Fault::Kill(c), true) => self.clusters[*c].start(),
             (Fault::Skew(c, offset), heal) => {
