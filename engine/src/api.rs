@@ -227,7 +227,7 @@ fn events_since(query: Option<&str>) -> Result<Option<Timestamp>, String> {
     else {
         return Ok(None);
     };
-    let value = value.replace("%3A", ":").replace("%3a", ":");
+    let value = percent_decoded(value).map_err(|e| format!("since: {e}"))?;
     humantime::parse_rfc3339_weak(&value)
         .map(|t| Some(Timestamp(t)))
         .map_err(|e| {
@@ -490,7 +490,7 @@ fn selection(name: &str, query: Option<&str>) -> Result<Selection, String> {
     Ok(Selection::Labels(labels))
 }
 
-/// `text` with its `%XX` escapes (and `+` for a space) decoded.
+/// `text` with its `%XX` escapes decoded (a `+` stays a `+`: a time zone's sign).
 fn percent_decoded(text: &str) -> Result<String, String> {
     let mut out = Vec::with_capacity(text.len());
     let mut bytes = text.bytes();
@@ -506,7 +506,6 @@ fn percent_decoded(text: &str) -> Result<String, String> {
                 };
                 out.push(byte.ok_or_else(|| format!("{text:?} has a broken %-escape\n"))?);
             }
-            b'+' => out.push(b' '),
             b => out.push(b),
         }
     }

@@ -36,6 +36,13 @@ impl TokenBucket {
             Err(Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
         }
     }
+
+    /// Waits until a token is taken: how a sink paces its own API requests.
+    pub async fn take(&mut self) {
+        while let Err(wait) = self.try_take(Instant::now()) {
+            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -449,6 +449,23 @@ impl TrackerCore {
         })
     }
 
+    /// The endpoint's verdict had `target`'s effective health been `was` (what it was
+    /// before the change being applied).
+    pub(super) fn verdict_before(
+        &self,
+        endpoint: EndpointIx,
+        target: TargetIx,
+        was: Health,
+    ) -> Health {
+        combine(&self.plan.endpoints[endpoint.0], |t| {
+            if t == target.0 {
+                was
+            } else {
+                self.targets[t].effective()
+            }
+        })
+    }
+
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
     /// `target`'s effective health (it was `from`), and asks the tenants whose endpoints'
     /// verdicts changed to re-decide.
@@ -461,20 +478,11 @@ impl TrackerCore {
     ) {
         // Each endpoint on the target, with its verdict before and after: a check's change
         // is its endpoint's unless other checks of a composite endpoint outweigh it.
-        let before = |e: EndpointIx| {
-            combine(&self.plan.endpoints[e.0], |t| {
-                if t == target.0 {
-                    from
-                } else {
-                    self.targets[t].effective()
-                }
-            })
-        };
         let changed: Vec<(EndpointIx, Health, Health)> = self
             .topology
             .endpoints(target)
             .iter()
-            .map(|&e| (e, before(e), self.verdict(e)))
+            .map(|&e| (e, self.verdict_before(e, target, from), self.verdict(e)))
             .filter(|(_, was, is)| was != is)
             .collect();
         let mut held = false;

@@ -21,9 +21,7 @@ mod plan;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
@@ -55,9 +53,9 @@ struct Inner {
     zone: String,
     token: Secret,
     owner_id: String,
-    bucket: tokio::sync::Mutex<TokenBucket>,
+    bucket: TokenBucket,
     /// The zone's name matched `zone` at the first write.
-    zone_checked: AtomicBool,
+    zone_checked: bool,
 }
 
 impl CloudflareSink {
@@ -81,12 +79,8 @@ impl CloudflareSink {
                 zone: config.zone.clone(),
                 token,
                 owner_id: owner_id.to_owned(),
-                bucket: tokio::sync::Mutex::new(TokenBucket::new(
-                    rate,
-                    rate.ceil().max(1.0) as u32,
-                    Instant::now(),
-                )),
-                zone_checked: AtomicBool::new(false),
+                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                zone_checked: false,
             })),
         })
     }
@@ -111,13 +105,13 @@ impl Inner {
     /// Sends one request (`path` after the zone's URL) once a token allows, and reads the
     /// envelope's result; a failure is the specific error, retried or not by its status.
     async fn call<T: DeserializeOwned>(
-        &self,
+        &mut self,
         method: Method,
         path: &str,
         body: Bytes,
         what: &str,
     ) -> Result<Envelope<T>, SinkError> {
-        self.pace().await;
+        self.bucket.take().await;
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
         *request.uri_mut() = format!("{}{path}", self.zone_url)
@@ -162,20 +156,9 @@ impl Inner {
         }
     }
 
-    /// Waits for a request token.
-    async fn pace(&self) {
-        loop {
-            let wait = match self.bucket.lock().await.try_take(Instant::now()) {
-                Ok(()) => return,
-                Err(wait) => wait,
-            };
-            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
-        }
-    }
-
     /// Checks once that the zone id names the configured zone.
-    async fn check_zone(&self) -> Result<(), SinkError> {
-        if self.zone_checked.load(Ordering::Relaxed) {
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        if self.zone_checked {
             return Ok(());
         }
         let what = format!("GET zone {}", self.zone);
@@ -187,12 +170,12 @@ impl Inner {
                 self.zone
             )));
         }
-        self.zone_checked.store(true, Ordering::Relaxed);
+        self.zone_checked = true;
         Ok(())
     }
 
     /// Every record of the zone, page by page.
-    async fn list(&self) -> Result<Vec<DnsRecord>, SinkError> {
+    async fn list(&mut self) -> Result<Vec<DnsRecord>, SinkError> {
         let mut all = Vec::new();
         let mut page = 1;
         loop {
@@ -210,7 +193,7 @@ impl Inner {
     }
 
     /// Sends `batch` (in requests of at most 200 operations).
-    async fn send(&self, batch: Batch, what: &str) -> Result<(), SinkError> {
+    async fn send(&mut self, batch: Batch, what: &str) -> Result<(), SinkError> {
         for part in batch.split() {
             self.post(&part, what).await?;
         }
@@ -218,7 +201,7 @@ impl Inner {
     }
 
     /// One batch request (at most 200 operations).
-    async fn post(&self, batch: &Batch, what: &str) -> Result<(), SinkError> {
+    async fn post(&mut self, batch: &Batch, what: &str) -> Result<(), SinkError> {
         let body = serde_json::to_vec(batch).expect("serializable");
         let what = format!(
             "POST zone {} batch ({what}: {} deletes, {} creates)",
@@ -234,7 +217,7 @@ impl Inner {
     /// One round: a listing, each tenant's changes, as few batch requests as fit; each
     /// tenant's result.
     async fn write_round(
-        &self,
+        &mut self,
         round: &BTreeMap<String, Arc<TenantSnapshot>>,
     ) -> Result<RoundResults, SinkError> {
         self.check_zone().await?;

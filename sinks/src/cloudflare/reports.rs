@@ -21,7 +21,7 @@ impl ReportStore for CloudflareReports {
         let rounds = self.0.clone();
         Box::pin(async move {
             // Between rounds: one listing decides at a time.
-            let inner = rounds.writer().await;
+            let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut batch = Batch::default();
             for (name, texts) in &reports {
@@ -60,7 +60,7 @@ impl ReportStore for CloudflareReports {
     fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
         let rounds = self.0.clone();
         Box::pin(async move {
-            let inner = rounds.writer().await;
+            let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
             for record in zone.iter().filter(|r| r.rtype == "TXT") {
@@ -80,7 +80,7 @@ impl ReportStore for CloudflareReports {
         let rounds = self.0.clone();
         Box::pin(async move {
             // Between rounds: one listing decides at a time.
-            let inner = rounds.writer().await;
+            let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
             let batch = Batch {
                 deletes: zone

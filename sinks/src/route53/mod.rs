@@ -33,7 +33,6 @@ mod reports;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use self::config::{RecordStyle, Route53Config};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -293,8 +292,6 @@ impl Writer {
 
     /// Waits for a request token.
     async fn pace(&mut self) {
-        while let Err(wait) = self.bucket.try_take(Instant::now()) {
-            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
-        }
+        self.bucket.take().await;
     }
 }

@@ -207,13 +207,7 @@ impl TrackerCore {
             // A composite endpoint's change is its combined verdict's, when there is one,
             // with the check that made it named.
             let (from, to, reason) = if ep.composite.is_some() {
-                let from = combine(ep, |i| {
-                    if i == target.0 {
-                        t.from
-                    } else {
-                        self.targets[i].effective()
-                    }
-                });
+                let from = self.verdict_before(m.endpoint, target, t.from);
                 let to = self.verdict(m.endpoint);
                 if from == to {
                     continue;
