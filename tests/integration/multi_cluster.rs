@@ -46,10 +46,15 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// How a test reads the shared name: through DNS (PowerDNS) or the zone API (Route53).
+/// How a test reads the shared name: through DNS (PowerDNS), the zone API (Route53), or
+/// every cluster's own server (`dns_server` with `reports`).
 #[derive(Clone)]
 enum Zone {
     Dns(SocketAddr),
+    /// The clusters' servers: the answer is theirs when every server that answers
+    /// NOERROR says the same (a stopped or SERVFAILing server is skipped, as resolvers
+    /// skip it for the zone's next name server).
+    Servers(Vec<SocketAddr>),
     Route53 {
         client: aws_sdk_route53::Client,
         zone_id: String,
@@ -65,6 +70,21 @@ impl Zone {
                 .first()
                 .map(crate::services::dig::Answer::sorted)
                 .unwrap_or_default(),
+            Zone::Servers(servers) => {
+                let mut answers = Vec::new();
+                for server in servers {
+                    let answer = crate::services::dig::dig(*server, &[NAME, "A"]).await;
+                    if let Some(a) = answer.first().filter(|a| a.status == "NOERROR") {
+                        answers.push(a.sorted());
+                    }
+                }
+                answers.dedup();
+                match answers.len() {
+                    0 => Vec::new(),
+                    1 => answers.remove(0),
+                    _ => vec![format!("the servers disagree: {answers:?}")],
+                }
+            }
             Zone::Route53 { client, zone_id } => {
                 let listed = client
                     .list_resource_record_sets()
@@ -170,14 +190,15 @@ fn sorted(v: &[String]) -> Vec<String> {
     v
 }
 
-/// The issue's cases on one shared zone, the reports held by the sink table `sink`
-/// (named `zone`), the name read through `zone`: three clusters converge to the union;
+/// The issue's cases on one shared zone, the reports held by the sink tables `sinks` (one
+/// per cluster, named `zone`), the name read through `zone`: three clusters converge to the union;
 /// 1 of 3 vantages seeing a gateway down is not enough, 2 of 3 withdraw it (and healing
 /// returns it); everything down everywhere never empties the name; a SIGKILLed cluster's
 /// gateway stays while the live ones see it up and leaves by their quorum; `cluster leave`
 /// takes it out; a reader polling every 20 ms never sees the name without an address.
 /// Cluster a also has a webhook, which must receive the computed set with the votes.
-async fn vote_scenario(sink: &str, zone: Zone) {
+/// Returns the clusters, a and c still running, for what a caller checks after.
+async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
     let (ga, gb, gc) = (
         VantageGateway::start().await,
         VantageGateway::start().await,
@@ -188,12 +209,13 @@ async fn vote_scenario(sink: &str, zone: Zone) {
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), SECRET).unwrap();
     let with_hook = format!(
-        "{sink}\n[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/dns\"\nsecret_file = {:?}\ntimeout = \"1s\"\n",
+        "{}\n[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{hook}/dns\"\nsecret_file = {:?}\ntimeout = \"1s\"\n",
+        sinks[0],
         secret.path().display().to_string()
     );
     let mut a = Cluster::new("a", &ga, &with_hook);
-    let mut b = Cluster::new("b", &gb, sink);
-    let mut c = Cluster::new("c", &gc, sink);
+    let mut b = Cluster::new("b", &gb, sinks[1]);
+    let mut c = Cluster::new("c", &gc, sinks[2]);
     for cluster in [&mut a, &mut b, &mut c] {
         cluster.start();
     }
@@ -314,6 +336,7 @@ async fn vote_scenario(sink: &str, zone: Zone) {
     let (polls, empty) = reader.finish().await;
     assert!(polls > 50, "the reader polled {polls} times");
     assert_eq!(empty, 0, "{empty} of {polls} answers had no address");
+    [a, b, c]
 }
 
 /// Clusters whose wall clocks are 30 s apart (b behind, c ahead; `report_ttl` is 2 s) on a
@@ -397,7 +420,64 @@ async fn clocks_thirty_seconds_apart_neither_hide_nor_fake_a_voter() {
 async fn three_clusters_vote_on_one_powerdns_zone() {
     let pdns = PdnsServer::start(&format!("{ZONE}."));
     let zone = Zone::Dns(SocketAddr::new(pdns.ip.into(), DNS_PORT));
-    vote_scenario(&pdns_sink(&pdns), zone).await;
+    let sink = pdns_sink(&pdns);
+    vote_scenario([&sink, &sink, &sink], zone).await;
+}
+
+/// [`vote_scenario`] with no provider (seed 001): each cluster's own `dns_server` serves
+/// the name, holds its cluster's reports and reads the others' from their servers with
+/// TSIG-signed queries; the name is read from every server. `cluster leave` starts the
+/// leaving cluster's server to answer "no report" until its peers drop it. Also: a report
+/// query unsigned is REFUSED, one signed with another key NOTAUTH, one signed with the
+/// reports key answered (by `dig -y`, BIND's client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clusters_vote_through_their_own_dns_servers() {
+    let servers: Vec<SocketAddr> = (0..3)
+        .map(|_| SocketAddr::new(IpAddr::V4(loopback_ip()), 5300))
+        .collect();
+    let secret = "c2VjcmV0LXNoYXJlZC1ieS1ldmVyeS1jbHVzdGVyLTAxMjM=";
+    let key = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(key.path(), secret).unwrap();
+    let sinks: Vec<String> = servers
+        .iter()
+        .map(|own| {
+            let peers: Vec<String> = servers
+                .iter()
+                .filter(|p| *p != own)
+                .map(|p| format!("\"{p}\""))
+                .collect();
+            format!(
+                "[sinks.zone]\nkind = \"dns_server\"\nlisten = [\"{own}\"]\nzones = [\"{ZONE}\"]\n\
+                 reports = {{ peers = [{}], timeout = \"500ms\", tsig = {{ name = \"reports\", secret_file = {:?} }} }}\n",
+                peers.join(", "),
+                key.path().display().to_string()
+            )
+        })
+        .collect();
+    let _running = vote_scenario(
+        [&sinks[0], &sinks[1], &sinks[2]],
+        Zone::Servers(servers.clone()),
+    )
+    .await;
+
+    // The report of cluster a as its server answers it (a and c still run).
+    let a = servers[0];
+    let name = format!("a._ho-report.{NAME}");
+    let ask = |key: String| {
+        let name = name.clone();
+        async move { crate::services::dig::dig1(a, &["+tcp", "-y", &key, &name, "TXT"]).await }
+    };
+    let signed = ask(format!("hmac-sha256:reports:{secret}")).await;
+    assert_eq!(signed.status, "NOERROR", "{signed:?}");
+    assert!(
+        signed.has_flag("aa") && signed.answers.concat().contains("own="),
+        "a's report, with the gateway it owns: {signed:?}"
+    );
+    let other_key =
+        ask("hmac-sha256:reports:b3RoZXIta2V5LW5vdC10aGUtY2x1c3RlcnMnLTAxMjM=".into()).await;
+    assert_eq!(other_key.status, "NOTAUTH", "{other_key:?}");
+    let unsigned = crate::services::dig::dig1(a, &[&format!("_ho-report.{NAME}"), "TXT"]).await;
+    assert_eq!(unsigned.status, "REFUSED", "{unsigned:?}");
 }
 
 /// [`vote_scenario`] on a Route53 zone (moto's server: no real Route53 can be had here),
@@ -417,7 +497,7 @@ async fn three_clusters_vote_on_one_route53_zone() {
         client: moto.client(),
         zone_id: zone_id.clone(),
     };
-    vote_scenario(&sink, zone).await;
+    vote_scenario([&sink, &sink, &sink], zone).await;
     let reports: Vec<String> = moto
         .records(&zone_id)
         .await

@@ -77,9 +77,10 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         }
     }
 
-    /// Whether several clusters can share this sink's zone and keep their reports in it
-    /// (`[multi_cluster]`): a zone API (PowerDNS, Route53), not an output local to one
-    /// cluster (a hosts file, a ConfigMap, the embedded server) or a one-way notification.
+    /// Whether the clusters can keep their reports here (`[multi_cluster]`): a zone API
+    /// they share (PowerDNS, Route53, Cloudflare) or the embedded server with `reports`
+    /// (each cluster's server holds its own and asks its peers'); not an output local to
+    /// one cluster (a hosts file, a ConfigMap) or a one-way notification.
     fn holds_reports(&self) -> bool {
         false
     }

@@ -60,7 +60,8 @@ pub(crate) struct Round {
     pub writes: Vec<(String, Vec<String>)>,
     /// The report suffixes to read.
     pub suffixes: Vec<String>,
-    /// Whether this replica was the writer when the round started.
+    /// Whether this replica wrote its cluster's reports in this round (the writer, or any
+    /// replica of a store it holds itself).
     leads: bool,
     exchanges: Vec<Exchange>,
 }
@@ -231,12 +232,14 @@ impl RoundsCore {
             return;
         }
         // Writes happen only when one report is due, and only on the writer: a standby's
-        // leader writes this cluster's reports.
+        // leader writes this cluster's reports to a zone the replicas share. A store each
+        // replica holds itself (the embedded server's) is written by every replica.
+        let writes_here = now.writer || self.plan.sinks.get(sink).is_some_and(|s| !s.spec.shared());
         let any_due = exchanges.iter().any(|(_, due)| *due);
         let exchanges: Vec<Exchange> = exchanges
             .drain(..)
             .map(|(mut e, _)| {
-                e.write &= any_due && now.writer;
+                e.write &= any_due && writes_here;
                 e
             })
             .collect();
@@ -251,7 +254,7 @@ impl RoundsCore {
             sink: sink.to_owned(),
             writes,
             suffixes,
-            leads: now.writer,
+            leads: writes_here,
             exchanges,
         }));
     }

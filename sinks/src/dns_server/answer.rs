@@ -10,7 +10,7 @@ use std::time::Instant;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
 use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
-use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, TSigner};
 use ho_config::RoutingPolicy;
 use ho_engine::snapshot::TenantSnapshot;
 use tracing::{debug, info};
@@ -22,6 +22,7 @@ use super::geo::Locator;
 use super::packet_cache::{Key, PacketCache, Stamp, Variation};
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, NameSet, Records, Target};
+use super::reports::{report_question, Shelf};
 use super::transfer::journal::Address;
 use super::transfer::tsig::{self, Check};
 use super::transfer::{self as xfr, Transfers};
@@ -63,6 +64,10 @@ pub struct Authority {
     signer: Option<Arc<Signer>>,
     /// Zone transfers to secondaries (`transfer`), if configured.
     transfers: Option<Transfers>,
+    /// The key peers sign report queries with (`reports`), if configured.
+    report_key: Option<TSigner>,
+    /// This cluster's reports, answered to peers; kept across a rebuild as `records` are.
+    pub shelf: Arc<Shelf>,
 }
 
 /// An answer on the wire, with what metrics label it by.
@@ -126,6 +131,12 @@ impl Authority {
             .map(Transfers::new)
             .transpose()
             .map_err(|e| format!("transfer: {e}"))?;
+        let report_key = config
+            .reports
+            .as_ref()
+            .map(|r| crate::rfc2136::load_signer(&r.tsig))
+            .transpose()
+            .map_err(|e| format!("reports: {e}"))?;
         let authority = Authority {
             zones,
             soa: config.soa.clone(),
@@ -141,6 +152,8 @@ impl Authority {
                 .map_err(|(field, e)| format!("{field}: {e}"))?,
             signer,
             transfers,
+            report_key,
+            shelf: Arc::default(),
         };
         authority.remember_zones(&authority.records.read().expect("not poisoned"));
         Ok(authority)
@@ -235,7 +248,8 @@ impl Authority {
             return None;
         }
         let now = xfr::unix_now();
-        let signed = match tsig::check(transfers.key(), request, &query, now) {
+        let key: Vec<&TSigner> = transfers.key().into_iter().collect();
+        let signed = match tsig::check(&key, request, &query, now) {
             Check::Refused(bytes) => return Some(Transfer::Answer(vec![bytes])),
             Check::Signed(s) => Some(s),
             Check::Unsigned => None,
@@ -358,10 +372,10 @@ impl Authority {
         if query.metadata.message_type != MessageType::Query {
             return None;
         }
-        // A signed query (a secondary's SOA check) gets a signed answer.
+        // A signed query (a secondary's SOA check, a peer's report query) gets a signed
+        // answer.
         let signed = if query.signature().is_some() {
-            let key = self.transfers.as_ref().and_then(Transfers::key);
-            match tsig::check(key, request, &query, xfr::unix_now()) {
+            match tsig::check(&self.keys(), request, &query, xfr::unix_now()) {
                 Check::Refused(bytes) => {
                     let reply = Reply {
                         bytes,
@@ -402,6 +416,25 @@ impl Authority {
             response.metadata.response_code = ResponseCode::FormErr;
             return finish(&mut response, qtype, limit).map(per_query);
         };
+        if let Some((suffix, cluster)) = self.asks_for_reports(question.name()) {
+            let key = self.report_key.as_ref().map(TSigner::signer_name);
+            match &signed {
+                Some(s) if Some(s.key_name()) == key => {
+                    response.metadata.authoritative = true;
+                    if matches!(question.query_type(), RecordType::TXT | RecordType::ANY) {
+                        response.answers =
+                            self.shelf
+                                .answer(question.name(), &suffix, cluster.as_deref(), client);
+                    }
+                }
+                _ => response.metadata.response_code = ResponseCode::Refused,
+            }
+            let mut reply = finish(&mut response, qtype, limit)?;
+            if let Some(signed) = signed {
+                reply.bytes = signed.sign(vec![reply.bytes], xfr::unix_now())?.pop()?;
+            }
+            return Some(per_query(reply));
+        }
         let subnet = query
             .edns
             .as_ref()
@@ -438,6 +471,20 @@ impl Authority {
             return Some(per_query(reply));
         }
         Some((reply, variation))
+    }
+
+    /// The TSIG keys requests may be signed with.
+    fn keys(&self) -> Vec<&TSigner> {
+        let transfer = self.transfers.as_ref().and_then(Transfers::key);
+        transfer.into_iter().chain(&self.report_key).collect()
+    }
+
+    /// The report suffix and cluster label `qname` asks for, when this server holds
+    /// reports (`reports`) and it is a report name.
+    fn asks_for_reports(&self, qname: &Name) -> Option<(String, Option<String>)> {
+        self.report_key.as_ref()?;
+        let key = key_of(qname);
+        report_question(&key).map(|(suffix, cluster)| (suffix, cluster.map(str::to_owned)))
     }
 
     /// Answers EDNS with ours and returns the UDP payload size both sides allow (512

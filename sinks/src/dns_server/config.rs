@@ -54,6 +54,35 @@ pub struct DnsServerConfig {
     /// Zone transfers to secondaries (AXFR, IXFR, NOTIFY), off unless given.
     #[serde(default)]
     pub transfer: Option<TransferConfig>,
+    /// `[multi_cluster]` with no provider in between: this server holds this cluster's
+    /// vote reports and reads its peers' from their servers, so clusters that are
+    /// themselves the zone's name servers can vote. Off unless given.
+    #[serde(default)]
+    pub reports: Option<ReportsConfig>,
+}
+
+/// `reports = { peers = ["198.51.100.53:53"], tsig = { ... } }`: the other clusters'
+/// `dns_server` listeners, asked over TCP for their reports each round with queries
+/// signed by `tsig`; this server answers theirs only when signed with the same key.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportsConfig {
+    /// Every other cluster's server (address and port); each is asked for its own
+    /// cluster's reports.
+    pub peers: Vec<SocketAddr>,
+    /// The key every cluster signs report queries and answers with (the same shape as
+    /// the `rfc2136` sink's): a report is a vote, so only a key holder may read or
+    /// pose as one.
+    pub tsig: crate::rfc2136::config::TsigConfig,
+    /// How long one peer may take to answer a round's queries; a peer that does not
+    /// keeps counting with its last report until that ages out (`report_ttl`).
+    #[serde(default = "default_report_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: std::time::Duration,
+}
+
+fn default_report_timeout() -> std::time::Duration {
+    std::time::Duration::from_secs(1)
 }
 
 /// `transfer = { notify = ["192.0.2.53:53"], allow = ["192.0.2.53/32"], tsig = { ... } }`:
@@ -273,6 +302,9 @@ impl SinkSettings for DnsServerConfig {
         if let Some(transfer) = &mut self.transfer {
             check_transfer(transfer, p);
         }
+        if let Some(reports) = &mut self.reports {
+            check_reports(reports, &self.listen, p);
+        }
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
@@ -293,6 +325,9 @@ impl SinkSettings for DnsServerConfig {
         }
         if let Some(tsig) = self.transfer.as_ref().and_then(|t| t.tsig.as_ref()) {
             tsig.preflight("transfer.tsig", p);
+        }
+        if let Some(reports) = &self.reports {
+            reports.tsig.preflight("reports.tsig", p);
         }
     }
 }
@@ -367,6 +402,10 @@ impl SinkSpec for DnsServerConfig {
     fn shared(&self) -> bool {
         false
     }
+
+    fn holds_reports(&self) -> bool {
+        self.reports.is_some()
+    }
 }
 
 /// `transfer`: networks that parse, at least one; the key's name and algorithm.
@@ -388,6 +427,30 @@ fn check_transfer(transfer: &mut TransferConfig, p: &mut Problems<'_>) {
     if let Some(tsig) = &mut transfer.tsig {
         tsig.check("transfer.tsig", p);
     }
+}
+
+/// `reports`: at least one peer, none of them this server; the key's name and algorithm.
+fn check_reports(reports: &mut ReportsConfig, listen: &[SocketAddr], p: &mut Problems<'_>) {
+    if reports.peers.is_empty() {
+        p.at(
+            "reports.peers",
+            "must list the other clusters' servers (e.g. [\"198.51.100.53:53\"])",
+        );
+    }
+    for (i, peer) in reports.peers.iter().enumerate() {
+        if listen.contains(peer) {
+            p.at(
+                &format!("reports.peers[{i}]"),
+                format!(
+                    "{peer} is this server's own listen address; list the other clusters' servers"
+                ),
+            );
+        }
+    }
+    if reports.timeout.is_zero() {
+        p.at("reports.timeout", "must be more than 0");
+    }
+    reports.tsig.check("reports.tsig", p);
 }
 
 /// `rate_limit`'s bounds.

@@ -10,6 +10,7 @@
 //! - [`dnssec`]: online signing and compact denial.
 //! - [`packet_cache`]: whole answers kept by query.
 //! - [`transfer`]: AXFR/IXFR to secondaries, NOTIFY, TSIG.
+//! - [`reports`]: `[multi_cluster]` reports held here and read from peers' servers.
 //! - [`listener`]: UDP and TCP sockets, kept across reloads.
 
 pub mod answer;
@@ -21,11 +22,13 @@ pub mod listener;
 pub mod packet_cache;
 pub mod rate_limit;
 pub mod records;
+pub mod reports;
 pub mod sharded;
 pub mod transfer;
 
 use std::sync::Arc;
 
+use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
@@ -33,10 +36,13 @@ use crate::registry::BuildContext;
 use answer::Authority;
 use config::DnsServerConfig;
 use listener::Listener;
+use reports::DnsReports;
 
 /// The sink: writes snapshots into the authority its listeners answer from.
 pub struct DnsServerSink {
     authority: Arc<Authority>,
+    /// `reports`: this cluster's reports on its server, its peers' read from theirs.
+    reports: Option<Arc<dyn ReportStore>>,
     /// Held so the sockets stay open while the sink exists.
     _listeners: Vec<Arc<Listener>>,
 }
@@ -49,11 +55,14 @@ impl DnsServerSink {
         config: &DnsServerConfig,
         ctx: &BuildContext<'_>,
     ) -> Result<DnsServerSink, String> {
-        let mut records = config
+        let running = config
             .listen
             .iter()
             .find_map(|addr| Listener::running(ctx.name, *addr))
-            .map(|l| l.authority().records.read().expect("not poisoned").clone())
+            .map(|l| l.authority());
+        let mut records = running
+            .as_ref()
+            .map(|a| a.records.read().expect("not poisoned").clone())
             .unwrap_or_default();
         for tenant in ctx
             .plan
@@ -63,7 +72,21 @@ impl DnsServerSink {
         {
             records.expect(&tenant.name, &tenant.domains);
         }
-        let authority = Arc::new(Authority::new(config, records)?);
+        let mut authority = Authority::new(config, records)?;
+        if let Some(previous) = running {
+            authority.shelf = previous.shelf.clone();
+        }
+        let reports = match &config.reports {
+            Some(r) => {
+                let key =
+                    crate::rfc2136::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
+                let interval = ctx.plan.multi_cluster.report_interval;
+                let store = DnsReports::new(r, key, authority.shelf.clone(), interval);
+                Some(Arc::new(store) as Arc<dyn ReportStore>)
+            }
+            None => None,
+        };
+        let authority = Arc::new(authority);
         let listeners = config
             .listen
             .iter()
@@ -71,6 +94,7 @@ impl DnsServerSink {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(DnsServerSink {
             authority,
+            reports,
             _listeners: listeners,
         })
     }
@@ -90,5 +114,9 @@ impl Sink for DnsServerSink {
                 Applied::Unchanged
             })
         })
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        self.reports.clone()
     }
 }

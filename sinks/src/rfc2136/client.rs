@@ -2,13 +2,15 @@
 //! them (RFC 1035 4.2.2 framing: each message prefixed by its two-byte length).
 
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType, TSigner};
 use ho_engine::sink::SinkError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::dns_server::transfer::unix_now;
 
 /// An open connection with its deadline per exchange.
 pub struct Connection {
@@ -68,10 +70,27 @@ impl Connection {
 
     /// The `rtype` records at `name` as the server answers them (NXDOMAIN: none).
     pub async fn query(&mut self, name: &Name, rtype: RecordType) -> Result<Message, SinkError> {
+        self.query_signed(name, rtype, None).await
+    }
+
+    /// As [`Connection::query`], signed with `signer` when given; the answer must then be
+    /// signed with the same key (a forged or unsigned one is an error, never data).
+    pub async fn query_signed(
+        &mut self,
+        name: &Name,
+        rtype: RecordType,
+        signer: Option<&TSigner>,
+    ) -> Result<Message, SinkError> {
         let mut query = Message::query();
         query.metadata.recursion_desired = false;
         query.add_query(Query::query(name.clone(), rtype));
         let what = format!("query {name} {rtype}");
+        let mut verifier = match signer {
+            Some(signer) => query
+                .finalize(signer, unix_now())
+                .map_err(|e| SinkError::permanent(format!("{what}: cannot sign: {e}")))?,
+            None => None,
+        };
         let bytes = query
             .to_vec()
             .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
@@ -79,9 +98,22 @@ impl Connection {
         let answer = Message::from_vec(&raw)
             .map_err(|e| SinkError::retriable(format!("{what}: unreadable answer: {e}")))?;
         match answer.metadata.response_code {
-            ResponseCode::NoError | ResponseCode::NXDomain => Ok(answer),
+            ResponseCode::NoError | ResponseCode::NXDomain => {
+                if let Some(v) = verifier.as_mut() {
+                    v.verify(&raw).map_err(|e| {
+                        SinkError::retriable(format!(
+                            "{what}: the answer is not signed with our key: {e}"
+                        ))
+                    })?;
+                }
+                Ok(answer)
+            }
             ResponseCode::Refused => Err(SinkError::permanent(format!(
                 "{what}: REFUSED (the server must answer queries for the zone from this address)"
+            ))),
+            ResponseCode::NotAuth => Err(SinkError::permanent(format!(
+                "{what}: NOTAUTH{}: the server rejected the TSIG key (check tsig.name, tsig.algorithm and the secret)",
+                tsig_error(&answer)
             ))),
             other => Err(SinkError::retriable(format!("{what}: {other}"))),
         }
@@ -100,11 +132,8 @@ impl Connection {
         let what = format!("UPDATE of zone {zone}");
         let mut verifier = None;
         if let Some(signer) = signer {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
             verifier = update
-                .finalize(signer, now)
+                .finalize(signer, unix_now())
                 .map_err(|e| SinkError::permanent(format!("{what}: cannot sign: {e}")))?;
         }
         let bytes = update
@@ -128,6 +157,15 @@ impl Connection {
     }
 }
 
+/// `, TSIG error E` when the answer's TSIG names one.
+fn tsig_error(answer: &Message) -> String {
+    answer
+        .signature
+        .as_ref()
+        .and_then(|s| s.data.error.as_ref().map(|e| format!(", TSIG error {e:?}")))
+        .unwrap_or_default()
+}
+
 /// A specific error for each way an update is refused.
 fn explain(rcode: ResponseCode, answer: &Message, what: &str, zone: &str) -> SinkError {
     match rcode {
@@ -137,11 +175,7 @@ fn explain(rcode: ResponseCode, answer: &Message, what: &str, zone: &str) -> Sin
             ))
         }
         ResponseCode::NotAuth => {
-            let tsig = answer
-                .signature
-                .as_ref()
-                .and_then(|s| s.data.error.as_ref().map(|e| format!(", TSIG error {e:?}")))
-                .unwrap_or_default();
+            let tsig = tsig_error(answer);
             SinkError::permanent(format!(
                 "{what}: NOTAUTH{tsig}: the server rejected the TSIG key (check tsig.name, tsig.algorithm and the secret) or is not authoritative for {zone}"
             ))

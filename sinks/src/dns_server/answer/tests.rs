@@ -27,6 +27,7 @@ pub(super) fn config() -> DnsServerConfig {
         cookies: Default::default(),
         dnssec: None,
         transfer: None,
+        reports: None,
     }
 }
 

@@ -1,6 +1,7 @@
-//! TSIG (RFC 8945) on the server side: a signed request is verified with the key of
-//! `transfer.tsig`, and every message answering it is signed, each after the first
-//! chained to the one before (5.3.1), as a zone transfer's many messages are.
+//! TSIG (RFC 8945) on the server side: a signed request is verified with the key it
+//! names (`transfer.tsig` or `reports.tsig`), and every message answering it is signed,
+//! each after the first chained to the one before (5.3.1), as a zone transfer's many
+//! messages are.
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::tsig::{make_tsig_record, TsigError, TSIG};
@@ -24,8 +25,9 @@ pub struct Signed {
     id: u16,
 }
 
-/// Checks the TSIG of `request` (parsed as `query`) against `key` at `now` (Unix seconds).
-pub fn check(key: Option<&TSigner>, request: &[u8], query: &Message, now: u64) -> Check {
+/// Checks the TSIG of `request` (parsed as `query`) against the one of `keys` it names, at
+/// `now` (Unix seconds).
+pub fn check(keys: &[&TSigner], request: &[u8], query: &Message, now: u64) -> Check {
     let Some(tsig) = query.signature() else {
         return Check::Unsigned;
     };
@@ -43,9 +45,11 @@ pub fn check(key: Option<&TSigner>, request: &[u8], query: &Message, now: u64) -
                 .unwrap_or(bytes),
         )
     };
-    let key = match key {
-        Some(k) if *k.signer_name() == tsig.name && *k.algorithm() == tsig.data.algorithm => k,
-        _ => return refuse(TSigResponseContext::unknown_key(id, now, tsig.name.clone())),
+    let named = keys
+        .iter()
+        .find(|k| *k.signer_name() == tsig.name && *k.algorithm() == tsig.data.algorithm);
+    let Some(&key) = named else {
+        return refuse(TSigResponseContext::unknown_key(id, now, tsig.name.clone()));
     };
     match key.verify_message_byte(request, None, true) {
         Err(_) => refuse(TSigResponseContext::bad_signature(id, now, key.clone())),
@@ -65,6 +69,11 @@ pub fn check(key: Option<&TSigner>, request: &[u8], query: &Message, now: u64) -
 }
 
 impl Signed {
+    /// The name of the key the request was signed with.
+    pub fn key_name(&self) -> &hickory_proto::rr::Name {
+        self.signer.signer_name()
+    }
+
     /// `messages` (in the order they are sent), each with its TSIG; `None` if one could
     /// not be signed.
     pub fn sign(&self, messages: Vec<Vec<u8>>, now: u64) -> Option<Vec<Vec<u8>>> {
