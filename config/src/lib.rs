@@ -16,12 +16,12 @@ pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
 pub use model::{
     BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
     KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig,
-    OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, RoutingPolicy, SinkTable, TelemetryConfig,
-    WeightRule,
+    OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig, RoutingPolicy, SinkTable,
+    TelemetryConfig, WeightRule,
 };
 pub use plan::{
-    CheckSpec, Composite, Damping, Discovered, Endpoint, Plan, PlannedSink, Target, Tenant, Timing,
-    TlsCheck,
+    CheckSpec, Composite, Damping, Discovered, Endpoint, HostEndpoint, Plan, PlannedSink, Target,
+    Tenant, Timing, TlsCheck,
 };
 pub use validate::{
     resolve_standalone_check, validate, CheckCatalog, Claim, FieldError, KindCheck, Kinds, Parsed,

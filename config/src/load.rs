@@ -112,6 +112,7 @@ pub fn builtin() -> Config {
         cluster: Default::default(),
         multi_cluster: Default::default(),
         kubernetes: Default::default(),
+        resolver: Default::default(),
         state_dir: None,
     }
 }

@@ -70,6 +70,9 @@ pub struct Config {
     /// Tenants as namespaced Kubernetes resources, and what each namespace may claim.
     #[serde(default)]
     pub kubernetes: KubernetesConfig,
+    /// How endpoints given by host name are resolved.
+    #[serde(default)]
+    pub resolver: ResolverConfig,
     /// Folder for what must survive a restart: operator drains (`drains.json`). Required
     /// with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +194,53 @@ impl Default for LeaderElectionConfig {
             kubeconfig: None,
         }
     }
+}
+
+/// `[resolver]`: endpoints whose `address` is a host name (a cloud load balancer's) are
+/// looked up here, again whenever their answer's TTL runs out (kept between `min_refresh`
+/// and `max_refresh`), and every address they resolve to is probed and published.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolverConfig {
+    /// Recursive resolvers to ask, in order (e.g. `["10.96.0.10:53"]`); default: the
+    /// `nameserver` lines of `/etc/resolv.conf`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<SocketAddr>,
+    /// How long one server may take to answer before the next is asked.
+    #[serde(default = "default_resolver_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+    /// The shortest time between two lookups of a name, whatever its TTL.
+    #[serde(default = "default_min_refresh", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub min_refresh: Duration,
+    /// The longest time between two lookups of a name, whatever its TTL.
+    #[serde(default = "default_max_refresh", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub max_refresh: Duration,
+}
+
+impl Default for ResolverConfig {
+    fn default() -> Self {
+        ResolverConfig {
+            servers: Vec::new(),
+            timeout: default_resolver_timeout(),
+            min_refresh: default_min_refresh(),
+            max_refresh: default_max_refresh(),
+        }
+    }
+}
+
+fn default_resolver_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+
+fn default_min_refresh() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn default_max_refresh() -> Duration {
+    Duration::from_secs(300)
 }
 
 fn default_lease_name() -> String {

@@ -11,7 +11,7 @@
 //! `Tenant::sinks` name is a key of `sinks`. Validation guarantees it; nothing else makes a
 //! `Plan`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -74,6 +74,11 @@ pub struct Plan {
     pub leader_election: LeaderElectionConfig,
     /// Tenants from Kubernetes resources (checked; `tenants = false` when off).
     pub kubernetes: crate::model::KubernetesConfig,
+    /// Endpoints given by host name: not in `endpoints` until [`Plan::with_resolved`]
+    /// expands each into one endpoint per address.
+    pub hosts: Vec<HostEndpoint>,
+    /// How host names are looked up.
+    pub resolver: crate::model::ResolverConfig,
 }
 
 impl Plan {
@@ -161,6 +166,85 @@ impl Plan {
                 composite: None,
             });
             plan.tenants[ti].endpoints.push(plan.endpoints.len() - 1);
+        }
+        plan
+    }
+}
+
+/// An endpoint whose `address` is a host name, as configured: each address the name
+/// resolves to becomes an endpoint `<name>@<address>` of the same tenants, probed with
+/// `check`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostEndpoint {
+    /// The endpoint's name.
+    pub name: String,
+    /// The host name (lower case, no trailing dot).
+    pub host: String,
+    /// Labels for policies.
+    pub labels: BTreeMap<String, String>,
+    /// Weight as set (see [`Endpoint::weight`]).
+    pub weight: Option<u32>,
+    /// Failover tier.
+    pub priority: u32,
+    /// The cluster owning it; `None`: this instance's.
+    pub cluster: Option<String>,
+    /// After a failure, held out until an operator releases it.
+    pub hold_failback: bool,
+    /// The check of every address.
+    pub check: Arc<CheckSpec>,
+    /// Indices of the tenants that select it.
+    pub tenants: Vec<usize>,
+}
+
+impl Plan {
+    /// Every host name the plan's endpoints are given by, once each.
+    pub fn host_names(&self) -> BTreeSet<&str> {
+        self.hosts.iter().map(|h| h.host.as_str()).collect()
+    }
+
+    /// This plan plus an endpoint per address each host name resolves to (`resolved`:
+    /// host name -> addresses), named `<name>@<address>`, in every tenant of its host
+    /// endpoint; an address the tenant already has is not added twice. A host not in
+    /// `resolved` adds nothing (the engine resolves every host before it runs a plan).
+    pub fn with_resolved(&self, resolved: &BTreeMap<String, Vec<IpAddr>>) -> Plan {
+        let mut plan = self.clone();
+        for host in &self.hosts {
+            for &address in resolved.get(&host.host).into_iter().flatten() {
+                let target = Target {
+                    address,
+                    check: host.check.clone(),
+                };
+                let target = match plan.targets.iter().position(|t| *t == target) {
+                    Some(i) => i,
+                    None => {
+                        plan.targets.push(target);
+                        plan.targets.len() - 1
+                    }
+                };
+                let index = plan.endpoints.len();
+                let mut joined = false;
+                for &ti in &host.tenants {
+                    let tenant = &mut plan.tenants[ti];
+                    let has = |e: &usize| plan.endpoints[*e].address == address;
+                    if !tenant.endpoints.iter().any(has) {
+                        tenant.endpoints.push(index);
+                        joined = true;
+                    }
+                }
+                if joined {
+                    plan.endpoints.push(Endpoint {
+                        name: format!("{}@{address}", host.name),
+                        address,
+                        labels: host.labels.clone(),
+                        weight: host.weight,
+                        priority: host.priority,
+                        cluster: host.cluster.clone(),
+                        hold_failback: host.hold_failback,
+                        target,
+                        composite: None,
+                    });
+                }
+            }
         }
         plan
     }

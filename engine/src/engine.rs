@@ -17,6 +17,7 @@ use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
 use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::heartbeats::Heartbeats;
+use crate::hosts::Hosts;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
@@ -36,7 +37,7 @@ use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload};
 mod applier;
 mod start;
 
-use applier::{follow_discoveries, Applier};
+use applier::{follow, Applier};
 use start::*;
 
 /// Why the engine cannot start or take a new plan.
@@ -57,6 +58,10 @@ pub enum EngineError {
     /// The operator drains kept in `state_dir` cannot be read.
     #[error("state_dir: {0}")]
     Drains(String),
+    /// An endpoint's host name does not resolve: a plan is not run without every
+    /// endpoint's addresses, or its gateways would leave DNS.
+    #[error("{0}")]
+    Host(String),
 }
 
 /// What a reload changed.
@@ -119,6 +124,9 @@ impl Engine {
         factory: Arc<dyn SinkFactory>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
+        let (hosts, resolved) = Hosts::new(metrics.clone());
+        let configured = Arc::new(plan);
+        let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
         let heartbeats = Heartbeats::default();
         heartbeats.learn(&plan);
         let feeds = Feeds::default();
@@ -173,14 +181,26 @@ impl Engine {
             events: events.clone(),
             coordinator: coordinator.clone(),
             stores,
-            configured: plan.clone(),
+            configured,
             discovered: discovered.clone(),
+            hosts: hosts.clone(),
+            resolved: resolved.clone(),
             heartbeats: heartbeats.clone(),
             feeds,
         };
         applier.start_probers(&plan.targets, probes, ids);
         let applier = Arc::new(tokio::sync::Mutex::new(applier));
-        follow_discoveries(Arc::downgrade(&applier), discovered);
+        follow(
+            Arc::downgrade(&applier),
+            discovered,
+            "the other clusters' reports",
+        );
+        follow(
+            Arc::downgrade(&applier),
+            resolved,
+            "the endpoints' host names",
+        );
+        hosts.follow();
         Ok(Engine {
             tracker,
             metrics,

@@ -154,6 +154,9 @@ pub struct Metrics {
     pub cluster_quorum_withdrawals: Family<TenantLabel, Counter>,
     /// `[multi_cluster]`: report writes and reads by result (`ok`, `error`).
     pub cluster_reports: Family<ReportOpLabels, Counter>,
+    /// Lookups of endpoints' host names by result: `changed` (other addresses),
+    /// `unchanged`, `failed` (the last addresses stay).
+    pub host_lookups: Family<ResultLabel, Counter>,
 }
 
 /// `op`, `result` labels of a report exchange.
@@ -253,6 +256,7 @@ impl Metrics {
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
             heartbeats: Family::default(),
+            host_lookups: Family::default(),
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
@@ -424,6 +428,11 @@ impl Metrics {
             "heartbeats",
             "Heartbeats pushed to the API (POST /v1/heartbeat/NAME) by result",
             self.heartbeats.clone(),
+        );
+        registry.register(
+            "host_lookups",
+            "Lookups of endpoints' host names by result (changed, unchanged, failed)",
+            self.host_lookups.clone(),
         );
         registry.register(
             "cluster_live_voters",

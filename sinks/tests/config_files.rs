@@ -320,3 +320,73 @@ fn discovered_addresses_join_their_voting_tenant_once() {
     assert_eq!(check, &plan.targets[plan.endpoints[0].target].check);
     assert_eq!(more.targets.len(), plan.targets.len() + 1);
 }
+
+/// An endpoint given by host name is kept apart until resolved, then becomes one endpoint
+/// per address in each tenant that selects it (by name or label), probed with its check; an
+/// address a tenant already has is not added twice.
+#[test]
+fn host_name_endpoints_become_one_endpoint_per_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hosts.toml");
+    std::fs::write(
+        &path,
+        r#"
+[[endpoints]]
+name = "gw"
+address = "10.0.0.1"
+labels = { geo = "IE" }
+
+[[endpoints]]
+name = "lb"
+address = "My-LB-123.elb.amazonaws.com."
+labels = { geo = "US" }
+weight = 5
+check = { kind = "tcp", port = 443 }
+
+[[tenants]]
+name = "by-name"
+domains = ["a.example.com"]
+endpoints = ["gw", "lb"]
+sinks = ["local"]
+
+[[tenants]]
+name = "by-label"
+domains = ["b.example.com"]
+selector = { geo = "US" }
+sinks = ["local"]
+
+[sinks.local]
+kind = "hosts_file"
+dir = "/tmp/hosts-test"
+"#,
+    )
+    .unwrap();
+    let plan = load_plan(&[&path]).unwrap();
+    assert_eq!(plan.endpoints.len(), 1, "only gw until resolved");
+    assert_eq!(plan.hosts.len(), 1);
+    assert_eq!(plan.hosts[0].host, "my-lb-123.elb.amazonaws.com");
+    assert_eq!(plan.hosts[0].tenants, vec![0, 1]);
+    assert_eq!(plan.tenants[0].endpoints, vec![0]);
+    assert!(plan.tenants[1].endpoints.is_empty());
+    let resolved = std::collections::BTreeMap::from([(
+        "my-lb-123.elb.amazonaws.com".to_string(),
+        vec!["10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()],
+    )]);
+    let run = plan.with_resolved(&resolved);
+    let names: Vec<&str> = run.endpoints.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["gw", "lb@10.0.0.1", "lb@10.0.0.2"]);
+    assert_eq!(
+        run.tenants[0].endpoints,
+        vec![0, 2],
+        "10.0.0.1 is gw's already"
+    );
+    assert_eq!(run.tenants[1].endpoints, vec![1, 2]);
+    let lb = &run.endpoints[2];
+    assert_eq!((lb.weight, lb.labels["geo"].as_str()), (Some(5), "US"));
+    assert_eq!(run.targets[lb.target].check.port, 443);
+    assert_eq!(
+        run.targets.len(),
+        3,
+        "gw's check, and the lb's at each address"
+    );
+}

@@ -31,6 +31,7 @@ mod feeds;
 mod flapping;
 mod grpc_checks;
 mod heartbeats;
+mod host_endpoints;
 mod icmp_checks;
 mod image;
 mod keep_alive;

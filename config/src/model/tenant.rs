@@ -16,8 +16,10 @@ use super::CheckOverrides;
 pub struct EndpointConfig {
     /// Unique name, used in tenant lists, logs, metrics and `/status`.
     pub name: String,
-    /// IP address published in DNS and probed (v4 or v6). Names are not accepted: DNS
-    /// failover must publish exactly what it probed.
+    /// IP address published in DNS and probed (v4 or v6), or a host name (a cloud load
+    /// balancer's, `my-lb-123.elb.amazonaws.com`): every address it resolves to is probed
+    /// and published as its own endpoint `<name>@<address>`, so what is published is
+    /// exactly what was probed. See `[resolver]`.
     pub address: String,
     /// Free-form labels for tenant `selector`s and routing policies (`geo`, `cloud`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

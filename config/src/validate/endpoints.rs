@@ -6,12 +6,20 @@ use std::sync::Arc;
 
 use crate::model::{CheckOverrides, Config};
 use crate::model::{EndpointConfig, Require};
-use crate::names::check_object_name;
-use crate::plan::{CheckSpec, Composite, Endpoint, Target};
+use crate::names::{check_object_name, normalize_domain};
+use crate::plan::{CheckSpec, Composite, Endpoint, HostEndpoint, Target, Tenant};
 
 use super::check_kinds::CheckCatalog;
 use super::checks::resolve_check;
 use super::Errors;
+
+/// An endpoint as validated: by address, or by host name (expanded once resolved).
+pub(super) enum Planned {
+    /// Probed and published at its address.
+    Address(Endpoint),
+    /// Every address its host name resolves to.
+    Host(HostEndpoint),
+}
 
 /// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
 /// with the config for error paths. Equal checks are shared: every target holds an `Arc` of
@@ -22,7 +30,7 @@ pub(super) fn resolve_endpoints(
     default_check: Option<CheckSpec>,
     checks: &dyn CheckCatalog,
     errs: &mut Errors,
-) -> (Vec<Option<Endpoint>>, Vec<Target>) {
+) -> (Vec<Option<Planned>>, Vec<Target>) {
     // With `[kubernetes] tenants`, resources bring the endpoints.
     if config.endpoints.is_empty() && !config.kubernetes.tenants {
         errs.push("endpoints", "none configured: there is nothing to probe");
@@ -49,16 +57,30 @@ pub(super) fn resolve_endpoints(
             );
             ok = false;
         }
-        let address = match ep.address.parse::<IpAddr>() {
-            Ok(a) => Some(a),
-            Err(_) => {
-                errs.push(
-                    format!("{path}.address"),
-                    format!("\"{}\" is not an IP address", ep.address),
-                );
-                None
-            }
+        let (address, host) = match ep.address.parse::<IpAddr>() {
+            Ok(a) => (Some(a), None),
+            Err(_) => match normalize_domain(&ep.address) {
+                Ok(host) if is_host_name(&host) => (None, Some(host)),
+                _ => {
+                    errs.push(
+                        format!("{path}.address"),
+                        format!(
+                            "\"{}\" is not an IP address or a host name (e.g. my-lb-123.elb.amazonaws.com)",
+                            ep.address
+                        ),
+                    );
+                    ok = false;
+                    (None, None)
+                }
+            },
         };
+        if host.is_some() && !ep.checks.is_empty() {
+            errs.push(
+                format!("{path}.checks"),
+                "an endpoint given by host name takes one check (`check`), used on every address it resolves to",
+            );
+            ok = false;
+        }
         let mut resolve = |overrides: &CheckOverrides, at: &str| {
             if *overrides == CheckOverrides::default() {
                 return default_check.clone();
@@ -108,6 +130,20 @@ pub(super) fn resolve_endpoints(
             }
         }
         let more: Option<Vec<Arc<CheckSpec>>> = more.into_iter().map(|(_, c)| c).collect();
+        if let (Some(host), Some(check), true) = (&host, &check, ok) {
+            out.push(Some(Planned::Host(HostEndpoint {
+                name: ep.name.clone(),
+                host: host.clone(),
+                labels: ep.labels.clone(),
+                weight: ep.weight,
+                priority: ep.priority.unwrap_or(0),
+                cluster: ep.cluster.clone(),
+                hold_failback: ep.hold_failback,
+                check: check.clone(),
+                tenants: Vec::new(),
+            })));
+            continue;
+        }
         match (address, check, more, ok) {
             (Some(address), Some(check), Some(more), true) => {
                 let mut intern = |check: Arc<CheckSpec>| {
@@ -125,7 +161,7 @@ pub(super) fn resolve_endpoints(
                     require: ep.require.unwrap_or_default(),
                     must_pass: ep.must_pass,
                 });
-                out.push(Some(Endpoint {
+                out.push(Some(Planned::Address(Endpoint {
                     name: ep.name.clone(),
                     address,
                     labels: ep.labels.clone(),
@@ -135,12 +171,61 @@ pub(super) fn resolve_endpoints(
                     hold_failback: ep.hold_failback,
                     target,
                     composite,
-                }));
+                })));
             }
             _ => out.push(None),
         }
     }
     (out, targets)
+}
+
+/// Whether `name` (a valid domain name) is a host name rather than a mistyped address:
+/// at least two labels, the last not all digits (RFC 3696's rule for top-level domains),
+/// and not every label before it all digits (`10.0.0.x`).
+fn is_host_name(name: &str) -> bool {
+    let labels: Vec<&str> = name.split('.').collect();
+    let digits = |l: &&str| l.bytes().all(|b| b.is_ascii_digit());
+    let Some((last, before)) = labels.split_last() else {
+        return false;
+    };
+    !before.is_empty() && !digits(last) && !before.iter().all(digits)
+}
+
+/// The endpoints by address and those by host name apart: tenants' endpoint indices are
+/// renumbered to the former, and each host endpoint learns its tenants.
+pub(super) fn split_hosts(
+    planned: Vec<Planned>,
+    mut tenants: Vec<Tenant>,
+) -> (Vec<Endpoint>, Vec<HostEndpoint>, Vec<Tenant>) {
+    let mut endpoints = Vec::new();
+    let mut hosts = Vec::new();
+    // Per configured endpoint: its index among `endpoints`, or among `hosts`.
+    let mut place = Vec::with_capacity(planned.len());
+    for p in planned {
+        match p {
+            Planned::Address(e) => {
+                place.push(Ok(endpoints.len()));
+                endpoints.push(e);
+            }
+            Planned::Host(h) => {
+                place.push(Err(hosts.len()));
+                hosts.push(h);
+            }
+        }
+    }
+    for (ti, tenant) in tenants.iter_mut().enumerate() {
+        tenant.endpoints = std::mem::take(&mut tenant.endpoints)
+            .into_iter()
+            .filter_map(|e| match place[e] {
+                Ok(i) => Some(i),
+                Err(h) => {
+                    hosts[h].tenants.push(ti);
+                    None
+                }
+            })
+            .collect();
+    }
+    (endpoints, hosts, tenants)
 }
 
 /// The composite rules of endpoint `ep` (`checks`, `require`, `must_pass`): the keys

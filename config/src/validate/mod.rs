@@ -21,7 +21,7 @@ use crate::model::{
     CheckOverrides, Config, LeaderElectionConfig, MultiClusterConfig, TelemetryConfig,
 };
 use crate::names::{check_header_name, check_header_value, check_url};
-use crate::plan::{CheckSpec, Endpoint, Plan, Target};
+use crate::plan::{CheckSpec, Plan, Target};
 
 pub use check_kinds::{CheckCatalog, KindCheck, ResolvedCheck, SameCheck};
 pub use sinks::{Claim, Parsed, SinkCatalog, SinkSpec, TenantUse};
@@ -144,6 +144,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         }
     }
     check_multi_cluster(&config.multi_cluster, &mut errs);
+    check_resolver(&config.resolver, &mut errs);
     kubernetes::check_kubernetes(config, &mut errs);
     if config.api.admin_token_file.is_some() && config.state_dir.is_none() {
         errs.push(
@@ -159,13 +160,20 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     if !errs.is_empty() {
         return Err(errs);
     }
-    let mut endpoints: Vec<Endpoint> = endpoints.into_iter().flatten().collect();
+    let (mut endpoints, mut hosts, tenants) =
+        endpoints::split_hosts(endpoints.into_iter().flatten().collect(), tenants);
     for (t, tenant) in config.tenants.iter().zip(&tenants) {
         if t.hold_failback {
             for &e in &tenant.endpoints {
                 endpoints[e].hold_failback = true;
             }
         }
+    }
+    for host in &mut hosts {
+        host.hold_failback |= host
+            .tenants
+            .iter()
+            .any(|&t| config.tenants[t].hold_failback);
     }
     Ok(Plan {
         api_listen: config.api.listen,
@@ -192,6 +200,8 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         brake: config.brake,
         leader_election: config.leader_election.clone(),
         kubernetes: config.kubernetes.clone(),
+        hosts,
+        resolver: config.resolver.clone(),
     })
 }
 
@@ -208,6 +218,26 @@ pub(crate) fn check_cluster_id(id: &str) -> Result<(), String> {
         Err(format!(
             "\"{id}\" must be 1-16 characters of a-z, 0-9 and '-'"
         ))
+    }
+}
+
+/// `[resolver]`: lookups bounded in time, refreshes in order.
+fn check_resolver(r: &crate::model::ResolverConfig, errs: &mut Errors) {
+    if r.timeout.is_zero() {
+        errs.push("resolver.timeout", "must be more than 0");
+    }
+    if r.min_refresh < Duration::from_secs(1) {
+        errs.push("resolver.min_refresh", "must be at least 1s");
+    }
+    if r.max_refresh < r.min_refresh {
+        errs.push(
+            "resolver.max_refresh",
+            format!(
+                "{} is shorter than min_refresh ({})",
+                humantime::format_duration(r.max_refresh),
+                humantime::format_duration(r.min_refresh)
+            ),
+        );
     }
 }
 

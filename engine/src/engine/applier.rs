@@ -1,16 +1,19 @@
 //! What changes the running plan, as a diff: a new plan (from the operator's config, or
-//! the configured plan plus what other clusters contribute) keeps unchanged targets'
-//! probers and verdicts and unchanged sinks' actors, and replaces only what changed.
+//! the configured plan plus the addresses of its host names and what other clusters
+//! contribute) keeps unchanged targets' probers and verdicts and unchanged sinks' actors,
+//! and replaces only what changed.
 //!
 //! The [`Applier`] owns everything a plan change touches (probers, sink actors, the plan)
-//! behind one lock, so a reload and a rediscovery never interleave; the engine follows the
-//! other clusters' contributions by itself ([`follow_discoveries`]), whoever started it.
+//! behind one lock, so a reload and a recomposition never interleave; the engine follows
+//! the other clusters' contributions and its host names by itself ([`follow`]), whoever
+//! started it.
 
 use std::sync::Weak;
 
 use tracing::warn;
 
 use super::*;
+use crate::hosts::{Hosts, Resolved};
 
 /// The part of a running engine a plan change rewrites.
 pub(super) struct Applier {
@@ -41,30 +44,37 @@ pub(super) struct Applier {
     pub(super) coordinator: Addr<Coordinator>,
     /// Report stores of the running sinks that have one, by sink name.
     pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
-    /// The plan as configured; the running plan is it plus the discovered endpoints.
+    /// The plan as configured; the running plan is it plus the addresses of its host
+    /// names and the discovered endpoints ([`Applier::effective`]).
     pub(super) configured: Arc<Plan>,
     /// Addresses other clusters contribute, as the coordinator last found them.
     pub(super) discovered: watch::Receiver<Vec<Discovered>>,
+    /// The host names of the configured plan, looked up.
+    pub(super) hosts: Hosts,
+    /// Their addresses as last resolved.
+    pub(super) resolved: watch::Receiver<Resolved>,
     /// The heartbeat board: new `heartbeat` targets read it; reloads say who pushes.
     pub(super) heartbeats: Heartbeats,
     /// External health feeds, shared by the probes of every plan.
     pub(super) feeds: crate::probe::Feeds,
 }
 
-/// Rediscovers each time the addresses other clusters contribute change, until the
-/// coordinator or the engine is gone.
-pub(super) fn follow_discoveries(
+/// Recomposes the running plan each time `changed` changes (what other clusters
+/// contribute, what host names resolve to), until its sender or the engine is gone.
+pub(super) fn follow<T: Send + Sync + 'static>(
     applier: Weak<tokio::sync::Mutex<Applier>>,
-    mut discovered: watch::Receiver<Vec<Discovered>>,
+    mut changed: watch::Receiver<T>,
+    what: &'static str,
 ) {
     actix::spawn(async move {
-        while discovered.changed().await.is_ok() {
+        while changed.changed().await.is_ok() {
+            changed.borrow_and_update();
             let Some(applier) = applier.upgrade() else {
                 return;
             };
             let mut applier = applier.lock().await;
-            if let Err(e) = applier.rediscover().await {
-                warn!("could not start probing the addresses other clusters contribute: {e}");
+            if let Err(e) = applier.recompose(what).await {
+                warn!("could not follow {what}: {e}");
             }
         }
     });
@@ -122,8 +132,8 @@ impl Applier {
     /// new target's TLS settings load. The API address and telemetry settings are not
     /// changed by a reload.
     pub(super) async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
-        let effective = plan.with_discovered(&self.discovered.borrow());
-        let summary = self.apply(effective).await?;
+        self.hosts.prepare(&plan).await?;
+        let summary = self.apply(self.effective(&plan)).await?;
         self.configured = Arc::new(plan);
         info!(
             targets_kept = summary.targets_kept,
@@ -136,19 +146,24 @@ impl Applier {
         Ok(summary)
     }
 
-    /// Starts probing what other clusters contribute and this cluster does not probe yet,
-    /// and stops probing what they no longer contribute: the configured plan plus the
-    /// latest discoveries, applied as a reload would.
-    async fn rediscover(&mut self) -> Result<ReloadSummary, EngineError> {
-        let effective = self
-            .configured
-            .with_discovered(&self.discovered.borrow_and_update());
-        let summary = self.apply(effective).await?;
+    /// `configured` plus the addresses its host names resolve to and what other clusters
+    /// contribute that it does not probe yet.
+    fn effective(&self, configured: &Plan) -> Plan {
+        configured
+            .with_resolved(&self.resolved.borrow())
+            .with_discovered(&self.discovered.borrow())
+    }
+
+    /// Follows a change of what the running plan is composed of (`what`): starts probing
+    /// what joined and stops probing what left, applied as a reload would.
+    async fn recompose(&mut self, what: &str) -> Result<ReloadSummary, EngineError> {
+        let configured = self.configured.clone();
+        let summary = self.apply(self.effective(&configured)).await?;
         if summary.targets_added + summary.targets_removed > 0 {
             info!(
                 added = summary.targets_added,
                 removed = summary.targets_removed,
-                "probe targets follow the other clusters' reports"
+                "probe targets follow {what}"
             );
         }
         Ok(summary)

@@ -160,11 +160,7 @@ impl DnsReports {
 impl Peers {
     /// Every report `peer` holds under `suffixes`, in one connection: (suffix, what it
     /// answered, `None` for no report).
-    async fn ask(
-        &self,
-        peer: SocketAddr,
-        suffixes: &[String],
-    ) -> Result<Answered, String> {
+    async fn ask(&self, peer: SocketAddr, suffixes: &[String]) -> Result<Answered, String> {
         let exchange = async {
             let mut conn = Connection::open(peer, self.timeout)
                 .await

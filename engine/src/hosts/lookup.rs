@@ -1,0 +1,246 @@
+//! One lookup of a host name: A and AAAA asked of a recursive resolver (UDP, again over
+//! TCP when truncated), each server in turn until one answers, the answer's CNAME chain
+//! followed as the resolver gives it, and the shortest TTL of what was used.
+
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+use std::time::Duration;
+
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+/// What a name resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its addresses, sorted, each once.
+    pub addresses: Vec<IpAddr>,
+    /// The shortest TTL among the records used.
+    pub ttl: Duration,
+}
+
+/// The recursive resolvers of `/etc/resolv.conf` (its `nameserver` lines, port 53).
+pub fn system_servers() -> Result<Vec<SocketAddr>, String> {
+    let text = std::fs::read_to_string("/etc/resolv.conf")
+        .map_err(|e| format!("/etc/resolv.conf: {e} (set [resolver] servers)"))?;
+    let servers = nameservers(&text);
+    if servers.is_empty() {
+        return Err("/etc/resolv.conf names no nameserver (set [resolver] servers)".into());
+    }
+    Ok(servers)
+}
+
+fn nameservers(resolv_conf: &str) -> Vec<SocketAddr> {
+    resolv_conf
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("nameserver"))
+        .filter_map(|rest| {
+            // A link-local v6 server carries its zone (`fe80::1%eth0`): not supported.
+            IpAddr::from_str(rest.trim()).ok()
+        })
+        .map(|ip| SocketAddr::new(ip, 53))
+        .collect()
+}
+
+/// `host`'s addresses from the first of `servers` that answers within `timeout`.
+pub async fn lookup(
+    host: &str,
+    servers: &[SocketAddr],
+    timeout: Duration,
+) -> Result<Found, String> {
+    let name = Name::from_str(&format!("{host}.")).map_err(|e| format!("{host}: {e}"))?;
+    let mut last = String::from("no resolver configured");
+    for &server in servers {
+        let asked = tokio::time::timeout(timeout, async {
+            let v4 = ask(server, &name, RecordType::A).await?;
+            let v6 = ask(server, &name, RecordType::AAAA).await?;
+            Ok::<_, String>((v4, v6))
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")));
+        match asked.and_then(|(v4, v6)| combine(host, v4, v6)) {
+            Ok(found) => return Ok(found),
+            Err(e) => last = format!("{server}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// One type's answer: its addresses and the shortest TTL of its answer section, or the
+/// response code of a negative answer.
+type Answer = Result<(Vec<IpAddr>, u32), ResponseCode>;
+
+/// Both answers as one result: NXDOMAIN or no address at all is an error.
+fn combine(host: &str, v4: Answer, v6: Answer) -> Result<Found, String> {
+    let mut addresses = Vec::new();
+    let mut ttl = u32::MAX;
+    for (found, t) in [&v4, &v6].into_iter().flatten() {
+        if !found.is_empty() {
+            addresses.extend(found);
+            ttl = ttl.min(*t);
+        }
+    }
+    if addresses.is_empty() {
+        let code = [v4, v6].into_iter().find_map(Result::err);
+        return Err(match code {
+            Some(ResponseCode::NXDomain) => format!("{host} does not exist (NXDOMAIN)"),
+            Some(code) => format!("{host}: {code}"),
+            None => format!("{host} has no A or AAAA record"),
+        });
+    }
+    addresses.sort();
+    addresses.dedup();
+    Ok(Found {
+        addresses,
+        ttl: Duration::from_secs(u64::from(ttl)),
+    })
+}
+
+/// Asks `server` for `name`'s `rtype` records over UDP (again over TCP when truncated).
+async fn ask(server: SocketAddr, name: &Name, rtype: RecordType) -> Result<Answer, String> {
+    let mut query = Message::query();
+    query.metadata.recursion_desired = true;
+    query.add_query(Query::query(name.clone(), rtype));
+    let id = query.metadata.id;
+    let bytes = query.to_vec().map_err(|e| e.to_string())?;
+    let bind: SocketAddr = if server.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = UdpSocket::bind(bind).await.map_err(|e| e.to_string())?;
+    socket.connect(server).await.map_err(|e| e.to_string())?;
+    socket.send(&bytes).await.map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 4096];
+    let answer = loop {
+        let n = socket.recv(&mut buf).await.map_err(|e| e.to_string())?;
+        match Message::from_vec(&buf[..n]) {
+            Ok(m) if m.metadata.id == id => break m,
+            _ => continue,
+        }
+    };
+    let answer = if answer.metadata.truncation {
+        ask_tcp(server, &bytes, id).await?
+    } else {
+        answer
+    };
+    Ok(read(&answer, rtype))
+}
+
+async fn ask_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, String> {
+    let mut stream = TcpStream::connect(server)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(query);
+    stream.write_all(&framed).await.map_err(|e| e.to_string())?;
+    loop {
+        let n = stream.read_u16().await.map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; usize::from(n)];
+        stream
+            .read_exact(&mut buf)
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Ok(m) = Message::from_vec(&buf) {
+            if m.metadata.id == id {
+                return Ok(m);
+            }
+        }
+    }
+}
+
+/// The `rtype` addresses of `answer` and the shortest TTL of its answer section (the
+/// CNAMEs leading to them included: the answer is only as fresh as its chain).
+fn read(answer: &Message, rtype: RecordType) -> Answer {
+    match answer.metadata.response_code {
+        ResponseCode::NoError => {}
+        code => return Err(code),
+    }
+    let mut ttl = u32::MAX;
+    let mut addresses = Vec::new();
+    for record in &answer.answers {
+        match (&record.data, rtype) {
+            (RData::A(a), RecordType::A) => addresses.push(IpAddr::V4(a.0)),
+            (RData::AAAA(a), RecordType::AAAA) => addresses.push(IpAddr::V6(a.0)),
+            (RData::CNAME(_), _) => {}
+            _ => continue,
+        }
+        ttl = ttl.min(record.ttl);
+    }
+    Ok((addresses, ttl))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::rr::rdata::{A, CNAME};
+    use hickory_proto::rr::Record;
+
+    #[test]
+    fn resolv_conf_nameservers_are_read() {
+        let text = "search svc.cluster.local\nnameserver 10.96.0.10\n# nameserver 1.1.1.1\nnameserver  2001:db8::53\nnameserver fe80::1%eth0\noptions ndots:5\n";
+        assert_eq!(
+            nameservers(text),
+            vec![
+                "10.96.0.10:53".parse::<SocketAddr>().unwrap(),
+                "[2001:db8::53]:53".parse().unwrap()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cname_chain_counts_its_shortest_ttl_and_only_addresses_of_the_type_asked() {
+        let mut m = Message::query();
+        let name = |s: &str| Name::from_str(s).unwrap();
+        m.answers.push(Record::from_rdata(
+            name("lb.example.com."),
+            30,
+            RData::CNAME(CNAME(name("lb-1.elb.amazonaws.com."))),
+        ));
+        m.answers.push(Record::from_rdata(
+            name("lb-1.elb.amazonaws.com."),
+            60,
+            RData::A(A::new(192, 0, 2, 1)),
+        ));
+        m.answers.push(Record::from_rdata(
+            name("lb-1.elb.amazonaws.com."),
+            60,
+            RData::A(A::new(192, 0, 2, 2)),
+        ));
+        assert_eq!(
+            read(&m, RecordType::A),
+            Ok((
+                vec!["192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap()],
+                30
+            ))
+        );
+        assert_eq!(read(&m, RecordType::AAAA).unwrap().0, Vec::<IpAddr>::new());
+        m.metadata.response_code = ResponseCode::NXDomain;
+        assert_eq!(read(&m, RecordType::A), Err(ResponseCode::NXDomain));
+    }
+
+    #[test]
+    fn no_address_of_either_family_is_an_error_saying_why() {
+        let v4: Answer = Ok((vec!["192.0.2.1".parse().unwrap()], 60));
+        let none: Answer = Ok((Vec::new(), u32::MAX));
+        let found = combine("lb.example.com", v4.clone(), none.clone()).unwrap();
+        assert_eq!(found.ttl, Duration::from_secs(60));
+        assert_eq!(
+            combine("lb.example.com", none.clone(), none.clone()),
+            Err("lb.example.com has no A or AAAA record".into())
+        );
+        assert_eq!(
+            combine(
+                "lb.example.com",
+                Err(ResponseCode::NXDomain),
+                Err(ResponseCode::NXDomain)
+            ),
+            Err("lb.example.com does not exist (NXDOMAIN)".into())
+        );
+        assert_eq!(
+            combine("lb.example.com", Err(ResponseCode::ServFail), none),
+            Err("lb.example.com: Server Failure".into())
+        );
+    }
+}

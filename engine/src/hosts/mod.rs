@@ -1,0 +1,263 @@
+//! Endpoints given by host name (a cloud load balancer's): each name is looked up before a
+//! plan using it runs, then again whenever its TTL runs out; every address it resolves to
+//! is an endpoint of its own (`Plan::with_resolved`), probed and published as any other.
+//!
+//! A plan does not run until every name has resolved once, so a gateway is never left out
+//! of DNS because its name was not looked up yet: a name that does not resolve fails the
+//! start (or the reload, which then changes nothing) with the resolver's answer. After
+//! that, a lookup that fails keeps the last addresses, still probed: their verdicts decide,
+//! so a resolver outage withdraws nothing that is healthy, and a deleted load balancer's
+//! addresses leave as their probes fail. A new set of addresses replaces the old at once
+//! (addresses the name no longer has stop being probed and published).
+//!
+//! - [`lookup`]: one lookup of one name.
+
+pub mod lookup;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ho_config::{Plan, ResolverConfig};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::engine::EngineError;
+use crate::metrics::{Metrics, ResultLabel};
+
+/// Every host name's addresses as last resolved.
+pub type Resolved = BTreeMap<String, Vec<IpAddr>>;
+
+/// How often the refresher looks at what is due, at most.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// One name's state.
+struct Entry {
+    addresses: Vec<IpAddr>,
+    /// When it is looked up next.
+    due: Instant,
+    /// The last lookup's error, while lookups fail.
+    failing: Option<String>,
+}
+
+struct State {
+    settings: ResolverConfig,
+    servers: Vec<SocketAddr>,
+    entries: BTreeMap<String, Entry>,
+}
+
+/// The host names of the running plan and their addresses; clones share them.
+#[derive(Clone)]
+pub(crate) struct Hosts {
+    state: Arc<Mutex<State>>,
+    resolved: Arc<watch::Sender<Resolved>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Hosts {
+    /// No names yet; the receiver sees every change of addresses.
+    pub(crate) fn new(metrics: Arc<Metrics>) -> (Hosts, watch::Receiver<Resolved>) {
+        let (tx, rx) = watch::channel(Resolved::new());
+        let hosts = Hosts {
+            state: Arc::new(Mutex::new(State {
+                settings: ResolverConfig::default(),
+                servers: Vec::new(),
+                entries: BTreeMap::new(),
+            })),
+            resolved: Arc::new(tx),
+            metrics,
+        };
+        (hosts, rx)
+    }
+
+    /// Makes the names of `plan` the ones followed: forgets the others and looks up the
+    /// new ones; an error names the endpoint whose name does not resolve.
+    pub(crate) async fn prepare(&self, plan: &Plan) -> Result<Resolved, EngineError> {
+        let names = plan.host_names();
+        let servers = match (&plan.resolver.servers, names.is_empty()) {
+            (_, true) => Vec::new(),
+            (given, false) if !given.is_empty() => given.clone(),
+            _ => lookup::system_servers().map_err(EngineError::Host)?,
+        };
+        let new: Vec<String> = {
+            let state = self.state.lock().expect("not poisoned");
+            names
+                .iter()
+                .filter(|n| !state.entries.contains_key(**n))
+                .map(|n| (*n).to_owned())
+                .collect()
+        };
+        let timeout = plan.resolver.timeout;
+        let found = futures_util::future::join_all(
+            new.iter()
+                .map(|name| lookup::lookup(name, &servers, timeout)),
+        )
+        .await;
+        let mut added = Vec::new();
+        for (name, result) in new.into_iter().zip(found) {
+            match result {
+                Ok(found) => added.push((name, found)),
+                Err(e) => {
+                    self.metrics
+                        .host_lookups
+                        .get_or_create(&ResultLabel { result: "failed" })
+                        .inc();
+                    let endpoint = plan
+                        .hosts
+                        .iter()
+                        .find(|h| h.host == name)
+                        .map_or("?", |h| h.name.as_str());
+                    return Err(EngineError::Host(format!(
+                        "endpoint \"{endpoint}\": host name {name} does not resolve: {e} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)"
+                    )));
+                }
+            }
+        }
+        let mut state = self.state.lock().expect("not poisoned");
+        state.settings = plan.resolver.clone();
+        state.servers = servers;
+        state
+            .entries
+            .retain(|name, _| names.contains(name.as_str()));
+        let now = Instant::now();
+        for (name, found) in added {
+            self.metrics
+                .host_lookups
+                .get_or_create(&ResultLabel { result: "changed" })
+                .inc();
+            info!(host = %name, addresses = ?found.addresses, ttl = ?found.ttl, "host name resolved");
+            let due = now + refresh_after(&state.settings, found.ttl);
+            state.entries.insert(
+                name,
+                Entry {
+                    addresses: found.addresses,
+                    due,
+                    failing: None,
+                },
+            );
+        }
+        let resolved = resolved_of(&state);
+        self.resolved
+            .send_if_modified(|r| replace_if_changed(r, &resolved));
+        Ok(resolved)
+    }
+
+    /// Looks names up again as they fall due, until nothing follows the addresses.
+    pub(crate) fn follow(self) {
+        actix::spawn(async move {
+            while !self.resolved.is_closed() {
+                tokio::time::sleep(LOOK_EVERY.min(self.until_next())).await;
+                self.refresh_due().await;
+            }
+        });
+    }
+
+    fn until_next(&self) -> Duration {
+        let state = self.state.lock().expect("not poisoned");
+        let next = state.entries.values().map(|e| e.due).min();
+        next.map_or(LOOK_EVERY, |due| {
+            due.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// Looks up every name that is due; announces new addresses.
+    async fn refresh_due(&self) {
+        let (due, servers, timeout) = {
+            let state = self.state.lock().expect("not poisoned");
+            let now = Instant::now();
+            let due: Vec<String> = state
+                .entries
+                .iter()
+                .filter(|(_, e)| e.due <= now)
+                .map(|(n, _)| n.clone())
+                .collect();
+            (due, state.servers.clone(), state.settings.timeout)
+        };
+        if due.is_empty() {
+            return;
+        }
+        let found = futures_util::future::join_all(
+            due.iter()
+                .map(|name| lookup::lookup(name, &servers, timeout)),
+        )
+        .await;
+        let mut state = self.state.lock().expect("not poisoned");
+        let settings = state.settings.clone();
+        let now = Instant::now();
+        for (name, result) in due.into_iter().zip(found) {
+            // Forgotten by a reload meanwhile.
+            let Some(entry) = state.entries.get_mut(&name) else {
+                continue;
+            };
+            let result_label = match result {
+                Ok(found) => {
+                    if let Some(e) = entry.failing.take() {
+                        info!(host = %name, was = %e, "host name resolves again");
+                    }
+                    entry.due = now + refresh_after(&settings, found.ttl);
+                    if found.addresses == entry.addresses {
+                        "unchanged"
+                    } else {
+                        info!(host = %name, was = ?entry.addresses, now = ?found.addresses, "host name resolves to other addresses: they replace the old ones");
+                        entry.addresses = found.addresses;
+                        "changed"
+                    }
+                }
+                Err(e) => {
+                    if entry.failing.is_none() {
+                        warn!(host = %name, error = %e, addresses = ?entry.addresses, "host name lookup failed; its last addresses stay, probed as before");
+                    }
+                    entry.failing = Some(e);
+                    entry.due = now + settings.min_refresh;
+                    "failed"
+                }
+            };
+            self.metrics
+                .host_lookups
+                .get_or_create(&ResultLabel {
+                    result: result_label,
+                })
+                .inc();
+        }
+        let resolved = resolved_of(&state);
+        self.resolved
+            .send_if_modified(|r| replace_if_changed(r, &resolved));
+    }
+}
+
+/// When a name answered with `ttl` is looked up again.
+fn refresh_after(settings: &ResolverConfig, ttl: Duration) -> Duration {
+    ttl.clamp(settings.min_refresh, settings.max_refresh)
+}
+
+fn resolved_of(state: &State) -> Resolved {
+    state
+        .entries
+        .iter()
+        .map(|(name, e)| (name.clone(), e.addresses.clone()))
+        .collect()
+}
+
+fn replace_if_changed(current: &mut Resolved, new: &Resolved) -> bool {
+    if current == new {
+        return false;
+    }
+    current.clone_from(new);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_looked_up_again_at_its_ttl_within_the_bounds() {
+        let settings = ResolverConfig::default();
+        let at = |s| refresh_after(&settings, Duration::from_secs(s));
+        assert_eq!(at(60), Duration::from_secs(60), "an ELB's TTL");
+        assert_eq!(at(0), settings.min_refresh);
+        assert_eq!(at(86_400), settings.max_refresh);
+    }
+}

@@ -1,0 +1,142 @@
+//! Endpoints given by host name, resolved through a real `pdns_server` answering the name
+//! (as a cloud's DNS answers a load balancer's name): every address is probed and
+//! published, a new set replaces the old, the probes still decide, a name that stops
+//! resolving keeps its last addresses, and a name that never resolved stops the start.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ho_testkit::{Behaviour, Gateway};
+
+use crate::harness::*;
+use crate::services::pdns::{PdnsServer, DNS_PORT};
+
+/// The zone and the load balancer's name in it.
+const ZONE: &str = "lb.test";
+const LB: &str = "gw.lb.test";
+/// The port every address of the name answers its health check on.
+const PORT: u16 = 18282;
+
+/// Makes `LB` answer `addresses` (TTL 1 s); none deletes it (NXDOMAIN).
+fn point(pdns: &PdnsServer, addresses: &[&Gateway]) {
+    let records: Vec<String> = addresses
+        .iter()
+        .map(|g| {
+            format!(
+                "{{\"content\": \"{}\", \"disabled\": false}}",
+                g.addr().ip()
+            )
+        })
+        .collect();
+    let rrset = if records.is_empty() {
+        format!("{{\"name\": \"{LB}.\", \"type\": \"A\", \"changetype\": \"DELETE\"}}")
+    } else {
+        format!(
+            "{{\"name\": \"{LB}.\", \"type\": \"A\", \"ttl\": 1, \"changetype\": \"REPLACE\", \"records\": [{}]}}",
+            records.join(", ")
+        )
+    };
+    pdns.patch_zone(&format!("{ZONE}."), &format!("{{\"rrsets\": [{rrset}]}}"));
+}
+
+fn gateway() -> Gateway {
+    Gateway::start(
+        SocketAddr::new(IpAddr::V4(loopback_ip()), PORT),
+        Behaviour::Healthy,
+    )
+    .unwrap()
+}
+
+fn config(pdns: &PdnsServer, dir: &std::path::Path) -> String {
+    TestConfig::defaults(&Check::FAST)
+        .with(&format!(
+            "[resolver]\nservers = [\"{}:{DNS_PORT}\"]\nmin_refresh = \"1s\"\ntimeout = \"500ms\"\n\n\
+             [[endpoints]]\nname = \"lb\"\naddress = \"{LB}\"\ncheck = {{ port = {PORT} }}\n\n\
+             [[tenants]]\nname = \"t\"\ndomains = [\"api.example.com\"]\nsinks = [\"local\"]\n\n{}",
+            pdns.ip,
+            hosts_sink(dir)
+        ))
+        .render()
+}
+
+#[actix_rt::test]
+async fn a_host_name_publishes_every_address_it_resolves_to_and_follows_it() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let (mut g1, mut g2, g3) = (gateway(), gateway(), gateway());
+    point(&pdns, &[&g1, &g2]);
+    let dir = tempfile::tempdir().unwrap();
+    let engine = start_engine(dir.path(), &config(&pdns, dir.path())).await;
+    let file = dir.path().join("t.hosts");
+    let has = |want: Vec<&Gateway>| {
+        let mut want: Vec<String> = want.into_iter().map(ip).collect();
+        want.sort();
+        move |content: &str| {
+            let mut got = addresses(content);
+            got.sort();
+            got == want
+        }
+    };
+    wait_for_file(&file, "both addresses of the name", has(vec![&g1, &g2])).await;
+    let status = engine.status().await.unwrap().tracker;
+    let mut names: Vec<&str> = status.endpoints.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [format!("lb@{}", ip(&g1)), format!("lb@{}", ip(&g2))]
+    );
+
+    // The name moves to g2 and g3: g1 leaves (no longer the load balancer's), g3 joins.
+    point(&pdns, &[&g2, &g3]);
+    wait_for_file(&file, "the name's new addresses", has(vec![&g2, &g3])).await;
+
+    // The probes still decide: g2 failing leaves, healed returns.
+    g2.set(Behaviour::Status(503)).unwrap();
+    wait_for_file(&file, "g2 withdrawn by its probes", has(vec![&g3])).await;
+    g2.set(Behaviour::Healthy).unwrap();
+    wait_for_file(&file, "g2 back", has(vec![&g2, &g3])).await;
+
+    // The name stops resolving: its last addresses stay, probed as before.
+    point(&pdns, &[]);
+    eventually("two failed lookups", || {
+        metric(
+            &engine.metrics().encode(),
+            "health_orchestrator_host_lookups_total{result=\"failed\"}",
+        )
+        .is_some_and(|n| n >= 2.0)
+    })
+    .await;
+    assert!(has(vec![&g2, &g3])(
+        &std::fs::read_to_string(&file).unwrap()
+    ));
+    g2.set(Behaviour::Refuse).unwrap();
+    wait_for_file(
+        &file,
+        "a kept address still judged by its probes",
+        has(vec![&g3]),
+    )
+    .await;
+    g1.set(Behaviour::Refuse).unwrap();
+}
+
+/// A name that does not resolve when the engine starts stops the start with the
+/// resolver's answer (publishing without its addresses would take them out of DNS).
+#[actix_rt::test]
+async fn a_name_that_never_resolved_stops_the_start() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, config(&pdns, dir.path())).unwrap();
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let started =
+        ho_engine::Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await;
+    let Err(e) = started else {
+        panic!("started without the name's addresses");
+    };
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "endpoint \"lb\": host name {LB} does not resolve: {}:{DNS_PORT}: {LB} does not exist (NXDOMAIN) \
+             (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)",
+            pdns.ip
+        )
+    );
+}
