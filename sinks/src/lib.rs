@@ -19,6 +19,7 @@ pub mod cloudflare;
 pub mod coredns_configmap;
 pub mod dns_server;
 pub mod geo_fallback;
+pub mod google;
 pub mod hosts_file;
 pub mod hosts_format;
 pub mod http;

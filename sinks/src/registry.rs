@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use crate::cloudflare::config::CloudflareConfig;
 use crate::coredns_configmap::config::CorednsConfigMapConfig;
 use crate::dns_server::config::DnsServerConfig;
+use crate::google::config::GoogleCloudDnsConfig;
 use crate::hosts_file::config::HostsFileConfig;
 use crate::powerdns::config::PowerDnsConfig;
 use crate::rfc2136::config::Rfc2136Config;
@@ -35,6 +36,7 @@ pub const KINDS: &[&dyn Kind] = &[
     &Registered::<DnsServerConfig>::KIND,
     &Registered::<Rfc2136Config>::KIND,
     &Registered::<CloudflareConfig>::KIND,
+    &Registered::<GoogleCloudDnsConfig>::KIND,
 ];
 
 /// A sink kind's settings: what the registry needs to parse, check and build it. The

@@ -109,3 +109,41 @@ impl<W: RoundWriter> Rounds<W> {
         rx
     }
 }
+
+/// A batch of operations on a zone that rounds pack into requests.
+pub trait Packable: Default {
+    /// Its size against a request's limit.
+    fn size(&self) -> usize;
+    /// Takes `other`'s operations in.
+    fn absorb(&mut self, other: Self);
+    /// Cut into batches of at most `max`.
+    fn split(self, max: usize) -> Vec<Self>;
+}
+
+/// Several tenants' batches packed into as few requests of at most `max` as fit, each
+/// tenant's operations in one request (so the zone applies them together) unless it alone
+/// has more; each request with the tenants it carries.
+pub fn pack<B: Packable>(groups: Vec<(String, B)>, max: usize) -> Vec<(Vec<String>, B)> {
+    let mut out = Vec::new();
+    let mut current: (Vec<String>, B) = (Vec::new(), B::default());
+    for (tenant, batch) in groups {
+        if batch.size() > max {
+            out.extend(
+                batch
+                    .split(max)
+                    .into_iter()
+                    .map(|b| (vec![tenant.clone()], b)),
+            );
+            continue;
+        }
+        if current.1.size() + batch.size() > max {
+            out.push(std::mem::take(&mut current));
+        }
+        current.0.push(tenant);
+        current.1.absorb(batch);
+    }
+    if current.1.size() > 0 {
+        out.push(current);
+    }
+    out
+}

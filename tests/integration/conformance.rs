@@ -1,7 +1,7 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
 //! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
-//! Cloudflare on its API test server, RFC 2136 on real BIND 9 and Knot DNS through DNS):
+//! Cloudflare and Google Cloud DNS on their API test servers, RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -17,6 +17,7 @@ use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 
 use crate::fakes::cloudflare::{Cloudflare, TOKEN as CLOUDFLARE_TOKEN, ZONE_ID};
+use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::fakes::kube_api::KubeApi;
 use crate::fakes::route53::{Moto, Proxy};
 use crate::fakes::webhook::{addresses_of, Receiver, SECRET};
@@ -215,6 +216,35 @@ impl Backend for CloudflareZone {
     }
     fn tenant_keys(&self) -> &'static str {
         "ttl = \"60s\"\n"
+    }
+}
+
+/// Google Cloud DNS's API, on its test server (no Cloud DNS can be run here), with a
+/// service account key.
+struct GoogleZone {
+    server: GoogleDns,
+    key: tempfile::TempDir,
+}
+
+impl Backend for GoogleZone {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"google_cloud_dns\"\nproject = \"{PROJECT}\"\nmanaged_zone = \"{MANAGED_ZONE}\"\nzone = \"tenant-a.io\"\ncredentials_file = {:?}\nurl = \"{}\"\ntimeout = \"1s\"\n{DELIVERY}\n",
+            self.server.key_file(self.key.path()).display().to_string(),
+            self.server.url
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        self.server.addresses(DOMAIN)
+    }
+    async fn outage_start(&mut self) {
+        self.server.set_down(true);
+    }
+    async fn outage_end(&mut self) {
+        self.server.set_down(false);
+    }
+    async fn lose_state(&mut self) {
+        self.server.lose(DOMAIN);
     }
 }
 
@@ -458,6 +488,15 @@ async fn cloudflare_conforms() {
     run_suite(CloudflareZone {
         server: Cloudflare::start("tenant-a.io").await,
         token: tempfile::tempdir().unwrap(),
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn google_cloud_dns_conforms() {
+    run_suite(GoogleZone {
+        server: GoogleDns::start("tenant-a.io").await,
+        key: tempfile::tempdir().unwrap(),
     })
     .await;
 }

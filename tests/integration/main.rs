@@ -29,6 +29,7 @@ mod failover_paths;
 mod faults;
 mod feeds;
 mod flapping;
+mod google_cloud_dns;
 mod grpc_checks;
 mod heartbeats;
 mod host_endpoints;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::fakes::route53::Moto;
 use crate::fakes::webhook::{wait_for_delivery, Receiver, SECRET};
 use crate::harness::*;
@@ -59,6 +60,8 @@ enum Zone {
         client: aws_sdk_route53::Client,
         zone_id: String,
     },
+    /// Cloud DNS's API test server, read directly.
+    Google(GoogleDns),
 }
 
 impl Zone {
@@ -85,6 +88,7 @@ impl Zone {
                     _ => vec![format!("the servers disagree: {answers:?}")],
                 }
             }
+            Zone::Google(server) => server.addresses(NAME).unwrap_or_default(),
             Zone::Route53 { client, zone_id } => {
                 let listed = client
                     .list_resource_record_sets()
@@ -422,6 +426,34 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
     let zone = Zone::Dns(SocketAddr::new(pdns.ip.into(), DNS_PORT));
     let sink = pdns_sink(&pdns);
     vote_scenario([&sink, &sink, &sink], zone).await;
+}
+
+/// [`vote_scenario`] on a Google Cloud DNS zone (its API test server: no Cloud DNS can be
+/// had here), each cluster with a token from the metadata server; each cluster's report is
+/// its own TXT set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clusters_vote_on_one_google_cloud_dns_zone() {
+    let server = GoogleDns::start(ZONE).await;
+    let sink = format!(
+        "[sinks.zone]\nkind = \"google_cloud_dns\"\nproject = \"{PROJECT}\"\nmanaged_zone = \"{MANAGED_ZONE}\"\nzone = \"{ZONE}\"\n\
+         url = \"{}\"\nmetadata_url = \"{}\"\ntimeout = \"1s\"\nmax_requests_per_second = 50.0\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"300ms\", reconcile_interval = \"1s\" }}\n",
+        server.url, server.metadata_url
+    );
+    vote_scenario([&sink, &sink, &sink], Zone::Google(server.clone())).await;
+    let reports: Vec<String> = ["a", "c"]
+        .iter()
+        .filter(|c| {
+            server
+                .rrset(&format!("{c}._ho-report.{NAME}"), "TXT")
+                .is_some()
+        })
+        .map(|c| (*c).to_owned())
+        .collect();
+    assert_eq!(reports, ["a", "c"], "b's report left with it");
+    assert!(server
+        .rrset(&format!("b._ho-report.{NAME}"), "TXT")
+        .is_none());
 }
 
 /// [`vote_scenario`] with no provider (seed 001): each cluster's own `dns_server` serves

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::rounds::Packable;
+
 /// Most operations in one batch: Cloudflare's limit on the Free plan (3,500 above it).
 pub const MAX_BATCH: usize = 200;
 
@@ -107,19 +109,34 @@ impl Batch {
         self.deletes.is_empty() && self.posts.is_empty()
     }
 
-    /// The batch cut into requests of at most [`MAX_BATCH`] operations, deletes first.
-    pub fn split(self) -> Vec<Batch> {
+    /// Operations in it.
+    pub fn len(&self) -> usize {
+        self.deletes.len() + self.posts.len()
+    }
+}
+
+impl Packable for Batch {
+    fn size(&self) -> usize {
+        self.len()
+    }
+
+    fn absorb(&mut self, other: Batch) {
+        self.deletes.extend(other.deletes);
+        self.posts.extend(other.posts);
+    }
+
+    /// Deletes first.
+    fn split(self, max: usize) -> Vec<Batch> {
         let mut out = Vec::new();
         let mut current = Batch::default();
-        let room = |b: &Batch| b.deletes.len() + b.posts.len() < MAX_BATCH;
         for id in self.deletes {
-            if !room(&current) {
+            if current.len() == max {
                 out.push(std::mem::take(&mut current));
             }
             current.deletes.push(id);
         }
         for post in self.posts {
-            if !room(&current) {
+            if current.len() == max {
                 out.push(std::mem::take(&mut current));
             }
             current.posts.push(post);
@@ -131,35 +148,10 @@ impl Batch {
     }
 }
 
-impl Batch {
-    /// Operations in it.
-    pub fn len(&self) -> usize {
-        self.deletes.len() + self.posts.len()
-    }
-}
-
-/// Several tenants' batches packed into as few requests of at most [`MAX_BATCH`]
-/// operations as fit, each tenant's operations in one request (so they apply together)
-/// unless it alone has more; each request with the tenants it carries.
+/// Several tenants' batches in requests of at most [`MAX_BATCH`] operations (see
+/// [`crate::rounds::pack`]).
 pub fn pack(groups: Vec<(String, Batch)>) -> Vec<(Vec<String>, Batch)> {
-    let mut out = Vec::new();
-    let mut current: (Vec<String>, Batch) = Default::default();
-    for (tenant, batch) in groups {
-        if batch.len() > MAX_BATCH {
-            out.extend(batch.split().into_iter().map(|b| (vec![tenant.clone()], b)));
-            continue;
-        }
-        if current.1.len() + batch.len() > MAX_BATCH {
-            out.push(std::mem::take(&mut current));
-        }
-        current.0.push(tenant);
-        current.1.deletes.extend(batch.deletes);
-        current.1.posts.extend(batch.posts);
-    }
-    if !current.1.is_empty() {
-        out.push(current);
-    }
-    out
+    crate::rounds::pack(groups, MAX_BATCH)
 }
 
 /// The envelope's errors as one text (`81058 An identical record already exists.`).

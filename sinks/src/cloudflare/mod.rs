@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{error_for, HttpClient};
-use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use crate::secret::Secret;
 
 /// Writes tenants' records into one Cloudflare zone.
@@ -194,7 +194,7 @@ impl Inner {
 
     /// Sends `batch` (in requests of at most 200 operations).
     async fn send(&mut self, batch: Batch, what: &str) -> Result<(), SinkError> {
-        for part in batch.split() {
+        for part in batch.split(api::MAX_BATCH) {
             self.post(&part, what).await?;
         }
         Ok(())

@@ -4,6 +4,7 @@
 
 pub mod cloudflare;
 pub mod gateways;
+pub mod google_dns;
 /// The Kubernetes API test server, shared with the load test (`ho_testkit::kube_api`).
 pub use ho_testkit::kube_api;
 pub mod otlp;

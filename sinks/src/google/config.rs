@@ -1,0 +1,167 @@
+//! `kind = "google_cloud_dns"`: settings, checks and capabilities.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::names::{check_url, normalize_domain};
+use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::registry::{
+    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
+};
+
+/// Record sets in a Google Cloud DNS managed zone (API v1), with an ownership TXT record
+/// per managed name.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoogleCloudDnsConfig {
+    /// The Google Cloud project holding the zone.
+    pub project: String,
+    /// The managed zone's name in Cloud DNS (`gcloud dns managed-zones list`, e.g.
+    /// `example-com`), not its DNS name.
+    pub managed_zone: String,
+    /// The zone's DNS name, e.g. `example.com` (normalised when parsed): checked against
+    /// the tenants' domains when the config loads and against the zone itself at the
+    /// first write.
+    pub zone: String,
+    /// A service account key file (JSON, as `gcloud iam service-accounts keys create`
+    /// writes it) with `roles/dns.admin` on the zone. Unset: the file named by
+    /// `GOOGLE_APPLICATION_CREDENTIALS`, else the metadata server's account (GKE Workload
+    /// Identity, a VM's service account).
+    #[serde(default)]
+    pub credentials_file: Option<PathBuf>,
+    /// The API's base URL (tests point it elsewhere).
+    #[serde(default = "default_url")]
+    pub url: String,
+    /// The metadata server's base URL (tests point it elsewhere).
+    #[serde(default = "default_metadata_url")]
+    pub metadata_url: String,
+    /// API requests per second this sink may make. Cloud DNS counts requests per project
+    /// per minute (see the project's quota page); 5 a second leaves room for other tools.
+    #[serde(default = "default_rate")]
+    pub max_requests_per_second: f64,
+    /// Deadline of one API request.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+}
+
+fn default_url() -> String {
+    "https://dns.googleapis.com/dns/v1".into()
+}
+
+fn default_metadata_url() -> String {
+    "http://metadata.google.internal/computeMetadata/v1".into()
+}
+
+fn default_rate() -> f64 {
+    5.0
+}
+
+impl GoogleCloudDnsConfig {
+    /// The key file in effect: `credentials_file`, else `GOOGLE_APPLICATION_CREDENTIALS`.
+    pub fn key_file(&self) -> Option<PathBuf> {
+        self.credentials_file.clone().or_else(|| {
+            std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+}
+
+impl SinkSettings for GoogleCloudDnsConfig {
+    const KIND: &'static str = "google_cloud_dns";
+
+    fn check(&mut self, p: &mut Problems<'_>) {
+        let project_ok = (6..=30).contains(&self.project.len())
+            && self
+                .project
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !project_ok {
+            p.at(
+                "project",
+                format!(
+                    "\"{}\" is not a project id (6-30 lower-case letters, digits and '-')",
+                    self.project
+                ),
+            );
+        }
+        if self.managed_zone.is_empty() || self.managed_zone.contains('.') {
+            p.at(
+                "managed_zone",
+                format!(
+                    "\"{}\" is not a managed zone's name (its name in Cloud DNS, e.g. example-com, not its DNS name)",
+                    self.managed_zone
+                ),
+            );
+        }
+        match normalize_domain(&self.zone) {
+            Ok(zone) => self.zone = zone,
+            Err(e) => {
+                p.at("zone", e);
+                self.zone.clear();
+            }
+        }
+        for (field, url) in [("url", &self.url), ("metadata_url", &self.metadata_url)] {
+            if let Err(e) = check_url(url) {
+                p.at(field, e);
+            }
+        }
+        if !(self.max_requests_per_second.is_finite() && self.max_requests_per_second > 0.0) {
+            p.at("max_requests_per_second", "must be a number above 0");
+        }
+        check_timeout(self.timeout, p);
+    }
+
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(
+            async move { Ok(Arc::new(super::GoogleCloudDnsSink::new(self, ctx.owner_id)?) as _) },
+        )
+    }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Some(file) = self.key_file() {
+            if let Err(e) = super::auth::ServiceAccount::load(&file) {
+                p.at("credentials_file", e);
+            }
+        }
+    }
+}
+
+impl SinkSpec for GoogleCloudDnsConfig {
+    fn holds_reports(&self) -> bool {
+        true
+    }
+
+    /// The sink writes every waiting tenant in one round and paces its API requests itself,
+    /// as the Route53 and Cloudflare sinks do.
+    fn default_delivery(&self) -> Delivery {
+        Delivery::local()
+    }
+
+    fn kind(&self) -> &'static str {
+        Self::KIND
+    }
+
+    /// Weighted round robin is a Cloud DNS routing policy; its geolocation policy routes by
+    /// Google Cloud region (`us-east1`), not by the client's country as `geo` does.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        match policy {
+            RoutingPolicy::All | RoutingPolicy::Failover | RoutingPolicy::Weighted => Ok(()),
+            RoutingPolicy::Geo => Err(
+                " (Cloud DNS geolocation routes by Google Cloud region, not by the client's country; publish geo names through a route53, dns_server or powerdns (lua = true) sink)",
+            ),
+        }
+    }
+
+    /// Domains inside the zone.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        if !self.zone.is_empty() {
+            tenant.domains_inside(&self.zone, sink, errs);
+        }
+    }
+}

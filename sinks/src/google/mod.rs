@@ -1,0 +1,285 @@
+//! `kind = "google_cloud_dns"`: record sets in a Google Cloud DNS managed zone through its
+//! REST API v1, by hand over the HTTP client the other network sinks share (Google's Rust
+//! client crates bring their own HTTP and auth stacks for the three calls used; the token
+//! exchange is a signed JWT, [`auth`]).
+//!
+//! The sink writes zones, not tenants, as the Route53 and Cloudflare sinks do: tenants due
+//! while a round runs wait for it and go out together. A round lists the zone once (1,000
+//! sets a page), decides each waiting tenant's change from it ([`plan::for_tenant`]:
+//! ownership first, then the sets that differ) and packs the tenants into as few
+//! `changes.create` calls as Cloud DNS takes (1,000 additions and 1,000 deletions each; a
+//! tenant's sets in one change, which Cloud DNS applies atomically). Every request waits
+//! for a token of `max_requests_per_second`. A change refused because the zone moved since
+//! the listing (`conditionNotMet`, `alreadyExists`) is retried from a new listing.
+
+pub mod auth;
+pub mod config;
+
+mod api;
+mod plan;
+mod reports;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ho_config::TlsCheck;
+use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::token_bucket::TokenBucket;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use self::api::{Change, Listed, Page};
+use self::auth::{Credentials, ServiceAccount, Tokens};
+use self::config::GoogleCloudDnsConfig;
+use crate::http::{error_for, Answer, HttpClient};
+use crate::rounds::{pack, RoundFuture, RoundResults, RoundWriter, Rounds};
+
+/// Writes tenants' records into one Cloud DNS managed zone.
+pub struct GoogleCloudDnsSink {
+    rounds: Arc<Rounds<Inner>>,
+}
+
+struct Inner {
+    client: HttpClient,
+    /// `{url}/projects/{project}/managedZones/{managed_zone}`.
+    zone_url: String,
+    zone: String,
+    tokens: Tokens,
+    owner_id: String,
+    bucket: TokenBucket,
+    /// The managed zone's DNS name matched `zone` at the first write.
+    zone_checked: bool,
+}
+
+impl GoogleCloudDnsSink {
+    /// Builds the sink; fails if the key file cannot be read.
+    pub fn new(
+        config: &GoogleCloudDnsConfig,
+        owner_id: &str,
+    ) -> Result<GoogleCloudDnsSink, String> {
+        let credentials = match config.key_file() {
+            Some(file) => Credentials::Key(Box::new(
+                ServiceAccount::load(&file).map_err(|e| format!("credentials_file: {e}"))?,
+            )),
+            None => Credentials::Metadata(config.metadata_url.trim_end_matches('/').to_owned()),
+        };
+        let rate = config.max_requests_per_second;
+        Ok(GoogleCloudDnsSink {
+            rounds: Arc::new(Rounds::new(Inner {
+                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+                zone_url: format!(
+                    "{}/projects/{}/managedZones/{}",
+                    config.url.trim_end_matches('/'),
+                    config.project,
+                    config.managed_zone
+                ),
+                zone: config.zone.clone(),
+                tokens: Tokens::new(credentials),
+                owner_id: owner_id.to_owned(),
+                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                zone_checked: false,
+            })),
+        })
+    }
+}
+
+impl Sink for GoogleCloudDnsSink {
+    fn kind(&self) -> &'static str {
+        "google_cloud_dns"
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(reports::GoogleReports(self.rounds.clone())))
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
+    }
+}
+
+impl Inner {
+    /// Sends one request (`path` after the zone's URL) once a token allows; the answer's
+    /// JSON, or the specific error, retried or not by what Google says.
+    async fn call(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        what: &str,
+    ) -> Result<Value, SinkError> {
+        let bearer = self.tokens.bearer(&self.client).await?;
+        self.bucket.take().await;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = format!("{}{path}", self.zone_url)
+            .parse()
+            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
+        let headers = request.headers_mut();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {bearer}"))
+                .unwrap_or(HeaderValue::from_static("")),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let answer = self.client.send(request, what).await?;
+        if !answer.status.is_success() {
+            return Err(self.refused(&answer, what));
+        }
+        serde_json::from_slice(&answer.body)
+            .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))
+    }
+
+    /// The error for a refused request: quota answers are throttling, a zone that moved
+    /// since the listing is retried, credentials and names the operator set are not.
+    fn refused(&mut self, answer: &Answer, what: &str) -> SinkError {
+        let (reasons, message) = api::error_text(&answer.body);
+        let detail = if reasons.is_empty() {
+            message.clone()
+        } else {
+            format!("{}: {message}", reasons.join(", "))
+        };
+        let has = |r: &str| reasons.iter().any(|x| x == r);
+        let message = format!("{what}: HTTP {}: {detail}", answer.status.as_u16());
+        if has("rateLimitExceeded") || has("userRateLimitExceeded") || has("quotaExceeded") {
+            return SinkError::throttled(message, answer.retry_after);
+        }
+        if has("conditionNotMet") || has("alreadyExists") {
+            return SinkError::retriable(format!(
+                "{message} (the zone changed since it was listed; listing again)"
+            ));
+        }
+        match answer.status {
+            StatusCode::UNAUTHORIZED => {
+                self.tokens.forget();
+                SinkError::retriable(format!(
+                    "{message} (the token was refused; asking for a new one)"
+                ))
+            }
+            StatusCode::FORBIDDEN => SinkError::permanent(format!(
+                "{message} (the account needs roles/dns.admin on managed zone of {})",
+                self.zone
+            )),
+            StatusCode::NOT_FOUND => SinkError::permanent(format!(
+                "{message} (no such project or managed zone for zone {})",
+                self.zone
+            )),
+            _ => error_for(answer, what, &detail),
+        }
+    }
+
+    /// Checks once that the managed zone serves the configured zone.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        if self.zone_checked {
+            return Ok(());
+        }
+        let what = format!("GET managed zone of {}", self.zone);
+        let zone = self.call(Method::GET, "", Bytes::new(), &what).await?;
+        let name = zone
+            .get("dnsName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim_end_matches('.');
+        if !name.eq_ignore_ascii_case(&self.zone) {
+            return Err(SinkError::permanent(format!(
+                "the managed zone serves {name:?}, but the config says zone = \"{}\"",
+                self.zone
+            )));
+        }
+        self.zone_checked = true;
+        Ok(())
+    }
+
+    /// Every record set of the zone, page by page.
+    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        for page in 1.. {
+            let what = format!("GET zone {} record sets, page {page}", self.zone);
+            let mut path = format!("/rrsets?maxResults={}", api::PAGE);
+            if let Some(t) = &token {
+                path.push_str(&format!("&pageToken={t}"));
+            }
+            let listed: Page =
+                serde_json::from_value(self.call(Method::GET, &path, Bytes::new(), &what).await?)
+                    .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+            all.extend(listed.rrsets.into_iter().filter_map(Listed::of));
+            token = listed.next_page_token.filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// One `changes.create`.
+    async fn post(&mut self, change: &Change, what: &str) -> Result<(), SinkError> {
+        let body = serde_json::to_vec(change).expect("serializable");
+        let what = format!(
+            "POST zone {} change ({what}: {} deletions, {} additions)",
+            self.zone,
+            change.deletions.len(),
+            change.additions.len()
+        );
+        self.call(Method::POST, "/changes", body.into(), &what)
+            .await
+            .map(|_| ())
+    }
+
+    /// One round: a listing, each tenant's change, as few changes as fit; each tenant's
+    /// result.
+    async fn write_round(
+        &mut self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<RoundResults, SinkError> {
+        self.check_zone().await?;
+        let zone = self.list().await?;
+        let mut results = BTreeMap::new();
+        let mut groups = Vec::new();
+        for (tenant, snapshot) in round {
+            let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
+            let result = if !planned.foreign.is_empty() {
+                Err(SinkError::permanent(format!(
+                    "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
+                    crate::ownership::OWNER_PREFIX,
+                    planned.foreign.join(", ")
+                )))
+            } else if planned.change.is_empty() {
+                Ok(Applied::Unchanged)
+            } else {
+                Ok(Applied::Changed)
+            };
+            results.insert(tenant.clone(), result);
+            if !planned.change.is_empty() {
+                groups.push((tenant.clone(), planned.change));
+            }
+        }
+        let changes = pack(groups, api::MAX_CHANGE);
+        for (i, (tenants, change)) in changes.iter().enumerate() {
+            let what = format!("{} tenants", tenants.len());
+            if let Err(e) = self.post(change, &what).await {
+                // Tenants of this change and the later ones are not written.
+                for tenant in changes[i..].iter().flat_map(|(t, _)| t) {
+                    results.insert(tenant.clone(), Err(e.clone()));
+                }
+                break;
+            }
+        }
+        Ok(results)
+    }
+}
+
+impl RoundWriter for Inner {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.write_round(round))
+    }
+}
