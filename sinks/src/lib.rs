@@ -15,6 +15,8 @@
 //! | `dns_server` | [`dns_server`] |
 //! | `rfc2136` | [`rfc2136`] |
 
+pub mod azure;
+pub mod bearer;
 pub mod cloudflare;
 pub mod coredns_configmap;
 pub mod dns_server;

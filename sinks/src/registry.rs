@@ -16,6 +16,7 @@ use ho_engine::metrics::Metrics;
 use ho_engine::sink::{BuildFuture, Sink, SinkBuildError, SinkFactory};
 use serde::de::DeserializeOwned;
 
+use crate::azure::config::AzureDnsConfig;
 use crate::cloudflare::config::CloudflareConfig;
 use crate::coredns_configmap::config::CorednsConfigMapConfig;
 use crate::dns_server::config::DnsServerConfig;
@@ -37,6 +38,7 @@ pub const KINDS: &[&dyn Kind] = &[
     &Registered::<Rfc2136Config>::KIND,
     &Registered::<CloudflareConfig>::KIND,
     &Registered::<GoogleCloudDnsConfig>::KIND,
+    &Registered::<AzureDnsConfig>::KIND,
 ];
 
 /// A sink kind's settings: what the registry needs to parse, check and build it. The

@@ -1,7 +1,7 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
 //! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
-//! Cloudflare and Google Cloud DNS on their API test servers, RFC 2136 on real BIND 9 and Knot DNS through DNS):
+//! Cloudflare, Google Cloud DNS and Azure DNS on their API test servers, RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -16,6 +16,7 @@ use ho_engine::hysteresis::Health;
 use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 
+use crate::fakes::azure_dns::AzureDns;
 use crate::fakes::cloudflare::{Cloudflare, TOKEN as CLOUDFLARE_TOKEN, ZONE_ID};
 use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::fakes::kube_api::KubeApi;
@@ -232,6 +233,34 @@ impl Backend for GoogleZone {
             "[sinks.s]\nkind = \"google_cloud_dns\"\nproject = \"{PROJECT}\"\nmanaged_zone = \"{MANAGED_ZONE}\"\nzone = \"tenant-a.io\"\ncredentials_file = {:?}\nurl = \"{}\"\ntimeout = \"1s\"\n{DELIVERY}\n",
             self.server.key_file(self.key.path()).display().to_string(),
             self.server.url
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        self.server.addresses(DOMAIN)
+    }
+    async fn outage_start(&mut self) {
+        self.server.set_down(true);
+    }
+    async fn outage_end(&mut self) {
+        self.server.set_down(false);
+    }
+    async fn lose_state(&mut self) {
+        self.server.lose(DOMAIN);
+    }
+}
+
+/// Azure DNS through Resource Manager, on its test server (no Azure can be run here), with
+/// an app registration's client secret.
+struct AzureZone {
+    server: AzureDns,
+    secret: tempfile::TempDir,
+}
+
+impl Backend for AzureZone {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\n{}timeout = \"1s\"\n{DELIVERY}\n",
+            crate::azure_dns::sink_keys(&self.server, self.secret.path())
         )
     }
     async fn published(&self) -> Option<Vec<String>> {
@@ -497,6 +526,15 @@ async fn google_cloud_dns_conforms() {
     run_suite(GoogleZone {
         server: GoogleDns::start("tenant-a.io").await,
         key: tempfile::tempdir().unwrap(),
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn azure_dns_conforms() {
+    run_suite(AzureZone {
+        server: AzureDns::start("tenant-a.io").await,
+        secret: tempfile::tempdir().unwrap(),
     })
     .await;
 }

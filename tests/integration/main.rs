@@ -11,6 +11,7 @@ mod services;
 
 mod api;
 mod architecture;
+mod azure_dns;
 mod brake;
 mod cli;
 mod cloudflare;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::fakes::azure_dns::{AzureDns, RESOURCE_GROUP, SUBSCRIPTION};
 use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::fakes::route53::Moto;
 use crate::fakes::webhook::{wait_for_delivery, Receiver, SECRET};
@@ -62,6 +63,8 @@ enum Zone {
     },
     /// Cloud DNS's API test server, read directly.
     Google(GoogleDns),
+    /// Azure DNS's Resource Manager test server, read directly.
+    Azure(AzureDns),
 }
 
 impl Zone {
@@ -89,6 +92,7 @@ impl Zone {
                 }
             }
             Zone::Google(server) => server.addresses(NAME).unwrap_or_default(),
+            Zone::Azure(server) => server.addresses(NAME).unwrap_or_default(),
             Zone::Route53 { client, zone_id } => {
                 let listed = client
                     .list_resource_record_sets()
@@ -454,6 +458,26 @@ async fn three_clusters_vote_on_one_google_cloud_dns_zone() {
     assert!(server
         .rrset(&format!("b._ho-report.{NAME}"), "TXT")
         .is_none());
+}
+
+/// [`vote_scenario`] on an Azure DNS zone (its Resource Manager test server: no Azure can
+/// be had here), each cluster with a managed identity token; each cluster's report is its
+/// own TXT set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_clusters_vote_on_one_azure_dns_zone() {
+    let server = AzureDns::start(ZONE).await;
+    let url = &server.url;
+    let sink = format!(
+        "[sinks.zone]\nkind = \"azure_dns\"\nsubscription_id = \"{SUBSCRIPTION}\"\nresource_group = \"{RESOURCE_GROUP}\"\nzone = \"{ZONE}\"\n\
+         url = \"{url}\"\nimds_url = \"{url}\"\ntimeout = \"1s\"\nmax_requests_per_second = 50.0\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"300ms\", reconcile_interval = \"1s\" }}\n"
+    );
+    vote_scenario([&sink, &sink, &sink], Zone::Azure(server.clone())).await;
+    assert!(server.txt(&format!("a._ho-report.{NAME}")).is_some());
+    assert!(
+        server.txt(&format!("b._ho-report.{NAME}")).is_none(),
+        "b's report left with it"
+    );
 }
 
 /// [`vote_scenario`] with no provider (seed 001): each cluster's own `dns_server` serves

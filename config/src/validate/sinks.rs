@@ -78,7 +78,7 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
     }
 
     /// Whether the clusters can keep their reports here (`[multi_cluster]`): a zone API
-    /// they share (PowerDNS, Route53, Cloudflare, Cloud DNS) or the embedded server with `reports`
+    /// they share (PowerDNS, Route53, Cloudflare, Cloud DNS, Azure DNS) or the embedded server with `reports`
     /// (each cluster's server holds its own and asks its peers'); not an output local to
     /// one cluster (a hosts file, a ConfigMap) or a one-way notification.
     fn holds_reports(&self) -> bool {

@@ -291,7 +291,7 @@ impl Lookup<'_> {
             errs.push(
                 format!("{}.sinks", usage.path),
                 format!(
-                    "multi_cluster needs a sink the clusters exchange their reports through (powerdns, route53, cloudflare or google_cloud_dns, or dns_server with `reports`); {} cannot hold them: add one or set multi_cluster = false on this tenant",
+                    "multi_cluster needs a sink the clusters exchange their reports through (powerdns, route53, cloudflare, google_cloud_dns or azure_dns, or dns_server with `reports`); {} cannot hold them: add one or set multi_cluster = false on this tenant",
                     kinds.join(", ")
                 ),
             );

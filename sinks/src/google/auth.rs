@@ -1,10 +1,9 @@
 //! Access tokens for the Cloud DNS API, the standard ways: a service account key (a JWT
 //! signed with its RSA key, exchanged at its `token_uri`: RFC 7523, as Google's client
-//! libraries do) or the metadata server (GKE Workload Identity, a VM's account). A token
-//! is kept until a minute before it expires.
+//! libraries do) or the metadata server (GKE Workload Identity, a VM's account).
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use ho_engine::sink::SinkError;
@@ -14,15 +13,12 @@ use hyper::{Method, Request};
 use ring::rand::SystemRandom;
 use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use serde::Deserialize;
-use tokio::time::Instant;
 
+use crate::bearer::BearerCache;
 use crate::http::{error_for, HttpClient};
 
 /// The scope the sink asks for: read and change Cloud DNS.
 const SCOPE: &str = "https://www.googleapis.com/auth/ndev.clouddns.readwrite";
-
-/// A token is renewed this long before it expires.
-const RENEW_BEFORE: Duration = Duration::from_secs(60);
 
 /// A service account key file's fields the exchange needs.
 #[derive(Deserialize)]
@@ -109,22 +105,10 @@ pub enum Credentials {
     Metadata(String),
 }
 
-/// A token answer (both sources answer this shape).
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: String,
-    #[serde(default = "default_expiry")]
-    expires_in: u64,
-}
-
-fn default_expiry() -> u64 {
-    3600
-}
-
 /// The credentials and the token they last gave.
 pub struct Tokens {
     credentials: Credentials,
-    current: Option<(String, Instant)>,
+    cache: BearerCache,
 }
 
 impl Tokens {
@@ -132,16 +116,14 @@ impl Tokens {
     pub fn new(credentials: Credentials) -> Tokens {
         Tokens {
             credentials,
-            current: None,
+            cache: BearerCache::default(),
         }
     }
 
     /// A token valid for at least another minute, asked for when needed.
     pub async fn bearer(&mut self, client: &HttpClient) -> Result<String, SinkError> {
-        if let Some((token, until)) = &self.current {
-            if Instant::now() + RENEW_BEFORE < *until {
-                return Ok(token.clone());
-            }
+        if let Some(token) = self.cache.valid() {
+            return Ok(token);
         }
         let (request, what) = match &self.credentials {
             Credentials::Key(account) => {
@@ -188,15 +170,11 @@ impl Tokens {
             };
             return Err(error_for(&answer, &format!("{what}: {hint}"), &detail));
         }
-        let token: TokenAnswer = serde_json::from_slice(&answer.body)
-            .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
-        let until = Instant::now() + Duration::from_secs(token.expires_in);
-        self.current = Some((token.access_token.clone(), until));
-        Ok(token.access_token)
+        self.cache.keep(&answer.body, &what)
     }
 
     /// Forgets the token (the API refused it).
     pub fn forget(&mut self) {
-        self.current = None;
+        self.cache.forget();
     }
 }

@@ -2,6 +2,7 @@
 //! Cloudflare's API, an OTLP collector, a customer's webhook receiver) and gateways scripted byte by byte. Each
 //! says in its own doc comment what it implements and where it is faithful.
 
+pub mod azure_dns;
 pub mod cloudflare;
 pub mod gateways;
 pub mod google_dns;

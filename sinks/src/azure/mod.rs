@@ -1,0 +1,305 @@
+//! `kind = "azure_dns"`: record sets in an Azure DNS zone through Azure Resource Manager's
+//! REST API, by hand over the HTTP client the other network sinks share (the Azure SDK for
+//! Rust brings its own HTTP and identity stacks for the four calls used).
+//!
+//! Azure DNS has no batch of changes: each record set is one `PUT` or `DELETE`. The sink
+//! still writes zones, not tenants, as the other cloud sinks do: tenants due while a round
+//! runs wait for it and share its one listing (100 sets a page); then each tenant's changed
+//! sets are written ([`plan::for_tenant`]), each on the condition that it is still as
+//! listed (its `etag`), so a change made meanwhile by someone else is refused (412) and the
+//! tenant is tried again from a new listing instead of overwriting it. Every request waits
+//! for a token of `max_requests_per_second`; a 429 stops the round (its tenants are retried
+//! after `Retry-After`).
+
+pub mod config;
+
+mod api;
+mod auth;
+mod plan;
+mod reports;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ho_config::TlsCheck;
+use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::token_bucket::TokenBucket;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
+use hyper::{Method, Request, StatusCode};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use self::api::{Listed, Op, Page, API_VERSION};
+use self::auth::{Credentials, Tokens};
+use self::config::AzureDnsConfig;
+use crate::http::{error_for, Answer, HttpClient};
+use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
+
+/// Writes tenants' records into one Azure DNS zone.
+pub struct AzureDnsSink {
+    rounds: Arc<Rounds<Inner>>,
+}
+
+struct Inner {
+    client: HttpClient,
+    /// `{url}/subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/dnsZones/{zone}`.
+    zone_url: String,
+    zone: String,
+    tokens: Tokens,
+    owner_id: String,
+    bucket: TokenBucket,
+    /// The zone was found at the first write.
+    zone_checked: bool,
+}
+
+impl AzureDnsSink {
+    /// Builds the sink; fails if the credentials cannot be read.
+    pub fn new(config: &AzureDnsConfig, owner_id: &str) -> Result<AzureDnsSink, String> {
+        let credentials = Credentials::of(config)?;
+        let rate = config.max_requests_per_second;
+        Ok(AzureDnsSink {
+            rounds: Arc::new(Rounds::new(Inner {
+                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+                zone_url: format!(
+                    "{}/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/dnsZones/{}",
+                    config.url.trim_end_matches('/'),
+                    config.subscription_id,
+                    config.resource_group,
+                    config.zone
+                ),
+                zone: config.zone.clone(),
+                tokens: Tokens::new(credentials, config),
+                owner_id: owner_id.to_owned(),
+                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                zone_checked: false,
+            })),
+        })
+    }
+}
+
+impl Sink for AzureDnsSink {
+    fn kind(&self) -> &'static str {
+        "azure_dns"
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(reports::AzureReports(self.rounds.clone())))
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
+    }
+}
+
+/// What a request carries besides its method and URL.
+struct Call<'a> {
+    body: Option<&'a Value>,
+    /// `If-Match` (`Some(etag)`) or `If-None-Match: *` (`Some("")`: create only).
+    precondition: Option<&'a str>,
+    what: &'a str,
+}
+
+impl Inner {
+    /// Sends one request to `url` once a token allows; the answer, or the specific error.
+    async fn call(
+        &mut self,
+        method: Method,
+        url: &str,
+        send: Call<'_>,
+    ) -> Result<Answer, SinkError> {
+        let bearer = self.tokens.bearer(&self.client).await?;
+        self.bucket.take().await;
+        let body = send
+            .body
+            .map(|b| Bytes::from(serde_json::to_vec(b).expect("serializable")))
+            .unwrap_or_default();
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = url
+            .parse()
+            .map_err(|e| SinkError::permanent(format!("{}: {e}", send.what)))?;
+        let headers = request.headers_mut();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {bearer}"))
+                .unwrap_or(HeaderValue::from_static("")),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        match send.precondition {
+            Some("") => {
+                headers.insert(IF_NONE_MATCH, HeaderValue::from_static("*"));
+            }
+            Some(etag) => {
+                if let Ok(v) = HeaderValue::from_str(etag) {
+                    headers.insert(IF_MATCH, v);
+                }
+            }
+            None => {}
+        }
+        let answer = self.client.send(request, send.what).await?;
+        if answer.status.is_success() {
+            return Ok(answer);
+        }
+        Err(self.refused(&answer, send.what))
+    }
+
+    /// The error for a refused request.
+    fn refused(&mut self, answer: &Answer, what: &str) -> SinkError {
+        let detail = api::error_text(&answer.body);
+        let message = format!("{what}: HTTP {}: {detail}", answer.status.as_u16());
+        match answer.status {
+            StatusCode::PRECONDITION_FAILED => SinkError::retriable(format!(
+                "{message} (the set changed since it was listed; listing again)"
+            )),
+            StatusCode::UNAUTHORIZED => {
+                self.tokens.forget();
+                SinkError::retriable(format!(
+                    "{message} (the token was refused; asking for a new one)"
+                ))
+            }
+            StatusCode::FORBIDDEN => SinkError::permanent(format!(
+                "{message} (the identity needs the DNS Zone Contributor role on zone {})",
+                self.zone
+            )),
+            StatusCode::NOT_FOUND => SinkError::permanent(format!(
+                "{message} (no such subscription, resource group or zone for {})",
+                self.zone
+            )),
+            _ => error_for(answer, what, &detail),
+        }
+    }
+
+    /// Checks once that the zone is there.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        if self.zone_checked {
+            return Ok(());
+        }
+        let what = format!("GET zone {}", self.zone);
+        let url = format!("{}?api-version={API_VERSION}", self.zone_url);
+        let send = Call {
+            body: None,
+            precondition: None,
+            what: &what,
+        };
+        self.call(Method::GET, &url, send).await?;
+        self.zone_checked = true;
+        Ok(())
+    }
+
+    /// Every record set of the zone, page by page.
+    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
+        let mut all = Vec::new();
+        let mut url = format!("{}/recordsets?api-version={API_VERSION}", self.zone_url);
+        for page in 1.. {
+            let what = format!("GET zone {} record sets, page {page}", self.zone);
+            let send = Call {
+                body: None,
+                precondition: None,
+                what: &what,
+            };
+            let answer = self.call(Method::GET, &url, send).await?;
+            let listed: Page = serde_json::from_slice(&answer.body)
+                .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+            all.extend(
+                listed
+                    .value
+                    .iter()
+                    .filter_map(|s| Listed::of(s, &self.zone)),
+            );
+            match listed.next_link.filter(|l| !l.is_empty()) {
+                Some(next) => url = next,
+                None => break,
+            }
+        }
+        Ok(all)
+    }
+
+    /// Writes one set change.
+    async fn apply_op(&mut self, op: &Op) -> Result<(), SinkError> {
+        let (method, rtype, name, body, precondition) = match op {
+            Op::Put {
+                rtype,
+                name,
+                body,
+                etag,
+            } => (
+                Method::PUT,
+                rtype,
+                name,
+                Some(body),
+                Some(etag.as_deref().unwrap_or("")),
+            ),
+            Op::Delete { rtype, name, etag } => {
+                (Method::DELETE, rtype, name, None, Some(etag.as_str()))
+            }
+        };
+        let rel = api::relative(name, &self.zone);
+        let url = format!("{}/{rtype}/{rel}?api-version={API_VERSION}", self.zone_url);
+        let what = format!("{method} {rtype} {name}");
+        let send = Call {
+            body,
+            precondition,
+            what: &what,
+        };
+        match self.call(method.clone(), &url, send).await {
+            // Already gone: what a delete wanted.
+            Err(e) if method == Method::DELETE && e.message.contains("HTTP 404") => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// One round: a listing, then each tenant's set changes; each tenant's result.
+    async fn write_round(
+        &mut self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<RoundResults, SinkError> {
+        self.check_zone().await?;
+        let zone = self.list().await?;
+        let mut results = BTreeMap::new();
+        let mut throttled: Option<SinkError> = None;
+        for (tenant, snapshot) in round {
+            if let Some(e) = &throttled {
+                results.insert(tenant.clone(), Err(e.clone()));
+                continue;
+            }
+            let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
+            let mut result = if planned.ops.is_empty() {
+                Ok(Applied::Unchanged)
+            } else {
+                Ok(Applied::Changed)
+            };
+            for op in &planned.ops {
+                if let Err(e) = self.apply_op(op).await {
+                    if e.throttled {
+                        throttled = Some(e.clone());
+                    }
+                    result = Err(e);
+                    break;
+                }
+            }
+            if result.is_ok() && !planned.foreign.is_empty() {
+                result = Err(SinkError::permanent(format!(
+                    "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
+                    crate::ownership::OWNER_PREFIX,
+                    planned.foreign.join(", ")
+                )));
+            }
+            results.insert(tenant.clone(), result);
+        }
+        Ok(results)
+    }
+}
+
+impl RoundWriter for Inner {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.write_round(round))
+    }
+}
