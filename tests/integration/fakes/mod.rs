@@ -2,12 +2,12 @@
 //! Cloudflare's API, an OTLP collector, a customer's webhook receiver) and gateways scripted byte by byte. Each
 //! says in its own doc comment what it implements and where it is faithful.
 
-pub mod azure_dns;
-pub mod cloudflare;
 pub mod gateways;
-pub mod google_dns;
 /// The Kubernetes API test server, shared with the load test (`ho_testkit::kube_api`).
 pub use ho_testkit::kube_api;
 pub mod otlp;
 pub mod route53;
 pub mod webhook;
+
+/// The cloud DNS API test servers live in the test kit, shared with the rehearsals.
+pub use ho_testkit::cloud::{azure as azure_dns, cloudflare, google as google_dns};

@@ -32,10 +32,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use crate::harness::{loopback_ip, serve_http};
+use super::Limit;
+use crate::serve_http;
 
-/// The project and managed zone the server holds.
+/// The project the zone is in.
 pub const PROJECT: &str = "ho-test-project";
+/// The managed zone's name.
 pub const MANAGED_ZONE: &str = "tenant-a-io";
 /// The service account's e-mail.
 pub const ACCOUNT: &str = "orchestrator@ho-test-project.iam.gserviceaccount.com";
@@ -59,9 +61,12 @@ pub struct GoogleDns {
     public_key: Arc<Vec<u8>>,
     private_pem: Arc<String>,
     down: Arc<AtomicBool>,
-    /// Requests answered, by kind.
+    limit: Arc<Mutex<Option<Arc<Limit>>>>,
+    /// Listing pages answered.
     pub lists: Arc<AtomicUsize>,
+    /// Changes answered.
     pub changes: Arc<AtomicUsize>,
+    /// Tokens issued.
     pub tokens_issued: Arc<AtomicUsize>,
 }
 
@@ -117,6 +122,11 @@ impl GoogleDns {
     /// Starts the server for zone `zone` with a fresh RSA key pair (openssl) for the
     /// service account.
     pub async fn start(zone: &str) -> GoogleDns {
+        GoogleDns::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), zone).await
+    }
+
+    /// Starts the server for zone `zone` on `addr`.
+    pub async fn start_at(addr: SocketAddr, zone: &str) -> GoogleDns {
         let dir = tempfile::tempdir().unwrap();
         let pem = dir.path().join("key.pem");
         let der = dir.path().join("pub.der");
@@ -146,9 +156,7 @@ impl GoogleDns {
             "-out",
             der.to_str().unwrap(),
         ]);
-        let listener = tokio::net::TcpListener::bind(SocketAddr::new(loopback_ip().into(), 0))
-            .await
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let server = GoogleDns {
             url: format!("{base}/dns/v1"),
@@ -163,6 +171,7 @@ impl GoogleDns {
             public_key: Arc::new(std::fs::read(&der).unwrap()),
             private_pem: Arc::new(std::fs::read_to_string(&pem).unwrap()),
             down: Arc::default(),
+            limit: Arc::default(),
             lists: Arc::default(),
             changes: Arc::default(),
             tokens_issued: Arc::default(),
@@ -200,6 +209,12 @@ impl GoogleDns {
     ) -> hyper::Response<Full<Bytes>> {
         if self.down.load(Ordering::Relaxed) {
             return error(503, "backendError", "Backend Error");
+        }
+        if let Err(wait) = self.admit() {
+            let mut r = error(429, "rateLimitExceeded", "Rate Limit Exceeded");
+            r.headers_mut()
+                .insert("retry-after", super::retry_after(wait).parse().unwrap());
+            return r;
         }
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
@@ -476,6 +491,17 @@ impl GoogleDns {
             let (n, t) = key_of(s);
             !(n == format!("{name}.") && (t == "A" || t == "AAAA"))
         });
+    }
+
+    /// Holds requests to `per_second` after a burst of `burst` (the provider's published
+    /// limit); past it, the provider's 429.
+    pub fn set_limit(&self, per_second: f64, burst: f64) {
+        *self.limit.lock().unwrap() = Some(Arc::new(Limit::new(per_second, burst)));
+    }
+
+    fn admit(&self) -> Result<(), std::time::Duration> {
+        let limit = self.limit.lock().unwrap().clone();
+        limit.map_or(Ok(()), |l| l.admit())
     }
 
     /// Every API request answers 503 while `down`.

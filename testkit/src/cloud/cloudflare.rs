@@ -26,7 +26,8 @@ use http_body_util::{BodyExt, Full};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::harness::{loopback_ip, serve_http};
+use super::Limit;
+use crate::serve_http;
 
 /// The token the server accepts.
 pub const TOKEN: &str = "cf-test-token-1";
@@ -36,10 +37,15 @@ pub const ZONE_ID: &str = "0123456789abcdef0123456789abcdef";
 /// A record as the server keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
+    /// Its id.
     pub id: String,
+    /// `A`, `TXT`, ...
     pub rtype: String,
+    /// Its name, lower case, no trailing dot.
     pub name: String,
+    /// Its data.
     pub content: String,
+    /// Seconds.
     pub ttl: u32,
 }
 
@@ -56,8 +62,10 @@ pub struct Cloudflare {
     pub url: String,
     state: Arc<Mutex<State>>,
     down: Arc<AtomicBool>,
-    /// Requests answered, by kind: listings and batches.
+    limit: Arc<Mutex<Option<Arc<Limit>>>>,
+    /// Listing pages answered.
     pub lists: Arc<AtomicUsize>,
+    /// Batches answered.
     pub batches: Arc<AtomicUsize>,
 }
 
@@ -109,9 +117,12 @@ fn envelope(status: u16, result: Value, errors: &[(u32, String)]) -> hyper::Resp
 impl Cloudflare {
     /// Starts the server for zone `zone` on a loopback address of its own.
     pub async fn start(zone: &str) -> Cloudflare {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::new(loopback_ip().into(), 0))
-            .await
-            .unwrap();
+        Cloudflare::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), zone).await
+    }
+
+    /// Starts the server for zone `zone` on `addr`.
+    pub async fn start_at(addr: SocketAddr, zone: &str) -> Cloudflare {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let cf = Cloudflare {
             url: format!("http://{}/client/v4", listener.local_addr().unwrap()),
             state: Arc::new(Mutex::new(State {
@@ -120,6 +131,7 @@ impl Cloudflare {
                 next_id: 1,
             })),
             down: Arc::default(),
+            limit: Arc::default(),
             lists: Arc::default(),
             batches: Arc::default(),
         };
@@ -140,6 +152,19 @@ impl Cloudflare {
     ) -> hyper::Response<Full<Bytes>> {
         if self.down.load(Ordering::Relaxed) {
             return envelope(503, Value::Null, &[(10000, "Service unavailable".into())]);
+        }
+        if let Err(wait) = self.admit() {
+            let mut r = envelope(
+                429,
+                Value::Null,
+                &[(
+                    10000,
+                    "Rate limited. Please wait and consider throttling your request speed".into(),
+                )],
+            );
+            r.headers_mut()
+                .insert("retry-after", super::retry_after(wait).parse().unwrap());
+            return r;
         }
         let authorized = req
             .headers()
@@ -373,6 +398,17 @@ impl Cloudflare {
             .collect();
         found.sort();
         (!found.is_empty()).then_some(found)
+    }
+
+    /// Holds requests to `per_second` after a burst of `burst` (the provider's published
+    /// limit); past it, the provider's 429.
+    pub fn set_limit(&self, per_second: f64, burst: f64) {
+        *self.limit.lock().unwrap() = Some(Arc::new(Limit::new(per_second, burst)));
+    }
+
+    fn admit(&self) -> Result<(), std::time::Duration> {
+        let limit = self.limit.lock().unwrap().clone();
+        limit.map_or(Ok(()), |l| l.admit())
     }
 
     /// Every record, as the server holds them.

@@ -29,12 +29,18 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use crate::harness::{loopback_ip, serve_http};
+use super::Limit;
+use crate::serve_http;
 
+/// The subscription the zone is in.
 pub const SUBSCRIPTION: &str = "00000000-1111-2222-3333-444444444444";
+/// The zone's resource group.
 pub const RESOURCE_GROUP: &str = "dns-rg";
+/// The Entra tenant that issues tokens.
 pub const TENANT: &str = "55555555-6666-7777-8888-999999999999";
+/// The app registration a client secret belongs to.
 pub const CLIENT_ID: &str = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+/// Its secret (with characters a form body must encode).
 pub const CLIENT_SECRET: &str = "s3cr3t~with/odd+chars=";
 
 /// A record set as the server keeps it.
@@ -65,11 +71,14 @@ pub struct AzureDns {
     pub url: String,
     state: Arc<Mutex<State>>,
     down: Arc<AtomicBool>,
-    /// Listing pages and writes (PUT, DELETE) answered; writes refused on their etag;
-    /// tokens issued.
+    limit: Arc<Mutex<Option<Arc<Limit>>>>,
+    /// Listing pages answered.
     pub pages: Arc<AtomicUsize>,
+    /// Writes refused on their etag (412).
     pub preconditions_failed: Arc<AtomicUsize>,
+    /// Writes (PUT, DELETE) answered.
     pub writes: Arc<AtomicUsize>,
+    /// Tokens issued.
     pub tokens_issued: Arc<AtomicUsize>,
 }
 
@@ -91,9 +100,12 @@ fn respond(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
 impl AzureDns {
     /// Starts the server for zone `zone`.
     pub async fn start(zone: &str) -> AzureDns {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::new(loopback_ip().into(), 0))
-            .await
-            .unwrap();
+        AzureDns::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), zone).await
+    }
+
+    /// Starts the server for zone `zone` on `addr`.
+    pub async fn start_at(addr: SocketAddr, zone: &str) -> AzureDns {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let server = AzureDns {
             url: format!("http://{}", listener.local_addr().unwrap()),
             state: Arc::new(Mutex::new(State {
@@ -104,6 +116,7 @@ impl AzureDns {
                 tamper: None,
             })),
             down: Arc::default(),
+            limit: Arc::default(),
             pages: Arc::default(),
             preconditions_failed: Arc::default(),
             writes: Arc::default(),
@@ -163,6 +176,14 @@ impl AzureDns {
                 "ServiceUnavailable",
                 "The service is temporarily unavailable.",
             );
+        }
+        // Resource Manager throttles writes and reads apart; the limit set is the writes'.
+        let writes = matches!(method.as_str(), "PUT" | "DELETE");
+        if let Some(wait) = writes.then(|| self.admit().err()).flatten() {
+            let mut r = error(429, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Write.");
+            r.headers_mut()
+                .insert("retry-after", super::retry_after(wait).parse().unwrap());
+            return r;
         }
         let token = bearer.as_deref().and_then(|b| b.strip_prefix("Bearer "));
         if !token.is_some_and(|t| self.state.lock().unwrap().tokens.iter().any(|k| k == t)) {
@@ -533,6 +554,17 @@ impl AzureDns {
             .unwrap()
             .sets
             .retain(|s| !(s.name == rel && (s.rtype == "A" || s.rtype == "AAAA")));
+    }
+
+    /// Holds requests to `per_second` after a burst of `burst` (the provider's published
+    /// limit); past it, the provider's 429.
+    pub fn set_limit(&self, per_second: f64, burst: f64) {
+        *self.limit.lock().unwrap() = Some(Arc::new(Limit::new(per_second, burst)));
+    }
+
+    fn admit(&self) -> Result<(), std::time::Duration> {
+        let limit = self.limit.lock().unwrap().clone();
+        limit.map_or(Ok(()), |l| l.admit())
     }
 
     /// Every Resource Manager request answers 503 while `down`.
