@@ -10,7 +10,8 @@
 # the provider API requests of the run (start-up, the burst, its recovery, the reconciles).
 #
 #   bench/rehearsal/cloud-500-tenants.sh cloudflare|google|azure [OUT_PREFIX]
-#     (after cargo build --release -p ho-loadtest -p ho-testkit --features ho-testkit/cloud-api)
+#     (after cargo build --release -p health-orchestrator -p ho-loadtest -p ho-testkit
+#      --features ho-testkit/cloud-api: the load test runs the orchestrator binary)
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)"   # one descriptor per gateway when the limit allows
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

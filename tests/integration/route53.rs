@@ -158,6 +158,64 @@ async fn weighted_and_geo_tenants_render_as_routed_record_sets() {
     .await;
 }
 
+/// Weights inside a geolocation (Kuadrant's weighted geo): the location's set is an alias
+/// of `<location>._weighted.<name>`, where weighted sets (one per endpoint) answer; when the
+/// weights of a location become equal (one endpoint left), the alias gives way to a plain
+/// set and the weighted sets leave.
+#[actix_rt::test]
+async fn weights_inside_a_geo_are_a_record_tree_of_aliases() {
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>());
+    for (i, (weight, geo)) in [(30, "DE"), (10, "DE"), (5, "IE")].into_iter().enumerate() {
+        config = config
+            .set(&format!("endpoints.{i}.weight"), weight)
+            .set(&format!("endpoints.{i}.labels.geo"), geo);
+    }
+    let text = config
+        .with(&format!(
+            "[[tenants]]\nname = \"g\"\ndomains = [\"g.{ZONE}\"]\nsinks = [\"r53\"]\npolicy = \"geo\"\ndefault_geo = \"IE\"\ndefault_weight = 1\nttl = \"30s\"\n\n{}",
+            sink_table(&moto.url, &zone, "")
+        ))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let (a, b, c) = (ip(&gws[0]), ip(&gws[1]), ip(&gws[2]));
+    let tree = format!("de._weighted.g.{ZONE}.");
+    wait_for_records(
+        &moto,
+        &zone,
+        &[
+            format!("{tree} A id=gw-1 weight=30 {a}"),
+            format!("{tree} A id=gw-2 weight=10 {b}"),
+            owner(&format!("de._weighted.g.{ZONE}")),
+            format!("g.{ZONE}. A id=DE geo=DE alias={tree} "),
+            format!("g.{ZONE}. A id=IE geo=IE {c}"),
+            format!("g.{ZONE}. A id=default geo=* {c}"),
+            owner(&format!("g.{ZONE}")),
+        ],
+        "an alias of the weighted sets for DE",
+    )
+    .await;
+
+    // gw-2 down: DE has one weight left; a plain set replaces the alias, the tree empties.
+    gws[1].set(Behaviour::Refuse).unwrap();
+    wait_for_records(
+        &moto,
+        &zone,
+        &[
+            owner(&format!("de._weighted.g.{ZONE}")),
+            format!("g.{ZONE}. A id=DE geo=DE {a}"),
+            format!("g.{ZONE}. A id=IE geo=IE {c}"),
+            format!("g.{ZONE}. A id=default geo=* {c}"),
+            owner(&format!("g.{ZONE}")),
+        ],
+        "DE with one address: a plain set",
+    )
+    .await;
+}
+
 /// Record sets without our ownership record, or with another owner's, are never changed
 /// or deleted, even though a tenant asks for the name; the tenant's free name is written
 /// and the refusal shows in the sink's status.

@@ -3,8 +3,8 @@
 
 use aws_sdk_route53::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_route53::types::{
-    Change as SdkChange, ChangeAction, ChangeBatch, GeoLocation, ResourceRecord, ResourceRecordSet,
-    RrType,
+    AliasTarget, Change as SdkChange, ChangeAction, ChangeBatch, GeoLocation, ResourceRecord,
+    ResourceRecordSet, RrType,
 };
 use aws_sdk_route53::Client;
 use ho_engine::sink::SinkError;
@@ -109,8 +109,7 @@ pub async fn change(
 
 /// The comparable form of a listed record set.
 pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
-    let unsupported = set.alias_target().is_some()
-        || set.health_check_id().is_some()
+    let unsupported = set.health_check_id().is_some()
         || set.region().is_some()
         || set.failover().is_some()
         || set.cidr_routing_config().is_some()
@@ -147,16 +146,35 @@ pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
         routing,
         ttl: set.ttl().unwrap_or(0),
         values,
+        alias: set
+            .alias_target()
+            .map(|a| fqdn(&a.dns_name().to_ascii_lowercase())),
     }
 }
 
-/// The SDK form of a record set this sink writes.
-pub fn to_sdk(set: &RecordSet) -> ResourceRecordSet {
+/// `name` with its trailing dot.
+fn fqdn(name: &str) -> String {
+    format!("{}.", name.trim_end_matches('.'))
+}
+
+/// The SDK form of a record set this sink writes into zone `zone_id` (an alias answers
+/// from a name of the same zone).
+pub fn to_sdk(set: &RecordSet, zone_id: &str) -> ResourceRecordSet {
     let mut b = ResourceRecordSet::builder()
         .name(&set.name)
         .r#type(RrType::from(set.rtype.as_str()))
-        .ttl(set.ttl)
         .set_set_identifier(set.set_id.clone());
+    b = match &set.alias {
+        Some(target) => b.alias_target(
+            AliasTarget::builder()
+                .hosted_zone_id(zone_id)
+                .dns_name(target)
+                .evaluate_target_health(false)
+                .build()
+                .expect("zone, name and evaluation are set"),
+        ),
+        None => b.ttl(set.ttl),
+    };
     for v in &set.values {
         b = b.resource_records(
             ResourceRecord::builder()

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::records::{owner_record, RecordSet};
+use super::records::{owner_record, RecordSet, WEIGHTED_LABEL};
 use crate::ownership::{owner_in, OWNER_PREFIX};
 
 /// Route53 limit: `ResourceRecord` elements in one request.
@@ -52,7 +52,14 @@ pub fn for_tenant(
         by_name.entry(r.name.as_str()).or_default().push(i);
     }
     let mut out = TenantChanges::default();
-    for (name, want) in desired {
+    // A location's weighted names before the names whose aliases point at them, so an alias
+    // is never created before its target.
+    let weighted = |n: &&String| n.contains(&format!(".{WEIGHTED_LABEL}."));
+    let order = desired
+        .iter()
+        .filter(|(n, _)| weighted(n))
+        .chain(desired.iter().filter(|(n, _)| !weighted(n)));
+    for (name, want) in order {
         let at = |n: &str| by_name.get(n).map_or(&[][..], Vec::as_slice);
         let managed: Vec<usize> = at(name)
             .iter()
@@ -203,6 +210,7 @@ mod tests {
             routing: Routing::MultiValue,
             ttl: 30,
             values: vec![value.into()],
+            alias: None,
         }
     }
 
@@ -221,6 +229,33 @@ mod tests {
             ]]
         );
         assert!(c.refused.is_empty());
+    }
+
+    /// An alias must find its target: a location's weighted name is written before the
+    /// tenant's name whose alias points at it, whatever their order by name.
+    #[test]
+    fn weighted_names_are_written_before_the_names_aliasing_them() {
+        let tree = "ie._weighted.api.";
+        let mut alias = a("api.", "IE", "");
+        (alias.values, alias.alias) = (Vec::new(), Some(tree.into()));
+        let mut desired = want("api.", vec![alias]);
+        desired.insert(tree.into(), vec![a(tree, "gw-1", "10.0.0.1")]);
+        let c = for_tenant(&[], &desired, "me");
+        let first_names: Vec<&str> = c
+            .groups
+            .iter()
+            .map(|g| match &g[0] {
+                RecordChange::Create(r) => r.name.as_str(),
+                other => panic!("a claim first: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            first_names,
+            [
+                "_health-orchestrator.ie._weighted.api.",
+                "_health-orchestrator.api."
+            ]
+        );
     }
 
     #[test]

@@ -130,46 +130,46 @@ impl SinkSpec for Route53Config {
         Ok(())
     }
 
-    /// Domains inside the zone; weights 0-255 and geolocations as ISO country codes (`DE`)
-    /// or US states (`US-CA`): anything else the API would refuse at the first write.
+    /// Domains inside the zone; weights 0-255 (of weighted tenants, and of geo tenants
+    /// weighting inside each location) and geolocations as ISO country codes (`DE`) or US
+    /// states (`US-CA`): anything else the API would refuse at the first write.
     fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
         let mut push = |path: String, reason: String| errs.push(FieldError { path, reason });
-        match tenant.tenant.policy {
-            RoutingPolicy::Weighted => {
-                for (i, ep) in &tenant.endpoints {
-                    if ep.weight.is_some_and(|w| w > 255) {
-                        push(
-                            format!("endpoints[{i}].weight"),
-                            format!("route53 sink \"{sink}\" takes weights 0-255"),
-                        );
-                    }
-                }
-                if tenant.tenant.default_weight.is_some_and(|w| w > 255) {
+        let t = tenant.tenant;
+        let geo = t.policy == RoutingPolicy::Geo;
+        // Weighted tenants, and geo tenants weighting inside each location (a record tree).
+        let weighs = t.policy == RoutingPolicy::Weighted
+            || (geo && (!t.weights.is_empty() || t.default_weight.is_some()));
+        if weighs {
+            for (i, ep) in &tenant.endpoints {
+                if ep.weight.is_some_and(|w| w > 255) {
                     push(
-                        format!("{}.default_weight", tenant.path),
+                        format!("endpoints[{i}].weight"),
                         format!("route53 sink \"{sink}\" takes weights 0-255"),
                     );
                 }
-                for (ri, rule) in tenant.tenant.weights.iter().enumerate() {
-                    if rule.weight > 255 {
-                        push(
-                            format!("{}.weights[{ri}].weight", tenant.path),
-                            format!("route53 sink \"{sink}\" takes weights 0-255"),
-                        );
-                    }
+            }
+            if t.default_weight.is_some_and(|w| w > 255) {
+                push(
+                    format!("{}.default_weight", tenant.path),
+                    format!("route53 sink \"{sink}\" takes weights 0-255"),
+                );
+            }
+            for (ri, rule) in t.weights.iter().enumerate() {
+                if rule.weight > 255 {
+                    push(
+                        format!("{}.weights[{ri}].weight", tenant.path),
+                        format!("route53 sink \"{sink}\" takes weights 0-255"),
+                    );
                 }
             }
-            RoutingPolicy::Geo => {
-                if !tenant.tenant.weights.is_empty() || tenant.tenant.default_weight.is_some() {
-                    push(format!("{}.policy", tenant.path), format!("route53 sink \"{sink}\" cannot weight inside a geolocation (one record set answers each location); drop the weights, or publish through a dns_server or powerdns (lua = true) sink"));
-                }
-                for (i, ep) in &tenant.endpoints {
-                    if let Some(g) = ep.labels.get("geo").filter(|g| !is_location(g)) {
-                        push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"));
-                    }
+        }
+        if geo {
+            for (i, ep) in &tenant.endpoints {
+                if let Some(g) = ep.labels.get("geo").filter(|g| !is_location(g)) {
+                    push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"));
                 }
             }
-            RoutingPolicy::All | RoutingPolicy::Failover => {}
         }
         if !self.zone.is_empty() {
             tenant.domains_inside(&self.zone, sink, errs);

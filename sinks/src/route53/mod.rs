@@ -237,8 +237,12 @@ impl Writer {
                 .iter()
                 .map(|(_, c)| match c {
                     RecordChange::Delete(z) => (ChangeAction::Delete, known.sets[*z].clone()),
-                    RecordChange::Create(r) => (ChangeAction::Create, api::to_sdk(r)),
-                    RecordChange::Upsert(r) => (ChangeAction::Upsert, api::to_sdk(r)),
+                    RecordChange::Create(r) => {
+                        (ChangeAction::Create, api::to_sdk(r, &self.zone_id))
+                    }
+                    RecordChange::Upsert(r) => {
+                        (ChangeAction::Upsert, api::to_sdk(r, &self.zone_id))
+                    }
                 })
                 .collect();
             self.pace().await;

@@ -13,6 +13,17 @@ use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 /// Set identifier of the geolocation default record set (`CountryCode = "*"`).
 pub const GEO_DEFAULT_ID: &str = "default";
 
+/// The label under a tenant's name that holds a location's weighted record sets: a
+/// geolocation set can hold one answer, so weights inside a location are a record tree,
+/// the location's set an alias of `<location>._weighted.<name>` where weighted sets (one per
+/// endpoint) share the answers (as Kuadrant's Route53 provider builds it).
+pub const WEIGHTED_LABEL: &str = "_weighted";
+
+/// The name holding location `geo`'s weighted sets under `name` (fully qualified).
+pub fn weighted_name(geo: &str, name: &str) -> String {
+    format!("{}.{WEIGHTED_LABEL}.{name}", geo.to_ascii_lowercase())
+}
+
 /// How Route53 chooses among record sets of one name and type.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Routing {
@@ -70,10 +81,13 @@ pub struct RecordSet {
     pub set_id: Option<String>,
     /// Routing policy.
     pub routing: Routing,
-    /// TTL in seconds.
+    /// TTL in seconds (0 for an alias, which has none).
     pub ttl: i64,
-    /// Values, sorted.
+    /// Values, sorted (none for an alias).
     pub values: Vec<String>,
+    /// The name an alias set answers from (in this zone, fully qualified, lower case):
+    /// a location's set pointing at its weighted sets.
+    pub alias: Option<String>,
 }
 
 /// The ownership record of `name` for `owner_id`.
@@ -85,16 +99,28 @@ pub fn owner_record(name: &str, owner_id: &str) -> RecordSet {
         routing: Routing::Simple,
         ttl: i64::from(OWNER_TTL),
         values: vec![format!("\"{}\"", mark_text(owner_id))],
+        alias: None,
     }
 }
 
-/// The record sets the tenant wants at each of its names (fully qualified); a name mapping
-/// to an empty list must hold no A/AAAA record sets.
+/// The record sets the tenant wants at each of its names (fully qualified), with the
+/// weighted names of a `geo` tenant's locations; a name mapping to an empty list must hold
+/// no A/AAAA record sets (a location's weighted name no longer used).
 pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String, Vec<RecordSet>> {
     let ttl = i64::try_from(snapshot.ttl.as_secs().max(1)).unwrap_or(i64::MAX);
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, Vec<RecordSet>> = BTreeMap::new();
     for domain in &snapshot.domains {
         let name = format!("{}.", domain.trim_end_matches('.'));
+        if snapshot.policy == RoutingPolicy::Geo {
+            let locations = snapshot
+                .geos
+                .iter()
+                .map(String::as_str)
+                .chain([GEO_DEFAULT_ID]);
+            for geo in locations {
+                out.entry(weighted_name(geo, &name)).or_default();
+            }
+        }
         let mut sets = Vec::new();
         for (rtype, v6) in [("A", false), ("AAAA", true)] {
             let family: Vec<&PublishedAddress> = snapshot
@@ -116,6 +142,7 @@ pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String
                     routing,
                     ttl,
                     values,
+                    alias: None,
                 }
             };
             let per_endpoint = |routing: &dyn Fn(&PublishedAddress) -> Routing| {
@@ -133,17 +160,25 @@ pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String
                     sets.extend(per_endpoint(&|a| Routing::Weighted(i64::from(a.weight))));
                 }
                 RoutingPolicy::Geo => {
-                    sets.extend(geo_sets(
+                    for (at, set) in geo_sets(
                         &family,
                         snapshot.default_geo.as_deref(),
                         &snapshot.geos,
                         &set,
-                    ));
+                    ) {
+                        match at {
+                            None => sets.push(set),
+                            Some(weighted) => out.entry(weighted).or_default().push(set),
+                        }
+                    }
                 }
             }
         }
         sets.sort();
         out.insert(name, sets);
+    }
+    for sets in out.values_mut() {
+        sets.sort();
     }
     out
 }
@@ -154,47 +189,55 @@ type MakeSet<'a> = dyn Fn(Option<String>, Routing, &[&PublishedAddress]) -> Reco
 /// One record set per location with healthy addresses, one per location of the tenant whose
 /// addresses are all down answering the nearest location up (Route53 would otherwise send
 /// its clients to the default), plus the default location answering the `default_geo`
-/// addresses (or every address when those are all down).
+/// addresses (or every address when those are all down). A location whose addresses differ
+/// in weight is an alias of its weighted name, where one weighted set per endpoint answers;
+/// those come with the name they live at (`Some`), the rest live at the tenant's name.
 fn geo_sets(
     family: &[&PublishedAddress],
     default_geo: Option<&str>,
     geos: &[String],
     set: &MakeSet,
-) -> Vec<RecordSet> {
+) -> Vec<(Option<String>, RecordSet)> {
     let mut by_geo: BTreeMap<&str, Vec<&PublishedAddress>> = BTreeMap::new();
     for a in family {
         if let Some(geo) = a.endpoint.labels.get("geo") {
             by_geo.entry(geo).or_default().push(a);
         }
     }
-    let mut sets: Vec<RecordSet> = by_geo
-        .iter()
-        .map(|(geo, list)| {
-            set(
-                Some((*geo).to_string()),
-                Routing::Geo(Location::from_label(geo)),
-                list,
-            )
-        })
-        .collect();
+    let mut out = Vec::new();
+    let mut answer = |id: &str, location: Location, list: &[&PublishedAddress]| {
+        let routing = Routing::Geo(location);
+        if list.windows(2).all(|w| w[0].weight == w[1].weight) {
+            out.push((None, set(Some(id.to_owned()), routing, list)));
+            return;
+        }
+        let mut alias = set(Some(id.to_owned()), routing, &[]);
+        let weighted = weighted_name(id, &alias.name);
+        (alias.ttl, alias.alias) = (0, Some(weighted.clone()));
+        for a in list {
+            let mut one = set(
+                Some(a.endpoint.name.clone()),
+                Routing::Weighted(i64::from(a.weight)),
+                &[*a],
+            );
+            one.name.clone_from(&weighted);
+            out.push((Some(weighted.clone()), one));
+        }
+        out.push((None, alias));
+    };
+    for (geo, list) in &by_geo {
+        answer(geo, Location::from_label(geo), list);
+    }
     for geo in geos.iter().filter(|g| !by_geo.contains_key(g.as_str())) {
         if let Some(near) = crate::geo_fallback::stand_in(geo, by_geo.keys().copied()) {
-            sets.push(set(
-                Some(geo.clone()),
-                Routing::Geo(Location::from_label(geo)),
-                &by_geo[near],
-            ));
+            answer(geo, Location::from_label(geo), &by_geo[near]);
         }
     }
     let fallback = default_geo
         .and_then(|g| by_geo.get(g))
         .map_or(family, Vec::as_slice);
-    sets.push(set(
-        Some(GEO_DEFAULT_ID.into()),
-        Routing::Geo(Location::Default),
-        fallback,
-    ));
-    sets
+    answer(GEO_DEFAULT_ID, Location::Default, fallback);
+    out
 }
 
 #[cfg(test)]
@@ -307,6 +350,57 @@ mod tests {
                 "AAAA US-CA Geo(Country { country: \"US\", subdivision: Some(\"CA\") }) [\"2001:db8::1\"] 30",
                 "AAAA default Geo(Default) [\"2001:db8::1\"] 30",
             ]
+        );
+    }
+
+    /// A location whose addresses differ in weight is an alias of its weighted name, where
+    /// one weighted set per endpoint answers; every location of the tenant has its weighted
+    /// name (empty when not weighted now, so stale sets there are removed).
+    #[test]
+    fn weights_inside_a_location_are_a_record_tree() {
+        let mut s = snapshot(
+            RoutingPolicy::Geo,
+            &[
+                ("gw-1", "10.0.0.1", 30, "IE"),
+                ("gw-2", "10.0.0.2", 10, "IE"),
+                ("gw-3", "10.0.0.3", 5, "DE"),
+            ],
+        );
+        s.geos = vec!["DE".into(), "IE".into()];
+        let d = desired(&s, RecordStyle::Simple);
+        let at_name: Vec<(Option<&str>, Option<&str>)> = d["api.example.org."]
+            .iter()
+            .map(|r| (r.set_id.as_deref(), r.alias.as_deref()))
+            .collect();
+        assert_eq!(
+            at_name,
+            [
+                (Some("DE"), None),
+                (Some("IE"), Some("ie._weighted.api.example.org.")),
+                (Some("default"), Some("default._weighted.api.example.org."))
+            ]
+        );
+        assert_eq!(
+            summary(&d["ie._weighted.api.example.org."]),
+            [
+                "A gw-1 Weighted(30) [\"10.0.0.1\"] 30",
+                "A gw-2 Weighted(10) [\"10.0.0.2\"] 30"
+            ]
+        );
+        assert_eq!(
+            d["default._weighted.api.example.org."].len(),
+            2,
+            "default_geo IE"
+        );
+        assert!(
+            d["de._weighted.api.example.org."].is_empty(),
+            "DE has one weight"
+        );
+        let ie_alias = &d["api.example.org."][1];
+        assert_eq!(
+            (ie_alias.ttl, ie_alias.values.len()),
+            (0, 0),
+            "an alias has neither"
         );
     }
 

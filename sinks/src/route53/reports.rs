@@ -31,6 +31,7 @@ impl ReportStore for Route53Reports {
                     routing: Routing::Simple,
                     ttl: REPORT_TTL,
                     values: texts.iter().map(|t| to_presentation(t)).collect(),
+                    alias: None,
                 })
                 .collect();
             let mut writer = shared.writer().await;
@@ -42,7 +43,7 @@ impl ReportStore for Route53Reports {
                 writer.pace().await;
                 let upserts: Vec<_> = batch
                     .iter()
-                    .map(|s| (ChangeAction::Upsert, api::to_sdk(s)))
+                    .map(|s| (ChangeAction::Upsert, api::to_sdk(s, &writer.zone_id)))
                     .collect();
                 api::change(&writer.client, &writer.zone_id, upserts.clone()).await?;
                 if let Some(view) = &mut writer.view {

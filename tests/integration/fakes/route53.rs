@@ -200,6 +200,9 @@ pub fn describe(r: &ResourceRecordSet) -> String {
     if r.multi_value_answer() == Some(true) {
         line.push_str(" multivalue");
     }
+    if let Some(alias) = r.alias_target() {
+        line.push_str(&format!(" alias={}", alias.dns_name()));
+    }
     line.push_str(&format!(" {}", values.join(",")));
     line
 }
