@@ -78,10 +78,13 @@ impl History {
             .map(|(_, from, to)| (*from, to.unwrap_or(Duration::MAX)))
     }
 
-    /// Whether cluster `c`'s process runs at `t`.
+    /// Whether cluster `c` takes part at `t`: its process runs and reaches the zone's back
+    /// end (a cluster cut from it neither writes its report nor reads the others').
     pub fn running(&self, c: usize, t: Duration) -> bool {
         !self
-            .span(|f| matches!(f, Fault::Pause(x) | Fault::Kill(x) if *x == c))
+            .span(
+                |f| matches!(f, Fault::Pause(x) | Fault::Kill(x) | Fault::BackendCut(x) if *x == c),
+            )
             .any(|(from, to)| from <= t && t < to)
     }
 

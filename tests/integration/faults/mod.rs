@@ -4,15 +4,17 @@
 //!
 //! Faults (`schedule.rs`): a gateway failing for every vantage (down) or some (a partition
 //! between those clusters and it), a cluster paused (SIGSTOP/SIGCONT), killed and
-//! restarted, restarted with its wall clock 30 s off (libfaketime), and the zone's back end
-//! stopped and started. Each cluster probes from its own loopback address and each gateway
+//! restarted, restarted with its wall clock 30 s off (libfaketime), cut from the zone's back
+//! end (its link to the API blackholes: `services/link.rs`), and the back end stopped and
+//! started. Each cluster probes from its own loopback address and each gateway
 //! answers per client address, so a partition is one gateway failing for some vantages.
 //! Every run is reproducible from its seed and bounded in time; a violation prints the
 //! seed, the schedule and the history around it.
 //!
-//! Not here yet: partitions between clusters and the back end, or between clusters, (they
-//! need a network namespace per cluster), delay and loss on links (this kernel has no
-//! `tc netem`), leader-election replicas, and other back ends than PowerDNS.
+//! Not here yet: partitions between clusters that exchange reports through their own DNS
+//! servers (clusters sharing a zone meet only through it, which the cut covers), delay and
+//! loss on links (this kernel has no `tc netem`), leader-election replicas, and other back
+//! ends than PowerDNS.
 //!
 //! The test command runs `FAULT_SCHEDULES` schedules (default 2) of `FAULT_SECONDS`
 //! (default 30 s: faults for the first 18 s, then quiet); the soak is
@@ -65,6 +67,7 @@ async fn seeded_fault_schedules_keep_the_promises() {
                     Fault::Kill(_) => "kill and restart",
                     Fault::Skew(..) => "clock 30 s off",
                     Fault::BackendDown => "back end down",
+                    Fault::BackendCut(_) => "cluster cut from the back end",
                 })
                 .or_default() += 1;
         }

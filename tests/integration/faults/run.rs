@@ -1,6 +1,7 @@
 //! One run: three clusters (orchestrator processes) sharing a real `pdns_server` zone, each
-//! owning one gateway that answers per vantage, a reader asking the zone every 50 ms, and a
-//! schedule's faults applied at their times; the history the checker judges.
+//! owning one gateway that answers per vantage and reaching the zone's API through a link
+//! of its own that can be cut, a reader asking the zone every 50 ms, and a schedule's
+//! faults applied at their times; the history the checker judges.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,8 +12,9 @@ use tokio::time::Instant;
 
 use super::checker::History;
 use super::schedule::{Fault, Step};
-use crate::services::clusters::{pdns_sink, Cluster, VantageGateway, NAME, ZONE};
-use crate::services::pdns::{PdnsServer, DNS_PORT};
+use crate::services::clusters::{pdns_sink_at, Cluster, VantageGateway, NAME, ZONE};
+use crate::services::link::Link;
+use crate::services::pdns::{PdnsServer, API_PORT, DNS_PORT};
 
 /// The clusters' ids.
 const IDS: [&str; 3] = ["a", "b", "c"];
@@ -22,20 +24,27 @@ struct World {
     pdns: PdnsServer,
     gateways: Vec<VantageGateway>,
     clusters: Vec<Cluster>,
+    /// Each cluster's way to the back end's API.
+    links: Vec<Link>,
 }
 
 impl World {
     async fn start() -> World {
         let pdns = PdnsServer::start(&format!("{ZONE}."));
-        let sink = pdns_sink(&pdns);
         let mut gateways = Vec::new();
+        let mut links = Vec::new();
         for _ in IDS {
             gateways.push(VantageGateway::start().await);
+            links.push(Link::start(SocketAddr::new(pdns.ip.into(), API_PORT)).await);
         }
         let mut clusters: Vec<Cluster> = IDS
             .iter()
             .zip(&gateways)
-            .map(|(id, g)| Cluster::new(id, g, &sink))
+            .zip(&links)
+            .map(|((id, g), link)| {
+                let sink = pdns_sink_at(&pdns, &format!("http://{}", link.addr));
+                Cluster::new(id, g, &sink)
+            })
             .collect();
         for c in &mut clusters {
             c.start();
@@ -44,6 +53,7 @@ impl World {
             pdns,
             gateways,
             clusters,
+            links,
         }
     }
 
@@ -83,6 +93,7 @@ impl World {
             }
             (Fault::BackendDown, false) => self.pdns.stop(),
             (Fault::BackendDown, true) => self.pdns.launch(),
+            (Fault::BackendCut(c), heal) => self.links[*c].set_cut(!heal),
         }
     }
 }

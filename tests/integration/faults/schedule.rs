@@ -24,6 +24,9 @@ pub enum Fault {
     Skew(usize, &'static str),
     /// The zone's back end (pdns_server) is stopped; healed by starting it again.
     BackendDown,
+    /// The cluster is cut from the zone's back end (its link blackholes, as a partition);
+    /// healed by mending the link.
+    BackendCut(usize),
 }
 
 /// A fault and its span, from the start of the run.
@@ -84,7 +87,8 @@ pub fn schedule(seed: u64, faults_until: Duration, clusters: usize, gateways: us
                 (cluster_free[c] <= at).then(|| {
                     cluster_free[c] = heal + Duration::from_millis(500);
                     match kind {
-                        4 | 5 => Fault::Pause(c),
+                        4 => Fault::Pause(c),
+                        5 => Fault::BackendCut(c),
                         6 | 7 => Fault::Kill(c),
                         _ => Fault::Skew(c, if rng.bool() { "+30s" } else { "-30s" }),
                     }
@@ -126,8 +130,8 @@ mod tests {
                     }
                     (Fault::BackendDown, Fault::BackendDown) => true,
                     (
-                        Fault::Pause(c) | Fault::Kill(c) | Fault::Skew(c, _),
-                        Fault::Pause(d) | Fault::Kill(d) | Fault::Skew(d, _),
+                        Fault::Pause(c) | Fault::Kill(c) | Fault::Skew(c, _) | Fault::BackendCut(c),
+                        Fault::Pause(d) | Fault::Kill(d) | Fault::Skew(d, _) | Fault::BackendCut(d),
                     ) => c == d,
                     _ => false,
                 };

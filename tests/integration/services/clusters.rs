@@ -177,10 +177,14 @@ impl Cluster {
 }
 
 pub fn pdns_sink(pdns: &PdnsServer) -> String {
+    pdns_sink_at(pdns, &pdns.url())
+}
+
+/// [`pdns_sink`] reaching the API at `url` (a [`crate::services::link::Link`] in front of it).
+pub fn pdns_sink_at(pdns: &PdnsServer, url: &str) -> String {
     format!(
-        "[sinks.zone]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
+        "[sinks.zone]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
          delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
-        pdns.url(),
         pdns.key_file().display().to_string()
     )
 }

@@ -8,4 +8,5 @@ pub mod dns_primary;
 pub mod dns_secondary;
 pub mod dnsmasq;
 pub mod grpc_health;
+pub mod link;
 pub mod pdns;

@@ -13,7 +13,8 @@ use crate::harness::{loopback_ip, LIMIT};
 
 const SCHEMA: &str = "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql";
 pub const DNS_PORT: u16 = 5300;
-const API_PORT: u16 = 8081;
+/// The HTTP API's port.
+pub const API_PORT: u16 = 8081;
 
 /// A running `pdns_server`; killed on drop.
 pub struct PdnsServer {
