@@ -2,8 +2,40 @@
 //! has none there): to the nearest location that has one up (PowerDNS `pickclosest`'s
 //! idea, gdnsd's `auto_dc_coords`), by great-circle distance from the client's coordinates
 //! (a GeoIP City database's) or its country's centre, to each location's country centre
-//! from the `keshvar` country dataset. Locations without coordinates (custom labels) get
-//! no stand-in: their clients get the tenant's `default_geo`.
+//! from the `keshvar` country dataset. Locations without coordinates (custom labels,
+//! continents) get no stand-in: their clients get the tenant's `default_geo`.
+//!
+//! A location may be a continent, written as Kuadrant writes it: `GEO-EU` (two-letter
+//! continent codes alone are also country codes: `AS`, `NA`, `SA`, `AF`). A client is of
+//! its country's continent when the tenant has no location for the country itself.
+
+/// The continents a location can name, as `GEO-<code>`: Route53's continent codes.
+pub const CONTINENTS: [&str; 7] = ["AF", "AN", "AS", "EU", "NA", "OC", "SA"];
+
+/// The prefix of a continent location.
+pub const CONTINENT_PREFIX: &str = "GEO-";
+
+/// The continent code a location names (`GEO-EU` -> `EU`), if it names one.
+pub fn continent_of_label(geo: &str) -> Option<&str> {
+    geo.strip_prefix(CONTINENT_PREFIX)
+        .filter(|c| CONTINENTS.contains(c))
+}
+
+/// The continent location of a country location (`FR` or `US-CA` -> `GEO-EU`, `GEO-NA`).
+pub fn continent_label(geo: &str) -> Option<&'static str> {
+    use keshvar::Continent;
+    let country = geo.split('-').next()?.to_ascii_uppercase();
+    let alpha2 = keshvar::Alpha2::try_from(country.as_str()).ok()?;
+    Some(match alpha2.to_country().continent() {
+        Continent::Africa => "GEO-AF",
+        Continent::Antarctica => "GEO-AN",
+        Continent::Asia => "GEO-AS",
+        Continent::Australia => "GEO-OC",
+        Continent::Europe => "GEO-EU",
+        Continent::NorthAmerica => "GEO-NA",
+        Continent::SouthAmerica => "GEO-SA",
+    })
+}
 
 /// The location answering clients of `geo` (whose addresses are all down): the nearest of
 /// `up`, if `geo` is a country (`IE`, or a subdivision such as `US-CA`, placed at its
@@ -60,6 +92,22 @@ mod tests {
         assert_eq!(nearest((40.7, -74.0), ["DE", "US"]), Some("US"));
         assert_eq!(nearest((52.2, 21.0), ["DE", "US", "eu-west"]), Some("DE"));
         assert_eq!(nearest((0.0, 0.0), ["eu-west"]), None);
+    }
+
+    #[test]
+    fn countries_belong_to_their_continent_and_only_geo_labels_name_one() {
+        assert_eq!(continent_label("FR"), Some("GEO-EU"));
+        assert_eq!(continent_label("US-CA"), Some("GEO-NA"));
+        assert_eq!(continent_label("nz"), Some("GEO-OC"));
+        assert_eq!(continent_label("eu-west"), None);
+        assert_eq!(continent_of_label("GEO-SA"), Some("SA"));
+        assert_eq!(continent_of_label("SA"), None, "Saudi Arabia");
+        assert_eq!(continent_of_label("GEO-XX"), None);
+        assert_eq!(
+            stand_in("GEO-EU", ["DE"]),
+            None,
+            "no coordinates for a continent"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The ownership mark of zone-writing sinks (Route53, RFC 2136): a name is ours only with
+//! The ownership mark of zone-writing sinks (Route53, RFC 2136, Cloudflare, Cloud DNS,
+//! Azure DNS): a name is ours only with
 //! the TXT record `_health-orchestrator.<name>` = `heritage=health-orchestrator,owner=<owner_id>`
 //! (how external-dns guards names). Records at a name without it, or with another owner's,
 //! are never changed or deleted.
@@ -13,6 +14,26 @@ pub const OWNER_TTL: u32 = 300;
 /// The mark's text (unquoted) for `owner_id`.
 pub fn mark_text(owner_id: &str) -> String {
     format!("heritage=health-orchestrator,owner={owner_id}")
+}
+
+/// A tenant's result once its names are planned: an error naming the `foreign` names left
+/// alone (someone else's), else changed or not.
+pub fn outcome(
+    foreign: &[String],
+    changes: bool,
+) -> Result<ho_engine::sink::Applied, ho_engine::sink::SinkError> {
+    use ho_engine::sink::{Applied, SinkError};
+    if !foreign.is_empty() {
+        return Err(SinkError::permanent(format!(
+            "left alone because they hold records without this orchestrator's ownership mark (TXT {OWNER_PREFIX}<name>) or with another owner's: {}",
+            foreign.join(", ")
+        )));
+    }
+    Ok(if changes {
+        Applied::Changed
+    } else {
+        Applied::Unchanged
+    })
 }
 
 /// The owner a TXT value names (quoted or not), if it is one of our marks.

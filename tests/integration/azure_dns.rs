@@ -198,44 +198,25 @@ async fn reports_round_trip_through_txt_sets() {
 async fn tenants_changing_at_once_share_listings() {
     let dir = tempfile::tempdir().unwrap();
     let server = AzureDns::start("tenant-a.io").await;
-    let mut gws = gateways(31);
-    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>()).with(&format!(
+    let table = format!(
         "[sinks.az]\n{}timeout = \"1s\"\nmax_requests_per_second = 50.0\n",
         sink_keys(&server, dir.path())
-    ));
-    for t in 1..=30 {
-        config = config.with(&format!(
-            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.tenant-a.io\"]\nendpoints = [\"gw-1\", \"gw-{}\"]\nsinks = [\"az\"]\n",
-            t + 1
-        ));
-    }
-    let engine = start_engine(dir.path(), &config.render()).await;
-    let all_written = |want: usize| {
-        (1..=30).all(|t| {
-            server
-                .addresses(&format!("t{t}.tenant-a.io"))
-                .is_some_and(|a| a.len() == want)
-        })
-    };
-    eventually("every tenant written", || all_written(2)).await;
-    let (pages, writes) = (
-        server.pages.load(Ordering::Relaxed),
-        server.writes.load(Ordering::Relaxed),
     );
-    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
-    eventually("gw-1 withdrawn from every tenant", || all_written(1)).await;
-    let pages = server.pages.load(Ordering::Relaxed) - pages;
-    let writes = server.writes.load(Ordering::Relaxed) - writes;
+    let load = |c: &std::sync::atomic::AtomicUsize| c.load(Ordering::Relaxed);
+    let [pages, writes] = thirty_tenants_lose_a_shared_gateway(
+        &table,
+        "az",
+        "tenant-a.io",
+        "",
+        |name| server.addresses(name),
+        || [load(&server.pages), load(&server.writes)],
+    )
+    .await;
     println!("30 tenants changing at once: {pages} listing pages, {writes} set writes");
     assert!(pages <= 5, "{pages} listing pages for 30 tenants");
     assert!(
         (30..=35).contains(&writes),
         "one write per changed set: {writes}"
     );
-    assert_eq!(
-        server.tokens_issued.load(Ordering::Relaxed),
-        1,
-        "the token is kept"
-    );
-    drop(engine);
+    assert_eq!(load(&server.tokens_issued), 1, "the token is kept");
 }

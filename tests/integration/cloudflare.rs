@@ -162,36 +162,19 @@ async fn tenants_changing_at_once_share_rounds() {
     let server = Cloudflare::start("tenant-a.io").await;
     let token = dir.path().join("token");
     std::fs::write(&token, TOKEN).unwrap();
-    let mut gws = gateways(31);
-    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
-        .with(&sink_table(&server, &token, "tenant-a.io"));
-    for t in 1..=30 {
-        config = config.with(&format!(
-            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.tenant-a.io\"]\nendpoints = [\"gw-1\", \"gw-{}\"]\nsinks = [\"cf\"]\nttl = \"60s\"\n",
-            t + 1
-        ));
-    }
-    let engine = start_engine(dir.path(), &config.render()).await;
-    let all_written = |want: usize| {
-        (1..=30).all(|t| {
-            server
-                .addresses(&format!("t{t}.tenant-a.io"))
-                .is_some_and(|a| a.len() == want)
-        })
-    };
-    eventually("every tenant written", || all_written(2)).await;
-    let (lists, batches) = (
-        server.lists.load(std::sync::atomic::Ordering::Relaxed),
-        server.batches.load(std::sync::atomic::Ordering::Relaxed),
-    );
-    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
-    eventually("gw-1 withdrawn from every tenant", || all_written(1)).await;
-    let lists = server.lists.load(std::sync::atomic::Ordering::Relaxed) - lists;
-    let batches = server.batches.load(std::sync::atomic::Ordering::Relaxed) - batches;
+    let load = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::Relaxed);
+    let [lists, batches] = thirty_tenants_lose_a_shared_gateway(
+        &sink_table(&server, &token, "tenant-a.io"),
+        "cf",
+        "tenant-a.io",
+        "ttl = \"60s\"\n",
+        |name| server.addresses(name),
+        || [load(&server.lists), load(&server.batches)],
+    )
+    .await;
     println!("30 tenants changing at once: {lists} listings, {batches} batches");
     assert!(
         lists <= 5 && batches <= 5,
         "{lists} listings and {batches} batches for 30 tenants"
     );
-    drop(engine);
 }

@@ -193,41 +193,20 @@ async fn tenants_changing_at_once_share_rounds() {
     let dir = tempfile::tempdir().unwrap();
     let server = GoogleDns::start("tenant-a.io").await;
     let key = server.key_file(dir.path());
-    let mut gws = gateways(31);
-    let mut config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
-        .with(&sink_table(&server, Some(&key)));
-    for t in 1..=30 {
-        config = config.with(&format!(
-            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.tenant-a.io\"]\nendpoints = [\"gw-1\", \"gw-{}\"]\nsinks = [\"gc\"]\n",
-            t + 1
-        ));
-    }
-    let engine = start_engine(dir.path(), &config.render()).await;
-    let all_written = |want: usize| {
-        (1..=30).all(|t| {
-            server
-                .addresses(&format!("t{t}.tenant-a.io"))
-                .is_some_and(|a| a.len() == want)
-        })
-    };
-    eventually("every tenant written", || all_written(2)).await;
-    let (lists, changes) = (
-        server.lists.load(Ordering::Relaxed),
-        server.changes.load(Ordering::Relaxed),
-    );
-    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
-    eventually("gw-1 withdrawn from every tenant", || all_written(1)).await;
-    let lists = server.lists.load(Ordering::Relaxed) - lists;
-    let changes = server.changes.load(Ordering::Relaxed) - changes;
+    let load = |c: &std::sync::atomic::AtomicUsize| c.load(Ordering::Relaxed);
+    let [lists, changes] = thirty_tenants_lose_a_shared_gateway(
+        &sink_table(&server, Some(&key)),
+        "gc",
+        "tenant-a.io",
+        "",
+        |name| server.addresses(name),
+        || [load(&server.lists), load(&server.changes)],
+    )
+    .await;
     println!("30 tenants changing at once: {lists} listings, {changes} changes");
     assert!(
         lists <= 5 && changes <= 5,
         "{lists} listings and {changes} changes for 30 tenants"
     );
-    assert_eq!(
-        server.tokens_issued.load(Ordering::Relaxed),
-        1,
-        "the token is kept"
-    );
-    drop(engine);
+    assert_eq!(load(&server.tokens_issued), 1, "the token is kept");
 }

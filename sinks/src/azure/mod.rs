@@ -268,11 +268,11 @@ impl Inner {
                 continue;
             }
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let mut result = if planned.ops.is_empty() {
-                Ok(Applied::Unchanged)
+            let mut result = Ok(if planned.ops.is_empty() {
+                Applied::Unchanged
             } else {
-                Ok(Applied::Changed)
-            };
+                Applied::Changed
+            });
             for op in &planned.ops {
                 if let Err(e) = self.apply_op(op).await {
                     if e.throttled {
@@ -282,12 +282,8 @@ impl Inner {
                     break;
                 }
             }
-            if result.is_ok() && !planned.foreign.is_empty() {
-                result = Err(SinkError::permanent(format!(
-                    "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
-                    crate::ownership::OWNER_PREFIX,
-                    planned.foreign.join(", ")
-                )));
+            if result.is_ok() {
+                result = crate::ownership::outcome(&planned.foreign, !planned.ops.is_empty());
             }
             results.insert(tenant.clone(), result);
         }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ho_config::TlsCheck;
 use ho_engine::multi_cluster::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
 use http_body_util::Full;
@@ -226,17 +226,7 @@ impl Inner {
         let mut groups = Vec::new();
         for (tenant, snapshot) in round {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let result = if !planned.foreign.is_empty() {
-                Err(SinkError::permanent(format!(
-                    "left alone because they hold records without this orchestrator's ownership mark (TXT {}<name>) or with another owner's: {}",
-                    crate::ownership::OWNER_PREFIX,
-                    planned.foreign.join(", ")
-                )))
-            } else if planned.batch.is_empty() {
-                Ok(Applied::Unchanged)
-            } else {
-                Ok(Applied::Changed)
-            };
+            let result = crate::ownership::outcome(&planned.foreign, !planned.batch.is_empty());
             results.insert(tenant.clone(), result);
             if !planned.batch.is_empty() {
                 groups.push((tenant.clone(), planned.batch));

@@ -26,7 +26,7 @@ use super::reports::{report_question, Shelf};
 use super::transfer::journal::Address;
 use super::transfer::tsig::{self, Check};
 use super::transfer::{self as xfr, Transfers};
-use crate::geo_fallback::nearest;
+use crate::geo_fallback::{continent_label, nearest};
 
 /// A zone the server is authoritative for.
 struct Zone {
@@ -637,6 +637,10 @@ impl Authority {
                     })
                 };
                 let mut chosen = of(here.geo.as_deref());
+                if chosen.is_empty() {
+                    // The client's continent, when the tenant has a location for it.
+                    chosen = of(here.geo.as_deref().and_then(continent_label));
+                }
                 if chosen.is_empty() {
                     // No endpoint up where the client is (down, or none there): the
                     // nearest location that has one.

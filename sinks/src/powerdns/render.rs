@@ -96,12 +96,22 @@ fn geo_expression(
         .and_then(|g| by_geo.get(g))
         .map_or_else(|| answer(list), |group| answer(group));
     let mut code = String::from(";");
-    for (geo, group) in &by_geo {
-        if geo.is_empty() {
-            continue;
-        }
+    // Countries first, then continents (`GEO-EU`: PowerDNS's `continent()`), so a
+    // country's own location wins over its continent's.
+    let (continents, countries): (Vec<_>, Vec<_>) = by_geo
+        .iter()
+        .filter(|(geo, _)| !geo.is_empty())
+        .partition(|(geo, _)| crate::geo_fallback::continent_of_label(geo).is_some());
+    for (geo, group) in countries {
         code.push_str(&format!(
             "if country('{geo}') then return {} end ",
+            answer(group)
+        ));
+    }
+    for (geo, group) in continents {
+        let continent = crate::geo_fallback::continent_of_label(geo).unwrap_or_default();
+        code.push_str(&format!(
+            "if continent('{continent}') then return {} end ",
             answer(group)
         ));
     }
@@ -184,6 +194,24 @@ mod tests {
         assert_eq!(
             wanted(&s, true)[2].1,
             vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('IE') then return {'10.0.0.1'} end return {'10.0.0.1'}\"".to_string()]
+        );
+    }
+
+    /// A continent location (`GEO-EU`) answers with PowerDNS's `continent()`, after every
+    /// country, so a country's own location wins over its continent's.
+    #[test]
+    fn continents_are_asked_after_countries() {
+        let s = snapshot(
+            RoutingPolicy::Geo,
+            &[
+                ("10.0.0.1", 1, "IE"),
+                ("10.0.0.2", 1, "GEO-EU"),
+                ("10.0.0.3", 1, "US"),
+            ],
+        );
+        assert_eq!(
+            wanted(&s, true)[2].1,
+            vec!["A \";if country('IE') then return {'10.0.0.1'} end if country('US') then return {'10.0.0.3'} end if continent('EU') then return {'10.0.0.2'} end return {'10.0.0.1'}\"".to_string()]
         );
     }
 

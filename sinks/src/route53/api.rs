@@ -126,6 +126,7 @@ pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
                 country: country.to_string(),
                 subdivision: geo.subdivision_code().map(str::to_string),
             }),
+            (None, Some(continent)) => Routing::Geo(Location::Continent(continent.to_string())),
             _ => Routing::Other,
         }
     } else if set.multi_value_answer() == Some(true) {
@@ -189,6 +190,9 @@ pub fn to_sdk(set: &RecordSet, zone_id: &str) -> ResourceRecordSet {
         Routing::Weighted(w) => b.weight(*w),
         Routing::Geo(Location::Default) => {
             b.geo_location(GeoLocation::builder().country_code("*").build())
+        }
+        Routing::Geo(Location::Continent(code)) => {
+            b.geo_location(GeoLocation::builder().continent_code(code).build())
         }
         Routing::Geo(Location::Country {
             country,
@@ -260,4 +264,38 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the sink writes reads back as the same record set: continents and aliases too
+    /// (an alias has no TTL and no values on the wire).
+    #[test]
+    fn continents_and_aliases_survive_the_sdk_form() {
+        let continent = RecordSet {
+            name: "api.example.org.".into(),
+            rtype: "A".into(),
+            set_id: Some("GEO-EU".into()),
+            routing: Routing::Geo(Location::Continent("EU".into())),
+            ttl: 30,
+            values: vec!["192.0.2.1".into()],
+            alias: None,
+        };
+        let alias = RecordSet {
+            set_id: Some("IE".into()),
+            routing: Routing::Geo(Location::Country {
+                country: "IE".into(),
+                subdivision: None,
+            }),
+            ttl: 0,
+            values: Vec::new(),
+            alias: Some("ie._weighted.api.example.org.".into()),
+            ..continent.clone()
+        };
+        for set in [continent, alias] {
+            assert_eq!(from_sdk(&to_sdk(&set, "Z0123")), set);
+        }
+    }
 }

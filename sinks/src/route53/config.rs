@@ -167,7 +167,7 @@ impl SinkSpec for Route53Config {
         if geo {
             for (i, ep) in &tenant.endpoints {
                 if let Some(g) = ep.labels.get("geo").filter(|g| !is_location(g)) {
-                    push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, or a US state such as US-CA)"));
+                    push(format!("endpoints[{i}].labels.geo"), format!("\"{g}\" is not a Route53 location for sink \"{sink}\" (an ISO country code such as DE, a US state such as US-CA, or a continent such as GEO-EU)"));
                 }
             }
         }
@@ -177,8 +177,11 @@ impl SinkSpec for Route53Config {
     }
 }
 
-/// An ISO 3166 country code, or a US state as `US-XX`.
+/// An ISO 3166 country code, a US state as `US-XX`, or a continent as `GEO-EU`.
 fn is_location(g: &str) -> bool {
+    if crate::geo_fallback::continent_of_label(g).is_some() {
+        return true;
+    }
     let (country, sub) = g.split_once('-').unwrap_or((g, ""));
     country.len() == 2
         && country.chars().all(|c| c.is_ascii_uppercase())

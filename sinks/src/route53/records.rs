@@ -52,11 +52,16 @@ pub enum Location {
         /// e.g. `CA` for `US-CA`.
         subdivision: Option<String>,
     },
+    /// A continent (`GEO-EU`): clients of a country without a location of its own.
+    Continent(String),
 }
 
 impl Location {
     /// Reads an endpoint's `geo` label (validated with the config).
     pub fn from_label(label: &str) -> Location {
+        if let Some(code) = crate::geo_fallback::continent_of_label(label) {
+            return Location::Continent(code.to_string());
+        }
         match label.split_once('-') {
             Some((country, sub)) => Location::Country {
                 country: country.to_string(),
@@ -401,6 +406,22 @@ mod tests {
             (ie_alias.ttl, ie_alias.values.len()),
             (0, 0),
             "an alias has neither"
+        );
+    }
+
+    #[test]
+    fn a_continent_label_is_a_continent_location() {
+        let s = snapshot(
+            RoutingPolicy::Geo,
+            &[
+                ("gw-1", "10.0.0.1", 1, "GEO-EU"),
+                ("gw-2", "10.0.0.2", 1, "IE"),
+            ],
+        );
+        let d = desired(&s, RecordStyle::Simple);
+        assert_eq!(
+            summary(&d["api.example.org."])[0],
+            "A GEO-EU Geo(Continent(\"EU\")) [\"10.0.0.1\"] 30"
         );
     }
 

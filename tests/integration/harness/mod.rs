@@ -6,6 +6,7 @@ mod config;
 mod net;
 mod pki;
 mod probe;
+mod rounds;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use config::{Check, TestConfig};
 pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};
 pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
+pub use rounds::thirty_tenants_lose_a_shared_gateway;
 
 /// Longest any test waits for a condition; tests normally finish far sooner.
 pub const LIMIT: Duration = Duration::from_secs(10);

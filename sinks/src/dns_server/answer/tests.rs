@@ -363,6 +363,37 @@ fn weights_inside_a_geo_draw_one_address_of_the_clients_location() {
     heavy_count(&a, "10.1.0.9", Some("192.0.2.3"));
 }
 
+/// A client of a country the tenant has no location for gets its continent's location
+/// (`GEO-EU`, as Kuadrant writes continents) before the nearest one or the default.
+#[test]
+fn clients_of_a_country_without_a_location_get_their_continents() {
+    let mut records = Records::default();
+    records.publish(&TenantSnapshot {
+        default_geo: Some("US".into()),
+        ..TenantSnapshot::healthy(
+            "t",
+            &["api.a.example.org"],
+            RoutingPolicy::Geo,
+            vec![
+                address("192.0.2.1", 1, "US"),
+                address("192.0.2.2", 1, "GEO-EU"),
+            ],
+        )
+    });
+    let a = Authority::new(&config(), records).unwrap();
+    let irish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.1.0.9");
+    assert_eq!(
+        addresses(&irish),
+        vec!["192.0.2.2".parse::<IpAddr>().unwrap()]
+    );
+    let unknown = ask(&a, "api.a.example.org.", RecordType::A);
+    assert_eq!(
+        addresses(&unknown),
+        vec!["192.0.2.1".parse::<IpAddr>().unwrap()],
+        "no location: default_geo"
+    );
+}
+
 /// A `geo` tenant with US and GB up (IE, one of its locations, down), `default_geo` US,
 /// answered with `cfg`.
 fn us_and_gb_up(cfg: &DnsServerConfig) -> Authority {
