@@ -48,11 +48,15 @@ struct State {
     entries: BTreeMap<String, Entry>,
 }
 
-/// The host names of the running plan and their addresses; clones share them.
+/// The host names of the running plan and their addresses; clones share them. The
+/// refresher ([`Hosts::follow`]) holds them weakly: it stops once the engine drops its
+/// clone, and the addresses' channel closes with it.
 #[derive(Clone)]
-pub(crate) struct Hosts {
-    state: Arc<Mutex<State>>,
-    resolved: Arc<watch::Sender<Resolved>>,
+pub(crate) struct Hosts(Arc<Shared>);
+
+struct Shared {
+    state: Mutex<State>,
+    resolved: watch::Sender<Resolved>,
     metrics: Arc<Metrics>,
 }
 
@@ -60,15 +64,15 @@ impl Hosts {
     /// No names yet; the receiver sees every change of addresses.
     pub(crate) fn new(metrics: Arc<Metrics>) -> (Hosts, watch::Receiver<Resolved>) {
         let (tx, rx) = watch::channel(Resolved::new());
-        let hosts = Hosts {
-            state: Arc::new(Mutex::new(State {
+        let hosts = Hosts(Arc::new(Shared {
+            state: Mutex::new(State {
                 settings: ResolverConfig::default(),
                 servers: Vec::new(),
                 entries: BTreeMap::new(),
-            })),
-            resolved: Arc::new(tx),
+            }),
+            resolved: tx,
             metrics,
-        };
+        }));
         (hosts, rx)
     }
 
@@ -82,7 +86,7 @@ impl Hosts {
             _ => lookup::system_servers().map_err(EngineError::Host)?,
         };
         let new: Vec<String> = {
-            let state = self.state.lock().expect("not poisoned");
+            let state = self.0.state.lock().expect("not poisoned");
             names
                 .iter()
                 .filter(|n| !state.entries.contains_key(**n))
@@ -100,7 +104,8 @@ impl Hosts {
             match result {
                 Ok(found) => added.push((name, found)),
                 Err(e) => {
-                    self.metrics
+                    self.0
+                        .metrics
                         .host_lookups
                         .get_or_create(&ResultLabel { result: "failed" })
                         .inc();
@@ -115,7 +120,7 @@ impl Hosts {
                 }
             }
         }
-        let mut state = self.state.lock().expect("not poisoned");
+        let mut state = self.0.state.lock().expect("not poisoned");
         state.settings = plan.resolver.clone();
         state.servers = servers;
         state
@@ -123,7 +128,8 @@ impl Hosts {
             .retain(|name, _| names.contains(name.as_str()));
         let now = Instant::now();
         for (name, found) in added {
-            self.metrics
+            self.0
+                .metrics
                 .host_lookups
                 .get_or_create(&ResultLabel { result: "changed" })
                 .inc();
@@ -139,23 +145,32 @@ impl Hosts {
             );
         }
         let resolved = resolved_of(&state);
-        self.resolved
+        self.0
+            .resolved
             .send_if_modified(|r| replace_if_changed(r, &resolved));
         Ok(resolved)
     }
 
-    /// Looks names up again as they fall due, until nothing follows the addresses.
-    pub(crate) fn follow(self) {
+    /// Looks names up again as they fall due, until the engine drops its clone.
+    pub(crate) fn follow(&self) {
+        let weak = Arc::downgrade(&self.0);
         actix::spawn(async move {
-            while !self.resolved.is_closed() {
-                tokio::time::sleep(LOOK_EVERY.min(self.until_next())).await;
-                self.refresh_due().await;
+            loop {
+                let wait = match weak.upgrade() {
+                    Some(shared) => LOOK_EVERY.min(Hosts(shared).until_next()),
+                    None => return,
+                };
+                tokio::time::sleep(wait).await;
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                Hosts(shared).refresh_due().await;
             }
         });
     }
 
     fn until_next(&self) -> Duration {
-        let state = self.state.lock().expect("not poisoned");
+        let state = self.0.state.lock().expect("not poisoned");
         let next = state.entries.values().map(|e| e.due).min();
         next.map_or(LOOK_EVERY, |due| {
             due.saturating_duration_since(Instant::now())
@@ -165,7 +180,7 @@ impl Hosts {
     /// Looks up every name that is due; announces new addresses.
     async fn refresh_due(&self) {
         let (due, servers, timeout) = {
-            let state = self.state.lock().expect("not poisoned");
+            let state = self.0.state.lock().expect("not poisoned");
             let now = Instant::now();
             let due: Vec<String> = state
                 .entries
@@ -183,7 +198,7 @@ impl Hosts {
                 .map(|name| lookup::lookup(name, &servers, timeout)),
         )
         .await;
-        let mut state = self.state.lock().expect("not poisoned");
+        let mut state = self.0.state.lock().expect("not poisoned");
         let settings = state.settings.clone();
         let now = Instant::now();
         for (name, result) in due.into_iter().zip(found) {
@@ -214,7 +229,8 @@ impl Hosts {
                     "failed"
                 }
             };
-            self.metrics
+            self.0
+                .metrics
                 .host_lookups
                 .get_or_create(&ResultLabel {
                     result: result_label,
@@ -222,7 +238,8 @@ impl Hosts {
                 .inc();
         }
         let resolved = resolved_of(&state);
-        self.resolved
+        self.0
+            .resolved
             .send_if_modified(|r| replace_if_changed(r, &resolved));
     }
 }
