@@ -115,3 +115,48 @@ async fn bind_a_wrong_key_is_a_clear_error() {
 async fn knot_a_wrong_key_is_a_clear_error() {
     a_wrong_key_is_a_clear_error(Flavor::Knot).await;
 }
+
+/// Queries pipelined on one connection (as the `dns_server` reports are asked of a peer)
+/// each get their own answer from real BIND 9, signed with the key and in the order asked,
+/// whatever order the server answers in.
+#[actix_rt::test]
+async fn pipelined_signed_queries_each_get_their_answer() {
+    use hickory_proto::rr::{Name, RData, RecordType};
+    let primary = Primary::start(Flavor::Bind).await;
+    primary.nsupdate(
+        "update add a.tenant-a.io. 60 A 192.0.2.1\nupdate add b.tenant-a.io. 60 A 192.0.2.2\nsend\n",
+    );
+    let tsig = ho_sinks::rfc2136::config::TsigConfig {
+        name: KEY.into(),
+        algorithm: "hmac-sha256".into(),
+        secret_file: primary.key_file(),
+    };
+    let key = ho_sinks::rfc2136::load_signer(&tsig).unwrap();
+    let mut conn = ho_sinks::rfc2136::client::Connection::open(
+        primary.addr,
+        std::time::Duration::from_secs(2),
+    )
+    .await
+    .unwrap();
+    let names: Vec<Name> = ["b.tenant-a.io.", "none.tenant-a.io.", "a.tenant-a.io."]
+        .iter()
+        .map(|n| Name::from_ascii(n).unwrap())
+        .collect();
+    let answers = conn
+        .query_all(&names, RecordType::A, Some(&key))
+        .await
+        .unwrap();
+    let got: Vec<Vec<String>> = answers
+        .iter()
+        .map(|m| {
+            m.answers
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::A(a) => Some(a.0.to_string()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(got, [vec!["192.0.2.2"], vec![], vec!["192.0.2.1"]]);
+}

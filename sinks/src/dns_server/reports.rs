@@ -2,7 +2,8 @@
 //! themselves the zone's name servers vote with no provider in between (seed 001's
 //! shape). Each cluster's server holds its own reports and answers them to its peers;
 //! each round, a cluster asks every peer for its reports over TCP with TSIG-signed
-//! queries, and checks that every answer is signed with the same key.
+//! queries (all of a round's on one connection at once, so a far peer costs one round
+//! trip), and checks that every answer is signed with the same key.
 //!
 //! A peer answers `TXT _ho-report.<domain>` with its own cluster's report for that
 //! tenant (and `TXT <cluster>._ho-report.<domain>` too, for an operator with `dig -y`);
@@ -158,24 +159,26 @@ impl DnsReports {
 }
 
 impl Peers {
-    /// Every report `peer` holds under `suffixes`, in one connection: (suffix, what it
-    /// answered, `None` for no report).
+    /// Every report `peer` holds under `suffixes`, asked at once on one connection:
+    /// (suffix, what it answered, `None` for no report).
     async fn ask(&self, peer: SocketAddr, suffixes: &[String]) -> Result<Answered, String> {
+        let names = suffixes
+            .iter()
+            .map(|s| Name::from_ascii(format!("{}.", &s[1..])).map_err(|e| format!("{s}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
         let exchange = async {
             let mut conn = Connection::open(peer, self.timeout)
                 .await
                 .map_err(|e| e.message)?;
-            let mut found = Vec::with_capacity(suffixes.len());
-            for suffix in suffixes {
-                let name = Name::from_ascii(format!("{}.", &suffix[1..]))
-                    .map_err(|e| format!("{suffix}: {e}"))?;
-                let answer = conn
-                    .query_signed(&name, RecordType::TXT, Some(&self.key))
-                    .await
-                    .map_err(|e| e.message)?;
-                found.push((suffix.clone(), texts(&answer)));
-            }
-            Ok(found)
+            let answers = conn
+                .query_all(&names, RecordType::TXT, Some(&self.key))
+                .await
+                .map_err(|e| e.message)?;
+            Ok(suffixes
+                .iter()
+                .cloned()
+                .zip(answers.iter().map(texts))
+                .collect())
         };
         tokio::time::timeout(self.timeout, exchange)
             .await

@@ -48,7 +48,7 @@ struct Inner {
 
 /// The key in `tsig.secret_file`: a bare base64 secret, or the `secret "..."` of a BIND key
 /// statement. Errors name the file, never the content.
-pub(crate) fn load_signer(tsig: &TsigConfig) -> Result<TSigner, String> {
+pub fn load_signer(tsig: &TsigConfig) -> Result<TSigner, String> {
     let path = tsig.secret_file.display();
     let text = Secret::load(Some(&tsig.secret_file), None)
         .map_err(|e| format!("tsig.secret_file: {e}"))?;
