@@ -21,9 +21,29 @@ pub type RoundFuture<'a> =
 
 /// Writes one round: every waiting tenant's latest snapshot, by tenant name.
 pub trait RoundWriter: Send {
-    /// Writes `round`; a tenant missing from the results is unchanged.
-    fn write<'a>(&'a mut self, round: &'a BTreeMap<String, Arc<TenantSnapshot>>)
-        -> RoundFuture<'a>;
+    /// Writes `round`; a tenant missing from the results is unchanged. A writer whose
+    /// tenants are written one after another (no batch) hands each tenant's result to
+    /// `done` as soon as it has it, so the tenant is not reported written only when the
+    /// whole round ends.
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        done: &'a mut Done,
+    ) -> RoundFuture<'a>;
+}
+
+/// The tenants of the round running whose result is not told yet.
+pub struct Done(BTreeMap<String, Waiting>);
+
+impl Done {
+    /// Tells `tenant`'s waiting writes their result now.
+    pub fn tell(&mut self, tenant: &str, result: &Result<Applied, SinkError>) {
+        if let Some(waiting) = self.0.remove(tenant) {
+            for reply in waiting.replies {
+                let _ = reply.send(result.clone());
+            }
+        }
+    }
 }
 
 /// The tenants waiting for the next round, and the writer whose turn it is.
@@ -51,8 +71,16 @@ impl<W: RoundWriter> Rounds<W> {
     pub async fn apply(&self, snapshot: Arc<TenantSnapshot>) -> Result<Applied, SinkError> {
         let mut reply = self.enqueue(snapshot);
         // Whoever holds the writer runs a round for everyone waiting, ours included unless a
-        // running round already took it; then its result is there once the writer is free.
-        let mut writer = self.writer.lock().await;
+        // running round already took it; its result may come while that round still runs.
+        let cancelled = || {
+            Err(SinkError::retriable(
+                "the round writing this tenant was cancelled",
+            ))
+        };
+        let mut writer = tokio::select! {
+            told = &mut reply => return told.unwrap_or_else(|_| cancelled()),
+            writer = self.writer.lock() => writer,
+        };
         if let Ok(result) = reply.try_recv() {
             return result;
         }
@@ -61,27 +89,26 @@ impl<W: RoundWriter> Rounds<W> {
             .iter()
             .map(|(t, w)| (t.clone(), w.snapshot.clone()))
             .collect();
-        let results = match writer.write(&snapshots).await {
+        let mut done = Done(round);
+        let results = match writer.write(&snapshots, &mut done).await {
             Ok(results) => results,
-            Err(e) => round.keys().map(|t| (t.clone(), Err(e.clone()))).collect(),
+            Err(e) => snapshots
+                .keys()
+                .map(|t| (t.clone(), Err(e.clone())))
+                .collect(),
         };
         // Told before the writer is free: a tenant of this round that gets the writer next
         // finds its result instead of running an empty round.
-        for (tenant, waiting) in round {
+        let untold: Vec<String> = done.0.keys().cloned().collect();
+        for tenant in untold {
             let result = results
                 .get(&tenant)
                 .cloned()
                 .unwrap_or(Ok(Applied::Unchanged));
-            for reply in waiting.replies {
-                let _ = reply.send(result.clone());
-            }
+            done.tell(&tenant, &result);
         }
         drop(writer);
-        reply.await.unwrap_or_else(|_| {
-            Err(SinkError::retriable(
-                "the round writing this tenant was cancelled",
-            ))
-        })
+        reply.await.unwrap_or_else(|_| cancelled())
     }
 
     /// The writer, once no round runs (for the report store, whose requests share its
@@ -146,4 +173,58 @@ pub fn pack<B: Packable>(groups: Vec<(String, B)>, max: usize) -> Vec<(Vec<Strin
         out.push(current);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ho_config::RoutingPolicy;
+    use tokio::sync::Notify;
+
+    /// Tells each tenant as it goes, and holds the round open until told to finish.
+    struct OneByOne(Arc<Notify>);
+
+    impl RoundWriter for OneByOne {
+        fn write<'a>(
+            &'a mut self,
+            round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+            done: &'a mut Done,
+        ) -> RoundFuture<'a> {
+            Box::pin(async move {
+                for tenant in round.keys() {
+                    done.tell(tenant, &Ok(Applied::Changed));
+                }
+                self.0.notified().await;
+                Ok(BTreeMap::new())
+            })
+        }
+    }
+
+    fn snapshot(tenant: &str) -> Arc<TenantSnapshot> {
+        Arc::new(TenantSnapshot::healthy(
+            tenant,
+            &["a.example.org"],
+            RoutingPolicy::All,
+            Vec::new(),
+        ))
+    }
+
+    /// A tenant told its result has it while its round still runs (the caller running the
+    /// round gets its own when the round ends).
+    #[tokio::test]
+    async fn a_tenant_told_early_does_not_wait_for_the_round() {
+        let finish = Arc::new(Notify::new());
+        let rounds = Arc::new(Rounds::new(OneByOne(finish.clone())));
+        let b = rounds.enqueue(snapshot("b"));
+        let r = rounds.clone();
+        let runner = tokio::spawn(async move { r.apply(snapshot("a")).await });
+        let told = tokio::time::timeout(std::time::Duration::from_secs(5), b)
+            .await
+            .expect("b told before the round ends")
+            .unwrap();
+        assert_eq!(told, Ok(Applied::Changed));
+        assert!(!runner.is_finished(), "the round still runs");
+        finish.notify_one();
+        assert_eq!(runner.await.unwrap(), Ok(Applied::Changed));
+    }
 }

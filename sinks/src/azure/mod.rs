@@ -37,7 +37,7 @@ use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
 use crate::http::{error_for, Answer, HttpClient};
-use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 
 /// Writes tenants' records into one Azure DNS zone.
 pub struct AzureDnsSink {
@@ -253,10 +253,12 @@ impl Inner {
         }
     }
 
-    /// One round: a listing, then each tenant's set changes; each tenant's result.
+    /// One round: a listing, then each tenant's set changes, each tenant told its result
+    /// (`done`) as soon as its sets are written.
     async fn write_round(
         &mut self,
         round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
         self.check_zone().await?;
         let zone = self.list().await?;
@@ -285,6 +287,7 @@ impl Inner {
             if result.is_ok() {
                 result = crate::ownership::outcome(&planned.foreign, !planned.ops.is_empty());
             }
+            done.tell(tenant, &result);
             results.insert(tenant.clone(), result);
         }
         Ok(results)
@@ -295,7 +298,8 @@ impl RoundWriter for Inner {
     fn write<'a>(
         &'a mut self,
         round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        done: &'a mut Done,
     ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
+        Box::pin(self.write_round(round, done))
     }
 }

@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{error_for, HttpClient};
-use crate::rounds::{Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use crate::secret::Secret;
 
 /// Writes tenants' records into one Cloudflare zone.
@@ -251,6 +251,7 @@ impl RoundWriter for Inner {
     fn write<'a>(
         &'a mut self,
         round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        _done: &'a mut Done,
     ) -> RoundFuture<'a> {
         Box::pin(self.write_round(round))
     }

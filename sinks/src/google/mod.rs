@@ -38,7 +38,7 @@ use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
 use crate::http::{error_for, Answer, HttpClient};
-use crate::rounds::{pack, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 
 /// Writes tenants' records into one Cloud DNS managed zone.
 pub struct GoogleCloudDnsSink {
@@ -269,6 +269,7 @@ impl RoundWriter for Inner {
     fn write<'a>(
         &'a mut self,
         round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        _done: &'a mut Done,
     ) -> RoundFuture<'a> {
         Box::pin(self.write_round(round))
     }

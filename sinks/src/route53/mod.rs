@@ -47,7 +47,7 @@ use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
 use tokio::time::Instant;
 
-use crate::rounds::{RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -175,6 +175,7 @@ impl RoundWriter for Writer {
     fn write<'a>(
         &'a mut self,
         round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        _done: &'a mut Done,
     ) -> RoundFuture<'a> {
         Box::pin(self.write_round(round))
     }
