@@ -60,6 +60,8 @@ pub struct ApiState {
     pub(crate) event_listeners: Arc<tokio::sync::Semaphore>,
     /// This instance's cluster id, once known.
     pub(crate) cluster: Option<ClusterStatus>,
+    /// The endpoints' host names.
+    pub(crate) hosts: crate::hosts::Hosts,
 }
 
 /// The bearer tokens the API asks; `None` each: that part is open (`read`), read-only
@@ -677,5 +679,6 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         leadership: state.leadership.status(),
         operator_actions: state.admin_token.is_some(),
         cluster: state.cluster.clone(),
+        hosts: state.hosts.status(),
     })
 }

@@ -107,6 +107,8 @@ pub struct Engine {
     applier: Arc<tokio::sync::Mutex<Applier>>,
     /// Heartbeats pushed to the API, read by checks of kind `heartbeat`.
     heartbeats: Heartbeats,
+    /// The endpoints' host names, for `/status`.
+    hosts: Hosts,
 }
 
 impl Engine {
@@ -212,6 +214,7 @@ impl Engine {
             plan: shared_plan,
             applier,
             heartbeats,
+            hosts,
         })
     }
 
@@ -306,6 +309,7 @@ impl Engine {
             heartbeats: self.heartbeats.clone(),
             events: self.events.clone(),
             cluster: self.cluster.clone(),
+            hosts: self.hosts.clone(),
             event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
         }
     }

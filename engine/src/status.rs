@@ -58,6 +58,21 @@ pub struct Status {
     /// Which cluster (vantage point) this instance is, once known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterStatus>,
+    /// Endpoints' host names and what they resolve to (none without such endpoints).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostStatus>,
+}
+
+/// One host name of the endpoints, as last looked up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostStatus {
+    /// The name.
+    pub host: String,
+    /// Its addresses in use (the last ones that resolved).
+    pub addresses: Vec<String>,
+    /// While lookups fail: the last one's error (the addresses above stay in use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// This instance's cluster id and where it came from.

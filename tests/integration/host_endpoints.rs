@@ -107,6 +107,21 @@ async fn a_host_name_publishes_every_address_it_resolves_to_and_follows_it() {
     assert!(has(vec![&g2, &g3])(
         &std::fs::read_to_string(&file).unwrap()
     ));
+    let hosts = engine.status().await.unwrap().hosts;
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(hosts[0].host, LB);
+    let mut kept = vec![ip(&g2), ip(&g3)];
+    kept.sort();
+    let mut shown = hosts[0].addresses.clone();
+    shown.sort();
+    assert_eq!(shown, kept, "/status shows the addresses still in use");
+    assert!(
+        hosts[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("NXDOMAIN")),
+        "and why lookups fail: {hosts:?}"
+    );
     g2.set(Behaviour::Refuse).unwrap();
     wait_for_file(
         &file,

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 
 use crate::engine::EngineError;
 use crate::metrics::{Metrics, ResultLabel};
+use crate::status::HostStatus;
 
 /// Every host name's addresses as last resolved.
 pub type Resolved = BTreeMap<String, Vec<IpAddr>>;
@@ -167,6 +168,20 @@ impl Hosts {
                 Hosts(shared).refresh_due().await;
             }
         });
+    }
+
+    /// Each name as `/status` shows it.
+    pub(crate) fn status(&self) -> Vec<HostStatus> {
+        let state = self.0.state.lock().expect("not poisoned");
+        state
+            .entries
+            .iter()
+            .map(|(host, e)| HostStatus {
+                host: host.clone(),
+                addresses: e.addresses.iter().map(ToString::to_string).collect(),
+                error: e.failing.clone(),
+            })
+            .collect()
     }
 
     fn until_next(&self) -> Duration {
