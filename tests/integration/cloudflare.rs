@@ -116,6 +116,7 @@ async fn reports_round_trip_through_txt_records() {
         api_token_env: None,
         url: server.url.clone(),
         max_requests_per_second: 50.0,
+        max_batch: 200,
         min_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(1),
     };
@@ -176,5 +177,33 @@ async fn tenants_changing_at_once_share_rounds() {
     assert!(
         lists <= 5 && batches <= 5,
         "{lists} listings and {batches} batches for 30 tenants"
+    );
+}
+
+/// `max_batch` bounds each batch request: with 10, thirty tenants' withdrawals of a shared
+/// gateway take at least three batches (each tenant's operations whole in one).
+#[actix_rt::test]
+async fn max_batch_bounds_each_batch_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let load = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::Relaxed);
+    let table = format!(
+        "{}max_batch = 10\nmax_requests_per_second = 50.0\n",
+        sink_table(&server, &token, "tenant-a.io")
+    );
+    let [batches] = thirty_tenants_lose_a_shared_gateway(
+        &table,
+        "cf",
+        "tenant-a.io",
+        "ttl = \"60s\"\n",
+        |name| server.addresses(name),
+        || [load(&server.batches)],
+    )
+    .await;
+    assert!(
+        batches >= 3,
+        "{batches} batches of at most 10 operations for 30 tenants"
     );
 }

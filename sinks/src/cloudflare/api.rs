@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::rounds::Packable;
 
-/// Most operations in one batch: Cloudflare's limit on the Free plan (3,500 above it).
-pub const MAX_BATCH: usize = 200;
+/// Most operations in one batch on the Free plan (the default of `max_batch`).
+pub const FREE_BATCH: usize = 200;
+
+/// Most operations in one batch on any plan (Pro and above).
+pub const PAID_BATCH: usize = 3_500;
 
 /// Records asked for per page of a listing (Cloudflare allows far more).
 pub const PAGE: usize = 5_000;
@@ -148,12 +151,6 @@ impl Packable for Batch {
     }
 }
 
-/// Several tenants' batches in requests of at most [`MAX_BATCH`] operations (see
-/// [`crate::rounds::pack`]).
-pub fn pack(groups: Vec<(String, Batch)>) -> Vec<(Vec<String>, Batch)> {
-    crate::rounds::pack(groups, MAX_BATCH)
-}
-
 /// The envelope's errors as one text (`81058 An identical record already exists.`).
 pub fn error_text(body: &[u8]) -> String {
     serde_json::from_slice::<Envelope<serde_json::Value>>(body)
@@ -180,13 +177,16 @@ mod tests {
 
     #[test]
     fn tenants_are_packed_whole_into_requests_of_at_most_200() {
-        let packed = pack(vec![
-            ("a".into(), batch(120)),
-            ("b".into(), batch(70)),
-            ("c".into(), batch(20)),
-            ("d".into(), batch(450)),
-            ("e".into(), batch(1)),
-        ]);
+        let packed = crate::rounds::pack(
+            vec![
+                ("a".into(), batch(120)),
+                ("b".into(), batch(70)),
+                ("c".into(), batch(20)),
+                ("d".into(), batch(450)),
+                ("e".into(), batch(1)),
+            ],
+            FREE_BATCH,
+        );
         let shape: Vec<(Vec<&str>, usize)> = packed
             .iter()
             .map(|(t, b)| (t.iter().map(String::as_str).collect(), b.len()))

@@ -37,6 +37,10 @@ pub struct CloudflareConfig {
     /// minutes per user, 4 a second.
     #[serde(default = "default_rate")]
     pub max_requests_per_second: f64,
+    /// Most operations in one batch request: 200 on the Free plan, up to 3,500 on paid
+    /// plans. A mass failure of many tenants goes out in fewer, larger requests with it.
+    #[serde(default = "default_max_batch")]
+    pub max_batch: usize,
     /// The smallest TTL the zone's plan takes: 60s, or 30s on Enterprise. A tenant's
     /// `ttl` or `degraded_ttl` below it is a config error, not a silent change.
     #[serde(default = "default_min_ttl", with = "humantime_serde")]
@@ -58,6 +62,10 @@ fn default_url() -> String {
 
 fn default_rate() -> f64 {
     4.0
+}
+
+fn default_max_batch() -> usize {
+    super::api::FREE_BATCH
 }
 
 impl SinkSettings for CloudflareConfig {
@@ -91,6 +99,16 @@ impl SinkSettings for CloudflareConfig {
         }
         if !(self.max_requests_per_second.is_finite() && self.max_requests_per_second > 0.0) {
             p.at("max_requests_per_second", "must be a number above 0");
+        }
+        if !(1..=super::api::PAID_BATCH).contains(&self.max_batch) {
+            p.at(
+                "max_batch",
+                format!(
+                    "{} is not between 1 and {} (200 on the Free plan)",
+                    self.max_batch,
+                    super::api::PAID_BATCH
+                ),
+            );
         }
         if self.min_ttl != Duration::from_secs(30) && self.min_ttl != Duration::from_secs(60) {
             p.at("min_ttl", "is 60s, or 30s on an Enterprise plan");

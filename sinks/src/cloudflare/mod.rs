@@ -6,9 +6,9 @@
 //! runs wait for it and go out together. A round lists the zone once (5,000 records a
 //! page), decides each waiting tenant's changes from it ([`plan::for_tenant`]: ownership
 //! first, then the records that differ) and packs them into as few
-//! `POST /zones/{id}/dns_records/batch` requests as Cloudflare takes (200 operations on the
-//! Free plan; a tenant's operations in one request, which Cloudflare applies in one
-//! transaction: deletes, then creates). Every request waits for a token of
+//! `POST /zones/{id}/dns_records/batch` requests as Cloudflare takes (`max_batch`: 200
+//! operations on the Free plan, up to 3,500 on paid plans; a tenant's operations in one
+//! request, which Cloudflare applies in one transaction: deletes, then creates). Every request waits for a token of
 //! `max_requests_per_second` (Cloudflare allows 1,200 per five minutes), so 500 tenants
 //! changing at once cost a listing and a few batches, not a listing and a batch each. Names are guarded as the Route53 sink guards them: a name is
 //! ours only with the TXT record `_health-orchestrator.<name>` naming this owner; records
@@ -54,6 +54,8 @@ struct Inner {
     token: Secret,
     owner_id: String,
     bucket: TokenBucket,
+    /// Most operations per batch request (`max_batch`: the plan's limit).
+    max_batch: usize,
     /// The zone's name matched `zone` at the first write.
     zone_checked: bool,
 }
@@ -80,6 +82,7 @@ impl CloudflareSink {
                 token,
                 owner_id: owner_id.to_owned(),
                 bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                max_batch: config.max_batch,
                 zone_checked: false,
             })),
         })
@@ -194,7 +197,7 @@ impl Inner {
 
     /// Sends `batch` (in requests of at most 200 operations).
     async fn send(&mut self, batch: Batch, what: &str) -> Result<(), SinkError> {
-        for part in batch.split(api::MAX_BATCH) {
+        for part in batch.split(self.max_batch) {
             self.post(&part, what).await?;
         }
         Ok(())
@@ -232,7 +235,7 @@ impl Inner {
                 groups.push((tenant.clone(), planned.batch));
             }
         }
-        let requests = api::pack(groups);
+        let requests = crate::rounds::pack(groups, self.max_batch);
         for (i, (tenants, batch)) in requests.iter().enumerate() {
             let what = format!("{} tenants", tenants.len());
             if let Err(e) = self.post(batch, &what).await {
