@@ -101,6 +101,30 @@ impl HttpClient {
     }
 }
 
+/// A JSON request to `url` carrying `Authorization: Bearer <token>`: the shape of every
+/// cloud DNS API the sinks speak (Cloudflare, Cloud DNS, Azure Resource Manager).
+pub fn bearer_json(
+    method: hyper::Method,
+    url: &str,
+    token: &str,
+    body: Bytes,
+    what: &str,
+) -> Result<Request<Full<Bytes>>, SinkError> {
+    use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+    let mut request = Request::new(Full::new(body));
+    *request.method_mut() = method;
+    *request.uri_mut() = url
+        .parse()
+        .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
+    let headers = request.headers_mut();
+    headers.insert(
+        AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap_or(HeaderValue::from_static("")),
+    );
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(request)
+}
+
 /// Turns a non-success answer into an error with the retry policy applied; `detail` is the
 /// back end's own error text when it has one.
 pub fn error_for(answer: &Answer, what: &str, detail: &str) -> SinkError {

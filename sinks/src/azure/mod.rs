@@ -27,16 +27,15 @@ use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
-use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
-use hyper::{Method, Request, StatusCode};
+use hyper::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
+use hyper::{Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
-use crate::http::{error_for, Answer, HttpClient};
+use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 
 /// Writes tenants' records into one Azure DNS zone.
@@ -118,18 +117,8 @@ impl Inner {
             .body
             .map(|b| Bytes::from(serde_json::to_vec(b).expect("serializable")))
             .unwrap_or_default();
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = url
-            .parse()
-            .map_err(|e| SinkError::permanent(format!("{}: {e}", send.what)))?;
+        let mut request = bearer_json(method, url, &bearer, body, send.what)?;
         let headers = request.headers_mut();
-        headers.insert(
-            AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {bearer}"))
-                .unwrap_or(HeaderValue::from_static("")),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         match send.precondition {
             Some("") => {
                 headers.insert(IF_NONE_MATCH, HeaderValue::from_static("*"));

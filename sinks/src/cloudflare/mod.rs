@@ -29,15 +29,13 @@ use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
-use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
-use crate::http::{error_for, HttpClient};
+use crate::http::{bearer_json, error_for, HttpClient};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use crate::secret::Secret;
 
@@ -115,18 +113,8 @@ impl Inner {
         what: &str,
     ) -> Result<Envelope<T>, SinkError> {
         self.bucket.take().await;
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = format!("{}{path}", self.zone_url)
-            .parse()
-            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
-        let headers = request.headers_mut();
-        headers.insert(
-            AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {}", self.token.expose()))
-                .unwrap_or(HeaderValue::from_static("")),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let url = format!("{}{path}", self.zone_url);
+        let request = bearer_json(method, &url, self.token.expose(), body, what)?;
         let answer = self.client.send(request, what).await?;
         if !answer.status.is_success() {
             let detail = api::error_text(&answer.body);

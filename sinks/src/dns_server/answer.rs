@@ -27,6 +27,7 @@ use super::transfer::journal::Address;
 use super::transfer::tsig::{self, Check};
 use super::transfer::{self as xfr, Transfers};
 use crate::geo_fallback::{continent_label, nearest};
+use ho_engine::multi_cluster::report::REPORT_LABEL;
 
 /// A zone the server is authoritative for.
 struct Zone {
@@ -483,6 +484,12 @@ impl Authority {
     /// reports (`reports`) and it is a report name.
     fn asks_for_reports(&self, qname: &Name) -> Option<(String, Option<String>)> {
         self.report_key.as_ref()?;
+        // Every query passes here on a server with reports: look at the labels before
+        // making the lower-case key.
+        let label = REPORT_LABEL.as_bytes();
+        if !qname.iter().any(|l| l.eq_ignore_ascii_case(label)) {
+            return None;
+        }
         let key = key_of(qname);
         report_question(&key).map(|(suffix, cluster)| (suffix, cluster.map(str::to_owned)))
     }

@@ -28,16 +28,14 @@ use ho_engine::multi_cluster::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
-use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
-use crate::http::{error_for, Answer, HttpClient};
+use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 
 /// Writes tenants' records into one Cloud DNS managed zone.
@@ -116,18 +114,8 @@ impl Inner {
     ) -> Result<Value, SinkError> {
         let bearer = self.tokens.bearer(&self.client).await?;
         self.bucket.take().await;
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = format!("{}{path}", self.zone_url)
-            .parse()
-            .map_err(|e| SinkError::permanent(format!("{what}: {e}")))?;
-        let headers = request.headers_mut();
-        headers.insert(
-            AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {bearer}"))
-                .unwrap_or(HeaderValue::from_static("")),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let url = format!("{}{path}", self.zone_url);
+        let request = bearer_json(method, &url, &bearer, body, what)?;
         let answer = self.client.send(request, what).await?;
         if !answer.status.is_success() {
             return Err(self.refused(&answer, what));
