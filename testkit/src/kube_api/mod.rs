@@ -26,7 +26,9 @@
 //! - bearer-token authentication (401; any token starting `test-`, so each replica of a
 //!   test can have its own), an outage switch for everyone (503) or for one token (a
 //!   partitioned replica), per-verb authorization (403 with the real message format), one
-//!   `resourceVersion` counter increasing on every change, as etcd's revision does.
+//!   `resourceVersion` counter increasing on every change, as etcd's revision does;
+//! - for the tests' judgement, not the API: every Lease's holder after each change and when
+//!   it was made ([`KubeApi::lease_history`]), the ground truth of who may write when.
 //!
 //! Not implemented (nothing here uses them): label and field selectors, pagination
 //! (`limit`/`continue` are ignored), watch bookmarks, server-side apply, strategic merge
@@ -83,6 +85,8 @@ struct State {
     partitioned: BTreeSet<String>,
     /// Change events and open watches.
     watches: Watches,
+    /// Every Lease's holder after each change, and when the change was made.
+    lease_holders: Vec<(std::time::Instant, Key, Option<String>)>,
 }
 
 /// The server; clones share state.
@@ -250,6 +254,17 @@ impl KubeApi {
     pub fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
         let lease = self.object("leases", ns, name)?;
         lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+    }
+
+    /// The Lease's holder after each change of it (every renewal included), with the moment
+    /// this server made the change: the ground truth of who may write when.
+    pub fn lease_history(&self, ns: &str, name: &str) -> Vec<(std::time::Instant, Option<String>)> {
+        let s = self.state.lock().unwrap();
+        s.lease_holders
+            .iter()
+            .filter(|(_, (_, n, m), _)| n == ns && m == name)
+            .map(|(at, _, holder)| (*at, holder.clone()))
+            .collect()
     }
 
     /// Requests seen so far, as "METHOD path content-type".
@@ -510,7 +525,20 @@ fn create(s: &mut State, key: Key, mut object: Value) -> Value {
     s.objects.insert(key.clone(), object.clone());
     s.watches
         .publish(s.next_version, key.0, &key.1, "ADDED", &object);
+    note_lease(s, &key, Some(&object));
     object
+}
+
+/// Records a Lease's holder after a change (`None`: the Lease went).
+fn note_lease(s: &mut State, key: &Key, object: Option<&Value>) {
+    if key.0 == "leases" {
+        let holder = object.and_then(|o| o["spec"]["holderIdentity"].as_str());
+        s.lease_holders.push((
+            std::time::Instant::now(),
+            key.clone(),
+            holder.map(str::to_owned),
+        ));
+    }
 }
 
 /// Replaces an object: `generation` follows `spec`, and a deleting object whose last
@@ -541,11 +569,13 @@ fn replace(
         s.objects.remove(&key);
         s.watches
             .publish(s.next_version, key.0, &key.1, "DELETED", &next);
+        note_lease(s, &key, None);
         return None;
     }
     s.objects.insert(key.clone(), next.clone());
     s.watches
         .publish(s.next_version, key.0, &key.1, "MODIFIED", &next);
+    note_lease(s, &key, Some(&next));
     Some(next)
 }
 
@@ -569,6 +599,7 @@ fn delete(s: &mut State, ty: &ResourceType, key: Key) -> Option<Value> {
     gone["metadata"]["resourceVersion"] = json!(s.next_version.to_string());
     s.watches
         .publish(s.next_version, key.0, &key.1, "DELETED", &gone);
+    note_lease(s, &key, None);
     Some(gone)
 }
 

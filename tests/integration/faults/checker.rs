@@ -7,11 +7,17 @@
 //!    `failure_threshold` of the clusters that were surely live saw it failing (a cluster
 //!    counts as seeing it down while its report of the failure may still be fresh);
 //! 3. after the last heal every answer converges to every gateway within `converge`;
+//! 4. a replica under a Lease writes the shared back end only while the Lease is its own:
+//!    each write request reaching the back end (as its link saw it pass) from a replica is
+//!    judged against the Lease's holder at that moment (as the API server changed it), so
+//!    two replicas' writes never interleave;
 //! 5. a gateway down from every vantage, the others up and every cluster and the back end
 //!    running, leaves the answer within `detect`.
 //!
-//! Rule 4 of the issue (replicas' writes never interleave) is not judged here: the runs
-//! have no replicas (`leader_election.rs` tests the fence).
+//! A cluster may run as several processes (replicas under a Lease, one writing). It surely
+//! takes part while none of its processes has a fault, and may take part while one of them
+//! has none: rule 2 counts the first as voters and the second as seeing a failure, rule 5
+//! asks the first, so neither blames a cluster in the middle of a handover.
 
 use std::time::Duration;
 
@@ -26,8 +32,15 @@ pub struct History {
     pub faults: Vec<(Fault, Duration, Option<Duration>)>,
     /// How many clusters.
     pub clusters: usize,
+    /// Each process's cluster.
+    pub processes: Vec<usize>,
     /// The gateways' addresses, by index.
     pub gateways: Vec<String>,
+    /// Each write request of a replica under a Lease reaching the back end: when, and
+    /// which process sent it.
+    pub writes: Vec<(Duration, usize)>,
+    /// The Lease's holder (a process) from each change on, in order.
+    pub holders: Vec<(Duration, Option<usize>)>,
 }
 
 /// The bounds the rules allow.
@@ -78,26 +91,50 @@ impl History {
             .map(|(_, from, to)| (*from, to.unwrap_or(Duration::MAX)))
     }
 
-    /// Whether cluster `c` takes part at `t`: its process runs and reaches the zone's back
-    /// end (a cluster cut from it neither writes its report nor reads the others').
-    pub fn running(&self, c: usize, t: Duration) -> bool {
-        !self
-            .span(
-                |f| matches!(f, Fault::Pause(x) | Fault::Kill(x) | Fault::BackendCut(x) if *x == c),
-            )
-            .any(|(from, to)| from <= t && t < to)
+    /// Whether process `p` is stopped, killed or cut from the back end or the API server
+    /// at `t` (`slow` too: its link to the back end slowed).
+    fn process_out(&self, p: usize, t: Duration, slow: bool) -> bool {
+        self.span(|f| {
+            f.process() == Some(p)
+                && match f {
+                    Fault::Pause(_) | Fault::Kill(_) | Fault::BackendCut(_) | Fault::ApiCut(_) => {
+                        true
+                    }
+                    Fault::BackendSlow(..) => slow,
+                    _ => false,
+                }
+        })
+        .any(|(from, to)| from <= t && t < to)
     }
 
-    /// Whether cluster `c` ran over the whole of `[from, to]` (sampled every 50 ms).
+    /// Whether cluster `c` takes part at `t`, its processes running and reaching the zone's
+    /// back end (a process cut from it neither writes its report nor reads the others'):
+    /// `surely`, all of them with no fault at all; else at least one of them.
+    pub fn running(&self, c: usize, t: Duration, surely: bool) -> bool {
+        let mut mine = (0..self.processes.len()).filter(|&p| self.processes[p] == c);
+        if surely {
+            mine.all(|p| !self.process_out(p, t, true))
+        } else {
+            mine.any(|p| !self.process_out(p, t, false))
+        }
+    }
+
+    /// Whether cluster `c` surely ran over the whole of `[from, to]` (sampled every 50 ms).
     fn ran_throughout(&self, c: usize, from: Duration, to: Duration) -> bool {
         let mut t = from;
         while t <= to {
-            if !self.running(c, t) {
+            if !self.running(c, t, true) {
                 return false;
             }
             t += STEP;
         }
-        self.running(c, to)
+        self.running(c, to, true)
+    }
+
+    /// The Lease's holder at `t`.
+    fn holder(&self, t: Duration) -> Option<usize> {
+        let i = self.holders.partition_point(|(at, _)| *at <= t);
+        i.checked_sub(1).and_then(|i| self.holders[i].1)
     }
 
     /// Whether gateway `g` fails for cluster `c` at `t`.
@@ -118,7 +155,7 @@ impl History {
                 .filter(|&c| {
                     let mut u = s.saturating_sub(b.report_ttl);
                     while u <= s {
-                        if self.running(c, u) && self.failing(g, c, u) {
+                        if self.running(c, u, false) && self.failing(g, c, u) {
                             return true;
                         }
                         u += STEP;
@@ -162,6 +199,19 @@ pub fn check(h: &History, b: &Bounds) -> Result<Figures, Vec<Violation>> {
                     what: format!("{gone} withdrawn without a quorum of live clusters seeing it down: {before:?} -> {answer:?}"),
                 });
             }
+        }
+    }
+    for &(t, p) in &h.writes {
+        let holder = h.holder(t);
+        if holder != Some(p) {
+            violations.push(Violation {
+                rule: 4,
+                at: t,
+                what: format!(
+                    "process {p} wrote the shared back end while the Lease was {}",
+                    holder.map_or("nobody's".to_owned(), |h| format!("process {h}'s"))
+                ),
+            });
         }
     }
     for (fault, from, to) in &h.faults {
@@ -259,7 +309,10 @@ mod tests {
                 .collect(),
             faults,
             clusters: 3,
+            processes: vec![0, 1, 2],
             gateways: vec!["a".into(), "b".into(), "c".into()],
+            writes: vec![],
+            holders: vec![],
         }
     }
 
@@ -341,5 +394,46 @@ mod tests {
         );
         let v = check(&h, &BOUNDS).unwrap_err();
         assert_eq!(v[0].rule, 5, "{v:?}");
+    }
+
+    #[test]
+    fn a_replica_writes_only_while_the_lease_is_its_own() {
+        let mut h = history(vec![], &[(0, ALL), (5_000, ALL)]);
+        h.processes = vec![0, 0, 1, 2];
+        h.holders = vec![(s(0), Some(0)), (s(1_000), Some(0)), (s(3_000), Some(1))];
+        h.writes = vec![(s(100), 0), (s(1_900), 0), (s(3_100), 1)];
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        h.writes.push((s(3_200), 0));
+        let v = check(&h, &BOUNDS).unwrap_err();
+        assert_eq!((v[0].rule, v[0].at), (4, s(3_200)), "{v:?}");
+        h.writes = vec![(s(0), 1)];
+        h.holders = vec![];
+        assert_eq!(
+            check(&h, &BOUNDS).unwrap_err()[0].rule,
+            4,
+            "before any holder"
+        );
+    }
+
+    #[test]
+    fn a_cluster_of_replicas_votes_while_one_of_them_runs() {
+        // Cluster 0 runs as processes 0 and 1; process 0 is paused. Gateway 1 fails for
+        // clusters 0 and 1: two of three clusters, a quorum, whichever replica of 0 counts.
+        let two = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0, 1],
+        };
+        let mut h = history(
+            vec![
+                (Fault::Pause(0), s(0), Some(s(3_000))),
+                (two, s(1_000), Some(s(2_000))),
+            ],
+            &[(0, ALL), (1_200, AC), (2_200, ALL), (6_000, ALL)],
+        );
+        h.processes = vec![0, 0, 1, 2];
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        // Both replicas out: cluster 0 sees nothing, cluster 1 alone is no quorum of 1 and 2.
+        h.faults.push((Fault::Kill(1), s(0), Some(s(3_000))));
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
     }
 }

@@ -1,20 +1,22 @@
 //! The fault harness: seeded random fault schedules against three clusters sharing a real
-//! `pdns_server` zone, judged against the promises over the recorded history (see
-//! `checker.rs` for the rules and how generously each is judged).
+//! `pdns_server` zone, one of them running as two replicas under a Lease, judged against
+//! the promises over the recorded history (see `checker.rs` for the rules and how
+//! generously each is judged).
 //!
 //! Faults (`schedule.rs`): a gateway failing for every vantage (down) or some (a partition
-//! between those clusters and it), a cluster paused (SIGSTOP/SIGCONT), killed and
-//! restarted, restarted with its wall clock 30 s off (libfaketime), cut from the zone's back
-//! end (its link to the API blackholes: `services/link.rs`), and the back end stopped and
-//! started. Each cluster probes from its own loopback address and each gateway
-//! answers per client address, so a partition is one gateway failing for some vantages.
-//! Every run is reproducible from its seed and bounded in time; a violation prints the
-//! seed, the schedule and the history around it.
+//! between those clusters and it); a process paused (SIGSTOP/SIGCONT), killed and
+//! restarted, restarted with its wall clock 30 s off (libfaketime), cut from the zone's
+//! back end or slowed on its way there (its link blackholes, or holds every chunk 100-600
+//! ms: `services/link.rs`); a replica cut from the Kubernetes API server; the back end
+//! stopped and started. Each process probes from its own loopback address and each
+//! gateway answers per client address, so a partition is one gateway failing for some
+//! vantages. Every run is reproducible from its seed and bounded in time; a violation
+//! prints the seed, the schedule and the history around it.
 //!
 //! Not here yet: partitions between clusters that exchange reports through their own DNS
-//! servers (clusters sharing a zone meet only through it, which the cut covers), delay and
-//! loss on links (this kernel has no `tc netem`), leader-election replicas, and other back
-//! ends than PowerDNS.
+//! servers (clusters sharing a zone meet only through it, which the cut covers), packet
+//! loss and reordering on links (this kernel has no `tc netem`; the links delay whole
+//! chunks), and other back ends than PowerDNS.
 //!
 //! The test command runs `FAULT_SCHEDULES` schedules (default 2) of `FAULT_SECONDS`
 //! (default 30 s: faults for the first 18 s, then quiet); the soak is
@@ -28,7 +30,7 @@ mod schedule;
 use std::time::Duration;
 
 use checker::{check, Bounds};
-use schedule::{schedule, Fault};
+use schedule::schedule;
 
 fn env_or(key: &str, default: u64) -> u64 {
     std::env::var(key)
@@ -56,22 +58,24 @@ async fn seeded_fault_schedules_keep_the_promises() {
     let faults_until = length * 3 / 5;
     let mut convergence = Vec::new();
     let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
+    let (mut writes, mut handovers) = (0, 0);
     for seed in first..first + count {
-        let steps = schedule(seed, faults_until, 3, 3);
+        let shape = run::shape();
+        let steps = schedule(seed, faults_until, &shape);
         for s in &steps {
-            *kinds
-                .entry(match s.fault {
-                    Fault::Gateway { ref vantages, .. } if vantages.len() == 3 => "gateway down",
-                    Fault::Gateway { .. } => "partition from a gateway",
-                    Fault::Pause(_) => "pause",
-                    Fault::Kill(_) => "kill and restart",
-                    Fault::Skew(..) => "clock 30 s off",
-                    Fault::BackendDown => "back end down",
-                    Fault::BackendCut(_) => "cluster cut from the back end",
-                })
-                .or_default() += 1;
+            *kinds.entry(s.fault.kind(shape.clusters)).or_default() += 1;
         }
         let history = run::run(&steps, length).await;
+        assert!(
+            !history.writes.is_empty() && !history.holders.is_empty(),
+            "seed {seed}: no write of a replica or no Lease change was recorded: rule 4 would judge nothing"
+        );
+        writes += history.writes.len();
+        handovers += history
+            .holders
+            .windows(2)
+            .filter(|w| w[0].1 != w[1].1)
+            .count();
         match check(&history, &BOUNDS) {
             Ok(figures) => convergence.push(figures.convergence),
             Err(violations) => {
@@ -83,13 +87,17 @@ async fn seeded_fault_schedules_keep_the_promises() {
                     .filter(|(t, _)| t.abs_diff(first_at) < Duration::from_secs(4))
                     .map(|(t, a)| format!("{:>7.2}s {a:?}", t.as_secs_f64()))
                     .collect();
+                let near = |t: &Duration| t.abs_diff(first_at) < Duration::from_secs(4);
+                let writes: Vec<_> = history.writes.iter().filter(|(t, _)| near(t)).collect();
+                let holders: Vec<_> = history.holders.iter().filter(|(t, _)| near(t)).collect();
                 let applied: Vec<String> = history
                     .faults
                     .iter()
                     .map(|(f, a, z)| format!("{:?} {a:?}-{z:?}", f))
                     .collect();
                 panic!(
-                    "seed {seed}: {violations:#?}\nschedule:\n{}\napplied:\n{}\nanswers around {first_at:?}:\n{}\ngateways {:?}",
+                    "seed {seed}: {violations:#?}\nschedule:\n{}\napplied:\n{}\nanswers around {first_at:?}:\n{}\ngateways {:?}\n\
+                     replicas' writes (time, process) around it: {writes:?}\nLease holders (from, process): {holders:?}",
                     plan.join("\n"),
                     applied.join("\n"),
                     around.join("\n"),
@@ -101,7 +109,9 @@ async fn seeded_fault_schedules_keep_the_promises() {
     convergence.sort();
     let at = |q: f64| convergence[((convergence.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{count} schedules of {length:?} from seed {first}: 0 violations; faults {kinds:?}; convergence after the last heal p50 {:?}, p99 {:?}, max {:?}",
+        "{count} schedules of {length:?} from seed {first}: 0 violations; faults {kinds:?}; \
+         {writes} writes of the replicas judged, {handovers} Lease handovers; \
+         convergence after the last heal p50 {:?}, p99 {:?}, max {:?}",
         at(0.5),
         at(0.99),
         convergence.last().unwrap()

@@ -1,7 +1,9 @@
-//! One run: three clusters (orchestrator processes) sharing a real `pdns_server` zone, each
-//! owning one gateway that answers per vantage and reaching the zone's API through a link
-//! of its own that can be cut, a reader asking the zone every 50 ms, and a schedule's
-//! faults applied at their times; the history the checker judges.
+//! One run: three clusters sharing a real `pdns_server` zone, each owning one gateway that
+//! answers per vantage; cluster `a` runs as two replicas under a Lease held in the
+//! Kubernetes API test server, `b` and `c` as one process each. Every process reaches the
+//! zone's API through a link of its own that can be cut or slowed and that records the
+//! writes passing it. A reader asks the zone every 50 ms while a schedule's faults are
+//! applied at their times; the history the checker judges.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,59 +13,94 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::checker::History;
-use super::schedule::{Fault, Step};
+use super::schedule::{Fault, Shape, Step};
+use crate::fakes::kube_api::KubeApi;
 use crate::services::clusters::{pdns_sink_at, Cluster, VantageGateway, NAME, ZONE};
 use crate::services::link::Link;
 use crate::services::pdns::{PdnsServer, API_PORT, DNS_PORT};
 
-/// The clusters' ids.
-const IDS: [&str; 3] = ["a", "b", "c"];
+/// The processes: (cluster id, identity in the Lease if a replica under one).
+const PROCESSES: [(&str, Option<&str>); 4] = [
+    ("a", Some("a-1")),
+    ("a", Some("a-2")),
+    ("b", None),
+    ("c", None),
+];
+
+/// The clusters, in the order their gateways and vantages are numbered.
+const CLUSTERS: [&str; 3] = ["a", "b", "c"];
+
+/// The Lease's namespace and name.
+const LEASE: (&str, &str) = ("dns", "ho");
+
+/// The shape the schedules act on.
+pub fn shape() -> Shape {
+    Shape {
+        clusters: CLUSTERS.len(),
+        gateways: CLUSTERS.len(),
+        processes: PROCESSES
+            .iter()
+            .map(|(c, lease)| (cluster_index(c), lease.is_some()))
+            .collect(),
+    }
+}
+
+fn cluster_index(id: &str) -> usize {
+    CLUSTERS
+        .iter()
+        .position(|c| *c == id)
+        .expect("a known cluster")
+}
 
 /// The world a schedule acts on.
 struct World {
     pdns: PdnsServer,
+    kube: KubeApi,
     gateways: Vec<VantageGateway>,
-    clusters: Vec<Cluster>,
-    /// Each cluster's way to the back end's API.
+    /// The processes, as [`PROCESSES`] lists them.
+    processes: Vec<Cluster>,
+    /// Each process's way to the back end's API.
     links: Vec<Link>,
 }
 
 impl World {
     async fn start() -> World {
         let pdns = PdnsServer::start(&format!("{ZONE}."));
+        let kube = KubeApi::default();
+        let kube_addr = kube.start().await;
         let mut gateways = Vec::new();
-        let mut links = Vec::new();
-        for _ in IDS {
+        for _ in CLUSTERS {
             gateways.push(VantageGateway::start().await);
-            links.push(Link::start(SocketAddr::new(pdns.ip.into(), API_PORT)).await);
         }
-        let mut clusters: Vec<Cluster> = IDS
-            .iter()
-            .zip(&gateways)
-            .zip(&links)
-            .map(|((id, g), link)| {
-                let sink = pdns_sink_at(&pdns, &format!("http://{}", link.addr));
-                Cluster::new(id, g, &sink)
-            })
-            .collect();
-        for c in &mut clusters {
-            c.start();
+        let mut links = Vec::new();
+        let mut processes = Vec::new();
+        for (id, lease) in PROCESSES {
+            let link = Link::start(SocketAddr::new(pdns.ip.into(), API_PORT)).await;
+            let sink = pdns_sink_at(&pdns, &format!("http://{}", link.addr));
+            let mut process = Cluster::new(id, &gateways[cluster_index(id)], &sink);
+            if let Some(identity) = lease {
+                process.elect(identity, kube_addr, LEASE);
+            }
+            process.start();
+            processes.push(process);
+            links.push(link);
         }
         World {
             pdns,
+            kube,
             gateways,
-            clusters,
+            processes,
             links,
         }
     }
 
-    /// Sends `signal` (`STOP`, `CONT`) to cluster `c`'s process, with bash's builtin `kill`
-    /// (no dependency on procps being installed).
-    fn signal(&self, c: usize, signal: &str) {
-        let pid = self.clusters[c]
+    /// Sends `signal` (`STOP`, `CONT`) to process `p`, with bash's builtin `kill` (no
+    /// dependency on procps being installed).
+    fn signal(&self, p: usize, signal: &str) {
+        let pid = self.processes[p]
             .process
             .as_ref()
-            .expect("a running cluster")
+            .expect("a running process")
             .0
             .id();
         let sent = std::process::Command::new("bash")
@@ -77,24 +114,64 @@ impl World {
     fn apply(&mut self, fault: &Fault, heal: bool) {
         match (fault, heal) {
             (Fault::Gateway { gateway, vantages }, false) => {
-                let who: Vec<&Cluster> = vantages.iter().map(|&c| &self.clusters[c]).collect();
+                let who: Vec<&Cluster> = self
+                    .processes
+                    .iter()
+                    .filter(|p| vantages.contains(&cluster_index(p.id)))
+                    .collect();
                 self.gateways[*gateway].fail_for(&who);
             }
             (Fault::Gateway { gateway, .. }, true) => self.gateways[*gateway].fail_for(&[]),
-            (Fault::Pause(c), false) => self.signal(*c, "STOP"),
-            (Fault::Pause(c), true) => self.signal(*c, "CONT"),
-            (Fault::Kill(c), false) => self.clusters[*c].kill(),
-            (Fault::Kill(c), true) => self.clusters[*c].start(),
-            (Fault::Skew(c, offset), heal) => {
-                let cluster = &mut self.clusters[*c];
-                cluster.kill();
-                cluster.clock = (!heal).then_some(*offset);
-                cluster.start();
+            (Fault::Pause(p), false) => self.signal(*p, "STOP"),
+            (Fault::Pause(p), true) => self.signal(*p, "CONT"),
+            (Fault::Kill(p), false) => self.processes[*p].kill(),
+            (Fault::Kill(p), true) => self.processes[*p].start(),
+            (Fault::Skew(p, offset), heal) => {
+                let process = &mut self.processes[*p];
+                process.kill();
+                process.clock = (!heal).then_some(*offset);
+                process.start();
             }
             (Fault::BackendDown, false) => self.pdns.stop(),
             (Fault::BackendDown, true) => self.pdns.launch(),
-            (Fault::BackendCut(c), heal) => self.links[*c].set_cut(!heal),
+            (Fault::BackendCut(p), heal) => self.links[*p].set_cut(!heal),
+            (Fault::BackendSlow(p, ms), heal) => {
+                self.links[*p].set_delay(Duration::from_millis(if heal { 0 } else { *ms }))
+            }
+            (Fault::ApiCut(p), heal) => {
+                let token = self.processes[*p].token().expect("a replica under a Lease");
+                self.kube.set_partitioned(&token, !heal);
+            }
         }
+    }
+
+    /// The replicas' writes to the back end since `start`, in order.
+    fn writes(&self, start: Instant) -> Vec<(Duration, usize)> {
+        let mut writes: Vec<(Duration, usize)> = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| PROCESSES[*p].1.is_some())
+            .flat_map(|(p, link)| {
+                let writes = link.writes().into_iter().filter(|t| *t >= start);
+                writes.map(move |t| (t - start, p))
+            })
+            .collect();
+        writes.sort();
+        writes
+    }
+
+    /// The Lease's holder (a process) after each change, since `start` (changes before it
+    /// at zero).
+    fn holders(&self, start: Instant) -> Vec<(Duration, Option<usize>)> {
+        self.kube
+            .lease_history(LEASE.0, LEASE.1)
+            .into_iter()
+            .map(|(t, holder)| {
+                let p = holder.and_then(|h| PROCESSES.iter().position(|(_, l)| *l == Some(&*h)));
+                (Instant::from(t).saturating_duration_since(start), p)
+            })
+            .collect()
     }
 }
 
@@ -141,7 +218,7 @@ pub async fn run(steps: &[Step], length: Duration) -> History {
         assert!(
             ready.elapsed() < Duration::from_secs(20),
             "the clusters never published every gateway; last: {got:?}\n{}",
-            world.clusters[0].log()
+            world.processes[0].log()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -172,10 +249,14 @@ pub async fn run(steps: &[Step], length: Duration) -> History {
     stop.store(true, Ordering::Relaxed);
     reader.await.unwrap();
     let answers = answers.lock().unwrap().clone();
+    let (writes, holders) = (world.writes(start), world.holders(start));
     History {
         answers,
         faults: applied,
-        clusters: IDS.len(),
+        clusters: CLUSTERS.len(),
+        processes: shape().processes.iter().map(|(c, _)| *c).collect(),
         gateways: world.gateways.iter().map(VantageGateway::ip).collect(),
+        writes,
+        holders,
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-/// One fault.
+/// One fault. Processes are numbered as the run's [`Shape`] lists them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     /// Gateway `gateway` fails for the probes of these clusters: all of them, it is down;
@@ -15,18 +15,65 @@ pub enum Fault {
         /// Which clusters' probes it fails.
         vantages: Vec<usize>,
     },
-    /// The cluster's process is stopped (SIGSTOP), as a paused VM; healed by SIGCONT.
+    /// The process is stopped (SIGSTOP), as a paused VM; healed by SIGCONT.
     Pause(usize),
-    /// The cluster's process is killed (SIGKILL); healed by starting it again.
+    /// The process is killed (SIGKILL); healed by starting it again.
     Kill(usize),
-    /// The cluster restarts with its wall clock this far off (libfaketime); healed by a
+    /// The process restarts with its wall clock this far off (libfaketime); healed by a
     /// restart with the true clock.
     Skew(usize, &'static str),
     /// The zone's back end (pdns_server) is stopped; healed by starting it again.
     BackendDown,
-    /// The cluster is cut from the zone's back end (its link blackholes, as a partition);
+    /// The process is cut from the zone's back end (its link blackholes, as a partition);
     /// healed by mending the link.
     BackendCut(usize),
+    /// The process's link to the zone's back end holds every chunk this many milliseconds
+    /// each way (a slow path); healed by passing them at once.
+    BackendSlow(usize, u64),
+    /// The replica is cut from the Kubernetes API server (its requests get 503, as from a
+    /// partitioned node); healed by answering them again. Replicas under a Lease only.
+    ApiCut(usize),
+}
+
+impl Fault {
+    /// The process it acts on, if it acts on one.
+    pub fn process(&self) -> Option<usize> {
+        match self {
+            Fault::Pause(p)
+            | Fault::Kill(p)
+            | Fault::Skew(p, _)
+            | Fault::BackendCut(p)
+            | Fault::BackendSlow(p, _)
+            | Fault::ApiCut(p) => Some(*p),
+            Fault::Gateway { .. } | Fault::BackendDown => None,
+        }
+    }
+
+    /// Its kind, as the figures count them.
+    pub fn kind(&self, clusters: usize) -> &'static str {
+        match self {
+            Fault::Gateway { vantages, .. } if vantages.len() == clusters => "gateway down",
+            Fault::Gateway { .. } => "partition from a gateway",
+            Fault::Pause(_) => "pause",
+            Fault::Kill(_) => "kill and restart",
+            Fault::Skew(..) => "clock 30 s off",
+            Fault::BackendDown => "back end down",
+            Fault::BackendCut(_) => "cut from the back end",
+            Fault::BackendSlow(..) => "slow link to the back end",
+            Fault::ApiCut(_) => "replica cut from the API server",
+        }
+    }
+}
+
+/// What a schedule acts on.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// How many clusters (vantages).
+    pub clusters: usize,
+    /// How many gateways.
+    pub gateways: usize,
+    /// Each process: its cluster, and whether it is a replica under a Lease.
+    pub processes: Vec<(usize, bool)>,
 }
 
 /// A fault and its span, from the start of the run.
@@ -53,21 +100,23 @@ impl fmt::Display for Step {
 }
 
 /// The schedule of seed `seed`: faults starting from 2 s until `faults_until`, each lasting
-/// 1-4 s and healed by then, on `clusters` clusters and `gateways` gateways; one fault at a
-/// time per cluster, gateway and back end.
-pub fn schedule(seed: u64, faults_until: Duration, clusters: usize, gateways: usize) -> Vec<Step> {
+/// 1-4 s (a replica's 3-6 s) and healed by then, on `shape`; one fault at a time per
+/// process, gateway and back end.
+pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut steps = Vec::new();
-    let mut cluster_free = vec![Duration::ZERO; clusters];
-    let mut gateway_free = vec![Duration::ZERO; gateways];
+    let (clusters, processes) = (shape.clusters, shape.processes.len());
+    let replicas: Vec<usize> = (0..processes).filter(|&p| shape.processes[p].1).collect();
+    let mut process_free = vec![Duration::ZERO; processes];
+    let mut gateway_free = vec![Duration::ZERO; shape.gateways];
     let mut backend_free = Duration::ZERO;
     let mut at = Duration::from_secs(2);
     while at < faults_until {
         let length = Duration::from_millis(rng.u64(1_000..=4_000));
         let heal = (at + length).min(faults_until);
-        let fault = match rng.u32(0..10) {
+        let fault: Option<(Fault, Duration)> = match rng.u32(0..12) {
             0..=3 => {
-                let gateway = rng.usize(0..gateways);
+                let gateway = rng.usize(0..shape.gateways);
                 (gateway_free[gateway] <= at).then(|| {
                     gateway_free[gateway] = heal;
                     let vantages = if rng.bool() {
@@ -79,27 +128,42 @@ pub fn schedule(seed: u64, faults_until: Duration, clusters: usize, gateways: us
                         }
                         some
                     };
-                    Fault::Gateway { gateway, vantages }
+                    (Fault::Gateway { gateway, vantages }, heal)
                 })
             }
-            kind @ 4..=8 => {
-                let c = rng.usize(0..clusters);
-                (cluster_free[c] <= at).then(|| {
-                    cluster_free[c] = heal + Duration::from_millis(500);
-                    match kind {
-                        4 => Fault::Pause(c),
-                        5 => Fault::BackendCut(c),
-                        6 | 7 => Fault::Kill(c),
-                        _ => Fault::Skew(c, if rng.bool() { "+30s" } else { "-30s" }),
-                    }
+            kind @ 4..=10 => {
+                // Replicas take two faults in three, and theirs last 2 s longer, so that
+                // many of them outlast the Lease and hand it over.
+                let p = if !replicas.is_empty() && rng.u32(0..3) < 2 {
+                    replicas[rng.usize(0..replicas.len())]
+                } else {
+                    rng.usize(0..processes)
+                };
+                let heal = if shape.processes[p].1 {
+                    (heal + Duration::from_secs(2)).min(faults_until)
+                } else {
+                    heal
+                };
+                (process_free[p] <= at).then(|| {
+                    process_free[p] = heal + Duration::from_millis(500);
+                    let replica = shape.processes[p].1;
+                    let fault = match kind {
+                        4 | 10 => Fault::Pause(p),
+                        5 => Fault::BackendCut(p),
+                        7 if replica => Fault::ApiCut(p),
+                        6 | 7 => Fault::Kill(p),
+                        8 => Fault::Skew(p, if rng.bool() { "+30s" } else { "-30s" }),
+                        _ => Fault::BackendSlow(p, rng.u64(100..=600)),
+                    };
+                    (fault, heal)
                 })
             }
             _ => (backend_free <= at).then(|| {
                 backend_free = heal + Duration::from_millis(500);
-                Fault::BackendDown
+                (Fault::BackendDown, heal)
             }),
         };
-        if let Some(fault) = fault {
+        if let Some((fault, heal)) = fault {
             steps.push(Step { at, heal, fault });
         }
         at += Duration::from_millis(rng.u64(300..=2_000));
@@ -114,10 +178,26 @@ mod tests {
     #[test]
     fn a_seed_gives_one_schedule_healed_in_time_without_overlap_per_target() {
         let until = Duration::from_secs(30);
-        let a = schedule(7, until, 3, 3);
-        let b = schedule(7, until, 3, 3);
+        let shape = Shape {
+            clusters: 3,
+            gateways: 3,
+            processes: vec![(0, true), (0, true), (1, false), (2, false)],
+        };
+        let a = schedule(7, until, &shape);
+        let b = schedule(7, until, &shape);
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "reproducible");
-        assert_ne!(format!("{a:?}"), format!("{:?}", schedule(8, until, 3, 3)));
+        assert_ne!(
+            format!("{a:?}"),
+            format!("{:?}", schedule(8, until, &shape))
+        );
+        for s in (1..40).flat_map(|seed| schedule(seed, until, &shape)) {
+            if let Fault::ApiCut(p) = s.fault {
+                assert!(
+                    shape.processes[p].1,
+                    "{s}: only replicas under a Lease are cut from the API"
+                );
+            }
+        }
         assert!(a.len() >= 8, "{a:#?}");
         for s in &a {
             assert!(s.at < s.heal && s.heal <= until, "{s}");
@@ -129,11 +209,7 @@ mod tests {
                         g == h
                     }
                     (Fault::BackendDown, Fault::BackendDown) => true,
-                    (
-                        Fault::Pause(c) | Fault::Kill(c) | Fault::Skew(c, _) | Fault::BackendCut(c),
-                        Fault::Pause(d) | Fault::Kill(d) | Fault::Skew(d, _) | Fault::BackendCut(d),
-                    ) => c == d,
-                    _ => false,
+                    (f, g) => f.process().is_some() && f.process() == g.process(),
                 };
                 assert!(!same || y.at >= x.heal, "{x} overlaps {y}");
             }

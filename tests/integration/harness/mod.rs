@@ -203,9 +203,13 @@ impl Drop for Running {
     }
 }
 
-/// The binary under test, without the caller's `HO_*` variables (they are configuration).
+/// The binary under test, without the caller's `HO_*` variables (they are configuration):
+/// cargo's build, or `TEST_BINARY` when set (a long soak runs a copy, which a rebuild
+/// meanwhile leaves alone).
 pub fn binary() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_health-orchestrator"));
+    let path = std::env::var_os("TEST_BINARY")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_health-orchestrator").into());
+    let mut cmd = std::process::Command::new(path);
     for (key, _) in std::env::vars() {
         if key.starts_with("HO_") {
             cmd.env_remove(key);

@@ -14,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use crate::fakes::gateways::scripted;
+use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
 use crate::services::pdns::PdnsServer;
 
@@ -77,6 +78,8 @@ pub struct Cluster {
     pub process: Option<Running>,
     /// libfaketime's offset of this cluster's wall clock (`"+30s"`), if any.
     pub clock: Option<&'static str>,
+    /// Its identity in a Lease, when it is one of the cluster's replicas under one.
+    pub identity: Option<&'static str>,
 }
 
 /// libfaketime, preloaded into a cluster whose clock is set apart.
@@ -93,6 +96,7 @@ impl Cluster {
             dir: tempfile::tempdir().unwrap(),
             process: None,
             clock: None,
+            identity: None,
         };
         let names: Vec<&str> = sinks
             .lines()
@@ -110,6 +114,29 @@ impl Cluster {
             .render();
         std::fs::write(cluster.config(), text).unwrap();
         cluster
+    }
+
+    /// Makes this process one replica of its cluster, `identity` in the Lease `lease`
+    /// (namespace, name) of the Kubernetes API at `kube`: 3 s leases renewed every 300 ms
+    /// within 2 s, as `leader_election.rs` runs them.
+    pub fn elect(&mut self, identity: &'static str, kube: SocketAddr, lease: (&str, &str)) {
+        self.identity = Some(identity);
+        let kubeconfig = KubeApi::kubeconfig_with(kube, self.dir.path(), &self.token().unwrap());
+        let election = format!(
+            "\n[leader_election]\nenabled = true\nnamespace = \"{}\"\nname = \"{}\"\nidentity = \"{identity}\"\n\
+             lease_duration = \"3s\"\nrenew_deadline = \"2s\"\nretry_period = \"300ms\"\nkubeconfig = {:?}\n",
+            lease.0,
+            lease.1,
+            kubeconfig.display().to_string()
+        );
+        let mut text = std::fs::read_to_string(self.config()).unwrap();
+        text.push_str(&election);
+        std::fs::write(self.config(), text).unwrap();
+    }
+
+    /// The token it presents to the Kubernetes API, when it is a replica under a Lease.
+    pub fn token(&self) -> Option<String> {
+        self.identity.map(|i| format!("test-{i}"))
     }
 
     pub fn config(&self) -> PathBuf {
