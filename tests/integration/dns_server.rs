@@ -3,7 +3,6 @@
 //! GeoIP database for `geo`, weights, reloads, and how fast an answer follows a failure.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use ho_testkit::{Behaviour, Gateway};
@@ -11,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::harness::*;
 use crate::services::dig::{dig, dig1};
+use crate::services::geoip::geoip_db;
 
 /// A `dns_server` sink named `dns` on a loopback address of its own, authoritative for
 /// `example.org`, with `extra` lines in its table.
@@ -227,48 +227,6 @@ async fn a_big_answer_is_truncated_over_udp_and_whole_over_tcp() {
     assert_eq!(retried.answers.len(), 40, "dig retries over TCP after TC");
     let edns = dig1(server, &["big.example.org", "A"]).await;
     assert!(!edns.has_flag("tc") && edns.answers.len() == 40, "{edns:?}");
-}
-
-/// One network of a test GeoIP database: its country and, maybe, its coordinates.
-type GeoEntry<'a> = (&'a str, &'a str, Option<(f64, f64)>);
-
-/// Writes a MaxMind-format City database mapping each network to a country and, when
-/// given, coordinates, with the `mmdb-writer` Python package `.ci/test` installs.
-fn geoip_db(dir: &Path, entries: &[GeoEntry<'_>]) -> std::path::PathBuf {
-    let path = dir.join("geo.mmdb");
-    let inserts: String = entries
-        .iter()
-        .map(|(network, country, at)| {
-            let location = at.map_or(String::new(), |(lat, lon)| {
-                format!(", 'location': {{'latitude': {lat}, 'longitude': {lon}}}")
-            });
-            format!(
-                "w.insert_network(IPSet(['{network}']), {{'country': {{'iso_code': '{country}'}}{location}}})\n"
-            )
-        })
-        .collect();
-    let script = format!(
-        "from netaddr import IPSet\nfrom mmdb_writer import MMDBWriter\n\
-         w = MMDBWriter(ip_version=6, database_type='GeoIP2-City', ipv4_compatible=True)\n\
-         {inserts}w.to_db_file('{}')\n",
-        path.display()
-    );
-    let python = python_tool("PY_TOOLS_PYTHON", "python");
-    let out = std::process::Command::new(&python)
-        .arg("-c")
-        .arg(script)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "{python}: {e}; run the test command (bash .ci/test), which installs mmdb-writer"
-            )
-        });
-    assert!(
-        out.status.success(),
-        "mmdb-writer: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
 }
 
 /// `geo`: the client's subnet (EDNS) or source picks the location through `networks` and

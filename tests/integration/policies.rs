@@ -152,3 +152,80 @@ async fn geo_answers_fall_back_to_the_default_location() {
     pdns.wait_for_answer("g.tenant-a.io", "A", &[ip(&gws[1])])
         .await;
 }
+
+/// `geo` through PowerDNS LUA records with the geoip backend reading a City database, as
+/// in production: a client (by its EDNS subnet) of a country with a location gets it
+/// (`country()`); a client whose coordinates the database knows, of a country without a
+/// location, gets the nearest location up (`latlon()`); a client with neither gets
+/// `default_geo`. When a location goes down, its clients and the nearest-by-coordinates
+/// clients it served move to the next nearest.
+#[actix_rt::test]
+async fn geo_answers_the_nearest_location_up_by_the_clients_coordinates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::services::geoip::geoip_db(
+        dir.path(),
+        &[
+            ("10.10.0.0/16", "PL", Some((52.23, 21.01))),   // Warsaw
+            ("10.11.0.0/16", "BR", Some((-23.55, -46.63))), // Sao Paulo
+            ("10.12.0.0/16", "DE", None),
+            ("10.13.0.0/16", "PL", None),
+        ],
+    );
+    let pdns = PdnsServer::start_with_geoip("tenant-a.io.", &db);
+    let mut gws = gateways(3);
+    let text = format!(
+        "{}{}",
+        endpoints(
+            &gws,
+            &[
+                "labels = { geo = \"DE\" }",
+                "labels = { geo = \"GB\" }",
+                "labels = { geo = \"US\" }"
+            ]
+        ),
+        pdns_tail(&pdns, "[[tenants]]\nname = \"g\"\ndomains = [\"g.tenant-a.io\"]\npolicy = \"geo\"\ndefault_geo = \"GB\"")
+    );
+    let text = TestConfig::defaults(&Check::FAST).with(&text).render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let (de, gb, us) = (ip(&gws[0]), ip(&gws[1]), ip(&gws[2]));
+    let clients = [
+        "10.10.1.0/24",
+        "10.11.1.0/24",
+        "10.12.1.0/24",
+        "10.13.1.0/24",
+    ];
+    // Warsaw -> DE (nearest), Sao Paulo -> US (nearest), Germany -> DE (its country),
+    // Poland without coordinates -> GB (default_geo).
+    let want = [&de, &us, &de, &gb];
+    wait_for_answers_by_subnet(&pdns, "g.tenant-a.io", &clients, &want).await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    // DE is down: Warsaw's next nearest is GB, and so is Germany's (from its centre).
+    let want = [&gb, &us, &gb, &gb];
+    wait_for_answers_by_subnet(&pdns, "g.tenant-a.io", &clients, &want).await;
+}
+
+/// Polls `name` from each client subnet until each answers its one address of `want`.
+async fn wait_for_answers_by_subnet(
+    pdns: &PdnsServer,
+    name: &str,
+    clients: &[&str],
+    want: &[&String],
+) {
+    let want: Vec<Vec<String>> = want.iter().map(|w| vec![(*w).clone()]).collect();
+    let start = tokio::time::Instant::now();
+    loop {
+        let mut got = Vec::new();
+        for client in clients {
+            got.push(pdns.dig_from(name, "A", client).await);
+        }
+        if got == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "want {want:?} for {clients:?}, got {got:?}\n{}",
+            pdns.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -125,13 +125,54 @@ fn geo_expression(
             ));
         }
     }
+    code.push_str(&nearest_by_coordinates(&by_geo, answer));
     code.push_str(&format!("return {fallback}"));
     code
+}
+
+/// Lua answering a client whose coordinates PowerDNS knows (`latlon()`, from a GeoIP City
+/// database; `0 0` when unknown) with the location nearest to it that has addresses up, by
+/// great-circle distance to each country location's centre (`keshvar`): the client of a
+/// country without a location of its own and outside every continent location. Empty
+/// when no location has coordinates. Comparing the haversine term alone orders the
+/// distances. Unlike PowerDNS's own `pickclosest`, which places the candidate addresses
+/// by the GeoIP database (private addresses have no place), this places them by their
+/// `geo` label.
+fn nearest_by_coordinates(
+    by_geo: &BTreeMap<&str, Vec<&PublishedAddress>>,
+    answer: impl Fn(&[&PublishedAddress]) -> String,
+) -> String {
+    let places: Vec<String> = by_geo
+        .iter()
+        .filter_map(|(geo, group)| {
+            let (lat, lon) = crate::geo_fallback::coordinates(geo)?;
+            Some(format!(
+                "{{{lat:.4},{lon:.4},function() return {} end}}",
+                answer(group)
+            ))
+        })
+        .collect();
+    if places.is_empty() {
+        return String::new();
+    }
+    format!(
+        "local y,x=latlon():match('^(%S+) (%S+)$') y,x=tonumber(y),tonumber(x) \
+         if y and (y~=0 or x~=0) then local r,best,far=math.rad,nil,2 \
+         for _,l in ipairs({{{}}}) do \
+         local h=math.sin(r(l[1]-y)/2)^2+math.cos(r(y))*math.cos(r(l[1]))*math.sin(r(l[2]-x)/2)^2 \
+         if h<far then best,far=l[3],h end end return best() end ",
+        places.join(",")
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Lua answering clients by their coordinates, over `places` (`{lat,lon,answer}`).
+    fn nearest(places: &str) -> String {
+        format!(" local y,x=latlon():match('^(%S+) (%S+)$') y,x=tonumber(y),tonumber(x) if y and (y~=0 or x~=0) then local r,best,far=math.rad,nil,2 for _,l in ipairs({{{places}}}) do local h=math.sin(r(l[1]-y)/2)^2+math.cos(r(y))*math.cos(r(l[1]))*math.sin(r(l[2]-x)/2)^2 if h<far then best,far=l[3],h end end return best() end")
+    }
 
     fn snapshot(policy: RoutingPolicy, addrs: &[(&str, u32, &str)]) -> TenantSnapshot {
         let addresses = addrs
@@ -193,7 +234,7 @@ mod tests {
         );
         assert_eq!(
             wanted(&s, true)[2].1,
-            vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('IE') then return {'10.0.0.1'} end return {'10.0.0.1'}\"".to_string()]
+            vec![format!("A \";if country('DE') then return {{'10.0.0.2'}} end if country('IE') then return {{'10.0.0.1'}} end{} return {{'10.0.0.1'}}\"", nearest("{51.1657,10.4515,function() return {'10.0.0.2'} end},{53.1424,-7.6921,function() return {'10.0.0.1'} end}"))]
         );
     }
 
@@ -211,7 +252,7 @@ mod tests {
         );
         assert_eq!(
             wanted(&s, true)[2].1,
-            vec!["A \";if country('IE') then return {'10.0.0.1'} end if country('US') then return {'10.0.0.3'} end if continent('EU') then return {'10.0.0.2'} end return {'10.0.0.1'}\"".to_string()]
+            vec![format!("A \";if country('IE') then return {{'10.0.0.1'}} end if country('US') then return {{'10.0.0.3'}} end if continent('EU') then return {{'10.0.0.2'}} end{} return {{'10.0.0.1'}}\"", nearest("{53.1424,-7.6921,function() return {'10.0.0.1'} end},{37.0902,-95.7129,function() return {'10.0.0.3'} end}"))]
         );
     }
 
@@ -227,7 +268,7 @@ mod tests {
         );
         assert_eq!(
             wanted(&s, true)[2].1,
-            vec!["A \";if country('DE') then return {'10.0.0.3'} end if country('IE') then return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}}) end return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}})\"".to_string()]
+            vec![format!("A \";if country('DE') then return {{'10.0.0.3'}} end if country('IE') then return pickwhashed({{{{30,'10.0.0.1'}},{{10,'10.0.0.2'}}}}) end{} return pickwhashed({{{{30,'10.0.0.1'}},{{10,'10.0.0.2'}}}})\"", nearest("{51.1657,10.4515,function() return {'10.0.0.3'} end},{53.1424,-7.6921,function() return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}}) end}"))]
         );
     }
 
@@ -243,7 +284,7 @@ mod tests {
         };
         assert_eq!(
             wanted(&s, true)[2].1,
-            vec!["A \";if country('DE') then return {'10.0.0.2'} end if country('GB') then return {'10.0.0.3'} end if country('IE') then return {'10.0.0.3'} end return {'10.0.0.2','10.0.0.3'}\"".to_string()]
+            vec![format!("A \";if country('DE') then return {{'10.0.0.2'}} end if country('GB') then return {{'10.0.0.3'}} end if country('IE') then return {{'10.0.0.3'}} end{} return {{'10.0.0.2','10.0.0.3'}}\"", nearest("{51.1657,10.4515,function() return {'10.0.0.2'} end},{55.3781,-3.4360,function() return {'10.0.0.3'} end}"))]
         );
     }
 

@@ -7,6 +7,7 @@ pub mod dig;
 pub mod dns_primary;
 pub mod dns_secondary;
 pub mod dnsmasq;
+pub mod geoip;
 pub mod grpc_health;
 pub mod link;
 pub mod pdns;

@@ -1,4 +1,5 @@
-//! A real PowerDNS Authoritative server (Debian's `pdns-server` with the gsqlite3 backend)
+//! A real PowerDNS Authoritative server (Debian's `pdns-server` with the gsqlite3 backend, and
+//! the geoip backend when a test gives it a City database)
 //! on its own loopback address, for the PowerDNS sink tests, queried through DNS with `dig`.
 //! `.ci/test` installs the packages; a test fails (never skips) when they are missing.
 
@@ -24,12 +25,24 @@ pub struct PdnsServer {
     pub api_key: String,
     /// Folder with the database, the key file and the log.
     pub dir: tempfile::TempDir,
+    /// A GeoIP City database for the geoip backend (LUA records' `country()`, `latlon()`).
+    geoip: Option<PathBuf>,
     child: Option<Child>,
 }
 
 impl PdnsServer {
     /// Starts a server on a loopback address of its own with `zone` created.
     pub fn start(zone: &str) -> PdnsServer {
+        PdnsServer::start_with(zone, None)
+    }
+
+    /// [`PdnsServer::start`] with the geoip backend reading the City database `geoip`, so
+    /// LUA records locate clients (by their EDNS subnet) as in production.
+    pub fn start_with_geoip(zone: &str, geoip: &std::path::Path) -> PdnsServer {
+        PdnsServer::start_with(zone, Some(geoip.to_owned()))
+    }
+
+    fn start_with(zone: &str, geoip: Option<PathBuf>) -> PdnsServer {
         for tool in [
             "/usr/sbin/pdns_server",
             "/usr/bin/dig",
@@ -55,6 +68,7 @@ impl PdnsServer {
             ip: loopback_ip(),
             api_key: "test-key-1".into(),
             dir,
+            geoip,
             child: None,
         };
         server.launch();
@@ -85,7 +99,21 @@ impl PdnsServer {
             .append(true)
             .open(d.join("pdns.log"))
             .unwrap();
+        let backends = match &self.geoip {
+            None => vec!["--launch=gsqlite3".to_owned()],
+            Some(db) => {
+                // The backend serves no zone of its own: only its lookups are used.
+                let zones = d.join("geoip-zones.yaml");
+                std::fs::write(&zones, "domains: []\n").unwrap();
+                vec![
+                    "--launch=gsqlite3,geoip".to_owned(),
+                    format!("--geoip-database-files=mmdb:{}", db.display()),
+                    format!("--geoip-zones-file={}", zones.display()),
+                ]
+            }
+        };
         let child = Command::new("/usr/sbin/pdns_server")
+            .args(backends)
             .args([
                 "--no-config",
                 "--daemon=no",
@@ -93,7 +121,6 @@ impl PdnsServer {
                 "--disable-syslog",
                 "--write-pid=no",
                 "--loglevel=4",
-                "--launch=gsqlite3",
                 "--cache-ttl=0",
                 "--query-cache-ttl=0",
                 "--negquery-cache-ttl=0",
