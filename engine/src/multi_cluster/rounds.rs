@@ -87,11 +87,16 @@ struct Exchange {
     write: bool,
 }
 
-/// Whether a round runs on a zone, and whether another must follow it.
+/// Whether a round runs on a zone, and whether another must follow it; when its reports
+/// were last read, and whether reads have failed since.
 #[derive(Default)]
 struct Rounds {
     running: bool,
     again: bool,
+    /// The last successful read (this process's monotonic clock).
+    last_read: Option<tokio::time::Instant>,
+    /// Reads failed since `last_read`: this reader has been blind to the zone.
+    blind: bool,
 }
 
 /// What this cluster last wrote for a tenant: a report is written again when its content
@@ -115,7 +120,8 @@ struct TenantVotes {
     withdrawn: Vec<IpAddr>,
     discovered: Vec<Discovered>,
     /// Per cluster: its report's stamp as last read, and when (this process's monotonic
-    /// clock) that stamp was first read. See `count::reader_age`.
+    /// clock) that stamp was first read, moved later by the time this reader could not
+    /// read the zone. See `RoundsCore::count_votes`.
     stamps: BTreeMap<String, (u64, tokio::time::Instant)>,
 }
 

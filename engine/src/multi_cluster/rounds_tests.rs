@@ -136,6 +136,14 @@ impl Run {
         });
     }
 
+    /// Fails the oldest exchange: the zone can be neither written nor read.
+    fn fail(&mut self) {
+        let round = self.rounds.remove(0);
+        let written = (!round.writes.is_empty()).then(|| Err(SinkError::retriable("down")));
+        let read = Err(SinkError::retriable("zone unreachable"));
+        self.step(|core, now, fx| core.finished(round, Answers { written, read }, now, fx));
+    }
+
     fn advance(&mut self, d: Duration) {
         self.now.clock = self.now.clock.after(d);
     }
@@ -388,6 +396,36 @@ fn a_read_error_keeps_the_published_set() {
         run.voted.is_empty(),
         "no tally, so the tracker keeps what it published"
     );
+}
+
+/// A zone outage longer than `report_ttl` (15 s), when no cluster could write: the reports
+/// read first after it count as live (this reader was blind, the writers not dead); one
+/// unchanged for `report_ttl` of reading afterwards ages out as usual.
+#[test]
+fn reports_do_not_age_while_the_zone_cannot_be_read() {
+    let mut run = Run::started(Health::Up);
+    let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+    run.answer(std::slice::from_ref(&c2), false);
+    assert_eq!(run.voted.last().unwrap().live, ["c1", "c2"]);
+    for _ in 0..4 {
+        run.advance(secs(5));
+        run.step(RoundsCore::tick);
+        run.fail();
+    }
+    let before = run.voted.len();
+    run.advance(secs(1));
+    run.step(RoundsCore::tick);
+    run.answer(std::slice::from_ref(&c2), false);
+    assert_eq!(run.voted.len(), before + 1);
+    let tally = run.voted.last().unwrap();
+    assert_eq!(tally.live, ["c1", "c2"], "21 s blind is not 21 s dead");
+    for _ in 0..4 {
+        run.advance(secs(5));
+        run.step(RoundsCore::tick);
+        run.answer(std::slice::from_ref(&c2), false);
+    }
+    let tally = run.voted.last().unwrap();
+    assert_eq!(tally.aged_out, ["c2"], "20 s of reading it unchanged");
 }
 
 #[test]

@@ -423,9 +423,15 @@ impl Authority {
                 Some(s) if Some(s.key_name()) == key => {
                     response.metadata.authoritative = true;
                     if matches!(question.query_type(), RecordType::TXT | RecordType::ANY) {
-                        response.answers =
-                            self.shelf
-                                .answer(question.name(), &suffix, cluster.as_deref(), client);
+                        match self.shelf.answer(
+                            question.name(),
+                            &suffix,
+                            cluster.as_deref(),
+                            client,
+                        ) {
+                            Some(records) => response.answers = records,
+                            None => response.metadata.response_code = ResponseCode::ServFail,
+                        }
                     }
                 }
                 _ => response.metadata.response_code = ResponseCode::Refused,

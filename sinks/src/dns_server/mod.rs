@@ -80,8 +80,14 @@ impl DnsServerSink {
             Some(r) => {
                 let key =
                     crate::rfc2136::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
-                let interval = ctx.plan.multi_cluster.report_interval;
-                let store = DnsReports::new(r, key, authority.shelf.clone(), interval);
+                let mc = &ctx.plan.multi_cluster;
+                let store = DnsReports::new(
+                    r,
+                    key,
+                    authority.shelf.clone(),
+                    mc.report_interval,
+                    mc.report_ttl,
+                );
                 Some(Arc::new(store) as Arc<dyn ReportStore>)
             }
             None => None,

@@ -13,6 +13,11 @@
 //! `report_ttl` as a cluster that stopped writing to a shared zone would. A peer that
 //! answers "no report" (it left, or does not vote on that tenant) has none.
 //!
+//! A reader that has just started knows nothing of its peers: its first count waits until
+//! every peer has answered once, for at most `report_ttl`, so a restarted cluster never
+//! publishes without the gateways that only a slow or briefly unreachable peer reports.
+//! A peer silent for longer counts as one whose report aged out.
+//!
 //! Every replica of a cluster holds and answers the cluster's reports itself (the store
 //! is not shared), so a peer asking any replica behind one address gets an answer.
 
@@ -41,6 +46,11 @@ pub struct Shelf {
     held: RwLock<HashMap<String, (String, Vec<String>)>>,
     /// Clients answered "no report" since the last removal (what `cluster leave` tells).
     told_absent: Mutex<HashSet<IpAddr>>,
+    /// This cluster has written its reports (or removed them) since it started: until
+    /// then it does not know what it will report, so it answers SERVFAIL, which readers
+    /// take as "cannot be read" (they keep its last reports), never "no report" (which
+    /// would drop its gateways from their answers while it restarts).
+    primed: std::sync::atomic::AtomicBool,
 }
 
 /// Where a question's name sits among the report names: `_ho-report.<domain>` or
@@ -58,14 +68,18 @@ pub fn report_question(key: &str) -> Option<(String, Option<&str>)> {
 
 impl Shelf {
     /// The TXT records answering `qname` (a report name, see [`report_question`]) asked
-    /// by `client`: this cluster's report there, if it holds one.
+    /// by `client`: this cluster's report there, if it holds one; `None` before this
+    /// cluster first wrote its reports (answered SERVFAIL).
     pub fn answer(
         &self,
         qname: &Name,
         suffix: &str,
         cluster: Option<&str>,
         client: IpAddr,
-    ) -> Vec<Record> {
+    ) -> Option<Vec<Record>> {
+        if !self.primed.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
         let held = self.held.read().expect("not poisoned");
         let found = held.get(suffix).filter(|(name, _)| {
             cluster.is_none_or(|c| name.len() == c.len() + suffix.len() && name.starts_with(c))
@@ -76,9 +90,9 @@ impl Shelf {
                 .lock()
                 .expect("not poisoned")
                 .insert(client);
-            return Vec::new();
+            return Some(Vec::new());
         };
-        texts
+        let records = texts
             .iter()
             .map(|text| {
                 let strings: Vec<String> = text
@@ -88,7 +102,14 @@ impl Shelf {
                     .collect();
                 Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
             })
-            .collect()
+            .collect();
+        Some(records)
+    }
+
+    /// From now on this cluster's server answers what it holds.
+    fn prime(&self) {
+        self.primed
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     fn hold(&self, reports: Vec<(String, Vec<String>)>) {
@@ -100,6 +121,8 @@ impl Shelf {
                 (name.to_ascii_lowercase(), texts),
             );
         }
+        drop(held);
+        self.prime();
     }
 
     fn mine(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
@@ -121,6 +144,8 @@ struct PeerState {
     reports: BTreeMap<String, (String, Vec<String>)>,
     /// Its last round failed (logged once, and once again when it answers).
     failing: bool,
+    /// It answered at least once.
+    answered: bool,
 }
 
 /// The `ReportStore` of a `dns_server` sink with `reports`.
@@ -135,17 +160,20 @@ struct Peers {
     /// How long `cluster leave` keeps answering "no report": every peer runs a round in
     /// that time.
     leave_for: Duration,
+    /// Until then, a read fails while a peer has never answered (see the module's doc).
+    patience: std::time::Instant,
     last: Mutex<HashMap<SocketAddr, PeerState>>,
 }
 
 impl DnsReports {
-    /// The store of `config`, holding reports on `shelf`; `report_interval` is the
-    /// deployment's (`[multi_cluster]`).
+    /// The store of `config`, holding reports on `shelf`; `report_interval` and
+    /// `report_ttl` are the deployment's (`[multi_cluster]`).
     pub fn new(
         config: &ReportsConfig,
         key: TSigner,
         shelf: Arc<Shelf>,
         report_interval: Duration,
+        report_ttl: Duration,
     ) -> DnsReports {
         DnsReports(Arc::new(Peers {
             shelf,
@@ -153,6 +181,7 @@ impl DnsReports {
             key,
             timeout: config.timeout,
             leave_for: report_interval * 2 + config.timeout,
+            patience: std::time::Instant::now() + report_ttl,
             last: Mutex::default(),
         }))
     }
@@ -174,6 +203,17 @@ impl Peers {
                 .query_all(&names, RecordType::TXT, Some(&self.key))
                 .await
                 .map_err(|e| e.message)?;
+            // "No report" is NOERROR (or NXDOMAIN) without one; anything else (SERVFAIL
+            // from a peer that has just started, REFUSED or NOTAUTH from a peer with
+            // another key) says nothing about its reports.
+            if let Some((name, code)) = names
+                .iter()
+                .zip(&answers)
+                .map(|(n, a)| (n, a.metadata.response_code))
+                .find(|(_, c)| !matches!(c, ResponseCode::NoError | ResponseCode::NXDomain))
+            {
+                return Err(format!("{name} TXT answered {code}"));
+            }
             Ok(suffixes
                 .iter()
                 .cloned()
@@ -197,6 +237,7 @@ impl Peers {
         let state = last.entry(peer).or_default();
         match asked {
             Ok(found) => {
+                state.answered = true;
                 if std::mem::take(&mut state.failing) {
                     info!(%peer, "a peer's reports can be read again");
                 }
@@ -231,6 +272,30 @@ impl Peers {
             .iter()
             .filter_map(|s| state.reports.get(s).cloned())
             .collect()
+    }
+}
+
+impl Peers {
+    /// Fails while some peer has never answered and the patience has not run out: the
+    /// rounds then count nothing (nothing is published yet, or what was stays).
+    fn unheard_within_patience(&self) -> Result<(), ho_engine::sink::SinkError> {
+        if std::time::Instant::now() >= self.patience {
+            return Ok(());
+        }
+        let last = self.last.lock().expect("not poisoned");
+        let unheard: Vec<String> = self
+            .peers
+            .iter()
+            .filter(|p| !last.get(p).is_some_and(|s| s.answered))
+            .map(ToString::to_string)
+            .collect();
+        if unheard.is_empty() {
+            return Ok(());
+        }
+        Err(ho_engine::sink::SinkError::retriable(format!(
+            "no answer yet from peer(s) {}: the first count waits for every peer's reports (at most report_ttl)",
+            unheard.join(", ")
+        )))
     }
 }
 
@@ -271,6 +336,7 @@ impl ReportStore for DnsReports {
             for (peer, answer) in this.peers.iter().zip(asked) {
                 all.extend(this.remember(*peer, &suffixes, answer));
             }
+            this.unheard_within_patience()?;
             Ok(all)
         })
     }
@@ -288,6 +354,7 @@ impl ReportStore for DnsReports {
                 .expect("not poisoned")
                 .retain(|_, (held, _)| *held != name);
             this.shelf.told_absent.lock().expect("not poisoned").clear();
+            this.shelf.prime();
             tokio::time::sleep(this.leave_for).await;
             let told = this.shelf.told_absent.lock().expect("not poisoned").len();
             info!(
@@ -322,7 +389,13 @@ mod tests {
             },
             timeout: Duration::from_secs(1),
         };
-        let store = DnsReports::new(&config, key, Arc::default(), Duration::from_secs(2));
+        let store = DnsReports::new(
+            &config,
+            key,
+            Arc::default(),
+            Duration::from_secs(2),
+            Duration::from_secs(60),
+        );
         Arc::try_unwrap(store.0).ok().unwrap()
     }
 
@@ -355,26 +428,30 @@ mod tests {
     #[test]
     fn the_shelf_answers_its_own_report_by_suffix_or_full_name() {
         let shelf = Shelf::default();
+        let client: IpAddr = "192.0.2.9".parse().unwrap();
+        let qname = Name::from_ascii("_ho-report.api.example.org.").unwrap();
+        let suffix = "._ho-report.api.example.org";
+        assert_eq!(
+            shelf.answer(&qname, suffix, None, client),
+            None,
+            "nothing written since the start: not \"no report\" but SERVFAIL"
+        );
         let texts = vec!["x".repeat(300)];
         shelf.hold(vec![(
             "EU1._ho-report.api.example.org".into(),
             texts.clone(),
         )]);
-        let client: IpAddr = "192.0.2.9".parse().unwrap();
-        let qname = Name::from_ascii("_ho-report.api.example.org.").unwrap();
-        let suffix = "._ho-report.api.example.org";
-        let records = shelf.answer(&qname, suffix, None, client);
+        let records = shelf.answer(&qname, suffix, None, client).unwrap();
         assert_eq!(records.len(), 1);
         let RData::TXT(txt) = &records[0].data else {
             panic!("TXT");
         };
         assert_eq!(txt.txt_data.len(), 2, "split in 255-character strings");
         assert_eq!(txt.txt_data.concat(), texts[0].as_bytes());
-        assert_eq!(shelf.answer(&qname, suffix, Some("eu1"), client).len(), 1);
-        assert!(shelf.answer(&qname, suffix, Some("eu2"), client).is_empty());
-        assert!(shelf
-            .answer(&qname, "._ho-report.other.org", None, client)
-            .is_empty());
+        let answer = |cluster, suffix| shelf.answer(&qname, suffix, cluster, client).unwrap();
+        assert_eq!(answer(Some("eu1"), suffix).len(), 1);
+        assert!(answer(Some("eu2"), suffix).is_empty());
+        assert!(answer(None, "._ho-report.other.org").is_empty());
         assert!(shelf.told_absent.lock().unwrap().contains(&client));
     }
 
@@ -420,5 +497,25 @@ mod tests {
              content); one the peer no longer holds is gone"
         );
         assert!(!p.last.lock().unwrap()[&peer].failing);
+    }
+
+    #[test]
+    fn the_first_count_waits_for_every_peer_until_the_patience_runs_out() {
+        let p = peers();
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let suffixes = vec!["._ho-report.a.org".to_string()];
+        p.remember(peer, &suffixes, Err("refused".into()));
+        let waiting = p.unheard_within_patience().unwrap_err();
+        assert!(waiting.to_string().contains("127.0.0.1:1"), "{waiting}");
+        p.remember(peer, &suffixes, Ok(vec![(suffixes[0].clone(), None)]));
+        assert!(
+            p.unheard_within_patience().is_ok(),
+            "answered \"no report\""
+        );
+        p.remember(peer, &suffixes, Err("refused".into()));
+        assert!(p.unheard_within_patience().is_ok(), "heard once: enough");
+        let mut q = peers();
+        q.patience = std::time::Instant::now();
+        assert!(q.unheard_within_patience().is_ok(), "patience over");
     }
 }

@@ -41,6 +41,9 @@ pub struct History {
     pub writes: Vec<(Duration, usize)>,
     /// The Lease's holder (a process) from each change on, in order.
     pub holders: Vec<(Duration, Option<usize>)>,
+    /// Whose server the answers were read from, when each cluster serves the zone itself:
+    /// a cluster it cannot read the reports of (a partition) takes no part in its vote.
+    pub reader: Option<usize>,
 }
 
 /// The bounds the rules allow.
@@ -111,6 +114,14 @@ impl History {
     /// back end (a process cut from it neither writes its report nor reads the others'):
     /// `surely`, all of them with no fault at all; else at least one of them.
     pub fn running(&self, c: usize, t: Duration, surely: bool) -> bool {
+        if let Some(reader) = self.reader.filter(|r| *r != c) {
+            let cut = self
+                .span(|f| f.cuts(reader, c))
+                .any(|(from, to)| from <= t && t < to);
+            if cut {
+                return false;
+            }
+        }
         let mut mine = (0..self.processes.len()).filter(|&p| self.processes[p] == c);
         if surely {
             mine.all(|p| !self.process_out(p, t, true))
@@ -143,9 +154,43 @@ impl History {
             .any(|(from, to)| from <= t && t < to)
     }
 
+    /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`: its process
+    /// (re)started at some moment before `t`, and since then `g`'s cluster (which owns
+    /// gateway `g`) has never been running and readable by it. With each cluster serving
+    /// the zone itself, a cluster's reports live only on its own server, so a cluster that
+    /// restarts while a peer is down or cut off does not know that peer's gateways until
+    /// it can read the peer again: its own server answers without them meanwhile (the
+    /// other servers keep them). This is the known gap of that setup (a shared zone keeps a
+    /// dead cluster's last report for every reader), excused here and documented.
+    fn not_yet_learned(&self, g: usize, t: Duration) -> bool {
+        let Some(r) = self.reader.filter(|r| *r != g) else {
+            return false;
+        };
+        let restarts = self.faults.iter().flat_map(|(f, from, to)| match f {
+            Fault::Kill(p) if self.processes[*p] == r => vec![*to],
+            Fault::Skew(p, _) if self.processes[*p] == r => vec![Some(*from), *to],
+            _ => vec![],
+        });
+        let restarts = restarts.flatten();
+        let Some(start) = restarts.filter(|s| *s <= t).max() else {
+            return false;
+        };
+        let mut u = start;
+        while u <= t {
+            if self.running(g, u, false) {
+                return false;
+            }
+            u += STEP;
+        }
+        true
+    }
+
     /// Whether a withdrawal of gateway `g` seen at `t` rests on a quorum of what the
     /// clusters saw within `b.window` before.
     fn justified(&self, g: usize, t: Duration, b: &Bounds) -> bool {
+        if self.not_yet_learned(g, t) {
+            return true;
+        }
         let mut s = t.saturating_sub(b.window);
         while s <= t {
             let surely_live = (0..self.clusters)
@@ -313,6 +358,7 @@ mod tests {
             gateways: vec!["a".into(), "b".into(), "c".into()],
             writes: vec![],
             holders: vec![],
+            reader: None,
         }
     }
 
@@ -434,6 +480,76 @@ mod tests {
         assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
         // Both replicas out: cluster 0 sees nothing, cluster 1 alone is no quorum of 1 and 2.
         h.faults.push((Fault::Kill(1), s(0), Some(s(3_000))));
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+    }
+
+    #[test]
+    fn a_partition_leaves_the_cut_off_clusters_out_of_a_servers_vote() {
+        // Gateway 1 fails for cluster 0 alone: no quorum of three.
+        let one = Fault::Gateway {
+            gateway: 1,
+            vantages: vec![0],
+        };
+        let cut = Fault::Partition {
+            reader: 0,
+            peer: 1,
+            both: true,
+        };
+        let mut h = history(
+            vec![(one, s(1_000), Some(s(2_000)))],
+            &[(0, ALL), (1_200, AC), (2_200, ALL), (6_000, ALL)],
+        );
+        h.reader = Some(0);
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+        // Cut from cluster 1 (both ways), server 0 counts clusters 0 and 2: 0 alone is half,
+        // not 0.66 of them.
+        h.faults.push((cut.clone(), s(0), Some(s(3_000))));
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+        // Cut from both others, cluster 0 decides alone.
+        let cut_c = Fault::Partition {
+            reader: 2,
+            peer: 0,
+            both: true,
+        };
+        h.faults.push((cut_c, s(0), Some(s(3_000))));
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        // One way only (0 cannot read 2, 2 can read 0): server 2's vote still counts 0.
+        h.faults.pop();
+        h.faults.push((
+            Fault::Partition {
+                reader: 0,
+                peer: 2,
+                both: false,
+            },
+            s(0),
+            Some(s(3_000)),
+        ));
+        assert!(check(&h, &BOUNDS).is_ok(), "server 0 reads neither: alone");
+        h.reader = Some(2);
+        assert_eq!(
+            check(&h, &BOUNDS).unwrap_err()[0].rule,
+            2,
+            "server 2 reads 0 and 1"
+        );
+    }
+
+    #[test]
+    fn a_server_restarted_while_a_peer_is_away_is_excused_its_gateways_until_it_returns() {
+        // Cluster 1 killed from 0 to 4 s; cluster 0 restarted at 1 s: server 0 answers
+        // without gateway 1 (b) from 1.5 s, and again with it once 1 is back.
+        let faults = vec![
+            (Fault::Kill(1), s(0), Some(s(4_000))),
+            (Fault::Kill(0), s(500), Some(s(1_000))),
+        ];
+        let mut h = history(faults, &[(0, ALL), (1_500, AC), (4_500, ALL), (8_000, ALL)]);
+        h.reader = Some(0);
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        // Without the restart, the same answer is a withdrawal without a quorum.
+        h.faults.pop();
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+        // And the shared zone's reader is never excused.
+        h.faults.push((Fault::Kill(0), s(500), Some(s(1_000))));
+        h.reader = None;
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
     }
 }

@@ -33,6 +33,17 @@ pub enum Fault {
     /// The replica is cut from the Kubernetes API server (its requests get 503, as from a
     /// partitioned node); healed by answering them again. Replicas under a Lease only.
     ApiCut(usize),
+    /// Cluster `reader` cannot reach cluster `peer`'s DNS server for its reports (and, with
+    /// `both`, neither can `peer` reach `reader`'s): a partition between clusters that
+    /// serve their zone themselves. Healed by mending the links.
+    Partition {
+        /// The cluster that cannot read.
+        reader: usize,
+        /// The cluster it cannot read.
+        peer: usize,
+        /// Both ways.
+        both: bool,
+    },
 }
 
 impl Fault {
@@ -45,7 +56,7 @@ impl Fault {
             | Fault::BackendCut(p)
             | Fault::BackendSlow(p, _)
             | Fault::ApiCut(p) => Some(*p),
-            Fault::Gateway { .. } | Fault::BackendDown => None,
+            Fault::Gateway { .. } | Fault::BackendDown | Fault::Partition { .. } => None,
         }
     }
 
@@ -61,6 +72,20 @@ impl Fault {
             Fault::BackendCut(_) => "cut from the back end",
             Fault::BackendSlow(..) => "slow link to the back end",
             Fault::ApiCut(_) => "replica cut from the API server",
+            Fault::Partition { both: true, .. } => "partition between clusters",
+            Fault::Partition { .. } => "one-way partition between clusters",
+        }
+    }
+
+    /// Whether cluster `reader` cannot read cluster `peer`'s reports because of it.
+    pub fn cuts(&self, reader: usize, peer: usize) -> bool {
+        match *self {
+            Fault::Partition {
+                reader: r,
+                peer: p,
+                both,
+            } => (r == reader && p == peer) || (both && r == peer && p == reader),
+            _ => false,
         }
     }
 }
@@ -74,6 +99,10 @@ pub struct Shape {
     pub gateways: usize,
     /// Each process: its cluster, and whether it is a replica under a Lease.
     pub processes: Vec<(usize, bool)>,
+    /// Whether the clusters share a zone's back end (faults on it and on the ways to it);
+    /// else each serves the zone itself and they read each other's reports (partitions
+    /// between them).
+    pub back_end: bool,
 }
 
 /// A fault and its span, from the start of the run.
@@ -101,7 +130,7 @@ impl fmt::Display for Step {
 
 /// The schedule of seed `seed`: faults starting from 2 s until `faults_until`, each lasting
 /// 1-4 s (a replica's 3-6 s) and healed by then, on `shape`; one fault at a time per
-/// process, gateway and back end.
+/// process, gateway, and back end or partition between clusters.
 pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut steps = Vec::new();
@@ -149,18 +178,25 @@ pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
                     let replica = shape.processes[p].1;
                     let fault = match kind {
                         4 | 10 => Fault::Pause(p),
-                        5 => Fault::BackendCut(p),
+                        5 if shape.back_end => Fault::BackendCut(p),
                         7 if replica => Fault::ApiCut(p),
-                        6 | 7 => Fault::Kill(p),
+                        5..=7 => Fault::Kill(p),
                         8 => Fault::Skew(p, if rng.bool() { "+30s" } else { "-30s" }),
-                        _ => Fault::BackendSlow(p, rng.u64(100..=600)),
+                        _ if shape.back_end => Fault::BackendSlow(p, rng.u64(100..=600)),
+                        _ => Fault::Pause(p),
                     };
                     (fault, heal)
                 })
             }
             _ => (backend_free <= at).then(|| {
                 backend_free = heal + Duration::from_millis(500);
-                (Fault::BackendDown, heal)
+                if shape.back_end {
+                    return (Fault::BackendDown, heal);
+                }
+                let reader = rng.usize(0..clusters);
+                let peer = (reader + rng.usize(1..clusters)) % clusters;
+                let both = rng.bool();
+                (Fault::Partition { reader, peer, both }, heal)
             }),
         };
         if let Some((fault, heal)) = fault {
@@ -182,6 +218,7 @@ mod tests {
             clusters: 3,
             gateways: 3,
             processes: vec![(0, true), (0, true), (1, false), (2, false)],
+            back_end: true,
         };
         let a = schedule(7, until, &shape);
         let b = schedule(7, until, &shape);
@@ -209,9 +246,39 @@ mod tests {
                         g == h
                     }
                     (Fault::BackendDown, Fault::BackendDown) => true,
+                    (Fault::Partition { .. }, Fault::Partition { .. }) => true,
                     (f, g) => f.process().is_some() && f.process() == g.process(),
                 };
                 assert!(!same || y.at >= x.heal, "{x} overlaps {y}");
+            }
+        }
+    }
+
+    #[test]
+    fn clusters_serving_their_zone_get_partitions_between_them_and_no_back_end_faults() {
+        let shape = Shape {
+            clusters: 3,
+            gateways: 3,
+            processes: vec![(0, false), (1, false), (2, false)],
+            back_end: false,
+        };
+        let steps: Vec<Step> = (1..40)
+            .flat_map(|seed| schedule(seed, Duration::from_secs(30), &shape))
+            .collect();
+        assert!(steps
+            .iter()
+            .any(|s| matches!(s.fault, Fault::Partition { both: true, .. })));
+        assert!(steps
+            .iter()
+            .any(|s| matches!(s.fault, Fault::Partition { both: false, .. })));
+        for s in &steps {
+            match s.fault {
+                Fault::Partition { reader, peer, .. } => assert_ne!(reader, peer, "{s}"),
+                Fault::BackendDown
+                | Fault::BackendCut(_)
+                | Fault::BackendSlow(..)
+                | Fault::ApiCut(_) => panic!("{s}: no shared back end nor Lease here"),
+                _ => {}
             }
         }
     }

@@ -27,12 +27,11 @@ impl RoundsCore {
             }
             None => false,
         };
+        let rounds = self.rounds.entry(round.sink.clone()).or_default();
         let rrsets = match read {
-            Ok(rrsets) => {
-                self.count_op("read", "ok");
-                rrsets
-            }
+            Ok(rrsets) => rrsets,
             Err(e) => {
+                rounds.blind = true;
                 self.count_op("read", "error");
                 if REPORT_WARNINGS.ready(WARN_EVERY) {
                     warn!(error = %e, "could not read the clusters' reports; the published sets stay");
@@ -40,6 +39,19 @@ impl RoundsCore {
                 return;
             }
         };
+        // Time this reader could not watch the zone beyond one round's interval: it says
+        // nothing of whether the writers lived (in a zone outage nobody could write), so
+        // reports do not age through it.
+        let blind_for = match (std::mem::take(&mut rounds.blind), rounds.last_read) {
+            (true, Some(last)) => now
+                .clock
+                .mono
+                .saturating_duration_since(last)
+                .saturating_sub(self.plan.multi_cluster.report_interval),
+            _ => Duration::ZERO,
+        };
+        rounds.last_read = Some(now.clock.mono);
+        self.count_op("read", "ok");
         for e in round.exchanges {
             let Some(state) = self.tenants.get_mut(&e.tenant) else {
                 continue;
@@ -56,7 +68,7 @@ impl RoundsCore {
                 .iter()
                 .filter(|(name, _)| name.ends_with(&suffix))
                 .collect();
-            let tally = self.count_votes(&e.tenant, e.own, round.leads, &read, now);
+            let tally = self.count_votes(&e.tenant, e.own, round.leads, &read, now, blind_for);
             fx.push(Effect::Voted {
                 tenant: e.tenant,
                 tally: Arc::new(tally),
@@ -83,6 +95,10 @@ impl RoundsCore {
     /// drops a live one; the writer's stamp is compared only with itself. A report first
     /// read counts as just written (a reader that starts lets a dead cluster's last report
     /// vote for at most one `report_ttl`, as any cluster's does after its last write).
+    /// Reports do not age while this reader could not read the zone (`blind_for`, beyond
+    /// one round): after a zone outage longer than `report_ttl`, when no writer could
+    /// write, every report would otherwise look dead at once and each cluster would vote
+    /// alone in its first round after it.
     fn count_votes(
         &mut self,
         tenant: &str,
@@ -90,6 +106,7 @@ impl RoundsCore {
         leads: bool,
         rrsets: &[&(String, Vec<String>)],
         now: Now,
+        blind_for: Duration,
     ) -> Tally {
         let owner = self.plan.owner_id.clone();
         let settings = self.plan.multi_cluster.clone();
@@ -113,7 +130,9 @@ impl RoundsCore {
         let mut stamps = BTreeMap::new();
         for r in &mut reports {
             let (stamp, since) = match state.stamps.get(&r.cluster) {
-                Some(&(stamp, since)) if stamp == r.at_ms => (stamp, since),
+                Some(&(stamp, since)) if stamp == r.at_ms => {
+                    (stamp, (since + blind_for).min(now.clock.mono))
+                }
                 _ => (r.at_ms, now.clock.mono),
             };
             stamps.insert(r.cluster.clone(), (stamp, since));
