@@ -26,7 +26,8 @@ use super::schedule::Fault;
 /// What a run recorded.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    /// Each answer read, since the run's start, sorted (reads that got no answer left out).
+    /// Each answer read, by when it came since the run's start, sorted (reads that got no
+    /// answer left out).
     pub answers: Vec<(Duration, Vec<String>)>,
     /// Each fault with its real start and heal (`None`: never healed).
     pub faults: Vec<(Fault, Duration, Option<Duration>)>,
@@ -156,7 +157,7 @@ impl History {
 
     /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`: its process
     /// (re)started at some moment before `t`, and since then `g`'s cluster (which owns
-    /// gateway `g`) has never been running and readable by it. With each cluster serving
+    /// gateway `g`) has never been running and readable by it while it ran itself. With each cluster serving
     /// the zone itself, a cluster's reports live only on its own server, so a cluster that
     /// restarts while a peer is down or cut off does not know that peer's gateways until
     /// it can read the peer again: its own server answers without them meanwhile (the
@@ -177,7 +178,7 @@ impl History {
         };
         let mut u = start;
         while u <= t {
-            if self.running(g, u, false) {
+            if self.running(g, u, false) && self.running(r, u, false) {
                 return false;
             }
             u += STEP;

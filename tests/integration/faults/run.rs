@@ -288,8 +288,8 @@ impl World {
 /// The answers read, since the run's start.
 type Answers = Arc<Mutex<Vec<(Duration, Vec<String>)>>>;
 
-/// Asks the zone for the name every 50 ms; answers (sorted) since `start`, reads that got
-/// no answer (the back end down) left out.
+/// Asks `server` for the name every 50 ms; answers (sorted) by when they came since
+/// `start`, reads that got no answer (the server down) left out.
 fn read_answers(
     server: SocketAddr,
     start: Instant,
@@ -299,13 +299,15 @@ fn read_answers(
     let kept = answers.clone();
     let task = tokio::spawn(async move {
         while !stop.load(Ordering::Relaxed) {
-            let asked = start.elapsed();
             let got = crate::services::dig::dig(server, &[NAME, "A"]).await;
+            // When the answer came, not when it was asked: a paused server answers on
+            // waking, with what it holds then.
+            let answered = start.elapsed();
             if let Some(answer) = got
                 .first()
                 .filter(|a| a.status == "NOERROR" || a.status == "NXDOMAIN")
             {
-                kept.lock().unwrap().push((asked, answer.sorted()));
+                kept.lock().unwrap().push((answered, answer.sorted()));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

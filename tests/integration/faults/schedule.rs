@@ -143,7 +143,11 @@ pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
     while at < faults_until {
         let length = Duration::from_millis(rng.u64(1_000..=4_000));
         let heal = (at + length).min(faults_until);
-        let fault: Option<(Fault, Duration)> = match rng.u32(0..12) {
+        let roll = rng.u32(0..12);
+        // Clusters serving the zone themselves take partitions between them where a shared
+        // back end would take its faults (three rolls in twelve).
+        let partition = !shape.back_end && matches!(roll, 5 | 9 | 11);
+        let fault: Option<(Fault, Duration)> = match roll {
             0..=3 => {
                 let gateway = rng.usize(0..shape.gateways);
                 (gateway_free[gateway] <= at).then(|| {
@@ -160,6 +164,13 @@ pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
                     (Fault::Gateway { gateway, vantages }, heal)
                 })
             }
+            _ if partition => (backend_free <= at).then(|| {
+                backend_free = heal + Duration::from_millis(500);
+                let reader = rng.usize(0..clusters);
+                let peer = (reader + rng.usize(1..clusters)) % clusters;
+                let both = rng.bool();
+                (Fault::Partition { reader, peer, both }, heal)
+            }),
             kind @ 4..=10 => {
                 // Replicas take two faults in three, and theirs last 2 s longer, so that
                 // many of them outlast the Lease and hand it over.
@@ -178,25 +189,18 @@ pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
                     let replica = shape.processes[p].1;
                     let fault = match kind {
                         4 | 10 => Fault::Pause(p),
-                        5 if shape.back_end => Fault::BackendCut(p),
+                        5 => Fault::BackendCut(p),
                         7 if replica => Fault::ApiCut(p),
-                        5..=7 => Fault::Kill(p),
+                        6 | 7 => Fault::Kill(p),
                         8 => Fault::Skew(p, if rng.bool() { "+30s" } else { "-30s" }),
-                        _ if shape.back_end => Fault::BackendSlow(p, rng.u64(100..=600)),
-                        _ => Fault::Pause(p),
+                        _ => Fault::BackendSlow(p, rng.u64(100..=600)),
                     };
                     (fault, heal)
                 })
             }
             _ => (backend_free <= at).then(|| {
                 backend_free = heal + Duration::from_millis(500);
-                if shape.back_end {
-                    return (Fault::BackendDown, heal);
-                }
-                let reader = rng.usize(0..clusters);
-                let peer = (reader + rng.usize(1..clusters)) % clusters;
-                let both = rng.bool();
-                (Fault::Partition { reader, peer, both }, heal)
+                (Fault::BackendDown, heal)
             }),
         };
         if let Some((fault, heal)) = fault {
