@@ -273,9 +273,7 @@ impl Peers {
             .filter_map(|s| state.reports.get(s).cloned())
             .collect()
     }
-}
 
-impl Peers {
     /// Fails while some peer has never answered and the patience has not run out: the
     /// rounds then count nothing (nothing is published yet, or what was stays).
     fn unheard_within_patience(&self) -> Result<(), ho_engine::sink::SinkError> {

@@ -1,27 +1,29 @@
-//! The fault harness: seeded random fault schedules against three clusters sharing a real
-//! `pdns_server` zone, one of them running as two replicas under a Lease, judged against
+//! The fault harness: seeded random fault schedules against three clusters, judged against
 //! the promises over the recorded history (see `checker.rs` for the rules and how
-//! generously each is judged).
+//! generously each is judged), in two setups (`run::Setup`): the clusters share a real
+//! `pdns_server` zone, one of them running as two replicas under a Lease; or each serves
+//! the zone from its own `dns_server` and reads the others' reports from their servers.
 //!
 //! Faults (`schedule.rs`): a gateway failing for every vantage (down) or some (a partition
 //! between those clusters and it); a process paused (SIGSTOP/SIGCONT), killed and
-//! restarted, restarted with its wall clock 30 s off (libfaketime), cut from the zone's
-//! back end or slowed on its way there (its link blackholes, or holds every chunk 100-600
-//! ms: `services/link.rs`); a replica cut from the Kubernetes API server; the back end
-//! stopped and started. Each process probes from its own loopback address and each
-//! gateway answers per client address, so a partition is one gateway failing for some
-//! vantages. Every run is reproducible from its seed and bounded in time; a violation
-//! prints the seed, the schedule and the history around it.
+//! restarted, restarted with its wall clock 30 s off (libfaketime). With a shared zone: a
+//! process cut from the zone's back end or slowed on its way there (its link blackholes,
+//! or holds every chunk 100-600 ms: `services/link.rs`), a replica cut from the Kubernetes
+//! API server, the back end stopped and started. With the clusters' own servers: a
+//! partition between two clusters, one way or both (the link a cluster reads a peer
+//! through blackholes). Each process probes from its own loopback address and each
+//! gateway answers per client address, so a partition from a gateway is one gateway
+//! failing for some vantages. Every run is reproducible from its seed and bounded in time;
+//! a violation prints the seed, the schedule and the history around it.
 //!
-//! Not here yet: partitions between clusters that exchange reports through their own DNS
-//! servers (clusters sharing a zone meet only through it, which the cut covers), packet
-//! loss and reordering on links (this kernel has no `tc netem`; the links delay whole
-//! chunks), and other back ends than PowerDNS.
+//! Not here yet: packet loss and reordering on links (this kernel has no `tc netem`; the
+//! links delay whole chunks), and other back ends than PowerDNS and the embedded server.
 //!
 //! The test command runs `FAULT_SCHEDULES` schedules (default 2) of `FAULT_SECONDS`
-//! (default 30 s: faults for the first 18 s, then quiet); the soak is
-//! `FAULT_SCHEDULES=200 FAULT_SECONDS=60 cargo nextest run --test integration faults::`
-//! (docs/RELIABILITY.md has its figures). `FAULT_SEED` picks the first seed (default 1).
+//! (default 30 s: faults for the first 18 s, then quiet) in each setup; the soak is
+//! `FAULT_SCHEDULES=200 FAULT_SECONDS=60 cargo test --test integration faults::seeded --
+//! --nocapture` (docs/RELIABILITY.md has its figures). `FAULT_SEED` picks the first seed
+//! (default 1).
 
 mod checker;
 mod run;
