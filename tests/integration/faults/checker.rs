@@ -42,6 +42,8 @@ pub struct History {
     pub writes: Vec<(Duration, usize)>,
     /// The Lease's holder (a process) from each change on, in order.
     pub holders: Vec<(Duration, Option<usize>)>,
+    /// Each process's log (warnings and errors), for a violation's report.
+    pub logs: Vec<String>,
     /// Whose server the answers were read from, when each cluster serves the zone itself:
     /// a cluster it cannot read the reports of (a partition) takes no part in its vote.
     pub reader: Option<usize>,
@@ -157,13 +159,14 @@ impl History {
 
     /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`: its process
     /// (re)started at some moment before `t`, and since then `g`'s cluster (which owns
-    /// gateway `g`) has never been running and readable by it while it ran itself. With each cluster serving
+    /// gateway `g`) has never been running and readable by it while it ran itself, from its
+    /// first round on. With each cluster serving
     /// the zone itself, a cluster's reports live only on its own server, so a cluster that
     /// restarts while a peer is down or cut off does not know that peer's gateways until
     /// it can read the peer again: its own server answers without them meanwhile (the
     /// other servers keep them). This is the known gap of that setup (a shared zone keeps a
     /// dead cluster's last report for every reader), excused here and documented.
-    fn not_yet_learned(&self, g: usize, t: Duration) -> bool {
+    fn not_yet_learned(&self, g: usize, t: Duration, b: &Bounds) -> bool {
         let Some(r) = self.reader.filter(|r| *r != g) else {
             return false;
         };
@@ -176,7 +179,9 @@ impl History {
         let Some(start) = restarts.filter(|s| *s <= t).max() else {
             return false;
         };
-        let mut u = start;
+        // A restarted process reads its peers from its first round on: half the warm-up
+        // after its start, generously.
+        let mut u = start + b.warmup / 2;
         while u <= t {
             if self.running(g, u, false) && self.running(r, u, false) {
                 return false;
@@ -189,7 +194,7 @@ impl History {
     /// Whether a withdrawal of gateway `g` seen at `t` rests on a quorum of what the
     /// clusters saw within `b.window` before.
     fn justified(&self, g: usize, t: Duration, b: &Bounds) -> bool {
-        if self.not_yet_learned(g, t) {
+        if self.not_yet_learned(g, t, b) {
             return true;
         }
         let mut s = t.saturating_sub(b.window);
@@ -359,6 +364,7 @@ mod tests {
             gateways: vec!["a".into(), "b".into(), "c".into()],
             writes: vec![],
             holders: vec![],
+            logs: vec![],
             reader: None,
         }
     }

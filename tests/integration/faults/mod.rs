@@ -133,14 +133,28 @@ fn report(seed: u64, steps: &[Step], history: &History, violations: &[checker::V
         .iter()
         .map(|(f, a, z)| format!("{:?} {a:?}-{z:?}", f))
         .collect();
+    let logs: Vec<String> = history
+        .logs
+        .iter()
+        .enumerate()
+        .map(|(p, log)| {
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+            format!(
+                "process {p}, its last {} log lines:\n{tail}",
+                lines.len().min(30)
+            )
+        })
+        .collect();
     panic!(
         "seed {seed}, server of cluster {:?} (None: the shared zone's): {violations:#?}\nschedule:\n{}\napplied:\n{}\n\
          answers around {first_at:?}:\n{}\ngateways {:?}\n\
-         replicas' writes (time, process) around it: {writes:?}\nLease holders (from, process): {holders:?}",
+         replicas' writes (time, process) around it: {writes:?}\nLease holders (from, process): {holders:?}\n{}",
         history.reader,
         plan.join("\n"),
         applied.join("\n"),
         around.join("\n"),
-        history.gateways
+        history.gateways,
+        logs.join("\n")
     );
 }

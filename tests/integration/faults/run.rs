@@ -382,6 +382,7 @@ pub async fn run(setup: Setup, steps: &[Step], length: Duration) -> Vec<History>
             gateways: world.gateways.iter().map(VantageGateway::ip).collect(),
             writes: writes.clone(),
             holders: holders.clone(),
+            logs: world.processes.iter().map(Cluster::log).collect(),
             reader: own_servers.then_some(i),
         });
     }
