@@ -404,6 +404,9 @@ impl DeliveryCore {
             // Kept for a takeover; a retry or reconcile of a former leader ends here too.
             return;
         }
+        if self.held_for_a_count(tenant, now, fx) {
+            return;
+        }
         if self.queue.is_empty() && self.bucket.try_take(now.clock.mono).is_ok() {
             self.start(tenant, cause, fx);
         } else {
@@ -450,8 +453,9 @@ impl DeliveryCore {
             let ready = now.writer
                 && !self.stopping
                 && self.slots.get(&tenant).is_some_and(|s| !s.in_flight);
-            if !ready {
-                // Gone, being written (it picks up the newest state), fenced or stopping.
+            if !ready || self.held_for_a_count(&tenant, now, fx) {
+                // Gone, being written (it picks up the newest state), fenced, stopping, or
+                // waiting for a count of the clusters' reports.
                 self.queue.pop_front();
                 continue;
             }
@@ -466,6 +470,38 @@ impl DeliveryCore {
             self.queue.pop_front();
             self.start(&tenant, cause, fx);
         }
+    }
+
+    /// Holds the write of a set published from the clusters' vote when no count within
+    /// `report_ttl` stands behind it (see [`crate::multi_cluster::vote::Confirmed`]): it
+    /// counts as a failed attempt (its retry waits the backoff, the error says why), so the
+    /// set is written once a count renews it or a newer one replaces it.
+    fn held_for_a_count(&mut self, tenant: &str, now: Now, fx: &mut Vec<Effect>) -> bool {
+        let Some(slot) = self.slots.get_mut(tenant) else {
+            return false;
+        };
+        let votes = slot.desired.votes.as_ref();
+        if votes.is_none_or(|v| v.current_at(now.clock.mono.into_std())) {
+            return false;
+        }
+        slot.attempts += 1;
+        slot.last_error = Some((
+            now.clock.wall,
+            SinkError::retriable(
+                "not written: no count of the clusters' reports within report_ttl stands \
+                 behind this set (they cannot be read); it waits for one",
+            ),
+        ));
+        let at = now.clock.mono + self.backoff.delay(slot.attempts, self.rng.f64());
+        slot.retry_at = Some(at);
+        fx.push(Effect::WakeAt {
+            at,
+            wake: Wake::Retry {
+                tenant: tenant.to_owned(),
+                at,
+            },
+        });
+        true
     }
 
     /// Starts the write of `tenant` (a token was taken).

@@ -423,6 +423,36 @@ fn a_snapshot_arriving_during_a_failing_write_is_written_at_once() {
     assert_eq!(run.writes(), [("t".into(), 1), ("t".into(), 2)]);
 }
 
+/// A set published from the clusters' vote is written only while a count within
+/// `report_ttl` stands behind it: past that its attempts are held (retried at the backoff,
+/// the error says why), and a later count with the same outcome lets it through.
+#[test]
+fn a_set_from_the_vote_waits_for_a_count_within_report_ttl() {
+    use crate::multi_cluster::vote::Tally;
+    let mut run = Run::unlimited();
+    let ttl = Duration::from_secs(2);
+    let counted = |run: &Run| {
+        Arc::new(Tally::count(&[], 0, ttl, 0.5).counted_at(run.now().clock.mono.into_std()))
+    };
+    let tally = counted(&run);
+    run.advance(ms(2_500));
+    run.publish(TenantSnapshot {
+        votes: Some(tally.clone()),
+        ..snap("a", 1, &[])
+    });
+    assert!(run.started.is_empty(), "no count for 2.5 s: held");
+    let status = run.core.status();
+    let error = status[0].last_error.as_ref().expect("the hold is said");
+    assert!(error.message.contains("report_ttl"), "{error:?}");
+    // The retry comes at the backoff and is held again while nothing renews the count.
+    run.advance(Duration::from_secs(1));
+    assert!(run.started.is_empty());
+    // A count with the same outcome renews it: the next retry writes.
+    tally.renew(&counted(&run));
+    run.advance(Duration::from_secs(4));
+    assert_eq!(run.writes(), [("a".into(), 1)]);
+}
+
 #[test]
 fn a_closed_fence_writes_nothing_and_keeps_every_snapshot() {
     let mut run = Run::unlimited();

@@ -15,8 +15,8 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ho_config::{RoutingPolicy, Tenant};
 use serde::Serialize;
@@ -53,6 +53,39 @@ pub struct Tally {
     /// Attributes of each candidate, from its owner's report.
     #[serde(skip)]
     owned: BTreeMap<IpAddr, Owned>,
+    /// When this outcome was last counted (again).
+    #[serde(skip)]
+    confirmed: Confirmed,
+}
+
+/// When a tally's outcome was last counted, shared by every holder of the tally (the
+/// tracker, the snapshot, the sinks), and for how long that stands: `report_ttl`. A count
+/// with the same outcome renews it, so a set published from the vote is written only while
+/// some count within `report_ttl` stands behind it. A cluster that cannot read the zone
+/// (cut off, or its way there slower than its timeout) counts nothing; without this it
+/// would write a decision as old as its blindness once a write got through, over the
+/// newer ones of the clusters that could see.
+#[derive(Debug, Clone)]
+pub struct Confirmed(Arc<Mutex<Instant>>, Duration);
+
+impl Confirmed {
+    fn new(ttl: Duration) -> Confirmed {
+        Confirmed(Arc::new(Mutex::new(Instant::now())), ttl)
+    }
+
+    fn at(&self) -> Instant {
+        *self
+            .0
+            .lock()
+            .expect("never poisoned: no panics under the lock")
+    }
+}
+
+/// The moment of a count is not part of its outcome.
+impl PartialEq for Confirmed {
+    fn eq(&self, _: &Confirmed) -> bool {
+        true
+    }
 }
 
 impl Tally {
@@ -98,7 +131,27 @@ impl Tally {
             threshold,
             addresses,
             owned: owned.into_iter().map(|(a, (o, _, _))| (a, o)).collect(),
+            confirmed: Confirmed::new(ttl),
         }
+    }
+
+    /// `later`, a count with the same outcome, stands behind this one too.
+    pub fn renew(&self, later: &Tally) {
+        let at = later.confirmed.at();
+        let mut mine = self.confirmed.0.lock().expect("never poisoned");
+        *mine = (*mine).max(at);
+    }
+
+    /// This tally as if counted at `at` (tests in virtual time).
+    #[cfg(test)]
+    pub(crate) fn counted_at(self, at: Instant) -> Tally {
+        *self.confirmed.0.lock().expect("never poisoned") = at;
+        self
+    }
+
+    /// Whether a count within `report_ttl` of `now` stands behind this outcome.
+    pub fn current_at(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.confirmed.at()) <= self.confirmed.1
     }
 
     /// Addresses the quorum withdrew.
@@ -365,5 +418,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_outcome_stands_for_report_ttl_after_its_last_count() {
+        let ttl = Duration::from_secs(2);
+        let first = Tally::count(&[], 0, ttl, 0.5);
+        let start = Instant::now();
+        assert!(first.current_at(start));
+        assert!(
+            !first.current_at(start + Duration::from_secs(3)),
+            "no count for 3 s"
+        );
+        let clone = first.clone();
+        std::thread::sleep(Duration::from_millis(20));
+        let later = Tally::count(&[], 0, ttl, 0.5);
+        first.renew(&later);
+        assert!(
+            clone.current_at(later.confirmed.at() + Duration::from_secs(2)),
+            "renewed for every holder of the tally"
+        );
+        later.renew(&first);
+        assert_eq!(
+            later.confirmed.at(),
+            first.confirmed.at(),
+            "never moved back"
+        );
+        assert_eq!(first, later, "the moment is not part of the outcome");
     }
 }

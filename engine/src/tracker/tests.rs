@@ -603,6 +603,19 @@ fn a_voting_tenant_publishes_the_tally_not_its_own_verdicts() {
         crate::status::Why::KeptByVote,
         "down here, kept by the vote"
     );
+    // The same outcome counted again renews the published set's count, and sends nothing.
+    let published = h.last().votes.clone().unwrap();
+    let later_at = std::time::Instant::now() + Duration::from_secs(60);
+    let later = Tally::count(&reports, now_ms, Duration::from_secs(15), 0.66).counted_at(later_at);
+    let sent = h.published.len();
+    let mut fx = Vec::new();
+    h.core.voted("t", Arc::new(later), h.now, &mut fx);
+    h.take(fx);
+    assert_eq!(h.published.len(), sent, "unchanged: nothing sent");
+    assert!(
+        published.current_at(later_at + Duration::from_secs(10)),
+        "renewed to the later count"
+    );
 }
 
 /// `[brake] per_tenant = 2`: four endpoints failing at once leave DNS two per window; the

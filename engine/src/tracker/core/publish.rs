@@ -106,6 +106,13 @@ impl TrackerCore {
                 && last.mode == mode
         });
         if unchanged {
+            // The same outcome counted again: the set written from it stands renewed.
+            if let (Some(later), Some(written)) = (
+                votes.as_ref(),
+                state.last_snapshot.as_ref().and_then(|s| s.votes.as_ref()),
+            ) {
+                written.renew(later);
+            }
             return;
         }
         state.last_seq = next_seq(now.wall, state.last_seq);
