@@ -97,16 +97,16 @@ impl History {
             .map(|(_, from, to)| (*from, to.unwrap_or(Duration::MAX)))
     }
 
-    /// Whether process `p` is stopped, killed or cut from the back end or the API server
-    /// at `t` (`slow` too: its link to the back end slowed).
-    fn process_out(&self, p: usize, t: Duration, slow: bool) -> bool {
+    /// Whether process `p` is stopped, killed or cut from the back end at `t`; with
+    /// `any_fault`, also while its link to the back end is slowed or it is cut from the API
+    /// server (a leader cut from it keeps writing until its fence closes, `renew_deadline`
+    /// later, so it may still vote).
+    fn process_out(&self, p: usize, t: Duration, any_fault: bool) -> bool {
         self.span(|f| {
             f.process() == Some(p)
                 && match f {
-                    Fault::Pause(_) | Fault::Kill(_) | Fault::BackendCut(_) | Fault::ApiCut(_) => {
-                        true
-                    }
-                    Fault::BackendSlow(..) => slow,
+                    Fault::Pause(_) | Fault::Kill(_) | Fault::BackendCut(_) => true,
+                    Fault::BackendSlow(..) | Fault::ApiCut(_) => any_fault,
                     _ => false,
                 }
         })
