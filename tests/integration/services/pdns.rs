@@ -43,6 +43,17 @@ impl PdnsServer {
     }
 
     fn start_with(zone: &str, geoip: Option<PathBuf>) -> PdnsServer {
+        if geoip.is_some() {
+            let module = std::fs::read_dir("/usr/lib")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|arch| arch.path().join("pdns/libgeoipbackend.so").exists());
+            assert!(
+                module,
+                "PowerDNS's geoip backend is missing: run the test command (bash .ci/test), which installs pdns-backend-geoip"
+            );
+        }
         for tool in [
             "/usr/sbin/pdns_server",
             "/usr/bin/dig",
