@@ -127,6 +127,19 @@ struct Slot {
     carried: Vec<(u64, VerdictChange)>,
 }
 
+/// Plans `tenant`'s retry for `at`: the slot remembers it, so a wake-up for a retry replaced
+/// since finds another `at` and does nothing.
+fn plan_retry(slot: &mut Slot, tenant: &str, at: Instant, fx: &mut Vec<Effect>) {
+    slot.retry_at = Some(at);
+    fx.push(Effect::WakeAt {
+        at,
+        wake: Wake::Retry {
+            tenant: tenant.to_owned(),
+            at,
+        },
+    });
+}
+
 impl Slot {
     fn new(desired: Arc<TenantSnapshot>) -> Slot {
         Slot {
@@ -346,15 +359,7 @@ impl DeliveryCore {
             finished.retry_in = None;
             self.write(tenant, Cause::Snapshot, now, fx);
         } else if let Some(delay) = finished.retry_in {
-            let at = now.clock.mono + delay;
-            slot.retry_at = Some(at);
-            fx.push(Effect::WakeAt {
-                at,
-                wake: Wake::Retry {
-                    tenant: tenant.to_owned(),
-                    at,
-                },
-            });
+            plan_retry(slot, tenant, now.clock.mono + delay, fx);
         }
         Some(finished)
     }
@@ -492,15 +497,8 @@ impl DeliveryCore {
                  behind this set (they cannot be read); it waits for one",
             ),
         ));
-        let at = now.clock.mono + self.backoff.delay(slot.attempts, self.rng.f64());
-        slot.retry_at = Some(at);
-        fx.push(Effect::WakeAt {
-            at,
-            wake: Wake::Retry {
-                tenant: tenant.to_owned(),
-                at,
-            },
-        });
+        let delay = self.backoff.delay(slot.attempts, self.rng.f64());
+        plan_retry(slot, tenant, now.clock.mono + delay, fx);
         true
     }
 
