@@ -327,6 +327,19 @@ async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
     gb.fail_for(&[]);
     zone.wait_for(&all).await;
 
+    // a restarts while b is still dead: it learns b's gateway all the same (from b's last
+    // report in a shared zone; from c's relay of it when each cluster serves its own
+    // reports), so every server answers it again.
+    a.kill();
+    a.start();
+    a.wait_for_votes("the restarted a knows b's gateway", |v| {
+        v["addresses"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|x| x["address"] == gb.ip().as_str()))
+    })
+    .await;
+    zone.wait_for(&all).await;
+
     // `cluster leave` for b: its report and its gateway leave the zone.
     let out = binary()
         .args(["cluster", "leave", "--config"])

@@ -38,6 +38,13 @@ const VERSION: &str = "ho-report=1";
 /// The label under a tenant's first domain that holds every cluster's report.
 pub const REPORT_LABEL: &str = "_ho-report";
 
+/// The label, under [`REPORT_LABEL`], of the reports a cluster relays: those it last read
+/// from its peers, when each cluster's own server holds its reports (`dns_server` with
+/// `reports`). A reader takes from a relayed report only the addresses its cluster owns,
+/// never its votes (see the rounds). Cluster ids cannot begin with `_`, so no cluster's
+/// report is ever named so.
+pub const RELAY_LABEL: &str = "_ho-relay";
+
 /// One address a cluster contributes, with what every cluster needs to apply the tenant's
 /// policy the same way.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -80,6 +87,26 @@ pub fn report_name(cluster: &str, domain: &str) -> String {
 /// The suffix every report name of a tenant ends with (no trailing dot).
 pub fn report_suffix(domain: &str) -> String {
     format!(".{REPORT_LABEL}.{domain}")
+}
+
+/// The name a reader gives `cluster`'s report relayed by a peer, under the tenant's
+/// report suffix `suffix` ([`report_suffix`]): `<cluster>._ho-relay._ho-report.<domain>`,
+/// told from a cluster's own report by [`is_relayed`].
+pub fn relayed_name(cluster: &str, suffix: &str) -> String {
+    format!("{cluster}.{RELAY_LABEL}{suffix}")
+}
+
+/// Whether a report rrset's name is a relayed one (see [`relayed_name`]).
+pub fn is_relayed(name: &str) -> bool {
+    name.split('.').nth(1) == Some(RELAY_LABEL)
+}
+
+/// The cluster a report record's text names in its header, if it has one.
+pub fn cluster_of(text: &str) -> Option<&str> {
+    let mut tokens = text.split(' ');
+    (tokens.next() == Some(VERSION)).then_some(())?;
+    tokens.next()?;
+    field(tokens.next(), "cluster").ok()
 }
 
 impl Report {

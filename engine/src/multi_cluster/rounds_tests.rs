@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use ho_config::Plan;
 use tokio::time::Instant;
 
-use super::report::{report_name, report_suffix, Owned, Report};
+use super::report::{relayed_name, report_name, report_suffix, Owned, Report};
 use super::rounds::{tally_without, unix_ms, Answers, Effect, Round, RoundsCore};
 use super::vote::Tally;
 use super::{LocalEndpoint, LocalView};
@@ -106,6 +106,11 @@ impl Run {
     /// Answers the oldest exchange: its writes succeed (or `write_error`), the zone holds
     /// what it wrote plus `others`.
     fn answer(&mut self, others: &[Report], write_error: bool) {
+        self.answer_relayed(others, &[], write_error);
+    }
+
+    /// [`Run::answer`], with `relayed` read as reports a peer relays.
+    fn answer_relayed(&mut self, others: &[Report], relayed: &[Report], write_error: bool) {
         let round = self.rounds.remove(0);
         let mut zone: Vec<(String, Vec<String>)> = round.writes.clone();
         if write_error {
@@ -115,6 +120,12 @@ impl Run {
             others
                 .iter()
                 .map(|r| (report_name(&r.cluster, "t.example"), r.encode())),
+        );
+        let suffix = report_suffix("t.example");
+        zone.extend(
+            relayed
+                .iter()
+                .map(|r| (relayed_name(&r.cluster, &suffix), r.encode())),
         );
         let written = (!round.writes.is_empty()).then(|| {
             if write_error {
@@ -426,6 +437,63 @@ fn reports_do_not_age_while_the_zone_cannot_be_read() {
     }
     let tally = run.voted.last().unwrap();
     assert_eq!(tally.aged_out, ["c2"], "20 s of reading it unchanged");
+}
+
+/// Reports a peer relays (each cluster's server holding its own reports): a cluster this
+/// reader has no report of lends its addresses, newest relay first, never its down votes;
+/// this cluster's own relayed report is not taken; once the cluster's own report is read,
+/// only that one counts.
+#[test]
+fn a_relayed_report_lends_its_addresses_never_its_votes() {
+    let mut run = Run::started(Health::Up);
+    let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
+    let c3 = run.report("c3", secs(1), &["10.3.3.3"], &["10.9.9.9"]);
+    let c3_older = run.report("c3", secs(5), &["10.3.3.4"], &[]);
+    let c1_old = run.report("c1", secs(5), &["10.1.1.1"], &[]);
+    run.answer_relayed(
+        std::slice::from_ref(&c2),
+        &[c3_older, c3.clone(), c1_old],
+        false,
+    );
+    let tally = run.voted.last().unwrap();
+    assert_eq!(tally.live, ["c1", "c2"]);
+    assert_eq!(tally.aged_out, ["c3"], "relayed: never a voter");
+    let addresses: Vec<String> = tally
+        .addresses
+        .iter()
+        .map(|a| a.address.to_string())
+        .collect();
+    assert!(addresses.contains(&"10.3.3.3".to_string()), "{addresses:?}");
+    assert!(
+        !addresses.contains(&"10.3.3.4".to_string()),
+        "the newest relay: {addresses:?}"
+    );
+    assert!(
+        !addresses.contains(&"10.1.1.1".to_string()),
+        "not our own: {addresses:?}"
+    );
+    let nine: IpAddr = "10.9.9.9".parse().unwrap();
+    let vote = |t: &Tally| {
+        t.addresses
+            .iter()
+            .find(|a| a.address == nine)
+            .unwrap()
+            .clone()
+    };
+    assert!(vote(tally).down_votes.is_empty(), "a relayed down vote");
+    run.step(RoundsCore::tick);
+    let c3_relayed = run.report("c3", secs(0), &["10.3.3.5"], &[]);
+    run.answer_relayed(&[c2, c3], &[c3_relayed], false);
+    let tally = run.voted.last().unwrap();
+    assert_eq!(tally.live, ["c1", "c2", "c3"]);
+    assert_eq!(vote(tally).down_votes, ["c3"], "its own report votes");
+    assert!(
+        !tally
+            .addresses
+            .iter()
+            .any(|a| a.address.to_string() == "10.3.3.5"),
+        "read itself, the relay is not taken"
+    );
 }
 
 #[test]

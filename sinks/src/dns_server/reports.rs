@@ -20,16 +20,30 @@
 //!
 //! Every replica of a cluster holds and answers the cluster's reports itself (the store
 //! is not shared), so a peer asking any replica behind one address gets an answer.
+//!
+//! Each server also relays what it last read from its peers, at
+//! `TXT _ho-relay._ho-report.<domain>` (every peer's report, whole), and each reader asks
+//! for it in the same pipelined exchange. A cluster that restarts while a peer is down or
+//! cut off from it so learns that peer's gateways from any other peer, as a reader of a
+//! shared zone finds a dead cluster's last report there. The rounds take from a relayed
+//! report only the addresses its cluster owns, and only for a cluster they cannot read
+//! themselves; never its votes. A relay is not relayed further, and a reader drops the
+//! relays of a cluster that itself answers "no report" (it left). A server of an earlier
+//! version answers the relay name "no report" (it takes `_ho-relay` for a cluster), so
+//! mixed versions read each other as before.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::TXT;
 use hickory_proto::rr::{Name, RData, Record, RecordType, TSigner};
-use ho_engine::multi_cluster::report::{Report, REPORT_LABEL};
+use ho_engine::multi_cluster::report::{
+    cluster_of, relayed_name, Report, RELAY_LABEL, REPORT_LABEL,
+};
 use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 use tracing::{info, warn};
 
@@ -39,18 +53,29 @@ use crate::rfc2136::client::Connection;
 /// TTL of a report record: readers never cache it.
 const REPORT_TTL: u32 = 0;
 
+/// Characters of relayed reports one answer carries at most: with the TXT strings'
+/// length bytes, the records' headers and the TSIG record, the answer stays under the
+/// 64 KiB a DNS message over TCP can be. Reports past it are left out whole (a reader
+/// takes only complete reports).
+const RELAY_BUDGET: usize = 60_000;
+
 /// This cluster's reports as its server answers them.
 #[derive(Default)]
 pub struct Shelf {
     /// Per report suffix (`._ho-report.<domain>`): the rrset name and its texts.
     held: RwLock<HashMap<String, (String, Vec<String>)>>,
+    /// Per report suffix: the texts of every report this cluster last read from its
+    /// peers, relayed to the others.
+    relayed: RwLock<HashMap<String, Vec<String>>>,
+    /// Some peer's reports did not fit [`RELAY_BUDGET`] last time (warned once).
+    over_budget: AtomicBool,
     /// Clients answered "no report" since the last removal (what `cluster leave` tells).
     told_absent: Mutex<HashSet<IpAddr>>,
     /// This cluster has written its reports (or removed them) since it started: until
     /// then it does not know what it will report, so it answers SERVFAIL, which readers
     /// take as "cannot be read" (they keep its last reports), never "no report" (which
     /// would drop its gateways from their answers while it restarts).
-    primed: std::sync::atomic::AtomicBool,
+    primed: AtomicBool,
 }
 
 /// Where a question's name sits among the report names: `_ho-report.<domain>` or
@@ -68,8 +93,9 @@ pub fn report_question(key: &str) -> Option<(String, Option<&str>)> {
 
 impl Shelf {
     /// The TXT records answering `qname` (a report name, see [`report_question`]) asked
-    /// by `client`: this cluster's report there, if it holds one; `None` before this
-    /// cluster first wrote its reports (answered SERVFAIL).
+    /// by `client`: this cluster's report there, if it holds one, or the reports it relays
+    /// (`_ho-relay`); `None` before this cluster first wrote its reports (answered
+    /// SERVFAIL).
     pub fn answer(
         &self,
         qname: &Name,
@@ -77,8 +103,13 @@ impl Shelf {
         cluster: Option<&str>,
         client: IpAddr,
     ) -> Option<Vec<Record>> {
-        if !self.primed.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.primed.load(Ordering::Acquire) {
             return None;
+        }
+        if cluster == Some(RELAY_LABEL) {
+            let relayed = self.relayed.read().expect("not poisoned");
+            let texts = relayed.get(suffix).map_or(&[][..], Vec::as_slice);
+            return Some(txt_records(qname, texts));
         }
         let held = self.held.read().expect("not poisoned");
         let found = held.get(suffix).filter(|(name, _)| {
@@ -92,24 +123,60 @@ impl Shelf {
                 .insert(client);
             return Some(Vec::new());
         };
-        let records = texts
-            .iter()
-            .map(|text| {
-                let strings: Vec<String> = text
-                    .as_bytes()
-                    .chunks(255)
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .collect();
-                Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
-            })
-            .collect();
-        Some(records)
+        Some(txt_records(qname, texts))
     }
 
+    /// From now on this cluster's server relays `relayed`: per suffix, the texts of each
+    /// report it last read from a peer, whole reports within [`RELAY_BUDGET`].
+    fn relay(&self, relayed: HashMap<String, Vec<Vec<String>>>) {
+        let mut dropped = 0;
+        let relayed: Vec<(String, Vec<String>)> = relayed
+            .into_iter()
+            .map(|(suffix, reports)| {
+                let mut texts = Vec::new();
+                let mut len = 0;
+                for report in reports {
+                    let size: usize = report.iter().map(String::len).sum();
+                    if len + size > RELAY_BUDGET {
+                        dropped += 1;
+                        continue;
+                    }
+                    len += size;
+                    texts.extend(report);
+                }
+                (suffix, texts)
+            })
+            .collect();
+        let was_dropping = self.over_budget.swap(dropped > 0, Ordering::Relaxed);
+        if dropped > 0 && !was_dropping {
+            warn!(
+                reports = dropped,
+                "peers' reports too large to relay in one answer (64 KiB): a cluster restarting while their cluster is unreachable learns their gateways only from that cluster"
+            );
+        }
+        self.relayed.write().expect("not poisoned").extend(relayed);
+    }
+}
+
+/// `texts` as TXT records of `qname`, each split in 255-character strings.
+fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
+    texts
+        .iter()
+        .map(|text| {
+            let strings: Vec<String> = text
+                .as_bytes()
+                .chunks(255)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
+        })
+        .collect()
+}
+
+impl Shelf {
     /// From now on this cluster's server answers what it holds.
     fn prime(&self) {
-        self.primed
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.primed.store(true, Ordering::Release);
     }
 
     fn hold(&self, reports: Vec<(String, Vec<String>)>) {
@@ -134,14 +201,27 @@ impl Shelf {
     }
 }
 
-/// What a peer answered a round: per suffix asked, its report's texts (`None`: it holds
-/// none).
-type Answered = Vec<(String, Option<Vec<String>>)>;
+/// What a peer answered a round for one suffix asked.
+#[derive(Debug, Clone, PartialEq)]
+struct Answered {
+    suffix: String,
+    /// Its report's texts (`None`: it holds none).
+    own: Option<Vec<String>>,
+    /// The texts of the reports it relays.
+    relayed: Vec<String>,
+}
 
 /// What one peer last answered, per suffix.
 #[derive(Default)]
 struct PeerState {
+    /// Its own reports, named by their cluster.
     reports: BTreeMap<String, (String, Vec<String>)>,
+    /// The texts of the reports it relays.
+    relayed: BTreeMap<String, Vec<String>>,
+    /// Its cluster, as its reports name it.
+    cluster: Option<String>,
+    /// The suffixes it last answered "no report" for.
+    absent: BTreeSet<String>,
     /// Its last round failed (logged once, and once again when it answers).
     failing: bool,
     /// It answered at least once.
@@ -188,12 +268,18 @@ impl DnsReports {
 }
 
 impl Peers {
-    /// Every report `peer` holds under `suffixes`, asked at once on one connection:
-    /// (suffix, what it answered, `None` for no report).
-    async fn ask(&self, peer: SocketAddr, suffixes: &[String]) -> Result<Answered, String> {
+    /// Every report `peer` holds and relays under `suffixes`, asked at once on one
+    /// connection.
+    async fn ask(&self, peer: SocketAddr, suffixes: &[String]) -> Result<Vec<Answered>, String> {
+        let name = |s: String| Name::from_ascii(&s).map_err(|e| format!("{s}: {e}"));
         let names = suffixes
             .iter()
-            .map(|s| Name::from_ascii(format!("{}.", &s[1..])).map_err(|e| format!("{s}: {e}")))
+            .flat_map(|s| {
+                [
+                    name(format!("{}.", &s[1..])),
+                    name(format!("{RELAY_LABEL}{s}.")),
+                ]
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let exchange = async {
             let mut conn = Connection::open(peer, self.timeout)
@@ -216,8 +302,12 @@ impl Peers {
             }
             Ok(suffixes
                 .iter()
-                .cloned()
-                .zip(answers.iter().map(texts))
+                .zip(answers.chunks(2))
+                .map(|(suffix, pair)| Answered {
+                    suffix: suffix.clone(),
+                    own: texts(&pair[0]),
+                    relayed: texts(&pair[1]).unwrap_or_default(),
+                })
                 .collect())
         };
         tokio::time::timeout(self.timeout, exchange)
@@ -231,7 +321,7 @@ impl Peers {
         &self,
         peer: SocketAddr,
         suffixes: &[String],
-        asked: Result<Answered, String>,
+        asked: Result<Vec<Answered>, String>,
     ) -> Vec<(String, Vec<String>)> {
         let mut last = self.last.lock().expect("not poisoned");
         let state = last.entry(peer).or_default();
@@ -241,14 +331,26 @@ impl Peers {
                 if std::mem::take(&mut state.failing) {
                     info!(%peer, "a peer's reports can be read again");
                 }
-                for (suffix, texts) in found {
-                    match texts {
+                for Answered {
+                    suffix,
+                    own,
+                    relayed,
+                } in found
+                {
+                    state.relayed.insert(suffix.clone(), relayed);
+                    if own.is_none() {
+                        state.absent.insert(suffix.clone());
+                    } else {
+                        state.absent.remove(&suffix);
+                    }
+                    match own {
                         None => {
                             state.reports.remove(&suffix);
                         }
                         Some(texts) => match Report::decode(&texts) {
                             Ok(report) => {
                                 let name = format!("{}{suffix}", report.cluster);
+                                state.cluster = Some(report.cluster);
                                 state.reports.insert(suffix, (name, texts));
                             }
                             // Kept under its last name, so the rounds keep its last good
@@ -271,6 +373,54 @@ impl Peers {
         suffixes
             .iter()
             .filter_map(|s| state.reports.get(s).cloned())
+            .collect()
+    }
+
+    /// The reports the peers relay under `suffixes`, each named [`relayed_name`] (one per
+    /// cluster and peer relaying it; the rounds take the newest), but none of a cluster
+    /// that itself last answered "no report" there: it left, and a peer that could not
+    /// read it meanwhile still relays its last report.
+    fn relays(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
+        let last = self.last.lock().expect("not poisoned");
+        let left: BTreeSet<(&str, &str)> = last
+            .values()
+            .filter_map(|state| Some((state.cluster.as_deref()?, &state.absent)))
+            .flat_map(|(cluster, absent)| absent.iter().map(move |s| (cluster, s.as_str())))
+            .collect();
+        let mut relays = Vec::new();
+        for state in self.peers.iter().filter_map(|p| last.get(p)) {
+            for suffix in suffixes {
+                let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+                for text in state.relayed.get(suffix).into_iter().flatten() {
+                    if let Some(cluster) = cluster_of(text) {
+                        by_cluster.entry(cluster).or_default().push(text.clone());
+                    }
+                }
+                relays.extend(
+                    by_cluster
+                        .into_iter()
+                        .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
+                        .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
+                );
+            }
+        }
+        relays
+    }
+
+    /// What this cluster's server relays under `suffixes`: each peer's own report, as last
+    /// read.
+    fn to_relay(&self, suffixes: &[String]) -> HashMap<String, Vec<Vec<String>>> {
+        let last = self.last.lock().expect("not poisoned");
+        suffixes
+            .iter()
+            .map(|s| {
+                let reports = self
+                    .peers
+                    .iter()
+                    .filter_map(|p| Some(last.get(p)?.reports.get(s)?.1.clone()))
+                    .collect();
+                (s.clone(), reports)
+            })
             .collect()
     }
 
@@ -334,6 +484,8 @@ impl ReportStore for DnsReports {
             for (peer, answer) in this.peers.iter().zip(asked) {
                 all.extend(this.remember(*peer, &suffixes, answer));
             }
+            all.extend(this.relays(&suffixes));
+            this.shelf.relay(this.to_relay(&suffixes));
             this.unheard_within_patience()?;
             Ok(all)
         })
@@ -408,6 +560,14 @@ mod tests {
         .encode()
     }
 
+    fn answered(suffix: &str, own: Option<Vec<String>>) -> Answered {
+        Answered {
+            suffix: suffix.into(),
+            own,
+            relayed: Vec::new(),
+        }
+    }
+
     #[test]
     fn report_names_are_told_from_others() {
         assert_eq!(
@@ -465,8 +625,8 @@ mod tests {
             peer,
             &suffixes,
             Ok(vec![
-                (suffixes[0].clone(), Some(report("us1", 1))),
-                (suffixes[1].clone(), Some(report("us1", 1))),
+                answered(&suffixes[0], Some(report("us1", 1))),
+                answered(&suffixes[1], Some(report("us1", 1))),
             ]),
         );
         assert_eq!(first.len(), 2);
@@ -481,8 +641,8 @@ mod tests {
             peer,
             &suffixes,
             Ok(vec![
-                (suffixes[0].clone(), Some(vec!["garbage".into()])),
-                (suffixes[1].clone(), None),
+                answered(&suffixes[0], Some(vec!["garbage".into()])),
+                answered(&suffixes[1], None),
             ]),
         );
         assert_eq!(
@@ -505,7 +665,7 @@ mod tests {
         p.remember(peer, &suffixes, Err("refused".into()));
         let waiting = p.unheard_within_patience().unwrap_err();
         assert!(waiting.to_string().contains("127.0.0.1:1"), "{waiting}");
-        p.remember(peer, &suffixes, Ok(vec![(suffixes[0].clone(), None)]));
+        p.remember(peer, &suffixes, Ok(vec![answered(&suffixes[0], None)]));
         assert!(
             p.unheard_within_patience().is_ok(),
             "answered \"no report\""
@@ -515,5 +675,83 @@ mod tests {
         let mut q = peers();
         q.patience = std::time::Instant::now();
         assert!(q.unheard_within_patience().is_ok(), "patience over");
+    }
+
+    #[test]
+    fn the_shelf_relays_whole_reports_within_its_budget() {
+        let shelf = Shelf::default();
+        let client: IpAddr = "192.0.2.9".parse().unwrap();
+        let qname = Name::from_ascii("_ho-relay._ho-report.api.example.org.").unwrap();
+        let suffix = "._ho-report.api.example.org";
+        shelf.prime();
+        let relay = |reports: Vec<Vec<String>>| {
+            shelf.relay(HashMap::from([(suffix.to_string(), reports)]));
+            shelf
+                .answer(&qname, suffix, Some(RELAY_LABEL), client)
+                .unwrap()
+        };
+        assert!(relay(Vec::new()).is_empty());
+        let small = report("us1", 1);
+        let large = vec!["y".repeat(RELAY_BUDGET)];
+        let records = relay(vec![small.clone(), large, report("eu2", 1)]);
+        assert_eq!(records.len(), 2, "us1's and eu2's, the large one left out");
+        assert!(shelf.over_budget.load(Ordering::Relaxed));
+        assert!(
+            shelf.told_absent.lock().unwrap().is_empty(),
+            "a relay is no \"no report\""
+        );
+        let texts: Vec<String> = records
+            .iter()
+            .map(|r| match &r.data {
+                RData::TXT(txt) => String::from_utf8(txt.txt_data.concat()).unwrap(),
+                _ => panic!("TXT"),
+            })
+            .collect();
+        assert_eq!(texts[0], small[0]);
+        assert_eq!(cluster_of(&texts[1]), Some("eu2"));
+    }
+
+    /// What peers relay reaches the rounds named per cluster, except a cluster that itself
+    /// answers "no report" (it left); what this server relays is each peer's own report.
+    #[test]
+    fn relays_are_named_by_cluster_and_a_cluster_that_left_is_not_relayed() {
+        let mut p = peers();
+        let (first, second): (SocketAddr, SocketAddr) = (
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+        );
+        p.peers.push(second);
+        let suffix = "._ho-report.a.org".to_string();
+        let suffixes = vec![suffix.clone()];
+        let mut relayed = report("eu2", 5);
+        relayed.extend(report("ap3", 5));
+        let from_first = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("us1", 1)),
+            relayed,
+        };
+        p.remember(first, &suffixes, Ok(vec![from_first]));
+        let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "ap3._ho-relay._ho-report.a.org",
+                "eu2._ho-relay._ho-report.a.org"
+            ]
+        );
+        let eu2 = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("eu2", 6)),
+            relayed: Vec::new(),
+        };
+        p.remember(second, &suffixes, Ok(vec![eu2]));
+        assert_eq!(
+            p.to_relay(&suffixes)[&suffix],
+            [report("us1", 1), report("eu2", 6)],
+            "each peer's own report, not what it relays"
+        );
+        p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
+        let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["ap3._ho-relay._ho-report.a.org"], "eu2 left");
     }
 }

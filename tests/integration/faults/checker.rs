@@ -117,7 +117,13 @@ impl History {
     /// back end (a process cut from it neither writes its report nor reads the others'):
     /// `surely`, all of them with no fault at all; else at least one of them.
     pub fn running(&self, c: usize, t: Duration, surely: bool) -> bool {
-        if let Some(reader) = self.reader.filter(|r| *r != c) {
+        self.running_for(self.reader, c, t, surely)
+    }
+
+    /// [`History::running`] as `reader`'s cluster sees it (`None`: the shared zone's
+    /// back end).
+    fn running_for(&self, reader: Option<usize>, c: usize, t: Duration, surely: bool) -> bool {
+        if let Some(reader) = reader.filter(|r| *r != c) {
             let cut = self
                 .span(|f| f.cuts(reader, c))
                 .any(|(from, to)| from <= t && t < to);
@@ -157,33 +163,52 @@ impl History {
             .any(|(from, to)| from <= t && t < to)
     }
 
-    /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`: its process
-    /// (re)started at some moment before `t`, and since then `g`'s cluster (which owns
-    /// gateway `g`) has never been running and readable by it while it ran itself, from its
-    /// first round on. With each cluster serving
-    /// the zone itself, a cluster's reports live only on its own server, so a cluster that
-    /// restarts while a peer is down or cut off does not know that peer's gateways until
-    /// it can read the peer again: its own server answers without them meanwhile (the
-    /// other servers keep them). This is the known gap of that setup (a shared zone keeps a
-    /// dead cluster's last report for every reader), excused here and documented.
+    /// The last moment at or before `t` a process of cluster `c` (re)started in the run.
+    fn last_start(&self, c: usize, t: Duration) -> Option<Duration> {
+        let restarts = self.faults.iter().flat_map(|(f, from, to)| match f {
+            Fault::Kill(p) if self.processes[*p] == c => vec![*to],
+            Fault::Skew(p, _) if self.processes[*p] == c => vec![Some(*from), *to],
+            _ => vec![],
+        });
+        restarts.flatten().filter(|s| *s <= t).max()
+    }
+
+    /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`. With each
+    /// cluster serving the zone itself, a cluster's reports live on its own server, and each
+    /// server relays the reports it last read from its peers; a cluster that (re)started
+    /// learns `g` (owned by cluster `g`) from its first round on (half the warm-up after its
+    /// start, generously) once it reads cluster `g` itself, or a cluster that read `g`
+    /// since its own last start. Until then it does not know `g`, and its own server
+    /// answers without it (the other servers keep it): the gap left when a cluster restarts
+    /// while every cluster that knows a peer's gateways is down or cut off from it, excused
+    /// here and documented. A shared zone keeps every report for every reader: no gap.
     fn not_yet_learned(&self, g: usize, t: Duration, b: &Bounds) -> bool {
         let Some(r) = self.reader.filter(|r| *r != g) else {
             return false;
         };
-        let restarts = self.faults.iter().flat_map(|(f, from, to)| match f {
-            Fault::Kill(p) if self.processes[*p] == r => vec![*to],
-            Fault::Skew(p, _) if self.processes[*p] == r => vec![Some(*from), *to],
-            _ => vec![],
-        });
-        let restarts = restarts.flatten();
-        let Some(start) = restarts.filter(|s| *s <= t).max() else {
+        let Some(start) = self.last_start(r, t) else {
             return false;
         };
-        // A restarted process reads its peers from its first round on: half the warm-up
-        // after its start, generously.
-        let mut u = start + b.warmup / 2;
+        let learns_from = start + b.warmup / 2;
+        let relays: Vec<usize> = (0..self.clusters).filter(|&q| q != r && q != g).collect();
+        // Whether each cluster holds g's report at `u`: all do when the (settled) run starts.
+        let mut knows = vec![true; self.clusters];
+        let mut u = Duration::ZERO;
         while u <= t {
-            if self.running(g, u, false) && self.running(r, u, false) {
+            for &q in &relays {
+                if self.last_start(q, u).is_some_and(|s| u < s + b.warmup / 2) {
+                    knows[q] = false;
+                } else if self.running_for(None, q, u, false)
+                    && self.running_for(Some(q), g, u, false)
+                {
+                    knows[q] = true;
+                }
+            }
+            let reads = |c: usize| self.running_for(Some(r), c, u, false);
+            if u >= learns_from
+                && reads(r)
+                && (reads(g) || relays.iter().any(|&q| knows[q] && reads(q)))
+            {
                 return false;
             }
             u += STEP;
@@ -541,7 +566,7 @@ mod tests {
     }
 
     #[test]
-    fn a_server_restarted_while_a_peer_is_away_is_excused_its_gateways_until_it_returns() {
+    fn a_server_restarted_while_no_peer_can_tell_it_a_gateway_is_excused_it_until_one_can() {
         // Cluster 1 killed from 0 to 4 s; cluster 0 restarted at 1 s: server 0 answers
         // without gateway 1 (b) from 1.5 s, and again with it once 1 is back.
         let faults = vec![
@@ -550,9 +575,25 @@ mod tests {
         ];
         let mut h = history(faults, &[(0, ALL), (1_500, AC), (4_500, ALL), (8_000, ALL)]);
         h.reader = Some(0);
+        assert_eq!(
+            check(&h, &BOUNDS).unwrap_err()[0].rule,
+            2,
+            "cluster 2 relays 1's report"
+        );
+        // Cut from cluster 2 meanwhile, 0 cannot learn it.
+        let cut = Fault::Partition {
+            reader: 0,
+            peer: 2,
+            both: false,
+        };
+        h.faults.push((cut, s(0), Some(s(4_000))));
         assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
-        // Without the restart, the same answer is a withdrawal without a quorum.
+        // Nor when cluster 2 restarted while 1 was away too: it no longer holds 1's report.
         h.faults.pop();
+        h.faults.push((Fault::Kill(2), s(100), Some(s(300))));
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        // Without the restart of 0, the same answer is a withdrawal without a quorum.
+        h.faults.remove(1);
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
         // And the shared zone's reader is never excused.
         h.faults.push((Fault::Kill(0), s(500), Some(s(1_000))));

@@ -3,6 +3,7 @@
 //! other clusters contribute.
 
 use super::*;
+use crate::multi_cluster::report::is_relayed;
 
 impl RoundsCore {
     /// Counts the zone operations and, when the read succeeded, every tenant's vote.
@@ -111,7 +112,11 @@ impl RoundsCore {
         let owner = self.plan.owner_id.clone();
         let settings = self.plan.multi_cluster.clone();
         let state = self.tenants.entry(tenant.to_owned()).or_default();
-        state.known = parse_reports(tenant, rrsets, std::mem::take(&mut state.known));
+        let (relayed, rrsets): (Vec<_>, Vec<_>) = rrsets
+            .iter()
+            .copied()
+            .partition(|(name, _)| is_relayed(name));
+        state.known = parse_reports(tenant, &rrsets, std::mem::take(&mut state.known));
         // The leader counts what it just reported; a standby counts what its leader wrote,
         // as the other clusters do.
         let mut reports: Vec<Report> = state
@@ -140,6 +145,7 @@ impl RoundsCore {
             r.at_ms = now_ms.saturating_sub(age.as_millis() as u64);
         }
         state.stamps = stamps;
+        reports.extend(only_owned(&relayed, &reports, &owner, &own_cluster));
         let tally = Tally::count(
             &reports,
             now_ms,
@@ -204,6 +210,36 @@ fn contributed(tenant: &str, tally: &Tally, own_cluster: &str) -> Vec<Discovered
         .collect()
 }
 
+/// From the reports peers relayed (`rrsets`, when each cluster's server holds its own), the
+/// newest of each cluster this reader has no report of itself (`direct`, nor its own), as
+/// reports that aged out: the addresses their cluster owns stay known (a cluster that
+/// restarts while a peer is down learns that peer's gateways from any other), their down
+/// votes never count (a dead cluster does not vote through a relay, and what a peer last
+/// heard is no sign its writer lives).
+fn only_owned(
+    rrsets: &[&(String, Vec<String>)],
+    direct: &[Report],
+    owner: &str,
+    own_cluster: &str,
+) -> Vec<Report> {
+    let mut newest: BTreeMap<String, Report> = BTreeMap::new();
+    let relayed = rrsets
+        .iter()
+        .filter_map(|(_, texts)| Report::decode(texts).ok());
+    for r in relayed.filter(|r| r.owner == owner && r.cluster != own_cluster) {
+        if direct.iter().any(|d| d.cluster == r.cluster) {
+            continue;
+        }
+        if newest.get(&r.cluster).is_none_or(|n| n.at_ms < r.at_ms) {
+            newest.insert(r.cluster.clone(), r);
+        }
+    }
+    newest
+        .into_values()
+        .map(|r| Report { at_ms: 0, ..r })
+        .collect()
+}
+
 /// The reports that parse among `rrsets`; one that does not parse keeps its last good
 /// content from `last`.
 fn parse_reports(
@@ -240,6 +276,7 @@ pub fn tally_without(
 ) -> Tally {
     let remaining: Vec<Report> = rrsets
         .into_iter()
+        .filter(|(name, _)| !is_relayed(name))
         .filter_map(|(_, texts)| Report::decode(&texts).ok())
         .filter(|r| r.owner == plan.owner_id && r.cluster != leaving)
         .collect();
