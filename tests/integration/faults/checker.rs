@@ -106,7 +106,7 @@ impl History {
             f.process() == Some(p)
                 && match f {
                     Fault::Pause(_) | Fault::Kill(_) | Fault::BackendCut(_) => true,
-                    Fault::BackendSlow(..) | Fault::ApiCut(_) => any_fault,
+                    Fault::BackendSlow(..) | Fault::ApiCut(_) | Fault::Loss(..) => any_fault,
                     _ => false,
                 }
         })
@@ -121,11 +121,15 @@ impl History {
     }
 
     /// [`History::running`] as `reader`'s cluster sees it (`None`: the shared zone's
-    /// back end).
+    /// back end). A reader losing packets may fail to read any peer (its reads time out
+    /// before TCP retransmits), so it may count alone, as one cut off from them.
     fn running_for(&self, reader: Option<usize>, c: usize, t: Duration, surely: bool) -> bool {
         if let Some(reader) = reader.filter(|r| *r != c) {
             let cut = self
-                .span(|f| f.cuts(reader, c))
+                .span(|f| match f {
+                    Fault::Loss(p, _) => self.processes[*p] == reader,
+                    f => f.cuts(reader, c),
+                })
                 .any(|(from, to)| from <= t && t < to);
             if cut {
                 return false;
@@ -157,10 +161,15 @@ impl History {
         i.checked_sub(1).and_then(|i| self.holders[i].1)
     }
 
-    /// Whether gateway `g` fails for cluster `c` at `t`.
+    /// Whether gateway `g` fails for cluster `c` at `t`, or may (a process of `c` loses
+    /// packets: any gateway may look down from there).
     pub fn failing(&self, g: usize, c: usize, t: Duration) -> bool {
-        self.span(|f| matches!(f, Fault::Gateway { gateway, vantages } if *gateway == g && vantages.contains(&c)))
-            .any(|(from, to)| from <= t && t < to)
+        self.span(|f| match f {
+            Fault::Gateway { gateway, vantages } => *gateway == g && vantages.contains(&c),
+            Fault::Loss(p, _) => self.processes[*p] == c,
+            _ => false,
+        })
+        .any(|(from, to)| from <= t && t < to)
     }
 
     /// The last moment at or before `t` a process of cluster `c` (re)started in the run.
@@ -563,6 +572,23 @@ mod tests {
             2,
             "server 2 reads 0 and 1"
         );
+    }
+
+    #[test]
+    fn a_cluster_losing_packets_may_see_any_gateway_down_and_count_alone() {
+        // Gateway 1 withdrawn while cluster 2 loses packets: with a shared zone, its view
+        // alone is no quorum; its own server may have counted alone (it may have read no
+        // peer), but no other server.
+        let loss = Fault::Loss(2, 50);
+        let mut h = history(
+            vec![(loss, s(1_000), Some(s(3_000)))],
+            &[(0, ALL), (2_000, AC), (3_500, ALL), (7_000, ALL)],
+        );
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+        h.reader = Some(2);
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        h.reader = Some(0);
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //!
 //! Faults (`schedule.rs`): a gateway failing for every vantage (down) or some (a partition
 //! between those clusters and it); a process paused (SIGSTOP/SIGCONT), killed and
-//! restarted, restarted with its wall clock 30 s off (libfaketime). With a shared zone: a
+//! restarted, restarted with its wall clock 30 s off (libfaketime), losing 30-60 % of its
+//! packets each way on its probes' path and its ways to the zone or its peers (dropped by
+//! the kernel, `loss.rs`: an impaired vantage on a lossy network). With a shared zone: a
 //! process cut from the zone's back end or slowed on its way there (its link blackholes,
 //! or holds every chunk 100-600 ms: `services/link.rs`), a replica cut from the Kubernetes
 //! API server, the back end stopped and started. With the clusters' own servers: a
@@ -16,8 +18,9 @@
 //! failing for some vantages. Every run is reproducible from its seed and bounded in time;
 //! a violation prints the seed, the schedule and the history around it.
 //!
-//! Not here yet: packet loss and reordering on links (this kernel has no `tc netem`; the
-//! links delay whole chunks), and other back ends than PowerDNS and the embedded server.
+//! Not here yet: reordering (this kernel has no `tc netem`; the links delay whole chunks,
+//! the kernel drops packets, nothing reorders them), and other back ends than PowerDNS and
+//! the embedded server.
 //!
 //! The test command runs `FAULT_SCHEDULES` schedules (default 2) of `FAULT_SECONDS`
 //! (default 30 s: faults for the first 18 s, then quiet) in each setup; the soak is
@@ -26,6 +29,7 @@
 //! (default 1).
 
 mod checker;
+mod loss;
 mod run;
 mod schedule;
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::checker::History;
+use super::loss::Losses;
 use super::schedule::{Fault, Shape, Step};
 use crate::fakes::kube_api::KubeApi;
 use crate::harness::loopback_ip;
@@ -101,6 +102,8 @@ struct World {
     servers: Vec<SocketAddr>,
     /// The reports' TSIG secret file (`OwnServers`).
     _secret: Option<tempfile::NamedTempFile>,
+    /// The packet loss in place.
+    losses: Losses,
 }
 
 impl World {
@@ -119,6 +122,7 @@ impl World {
             peer_links: Vec::new(),
             servers: Vec::new(),
             _secret: None,
+            losses: Losses::new(),
         };
         let sinks = match setup {
             Setup::SharedZone => world.shared_zone().await,
@@ -204,6 +208,17 @@ impl World {
         assert!(sent, "kill -{signal} {pid} failed");
     }
 
+    /// The addresses only process `p` uses: its probes' source, its link to the back end,
+    /// the links its cluster reads its peers through.
+    fn paths(&self, p: usize) -> Vec<IpAddr> {
+        let cluster = cluster_index(self.processes[p].id);
+        let mut paths = vec![self.processes[p].source];
+        paths.extend(self.links.get(p).map(|l| l.addr.ip()));
+        let peers = self.peer_links.get(cluster).into_iter().flatten().flatten();
+        paths.extend(peers.map(|l| l.addr.ip()));
+        paths
+    }
+
     /// Starts `fault` (`heal`: ends it).
     fn apply(&mut self, fault: &Fault, heal: bool) {
         match (fault, heal) {
@@ -232,6 +247,11 @@ impl World {
             (Fault::BackendSlow(p, ms), heal) => {
                 self.links[*p].set_delay(Duration::from_millis(if heal { 0 } else { *ms }))
             }
+            (Fault::Loss(p, percent), false) => {
+                let paths = self.paths(*p);
+                self.losses.lose(*p, &paths, f64::from(*percent) / 100.0);
+            }
+            (Fault::Loss(p, _), true) => self.losses.heal(*p),
             (Fault::ApiCut(p), heal) => {
                 let token = self.processes[*p].token().expect("a replica under a Lease");
                 let (kube, _) = self.kube.as_ref().expect("an API server");

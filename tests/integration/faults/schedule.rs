@@ -30,6 +30,10 @@ pub enum Fault {
     /// The process's link to the zone's back end holds every chunk this many milliseconds
     /// each way (a slow path); healed by passing them at once.
     BackendSlow(usize, u64),
+    /// The process loses this share (percent) of its packets each way, on its probes' path
+    /// and its ways to the back end or its peers (dropped by the kernel, see `loss.rs`): an
+    /// impaired vantage; healed by dropping none.
+    Loss(usize, u32),
     /// The replica is cut from the Kubernetes API server (its requests get 503, as from a
     /// partitioned node); healed by answering them again. Replicas under a Lease only.
     ApiCut(usize),
@@ -55,6 +59,7 @@ impl Fault {
             | Fault::Skew(p, _)
             | Fault::BackendCut(p)
             | Fault::BackendSlow(p, _)
+            | Fault::Loss(p, _)
             | Fault::ApiCut(p) => Some(*p),
             Fault::Gateway { .. } | Fault::BackendDown | Fault::Partition { .. } => None,
         }
@@ -71,6 +76,7 @@ impl Fault {
             Fault::BackendDown => "back end down",
             Fault::BackendCut(_) => "cut from the back end",
             Fault::BackendSlow(..) => "slow link to the back end",
+            Fault::Loss(..) => "packet loss",
             Fault::ApiCut(_) => "replica cut from the API server",
             Fault::Partition { both: true, .. } => "partition between clusters",
             Fault::Partition { .. } => "one-way partition between clusters",
@@ -188,7 +194,8 @@ pub fn schedule(seed: u64, faults_until: Duration, shape: &Shape) -> Vec<Step> {
                     process_free[p] = heal + Duration::from_millis(500);
                     let replica = shape.processes[p].1;
                     let fault = match kind {
-                        4 | 10 => Fault::Pause(p),
+                        4 => Fault::Pause(p),
+                        10 => Fault::Loss(p, rng.u32(30..=60)),
                         5 => Fault::BackendCut(p),
                         7 if replica => Fault::ApiCut(p),
                         6 | 7 => Fault::Kill(p),
