@@ -156,24 +156,7 @@ impl Shelf {
         }
         self.relayed.write().expect("not poisoned").extend(relayed);
     }
-}
 
-/// `texts` as TXT records of `qname`, each split in 255-character strings.
-fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
-    texts
-        .iter()
-        .map(|text| {
-            let strings: Vec<String> = text
-                .as_bytes()
-                .chunks(255)
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
-            Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
-        })
-        .collect()
-}
-
-impl Shelf {
     /// From now on this cluster's server answers what it holds.
     fn prime(&self) {
         self.primed.store(true, Ordering::Release);
@@ -201,8 +184,22 @@ impl Shelf {
     }
 }
 
+/// `texts` as TXT records of `qname`, each split in 255-character strings.
+fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
+    texts
+        .iter()
+        .map(|text| {
+            let strings: Vec<String> = text
+                .as_bytes()
+                .chunks(255)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
+        })
+        .collect()
+}
+
 /// What a peer answered a round for one suffix asked.
-#[derive(Debug, Clone, PartialEq)]
 struct Answered {
     suffix: String,
     /// Its report's texts (`None`: it holds none).
