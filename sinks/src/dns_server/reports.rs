@@ -26,8 +26,8 @@
 //! for it in the same pipelined exchange. A cluster that restarts while a peer is down or
 //! cut off from it so learns that peer's gateways from any other peer, as a reader of a
 //! shared zone finds a dead cluster's last report there. The rounds take from a relayed
-//! report only the addresses its cluster owns, and only for a cluster they cannot read
-//! themselves; never its votes. A relay is not relayed further, and a reader drops the
+//! report only the addresses its cluster owns, and only for a cluster they have read no
+//! report of themselves; never its votes. A relay is not relayed further, and a reader drops the
 //! relays of a cluster that itself answers "no report" (it left). A server of an earlier
 //! version answers the relay name "no report" (it takes `_ho-relay` for a cluster), so
 //! mixed versions read each other as before.
