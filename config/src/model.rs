@@ -73,8 +73,9 @@ pub struct Config {
     /// How endpoints given by host name are resolved.
     #[serde(default)]
     pub resolver: ResolverConfig,
-    /// Folder for what must survive a restart: operator drains (`drains.json`). Required
-    /// with `api.admin_token_file`.
+    /// Folder for what must survive a restart: operator drains (`drains.json`), heartbeats
+    /// (`heartbeats.json`), what a `dns_server` with `reports` knew of its peers
+    /// (`reports-<sink>.json`). Required with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<PathBuf>,
 }

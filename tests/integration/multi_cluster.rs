@@ -232,6 +232,7 @@ async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
     let mut a = Cluster::new("a", &ga, &with_hook);
     let mut b = Cluster::new("b", &gb, sinks[1]);
     let mut c = Cluster::new("c", &gc, sinks[2]);
+    a.keep_state();
     for cluster in [&mut a, &mut b, &mut c] {
         cluster.start();
     }
@@ -364,6 +365,20 @@ async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
 
     let (polls, empty) = reader.finish().await;
     assert_eq!(empty, 0, "{empty} of {polls} answers had no address");
+
+    // b has left; with c dead too, a restarts with no peer to read, nor one to relay c's
+    // report: it still knows c's gateway (from the shared zone; with the clusters' own
+    // servers, recalled from its state_dir).
+    c.kill();
+    a.kill();
+    a.start();
+    a.wait_for_votes("the restarted a knows c's gateway", |v| {
+        v["addresses"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|x| x["address"] == gc.ip().as_str()))
+    })
+    .await;
+    zone.wait_for(&without_b).await;
     [a, b, c]
 }
 

@@ -21,6 +21,7 @@ pub mod geo;
 pub mod listener;
 pub mod packet_cache;
 pub mod rate_limit;
+pub mod recall;
 pub mod records;
 pub mod reports;
 pub mod sharded;
@@ -81,12 +82,14 @@ impl DnsServerSink {
                 let key =
                     crate::rfc2136::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
                 let mc = &ctx.plan.multi_cluster;
+                let memory = (ctx.plan.state_dir.as_ref())
+                    .map(|d| d.join(format!("reports-{}.json", ctx.name)));
                 let store = DnsReports::new(
                     r,
                     key,
                     authority.shelf.clone(),
-                    mc.report_interval,
-                    mc.report_ttl,
+                    (mc.report_interval, mc.report_ttl),
+                    memory,
                 );
                 Some(Arc::new(store) as Arc<dyn ReportStore>)
             }

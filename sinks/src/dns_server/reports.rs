@@ -30,7 +30,9 @@
 //! report of themselves; never its votes. A relay is not relayed further, and a reader drops the
 //! relays of a cluster that itself answers "no report" (it left). A server of an earlier
 //! version answers the relay name "no report" (it takes `_ho-relay` for a cluster), so
-//! mixed versions read each other as before.
+//! mixed versions read each other as before. What the server relayed before this reader
+//! started (a reload, or a restart with `state_dir`) counts as relays do until every peer
+//! has answered once ([`Recall`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -48,6 +50,7 @@ use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 use tracing::{info, warn};
 
 use super::config::ReportsConfig;
+use super::recall::{Known, Recall};
 use crate::rfc2136::client::Connection;
 
 /// TTL of a report record: readers never cache it.
@@ -175,6 +178,11 @@ impl Shelf {
         self.prime();
     }
 
+    /// Every peer report this server relays.
+    fn known(&self) -> Known {
+        self.relayed.read().expect("not poisoned").clone()
+    }
+
     fn mine(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
         let held = self.held.read().expect("not poisoned");
         suffixes
@@ -239,20 +247,25 @@ struct Peers {
     leave_for: Duration,
     /// Until then, a read fails while a peer has never answered (see the module's doc).
     patience: std::time::Instant,
+    /// What this cluster knew of its peers before this reader started.
+    recall: Recall,
     last: Mutex<HashMap<SocketAddr, PeerState>>,
 }
 
 impl DnsReports {
     /// The store of `config`, holding reports on `shelf`; `report_interval` and
-    /// `report_ttl` are the deployment's (`[multi_cluster]`).
+    /// `report_ttl` are the deployment's (`[multi_cluster]`); `memory`, the file that keeps
+    /// what it knew of its peers across restarts (see [`Recall`]).
     pub fn new(
         config: &ReportsConfig,
         key: TSigner,
         shelf: Arc<Shelf>,
-        report_interval: Duration,
-        report_ttl: Duration,
+        (report_interval, report_ttl): (Duration, Duration),
+        memory: Option<std::path::PathBuf>,
     ) -> DnsReports {
+        let recall = Recall::new(shelf.known(), memory);
         DnsReports(Arc::new(Peers {
+            recall,
             shelf,
             peers: config.peers.clone(),
             key,
@@ -373,10 +386,10 @@ impl Peers {
             .collect()
     }
 
-    /// The reports the peers relay under `suffixes`, each named [`relayed_name`] (one per
-    /// cluster and peer relaying it; the rounds take the newest), but none of a cluster
-    /// that itself last answered "no report" there: it left, and a peer that could not
-    /// read it meanwhile still relays its last report.
+    /// The reports the peers relay under `suffixes`, and those recalled while they count,
+    /// each named [`relayed_name`] (one per cluster and source; the rounds take the
+    /// newest), but none of a cluster that itself last answered "no report" there: it left,
+    /// and a peer that could not read it meanwhile still relays its last report.
     fn relays(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
         let last = self.last.lock().expect("not poisoned");
         let left: BTreeSet<(&str, &str)> = last
@@ -385,10 +398,15 @@ impl Peers {
             .flat_map(|(cluster, absent)| absent.iter().map(move |s| (cluster, s.as_str())))
             .collect();
         let mut relays = Vec::new();
-        for state in self.peers.iter().filter_map(|p| last.get(p)) {
-            for suffix in suffixes {
+        for suffix in suffixes {
+            let recalled = self.recall.texts(suffix);
+            let relayed = self
+                .peers
+                .iter()
+                .filter_map(|p| last.get(p)?.relayed.get(suffix));
+            for texts in relayed.chain([&recalled]) {
                 let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-                for text in state.relayed.get(suffix).into_iter().flatten() {
+                for text in texts {
                     if let Some(cluster) = cluster_of(text) {
                         by_cluster.entry(cluster).or_default().push(text.clone());
                     }
@@ -421,19 +439,23 @@ impl Peers {
             .collect()
     }
 
+    /// The peers that have not answered since this reader started.
+    fn unheard(&self) -> Vec<String> {
+        let last = self.last.lock().expect("not poisoned");
+        self.peers
+            .iter()
+            .filter(|p| !last.get(p).is_some_and(|s| s.answered))
+            .map(ToString::to_string)
+            .collect()
+    }
+
     /// Fails while some peer has never answered and the patience has not run out: the
     /// rounds then count nothing (nothing is published yet, or what was stays).
     fn unheard_within_patience(&self) -> Result<(), ho_engine::sink::SinkError> {
         if std::time::Instant::now() >= self.patience {
             return Ok(());
         }
-        let last = self.last.lock().expect("not poisoned");
-        let unheard: Vec<String> = self
-            .peers
-            .iter()
-            .filter(|p| !last.get(p).is_some_and(|s| s.answered))
-            .map(ToString::to_string)
-            .collect();
+        let unheard = self.unheard();
         if unheard.is_empty() {
             return Ok(());
         }
@@ -483,6 +505,9 @@ impl ReportStore for DnsReports {
             }
             all.extend(this.relays(&suffixes));
             this.shelf.relay(this.to_relay(&suffixes));
+            if this.unheard().is_empty() {
+                this.recall.heard_every_peer(&this.shelf.known());
+            }
             this.unheard_within_patience()?;
             Ok(all)
         })
@@ -540,8 +565,8 @@ mod tests {
             &config,
             key,
             Arc::default(),
-            Duration::from_secs(2),
-            Duration::from_secs(60),
+            (Duration::from_secs(2), Duration::from_secs(60)),
+            None,
         );
         Arc::try_unwrap(store.0).ok().unwrap()
     }

@@ -47,6 +47,8 @@ pub struct History {
     /// Whose server the answers were read from, when each cluster serves the zone itself:
     /// a cluster it cannot read the reports of (a partition) takes no part in its vote.
     pub reader: Option<usize>,
+    /// The clusters that keep a `state_dir`: restarted, they recall their peers' reports.
+    pub recalling: Vec<usize>,
 }
 
 /// The bounds the rules allow.
@@ -185,14 +187,19 @@ impl History {
     /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`. With each
     /// cluster serving the zone itself, a cluster's reports live on its own server, and each
     /// server relays the reports it last read from its peers; a cluster that (re)started
-    /// learns `g` (owned by cluster `g`) from its first round on (half the warm-up after its
-    /// start, generously) once it reads cluster `g` itself, or a cluster that read `g`
-    /// since its own last start. Until then it does not know `g`, and its own server
-    /// answers without it (the other servers keep it): the gap left when a cluster restarts
-    /// while every cluster that knows a peer's gateways is down or cut off from it, excused
-    /// here and documented. A shared zone keeps every report for every reader: no gap.
+    /// without a `state_dir` learns `g` (owned by cluster `g`) from its first round on
+    /// (half the warm-up after its start, generously) once it reads cluster `g` itself, or
+    /// a cluster that read `g` since its own last start. Until then it does not know `g`,
+    /// and its own server answers without it (the other servers keep it): the gap left when
+    /// such a cluster restarts while every cluster that knows a peer's gateways is down or
+    /// cut off from it, excused here and documented. A cluster with a `state_dir` recalls
+    /// every gateway (it heard every peer before the run started), and a shared zone keeps
+    /// every report for every reader: no gap.
     fn not_yet_learned(&self, g: usize, t: Duration, b: &Bounds) -> bool {
-        let Some(r) = self.reader.filter(|r| *r != g) else {
+        let Some(r) = self
+            .reader
+            .filter(|r| *r != g && !self.recalling.contains(r))
+        else {
             return false;
         };
         let Some(start) = self.last_start(r, t) else {
@@ -400,6 +407,7 @@ mod tests {
             holders: vec![],
             logs: vec![],
             reader: None,
+            recalling: vec![],
         }
     }
 
@@ -621,8 +629,11 @@ mod tests {
         // Without the restart of 0, the same answer is a withdrawal without a quorum.
         h.faults.remove(1);
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
-        // And the shared zone's reader is never excused.
+        // And the shared zone's reader is never excused, nor a cluster that recalls.
         h.faults.push((Fault::Kill(0), s(500), Some(s(1_000))));
+        h.recalling = vec![0];
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+        h.recalling = vec![];
         h.reader = None;
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
     }

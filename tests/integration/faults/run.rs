@@ -37,6 +37,11 @@ pub enum Setup {
 /// The clusters, in the order their gateways and vantages are numbered.
 const CLUSTERS: [&str; 3] = ["a", "b", "c"];
 
+/// The clusters that keep a `state_dir`: a restart of theirs recalls what they knew of
+/// their peers (with the clusters' own servers); the others learn it again from their
+/// peers' relays.
+const RECALLING: [&str; 1] = ["a"];
+
 /// How long every server must answer every gateway before the faults start: the
 /// clusters' `report_ttl`.
 const SETTLE: Duration = Duration::from_secs(2);
@@ -130,6 +135,9 @@ impl World {
         };
         for ((id, lease), sink) in setup.processes().iter().zip(sinks) {
             let mut process = Cluster::new(id, &world.gateways[cluster_index(id)], &sink);
+            if RECALLING.contains(id) {
+                process.keep_state();
+            }
             if let (Some(identity), Some((_, kube))) = (lease, &world.kube) {
                 process.elect(identity, *kube, LEASE);
             }
@@ -404,6 +412,7 @@ pub async fn run(setup: Setup, steps: &[Step], length: Duration) -> Vec<History>
             holders: holders.clone(),
             logs: world.processes.iter().map(Cluster::log).collect(),
             reader: own_servers.then_some(i),
+            recalling: RECALLING.iter().map(|c| cluster_index(c)).collect(),
         });
     }
     histories

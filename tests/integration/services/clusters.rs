@@ -134,6 +134,15 @@ impl Cluster {
         std::fs::write(self.config(), text).unwrap();
     }
 
+    /// Gives this process a `state_dir` (in its own folder), so what it must remember
+    /// survives its restarts (with its own `dns_server` reports: its peers' last reports).
+    pub fn keep_state(&mut self) {
+        let text = std::fs::read_to_string(self.config()).unwrap();
+        let state = self.dir.path().join("state");
+        let kept = format!("state_dir = {:?}\n{text}", state.display().to_string());
+        std::fs::write(self.config(), kept).unwrap();
+    }
+
     /// The token it presents to the Kubernetes API, when it is a replica under a Lease.
     pub fn token(&self) -> Option<String> {
         self.identity.map(|i| format!("test-{i}"))
