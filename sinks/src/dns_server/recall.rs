@@ -10,8 +10,8 @@
 //! left out of that comparison: a recalled report lends only its addresses, as a relayed
 //! one does), and only once this reader has heard every peer since it started, so a
 //! cluster that restarts cut off from its peers never overwrites what it knew with its
-//! ignorance. What was recalled counts until every peer has answered once; then what the
-//! peers say and relay replaces it.
+//! ignorance. What was recalled counts, and is relayed to the peers, until every peer has
+//! answered once; then what the peers say and relay replaces it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -69,10 +69,14 @@ impl Recall {
             .unwrap_or_default()
     }
 
-    /// Every peer has answered: what they say replaces what was recalled, and from now on
-    /// `known` (the server's relays) is kept in the file when the addresses in it change.
-    pub fn heard_every_peer(&self, known: &Known) {
+    /// Every peer has answered: what they say replaces what was recalled.
+    pub fn forget(&self) {
         self.held.lock().expect("not poisoned").take();
+    }
+
+    /// Keeps `known` (the server's relays, once every peer has answered) in the file when
+    /// the addresses in it changed.
+    pub fn keep(&self, known: &Known) {
         let Some(path) = &self.path else { return };
         let owned = owned_only(known);
         let mut saved = self.saved.lock().expect("not poisoned");
@@ -142,10 +146,10 @@ mod tests {
             first.texts("._ho-report.a.org").is_empty(),
             "nothing kept yet"
         );
-        first.heard_every_peer(&known(1, "192.0.2.1"));
+        first.keep(&known(1, "192.0.2.1"));
         let kept = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
-        first.heard_every_peer(&known(2, "192.0.2.2"));
+        first.keep(&known(2, "192.0.2.2"));
         assert!(
             !path.exists(),
             "new stamps and down votes alone are not written"
@@ -156,7 +160,7 @@ mod tests {
             restarted.texts("._ho-report.a.org"),
             known(1, "192.0.2.1")["._ho-report.a.org"]
         );
-        restarted.heard_every_peer(&known(3, "192.0.2.1"));
+        restarted.forget();
         assert!(
             restarted.texts("._ho-report.a.org").is_empty(),
             "once every peer answered, what they say counts"

@@ -207,6 +207,25 @@ fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
         .collect()
 }
 
+/// `texts` of reports grouped by the cluster each names (texts without a header left out).
+fn by_cluster(texts: &[String]) -> BTreeMap<&str, Vec<String>> {
+    let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for text in texts {
+        if let Some(cluster) = cluster_of(text) {
+            by_cluster.entry(cluster).or_default().push(text.clone());
+        }
+    }
+    by_cluster
+}
+
+/// The (cluster, suffix) pairs whose cluster last answered "no report" there itself.
+fn left(last: &HashMap<SocketAddr, PeerState>) -> BTreeSet<(&str, &str)> {
+    last.values()
+        .filter_map(|state| Some((state.cluster.as_deref()?, &state.absent)))
+        .flat_map(|(cluster, absent)| absent.iter().map(move |s| (cluster, s.as_str())))
+        .collect()
+}
+
 /// What a peer answered a round for one suffix asked.
 struct Answered {
     suffix: String,
@@ -392,11 +411,7 @@ impl Peers {
     /// and a peer that could not read it meanwhile still relays its last report.
     fn relays(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
         let last = self.last.lock().expect("not poisoned");
-        let left: BTreeSet<(&str, &str)> = last
-            .values()
-            .filter_map(|state| Some((state.cluster.as_deref()?, &state.absent)))
-            .flat_map(|(cluster, absent)| absent.iter().map(move |s| (cluster, s.as_str())))
-            .collect();
+        let left = left(&last);
         let mut relays = Vec::new();
         for suffix in suffixes {
             let recalled = self.recall.texts(suffix);
@@ -405,14 +420,8 @@ impl Peers {
                 .iter()
                 .filter_map(|p| last.get(p)?.relayed.get(suffix));
             for texts in relayed.chain([&recalled]) {
-                let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-                for text in texts {
-                    if let Some(cluster) = cluster_of(text) {
-                        by_cluster.entry(cluster).or_default().push(text.clone());
-                    }
-                }
                 relays.extend(
-                    by_cluster
+                    by_cluster(texts)
                         .into_iter()
                         .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
                         .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
@@ -423,17 +432,30 @@ impl Peers {
     }
 
     /// What this cluster's server relays under `suffixes`: each peer's own report, as last
-    /// read.
+    /// read, and while they count the recalled reports of the other clusters (but a cluster
+    /// that left), so a cluster that restarts knows from this one what this one recalls.
     fn to_relay(&self, suffixes: &[String]) -> HashMap<String, Vec<Vec<String>>> {
         let last = self.last.lock().expect("not poisoned");
+        let left = left(&last);
         suffixes
             .iter()
             .map(|s| {
-                let reports = self
+                let mut reports: Vec<Vec<String>> = self
                     .peers
                     .iter()
                     .filter_map(|p| Some(last.get(p)?.reports.get(s)?.1.clone()))
                     .collect();
+                let direct: BTreeSet<String> = reports
+                    .iter()
+                    .filter_map(|texts| Some(cluster_of(texts.first()?)?.to_owned()))
+                    .collect();
+                let recalled = self.recall.texts(s);
+                reports.extend(
+                    by_cluster(&recalled)
+                        .into_iter()
+                        .filter(|(c, _)| !direct.contains(*c) && !left.contains(&(c, s.as_str())))
+                        .map(|(_, texts)| texts),
+                );
                 (s.clone(), reports)
             })
             .collect()
@@ -504,9 +526,13 @@ impl ReportStore for DnsReports {
                 all.extend(this.remember(*peer, &suffixes, answer));
             }
             all.extend(this.relays(&suffixes));
+            let heard_every_peer = this.unheard().is_empty();
+            if heard_every_peer {
+                this.recall.forget();
+            }
             this.shelf.relay(this.to_relay(&suffixes));
-            if this.unheard().is_empty() {
-                this.recall.heard_every_peer(&this.shelf.known());
+            if heard_every_peer {
+                this.recall.keep(&this.shelf.known());
             }
             this.unheard_within_patience()?;
             Ok(all)
@@ -775,5 +801,31 @@ mod tests {
         p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
         let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["ap3._ho-relay._ho-report.a.org"], "eu2 left");
+    }
+
+    /// Reports recalled after a restart are relayed (but for a cluster read itself) until
+    /// every peer has answered.
+    #[test]
+    fn recalled_reports_are_relayed_until_every_peer_has_answered() {
+        let mut p = peers();
+        let suffix = "._ho-report.a.org".to_string();
+        let suffixes = vec![suffix.clone()];
+        let mut recalled = report("us1", 0);
+        recalled.extend(report("ap3", 0));
+        p.recall = Recall::new(HashMap::from([(suffix.clone(), recalled)]), None);
+        let peer = p.peers[0];
+        let us1 = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("us1", 7)),
+            relayed: Vec::new(),
+        };
+        p.remember(peer, &suffixes, Ok(vec![us1]));
+        assert_eq!(
+            p.to_relay(&suffixes)[&suffix],
+            [report("us1", 7), report("ap3", 0)],
+            "us1 as read, ap3 as recalled"
+        );
+        p.recall.forget();
+        assert_eq!(p.to_relay(&suffixes)[&suffix], [report("us1", 7)]);
     }
 }

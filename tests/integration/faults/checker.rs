@@ -186,15 +186,16 @@ impl History {
 
     /// Whether reader `r`'s cluster has not yet learned gateway `g` at `t`. With each
     /// cluster serving the zone itself, a cluster's reports live on its own server, and each
-    /// server relays the reports it last read from its peers; a cluster that (re)started
-    /// without a `state_dir` learns `g` (owned by cluster `g`) from its first round on
-    /// (half the warm-up after its start, generously) once it reads cluster `g` itself, or
-    /// a cluster that read `g` since its own last start. Until then it does not know `g`,
-    /// and its own server answers without it (the other servers keep it): the gap left when
-    /// such a cluster restarts while every cluster that knows a peer's gateways is down or
-    /// cut off from it, excused here and documented. A cluster with a `state_dir` recalls
-    /// every gateway (it heard every peer before the run started), and a shared zone keeps
-    /// every report for every reader: no gap.
+    /// server relays the reports it last read from its peers (and, with a `state_dir`, those
+    /// it recalled after a restart, until it has heard every peer). A cluster that
+    /// (re)started without a `state_dir` learns `g` (owned by cluster `g`) once it reads
+    /// cluster `g` itself, or a cluster that knows `g`: one that read `g` since its own last
+    /// start, or that recalls it. Each hop takes a round (`warmup / 2`, generously). Until
+    /// then it does not know `g`, and its own server answers without it (the other servers
+    /// keep it): the gap left when such a cluster restarts while every cluster that knows a
+    /// peer's gateways is down or cut off from it, excused here and documented. A cluster
+    /// with a `state_dir` recalls every gateway (it heard every peer before the run started),
+    /// and a shared zone keeps every report for every reader: no gap.
     fn not_yet_learned(&self, g: usize, t: Duration, b: &Bounds) -> bool {
         let Some(r) = self
             .reader
@@ -205,26 +206,28 @@ impl History {
         let Some(start) = self.last_start(r, t) else {
             return false;
         };
-        let learns_from = start + b.warmup / 2;
+        let hop = b.warmup / 2;
         let relays: Vec<usize> = (0..self.clusters).filter(|&q| q != r && q != g).collect();
-        // Whether each cluster holds g's report at `u`: all do when the (settled) run starts.
-        let mut knows = vec![true; self.clusters];
+        // Since when each cluster knows g: all do when the (settled) run starts.
+        let mut knows_since = vec![Some(Duration::ZERO); self.clusters];
         let mut u = Duration::ZERO;
-        while u <= t {
+        while u + hop <= t {
             for &q in &relays {
-                if self.last_start(q, u).is_some_and(|s| u < s + b.warmup / 2) {
-                    knows[q] = false;
-                } else if self.running_for(None, q, u, false)
+                let restarting = self.last_start(q, u).is_some_and(|s| u < s + hop);
+                if restarting && !self.recalling.contains(&q) {
+                    knows_since[q] = None;
+                } else if knows_since[q].is_none()
+                    && self.running_for(None, q, u, false)
                     && self.running_for(Some(q), g, u, false)
                 {
-                    knows[q] = true;
+                    knows_since[q] = Some(u);
                 }
             }
             let reads = |c: usize| self.running_for(Some(r), c, u, false);
-            if u >= learns_from
-                && reads(r)
-                && (reads(g) || relays.iter().any(|&q| knows[q] && reads(q)))
-            {
+            let relayed = relays
+                .iter()
+                .any(|&q| knows_since[q].is_some_and(|k| k + hop <= u) && reads(q));
+            if u >= start + hop && reads(r) && (reads(g) || relayed) {
                 return false;
             }
             u += STEP;
@@ -636,5 +639,45 @@ mod tests {
         h.recalling = vec![];
         h.reader = None;
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+    }
+
+    /// Seed 7 of 30 s (own servers): b restarted while c was paused, then cut off from it;
+    /// a had restarted too. Without a state_dir, a knew c's gateway again only once it read
+    /// c, so b's answer without it was the documented gap; a recalling c relays it to b.
+    #[test]
+    fn a_cluster_that_recalls_tells_a_restarted_one_what_it_knows() {
+        let f = |x: Fault, a: u64, z: u64| (x, s(a), Some(s(z)));
+        let faults = vec![
+            f(Fault::Kill(2), 4_722, 7_053),
+            f(Fault::Skew(0, "+30s"), 5_828, 9_421),
+            f(Fault::Kill(1), 7_869, 9_547),
+            f(Fault::Pause(2), 8_714, 11_729),
+            f(
+                Fault::Partition {
+                    reader: 1,
+                    peer: 2,
+                    both: true,
+                },
+                10_705,
+                13_623,
+            ),
+        ];
+        let mut h = history(
+            faults,
+            &[
+                (7_800, ALL),
+                (11_800, &["a", "b"]),
+                (20_000, ALL),
+                (30_000, ALL),
+            ],
+        );
+        h.reader = Some(1);
+        assert!(
+            check(&h, &super::super::BOUNDS).is_ok(),
+            "{:?}",
+            check(&h, &super::super::BOUNDS)
+        );
+        h.recalling = vec![0];
+        assert_eq!(check(&h, &super::super::BOUNDS).unwrap_err()[0].rule, 2);
     }
 }

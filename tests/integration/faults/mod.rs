@@ -48,7 +48,7 @@ fn env_or(key: &str, default: u64) -> u64 {
 
 /// The bounds of the clusters' settings (`Cluster::new`: checks every 200 ms with fall 2,
 /// reports every 300 ms, `report_ttl` 2 s, `failure_threshold` 0.66).
-const BOUNDS: Bounds = Bounds {
+pub(crate) const BOUNDS: Bounds = Bounds {
     window: Duration::from_secs(3),
     warmup: Duration::from_secs(2),
     report_ttl: Duration::from_millis(2_500),
