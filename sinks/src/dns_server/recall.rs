@@ -28,7 +28,7 @@ pub struct Recall {
     path: Option<PathBuf>,
     /// What was recalled, until every peer has answered once.
     held: Mutex<Option<Known>>,
-    /// The addresses the file holds (see [`owned_only`]), to write only when they change.
+    /// The addresses the file holds (see [`ownership`]), to write only when they change.
     saved: Mutex<Option<Vec<String>>>,
 }
 
@@ -51,7 +51,7 @@ impl Recall {
             (Some(relayed), None)
         } else {
             let kept = from_file();
-            let saved = kept.as_ref().map(owned_only);
+            let saved = kept.as_ref().map(ownership);
             (kept, saved)
         };
         Recall {
@@ -78,7 +78,7 @@ impl Recall {
     /// the addresses in it changed.
     pub fn keep(&self, known: &Known) {
         let Some(path) = &self.path else { return };
-        let owned = owned_only(known);
+        let owned = ownership(known);
         let mut saved = self.saved.lock().expect("not poisoned");
         if saved.as_ref() == Some(&owned) {
             return;
@@ -93,7 +93,7 @@ impl Recall {
 
 /// The header and `own=` items of every text in `known`, sorted: what a recalled report
 /// lends (stamps and down votes change every round and are not recalled).
-fn owned_only(known: &Known) -> Vec<String> {
+fn ownership(known: &Known) -> Vec<String> {
     let mut owned: Vec<String> = known
         .iter()
         .flat_map(|(suffix, texts)| {
