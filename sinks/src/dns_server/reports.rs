@@ -27,12 +27,13 @@
 //! cut off from it so learns that peer's gateways from any other peer, as a reader of a
 //! shared zone finds a dead cluster's last report there. The rounds take from a relayed
 //! report only the addresses its cluster owns, and only for a cluster they have read no
-//! report of themselves; never its votes. A relay is not relayed further, and a reader drops the
-//! relays of a cluster that itself answers "no report" (it left). A server of an earlier
-//! version answers the relay name "no report" (it takes `_ho-relay` for a cluster), so
-//! mixed versions read each other as before. What the server relayed before this reader
-//! started (a reload, or a restart with `state_dir`) counts as relays do until every peer
-//! has answered once ([`Recall`]).
+//! report of themselves; never its votes. A relay is not relayed further; a reader keeps
+//! each peer's last relay of a cluster even once that peer stops relaying it (it may have
+//! restarted and not read that cluster since), and drops the relays of a cluster that
+//! itself answers "no report" (it left). A server of an earlier version answers the relay
+//! name "no report" (it takes `_ho-relay` for a cluster), so mixed versions read each other
+//! as before. What the server relayed before this reader started (a reload, or a restart
+//! with `state_dir`) counts as relays do until every peer has answered once ([`Recall`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -240,8 +241,10 @@ struct Answered {
 struct PeerState {
     /// Its own reports, named by their cluster.
     reports: BTreeMap<String, (String, Vec<String>)>,
-    /// The texts of the reports it relays.
-    relayed: BTreeMap<String, Vec<String>>,
+    /// Per suffix and cluster, the last report it relayed of that cluster: one it no longer
+    /// relays is kept (it may have restarted and not read that cluster since), as a
+    /// cluster's own last report is kept while it cannot be read.
+    relayed: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// Its cluster, as its reports name it.
     cluster: Option<String>,
     /// The suffixes it last answered "no report" for.
@@ -366,7 +369,10 @@ impl Peers {
                     relayed,
                 } in found
                 {
-                    state.relayed.insert(suffix.clone(), relayed);
+                    let held = state.relayed.entry(suffix.clone()).or_default();
+                    for (cluster, texts) in by_cluster(&relayed) {
+                        held.insert(cluster.to_owned(), texts);
+                    }
                     if own.is_none() {
                         state.absent.insert(suffix.clone());
                     } else {
@@ -415,18 +421,18 @@ impl Peers {
         let mut relays = Vec::new();
         for suffix in suffixes {
             let recalled = self.recall.texts(suffix);
+            let recalled = by_cluster(&recalled).into_iter();
             let relayed = self
                 .peers
                 .iter()
-                .filter_map(|p| last.get(p)?.relayed.get(suffix));
-            for texts in relayed.chain([&recalled]) {
-                relays.extend(
-                    by_cluster(texts)
-                        .into_iter()
-                        .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
-                        .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
-                );
-            }
+                .filter_map(|p| last.get(p)?.relayed.get(suffix))
+                .flat_map(|held| held.iter().map(|(c, texts)| (c.as_str(), texts.clone())));
+            relays.extend(
+                relayed
+                    .chain(recalled)
+                    .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
+                    .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
+            );
         }
         relays
     }
@@ -779,14 +785,23 @@ mod tests {
             relayed,
         };
         p.remember(first, &suffixes, Ok(vec![from_first]));
-        let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
+        let restarted = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("us1", 2)),
+            relayed: report("eu2", 6),
+        };
+        p.remember(first, &suffixes, Ok(vec![restarted]));
+        let relays = p.relays(&suffixes);
+        let names: Vec<&str> = relays.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
             [
                 "ap3._ho-relay._ho-report.a.org",
                 "eu2._ho-relay._ho-report.a.org"
-            ]
+            ],
+            "ap3's last relay kept though the peer no longer relays it"
         );
+        assert_eq!(relays[1].1, report("eu2", 6), "the newer relay of eu2");
         let eu2 = Answered {
             suffix: suffix.clone(),
             own: Some(report("eu2", 6)),
@@ -795,7 +810,7 @@ mod tests {
         p.remember(second, &suffixes, Ok(vec![eu2]));
         assert_eq!(
             p.to_relay(&suffixes)[&suffix],
-            [report("us1", 1), report("eu2", 6)],
+            [report("us1", 2), report("eu2", 6)],
             "each peer's own report, not what it relays"
         );
         p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
