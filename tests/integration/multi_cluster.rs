@@ -200,6 +200,19 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times[rank - 1]
 }
 
+/// Kills and starts `cluster`, then waits until its vote has `ip` among its candidates.
+async fn restart_knowing(cluster: &mut Cluster, ip: &str) {
+    cluster.kill();
+    cluster.start();
+    cluster
+        .wait_for_votes(&format!("the restarted cluster knows {ip}"), |v| {
+            v["addresses"]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|x| x["address"] == ip))
+        })
+        .await;
+}
+
 fn sorted(v: &[String]) -> Vec<String> {
     let mut v = v.to_vec();
     v.sort();
@@ -331,14 +344,7 @@ async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
     // a restarts while b is still dead: it learns b's gateway all the same (from b's last
     // report in a shared zone; from c's relay of it when each cluster serves its own
     // reports), so every server answers it again.
-    a.kill();
-    a.start();
-    a.wait_for_votes("the restarted a knows b's gateway", |v| {
-        v["addresses"]
-            .as_array()
-            .is_some_and(|all| all.iter().any(|x| x["address"] == gb.ip().as_str()))
-    })
-    .await;
+    restart_knowing(&mut a, &gb.ip()).await;
     zone.wait_for(&all).await;
 
     // `cluster leave` for b: its report and its gateway leave the zone.
@@ -370,14 +376,7 @@ async fn vote_scenario(sinks: [&str; 3], zone: Zone) -> [Cluster; 3] {
     // report: it still knows c's gateway (from the shared zone; with the clusters' own
     // servers, recalled from its state_dir).
     c.kill();
-    a.kill();
-    a.start();
-    a.wait_for_votes("the restarted a knows c's gateway", |v| {
-        v["addresses"]
-            .as_array()
-            .is_some_and(|all| all.iter().any(|x| x["address"] == gc.ip().as_str()))
-    })
-    .await;
+    restart_knowing(&mut a, &gc.ip()).await;
     zone.wait_for(&without_b).await;
     [a, b, c]
 }

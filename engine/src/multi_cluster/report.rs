@@ -309,6 +309,15 @@ fn unescape(s: &str) -> Result<String, String> {
     String::from_utf8(out).map_err(|_| format!("{s:.40}: not UTF-8"))
 }
 
+/// A record's text as the character-strings of one TXT record (at most 255 characters
+/// each), for back ends and answers that take the strings apart.
+pub fn character_strings(text: &str) -> Vec<String> {
+    text.as_bytes()
+        .chunks(MAX_STRING)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect()
+}
+
 /// A record's text as TXT presentation (zone-file syntax, which the PowerDNS API and
 /// Route53 both take): quoted strings of at most 255 characters. Report texts contain no
 /// quote or backslash, so nothing needs escaping.

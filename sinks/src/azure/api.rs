@@ -5,6 +5,7 @@
 //! for a set that was not there), so a set changed by someone else since the listing is
 //! refused (412) rather than overwritten.
 
+use ho_engine::multi_cluster::report::character_strings;
 use serde_json::{json, Value};
 
 /// The API version every request names.
@@ -110,14 +111,7 @@ pub fn body(rtype: &str, ttl: u64, data: &[String]) -> Value {
         "AAAA" => data.iter().map(|d| json!({"ipv6Address": d})).collect(),
         _ => data
             .iter()
-            .map(|d| {
-                let strings: Vec<String> = d
-                    .as_bytes()
-                    .chunks(255)
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .collect();
-                json!({"value": strings})
-            })
+            .map(|d| json!({"value": character_strings(d)}))
             .collect(),
     };
     json!({"properties": {"TTL": ttl, format!("{rtype}Records"): records}})

@@ -45,7 +45,7 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::TXT;
 use hickory_proto::rr::{Name, RData, Record, RecordType, TSigner};
 use ho_engine::multi_cluster::report::{
-    cluster_of, relayed_name, Report, RELAY_LABEL, REPORT_LABEL,
+    character_strings, cluster_of, relayed_name, Report, RELAY_LABEL, REPORT_LABEL,
 };
 use ho_engine::multi_cluster::{ReportStore, StoreFuture};
 use tracing::{info, warn};
@@ -198,11 +198,7 @@ fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
     texts
         .iter()
         .map(|text| {
-            let strings: Vec<String> = text
-                .as_bytes()
-                .chunks(255)
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
+            let strings = character_strings(text);
             Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
         })
         .collect()
@@ -802,11 +798,7 @@ mod tests {
             "ap3's last relay kept though the peer no longer relays it"
         );
         assert_eq!(relays[1].1, report("eu2", 6), "the newer relay of eu2");
-        let eu2 = Answered {
-            suffix: suffix.clone(),
-            own: Some(report("eu2", 6)),
-            relayed: Vec::new(),
-        };
+        let eu2 = answered(&suffix, Some(report("eu2", 6)));
         p.remember(second, &suffixes, Ok(vec![eu2]));
         assert_eq!(
             p.to_relay(&suffixes)[&suffix],
@@ -829,11 +821,7 @@ mod tests {
         recalled.extend(report("ap3", 0));
         p.recall = Recall::new(HashMap::from([(suffix.clone(), recalled)]), None);
         let peer = p.peers[0];
-        let us1 = Answered {
-            suffix: suffix.clone(),
-            own: Some(report("us1", 7)),
-            relayed: Vec::new(),
-        };
+        let us1 = answered(&suffix, Some(report("us1", 7)));
         p.remember(peer, &suffixes, Ok(vec![us1]));
         assert_eq!(
             p.to_relay(&suffixes)[&suffix],
