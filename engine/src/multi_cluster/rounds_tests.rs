@@ -482,6 +482,19 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
     };
     assert!(vote(tally).down_votes.is_empty(), "a relayed down vote");
     run.step(RoundsCore::tick);
+    let c4 = run.report("c4", secs(3), &["10.4.4.4"], &[]);
+    let c4_left = run.report("c4", secs(2), &[], &[]);
+    run.answer_relayed(std::slice::from_ref(&c2), &[c4, c4_left], false);
+    let tally = run.voted.last().unwrap();
+    assert!(
+        !tally.aged_out.contains(&"c4".to_string())
+            && !tally
+                .addresses
+                .iter()
+                .any(|a| a.address.to_string() == "10.4.4.4"),
+        "the newest relay of c4 holds no address (it left): {tally:?}"
+    );
+    run.step(RoundsCore::tick);
     let c3_relayed = run.report("c3", secs(0), &["10.3.3.5"], &[]);
     run.answer_relayed(&[c2, c3], &[c3_relayed], false);
     let tally = run.voted.last().unwrap();

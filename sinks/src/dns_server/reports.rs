@@ -204,6 +204,20 @@ fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
         .collect()
 }
 
+/// What this server relays for a cluster that answered "no report" after a report (it
+/// left): that report without its addresses and votes, stamped one millisecond later, so
+/// it is the newest relay of that cluster everywhere (readers keep each peer's last relay
+/// of a cluster; the rounds take the newest, and a report without addresses lends none).
+fn tombstone(last: Report) -> Vec<String> {
+    Report {
+        at_ms: last.at_ms + 1,
+        owned: Vec::new(),
+        down: Vec::new(),
+        ..last
+    }
+    .encode()
+}
+
 /// `texts` of reports grouped by the cluster each names (texts without a header left out).
 fn by_cluster(texts: &[String]) -> BTreeMap<&str, Vec<String>> {
     let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -245,6 +259,9 @@ struct PeerState {
     cluster: Option<String>,
     /// The suffixes it last answered "no report" for.
     absent: BTreeSet<String>,
+    /// Per suffix it answered "no report" for after a report: its last report emptied and
+    /// stamped one later ([`tombstone`]), relayed in its stead.
+    gone: BTreeMap<String, Vec<String>>,
     /// Its last round failed (logged once, and once again when it answers).
     failing: bool,
     /// It answered at least once.
@@ -376,10 +393,15 @@ impl Peers {
                     }
                     match own {
                         None => {
-                            state.reports.remove(&suffix);
+                            let last = state.reports.remove(&suffix);
+                            let report = last.and_then(|(_, texts)| Report::decode(&texts).ok());
+                            if let Some(report) = report {
+                                state.gone.insert(suffix, tombstone(report));
+                            }
                         }
                         Some(texts) => match Report::decode(&texts) {
                             Ok(report) => {
+                                state.gone.remove(&suffix);
                                 let name = format!("{}{suffix}", report.cluster);
                                 state.cluster = Some(report.cluster);
                                 state.reports.insert(suffix, (name, texts));
@@ -445,7 +467,11 @@ impl Peers {
                 let mut reports: Vec<Vec<String>> = self
                     .peers
                     .iter()
-                    .filter_map(|p| Some(last.get(p)?.reports.get(s)?.1.clone()))
+                    .filter_map(|p| {
+                        let state = last.get(p)?;
+                        let own = state.reports.get(s).map(|(_, texts)| texts);
+                        own.or_else(|| state.gone.get(s)).cloned()
+                    })
                     .collect();
                 let direct: BTreeSet<String> = reports
                     .iter()
@@ -808,6 +834,17 @@ mod tests {
         p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
         let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["ap3._ho-relay._ho-report.a.org"], "eu2 left");
+        let gone = Report::decode(&p.to_relay(&suffixes)[&suffix][1]).unwrap();
+        assert_eq!(
+            (
+                gone.cluster.as_str(),
+                gone.at_ms,
+                gone.owned.len(),
+                gone.down.len()
+            ),
+            ("eu2", 7, 0, 0),
+            "what eu2 left: its last report emptied, one millisecond newer"
+        );
     }
 
     /// Reports recalled after a restart are relayed (but for a cluster read itself) until

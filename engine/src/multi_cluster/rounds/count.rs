@@ -234,8 +234,11 @@ fn only_owned(
             newest.insert(r.cluster.clone(), r);
         }
     }
+    // The newest relay of a cluster that left holds no address (see the dns_server's
+    // reports): it counts for nothing, but no older relay of that cluster counts either.
     newest
         .into_values()
+        .filter(|r| !r.owned.is_empty())
         .map(|r| Report { at_ms: 0, ..r })
         .collect()
 }
