@@ -145,6 +145,19 @@ impl History {
         }
     }
 
+    /// Whether this history's reader could read cluster `c` at some moment of
+    /// `[from, to]` (sampled every 50 ms).
+    fn read_between(&self, c: usize, from: Duration, to: Duration) -> bool {
+        let mut t = from;
+        while t <= to {
+            if self.running(c, t, false) {
+                return true;
+            }
+            t += STEP;
+        }
+        false
+    }
+
     /// Whether cluster `c` surely ran over the whole of `[from, to]` (sampled every 50 ms).
     fn ran_throughout(&self, c: usize, from: Duration, to: Duration) -> bool {
         let mut t = from;
@@ -246,11 +259,17 @@ impl History {
             let surely_live = (0..self.clusters)
                 .filter(|&c| self.ran_throughout(c, s.saturating_sub(b.warmup), s))
                 .count();
+            // A cluster saw it down at `u` when it ran and it failed from there; its report
+            // says so until it is read, which may be later (a reader cut off from it reads
+            // what it saw meanwhile once the partition heals).
             let saw_down = (0..self.clusters)
                 .filter(|&c| {
                     let mut u = s.saturating_sub(b.report_ttl);
                     while u <= s {
-                        if self.running(c, u, false) && self.failing(g, c, u) {
+                        if self.running_for(None, c, u, false)
+                            && self.failing(g, c, u)
+                            && self.read_between(c, u, s)
+                        {
                             return true;
                         }
                         u += STEP;
@@ -599,6 +618,36 @@ mod tests {
         h.reader = Some(2);
         assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
         h.reader = Some(0);
+        assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
+    }
+
+    /// Seed 4004 (own servers, 60 s): server 1, cut from cluster 0 while 0 and 2 saw
+    /// gateway 2 down, read 0's report right after the partition healed (it still said
+    /// down) and withdrew the gateway with 0's and 2's votes. What 0 saw while cut off
+    /// counts once it can be read; never while it cannot.
+    #[test]
+    fn what_a_cut_off_cluster_saw_counts_once_it_can_be_read() {
+        let cut = Fault::Partition {
+            reader: 0,
+            peer: 1,
+            both: true,
+        };
+        let two = Fault::Gateway {
+            gateway: 2,
+            vantages: vec![0, 2],
+        };
+        let faults = vec![
+            (cut, s(1_000), Some(s(3_000))),
+            (two, s(2_000), Some(s(2_900))),
+        ];
+        let mut h = history(
+            faults,
+            &[(0, ALL), (3_100, &["a", "b"]), (4_000, ALL), (9_000, ALL)],
+        );
+        h.reader = Some(1);
+        assert!(check(&h, &BOUNDS).is_ok(), "{:?}", check(&h, &BOUNDS));
+        // The same answer while 0 is still cut off rests on 2 alone: no quorum.
+        h.answers[1].0 = s(2_800);
         assert_eq!(check(&h, &BOUNDS).unwrap_err()[0].rule, 2);
     }
 
