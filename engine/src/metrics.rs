@@ -143,6 +143,9 @@ pub struct Metrics {
     /// UDP answers response rate limiting held back (`rate_limit` of a `dns_server` sink),
     /// by action: `dropped`, or `slipped` (sent truncated so the client retries over TCP).
     pub dns_rate_limited: Family<ActionLabel, Counter>,
+    /// UDP answers sent through the XDP socket (`xdp` of a `dns_server` sink) rather than
+    /// the ordinary UDP sockets: how much of the traffic takes the fast path.
+    pub dns_xdp_answers: Counter,
     /// Operator actions (drain, undrain, force-up, force-down, release) by result: `ok`,
     /// `refused` (no or wrong admin token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
@@ -252,6 +255,7 @@ impl Metrics {
             leader_transitions: Counter::default(),
             dns_queries: Family::default(),
             dns_rate_limited: Family::default(),
+            dns_xdp_answers: Counter::default(),
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
             dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
@@ -418,6 +422,11 @@ impl Metrics {
             "dns_rate_limited",
             "UDP answers response rate limiting dropped or sent truncated (slipped), by action",
             self.dns_rate_limited.clone(),
+        );
+        registry.register(
+            "dns_xdp_answers",
+            "UDP answers the embedded DNS server sent through its XDP socket",
+            self.dns_xdp_answers.clone(),
         );
         registry.register(
             "operator_actions",

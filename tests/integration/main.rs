@@ -24,6 +24,7 @@ mod dns_checks;
 mod dns_server;
 mod dns_server_dnssec;
 mod dns_server_transfer;
+mod dns_server_xdp;
 mod drain;
 mod engine_e2e;
 mod failover_paths;

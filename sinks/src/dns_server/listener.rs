@@ -18,10 +18,12 @@ use ho_engine::metrics::{ActionLabel, DnsQueryLabels, Metrics};
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::answer::{Authority, Reply, Transfer};
+use super::config::XdpConfig;
 use super::rate_limit::{truncated, Verdict};
+use super::xdp::XdpPath;
 
 /// TCP connections served at once; more wait in the kernel's accept queue.
 const MAX_TCP_CONNECTIONS: usize = 256;
@@ -35,22 +37,22 @@ const TRANSFER_WAIT: Duration = Duration::from_secs(10);
 /// How often such a transfer is tried again.
 const TRANSFER_POLL: Duration = Duration::from_millis(50);
 /// How often UDP threads look at the stop flag while no query arrives.
-const STOP_POLL: Duration = Duration::from_millis(200);
+pub(super) const STOP_POLL: Duration = Duration::from_millis(200);
 
 /// Running listeners by address, with the sink that owns each.
 static RUNNING: Mutex<BTreeMap<SocketAddr, (String, Weak<Listener>)>> = Mutex::new(BTreeMap::new());
 
 /// What the serving threads share with the handle.
-struct Shared {
+pub(super) struct Shared {
     authority: RwLock<Arc<Authority>>,
-    stop: AtomicBool,
+    pub(super) stop: AtomicBool,
     stop_tcp: tokio::sync::watch::Sender<bool>,
-    metrics: Arc<Metrics>,
+    pub(super) metrics: Arc<Metrics>,
 }
 
 impl Shared {
     /// The authority to answer from now (a reload may swap it between batches).
-    fn current(&self) -> Arc<Authority> {
+    pub(super) fn current(&self) -> Arc<Authority> {
         self.authority.read().expect("not poisoned").clone()
     }
 }
@@ -58,7 +60,7 @@ impl Shared {
 /// One thread's query counts and latencies, added to the shared metrics in batches: at
 /// 200,000 queries a second, updating shared counters per query makes the threads
 /// contend for them.
-struct Tally<'a> {
+pub(super) struct Tally<'a> {
     metrics: &'a Metrics,
     counts: HashMap<(&'static str, &'static str), u64>,
     latencies: Vec<f64>,
@@ -71,7 +73,7 @@ impl<'a> Tally<'a> {
     const BATCH: usize = 256;
     const MAX_AGE: Duration = Duration::from_secs(1);
 
-    fn new(metrics: &'a Metrics) -> Tally<'a> {
+    pub(super) fn new(metrics: &'a Metrics) -> Tally<'a> {
         Tally {
             metrics,
             counts: HashMap::new(),
@@ -81,7 +83,7 @@ impl<'a> Tally<'a> {
         }
     }
 
-    fn record(&mut self, reply: &Reply, arrived: Instant) {
+    pub(super) fn record(&mut self, reply: &Reply, arrived: Instant) {
         *self.counts.entry((reply.qtype, reply.rcode)).or_default() += 1;
         self.latencies.push(arrived.elapsed().as_secs_f64());
         if self.latencies.len() >= Self::BATCH || self.flushed.elapsed() >= Self::MAX_AGE {
@@ -98,7 +100,7 @@ impl<'a> Tally<'a> {
         }
     }
 
-    fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         for (action, n) in ["dropped", "slipped"].into_iter().zip(self.limited) {
             if n > 0 {
                 self.metrics
@@ -131,23 +133,36 @@ impl Drop for Tally<'_> {
 pub struct Listener {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// UDP queries taken through XDP, when the sink has `xdp` (held by the listener of
+    /// its first address).
+    xdp: Option<XdpPath>,
 }
 
 impl Listener {
     /// The running listener of `addr` re-pointed at `authority` if sink `sink` already has
     /// one (a reload), else a new one bound now. An address another sink answers on is an
     /// error, as is one the system refuses.
+    ///
+    /// `xdp` (the settings and every address of the sink) also takes UDP queries to those
+    /// addresses through XDP; a reload keeps the XDP path it started with.
     pub fn open(
         sink: &str,
         addr: SocketAddr,
         authority: Arc<Authority>,
         metrics: &Arc<Metrics>,
+        xdp: Option<(&XdpConfig, &[SocketAddr])>,
     ) -> Result<Arc<Listener>, String> {
         let mut running = RUNNING.lock().expect("not poisoned");
         if let Some((owner, weak)) = running.get(&addr) {
             if let Some(listener) = weak.upgrade() {
                 if owner != sink {
                     return Err(format!("{addr} is already answered by sinks.{owner}"));
+                }
+                if listener.xdp.as_ref().map(|x| &x.config) != xdp.map(|(c, _)| c) {
+                    warn!(
+                        sink,
+                        "sinks.{sink}.xdp changed: it takes effect at the next start"
+                    );
                 }
                 *listener.shared.authority.write().expect("not poisoned") = authority;
                 return Ok(listener);
@@ -179,7 +194,11 @@ impl Listener {
             .spawn(move || serve_tcp(tcp, tcp_shared, stopped))
             .map_err(|e| format!("cannot start a DNS thread: {e}"))?;
         info!(%addr, "DNS server listening (UDP and TCP)");
-        let listener = Arc::new(Listener { addr, shared });
+        let xdp = match xdp {
+            Some((config, served)) => Some(XdpPath::start(config, served, &shared)?),
+            None => None,
+        };
+        let listener = Arc::new(Listener { addr, shared, xdp });
         running.insert(addr, (sink.to_owned(), Arc::downgrade(&listener)));
         Ok(listener)
     }
@@ -286,25 +305,37 @@ fn serve_udp(socket: &UdpSocket, shared: &Shared) {
         replies.clear();
         let authority = shared.current();
         for (i, &(n, peer)) in received.iter().enumerate() {
-            let request = &bufs[i][..n];
-            let Some(mut reply) = authority.answer(request, peer.ip(), true) else {
-                continue;
-            };
-            let verdict = authority.rate_limit(peer.ip(), request, &reply, arrived);
-            tally.limit(verdict);
-            match verdict {
-                Verdict::Send => replies.push((reply, peer)),
-                Verdict::Slip => {
-                    reply.bytes = truncated(&reply.bytes);
-                    replies.push((reply, peer));
-                }
-                Verdict::Drop => {}
+            if let Some(reply) = respond(&authority, &mut tally, &bufs[i][..n], peer.ip(), arrived)
+            {
+                replies.push((reply, peer));
             }
         }
         send_all(fd, &mut send_headers, &replies);
         for (reply, _) in &replies {
             tally.record(reply, arrived);
         }
+    }
+}
+
+/// The answer to send to a UDP query from `client`, if any: `None` for a message that
+/// gets no answer and for one rate limiting drops; truncated when it slips.
+pub(super) fn respond(
+    authority: &Authority,
+    tally: &mut Tally<'_>,
+    request: &[u8],
+    client: IpAddr,
+    arrived: Instant,
+) -> Option<Reply> {
+    let mut reply = authority.answer(request, client, true)?;
+    let verdict = authority.rate_limit(client, request, &reply, arrived);
+    tally.limit(verdict);
+    match verdict {
+        Verdict::Send => Some(reply),
+        Verdict::Slip => {
+            reply.bytes = truncated(&reply.bytes);
+            Some(reply)
+        }
+        Verdict::Drop => None,
     }
 }
 

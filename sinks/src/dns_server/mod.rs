@@ -12,6 +12,8 @@
 //! - [`transfer`]: AXFR/IXFR to secondaries, NOTIFY, TSIG.
 //! - [`reports`]: `[multi_cluster]` reports held here and read from peers' servers.
 //! - [`listener`]: UDP and TCP sockets, kept across reloads.
+//! - [`xdp`]: UDP queries taken from the network card's queues before the kernel's IP
+//!   stack (AF_XDP), when `xdp` is set.
 
 pub mod answer;
 pub mod config;
@@ -26,6 +28,7 @@ pub mod records;
 pub mod reports;
 pub mod sharded;
 pub mod transfer;
+pub mod xdp;
 
 use std::sync::Arc;
 
@@ -96,10 +99,11 @@ impl DnsServerSink {
             None => None,
         };
         let authority = Arc::new(authority);
-        let listeners = config
-            .listen
-            .iter()
-            .map(|addr| Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics))
+        let listeners = (config.listen.iter().enumerate())
+            .map(|(i, addr)| {
+                let xdp = (config.xdp.as_ref().filter(|_| i == 0)).map(|x| (x, &config.listen[..]));
+                Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics, xdp)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(DnsServerSink {
             authority,

@@ -41,6 +41,12 @@ impl Answer {
 /// `+subnet=...` in the list apply to the query they follow) to `server` in one `dig`
 /// run; one [`Answer`] per query, in order.
 pub async fn dig(server: SocketAddr, queries: &[&str]) -> Vec<Answer> {
+    dig_in(None, server, queries).await
+}
+
+/// [`dig`] run inside network namespace `netns` (`ip netns exec`), when given: a client
+/// whose queries cross a real interface.
+pub async fn dig_in(netns: Option<&str>, server: SocketAddr, queries: &[&str]) -> Vec<Answer> {
     assert!(
         Path::new("/usr/bin/dig").exists(),
         "dig is missing: run the test command (bash .ci/test), which installs dnsutils"
@@ -54,7 +60,16 @@ pub async fn dig(server: SocketAddr, queries: &[&str]) -> Vec<Answer> {
         "+norecurse".into(),
     ];
     args.extend(queries.iter().map(|q| (*q).to_owned()));
-    let out = tokio::task::spawn_blocking(move || Command::new("dig").args(args).output().unwrap())
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "dig"]);
+            c
+        }
+        None => Command::new("dig"),
+    };
+    command.args(args);
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();
     parse(&String::from_utf8_lossy(&out.stdout))

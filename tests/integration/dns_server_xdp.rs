@@ -1,0 +1,209 @@
+//! The embedded server's XDP path (`xdp = { interface = ... }`) on a real kernel: a veth
+//! pair joins this network namespace to one of the test's own; the sink listens on this
+//! side's addresses (IPv4 and IPv6) with its filter program attached to this side's veth,
+//! and `dig` asks from inside the namespace, so every query crosses an interface as it
+//! would a network card (veth runs the program in its driver, as a NIC with XDP support
+//! does). Needs root and iproute2 (`.ci/test` runs as root and installs iproute2); the
+//! traffic stays between the two ends of the pair.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use ho_testkit::Behaviour;
+use tokio::time::Instant;
+
+use crate::harness::*;
+use crate::services::dig::{dig_in, Answer};
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/test installs iproute2)", args[0]));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A namespace holding the client end of a veth pair; this side's end has `v4` and `v6`.
+struct Client {
+    netns: String,
+    link: String,
+    v4: String,
+    v6: String,
+}
+
+impl Client {
+    fn start() -> Client {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = std::process::id() % 200 + NEXT.fetch_add(1, Ordering::Relaxed);
+        let netns = format!("ho-xdp-{n}");
+        let (link, peer) = (format!("hox{n}a"), format!("hox{n}b"));
+        let (v4, v6) = (format!("10.233.{}", n % 250), format!("fd00:233:{n}::"));
+        run(&["ip", "netns", "add", &netns]);
+        run(&[
+            "ip", "link", "add", &link, "type", "veth", "peer", "name", &peer,
+        ]);
+        run(&["ip", "link", "set", &peer, "netns", &netns]);
+        run(&["ip", "addr", "add", &format!("{v4}.1/24"), "dev", &link]);
+        run(&[
+            "ip",
+            "-6",
+            "addr",
+            "add",
+            &format!("{v6}1/64"),
+            "dev",
+            &link,
+            "nodad",
+        ]);
+        run(&["ip", "link", "set", &link, "up"]);
+        let inside = |args: &[&str]| {
+            let mut all = vec!["ip", "netns", "exec", netns.as_str()];
+            all.extend_from_slice(args);
+            run(&all);
+        };
+        inside(&["ip", "addr", "add", &format!("{v4}.2/24"), "dev", &peer]);
+        inside(&[
+            "ip",
+            "-6",
+            "addr",
+            "add",
+            &format!("{v6}2/64"),
+            "dev",
+            &peer,
+            "nodad",
+        ]);
+        inside(&["ip", "link", "set", &peer, "up"]);
+        inside(&["ip", "link", "set", "lo", "up"]);
+        Client {
+            netns,
+            link,
+            v4: format!("{v4}.1"),
+            v6: format!("{v6}1"),
+        }
+    }
+
+    async fn ask(&self, server: SocketAddr, query: &[&str]) -> Answer {
+        let mut all = dig_in(Some(&self.netns), server, query).await;
+        assert_eq!(all.len(), 1, "one answer for {query:?}: {all:?}");
+        all.remove(0)
+    }
+
+    /// Whether an XDP program is attached to this side's end.
+    fn attached(&self) -> bool {
+        run(&["ip", "link", "show", &self.link]).contains("prog/xdp")
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.netns])
+            .status();
+        let _ = Command::new("ip")
+            .args(["link", "delete", &self.link])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+fn xdp_answers(engine: &ho_engine::Engine) -> f64 {
+    metric(
+        &engine.metrics().encode(),
+        "health_orchestrator_dns_xdp_answers_total",
+    )
+    .unwrap_or(0.0)
+}
+
+/// UDP queries over IPv4 and IPv6 are answered through XDP (counted there, one answer per
+/// query), follow a gateway's failure and recovery like the socket path's, TCP is left to
+/// the kernel and answered by the socket, and the program leaves the interface with the
+/// sink.
+#[actix_rt::test]
+async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_health() {
+    let client = Client::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let v4: SocketAddr = format!("{}:53", client.v4).parse().unwrap();
+    let v6: SocketAddr = format!("[{}]:53", client.v6).parse().unwrap();
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
+         [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{v4}\", \"{v6}\"]\nzones = [\"example.org\"]\n\
+         xdp = {{ interface = \"{}\" }}\n",
+        client.link
+    );
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    assert!(
+        client.attached(),
+        "the filter program is on {}",
+        client.link
+    );
+    let mut all: Vec<String> = gws.iter().map(ip).collect();
+    all.sort();
+
+    let start = Instant::now();
+    let mut asked = 0.0;
+    loop {
+        let got = client.ask(v4, &["api.example.org", "A"]).await;
+        asked += 1.0;
+        if got.status == "NOERROR" && got.sorted() == all {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "wanted {all:?}, got {got:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let six = client.ask(v6, &["api.example.org", "A"]).await;
+    assert_eq!(six.sorted(), all, "over IPv6");
+    let nx = client.ask(v4, &["nope.example.org", "A"]).await;
+    assert_eq!(nx.status, "NXDOMAIN");
+    asked += 2.0;
+    assert_eq!(
+        xdp_answers(&engine),
+        asked,
+        "every UDP answer went through XDP"
+    );
+
+    let tcp = client.ask(v4, &["api.example.org", "A", "+tcp"]).await;
+    assert_eq!(tcp.sorted(), all, "TCP, answered by the socket");
+    assert_eq!(
+        xdp_answers(&engine),
+        asked,
+        "TCP does not take the XDP path"
+    );
+
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let start = Instant::now();
+    loop {
+        let got = client.ask(v6, &["api.example.org", "A"]).await;
+        if got.answers == [ip(&gws[1])] {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "the failed gateway stays: {got:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gws[0].set(Behaviour::Healthy).unwrap();
+    let start = Instant::now();
+    loop {
+        let got = client.ask(v4, &["api.example.org", "A"]).await;
+        if got.sorted() == all {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "the gateway is not back: {got:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    drop(engine);
+    eventually("the program leaves the interface with the sink", || {
+        !client.attached()
+    })
+    .await;
+}
