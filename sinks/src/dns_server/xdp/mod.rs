@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
+use super::answer::Reply;
 use super::config::XdpConfig;
 use super::listener::{respond, Shared, Tally, STOP_POLL};
 use super::rate_limit::truncated;
@@ -102,40 +103,39 @@ fn receive_queues(interface: &str) -> u32 {
 /// Answers one queue's frames until the listener stops.
 fn serve(mut xsk: Xsk, shared: &Shared) {
     let mut tally = Tally::new(&shared.metrics);
+    let mut answered: Vec<Reply> = Vec::with_capacity(BATCH as usize);
     while !shared.stop.load(Ordering::Relaxed) {
         let authority = shared.current();
         let arrived = Instant::now();
-        let mut answered = 0u64;
         let taken = xsk.serve(BATCH, |frame, len| {
             let query = Query::find(&frame[..len])?;
-            let reply = respond(
-                &authority,
-                &mut tally,
-                &frame[query.message.clone()],
-                query.client,
-                arrived,
-            )?;
+            let request = &frame[query.message.clone()];
+            let reply = respond(&authority, &mut tally, request, query.client, arrived)?;
             // An answer too big for the frame goes truncated: the client asks over TCP.
             let n = query
                 .answer_in(frame, &reply.bytes)
                 .or_else(|| query.answer_in(frame, &truncated(&reply.bytes)));
             match n {
-                Some(_) => {
-                    tally.record(&reply, arrived);
-                    answered += 1;
-                }
+                Some(_) => answered.push(reply),
                 None => warn!("a DNS answer does not fit an XDP frame even truncated"),
             }
             n
         });
         // Counted before they leave, so whoever holds an answer sees it counted.
-        if answered > 0 {
-            shared.metrics.dns_xdp_answers.inc_by(answered);
+        if !answered.is_empty() {
+            shared.metrics.dns_xdp_answers.inc_by(answered.len() as u64);
         }
         xsk.send();
         if taken == 0 {
             tally.flush();
             xsk.wait(STOP_POLL);
+            continue;
         }
+        let now = Instant::now();
+        let took = now.duration_since(arrived).as_secs_f64();
+        for reply in answered.drain(..) {
+            tally.record(&reply, took);
+        }
+        tally.batch_done(now);
     }
 }
