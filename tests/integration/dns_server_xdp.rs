@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ho_testkit::Behaviour;
@@ -200,6 +201,33 @@ async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_heal
         assert!(start.elapsed() < LIMIT, "the gateway is not back: {got:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+
+    // One XDP program per interface: a second sink asking for it fails to start, saying
+    // why, and the first goes on answering through XDP.
+    let other = tempfile::tempdir().unwrap();
+    let file = other.path().join("config.toml");
+    let second = tail
+        .replace(
+            &format!("\"{v4}\", \"{v6}\""),
+            &format!("\"{}:5353\"", client.v4),
+        )
+        .replace("name = \"a\"", "name = \"b\"");
+    let text = config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &second);
+    std::fs::write(&file, &text).unwrap();
+    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let aws = crate::fakes::route53::sdk_config();
+    let refused = ho_engine::Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws))).await;
+    let error = refused
+        .err()
+        .expect("a second XDP program is refused")
+        .to_string();
+    assert!(error.contains("another XDP program"), "{error}");
+    let before = xdp_answers(&engine);
+    assert_eq!(
+        client.ask(v4, &["api.example.org", "A"]).await.sorted(),
+        all
+    );
+    assert_eq!(xdp_answers(&engine), before + 1.0);
 
     drop(engine);
     eventually("the program leaves the interface with the sink", || {

@@ -194,23 +194,16 @@ impl Listener {
             stop_tcp,
             metrics: metrics.clone(),
         });
-        for (i, socket) in udp.into_iter().enumerate() {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("dns-udp-{i}"))
-                .spawn(move || serve_udp(&socket, &shared))
-                .map_err(|e| format!("cannot start a DNS thread: {e}"))?;
-        }
-        let tcp_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("dns-tcp".into())
-            .spawn(move || serve_tcp(tcp, tcp_shared, stopped))
-            .map_err(|e| format!("cannot start a DNS thread: {e}"))?;
-        info!(%addr, "DNS server listening (UDP and TCP)");
-        let xdp = match xdp {
-            Some((config, served)) => Some(XdpPath::start(config, served, &shared)?),
-            None => None,
+        let xdp = match start_serving(&shared, udp, tcp, stopped, xdp) {
+            Ok(xdp) => xdp,
+            Err(e) => {
+                // Whatever started stops: every serving thread watches these.
+                shared.stop.store(true, Ordering::Relaxed);
+                let _ = shared.stop_tcp.send(true);
+                return Err(e);
+            }
         };
+        info!(%addr, "DNS server listening (UDP and TCP)");
         let listener = Arc::new(Listener { addr, shared, xdp });
         running.insert(addr, (sink.to_owned(), Arc::downgrade(&listener)));
         Ok(listener)
@@ -242,6 +235,34 @@ impl Drop for Listener {
         }
         info!(addr = %self.addr, "DNS server stopped listening");
     }
+}
+
+/// Starts the XDP path (when asked) and the threads serving `udp` and `tcp`.
+fn start_serving(
+    shared: &Arc<Shared>,
+    udp: Vec<UdpSocket>,
+    tcp: TcpListener,
+    stopped: tokio::sync::watch::Receiver<bool>,
+    xdp: Option<(&XdpConfig, &[SocketAddr])>,
+) -> Result<Option<XdpPath>, String> {
+    let xdp = match xdp {
+        Some((config, served)) => Some(XdpPath::start(config, served, shared)?),
+        None => None,
+    };
+    let failed = |e: std::io::Error| format!("cannot start a DNS thread: {e}");
+    for (i, socket) in udp.into_iter().enumerate() {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("dns-udp-{i}"))
+            .spawn(move || serve_udp(&socket, &shared))
+            .map_err(failed)?;
+    }
+    let shared = shared.clone();
+    std::thread::Builder::new()
+        .name("dns-tcp".into())
+        .spawn(move || serve_tcp(tcp, shared, stopped))
+        .map_err(failed)?;
+    Ok(xdp)
 }
 
 /// `n` UDP sockets on `addr`, one per serving thread (`SO_REUSEPORT`: the kernel spreads

@@ -56,9 +56,12 @@ impl XdpPath {
         let mut sockets = Vec::new();
         for queue in 0..queues {
             let xsk = Xsk::open(ifindex, queue).map_err(|e| {
-                failed(format!(
-                    "cannot open the AF_XDP socket of queue {queue}: {e}"
-                ))
+                failed(match e.raw_os_error() {
+                    Some(libc::EBUSY) => format!(
+                        "queue {queue} already has an AF_XDP socket (another XDP program on the interface?)"
+                    ),
+                    _ => format!("cannot open the AF_XDP socket of queue {queue}: {e}"),
+                })
             })?;
             filter.add_socket(queue, xsk.fd()).map_err(failed)?;
             sockets.push(xsk);
