@@ -428,23 +428,26 @@ fn the_tenant_corefile_listens_on_the_port_its_deployment_serves() {
     }
 }
 
-/// The systemd unit and its DNS-server drop-in are what systemd accepts, without a warning
+/// The systemd unit and its DNS-server drop-ins are what systemd accepts, without a warning
 /// (`systemd-analyze verify`; the binary's path is replaced by one that exists here), and they
 /// serve what they say: the hosts-file set-up writes a state directory other services can
-/// read (a DynamicUser's cannot be), and only the drop-in grants a capability, the one to
-/// bind port 53.
+/// read (a DynamicUser's cannot be), only the drop-ins grant capabilities (the one to bind
+/// port 53; with `xdp`, those of loading and attaching the program and its sockets).
 #[test]
 fn the_systemd_unit_verifies_and_serves_both_setups() {
     let unit = std::fs::read_to_string(repo("deploy/systemd/health-orchestrator.service")).unwrap();
     let drop_in = std::fs::read_to_string(repo("deploy/systemd/dns-server.conf")).unwrap();
+    let xdp = std::fs::read_to_string(repo("deploy/systemd/dns-server-xdp.conf")).unwrap();
     assert!(!unit.contains("DynamicUser=yes") && unit.contains("StateDirectoryMode=0755"));
     assert!(unit.contains("CapabilityBoundingSet=\n"));
     assert!(drop_in.contains("AmbientCapabilities=CAP_NET_BIND_SERVICE\n"));
+    assert!(xdp.contains("AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_NET_RAW\n"));
     let dir = tempfile::tempdir().unwrap();
     let here = unit.replace("/usr/local/bin/health-orchestrator", "/bin/true");
     for (name, text) in [
         ("health-orchestrator.service", here.clone()),
         ("with-dns.service", format!("{here}\n{drop_in}")),
+        ("with-xdp.service", format!("{here}\n{drop_in}\n{xdp}")),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();

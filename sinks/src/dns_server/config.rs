@@ -481,8 +481,8 @@ fn check_reports(reports: &mut ReportsConfig, listen: &[SocketAddr], p: &mut Pro
     reports.tsig.check("reports.tsig", p);
 }
 
-/// `xdp`: an interface name, and listen ports the filter program can match (a fixed port:
-/// port 0 is only known once bound).
+/// `xdp`: an interface name, and listen addresses the filter program can match (a fixed
+/// port: port 0 is only known once bound; an address, not "any").
 fn check_xdp(xdp: &XdpConfig, listen: &[SocketAddr], p: &mut Problems<'_>) {
     if xdp.interface.is_empty() || xdp.interface.contains('/') {
         p.at(
@@ -492,6 +492,15 @@ fn check_xdp(xdp: &XdpConfig, listen: &[SocketAddr], p: &mut Problems<'_>) {
     }
     if listen.iter().any(|a| a.port() == 0) {
         p.at("xdp", "needs every listen address to have a port (not 0)");
+    }
+    // The program answers by destination address: on a host that forwards (a Kubernetes
+    // node, a router), "any address" would take queries meant for others behind it.
+    if listen.iter().any(|a| a.ip().is_unspecified()) {
+        p.at(
+            "xdp",
+            "needs the listen addresses themselves, not 0.0.0.0 or [::] (it would also answer \
+             queries this host forwards to others, such as a Kubernetes Service's)",
+        );
     }
 }
 

@@ -106,8 +106,7 @@ impl Asm {
     }
 
     /// Goes to `Redirect` when the packet's destination is one of `served` (the port at
-    /// `port_at`, the address's 32-bit words from `addr_at`; no words for "any address"),
-    /// else falls through.
+    /// `port_at`, the address's 32-bit words from `addr_at`), else falls through.
     fn redirect_served(&mut self, served: &[(Vec<u32>, u16)], port_at: i16, addr_at: i16) {
         for (words, port) in served {
             let mut misses = vec![self.insns.len() + 1];
@@ -141,9 +140,7 @@ fn filter(served: &[SocketAddr], xsks: RawFd) -> Vec<Insn> {
     let (mut v4, mut v6) = (vec![], vec![]);
     for a in served {
         match a.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => v4.push((vec![], a.port())),
             IpAddr::V4(ip) => v4.push((vec![u32::from_le_bytes(ip.octets())], a.port())),
-            IpAddr::V6(ip) if ip.is_unspecified() => v6.push((vec![], a.port())),
             IpAddr::V6(ip) => {
                 let octets = ip.octets();
                 let words = octets
@@ -293,8 +290,13 @@ impl Filter {
             map_flags: 0,
         };
         let map = owned(
-            bpf(MAP_CREATE, &mut create)
-                .map_err(|e| format!("cannot create the XDP socket map: {e}"))?,
+            bpf(MAP_CREATE, &mut create).map_err(|e| match e.raw_os_error() {
+                Some(libc::EPERM) => format!(
+                    "not permitted to load an XDP program: it takes CAP_BPF and CAP_NET_ADMIN \
+                 (and CAP_NET_RAW for its sockets), or root ({e})"
+                ),
+                _ => format!("cannot create the XDP socket map: {e}"),
+            })?,
         );
         let insns = filter(served, map.as_raw_fd());
         let mut log = vec![0u8; 64 * 1024];
@@ -384,7 +386,7 @@ mod tests {
         let served: Vec<SocketAddr> = vec![
             "192.0.2.1:53".parse().unwrap(),
             "[2001:db8::1]:5353".parse().unwrap(),
-            "0.0.0.0:8053".parse().unwrap(),
+            "192.0.2.1:8053".parse().unwrap(),
         ];
         let p = filter(&served, 7);
         well_formed(&p);

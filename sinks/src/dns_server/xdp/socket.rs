@@ -13,12 +13,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// Bytes per frame: a page, the most the kernel takes. The kernel keeps 256 bytes of it in
-/// front of a received packet, which leaves room for an answer of 3,778 bytes (over 3
-/// times the default `max_udp_payload`); a bigger one is sent truncated.
-pub const FRAME: usize = 4096;
-/// Frames per socket (16 MiB): half wait on the fill ring, half in flight to be sent.
-const FRAMES: usize = 4096;
+/// Bytes per frame. The kernel keeps 256 bytes of it in front of a received packet,
+/// which leaves room for a DNS answer of 1,730 bytes (the default `max_udp_payload` is
+/// 1,232); a bigger one is sent truncated and the client asks again over TCP.
+pub const FRAME: usize = 2048;
+/// Frames per socket (4 MiB, locked memory): as many as the fill ring holds, so a burst of
+/// a whole ring finds room while the answers to the previous one are being sent.
+const FRAMES: usize = 2048;
 /// Entries per ring.
 const RING: u32 = 2048;
 
@@ -211,7 +212,14 @@ impl Xsk {
             flags: 0,
             tx_metadata_len: 0,
         };
-        sockopt(raw, libc::XDP_UMEM_REG, &reg)?;
+        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOBUFS) => io::Error::other(format!(
+                "its {} MiB of frames exceed the locked-memory limit (raise RLIMIT_MEMLOCK: \
+                 LimitMEMLOCK=infinity under systemd)",
+                (FRAMES * FRAME) >> 20
+            )),
+            _ => e,
+        })?;
         for ring in [
             libc::XDP_UMEM_FILL_RING,
             libc::XDP_UMEM_COMPLETION_RING,
