@@ -171,10 +171,12 @@ impl Listener {
                 if owner != sink {
                     return Err(format!("{addr} is already answered by sinks.{owner}"));
                 }
-                if listener.xdp.as_ref().map(|x| &x.config) != xdp.map(|(c, _)| c) {
+                let started = listener.xdp.as_ref().map(|x| (&x.config, &x.served[..]));
+                if started != xdp {
                     warn!(
                         sink,
-                        "sinks.{sink}.xdp changed: it takes effect at the next start"
+                        "sinks.{sink}.xdp or its listen addresses changed: XDP keeps what it \
+                         started with until the next start"
                     );
                 }
                 *listener.shared.authority.write().expect("not poisoned") = authority;

@@ -38,6 +38,8 @@ pub struct XdpPath {
     _filter: Filter,
     /// The settings it was started with (a reload cannot move it).
     pub config: XdpConfig,
+    /// The addresses its program matches.
+    pub served: Vec<SocketAddr>,
 }
 
 impl XdpPath {
@@ -78,6 +80,7 @@ impl XdpPath {
         Ok(XdpPath {
             _filter: filter,
             config: config.clone(),
+            served: served.to_vec(),
         })
     }
 }
