@@ -7,8 +7,6 @@
 //! traffic stays between the two ends of the pair.
 
 use std::net::SocketAddr;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,98 +16,42 @@ use tokio::time::Instant;
 use crate::harness::*;
 use crate::services::dig::{dig_in, Answer};
 
-fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/test installs iproute2)", args[0]));
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A namespace holding the client end of a veth pair; this side's end has `v4` and `v6`.
 struct Client {
-    netns: String,
-    link: String,
+    ns: VethNamespace,
     v4: String,
     v6: String,
 }
 
 impl Client {
     fn start() -> Client {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = std::process::id() % 200 + NEXT.fetch_add(1, Ordering::Relaxed);
-        let netns = format!("ho-xdp-{n}");
-        let (link, peer) = (format!("hox{n}a"), format!("hox{n}b"));
-        let (v4, v6) = (format!("10.233.{}", n % 250), format!("fd00:233:{n}::"));
-        run(&["ip", "netns", "add", &netns]);
-        run(&[
-            "ip", "link", "add", &link, "type", "veth", "peer", "name", &peer,
-        ]);
-        run(&["ip", "link", "set", &peer, "netns", &netns]);
-        run(&["ip", "addr", "add", &format!("{v4}.1/24"), "dev", &link]);
-        run(&[
-            "ip",
-            "-6",
-            "addr",
-            "add",
-            &format!("{v6}1/64"),
-            "dev",
-            &link,
-            "nodad",
-        ]);
-        run(&["ip", "link", "set", &link, "up"]);
-        let inside = |args: &[&str]| {
-            let mut all = vec!["ip", "netns", "exec", netns.as_str()];
-            all.extend_from_slice(args);
-            run(&all);
-        };
-        inside(&["ip", "addr", "add", &format!("{v4}.2/24"), "dev", &peer]);
-        inside(&[
-            "ip",
-            "-6",
-            "addr",
-            "add",
-            &format!("{v6}2/64"),
-            "dev",
-            &peer,
-            "nodad",
-        ]);
-        inside(&["ip", "link", "set", &peer, "up"]);
-        inside(&["ip", "link", "set", "lo", "up"]);
+        let ns = VethNamespace::start("xdp", "hox");
+        let (v4, v6) = (
+            format!("10.233.{}", ns.n % 250),
+            format!("fd00:233:{}::", ns.n),
+        );
+        run_checked(&["ip", "addr", "add", &format!("{v4}.1/24"), "dev", &ns.link]);
+        let here = format!("{v6}1/64");
+        run_checked(&["ip", "-6", "addr", "add", &here, "dev", &ns.link, "nodad"]);
+        ns.inside(&["ip", "addr", "add", &format!("{v4}.2/24"), "dev", &ns.peer]);
+        let there = format!("{v6}2/64");
+        ns.inside(&["ip", "-6", "addr", "add", &there, "dev", &ns.peer, "nodad"]);
         Client {
-            netns,
-            link,
+            ns,
             v4: format!("{v4}.1"),
             v6: format!("{v6}1"),
         }
     }
 
     async fn ask(&self, server: SocketAddr, query: &[&str]) -> Answer {
-        let mut all = dig_in(Some(&self.netns), server, query).await;
+        let mut all = dig_in(Some(&self.ns.name), server, query).await;
         assert_eq!(all.len(), 1, "one answer for {query:?}: {all:?}");
         all.remove(0)
     }
 
     /// Whether an XDP program is attached to this side's end.
     fn attached(&self) -> bool {
-        run(&["ip", "link", "show", &self.link]).contains("prog/xdp")
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.netns])
-            .status();
-        let _ = Command::new("ip")
-            .args(["link", "delete", &self.link])
-            .stderr(std::process::Stdio::null())
-            .status();
+        run_checked(&["ip", "link", "show", &self.ns.link]).contains("prog/xdp")
     }
 }
 
@@ -136,7 +78,7 @@ async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_heal
         "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
          [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{v4}\", \"{v6}\"]\nzones = [\"example.org\"]\n\
          xdp = {{ interface = \"{}\" }}\n",
-        client.link
+        client.ns.link
     );
     let engine = start_engine(
         dir.path(),
@@ -146,7 +88,7 @@ async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_heal
     assert!(
         client.attached(),
         "the filter program is on {}",
-        client.link
+        client.ns.link
     );
     let mut all: Vec<String> = gws.iter().map(ip).collect();
     all.sort();

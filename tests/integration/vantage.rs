@@ -8,7 +8,6 @@
 //! between the test's own namespace and this one, and the filter lives in the former.
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::harness::*;
@@ -21,58 +20,23 @@ const PORT: u16 = 8080;
 /// A network namespace with `GATEWAYS` addresses answering TCP on [`PORT`], joined to
 /// this namespace by a veth pair; removed (with its veth) on drop.
 struct Namespace {
-    name: String,
-    /// This side's end of the veth pair.
-    link: String,
+    ns: VethNamespace,
     /// The gateways' addresses.
     addresses: Vec<String>,
     listener: Child,
 }
 
-fn run(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (run the test command, bash .ci/test, which installs iproute2)",
-                args[0]
-            )
-        });
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 impl Namespace {
     fn start() -> Namespace {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = std::process::id() % 200 + NEXT.fetch_add(1, Ordering::Relaxed);
-        let name = format!("ho-vantage-{n}");
-        let (link, peer) = (format!("hov{n}a"), format!("hov{n}b"));
-        let net = format!("10.231.{}", n % 250);
-        run(&["ip", "netns", "add", &name]);
-        run(&[
-            "ip", "link", "add", &link, "type", "veth", "peer", "name", &peer,
-        ]);
-        run(&["ip", "link", "set", &peer, "netns", &name]);
-        run(&["ip", "addr", "add", &format!("{net}.1/24"), "dev", &link]);
-        run(&["ip", "link", "set", &link, "up"]);
-        let inside = |args: &[&str]| {
-            let mut all = vec!["ip", "netns", "exec", name.as_str()];
-            all.extend_from_slice(args);
-            run(&all);
-        };
-        inside(&["ip", "link", "set", "lo", "up"]);
+        let ns = VethNamespace::start("vantage", "hov");
+        let net = format!("10.231.{}", ns.n % 250);
+        run_checked(&["ip", "addr", "add", &format!("{net}.1/24"), "dev", &ns.link]);
         let addresses: Vec<String> = (10..10 + GATEWAYS).map(|i| format!("{net}.{i}")).collect();
         for a in &addresses {
-            inside(&["ip", "addr", "add", &format!("{a}/24"), "dev", &peer]);
+            ns.inside(&["ip", "addr", "add", &format!("{a}/24"), "dev", &ns.peer]);
         }
-        inside(&["ip", "link", "set", &peer, "up"]);
         let listener = Command::new("ip")
-            .args(["netns", "exec", &name, "python3", "-c"])
+            .args(["netns", "exec", &ns.name, "python3", "-c"])
             .arg(format!(
                 "import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
                  s.bind(('0.0.0.0', {PORT})); s.listen(1024)\nwhile True: s.accept()[0].close()"
@@ -81,8 +45,7 @@ impl Namespace {
             .spawn()
             .unwrap();
         Namespace {
-            name,
-            link,
+            ns,
             addresses,
             listener,
         }
@@ -92,11 +55,7 @@ impl Namespace {
     /// the namespace, inside it.
     fn filter(&self, action: &str, share: f64) {
         let (port, share) = (PORT.to_string(), share.to_string());
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.name,
+        self.ns.inside(&[
             "iptables",
             action,
             "INPUT",
@@ -130,12 +89,6 @@ impl Drop for Namespace {
     fn drop(&mut self) {
         let _ = self.listener.kill();
         let _ = self.listener.wait();
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.name])
-            .status();
-        let _ = Command::new("ip")
-            .args(["link", "delete", &self.link])
-            .status();
     }
 }
 

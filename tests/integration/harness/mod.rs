@@ -4,6 +4,7 @@
 
 mod config;
 mod net;
+mod netns;
 mod pki;
 mod probe;
 mod rounds;
@@ -20,6 +21,7 @@ use tokio::time::Instant;
 
 pub use config::{Check, TestConfig};
 pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};
+pub use netns::{run_checked, VethNamespace};
 pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
 pub use rounds::thirty_tenants_lose_a_shared_gateway;
