@@ -24,6 +24,7 @@
 # sqlite3 (Debian packages; bash .ci/test installs all but dnsperf).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+. bench/dns/common.sh
 ROUNDS=${1:-3}
 DURATION=${2:-10}
 RATE=${RATE:-40000}
@@ -42,32 +43,7 @@ PIDS=()
 declare -A PID_OF
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-cat >"$WORK/ours.toml" <<EOF
-[api]
-listen = "127.0.0.1:0"
-[defaults.check]
-kind = "tcp"
-port = 9
-interval = "5s"
-[[endpoints]]
-name = "a"
-address = "127.0.0.21"
-[[endpoints]]
-name = "b"
-address = "127.0.0.22"
-[[endpoints]]
-name = "c"
-address = "127.0.0.23"
-[[tenants]]
-name = "bench"
-domains = ["api.bench.test", "www.bench.test"]
-sinks = ["dns"]
-ttl = "30s"
-[sinks.dns]
-kind = "dns_server"
-listen = ["127.0.0.1:$OURS_PORT"]
-zones = ["bench.test"]
-EOF
+ours_config "127.0.0.1:$OURS_PORT" "127.0.0.1:0" >"$WORK/ours.toml"
 DO_FLAG=()
 SERVERS=(ours knot pdns)
 if [[ $DNSSEC == 1 ]]; then
@@ -106,12 +82,7 @@ if [[ $DNSSEC == 1 ]]; then
     || { echo "pdnsutil secure-zone failed" >&2; exit 1; }
 fi
 mkdir -p "$WORK/knot"
-{
-  printf '$ORIGIN bench.test.\n$TTL 30\n@ SOA ns1 hostmaster 1 3600 600 604800 5\n@ NS ns1\n'
-  for name in api www; do
-    for ip in 127.0.0.21 127.0.0.22 127.0.0.23; do printf '%s A %s\n' "$name" "$ip"; done
-  done
-} >"$WORK/knot/bench.test.zone"
+bench_zone >"$WORK/knot/bench.test.zone"
 cat >"$WORK/knot.conf" <<EOF
 server:
     listen: 127.0.0.1@$KNOT_PORT
@@ -127,10 +98,7 @@ log:
   - target: stderr
     any: warning
 EOF
-: >"$WORK/queries.txt"
-for i in $(seq 4); do echo "api.bench.test A" >>"$WORK/queries.txt"; echo "www.bench.test A" >>"$WORK/queries.txt"; done
-echo "api.bench.test AAAA" >>"$WORK/queries.txt"
-echo "missing.bench.test A" >>"$WORK/queries.txt"
+query_mix >"$WORK/queries.txt"
 
 $BIN run --config "$WORK/ours.toml" --log-format json >"$WORK/ours.log" 2>&1 &
 PIDS+=($!) PID_OF[ours]=$!

@@ -16,6 +16,7 @@
 # knot and iproute2; addresses are 10.234.K.0/24 inside the pairs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+. bench/dns/common.sh
 ROUNDS=${1:-3}
 DURATION=${2:-10}
 RATE=${RATE:-40000}
@@ -49,46 +50,14 @@ for k in 1 2 3 4; do
   ADDR_OF[${SERVERS[$((k - 1))]}]=10.234.$k.1
 done
 
-ours_config() { # ADDR API_PORT [XDP_INTERFACE]
-  cat <<EOC
-[api]
-listen = "127.0.0.1:$2"
-[defaults.check]
-kind = "tcp"
-port = 9
-interval = "5s"
-[[endpoints]]
-name = "a"
-address = "127.0.0.21"
-[[endpoints]]
-name = "b"
-address = "127.0.0.22"
-[[endpoints]]
-name = "c"
-address = "127.0.0.23"
-[[tenants]]
-name = "bench"
-domains = ["api.bench.test", "www.bench.test"]
-sinks = ["dns"]
-ttl = "30s"
-[sinks.dns]
-kind = "dns_server"
-listen = ["$1:53"]
-zones = ["bench.test"]
-EOC
-  [[ -n ${3:-} ]] && echo "xdp = { interface = \"$3\" }"
-  return 0
-}
 API_PORT=9391
-ours_config 10.234.1.1 $API_PORT hxb1 >"$WORK/ours-xdp.toml"
-ours_config 10.234.2.1 0 >"$WORK/ours.toml"
-mkdir -p "$WORK/knot"
 {
-  printf '$ORIGIN bench.test.\n$TTL 30\n@ SOA ns1 hostmaster 1 3600 600 604800 5\n@ NS ns1\n'
-  for name in api www; do
-    for ip in 127.0.0.21 127.0.0.22 127.0.0.23; do printf '%s A %s\n' "$name" "$ip"; done
-  done
-} >"$WORK/knot/bench.test.zone"
+  ours_config 10.234.1.1:53 "127.0.0.1:$API_PORT"
+  echo 'xdp = { interface = "hxb1" }'
+} >"$WORK/ours-xdp.toml"
+ours_config 10.234.2.1:53 127.0.0.1:0 >"$WORK/ours.toml"
+mkdir -p "$WORK/knot"
+bench_zone >"$WORK/knot/bench.test.zone"
 knot_config() { # NAME LISTEN_ADDR [XDP_INTERFACE]
   mkdir -p "$WORK/$1"
   cat <<EOC
@@ -109,10 +78,7 @@ EOC
 }
 knot_config knot-xdp 10.234.3.1 hxb3 >"$WORK/knot-xdp.conf"
 knot_config knot 10.234.4.1 >"$WORK/knot.conf"
-: >"$WORK/queries.txt"
-for i in $(seq 4); do echo "api.bench.test A" >>"$WORK/queries.txt"; echo "www.bench.test A" >>"$WORK/queries.txt"; done
-echo "api.bench.test AAAA" >>"$WORK/queries.txt"
-echo "missing.bench.test A" >>"$WORK/queries.txt"
+query_mix >"$WORK/queries.txt"
 
 for s in ours-xdp ours; do
   $BIN run --config "$WORK/$s.toml" --log-format json >"$WORK/$s.log" 2>&1 &
