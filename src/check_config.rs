@@ -32,14 +32,14 @@ fn counted(n: usize, thing: &str) -> String {
 }
 
 /// Loads, layers and validates `files`, then reads every secret, CA file, kubeconfig and
-/// database the config names (`ho_sinks::preflight`), so a config `check-config` accepts is
+/// database the config names (`ho_kinds::preflight`), so a config `check-config` accepts is
 /// one `run` starts. On any problem prints every one of them and returns exit code 2.
 pub fn load_checked(files: &[PathBuf]) -> Result<Plan, ExitCode> {
-    let plan = ho_sinks::load_plan(files).map_err(|e| {
+    let plan = ho_kinds::load_plan(files).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(2)
     })?;
-    let problems = ho_sinks::preflight(&plan);
+    let problems = ho_kinds::preflight(&plan);
     if problems.is_empty() {
         return Ok(plan);
     }

@@ -20,7 +20,7 @@ use ho_engine::snapshot::TenantSnapshot;
 
 /// Runs `cluster leave`; exit 2 on an invalid config, 1 when a zone could not be changed.
 pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let plan = match ho_sinks::load_plan(files) {
+    let plan = match ho_kinds::load_plan(files) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("{e}");
@@ -33,7 +33,7 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .context("starting the runtime")?
         .block_on(async move {
             let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
-            let factory = ho_sinks::Sinks::default();
+            let factory = ho_kinds::Sinks::default();
             let metrics = Arc::new(Metrics::new());
             let mut failed = false;
             let voting = plan.tenants.iter().filter(|t| t.multi_cluster);

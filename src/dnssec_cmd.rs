@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use hickory_proto::dnssec::Algorithm;
-use ho_sinks::dns_server::dnssec::keys::{self, NewKey, Timing};
+use ho_dns::server::dnssec::keys::{self, NewKey, Timing};
 
 /// What `dnssec` does.
 #[derive(Subcommand)]

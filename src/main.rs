@@ -122,7 +122,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::ConfigSchema => {
-            let schema = ho_sinks::schema::config_schema();
+            let schema = ho_kinds::schema::config_schema();
             println!(
                 "{}",
                 serde_json::to_string_pretty(&schema).expect("a schema serializes")

@@ -67,7 +67,7 @@ impl Reloader {
         tenants: Option<&mut Controller>,
     ) {
         self.seen = digest(&self.files);
-        let plan = match ho_sinks::load_plan(&self.files) {
+        let plan = match ho_kinds::load_plan(&self.files) {
             Ok(plan) => plan,
             Err(e) => {
                 error!(

@@ -53,7 +53,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let read_token = |file: &Option<std::path::PathBuf>, field: &str| {
             file.as_ref()
                 .map(|f| {
-                    ho_sinks::secret::Secret::load(Some(f), None)
+                    ho_engine::sink::secret::Secret::load(Some(f), None)
                         .map(|s| Arc::<str>::from(s.expose()))
                         .map_err(|e| anyhow::anyhow!("{field}: {e}"))
                 })
@@ -69,7 +69,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
         let kubernetes = plan.kubernetes.clone();
-        let sinks = Arc::new(ho_sinks::Sinks::default());
+        let sinks = Arc::new(ho_kinds::Sinks::default());
         let mut engine = match Engine::start_with(plan, sinks, metrics).await {
             Ok(engine) => engine,
             // What the preflight could not see (a socket the DNS server cannot bind) is a
@@ -187,7 +187,7 @@ async fn start_tenants(
     Ok(Controller::start(
         kube.client,
         base,
-        ho_sinks::CATALOG,
+        ho_kinds::CATALOG,
         engine.leadership().clone(),
         kuadrant,
     )

@@ -170,7 +170,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
 fn hosts_render(c: &mut Criterion) {
     let snap = ho_bench::snapshot(100);
     c.bench_function("hosts_render_100_addresses", |b| {
-        b.iter(|| black_box(ho_sinks::hosts_format::render(&snap)))
+        b.iter(|| black_box(ho_engine::sink::hosts_format::render(&snap)))
     });
 }
 

@@ -1,38 +1,37 @@
-//! The DNS back ends ("sinks"). Each implements [`ho_engine::sink::Sink`]: make the back end
-//! match a tenant's full desired state. Coalescing, rate limits, retries, reconcile and
-//! status live in the engine's sink actor, so a sink here is only the write.
-//!
-//! Kinds are registered in [`registry`] (one line each); each kind's folder holds its
-//! settings and checks (`config.rs`) and its writer.
+//! The DNS back ends reached over HTTP APIs and files. Each kind implements
+//! [`ho_engine::sink::Sink`]: make the back end match a tenant's full desired state.
+//! Coalescing, rate limits, retries, reconcile and status live in the engine's sink actor,
+//! so a sink here is only the write. Each kind's folder holds its settings and checks
+//! (`config.rs`, the type exported here, registered in `ho-kinds`) and its writer.
 //!
 //! | kind | module |
 //! |---|---|
-//! | `hosts_file` | [`hosts_file`] |
-//! | `powerdns` | [`powerdns`] |
-//! | `webhook` | [`webhook`] |
-//! | `coredns_configmap` | [`coredns_configmap`] |
-//! | `route53` | [`route53`] |
-//! | `dns_server` | [`dns_server`] |
-//! | `rfc2136` | [`rfc2136`] |
+//! | `hosts_file` | `hosts_file` |
+//! | `powerdns` | `powerdns` |
+//! | `webhook` | `webhook` |
+//! | `route53` | `route53` |
+//! | `cloudflare` | `cloudflare` |
+//! | `google_cloud_dns` | `google` |
+//! | `azure_dns` | `azure` |
+//!
+//! The authoritative DNS server and RFC 2136 updates are in `ho-dns`, the CoreDNS ConfigMap
+//! in `ho-kube`.
 
 pub mod azure;
-pub mod bearer;
+mod bearer;
 pub mod cloudflare;
-pub mod coredns_configmap;
-pub mod dns_server;
-pub mod geo_fallback;
 pub mod google;
-pub mod hosts_file;
-pub mod hosts_format;
+mod hosts_file;
 pub mod http;
-pub mod ownership;
-pub mod powerdns;
-pub mod registry;
-pub mod rfc2136;
+mod powerdns;
 pub mod rounds;
 pub mod route53;
-pub mod schema;
-pub mod secret;
-pub mod webhook;
+mod webhook;
 
-pub use registry::{load_plan, preflight, Sinks, CATALOG};
+pub use azure::config::AzureDnsConfig;
+pub use cloudflare::config::CloudflareConfig;
+pub use google::config::GoogleCloudDnsConfig;
+pub use hosts_file::config::HostsFileConfig;
+pub use powerdns::config::PowerDnsConfig;
+pub use route53::config::Route53Config;
+pub use webhook::config::WebhookConfig;

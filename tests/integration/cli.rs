@@ -490,7 +490,7 @@ fn import_and_check(
         "{}\n{toml}",
         String::from_utf8_lossy(&checked.stderr)
     );
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     (toml, plan, String::from_utf8(checked.stdout).unwrap())
 }
 

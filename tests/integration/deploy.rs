@@ -152,7 +152,7 @@ fn the_crd_matches_the_types_and_the_example_is_accepted() {
         &base,
         &[&resource],
         &NoCluster,
-        &ho_sinks::CATALOG,
+        &ho_kinds::CATALOG,
     );
     let verdict = &admission.verdicts[&("team-a".to_string(), "api".to_string())];
     assert!(

@@ -402,7 +402,7 @@ async fn a_reload_rebuilding_the_sink_never_stops_answering() {
     )
     .unwrap();
     let summary = engine
-        .reload(ho_sinks::load_plan(&[&file]).unwrap())
+        .reload(ho_kinds::load_plan(&[&file]).unwrap())
         .await
         .unwrap();
     assert_eq!(summary.sinks_rebuilt, vec!["dns".to_string()]);

@@ -156,9 +156,9 @@ async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_heal
         .replace("name = \"a\"", "name = \"b\"");
     let text = config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &second);
     std::fs::write(&file, &text).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let aws = crate::fakes::route53::sdk_config();
-    let refused = ho_engine::Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws))).await;
+    let refused = ho_engine::Engine::start(plan, Arc::new(ho_kinds::Sinks::with_aws(aws))).await;
     let error = refused
         .err()
         .expect("a second XDP program is refused")

@@ -140,9 +140,9 @@ async fn a_name_that_never_resolved_stops_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, config(&pdns, dir.path())).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let started =
-        ho_engine::Engine::start(plan, std::sync::Arc::new(ho_sinks::Sinks::default())).await;
+        ho_engine::Engine::start(plan, std::sync::Arc::new(ho_kinds::Sinks::default())).await;
     let Err(e) = started else {
         panic!("started without the name's addresses");
     };

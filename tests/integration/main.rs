@@ -19,6 +19,7 @@ mod composite;
 mod conformance;
 mod coredns_configmap;
 mod crash;
+mod crate_graph;
 mod deploy;
 mod dns_checks;
 mod dns_server;

@@ -202,7 +202,7 @@ async fn probes_leave_from_the_source_address() {
         addr.port()
     );
     std::fs::write(&file, text).unwrap();
-    let errors = ho_sinks::load_plan(&[&file]).unwrap_err().to_string();
+    let errors = ho_kinds::load_plan(&[&file]).unwrap_err().to_string();
     assert!(
         errors.contains("endpoints[0].check.source_address: ::1 and the endpoint's address"),
         "{errors}"

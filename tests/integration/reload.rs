@@ -70,7 +70,7 @@ async fn a_reload_keeps_state_stops_removed_and_starts_added_targets() {
     .render();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let started = Instant::now();
     let summary = engine.reload(plan).await.unwrap();
     assert!(summary.sinks_rebuilt.is_empty(), "the sink did not change");
@@ -317,7 +317,7 @@ async fn a_changed_sink_is_rebuilt_and_written_at_once() {
     let v2 = version(moved.path(), &all, &[1, 2], false, "127.0.0.1:0").render();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &v2).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let summary = engine.reload(plan).await.unwrap();
     assert_eq!(summary.sinks_rebuilt, vec!["local".to_string()]);
     wait_for_file(
@@ -353,7 +353,7 @@ async fn removed_tenants_are_withdrawn_only_when_asked() {
     }
     let file = dir.path().join("config.toml");
     std::fs::write(&file, &base).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     engine.reload(plan).await.unwrap();
     wait_for_file(&dir.path().join("b.hosts"), "b withdrawn", str::is_empty).await;
     let start = Instant::now();

@@ -336,9 +336,9 @@ fn direct_sink(
         config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
     )
     .unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap();
+    let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let sink = ho_sinks::route53::Route53Sink::new(
-        ho_sinks::registry::spec_of(&*plan.sinks["r53"].spec),
+        ho_engine::sink::kind::spec_of(&*plan.sinks["r53"].spec),
         "health-orchestrator",
         &crate::fakes::route53::sdk_config(),
     );

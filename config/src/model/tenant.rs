@@ -349,7 +349,7 @@ pub struct SinkTable {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
     /// The kind's own keys, parsed by the kind (their schema comes from the kind:
-    /// `ho_sinks::config_schema`).
+    /// `ho_kinds::schema::config_schema`).
     #[serde(flatten)]
     #[schemars(skip)]
     pub settings: BTreeMap<String, figment::value::Value>,

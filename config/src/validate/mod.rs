@@ -114,7 +114,7 @@ fn default_startup_grace(targets: &[Target]) -> Duration {
 }
 
 /// The component kinds a program knows: the sink kinds that parse `[sinks.*]` tables and
-/// the check kinds that parse check tables. The binary's is `ho_sinks::registry::CATALOG`.
+/// the check kinds that parse check tables. The binary's is `ho_kinds::CATALOG`.
 #[derive(Clone, Copy)]
 pub struct Kinds<'a> {
     /// The sink kinds (the sinks crate's registry).

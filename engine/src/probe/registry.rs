@@ -2,6 +2,18 @@
 //! `probe/` (its settings type implementing [`CheckSettings`], its attempt implementing
 //! `ProbeKind`) and one line in [`KINDS`]: validation, the config schema, the CRD and
 //! `health-orchestrator probe` learn the kind from here.
+//!
+//! | kind | module |
+//! |---|---|
+//! | `http` | `http/` |
+//! | `https` | `http/` (with `tls/`) |
+//! | `tcp` | `tcp.rs` |
+//! | `dns` | `dns/` |
+//! | `grpc` | `grpc/` |
+//! | `grpcs` | `grpc/` (with `tls/`) |
+//! | `icmp` | `icmp.rs` |
+//! | `heartbeat` | `heartbeat.rs` |
+//! | `feed` | `feed.rs` |
 
 use std::collections::BTreeMap;
 use std::hash::Hash;

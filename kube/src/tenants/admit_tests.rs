@@ -1,4 +1,5 @@
-//! Admission decided with the real sink registry and plain maps as the discovered world.
+//! Admission decided with a real sink kind (this crate's `coredns_configmap`, registered as
+//! `ho-kinds` registers it), the engine's check kinds and plain maps as the discovered world.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -11,14 +12,25 @@ use super::admit::{Admitter, Verdict};
 use super::discover::Lookup;
 use super::resource::{DNSFailover, DNSFailoverSpec, EndpointSource, NodeAddressType};
 
+/// The kinds admission validates with here: the sink kind the base config uses and every
+/// check kind, so a resource's check table is judged as `check-config` judges it.
+const CATALOG: ho_config::Kinds<'static> = ho_config::Kinds {
+    sinks: &ho_engine::sink::kind::KindList(&[&ho_engine::sink::kind::Registered::<
+        crate::CorednsConfigMapConfig,
+    >::KIND]),
+    checks: &ho_engine::probe::Checks,
+};
+
 const BASE: &str = r#"
 [sinks.hosts]
-kind = "hosts_file"
-dir = "/tmp/ho-admit-tests"
+kind = "coredns_configmap"
+namespace = "kube-system"
+name = "ho-admit-tests"
 
 [sinks.other]
-kind = "hosts_file"
-dir = "/tmp/ho-admit-tests-other"
+kind = "coredns_configmap"
+namespace = "kube-system"
+name = "ho-admit-tests-other"
 
 [[endpoints]]
 name = "legacy"
@@ -185,7 +197,7 @@ fn namespaces_claim_only_what_they_are_allowed() {
         }],
     );
     let all = [&ok, &stranger, &poacher, &lookalike, &sink, &nodes];
-    let a = Admitter::default().admit(&base(), &all, &World::default(), &ho_sinks::CATALOG);
+    let a = Admitter::default().admit(&base(), &all, &World::default(), &CATALOG);
 
     assert_eq!(
         verdict(&a, "team-a", "api"),
@@ -250,7 +262,7 @@ fn the_first_claimant_keeps_a_name() {
         &base(),
         &[&newer, &older, &file],
         &World::default(),
-        &ho_sinks::CATALOG,
+        &CATALOG,
     );
     assert!(matches!(
         verdict(&a, "team-a", "older"),
@@ -318,7 +330,7 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
             &two_kinds,
         ],
         &World::default(),
-        &ho_sinks::CATALOG,
+        &CATALOG,
     );
     let (_, message) = refusal(verdict(&a, "team-a", "addr"));
     assert_eq!(
@@ -365,7 +377,7 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
     );
     let mut world = World::default();
     let mut admitter = Admitter::default();
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
+    let a = admitter.admit(&base(), &[&gw], &world, &CATALOG);
     match verdict(&a, "team-b", "gw") {
         Verdict::Waiting { message } => assert_eq!(
             message,
@@ -394,7 +406,7 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
         BTreeMap::from([("role".into(), "gw".into())]),
         "192.0.2.40".parse().unwrap(),
     ));
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
+    let a = admitter.admit(&base(), &[&gw], &world, &CATALOG);
     assert!(matches!(
         verdict(&a, "team-b", "gw"),
         Verdict::Accepted {
@@ -417,13 +429,13 @@ fn discovered_gateways_come_and_go_without_emptying_a_name() {
 
     // One node leaves: it leaves the tenant.
     world.nodes.remove(0);
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
+    let a = admitter.admit(&base(), &[&gw], &world, &CATALOG);
     assert_eq!(a.config.endpoints.len(), 2);
 
     // Every source empties at once: the last addresses stay published and probed.
     world.gateways.clear();
     world.nodes.clear();
-    let a = admitter.admit(&base(), &[&gw], &world, &ho_sinks::CATALOG);
+    let a = admitter.admit(&base(), &[&gw], &world, &CATALOG);
     assert!(matches!(
         verdict(&a, "team-b", "gw"),
         Verdict::Accepted {
@@ -445,7 +457,7 @@ fn long_names_stay_within_the_config_alphabet_and_length() {
         &["long.team-a.io"],
         vec![addresses(&["2001:db8::1"])],
     );
-    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &ho_sinks::CATALOG);
+    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &CATALOG);
     let Verdict::Accepted { tenant, .. } = verdict(&a, ns, name) else {
         panic!()
     };

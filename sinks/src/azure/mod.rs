@@ -274,7 +274,8 @@ impl Inner {
                 }
             }
             if result.is_ok() {
-                result = crate::ownership::outcome(&planned.foreign, !planned.ops.is_empty());
+                result =
+                    ho_engine::sink::ownership::outcome(&planned.foreign, !planned.ops.is_empty());
             }
             done.tell(tenant, &result);
             results.insert(tenant.clone(), result);

@@ -7,7 +7,7 @@
 use ho_engine::snapshot::TenantSnapshot;
 
 use super::api::{body, Listed, Op};
-use crate::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
+use ho_engine::sink::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
 
 /// A tenant's write.
 #[derive(Debug, Default)]

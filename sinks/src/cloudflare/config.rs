@@ -9,7 +9,7 @@ use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{
+use ho_engine::sink::kind::{
     check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
@@ -88,7 +88,7 @@ impl SinkSettings for CloudflareConfig {
                 self.zone.clear();
             }
         }
-        crate::secret::check_source(
+        ho_engine::sink::secret::check_source(
             self.api_token_file.is_some(),
             self.api_token_env.as_deref(),
             ("api_token_file", "api_token_env"),
@@ -121,7 +121,7 @@ impl SinkSettings for CloudflareConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        crate::secret::preflight(
+        ho_engine::sink::secret::preflight(
             self.api_token_file.as_deref(),
             self.api_token_env.as_deref(),
             ("api_token_file", "api_token_env"),

@@ -37,7 +37,7 @@ use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
-use crate::secret::Secret;
+use ho_engine::sink::secret::Secret;
 
 /// Writes tenants' records into one Cloudflare zone.
 pub struct CloudflareSink {
@@ -217,7 +217,8 @@ impl Inner {
         let mut groups = Vec::new();
         for (tenant, snapshot) in round {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let result = crate::ownership::outcome(&planned.foreign, !planned.batch.is_empty());
+            let result =
+                ho_engine::sink::ownership::outcome(&planned.foreign, !planned.batch.is_empty());
             results.insert(tenant.clone(), result);
             if !planned.batch.is_empty() {
                 groups.push((tenant.clone(), planned.batch));

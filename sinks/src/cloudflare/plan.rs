@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use ho_engine::snapshot::TenantSnapshot;
 
 use super::api::{Batch, DnsRecord, Id, NewRecord};
-use crate::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
+use ho_engine::sink::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
 
 /// A tenant's write.
 #[derive(Debug, Default)]

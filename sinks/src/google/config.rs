@@ -9,7 +9,7 @@ use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{
+use ho_engine::sink::kind::{
     check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 

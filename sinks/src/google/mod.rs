@@ -232,7 +232,8 @@ impl Inner {
         let mut groups = Vec::new();
         for (tenant, snapshot) in round {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let result = crate::ownership::outcome(&planned.foreign, !planned.change.is_empty());
+            let result =
+                ho_engine::sink::ownership::outcome(&planned.foreign, !planned.change.is_empty());
             results.insert(tenant.clone(), result);
             if !planned.change.is_empty() {
                 groups.push((tenant.clone(), planned.change));

@@ -7,7 +7,7 @@ use ho_config::{Claim, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{plain_lists_only, BuildContext, KindFuture, Problems, SinkSettings};
+use ho_engine::sink::kind::{plain_lists_only, BuildContext, KindFuture, Problems, SinkSettings};
 
 /// One hosts file per tenant (`<dir>/<tenant>.hosts`), the format CoreDNS's `hosts` plugin
 /// and dnsmasq's `--addn-hosts` read.

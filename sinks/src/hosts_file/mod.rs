@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
-use crate::hosts_format::render;
+use ho_engine::sink::hosts_format::render;
 
 /// Writes hosts files into one directory.
 pub struct HostsFileSink {

@@ -7,7 +7,7 @@ use ho_engine::sink::{Applied, Sink};
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::HostsFileSink;
-use crate::hosts_format::render;
+use ho_engine::sink::hosts_format::render;
 
 fn snapshot(seq: u64, addresses: &[&str]) -> Arc<TenantSnapshot> {
     let addresses = addresses

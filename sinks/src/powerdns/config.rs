@@ -9,7 +9,7 @@ use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{
+use ho_engine::sink::kind::{
     check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
@@ -56,7 +56,7 @@ impl SinkSettings for PowerDnsConfig {
         if let Err(e) = check_url(&self.url) {
             p.at("url", e);
         }
-        crate::secret::check_source(
+        ho_engine::sink::secret::check_source(
             self.api_key_file.is_some(),
             self.api_key_env.as_deref(),
             ("api_key_file", "api_key_env"),
@@ -80,7 +80,7 @@ impl SinkSettings for PowerDnsConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        crate::secret::preflight(
+        ho_engine::sink::secret::preflight(
             self.api_key_file.as_deref(),
             self.api_key_env.as_deref(),
             ("api_key_file", "api_key_env"),

@@ -31,8 +31,8 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 
 use crate::http::{error_for, Answer, HttpClient};
-use crate::secret::Secret;
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
+use ho_engine::sink::secret::Secret;
 
 /// Writes tenants' rrsets into one PowerDNS zone.
 pub struct PowerDnsSink {

@@ -101,7 +101,7 @@ fn geo_expression(
     let (continents, countries): (Vec<_>, Vec<_>) = by_geo
         .iter()
         .filter(|(geo, _)| !geo.is_empty())
-        .partition(|(geo, _)| crate::geo_fallback::continent_of_label(geo).is_some());
+        .partition(|(geo, _)| ho_engine::sink::geo::continent_of_label(geo).is_some());
     for (geo, group) in countries {
         code.push_str(&format!(
             "if country('{geo}') then return {} end ",
@@ -109,7 +109,7 @@ fn geo_expression(
         ));
     }
     for (geo, group) in continents {
-        let continent = crate::geo_fallback::continent_of_label(geo).unwrap_or_default();
+        let continent = ho_engine::sink::geo::continent_of_label(geo).unwrap_or_default();
         code.push_str(&format!(
             "if continent('{continent}') then return {} end ",
             answer(group)
@@ -118,7 +118,7 @@ fn geo_expression(
     // Locations whose addresses are all down answer the nearest location that is up.
     for geo in geos.iter().filter(|g| !by_geo.contains_key(g.as_str())) {
         let up = by_geo.keys().copied().filter(|g| !g.is_empty());
-        if let Some(near) = crate::geo_fallback::stand_in(geo, up) {
+        if let Some(near) = ho_engine::sink::geo::stand_in(geo, up) {
             code.push_str(&format!(
                 "if country('{geo}') then return {} end ",
                 answer(&by_geo[near])
@@ -145,7 +145,7 @@ fn nearest_by_coordinates(
     let places: Vec<String> = by_geo
         .iter()
         .filter_map(|(geo, group)| {
-            let (lat, lon) = crate::geo_fallback::coordinates(geo)?;
+            let (lat, lon) = ho_engine::sink::geo::coordinates(geo)?;
             Some(format!(
                 "{{{lat:.4},{lon:.4},function() return {} end}}",
                 answer(group)

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::records::{owner_record, RecordSet, WEIGHTED_LABEL};
-use crate::ownership::{owner_in, OWNER_PREFIX};
+use ho_engine::sink::ownership::{owner_in, OWNER_PREFIX};
 
 /// Route53 limit: `ResourceRecord` elements in one request.
 pub const MAX_BATCH_RECORDS: usize = 1000;

@@ -8,7 +8,7 @@ use ho_config::{Delivery, FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{
+use ho_engine::sink::kind::{
     check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
@@ -97,7 +97,7 @@ impl SinkSettings for Route53Config {
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move {
-            let sink = match ctx.aws {
+            let sink = match ctx.extensions.get::<aws_config::SdkConfig>() {
                 Some(sdk) => super::Route53Sink::new(self, ctx.owner_id, sdk),
                 None => {
                     let sdk = super::standard_sdk_config(self).await;
@@ -179,7 +179,7 @@ impl SinkSpec for Route53Config {
 
 /// An ISO 3166 country code, a US state as `US-XX`, or a continent as `GEO-EU`.
 fn is_location(g: &str) -> bool {
-    if crate::geo_fallback::continent_of_label(g).is_some() {
+    if ho_engine::sink::geo::continent_of_label(g).is_some() {
         return true;
     }
     let (country, sub) = g.split_once('-').unwrap_or((g, ""));

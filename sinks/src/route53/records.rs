@@ -1,5 +1,5 @@
 //! What a tenant's snapshot looks like as Route53 record sets, and the ownership mark
-//! ([`crate::ownership`]) as a record set. Pure: no SDK calls, so every rendering rule is unit-tested.
+//! ([`ho_engine::sink::ownership`]) as a record set. Pure: no SDK calls, so every rendering rule is unit-tested.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use ho_config::RoutingPolicy;
 
 use super::config::RecordStyle;
-use crate::ownership::{mark_text, OWNER_PREFIX, OWNER_TTL};
+use ho_engine::sink::ownership::{mark_text, OWNER_PREFIX, OWNER_TTL};
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 /// Set identifier of the geolocation default record set (`CountryCode = "*"`).
@@ -59,7 +59,7 @@ pub enum Location {
 impl Location {
     /// Reads an endpoint's `geo` label (validated with the config).
     pub fn from_label(label: &str) -> Location {
-        if let Some(code) = crate::geo_fallback::continent_of_label(label) {
+        if let Some(code) = ho_engine::sink::geo::continent_of_label(label) {
             return Location::Continent(code.to_string());
         }
         match label.split_once('-') {
@@ -234,7 +234,7 @@ fn geo_sets(
         answer(geo, Location::from_label(geo), list);
     }
     for geo in geos.iter().filter(|g| !by_geo.contains_key(g.as_str())) {
-        if let Some(near) = crate::geo_fallback::stand_in(geo, by_geo.keys().copied()) {
+        if let Some(near) = ho_engine::sink::geo::stand_in(geo, by_geo.keys().copied()) {
             answer(geo, Location::from_label(geo), &by_geo[near]);
         }
     }
@@ -444,6 +444,9 @@ mod tests {
     fn the_ownership_record_carries_the_mark_at_its_own_name() {
         let r = owner_record("api.example.org.", "eu-1");
         assert_eq!(r.name, "_health-orchestrator.api.example.org.");
-        assert_eq!(crate::ownership::owner_in(&r.values[0]), Some("eu-1"));
+        assert_eq!(
+            ho_engine::sink::ownership::owner_in(&r.values[0]),
+            Some("eu-1")
+        );
     }
 }

@@ -10,7 +10,7 @@ use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::registry::{
+use ho_engine::sink::kind::{
     check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
 };
 
@@ -48,7 +48,7 @@ impl SinkSettings for WebhookConfig {
         if let Err(e) = check_url(&self.url) {
             p.at("url", e);
         }
-        crate::secret::check_source(
+        ho_engine::sink::secret::check_source(
             self.secret_file.is_some(),
             self.secret_env.as_deref(),
             ("secret_file", "secret_env"),
@@ -73,7 +73,7 @@ impl SinkSettings for WebhookConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        crate::secret::preflight(
+        ho_engine::sink::secret::preflight(
             self.secret_file.as_deref(),
             self.secret_env.as_deref(),
             ("secret_file", "secret_env"),

@@ -80,9 +80,9 @@ pub fn config(check: &Check, gateways: &[&Gateway], tail: &str) -> String {
 pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     let file = dir.join("config.toml");
     std::fs::write(&file, text).unwrap();
-    let plan = ho_sinks::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let plan = ho_kinds::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let aws = crate::fakes::route53::sdk_config();
-    Engine::start(plan, Arc::new(ho_sinks::Sinks::with_aws(aws)))
+    Engine::start(plan, Arc::new(ho_kinds::Sinks::with_aws(aws)))
         .await
         .unwrap()
 }

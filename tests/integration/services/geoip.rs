@@ -20,8 +20,8 @@ pub fn geoip_db(dir: &Path, entries: &[GeoEntry<'_>]) -> PathBuf {
             let location = at.map_or(String::new(), |(lat, lon)| {
                 format!(", 'location': {{'latitude': {lat}, 'longitude': {lon}, 'accuracy_radius': MmdbU16(100)}}")
             });
-            let continent = ho_sinks::geo_fallback::continent_label(country)
-                .and_then(|c| ho_sinks::geo_fallback::continent_of_label(c))
+            let continent = ho_engine::sink::geo::continent_label(country)
+                .and_then(|c| ho_engine::sink::geo::continent_of_label(c))
                 .map_or(String::new(), |c| format!(", 'continent': {{'code': '{c}'}}"));
             format!(
                 "w.insert_network(IPSet(['{network}']), {{'country': {{'iso_code': '{country}'}}{continent}{location}}})\n"

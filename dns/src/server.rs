@@ -1,0 +1,135 @@
+//! `kind = "dns_server"`: an authoritative DNS server in this process. A snapshot is
+//! answered from the moment it arrives: no file, ConfigMap sync or reload in between,
+//! which is what makes failover take the probe's detection time and nothing more.
+//!
+//! - [`config`]: settings and checks.
+//! - [`records`]: per domain, the tenant's published set.
+//! - [`answer`]: one query in, one answer out (zones, NXDOMAIN vs NODATA, policies, EDNS,
+//!   client subnet, truncation).
+//! - [`geo`]: a client's location for `geo` tenants.
+//! - [`dnssec`]: online signing and compact denial.
+//! - [`packet_cache`]: whole answers kept by query.
+//! - [`transfer`]: AXFR/IXFR to secondaries, NOTIFY, TSIG.
+//! - [`reports`]: `[multi_cluster]` reports held here and read from peers' servers.
+//! - [`listener`]: UDP and TCP sockets, kept across reloads.
+//! - [`xdp`]: UDP queries taken from the network card's queues before the kernel's IP
+//!   stack (AF_XDP), when `xdp` is set.
+
+pub mod answer;
+pub mod config;
+pub mod cookies;
+pub mod dnssec;
+pub mod geo;
+pub mod listener;
+pub mod packet_cache;
+pub mod rate_limit;
+pub mod recall;
+pub mod records;
+pub mod reports;
+pub mod sharded;
+pub mod transfer;
+pub mod xdp;
+
+use std::sync::Arc;
+
+use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::{Applied, Sink, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+
+use answer::Authority;
+use config::DnsServerConfig;
+use ho_engine::sink::kind::BuildContext;
+use listener::Listener;
+use reports::DnsReports;
+
+/// The sink: writes snapshots into the authority its listeners answer from.
+pub struct DnsServerSink {
+    authority: Arc<Authority>,
+    /// `reports`: this cluster's reports on its server, its peers' read from theirs.
+    reports: Option<Arc<dyn ReportStore>>,
+    /// Held so the sockets stay open while the sink exists.
+    _listeners: Vec<Arc<Listener>>,
+}
+
+impl DnsServerSink {
+    /// Starts answering on `config.listen` (or takes over the listeners a previous build
+    /// of the same sink runs, with what they answer). The tenants of the plan that use
+    /// this sink answer SERVFAIL until their first snapshot.
+    pub fn start(
+        config: &DnsServerConfig,
+        ctx: &BuildContext<'_>,
+    ) -> Result<DnsServerSink, String> {
+        let running = config
+            .listen
+            .iter()
+            .find_map(|addr| Listener::running(ctx.name, *addr))
+            .map(|l| l.authority());
+        let mut records = running
+            .as_ref()
+            .map(|a| a.records.read().expect("not poisoned").clone())
+            .unwrap_or_default();
+        for tenant in ctx
+            .plan
+            .tenants
+            .iter()
+            .filter(|t| t.sinks.iter().any(|s| s == ctx.name))
+        {
+            records.expect(&tenant.name, &tenant.domains);
+        }
+        let mut authority = Authority::new(config, records)?;
+        if let Some(previous) = running {
+            authority.shelf = previous.shelf.clone();
+        }
+        let reports = match &config.reports {
+            Some(r) => {
+                let key =
+                    crate::update::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
+                let mc = &ctx.plan.multi_cluster;
+                let memory = (ctx.plan.state_dir.as_ref())
+                    .map(|d| d.join(format!("reports-{}.json", ctx.name)));
+                let store = DnsReports::new(
+                    r,
+                    key,
+                    authority.shelf.clone(),
+                    (mc.report_interval, mc.report_ttl),
+                    memory,
+                );
+                Some(Arc::new(store) as Arc<dyn ReportStore>)
+            }
+            None => None,
+        };
+        let authority = Arc::new(authority);
+        let listeners = (config.listen.iter().enumerate())
+            .map(|(i, addr)| {
+                let xdp = (config.xdp.as_ref().filter(|_| i == 0)).map(|x| (x, &config.listen[..]));
+                Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics, xdp)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DnsServerSink {
+            authority,
+            reports,
+            _listeners: listeners,
+        })
+    }
+}
+
+impl Sink for DnsServerSink {
+    fn kind(&self) -> &'static str {
+        "dns_server"
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let changed = self.authority.publish(&snapshot);
+        Box::pin(async move {
+            Ok(if changed {
+                Applied::Changed
+            } else {
+                Applied::Unchanged
+            })
+        })
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        self.reports.clone()
+    }
+}

@@ -1,0 +1,871 @@
+//! Reports over DNS between clusters (`reports` on a `dns_server` sink): clusters that are
+//! themselves the zone's name servers vote with no provider in between (seed 001's
+//! shape). Each cluster's server holds its own reports and answers them to its peers;
+//! each round, a cluster asks every peer for its reports over TCP with TSIG-signed
+//! queries (all of a round's on one connection at once, so a far peer costs one round
+//! trip), and checks that every answer is signed with the same key.
+//!
+//! A peer answers `TXT _ho-report.<domain>` with its own cluster's report for that
+//! tenant (and `TXT <cluster>._ho-report.<domain>` too, for an operator with `dig -y`);
+//! the reader names what it got `<cluster>._ho-report.<domain>` from the report's own
+//! `cluster=`, as a shared zone would hold it. A peer that cannot be asked keeps counting
+//! with what it last answered: its stamp stops changing, so it ages out after
+//! `report_ttl` as a cluster that stopped writing to a shared zone would. A peer that
+//! answers "no report" (it left, or does not vote on that tenant) has none.
+//!
+//! A reader that has just started knows nothing of its peers: its first count waits until
+//! every peer has answered once, for at most `report_ttl`, so a restarted cluster never
+//! publishes without the gateways that only a slow or briefly unreachable peer reports.
+//! A peer silent for longer counts as one whose report aged out.
+//!
+//! Every replica of a cluster holds and answers the cluster's reports itself (the store
+//! is not shared), so a peer asking any replica behind one address gets an answer.
+//!
+//! Each server also relays what it last read from its peers, at
+//! `TXT _ho-relay._ho-report.<domain>` (every peer's report, whole), and each reader asks
+//! for it in the same pipelined exchange. A cluster that restarts while a peer is down or
+//! cut off from it so learns that peer's gateways from any other peer, as a reader of a
+//! shared zone finds a dead cluster's last report there. The rounds take from a relayed
+//! report only the addresses its cluster owns, and only for a cluster they have read no
+//! report of themselves; never its votes. A relay is not relayed further; a reader keeps
+//! each peer's last relay of a cluster even once that peer stops relaying it (it may have
+//! restarted and not read that cluster since), and drops the relays of a cluster that
+//! itself answers "no report" (it left). A server of an earlier version answers the relay
+//! name "no report" (it takes `_ho-relay` for a cluster), so mixed versions read each other
+//! as before. What the server relayed before this reader started (a reload, or a restart
+//! with `state_dir`) counts as relays do until every peer has answered once ([`Recall`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::TXT;
+use hickory_proto::rr::{Name, RData, Record, RecordType, TSigner};
+use ho_engine::multi_cluster::report::{
+    character_strings, cluster_of, relayed_name, Report, RELAY_LABEL, REPORT_LABEL,
+};
+use ho_engine::multi_cluster::{ReportStore, StoreFuture};
+use tracing::{info, warn};
+
+use super::config::ReportsConfig;
+use super::recall::{Known, Recall};
+use crate::update::client::Connection;
+
+/// TTL of a report record: readers never cache it.
+const REPORT_TTL: u32 = 0;
+
+/// Characters of relayed reports one answer carries at most: with the TXT strings'
+/// length bytes, the records' headers and the TSIG record, the answer stays under the
+/// 64 KiB a DNS message over TCP can be. Reports past it are left out whole (a reader
+/// takes only complete reports).
+const RELAY_BUDGET: usize = 60_000;
+
+/// This cluster's reports as its server answers them.
+#[derive(Default)]
+pub struct Shelf {
+    /// Per report suffix (`._ho-report.<domain>`): the rrset name and its texts.
+    held: RwLock<HashMap<String, (String, Vec<String>)>>,
+    /// Per report suffix: the texts of every report this cluster last read from its
+    /// peers, relayed to the others.
+    relayed: RwLock<HashMap<String, Vec<String>>>,
+    /// Some peer's reports did not fit [`RELAY_BUDGET`] last time (warned once).
+    over_budget: AtomicBool,
+    /// Clients answered "no report" since the last removal (what `cluster leave` tells).
+    told_absent: Mutex<HashSet<IpAddr>>,
+    /// This cluster has written its reports (or removed them) since it started: until
+    /// then it does not know what it will report, so it answers SERVFAIL, which readers
+    /// take as "cannot be read" (they keep its last reports), never "no report" (which
+    /// would drop its gateways from their answers while it restarts).
+    primed: AtomicBool,
+}
+
+/// Where a question's name sits among the report names: `_ho-report.<domain>` or
+/// `<cluster>._ho-report.<domain>`, as (the suffix `._ho-report.<domain>`, the cluster
+/// label if named). `key` is lower case without the trailing dot.
+pub fn report_question(key: &str) -> Option<(String, Option<&str>)> {
+    let label = REPORT_LABEL;
+    if key.starts_with(label) && key.as_bytes().get(label.len()) == Some(&b'.') {
+        return Some((format!(".{key}"), None));
+    }
+    let (cluster, rest) = key.split_once('.')?;
+    (rest.starts_with(label) && rest.as_bytes().get(label.len()) == Some(&b'.'))
+        .then(|| (format!(".{rest}"), Some(cluster)))
+}
+
+impl Shelf {
+    /// The TXT records answering `qname` (a report name, see [`report_question`]) asked
+    /// by `client`: this cluster's report there, if it holds one, or the reports it relays
+    /// (`_ho-relay`); `None` before this cluster first wrote its reports (answered
+    /// SERVFAIL).
+    pub fn answer(
+        &self,
+        qname: &Name,
+        suffix: &str,
+        cluster: Option<&str>,
+        client: IpAddr,
+    ) -> Option<Vec<Record>> {
+        if !self.primed.load(Ordering::Acquire) {
+            return None;
+        }
+        if cluster == Some(RELAY_LABEL) {
+            let relayed = self.relayed.read().expect("not poisoned");
+            let texts = relayed.get(suffix).map_or(&[][..], Vec::as_slice);
+            return Some(txt_records(qname, texts));
+        }
+        let held = self.held.read().expect("not poisoned");
+        let found = held.get(suffix).filter(|(name, _)| {
+            cluster.is_none_or(|c| name.len() == c.len() + suffix.len() && name.starts_with(c))
+        });
+        let Some((_, texts)) = found else {
+            drop(held);
+            self.told_absent
+                .lock()
+                .expect("not poisoned")
+                .insert(client);
+            return Some(Vec::new());
+        };
+        Some(txt_records(qname, texts))
+    }
+
+    /// From now on this cluster's server relays `relayed`: per suffix, the texts of each
+    /// report it last read from a peer, whole reports within [`RELAY_BUDGET`].
+    fn relay(&self, relayed: HashMap<String, Vec<Vec<String>>>) {
+        let mut dropped = 0;
+        let relayed: Vec<(String, Vec<String>)> = relayed
+            .into_iter()
+            .map(|(suffix, reports)| {
+                let mut texts = Vec::new();
+                let mut len = 0;
+                for report in reports {
+                    let size: usize = report.iter().map(String::len).sum();
+                    if len + size > RELAY_BUDGET {
+                        dropped += 1;
+                        continue;
+                    }
+                    len += size;
+                    texts.extend(report);
+                }
+                (suffix, texts)
+            })
+            .collect();
+        let was_dropping = self.over_budget.swap(dropped > 0, Ordering::Relaxed);
+        if dropped > 0 && !was_dropping {
+            warn!(
+                reports = dropped,
+                "peers' reports too large to relay in one answer (64 KiB): a cluster restarting while their cluster is unreachable learns their gateways only from that cluster"
+            );
+        }
+        self.relayed.write().expect("not poisoned").extend(relayed);
+    }
+
+    /// From now on this cluster's server answers what it holds.
+    fn prime(&self) {
+        self.primed.store(true, Ordering::Release);
+    }
+
+    fn hold(&self, reports: Vec<(String, Vec<String>)>) {
+        let mut held = self.held.write().expect("not poisoned");
+        for (name, texts) in reports {
+            let Some(dot) = name.find('.') else { continue };
+            held.insert(
+                name[dot..].to_ascii_lowercase(),
+                (name.to_ascii_lowercase(), texts),
+            );
+        }
+        drop(held);
+        self.prime();
+    }
+
+    /// Every peer report this server relays.
+    fn known(&self) -> Known {
+        self.relayed.read().expect("not poisoned").clone()
+    }
+
+    fn mine(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
+        let held = self.held.read().expect("not poisoned");
+        suffixes
+            .iter()
+            .filter_map(|s| held.get(s).cloned())
+            .collect()
+    }
+}
+
+/// `texts` as TXT records of `qname`, each split in 255-character strings.
+fn txt_records(qname: &Name, texts: &[String]) -> Vec<Record> {
+    texts
+        .iter()
+        .map(|text| {
+            let strings = character_strings(text);
+            Record::from_rdata(qname.clone(), REPORT_TTL, RData::TXT(TXT::new(strings)))
+        })
+        .collect()
+}
+
+/// What this server relays for a cluster that answered "no report" after a report (it
+/// left): that report without its addresses and votes, stamped one millisecond later, so
+/// it is the newest relay of that cluster everywhere (readers keep each peer's last relay
+/// of a cluster; the rounds take the newest, and a report without addresses lends none).
+fn tombstone(last: Report) -> Vec<String> {
+    Report {
+        at_ms: last.at_ms + 1,
+        owned: Vec::new(),
+        down: Vec::new(),
+        ..last
+    }
+    .encode()
+}
+
+/// `texts` of reports grouped by the cluster each names (texts without a header left out).
+fn by_cluster(texts: &[String]) -> BTreeMap<&str, Vec<String>> {
+    let mut by_cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for text in texts {
+        if let Some(cluster) = cluster_of(text) {
+            by_cluster.entry(cluster).or_default().push(text.clone());
+        }
+    }
+    by_cluster
+}
+
+/// The (cluster, suffix) pairs whose cluster last answered "no report" there itself.
+fn left(last: &HashMap<SocketAddr, PeerState>) -> BTreeSet<(&str, &str)> {
+    last.values()
+        .filter_map(|state| Some((state.cluster.as_deref()?, &state.absent)))
+        .flat_map(|(cluster, absent)| absent.iter().map(move |s| (cluster, s.as_str())))
+        .collect()
+}
+
+/// What a peer answered a round for one suffix asked.
+struct Answered {
+    suffix: String,
+    /// Its report's texts (`None`: it holds none).
+    own: Option<Vec<String>>,
+    /// The texts of the reports it relays.
+    relayed: Vec<String>,
+}
+
+/// What one peer last answered, per suffix.
+#[derive(Default)]
+struct PeerState {
+    /// Its own reports, named by their cluster.
+    reports: BTreeMap<String, (String, Vec<String>)>,
+    /// Per suffix and cluster, the last report it relayed of that cluster: one it no longer
+    /// relays is kept (it may have restarted and not read that cluster since), as a
+    /// cluster's own last report is kept while it cannot be read.
+    relayed: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// Its cluster, as its reports name it.
+    cluster: Option<String>,
+    /// The suffixes it last answered "no report" for.
+    absent: BTreeSet<String>,
+    /// Per suffix it answered "no report" for after a report: its last report emptied and
+    /// stamped one later ([`tombstone`]), relayed in its stead.
+    gone: BTreeMap<String, Vec<String>>,
+    /// Its last round failed (logged once, and once again when it answers).
+    failing: bool,
+    /// It answered at least once.
+    answered: bool,
+}
+
+/// The `ReportStore` of a `dns_server` sink with `reports`.
+pub struct DnsReports(Arc<Peers>);
+
+/// The peers and what each last answered.
+struct Peers {
+    shelf: Arc<Shelf>,
+    peers: Vec<SocketAddr>,
+    key: TSigner,
+    timeout: Duration,
+    /// How long `cluster leave` keeps answering "no report": every peer runs a round in
+    /// that time.
+    leave_for: Duration,
+    /// Until then, a read fails while a peer has never answered (see the module's doc).
+    patience: std::time::Instant,
+    /// What this cluster knew of its peers before this reader started.
+    recall: Recall,
+    last: Mutex<HashMap<SocketAddr, PeerState>>,
+}
+
+impl DnsReports {
+    /// The store of `config`, holding reports on `shelf`; `report_interval` and
+    /// `report_ttl` are the deployment's (`[multi_cluster]`); `memory`, the file that keeps
+    /// what it knew of its peers across restarts (see [`Recall`]).
+    pub fn new(
+        config: &ReportsConfig,
+        key: TSigner,
+        shelf: Arc<Shelf>,
+        (report_interval, report_ttl): (Duration, Duration),
+        memory: Option<std::path::PathBuf>,
+    ) -> DnsReports {
+        let recall = Recall::new(shelf.known(), memory);
+        DnsReports(Arc::new(Peers {
+            recall,
+            shelf,
+            peers: config.peers.clone(),
+            key,
+            timeout: config.timeout,
+            leave_for: report_interval * 2 + config.timeout,
+            patience: std::time::Instant::now() + report_ttl,
+            last: Mutex::default(),
+        }))
+    }
+}
+
+impl Peers {
+    /// Every report `peer` holds and relays under `suffixes`, asked at once on one
+    /// connection.
+    async fn ask(&self, peer: SocketAddr, suffixes: &[String]) -> Result<Vec<Answered>, String> {
+        let name = |s: String| Name::from_ascii(&s).map_err(|e| format!("{s}: {e}"));
+        let names = suffixes
+            .iter()
+            .flat_map(|s| {
+                [
+                    name(format!("{}.", &s[1..])),
+                    name(format!("{RELAY_LABEL}{s}.")),
+                ]
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let exchange = async {
+            let mut conn = Connection::open(peer, self.timeout)
+                .await
+                .map_err(|e| e.message)?;
+            let answers = conn
+                .query_all(&names, RecordType::TXT, Some(&self.key))
+                .await
+                .map_err(|e| e.message)?;
+            // "No report" is NOERROR (or NXDOMAIN) without one; anything else (SERVFAIL
+            // from a peer that has just started, REFUSED or NOTAUTH from a peer with
+            // another key) says nothing about its reports.
+            if let Some((name, code)) = names
+                .iter()
+                .zip(&answers)
+                .map(|(n, a)| (n, a.metadata.response_code))
+                .find(|(_, c)| !matches!(c, ResponseCode::NoError | ResponseCode::NXDomain))
+            {
+                return Err(format!("{name} TXT answered {code}"));
+            }
+            Ok(suffixes
+                .iter()
+                .zip(answers.chunks(2))
+                .map(|(suffix, pair)| Answered {
+                    suffix: suffix.clone(),
+                    own: texts(&pair[0]),
+                    relayed: texts(&pair[1]).unwrap_or_default(),
+                })
+                .collect())
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| format!("no answers within {:?}", self.timeout))?
+    }
+
+    /// Takes in what `peer` answered (or why it could not) and returns its reports under
+    /// `suffixes` as this reader now counts them.
+    fn remember(
+        &self,
+        peer: SocketAddr,
+        suffixes: &[String],
+        asked: Result<Vec<Answered>, String>,
+    ) -> Vec<(String, Vec<String>)> {
+        let mut last = self.last.lock().expect("not poisoned");
+        let state = last.entry(peer).or_default();
+        match asked {
+            Ok(found) => {
+                state.answered = true;
+                if std::mem::take(&mut state.failing) {
+                    info!(%peer, "a peer's reports can be read again");
+                }
+                for Answered {
+                    suffix,
+                    own,
+                    relayed,
+                } in found
+                {
+                    let held = state.relayed.entry(suffix.clone()).or_default();
+                    for (cluster, texts) in by_cluster(&relayed) {
+                        held.insert(cluster.to_owned(), texts);
+                    }
+                    if own.is_none() {
+                        state.absent.insert(suffix.clone());
+                    } else {
+                        state.absent.remove(&suffix);
+                    }
+                    match own {
+                        None => {
+                            let last = state.reports.remove(&suffix);
+                            let report = last.and_then(|(_, texts)| Report::decode(&texts).ok());
+                            if let Some(report) = report {
+                                state.gone.insert(suffix, tombstone(report));
+                            }
+                        }
+                        Some(texts) => match Report::decode(&texts) {
+                            Ok(report) => {
+                                state.gone.remove(&suffix);
+                                let name = format!("{}{suffix}", report.cluster);
+                                state.cluster = Some(report.cluster);
+                                state.reports.insert(suffix, (name, texts));
+                            }
+                            // Kept under its last name, so the rounds keep its last good
+                            // content and say it does not parse.
+                            Err(_) => {
+                                if let Some(held) = state.reports.get_mut(&suffix) {
+                                    held.1 = texts;
+                                }
+                            }
+                        },
+                    }
+                }
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut state.failing, true) {
+                    warn!(%peer, error = %e, "a peer's reports cannot be read; its last ones count until they age out (report_ttl)");
+                }
+            }
+        }
+        suffixes
+            .iter()
+            .filter_map(|s| state.reports.get(s).cloned())
+            .collect()
+    }
+
+    /// The reports the peers relay under `suffixes`, and those recalled while they count,
+    /// each named [`relayed_name`] (one per cluster and source; the rounds take the
+    /// newest), but none of a cluster that itself last answered "no report" there: it left,
+    /// and a peer that could not read it meanwhile still relays its last report.
+    fn relays(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
+        let last = self.last.lock().expect("not poisoned");
+        let left = left(&last);
+        let mut relays = Vec::new();
+        for suffix in suffixes {
+            let recalled = self.recall.texts(suffix);
+            let recalled = by_cluster(&recalled).into_iter();
+            let relayed = self
+                .peers
+                .iter()
+                .filter_map(|p| last.get(p)?.relayed.get(suffix))
+                .flat_map(|held| held.iter().map(|(c, texts)| (c.as_str(), texts.clone())));
+            relays.extend(
+                relayed
+                    .chain(recalled)
+                    .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
+                    .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
+            );
+        }
+        relays
+    }
+
+    /// What this cluster's server relays under `suffixes`: each peer's own report, as last
+    /// read, and while they count the recalled reports of the other clusters (but a cluster
+    /// that left), so a cluster that restarts knows from this one what this one recalls.
+    fn to_relay(&self, suffixes: &[String]) -> HashMap<String, Vec<Vec<String>>> {
+        let last = self.last.lock().expect("not poisoned");
+        let left = left(&last);
+        suffixes
+            .iter()
+            .map(|s| {
+                let mut reports: Vec<Vec<String>> = self
+                    .peers
+                    .iter()
+                    .filter_map(|p| {
+                        let state = last.get(p)?;
+                        let own = state.reports.get(s).map(|(_, texts)| texts);
+                        own.or_else(|| state.gone.get(s)).cloned()
+                    })
+                    .collect();
+                let direct: BTreeSet<String> = reports
+                    .iter()
+                    .filter_map(|texts| Some(cluster_of(texts.first()?)?.to_owned()))
+                    .collect();
+                let recalled = self.recall.texts(s);
+                reports.extend(
+                    by_cluster(&recalled)
+                        .into_iter()
+                        .filter(|(c, _)| !direct.contains(*c) && !left.contains(&(c, s.as_str())))
+                        .map(|(_, texts)| texts),
+                );
+                (s.clone(), reports)
+            })
+            .collect()
+    }
+
+    /// The peers that have not answered since this reader started.
+    fn unheard(&self) -> Vec<String> {
+        let last = self.last.lock().expect("not poisoned");
+        self.peers
+            .iter()
+            .filter(|p| !last.get(p).is_some_and(|s| s.answered))
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Fails while some peer has never answered and the patience has not run out: the
+    /// rounds then count nothing (nothing is published yet, or what was stays).
+    fn unheard_within_patience(&self) -> Result<(), ho_engine::sink::SinkError> {
+        if std::time::Instant::now() >= self.patience {
+            return Ok(());
+        }
+        let unheard = self.unheard();
+        if unheard.is_empty() {
+            return Ok(());
+        }
+        Err(ho_engine::sink::SinkError::retriable(format!(
+            "no answer yet from peer(s) {}: the first count waits for every peer's reports (at most report_ttl)",
+            unheard.join(", ")
+        )))
+    }
+}
+
+/// The text of each TXT record answering (its strings joined), `None` when there is none.
+fn texts(answer: &Message) -> Option<Vec<String>> {
+    if answer.metadata.response_code != ResponseCode::NoError {
+        return None;
+    }
+    let texts: Vec<String> = answer
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::TXT(txt) => Some(
+                txt.txt_data
+                    .iter()
+                    .map(|s| String::from_utf8_lossy(s))
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then_some(texts)
+}
+
+impl ReportStore for DnsReports {
+    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+        self.0.shelf.hold(reports);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+        let this = self.0.clone();
+        Box::pin(async move {
+            let mut all = this.shelf.mine(&suffixes);
+            let asked =
+                futures_util::future::join_all(this.peers.iter().map(|p| this.ask(*p, &suffixes)))
+                    .await;
+            for (peer, answer) in this.peers.iter().zip(asked) {
+                all.extend(this.remember(*peer, &suffixes, answer));
+            }
+            all.extend(this.relays(&suffixes));
+            let heard_every_peer = this.unheard().is_empty();
+            if heard_every_peer {
+                this.recall.forget();
+            }
+            this.shelf.relay(this.to_relay(&suffixes));
+            if heard_every_peer {
+                this.recall.keep(&this.shelf.known());
+            }
+            this.unheard_within_patience()?;
+            Ok(all)
+        })
+    }
+
+    /// Takes the report off this server, then keeps answering "no report" long enough
+    /// for every peer to run a round and drop it (`cluster leave` runs while this
+    /// cluster's orchestrator is stopped, on the same listen addresses).
+    fn remove(&self, name: String) -> StoreFuture<()> {
+        let this = self.0.clone();
+        Box::pin(async move {
+            let name = name.to_ascii_lowercase();
+            this.shelf
+                .held
+                .write()
+                .expect("not poisoned")
+                .retain(|_, (held, _)| *held != name);
+            this.shelf.told_absent.lock().expect("not poisoned").clear();
+            this.shelf.prime();
+            tokio::time::sleep(this.leave_for).await;
+            let told = this.shelf.told_absent.lock().expect("not poisoned").len();
+            info!(
+                report = %name,
+                readers = told,
+                "answered \"no report\" for {:?}", this.leave_for
+            );
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::rr::rdata::tsig::TsigAlgorithm;
+
+    fn peers() -> Peers {
+        let key = TSigner::new(
+            vec![7; 32],
+            TsigAlgorithm::HmacSha256,
+            Name::from_ascii("reports.").unwrap(),
+            300,
+        )
+        .unwrap();
+        let config = ReportsConfig {
+            peers: vec!["127.0.0.1:1".parse().unwrap()],
+            tsig: crate::update::config::TsigConfig {
+                name: "reports".into(),
+                algorithm: "hmac-sha256".into(),
+                secret_file: "/dev/null".into(),
+            },
+            timeout: Duration::from_secs(1),
+        };
+        let store = DnsReports::new(
+            &config,
+            key,
+            Arc::default(),
+            (Duration::from_secs(2), Duration::from_secs(60)),
+            None,
+        );
+        Arc::try_unwrap(store.0).ok().unwrap()
+    }
+
+    fn report(cluster: &str, at_ms: u64) -> Vec<String> {
+        Report {
+            owner: "o".into(),
+            cluster: cluster.into(),
+            at_ms,
+            owned: Vec::new(),
+            down: vec!["192.0.2.1".parse().unwrap()],
+        }
+        .encode()
+    }
+
+    fn answered(suffix: &str, own: Option<Vec<String>>) -> Answered {
+        Answered {
+            suffix: suffix.into(),
+            own,
+            relayed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn report_names_are_told_from_others() {
+        assert_eq!(
+            report_question("_ho-report.api.example.org"),
+            Some(("._ho-report.api.example.org".into(), None))
+        );
+        assert_eq!(
+            report_question("eu1._ho-report.api.example.org"),
+            Some(("._ho-report.api.example.org".into(), Some("eu1")))
+        );
+        assert_eq!(report_question("api.example.org"), None);
+        assert_eq!(report_question("_ho-reporter.api.example.org"), None);
+        assert_eq!(report_question("a.b._ho-report.api.example.org"), None);
+    }
+
+    #[test]
+    fn the_shelf_answers_its_own_report_by_suffix_or_full_name() {
+        let shelf = Shelf::default();
+        let client: IpAddr = "192.0.2.9".parse().unwrap();
+        let qname = Name::from_ascii("_ho-report.api.example.org.").unwrap();
+        let suffix = "._ho-report.api.example.org";
+        assert_eq!(
+            shelf.answer(&qname, suffix, None, client),
+            None,
+            "nothing written since the start: not \"no report\" but SERVFAIL"
+        );
+        let texts = vec!["x".repeat(300)];
+        shelf.hold(vec![(
+            "EU1._ho-report.api.example.org".into(),
+            texts.clone(),
+        )]);
+        let records = shelf.answer(&qname, suffix, None, client).unwrap();
+        assert_eq!(records.len(), 1);
+        let RData::TXT(txt) = &records[0].data else {
+            panic!("TXT");
+        };
+        assert_eq!(txt.txt_data.len(), 2, "split in 255-character strings");
+        assert_eq!(txt.txt_data.concat(), texts[0].as_bytes());
+        let answer = |cluster, suffix| shelf.answer(&qname, suffix, cluster, client).unwrap();
+        assert_eq!(answer(Some("eu1"), suffix).len(), 1);
+        assert!(answer(Some("eu2"), suffix).is_empty());
+        assert!(answer(None, "._ho-report.other.org").is_empty());
+        assert!(shelf.told_absent.lock().unwrap().contains(&client));
+    }
+
+    #[test]
+    fn a_peer_that_cannot_be_asked_keeps_its_last_report_and_one_without_loses_it() {
+        let p = peers();
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let suffixes = vec![
+            "._ho-report.a.org".to_string(),
+            "._ho-report.b.org".to_string(),
+        ];
+        let first = p.remember(
+            peer,
+            &suffixes,
+            Ok(vec![
+                answered(&suffixes[0], Some(report("us1", 1))),
+                answered(&suffixes[1], Some(report("us1", 1))),
+            ]),
+        );
+        assert_eq!(first.len(), 2);
+        assert_eq!(
+            first[0].0, "us1._ho-report.a.org",
+            "named by the report's cluster"
+        );
+        let unreachable = p.remember(peer, &suffixes, Err("refused".into()));
+        assert_eq!(unreachable, first, "the last answers, stamps unchanged");
+        assert!(p.last.lock().unwrap()[&peer].failing);
+        let garbled = p.remember(
+            peer,
+            &suffixes,
+            Ok(vec![
+                answered(&suffixes[0], Some(vec!["garbage".into()])),
+                answered(&suffixes[1], None),
+            ]),
+        );
+        assert_eq!(
+            garbled,
+            vec![(
+                "us1._ho-report.a.org".to_string(),
+                vec!["garbage".to_string()]
+            )],
+            "a report that does not parse stays under its name (the rounds keep its last good \
+             content); one the peer no longer holds is gone"
+        );
+        assert!(!p.last.lock().unwrap()[&peer].failing);
+    }
+
+    #[test]
+    fn the_first_count_waits_for_every_peer_until_the_patience_runs_out() {
+        let p = peers();
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let suffixes = vec!["._ho-report.a.org".to_string()];
+        p.remember(peer, &suffixes, Err("refused".into()));
+        let waiting = p.unheard_within_patience().unwrap_err();
+        assert!(waiting.to_string().contains("127.0.0.1:1"), "{waiting}");
+        p.remember(peer, &suffixes, Ok(vec![answered(&suffixes[0], None)]));
+        assert!(
+            p.unheard_within_patience().is_ok(),
+            "answered \"no report\""
+        );
+        p.remember(peer, &suffixes, Err("refused".into()));
+        assert!(p.unheard_within_patience().is_ok(), "heard once: enough");
+        let mut q = peers();
+        q.patience = std::time::Instant::now();
+        assert!(q.unheard_within_patience().is_ok(), "patience over");
+    }
+
+    #[test]
+    fn the_shelf_relays_whole_reports_within_its_budget() {
+        let shelf = Shelf::default();
+        let client: IpAddr = "192.0.2.9".parse().unwrap();
+        let qname = Name::from_ascii("_ho-relay._ho-report.api.example.org.").unwrap();
+        let suffix = "._ho-report.api.example.org";
+        shelf.prime();
+        let relay = |reports: Vec<Vec<String>>| {
+            shelf.relay(HashMap::from([(suffix.to_string(), reports)]));
+            shelf
+                .answer(&qname, suffix, Some(RELAY_LABEL), client)
+                .unwrap()
+        };
+        assert!(relay(Vec::new()).is_empty());
+        let small = report("us1", 1);
+        let large = vec!["y".repeat(RELAY_BUDGET)];
+        let records = relay(vec![small.clone(), large, report("eu2", 1)]);
+        assert_eq!(records.len(), 2, "us1's and eu2's, the large one left out");
+        assert!(shelf.over_budget.load(Ordering::Relaxed));
+        assert!(
+            shelf.told_absent.lock().unwrap().is_empty(),
+            "a relay is no \"no report\""
+        );
+        let texts: Vec<String> = records
+            .iter()
+            .map(|r| match &r.data {
+                RData::TXT(txt) => String::from_utf8(txt.txt_data.concat()).unwrap(),
+                _ => panic!("TXT"),
+            })
+            .collect();
+        assert_eq!(texts[0], small[0]);
+        assert_eq!(cluster_of(&texts[1]), Some("eu2"));
+    }
+
+    /// What peers relay reaches the rounds named per cluster, except a cluster that itself
+    /// answers "no report" (it left); what this server relays is each peer's own report.
+    #[test]
+    fn relays_are_named_by_cluster_and_a_cluster_that_left_is_not_relayed() {
+        let mut p = peers();
+        let (first, second): (SocketAddr, SocketAddr) = (
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+        );
+        p.peers.push(second);
+        let suffix = "._ho-report.a.org".to_string();
+        let suffixes = vec![suffix.clone()];
+        let mut relayed = report("eu2", 5);
+        relayed.extend(report("ap3", 5));
+        let from_first = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("us1", 1)),
+            relayed,
+        };
+        p.remember(first, &suffixes, Ok(vec![from_first]));
+        let restarted = Answered {
+            suffix: suffix.clone(),
+            own: Some(report("us1", 2)),
+            relayed: report("eu2", 6),
+        };
+        p.remember(first, &suffixes, Ok(vec![restarted]));
+        let relays = p.relays(&suffixes);
+        let names: Vec<&str> = relays.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ap3._ho-relay._ho-report.a.org",
+                "eu2._ho-relay._ho-report.a.org"
+            ],
+            "ap3's last relay kept though the peer no longer relays it"
+        );
+        assert_eq!(relays[1].1, report("eu2", 6), "the newer relay of eu2");
+        let eu2 = answered(&suffix, Some(report("eu2", 6)));
+        p.remember(second, &suffixes, Ok(vec![eu2]));
+        assert_eq!(
+            p.to_relay(&suffixes)[&suffix],
+            [report("us1", 2), report("eu2", 6)],
+            "each peer's own report, not what it relays"
+        );
+        p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
+        let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["ap3._ho-relay._ho-report.a.org"], "eu2 left");
+        let gone = Report::decode(&p.to_relay(&suffixes)[&suffix][1]).unwrap();
+        assert_eq!(
+            (
+                gone.cluster.as_str(),
+                gone.at_ms,
+                gone.owned.len(),
+                gone.down.len()
+            ),
+            ("eu2", 7, 0, 0),
+            "what eu2 left: its last report emptied, one millisecond newer"
+        );
+    }
+
+    /// Reports recalled after a restart are relayed (but for a cluster read itself) until
+    /// every peer has answered.
+    #[test]
+    fn recalled_reports_are_relayed_until_every_peer_has_answered() {
+        let mut p = peers();
+        let suffix = "._ho-report.a.org".to_string();
+        let suffixes = vec![suffix.clone()];
+        let mut recalled = report("us1", 0);
+        recalled.extend(report("ap3", 0));
+        p.recall = Recall::new(HashMap::from([(suffix.clone(), recalled)]), None);
+        let peer = p.peers[0];
+        let us1 = answered(&suffix, Some(report("us1", 7)));
+        p.remember(peer, &suffixes, Ok(vec![us1]));
+        assert_eq!(
+            p.to_relay(&suffixes)[&suffix],
+            [report("us1", 7), report("ap3", 0)],
+            "us1 as read, ap3 as recalled"
+        );
+        p.recall.forget();
+        assert_eq!(p.to_relay(&suffixes)[&suffix], [report("us1", 7)]);
+    }
+}

@@ -1,0 +1,132 @@
+//! `kind = "rfc2136"`: settings, checks and capabilities.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ho_config::names::normalize_domain;
+use ho_config::{FieldError, RoutingPolicy, SinkSpec, TenantUse};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use ho_engine::sink::kind::{
+    check_timeout, default_timeout, plain_lists_only, BuildContext, KindFuture, Problems,
+    SinkSettings,
+};
+
+/// Any DNS server that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS with
+/// dnsupdate, Windows DNS, Infoblox): each write reads the names' current records and
+/// sends one UPDATE whose prerequisites say "still as read", signed with TSIG.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rfc2136Config {
+    /// The primary server's address (`"192.0.2.53:53"`); reads and updates go over TCP.
+    pub server: SocketAddr,
+    /// The zone holding the tenants' domains; normalised (lower case, no trailing dot).
+    pub zone: String,
+    /// The TSIG key updates are signed with. Without it updates go unsigned, which only a
+    /// server restricting updates by address accepts.
+    #[serde(default)]
+    pub tsig: Option<TsigConfig>,
+    /// Deadline of one exchange with the server.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+}
+
+/// A TSIG key (RFC 8945).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TsigConfig {
+    /// The key's name, as in the server's `key "NAME" { ... }`.
+    pub name: String,
+    /// `hmac-sha256` (tsig-keygen's default), `hmac-sha384` or `hmac-sha512`.
+    #[serde(default = "default_algorithm")]
+    pub algorithm: String,
+    /// File holding the base64 secret: the bare secret, or a BIND `key` statement as
+    /// `tsig-keygen` prints it. Read at load and reload, never logged.
+    pub secret_file: PathBuf,
+}
+
+fn default_algorithm() -> String {
+    "hmac-sha256".into()
+}
+
+impl TsigConfig {
+    /// Normalises the key's name and algorithm; problems are reported under `at`
+    /// (`tsig`, `transfer.tsig`).
+    pub fn check(&mut self, at: &str, p: &mut Problems<'_>) {
+        match normalize_domain(&self.name) {
+            Ok(name) => self.name = name,
+            Err(e) => p.at(&format!("{at}.name"), e),
+        }
+        self.algorithm.make_ascii_lowercase();
+        if !ALGORITHMS.contains(&self.algorithm.as_str()) {
+            p.at(
+                &format!("{at}.algorithm"),
+                format!(
+                    "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
+                    self.algorithm,
+                    ALGORITHMS.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// Reads the secret, as a start would.
+    pub fn preflight(&self, at: &str, p: &mut Problems<'_>) {
+        if let Err(e) = super::load_signer(self) {
+            p.at(&format!("{at}.secret_file"), e);
+        }
+    }
+}
+
+/// TSIG algorithms the signer implements.
+pub const ALGORITHMS: [&str; 3] = ["hmac-sha256", "hmac-sha384", "hmac-sha512"];
+
+impl SinkSettings for Rfc2136Config {
+    const KIND: &'static str = "rfc2136";
+
+    fn check(&mut self, p: &mut Problems<'_>) {
+        match normalize_domain(&self.zone) {
+            Ok(zone) => self.zone = zone,
+            Err(e) => {
+                p.at("zone", e);
+                self.zone.clear();
+            }
+        }
+        if let Some(tsig) = &mut self.tsig {
+            tsig.check("tsig", p);
+        }
+        check_timeout(self.timeout, p);
+    }
+
+    fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
+        Box::pin(async move { Ok(Arc::new(super::Rfc2136Sink::new(self, ctx.owner_id)?) as _) })
+    }
+
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Some(tsig) = &self.tsig {
+            tsig.preflight("tsig", p);
+        }
+    }
+}
+
+impl SinkSpec for Rfc2136Config {
+    fn kind(&self) -> &'static str {
+        Self::KIND
+    }
+
+    /// A zone holds address lists; it cannot answer per client.
+    fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        plain_lists_only(policy)
+    }
+
+    /// Every domain must be inside the zone.
+    fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        if !self.zone.is_empty() {
+            tenant.domains_inside(&self.zone, sink, errs);
+        }
+    }
+}

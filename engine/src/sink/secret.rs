@@ -1,0 +1,134 @@
+//! Secrets (API keys, HMAC keys): read once from a file or an environment variable, never
+//! printed.
+
+use std::fmt;
+use std::path::Path;
+
+/// Why a secret could not be loaded; names the file or variable, never the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// The file could not be read.
+    #[error("cannot read secret file {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The environment variable is not set (or not Unicode).
+    #[error("environment variable {0} is not set")]
+    Unset(String),
+    /// Neither a file nor a variable was configured.
+    #[error("no secret source configured")]
+    NoSource,
+    /// The source holds nothing but a line break.
+    #[error("the secret is empty")]
+    Empty,
+}
+
+/// A secret value whose `Debug` and `Display` print `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Reads the secret from `file` (trailing newline removed) or from the variable `env`.
+    pub fn load(file: Option<&Path>, env: Option<&str>) -> Result<Secret, SecretError> {
+        let value = match (file, env) {
+            (Some(path), _) => {
+                std::fs::read_to_string(path).map_err(|e| SecretError::Unreadable {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?
+            }
+            (None, Some(var)) => {
+                std::env::var(var).map_err(|_| SecretError::Unset(var.to_owned()))?
+            }
+            (None, None) => return Err(SecretError::NoSource),
+        };
+        let value = value.trim_end_matches(['\n', '\r']).to_owned();
+        if value.is_empty() {
+            return Err(SecretError::Empty);
+        }
+        Ok(Secret(value))
+    }
+
+    /// The value, for the one place that must send or use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A secret must come from exactly one of a file or an environment variable, never from
+/// the config itself.
+pub fn check_source(
+    file: bool,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut super::kind::Problems<'_>,
+) {
+    match (file, env) {
+        (true, Some(_)) => p.table(format!("set {file_field} or {env_field}, not both")),
+        (false, None) => p.table(format!(
+            "needs {file_field} or {env_field}: secrets are never written in the config"
+        )),
+        (false, Some("")) => p.at(env_field, "must not be empty"),
+        _ => {}
+    }
+}
+
+/// Loads the secret a sink names, as building the sink will, and reports a failure at the
+/// field that names the source (`check-config`'s preflight).
+pub fn preflight(
+    file: Option<&Path>,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut super::kind::Problems<'_>,
+) {
+    if let Err(e) = Secret::load(file, env) {
+        p.at(
+            if file.is_some() {
+                file_field
+            } else {
+                env_field
+            },
+            e.to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_prints_and_trims_the_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let s = Secret::load(Some(&file), None).unwrap();
+        assert_eq!(s.expose(), "s3cret");
+        assert_eq!(format!("{s} {s:?}"), "*** ***");
+        assert!(Secret::load(Some(&dir.path().join("missing")), None)
+            .unwrap_err()
+            .to_string()
+            .contains("missing"));
+        std::fs::write(&file, "\n").unwrap();
+        assert_eq!(
+            Secret::load(Some(&file), None).unwrap_err().to_string(),
+            "the secret is empty"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! ARCHITECTURE.md's crate rules cannot drift: the crate table is read against
+//! `cargo metadata` (each crate's workspace dependencies, normal edges, are exactly those the
+//! table lists, and every workspace crate is in it), the service crates do not reach each
+//! other even through dev-dependencies, `unsafe` code is allowed only where the table says,
+//! and every kind the program knows is named where a newcomer looks for it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use ho_config::CheckCatalog;
+
+/// The crates that implement sink kinds and must know nothing of each other.
+const SERVICE_CRATES: [&str; 3] = ["ho-dns", "ho-sinks", "ho-kube"];
+
+/// The only places `unsafe` code may be allowed: the DNS server's AF_XDP path and the
+/// binary's `malloc_trim`.
+const UNSAFE_PLACES: [&str; 2] = ["dns/src/server/xdp/", "src/heap.rs"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Each workspace crate's workspace dependencies: (normal, dev).
+type Graph = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+fn workspace_graph() -> Graph {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let names: BTreeSet<String> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    let mut graph = Graph::new();
+    for p in packages {
+        let entry = graph
+            .entry(p["name"].as_str().unwrap().to_owned())
+            .or_default();
+        for d in p["dependencies"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            if !names.contains(name) {
+                continue;
+            }
+            match d["kind"].as_str() {
+                None => entry.0.insert(name.to_owned()),
+                Some("dev") => entry.1.insert(name.to_owned()),
+                Some(_) => false,
+            };
+        }
+    }
+    graph
+}
+
+/// The crate table of ARCHITECTURE.md: crate -> the workspace crates it depends on.
+fn documented() -> BTreeMap<String, BTreeSet<String>> {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut rows = BTreeMap::new();
+    let mut in_table = false;
+    for line in map.lines() {
+        if line.starts_with("| crate | folder | depends on | invariant |") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || line.starts_with("|---") {
+            continue;
+        }
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let name = cells[1].trim_matches('`').to_owned();
+        let deps = cells[3]
+            .split(',')
+            .map(|d| d.trim().trim_matches('`').to_owned())
+            .filter(|d| !d.is_empty())
+            .collect();
+        assert!(!cells[4].is_empty(), "{name} states no invariant");
+        rows.insert(name, deps);
+    }
+    assert!(
+        rows.len() >= 8,
+        "the crate table has only {} rows",
+        rows.len()
+    );
+    rows
+}
+
+#[test]
+fn the_crate_graph_is_as_architecture_md_draws_it() {
+    let graph = workspace_graph();
+    let table = documented();
+    let mut problems = Vec::new();
+    for (name, (normal, _)) in &graph {
+        let Some(listed) = table.get(name.as_str()) else {
+            if name != "ho-bench" {
+                problems.push(format!("{name} is not in ARCHITECTURE.md's crate table"));
+            }
+            continue;
+        };
+        if normal != listed {
+            problems.push(format!(
+                "{name} depends on {normal:?}; ARCHITECTURE.md says {listed:?}"
+            ));
+        }
+    }
+    for name in table.keys() {
+        if !graph.contains_key(name) {
+            problems.push(format!("ARCHITECTURE.md lists {name}, which is no crate"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn service_crates_know_nothing_of_each_other() {
+    let graph = workspace_graph();
+    for a in SERVICE_CRATES {
+        let (normal, dev) = &graph[a];
+        for b in SERVICE_CRATES.iter().filter(|b| **b != a) {
+            assert!(
+                !normal.contains(*b) && !dev.contains(*b),
+                "{a} depends on {b}: the service crates meet only in ho-kinds"
+            );
+        }
+    }
+}
+
+#[test]
+fn unsafe_code_is_allowed_only_where_architecture_md_says() {
+    let mut found = Vec::new();
+    for dir in [
+        "src", "config", "engine", "dns", "sinks", "kube", "kinds", "testkit", "loadtest",
+    ] {
+        for file in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if text.contains("allow(unsafe_code)") {
+                let rel = file
+                    .strip_prefix(root())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                if !UNSAFE_PLACES.iter().any(|p| rel.starts_with(p)) {
+                    found.push(rel);
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "unsafe code allowed outside {UNSAFE_PLACES:?}: {found:?}"
+    );
+}
+
+#[test]
+fn every_kind_is_named_in_the_code_map_and_the_crate_docs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let code_map = &readme[readme.find("## Code map").expect("README has a code map")..];
+    let kinds_doc = std::fs::read_to_string(root().join("kinds/src/lib.rs")).unwrap();
+    let sinks: Vec<&str> = ho_kinds::SINK_KINDS.0.iter().map(|k| k.name()).collect();
+    assert!(sinks.len() >= 10, "only {} sink kinds", sinks.len());
+    let mut missing = Vec::new();
+    for kind in &sinks {
+        let quoted = format!("`{kind}`");
+        if !code_map.contains(&quoted) {
+            missing.push(format!("sink kind {kind} is not in README's code map"));
+        }
+        if !kinds_doc.contains(&format!("//! | {quoted} |")) {
+            missing.push(format!("sink kind {kind} is not in ho-kinds' crate doc"));
+        }
+    }
+    let checks = ho_engine::probe::Checks.kinds();
+    let registry = std::fs::read_to_string(root().join("engine/src/probe/registry.rs")).unwrap();
+    for kind in checks {
+        if !code_map.contains(&format!("`{kind}`")) {
+            missing.push(format!("check kind {kind} is not in README's code map"));
+        }
+        if !registry.contains(&format!("//! | `{kind}` |")) {
+            missing.push(format!(
+                "check kind {kind} is not in the check registry's doc"
+            ));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
