@@ -53,7 +53,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let read_token = |file: &Option<std::path::PathBuf>, field: &str| {
             file.as_ref()
                 .map(|f| {
-                    ho_engine::sink::secret::Secret::load(Some(f), None)
+                    ho_engine::secret::Secret::load(Some(f), None)
                         .map(|s| Arc::<str>::from(s.expose()))
                         .map_err(|e| anyhow::anyhow!("{field}: {e}"))
                 })

@@ -32,7 +32,7 @@ pub mod xdp;
 
 use std::sync::Arc;
 
-use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 

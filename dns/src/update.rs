@@ -26,8 +26,8 @@ use ho_engine::snapshot::TenantSnapshot;
 
 use client::Connection;
 use config::{Rfc2136Config, TsigConfig};
+use ho_engine::secret::Secret;
 use ho_engine::sink::ownership::OWNER_PREFIX;
-use ho_engine::sink::secret::Secret;
 use plan::{plan_name, Current, NamePlan, Rrset};
 
 /// Seconds of clock difference the server accepts on our signatures (BIND's and RFC

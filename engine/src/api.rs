@@ -19,12 +19,13 @@ use tokio::net::TcpListener;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
 
+use crate::clock::Timestamp;
 use crate::delivery::{GetSinkStatus, SinkActor};
 use crate::events::{Event, Events};
 use crate::heartbeats::{Heartbeats, Refused};
 use crate::leadership::Leadership;
 use crate::metrics::{HeartbeatLabels, Metrics, OperatorActionLabels};
-use crate::status::Timestamp;
+use crate::secret::same_secret;
 use crate::status::{ClusterStatus, Status, Summary};
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{
@@ -109,12 +110,6 @@ impl hyper::body::Body for EventStream {
 
 /// Largest request head accepted (the API takes only GETs without bodies).
 const MAX_REQUEST_BYTES: usize = 16 * 1024;
-
-/// Compares in time independent of where the inputs differ, so the token cannot be
-/// guessed byte by byte from answer times.
-pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
 
 fn authorized(req: &Request<Incoming>, token: Option<&str>) -> bool {
     let Some(token) = token else {

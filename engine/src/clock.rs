@@ -2,7 +2,10 @@
 //! never read a clock or the writer fence themselves, so their tests move time by hand and
 //! their shells pass the real one.
 
-use std::time::SystemTime;
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Serialize, Serializer};
 
 use tokio::time::Instant;
 
@@ -44,4 +47,30 @@ pub(crate) struct Now {
     pub clock: Clock,
     /// Whether this replica may write shared back ends now.
     pub writer: bool,
+}
+
+/// Seconds since the Unix epoch, with sub-second precision: for metrics gauges
+/// (`*_timestamp_seconds`), which Prometheus wants as numbers.
+pub fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A point in time as people and scripts read it: RFC 3339 in UTC with milliseconds
+/// (`2026-11-25T03:12:45.123Z`), the one format of every timestamp in `/status` and
+/// `/events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub SystemTime);
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_rfc3339_millis(self.0))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }

@@ -21,13 +21,13 @@ use crate::hosts::Hosts;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
-use crate::multi_cluster::ReportStore;
 use crate::observation::TargetId;
 use crate::probe::Feeds;
 use crate::probe::{Probe, ProbeContext, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
+use crate::sink::reports::ReportStore;
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
 use crate::status::{Overview, SinkStatus, Status};
@@ -60,8 +60,8 @@ pub enum EngineError {
     Drains(String),
     /// An endpoint's host name does not resolve: a plan is not run without every
     /// endpoint's addresses, or its gateways would leave DNS.
-    #[error("{0}")]
-    Host(String),
+    #[error(transparent)]
+    Host(#[from] crate::hosts::HostsError),
 }
 
 /// What a reload changed.

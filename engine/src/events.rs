@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::status::Timestamp;
+use crate::clock::Timestamp;
 
 /// Events kept for a listener that falls behind before it is told it missed some.
 const BACKLOG: usize = 1024;

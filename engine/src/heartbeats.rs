@@ -114,7 +114,7 @@ impl Heartbeats {
             (None, Some(api)) => api,
             (None, None) => return Err(Refused::NoToken),
         };
-        if !given.is_some_and(|g| crate::api::same_secret(g.as_bytes(), want.as_bytes())) {
+        if !given.is_some_and(|g| crate::secret::same_secret(g.as_bytes(), want.as_bytes())) {
             return Err(Refused::Unauthorized);
         }
         self.record(pusher.address, Instant::now());

@@ -25,8 +25,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::clock::Timestamp;
 use crate::metrics::Metrics;
-use crate::status::Timestamp;
 
 /// The writer fence shared by the elector and every sink actor; clones share it.
 #[derive(Clone)]

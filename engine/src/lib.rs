@@ -31,6 +31,7 @@ pub mod probe;
 mod probe_limits;
 mod prober;
 pub mod schedule;
+pub mod secret;
 pub mod selection;
 pub mod sink;
 pub mod snapshot;

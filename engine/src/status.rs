@@ -1,43 +1,17 @@
 //! The `/status` document: what an operator reads to know what is published and why.
 
-use crate::leadership::LeadershipStatus;
-use std::fmt;
 use std::net::IpAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ho_config::{OnAllUnhealthy, RoutingPolicy};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+pub use crate::clock::{unix_seconds, Timestamp};
+pub use crate::hosts::HostStatus;
 use crate::hysteresis::Health;
+use crate::leadership::LeadershipStatus;
 use crate::snapshot::PublishMode;
 
 pub use crate::drain::Forced;
-
-/// Seconds since the Unix epoch, with sub-second precision: for metrics gauges
-/// (`*_timestamp_seconds`), which Prometheus wants as numbers.
-pub fn unix_seconds(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// A point in time as people and scripts read it: RFC 3339 in UTC with milliseconds
-/// (`2026-11-25T03:12:45.123Z`), the one format of every timestamp in `/status` and
-/// `/events`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Timestamp(pub SystemTime);
-
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", humantime::format_rfc3339_millis(self.0))
-    }
-}
-
-impl Serialize for Timestamp {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
 
 /// The whole `/status` response.
 #[derive(Debug, Clone, Serialize)]
@@ -61,18 +35,6 @@ pub struct Status {
     /// Endpoints' host names and what they resolve to (none without such endpoints).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStatus>,
-}
-
-/// One host name of the endpoints, as last looked up.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostStatus {
-    /// The name.
-    pub host: String,
-    /// Its addresses in use (the last ones that resolved).
-    pub addresses: Vec<String>,
-    /// While lookups fail: the last one's error (the addresses above stay in use).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// This instance's cluster id and where it came from.

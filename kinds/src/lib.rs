@@ -27,8 +27,8 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use ho_config::{FieldError, Kinds, Plan};
 use ho_engine::metrics::Metrics;
+use ho_engine::secret::Secret;
 use ho_engine::sink::kind::{BuildContext, Extensions, KindList, Registered};
-use ho_engine::sink::secret::Secret;
 use ho_engine::sink::{BuildFuture, SinkBuildError, SinkFactory};
 
 /// Every sink kind this program knows, in the order error messages list them.

@@ -28,6 +28,7 @@ mod dns_server_transfer;
 mod dns_server_xdp;
 mod drain;
 mod engine_e2e;
+mod engine_layers;
 mod failover_paths;
 mod faults;
 mod feeds;

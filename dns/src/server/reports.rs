@@ -47,7 +47,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType, TSigner};
 use ho_engine::multi_cluster::report::{
     character_strings, cluster_of, relayed_name, Report, RELAY_LABEL, REPORT_LABEL,
 };
-use ho_engine::multi_cluster::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, StoreFuture};
 use tracing::{info, warn};
 
 use super::config::ReportsConfig;

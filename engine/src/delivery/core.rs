@@ -19,9 +19,10 @@ use tracing::{debug, info};
 
 use crate::backoff::ExponentialBackoff;
 pub(crate) use crate::clock::Now;
+use crate::clock::Timestamp;
 use crate::sink::{Applied, SinkError};
 use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
-use crate::status::{SinkErrorStatus, SinkTenantStatus, Timestamp};
+use crate::status::{SinkErrorStatus, SinkTenantStatus};
 use crate::token_bucket::TokenBucket;
 
 /// Share of a backoff delay taken off at random, so sinks failing together retry apart.

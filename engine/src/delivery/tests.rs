@@ -561,7 +561,7 @@ fn status_shows_the_last_success_and_error_at_the_time_given() {
     let status = &run.core.status()[0];
     let at = run.start.wall + Duration::from_secs(2);
     let error = status.last_error.as_ref().unwrap();
-    assert_eq!(error.at, crate::status::Timestamp(at));
+    assert_eq!(error.at, crate::clock::Timestamp(at));
     assert_eq!(
         (error.message.as_str(), error.retrying, status.attempts),
         ("timed out", true, 1)

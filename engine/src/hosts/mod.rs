@@ -24,9 +24,25 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::engine::EngineError;
 use crate::metrics::{Metrics, ResultLabel};
-use crate::status::HostStatus;
+
+/// An endpoint's host name does not resolve, or the system's resolvers cannot be read: a
+/// plan is not run without every endpoint's addresses, or its gateways would leave DNS.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HostsError(pub String);
+
+/// One host name of the endpoints, as last looked up.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HostStatus {
+    /// The name.
+    pub host: String,
+    /// Its addresses in use (the last ones that resolved).
+    pub addresses: Vec<String>,
+    /// While lookups fail: the last one's error (the addresses above stay in use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
 
 /// Every host name's addresses as last resolved.
 pub type Resolved = BTreeMap<String, Vec<IpAddr>>;
@@ -79,12 +95,12 @@ impl Hosts {
 
     /// Makes the names of `plan` the ones followed: forgets the others and looks up the
     /// new ones; an error names the endpoint whose name does not resolve.
-    pub(crate) async fn prepare(&self, plan: &Plan) -> Result<Resolved, EngineError> {
+    pub(crate) async fn prepare(&self, plan: &Plan) -> Result<Resolved, HostsError> {
         let names = plan.host_names();
         let servers = match (&plan.resolver.servers, names.is_empty()) {
             (_, true) => Vec::new(),
             (given, false) if !given.is_empty() => given.clone(),
-            _ => lookup::system_servers().map_err(EngineError::Host)?,
+            _ => lookup::system_servers().map_err(HostsError)?,
         };
         let new: Vec<String> = {
             let state = self.0.state.lock().expect("not poisoned");
@@ -115,7 +131,7 @@ impl Hosts {
                         .iter()
                         .find(|h| h.host == name)
                         .map_or("?", |h| h.name.as_str());
-                    return Err(EngineError::Host(format!(
+                    return Err(HostsError(format!(
                         "endpoint \"{endpoint}\": host name {name} does not resolve: {e} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)"
                     )));
                 }

@@ -14,10 +14,11 @@ use tokio::sync::watch;
 
 use super::rounds::{Answers, Effect, RoundsCore};
 use super::vote::Tally;
-use super::{LocalView, ReportStore};
+use super::LocalView;
 use crate::clock::{Clock, Now};
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
+use crate::sink::reports::ReportStore;
 
 pub use super::rounds::unix_ms;
 

@@ -7,6 +7,7 @@
 use std::any::{Any, TypeId};
 use std::future::Future;
 use std::marker::PhantomData;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -232,5 +233,43 @@ impl SinkCatalog for KindList {
         self.find(&table.kind)
             .expect("validation checks the kind first")
             .parse(name, table)
+    }
+}
+
+/// A secret must come from exactly one of a file or an environment variable, never from
+/// the config itself.
+pub fn check_secret_source(
+    file: bool,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut Problems<'_>,
+) {
+    match (file, env) {
+        (true, Some(_)) => p.table(format!("set {file_field} or {env_field}, not both")),
+        (false, None) => p.table(format!(
+            "needs {file_field} or {env_field}: secrets are never written in the config"
+        )),
+        (false, Some("")) => p.at(env_field, "must not be empty"),
+        _ => {}
+    }
+}
+
+/// Loads the secret a sink names, as building the sink will, and reports a failure at the
+/// field that names the source (`check-config`'s preflight).
+pub fn preflight_secret(
+    file: Option<&Path>,
+    env: Option<&str>,
+    (file_field, env_field): (&str, &str),
+    p: &mut Problems<'_>,
+) {
+    if let Err(e) = crate::secret::Secret::load(file, env) {
+        p.at(
+            if file.is_some() {
+                file_field
+            } else {
+                env_field
+            },
+            e.to_string(),
+        );
     }
 }

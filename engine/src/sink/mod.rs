@@ -7,13 +7,13 @@
 //! Beside the contract, what every crate that holds sink kinds shares: how a kind is
 //! registered ([`kind`]), how a written record is marked ours ([`ownership`]), the hosts
 //! file format ([`hosts_format`]), the nearest-location fallback of geo answers ([`geo`]) and
-//! secrets that never print ([`secret`]).
+//! where several clusters keep their reports ([`reports`]).
 
 pub mod geo;
 pub mod hosts_format;
 pub mod kind;
 pub mod ownership;
-pub mod secret;
+pub mod reports;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,8 +23,8 @@ use std::time::Duration;
 use ho_config::Plan;
 
 use crate::metrics::Metrics;
-use crate::multi_cluster::ReportStore;
 use crate::snapshot::TenantSnapshot;
+use reports::ReportStore;
 
 /// What a successful write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

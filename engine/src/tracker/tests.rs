@@ -696,7 +696,7 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     let (kept, _) = h
         .core
         .events
-        .subscribe(Some(crate::status::Timestamp(std::time::UNIX_EPOCH)));
+        .subscribe(Some(crate::clock::Timestamp(std::time::UNIX_EPOCH)));
     let turns: Vec<(bool, usize, usize)> = kept
         .iter()
         .filter_map(|e| match **e {

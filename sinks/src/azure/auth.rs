@@ -14,7 +14,7 @@ use hyper::{Method, Request};
 use super::config::AzureDnsConfig;
 use crate::bearer::{form_encode, BearerCache};
 use crate::http::{error_for, HttpClient};
-use ho_engine::sink::secret::Secret;
+use ho_engine::secret::Secret;
 
 /// What tokens are asked for: Resource Manager.
 const RESOURCE: &str = "https://management.azure.com/";

@@ -108,7 +108,7 @@ impl SinkSettings for AzureDnsConfig {
         }
         let secret = self.client_secret_file.is_some() || self.client_secret_env.is_some();
         if secret {
-            ho_engine::sink::secret::check_source(
+            ho_engine::sink::kind::check_secret_source(
                 self.client_secret_file.is_some(),
                 self.client_secret_env.as_deref(),
                 ("client_secret_file", "client_secret_env"),
@@ -152,7 +152,7 @@ impl SinkSettings for AzureDnsConfig {
 
     fn preflight(&self, p: &mut Problems<'_>) {
         if self.client_secret_file.is_some() || self.client_secret_env.is_some() {
-            ho_engine::sink::secret::preflight(
+            ho_engine::sink::kind::preflight_secret(
                 self.client_secret_file.as_deref(),
                 self.client_secret_env.as_deref(),
                 ("client_secret_file", "client_secret_env"),

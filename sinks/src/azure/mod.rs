@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ho_engine::multi_cluster::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, StoreFuture};
 
 use super::api::{body, Op};
 use super::Inner;

@@ -88,7 +88,7 @@ impl SinkSettings for CloudflareConfig {
                 self.zone.clear();
             }
         }
-        ho_engine::sink::secret::check_source(
+        ho_engine::sink::kind::check_secret_source(
             self.api_token_file.is_some(),
             self.api_token_env.as_deref(),
             ("api_token_file", "api_token_env"),
@@ -121,7 +121,7 @@ impl SinkSettings for CloudflareConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        ho_engine::sink::secret::preflight(
+        ho_engine::sink::kind::preflight_secret(
             self.api_token_file.as_deref(),
             self.api_token_env.as_deref(),
             ("api_token_file", "api_token_env"),

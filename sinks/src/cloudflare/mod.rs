@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;
@@ -37,7 +37,7 @@ use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
-use ho_engine::sink::secret::Secret;
+use ho_engine::secret::Secret;
 
 /// Writes tenants' records into one Cloudflare zone.
 pub struct CloudflareSink {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::multi_cluster::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, StoreFuture};
 
 use super::api::{Batch, Id, NewRecord};
 use super::Inner;

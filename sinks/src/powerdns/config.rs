@@ -56,7 +56,7 @@ impl SinkSettings for PowerDnsConfig {
         if let Err(e) = check_url(&self.url) {
             p.at("url", e);
         }
-        ho_engine::sink::secret::check_source(
+        ho_engine::sink::kind::check_secret_source(
             self.api_key_file.is_some(),
             self.api_key_env.as_deref(),
             ("api_key_file", "api_key_env"),
@@ -80,7 +80,7 @@ impl SinkSettings for PowerDnsConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        ho_engine::sink::secret::preflight(
+        ho_engine::sink::kind::preflight_secret(
             self.api_key_file.as_deref(),
             self.api_key_env.as_deref(),
             ("api_key_file", "api_key_env"),

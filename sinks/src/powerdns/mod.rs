@@ -23,7 +23,7 @@ use bytes::Bytes;
 use ho_config::TlsCheck;
 
 use self::config::PowerDnsConfig;
-use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use http_body_util::Full;
@@ -32,7 +32,7 @@ use hyper::{Method, Request, StatusCode};
 
 use crate::http::{error_for, Answer, HttpClient};
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
-use ho_engine::sink::secret::Secret;
+use ho_engine::secret::Secret;
 
 /// Writes tenants' rrsets into one PowerDNS zone.
 pub struct PowerDnsSink {

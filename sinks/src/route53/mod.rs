@@ -41,7 +41,7 @@ use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::types::ChangeAction;
 use aws_sdk_route53::Client;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-use ho_engine::multi_cluster::ReportStore;
+use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 use ho_engine::token_bucket::TokenBucket;

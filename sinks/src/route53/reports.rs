@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aws_sdk_route53::types::ChangeAction;
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::multi_cluster::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, StoreFuture};
 
 use super::records::{RecordSet, Routing};
 use super::{api, changes, Writer};

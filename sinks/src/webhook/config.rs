@@ -48,7 +48,7 @@ impl SinkSettings for WebhookConfig {
         if let Err(e) = check_url(&self.url) {
             p.at("url", e);
         }
-        ho_engine::sink::secret::check_source(
+        ho_engine::sink::kind::check_secret_source(
             self.secret_file.is_some(),
             self.secret_env.as_deref(),
             ("secret_file", "secret_env"),
@@ -73,7 +73,7 @@ impl SinkSettings for WebhookConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        ho_engine::sink::secret::preflight(
+        ho_engine::sink::kind::preflight_secret(
             self.secret_file.as_deref(),
             self.secret_env.as_deref(),
             ("secret_file", "secret_env"),

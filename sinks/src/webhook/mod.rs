@@ -32,7 +32,7 @@ use hyper::{Method, Request};
 use serde::Serialize;
 
 use crate::http::{error_for, HttpClient};
-use ho_engine::sink::secret::Secret;
+use ho_engine::secret::Secret;
 
 /// Header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "x-health-orchestrator-signature";

@@ -71,42 +71,10 @@ impl fmt::Display for Secret {
     }
 }
 
-/// A secret must come from exactly one of a file or an environment variable, never from
-/// the config itself.
-pub fn check_source(
-    file: bool,
-    env: Option<&str>,
-    (file_field, env_field): (&str, &str),
-    p: &mut super::kind::Problems<'_>,
-) {
-    match (file, env) {
-        (true, Some(_)) => p.table(format!("set {file_field} or {env_field}, not both")),
-        (false, None) => p.table(format!(
-            "needs {file_field} or {env_field}: secrets are never written in the config"
-        )),
-        (false, Some("")) => p.at(env_field, "must not be empty"),
-        _ => {}
-    }
-}
-
-/// Loads the secret a sink names, as building the sink will, and reports a failure at the
-/// field that names the source (`check-config`'s preflight).
-pub fn preflight(
-    file: Option<&Path>,
-    env: Option<&str>,
-    (file_field, env_field): (&str, &str),
-    p: &mut super::kind::Problems<'_>,
-) {
-    if let Err(e) = Secret::load(file, env) {
-        p.at(
-            if file.is_some() {
-                file_field
-            } else {
-                env_field
-            },
-            e.to_string(),
-        );
-    }
+/// Compares in time independent of where the inputs differ, so a token cannot be guessed
+/// byte by byte from answer times.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -1,0 +1,140 @@
+//! The engine's modules stand in layers and every `crate::` path in non-test code points to
+//! the same layer or one below, as ARCHITECTURE.md's "Engine layers" lists them: a module
+//! that reaches up (a helper living in the API, an error type of the facade) is found here,
+//! not by the next reader. Tests inside a module may reach anywhere.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The layers as ARCHITECTURE.md lists them, bottom first: `N. a, b, c`.
+fn layers() -> BTreeMap<String, usize> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let section = &map[map
+        .find("## Engine layers")
+        .expect("ARCHITECTURE.md has the layers")..];
+    let mut out = BTreeMap::new();
+    for line in section.lines().skip(1) {
+        if line.starts_with("## ") {
+            break;
+        }
+        let Some((number, units)) = line.split_once(". ") else {
+            continue;
+        };
+        let Ok(layer) = number.trim().parse::<usize>() else {
+            continue;
+        };
+        for unit in units.split(": ").next().unwrap().split(',') {
+            out.insert(unit.trim().trim_matches('`').to_owned(), layer);
+        }
+    }
+    assert!(
+        out.len() > 25,
+        "only {} engine modules in layers",
+        out.len()
+    );
+    out
+}
+
+/// The unit a `crate::` path names: `a::b` when listed, else `a`.
+fn unit_of<'a>(path: &'a str, layers: &BTreeMap<String, usize>) -> Option<&'a str> {
+    let mut parts = path.split("::");
+    let first = parts.next()?;
+    if let Some(second) = parts.next() {
+        let len = first.len() + 2 + second.len();
+        if layers.contains_key(&path[..len]) {
+            return Some(&path[..len]);
+        }
+    }
+    layers.contains_key(first).then_some(first)
+}
+
+/// Every `crate::` path of `text` outside comments and `#[cfg(test)]` tails, with the
+/// members of `crate::{a, b::c}` groups.
+fn crate_paths(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for member in group[..end].split(',') {
+                out.push(member.trim().to_owned());
+            }
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            out.push(rest[..end].trim_end_matches(':').to_owned());
+        }
+    }
+    out
+}
+
+/// The unit a source file belongs to (`engine/src/multi_cluster/vote.rs`: `multi_cluster::vote`
+/// when listed, else `multi_cluster`).
+fn unit_of_file(rel: &str, layers: &BTreeMap<String, usize>) -> Option<String> {
+    let path = rel
+        .trim_end_matches(".rs")
+        .trim_end_matches("/mod")
+        .replace('/', "::");
+    unit_of(&path, layers).map(str::to_owned)
+}
+
+#[test]
+fn the_engines_layers_point_down() {
+    let layers = layers();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("engine/src");
+    let mut problems = Vec::new();
+    let mut dirs = vec![src.clone()];
+    let mut seen = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if !rel.ends_with(".rs")
+                || rel == "lib.rs"
+                || name == "tests.rs"
+                || name.ends_with("_tests.rs")
+            {
+                continue;
+            }
+            let Some(unit) = unit_of_file(&rel, &layers) else {
+                problems.push(format!("{rel}: its module is in no layer"));
+                continue;
+            };
+            seen += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for target in crate_paths(&text) {
+                let Some(to) = unit_of(&target, &layers) else {
+                    continue;
+                };
+                if layers[to] > layers[&unit] {
+                    problems.push(format!(
+                        "{rel} (layer {}) uses crate::{target} (layer {})",
+                        layers[&unit], layers[to]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(seen > 60, "only {seen} engine files read");
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
