@@ -487,7 +487,7 @@ impl DeliveryCore {
             return false;
         };
         let votes = slot.desired.votes.as_ref();
-        if votes.is_none_or(|v| v.current_at(now.clock.mono.into_std())) {
+        if votes.is_none_or(|v| v.current_at(now.clock.mono)) {
             return false;
         }
         slot.attempts += 1;

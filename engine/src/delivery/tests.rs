@@ -431,9 +431,8 @@ fn a_set_from_the_vote_waits_for_a_count_within_report_ttl() {
     use crate::multi_cluster::vote::Tally;
     let mut run = Run::unlimited();
     let ttl = Duration::from_secs(2);
-    let counted = |run: &Run| {
-        Arc::new(Tally::count(&[], 0, ttl, 0.5).counted_at(run.now().clock.mono.into_std()))
-    };
+    let counted =
+        |run: &Run| Arc::new(Tally::count(&[], 0, ttl, 0.5).counted_at(run.now().clock.mono));
     let tally = counted(&run);
     run.advance(ms(2_500));
     run.publish(TenantSnapshot {

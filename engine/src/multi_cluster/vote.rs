@@ -16,10 +16,11 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ho_config::{RoutingPolicy, Tenant};
 use serde::Serialize;
+use tokio::time::Instant;
 
 use super::report::{Owned, Report};
 use crate::snapshot::{EndpointMeta, PublishMode, PublishedAddress};

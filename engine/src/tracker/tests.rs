@@ -605,7 +605,7 @@ fn a_voting_tenant_publishes_the_tally_not_its_own_verdicts() {
     );
     // The same outcome counted again renews the published set's count, and sends nothing.
     let published = h.last().votes.clone().unwrap();
-    let later_at = std::time::Instant::now() + Duration::from_secs(60);
+    let later_at = tokio::time::Instant::now() + Duration::from_secs(60);
     let later = Tally::count(&reports, now_ms, Duration::from_secs(15), 0.66).counted_at(later_at);
     let sent = h.published.len();
     let mut fx = Vec::new();
