@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
@@ -77,7 +77,7 @@ pub fn dnssec(action: DnssecAction) -> anyhow::Result<ExitCode> {
 
 fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
     let now = SystemTime::now();
-    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = ho_engine::clock::since_epoch(now).as_secs();
     let time = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
         v.as_deref()
             .map(|v| parse_when(v, secs).with_context(|| format!("--{flag}")))

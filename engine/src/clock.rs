@@ -3,7 +3,7 @@
 //! their shells pass the real one.
 
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
 
@@ -52,9 +52,24 @@ pub(crate) struct Now {
 /// Seconds since the Unix epoch, with sub-second precision: for metrics gauges
 /// (`*_timestamp_seconds`), which Prometheus wants as numbers.
 pub fn unix_seconds(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    since_epoch(t).as_secs_f64()
+}
+
+/// Time since the Unix epoch (zero before it): the one conversion of a wall-clock time into
+/// the numbers wire formats and files carry (TSIG and RRSIG times, cookies, SOA serials,
+/// report and heartbeat milliseconds, snapshot sequence numbers, metrics gauges).
+pub fn since_epoch(t: SystemTime) -> Duration {
+    t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO)
+}
+
+/// Whole seconds since the Unix epoch, now: what TSIG, RRSIG and webhook signatures carry.
+pub fn unix_now() -> u64 {
+    since_epoch(SystemTime::now()).as_secs()
+}
+
+/// The wall-clock time `d` after the Unix epoch: what a file, a report or a certificate names.
+pub fn after_epoch(d: Duration) -> SystemTime {
+    UNIX_EPOCH + d
 }
 
 /// A point in time as people and scripts read it: RFC 3339 in UTC with milliseconds

@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use ho_config::Plan;
 use serde::{Deserialize, Serialize};
@@ -211,7 +211,7 @@ impl HeartbeatStore {
         Ok(file
             .heartbeats
             .into_iter()
-            .map(|(a, ms)| (a, UNIX_EPOCH + Duration::from_millis(ms)))
+            .map(|(a, ms)| (a, crate::clock::after_epoch(Duration::from_millis(ms))))
             .collect())
     }
 
@@ -221,10 +221,7 @@ impl HeartbeatStore {
             heartbeats: board
                 .iter()
                 .map(|(a, at)| {
-                    let ms = at
-                        .duration_since(UNIX_EPOCH)
-                        .unwrap_or_default()
-                        .as_millis();
+                    let ms = crate::clock::since_epoch(*at).as_millis();
                     (*a, ms as u64)
                 })
                 .collect(),

@@ -14,7 +14,7 @@
 pub mod api;
 mod backoff;
 mod brake;
-mod clock;
+pub mod clock;
 mod composite;
 mod damping;
 mod delivery;

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::warn;
@@ -143,10 +143,7 @@ impl Throttle {
 
     /// True at most once per `period`.
     pub(crate) fn ready(&self, period: Duration) -> bool {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64;
+        let now = crate::clock::since_epoch(SystemTime::now()).as_millis() as u64;
         let last = self.0.load(Ordering::Relaxed);
         if last != 0 && now.saturating_sub(last) < period.as_millis() as u64 {
             return false;

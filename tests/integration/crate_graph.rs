@@ -2,7 +2,8 @@
 //! `cargo metadata` (each crate's workspace dependencies, normal edges, are exactly those the
 //! table lists, and every workspace crate is in it), the service crates do not reach each
 //! other even through dev-dependencies, `unsafe` code is allowed only where the table says,
-//! and every kind the program knows is named where a newcomer looks for it.
+//! wall-clock times become numbers in one place, and every kind the program knows is named
+//! where a newcomer looks for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -197,6 +198,33 @@ fn every_kind_is_named_in_the_code_map_and_the_crate_docs() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn epoch_conversions_live_in_the_clock() {
+    let mut found = Vec::new();
+    for dir in ["src", "config", "engine", "dns", "sinks", "kube", "kinds"] {
+        for file in rust_files(&root().join(dir)) {
+            let rel = file
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let name = file.file_name().unwrap().to_string_lossy();
+            if rel == "engine/src/clock.rs" || name == "tests.rs" || name.ends_with("_tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            if code.contains("UNIX_EPOCH") {
+                found.push(rel);
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "UNIX_EPOCH outside engine/src/clock.rs (use clock::since_epoch, after_epoch, unix_now): {found:?}"
+    );
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {

@@ -248,7 +248,7 @@ impl Authority {
         {
             return None;
         }
-        let now = xfr::unix_now();
+        let now = ho_engine::clock::unix_now();
         let key: Vec<&TSigner> = transfers.key().into_iter().collect();
         let signed = match tsig::check(&key, request, &query, now) {
             Check::Refused(bytes) => return Some(Transfer::Answer(vec![bytes])),
@@ -376,7 +376,7 @@ impl Authority {
         // A signed query (a secondary's SOA check, a peer's report query) gets a signed
         // answer.
         let signed = if query.signature().is_some() {
-            match tsig::check(&self.keys(), request, &query, xfr::unix_now()) {
+            match tsig::check(&self.keys(), request, &query, ho_engine::clock::unix_now()) {
                 Check::Refused(bytes) => {
                     let reply = Reply {
                         bytes,
@@ -438,7 +438,9 @@ impl Authority {
             }
             let mut reply = finish(&mut response, qtype, limit)?;
             if let Some(signed) = signed {
-                reply.bytes = signed.sign(vec![reply.bytes], xfr::unix_now())?.pop()?;
+                reply.bytes = signed
+                    .sign(vec![reply.bytes], ho_engine::clock::unix_now())?
+                    .pop()?;
             }
             return Some(per_query(reply));
         }
@@ -474,7 +476,9 @@ impl Authority {
         let mut reply = finish(&mut response, qtype, limit)?;
         reply.proven_client = proven_client;
         if let Some(signed) = signed {
-            reply.bytes = signed.sign(vec![reply.bytes], xfr::unix_now())?.pop()?;
+            reply.bytes = signed
+                .sign(vec![reply.bytes], ho_engine::clock::unix_now())?
+                .pop()?;
             return Some(per_query(reply));
         }
         Some((reply, variation))

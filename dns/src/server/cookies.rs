@@ -14,7 +14,7 @@
 //! hour).
 
 use std::net::IpAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
@@ -181,9 +181,7 @@ fn read_secret(file: &std::path::Path) -> Result<[u8; 16], String> {
 }
 
 fn unix_now() -> u32 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32)
+    ho_engine::clock::since_epoch(SystemTime::now()).as_secs() as u32
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use ho_config::RoutingPolicy;
 use ho_engine::snapshot::TenantSnapshot;
@@ -97,9 +97,7 @@ impl Default for Records {
 }
 
 fn unix_seconds() -> u32 {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = ho_engine::clock::since_epoch(SystemTime::now()).as_secs();
     u32::try_from(secs).unwrap_or(u32::MAX)
 }
 

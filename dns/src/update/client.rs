@@ -10,7 +10,7 @@ use ho_engine::sink::SinkError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::server::transfer::unix_now;
+use ho_engine::clock::unix_now;
 
 /// An open connection with its deadline per exchange.
 pub struct Connection {

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use ho_config::{Discovered, Plan};
 use tracing::{info, warn};
@@ -355,7 +355,5 @@ fn own_report(owner: &str, cluster: &str, now_ms: u64, view: &LocalView) -> Repo
 
 /// Unix milliseconds.
 pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_millis() as u64
+    crate::clock::since_epoch(t).as_millis() as u64
 }

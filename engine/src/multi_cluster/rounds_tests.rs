@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ho_config::Plan;
 use tokio::time::Instant;
@@ -44,7 +44,7 @@ impl Run {
             now: Now {
                 clock: Clock {
                     mono: Instant::now(),
-                    wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+                    wall: crate::clock::after_epoch(Duration::from_secs(1_700_000_000)),
                 },
                 writer: true,
             },

@@ -203,7 +203,7 @@ impl Probe {
             latency: start.elapsed(),
             reused: progress.reused.load(Ordering::Relaxed),
             cert_not_after: (not_after > 0)
-                .then(|| std::time::UNIX_EPOCH + Duration::from_secs(not_after)),
+                .then(|| crate::clock::after_epoch(Duration::from_secs(not_after))),
             weight: progress
                 .weight
                 .load(Ordering::Relaxed)

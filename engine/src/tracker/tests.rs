@@ -2,7 +2,7 @@
 //! the real config loader; observations are made by hand; time moves only when a test says.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use figment::providers::{Format, Toml};
 use figment::Figment;
@@ -111,7 +111,7 @@ impl Harness {
     fn new(plan: Arc<Plan>) -> Harness {
         let now = Clock {
             mono: Instant::now(),
-            wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            wall: crate::clock::after_epoch(Duration::from_secs(1_700_000_000)),
         };
         let ids = (0..plan.targets.len() as TargetId).collect();
         let mut h = Harness {

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use ho_config::validate::{validate, Kinds, ValidationErrors};
 use ho_config::{Config, Plan};
@@ -165,10 +165,7 @@ impl Controller {
             return;
         };
         let view = EngineView::new(&status);
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64();
+        let now = ho_engine::clock::since_epoch(SystemTime::now()).as_secs_f64();
         let mut changed = BTreeMap::new();
         for r in self.watched.resources.state() {
             let k = key(&r);

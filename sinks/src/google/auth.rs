@@ -3,7 +3,7 @@
 //! libraries do) or the metadata server (GKE Workload Identity, a VM's account).
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use ho_engine::sink::SinkError;
@@ -127,9 +127,7 @@ impl Tokens {
         }
         let (request, what) = match &self.credentials {
             Credentials::Key(account) => {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
+                let now = ho_engine::clock::since_epoch(SystemTime::now()).as_secs();
                 let assertion = account.assertion(now).map_err(SinkError::permanent)?;
                 let body = format!(
                     "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion={assertion}"

@@ -16,7 +16,7 @@ pub mod config;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use ho_config::RoutingPolicy;
@@ -133,9 +133,7 @@ impl Sink for WebhookSink {
 impl Inner {
     async fn deliver(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
         let body = body_of(snapshot);
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let timestamp = ho_engine::clock::since_epoch(SystemTime::now()).as_secs();
         let mut request = Request::new(Full::new(body.clone()));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.url.parse().expect("checked when built");

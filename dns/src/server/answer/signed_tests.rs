@@ -205,10 +205,7 @@ fn a_type_the_name_lacks_lists_the_types_it_has() {
 /// ZSK's `Activate` second, the same query is signed by the new key.
 #[test]
 fn kept_answers_follow_a_change_of_signing_key() {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now = ho_engine::clock::since_epoch(SystemTime::now()).as_secs();
     let switch = now + 1000;
     let old = Timing {
         inactive: Some(switch),

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use hickory_proto::dnssec::crypto::{EcdsaSigningKey, Ed25519SigningKey};
 use hickory_proto::dnssec::rdata::{DNSKEY, DS};
@@ -273,12 +273,12 @@ pub fn parse_time(value: &str) -> Result<u64, String> {
     );
     let t = humantime::parse_rfc3339(&rfc3339)
         .map_err(|e| format!("\"{value}\" is not a time: {e}"))?;
-    Ok(t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+    Ok(ho_engine::clock::since_epoch(t).as_secs())
 }
 
 /// `secs` (Unix) as BIND writes it in key files.
 pub fn format_time(secs: u64) -> String {
-    let t = UNIX_EPOCH + Duration::from_secs(secs);
+    let t = ho_engine::clock::after_epoch(Duration::from_secs(secs));
     let s = humantime::format_rfc3339_seconds(t).to_string();
     s.chars().filter(char::is_ascii_digit).collect()
 }
@@ -369,7 +369,7 @@ pub fn generate(key: &NewKey, dir: &Path, now: SystemTime) -> Result<PathBuf, St
         .map_err(|e| format!("cannot compute the key tag: {e}"))?;
     let alg = u8::from(key.algorithm);
     let base = format!("K{zone}.+{alg:03}+{tag:05}");
-    let created = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let created = ho_engine::clock::since_epoch(now).as_secs();
     let times = [
         ("Created", Some(created)),
         ("Publish", Some(key.timing.publish.unwrap_or(created))),

@@ -22,13 +22,13 @@ pub mod keys;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use hickory_proto::dnssec::rdata::sig::SigInput;
 use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC, RRSIG};
 use hickory_proto::dnssec::TBS;
 use hickory_proto::op::Message;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber};
+use ho_engine::clock::unix_now;
 use tracing::{error, info};
 
 use super::config::DnssecConfig;
@@ -267,10 +267,4 @@ fn follow_keys(signer: &Weak<Signer>) {
         let Some(s) = signer.upgrade() else { return };
         s.refresh(unix_now());
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

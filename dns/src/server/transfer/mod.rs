@@ -18,7 +18,7 @@ pub mod tsig;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, TSigner};
@@ -197,18 +197,11 @@ fn notify_message(soa: &Record, id: u16, key: Option<&TSigner>) -> Option<Vec<u8
     m.add_query(q);
     m.answers.push(soa.clone());
     if let Some(key) = key {
-        let now = unix_now();
+        let now = ho_engine::clock::unix_now();
         let (tsig, _) = key.sign_message(&m, now).ok()?;
         m.signature = Some(tsig);
     }
     m.to_vec().ok()
-}
-
-/// Seconds since the Unix epoch (TSIG times).
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! 4.1), by walking the few fields before it. Enough for `min_cert_validity`; nothing else
 //! of the certificate is interpreted here (rustls verified it).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// The certificate's `notAfter`, or why it could not be read.
 pub fn not_after(der: &[u8]) -> Result<SystemTime, String> {
@@ -70,7 +70,7 @@ fn time(bytes: &[u8]) -> Result<(SystemTime, &[u8]), String> {
     let days = days_from_civil(year, num(at, 2), num(at + 2, 2));
     let seconds = days * 86_400 + num(at + 4, 2) * 3600 + num(at + 6, 2) * 60 + num(at + 8, 2);
     let time = u64::try_from(seconds)
-        .map(|s| UNIX_EPOCH + Duration::from_secs(s))
+        .map(|s| crate::clock::after_epoch(Duration::from_secs(s)))
         .map_err(|_| format!("time before 1970: {text:?}"))?;
     Ok((time, rest))
 }
@@ -100,15 +100,9 @@ mod tests {
     fn not_after_is_read_from_utc_and_generalized_times() {
         // rcgen writes UTCTime up to 2049 and GeneralizedTime from 2050 (RFC 5280).
         let at = not_after(&cert_until(2031, 3, 1)).unwrap();
-        assert_eq!(
-            at.duration_since(UNIX_EPOCH).unwrap().as_secs(),
-            1_930_089_600
-        );
+        assert_eq!(crate::clock::since_epoch(at).as_secs(), 1_930_089_600);
         let at = not_after(&cert_until(2051, 1, 1)).unwrap();
-        assert_eq!(
-            at.duration_since(UNIX_EPOCH).unwrap().as_secs(),
-            2_556_144_000
-        );
+        assert_eq!(crate::clock::since_epoch(at).as_secs(), 2_556_144_000);
     }
 
     #[test]

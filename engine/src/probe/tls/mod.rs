@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use ho_config::TlsCheck;
 use rustls::client::Resumption;
@@ -135,7 +135,7 @@ impl TlsTarget {
             .peer_certificates()
             .and_then(|c| c.first());
         if let Some(not_after) = leaf.and_then(|cert| cert_expiry::not_after(cert).ok()) {
-            let at = not_after.duration_since(UNIX_EPOCH).unwrap_or_default();
+            let at = crate::clock::since_epoch(not_after);
             progress
                 .cert_not_after
                 .store(at.as_secs().max(1), Ordering::Relaxed);

@@ -11,7 +11,7 @@ const SELF_CHECK_EVERY: Duration = Duration::from_secs(1);
 impl TrackerCore {
     /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
     fn record_cert_expiry(&self, target: TargetIx, at: std::time::SystemTime) {
-        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let secs = crate::clock::since_epoch(at);
         self.metrics
             .probe_cert_not_after
             .get_or_create(&TargetLabel {

@@ -160,10 +160,7 @@ impl TrackerCore {
 
 /// Wall-clock microseconds, strictly above `last`: increasing across restarts too.
 pub(super) fn next_seq(now: SystemTime, last: u64) -> u64 {
-    let micros = now
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_micros() as u64;
+    let micros = crate::clock::since_epoch(now).as_micros() as u64;
     micros.max(last + 1)
 }
 
