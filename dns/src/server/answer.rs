@@ -1,5 +1,16 @@
 //! One query in, one answer out: the authoritative logic of the embedded server, kept
-//! free of sockets so every case is a unit test.
+//! free of sockets so every case is a unit test. An answer is made in named stages, each in
+//! its file, as Knot hooks its modules into stages: [`begin`] (the message, its TSIG
+//! signature, EDNS, cookies, one question), [`peers`] (reports other clusters ask for),
+//! [`lookup`] (zones, records, routing policy, geo, DNSSEC) and [`finish`] (size, signature).
+//! Kept answers ([`PacketCache`]) skip the stages; rate limiting applies after them, in the
+//! transport-neutral `listener::respond`. Zone transfers are answered apart ([`axfr`]).
+
+mod axfr;
+mod begin;
+mod finish;
+mod lookup;
+mod peers;
 
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -7,27 +18,19 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
-use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
-use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, TSigner};
-use ho_config::RoutingPolicy;
+use hickory_proto::rr::{Name, TSigner};
 use ho_engine::snapshot::TenantSnapshot;
-use tracing::{debug, info};
 
 use super::config::DnsServerConfig;
-use super::cookies::{CookieCheck, Cookies};
+use super::cookies::Cookies;
 use super::dnssec::Signer;
 use super::geo::Locator;
 use super::packet_cache::{Key, PacketCache, Stamp, Variation};
 use super::rate_limit::{RateLimiter, Verdict};
-use super::records::{Entry, NameSet, Records, Target};
-use super::reports::{report_question, Shelf};
+use super::records::{Entry, Records};
+use super::reports::Shelf;
 use super::transfer::journal::Address;
-use super::transfer::tsig::{self, Check};
-use super::transfer::{self as xfr, Transfers};
-use ho_engine::multi_cluster::report::REPORT_LABEL;
-use ho_engine::sink::geo::{continent_label, nearest};
+use super::transfer::Transfers;
 
 /// A zone the server is authoritative for.
 struct Zone {
@@ -235,85 +238,6 @@ impl Authority {
             .collect()
     }
 
-    /// The answer to `request` when it asks for a zone transfer (AXFR, IXFR) over TCP;
-    /// `None` for any other request (answered by [`Authority::answer`]), or when transfers
-    /// are off (then AXFR and IXFR are refused there).
-    pub fn transfer(&self, request: &[u8], client: IpAddr) -> Option<Transfer> {
-        let transfers = self.transfers.as_ref()?;
-        let query = Message::from_vec(request).ok()?;
-        let question = query.queries.first()?;
-        let qtype = question.query_type();
-        if query.metadata.message_type != MessageType::Query
-            || !matches!(qtype, RecordType::AXFR | RecordType::IXFR)
-        {
-            return None;
-        }
-        let now = ho_engine::clock::unix_now();
-        let key: Vec<&TSigner> = transfers.key().into_iter().collect();
-        let signed = match tsig::check(&key, request, &query, now) {
-            Check::Refused(bytes) => return Some(Transfer::Answer(vec![bytes])),
-            Check::Signed(s) => Some(s),
-            Check::Unsigned => None,
-        };
-        let send = |messages: Vec<Vec<u8>>| match &signed {
-            Some(s) => s.sign(messages, now).map(Transfer::Answer),
-            None => Some(Transfer::Answer(messages)),
-        };
-        let refuse = |code: ResponseCode| {
-            let mut m = Message::response(query.metadata.id, OpCode::Query);
-            m.queries.clone_from(&query.queries);
-            m.metadata.response_code = code;
-            send(vec![m.to_vec().ok()?])
-        };
-        if !transfers.allows(client, signed.is_some()) {
-            info!(%client, zone = %question.name(), "zone transfer refused: not in transfer.allow, or not signed with transfer.tsig");
-            return refuse(ResponseCode::Refused);
-        }
-        let key = key_of(question.name());
-        let Some(zone) = self.zones.iter().find(|z| z.apex == key) else {
-            return refuse(ResponseCode::NotAuth);
-        };
-        let serial = self.records.read().expect("not poisoned").serial();
-        let Some(content) = transfers.journal.at(&zone.apex, serial) else {
-            // A name awaits its first snapshot: the caller waits for it, then answers
-            // SERVFAIL (the secondary keeps its copy) if it never comes.
-            return match refuse(ResponseCode::ServFail)? {
-                Transfer::Answer(m) | Transfer::NotReady(m) => Some(Transfer::NotReady(m)),
-            };
-        };
-        let soa = self.soa_record(zone, serial);
-        let asked_from = (qtype == RecordType::IXFR)
-            .then(|| {
-                query.authorities.iter().find_map(|r| match &r.data {
-                    RData::SOA(s) => Some(s.serial),
-                    _ => None,
-                })
-            })
-            .flatten();
-        let mut list = vec![soa.clone()];
-        match asked_from.map(|s| (s, transfers.journal.at(&zone.apex, s))) {
-            // Up to date: the SOA alone says so.
-            Some((s, _)) if s == serial => {}
-            Some((s, Some(old))) => {
-                let (deleted, added) = xfr::difference(&old, &content);
-                list.push(self.soa_record(zone, s));
-                list.extend(deleted);
-                list.push(soa.clone());
-                list.extend(added);
-                list.push(soa);
-            }
-            _ => {
-                list.extend(xfr::zone_records(
-                    &self.ns_records(zone, &zone.name),
-                    &content,
-                ));
-                list.push(soa);
-            }
-        }
-        debug!(%client, zone = %zone.apex, serial, ?asked_from, records = list.len(), "zone transfer");
-        send(xfr::messages(&query, &list)?)
-    }
-
     /// What answers were made from: a kept answer of another generation is stale.
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire) + self.signer.as_ref().map_or(0, |s| s.generation())
@@ -353,7 +277,7 @@ impl Authority {
     }
 
     /// The answer to `request` made from the records, with rotation `turn`, and how it
-    /// varies between queries of the same bytes.
+    /// varies between queries of the same bytes: the stages in order.
     fn make_answer(
         &self,
         request: &[u8],
@@ -361,370 +285,29 @@ impl Authority {
         udp: bool,
         turn: usize,
     ) -> Option<(Reply, Variation)> {
-        let query = match Message::from_vec(request) {
-            Ok(q) => q,
-            Err(_) if request.len() >= 12 && request[2] & 0x80 == 0 => {
-                let id = u16::from_be_bytes([request[0], request[1]]);
-                let mut m = Message::error_msg(id, OpCode::Query, ResponseCode::FormErr);
-                return finish(&mut m, "invalid", None).map(per_query);
-            }
-            Err(_) => return None,
+        let mut query = match self.begin(request, client, udp) {
+            Ok(query) => query,
+            Err(done) => return done,
         };
-        if query.metadata.message_type != MessageType::Query {
-            return None;
+        if let Some(asked) = self.asks_for_reports(query.question().name()) {
+            self.answer_reports(&mut query, asked, client);
+            return finish::signed(query, false).map(per_query);
         }
-        // A signed query (a secondary's SOA check, a peer's report query) gets a signed
-        // answer.
-        let signed = if query.signature().is_some() {
-            match tsig::check(&self.keys(), request, &query, ho_engine::clock::unix_now()) {
-                Check::Refused(bytes) => {
-                    let reply = Reply {
-                        bytes,
-                        qtype: "other",
-                        rcode: "NOTAUTH",
-                        proven_client: false,
-                    };
-                    return Some(per_query(reply));
-                }
-                Check::Signed(s) => Some(s),
-                Check::Unsigned => None,
-            }
+        let variation = self.look_up(&mut query, client, turn);
+        // A signed answer carries its signing time: never kept.
+        let kept = query.signed.is_none();
+        let reply = finish::signed(query, true)?;
+        Some(if kept {
+            (reply, variation)
         } else {
-            None
-        };
-        let mut response = Message::response(query.metadata.id, query.metadata.op_code);
-        response.metadata.recursion_desired = query.metadata.recursion_desired;
-        response.metadata.checking_disabled = query.metadata.checking_disabled;
-        response.queries.clone_from(&query.queries);
-        let qtype = query
-            .queries
-            .first()
-            .map_or("none", |q| type_label(q.query_type()));
-        let Some(limit) = self.negotiate_edns(&query, &mut response) else {
-            response.metadata.response_code = ResponseCode::BADVERS;
-            return finish(&mut response, qtype, None).map(per_query);
-        };
-        let cookie = self.cookies.answer(&query, &mut response, client);
-        let limit = udp.then_some(usize::from(limit));
-        if cookie == CookieCheck::Malformed {
-            return finish(&mut response, qtype, limit).map(per_query);
-        }
-        if query.metadata.op_code != OpCode::Query {
-            response.metadata.response_code = ResponseCode::NotImp;
-            return finish(&mut response, qtype, limit).map(per_query);
-        }
-        let [question] = query.queries.as_slice() else {
-            response.metadata.response_code = ResponseCode::FormErr;
-            return finish(&mut response, qtype, limit).map(per_query);
-        };
-        if let Some((suffix, cluster)) = self.asks_for_reports(question.name()) {
-            let key = self.report_key.as_ref().map(TSigner::signer_name);
-            match &signed {
-                Some(s) if Some(s.key_name()) == key => {
-                    response.metadata.authoritative = true;
-                    if matches!(question.query_type(), RecordType::TXT | RecordType::ANY) {
-                        match self.shelf.answer(
-                            question.name(),
-                            &suffix,
-                            cluster.as_deref(),
-                            client,
-                        ) {
-                            Some(records) => response.answers = records,
-                            None => response.metadata.response_code = ResponseCode::ServFail,
-                        }
-                    }
-                }
-                _ => response.metadata.response_code = ResponseCode::Refused,
-            }
-            let mut reply = finish(&mut response, qtype, limit)?;
-            if let Some(signed) = signed {
-                reply.bytes = signed
-                    .sign(vec![reply.bytes], ho_engine::clock::unix_now())?
-                    .pop()?;
-            }
-            return Some(per_query(reply));
-        }
-        let subnet = query
-            .edns
-            .as_ref()
-            .and_then(|e| match e.option(EdnsCode::Subnet) {
-                Some(EdnsOption::Subnet(s)) => Some(*s),
-                _ => None,
-            });
-        let dnssec_ok = query.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
-        let (located, variation) = self.resolve(
-            &mut response,
-            Question {
-                name: question.name(),
-                qtype: question.query_type(),
-                qclass: question.query_class(),
-                dnssec_ok,
-            },
-            subnet
-                .as_ref()
-                .filter(|s| s.source_prefix() > 0)
-                .map_or(client, ClientSubnet::addr),
-            turn,
-        );
-        if let (Some(mut s), Some(edns)) = (subnet, response.edns.as_mut()) {
-            // RFC 7871 7.2.1: echo the option; the scope says how much of the client's
-            // subnet the answer depended on (all of it for a location, none otherwise).
-            s.set_scope_prefix(if located { s.source_prefix() } else { 0 });
-            edns.options_mut().insert(EdnsOption::Subnet(s));
-        }
-        let proven_client = cookie == CookieCheck::Valid;
-        let mut reply = finish(&mut response, qtype, limit)?;
-        reply.proven_client = proven_client;
-        if let Some(signed) = signed {
-            reply.bytes = signed
-                .sign(vec![reply.bytes], ho_engine::clock::unix_now())?
-                .pop()?;
-            return Some(per_query(reply));
-        }
-        Some((reply, variation))
+            per_query(reply)
+        })
     }
 
     /// The TSIG keys requests may be signed with.
     fn keys(&self) -> Vec<&TSigner> {
         let transfer = self.transfers.as_ref().and_then(Transfers::key);
         transfer.into_iter().chain(&self.report_key).collect()
-    }
-
-    /// The report suffix and cluster label `qname` asks for, when this server holds
-    /// reports (`reports`) and it is a report name.
-    fn asks_for_reports(&self, qname: &Name) -> Option<(String, Option<String>)> {
-        self.report_key.as_ref()?;
-        // Every query passes here on a server with reports: look at the labels before
-        // making the lower-case key.
-        let label = REPORT_LABEL.as_bytes();
-        if !qname.iter().any(|l| l.eq_ignore_ascii_case(label)) {
-            return None;
-        }
-        let key = key_of(qname);
-        report_question(&key).map(|(suffix, cluster)| (suffix, cluster.map(str::to_owned)))
-    }
-
-    /// Answers EDNS with ours and returns the UDP payload size both sides allow (512
-    /// without EDNS); `None` for an EDNS version we do not speak (BADVERS).
-    fn negotiate_edns(&self, query: &Message, response: &mut Message) -> Option<u16> {
-        let Some(edns) = &query.edns else {
-            return Some(512);
-        };
-        let mut ours = Edns::new();
-        ours.set_max_payload(self.max_udp_payload);
-        ours.set_version(0);
-        // RFC 3225: the DO bit is copied into the response.
-        ours.set_dnssec_ok(edns.flags().dnssec_ok);
-        response.set_edns(ours);
-        (edns.version() == 0).then(|| edns.max_payload().clamp(512, self.max_udp_payload))
-    }
-
-    /// The zone that answers `key` for this type and class; `None` is REFUSED: a name
-    /// outside every zone, a class other than IN, or a zone transfer (off: the data changes
-    /// per query and lives in one process).
-    fn zone_answering(&self, key: &str, qtype: RecordType, qclass: DNSClass) -> Option<&Zone> {
-        if qclass != DNSClass::IN && qclass != DNSClass::ANY {
-            return None;
-        }
-        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
-            return None;
-        }
-        self.zones
-            .iter()
-            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
-    }
-
-    /// Fills `response` for one question (rotated by `turn`); whether the answer depended
-    /// on the client's location, and how it varies between queries.
-    fn resolve(
-        &self,
-        response: &mut Message,
-        question: Question<'_>,
-        client: IpAddr,
-        turn: usize,
-    ) -> (bool, Variation) {
-        let Question {
-            name: qname,
-            qtype,
-            qclass,
-            dnssec_ok,
-        } = question;
-        let key = key_of(qname);
-        let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
-            response.metadata.response_code = ResponseCode::Refused;
-            return (false, Variation::Fixed);
-        };
-        let records = self.records.read().expect("not poisoned");
-        response.metadata.authoritative = true;
-        let mut located = false;
-        let mut variation = Variation::Fixed;
-        // What exists at the name, for the NSEC of a signed negative answer.
-        let mut exists = true;
-        let mut types = Vec::new();
-        match records.get(&key) {
-            Some(Entry::Pending) => {
-                response.metadata.authoritative = false;
-                response.metadata.response_code = ResponseCode::ServFail;
-                return (false, Variation::Fixed);
-            }
-            Some(Entry::Ready(set)) => {
-                for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
-                    if !wanted.is_empty() {
-                        types.push(family);
-                    }
-                    if qtype == family || qtype == RecordType::ANY {
-                        let (picked, varies) = self.pick(set, wanted, client, turn);
-                        located |= set.policy == RoutingPolicy::Geo;
-                        variation = variation.and(varies);
-                        for t in picked {
-                            response.answers.push(address_record(qname, set.ttl, t.ip));
-                        }
-                    }
-                }
-            }
-            None if key != zone.apex && !records.is_empty_non_terminal(&key) => {
-                response.metadata.response_code = ResponseCode::NXDomain;
-                exists = false;
-            }
-            None => {}
-        }
-        if key == zone.apex {
-            types.extend([RecordType::SOA, RecordType::NS]);
-            if self.signer.is_some() {
-                types.push(RecordType::DNSKEY);
-            }
-            self.apex_records(response, zone, qname, qtype, records.serial());
-        }
-        if response.answers.is_empty() {
-            // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
-            response
-                .authorities
-                .push(self.soa_record(zone, records.serial()));
-        }
-        drop(records);
-        if let Some(signer) = self.signer.as_ref().filter(|_| dnssec_ok) {
-            signer.sign(response, &zone.apex, &zone.name, qname, exists, &types);
-        }
-        (located, variation)
-    }
-
-    /// The SOA or NS records of `zone`'s apex, when asked for.
-    fn apex_records(
-        &self,
-        response: &mut Message,
-        zone: &Zone,
-        qname: &Name,
-        qtype: RecordType,
-        serial: u32,
-    ) {
-        match qtype {
-            RecordType::SOA => response.answers.push(self.soa_record(zone, serial)),
-            RecordType::DNSKEY => {
-                if let Some(signer) = &self.signer {
-                    response.answers.extend(signer.dnskeys(&zone.apex, qname));
-                }
-            }
-            RecordType::NS => response.answers.extend(self.ns_records(zone, qname)),
-            _ => {}
-        }
-    }
-
-    /// The addresses answered from `targets` of `set` for this query (rotated by `turn`),
-    /// and how they vary between queries.
-    fn pick<'a>(
-        &self,
-        set: &NameSet,
-        targets: &'a [Target],
-        client: IpAddr,
-        turn: usize,
-    ) -> (Vec<&'a Target>, Variation) {
-        match set.policy {
-            RoutingPolicy::Weighted => (
-                weighted_pick(targets.iter().collect(), self.answers),
-                Variation::PerQuery,
-            ),
-            RoutingPolicy::Geo => {
-                let here = self.locator.locate(client);
-                let of = |geo: Option<&str>| -> Vec<&'a Target> {
-                    geo.map_or_else(Vec::new, |g| {
-                        targets
-                            .iter()
-                            .filter(|t| t.geo.as_deref() == Some(g))
-                            .collect()
-                    })
-                };
-                let mut chosen = of(here.geo.as_deref());
-                if chosen.is_empty() {
-                    // The client's continent, when the tenant has a location for it.
-                    chosen = of(here.geo.as_deref().and_then(continent_label));
-                }
-                if chosen.is_empty() {
-                    // No endpoint up where the client is (down, or none there): the
-                    // nearest location that has one.
-                    if let Some(position) = here.position() {
-                        let mut up: Vec<&str> =
-                            targets.iter().filter_map(|t| t.geo.as_deref()).collect();
-                        up.sort_unstable();
-                        up.dedup();
-                        chosen = of(nearest(position, up));
-                    }
-                }
-                if chosen.is_empty() {
-                    chosen = of(set.default_geo.as_deref());
-                }
-                if chosen.is_empty() {
-                    chosen = targets.iter().collect();
-                }
-                if chosen.windows(2).any(|w| w[0].weight != w[1].weight) {
-                    // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
-                    chosen = weighted_pick(chosen, self.answers);
-                } else {
-                    rotate(&mut chosen, turn);
-                }
-                (chosen, Variation::PerQuery)
-            }
-            RoutingPolicy::All | RoutingPolicy::Failover => {
-                let mut all: Vec<&Target> = targets.iter().collect();
-                rotate(&mut all, turn);
-                let n = all.len();
-                (
-                    all,
-                    if n > 1 {
-                        Variation::Rotated(n)
-                    } else {
-                        Variation::Fixed
-                    },
-                )
-            }
-        }
-    }
-
-    /// The NS records of `zone`, owned by `owner` (the apex as asked).
-    fn ns_records(&self, zone: &Zone, owner: &Name) -> Vec<Record> {
-        zone.nameservers
-            .iter()
-            .map(|ns| {
-                Record::from_rdata(owner.clone(), self.soa.refresh, RData::NS(NS(ns.clone())))
-            })
-            .collect()
-    }
-
-    fn soa_record(&self, zone: &Zone, serial: u32) -> Record {
-        let s = &self.soa;
-        let as_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-        Record::from_rdata(
-            zone.name.clone(),
-            s.minimum,
-            RData::SOA(SOA::new(
-                zone.mname.clone(),
-                zone.rname.clone(),
-                serial,
-                as_i32(s.refresh),
-                as_i32(s.retry),
-                as_i32(s.expire),
-                s.minimum,
-            )),
-        )
     }
 }
 
@@ -737,136 +320,7 @@ pub enum Transfer {
     NotReady(Vec<Vec<u8>>),
 }
 
-/// One question as [`Authority::resolve`] answers it.
-struct Question<'a> {
-    name: &'a Name,
-    qtype: RecordType,
-    qclass: DNSClass,
-    /// The query's DO bit: sign the answer (when the zone is signed).
-    dnssec_ok: bool,
-}
-
-/// Every address in a different order per query (what CoreDNS `loadbalance` does), so
-/// resolvers that take the first address spread over all of them.
-fn rotate<T>(list: &mut [T], turn: usize) {
-    if !list.is_empty() {
-        let n = list.len();
-        list.rotate_left(turn % n);
-    }
-}
-
-/// `count` distinct addresses of `left`, each drawn in proportion to its weight among
-/// those left; all-zero weights count as equal (an answer is never empty while addresses
-/// exist).
-fn weighted_pick(mut left: Vec<&Target>, count: usize) -> Vec<&Target> {
-    let mut picked = Vec::with_capacity(count.min(left.len()));
-    while picked.len() < count && !left.is_empty() {
-        let total: u64 = left.iter().map(|t| u64::from(t.weight)).sum();
-        let i = if total == 0 {
-            fastrand::usize(..left.len())
-        } else {
-            let mut x = fastrand::u64(..total);
-            left.iter()
-                .position(|t| {
-                    let w = u64::from(t.weight);
-                    if x < w {
-                        true
-                    } else {
-                        x -= w;
-                        false
-                    }
-                })
-                .expect("x < total")
-        };
-        picked.push(left.swap_remove(i));
-    }
-    picked
-}
-
-fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
-    let data = match ip {
-        IpAddr::V4(v4) => RData::A(A(v4)),
-        IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
-    };
-    Record::from_rdata(qname.clone(), ttl, data)
-}
-
-/// Lower case, no trailing dot: how [`Records`] keys names. Built from the labels without
-/// escaping (this runs for every query); a name with a byte a host name cannot hold (a
-/// dot inside a label, say) takes the escaped form, which matches no configured domain.
-fn key_of(name: &Name) -> String {
-    let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*');
-    if !name.iter().all(|label| label.iter().all(plain)) {
-        let mut escaped = name.to_ascii();
-        escaped.make_ascii_lowercase();
-        if escaped.ends_with('.') {
-            escaped.pop();
-        }
-        return escaped;
-    }
-    let mut key = String::with_capacity(name.len());
-    for label in name.iter() {
-        if !key.is_empty() {
-            key.push('.');
-        }
-        key.extend(label.iter().map(|b| char::from(b.to_ascii_lowercase())));
-    }
-    key
-}
-
-/// An answer that is not kept (an error made before the question was looked at).
-fn per_query(reply: Reply) -> (Reply, Variation) {
-    (reply, Variation::PerQuery)
-}
-
-/// Encodes `response`, truncated (TC, answers dropped) when it exceeds `limit`.
-fn finish(response: &mut Message, qtype: &'static str, limit: Option<usize>) -> Option<Reply> {
-    let rcode = rcode_label(response.metadata.response_code);
-    let mut bytes = response.to_vec().ok()?;
-    if limit.is_some_and(|l| bytes.len() > l) {
-        bytes = response.truncate().to_vec().ok()?;
-    }
-    Some(Reply {
-        bytes,
-        qtype,
-        rcode,
-        proven_client: false,
-    })
-}
-
-fn type_label(t: RecordType) -> &'static str {
-    match t {
-        RecordType::A => "A",
-        RecordType::AAAA => "AAAA",
-        RecordType::ANY => "ANY",
-        RecordType::SOA => "SOA",
-        RecordType::NS => "NS",
-        RecordType::TXT => "TXT",
-        RecordType::MX => "MX",
-        RecordType::CNAME => "CNAME",
-        RecordType::HTTPS => "HTTPS",
-        RecordType::SRV => "SRV",
-        RecordType::AXFR => "AXFR",
-        RecordType::IXFR => "IXFR",
-        RecordType::DNSKEY => "DNSKEY",
-        RecordType::DS => "DS",
-        _ => "other",
-    }
-}
-
-fn rcode_label(r: ResponseCode) -> &'static str {
-    match r {
-        ResponseCode::NoError => "NOERROR",
-        ResponseCode::NXDomain => "NXDOMAIN",
-        ResponseCode::ServFail => "SERVFAIL",
-        ResponseCode::Refused => "REFUSED",
-        ResponseCode::FormErr => "FORMERR",
-        ResponseCode::NotImp => "NOTIMP",
-        ResponseCode::BADVERS => "BADVERS",
-        ResponseCode::NotAuth => "NOTAUTH",
-        _ => "other",
-    }
-}
+use finish::per_query;
 
 #[cfg(test)]
 mod signed_tests;

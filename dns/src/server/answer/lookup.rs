@@ -1,0 +1,346 @@
+//! The lookup stage: the zone that answers, the records published for the name, the
+//! tenant's routing policy (all, failover, weighted, geo with the client's or its subnet's
+//! location), the apex's SOA and NS, and DNSSEC signatures when asked for.
+
+use std::net::IpAddr;
+
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
+use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
+use ho_config::RoutingPolicy;
+use ho_engine::sink::geo::{continent_label, nearest};
+
+use super::begin::Begun;
+use super::{Authority, Zone};
+use crate::server::packet_cache::Variation;
+use crate::server::records::{Entry, NameSet, Target};
+
+impl Authority {
+    /// Fills the response for the query's question (rotated by `turn`) from the records,
+    /// located by the EDNS Client Subnet when the query gives one (echoed with the scope the
+    /// answer depended on), else by `client`; how the answer varies between queries.
+    pub(super) fn look_up(&self, query: &mut Begun, client: IpAddr, turn: usize) -> Variation {
+        let subnet = query
+            .query
+            .edns
+            .as_ref()
+            .and_then(|e| match e.option(EdnsCode::Subnet) {
+                Some(EdnsOption::Subnet(s)) => Some(*s),
+                _ => None,
+            });
+        let dnssec_ok = query
+            .query
+            .edns
+            .as_ref()
+            .is_some_and(|e| e.flags().dnssec_ok);
+        // The fields apart, not `question()`: the response is filled while the question is read.
+        let question = &query.query.queries[0];
+        let (located, variation) = self.resolve(
+            &mut query.response,
+            Question {
+                name: question.name(),
+                qtype: question.query_type(),
+                qclass: question.query_class(),
+                dnssec_ok,
+            },
+            subnet
+                .as_ref()
+                .filter(|s| s.source_prefix() > 0)
+                .map_or(client, ClientSubnet::addr),
+            turn,
+        );
+        if let (Some(mut s), Some(edns)) = (subnet, query.response.edns.as_mut()) {
+            // RFC 7871 7.2.1: echo the option; the scope says how much of the client's
+            // subnet the answer depended on (all of it for a location, none otherwise).
+            s.set_scope_prefix(if located { s.source_prefix() } else { 0 });
+            edns.options_mut().insert(EdnsOption::Subnet(s));
+        }
+        variation
+    }
+
+    /// The zone that answers `key` for this type and class; `None` is REFUSED: a name
+    /// outside every zone, a class other than IN, or a zone transfer (off: the data changes
+    /// per query and lives in one process).
+    fn zone_answering(&self, key: &str, qtype: RecordType, qclass: DNSClass) -> Option<&Zone> {
+        if qclass != DNSClass::IN && qclass != DNSClass::ANY {
+            return None;
+        }
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            return None;
+        }
+        self.zones
+            .iter()
+            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
+    }
+
+    /// Fills `response` for one question (rotated by `turn`); whether the answer depended
+    /// on the client's location, and how it varies between queries.
+    fn resolve(
+        &self,
+        response: &mut Message,
+        question: Question<'_>,
+        client: IpAddr,
+        turn: usize,
+    ) -> (bool, Variation) {
+        let Question {
+            name: qname,
+            qtype,
+            qclass,
+            dnssec_ok,
+        } = question;
+        let key = key_of(qname);
+        let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
+            response.metadata.response_code = ResponseCode::Refused;
+            return (false, Variation::Fixed);
+        };
+        let records = self.records.read().expect("not poisoned");
+        response.metadata.authoritative = true;
+        let mut located = false;
+        let mut variation = Variation::Fixed;
+        // What exists at the name, for the NSEC of a signed negative answer.
+        let mut exists = true;
+        let mut types = Vec::new();
+        match records.get(&key) {
+            Some(Entry::Pending) => {
+                response.metadata.authoritative = false;
+                response.metadata.response_code = ResponseCode::ServFail;
+                return (false, Variation::Fixed);
+            }
+            Some(Entry::Ready(set)) => {
+                for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
+                    if !wanted.is_empty() {
+                        types.push(family);
+                    }
+                    if qtype == family || qtype == RecordType::ANY {
+                        let (picked, varies) = self.pick(set, wanted, client, turn);
+                        located |= set.policy == RoutingPolicy::Geo;
+                        variation = variation.and(varies);
+                        for t in picked {
+                            response.answers.push(address_record(qname, set.ttl, t.ip));
+                        }
+                    }
+                }
+            }
+            None if key != zone.apex && !records.is_empty_non_terminal(&key) => {
+                response.metadata.response_code = ResponseCode::NXDomain;
+                exists = false;
+            }
+            None => {}
+        }
+        if key == zone.apex {
+            types.extend([RecordType::SOA, RecordType::NS]);
+            if self.signer.is_some() {
+                types.push(RecordType::DNSKEY);
+            }
+            self.apex_records(response, zone, qname, qtype, records.serial());
+        }
+        if response.answers.is_empty() {
+            // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
+            response
+                .authorities
+                .push(self.soa_record(zone, records.serial()));
+        }
+        drop(records);
+        if let Some(signer) = self.signer.as_ref().filter(|_| dnssec_ok) {
+            signer.sign(response, &zone.apex, &zone.name, qname, exists, &types);
+        }
+        (located, variation)
+    }
+
+    /// The SOA or NS records of `zone`'s apex, when asked for.
+    fn apex_records(
+        &self,
+        response: &mut Message,
+        zone: &Zone,
+        qname: &Name,
+        qtype: RecordType,
+        serial: u32,
+    ) {
+        match qtype {
+            RecordType::SOA => response.answers.push(self.soa_record(zone, serial)),
+            RecordType::DNSKEY => {
+                if let Some(signer) = &self.signer {
+                    response.answers.extend(signer.dnskeys(&zone.apex, qname));
+                }
+            }
+            RecordType::NS => response.answers.extend(self.ns_records(zone, qname)),
+            _ => {}
+        }
+    }
+
+    /// The addresses answered from `targets` of `set` for this query (rotated by `turn`),
+    /// and how they vary between queries.
+    fn pick<'a>(
+        &self,
+        set: &NameSet,
+        targets: &'a [Target],
+        client: IpAddr,
+        turn: usize,
+    ) -> (Vec<&'a Target>, Variation) {
+        match set.policy {
+            RoutingPolicy::Weighted => (
+                weighted_pick(targets.iter().collect(), self.answers),
+                Variation::PerQuery,
+            ),
+            RoutingPolicy::Geo => {
+                let here = self.locator.locate(client);
+                let of = |geo: Option<&str>| -> Vec<&'a Target> {
+                    geo.map_or_else(Vec::new, |g| {
+                        targets
+                            .iter()
+                            .filter(|t| t.geo.as_deref() == Some(g))
+                            .collect()
+                    })
+                };
+                let mut chosen = of(here.geo.as_deref());
+                if chosen.is_empty() {
+                    // The client's continent, when the tenant has a location for it.
+                    chosen = of(here.geo.as_deref().and_then(continent_label));
+                }
+                if chosen.is_empty() {
+                    // No endpoint up where the client is (down, or none there): the
+                    // nearest location that has one.
+                    if let Some(position) = here.position() {
+                        let mut up: Vec<&str> =
+                            targets.iter().filter_map(|t| t.geo.as_deref()).collect();
+                        up.sort_unstable();
+                        up.dedup();
+                        chosen = of(nearest(position, up));
+                    }
+                }
+                if chosen.is_empty() {
+                    chosen = of(set.default_geo.as_deref());
+                }
+                if chosen.is_empty() {
+                    chosen = targets.iter().collect();
+                }
+                if chosen.windows(2).any(|w| w[0].weight != w[1].weight) {
+                    // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
+                    chosen = weighted_pick(chosen, self.answers);
+                } else {
+                    rotate(&mut chosen, turn);
+                }
+                (chosen, Variation::PerQuery)
+            }
+            RoutingPolicy::All | RoutingPolicy::Failover => {
+                let mut all: Vec<&Target> = targets.iter().collect();
+                rotate(&mut all, turn);
+                let n = all.len();
+                (
+                    all,
+                    if n > 1 {
+                        Variation::Rotated(n)
+                    } else {
+                        Variation::Fixed
+                    },
+                )
+            }
+        }
+    }
+
+    /// The NS records of `zone`, owned by `owner` (the apex as asked).
+    pub(super) fn ns_records(&self, zone: &Zone, owner: &Name) -> Vec<Record> {
+        zone.nameservers
+            .iter()
+            .map(|ns| {
+                Record::from_rdata(owner.clone(), self.soa.refresh, RData::NS(NS(ns.clone())))
+            })
+            .collect()
+    }
+
+    pub(super) fn soa_record(&self, zone: &Zone, serial: u32) -> Record {
+        let s = &self.soa;
+        let as_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        Record::from_rdata(
+            zone.name.clone(),
+            s.minimum,
+            RData::SOA(SOA::new(
+                zone.mname.clone(),
+                zone.rname.clone(),
+                serial,
+                as_i32(s.refresh),
+                as_i32(s.retry),
+                as_i32(s.expire),
+                s.minimum,
+            )),
+        )
+    }
+}
+
+/// One question as [`Authority::resolve`] answers it.
+struct Question<'a> {
+    name: &'a Name,
+    qtype: RecordType,
+    qclass: DNSClass,
+    /// The query's DO bit: sign the answer (when the zone is signed).
+    dnssec_ok: bool,
+}
+
+/// Every address in a different order per query (what CoreDNS `loadbalance` does), so
+/// resolvers that take the first address spread over all of them.
+fn rotate<T>(list: &mut [T], turn: usize) {
+    if !list.is_empty() {
+        let n = list.len();
+        list.rotate_left(turn % n);
+    }
+}
+
+/// `count` distinct addresses of `left`, each drawn in proportion to its weight among
+/// those left; all-zero weights count as equal (an answer is never empty while addresses
+/// exist).
+fn weighted_pick(mut left: Vec<&Target>, count: usize) -> Vec<&Target> {
+    let mut picked = Vec::with_capacity(count.min(left.len()));
+    while picked.len() < count && !left.is_empty() {
+        let total: u64 = left.iter().map(|t| u64::from(t.weight)).sum();
+        let i = if total == 0 {
+            fastrand::usize(..left.len())
+        } else {
+            let mut x = fastrand::u64(..total);
+            left.iter()
+                .position(|t| {
+                    let w = u64::from(t.weight);
+                    if x < w {
+                        true
+                    } else {
+                        x -= w;
+                        false
+                    }
+                })
+                .expect("x < total")
+        };
+        picked.push(left.swap_remove(i));
+    }
+    picked
+}
+
+fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
+    let data = match ip {
+        IpAddr::V4(v4) => RData::A(A(v4)),
+        IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
+    };
+    Record::from_rdata(qname.clone(), ttl, data)
+}
+
+/// Lower case, no trailing dot: how [`Records`] keys names. Built from the labels without
+/// escaping (this runs for every query); a name with a byte a host name cannot hold (a
+/// dot inside a label, say) takes the escaped form, which matches no configured domain.
+pub(super) fn key_of(name: &Name) -> String {
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*');
+    if !name.iter().all(|label| label.iter().all(plain)) {
+        let mut escaped = name.to_ascii();
+        escaped.make_ascii_lowercase();
+        if escaped.ends_with('.') {
+            escaped.pop();
+        }
+        return escaped;
+    }
+    let mut key = String::with_capacity(name.len());
+    for label in name.iter() {
+        if !key.is_empty() {
+            key.push('.');
+        }
+        key.extend(label.iter().map(|b| char::from(b.to_ascii_lowercase())));
+    }
+    key
+}
