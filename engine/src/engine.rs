@@ -32,7 +32,7 @@ use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
 use crate::status::{Overview, SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload};
+use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload, Surroundings};
 
 mod applier;
 mod start;
@@ -145,13 +145,19 @@ impl Engine {
         // The tracker and the coordinator address each other (the address exists first).
         let coordinator_context = Context::<Coordinator>::new();
         let coordinator = coordinator_context.address();
+        let (drains, operator) = drains;
         let tracker = HealthTracker::new(
             plan.clone(),
             ids.clone(),
             sink_actors.clone(),
-            (metrics.clone(), limits.clone()),
-            drains,
-            (events.clone(), coordinator.clone().recipient()),
+            Surroundings {
+                metrics: metrics.clone(),
+                limits: limits.clone(),
+                drains,
+                operator,
+                events: events.clone(),
+                coordinator: coordinator.clone().recipient(),
+            },
         )
         .start();
         let discovered = run_coordinator(

@@ -31,6 +31,14 @@ use crate::probe_limits::{Admission, ProbeLimits};
 use crate::schedule::Schedule;
 use crate::trace;
 
+/// Which of a target's probes are traced (OTLP), and the target's key in their spans.
+pub struct Sampling {
+    /// Share of probes traced: 0 with tracing off.
+    pub share: f64,
+    /// The target's key (empty when nothing is sampled).
+    pub key: String,
+}
+
 /// Probes one target forever, one probe in flight at most.
 pub struct Prober {
     target: TargetId,
@@ -42,21 +50,21 @@ pub struct Prober {
     /// Rise and fall of the target's check, for the scheduling copy of the hysteresis.
     timing: Timing,
     mirror: Hysteresis,
-    /// Share of probes traced (0 with tracing off), and the target's key for those spans.
-    sample: (f64, String),
+    /// Which probes are traced, and how their spans name the target.
+    sample: Sampling,
     limits: Arc<ProbeLimits>,
 }
 
 impl Prober {
-    /// A prober for target `target`, reporting to `tracker`; `sample` = (share of probes
-    /// traced, target key); every probe is admitted by `limits`.
+    /// A prober for target `target`, reporting to `tracker`; `sample` says which probes
+    /// are traced; every probe is admitted by `limits`.
     pub fn new(
         target: TargetId,
         probe: Probe,
         schedule: Schedule,
         timing: &Timing,
         tracker: Recipient<Observations>,
-        sample: (f64, String),
+        sample: Sampling,
         limits: Arc<ProbeLimits>,
     ) -> Prober {
         Prober {
@@ -107,7 +115,7 @@ impl Prober {
         start_delay: std::time::Duration,
         admission: Admission,
     ) -> Instant {
-        if self.sample.0 > 0.0 && fastrand::f64() < self.sample.0 {
+        if self.sample.share > 0.0 && fastrand::f64() < self.sample.share {
             self.trace(&result);
         }
         // A result caused by this machine (no descriptor, no port) is not judged: it waits
@@ -154,7 +162,7 @@ impl Prober {
             started,
             !result.ok(),
             vec![
-                KeyValue::new("target", self.sample.1.clone()),
+                KeyValue::new("target", self.sample.key.clone()),
                 KeyValue::new("result", result.reason()),
                 KeyValue::new("latency_ms", result.latency.as_secs_f64() * 1000.0),
             ],

@@ -14,6 +14,7 @@ use tracing::warn;
 
 use super::*;
 use crate::hosts::{Hosts, Resolved};
+use crate::prober::Sampling;
 
 /// The part of a running engine a plan change rewrites.
 pub(super) struct Applier {
@@ -99,18 +100,18 @@ impl Applier {
         let timing = target.check.timing;
         let recipient = self.tracker.clone().recipient();
         let telemetry = &self.running().telemetry;
-        let sample_ratio = if telemetry.otlp_endpoint.is_some() {
+        let share = if telemetry.otlp_endpoint.is_some() {
             telemetry.probe_sample_ratio
         } else {
             0.0
         };
         // The key labels sampled spans; not kept when nothing is sampled.
-        let key = if sample_ratio > 0.0 {
+        let key = if share > 0.0 {
             target.key()
         } else {
             String::new()
         };
-        let sample = (sample_ratio, key);
+        let sample = Sampling { share, key };
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let limits = self.limits.clone();

@@ -616,7 +616,12 @@ impl TrackerCore {
             &endpoints,
             |e| self.reported_weight(EndpointIx(e)),
         );
-        let geos = locations(tenant, &self.plan.endpoints);
-        self.publish(ti, (addresses, mode, geos), None, cause_at, now, fx);
+        let decided = publish::Decided {
+            addresses,
+            mode,
+            geos: locations(tenant, &self.plan.endpoints),
+            votes: None,
+        };
+        self.publish(ti, decided, cause_at, now, fx);
     }
 }

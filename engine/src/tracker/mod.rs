@@ -82,17 +82,39 @@ pub(crate) struct HealthTracker {
 #[rtype(result = "usize")]
 pub(crate) struct ReleaseBrake;
 
+/// What a tracker works with besides its plan and its sinks.
+pub struct Surroundings {
+    /// Where it counts.
+    pub metrics: Arc<Metrics>,
+    /// What bounds the probes (their self-check reads the tracker's counts).
+    pub limits: Arc<ProbeLimits>,
+    /// Where operator actions are kept (`state_dir`).
+    pub drains: DrainStore,
+    /// The operator actions kept there, applied from the start.
+    pub operator: OperatorState,
+    /// Whom it announces transitions and publishes to (`/events`).
+    pub events: Events,
+    /// Whom it hands the views of voting tenants (`[multi_cluster]`).
+    pub coordinator: Recipient<LocalView>,
+}
+
 impl HealthTracker {
     /// A tracker for `plan` (`ids`: each target's stable id) publishing to `sinks`,
-    /// announcing to `events` and handing views of voting tenants to `coordinator`.
+    /// with what [`Surroundings`] gives it.
     pub fn new(
         plan: Arc<Plan>,
         ids: Vec<TargetId>,
         sinks: BTreeMap<String, Addr<SinkActor>>,
-        (metrics, limits): (Arc<Metrics>, Arc<ProbeLimits>),
-        (drains, set): (DrainStore, OperatorState),
-        (events, coordinator): (Events, Recipient<LocalView>),
+        around: Surroundings,
     ) -> HealthTracker {
+        let Surroundings {
+            metrics,
+            limits,
+            drains,
+            operator: set,
+            events,
+            coordinator,
+        } = around;
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
         core.events = events;
         // Nothing is published before the first verdicts: no effects to carry out yet.

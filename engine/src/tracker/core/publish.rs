@@ -3,6 +3,19 @@
 
 use super::*;
 
+/// What a decision publishes for a tenant.
+pub(super) struct Decided {
+    /// The addresses, with their weights and labels.
+    pub(super) addresses: Vec<PublishedAddress>,
+    /// Why these (all healthy, fail-open, ...).
+    pub(super) mode: PublishMode,
+    /// The tenant's locations, for geo answers' fallback.
+    pub(super) geos: Vec<String>,
+    /// The vote of several clusters behind it (`[multi_cluster]`), renewed by a later
+    /// count of the same outcome.
+    pub(super) votes: Option<Arc<Tally>>,
+}
+
 impl TrackerCore {
     /// Publishes the tally of a voting tenant (see [`crate::multi_cluster`]): the set the
     /// vote over the clusters' reports gives, with the tenant's policy applied.
@@ -18,8 +31,13 @@ impl TrackerCore {
         let Some((addresses, mode)) = vote::publishable(t, &tally) else {
             return;
         };
-        let geos = vote::locations(t, &tally);
-        self.publish(ti, (addresses, mode, geos), Some(tally), now.mono, now, fx);
+        let decided = Decided {
+            addresses,
+            mode,
+            geos: vote::locations(t, &tally),
+            votes: Some(tally),
+        };
+        self.publish(ti, decided, now.mono, now, fx);
     }
 
     /// This cluster's view of voting tenant `ti`: each endpoint's verdict, owner and drain.
@@ -51,16 +69,22 @@ impl TrackerCore {
         }
     }
 
-    /// Sends tenant `ti` a snapshot of `addresses` unless its records would not change.
+    /// Sends tenant `ti` a snapshot of what was `decided` unless its records would not
+    /// change.
     pub(super) fn publish(
         &mut self,
         ti: TenantIx,
-        (addresses, mode, geos): (Vec<PublishedAddress>, PublishMode, Vec<String>),
-        votes: Option<Arc<Tally>>,
+        decided: Decided,
         cause_at: Instant,
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
+        let Decided {
+            addresses,
+            mode,
+            geos,
+            votes,
+        } = decided;
         let tenant = &self.plan.tenants[ti.0];
         let ttl = match tenant.degraded_ttl {
             Some(degraded)
