@@ -19,6 +19,8 @@ pub mod answer;
 pub mod config;
 pub mod cookies;
 pub mod dnssec;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod geo;
 pub mod listener;
 pub mod packet_cache;

@@ -14,6 +14,7 @@ use crate::fakes::azure_dns::{
     AzureDns, CLIENT_ID, CLIENT_SECRET, RESOURCE_GROUP, SUBSCRIPTION, TENANT,
 };
 use crate::harness::*;
+use ho_engine::sink::reports::Rrset;
 
 /// The sink's keys (no table header) with a client secret written into `dir`.
 pub fn sink_keys(server: &AzureDns, dir: &Path) -> String {
@@ -167,20 +168,23 @@ async fn reports_round_trip_through_txt_sets() {
     let long = "x".repeat(600);
     let name = "eu-1._ho-report.api.tenant-a.io".to_string();
     store
-        .write(vec![(name.clone(), vec!["v1 a".into(), long.clone()])])
+        .write(vec![Rrset::new(
+            name.clone(),
+            vec!["v1 a".into(), long.clone()],
+        )])
         .await
         .unwrap();
     let read = store
         .read(vec!["._ho-report.api.tenant-a.io".into()])
         .await
         .unwrap();
-    let mut texts = read[0].1.clone();
+    let mut texts = read[0].texts.clone();
     texts.sort();
-    assert_eq!((read.len(), &read[0].0), (1, &name));
+    assert_eq!((read.len(), &read[0].name), (1, &name));
     assert_eq!(texts, ["v1 a".to_string(), long.clone()]);
     let writes = server.writes.load(Ordering::Relaxed);
     store
-        .write(vec![(name.clone(), vec!["v1 a".into(), long])])
+        .write(vec![Rrset::new(name.clone(), vec!["v1 a".into(), long])])
         .await
         .unwrap();
     assert_eq!(

@@ -13,6 +13,7 @@ use ho_sinks::cloudflare::CloudflareSink;
 
 use crate::fakes::cloudflare::{Cloudflare, TOKEN, ZONE_ID};
 use crate::harness::*;
+use ho_engine::sink::reports::Rrset;
 
 fn sink_table(server: &Cloudflare, token_file: &std::path::Path, zone: &str) -> String {
     format!(
@@ -125,25 +126,31 @@ async fn reports_round_trip_through_txt_records() {
     let long = "x".repeat(600);
     let name = "eu-1._reports.api.tenant-a.io".to_string();
     store
-        .write(vec![(name.clone(), vec!["v1 a".into(), long.clone()])])
+        .write(vec![Rrset::new(
+            name.clone(),
+            vec!["v1 a".into(), long.clone()],
+        )])
         .await
         .unwrap();
     let read = store
         .read(vec!["._reports.api.tenant-a.io".into()])
         .await
         .unwrap();
-    let mut texts = read[0].1.clone();
+    let mut texts = read[0].texts.clone();
     texts.sort();
-    assert_eq!((read.len(), &read[0].0), (1, &name));
+    assert_eq!((read.len(), &read[0].name), (1, &name));
     assert_eq!(texts, ["v1 a".to_string(), long.clone()]);
     // A rewrite replaces only what changed; an unchanged write sends nothing.
     store
-        .write(vec![(name.clone(), vec!["v1 b".into(), long.clone()])])
+        .write(vec![Rrset::new(
+            name.clone(),
+            vec!["v1 b".into(), long.clone()],
+        )])
         .await
         .unwrap();
     let batches = server.batches.load(std::sync::atomic::Ordering::Relaxed);
     store
-        .write(vec![(name.clone(), vec!["v1 b".into(), long])])
+        .write(vec![Rrset::new(name.clone(), vec!["v1 b".into(), long])])
         .await
         .unwrap();
     assert_eq!(

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::harness::*;
+use ho_engine::sink::reports::Rrset;
 
 /// The sink table; `key`: a service account key file, else the metadata server.
 fn sink_table(server: &GoogleDns, key: Option<&std::path::Path>) -> String {
@@ -155,26 +156,32 @@ async fn reports_round_trip_through_txt_sets() {
     let long = "x".repeat(600);
     let name = "eu-1._ho-report.api.tenant-a.io".to_string();
     store
-        .write(vec![(name.clone(), vec!["v1 a".into(), long.clone()])])
+        .write(vec![Rrset::new(
+            name.clone(),
+            vec!["v1 a".into(), long.clone()],
+        )])
         .await
         .unwrap();
     let read = store
         .read(vec!["._ho-report.api.tenant-a.io".into()])
         .await
         .unwrap();
-    let mut texts = read[0].1.clone();
+    let mut texts = read[0].texts.clone();
     texts.sort();
-    assert_eq!((read.len(), &read[0].0), (1, &name));
+    assert_eq!((read.len(), &read[0].name), (1, &name));
     assert_eq!(texts, ["v1 a".to_string(), long.clone()]);
     let set = server.rrset(&name, "TXT").unwrap();
     assert_eq!(set["rrdatas"].as_array().unwrap().len(), 2);
     store
-        .write(vec![(name.clone(), vec!["v1 b".into(), long.clone()])])
+        .write(vec![Rrset::new(
+            name.clone(),
+            vec!["v1 b".into(), long.clone()],
+        )])
         .await
         .unwrap();
     let changes = server.changes.load(Ordering::Relaxed);
     store
-        .write(vec![(name.clone(), vec!["v1 b".into(), long])])
+        .write(vec![Rrset::new(name.clone(), vec!["v1 b".into(), long])])
         .await
         .unwrap();
     assert_eq!(

@@ -43,7 +43,7 @@ use std::time::Duration;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType, TSigner};
 use ho_engine::multi_cluster::report::{cluster_of, relayed_name, Report, RELAY_LABEL};
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 use tracing::{info, warn};
 
 mod shelf;
@@ -102,7 +102,7 @@ struct Answered {
 #[derive(Default)]
 struct PeerState {
     /// Its own reports, named by their cluster.
-    reports: BTreeMap<String, (String, Vec<String>)>,
+    reports: BTreeMap<String, Rrset>,
     /// Per suffix and cluster, the last report it relayed of that cluster: one it no longer
     /// relays is kept (it may have restarted and not read that cluster since), as a
     /// cluster's own last report is kept while it cannot be read.
@@ -219,7 +219,7 @@ impl Peers {
         peer: SocketAddr,
         suffixes: &[String],
         asked: Result<Vec<Answered>, String>,
-    ) -> Vec<(String, Vec<String>)> {
+    ) -> Vec<Rrset> {
         let mut last = self.last.lock().expect("not poisoned");
         let state = last.entry(peer).or_default();
         match asked {
@@ -246,7 +246,8 @@ impl Peers {
                     match own {
                         None => {
                             let last = state.reports.remove(&suffix);
-                            let report = last.and_then(|(_, texts)| Report::decode(&texts).ok());
+                            let report =
+                                last.and_then(|Rrset { texts, .. }| Report::decode(&texts).ok());
                             if let Some(report) = report {
                                 state.gone.insert(suffix, tombstone(report));
                             }
@@ -256,13 +257,13 @@ impl Peers {
                                 state.gone.remove(&suffix);
                                 let name = format!("{}{suffix}", report.cluster);
                                 state.cluster = Some(report.cluster);
-                                state.reports.insert(suffix, (name, texts));
+                                state.reports.insert(suffix, Rrset::new(name, texts));
                             }
                             // Kept under its last name, so the rounds keep its last good
                             // content and say it does not parse.
                             Err(_) => {
                                 if let Some(held) = state.reports.get_mut(&suffix) {
-                                    held.1 = texts;
+                                    held.texts = texts;
                                 }
                             }
                         },
@@ -285,7 +286,7 @@ impl Peers {
     /// each named [`relayed_name`] (one per cluster and source; the rounds take the
     /// newest), but none of a cluster that itself last answered "no report" there: it left,
     /// and a peer that could not read it meanwhile still relays its last report.
-    fn relays(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
+    fn relays(&self, suffixes: &[String]) -> Vec<Rrset> {
         let last = self.last.lock().expect("not poisoned");
         let left = left(&last);
         let mut relays = Vec::new();
@@ -301,7 +302,7 @@ impl Peers {
                 relayed
                     .chain(recalled)
                     .filter(|(cluster, _)| !left.contains(&(cluster, suffix.as_str())))
-                    .map(|(cluster, texts)| (relayed_name(cluster, suffix), texts)),
+                    .map(|(cluster, texts)| Rrset::new(relayed_name(cluster, suffix), texts)),
             );
         }
         relays
@@ -321,7 +322,7 @@ impl Peers {
                     .iter()
                     .filter_map(|p| {
                         let state = last.get(p)?;
-                        let own = state.reports.get(s).map(|(_, texts)| texts);
+                        let own = state.reports.get(s).map(|Rrset { texts, .. }| texts);
                         own.or_else(|| state.gone.get(s)).cloned()
                     })
                     .collect();
@@ -390,12 +391,12 @@ fn texts(answer: &Message) -> Option<Vec<String>> {
 }
 
 impl ReportStore for DnsReports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         self.0.shelf.hold(reports);
         Box::pin(async { Ok(()) })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let this = self.0.clone();
         Box::pin(async move {
             let mut all = this.shelf.mine(&suffixes);
@@ -430,7 +431,7 @@ impl ReportStore for DnsReports {
                 .held
                 .write()
                 .expect("not poisoned")
-                .retain(|_, (held, _)| *held != name);
+                .retain(|_, held| held.name != name);
             this.shelf.told_absent.lock().expect("not poisoned").clear();
             this.shelf.prime();
             tokio::time::sleep(this.leave_for).await;

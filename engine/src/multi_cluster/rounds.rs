@@ -24,6 +24,7 @@ use crate::clock::Now;
 use crate::hysteresis::Health;
 use crate::metrics::{Metrics, ReportOpLabels, TenantLabel};
 use crate::probe_limits::Throttle;
+use crate::sink::reports::Rrset;
 use crate::sink::SinkError;
 
 mod count;
@@ -57,7 +58,7 @@ pub(crate) struct Round {
     /// The sink whose zone it is.
     pub sink: String,
     /// This cluster's reports to write: (rrset name, texts); empty: write nothing.
-    pub writes: Vec<(String, Vec<String>)>,
+    pub writes: Vec<Rrset>,
     /// The report suffixes to read.
     pub suffixes: Vec<String>,
     /// Whether this replica wrote its cluster's reports in this round (the writer, or any
@@ -72,7 +73,7 @@ pub(crate) struct Answers {
     /// The batched write of this cluster's reports (`None`: nothing was due).
     pub written: Option<Result<(), SinkError>>,
     /// Every cluster's report rrsets under the round's suffixes.
-    pub read: Result<Vec<(String, Vec<String>)>, SinkError>,
+    pub read: Result<Vec<Rrset>, SinkError>,
 }
 
 /// One tenant's part of a round.
@@ -252,7 +253,7 @@ impl RoundsCore {
         let writes = exchanges
             .iter()
             .filter(|e| e.write)
-            .map(|e| (report_name(&cluster, &e.domain), e.own.encode()))
+            .map(|e| Rrset::new(report_name(&cluster, &e.domain), e.own.encode()))
             .collect();
         let suffixes = exchanges.iter().map(|e| report_suffix(&e.domain)).collect();
         self.rounds.entry(sink.to_owned()).or_default().running = true;

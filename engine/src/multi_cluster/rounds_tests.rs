@@ -16,6 +16,7 @@ use super::{LocalEndpoint, LocalView};
 use crate::clock::{Clock, Now};
 use crate::hysteresis::Health;
 use crate::metrics::Metrics;
+use crate::sink::reports::Rrset;
 use crate::sink::SinkError;
 
 /// The zone every test's tenant `t` (domain `t.example`) reports in.
@@ -112,20 +113,20 @@ impl Run {
     /// [`Run::answer`], with `relayed` read as reports a peer relays.
     fn answer_relayed(&mut self, others: &[Report], relayed: &[Report], write_error: bool) {
         let round = self.rounds.remove(0);
-        let mut zone: Vec<(String, Vec<String>)> = round.writes.clone();
+        let mut zone: Vec<Rrset> = round.writes.clone();
         if write_error {
             zone.clear();
         }
         zone.extend(
             others
                 .iter()
-                .map(|r| (report_name(&r.cluster, "t.example"), r.encode())),
+                .map(|r| Rrset::new(report_name(&r.cluster, "t.example"), r.encode())),
         );
         let suffix = report_suffix("t.example");
         zone.extend(
             relayed
                 .iter()
-                .map(|r| (relayed_name(&r.cluster, &suffix), r.encode())),
+                .map(|r| Rrset::new(relayed_name(&r.cluster, &suffix), r.encode())),
         );
         let written = (!round.writes.is_empty()).then(|| {
             if write_error {
@@ -192,7 +193,7 @@ fn no_round_runs_before_the_cluster_id_is_known() {
     run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
     assert_eq!(run.rounds.len(), 1);
     let round = &run.rounds[0];
-    assert_eq!(round.writes[0].0, report_name("c1", "t.example"));
+    assert_eq!(round.writes[0].name, report_name("c1", "t.example"));
     assert_eq!(round.suffixes, [report_suffix("t.example")]);
 }
 
@@ -369,7 +370,7 @@ fn a_report_that_stops_parsing_counts_as_it_last_parsed() {
     run.answer(&[c2], false);
     run.step(RoundsCore::tick);
     let round = run.rounds.remove(0);
-    let garbled = vec![(
+    let garbled = vec![Rrset::new(
         report_name("c2", "t.example"),
         vec!["not a report".to_owned()],
     )];
@@ -532,7 +533,7 @@ fn leaving_counts_only_the_clusters_that_remain() {
     ];
     let rrsets = reports
         .iter()
-        .map(|r| (report_name(&r.cluster, "t.example"), r.encode()))
+        .map(|r| Rrset::new(report_name(&r.cluster, "t.example"), r.encode()))
         .collect();
     let tally = tally_without(&run.plan, "c1", rrsets, run.now.clock.wall);
     assert_eq!(tally.live, ["c2"]);

@@ -7,6 +7,26 @@ use std::pin::Pin;
 
 use super::SinkError;
 
+/// One TXT rrset of the zone the reports live in: its name (no trailing dot) and the text
+/// of each of its records.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rrset {
+    /// The rrset's name, without the trailing dot.
+    pub name: String,
+    /// The text of each record (a report, in `multi_cluster::report`'s format).
+    pub texts: Vec<String>,
+}
+
+impl Rrset {
+    /// The rrset `name` of `texts`.
+    pub fn new(name: impl Into<String>, texts: Vec<String>) -> Rrset {
+        Rrset {
+            name: name.into(),
+            texts,
+        }
+    }
+}
+
 /// What a report exchange returns.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, SinkError>> + Send>>;
 
@@ -16,11 +36,11 @@ pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, SinkError>> + Se
 pub trait ReportStore: Send + Sync {
     /// Replaces each TXT rrset named (this cluster's reports) with records of its texts,
     /// in one change.
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()>;
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()>;
 
     /// Every TXT rrset whose name ends with one of `suffixes`, as (name, the text of each
     /// record), from one read of the zone.
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>>;
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>>;
 
     /// Removes the TXT rrset `name`, if there (`cluster leave`).
     fn remove(&self, name: String) -> StoreFuture<()>;

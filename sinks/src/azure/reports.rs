@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 
 use super::api::{body, Op};
 use super::Inner;
@@ -16,13 +16,13 @@ const REPORT_TTL: u64 = 60;
 pub(super) struct AzureReports(pub(super) Arc<Rounds<Inner>>);
 
 impl ReportStore for AzureReports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         let rounds = self.0.clone();
         Box::pin(async move {
             // Between rounds: one listing decides at a time.
             let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
-            for (name, texts) in &reports {
+            for Rrset { name, texts } in &reports {
                 let mut data = texts.clone();
                 data.sort();
                 let old = zone
@@ -43,7 +43,7 @@ impl ReportStore for AzureReports {
         })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let rounds = self.0.clone();
         Box::pin(async move {
             let mut inner = rounds.writer().await;
@@ -53,7 +53,7 @@ impl ReportStore for AzureReports {
                 .filter(|s| {
                     s.rtype == "TXT" && suffixes.iter().any(|x| s.name.ends_with(x.as_str()))
                 })
-                .map(|s| (s.name, s.data))
+                .map(|s| Rrset::new(s.name, s.data))
                 .collect())
         })
     }

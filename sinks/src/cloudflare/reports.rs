@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 
 use super::api::{Batch, Id, NewRecord};
 use super::Inner;
@@ -17,14 +17,14 @@ const REPORT_TTL: u32 = 60;
 pub(super) struct CloudflareReports(pub(super) Arc<Rounds<Inner>>);
 
 impl ReportStore for CloudflareReports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         let rounds = self.0.clone();
         Box::pin(async move {
             // Between rounds: one listing decides at a time.
             let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut batch = Batch::default();
-            for (name, texts) in &reports {
+            for Rrset { name, texts } in &reports {
                 let mut wanted: Vec<&String> = texts.iter().collect();
                 for record in zone
                     .iter()
@@ -57,7 +57,7 @@ impl ReportStore for CloudflareReports {
         })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let rounds = self.0.clone();
         Box::pin(async move {
             let mut inner = rounds.writer().await;
@@ -72,7 +72,10 @@ impl ReportStore for CloudflareReports {
                         .push(from_presentation(&record.content));
                 }
             }
-            Ok(found.into_iter().collect())
+            Ok(found
+                .into_iter()
+                .map(|(name, texts)| Rrset::new(name, texts))
+                .collect())
         })
     }
 

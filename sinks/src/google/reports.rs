@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 
 use super::api::{rrset, Change};
 use super::Inner;
@@ -17,14 +17,14 @@ const REPORT_TTL: u64 = 60;
 pub(super) struct GoogleReports(pub(super) Arc<Rounds<Inner>>);
 
 impl ReportStore for GoogleReports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         let rounds = self.0.clone();
         Box::pin(async move {
             // Between rounds: one listing decides at a time.
             let mut inner = rounds.writer().await;
             let zone = inner.list().await?;
             let mut change = Change::default();
-            for (name, texts) in &reports {
+            for Rrset { name, texts } in &reports {
                 let mut data: Vec<String> = texts.iter().map(|t| to_presentation(t)).collect();
                 data.sort();
                 let old = zone
@@ -47,7 +47,7 @@ impl ReportStore for GoogleReports {
         })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let rounds = self.0.clone();
         Box::pin(async move {
             let mut inner = rounds.writer().await;
@@ -59,7 +59,7 @@ impl ReportStore for GoogleReports {
                 })
                 .map(|s| {
                     let texts = s.data.iter().map(|d| from_presentation(d)).collect();
-                    (s.name, texts)
+                    Rrset::new(s.name, texts)
                 })
                 .collect())
         })

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 use hyper::Method;
 
 use super::api::{Comment, PatchBody, Record, RrSet, ACCOUNT};
@@ -31,12 +31,12 @@ impl PowerDnsReports {
 }
 
 impl ReportStore for PowerDnsReports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         let inner = self.0.clone();
         Box::pin(async move {
             let rrsets: Vec<RrSet> = reports
                 .iter()
-                .map(|(name, texts)| RrSet {
+                .map(|Rrset { name, texts }| RrSet {
                     name: format!("{name}."),
                     rtype: "TXT".into(),
                     ttl: Some(REPORT_TTL),
@@ -59,7 +59,7 @@ impl ReportStore for PowerDnsReports {
         })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let inner = self.0.clone();
         Box::pin(async move {
             let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
@@ -77,7 +77,7 @@ impl ReportStore for PowerDnsReports {
                         .filter(|rec| !rec.disabled)
                         .map(|rec| from_presentation(&rec.content))
                         .collect();
-                    (name.trim_end_matches('.').to_owned(), texts)
+                    Rrset::new(name.trim_end_matches('.'), texts)
                 })
                 .collect())
         })

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aws_sdk_route53::types::ChangeAction;
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::sink::reports::{ReportStore, StoreFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
 
 use super::records::{RecordSet, Routing};
 use super::{api, changes, Writer};
@@ -19,12 +19,12 @@ const REPORT_TTL: i64 = 60;
 pub(super) struct Route53Reports(pub(super) Arc<Rounds<Writer>>);
 
 impl ReportStore for Route53Reports {
-    fn write(&self, reports: Vec<(String, Vec<String>)>) -> StoreFuture<()> {
+    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
         let shared = self.0.clone();
         Box::pin(async move {
             let sets: Vec<RecordSet> = reports
                 .iter()
-                .map(|(name, texts)| RecordSet {
+                .map(|Rrset { name, texts }| RecordSet {
                     name: format!("{name}."),
                     rtype: "TXT".into(),
                     set_id: None,
@@ -54,7 +54,7 @@ impl ReportStore for Route53Reports {
         })
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<(String, Vec<String>)>> {
+    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
         let shared = self.0.clone();
         Box::pin(async move {
             let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
@@ -66,11 +66,8 @@ impl ReportStore for Route53Reports {
                     s.rtype == "TXT" && suffixes.iter().any(|x| s.name.ends_with(x.as_str()))
                 })
                 .map(|s| {
-                    let name = s.name.trim_end_matches('.').to_owned();
-                    (
-                        name,
-                        s.values.iter().map(|v| from_presentation(v)).collect(),
-                    )
+                    let texts = s.values.iter().map(|v| from_presentation(v)).collect();
+                    Rrset::new(s.name.trim_end_matches('.'), texts)
                 })
                 .collect())
         })

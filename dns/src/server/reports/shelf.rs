@@ -9,6 +9,7 @@ use std::sync::{Mutex, RwLock};
 use hickory_proto::rr::rdata::TXT;
 use hickory_proto::rr::{Name, RData, Record};
 use ho_engine::multi_cluster::report::{character_strings, RELAY_LABEL, REPORT_LABEL};
+use ho_engine::sink::reports::Rrset;
 use tracing::warn;
 
 use crate::server::recall::Known;
@@ -26,7 +27,7 @@ pub(super) const RELAY_BUDGET: usize = 60_000;
 #[derive(Default)]
 pub struct Shelf {
     /// Per report suffix (`._ho-report.<domain>`): the rrset name and its texts.
-    pub(super) held: RwLock<HashMap<String, (String, Vec<String>)>>,
+    pub(super) held: RwLock<HashMap<String, Rrset>>,
     /// Per report suffix: the texts of every report this cluster last read from its
     /// peers, relayed to the others.
     pub(super) relayed: RwLock<HashMap<String, Vec<String>>>,
@@ -75,10 +76,10 @@ impl Shelf {
             return Some(txt_records(qname, texts));
         }
         let held = self.held.read().expect("not poisoned");
-        let found = held.get(suffix).filter(|(name, _)| {
+        let found = held.get(suffix).filter(|Rrset { name, .. }| {
             cluster.is_none_or(|c| name.len() == c.len() + suffix.len() && name.starts_with(c))
         });
-        let Some((_, texts)) = found else {
+        let Some(Rrset { texts, .. }) = found else {
             drop(held);
             self.told_absent
                 .lock()
@@ -93,6 +94,7 @@ impl Shelf {
     /// report it last read from a peer, whole reports within [`RELAY_BUDGET`].
     pub(super) fn relay(&self, relayed: HashMap<String, Vec<Vec<String>>>) {
         let mut dropped = 0;
+        // Per suffix, the texts relayed there.
         let relayed: Vec<(String, Vec<String>)> = relayed
             .into_iter()
             .map(|(suffix, reports)| {
@@ -125,13 +127,13 @@ impl Shelf {
         self.primed.store(true, Ordering::Release);
     }
 
-    pub(super) fn hold(&self, reports: Vec<(String, Vec<String>)>) {
+    pub(super) fn hold(&self, reports: Vec<Rrset>) {
         let mut held = self.held.write().expect("not poisoned");
-        for (name, texts) in reports {
+        for Rrset { name, texts } in reports {
             let Some(dot) = name.find('.') else { continue };
             held.insert(
                 name[dot..].to_ascii_lowercase(),
-                (name.to_ascii_lowercase(), texts),
+                Rrset::new(name.to_ascii_lowercase(), texts),
             );
         }
         drop(held);
@@ -143,7 +145,7 @@ impl Shelf {
         self.relayed.read().expect("not poisoned").clone()
     }
 
-    pub(super) fn mine(&self, suffixes: &[String]) -> Vec<(String, Vec<String>)> {
+    pub(super) fn mine(&self, suffixes: &[String]) -> Vec<Rrset> {
         let held = self.held.read().expect("not poisoned");
         suffixes
             .iter()

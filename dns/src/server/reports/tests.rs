@@ -78,8 +78,8 @@ fn the_shelf_answers_its_own_report_by_suffix_or_full_name() {
         "nothing written since the start: not \"no report\" but SERVFAIL"
     );
     let texts = vec!["x".repeat(300)];
-    shelf.hold(vec![(
-        "EU1._ho-report.api.example.org".into(),
+    shelf.hold(vec![Rrset::new(
+        "EU1._ho-report.api.example.org",
         texts.clone(),
     )]);
     let records = shelf.answer(&qname, suffix, None, client).unwrap();
@@ -114,7 +114,7 @@ fn a_peer_that_cannot_be_asked_keeps_its_last_report_and_one_without_loses_it() 
     );
     assert_eq!(first.len(), 2);
     assert_eq!(
-        first[0].0, "us1._ho-report.a.org",
+        first[0].name, "us1._ho-report.a.org",
         "named by the report's cluster"
     );
     let unreachable = p.remember(peer, &suffixes, Err("refused".into()));
@@ -130,8 +130,8 @@ fn a_peer_that_cannot_be_asked_keeps_its_last_report_and_one_without_loses_it() 
     );
     assert_eq!(
         garbled,
-        vec![(
-            "us1._ho-report.a.org".to_string(),
+        vec![Rrset::new(
+            "us1._ho-report.a.org",
             vec!["garbage".to_string()]
         )],
         "a report that does not parse stays under its name (the rounds keep its last good \
@@ -221,7 +221,7 @@ fn relays_are_named_by_cluster_and_a_cluster_that_left_is_not_relayed() {
     };
     p.remember(first, &suffixes, Ok(vec![restarted]));
     let relays = p.relays(&suffixes);
-    let names: Vec<&str> = relays.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = relays.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -230,7 +230,7 @@ fn relays_are_named_by_cluster_and_a_cluster_that_left_is_not_relayed() {
         ],
         "ap3's last relay kept though the peer no longer relays it"
     );
-    assert_eq!(relays[1].1, report("eu2", 6), "the newer relay of eu2");
+    assert_eq!(relays[1].texts, report("eu2", 6), "the newer relay of eu2");
     let eu2 = answered(&suffix, Some(report("eu2", 6)));
     p.remember(second, &suffixes, Ok(vec![eu2]));
     assert_eq!(
@@ -239,7 +239,7 @@ fn relays_are_named_by_cluster_and_a_cluster_that_left_is_not_relayed() {
         "each peer's own report, not what it relays"
     );
     p.remember(second, &suffixes, Ok(vec![answered(&suffix, None)]));
-    let names: Vec<String> = p.relays(&suffixes).into_iter().map(|(n, _)| n).collect();
+    let names: Vec<String> = p.relays(&suffixes).into_iter().map(|r| r.name).collect();
     assert_eq!(names, ["ap3._ho-relay._ho-report.a.org"], "eu2 left");
     let gone = Report::decode(&p.to_relay(&suffixes)[&suffix][1]).unwrap();
     assert_eq!(

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::multi_cluster::report::is_relayed;
+use crate::sink::reports::Rrset;
 
 impl RoundsCore {
     /// Counts the zone operations and, when the read succeeded, every tenant's vote.
@@ -65,9 +66,9 @@ impl RoundsCore {
                 });
             }
             let suffix = report_suffix(&e.domain);
-            let read: Vec<&(String, Vec<String>)> = rrsets
+            let read: Vec<&Rrset> = rrsets
                 .iter()
-                .filter(|(name, _)| name.ends_with(&suffix))
+                .filter(|Rrset { name, .. }| name.ends_with(&suffix))
                 .collect();
             let tally = self.count_votes(&e.tenant, e.own, round.leads, &read, now, blind_for);
             fx.push(Effect::Voted {
@@ -105,7 +106,7 @@ impl RoundsCore {
         tenant: &str,
         own: Report,
         leads: bool,
-        rrsets: &[&(String, Vec<String>)],
+        rrsets: &[&Rrset],
         now: Now,
         blind_for: Duration,
     ) -> Tally {
@@ -115,7 +116,7 @@ impl RoundsCore {
         let (relayed, rrsets): (Vec<_>, Vec<_>) = rrsets
             .iter()
             .copied()
-            .partition(|(name, _)| is_relayed(name));
+            .partition(|Rrset { name, .. }| is_relayed(name));
         state.known = parse_reports(tenant, &rrsets, std::mem::take(&mut state.known));
         // The leader counts what it just reported; a standby counts what its leader wrote,
         // as the other clusters do.
@@ -216,16 +217,11 @@ fn contributed(tenant: &str, tally: &Tally, own_cluster: &str) -> Vec<Discovered
 /// restarts while a peer is down learns that peer's gateways from any other), their down
 /// votes never count (a dead cluster does not vote through a relay, and what a peer last
 /// heard is no sign its writer lives).
-fn only_owned(
-    rrsets: &[&(String, Vec<String>)],
-    direct: &[Report],
-    owner: &str,
-    own_cluster: &str,
-) -> Vec<Report> {
+fn only_owned(rrsets: &[&Rrset], direct: &[Report], owner: &str, own_cluster: &str) -> Vec<Report> {
     let mut newest: BTreeMap<String, Report> = BTreeMap::new();
     let relayed = rrsets
         .iter()
-        .filter_map(|(_, texts)| Report::decode(texts).ok());
+        .filter_map(|Rrset { texts, .. }| Report::decode(texts).ok());
     for r in relayed.filter(|r| r.owner == owner && r.cluster != own_cluster) {
         if direct.iter().any(|d| d.cluster == r.cluster) {
             continue;
@@ -247,11 +243,11 @@ fn only_owned(
 /// content from `last`.
 fn parse_reports(
     tenant: &str,
-    rrsets: &[&(String, Vec<String>)],
+    rrsets: &[&Rrset],
     mut last: BTreeMap<String, Report>,
 ) -> BTreeMap<String, Report> {
     let mut known = BTreeMap::new();
-    for (name, texts) in rrsets {
+    for Rrset { name, texts } in rrsets {
         match Report::decode(texts) {
             Ok(report) => {
                 known.insert(name.clone(), report);
@@ -271,16 +267,11 @@ fn parse_reports(
 
 /// The vote of the clusters other than `leaving` among `rrsets` (`cluster leave`: what the
 /// remaining clusters agree on once this one's report is gone).
-pub fn tally_without(
-    plan: &Plan,
-    leaving: &str,
-    rrsets: Vec<(String, Vec<String>)>,
-    now: SystemTime,
-) -> Tally {
+pub fn tally_without(plan: &Plan, leaving: &str, rrsets: Vec<Rrset>, now: SystemTime) -> Tally {
     let remaining: Vec<Report> = rrsets
         .into_iter()
-        .filter(|(name, _)| !is_relayed(name))
-        .filter_map(|(_, texts)| Report::decode(&texts).ok())
+        .filter(|Rrset { name, .. }| !is_relayed(name))
+        .filter_map(|Rrset { texts, .. }| Report::decode(&texts).ok())
         .filter(|r| r.owner == plan.owner_id && r.cluster != leaving)
         .collect();
     Tally::count(
