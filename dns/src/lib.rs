@@ -1,11 +1,13 @@
 //! Everything that speaks DNS on the wire: the authoritative server ([`server`], sink kind
 //! `dns_server`: answers, DNSSEC online signing, zone transfers, rate limiting, cookies, the
 //! AF_XDP fast path) and RFC 2136 dynamic updates to a primary ([`update`], sink kind
-//! `rfc2136`), which share the TSIG signer and the query client. Each kind's settings type
-//! is exported here and registered in `ho-kinds`.
+//! `rfc2136`), which share what speaks DNS to other servers ([`wire`]: TSIG keys and
+//! checks, the TCP client). Each kind's settings type is exported here and registered in
+//! `ho-kinds`.
 
 pub mod server;
 pub mod update;
+pub mod wire;
 
 pub use server::config::DnsServerConfig;
 pub use update::config::Rfc2136Config;

@@ -85,7 +85,7 @@ impl DnsServerSink {
         let reports = match &config.reports {
             Some(r) => {
                 let key =
-                    crate::update::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
+                    crate::wire::key::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
                 let mc = &ctx.plan.multi_cluster;
                 let memory = (ctx.plan.state_dir.as_ref())
                     .map(|d| d.join(format!("reports-{}.json", ctx.name)));

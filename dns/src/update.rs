@@ -11,7 +11,6 @@
 //! - [`update`]: per name, prerequisites and updates from what was read (pure).
 //! - [`client`]: the TCP exchange and TSIG signing.
 
-pub mod client;
 pub mod config;
 pub mod plan;
 
@@ -19,20 +18,15 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hickory_proto::op::{Message, Query};
-use hickory_proto::rr::rdata::tsig::TsigAlgorithm;
 use hickory_proto::rr::{DNSClass, Name, RData, RecordType, TSigner};
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
-use client::Connection;
-use config::{Rfc2136Config, TsigConfig};
-use ho_engine::secret::Secret;
+use crate::wire::client::Connection;
+use crate::wire::key::load_signer;
+use config::Rfc2136Config;
 use ho_engine::sink::ownership::OWNER_PREFIX;
 use plan::{plan_name, Current, NamePlan, Rrset};
-
-/// Seconds of clock difference the server accepts on our signatures (BIND's and RFC
-/// 8945's recommendation).
-const TSIG_FUDGE: u16 = 300;
 
 /// Writes tenants' names into one zone of one server.
 pub struct Rfc2136Sink {
@@ -44,30 +38,6 @@ struct Inner {
     zone: Name,
     signer: Option<TSigner>,
     owner_id: String,
-}
-
-/// The key in `tsig.secret_file`: a bare base64 secret, or the `secret "..."` of a BIND key
-/// statement. Errors name the file, never the content.
-pub fn load_signer(tsig: &TsigConfig) -> Result<TSigner, String> {
-    let path = tsig.secret_file.display();
-    let text = Secret::load(Some(&tsig.secret_file), None)
-        .map_err(|e| format!("tsig.secret_file: {e}"))?;
-    let text = text.expose();
-    let encoded = match text.split_once("secret") {
-        Some((_, rest)) => rest.split('"').nth(1).unwrap_or(""),
-        None => text.trim(),
-    };
-    let key = data_encoding::BASE64.decode(encoded.as_bytes()).map_err(|_| {
-        format!("tsig.secret_file {path}: the secret is not base64 (expected a bare secret or a BIND key statement as tsig-keygen prints it)")
-    })?;
-    let algorithm = match tsig.algorithm.as_str() {
-        "hmac-sha384" => TsigAlgorithm::HmacSha384,
-        "hmac-sha512" => TsigAlgorithm::HmacSha512,
-        _ => TsigAlgorithm::HmacSha256,
-    };
-    let name =
-        Name::from_ascii(format!("{}.", tsig.name)).map_err(|e| format!("tsig.name: {e}"))?;
-    TSigner::new(key, algorithm, name, TSIG_FUDGE).map_err(|e| format!("tsig: {e}"))
 }
 
 impl Rfc2136Sink {

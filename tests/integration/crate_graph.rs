@@ -201,6 +201,27 @@ fn every_kind_is_named_in_the_code_map_and_the_crate_docs() {
 }
 
 #[test]
+fn the_dns_server_and_the_update_sink_share_only_the_wire() {
+    let mut found = Vec::new();
+    for (dir, other) in [
+        ("dns/src/server", "crate::update"),
+        ("dns/src/update", "crate::server"),
+    ] {
+        let mut files = rust_files(&root().join(dir));
+        files.push(root().join(format!("{dir}.rs")));
+        for file in files {
+            if std::fs::read_to_string(&file).unwrap().contains(other) {
+                found.push(file.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "one DNS sink kind reaches into the other: {found:?}"
+    );
+}
+
+#[test]
 fn epoch_conversions_live_in_the_clock() {
     let mut found = Vec::new();
     for dir in ["src", "config", "engine", "dns", "sinks", "kube", "kinds"] {

@@ -126,14 +126,14 @@ async fn pipelined_signed_queries_each_get_their_answer() {
     primary.nsupdate(
         "update add a.tenant-a.io. 60 A 192.0.2.1\nupdate add b.tenant-a.io. 60 A 192.0.2.2\nsend\n",
     );
-    let tsig = ho_dns::update::config::TsigConfig {
+    let tsig = ho_dns::wire::key::TsigConfig {
         name: KEY.into(),
         algorithm: "hmac-sha256".into(),
         secret_file: primary.key_file(),
     };
-    let key = ho_dns::update::load_signer(&tsig).unwrap();
+    let key = ho_dns::wire::key::load_signer(&tsig).unwrap();
     let mut conn =
-        ho_dns::update::client::Connection::open(primary.addr, std::time::Duration::from_secs(2))
+        ho_dns::wire::client::Connection::open(primary.addr, std::time::Duration::from_secs(2))
             .await
             .unwrap();
     let names: Vec<Name> = ["b.tenant-a.io.", "none.tenant-a.io.", "a.tenant-a.io."]

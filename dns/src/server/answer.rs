@@ -138,7 +138,7 @@ impl Authority {
         let report_key = config
             .reports
             .as_ref()
-            .map(|r| crate::update::load_signer(&r.tsig))
+            .map(|r| crate::wire::key::load_signer(&r.tsig))
             .transpose()
             .map_err(|e| format!("reports: {e}"))?;
         let authority = Authority {

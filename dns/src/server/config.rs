@@ -89,7 +89,7 @@ pub struct ReportsConfig {
     /// The key every cluster signs report queries and answers with (the same shape as
     /// the `rfc2136` sink's): a report is a vote, so only a key holder may read or
     /// pose as one.
-    pub tsig: crate::update::config::TsigConfig,
+    pub tsig: crate::wire::key::TsigConfig,
     /// How long one peer may take to answer a round's queries; a peer that does not
     /// keeps counting with its last report until that ages out (`report_ttl`).
     #[serde(default = "default_report_timeout", with = "humantime_serde")]
@@ -116,7 +116,7 @@ pub struct TransferConfig {
     /// The key transfers (and the secondaries' SOA checks) must be signed with; the same
     /// shape as the `rfc2136` sink's. Without it, `allow` alone decides.
     #[serde(default)]
-    pub tsig: Option<crate::update::config::TsigConfig>,
+    pub tsig: Option<crate::wire::key::TsigConfig>,
 }
 
 /// `dnssec = { keys = "/etc/health-orchestrator/dnssec" }`: sign every answer with the

@@ -54,7 +54,7 @@ pub use shelf::{report_question, Shelf};
 
 use super::config::ReportsConfig;
 use super::recall::Recall;
-use crate::update::client::Connection;
+use crate::wire::client::Connection;
 
 /// What this server relays for a cluster that answered "no report" after a report (it
 /// left): that report without its addresses and votes, stamped one millisecond later, so

@@ -1,7 +1,6 @@
 //! `kind = "rfc2136"`: settings, checks and capabilities.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,62 +27,12 @@ pub struct Rfc2136Config {
     /// The TSIG key updates are signed with. Without it updates go unsigned, which only a
     /// server restricting updates by address accepts.
     #[serde(default)]
-    pub tsig: Option<TsigConfig>,
+    pub tsig: Option<crate::wire::key::TsigConfig>,
     /// Deadline of one exchange with the server.
     #[serde(default = "default_timeout", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub timeout: Duration,
 }
-
-/// A TSIG key (RFC 8945).
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TsigConfig {
-    /// The key's name, as in the server's `key "NAME" { ... }`.
-    pub name: String,
-    /// `hmac-sha256` (tsig-keygen's default), `hmac-sha384` or `hmac-sha512`.
-    #[serde(default = "default_algorithm")]
-    pub algorithm: String,
-    /// File holding the base64 secret: the bare secret, or a BIND `key` statement as
-    /// `tsig-keygen` prints it. Read at load and reload, never logged.
-    pub secret_file: PathBuf,
-}
-
-fn default_algorithm() -> String {
-    "hmac-sha256".into()
-}
-
-impl TsigConfig {
-    /// Normalises the key's name and algorithm; problems are reported under `at`
-    /// (`tsig`, `transfer.tsig`).
-    pub fn check(&mut self, at: &str, p: &mut Problems<'_>) {
-        match normalize_domain(&self.name) {
-            Ok(name) => self.name = name,
-            Err(e) => p.at(&format!("{at}.name"), e),
-        }
-        self.algorithm.make_ascii_lowercase();
-        if !ALGORITHMS.contains(&self.algorithm.as_str()) {
-            p.at(
-                &format!("{at}.algorithm"),
-                format!(
-                    "\"{}\" is not supported (one of {}; tsig-keygen makes hmac-sha256 keys)",
-                    self.algorithm,
-                    ALGORITHMS.join(", ")
-                ),
-            );
-        }
-    }
-
-    /// Reads the secret, as a start would.
-    pub fn preflight(&self, at: &str, p: &mut Problems<'_>) {
-        if let Err(e) = super::load_signer(self) {
-            p.at(&format!("{at}.secret_file"), e);
-        }
-    }
-}
-
-/// TSIG algorithms the signer implements.
-pub const ALGORITHMS: [&str; 3] = ["hmac-sha256", "hmac-sha384", "hmac-sha512"];
 
 impl SinkSettings for Rfc2136Config {
     const KIND: &'static str = "rfc2136";

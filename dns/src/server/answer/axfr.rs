@@ -10,7 +10,7 @@ use tracing::{debug, info};
 use super::lookup::key_of;
 use super::{Authority, Transfer};
 use crate::server::transfer as xfr;
-use crate::server::transfer::tsig::{self, Check};
+use crate::wire::tsig_check::{self as tsig, Check};
 
 impl Authority {
     /// The answer to `request` when it asks for a zone transfer (AXFR, IXFR) over TCP;

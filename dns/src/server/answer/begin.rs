@@ -12,7 +12,7 @@ use super::finish::{finish, per_query, type_label};
 use super::{Authority, Reply};
 use crate::server::cookies::CookieCheck;
 use crate::server::packet_cache::Variation;
-use crate::server::transfer::tsig::{self, Check, Signed};
+use crate::wire::tsig_check::{self as tsig, Check, Signed};
 
 /// A query past the first stage, and the response the later stages fill.
 pub(super) struct Begun {

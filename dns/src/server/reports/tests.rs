@@ -15,7 +15,7 @@ fn peers() -> Peers {
     .unwrap();
     let config = ReportsConfig {
         peers: vec!["127.0.0.1:1".parse().unwrap()],
-        tsig: crate::update::config::TsigConfig {
+        tsig: crate::wire::key::TsigConfig {
             name: "reports".into(),
             algorithm: "hmac-sha256".into(),
             secret_file: "/dev/null".into(),

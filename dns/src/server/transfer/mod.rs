@@ -14,7 +14,6 @@
 //! - [`tsig`]: verifying requests and signing answers.
 
 pub mod journal;
-pub mod tsig;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -50,7 +49,7 @@ impl Transfers {
         let key = config
             .tsig
             .as_ref()
-            .map(crate::update::load_signer)
+            .map(crate::wire::key::load_signer)
             .transpose()?;
         Ok(Transfers {
             allow: config
