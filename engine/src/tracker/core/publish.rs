@@ -70,23 +70,43 @@ impl TrackerCore {
     }
 
     /// Sends tenant `ti` a snapshot of what was `decided` unless its records would not
-    /// change.
+    /// change: the brake may hold withdrawals back; an unchanged outcome only renews the
+    /// vote behind the set already written.
     pub(super) fn publish(
         &mut self,
         ti: TenantIx,
-        decided: Decided,
+        mut decided: Decided,
         cause_at: Instant,
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
-        let Decided {
-            addresses,
-            mode,
-            geos,
-            votes,
-        } = decided;
+        let ttl = self.ttl_now(ti);
+        decided.addresses = self.through_brake(ti, decided.addresses, now, fx);
         let tenant = &self.plan.tenants[ti.0];
-        let ttl = match tenant.degraded_ttl {
+        let state = &mut self.tenants[ti.0];
+        let unchanged = state.last_snapshot.as_ref().is_some_and(|last| {
+            same_records(last, tenant, ttl, &decided.geos)
+                && last.addresses == decided.addresses
+                && last.mode == decided.mode
+        });
+        if unchanged {
+            // The same outcome counted again: the set written from it stands renewed.
+            if let (Some(later), Some(written)) = (
+                decided.votes.as_ref(),
+                state.last_snapshot.as_ref().and_then(|s| s.votes.as_ref()),
+            ) {
+                written.renew(later);
+            }
+            return;
+        }
+        self.send_snapshot(ti, decided, ttl, cause_at, now, fx);
+    }
+
+    /// The TTL tenant `ti` publishes with now: `degraded_ttl` while one of its endpoints is
+    /// down, so resolvers come back sooner for the recovery.
+    fn ttl_now(&self, ti: TenantIx) -> Duration {
+        let tenant = &self.plan.tenants[ti.0];
+        match tenant.degraded_ttl {
             Some(degraded)
                 if tenant
                     .endpoints
@@ -96,15 +116,25 @@ impl TrackerCore {
                 degraded
             }
             _ => tenant.ttl,
-        };
-        let state = &mut self.tenants[ti.0];
-        let last: &[PublishedAddress] = state
+        }
+    }
+
+    /// `addresses` as the blast-radius brake lets them through for tenant `ti`: withdrawals
+    /// past its window held back (counted, logged once per change, woken when it frees up).
+    fn through_brake(
+        &mut self,
+        ti: TenantIx,
+        addresses: Vec<PublishedAddress>,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) -> Vec<PublishedAddress> {
+        let tenant = &self.plan.tenants[ti.0];
+        let last: &[PublishedAddress] = self.tenants[ti.0]
             .last_snapshot
             .as_ref()
             .map_or(&[], |s| s.addresses.as_slice());
         let held_before = self.brake.held().get(&tenant.name).copied().unwrap_or(0);
         let admission = self.brake.admit(&tenant.name, last, addresses, now.mono);
-        let addresses = admission.addresses;
         if admission.held != held_before {
             self.metrics
                 .brake_held
@@ -124,21 +154,28 @@ impl TrackerCore {
                 wake: Wake::Brake(tenant.name.clone()),
             });
         }
-        let unchanged = state.last_snapshot.as_ref().is_some_and(|last| {
-            same_records(last, tenant, ttl, &geos)
-                && last.addresses == addresses
-                && last.mode == mode
-        });
-        if unchanged {
-            // The same outcome counted again: the set written from it stands renewed.
-            if let (Some(later), Some(written)) = (
-                votes.as_ref(),
-                state.last_snapshot.as_ref().and_then(|s| s.votes.as_ref()),
-            ) {
-                written.renew(later);
-            }
-            return;
-        }
+        admission.addresses
+    }
+
+    /// Makes tenant `ti`'s next snapshot of `decided` (its seq, the changes that caused it,
+    /// its span), reports it and hands it to the tenant's sinks.
+    fn send_snapshot(
+        &mut self,
+        ti: TenantIx,
+        decided: Decided,
+        ttl: Duration,
+        cause_at: Instant,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Decided {
+            addresses,
+            mode,
+            geos,
+            votes,
+        } = decided;
+        let tenant = &self.plan.tenants[ti.0];
+        let state = &mut self.tenants[ti.0];
         state.last_seq = next_seq(now.wall, state.last_seq);
         let changes: Vec<VerdictChange> = state.changes.drain(..).collect();
         let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
