@@ -140,34 +140,20 @@ impl Engine {
             start_sinks(&plan, &*factory, &metrics, &leadership, &events).await?;
         let plan = Arc::new(plan);
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
-        let limits = probe_limits(&plan, &metrics);
-        let drains = load_drains(&plan)?;
-        // The tracker and the coordinator address each other (the address exists first).
-        let coordinator_context = Context::<Coordinator>::new();
-        let coordinator = coordinator_context.address();
-        let (drains, operator) = drains;
-        let tracker = HealthTracker::new(
-            plan.clone(),
-            ids.clone(),
-            sink_actors.clone(),
-            Surroundings {
-                metrics: metrics.clone(),
-                limits: limits.clone(),
-                drains,
-                operator,
-                events: events.clone(),
-                coordinator: coordinator.clone().recipient(),
-            },
-        )
-        .start();
-        let discovered = run_coordinator(
-            coordinator_context,
+        let Deciders {
+            tracker,
+            coordinator,
+            discovered,
+            limits,
+        } = start_deciders(
             &plan,
+            &ids,
+            &sink_actors,
             &stores,
-            &tracker,
-            &leadership,
             &metrics,
-        );
+            &leadership,
+            &events,
+        )?;
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let shared_plan = Arc::new(RwLock::new(plan.clone()));

@@ -4,6 +4,62 @@
 
 use super::*;
 
+/// The actors that decide, started: the tracker and the coordinator of report rounds (they
+/// address each other), where the addresses other clusters contribute arrive, and the probe
+/// bound the probers share.
+pub(super) struct Deciders {
+    pub(super) tracker: Addr<HealthTracker>,
+    pub(super) coordinator: Addr<Coordinator>,
+    pub(super) discovered: watch::Receiver<Vec<Discovered>>,
+    pub(super) limits: Arc<ProbeLimits>,
+}
+
+/// Starts the tracker of `plan` (its targets `ids`, publishing to `sinks`, what operators set
+/// before a restart applied) and the coordinator of its report rounds over `stores`.
+pub(super) fn start_deciders(
+    plan: &Arc<Plan>,
+    ids: &[TargetId],
+    sinks: &BTreeMap<String, Addr<SinkActor>>,
+    stores: &BTreeMap<String, Arc<dyn ReportStore>>,
+    metrics: &Arc<Metrics>,
+    leadership: &Leadership,
+    events: &Events,
+) -> Result<Deciders, EngineError> {
+    let limits = probe_limits(plan, metrics);
+    let (drains, operator) = load_drains(plan)?;
+    // The tracker and the coordinator address each other (the address exists first).
+    let coordinator_context = Context::<Coordinator>::new();
+    let coordinator = coordinator_context.address();
+    let tracker = HealthTracker::new(
+        plan.clone(),
+        ids.to_vec(),
+        sinks.clone(),
+        Surroundings {
+            metrics: metrics.clone(),
+            limits: limits.clone(),
+            drains,
+            operator,
+            events: events.clone(),
+            coordinator: coordinator.clone().recipient(),
+        },
+    )
+    .start();
+    let discovered = run_coordinator(
+        coordinator_context,
+        plan,
+        stores,
+        &tracker,
+        leadership,
+        metrics,
+    );
+    Ok(Deciders {
+        tracker,
+        coordinator,
+        discovered,
+        limits,
+    })
+}
+
 /// Runs the coordinator of report rounds in `context` (whose address the tracker already
 /// has), handing tallies to `tracker`; returns where the addresses other clusters
 /// contribute arrive.
