@@ -6,8 +6,8 @@
 //! `ho-kinds`.
 
 pub mod server;
-pub mod update;
+mod update;
 pub mod wire;
 
-pub use server::config::DnsServerConfig;
+pub use server::DnsServerConfig;
 pub use update::config::Rfc2136Config;

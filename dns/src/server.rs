@@ -15,21 +15,21 @@
 //! - [`xdp`]: UDP queries taken from the network card's queues before the kernel's IP
 //!   stack (AF_XDP), when `xdp` is set.
 
-pub mod answer;
-pub mod config;
-pub mod cookies;
+mod answer;
+mod config;
+mod cookies;
 pub mod dnssec;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod geo;
-pub mod listener;
-pub mod packet_cache;
-pub mod rate_limit;
-pub mod recall;
-pub mod records;
-pub mod reports;
-pub mod sharded;
-pub mod transfer;
+mod geo;
+mod listener;
+mod packet_cache;
+mod rate_limit;
+mod recall;
+mod records;
+mod reports;
+mod sharded;
+mod transfer;
 pub mod xdp;
 
 use std::sync::Arc;
@@ -39,7 +39,7 @@ use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
 use answer::Authority;
-use config::DnsServerConfig;
+pub use config::DnsServerConfig;
 use ho_engine::sink::kind::BuildContext;
 use listener::Listener;
 use reports::DnsReports;

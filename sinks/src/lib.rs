@@ -17,21 +17,25 @@
 //! The authoritative DNS server and RFC 2136 updates are in `ho-dns`, the CoreDNS ConfigMap
 //! in `ho-kube`.
 
-pub mod azure;
+mod azure;
 mod bearer;
-pub mod cloudflare;
-pub mod google;
+mod cloudflare;
+mod google;
 mod hosts_file;
 pub mod http;
 mod powerdns;
-pub mod rounds;
-pub mod route53;
+mod rounds;
+mod route53;
 mod webhook;
 
 pub use azure::config::AzureDnsConfig;
+pub use azure::AzureDnsSink;
 pub use cloudflare::config::CloudflareConfig;
+pub use cloudflare::CloudflareSink;
 pub use google::config::GoogleCloudDnsConfig;
+pub use google::GoogleCloudDnsSink;
 pub use hosts_file::config::HostsFileConfig;
 pub use powerdns::config::PowerDnsConfig;
 pub use route53::config::Route53Config;
+pub use route53::Route53Sink;
 pub use webhook::config::WebhookConfig;

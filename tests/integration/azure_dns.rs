@@ -160,10 +160,10 @@ async fn reports_round_trip_through_txt_sets() {
     let server = AzureDns::start("tenant-a.io").await;
     let mut table: toml::Table = toml::from_str(&sink_keys(&server, dir.path())).unwrap();
     table.remove("kind");
-    let mut config: ho_sinks::azure::config::AzureDnsConfig =
+    let mut config: ho_sinks::AzureDnsConfig =
         table.try_into().expect("the sink keys are a config");
     config.max_requests_per_second = 50.0;
-    let sink = ho_sinks::azure::AzureDnsSink::new(&config, "eu-1").unwrap();
+    let sink = ho_sinks::AzureDnsSink::new(&config, "eu-1").unwrap();
     let store = sink.reports().expect("an azure_dns sink holds reports");
     let long = "x".repeat(600);
     let name = "eu-1._ho-report.api.tenant-a.io".to_string();

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use ho_engine::sink::Sink;
-use ho_sinks::cloudflare::config::CloudflareConfig;
-use ho_sinks::cloudflare::CloudflareSink;
+use ho_sinks::CloudflareConfig;
+use ho_sinks::CloudflareSink;
 
 use crate::fakes::cloudflare::{Cloudflare, TOKEN, ZONE_ID};
 use crate::harness::*;

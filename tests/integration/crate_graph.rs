@@ -221,6 +221,45 @@ fn the_dns_server_and_the_update_sink_share_only_the_wire() {
     );
 }
 
+/// Sink kind modules are private: a kind is reached through the settings type its crate
+/// exports (registered in `ho-kinds`), so nothing outside depends on a kind's insides.
+#[test]
+fn sink_kind_modules_are_private() {
+    let kinds = [
+        (
+            "sinks/src/lib.rs",
+            &[
+                "hosts_file",
+                "powerdns",
+                "webhook",
+                "route53",
+                "cloudflare",
+                "google",
+                "azure",
+            ][..],
+        ),
+        ("dns/src/lib.rs", &["update"][..]),
+        ("kube/src/lib.rs", &["coredns_configmap"][..]),
+    ];
+    let mut public = Vec::new();
+    for (file, modules) in kinds {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for module in modules {
+            if text
+                .lines()
+                .any(|l| l.trim() == format!("pub mod {module};"))
+            {
+                public.push(format!("{file}: {module}"));
+            }
+            assert!(
+                text.lines().any(|l| l.trim() == format!("mod {module};")),
+                "{file} declares no module {module}"
+            );
+        }
+    }
+    assert!(public.is_empty(), "public sink kind modules: {public:?}");
+}
+
 #[test]
 fn epoch_conversions_live_in_the_clock() {
     let mut found = Vec::new();

@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ho_engine::sink::Sink;
-use ho_sinks::google::config::GoogleCloudDnsConfig;
-use ho_sinks::google::GoogleCloudDnsSink;
+use ho_sinks::GoogleCloudDnsConfig;
+use ho_sinks::GoogleCloudDnsSink;
 use serde_json::json;
 
 use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};

@@ -321,7 +321,7 @@ fn direct_sink(
     zone_id: &str,
     tenants: &[String],
     gws: &[Gateway],
-) -> (ho_config::Plan, ho_sinks::route53::Route53Sink) {
+) -> (ho_config::Plan, ho_sinks::Route53Sink) {
     let dir = tempfile::tempdir().unwrap();
     let mut tail = String::new();
     for t in tenants {
@@ -337,7 +337,7 @@ fn direct_sink(
     )
     .unwrap();
     let plan = ho_kinds::load_plan(&[&file]).unwrap();
-    let sink = ho_sinks::route53::Route53Sink::new(
+    let sink = ho_sinks::Route53Sink::new(
         ho_engine::sink::kind::spec_of(&*plan.sinks["r53"].spec),
         "health-orchestrator",
         &crate::fakes::route53::sdk_config(),

@@ -49,7 +49,9 @@ pub struct Cookies {
 }
 
 impl Cookies {
-    /// Cookies made with `secret` (16 bytes: SipHash-2-4's key), accepting no other.
+    /// Cookies made with `secret` (16 bytes: SipHash-2-4's key), accepting no other
+    /// (tests; the server loads them from its config).
+    #[cfg(test)]
     pub fn new(secret: [u8; 16]) -> Cookies {
         Cookies {
             secret,
