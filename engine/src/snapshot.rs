@@ -77,12 +77,11 @@ impl EndpointMeta {
 /// The desired state of one tenant: every domain resolves to every address listed.
 /// Sinks make their back end match it as a whole, so a lost or coalesced snapshot is
 /// repaired by the next one.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TenantSnapshot {
     /// Tenant name.
     pub tenant: String,
     /// Hosts file name and ConfigMap key of the tenant (`hosts_key`); not sent to webhooks.
-    #[serde(skip)]
     pub hosts_key: String,
     /// Increases with every change; derived from the wall clock (microseconds) so it keeps
     /// increasing across restarts and a receiver can drop stale snapshots.
@@ -90,7 +89,6 @@ pub struct TenantSnapshot {
     /// Domains, lower case, no trailing dot.
     pub domains: Vec<String>,
     /// Record TTL.
-    #[serde(with = "ttl_seconds")]
     pub ttl: Duration,
     /// Addresses, sorted, no duplicates.
     pub addresses: Vec<PublishedAddress>,
@@ -102,24 +100,19 @@ pub struct TenantSnapshot {
     pub default_geo: Option<String>,
     /// `geo` policy: every location of the tenant's endpoints, up or down, so a sink can
     /// answer clients of a location that is down with the nearest one that is up.
-    #[serde(skip)]
     pub geos: Vec<String>,
     /// `[multi_cluster]`: the vote behind this set (live clusters, each address's down
     /// votes), for receivers that want to know which vantage points saw what.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub votes: Option<Arc<crate::multi_cluster::vote::Tally>>,
     /// Verdict changes of the tenant's endpoints since the previous snapshot (at most
     /// [`MAX_CHANGES`], the latest kept), for receivers that want to know why.
     pub changes: Vec<VerdictChange>,
     /// When the engine decided this snapshot.
-    #[serde(skip)]
     pub decided_at: SystemTime,
     /// When the health transition that caused it was observed, to measure failover time
     /// up to each sink's write.
-    #[serde(skip)]
     pub cause_at: Instant,
     /// The publish span, parent of every sink's write of it (invalid with tracing off).
-    #[serde(skip)]
     pub trace: SpanContext,
 }
 
@@ -192,14 +185,4 @@ pub struct VerdictChange {
     /// The transition's span, parent of the publish it causes (invalid with tracing off).
     #[serde(skip)]
     pub trace: SpanContext,
-}
-
-/// TTLs as whole seconds in JSON, the unit DNS uses.
-mod ttl_seconds {
-    use serde::Serializer;
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_secs())
-    }
 }
