@@ -10,10 +10,11 @@
 //! force-downs are ignored there.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::state_file::{self, StateFileError};
 
 /// What operators set, as the file holds it.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,38 +54,19 @@ impl DrainStore {
     /// What was saved before, nothing when there is no file yet. A file that cannot be
     /// read or parsed is an error naming it: starting without the drains would publish
     /// endpoints an operator took out.
-    pub fn load(&self) -> Result<OperatorState, String> {
+    pub fn load(&self) -> Result<OperatorState, StateFileError> {
         let Some(path) = &self.path else {
             return Ok(OperatorState::default());
         };
-        match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice::<OperatorState>(&bytes)
-                .map_err(|e| format!("{} is not a drain file: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(OperatorState::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        }
+        Ok(state_file::read(path, "drain")?.unwrap_or_default())
     }
 
-    /// Replaces the file with `state`, atomically (temporary file, fsync, rename).
-    pub fn save(&self, state: &OperatorState) -> Result<(), String> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let dir = path.parent().expect("a file under state_dir");
-        let tmp = dir.join(".drains.json.tmp");
-        let body = serde_json::to_vec_pretty(state).expect("serializable");
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(&body)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-            Ok(())
-        };
-        write().map_err(|e| format!("cannot write {}: {e}", path.display()))
+    /// Replaces the file with `state`, atomically and flushed to the disk.
+    pub fn save(&self, state: &OperatorState) -> Result<(), StateFileError> {
+        match &self.path {
+            Some(path) => state_file::write_json(path, state, true),
+            None => Ok(()),
+        }
     }
 }
 
@@ -112,6 +94,6 @@ mod tests {
         assert!(store.load().unwrap().forced.is_empty());
         std::fs::write(dir.path().join("drains.json"), "{not json").unwrap();
         let e = store.load().unwrap_err();
-        assert!(e.contains("drains.json"), "{e}");
+        assert!(e.to_string().contains("drains.json"), "{e}");
     }
 }

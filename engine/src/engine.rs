@@ -57,7 +57,7 @@ pub enum EngineError {
     SinkBuild(#[from] SinkBuildError),
     /// The operator drains kept in `state_dir` cannot be read.
     #[error("state_dir: {0}")]
-    Drains(String),
+    Drains(crate::state_file::StateFileError),
     /// An endpoint's host name does not resolve: a plan is not run without every
     /// endpoint's addresses, or its gateways would leave DNS.
     #[error(transparent)]

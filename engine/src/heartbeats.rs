@@ -10,7 +10,6 @@
 //! missed as it would have been.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +22,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::probe::{HeartbeatCheck, SecretValue};
+use crate::state_file::{self, StateFileError};
 
 /// How often a changed board is saved.
 const SAVE_EVERY: Duration = Duration::from_secs(1);
@@ -200,14 +200,10 @@ struct HeartbeatStore {
 }
 
 impl HeartbeatStore {
-    fn load(&self) -> Result<BTreeMap<IpAddr, SystemTime>, String> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+    fn load(&self) -> Result<BTreeMap<IpAddr, SystemTime>, StateFileError> {
+        let Some(file) = state_file::read::<HeartbeatFile>(&self.path, "heartbeat")? else {
+            return Ok(BTreeMap::new());
         };
-        let file: HeartbeatFile = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not a heartbeat file: {e}", self.path.display()))?;
         Ok(file
             .heartbeats
             .into_iter()
@@ -215,8 +211,9 @@ impl HeartbeatStore {
             .collect())
     }
 
-    /// Replaces the file atomically (temporary file, rename).
-    fn save(&self, board: &BTreeMap<IpAddr, SystemTime>) -> Result<(), String> {
+    /// Replaces the file atomically (temporary file, rename; rewritten while beats come,
+    /// so not flushed each time).
+    fn save(&self, board: &BTreeMap<IpAddr, SystemTime>) -> Result<(), StateFileError> {
         let file = HeartbeatFile {
             heartbeats: board
                 .iter()
@@ -227,15 +224,7 @@ impl HeartbeatStore {
                 .collect(),
         };
         let body = serde_json::to_vec(&file).expect("serializable");
-        let dir = self.path.parent().expect("a file under state_dir");
-        let tmp = dir.join(".heartbeats.json.tmp");
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&body)?;
-            std::fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|e| format!("cannot save heartbeats to {}: {e}", self.path.display()))
+        state_file::write(&self.path, &body, false)
     }
 }
 
@@ -260,6 +249,7 @@ mod tests {
         assert!(store
             .load()
             .unwrap_err()
+            .to_string()
             .contains("is not a heartbeat file"));
     }
 }

@@ -126,7 +126,7 @@ pub(crate) enum DrainError {
     Unknown(String),
     /// The state file could not be written; nothing changed.
     #[error("{0}")]
-    Save(String),
+    Save(crate::state_file::StateFileError),
 }
 
 impl Handler<SetByOperator> for HealthTracker {
