@@ -186,10 +186,8 @@ pub struct TrackerCore {
     endpoint_meta: Vec<Arc<EndpointMeta>>,
     metrics: Arc<Metrics>,
     pub(super) grace_over: bool,
-    /// Endpoint names an operator drained (see [`crate::drain`]).
-    pub(super) drained: BTreeSet<String>,
-    /// Endpoints whose health an operator forced, by name (see [`crate::drain`]).
-    pub(super) forced: BTreeMap<String, Forced>,
+    /// What operators set: drained endpoints, forced health (see [`crate::drain`]).
+    pub(super) operator: OperatorState,
     /// Where transitions and publishes are announced (`/events`).
     pub(super) events: Events,
     /// The blast-radius brake (`[brake]`).
@@ -210,8 +208,7 @@ impl TrackerCore {
             endpoint_meta: Vec::new(),
             metrics,
             grace_over: false,
-            drained: BTreeSet::new(),
-            forced: BTreeMap::new(),
+            operator: OperatorState::default(),
             events: Events::default(),
             brake: Brake::new(plan.brake),
         };
@@ -244,23 +241,23 @@ impl TrackerCore {
 
     /// The drained endpoint names.
     pub fn drained(&self) -> &BTreeSet<String> {
-        &self.drained
+        &self.operator.drained
     }
 
     /// Replaces the drained set and re-decides every tenant with an endpoint whose drain
     /// changed.
     pub fn set_drained(&mut self, drained: BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
         let changed: BTreeSet<String> = drained
-            .symmetric_difference(&self.drained)
+            .symmetric_difference(&self.operator.drained)
             .cloned()
             .collect();
-        self.drained = drained;
+        self.operator.drained = drained;
         self.refresh_tenants_of(&changed, now, fx);
     }
 
     /// The endpoints whose health an operator forced.
     pub fn forced(&self) -> &BTreeMap<String, Forced> {
-        &self.forced
+        &self.operator.forced
     }
 
     /// Replaces the forced health and re-decides every tenant with an endpoint whose
@@ -273,16 +270,17 @@ impl TrackerCore {
     ) {
         let changed: BTreeSet<String> = forced
             .iter()
-            .filter(|(name, f)| self.forced.get(*name) != Some(f))
+            .filter(|(name, f)| self.operator.forced.get(*name) != Some(f))
             .map(|(name, _)| name.clone())
             .chain(
-                self.forced
+                self.operator
+                    .forced
                     .keys()
                     .filter(|n| !forced.contains_key(*n))
                     .cloned(),
             )
             .collect();
-        self.forced = forced;
+        self.operator.forced = forced;
         self.refresh_tenants_of(&changed, now, fx);
     }
 
@@ -332,7 +330,7 @@ impl TrackerCore {
     /// The endpoints `tenant` decides from: all but the drained ones, or all of them when
     /// every one is drained (a drain never empties a name).
     pub(super) fn members<'t>(&self, tenant: &'t ho_config::Tenant) -> Cow<'t, [usize]> {
-        if self.drained.is_empty() {
+        if self.operator.drained.is_empty() {
             // The common case, on every decision: no copy.
             return Cow::Borrowed(&tenant.endpoints);
         }
@@ -340,7 +338,7 @@ impl TrackerCore {
             .endpoints
             .iter()
             .copied()
-            .filter(|&e| !self.drained.contains(&self.plan.endpoints[e].name))
+            .filter(|&e| !self.operator.drained.contains(&self.plan.endpoints[e].name))
             .collect();
         if kept.is_empty() {
             Cow::Borrowed(&tenant.endpoints)
@@ -435,7 +433,11 @@ impl TrackerCore {
     /// `honour_down` (a tenant whose every member is forced down ignores the force-downs:
     /// no override empties a name).
     fn health_with(&self, endpoint: EndpointIx, honour_down: bool) -> Health {
-        match self.forced.get(&self.plan.endpoints[endpoint.0].name) {
+        match self
+            .operator
+            .forced
+            .get(&self.plan.endpoints[endpoint.0].name)
+        {
             Some(Forced::Up) => Health::Up,
             Some(Forced::Down) if honour_down => Health::Down,
             _ => self.verdict(endpoint),
@@ -495,7 +497,7 @@ impl TrackerCore {
             // A failure while serving (not a first verdict) holds it out until released.
             if ep.hold_failback && was == Health::Up && is == Health::Down {
                 if let std::collections::btree_map::Entry::Vacant(v) =
-                    self.forced.entry(ep.name.clone())
+                    self.operator.forced.entry(ep.name.clone())
                 {
                     warn!(endpoint = %ep.name, "failed: held out of DNS until an operator releases it (hold_failback)");
                     v.insert(Forced::Down);
@@ -504,10 +506,7 @@ impl TrackerCore {
             }
         }
         if held {
-            fx.push(Effect::Remember(OperatorState {
-                drained: self.drained.clone(),
-                forced: self.forced.clone(),
-            }));
+            fx.push(Effect::Remember(self.operator.clone()));
         }
         for i in 0..self.topology.tenants(target).len() {
             let membership = self.topology.tenants(target)[i];
@@ -600,9 +599,9 @@ impl TrackerCore {
             return;
         }
         let members = self.members(tenant);
-        let honour_down = members
-            .iter()
-            .any(|&e| self.forced.get(&self.plan.endpoints[e].name) != Some(&Forced::Down));
+        let honour_down = members.iter().any(|&e| {
+            self.operator.forced.get(&self.plan.endpoints[e].name) != Some(&Forced::Down)
+        });
         let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
             self.health_with(EndpointIx(e), honour_down)
         }) {

@@ -81,8 +81,8 @@ impl TrackerCore {
                         };
                         (t.downtime + current).as_secs_f64()
                     },
-                    drained: self.drained.contains(&ep.name),
-                    forced: self.forced.get(&ep.name).copied(),
+                    drained: self.operator.drained.contains(&ep.name),
+                    forced: self.operator.forced.get(&ep.name).copied(),
                     last: last_probe(t),
                     damping: t.damping.as_ref().map(|d| DampingStatus {
                         penalty: d.penalty(now.mono).round(),
@@ -132,7 +132,7 @@ impl TrackerCore {
                             let published = published_set.contains(&ep.address);
                             let health = self.health_of(EndpointIx(e));
                             let damped = ep.targets().any(|i| self.targets[i].damped());
-                            let drained = self.drained.contains(&ep.name);
+                            let drained = self.operator.drained.contains(&ep.name);
                             TenantEndpointStatus {
                                 name: ep.name.clone(),
                                 address: ep.address,

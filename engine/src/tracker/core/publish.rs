@@ -62,7 +62,7 @@ impl TrackerCore {
                         priority: ep.priority,
                         geo: ep.labels.get("geo").cloned(),
                         health: self.health_of(EndpointIx(e)),
-                        drained: self.drained.contains(&ep.name),
+                        drained: self.operator.drained.contains(&ep.name),
                     }
                 })
                 .collect(),
