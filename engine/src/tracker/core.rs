@@ -4,14 +4,14 @@
 //! (send a snapshot, tell a sink to forget a tenant, wake me later). Tested with a fake
 //! clock in `tests.rs`.
 //!
-//! The state types and the observation path live here; a reload's adoption of a new plan is
-//! in `reload.rs`, the way from a decision to a snapshot in `publish.rs`.
+//! The core's interface is in `effects.rs`, what it keeps per target and tenant in
+//! `state.rs`; the decision of a tenant lives here, the observation path in `observe.rs`, a
+//! reload's adoption of a new plan in `reload.rs`, the way from a decision to a snapshot in
+//! `publish.rs`.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::net::IpAddr;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use ho_config::Plan;
 use tokio::time::Instant;
@@ -19,157 +19,30 @@ use tracing::{info, warn};
 
 use crate::brake::Brake;
 use crate::composite::combine;
-use crate::damping::FlapDamping;
 use crate::drain::{Forced, OperatorState};
-use crate::events::{Event, Events};
-use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
-use crate::metrics::{Metrics, ResultLabel, TargetLabel, TenantLabel};
-use crate::multi_cluster::vote::{self, Tally};
-use crate::multi_cluster::{LocalEndpoint, LocalView};
+use crate::events::Events;
+use crate::hysteresis::Health;
+use crate::metrics::{Metrics, TenantLabel};
 use crate::observation::{Observation, TargetId};
-use crate::probe::ProbeResult;
 use crate::probe_limits::Throttle;
 use crate::selection::{decide, locations, published_addresses, Decision};
-use crate::snapshot::{
-    EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot, VerdictChange, MAX_CHANGES,
-};
+use crate::snapshot::EndpointMeta;
 
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
-use super::pacing::{Pace, Pacing};
+use super::pacing::Pace;
 use super::report;
 
+mod effects;
 mod observe;
 mod publish;
 mod reload;
+mod state;
 pub use crate::clock::Clock;
-
-/// A timer the core asked for; handed back to [`TrackerCore::wake`] when due. Tenants and
-/// targets are named by stable keys, since a reload in between may move or remove them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wake {
-    /// The start-up grace ended: targets without a verdict count as unhealthy.
-    GraceOver,
-    /// A paced decision of this tenant is due.
-    Paced(String),
-    /// A flap-damping hold of this target may end.
-    DampingRelease(TargetId),
-    /// The grace a reload gave this tenant's new endpoints ended.
-    ReloadGraceOver(String),
-    /// The brake's window may have room for this tenant's held withdrawals.
-    Brake(String),
-    /// An impaired prober may have seen few failures for long enough to resume.
-    SelfCheck,
-}
-
-/// What the shell must do.
-#[derive(Debug)]
-pub enum Effect {
-    /// Send `snapshot` to these sinks (by name; names the shell no longer runs are skipped).
-    Publish {
-        /// Sink names.
-        sinks: Vec<String>,
-        /// The tenant's full desired state.
-        snapshot: Arc<TenantSnapshot>,
-    },
-    /// Tell these sinks to stop writing `tenant` (a reload removed it).
-    Forget {
-        /// Sink names.
-        sinks: Vec<String>,
-        /// Tenant name.
-        tenant: String,
-    },
-    /// Hand this cluster's view of a voting tenant to the coordinator
-    /// ([`crate::multi_cluster`]); its tally comes back through [`TrackerCore::voted`].
-    Vote(LocalView),
-    /// Save what operators set (an endpoint with `hold_failback` failed and is now held
-    /// forced down), as the API's actions are saved.
-    Remember(OperatorState),
-    /// Call [`TrackerCore::wake`] with `wake` at `at`.
-    WakeAt {
-        /// When.
-        at: Instant,
-        /// What for.
-        wake: Wake,
-    },
-}
+pub use effects::{Effect, Wake};
+pub(super) use state::{TargetState, TenantState};
 
 /// Paces the warning about probes that failed for lack of local resources.
 static LOCAL_FAILURE_LOG: Throttle = Throttle::new();
-
-/// What the tracker knows about one target.
-pub(super) struct TargetState {
-    pub(super) hysteresis: Hysteresis,
-    /// Flap damping, when the target's check turns it on.
-    pub(super) damping: Option<FlapDamping>,
-    /// The latest result and when it arrived.
-    pub(super) last: Option<(ProbeResult, SystemTime)>,
-    /// When the verdict last changed.
-    pub(super) since: Option<SystemTime>,
-    pub(super) probes: u64,
-    pub(super) failures: u64,
-    /// Verdict changes since start.
-    pub(super) transitions: u64,
-    /// Time spent down before the current verdict (the current down spell is added when
-    /// shown).
-    pub(super) downtime: Duration,
-    /// The weight its last healthy answer reported (`reported_weight`); `None`: the
-    /// configured weight.
-    pub(super) weight: Option<u32>,
-}
-
-impl TargetState {
-    fn new(damping: Option<ho_config::Damping>, now: Instant) -> TargetState {
-        TargetState {
-            hysteresis: Hysteresis::new(),
-            damping: damping.map(|d| FlapDamping::new(d, now)),
-            last: None,
-            since: None,
-            probes: 0,
-            failures: 0,
-            transitions: 0,
-            downtime: Duration::ZERO,
-            weight: None,
-        }
-    }
-
-    /// The health that decides publication: the verdict, or down while flap damping holds
-    /// the target out.
-    pub(super) fn effective(&self) -> Health {
-        if self.damped() {
-            Health::Down
-        } else {
-            self.hysteresis.state()
-        }
-    }
-
-    /// Whether flap damping holds the target out of DNS now.
-    pub(super) fn damped(&self) -> bool {
-        self.damping.as_ref().is_some_and(FlapDamping::suppressed)
-    }
-}
-
-/// What the tracker knows about one tenant.
-#[derive(Default)]
-pub(super) struct TenantState {
-    /// The latest snapshot sent to the tenant's sinks.
-    pub(super) last_snapshot: Option<Arc<TenantSnapshot>>,
-    last_seq: u64,
-    /// Endpoints still without a verdict, kept up to date on transitions so that a tenant
-    /// waiting at start-up costs nothing per transition.
-    pub(super) unknown: usize,
-    /// Endpoints up.
-    pub(super) healthy: usize,
-    pacing: Pacing,
-    /// Verdict changes not yet carried by a snapshot.
-    changes: VecDeque<VerdictChange>,
-    /// `[multi_cluster]`: the view last handed to the coordinator.
-    last_view: Option<LocalView>,
-    /// `[multi_cluster]`: the latest tally, shown in `/status`.
-    pub(super) votes: Option<Arc<Tally>>,
-    /// Set by a reload that gave the tenant endpoints without a verdict: a tenant that has
-    /// published nothing yet waits for them until then, as at start-up.
-    wait_until: Option<Instant>,
-}
 
 /// Hysteresis, flap damping and the per-tenant decision, for one plan at a time.
 pub struct TrackerCore {

@@ -1,8 +1,21 @@
 //! One probe result through the tracker core: hysteresis, flap damping, the transition's
 //! log, metrics and event, and the tenants whose published set may change.
 
-use super::*;
+use std::time::Duration;
+
+use tracing::{info, warn};
+
 use crate::brake::Recovery;
+use crate::events::Event;
+use crate::hysteresis::{Health, Judgement, Transition};
+use crate::metrics::{ResultLabel, TargetLabel};
+use crate::observation::Observation;
+use crate::probe::ProbeResult;
+use crate::snapshot::{VerdictChange, MAX_CHANGES};
+
+use super::super::index::{TargetIx, TenantIx};
+use super::super::report;
+use super::{Clock, Effect, TrackerCore, Wake, LOCAL_FAILURE_LOG};
 
 /// How often an impaired prober counts its failing targets (each count is one pass over
 /// every target).

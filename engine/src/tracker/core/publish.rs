@@ -1,7 +1,22 @@
 //! From a tenant's decision to a snapshot: this cluster's view for a vote, the tally that
 //! comes back, and the snapshot with its seq and changes.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::events::Event;
+use crate::hysteresis::Health;
+use crate::metrics::TenantLabel;
+use crate::multi_cluster::vote::Tally;
+use crate::multi_cluster::{vote, LocalEndpoint, LocalView};
+use crate::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange};
+
+use super::super::index::{EndpointIx, TenantIx};
+use super::super::report;
+use super::{Clock, Effect, TrackerCore, Wake};
 
 /// What a decision publishes for a tenant.
 pub(super) struct Decided {

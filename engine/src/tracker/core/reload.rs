@@ -1,8 +1,22 @@
 //! A config reload in the tracker core: the new plan is adopted by stable target id, so
 //! unchanged targets keep their verdicts; removed tenants are retired as they asked.
 
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ho_config::Plan;
+use tracing::info;
+
+use crate::hysteresis::Health;
+use crate::metrics::{TargetLabel, TenantLabel};
+use crate::observation::TargetId;
+use crate::snapshot::{EndpointMeta, PublishMode, TenantSnapshot};
+
+use super::super::index::{EndpointIx, TargetIx, TenantIx, Topology};
+use super::super::report;
 use super::publish::next_seq;
-use super::*;
+use super::{Clock, Effect, TargetState, TenantState, TrackerCore, Wake};
 
 impl TrackerCore {
     /// Replaces the plan (a config reload). Targets with an id the core already knows keep

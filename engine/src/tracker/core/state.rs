@@ -1,0 +1,95 @@
+//! What the core keeps per target (its verdict, damping, counts) and per tenant (what it
+//! published, what waits to be, its pacing and vote).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+use crate::damping::FlapDamping;
+use crate::hysteresis::{Health, Hysteresis};
+use crate::multi_cluster::vote::Tally;
+use crate::multi_cluster::LocalView;
+use crate::probe::ProbeResult;
+use crate::snapshot::{TenantSnapshot, VerdictChange};
+
+use super::super::pacing::Pacing;
+
+/// What the tracker knows about one target.
+pub(in crate::tracker) struct TargetState {
+    pub(in crate::tracker) hysteresis: Hysteresis,
+    /// Flap damping, when the target's check turns it on.
+    pub(in crate::tracker) damping: Option<FlapDamping>,
+    /// The latest result and when it arrived.
+    pub(in crate::tracker) last: Option<(ProbeResult, SystemTime)>,
+    /// When the verdict last changed.
+    pub(in crate::tracker) since: Option<SystemTime>,
+    pub(in crate::tracker) probes: u64,
+    pub(in crate::tracker) failures: u64,
+    /// Verdict changes since start.
+    pub(in crate::tracker) transitions: u64,
+    /// Time spent down before the current verdict (the current down spell is added when
+    /// shown).
+    pub(in crate::tracker) downtime: Duration,
+    /// The weight its last healthy answer reported (`reported_weight`); `None`: the
+    /// configured weight.
+    pub(in crate::tracker) weight: Option<u32>,
+}
+
+impl TargetState {
+    pub(in crate::tracker) fn new(
+        damping: Option<ho_config::Damping>,
+        now: Instant,
+    ) -> TargetState {
+        TargetState {
+            hysteresis: Hysteresis::new(),
+            damping: damping.map(|d| FlapDamping::new(d, now)),
+            last: None,
+            since: None,
+            probes: 0,
+            failures: 0,
+            transitions: 0,
+            downtime: Duration::ZERO,
+            weight: None,
+        }
+    }
+
+    /// The health that decides publication: the verdict, or down while flap damping holds
+    /// the target out.
+    pub(in crate::tracker) fn effective(&self) -> Health {
+        if self.damped() {
+            Health::Down
+        } else {
+            self.hysteresis.state()
+        }
+    }
+
+    /// Whether flap damping holds the target out of DNS now.
+    pub(in crate::tracker) fn damped(&self) -> bool {
+        self.damping.as_ref().is_some_and(FlapDamping::suppressed)
+    }
+}
+
+/// What the tracker knows about one tenant.
+#[derive(Default)]
+pub(in crate::tracker) struct TenantState {
+    /// The latest snapshot sent to the tenant's sinks.
+    pub(in crate::tracker) last_snapshot: Option<Arc<TenantSnapshot>>,
+    pub(in crate::tracker) last_seq: u64,
+    /// Endpoints still without a verdict, kept up to date on transitions so that a tenant
+    /// waiting at start-up costs nothing per transition.
+    pub(in crate::tracker) unknown: usize,
+    /// Endpoints up.
+    pub(in crate::tracker) healthy: usize,
+    pub(in crate::tracker) pacing: Pacing,
+    /// Verdict changes not yet carried by a snapshot.
+    pub(in crate::tracker) changes: VecDeque<VerdictChange>,
+    /// `[multi_cluster]`: the view last handed to the coordinator.
+    pub(in crate::tracker) last_view: Option<LocalView>,
+    /// `[multi_cluster]`: the latest tally, shown in `/status`.
+    pub(in crate::tracker) votes: Option<Arc<Tally>>,
+    /// Set by a reload that gave the tenant endpoints without a verdict: a tenant that has
+    /// published nothing yet waits for them until then, as at start-up.
+    pub(in crate::tracker) wait_until: Option<Instant>,
+}
