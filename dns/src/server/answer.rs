@@ -44,6 +44,41 @@ struct Zone {
     nameservers: Vec<Name>,
 }
 
+impl Zone {
+    /// The zones of `config`, longest apex first so nested zones answer from the innermost;
+    /// each with its SOA names and name servers (`ns1.<apex>` unless given).
+    fn all_of(config: &DnsServerConfig) -> Result<Vec<Zone>, String> {
+        let mut zones = Vec::new();
+        for apex in &config.zones {
+            let mname = config.soa.mname.clone().unwrap_or(format!("ns1.{apex}"));
+            let rname = config
+                .soa
+                .rname
+                .clone()
+                .unwrap_or(format!("hostmaster.{apex}"));
+            let nameservers = if config.nameservers.is_empty() {
+                vec![name(&mname)?]
+            } else {
+                config
+                    .nameservers
+                    .iter()
+                    .map(|n| name(n))
+                    .collect::<Result<_, _>>()?
+            };
+            zones.push(Zone {
+                apex: apex.clone(),
+                dot_apex: format!(".{apex}"),
+                name: name(apex)?,
+                mname: name(&mname)?,
+                rname: name(&rname)?,
+                nameservers,
+            });
+        }
+        zones.sort_by_key(|z| std::cmp::Reverse(z.apex.len()));
+        Ok(zones)
+    }
+}
+
 /// Everything a query is answered from: the zones (from the config) and the records (from
 /// snapshots).
 pub struct Authority {
@@ -96,33 +131,7 @@ impl Authority {
     /// The authority of `config`, starting from `records` (kept across a rebuild so a
     /// reload never answers from nothing).
     pub fn new(config: &DnsServerConfig, records: Records) -> Result<Authority, String> {
-        let mut zones = Vec::new();
-        for apex in &config.zones {
-            let mname = config.soa.mname.clone().unwrap_or(format!("ns1.{apex}"));
-            let rname = config
-                .soa
-                .rname
-                .clone()
-                .unwrap_or(format!("hostmaster.{apex}"));
-            let nameservers = if config.nameservers.is_empty() {
-                vec![name(&mname)?]
-            } else {
-                config
-                    .nameservers
-                    .iter()
-                    .map(|n| name(n))
-                    .collect::<Result<_, _>>()?
-            };
-            zones.push(Zone {
-                apex: apex.clone(),
-                dot_apex: format!(".{apex}"),
-                name: name(apex)?,
-                mname: name(&mname)?,
-                rname: name(&rname)?,
-                nameservers,
-            });
-        }
-        zones.sort_by_key(|z| std::cmp::Reverse(z.apex.len()));
+        let zones = Zone::all_of(config)?;
         let signer = config
             .dnssec
             .as_ref()

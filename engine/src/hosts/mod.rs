@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::metrics::{Metrics, ResultLabel};
+use lookup::Found;
 
 /// An endpoint's host name does not resolve, or the system's resolvers cannot be read: a
 /// plan is not run without every endpoint's addresses, or its gateways would leave DNS.
@@ -110,33 +111,7 @@ impl Hosts {
                 .map(|n| (*n).to_owned())
                 .collect()
         };
-        let timeout = plan.resolver.timeout;
-        let found = futures_util::future::join_all(
-            new.iter()
-                .map(|name| lookup::lookup(name, &servers, timeout)),
-        )
-        .await;
-        let mut added = Vec::new();
-        for (name, result) in new.into_iter().zip(found) {
-            match result {
-                Ok(found) => added.push((name, found)),
-                Err(e) => {
-                    self.0
-                        .metrics
-                        .host_lookups
-                        .get_or_create(&ResultLabel { result: "failed" })
-                        .inc();
-                    let endpoint = plan
-                        .hosts
-                        .iter()
-                        .find(|h| h.host == name)
-                        .map_or("?", |h| h.name.as_str());
-                    return Err(HostsError(format!(
-                        "endpoint \"{endpoint}\": host name {name} does not resolve: {e} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)"
-                    )));
-                }
-            }
-        }
+        let added = self.look_up_new(plan, new, &servers).await?;
         let mut state = self.0.state.lock().expect("not poisoned");
         state.settings = plan.resolver.clone();
         state.servers = servers;
@@ -166,6 +141,44 @@ impl Hosts {
             .resolved
             .send_if_modified(|r| replace_if_changed(r, &resolved));
         Ok(resolved)
+    }
+
+    /// The addresses of each of `new` (names not followed yet); an error names the first
+    /// endpoint whose name does not resolve.
+    async fn look_up_new(
+        &self,
+        plan: &Plan,
+        new: Vec<String>,
+        servers: &[SocketAddr],
+    ) -> Result<Vec<(String, Found)>, HostsError> {
+        let timeout = plan.resolver.timeout;
+        let found = futures_util::future::join_all(
+            new.iter()
+                .map(|name| lookup::lookup(name, servers, timeout)),
+        )
+        .await;
+        let mut added = Vec::new();
+        for (name, result) in new.into_iter().zip(found) {
+            match result {
+                Ok(found) => added.push((name, found)),
+                Err(e) => {
+                    self.0
+                        .metrics
+                        .host_lookups
+                        .get_or_create(&ResultLabel { result: "failed" })
+                        .inc();
+                    let endpoint = plan
+                        .hosts
+                        .iter()
+                        .find(|h| h.host == name)
+                        .map_or("?", |h| h.name.as_str());
+                    return Err(HostsError(format!(
+                        "endpoint \"{endpoint}\": host name {name} does not resolve: {e} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)"
+                    )));
+                }
+            }
+        }
+        Ok(added)
     }
 
     /// Looks names up again as they fall due, until the engine drops its clone.
