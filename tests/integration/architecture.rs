@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::harness::{rust_files, SOURCE_DIRS};
+
 /// What a map entry may name: a function, a type, a constant or a trait impl.
 const DEFINERS: [&str; 9] = [
     "fn ", "struct ", "enum ", "trait ", "type ", "const ", "static ", "mod ", "impl ",
@@ -175,20 +177,9 @@ fn defines(text: &str, name: &str) -> bool {
 
 /// Every Rust source of the workspace, for names the map says live "somewhere".
 fn rust_sources(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = ["src", "engine", "sinks", "config", "loadtest"]
+    SOURCE_DIRS
         .iter()
-        .map(|d| root.join(d))
-        .collect();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(std::fs::read_to_string(&path).unwrap_or_default());
-            }
-        }
-    }
-    out
+        .flat_map(|d| rust_files(&root.join(d)))
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect()
 }

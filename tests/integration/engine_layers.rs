@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::harness::rust_files;
+
 /// The layers as ARCHITECTURE.md lists them, bottom first: `N. a, b, c`.
 fn layers() -> BTreeMap<String, usize> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -92,44 +94,32 @@ fn the_engines_layers_point_down() {
     let layers = layers();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("engine/src");
     let mut problems = Vec::new();
-    let mut dirs = vec![src.clone()];
     let mut seen = 0;
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let rel = path
-                .strip_prefix(&src)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let name = path.file_name().unwrap().to_string_lossy();
-            if !rel.ends_with(".rs")
-                || rel == "lib.rs"
-                || name == "tests.rs"
-                || name.ends_with("_tests.rs")
-            {
-                continue;
-            }
-            let Some(unit) = unit_of_file(&rel, &layers) else {
-                problems.push(format!("{rel}: its module is in no layer"));
+    for path in rust_files(&src) {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if rel == "lib.rs" || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let Some(unit) = unit_of_file(&rel, &layers) else {
+            problems.push(format!("{rel}: its module is in no layer"));
+            continue;
+        };
+        seen += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for target in crate_paths(&text) {
+            let Some(to) = unit_of(&target, &layers) else {
                 continue;
             };
-            seen += 1;
-            let text = std::fs::read_to_string(&path).unwrap();
-            for target in crate_paths(&text) {
-                let Some(to) = unit_of(&target, &layers) else {
-                    continue;
-                };
-                if layers[to] > layers[&unit] {
-                    problems.push(format!(
-                        "{rel} (layer {}) uses crate::{target} (layer {})",
-                        layers[&unit], layers[to]
-                    ));
-                }
+            if layers[to] > layers[&unit] {
+                problems.push(format!(
+                    "{rel} (layer {}) uses crate::{target} (layer {})",
+                    layers[&unit], layers[to]
+                ));
             }
         }
     }

@@ -8,6 +8,7 @@ mod netns;
 mod pki;
 mod probe;
 mod rounds;
+mod source_tree;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use netns::{run_checked, VethNamespace};
 pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
 pub use rounds::thirty_tenants_lose_a_shared_gateway;
+pub use source_tree::{rust_files, SOURCE_DIRS};
 
 /// Longest any test waits for a condition; tests normally finish far sooner.
 pub const LIMIT: Duration = Duration::from_secs(10);
