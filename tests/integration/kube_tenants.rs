@@ -459,3 +459,81 @@ async fn an_unreachable_sink_holds_the_deletion_and_says_so() {
     })
     .await;
 }
+
+/// An accepted resource edited into something refused keeps publishing its last accepted
+/// generation: a hosts file read every 20 ms never loses its records, the status says which
+/// generation is refused and which one serves; a valid edit then replaces it. Runs against
+/// the Kubernetes API test server (no real API server can run here).
+#[tokio::test]
+async fn a_refused_edit_never_takes_the_name_down() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let ip = |i: usize| gws[i].addr().ip();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, gws[0].addr().port());
+    let mut cmd = run_config(dir.path(), &config);
+    cmd.env("RUST_LOG", "info");
+    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": [ip(0).to_string()]}]),
+    ));
+    let file = hosts(dir.path(), "team-a_api");
+    wait_for_file(&file, "the first generation", |c| {
+        addresses(c) == [ip(0).to_string()]
+    })
+    .await;
+    wait_for_condition(&kube, "team-a", "api", "Ready", "True", "Published").await;
+
+    // Edited into an address that is not one, then into a domain the namespace may not claim.
+    let edits = [
+        (
+            json!([{"addresses": ["gw.example"]}]),
+            "api.team-a.io",
+            "Invalid",
+        ),
+        (
+            json!([{"addresses": [ip(1).to_string()]}]),
+            "api.team-b.io",
+            "DomainNotAllowed",
+        ),
+    ];
+    for (endpoints, domain, reason) in edits {
+        kube.apply(failover("team-a", "api", domain, endpoints));
+        let message = wait_for_condition(&kube, "team-a", "api", "Accepted", "False", reason).await;
+        assert!(
+            message.contains("refused; generation 1 keeps publishing"),
+            "{message}"
+        );
+        let start = tokio::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(1500) {
+            let now = std::fs::read_to_string(&file).unwrap_or_default();
+            assert_eq!(
+                addresses(&now),
+                [ip(0).to_string()],
+                "{reason}: records withdrawn"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (ready, _, message) = condition(&kube, "team-a", "api", "Ready").unwrap();
+        assert_eq!(ready, "True", "{message}");
+        assert!(message.contains("serving generation 1"), "{message}");
+    }
+
+    // A valid edit replaces what is published.
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": [ip(1).to_string()]}]),
+    ));
+    wait_for_file(&file, "the valid edit", |c| {
+        addresses(c) == [ip(1).to_string()]
+    })
+    .await;
+    wait_for_condition(&kube, "team-a", "api", "Accepted", "True", "Accepted").await;
+}

@@ -42,6 +42,20 @@ pub enum Verdict {
         /// For `Invalid`, the lines `check-config` prints, located in the resource.
         message: String,
     },
+    /// This generation is refused (`reason`, `message` as for [`Verdict::Refused`]), but an
+    /// earlier generation was accepted: that one keeps publishing, as tenant `tenant`, until
+    /// a valid edit replaces it or the resource is deleted. A typo never takes a live name
+    /// down.
+    KeptLast {
+        /// The tenant's name.
+        tenant: String,
+        /// The generation that keeps publishing.
+        serving: Option<i64>,
+        /// Why the current generation is refused.
+        reason: &'static str,
+        /// What to change.
+        message: String,
+    },
     /// Valid and allowed, but no gateway has an address yet: nothing to publish.
     Waiting {
         /// Which sources have nothing yet.
@@ -68,6 +82,16 @@ pub struct Admitter {
     /// What the cached validations were made against: the base config, without its
     /// tenants and endpoints.
     fingerprint: u64,
+    /// Each resource's last accepted generation and what it published: what keeps
+    /// publishing while a later generation is refused.
+    accepted: HashMap<Key, LastAccepted>,
+}
+
+/// A resource's last accepted generation.
+struct LastAccepted {
+    generation: Option<i64>,
+    tenant: TenantConfig,
+    endpoints: Vec<EndpointConfig>,
 }
 
 /// A resource that validated: which version of it, with which addresses, and what it
@@ -109,15 +133,36 @@ impl Admitter {
         for resource in ordered {
             let k = key(resource);
             seen.insert(k.clone());
-            let verdict = self.decide(resource, &k, &mut alone, &mut claims, world, catalog);
-            if let Verdict::Accepted { .. } = verdict {
-                config.tenants.append(&mut alone.tenants);
-                config.endpoints.append(&mut alone.endpoints);
+            let verdict = match self.decide(resource, &k, &mut alone, &mut claims, world, catalog) {
+                Verdict::Refused { reason, message } => {
+                    self.keep_last(&k, reason, message, &mut alone, &mut claims)
+                }
+                verdict => verdict,
+            };
+            match &verdict {
+                Verdict::Accepted { .. } => {
+                    self.accepted.insert(
+                        k.clone(),
+                        LastAccepted {
+                            generation: resource.metadata.generation,
+                            tenant: alone.tenants[0].clone(),
+                            endpoints: alone.endpoints.clone(),
+                        },
+                    );
+                    config.tenants.append(&mut alone.tenants);
+                    config.endpoints.append(&mut alone.endpoints);
+                }
+                Verdict::KeptLast { .. } => {
+                    config.tenants.append(&mut alone.tenants);
+                    config.endpoints.append(&mut alone.endpoints);
+                }
+                Verdict::Refused { .. } | Verdict::Waiting { .. } => {}
             }
             verdicts.insert(k, verdict);
         }
         self.last.retain(|k, _| seen.contains(k));
         self.checked.retain(|k, _| seen.contains(k));
+        self.accepted.retain(|k, _| seen.contains(k));
         Admission { config, verdicts }
     }
 
@@ -189,6 +234,36 @@ impl Admitter {
 }
 
 impl Admitter {
+    /// A refusal of resource `k`: when an earlier generation was accepted, that one keeps
+    /// publishing (its tenant and endpoints left in `alone`, its names claimed again);
+    /// otherwise the refusal stands.
+    fn keep_last(
+        &self,
+        k: &Key,
+        reason: &'static str,
+        message: String,
+        alone: &mut Config,
+        claims: &mut Claims,
+    ) -> Verdict {
+        let Some(last) = self.accepted.get(k) else {
+            return Verdict::Refused { reason, message };
+        };
+        if claims
+            .claim(k, &last.tenant.name, &last.tenant.domains)
+            .is_err()
+        {
+            return Verdict::Refused { reason, message };
+        }
+        alone.tenants = vec![last.tenant.clone()];
+        alone.endpoints = last.endpoints.clone();
+        Verdict::KeptLast {
+            tenant: last.tenant.name.clone(),
+            serving: last.generation,
+            reason,
+            message,
+        }
+    }
+
     /// What discovery found, or when it found nothing the addresses found last (a name is
     /// never emptied by discovery); `Waiting` when there were none either.
     fn found_or_last(

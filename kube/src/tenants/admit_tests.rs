@@ -466,3 +466,101 @@ fn long_names_stay_within_the_config_alphabet_and_length() {
         ho_config::names::check_object_name(&e.name).unwrap();
     }
 }
+
+/// An accepted resource edited into something refused (an invalid check, a domain its
+/// namespace may not claim or someone else holds, a sink it may not use) keeps publishing its last accepted
+/// generation; a valid edit replaces it; deleted and created again, a refused resource
+/// publishes nothing.
+#[test]
+fn a_refused_edit_keeps_the_last_accepted_generation_publishing() {
+    let mut admitter = Admitter::default();
+    let world = World::default();
+    let mut r = resource(
+        "team-a",
+        "api",
+        0,
+        &["api.team-a.io"],
+        vec![addresses(&["192.0.2.10"])],
+    );
+    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "api"),
+        Verdict::Accepted { .. }
+    ));
+    // The resource's tenant (its domains, its check's rise) and the addresses published.
+    let published = |a: &super::admit::Admission| {
+        let t = a
+            .config
+            .tenants
+            .iter()
+            .find(|t| t.name == "team-a_api")
+            .map(|t| t.domains.clone());
+        let addresses: Vec<String> = a
+            .config
+            .endpoints
+            .iter()
+            .map(|e| e.address.clone())
+            .collect();
+        (t, addresses)
+    };
+    let first = published(&a);
+    assert_eq!(first.0, Some(vec!["api.team-a.io".to_string()]));
+    assert!(first.1.contains(&"192.0.2.10".to_string()), "{first:?}");
+
+    let edits: [(&str, fn(&mut DNSFailover)); 4] = [
+        ("Invalid", |r| {
+            r.spec.check = Some(toml::from_str("rise = 0").unwrap())
+        }),
+        ("DomainNotAllowed", |r| {
+            r.spec.domains = vec!["api.team-b.io".into()]
+        }),
+        ("SinkNotAllowed", |r| r.spec.sinks = vec!["other".into()]),
+        ("DomainClaimed", |r| {
+            r.spec.domains = vec!["www.team-a.io".into()]
+        }),
+    ];
+    for (generation, (reason, edit)) in (2..).zip(edits) {
+        let mut edited = r.clone();
+        edit(&mut edited);
+        edited.metadata.generation = Some(generation);
+        let a = admitter.admit(&base(), &[&edited], &world, &CATALOG);
+        match verdict(&a, "team-a", "api") {
+            Verdict::KeptLast {
+                serving,
+                reason: refused,
+                ..
+            } => {
+                assert_eq!(*refused, reason);
+                assert_eq!(*serving, Some(1), "generation 1 keeps publishing");
+            }
+            other => panic!("{reason}: expected the last generation kept, got {other:?}"),
+        }
+        assert_eq!(
+            published(&a),
+            first,
+            "{reason}: the same names and endpoints"
+        );
+    }
+
+    r.spec.domains = vec!["app.team-a.io".into()];
+    r.metadata.generation = Some(6);
+    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "api"),
+        Verdict::Accepted { .. }
+    ));
+    let fixed = published(&a);
+    assert_eq!(
+        fixed.0,
+        Some(vec!["app.team-a.io".to_string()]),
+        "a valid edit replaces it"
+    );
+
+    // Deleted (no longer listed), then created again with an invalid spec: nothing kept.
+    admitter.admit(&base(), &[], &world, &CATALOG);
+    let mut again = r.clone();
+    again.spec.check = Some(toml::from_str("rise = 0").unwrap());
+    let a = admitter.admit(&base(), &[&again], &world, &CATALOG);
+    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
+    assert_eq!(published(&a).0, None);
+}

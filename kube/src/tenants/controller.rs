@@ -144,7 +144,7 @@ impl Controller {
             let accepted = self
                 .verdicts
                 .values()
-                .filter(|v| matches!(v, Verdict::Accepted { .. }))
+                .filter(|v| matches!(v, Verdict::Accepted { .. } | Verdict::KeptLast { .. }))
                 .count();
             info!(
                 resources = self.verdicts.len(),
@@ -172,7 +172,11 @@ impl Controller {
             let tenant = tenant_name(&k);
             let deleting = r.metadata.deletion_timestamp.is_some();
             let verdict = (!deleting).then(|| self.verdicts.get(&k)).flatten();
-            let accepted = matches!(verdict, Some(Verdict::Accepted { .. }));
+            // A refused edit of an accepted resource still publishes: its records stay theirs.
+            let accepted = matches!(
+                verdict,
+                Some(Verdict::Accepted { .. } | Verdict::KeptLast { .. })
+            );
             if accepted && !has_finalizer(&r) {
                 self.set_finalizer(&r, true).await;
             } else if !accepted && has_finalizer(&r) && view.withdrawn(&tenant) {

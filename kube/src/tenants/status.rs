@@ -113,7 +113,9 @@ pub fn status_of(
         ..DNSFailoverStatus::default()
     };
     let tenant = match verdict {
-        Some(Verdict::Accepted { tenant, .. }) => Some(tenant.as_str()),
+        Some(Verdict::Accepted { tenant, .. }) | Some(Verdict::KeptLast { tenant, .. }) => {
+            Some(tenant.as_str())
+        }
         _ => None,
     };
     let accepted = match verdict {
@@ -132,8 +134,29 @@ pub fn status_of(
         Some(Verdict::Refused { reason, message }) => {
             condition("Accepted", false, reason, message.clone())
         }
+        Some(Verdict::KeptLast {
+            serving,
+            reason,
+            message,
+            ..
+        }) => condition(
+            "Accepted",
+            false,
+            reason,
+            format!(
+                "generation {} refused; {} keeps publishing until a valid edit replaces it:\n{message}",
+                generation.map_or("?".into(), |g| g.to_string()),
+                serving.map_or("the last accepted generation".into(), |g| format!("generation {g}")),
+            ),
+        ),
     };
-    let (ready, reason, message) = readiness(verdict, deleting, tenant, engine);
+    let (ready, reason, mut message) = readiness(verdict, deleting, tenant, engine);
+    if let Some(Verdict::KeptLast { serving, .. }) = verdict {
+        let serving = serving.map_or("the last accepted generation".into(), |g| {
+            format!("generation {g}")
+        });
+        message = format!("{message} (serving {serving}; the current one is refused)");
+    }
     status.conditions = vec![accepted, condition("Ready", ready, reason, message)];
     if let Some(tenant) = tenant {
         fill_published(&mut status, tenant, engine);
