@@ -507,7 +507,8 @@ fn a_refused_edit_keeps_the_last_accepted_generation_publishing() {
     assert_eq!(first.0, Some(vec!["api.team-a.io".to_string()]));
     assert!(first.1.contains(&"192.0.2.10".to_string()), "{first:?}");
 
-    let edits: [(&str, fn(&mut DNSFailover)); 4] = [
+    type Edit = fn(&mut DNSFailover);
+    let edits: [(&str, Edit); 4] = [
         ("Invalid", |r| {
             r.spec.check = Some(toml::from_str("rise = 0").unwrap())
         }),
