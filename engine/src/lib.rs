@@ -35,7 +35,7 @@ pub mod secret;
 pub mod selection;
 pub mod sink;
 pub mod snapshot;
-mod state_file;
+pub mod state_file;
 pub mod status;
 pub mod tls_client;
 pub mod token_bucket;

@@ -10,11 +10,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 
 use ho_config::model::{EndpointConfig, NamespaceAllowance, TenantConfig};
 use ho_config::validate::{validate, Kinds};
 use ho_config::{Config, EndpointSelection};
 use kube::ResourceExt;
+use serde::{Deserialize, Serialize};
+use tracing::warn;
 
 use super::claims::Claims;
 use super::discover::{discover, Found, Lookup};
@@ -85,13 +88,25 @@ pub struct Admitter {
     /// Each resource's last accepted generation and what it published: what keeps
     /// publishing while a later generation is refused.
     accepted: HashMap<Key, LastAccepted>,
+    /// Where `accepted` is kept across restarts (`<state_dir>/accepted.json`), so a
+    /// restart with a refused edit in place still publishes the generation before it.
+    keep_in: Option<PathBuf>,
+    /// What was last written there: a round writes only when it changed.
+    kept: Vec<u8>,
 }
 
 /// A resource's last accepted generation.
+#[derive(Clone, Serialize, Deserialize)]
 struct LastAccepted {
     generation: Option<i64>,
     tenant: TenantConfig,
     endpoints: Vec<EndpointConfig>,
+}
+
+/// `accepted.json`: each resource's last accepted generation, by `namespace/name`.
+#[derive(Default, Serialize, Deserialize)]
+struct AcceptedFile {
+    resources: BTreeMap<String, LastAccepted>,
 }
 
 /// A resource that validated: which version of it, with which addresses, and what it
@@ -104,6 +119,61 @@ struct Checked {
 }
 
 impl Admitter {
+    /// An admitter that keeps each resource's last accepted generation in `state_dir`
+    /// (none: in memory only), starting from what a previous run kept there. A file that
+    /// cannot be read is logged and set aside: admission then starts from nothing, as
+    /// without `state_dir`.
+    pub fn keeping_in(state_dir: Option<&Path>) -> Admitter {
+        let keep_in = state_dir.map(|d| d.join("accepted.json"));
+        let kept = keep_in.as_deref().map_or(Ok(None), |path| {
+            ho_engine::state_file::read::<AcceptedFile>(path, "accepted resources")
+        });
+        let accepted = match kept {
+            Ok(file) => file
+                .unwrap_or_default()
+                .resources
+                .into_iter()
+                .filter_map(|(k, last)| {
+                    let (ns, name) = k.split_once('/')?;
+                    Some(((ns.to_owned(), name.to_owned()), last))
+                })
+                .collect(),
+            Err(e) => {
+                warn!(error = %e, "the last accepted generations are not known: a resource refused now publishes nothing until fixed");
+                HashMap::new()
+            }
+        };
+        Admitter {
+            accepted,
+            keep_in,
+            ..Admitter::default()
+        }
+    }
+
+    /// Saves the last accepted generations when they changed.
+    fn keep(&mut self) {
+        let Some(path) = &self.keep_in else {
+            return;
+        };
+        let file = AcceptedFile {
+            resources: self
+                .accepted
+                .iter()
+                .map(|((ns, name), last)| (format!("{ns}/{name}"), last.clone()))
+                .collect(),
+        };
+        let body = serde_json::to_vec_pretty(&file).expect("serializable");
+        if body == self.kept {
+            return;
+        }
+        match ho_engine::state_file::write(path, &body, true) {
+            Ok(()) => self.kept = body,
+            Err(e) => {
+                warn!(error = %e, "the last accepted generations are not kept: a restart with a refused edit in place would publish nothing for it")
+            }
+        }
+    }
+
     /// Decides every resource, oldest first (the first claimant keeps a name), and merges
     /// the accepted ones into a copy of `base`.
     pub fn admit(
@@ -163,6 +233,7 @@ impl Admitter {
         self.last.retain(|k, _| seen.contains(k));
         self.checked.retain(|k, _| seen.contains(k));
         self.accepted.retain(|k, _| seen.contains(k));
+        self.keep();
         Admission { config, verdicts }
     }
 

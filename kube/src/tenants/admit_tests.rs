@@ -565,3 +565,41 @@ fn a_refused_edit_keeps_the_last_accepted_generation_publishing() {
     assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
     assert_eq!(published(&a).0, None);
 }
+
+/// With `state_dir`, the last accepted generation outlives the process: a restart with a
+/// refused edit in place still publishes the generation before it. A file that cannot be
+/// read starts admission from nothing.
+#[test]
+fn the_last_accepted_generation_is_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = World::default();
+    let mut r = resource(
+        "team-a",
+        "api",
+        0,
+        &["api.team-a.io"],
+        vec![addresses(&["192.0.2.10"])],
+    );
+    let a = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "api"),
+        Verdict::Accepted { .. }
+    ));
+
+    r.spec.check = Some(toml::from_str("rise = 0").unwrap());
+    r.metadata.generation = Some(2);
+    let restarted = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
+    match verdict(&restarted, "team-a", "api") {
+        Verdict::KeptLast { serving, .. } => assert_eq!(*serving, Some(1)),
+        other => panic!("expected generation 1 kept after the restart, got {other:?}"),
+    }
+    assert!(restarted
+        .config
+        .endpoints
+        .iter()
+        .any(|e| e.address == "192.0.2.10"));
+
+    std::fs::write(dir.path().join("accepted.json"), "{not json").unwrap();
+    let a = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
+    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
+}

@@ -72,7 +72,7 @@ impl Controller {
         Controller {
             client,
             watched,
-            admitter: Admitter::default(),
+            admitter: Admitter::keeping_in(base.state_dir.as_deref()),
             catalog,
             base,
             verdicts: BTreeMap::new(),
