@@ -183,6 +183,20 @@ impl Admitter {
         world: &dyn Lookup,
         catalog: &Kinds<'_>,
     ) -> Admission {
+        self.admit_with(base, resources, Vec::new(), world, catalog)
+    }
+
+    /// [`Admitter::admit`], with resources refused before admission (Kuadrant records that
+    /// no longer translate, by their stand-in's key): each keeps publishing its last accepted
+    /// generation as a refused resource does, after every resource given.
+    pub fn admit_with(
+        &mut self,
+        base: &Config,
+        resources: &[&DNSFailover],
+        refused: Vec<(Key, Verdict)>,
+        world: &dyn Lookup,
+        catalog: &Kinds<'_>,
+    ) -> Admission {
         let mut ordered: Vec<&DNSFailover> = resources.to_vec();
         ordered.sort_by(|a, b| {
             let at = |r: &DNSFailover| r.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -227,6 +241,20 @@ impl Admitter {
                     config.endpoints.append(&mut alone.endpoints);
                 }
                 Verdict::Refused { .. } | Verdict::Waiting { .. } => {}
+            }
+            verdicts.insert(k, verdict);
+        }
+        for (k, verdict) in refused {
+            seen.insert(k.clone());
+            let verdict = match verdict {
+                Verdict::Refused { reason, message } => {
+                    self.keep_last(&k, reason, message, &mut alone, &mut claims)
+                }
+                verdict => verdict,
+            };
+            if let Verdict::KeptLast { .. } = verdict {
+                config.tenants.append(&mut alone.tenants);
+                config.endpoints.append(&mut alone.endpoints);
             }
             verdicts.insert(k, verdict);
         }

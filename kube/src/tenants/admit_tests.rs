@@ -603,3 +603,40 @@ fn the_last_accepted_generation_is_kept_across_a_restart() {
     let a = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
     assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
 }
+
+/// A resource refused before admission (a Kuadrant record that no longer translates, by its
+/// stand-in's key) keeps publishing its last accepted generation like any refused edit.
+#[test]
+fn a_record_that_stops_translating_keeps_its_last_accepted_generation() {
+    let mut admitter = Admitter::default();
+    let world = World::default();
+    let stand_in = resource(
+        "team-a",
+        "api",
+        0,
+        &["api.team-a.io"],
+        vec![addresses(&["192.0.2.10"])],
+    );
+    admitter.admit(&base(), &[&stand_in], &world, &CATALOG);
+    let refused = Verdict::Refused {
+        reason: "Invalid",
+        message: "the record does not translate".into(),
+    };
+    let key = ("team-a".to_string(), "api".to_string());
+    let a = admitter.admit_with(
+        &base(),
+        &[],
+        vec![(key.clone(), refused.clone())],
+        &world,
+        &CATALOG,
+    );
+    assert!(
+        matches!(verdict(&a, "team-a", "api"), Verdict::KeptLast { .. }),
+        "{:?}",
+        verdict(&a, "team-a", "api")
+    );
+    assert!(a.config.endpoints.iter().any(|e| e.address == "192.0.2.10"));
+    // Never accepted: the refusal stands.
+    let a = Admitter::default().admit_with(&base(), &[], vec![(key, refused)], &world, &CATALOG);
+    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
+}

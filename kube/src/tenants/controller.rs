@@ -128,12 +128,11 @@ impl Controller {
             kuadrant.refresh(&self.base);
         }
         input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
-        let admission = self
-            .admitter
-            .admit(&self.base, &input, &self.watched, &self.catalog);
+        let refused = self.kuadrant.iter().flat_map(|k| k.refusals()).collect();
+        let admission =
+            self.admitter
+                .admit_with(&self.base, &input, refused, &self.watched, &self.catalog);
         self.verdicts = admission.verdicts;
-        self.verdicts
-            .extend(self.kuadrant.iter().flat_map(|k| k.refusals()));
         let digest = digest(&admission.config);
         if self.applied == Some(digest) {
             return None;
