@@ -38,7 +38,7 @@ use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
-use answer::Authority;
+use answer::{Authority, ServerError};
 pub use config::DnsServerConfig;
 use ho_engine::sink::kind::BuildContext;
 use listener::Listener;
@@ -60,7 +60,7 @@ impl DnsServerSink {
     pub fn start(
         config: &DnsServerConfig,
         ctx: &BuildContext<'_>,
-    ) -> Result<DnsServerSink, String> {
+    ) -> Result<DnsServerSink, ServerError> {
         let running = config
             .listen
             .iter()
@@ -84,8 +84,7 @@ impl DnsServerSink {
         }
         let reports = match &config.reports {
             Some(r) => {
-                let key =
-                    crate::wire::key::load_signer(&r.tsig).map_err(|e| format!("reports: {e}"))?;
+                let key = crate::wire::key::load_signer(&r.tsig).map_err(ServerError::Reports)?;
                 let mc = &ctx.plan.multi_cluster;
                 let memory = (ctx.plan.state_dir.as_ref())
                     .map(|d| d.join(format!("reports-{}.json", ctx.name)));
@@ -106,7 +105,8 @@ impl DnsServerSink {
                 let xdp = (config.xdp.as_ref().filter(|_| i == 0)).map(|x| (x, &config.listen[..]));
                 Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics, xdp)
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ServerError::Listen)?;
         Ok(DnsServerSink {
             authority,
             reports,

@@ -43,7 +43,12 @@ struct Inner {
 impl Rfc2136Sink {
     /// A sink writing into `config.zone` as `owner_id`; loads the TSIG key.
     pub fn new(config: &Rfc2136Config, owner_id: &str) -> Result<Rfc2136Sink, String> {
-        let signer = config.tsig.as_ref().map(load_signer).transpose()?;
+        let signer = config
+            .tsig
+            .as_ref()
+            .map(load_signer)
+            .transpose()
+            .map_err(|e| e.to_string())?;
         if signer.is_none() {
             tracing::warn!(server = %config.server, zone = %config.zone, "RFC 2136 updates go unsigned (no tsig): only a server that restricts updates by address should accept them");
         }

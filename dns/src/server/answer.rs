@@ -109,6 +109,39 @@ pub struct Authority {
     pub shelf: Arc<Shelf>,
 }
 
+/// Why a `dns_server` sink's settings cannot make a server (files its settings name:
+/// DNSSEC keys, TSIG secrets, the GeoIP database, the cookie secret; its listen addresses).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A zone, SOA or name server name is not a DNS name.
+    #[error("{0}")]
+    Zone(String),
+    /// The DNSSEC keys cannot be used.
+    #[error("dnssec: {0}")]
+    Dnssec(String),
+    /// The transfer settings (their TSIG key) cannot be used.
+    #[error("transfer: {0}")]
+    Transfer(String),
+    /// The reports' TSIG key cannot be used.
+    #[error("reports: {0}")]
+    Reports(crate::wire::key::KeyError),
+    /// The GeoIP database cannot be read.
+    #[error("{0}")]
+    Geo(String),
+    /// A listen address cannot be served.
+    #[error("{0}")]
+    Listen(String),
+    /// The cookie secret cannot be read.
+    #[error("{field}: {reason}")]
+    Cookies {
+        /// The field naming the file.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// An answer on the wire, with what metrics label it by.
 pub struct Reply {
     /// The response message.
@@ -130,30 +163,30 @@ fn name(s: &str) -> Result<Name, String> {
 impl Authority {
     /// The authority of `config`, starting from `records` (kept across a rebuild so a
     /// reload never answers from nothing).
-    pub fn new(config: &DnsServerConfig, records: Records) -> Result<Authority, String> {
-        let zones = Zone::all_of(config)?;
+    pub fn new(config: &DnsServerConfig, records: Records) -> Result<Authority, ServerError> {
+        let zones = Zone::all_of(config).map_err(ServerError::Zone)?;
         let signer = config
             .dnssec
             .as_ref()
             .map(|d| Signer::start(d, &config.zones, config.soa.minimum))
             .transpose()
-            .map_err(|e| format!("dnssec: {e}"))?;
+            .map_err(ServerError::Dnssec)?;
         let transfers = config
             .transfer
             .as_ref()
             .map(Transfers::new)
             .transpose()
-            .map_err(|e| format!("transfer: {e}"))?;
+            .map_err(ServerError::Transfer)?;
         let report_key = config
             .reports
             .as_ref()
             .map(|r| crate::wire::key::load_signer(&r.tsig))
             .transpose()
-            .map_err(|e| format!("reports: {e}"))?;
+            .map_err(ServerError::Reports)?;
         let authority = Authority {
             zones,
             soa: config.soa.clone(),
-            locator: Locator::load(&config.geo)?,
+            locator: Locator::load(&config.geo).map_err(ServerError::Geo)?,
             answers: config.answers,
             max_udp_payload: config.max_udp_payload,
             records: RwLock::new(records),
@@ -162,7 +195,7 @@ impl Authority {
             rotation: AtomicUsize::new(0),
             rate_limit: config.rate_limit.as_ref().map(RateLimiter::new),
             cookies: Cookies::load(&config.cookies)
-                .map_err(|(field, e)| format!("{field}: {e}"))?,
+                .map_err(|(field, reason)| ServerError::Cookies { field, reason })?,
             signer,
             transfers,
             report_key,

@@ -327,7 +327,10 @@ impl SinkSettings for DnsServerConfig {
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
-        Box::pin(async move { Ok(Arc::new(super::DnsServerSink::start(self, &ctx)?) as _) })
+        Box::pin(async move {
+            let sink = super::DnsServerSink::start(self, &ctx).map_err(|e| e.to_string())?;
+            Ok(Arc::new(sink) as _)
+        })
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {

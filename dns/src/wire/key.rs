@@ -57,7 +57,7 @@ impl TsigConfig {
     /// Reads the secret, as a start would.
     pub fn preflight(&self, at: &str, p: &mut Problems<'_>) {
         if let Err(e) = load_signer(self) {
-            p.at(&format!("{at}.secret_file"), e);
+            p.at(&format!("{at}.secret_file"), e.to_string());
         }
     }
 }
@@ -67,24 +67,40 @@ pub const ALGORITHMS: [&str; 3] = ["hmac-sha256", "hmac-sha384", "hmac-sha512"];
 
 /// The key in `tsig.secret_file`: a bare base64 secret, or the `secret "..."` of a BIND key
 /// statement. Errors name the file, never the content.
-pub fn load_signer(tsig: &TsigConfig) -> Result<TSigner, String> {
-    let path = tsig.secret_file.display();
-    let text = Secret::load(Some(&tsig.secret_file), None)
-        .map_err(|e| format!("tsig.secret_file: {e}"))?;
+pub fn load_signer(tsig: &TsigConfig) -> Result<TSigner, KeyError> {
+    let text = Secret::load(Some(&tsig.secret_file), None).map_err(KeyError::Secret)?;
     let text = text.expose();
     let encoded = match text.split_once("secret") {
         Some((_, rest)) => rest.split('"').nth(1).unwrap_or(""),
         None => text.trim(),
     };
-    let key = data_encoding::BASE64.decode(encoded.as_bytes()).map_err(|_| {
-        format!("tsig.secret_file {path}: the secret is not base64 (expected a bare secret or a BIND key statement as tsig-keygen prints it)")
-    })?;
+    let key = data_encoding::BASE64
+        .decode(encoded.as_bytes())
+        .map_err(|_| KeyError::NotBase64(tsig.secret_file.clone()))?;
     let algorithm = match tsig.algorithm.as_str() {
         "hmac-sha384" => TsigAlgorithm::HmacSha384,
         "hmac-sha512" => TsigAlgorithm::HmacSha512,
         _ => TsigAlgorithm::HmacSha256,
     };
     let name =
-        Name::from_ascii(format!("{}.", tsig.name)).map_err(|e| format!("tsig.name: {e}"))?;
-    TSigner::new(key, algorithm, name, TSIG_FUDGE).map_err(|e| format!("tsig: {e}"))
+        Name::from_ascii(format!("{}.", tsig.name)).map_err(|e| KeyError::Name(e.to_string()))?;
+    TSigner::new(key, algorithm, name, TSIG_FUDGE).map_err(|e| KeyError::Signer(e.to_string()))
+}
+
+/// Why a TSIG key cannot be used; names the file or field, never the secret.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The secret file cannot be read.
+    #[error("tsig.secret_file: {0}")]
+    Secret(ho_engine::secret::SecretError),
+    /// The file holds no base64 secret.
+    #[error("tsig.secret_file {}: the secret is not base64 (expected a bare secret or a BIND key statement as tsig-keygen prints it)", .0.display())]
+    NotBase64(PathBuf),
+    /// The key's name is not a DNS name.
+    #[error("tsig.name: {0}")]
+    Name(String),
+    /// The signer refused the key.
+    #[error("tsig: {0}")]
+    Signer(String),
 }

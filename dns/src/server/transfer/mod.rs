@@ -50,7 +50,8 @@ impl Transfers {
             .tsig
             .as_ref()
             .map(crate::wire::key::load_signer)
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         Ok(Transfers {
             allow: config
                 .allow
