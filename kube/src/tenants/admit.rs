@@ -10,17 +10,16 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ho_config::model::{EndpointConfig, NamespaceAllowance, TenantConfig};
 use ho_config::validate::{validate, Kinds};
 use ho_config::{Config, EndpointSelection};
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
-use tracing::warn;
 
 use super::claims::Claims;
 use super::discover::{discover, Found, Lookup};
+use super::last_accepted::LastAccepted;
 use super::resource::DNSFailover;
 
 /// `namespace/name` of a resource.
@@ -85,28 +84,9 @@ pub struct Admitter {
     /// What the cached validations were made against: the base config, without its
     /// tenants and endpoints.
     fingerprint: u64,
-    /// Each resource's last accepted generation and what it published: what keeps
-    /// publishing while a later generation is refused.
-    accepted: HashMap<Key, LastAccepted>,
-    /// Where `accepted` is kept across restarts (`<state_dir>/accepted.json`), so a
-    /// restart with a refused edit in place still publishes the generation before it.
-    keep_in: Option<PathBuf>,
-    /// What was last written there: a round writes only when it changed.
-    kept: Vec<u8>,
-}
-
-/// A resource's last accepted generation.
-#[derive(Clone, Serialize, Deserialize)]
-struct LastAccepted {
-    generation: Option<i64>,
-    tenant: TenantConfig,
-    endpoints: Vec<EndpointConfig>,
-}
-
-/// `accepted.json`: each resource's last accepted generation, by `namespace/name`.
-#[derive(Default, Serialize, Deserialize)]
-struct AcceptedFile {
-    resources: BTreeMap<String, LastAccepted>,
+    /// Each resource's last accepted generation: what keeps publishing while a later one
+    /// is refused.
+    accepted: LastAccepted,
 }
 
 /// A resource that validated: which version of it, with which addresses, and what it
@@ -120,57 +100,11 @@ struct Checked {
 
 impl Admitter {
     /// An admitter that keeps each resource's last accepted generation in `state_dir`
-    /// (none: in memory only), starting from what a previous run kept there. A file that
-    /// cannot be read is logged and set aside: admission then starts from nothing, as
-    /// without `state_dir`.
+    /// (none: in memory only), starting from what a previous run kept there.
     pub fn keeping_in(state_dir: Option<&Path>) -> Admitter {
-        let keep_in = state_dir.map(|d| d.join("accepted.json"));
-        let kept = keep_in.as_deref().map_or(Ok(None), |path| {
-            ho_engine::state_file::read::<AcceptedFile>(path, "accepted resources")
-        });
-        let accepted = match kept {
-            Ok(file) => file
-                .unwrap_or_default()
-                .resources
-                .into_iter()
-                .filter_map(|(k, last)| {
-                    let (ns, name) = k.split_once('/')?;
-                    Some(((ns.to_owned(), name.to_owned()), last))
-                })
-                .collect(),
-            Err(e) => {
-                warn!(error = %e, "the last accepted generations are not known: a resource refused now publishes nothing until fixed");
-                HashMap::new()
-            }
-        };
         Admitter {
-            accepted,
-            keep_in,
+            accepted: LastAccepted::keeping_in(state_dir),
             ..Admitter::default()
-        }
-    }
-
-    /// Saves the last accepted generations when they changed.
-    fn keep(&mut self) {
-        let Some(path) = &self.keep_in else {
-            return;
-        };
-        let file = AcceptedFile {
-            resources: self
-                .accepted
-                .iter()
-                .map(|((ns, name), last)| (format!("{ns}/{name}"), last.clone()))
-                .collect(),
-        };
-        let body = serde_json::to_vec_pretty(&file).expect("serializable");
-        if body == self.kept {
-            return;
-        }
-        match ho_engine::state_file::write(path, &body, true) {
-            Ok(()) => self.kept = body,
-            Err(e) => {
-                warn!(error = %e, "the last accepted generations are not kept: a restart with a refused edit in place would publish nothing for it")
-            }
         }
     }
 
@@ -217,51 +151,27 @@ impl Admitter {
         for resource in ordered {
             let k = key(resource);
             seen.insert(k.clone());
-            let verdict = match self.decide(resource, &k, &mut alone, &mut claims, world, catalog) {
-                Verdict::Refused { reason, message } => {
-                    self.keep_last(&k, reason, message, &mut alone, &mut claims)
-                }
-                verdict => verdict,
-            };
-            match &verdict {
-                Verdict::Accepted { .. } => {
-                    self.accepted.insert(
-                        k.clone(),
-                        LastAccepted {
-                            generation: resource.metadata.generation,
-                            tenant: alone.tenants[0].clone(),
-                            endpoints: alone.endpoints.clone(),
-                        },
-                    );
-                    config.tenants.append(&mut alone.tenants);
-                    config.endpoints.append(&mut alone.endpoints);
-                }
-                Verdict::KeptLast { .. } => {
-                    config.tenants.append(&mut alone.tenants);
-                    config.endpoints.append(&mut alone.endpoints);
-                }
-                Verdict::Refused { .. } | Verdict::Waiting { .. } => {}
-            }
+            let verdict = self.decide(resource, &k, &mut alone, &mut claims, world, catalog);
+            let generation = resource.metadata.generation;
+            let verdict = self.settle(
+                &k,
+                verdict,
+                generation,
+                &mut alone,
+                &mut claims,
+                &mut config,
+            );
             verdicts.insert(k, verdict);
         }
         for (k, verdict) in refused {
             seen.insert(k.clone());
-            let verdict = match verdict {
-                Verdict::Refused { reason, message } => {
-                    self.keep_last(&k, reason, message, &mut alone, &mut claims)
-                }
-                verdict => verdict,
-            };
-            if let Verdict::KeptLast { .. } = verdict {
-                config.tenants.append(&mut alone.tenants);
-                config.endpoints.append(&mut alone.endpoints);
-            }
+            let verdict = self.settle(&k, verdict, None, &mut alone, &mut claims, &mut config);
             verdicts.insert(k, verdict);
         }
         self.last.retain(|k, _| seen.contains(k));
         self.checked.retain(|k, _| seen.contains(k));
-        self.accepted.retain(|k, _| seen.contains(k));
-        self.keep();
+        self.accepted.forget_all_but(&seen);
+        self.accepted.save();
         Admission { config, verdicts }
     }
 
@@ -333,34 +243,33 @@ impl Admitter {
 }
 
 impl Admitter {
-    /// A refusal of resource `k`: when an earlier generation was accepted, that one keeps
-    /// publishing (its tenant and endpoints left in `alone`, its names claimed again);
-    /// otherwise the refusal stands.
-    fn keep_last(
-        &self,
+    /// What resource `k`'s `verdict` publishes, merged into `config` from `alone`: an
+    /// acceptance is remembered as the last accepted `generation`; a refusal falls back on
+    /// the last accepted generation when there is one.
+    fn settle(
+        &mut self,
         k: &Key,
-        reason: &'static str,
-        message: String,
+        verdict: Verdict,
+        generation: Option<i64>,
         alone: &mut Config,
         claims: &mut Claims,
+        config: &mut Config,
     ) -> Verdict {
-        let Some(last) = self.accepted.get(k) else {
-            return Verdict::Refused { reason, message };
+        let verdict = match verdict {
+            Verdict::Refused { reason, message } => {
+                self.accepted.fall_back(k, reason, message, alone, claims)
+            }
+            Verdict::Accepted { .. } => {
+                self.accepted.remember(k, generation, alone);
+                verdict
+            }
+            verdict => verdict,
         };
-        if claims
-            .claim(k, &last.tenant.name, &last.tenant.domains)
-            .is_err()
-        {
-            return Verdict::Refused { reason, message };
+        if matches!(verdict, Verdict::Accepted { .. } | Verdict::KeptLast { .. }) {
+            config.tenants.append(&mut alone.tenants);
+            config.endpoints.append(&mut alone.endpoints);
         }
-        alone.tenants = vec![last.tenant.clone()];
-        alone.endpoints = last.endpoints.clone();
-        Verdict::KeptLast {
-            tenant: last.tenant.name.clone(),
-            serving: last.generation,
-            reason,
-            message,
-        }
+        verdict
     }
 
     /// What discovery found, or when it found nothing the addresses found last (a name is

@@ -1,6 +1,7 @@
 //! Tenants as namespaced resources: [`resource`] (the `DNSFailover` kind and its status),
 //! [`discover`] (gateways' addresses from Gateways, Services and Nodes), [`admit`] (which
-//! resources become tenants, on top of the config files), [`status`] (what a team reads in
+//! resources become tenants, on top of the config files; a refused edit falls back on
+//! `last_accepted`), [`status`] (what a team reads in
 //! `kubectl get`), [`watch`] (the reflectors), [`controller`] (rounds, statuses and
 //! finalizers), [`crd`] (the CustomResourceDefinition) and [`kuadrant`] (Kuadrant's
 //! resources, live).
@@ -11,6 +12,7 @@ pub mod controller;
 pub mod crd;
 pub mod discover;
 pub mod kuadrant;
+mod last_accepted;
 pub mod resource;
 pub mod status;
 mod status_writer;
