@@ -18,6 +18,13 @@ use crate::harness::*;
 
 /// The operator's config: one hosts-file sink, team-a may claim `team-a.io` and Nodes,
 /// team-b `team-b.io`; no tenant in the file.
+/// The orchestrator run with `config` in `dir`, logging at `info` to `dir/log`.
+fn run_operator(dir: &Path, config: &TestConfig) -> Running {
+    let mut cmd = run_config(dir, config);
+    cmd.env("RUST_LOG", "info");
+    spawn_logged(&mut cmd, &dir.join("log"))
+}
+
 fn operator_config(dir: &Path, kube: SocketAddr, port: u16) -> TestConfig {
     operator_config_as(dir, kube, port, TOKEN)
 }
@@ -124,9 +131,7 @@ async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
     let ip = |i: usize| gws[i].addr().ip();
     let dir = tempfile::tempdir().unwrap();
     let config = operator_config(dir.path(), kube_addr, gws[0].addr().port());
-    let mut cmd = run_config(dir.path(), &config);
-    cmd.env("RUST_LOG", "info");
-    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    let _process = run_operator(dir.path(), &config);
 
     kube.apply(node("n1", "gw", ip(0)));
     kube.apply(node("other", "db", ip(2)));
@@ -349,9 +354,7 @@ async fn kuadrant_records_are_published_live_under_the_same_allowances() {
     let port = gws[0].addr().port();
     let dir = tempfile::tempdir().unwrap();
     let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
-    let mut cmd = run_config(dir.path(), &config);
-    cmd.env("RUST_LOG", "info");
-    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    let _process = run_operator(dir.path(), &config);
 
     let record = |ns: &str, name: &str, host: &str, targets: &[String]| {
         json!({
@@ -419,9 +422,7 @@ async fn an_unreachable_sink_holds_the_deletion_and_says_so() {
              delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n",
             secret.display().to_string()
         ));
-    let mut cmd = run_config(dir.path(), &config);
-    cmd.env("RUST_LOG", "info");
-    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    let _process = run_operator(dir.path(), &config);
     let mut resource = failover(
         "team-a",
         "api",
@@ -472,9 +473,7 @@ async fn a_refused_edit_never_takes_the_name_down() {
     let ip = |i: usize| gws[i].addr().ip();
     let dir = tempfile::tempdir().unwrap();
     let config = operator_config(dir.path(), kube_addr, gws[0].addr().port());
-    let mut cmd = run_config(dir.path(), &config);
-    cmd.env("RUST_LOG", "info");
-    let _process = spawn_logged(&mut cmd, &dir.path().join("log"));
+    let _process = run_operator(dir.path(), &config);
 
     kube.apply(failover(
         "team-a",

@@ -14,7 +14,7 @@ use super::resource::{DNSFailover, DNSFailoverSpec, EndpointSource, NodeAddressT
 
 /// The kinds admission validates with here: the sink kind the base config uses and every
 /// check kind, so a resource's check table is judged as `check-config` judges it.
-const CATALOG: ho_config::Kinds<'static> = ho_config::Kinds {
+pub(super) const CATALOG: ho_config::Kinds<'static> = ho_config::Kinds {
     sinks: &ho_engine::sink::kind::KindList(&[&ho_engine::sink::kind::Registered::<
         crate::CorednsConfigMapConfig,
     >::KIND]),
@@ -56,7 +56,7 @@ sinks = ["hosts", "other"]
 nodes = true
 "#;
 
-fn base() -> ho_config::Config {
+pub(super) fn base() -> ho_config::Config {
     figment::Figment::from(figment::providers::Serialized::defaults(
         ho_config::load::builtin(),
     ))
@@ -66,9 +66,9 @@ fn base() -> ho_config::Config {
 }
 
 #[derive(Default)]
-struct World {
-    gateways: BTreeMap<(String, String), Vec<IpAddr>>,
-    nodes: Vec<(String, BTreeMap<String, String>, IpAddr)>,
+pub(super) struct World {
+    pub(super) gateways: BTreeMap<(String, String), Vec<IpAddr>>,
+    pub(super) nodes: Vec<(String, BTreeMap<String, String>, IpAddr)>,
 }
 
 impl Lookup for World {
@@ -91,7 +91,7 @@ impl Lookup for World {
     }
 }
 
-fn resource(
+pub(super) fn resource(
     ns: &str,
     name: &str,
     age: i64,
@@ -128,18 +128,18 @@ fn resource(
     r
 }
 
-fn addresses(list: &[&str]) -> EndpointSource {
+pub(super) fn addresses(list: &[&str]) -> EndpointSource {
     EndpointSource {
         addresses: list.iter().map(|a| a.to_string()).collect(),
         ..EndpointSource::default()
     }
 }
 
-fn verdict<'a>(a: &'a super::admit::Admission, ns: &str, name: &str) -> &'a Verdict {
+pub(super) fn verdict<'a>(a: &'a super::admit::Admission, ns: &str, name: &str) -> &'a Verdict {
     &a.verdicts[&(ns.to_string(), name.to_string())]
 }
 
-fn refusal(v: &Verdict) -> (&'static str, &str) {
+pub(super) fn refusal(v: &Verdict) -> (&'static str, &str) {
     match v {
         Verdict::Refused { reason, message } => (reason, message.as_str()),
         other => panic!("expected a refusal, got {other:?}"),
@@ -465,178 +465,4 @@ fn long_names_stay_within_the_config_alphabet_and_length() {
     for e in &a.config.endpoints[1..] {
         ho_config::names::check_object_name(&e.name).unwrap();
     }
-}
-
-/// An accepted resource edited into something refused (an invalid check, a domain its
-/// namespace may not claim or someone else holds, a sink it may not use) keeps publishing its last accepted
-/// generation; a valid edit replaces it; deleted and created again, a refused resource
-/// publishes nothing.
-#[test]
-fn a_refused_edit_keeps_the_last_accepted_generation_publishing() {
-    let mut admitter = Admitter::default();
-    let world = World::default();
-    let mut r = resource(
-        "team-a",
-        "api",
-        0,
-        &["api.team-a.io"],
-        vec![addresses(&["192.0.2.10"])],
-    );
-    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
-    assert!(matches!(
-        verdict(&a, "team-a", "api"),
-        Verdict::Accepted { .. }
-    ));
-    // The resource's tenant (its domains, its check's rise) and the addresses published.
-    let published = |a: &super::admit::Admission| {
-        let t = a
-            .config
-            .tenants
-            .iter()
-            .find(|t| t.name == "team-a_api")
-            .map(|t| t.domains.clone());
-        let addresses: Vec<String> = a
-            .config
-            .endpoints
-            .iter()
-            .map(|e| e.address.clone())
-            .collect();
-        (t, addresses)
-    };
-    let first = published(&a);
-    assert_eq!(first.0, Some(vec!["api.team-a.io".to_string()]));
-    assert!(first.1.contains(&"192.0.2.10".to_string()), "{first:?}");
-
-    type Edit = fn(&mut DNSFailover);
-    let edits: [(&str, Edit); 4] = [
-        ("Invalid", |r| {
-            r.spec.check = Some(toml::from_str("rise = 0").unwrap())
-        }),
-        ("DomainNotAllowed", |r| {
-            r.spec.domains = vec!["api.team-b.io".into()]
-        }),
-        ("SinkNotAllowed", |r| r.spec.sinks = vec!["other".into()]),
-        ("DomainClaimed", |r| {
-            r.spec.domains = vec!["www.team-a.io".into()]
-        }),
-    ];
-    for (generation, (reason, edit)) in (2..).zip(edits) {
-        let mut edited = r.clone();
-        edit(&mut edited);
-        edited.metadata.generation = Some(generation);
-        let a = admitter.admit(&base(), &[&edited], &world, &CATALOG);
-        match verdict(&a, "team-a", "api") {
-            Verdict::KeptLast {
-                serving,
-                reason: refused,
-                ..
-            } => {
-                assert_eq!(*refused, reason);
-                assert_eq!(*serving, Some(1), "generation 1 keeps publishing");
-            }
-            other => panic!("{reason}: expected the last generation kept, got {other:?}"),
-        }
-        assert_eq!(
-            published(&a),
-            first,
-            "{reason}: the same names and endpoints"
-        );
-    }
-
-    r.spec.domains = vec!["app.team-a.io".into()];
-    r.metadata.generation = Some(6);
-    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
-    assert!(matches!(
-        verdict(&a, "team-a", "api"),
-        Verdict::Accepted { .. }
-    ));
-    let fixed = published(&a);
-    assert_eq!(
-        fixed.0,
-        Some(vec!["app.team-a.io".to_string()]),
-        "a valid edit replaces it"
-    );
-
-    // Deleted (no longer listed), then created again with an invalid spec: nothing kept.
-    admitter.admit(&base(), &[], &world, &CATALOG);
-    let mut again = r.clone();
-    again.spec.check = Some(toml::from_str("rise = 0").unwrap());
-    let a = admitter.admit(&base(), &[&again], &world, &CATALOG);
-    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
-    assert_eq!(published(&a).0, None);
-}
-
-/// With `state_dir`, the last accepted generation outlives the process: a restart with a
-/// refused edit in place still publishes the generation before it. A file that cannot be
-/// read starts admission from nothing.
-#[test]
-fn the_last_accepted_generation_is_kept_across_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let world = World::default();
-    let mut r = resource(
-        "team-a",
-        "api",
-        0,
-        &["api.team-a.io"],
-        vec![addresses(&["192.0.2.10"])],
-    );
-    let a = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
-    assert!(matches!(
-        verdict(&a, "team-a", "api"),
-        Verdict::Accepted { .. }
-    ));
-
-    r.spec.check = Some(toml::from_str("rise = 0").unwrap());
-    r.metadata.generation = Some(2);
-    let restarted = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
-    match verdict(&restarted, "team-a", "api") {
-        Verdict::KeptLast { serving, .. } => assert_eq!(*serving, Some(1)),
-        other => panic!("expected generation 1 kept after the restart, got {other:?}"),
-    }
-    assert!(restarted
-        .config
-        .endpoints
-        .iter()
-        .any(|e| e.address == "192.0.2.10"));
-
-    std::fs::write(dir.path().join("accepted.json"), "{not json").unwrap();
-    let a = Admitter::keeping_in(Some(dir.path())).admit(&base(), &[&r], &world, &CATALOG);
-    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
-}
-
-/// A resource refused before admission (a Kuadrant record that no longer translates, by its
-/// stand-in's key) keeps publishing its last accepted generation like any refused edit.
-#[test]
-fn a_record_that_stops_translating_keeps_its_last_accepted_generation() {
-    let mut admitter = Admitter::default();
-    let world = World::default();
-    let stand_in = resource(
-        "team-a",
-        "api",
-        0,
-        &["api.team-a.io"],
-        vec![addresses(&["192.0.2.10"])],
-    );
-    admitter.admit(&base(), &[&stand_in], &world, &CATALOG);
-    let refused = Verdict::Refused {
-        reason: "Invalid",
-        message: "the record does not translate".into(),
-    };
-    let key = ("team-a".to_string(), "api".to_string());
-    let a = admitter.admit_with(
-        &base(),
-        &[],
-        vec![(key.clone(), refused.clone())],
-        &world,
-        &CATALOG,
-    );
-    assert!(
-        matches!(verdict(&a, "team-a", "api"), Verdict::KeptLast { .. }),
-        "{:?}",
-        verdict(&a, "team-a", "api")
-    );
-    assert!(a.config.endpoints.iter().any(|e| e.address == "192.0.2.10"));
-    // Never accepted: the refusal stands.
-    let a = Admitter::default().admit_with(&base(), &[], vec![(key, refused)], &world, &CATALOG);
-    assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
 }

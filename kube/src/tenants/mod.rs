@@ -20,3 +20,5 @@ pub mod watch;
 
 #[cfg(test)]
 mod admit_tests;
+#[cfg(test)]
+mod last_accepted_tests;
