@@ -8,6 +8,7 @@
 pub mod kuadrant;
 mod openova;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,6 +35,11 @@ pub struct Imported {
     pub not_carried: Vec<String>,
     /// Steps left to the operator (printed as `# TO DO:`).
     pub to_do: Vec<String>,
+    /// Per source resource that became several tenants (a Kuadrant DNSRecord whose names
+    /// answer differently), the tenants it became, its own first.
+    pub by_record: BTreeMap<String, Vec<String>>,
+    /// Per source resource that publishes nothing, why (the others are imported).
+    pub unpublished: BTreeMap<String, String>,
 }
 
 /// Prints the imported config, or every problem that stops the import.
@@ -55,7 +61,7 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             [one] => openova::convert(one)?,
             _ => bail!("an OpenOva config is one YAML document in one file"),
         },
-        Source::Kuadrant => kuadrant::convert(&docs)?,
+        Source::Kuadrant => kuadrant::convert(&docs, kuadrant::Unchecked::Tcp443)?,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!(

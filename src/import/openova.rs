@@ -214,6 +214,8 @@ pub fn convert(yaml: &Value) -> anyhow::Result<super::Imported> {
     Ok(super::Imported {
         config,
         not_carried: notes,
+        by_record: Default::default(),
+        unpublished: Default::default(),
         to_do,
     })
 }

@@ -14,7 +14,7 @@ fn bin() -> Command {
     binary()
 }
 
-fn repo(path: &str) -> std::path::PathBuf {
+pub(crate) fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
@@ -462,7 +462,7 @@ fn the_demo_runs_and_shows_the_dns_answer_follow_failures() {
 
 /// Runs `import` with `args` on `files`, then `check-config` on what it printed; the
 /// printed TOML, the plan it loads to and `check-config`'s summary line.
-fn import_and_check(
+pub(crate) fn import_and_check(
     args: &[&str],
     files: &[std::path::PathBuf],
 ) -> (String, ho_config::Plan, String) {
@@ -496,7 +496,8 @@ fn import_and_check(
 
 /// `import --from kuadrant` on the RFC's "GEO with Custom Weights" DNSPolicy and a
 /// DNSRecord: geo tenant with IE as default, Kuadrant's weights inside each geo, every
-/// record's address an endpoint with its geo-code; what has no equivalent is named.
+/// record's address an endpoint with its geo-code, the CNAME to the root host answering as
+/// the root host does; what has no equivalent is named.
 #[test]
 fn import_from_kuadrant_policy_and_record() {
     let (toml, plan, _) = import_and_check(
@@ -515,7 +516,8 @@ fn import_from_kuadrant_policy_and_record() {
         (t.weights[0].value.as_str(), t.weights[0].weight),
         ("Azure", 30)
     );
-    assert_eq!(t.domains, vec!["api.example.com"]);
+    assert_eq!(t.domains, vec!["api.example.com", "www.example.com"]);
+    assert_eq!(plan.tenants.len(), 1);
     assert_eq!(t.ttl, Duration::from_secs(60));
     let geos: Vec<&str> = plan
         .endpoints
@@ -526,7 +528,6 @@ fn import_from_kuadrant_policy_and_record() {
     assert_eq!(plan.endpoints[2].weight, Some(120));
     for note in [
         "GEODNSAndSendMoreToAzure targetRef",
-        "www.example.com CNAME",
         "no healthCheck",
         "DNS provider",
     ] {
@@ -542,7 +543,8 @@ fn import_from_kuadrant_policy_and_record() {
 /// `import --from kuadrant` on a DNSRecord in dns-operator's load-balanced layout: the
 /// root host is the name published (not the `*.klb` names), each address takes the geo and
 /// weight of the CNAMEs leading to it, the `*` geo is the default, and the layout's CNAMEs
-/// are not reported as lost.
+/// are not reported as lost; without a health check anywhere, the record's addresses get
+/// TCP 443, and that is said.
 #[test]
 fn import_from_kuadrant_follows_the_klb_layout_to_the_root_host() {
     let (toml, plan, _) = import_and_check(
@@ -562,7 +564,51 @@ fn import_from_kuadrant_follows_the_klb_layout_to_the_root_host() {
         endpoints,
         [("IE", Some(120)), ("IE", Some(60)), ("US", Some(100))]
     );
-    assert!(!toml.contains("NOT CARRIED OVER"), "{toml}");
+    let lost: Vec<&str> = toml
+        .lines()
+        .filter(|l| l.starts_with("# NOT CARRIED OVER"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{toml}");
+    assert!(lost[0].contains("TCP check on port 443"), "{toml}");
+}
+
+/// `import --from kuadrant` on two `kuadrant.io/v1` DNSPolicies, one per Gateway, in one
+/// namespace: each governs the records Kuadrant made for its own Gateway (and only the
+/// listener its `sectionName` names); a record's own `healthCheck` comes first (HTTPS on
+/// 443 with the root host, dns-operator's defaults); v1's `geo`/`defaultGeo` locate the
+/// policy's gateways and make the name geo.
+#[test]
+fn import_from_kuadrant_attaches_each_policy_to_its_gateways_records() {
+    let (toml, plan, _) = import_and_check(
+        &["--from", "kuadrant"],
+        &[repo("tests/fixtures/kuadrant/two-gateways.yaml")],
+    );
+    let check_of = |domain: &str| {
+        let t = plan
+            .tenants
+            .iter()
+            .find(|t| t.domains == [domain])
+            .unwrap_or_else(|| panic!("{domain}: {toml}"));
+        let e = &plan.endpoints[t.endpoints[0]];
+        (t, e, plan.targets[e.target].key())
+    };
+    let (eu, eu_endpoint, probe) = check_of("api.example.com");
+    assert_eq!(probe, "https://172.31.0.10:443/eu-health");
+    assert_eq!(eu.policy, ho_config::RoutingPolicy::Geo);
+    assert_eq!(eu.default_geo.as_deref(), Some("GEO-EU"));
+    assert_eq!(eu_endpoint.labels["geo"], "GEO-EU");
+    let (web, _, probe) = check_of("web.example.com");
+    assert_eq!(probe, "https://172.31.1.10:8443/us-health");
+    assert_eq!(web.policy, ho_config::RoutingPolicy::All);
+    // us-web targets the `web` listener only; `admin` has its own check.
+    let (_, _, probe) = check_of("admin.example.com");
+    assert_eq!(probe, "https://172.31.1.20:443/admin-health");
+    let ungoverned: Vec<&str> = toml
+        .lines()
+        .filter(|l| l.contains("none of the DNSPolicies targets its Gateway"))
+        .collect();
+    assert_eq!(ungoverned.len(), 1, "{toml}");
+    assert!(ungoverned[0].contains("us-gw-admin"), "{toml}");
 }
 
 /// `import --from kuadrant` on the health-check RFC's DNSPolicy and DNSHealthCheckProbes:

@@ -536,3 +536,108 @@ async fn a_refused_edit_never_takes_the_name_down() {
     .await;
     wait_for_condition(&kube, "team-a", "api", "Accepted", "True", "Accepted").await;
 }
+
+/// Kuadrant live, as Kuadrant lays it out: two DNSPolicies on two Gateways of one
+/// namespace each govern their own Gateway's records (neither makes the other's
+/// `Invalid`); a record whose names answer differently publishes each name's own answer;
+/// an edit that stops the namespace's documents translating keeps every name of every
+/// record publishing (a hosts file read every 20 ms never loses one) while each record's
+/// `Accepted` names the refusal. Runs against the Kubernetes API test server.
+#[tokio::test]
+async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let ip = |i: usize| gws[i].addr().ip().to_string();
+    let port = gws[0].addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
+    let _process = run_operator(dir.path(), &config);
+
+    let policy = |name: &str, gateway: &str, protocol: &str| {
+        json!({
+            "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
+            "metadata": {"name": name, "namespace": "team-a"},
+            "spec": {
+                "targetRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway},
+                "healthCheck": {"path": "/healthz", "port": port, "protocol": protocol, "interval": "1s"},
+            },
+        })
+    };
+    let record = |name: &str, listener: &str, endpoints: Value| {
+        json!({
+            "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSRecord",
+            "metadata": {"name": name, "namespace": "team-a",
+                         "labels": {"kuadrant.io/listener-name": listener}},
+            "spec": {"rootHost": endpoints[0]["dnsName"], "endpoints": endpoints},
+        })
+    };
+    let a = |name: &str, targets: &[String]| json!({"dnsName": name, "recordType": "A", "recordTTL": 30, "targets": targets});
+    kube.apply(policy("gw-a-dns", "gw-a", "HTTP"));
+    kube.apply(policy("gw-b-dns", "gw-b", "HTTP"));
+    kube.apply(record(
+        "gw-a-api",
+        "api",
+        json!([
+            a("api.team-a.io", &[ip(0), ip(1)]),
+            a("admin.team-a.io", &[ip(2)])
+        ]),
+    ));
+    kube.apply(record(
+        "gw-b-web",
+        "web",
+        json!([a("web.team-a.io", &[ip(1)])]),
+    ));
+
+    let files = [
+        (
+            hosts(dir.path(), "team-a_dnsrecord.gw-a-api"),
+            vec![ip(0), ip(1)],
+        ),
+        (
+            hosts(dir.path(), "team-a_dnsrecord.gw-a-api-2"),
+            vec![ip(2)],
+        ),
+        (hosts(dir.path(), "team-a_dnsrecord.gw-b-web"), vec![ip(1)]),
+    ];
+    for (file, want) in &files {
+        wait_for_file(file, "each name's own answer", |c| addresses(c) == *want).await;
+    }
+    let accepted = |name: &str| {
+        let object = kube.object("dnsrecords", "team-a", name)?;
+        let c = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Accepted")?
+            .clone();
+        Some((
+            c["status"].as_str()?.to_owned(),
+            c["message"].as_str()?.to_owned(),
+        ))
+    };
+
+    // gw-b's policy edited into a protocol Kuadrant's probes do not speak.
+    kube.apply(policy("gw-b-dns", "gw-b", "UDP"));
+    eventually("the records refused, with the reason", || {
+        accepted("gw-a-api").is_some_and(|(s, m)| {
+            s == "False"
+                && m.contains("\"UDP\": only HTTP and HTTPS")
+                && m.contains("as last accepted it keeps publishing")
+        })
+    })
+    .await;
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(1500) {
+        for (file, want) in &files {
+            let now = std::fs::read_to_string(file).unwrap_or_default();
+            assert_eq!(addresses(&now), *want, "{}: withdrawn", file.display());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    kube.apply(policy("gw-b-dns", "gw-b", "HTTP"));
+    eventually("the records accepted again", || {
+        accepted("gw-a-api").is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+}

@@ -40,6 +40,7 @@ mod host_endpoints;
 mod icmp_checks;
 mod image;
 mod keep_alive;
+mod kuadrant_examples;
 mod kube_tenants;
 mod leader_election;
 mod limits;

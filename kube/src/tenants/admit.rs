@@ -108,6 +108,11 @@ impl Admitter {
         }
     }
 
+    /// The resources a last accepted generation is kept of (what a refusal keeps serving).
+    pub fn kept(&self) -> Vec<Key> {
+        self.accepted.keys()
+    }
+
     /// Decides every resource, oldest first (the first claimant keeps a name), and merges
     /// the accepted ones into a copy of `base`.
     pub fn admit(

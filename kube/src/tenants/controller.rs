@@ -128,7 +128,12 @@ impl Controller {
             kuadrant.refresh(&self.base);
         }
         input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
-        let refused = self.kuadrant.iter().flat_map(|k| k.refusals()).collect();
+        let kept = self.admitter.kept();
+        let refused = self
+            .kuadrant
+            .iter()
+            .flat_map(|k| k.refusals(&kept))
+            .collect();
         let admission =
             self.admitter
                 .admit_with(&self.base, &input, refused, &self.watched, &self.catalog);

@@ -13,6 +13,7 @@ use ho_config::Config;
 use ho_engine::leadership::Leadership;
 use kube::api::{DynamicObject, ObjectMeta};
 use kube::Client;
+use kube::ResourceExt;
 use serde_json::{json, Value};
 
 use super::admit::{Key, Verdict};
@@ -24,17 +25,44 @@ use super::watch::KuadrantStores;
 /// The config `import --from kuadrant` makes of documents (as JSON), or why it cannot.
 pub trait Translate: Send + Sync {
     /// One namespace's DNSRecords, DNSHealthCheckProbes and DNSPolicies.
-    fn translate(&self, docs: &[Value]) -> Result<Value, String>;
+    fn translate(&self, docs: &[Value]) -> Result<Translation, String>;
+}
+
+/// One namespace's documents translated.
+pub struct Translation {
+    /// The equivalent config, as JSON.
+    pub config: Value,
+    /// The tenants each DNSRecord became (one per distinct answer among its names), its
+    /// own first.
+    pub by_record: BTreeMap<String, Vec<String>>,
+    /// The DNSRecords that publish nothing, and why.
+    pub unpublished: BTreeMap<String, String>,
 }
 
 /// What the DNSRecords become: per (namespace, record name), the record and the
-/// `DNSFailover` standing for it, or the reason it has none (the namespace's documents do
-/// not translate).
-pub type Records = BTreeMap<(String, String), (Arc<DynamicObject>, Result<DNSFailover, String>)>;
+/// `DNSFailover`s standing for it (one per distinct answer among its names), or the reason
+/// it has none (the namespace's documents do not translate).
+pub type Records =
+    BTreeMap<(String, String), (Arc<DynamicObject>, Result<Vec<DNSFailover>, String>)>;
 
-/// The name of the `DNSFailover` standing for record `name`.
-pub fn stand_in_name(name: &str) -> String {
-    format!("dnsrecord.{name}")
+/// The name of the `DNSFailover` standing for tenant `tenant` of a record (the record's
+/// own tenant is named as the record).
+pub fn stand_in_name(tenant: &str) -> String {
+    format!("dnsrecord.{tenant}")
+}
+
+/// Whether stand-in `stand_in` stands for (part of) record `record`: `dnsrecord.RECORD`
+/// or `dnsrecord.RECORD-N`.
+fn stands_for(stand_in: &str, record: &str) -> bool {
+    stand_in
+        .strip_prefix("dnsrecord.")
+        .and_then(|t| t.strip_prefix(record))
+        .is_some_and(|rest| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix('-')
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 /// Translates every namespace's documents. `sinks`: the namespace's allowed sinks (the
@@ -57,14 +85,25 @@ pub fn translate_all(
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
             .collect();
-        let config = translate.translate(&docs);
+        let translation = translate.translate(&docs);
         for record in in_ns {
             let name = record.metadata.name.clone().unwrap_or_default();
-            let stand_in = config
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|c| stand_in(record, &name, c, &sinks(&ns)));
-            by_record.insert((ns.clone(), name), (record.clone(), stand_in));
+            let stand_ins = translation.as_ref().map_err(Clone::clone).and_then(|t| {
+                if let Some(why) = t.unpublished.get(&name) {
+                    return Err(why.clone());
+                }
+                let tenants = t.by_record.get(&name).map_or(&[][..], Vec::as_slice);
+                if tenants.is_empty() {
+                    return Err(format!(
+                        "DNSRecord {name} has no A or AAAA endpoint to publish"
+                    ));
+                }
+                tenants
+                    .iter()
+                    .map(|tenant| stand_in(record, tenant, &t.config, &sinks(&ns)))
+                    .collect()
+            });
+            by_record.insert((ns.clone(), name), (record.clone(), stand_ins));
         }
     }
     by_record
@@ -113,9 +152,9 @@ fn sources_of(tenant: &Value, config: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// The record's tenant of the translated config as a `DNSFailover`, with the record's
-/// identity; its generation is a digest of the spec, so a changed probe or policy (which
-/// does not move the record's own generation) is validated again.
+/// Tenant `name` of the translated config as a `DNSFailover`, with the record's identity
+/// and generation; its uid carries a digest of the spec, so a changed probe or policy
+/// (which does not move the record's own generation) is validated again.
 fn stand_in(
     record: &DynamicObject,
     name: &str,
@@ -125,7 +164,7 @@ fn stand_in(
     let tenant = config["tenants"]
         .as_array()
         .and_then(|ts| ts.iter().find(|t| t["name"] == name))
-        .ok_or_else(|| format!("DNSRecord {name} has no A or AAAA endpoint to publish"))?;
+        .ok_or_else(|| format!("the translation has no tenant {name}"))?;
     let sources = sources_of(tenant, config);
     let mut spec = json!({ "domains": tenant["domains"], "sinks": sinks, "endpoints": sources });
     for key in [
@@ -157,9 +196,13 @@ fn stand_in(
     stand_in.metadata = ObjectMeta {
         name: Some(stand_in_name(name)),
         namespace: record.metadata.namespace.clone(),
-        uid: record.metadata.uid.clone(),
+        uid: Some(format!(
+            "{}#{:016x}",
+            record.metadata.uid.as_deref().unwrap_or_default(),
+            hasher.finish()
+        )),
         creation_timestamp: record.metadata.creation_timestamp.clone(),
-        generation: Some((hasher.finish() >> 1) as i64),
+        generation: record.metadata.generation,
         ..ObjectMeta::default()
     };
     Ok(stand_in)
@@ -211,39 +254,56 @@ impl Live {
 
     /// The stand-ins that translated, for admission.
     pub fn stand_ins(&self) -> impl Iterator<Item = &DNSFailover> {
-        self.records.values().filter_map(|(_, s)| s.as_ref().ok())
+        self.records
+            .values()
+            .filter_map(|(_, s)| s.as_ref().ok())
+            .flatten()
     }
 
-    /// The records that did not translate, refused as invalid.
-    pub fn refusals(&self) -> Vec<(Key, Verdict)> {
-        self.records
-            .iter()
-            .filter_map(|((ns, name), (_, s))| {
-                let message = s.as_ref().err()?;
-                Some((
-                    (ns.clone(), stand_in_name(name)),
-                    Verdict::Refused {
-                        reason: "Invalid",
-                        message: message.clone(),
-                    },
-                ))
-            })
-            .collect()
+    /// The records that did not translate, refused as invalid: each of the stand-ins it had
+    /// when last accepted (`kept`: the keys admission keeps a last generation of), so every
+    /// name of the record keeps its last answer.
+    pub fn refusals(&self, kept: &[Key]) -> Vec<(Key, Verdict)> {
+        let mut refused = Vec::new();
+        for ((ns, name), (_, s)) in &self.records {
+            let Err(message) = s else { continue };
+            let own = (ns.clone(), stand_in_name(name));
+            let others = kept
+                .iter()
+                .filter(|k| k.0 == *ns && **k != own && stands_for(&k.1, name));
+            for k in std::iter::once(&own).chain(others) {
+                let verdict = Verdict::Refused {
+                    reason: "Invalid",
+                    message: message.clone(),
+                };
+                refused.push((k.clone(), verdict));
+            }
+        }
+        refused
     }
 
     /// Writes each record's `Accepted` and `Ready` conditions where they changed.
     pub fn report(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
         let mut changed = BTreeMap::new();
-        for ((ns, name), (record, stand_in)) in &self.records {
-            let key = (ns.clone(), stand_in_name(name));
+        for ((ns, name), (record, stand_ins)) in &self.records {
+            let own = (ns.clone(), stand_in_name(name));
+            // The record is as well as its worst stand-in: a refused one names the refusal.
+            let (key, stand_in) = match stand_ins {
+                Ok(all) => all
+                    .iter()
+                    .map(|s| ((ns.clone(), s.name_any()), Some(s)))
+                    .find(|(k, _)| !matches!(verdicts.get(k), Some(Verdict::Accepted { .. })))
+                    .unwrap_or((own, all.first())),
+                Err(_) => (own, None),
+            };
             let current: Vec<Condition> = record
                 .data
                 .pointer("/status/conditions")
                 .and_then(|c| serde_json::from_value(c.clone()).ok())
                 .unwrap_or_default();
             let mut subject = match stand_in {
-                Ok(s) => s.clone(),
-                Err(_) => DNSFailover::new(&key.1, empty_spec()),
+                Some(s) => s.clone(),
+                None => DNSFailover::new(&key.1, empty_spec()),
             };
             subject.metadata.generation = record.metadata.generation;
             subject.status = Some(DNSFailoverStatus {

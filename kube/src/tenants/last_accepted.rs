@@ -111,6 +111,11 @@ impl LastAccepted {
         }
     }
 
+    /// The resources with a last accepted generation.
+    pub(super) fn keys(&self) -> Vec<Key> {
+        self.by_key.keys().cloned().collect()
+    }
+
     /// Forgets the resources not in `seen` (deleted).
     pub(super) fn forget_all_but(&mut self, seen: &HashSet<Key>) {
         self.by_key.retain(|k, _| seen.contains(k));

@@ -143,11 +143,18 @@ pub fn status_of(
             "Accepted",
             false,
             reason,
-            format!(
-                "generation {} refused; {} keeps publishing until a valid edit replaces it:\n{message}",
-                generation.map_or("?".into(), |g| g.to_string()),
-                serving.map_or("the last accepted generation".into(), |g| format!("generation {g}")),
-            ),
+            match (generation, serving) {
+                // The same generation, judged again: the base config, or (for Kuadrant's
+                // records) a policy or probe that governs it, changed.
+                (Some(g), Some(s)) if g == *s => format!(
+                    "generation {g} is refused as things are now (the base config or what governs it changed); as last accepted it keeps publishing until a valid edit replaces it:\n{message}"
+                ),
+                _ => format!(
+                    "generation {} refused; {} keeps publishing until a valid edit replaces it:\n{message}",
+                    generation.map_or("?".into(), |g| g.to_string()),
+                    serving.map_or("the last accepted generation".into(), |g| format!("generation {g}")),
+                ),
+            },
         ),
     };
     let (ready, reason, mut message) = readiness(verdict, deleting, tenant, engine);

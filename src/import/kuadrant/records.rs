@@ -1,5 +1,9 @@
 //! Kuadrant's `DNSRecord`s (and, without them, its probes' hosts) as our endpoints and
-//! tenants.
+//! tenants, name by name: each name of a record answers exactly the addresses its chain of
+//! CNAMEs in the record leads to, so names that lead to different addresses land in
+//! different tenants and never share an answer.
+
+use std::collections::BTreeSet;
 
 use super::*;
 
@@ -26,10 +30,9 @@ impl Endpoints {
         let mut ep = Table::new();
         ep.insert("name".into(), name.into());
         ep.insert("address".into(), ip.to_string().into());
-        ep.insert(
-            "check".into(),
-            check_of(spec, &format!("DNSHealthCheckProbe {name}.spec"), notes)?.into(),
-        );
+        let at = format!("DNSHealthCheckProbe {name}.spec");
+        let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
+        ep.insert("check".into(), check.into());
         self.list.push((ip, ep));
         Ok(())
     }
@@ -108,24 +111,8 @@ impl Tenant {
     pub(super) fn table(&self) -> Table {
         let mut t = Table::new();
         t.insert("name".into(), self.name.clone().into());
-        t.insert(
-            "domains".into(),
-            self.domains
-                .iter()
-                .cloned()
-                .map(toml::Value::from)
-                .collect::<Vec<_>>()
-                .into(),
-        );
-        t.insert(
-            "endpoints".into(),
-            self.endpoints
-                .iter()
-                .cloned()
-                .map(toml::Value::from)
-                .collect::<Vec<_>>()
-                .into(),
-        );
+        t.insert("domains".into(), strings(&self.domains));
+        t.insert("endpoints".into(), strings(&self.endpoints));
         t.insert("sinks".into(), vec![toml::Value::from("dns")].into());
         if let Some(ttl) = self.ttl {
             t.insert("ttl".into(), format!("{ttl}s").into());
@@ -155,122 +142,267 @@ impl Tenant {
     }
 }
 
+fn strings(list: &[String]) -> toml::Value {
+    list.iter()
+        .cloned()
+        .map(toml::Value::from)
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// One endpoint of a DNSRecord as written.
-struct Rec<'a> {
+pub(super) struct Rec<'a> {
     at: String,
-    name: String,
-    rtype: &'a str,
-    targets: Vec<&'a str>,
+    pub(super) name: String,
+    pub(super) rtype: &'a str,
+    pub(super) targets: Vec<&'a str>,
     ttl: Option<i64>,
     specific: BTreeMap<&'a str, &'a str>,
 }
 
-/// One tenant for a DNSRecord: its A/AAAA names and their targets. In dns-operator's
-/// layout (`spec.rootHost` a CNAME to `klb.ROOT`, a CNAME per geo, a CNAME per cluster
-/// with its weight, the cluster's A record), the name published is the root host and each
-/// address takes the geo and weight of the CNAMEs that lead to it; a `*` geo makes that
-/// geo the default.
-pub(super) fn tenant_of_record(
+impl Rec<'_> {
+    fn is_address(&self) -> bool {
+        matches!(self.rtype, "A" | "AAAA")
+    }
+
+    fn default_geo(&self) -> bool {
+        self.specific.get("geo-code") == Some(&"*")
+    }
+}
+
+/// An address record a name leads to, with the CNAMEs on the way (nearest to the address
+/// first) and whether a `*` (default) geo CNAME was one way there.
+struct Leaf<'r, 'a> {
+    rec: &'r Rec<'a>,
+    chain: Vec<&'r Rec<'a>>,
+    via_default: bool,
+}
+
+/// What a name of the record answers: its leaves, or why it cannot be published here.
+enum Answer<'r, 'a> {
+    Leaves(Vec<Leaf<'r, 'a>>),
+    /// A CNAME to a name the record does not hold (a load balancer's host name).
+    Outside {
+        target: String,
+    },
+    /// The chain loops or runs deeper than any layout Kuadrant writes.
+    Loop,
+}
+
+/// The addresses `name` leads to through the record's CNAMEs. A name reached both through
+/// a real geo and through the `*` geo is one leaf, with the real geo's chain.
+fn answer<'r, 'a>(recs: &'r [Rec<'a>], name: &str) -> Answer<'r, 'a> {
+    let mut leaves: Vec<Leaf<'r, 'a>> = Vec::new();
+    let mut stack: Vec<(String, Vec<&'r Rec<'a>>, bool)> = vec![(name.to_owned(), vec![], false)];
+    while let Some((at, path, via_default)) = stack.pop() {
+        // dns-operator's layout is four names deep.
+        if path.len() > 8 {
+            return Answer::Loop;
+        }
+        for rec in recs.iter().filter(|r| r.name == at) {
+            if rec.is_address() {
+                let mut chain = path.clone();
+                chain.reverse();
+                match leaves.iter_mut().find(|l| std::ptr::eq(l.rec, rec)) {
+                    Some(seen) => {
+                        if seen.via_default && !via_default {
+                            seen.chain = chain;
+                        }
+                        seen.via_default |= via_default;
+                    }
+                    None => leaves.push(Leaf {
+                        rec,
+                        chain,
+                        via_default,
+                    }),
+                }
+            } else if rec.rtype == "CNAME" {
+                for target in &rec.targets {
+                    let target = normalize(target);
+                    if !recs.iter().any(|r| r.name == target) {
+                        return Answer::Outside { target };
+                    }
+                    let mut next = path.clone();
+                    next.push(rec);
+                    stack.push((target, next, via_default || rec.default_geo()));
+                }
+            }
+        }
+    }
+    // A default-only leaf keeps the geo its own chain names (none): the `*` is not a geo.
+    Answer::Leaves(leaves)
+}
+
+/// A name's answer as the tenant it needs: addresses with their geo and weight, the
+/// default geo, the TTL. Names with equal shapes share a tenant.
+#[derive(PartialEq, Eq, PartialOrd, Ord, Clone)]
+struct Shape {
+    /// (address, geo, weight)
+    addresses: BTreeSet<(IpAddr, Option<String>, Option<i64>)>,
+    default_geo: Option<String>,
+}
+
+/// The shape `leaves` publish, and the smallest TTL on their chains.
+fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<i64>)> {
+    let mut shape = Shape {
+        addresses: BTreeSet::new(),
+        default_geo: None,
+    };
+    let mut ttl: Option<i64> = None;
+    for leaf in leaves {
+        // The record's own values first, then the nearest CNAME's.
+        let mut specific = leaf.rec.specific.clone();
+        for link in &leaf.chain {
+            for (k, v) in &link.specific {
+                if *k == "geo-code" && *v == "*" {
+                    continue;
+                }
+                specific.entry(k).or_insert(v);
+            }
+        }
+        let geo = specific.get("geo-code").map(|g| (*g).to_owned());
+        if leaf.via_default {
+            if let Some(g) = &geo {
+                shape.default_geo = Some(g.clone());
+            }
+        }
+        let weight = specific.get("weight").and_then(|w| w.parse::<i64>().ok());
+        for link in leaf.chain.iter().copied().chain([leaf.rec]) {
+            if let Some(t) = link.ttl {
+                ttl = Some(ttl.map_or(t, |m| m.min(t)));
+            }
+        }
+        for target in &leaf.rec.targets {
+            let ip: IpAddr = target.parse().with_context(|| {
+                format!(
+                    "{}: target {target:?} of an {} record is not an IP address (asked for {at})",
+                    leaf.rec.at, leaf.rec.rtype
+                )
+            })?;
+            shape.addresses.insert((ip, geo.clone(), weight));
+        }
+    }
+    Ok((shape, ttl))
+}
+
+/// The record's tenants: one per distinct answer among its names. The tenant holding
+/// `spec.rootHost` (or the first) is named as the record, the others `RECORD-2`, ... In
+/// dns-operator's layout (`rootHost` a CNAME to `klb.ROOT`, a CNAME per geo, a CNAME per
+/// cluster with its weight, the cluster's A record), the `klb` names are the layout's
+/// plumbing: resolvers reach them only through the root's CNAME, which is answered
+/// flattened, so they are not published on their own; each address takes the geo and
+/// weight of the CNAMEs that lead to it, and a `*` geo makes that geo the default.
+pub(super) fn tenants_of_record(
     doc: &Value,
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Tenant> {
-    let name = doc
-        .get("metadata")
-        .and_then(|m| text(m, "name"))
-        .context("a DNSRecord has no metadata.name")?;
+) -> anyhow::Result<Vec<Tenant>> {
+    let name = record_name(doc)?;
     let spec = doc
         .get("spec")
         .with_context(|| format!("DNSRecord {name} has no spec"))?;
     let recs = read_endpoints(name, spec, notes)?;
     let root = text(spec, "rootHost").map(normalize);
-    let mut tenant = Tenant::new(name);
-    for rec in recs.iter().filter(|r| matches!(r.rtype, "A" | "AAAA")) {
-        add_addresses(&mut tenant, rec, &recs, root.as_deref(), endpoints, name)?;
-    }
-    for rec in recs.iter().filter(|r| !matches!(r.rtype, "A" | "AAAA")) {
-        let in_layout = root.as_deref().is_some_and(|root| {
-            rec.name == root
-                || rec.name.ends_with(&format!(".klb.{root}"))
-                || rec.name == format!("klb.{root}")
-        });
-        if !in_layout {
-            notes.push(format!("{} ({} {}: only A/AAAA records are published here; list the addresses a CNAME leads to in a DNSRecord or probe)", rec.at, rec.name, rec.rtype));
+    let plumbing = |n: &str| {
+        root.as_deref()
+            .is_some_and(|root| n == format!("klb.{root}") || n.ends_with(&format!(".klb.{root}")))
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for rec in &recs {
+        if !names.contains(&rec.name.as_str()) {
+            names.push(&rec.name);
         }
     }
-    if tenant.domains.is_empty() || tenant.endpoints.is_empty() {
-        bail!("DNSRecord {name} has no A/AAAA endpoint with addresses");
-    }
-    Ok(tenant)
-}
-
-/// One A/AAAA endpoint's addresses into `tenant`: under the root host when CNAMEs lead
-/// there from it, with the geo and weight they carry.
-fn add_addresses(
-    tenant: &mut Tenant,
-    rec: &Rec<'_>,
-    recs: &[Rec<'_>],
-    root: Option<&str>,
-    endpoints: &mut Endpoints,
-    name: &str,
-) -> anyhow::Result<()> {
-    let chain = root.and_then(|root| chain_from(recs, root, &rec.name));
-    let domain = match &chain {
-        Some(_) => root.expect("a chain starts at the root").to_owned(),
-        None => rec.name.clone(),
-    };
-    if !tenant.domains.contains(&domain) {
-        tenant.domains.push(domain);
-    }
-    if let Some(ttl) = rec.ttl {
-        tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
-    }
-    // The record's own values first, then the nearest CNAME's.
-    let mut specific = rec.specific.clone();
-    for link in chain.iter().flatten() {
-        for (k, v) in &link.specific {
-            if *k == "geo-code" && *v == "*" {
+    // The root host first, so its tenant is the one named as the record.
+    names.sort_by_key(|n| Some(*n) != root.as_deref());
+    let mut groups: Vec<(Shape, Tenant)> = Vec::new();
+    let mut left_out = Vec::new();
+    for n in names {
+        if plumbing(n) {
+            continue;
+        }
+        let at = recs.iter().find(|r| r.name == n).expect("a name of recs");
+        if n.starts_with("*.") {
+            left_out.push(format!(
+                "{} ({n} {}: wildcard names are not published here; list the names it covers)",
+                at.at, at.rtype
+            ));
+            continue;
+        }
+        if !recs
+            .iter()
+            .any(|r| r.name == n && (r.is_address() || r.rtype == "CNAME"))
+        {
+            left_out.push(format!(
+                "{} ({n} {}: only A/AAAA records and CNAMEs to them are published here)",
+                at.at, at.rtype
+            ));
+            continue;
+        }
+        let leaves = match answer(&recs, n) {
+            Answer::Leaves(leaves) if !leaves.is_empty() => leaves,
+            Answer::Leaves(_) => continue,
+            Answer::Outside { target } => {
+                left_out.push(format!("{} ({n} CNAME {target}: a name outside the record; list the addresses it leads to in a DNSRecord or probe)", at.at));
                 continue;
             }
-            specific.entry(k).or_insert(v);
+            Answer::Loop => bail!("DNSRecord {name}: the CNAMEs from {n} loop"),
+        };
+        let (shape, ttl) = shape_of(n, &leaves)?;
+        let tenant = match groups.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, t)) => t,
+            None => {
+                let tenant_name = match groups.len() {
+                    0 => name.to_owned(),
+                    k => format!("{name}-{}", k + 1),
+                };
+                groups.push((shape.clone(), Tenant::new(&tenant_name)));
+                &mut groups.last_mut().expect("just pushed").1
+            }
+        };
+        tenant.domains.push(n.to_owned());
+        if let Some(ttl) = ttl {
+            tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
+        }
+        tenant.default_geo = shape.default_geo.clone();
+        for (ip, geo, weight) in &shape.addresses {
+            let ep = endpoints.of_address(*ip, name);
+            let table = endpoints.table_mut(&ep).expect("just made");
+            if let Some(w) = weight {
+                table.insert("weight".into(), (*w).into());
+            }
+            if let Some(geo) = geo {
+                let mut labels = Table::new();
+                labels.insert("geo".into(), geo.clone().into());
+                table.insert("labels".into(), labels.into());
+            }
+            if !tenant.endpoints.contains(&ep) {
+                tenant.endpoints.push(ep);
+            }
         }
     }
-    if let (Some(chain), Some(geo)) = (&chain, specific.get("geo-code")) {
-        let default = recs.iter().any(|r| {
-            r.specific.get("geo-code") == Some(&"*")
-                && chain
-                    .iter()
-                    .any(|link| r.targets.iter().any(|t| normalize(t) == link.name))
-        });
-        if default {
-            tenant.default_geo = Some((*geo).to_owned());
-        }
+    if groups.is_empty() {
+        bail!(
+            "DNSRecord {name} publishes no name: {}",
+            if left_out.is_empty() {
+                "it has no A/AAAA endpoint with addresses".to_owned()
+            } else {
+                left_out.join("; ")
+            }
+        );
     }
-    for target in &rec.targets {
-        let ip: IpAddr = target.parse().with_context(|| {
-            format!(
-                "{}: target {target:?} of an {} record is not an IP address",
-                rec.at, rec.rtype
-            )
-        })?;
-        let ep = endpoints.of_address(ip, name);
-        let table = endpoints.table_mut(&ep).expect("just made");
-        if let Some(w) = specific.get("weight").and_then(|w| w.parse::<i64>().ok()) {
-            table.insert("weight".into(), w.into());
-        }
-        if let Some(geo) = specific.get("geo-code") {
-            let mut labels = Table::new();
-            labels.insert("geo".into(), (*geo).into());
-            table.insert("labels".into(), labels.into());
-        }
-        if !tenant.endpoints.contains(&ep) {
-            tenant.endpoints.push(ep);
-        }
-    }
-    Ok(())
+    notes.extend(left_out);
+    Ok(groups.into_iter().map(|(_, t)| t).collect())
 }
 
-fn normalize(name: &str) -> String {
+/// A document's `metadata.name`.
+pub(super) fn record_name(doc: &Value) -> anyhow::Result<&str> {
+    doc.get("metadata")
+        .and_then(|m| text(m, "name"))
+        .context("a DNSRecord has no metadata.name")
+}
+
+pub(super) fn normalize(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }
 
@@ -326,31 +458,6 @@ fn read_endpoints<'a>(
         });
     }
     Ok(recs)
-}
-
-/// The CNAMEs leading from `root` to `name`, nearest to `name` first (the weighted one,
-/// then the geo one, ...); `None` when `name` is not reached from `root` by CNAMEs.
-fn chain_from<'r, 'a>(recs: &'r [Rec<'a>], root: &str, name: &str) -> Option<Vec<&'r Rec<'a>>> {
-    let mut chain = Vec::new();
-    let mut at = name.to_owned();
-    // dns-operator's layout is four names deep; a cycle ends the walk.
-    for _ in 0..8 {
-        let parents: Vec<&Rec> = recs
-            .iter()
-            .filter(|r| r.rtype == "CNAME" && r.targets.iter().any(|t| normalize(t) == at))
-            .collect();
-        // Prefer a parent with a real geo over the `*` default one pointing at the same name.
-        let parent = parents
-            .iter()
-            .find(|r| r.specific.get("geo-code") != Some(&"*"))
-            .or(parents.first())?;
-        chain.push(*parent);
-        if parent.name == root {
-            return Some(chain);
-        }
-        at = parent.name.clone();
-    }
-    None
 }
 
 /// Without DNSRecords: one tenant per probe `host`, with the probes of that host.

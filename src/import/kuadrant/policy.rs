@@ -1,0 +1,276 @@
+//! Kuadrant's `DNSPolicy` in our terms, in both shapes Kuadrant has published: the RFCs'
+//! `kuadrant.io/v1alpha1` (`loadBalancing.weighted {defaultWeight, custom}`,
+//! `loadBalancing.GEO.defaultGeo`) and today's `kuadrant.io/v1` (`loadBalancing {weight,
+//! geo, defaultGeo: bool}`, the geo and weight of the gateways the policy targets), and
+//! which records a policy governs (its `targetRef`).
+
+use super::*;
+
+/// The ManagedCluster label Kuadrant's custom weights match when they name no attribute.
+const CUSTOM_WEIGHT_LABEL: &str = "kuadrant.io/lb-attribute-custom-weight";
+
+/// The label Kuadrant puts on the DNSRecord it makes for one listener of a Gateway (the
+/// record is named `GATEWAY-LISTENER`).
+const LISTENER_LABEL: &str = "kuadrant.io/listener-name";
+
+/// What a DNSPolicy says, in our terms.
+#[derive(Default)]
+pub(super) struct Policy {
+    pub(super) name: String,
+    /// `targetRef.name` (a Gateway of the policy's namespace) and `sectionName` (a listener).
+    gateway: Option<String>,
+    section: Option<String>,
+    pub(super) check: Table,
+    default_weight: Option<i64>,
+    /// (label, value, weight)
+    rules: Vec<(String, String, i64)>,
+    default_geo: Option<String>,
+    /// v1: the geo of the gateways this policy targets.
+    geo: Option<String>,
+}
+
+impl Policy {
+    /// The policy `doc`; without a `healthCheck` its gateways are checked as `fallback`'s.
+    pub(super) fn read(
+        doc: &Value,
+        fallback: &Policy,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<Policy> {
+        // The RFC's drafts put `name` at the top; resources have it under `metadata`.
+        let name = doc
+            .get("metadata")
+            .and_then(|m| text(m, "name"))
+            .or_else(|| text(doc, "name"))
+            .unwrap_or("(unnamed)");
+        let spec = doc
+            .get("spec")
+            .with_context(|| format!("DNSPolicy {name} has no spec"))?;
+        unknown_keys(
+            spec,
+            &[
+                "targetRef",
+                "healthCheck",
+                "health",
+                "loadBalancing",
+                "providerRefs",
+            ],
+            "DNSPolicy.spec",
+            notes,
+        );
+        let mut policy = Policy {
+            name: name.to_owned(),
+            ..Policy::default()
+        };
+        if let Some(target) = spec.get("targetRef") {
+            policy.gateway = text(target, "name").map(str::to_owned);
+            policy.section = text(target, "sectionName").map(str::to_owned);
+            notes.push(format!("DNSPolicy {name} targetRef (a Gateway: the policy governs the DNSRecords made for it, and the addresses published are those records', not discovered from the Gateway)"));
+        }
+        if spec.get("providerRefs").is_some() {
+            notes.push(format!("DNSPolicy {name}.spec.providerRefs (the DNS provider's secret: the tenants publish through the sink named dns)"));
+        }
+        let defaults = CheckDefaults::policy(text(doc, "apiVersion"));
+        match spec
+            .get("healthCheck")
+            .or_else(|| spec.get("health"))
+            .filter(|h| h.is_mapping())
+        {
+            Some(hc) => {
+                policy.check = check_of(
+                    hc,
+                    &format!("DNSPolicy {name}.spec.healthCheck"),
+                    defaults,
+                    notes,
+                )?
+            }
+            None if fallback.check.is_empty() => {}
+            None => {
+                policy.check.clone_from(&fallback.check);
+                notes.push(format!("no healthCheck in the DNSPolicy {name} (Kuadrant then publishes unchecked): the gateways get a TCP check on port 443"));
+            }
+        }
+        if let Some(lb) = spec.get("loadBalancing") {
+            policy.load_balancing(lb, notes)?;
+        }
+        Ok(policy)
+    }
+
+    /// What governs a record no policy governs: round robin, checked by a TCP connect to
+    /// 443 (`tcp_443`) or else as the config's defaults say (an empty check).
+    pub(super) fn fallback(tcp_443: bool) -> Policy {
+        let mut check = Table::new();
+        if tcp_443 {
+            check.insert("kind".into(), "tcp".into());
+            check.insert("port".into(), 443.into());
+        }
+        Policy {
+            check,
+            ..Policy::default()
+        }
+    }
+
+    fn load_balancing(&mut self, lb: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
+        let at = format!("DNSPolicy {}.spec.loadBalancing", self.name);
+        unknown_keys(
+            lb,
+            &["weighted", "GEO", "geo", "weight", "defaultGeo"],
+            &at,
+            notes,
+        );
+        // v1: the targeted gateways' own weight and geo.
+        if let Some(w) = lb.get("weight") {
+            let w = w
+                .as_i64()
+                .with_context(|| format!("{at}.weight is not a number"))?;
+            self.default_weight = Some(w);
+        }
+        if let Some(geo) = lb.get("geo").and_then(Value::as_str) {
+            self.geo = Some(geo.to_owned());
+            if lb.get("defaultGeo").and_then(Value::as_bool) == Some(true) {
+                self.default_geo = Some(geo.to_owned());
+            }
+        }
+        // v1alpha1: weights by cluster attribute, and the default of a GEO layout.
+        if let Some(w) = lb.get("weighted") {
+            unknown_keys(
+                w,
+                &["defaultWeight", "custom"],
+                &format!("{at}.weighted"),
+                notes,
+            );
+            self.default_weight = w.get("defaultWeight").and_then(Value::as_i64);
+            for (i, c) in w
+                .get("custom")
+                .and_then(Value::as_sequence)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let at = format!("{at}.weighted.custom[{i}]");
+                unknown_keys(c, &["attribute", "value", "weight"], &at, notes);
+                let value = text(c, "value").with_context(|| format!("{at} has no value"))?;
+                let weight = c
+                    .get("weight")
+                    .and_then(Value::as_i64)
+                    .with_context(|| format!("{at} has no weight"))?;
+                let label = text(c, "attribute").unwrap_or(CUSTOM_WEIGHT_LABEL);
+                self.rules
+                    .push((label.to_owned(), value.to_owned(), weight));
+            }
+        }
+        if let Some(g) = lb
+            .get("GEO")
+            .or_else(|| lb.get("geo"))
+            .filter(|g| g.is_mapping())
+        {
+            let geo = text(g, "defaultGeo").with_context(|| {
+                format!("{at}.GEO has no defaultGeo (Kuadrant requires it in this shape)")
+            })?;
+            self.default_geo = Some(geo.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Whether this policy governs `record`: Kuadrant owns the record by the policy, or the
+    /// record is the one Kuadrant makes for the targeted Gateway (`GATEWAY-LISTENER`,
+    /// labelled with the listener; only `sectionName`'s listener when the policy names one).
+    fn governs(&self, record: &Value) -> bool {
+        let meta = record.get("metadata");
+        let owned = meta
+            .and_then(|m| m.get("ownerReferences"))
+            .and_then(Value::as_sequence)
+            .into_iter()
+            .flatten()
+            .any(|o| text(o, "kind") == Some("DNSPolicy") && text(o, "name") == Some(&self.name));
+        if owned {
+            return true;
+        }
+        let (Some(gateway), Some(name)) = (&self.gateway, meta.and_then(|m| text(m, "name")))
+        else {
+            return false;
+        };
+        let listener = meta
+            .and_then(|m| m.get("labels"))
+            .and_then(|l| text(l, LISTENER_LABEL))
+            .map(str::to_owned)
+            .or_else(|| name.strip_prefix(&format!("{gateway}-")).map(str::to_owned));
+        match listener {
+            Some(l) if name == format!("{gateway}-{l}") => {
+                self.section.as_ref().is_none_or(|s| *s == l)
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets `t`'s policy: `geo` when a default geo is known (the record's `*` geo, else
+    /// the policy's) and every endpoint has a location (a v1 policy gives its gateways its
+    /// `geo`), `weighted` when weights differ, else `all` (Kuadrant's round robin). What
+    /// the operator must still do (locations to set, weight rules that match nothing) goes
+    /// to `to_do`.
+    pub(super) fn apply(&self, t: &mut Tenant, endpoints: &mut Endpoints, to_do: &mut Vec<String>) {
+        if let Some(geo) = &self.geo {
+            for e in &t.endpoints {
+                if !endpoints.has_geo(e) {
+                    let table = endpoints.table_mut(e).expect("a tenant's endpoint");
+                    let mut labels = Table::new();
+                    labels.insert("geo".into(), geo.clone().into());
+                    table.insert("labels".into(), labels.into());
+                }
+            }
+        }
+        let weighted = !self.rules.is_empty() || t.endpoints.iter().any(|e| endpoints.weighted(e));
+        let located = t.endpoints.iter().all(|e| endpoints.has_geo(e));
+        let geos: BTreeSet<&str> = t
+            .endpoints
+            .iter()
+            .filter_map(|e| endpoints.label(e, "geo"))
+            .collect();
+        let default = t.default_geo.clone().or(self.default_geo.clone());
+        match default {
+            Some(geo) if located => {
+                t.policy = "geo";
+                t.default_geo = Some(geo);
+            }
+            Some(geo) => {
+                t.default_geo = None;
+                to_do.push(format!("GEO for tenant {}: its endpoints have no geo-code; set labels.geo on each, then policy = \"geo\" and default_geo = \"{geo}\"", t.name));
+            }
+            // A geo layout with no `*` geo: Kuadrant answers nothing outside its geos; an
+            // empty answer takes the name down, so the first geo is the default, and said.
+            None if located && geos.len() > 1 => {
+                let first = (*geos.first().expect("two geos")).to_owned();
+                to_do.push(format!("GEO for tenant {}: the record names no default geo (`*`), so clients outside {} got no answer from Kuadrant; here they get {first}'s: set default_geo to the one you mean", t.name, geos.iter().copied().collect::<Vec<_>>().join(", ")));
+                t.policy = "geo";
+                t.default_geo = Some(first);
+            }
+            None => {}
+        }
+        if weighted {
+            if t.policy != "geo" {
+                t.policy = "weighted";
+            }
+            t.default_weight = self.default_weight;
+            t.rules.clone_from(&self.rules);
+            for (label, value, weight) in &self.rules {
+                let matched = t
+                    .endpoints
+                    .iter()
+                    .any(|e| endpoints.label(e, label) == Some(value.as_str()));
+                if !matched {
+                    to_do.push(format!("tenant {}: the weight rule {label} = {value:?} (weight {weight}) matches none of its endpoints, so it changes nothing; set labels.{label:?} on the endpoints it means", t.name));
+                }
+            }
+        }
+    }
+}
+
+/// The policy governing `record` among `policies`: the one that targets its Gateway (or
+/// owns it), else the only one (the RFCs' drafts, and records written by hand beside one
+/// policy: a policy's `targetRef` defaults to the Gateways of its namespace). `None`:
+/// several policies and none targets it.
+pub(super) fn governing<'p>(policies: &'p [Policy], record: &Value) -> Option<&'p Policy> {
+    match policies {
+        [only] => Some(only),
+        _ => policies.iter().find(|p| p.governs(record)),
+    }
+}
