@@ -7,7 +7,11 @@ use ho_config::Plan;
 
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
-    match load_checked(files) {
+    let (plan, notes) = load_checked(files);
+    for note in notes {
+        eprintln!("note: {note}");
+    }
+    match plan {
         Ok(plan) => {
             println!(
                 "ok: {}, {}, {}",
@@ -33,18 +37,25 @@ fn counted(n: usize, thing: &str) -> String {
 
 /// Loads, layers and validates `files`, then reads every secret, CA file, kubeconfig and
 /// database the config names (`ho_kinds::preflight`), so a config `check-config` accepts is
-/// one `run` starts. On any problem prints every one of them and returns exit code 2.
-pub fn load_checked(files: &[PathBuf]) -> Result<Plan, ExitCode> {
-    let plan = ho_kinds::load_plan(files).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(2)
-    })?;
-    let problems = ho_kinds::preflight(&plan);
-    if problems.is_empty() {
-        return Ok(plan);
-    }
-    for problem in &problems {
-        eprintln!("{problem}");
-    }
-    Err(ExitCode::from(2))
+/// one `run` starts. On any problem prints every one of them and returns exit code 2. The
+/// notes: what a YAML file's import could not carry over, for the caller to say.
+pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) {
+    let loaded = crate::config_files::plan(files);
+    let checked = loaded
+        .result
+        .map_err(|e| {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        })
+        .and_then(|plan| {
+            let problems = ho_kinds::preflight(&plan);
+            if problems.is_empty() {
+                return Ok(plan);
+            }
+            for problem in &problems {
+                eprintln!("{problem}");
+            }
+            Err(ExitCode::from(2))
+        });
+    (checked, loaded.notes)
 }

@@ -20,7 +20,7 @@ use ho_engine::snapshot::TenantSnapshot;
 
 /// Runs `cluster leave`; exit 2 on an invalid config, 1 when a zone could not be changed.
 pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let plan = match ho_kinds::load_plan(files) {
+    let plan = match crate::config_files::plan(files).result {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("{e}");

@@ -2,6 +2,7 @@
 
 mod check_config;
 mod cluster_leave;
+mod config_files;
 mod demo;
 mod dnssec_cmd;
 mod heap;

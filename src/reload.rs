@@ -67,7 +67,11 @@ impl Reloader {
         tenants: Option<&mut Controller>,
     ) {
         self.seen = digest(&self.files);
-        let plan = match ho_kinds::load_plan(&self.files) {
+        let loaded = crate::config_files::plan(&self.files);
+        for note in &loaded.notes {
+            warn!("{note}");
+        }
+        let plan = match loaded.result {
             Ok(plan) => plan,
             Err(e) => {
                 error!(
@@ -78,7 +82,7 @@ impl Reloader {
                 return;
             }
         };
-        let plan = match (tenants, ho_config::load(&self.files)) {
+        let plan = match (tenants, crate::config_files::config(&self.files).result) {
             (Some(tenants), Ok(base)) => {
                 tenants.set_base(base);
                 match tenants.round(engine).await {

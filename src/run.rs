@@ -25,11 +25,15 @@ use ho_kube::tenants::controller::Controller;
 /// flight finish within `defaults.shutdown_timeout`, flushes spans, and leaves published
 /// records in place.
 pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
-    let plan = match crate::check_config::load_checked(files) {
+    let (plan, notes) = crate::check_config::load_checked(files);
+    let plan = match plan {
         Ok(plan) => plan,
         Err(code) => return Ok(code),
     };
     crate::logging::init(false, log_format.unwrap_or(plan.telemetry.log_format));
+    for note in notes {
+        warn!("{note}");
+    }
     // Thousands of probes in flight need thousands of descriptors: use all we may.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => info!(limit, "open-file limit"),
@@ -174,7 +178,7 @@ async fn start_tenants(
     kubernetes: &ho_config::model::KubernetesConfig,
     engine: &Engine,
 ) -> anyhow::Result<Controller> {
-    let base = ho_config::load(files)?;
+    let base = crate::config_files::config(files).result?;
     let kube =
         ho_kube::client::connect_for_watches(kubernetes.kubeconfig.as_deref(), REQUEST_TIMEOUT)
             .await

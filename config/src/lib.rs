@@ -12,7 +12,9 @@ pub mod names;
 pub mod plan;
 pub mod validate;
 
-pub use load::{load, load_plan, ConfigError, ENV_PREFIX};
+pub use load::{
+    load, load_plan, load_plan_reading, load_reading, ConfigError, YamlReader, ENV_PREFIX,
+};
 pub use model::{
     BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
     KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig,

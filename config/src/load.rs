@@ -30,6 +30,15 @@ pub enum ConfigError {
     /// said as such, with the command that converts it, instead of a TOML parse error.
     #[error("config file {file}: this is YAML, and the configuration is TOML; convert it with `health-orchestrator import --from openova {file}` (OpenOva's config) or `--from kuadrant` (Kuadrant's DNSPolicy, DNSRecord, DNSHealthCheckProbe)", file = .0.display())]
     Yaml(PathBuf),
+    /// A YAML file read as another system's config (`run --config config.yaml`) is not one
+    /// the importer can translate.
+    #[error("config file {path}: this is YAML, and not OpenOva's config.yaml (the one YAML config read as it is): {message}; the configuration is TOML: convert Kuadrant's resources with `health-orchestrator import --from kuadrant {path}`", path = path.display())]
+    Untranslatable {
+        /// The file.
+        path: PathBuf,
+        /// What the importer said.
+        message: String,
+    },
     /// A layer does not parse or does not fit the schema (unknown field, wrong type, ...).
     #[error("{0}")]
     Parse(ParseErrors),
@@ -117,11 +126,37 @@ pub fn builtin() -> Config {
     }
 }
 
+/// Translates a YAML config file (another system's: OpenOva's `config.yaml`) into this
+/// configuration's TOML at load, or says why it cannot. The binary owns the importers and
+/// hands one in; without one a YAML file is refused with the command that converts it.
+pub type YamlReader<'a> = &'a dyn Fn(&Path) -> Result<String, String>;
+
 /// The figment with every layer, before extraction; exposed so callers can add layers in tests.
 pub fn figment(files: &[impl AsRef<Path>]) -> Result<Figment, ConfigError> {
+    figment_reading(files, None)
+}
+
+/// The file `--config PATH` means: PATH itself, or for a directory (a mounted ConfigMap)
+/// its `config.toml`, else its `config.yaml`.
+pub fn config_file(path: &Path) -> PathBuf {
+    if !path.is_dir() {
+        return path.to_owned();
+    }
+    let toml = path.join("config.toml");
+    match toml.exists() || !path.join("config.yaml").exists() {
+        true => toml,
+        false => path.join("config.yaml"),
+    }
+}
+
+/// [`figment`], with YAML files translated by `yaml` when given.
+pub fn figment_reading(
+    files: &[impl AsRef<Path>],
+    yaml: Option<YamlReader<'_>>,
+) -> Result<Figment, ConfigError> {
     let mut fig = Figment::from(Serialized::defaults(builtin()));
     for path in files {
-        let path = path.as_ref();
+        let path = &config_file(path.as_ref());
         if let Err(source) = std::fs::metadata(path).and_then(|m| {
             if m.is_file() {
                 Ok(())
@@ -134,10 +169,17 @@ pub fn figment(files: &[impl AsRef<Path>]) -> Result<Figment, ConfigError> {
                 source,
             });
         }
-        if looks_like_yaml(path) {
-            return Err(ConfigError::Yaml(path.to_owned()));
-        }
-        fig = fig.merge(Toml::file_exact(path));
+        fig = match (looks_like_yaml(path), yaml) {
+            (false, _) => fig.merge(Toml::file_exact(path)),
+            (true, None) => return Err(ConfigError::Yaml(path.to_owned())),
+            (true, Some(translate)) => {
+                let toml = translate(path).map_err(|message| ConfigError::Untranslatable {
+                    path: path.to_owned(),
+                    message,
+                })?;
+                fig.merge(Toml::string(&toml))
+            }
+        };
     }
     Ok(fig.merge(Env::prefixed(ENV_PREFIX).split("__")))
 }
@@ -170,7 +212,15 @@ fn looks_like_yaml(path: &Path) -> bool {
 
 /// Loads and layers the configuration without validating it.
 pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
-    figment(files)?.extract().map_err(|e| {
+    load_reading(files, None)
+}
+
+/// [`load`], with YAML files translated by `yaml` when given.
+pub fn load_reading(
+    files: &[impl AsRef<Path>],
+    yaml: Option<YamlReader<'_>>,
+) -> Result<Config, ConfigError> {
+    figment_reading(files, yaml)?.extract().map_err(|e| {
         ConfigError::Parse(ParseErrors {
             parse: Box::new(e),
             also: None,
@@ -181,7 +231,16 @@ pub fn load(files: &[impl AsRef<Path>]) -> Result<Config, ConfigError> {
 /// Loads, layers and validates: what `run` and `check-config` do. `kinds` parses the
 /// `[sinks.*]` tables and the check kinds' keys.
 pub fn load_plan(files: &[impl AsRef<Path>], kinds: &Kinds<'_>) -> Result<Plan, ConfigError> {
-    let layered = figment(files)?;
+    load_plan_reading(files, None, kinds)
+}
+
+/// [`load_plan`], with YAML files translated by `yaml` when given.
+pub fn load_plan_reading(
+    files: &[impl AsRef<Path>],
+    yaml: Option<YamlReader<'_>>,
+    kinds: &Kinds<'_>,
+) -> Result<Plan, ConfigError> {
+    let layered = figment_reading(files, yaml)?;
     match layered.extract::<Config>() {
         Ok(config) => Ok(validate(&config, kinds)?),
         Err(e) => {

@@ -64,7 +64,7 @@ container="$("${buildah[@]}" from scratch)"
 "${buildah[@]}" add "$container" "$root" / >/dev/null
 "${buildah[@]}" config \
   --entrypoint '["/usr/local/bin/health-orchestrator"]' \
-  --cmd '["run", "--config", "/etc/health-orchestrator/config.toml"]' \
+  --cmd '["run", "--config", "/etc/health-orchestrator"]' \
   --user 65532:65532 --workingdir / \
   --port 8080/tcp --port 5353/udp --port 5353/tcp \
   --env SSL_CERT_FILE="$certs" \

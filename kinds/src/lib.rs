@@ -146,3 +146,11 @@ pub fn preflight(plan: &Plan) -> Vec<FieldError> {
 pub fn load_plan(files: &[impl AsRef<std::path::Path>]) -> Result<Plan, ho_config::ConfigError> {
     ho_config::load_plan(files, &CATALOG)
 }
+
+/// [`load_plan`], with YAML config files translated by `yaml` (the binary's importers).
+pub fn load_plan_reading(
+    files: &[impl AsRef<std::path::Path>],
+    yaml: ho_config::YamlReader<'_>,
+) -> Result<Plan, ho_config::ConfigError> {
+    ho_config::load_plan_reading(files, Some(yaml), &CATALOG)
+}

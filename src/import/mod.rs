@@ -44,18 +44,7 @@ pub struct Imported {
 
 /// Prints the imported config, or every problem that stops the import.
 pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let mut docs = Vec::new();
-    for file in files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = Value::deserialize(doc)
-                .with_context(|| format!("{} is not YAML", file.display()))?;
-            if !value.is_null() {
-                docs.push(value);
-            }
-        }
-    }
+    let docs = read_documents(files)?;
     let imported = match from {
         Source::Openova => match docs.as_slice() {
             [one] => openova::convert(one)?,
@@ -77,6 +66,32 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     println!();
     print!("{}", toml::to_string(&imported.config)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A YAML config file in OpenOva's shape, imported (a config named on the command line:
+/// `run --config config.yaml`).
+pub fn openova_file(path: &std::path::Path) -> anyhow::Result<Imported> {
+    match read_documents(&[path.to_owned()])?.as_slice() {
+        [one] => openova::convert(one),
+        _ => bail!("an OpenOva config is one YAML document"),
+    }
+}
+
+/// Every YAML document of `files`, empty ones left out.
+fn read_documents(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
+    let mut docs = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = Value::deserialize(doc)
+                .with_context(|| format!("{} is not YAML", file.display()))?;
+            if !value.is_null() {
+                docs.push(value);
+            }
+        }
+    }
+    Ok(docs)
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -317,7 +317,7 @@ async fn logs_to_a_file_are_plain_and_json_on_request() {
 fn import_from_openova_prints_a_config_that_checks() {
     let (toml, plan, summary) = import_and_check(
         &["--from", "openova"],
-        &[repo("tests/fixtures/openova-config.yaml")],
+        &[repo("tests/fixtures/seed-000/config.yaml")],
     );
     assert_eq!(
         summary,
@@ -352,7 +352,7 @@ fn import_from_openova_prints_a_config_that_checks() {
     // A key without an equivalent is named in a comment, and the rest still imports.
     let dir = tempfile::tempdir().unwrap();
     let extra = dir.path().join("extra.yaml");
-    let seed = std::fs::read_to_string(repo("tests/fixtures/openova-config.yaml")).unwrap();
+    let seed = std::fs::read_to_string(repo("tests/fixtures/seed-000/config.yaml")).unwrap();
     std::fs::write(
         &extra,
         format!("{seed}\nslack_webhook: \"https://hooks.example\"\n"),

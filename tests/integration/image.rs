@@ -90,7 +90,9 @@ fn build_and_unpack(dir: &Path) -> Bundle {
 
 /// The image's process in its own process group (so the test can end it whatever user it
 /// switched to), on a read-only root with `/proc` and the config directory mounted.
-fn start(dir: &Path, bundle: &Bundle, config: &Path) -> Group {
+/// The image's process with `config` mounted where the manifests mount the ConfigMap, its
+/// environment the image's plus `env` (what a Deployment's `env` adds).
+fn start(dir: &Path, bundle: &Bundle, config: &Path, env: &[String]) -> Group {
     let rootfs = dir.join("bundle/rootfs");
     std::fs::create_dir_all(rootfs.join("proc")).unwrap();
     let script = r#"
@@ -117,6 +119,7 @@ fn start(dir: &Path, bundle: &Bundle, config: &Path) -> Group {
     .arg(config)
     .args(&bundle.process.env)
     .arg("RUST_LOG=info")
+    .args(env)
     .arg("chroot")
     .arg(format!(
         "--userspec={}:{}",
@@ -157,9 +160,9 @@ async fn the_image_runs_non_root_on_a_read_only_root_and_serves() {
             "/usr/local/bin/health-orchestrator",
             "run",
             "--config",
-            "/etc/health-orchestrator/config.toml"
+            "/etc/health-orchestrator"
         ],
-        "entrypoint and arguments as deploy/kubernetes passes them"
+        "the mounted ConfigMap: its config.toml, else its config.yaml"
     );
 
     let gws = gateways(1);
@@ -176,7 +179,7 @@ async fn the_image_runs_non_root_on_a_read_only_root_and_serves() {
              [[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n"
         ));
     std::fs::write(config_dir.join("config.toml"), config.render()).unwrap();
-    let mut process = start(dir.path(), &bundle, &config_dir);
+    let mut process = start(dir.path(), &bundle, &config_dir, &[]);
 
     let log = || std::fs::read_to_string(dir.path().join("image.log")).unwrap_or_default();
     let start = Instant::now();
@@ -202,4 +205,100 @@ async fn the_image_runs_non_root_on_a_read_only_root_and_serves() {
         "the image's process logged errors:\n{}",
         log()
     );
+}
+
+/// Seed 000's own Deployment and ConfigMap start the image as they are: no arguments (the
+/// image's), the ConfigMap's `config.yaml` in OpenOva's shape mounted where the Deployment
+/// mounts it, read through the importer at load; the seed's liveness path answers and its
+/// CoreDNS ConfigMap gets each tenant's hosts file. Two things differ, for the test's sake
+/// only: the nodes' addresses are loopback gateways of the test's own (traffic never leaves
+/// loopback), and the API listens on a loopback address of the test's (`HO_API__LISTEN`);
+/// the Kubernetes API is the test server (no real one can run here), reached through
+/// `KUBECONFIG` where the seed's pod would use its service account.
+#[actix_rt::test]
+async fn seed_000s_deployment_and_configmap_start_the_image() {
+    use crate::fakes::kube_api::KubeApi;
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = build_and_unpack(dir.path());
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed-000");
+    let manifests = std::fs::read_to_string(seed.join("manifests.yaml")).unwrap();
+    let deployment: serde_yaml::Value = serde_yaml::Deserializer::from_str(&manifests)
+        .map(|d| serde_yaml::Value::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container.get("args").is_none() && container.get("command").is_none(),
+        "the seed runs the image's own command"
+    );
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"], "/etc/health-orchestrator",
+        "start() mounts the config where the seed does"
+    );
+    let env: Vec<String> = container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}={}",
+                e["name"].as_str().unwrap(),
+                e["value"].as_str().unwrap()
+            )
+        })
+        .collect();
+
+    let gws = gateways(3);
+    let mut config = std::fs::read_to_string(seed.join("config.yaml")).unwrap();
+    for (i, gw) in gws.iter().enumerate() {
+        config = config.replace(&format!("10.0.0.{}:15021", i + 1), &gw.addr().to_string());
+        config = config.replace(&format!("10.0.0.{}", i + 1), &ip(gw));
+    }
+    assert!(!config.contains("10.0.0."), "{config}");
+    let kube = KubeApi::default();
+    kube.put(
+        "kube-system",
+        "coredns-custom",
+        &[("Corefile", ".:53 {}\n")],
+    );
+    let kube_addr = kube.start().await;
+    let config_dir = dir.path().join("config");
+    std::fs::create_dir(&config_dir).unwrap();
+    std::fs::write(config_dir.join("config.yaml"), &config).unwrap();
+    KubeApi::kubeconfig(kube_addr, &config_dir);
+    let api = SocketAddr::new(loopback_ip().into(), 8080);
+    let mut env = env;
+    env.push(format!("HO_API__LISTEN={api}"));
+    env.push("KUBECONFIG=/etc/health-orchestrator/kubeconfig".into());
+    let mut process = start(dir.path(), &bundle, &config_dir, &env);
+
+    let log = || std::fs::read_to_string(dir.path().join("image.log")).unwrap_or_default();
+    let start = Instant::now();
+    // The seed's liveness and readiness path.
+    while try_api_get(api, "/health").await.is_none() {
+        if let Some(status) = process.0.try_wait().unwrap() {
+            panic!("the image's process exited ({status}):\n{}", log());
+        }
+        assert!(start.elapsed() < LIMIT, "no /health:\n{}", log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut all: Vec<String> = gws.iter().map(ip).collect();
+    all.sort();
+    loop {
+        let data = kube
+            .data("kube-system", "coredns-custom")
+            .unwrap_or_default();
+        let published = |key: &str| {
+            let mut got = crate::harness::addresses(data.get(key).map_or("", String::as_str));
+            got.sort();
+            got == all
+        };
+        if published("tenant-a.hosts") && published("tenant-b.hosts") {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "{data:?}\n{}", log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // What the import could not carry over is said at start.
+    assert!(log().contains("config.yaml: TO DO"), "{}", log());
 }

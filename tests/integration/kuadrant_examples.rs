@@ -113,7 +113,8 @@ fn every_name_of_kuadrants_examples_answers_what_its_chain_leads_to() {
             );
             continue;
         }
-        let (toml, plan, _) = import_and_check(&["--from", "kuadrant"], std::slice::from_ref(&file));
+        let (toml, plan, _) =
+            import_and_check(&["--from", "kuadrant"], std::slice::from_ref(&file));
         let lost: Vec<&str> = toml
             .lines()
             .filter(|l| l.starts_with("# NOT CARRIED OVER"))
