@@ -641,3 +641,55 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     })
     .await;
 }
+
+/// A restart while a refused edit is in place keeps serving the last accepted generation:
+/// `<state_dir>/accepted.json` carries it over, so the new process publishes it again and a
+/// hosts file read every 20 ms across the restart never loses the record. Runs against the
+/// Kubernetes API test server (no real API server can run here).
+#[tokio::test]
+async fn a_restart_with_a_refused_edit_in_place_keeps_the_last_accepted_answer() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let ip = |i: usize| gws[i].addr().ip();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = operator_config(dir.path(), kube_addr, gws[0].addr().port())
+        .set("state_dir", state.display().to_string());
+    let process = run_operator(dir.path(), &config);
+
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": [ip(0).to_string()]}]),
+    ));
+    let file = hosts(dir.path(), "team-a_api");
+    wait_for_file(&file, "the first generation", |c| {
+        addresses(c) == [ip(0).to_string()]
+    })
+    .await;
+    kube.apply(failover(
+        "team-a",
+        "api",
+        "api.team-a.io",
+        json!([{"addresses": ["gw.example"]}]),
+    ));
+    wait_for_condition(&kube, "team-a", "api", "Accepted", "False", "Invalid").await;
+    assert!(state.join("accepted.json").exists());
+
+    drop(process);
+    let restarted = run_operator(dir.path(), &config);
+    let start = tokio::time::Instant::now();
+    let log = || std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
+    // The new process admits the refused resource as its last accepted generation.
+    let mut admitted = false;
+    while start.elapsed() < std::time::Duration::from_secs(4) {
+        let now = std::fs::read_to_string(&file).unwrap_or_default();
+        assert_eq!(addresses(&now), [ip(0).to_string()], "withdrawn across the restart");
+        admitted |= log().contains("accepted=1");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(admitted, "{}", log());
+    drop(restarted);
+}
