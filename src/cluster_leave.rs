@@ -12,11 +12,10 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use ho_engine::metrics::Metrics;
+use ho_engine::multi_cluster::leave::remaining_snapshot;
 use ho_engine::multi_cluster::report::{report_name, report_suffix};
-use ho_engine::multi_cluster::rounds::{tally_without, unix_ms};
-use ho_engine::multi_cluster::vote;
+use ho_engine::multi_cluster::rounds::tally_without;
 use ho_engine::sink::{Sink, SinkFactory};
-use ho_engine::snapshot::TenantSnapshot;
 
 /// Runs `cluster leave`; exit 2 on an invalid config, 1 when a zone could not be changed.
 pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
@@ -52,26 +51,13 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     store.remove(report_name(&cluster.id, domain)).await?;
                     let rrsets = store.read(vec![report_suffix(domain)]).await?;
                     let tally = tally_without(&plan, &cluster.id, rrsets, SystemTime::now());
-                    let Some((addresses, mode)) = vote::publishable(tenant, &tally) else {
+                    let Some(snapshot) = remaining_snapshot(tenant, &tally, SystemTime::now()) else {
                         return Ok::<_, ho_engine::sink::SinkError>(
                             "report removed; no other cluster reports, so its records stay as they are (the name is never emptied)".to_owned(),
                         );
                     };
-                    let count = addresses.len();
-                    let snapshot = Arc::new(TenantSnapshot {
-                        hosts_key: tenant.hosts_key.clone(),
-                        ttl: tenant.ttl,
-                        mode,
-                        default_geo: tenant.default_geo.clone(),
-                        geos: vote::locations(tenant, &tally),
-                        seq: unix_ms(SystemTime::now()) * 1000,
-                        ..TenantSnapshot::healthy(
-                            &tenant.name,
-                            &tenant.domains.iter().map(String::as_str).collect::<Vec<_>>(),
-                            tenant.policy,
-                            addresses,
-                        )
-                    });
+                    let count = snapshot.addresses.len();
+                    let snapshot = Arc::new(snapshot);
                     for sink in &shared {
                         sink.apply(snapshot.clone()).await?;
                     }

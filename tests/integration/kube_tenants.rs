@@ -686,7 +686,11 @@ async fn a_restart_with_a_refused_edit_in_place_keeps_the_last_accepted_answer()
     let mut admitted = false;
     while start.elapsed() < std::time::Duration::from_secs(4) {
         let now = std::fs::read_to_string(&file).unwrap_or_default();
-        assert_eq!(addresses(&now), [ip(0).to_string()], "withdrawn across the restart");
+        assert_eq!(
+            addresses(&now),
+            [ip(0).to_string()],
+            "withdrawn across the restart"
+        );
         admitted |= log().contains("accepted=1");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

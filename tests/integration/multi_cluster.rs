@@ -465,6 +465,100 @@ async fn three_clusters_vote_on_one_powerdns_zone() {
     vote_scenario([&sink, &sink, &sink], zone).await;
 }
 
+/// A voting tenant removed from one cluster with `cleanup_on_remove` (what deleting its
+/// `DNSFailover` does) leaves the shared name as `cluster leave` would, per tenant: its
+/// report goes and its gateway leaves the zone at once, not after `report_ttl` (the others
+/// count two live voters and none aged out); removed from every cluster in turn, the last
+/// one leaves the name as it is. A reader polling every 20 ms never sees it empty. On a
+/// real `pdns_server` zone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voting_tenant_deleted_in_one_cluster_leaves_the_shared_name() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let zone = Zone::Dns(SocketAddr::new(pdns.ip.into(), DNS_PORT));
+    let sink = pdns_sink(&pdns);
+    let (ga, gb, gc) = (
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+        VantageGateway::start().await,
+    );
+    let mut clusters = [
+        Cluster::new("a", &ga, &sink),
+        Cluster::new("b", &gb, &sink),
+        Cluster::new("c", &gc, &sink),
+    ];
+    let tenant = |c: &Cluster| {
+        let text = std::fs::read_to_string(c.config()).unwrap();
+        let start = text.find("[[tenants]]\nname = \"api\"").unwrap();
+        let end = start + text[start..].find("\n\n").unwrap() + 2;
+        (text, start, end)
+    };
+    // Each cluster also publishes a second name, so a config without `api` still has a
+    // tenant.
+    for c in &mut clusters {
+        let (text, start, end) = tenant(c);
+        let block = &text[start..end];
+        let other = block
+            .replace("name = \"api\"", "name = \"other\"")
+            .replace(NAME, &format!("other.{ZONE}"));
+        // `api` stays the first tenant, whose votes `/status` shows first.
+        let with = format!(
+            "{}cleanup_on_remove = true\n\n{other}{}",
+            &text[..end - 1],
+            &text[end..]
+        );
+        std::fs::write(c.config(), with).unwrap();
+        c.start();
+    }
+    let [a, b, c] = &clusters;
+    zone.wait_for(&[ga.ip(), gb.ip(), gc.ip()]).await;
+    for cluster in [a, b, c] {
+        cluster
+            .wait_for_votes("three live voters", |v| {
+                strings(&v["live"]) == ["a", "b", "c"]
+            })
+            .await;
+    }
+    let reader = Reader::start(zone.clone());
+    let remove_tenant = |c: &Cluster| {
+        let (text, start, end) = tenant(c);
+        std::fs::write(c.config(), format!("{}{}", &text[..start], &text[end..])).unwrap();
+        let pid = c.process.as_ref().unwrap().0.id();
+        assert!(std::process::Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+
+    remove_tenant(b);
+    let took = zone.wait_for(&[ga.ip(), gc.ip()]).await;
+    for cluster in [a, c] {
+        cluster
+            .wait_for_votes("b left, not aged out", |v| {
+                strings(&v["live"]) == ["a", "c"] && strings(&v["aged_out"]).is_empty()
+            })
+            .await;
+    }
+    eprintln!("a deleted voting tenant left the zone in {took:?}");
+    remove_tenant(c);
+    zone.wait_for(&[ga.ip()]).await;
+    // The last cluster leaving: no other report, the name keeps its records.
+    remove_tenant(a);
+    let start = Instant::now();
+    while try_api_get(a.api, "/status")
+        .await
+        .is_none_or(|s| s.contains("\"api\""))
+    {
+        assert!(start.elapsed() < LIMIT, "a still runs api");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Several report rounds later, the name still answers.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(zone.addresses().await, [ga.ip()]);
+    let (polls, empty) = reader.finish().await;
+    assert_eq!(empty, 0, "{empty} of {polls} answers had no address");
+}
+
 /// [`vote_scenario`] on a Google Cloud DNS zone (its API test server: no Cloud DNS can be
 /// had here), each cluster with a token from the metadata server; each cluster's report is
 /// its own TXT set.

@@ -126,6 +126,8 @@ struct Slot {
     /// Changes of snapshots that were replaced before they were written, with the seq they
     /// came with: coalescing keeps only the latest state, but no change goes unreported.
     carried: Vec<(u64, VerdictChange)>,
+    /// The tenant is no longer run here: forgotten once `desired` is written.
+    last: bool,
 }
 
 /// Plans `tenant`'s retry for `at`: the slot remembers it, so a wake-up for a retry replaced
@@ -152,6 +154,7 @@ impl Slot {
             last_success: None,
             written_at: None,
             last_error: None,
+            last: false,
             carried: Vec::new(),
         }
     }
@@ -254,6 +257,21 @@ impl DeliveryCore {
         slot.desired = snapshot;
         // Even if a retry was waiting: the new state may succeed.
         self.write(&tenant, Cause::Snapshot, now, fx);
+    }
+
+    /// The last state of a tenant no longer run here ([`super::PublishLast`]): written as
+    /// any snapshot, then forgotten once written.
+    pub(crate) fn publish_last(
+        &mut self,
+        snapshot: Arc<TenantSnapshot>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let tenant = snapshot.tenant.clone();
+        self.publish(snapshot, now, fx);
+        if let Some(slot) = self.slots.get_mut(&tenant) {
+            slot.last = true;
+        }
     }
 
     /// A reload removed the tenant: no more writes or reconciles of it (a write in flight
@@ -361,6 +379,8 @@ impl DeliveryCore {
             self.write(tenant, Cause::Snapshot, now, fx);
         } else if let Some(delay) = finished.retry_in {
             plan_retry(slot, tenant, now.clock.mono + delay, fx);
+        } else if slot.last && result.is_ok() {
+            self.slots.remove(tenant);
         }
         Some(finished)
     }

@@ -36,6 +36,13 @@ use self::report::Reporter;
 #[rtype(result = "()")]
 pub struct Publish(pub Arc<TenantSnapshot>);
 
+/// The last desired state of a tenant no longer run here: written (retried like any
+/// write), then forgotten, so it is never re-written by reconciliation over what others
+/// write later.
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct PublishLast(pub Arc<TenantSnapshot>);
+
 /// Asks for this sink's part of `/status`.
 #[derive(Message)]
 #[rtype(result = "SinkStatus")]
@@ -182,6 +189,14 @@ impl Handler<Publish> for SinkActor {
 
     fn handle(&mut self, msg: Publish, ctx: &mut Context<Self>) {
         self.step(ctx, |core, now, fx| core.publish(msg.0, now, fx));
+    }
+}
+
+impl Handler<PublishLast> for SinkActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PublishLast, ctx: &mut Context<Self>) {
+        self.step(ctx, |core, now, fx| core.publish_last(msg.0, now, fx));
     }
 }
 

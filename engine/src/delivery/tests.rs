@@ -568,3 +568,21 @@ fn status_shows_the_last_success_and_error_at_the_time_given() {
     assert_eq!(status.last_success, None);
     assert!(SystemTime::UNIX_EPOCH < at);
 }
+
+/// The last state of a tenant no longer run here (a cluster leaving a shared name) is
+/// written, retried on a retriable failure, and once written forgotten: reconciliation
+/// never writes it again over what the other clusters write later.
+#[test]
+fn a_last_state_is_written_until_it_succeeds_then_forgotten() {
+    let mut run = Run::unlimited();
+    run.step(|core, now, fx| core.publish_last(Arc::new(snap("t", 5, &[])), now, fx));
+    assert_eq!(run.writes(), [("t".to_owned(), 5)]);
+    let busy = SinkError::retriable("zone busy");
+    assert!(run.finish("t", Err(busy)).unwrap().retry_in.is_some());
+    run.advance(Duration::from_secs(2));
+    assert_eq!(run.writes().len(), 2, "retried");
+    run.finish("t", ok());
+    assert!(run.core.status().is_empty(), "forgotten once written");
+    run.step(DeliveryCore::reconcile);
+    assert_eq!(run.writes().len(), 2, "never reconciled again");
+}

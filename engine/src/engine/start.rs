@@ -75,7 +75,7 @@ pub(super) fn run_coordinator(
     context.run(Coordinator::new(
         plan.clone(),
         stores.clone(),
-        tracker.clone().recipient(),
+        tracker.clone(),
         leadership.clone(),
         metrics.clone(),
         found,

@@ -6,19 +6,22 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use actix::prelude::*;
 use ho_config::{Discovered, Plan};
 use tokio::sync::watch;
+use tracing::{info, warn};
 
-use super::rounds::{Answers, Effect, RoundsCore};
+use super::leave::{remaining_snapshot, Leaving};
+use super::rounds::{tally_without, Answers, Effect, RoundsCore};
 use super::vote::Tally;
 use super::LocalView;
 use crate::clock::{Clock, Now};
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::sink::reports::ReportStore;
+use crate::snapshot::TenantSnapshot;
 
 pub use super::rounds::unix_ms;
 
@@ -30,6 +33,17 @@ pub(crate) struct Voted {
     pub tenant: String,
     /// The vote over the live reports.
     pub tally: Arc<Tally>,
+}
+
+/// What a voting tenant's zone should hold now that this cluster left it: the tracker
+/// writes it once to the tenant's sinks holding reports (it no longer runs the tenant).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Left {
+    /// The tenant's sinks holding reports.
+    pub sinks: Vec<String>,
+    /// The remaining clusters' set.
+    pub snapshot: Arc<TenantSnapshot>,
 }
 
 /// This instance's cluster id, known once the binary resolved it; no round runs before.
@@ -52,26 +66,31 @@ pub(crate) struct Coordinator {
     core: RoundsCore,
     stores: BTreeMap<String, Arc<dyn ReportStore>>,
     tracker: Recipient<Voted>,
+    left: Recipient<Left>,
     leadership: Leadership,
     discovered: watch::Sender<Vec<Discovered>>,
     ticker: Option<(Duration, SpawnHandle)>,
 }
 
 impl Coordinator {
-    /// A coordinator for `plan`, sending tallies to `tracker` and discoveries to
-    /// `discovered`.
-    pub fn new(
+    /// A coordinator for `plan`, sending tallies and what tenants that left should publish
+    /// to `tracker`, and discoveries to `discovered`.
+    pub fn new<T>(
         plan: Arc<Plan>,
         stores: BTreeMap<String, Arc<dyn ReportStore>>,
-        tracker: Recipient<Voted>,
+        tracker: Addr<T>,
         leadership: Leadership,
         metrics: Arc<Metrics>,
         discovered: watch::Sender<Vec<Discovered>>,
-    ) -> Coordinator {
+    ) -> Coordinator
+    where
+        T: Actor<Context = Context<T>> + Handler<Voted> + Handler<Left>,
+    {
         Coordinator {
             core: RoundsCore::new(plan, stores.keys().cloned().collect(), metrics),
             stores,
-            tracker,
+            left: tracker.clone().recipient(),
+            tracker: tracker.recipient(),
             leadership,
             discovered,
             ticker: None,
@@ -128,8 +147,48 @@ impl Coordinator {
                 Effect::Discovered(all) => {
                     self.discovered.send_replace(all);
                 }
+                Effect::Leave(leaving) => self.leave(leaving, ctx),
             }
         }
+    }
+
+    /// Removes this cluster's report of a tenant that left, then hands what the remaining
+    /// clusters decide to the tracker. A zone that cannot be changed is logged: the report
+    /// then ages out of the others' count after `report_ttl`, as a stopped cluster's does.
+    fn leave(&mut self, leaving: Box<Leaving>, ctx: &mut Context<Self>) {
+        let Some(store) = self.stores.get(&leaving.sink).cloned() else {
+            return;
+        };
+        let (report, suffix) = (leaving.report.clone(), leaving.suffix.clone());
+        let exchange = async move {
+            store.remove(report).await?;
+            store.read(vec![suffix]).await
+        };
+        ctx.spawn(exchange.into_actor(self).map(move |read, act, _| {
+            let Leaving { tenant, sinks, .. } = *leaving;
+            let rrsets = match read {
+                Ok(rrsets) => rrsets,
+                Err(e) => {
+                    warn!(tenant = %tenant.name, error = %e, "this cluster's report could not be taken out of the shared zone: the other clusters stop counting it after report_ttl");
+                    return;
+                }
+            };
+            let plan = act.core.plan();
+            let Some(cluster) = act.core.cluster() else {
+                return;
+            };
+            let tally = tally_without(&plan, cluster, rrsets, SystemTime::now());
+            match remaining_snapshot(&tenant, &tally, SystemTime::now()) {
+                Some(snapshot) => {
+                    info!(tenant = %tenant.name, addresses = snapshot.addresses.len(), "left the shared name: the remaining clusters' set is published");
+                    act.left.do_send(Left {
+                        sinks,
+                        snapshot: Arc::new(snapshot),
+                    });
+                }
+                None => info!(tenant = %tenant.name, "left the shared name; no other cluster reports, so its records stay as they are (the name is never emptied)"),
+            }
+        }));
     }
 
     /// (Re)starts the round timer when the interval changed.
@@ -176,7 +235,7 @@ impl Handler<Retarget> for Coordinator {
     fn handle(&mut self, msg: Retarget, ctx: &mut Context<Self>) {
         let names = msg.stores.keys().cloned().collect();
         self.stores = msg.stores;
-        self.step(ctx, |core, _, fx| core.retarget(msg.plan, names, fx));
+        self.step(ctx, |core, now, fx| core.retarget(msg.plan, names, now, fx));
         self.tick_every(ctx);
     }
 }

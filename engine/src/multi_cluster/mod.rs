@@ -9,6 +9,7 @@
 //! sinks.
 
 pub mod coordinator;
+pub mod leave;
 pub mod report;
 pub mod rounds;
 #[cfg(test)]

@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime};
 use ho_config::{Discovered, Plan};
 use tracing::{info, warn};
 
+use super::leave::Leaving;
 use super::report::{report_name, report_suffix, Owned, Report};
 use super::vote::Tally;
 use super::LocalView;
@@ -50,6 +51,9 @@ pub(crate) enum Effect {
     },
     /// The addresses other clusters contribute changed: the engine probes these.
     Discovered(Vec<Discovered>),
+    /// A voting tenant was removed with `cleanup_on_remove`: take this cluster's report out
+    /// of its zone and publish what the remaining clusters decide.
+    Leave(Box<Leaving>),
 }
 
 /// One round on one zone: what to write (in one change) and what to read (in one read).
@@ -154,6 +158,16 @@ impl RoundsCore {
         }
     }
 
+    /// The plan running.
+    pub(crate) fn plan(&self) -> Arc<Plan> {
+        self.plan.clone()
+    }
+
+    /// This instance's cluster id, once known.
+    pub(crate) fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
     /// The interval of the round timer.
     pub(crate) fn interval(&self) -> Duration {
         self.plan.multi_cluster.report_interval
@@ -189,13 +203,21 @@ impl RoundsCore {
     }
 
     /// A reload: the new plan and the sinks holding reports; tenants no longer voting are
-    /// forgotten, with what they discovered.
+    /// forgotten, with what they discovered. A voting tenant the plan removes with
+    /// `cleanup_on_remove` leaves its zone (on the replica that writes it).
     pub(crate) fn retarget(
         &mut self,
         plan: Arc<Plan>,
         stores: BTreeSet<String>,
+        now: Now,
         fx: &mut Vec<Effect>,
     ) {
+        if let Some(cluster) = self.cluster.clone() {
+            for leaving in self.leaving(&plan, &cluster, now) {
+                info!(tenant = %leaving.tenant.name, sink = %leaving.sink, "voting tenant removed: taking this cluster's report out of the shared zone");
+                fx.push(Effect::Leave(Box::new(leaving)));
+            }
+        }
         self.plan = plan;
         self.stores = stores;
         let plan = self.plan.clone();
@@ -205,6 +227,36 @@ impl RoundsCore {
                 .any(|t| &t.name == name && t.multi_cluster)
         });
         self.announce_discovered(fx);
+    }
+
+    /// The voting tenants of the running plan that `new` removes and that asked for
+    /// `cleanup_on_remove`, on zones this replica writes.
+    fn leaving(&self, new: &Plan, cluster: &str, now: Now) -> Vec<Leaving> {
+        let staying: BTreeSet<&str> = new.tenants.iter().map(|t| t.name.as_str()).collect();
+        self.plan
+            .tenants
+            .iter()
+            .filter(|t| {
+                t.multi_cluster && t.cleanup_on_remove && !staying.contains(t.name.as_str())
+            })
+            .filter_map(|t| {
+                let sink = self.store_of(t)?;
+                let writes_here =
+                    now.writer || self.plan.sinks.get(&sink).is_some_and(|s| !s.spec.shared());
+                writes_here.then(|| Leaving {
+                    sinks: t
+                        .sinks
+                        .iter()
+                        .filter(|s| self.stores.contains(*s))
+                        .cloned()
+                        .collect(),
+                    report: report_name(cluster, &t.domains[0]),
+                    suffix: report_suffix(&t.domains[0]),
+                    tenant: t.clone(),
+                    sink,
+                })
+            })
+            .collect()
     }
 
     /// The sink whose zone holds `tenant`'s reports: its first sink that can (every cluster

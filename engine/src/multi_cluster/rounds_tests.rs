@@ -33,6 +33,8 @@ struct Run {
     written: Vec<usize>,
     voted: Vec<Arc<Tally>>,
     discovered: Vec<Vec<IpAddr>>,
+    /// Tenants that left their zone: (tenant, report removed, sinks written).
+    left: Vec<(String, String, Vec<String>)>,
 }
 
 impl Run {
@@ -53,6 +55,7 @@ impl Run {
             written: Vec::new(),
             voted: Vec::new(),
             discovered: Vec::new(),
+            left: Vec::new(),
         }
     }
 
@@ -81,6 +84,7 @@ impl Run {
                     self.discovered
                         .push(all.iter().map(|d| d.address).collect());
                 }
+                Effect::Leave(l) => self.left.push((l.tenant.name, l.report, l.sinks)),
             }
         }
     }
@@ -539,4 +543,43 @@ fn leaving_counts_only_the_clusters_that_remain() {
     assert_eq!(tally.live, ["c2"]);
     let addresses: Vec<IpAddr> = tally.addresses.iter().map(|a| a.address).collect();
     assert_eq!(addresses, ["10.9.9.9".parse::<IpAddr>().unwrap()]);
+}
+
+/// A reload that removes a voting tenant with `cleanup_on_remove` takes this cluster's
+/// report out of its zone, on the replica that writes it; without `cleanup_on_remove`, or
+/// on a standby of a shared zone, nothing leaves (the report ages out).
+#[test]
+fn a_removed_voting_tenant_leaves_its_zone_when_it_asked_for_cleanup() {
+    let without_tenants = |plan: &Plan| {
+        let mut p = plan.clone();
+        p.tenants.clear();
+        Arc::new(p)
+    };
+    for (cleanup, writer, leaves) in [
+        (true, true, true),
+        (false, true, false),
+        (true, false, false),
+    ] {
+        let mut run = Run::new();
+        let extra = format!("multi_cluster = true\ncleanup_on_remove = {cleanup}");
+        run.plan = crate::tracker::tests::plan(2, &extra, "");
+        run.core = RoundsCore::new(
+            run.plan.clone(),
+            [ZONE.to_owned()].into(),
+            Arc::new(Metrics::new()),
+        );
+        run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
+        run.now.writer = writer;
+        let (next, stores) = (without_tenants(&run.plan), [ZONE.to_owned()].into());
+        run.step(|core, now, fx| core.retarget(next, stores, now, fx));
+        let want = match leaves {
+            true => vec![(
+                "t".to_owned(),
+                report_name("c1", "t.example"),
+                vec![ZONE.to_owned()],
+            )],
+            false => vec![],
+        };
+        assert_eq!(run.left, want, "cleanup {cleanup}, writer {writer}");
+    }
 }

@@ -22,11 +22,11 @@ use actix::prelude::*;
 use ho_config::Plan;
 use tokio::time::Instant;
 
-use crate::delivery::{Forget, Publish, SinkActor};
+use crate::delivery::{Forget, Publish, PublishLast, SinkActor};
 use crate::drain::{DrainStore, OperatorState};
 use crate::events::Events;
 use crate::metrics::Metrics;
-use crate::multi_cluster::coordinator::Voted;
+use crate::multi_cluster::coordinator::{Left, Voted};
 use crate::multi_cluster::LocalView;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
@@ -213,6 +213,18 @@ impl Handler<Voted> for HealthTracker {
         self.core
             .voted(&msg.tenant, msg.tally, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
+    }
+}
+
+/// A voting tenant this cluster left (it is no longer in the plan): its zone gets the
+/// remaining clusters' set once, and the sinks forget it once that is written.
+impl Handler<Left> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Left, _: &mut Context<Self>) {
+        for sink in msg.sinks.iter().filter_map(|s| self.sinks.get(s)) {
+            sink.do_send(PublishLast(msg.snapshot.clone()));
+        }
     }
 }
 

@@ -305,9 +305,8 @@ impl Admitter {
         alone: &mut Config,
         catalog: &Kinds<'_>,
     ) -> Result<(), Verdict> {
-        let votes = alone.multi_cluster.enabled;
-        let config = tenant_config(resource, tenant, found, votes)
-            .map_err(|message| refuse("Invalid", message))?;
+        let config =
+            tenant_config(resource, tenant, found).map_err(|message| refuse("Invalid", message))?;
         alone.tenants = vec![config];
         alone.endpoints = endpoint_configs(resource, tenant, found);
         if let Err(errors) = validate(alone, catalog) {
@@ -409,14 +408,13 @@ fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option
 }
 
 /// The `[[tenants]]` entry the resource stands for. Deleting the resource withdraws its
-/// records (cleanup on removal, under the finalizer), except where the clusters vote
-/// (`[multi_cluster]`): a name several clusters publish is not one cluster's to empty, so
-/// this cluster only stops publishing it and the other clusters keep the name.
+/// records (cleanup on removal, under the finalizer); where the clusters vote
+/// (`[multi_cluster]`) it withdraws this cluster's report and addresses from the shared
+/// name, which the other clusters keep (the engine's `multi_cluster::leave`).
 fn tenant_config(
     resource: &DNSFailover,
     name: &str,
     found: &[Found],
-    votes: bool,
 ) -> Result<TenantConfig, String> {
     let spec = &resource.spec;
     let duration = |field: &str, value: &str| {
@@ -449,7 +447,7 @@ fn tenant_config(
         degraded_ttl,
         on_all_unhealthy: spec.on_all_unhealthy.unwrap_or_default(),
         min_healthy: spec.min_healthy.unwrap_or(0.0),
-        cleanup_on_remove: !votes,
+        cleanup_on_remove: true,
         hold_failback: spec.hold_failback.unwrap_or(false),
         policy: spec.policy.unwrap_or_default(),
         weights: spec.weights.clone(),

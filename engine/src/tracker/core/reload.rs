@@ -177,12 +177,26 @@ impl TrackerCore {
     }
 
     /// Tenants the new plan removes: withdrawn from their sinks with an empty snapshot when
-    /// they asked for `cleanup_on_remove`, else forgotten by the sinks (records stay).
+    /// they asked for `cleanup_on_remove`, else forgotten by the sinks (records stay). A
+    /// voting tenant's shared zones are not this cluster's to empty: they are forgotten
+    /// here, and get what the remaining clusters decide once this cluster's report is out
+    /// ([`crate::multi_cluster::leave`]).
     fn retire_removed_tenants(&self, new: &Plan, now: Clock, fx: &mut Vec<Effect>) {
         let staying: HashSet<&str> = new.tenants.iter().map(|t| t.name.as_str()).collect();
         for (old, state) in self.plan.tenants.iter().zip(&self.tenants) {
             if staying.contains(old.name.as_str()) {
                 continue;
+            }
+            let (shared, sinks): (Vec<String>, Vec<String>) = old
+                .sinks
+                .iter()
+                .cloned()
+                .partition(|s| old.multi_cluster && self.plan.sinks[s].spec.holds_reports());
+            if !shared.is_empty() {
+                fx.push(Effect::Forget {
+                    sinks: shared,
+                    tenant: old.name.clone(),
+                });
             }
             if old.cleanup_on_remove {
                 let empty = Arc::new(TenantSnapshot {
@@ -204,13 +218,13 @@ impl TrackerCore {
                 });
                 info!(tenant = %old.name, "tenant removed by reload: withdrawing its records (cleanup_on_remove)");
                 fx.push(Effect::Publish {
-                    sinks: old.sinks.clone(),
+                    sinks,
                     snapshot: empty,
                 });
             } else {
                 info!(tenant = %old.name, "tenant removed by reload: no longer published; its records stay");
                 fx.push(Effect::Forget {
-                    sinks: old.sinks.clone(),
+                    sinks,
                     tenant: old.name.clone(),
                 });
             }
