@@ -32,7 +32,7 @@ use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
 use crate::status::{Overview, SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{GetSummaries, HealthTracker, IsReady, Reload, Surroundings};
+use crate::tracker::{GetEndpoints, GetSummaries, HealthTracker, IsReady, Reload, Surroundings};
 
 mod applier;
 mod start;
@@ -269,6 +269,15 @@ impl Engine {
             sinks.push(sink.send(GetSinkStatus).await.ok()?);
         }
         Some(Overview { tenants, sinks })
+    }
+
+    /// The endpoints named in `names` as `/status` shows them (those of them that run);
+    /// `None` once the engine has stopped.
+    pub async fn endpoints(
+        &self,
+        names: std::collections::HashSet<String>,
+    ) -> Option<Vec<crate::status::EndpointStatus>> {
+        self.tracker.send(GetEndpoints(names)).await.ok()
     }
 
     /// One sink's part of `/status`; `None` if no such sink runs.

@@ -112,6 +112,9 @@ pub struct EndpointStatus {
     pub consecutive_successes: u32,
     /// Failures counting towards `fall`.
     pub consecutive_failures: u32,
+    /// Probes failed in a row up to the latest, whatever the state (what Kuadrant's
+    /// probes call `consecutiveFailures`).
+    pub failed_in_a_row: u32,
     /// Probes since start.
     pub probes: u64,
     /// Failed probes since start.

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use anyhow::{bail, Context};
+use ho_kube::tenants::kuadrant::PolicyOutcome;
 use serde_yaml::Value;
 use toml::Table;
 
@@ -36,26 +37,35 @@ use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
 use records::{record_name, tenants_of_probes, tenants_of_record, zone_of, Endpoints, Tenant};
 
-/// How addresses are checked that neither their record nor a policy gives a check.
+/// What the translation is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Unchecked {
-    /// A TCP connect to port 443 (the import: a config of its own), said in a note.
-    Tcp443,
-    /// The running config's `[defaults.check]` (live: the operator chose it).
-    BaseDefaults,
+pub enum Mode {
+    /// `import`: a config of its own. Addresses no record or policy gives a check get a TCP
+    /// connect to 443 (said in a note); an invalid DNSPolicy is an error.
+    Import,
+    /// Kuadrant's resources watched live: such addresses get the running config's
+    /// `[defaults.check]` (the operator chose it); an invalid DNSPolicy refuses only the
+    /// records it governs, which keep their last accepted translation.
+    Live,
 }
 
 /// The config equivalent to Kuadrant documents `docs`, what could not be carried over, and
 /// which tenants each DNSRecord became.
-pub fn convert(docs: &[Value], unchecked: Unchecked) -> anyhow::Result<super::Imported> {
+pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     let mut notes = Vec::new();
-    let fallback = Policy::fallback(unchecked == Unchecked::Tcp443);
+    let fallback = Policy::fallback(mode == Mode::Import);
     let mut policies = Vec::new();
     let mut probes = Vec::new();
     let mut records = Vec::new();
     for doc in docs {
         match text(doc, "kind") {
-            Some("DNSPolicy") => policies.push(Policy::read(doc, &fallback, &mut notes)?),
+            Some("DNSPolicy") => {
+                let policy = Policy::read(doc, &fallback, &mut notes);
+                if let (Mode::Import, Some(invalid)) = (mode, &policy.invalid) {
+                    bail!("{invalid}");
+                }
+                policies.push(policy);
+            }
             Some("DNSHealthCheckProbe") => probes.push(doc),
             Some("DNSRecord") => records.push(doc),
             other => notes.push(format!(
@@ -74,6 +84,16 @@ pub fn convert(docs: &[Value], unchecked: Unchecked) -> anyhow::Result<super::Im
     let mut tenants = Vec::new();
     let mut by_record = BTreeMap::new();
     let mut unpublished = BTreeMap::new();
+    let mut outcomes: BTreeMap<String, PolicyOutcome> = policies
+        .iter()
+        .map(|p| {
+            let outcome = PolicyOutcome {
+                records: Vec::new(),
+                invalid: p.invalid.clone(),
+            };
+            (p.name.clone(), outcome)
+        })
+        .collect();
     for record in &records {
         let name = record_name(record)?;
         // One record that publishes nothing leaves the others as they are.
@@ -85,6 +105,20 @@ pub fn convert(docs: &[Value], unchecked: Unchecked) -> anyhow::Result<super::Im
             }
         };
         let policy = governing(&policies, record);
+        if let Some(p) = policy {
+            outcomes
+                .entry(p.name.clone())
+                .or_default()
+                .records
+                .push(name.to_owned());
+        }
+        if let Some(invalid) = policy.and_then(|p| p.invalid.as_ref()) {
+            unpublished.insert(
+                name.to_owned(),
+                format!("DNSRecord {name} is governed by an invalid DNSPolicy: {invalid}"),
+            );
+            continue;
+        }
         if policy.is_none() && !policies.is_empty() {
             notes.push(format!("DNSRecord {name}: none of the DNSPolicies targets its Gateway; its addresses are published round robin"));
         }
@@ -186,6 +220,7 @@ pub fn convert(docs: &[Value], unchecked: Unchecked) -> anyhow::Result<super::Im
         to_do,
         by_record,
         unpublished,
+        policies: outcomes,
     })
 }
 
@@ -232,11 +267,12 @@ impl ho_kube::tenants::kuadrant::Translate for LiveTranslation {
             .map(serde_yaml::to_value)
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-        let imported = convert(&docs, Unchecked::BaseDefaults).map_err(|e| format!("{e:#}"))?;
+        let imported = convert(&docs, Mode::Live).map_err(|e| format!("{e:#}"))?;
         Ok(ho_kube::tenants::kuadrant::Translation {
             config: serde_json::to_value(&imported.config).map_err(|e| e.to_string())?,
             by_record: imported.by_record,
             unpublished: imported.unpublished,
+            policies: imported.policies,
         })
     }
 }

@@ -40,6 +40,8 @@ pub struct Imported {
     pub by_record: BTreeMap<String, Vec<String>>,
     /// Per source resource that publishes nothing, why (the others are imported).
     pub unpublished: BTreeMap<String, String>,
+    /// Per Kuadrant DNSPolicy: the records it governs, or why it cannot be applied.
+    pub policies: BTreeMap<String, ho_kube::tenants::kuadrant::PolicyOutcome>,
 }
 
 /// Prints the imported config, or every problem that stops the import.
@@ -50,7 +52,7 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
             [one] => openova::convert(one)?,
             _ => bail!("an OpenOva config is one YAML document in one file"),
         },
-        Source::Kuadrant => kuadrant::convert(&docs, kuadrant::Unchecked::Tcp443)?,
+        Source::Kuadrant => kuadrant::convert(&docs, kuadrant::Mode::Import)?,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!(

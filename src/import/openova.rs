@@ -216,6 +216,7 @@ pub fn convert(yaml: &Value) -> anyhow::Result<super::Imported> {
         not_carried: notes,
         by_record: Default::default(),
         unpublished: Default::default(),
+        policies: Default::default(),
         to_do,
     })
 }

@@ -540,15 +540,18 @@ async fn a_refused_edit_never_takes_the_name_down() {
 /// Kuadrant live, as Kuadrant lays it out: two DNSPolicies on two Gateways of one
 /// namespace each govern their own Gateway's records (neither makes the other's
 /// `Invalid`); a record whose names answer differently publishes each name's own answer;
-/// an edit that stops the namespace's documents translating keeps every name of every
-/// record publishing (a hosts file read every 20 ms never loses one) while each record's
-/// `Accepted` names the refusal. Runs against the Kubernetes API test server.
+/// the policies get `Accepted`/`Enforced` (or `TargetNotFound`) and a probe its
+/// `healthy`/`consecutiveFailures`/`reason` as Kuadrant's controllers write them, the
+/// probe's following its endpoint; a policy edited into something invalid refuses only
+/// the records it governs, which keep publishing (a hosts file read every 20 ms never
+/// loses a name) while its status says the old DNS is kept. Runs against the Kubernetes
+/// API test server.
 #[tokio::test]
 async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name() {
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
-    let gws = three_gateways();
-    let ip = |i: usize| gws[i].addr().ip().to_string();
+    let mut gws = three_gateways();
+    let ip = |gws: &[Gateway], i: usize| gws[i].addr().ip().to_string();
     let port = gws[0].addr().port();
     let dir = tempfile::tempdir().unwrap();
     let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
@@ -573,62 +576,129 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
         })
     };
     let a = |name: &str, targets: &[String]| json!({"dnsName": name, "recordType": "A", "recordTTL": 30, "targets": targets});
+    // gw-a exists; gw-b does not.
+    kube.apply(gateway("team-a", "gw-a", &[gws[0].addr().ip()]));
     kube.apply(policy("gw-a-dns", "gw-a", "HTTP"));
     kube.apply(policy("gw-b-dns", "gw-b", "HTTP"));
+    kube.apply(json!({
+        "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSHealthCheckProbe",
+        "metadata": {"name": "probe-0", "namespace": "team-a"},
+        "spec": {"port": port, "hostname": "api.team-a.io", "address": ip(&gws, 0),
+                 "path": "/healthz", "protocol": "HTTP", "interval": "1s"},
+    }));
     kube.apply(record(
         "gw-a-api",
         "api",
         json!([
-            a("api.team-a.io", &[ip(0), ip(1)]),
-            a("admin.team-a.io", &[ip(2)])
+            a("api.team-a.io", &[ip(&gws, 0), ip(&gws, 1)]),
+            a("admin.team-a.io", &[ip(&gws, 2)])
         ]),
     ));
     kube.apply(record(
         "gw-b-web",
         "web",
-        json!([a("web.team-a.io", &[ip(1)])]),
+        json!([a("web.team-a.io", &[ip(&gws, 1)])]),
     ));
 
     let files = [
         (
             hosts(dir.path(), "team-a_dnsrecord.gw-a-api"),
-            vec![ip(0), ip(1)],
+            vec![ip(&gws, 0), ip(&gws, 1)],
         ),
         (
             hosts(dir.path(), "team-a_dnsrecord.gw-a-api-2"),
-            vec![ip(2)],
+            vec![ip(&gws, 2)],
         ),
-        (hosts(dir.path(), "team-a_dnsrecord.gw-b-web"), vec![ip(1)]),
+        (
+            hosts(dir.path(), "team-a_dnsrecord.gw-b-web"),
+            vec![ip(&gws, 1)],
+        ),
     ];
     for (file, want) in &files {
         wait_for_file(file, "each name's own answer", |c| addresses(c) == *want).await;
     }
-    let accepted = |name: &str| {
-        let object = kube.object("dnsrecords", "team-a", name)?;
+    let kuadrant_condition = |plural: &str, name: &str, type_: &str| {
+        let object = kube.object(plural, "team-a", name)?;
         let c = object["status"]["conditions"]
             .as_array()?
             .iter()
-            .find(|c| c["type"] == "Accepted")?
+            .find(|c| c["type"] == type_)?
             .clone();
         Some((
             c["status"].as_str()?.to_owned(),
+            c["reason"].as_str()?.to_owned(),
             c["message"].as_str()?.to_owned(),
         ))
     };
+    let is = |got: Option<(String, String, String)>, status: &str, reason: &str| {
+        got.is_some_and(|(s, r, _)| s == status && r == reason)
+    };
+    eventually("gw-a-dns accepted and enforced", || {
+        is(
+            kuadrant_condition("dnspolicies", "gw-a-dns", "Accepted"),
+            "True",
+            "Accepted",
+        ) && is(
+            kuadrant_condition("dnspolicies", "gw-a-dns", "Enforced"),
+            "True",
+            "Enforced",
+        )
+    })
+    .await;
+    assert_eq!(
+        kube.object("dnspolicies", "team-a", "gw-a-dns").unwrap()["status"]["totalRecords"],
+        1
+    );
+    eventually("gw-b-dns: its Gateway is missing", || {
+        is(
+            kuadrant_condition("dnspolicies", "gw-b-dns", "Accepted"),
+            "False",
+            "TargetNotFound",
+        )
+    })
+    .await;
+    let probe = |field: &str| {
+        kube.object("dnshealthcheckprobes", "team-a", "probe-0")
+            .map(|p| p["status"][field].clone())
+            .unwrap_or_default()
+    };
+    eventually("the probe healthy", || probe("healthy") == true).await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    eventually("the probe follows its endpoint down", || {
+        probe("healthy") == false
+            && probe("consecutiveFailures").as_u64() >= Some(2)
+            && probe("reason").as_str().is_some_and(|r| !r.is_empty())
+    })
+    .await;
+    gws[0].set(Behaviour::Healthy).unwrap();
+    eventually("and back up", || probe("healthy") == true).await;
+    let files = &files;
 
-    // gw-b's policy edited into a protocol Kuadrant's probes do not speak.
+    // gw-b's policy edited into a protocol Kuadrant's probes do not speak: only gw-b's
+    // record is refused; every name keeps publishing.
     kube.apply(policy("gw-b-dns", "gw-b", "UDP"));
-    eventually("the records refused, with the reason", || {
-        accepted("gw-a-api").is_some_and(|(s, m)| {
+    eventually("gw-b's record refused, with the reason", || {
+        kuadrant_condition("dnsrecords", "gw-b-web", "Accepted").is_some_and(|(s, _, m)| {
             s == "False"
                 && m.contains("\"UDP\": only HTTP and HTTPS")
                 && m.contains("as last accepted it keeps publishing")
         })
     })
     .await;
+    eventually("gw-b-dns invalid, the old DNS kept", || {
+        kuadrant_condition("dnspolicies", "gw-b-dns", "Accepted").is_some_and(|(s, r, m)| {
+            s == "False" && r == "Invalid" && m.ends_with("the DNS it published before is kept")
+        })
+    })
+    .await;
+    assert!(is(
+        kuadrant_condition("dnsrecords", "gw-a-api", "Accepted"),
+        "True",
+        "Accepted"
+    ));
     let start = tokio::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_millis(1500) {
-        for (file, want) in &files {
+        for (file, want) in files {
             let now = std::fs::read_to_string(file).unwrap_or_default();
             assert_eq!(addresses(&now), *want, "{}: withdrawn", file.display());
         }
@@ -636,8 +706,12 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     }
 
     kube.apply(policy("gw-b-dns", "gw-b", "HTTP"));
-    eventually("the records accepted again", || {
-        accepted("gw-a-api").is_some_and(|(s, _)| s == "True")
+    eventually("gw-b's record accepted again", || {
+        is(
+            kuadrant_condition("dnsrecords", "gw-b-web", "Accepted"),
+            "True",
+            "Accepted",
+        )
     })
     .await;
 }

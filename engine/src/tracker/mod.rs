@@ -46,6 +46,11 @@ pub(crate) struct GetStatus;
 #[rtype(result = "Vec<crate::status::TenantSummary>")]
 pub(crate) struct GetSummaries;
 
+/// Asks for the named endpoints as `/status` shows them.
+#[derive(Message)]
+#[rtype(result = "Vec<crate::status::EndpointStatus>")]
+pub(crate) struct GetEndpoints(pub std::collections::HashSet<String>);
+
 /// Asks whether `/readyz` should pass: every target has a verdict, or the grace passed.
 #[derive(Message)]
 #[rtype(result = "bool")]
@@ -241,6 +246,14 @@ impl Handler<GetSummaries> for HealthTracker {
 
     fn handle(&mut self, _: GetSummaries, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.core.summaries())
+    }
+}
+
+impl Handler<GetEndpoints> for HealthTracker {
+    type Result = MessageResult<GetEndpoints>;
+
+    fn handle(&mut self, msg: GetEndpoints, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.core.endpoints_named(&msg.0, Clock::now()))
     }
 }
 

@@ -53,57 +53,70 @@ impl TrackerCore {
     }
 
     fn endpoint_views(&self, now: Clock) -> Vec<EndpointStatus> {
+        (0..self.plan.endpoints.len())
+            .map(|e| self.endpoint_view(e, now))
+            .collect()
+    }
+
+    /// The endpoints named in `names` as `/status` shows them (for a resource's status: a
+    /// handful asked for each second, without building the whole list).
+    pub fn endpoints_named(&self, names: &HashSet<String>, now: Clock) -> Vec<EndpointStatus> {
         self.plan
             .endpoints
             .iter()
             .enumerate()
-            .map(|(e, ep)| {
-                let t = &self.targets[ep.target];
-                EndpointStatus {
-                    name: ep.name.clone(),
-                    address: ep.address,
-                    target: self.plan.targets[ep.target].key(),
-                    state: self.verdict(EndpointIx(e)),
-                    since: t.since.map(Timestamp),
-                    consecutive_successes: t.hysteresis.successes(),
-                    consecutive_failures: t.hysteresis.failures(),
-                    probes: t.probes,
-                    failures: t.failures,
-                    rise: self.plan.targets[ep.target].check.timing.rise,
-                    fall: self.plan.targets[ep.target].check.timing.fall,
-                    transitions: t.transitions,
-                    downtime_seconds: {
-                        let current = match (t.hysteresis.state(), t.since) {
-                            (Health::Down, Some(since)) => {
-                                now.wall.duration_since(since).unwrap_or_default()
-                            }
-                            _ => std::time::Duration::ZERO,
-                        };
-                        (t.downtime + current).as_secs_f64()
-                    },
-                    drained: self.operator.drained.contains(&ep.name),
-                    forced: self.operator.forced.get(&ep.name).copied(),
-                    last: last_probe(t),
-                    damping: t.damping.as_ref().map(|d| DampingStatus {
-                        penalty: d.penalty(now.mono).round(),
-                        held: d.suppressed(),
-                    }),
-                    reported_weight: self.reported_weight(EndpointIx(e)),
-                    composite: ep.composite.as_ref().map(|c| CompositeStatus {
-                        needed: c.needed(),
-                        must_pass: c.must_pass,
-                        checks: ep
-                            .targets()
-                            .map(|i| CheckStatus {
-                                target: self.plan.targets[i].key(),
-                                state: self.targets[i].effective(),
-                                last: last_probe(&self.targets[i]),
-                            })
-                            .collect(),
-                    }),
-                }
-            })
+            .filter(|(_, ep)| names.contains(&ep.name))
+            .map(|(e, _)| self.endpoint_view(e, now))
             .collect()
+    }
+
+    fn endpoint_view(&self, e: usize, now: Clock) -> EndpointStatus {
+        let ep = &self.plan.endpoints[e];
+        let t = &self.targets[ep.target];
+        EndpointStatus {
+            name: ep.name.clone(),
+            address: ep.address,
+            target: self.plan.targets[ep.target].key(),
+            state: self.verdict(EndpointIx(e)),
+            since: t.since.map(Timestamp),
+            consecutive_successes: t.hysteresis.successes(),
+            consecutive_failures: t.hysteresis.failures(),
+            failed_in_a_row: t.failing,
+            probes: t.probes,
+            failures: t.failures,
+            rise: self.plan.targets[ep.target].check.timing.rise,
+            fall: self.plan.targets[ep.target].check.timing.fall,
+            transitions: t.transitions,
+            downtime_seconds: {
+                let current = match (t.hysteresis.state(), t.since) {
+                    (Health::Down, Some(since)) => {
+                        now.wall.duration_since(since).unwrap_or_default()
+                    }
+                    _ => std::time::Duration::ZERO,
+                };
+                (t.downtime + current).as_secs_f64()
+            },
+            drained: self.operator.drained.contains(&ep.name),
+            forced: self.operator.forced.get(&ep.name).copied(),
+            last: last_probe(t),
+            damping: t.damping.as_ref().map(|d| DampingStatus {
+                penalty: d.penalty(now.mono).round(),
+                held: d.suppressed(),
+            }),
+            reported_weight: self.reported_weight(EndpointIx(e)),
+            composite: ep.composite.as_ref().map(|c| CompositeStatus {
+                needed: c.needed(),
+                must_pass: c.must_pass,
+                checks: ep
+                    .targets()
+                    .map(|i| CheckStatus {
+                        target: self.plan.targets[i].key(),
+                        state: self.targets[i].effective(),
+                        last: last_probe(&self.targets[i]),
+                    })
+                    .collect(),
+            }),
+        }
     }
 
     fn tenant_views(&self) -> Vec<TenantStatus> {

@@ -482,7 +482,7 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
         .collect()
 }
 
-fn endpoint_name(tenant: &str, address: IpAddr) -> String {
+pub(super) fn endpoint_name(tenant: &str, address: IpAddr) -> String {
     let address = address.to_string().replace(':', "-");
     bounded_name(&format!("{tenant}_{address}"))
 }

@@ -192,8 +192,21 @@ impl Controller {
             }
         }
         self.statuses.send(changed);
-        if let Some(kuadrant) = &self.kuadrant {
+        if let Some(kuadrant) = self.kuadrant.as_mut() {
             kuadrant.report(&self.verdicts, &view, now);
+            kuadrant.report_policies(&self.watched, now);
+            let endpoints = kuadrant.probe_endpoints();
+            let seen = match endpoints.is_empty() {
+                true => Default::default(),
+                false => engine
+                    .endpoints(endpoints.values().cloned().collect())
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| (e.name.clone(), e))
+                    .collect(),
+            };
+            kuadrant.report_probes(&endpoints, &seen);
         }
     }
 

@@ -5,18 +5,22 @@
 //! written to the record's `Ready` condition. The translation is the binary's (it owns the
 //! import), handed in as a [`Translate`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use ho_config::Config;
 use ho_engine::leadership::Leadership;
+use ho_engine::status::EndpointStatus;
 use kube::api::{DynamicObject, ObjectMeta};
 use kube::Client;
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::admit::{Key, Verdict};
+use super::admit::{endpoint_name, tenant_name, Key, Verdict};
+use super::discover::Lookup;
+use super::kuadrant_status::{policy_status, probe_status, PolicyFacts};
 use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
@@ -37,6 +41,17 @@ pub struct Translation {
     pub by_record: BTreeMap<String, Vec<String>>,
     /// The DNSRecords that publish nothing, and why.
     pub unpublished: BTreeMap<String, String>,
+    /// Per DNSPolicy: the records it governs, or why it cannot be applied.
+    pub policies: BTreeMap<String, PolicyOutcome>,
+}
+
+/// What became of one DNSPolicy in a translation.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PolicyOutcome {
+    /// The DNSRecords it governs.
+    pub records: Vec<String>,
+    /// Why it cannot be applied; its records keep their last accepted translation.
+    pub invalid: Option<String>,
 }
 
 /// What the DNSRecords become: per (namespace, record name), the record and the
@@ -65,6 +80,10 @@ fn stands_for(stand_in: &str, record: &str) -> bool {
         })
 }
 
+/// What became of each DNSPolicy, per (namespace, name): its outcome, or why its
+/// namespace's documents did not translate.
+pub type Policies = BTreeMap<(String, String), Result<PolicyOutcome, String>>;
+
 /// Translates every namespace's documents. `sinks`: the namespace's allowed sinks (the
 /// translation publishes through all of them, as the import's one `dns` sink stands for
 /// "the operator's DNS").
@@ -73,19 +92,31 @@ pub fn translate_all(
     others: &[Arc<DynamicObject>],
     translate: &dyn Translate,
     sinks: &dyn Fn(&str) -> Vec<String>,
-) -> Records {
+) -> (Records, Policies) {
     let mut namespaces: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for o in records.iter().chain(others) {
         let ns = o.metadata.namespace.clone().unwrap_or_default();
         namespaces.entry(ns).or_default().push(document(o));
     }
     let mut by_record = BTreeMap::new();
+    let mut policies = Policies::new();
     for (ns, docs) in namespaces {
         let in_ns: Vec<&Arc<DynamicObject>> = records
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
             .collect();
         let translation = translate.translate(&docs);
+        for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
+            let name = doc["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let outcome = match &translation {
+                Ok(t) => Ok(t.policies.get(&name).cloned().unwrap_or_default()),
+                Err(e) => Err(e.clone()),
+            };
+            policies.insert((ns.clone(), name), outcome);
+        }
         for record in in_ns {
             let name = record.metadata.name.clone().unwrap_or_default();
             let stand_ins = translation.as_ref().map_err(Clone::clone).and_then(|t| {
@@ -106,7 +137,7 @@ pub fn translate_all(
             by_record.insert((ns.clone(), name), (record.clone(), stand_ins));
         }
     }
-    by_record
+    (by_record, policies)
 }
 
 /// The document as the import reads it: kind, metadata name and spec.
@@ -209,12 +240,18 @@ fn stand_in(
 }
 
 /// Kuadrant's resources in the controller: the stores, the translation, this round's
-/// stand-ins, and the writer of the records' status.
+/// stand-ins and policy outcomes, and the writers of the records', policies' and probes'
+/// status.
 pub struct Live {
     translate: Box<dyn Translate>,
     stores: KuadrantStores,
     records: Records,
+    policies: Policies,
+    /// The records whose `Ready` is `True`, as the last report computed.
+    ready: BTreeSet<(String, String)>,
     statuses: Statuses,
+    policy_statuses: Statuses,
+    probe_statuses: Statuses,
 }
 
 impl Live {
@@ -225,11 +262,16 @@ impl Live {
         client: Client,
         leadership: Leadership,
     ) -> Live {
+        let writer = |t| status_writer::spawn(client.clone(), leadership.clone(), t);
         Live {
+            statuses: writer(KuadrantStores::record_type()),
+            policy_statuses: writer(KuadrantStores::policy_type()),
+            probe_statuses: writer(KuadrantStores::probe_type()),
             translate,
             stores,
             records: Records::new(),
-            statuses: status_writer::spawn(client, leadership, KuadrantStores::record_type()),
+            policies: Policies::new(),
+            ready: BTreeSet::new(),
         }
     }
 
@@ -244,7 +286,7 @@ impl Live {
                 .map(|a| a.sinks.clone())
                 .unwrap_or_default()
         };
-        self.records = translate_all(
+        (self.records, self.policies) = translate_all(
             &self.stores.records.state(),
             &self.stores.other_documents(),
             self.translate.as_ref(),
@@ -283,8 +325,9 @@ impl Live {
     }
 
     /// Writes each record's `Accepted` and `Ready` conditions where they changed.
-    pub fn report(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
+    pub fn report(&mut self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
         let mut changed = BTreeMap::new();
+        let mut ready = BTreeSet::new();
         for ((ns, name), (record, stand_ins)) in &self.records {
             let own = (ns.clone(), stand_in_name(name));
             // The record is as well as its worst stand-in: a refused one names the refusal.
@@ -311,6 +354,13 @@ impl Live {
                 ..DNSFailoverStatus::default()
             });
             let want = status_of(&subject, verdicts.get(&key), None, view, now);
+            if want
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+            {
+                ready.insert((ns.clone(), name.clone()));
+            }
             if want.conditions != current {
                 let status = json!({
                     "observedGeneration": record.metadata.generation,
@@ -320,7 +370,92 @@ impl Live {
             }
         }
         self.statuses.send(changed);
+        self.ready = ready;
     }
+
+    /// Writes each DNSPolicy's `Accepted` and `Enforced` conditions where they changed
+    /// (after [`Self::report`], which learns which records are ready).
+    pub fn report_policies(&self, world: &dyn Lookup, now: f64) {
+        let mut changed = BTreeMap::new();
+        for policy in self.stores.policies() {
+            let ns = policy.metadata.namespace.clone().unwrap_or_default();
+            let name = policy.metadata.name.clone().unwrap_or_default();
+            let target = policy.data["spec"]["targetRef"]["name"].as_str();
+            let ready = |record: &str| self.ready.contains(&(ns.clone(), record.to_owned()));
+            let facts = PolicyFacts {
+                outcome: self.policies.get(&(ns.clone(), name.clone())),
+                target_exists: target.map(|g| world.gateway(&ns, g).is_some()),
+                ready: &ready,
+            };
+            let want = policy_status(&policy, &facts, now);
+            if differs(&policy, &want, &["conditions", "totalRecords"]) {
+                changed.insert((ns, name), want);
+            }
+        }
+        self.policy_statuses.send(changed);
+    }
+
+    /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
+    /// address: the first published record of its namespace that has the address.
+    pub fn probe_endpoints(&self) -> BTreeMap<(String, String), String> {
+        let mut found = BTreeMap::new();
+        for probe in self.stores.probes() {
+            let ns = probe.metadata.namespace.clone().unwrap_or_default();
+            let name = probe.metadata.name.clone().unwrap_or_default();
+            let Some(address) = probe.data["spec"]["address"]
+                .as_str()
+                .and_then(|a| a.parse::<IpAddr>().ok())
+            else {
+                continue;
+            };
+            let stand_in = self
+                .records
+                .iter()
+                .filter(|((n, _), _)| *n == ns)
+                .filter_map(|(_, (_, s))| s.as_ref().ok())
+                .flatten()
+                .find(|s| {
+                    s.spec
+                        .endpoints
+                        .iter()
+                        .any(|e| e.addresses.iter().any(|a| a.parse() == Ok(address)))
+                });
+            if let Some(s) = stand_in {
+                let tenant = tenant_name(&(ns.clone(), s.name_any()));
+                found.insert((ns, name), endpoint_name(&tenant, address));
+            }
+        }
+        found
+    }
+
+    /// Writes each DNSHealthCheckProbe's status where it changed, from the engine's view of
+    /// the endpoints [`Self::probe_endpoints`] named. `lastCheck` rides along with a change
+    /// and is not one itself: probes run every second or faster, a write each time would
+    /// be a write per probe per second.
+    pub fn report_probes(
+        &self,
+        endpoints: &BTreeMap<(String, String), String>,
+        seen: &HashMap<String, EndpointStatus>,
+    ) {
+        let mut changed = BTreeMap::new();
+        for probe in self.stores.probes() {
+            let key = (
+                probe.metadata.namespace.clone().unwrap_or_default(),
+                probe.metadata.name.clone().unwrap_or_default(),
+            );
+            let endpoint = endpoints.get(&key).and_then(|e| seen.get(e));
+            let want = probe_status(&probe, endpoint);
+            if differs(&probe, &want, &["healthy", "consecutiveFailures", "reason"]) {
+                changed.insert(key, want);
+            }
+        }
+        self.probe_statuses.send(changed);
+    }
+}
+
+/// Whether `object`'s status differs from `want` in `fields`.
+fn differs(object: &DynamicObject, want: &Value, fields: &[&str]) -> bool {
+    fields.iter().any(|f| object.data["status"][*f] != want[*f])
 }
 
 fn empty_spec() -> DNSFailoverSpec {

@@ -80,6 +80,42 @@ fn written(row: &SinkTenantStatus) -> bool {
     row.written_seq == Some(row.desired_seq) && !row.pending
 }
 
+/// When a condition is computed: from which generation, at what time.
+#[derive(Clone, Copy)]
+pub struct Observed {
+    /// The object's `metadata.generation`.
+    pub generation: Option<i64>,
+    /// Unix seconds.
+    pub now: f64,
+}
+
+/// Condition `type_` as it should read now; its `lastTransitionTime` stays as in
+/// `previous` while its status does not change.
+pub fn condition(
+    previous: &[Condition],
+    at: Observed,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+) -> Condition {
+    let status = if ok { "True" } else { "False" };
+    let since = previous
+        .iter()
+        .find(|c| c.type_ == type_)
+        .filter(|c| c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| rfc3339(at.now));
+    Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        last_transition_time: since,
+        observed_generation: at.generation,
+    }
+}
+
 /// What the resource's status should say now. `deleting`: the tenant whose records its
 /// deletion waits to see withdrawn. Conditions keep their `lastTransitionTime` while their
 /// status stays the same.
@@ -91,22 +127,13 @@ pub fn status_of(
     now: f64,
 ) -> DNSFailoverStatus {
     let generation = resource.metadata.generation;
-    let previous = resource.status.as_ref();
+    let previous = resource
+        .status
+        .as_ref()
+        .map_or(&[][..], |p| p.conditions.as_slice());
     let condition = |type_: &str, ok: bool, reason: &str, message: String| {
-        let status = if ok { "True" } else { "False" };
-        let since = previous
-            .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
-            .filter(|c| c.status == status)
-            .map(|c| c.last_transition_time.clone())
-            .unwrap_or_else(|| rfc3339(now));
-        Condition {
-            type_: type_.to_owned(),
-            status: status.to_owned(),
-            reason: reason.to_owned(),
-            message,
-            last_transition_time: since,
-            observed_generation: generation,
-        }
+        let at = Observed { generation, now };
+        condition(previous, at, type_, ok, reason, message)
     };
     let mut status = DNSFailoverStatus {
         observed_generation: generation,

@@ -52,9 +52,29 @@ impl KuadrantStores {
         kuadrant_type("v1alpha1", "DNSRecord", "dnsrecords")
     }
 
+    /// The `DNSHealthCheckProbe` type.
+    pub fn probe_type() -> ApiResource {
+        kuadrant_type("v1alpha1", "DNSHealthCheckProbe", "dnshealthcheckprobes")
+    }
+
+    /// The `DNSPolicy` type (Kuadrant's current version).
+    pub fn policy_type() -> ApiResource {
+        kuadrant_type("v1", "DNSPolicy", "dnspolicies")
+    }
+
     /// The probes and policies now.
     pub fn other_documents(&self) -> Vec<Arc<DynamicObject>> {
         self.others.iter().flat_map(|s| s.state()).collect()
+    }
+
+    /// The probes now.
+    pub fn probes(&self) -> Vec<Arc<DynamicObject>> {
+        self.others[0].state()
+    }
+
+    /// The policies now.
+    pub fn policies(&self) -> Vec<Arc<DynamicObject>> {
+        self.others[1].state()
     }
 }
 
@@ -103,12 +123,8 @@ impl Watched {
                 KuadrantStores {
                     records: watch(KuadrantStores::record_type()),
                     others: [
-                        watch(kuadrant_type(
-                            "v1alpha1",
-                            "DNSHealthCheckProbe",
-                            "dnshealthcheckprobes",
-                        )),
-                        watch(kuadrant_type("v1", "DNSPolicy", "dnspolicies")),
+                        watch(KuadrantStores::probe_type()),
+                        watch(KuadrantStores::policy_type()),
                     ],
                 }
             }),

@@ -27,21 +27,42 @@ pub(super) struct Policy {
     default_geo: Option<String>,
     /// v1: the geo of the gateways this policy targets.
     geo: Option<String>,
+    /// Why the policy cannot be applied (its records keep what they published).
+    pub(super) invalid: Option<String>,
 }
 
 impl Policy {
     /// The policy `doc`; without a `healthCheck` its gateways are checked as `fallback`'s.
-    pub(super) fn read(
-        doc: &Value,
-        fallback: &Policy,
-        notes: &mut Vec<String>,
-    ) -> anyhow::Result<Policy> {
+    /// One that cannot be read still knows its name and target, with `invalid` saying why.
+    pub(super) fn read(doc: &Value, fallback: &Policy, notes: &mut Vec<String>) -> Policy {
         // The RFC's drafts put `name` at the top; resources have it under `metadata`.
         let name = doc
             .get("metadata")
             .and_then(|m| text(m, "name"))
             .or_else(|| text(doc, "name"))
             .unwrap_or("(unnamed)");
+        let target = doc.get("spec").and_then(|s| s.get("targetRef"));
+        let mut policy = Policy {
+            name: name.to_owned(),
+            gateway: target.and_then(|t| text(t, "name")).map(str::to_owned),
+            section: target
+                .and_then(|t| text(t, "sectionName"))
+                .map(str::to_owned),
+            ..Policy::default()
+        };
+        if let Err(e) = policy.read_spec(doc, fallback, notes) {
+            policy.invalid = Some(format!("{e:#}"));
+        }
+        policy
+    }
+
+    fn read_spec(
+        &mut self,
+        doc: &Value,
+        fallback: &Policy,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
+        let name = self.name.clone();
         let spec = doc
             .get("spec")
             .with_context(|| format!("DNSPolicy {name} has no spec"))?;
@@ -57,13 +78,7 @@ impl Policy {
             "DNSPolicy.spec",
             notes,
         );
-        let mut policy = Policy {
-            name: name.to_owned(),
-            ..Policy::default()
-        };
-        if let Some(target) = spec.get("targetRef") {
-            policy.gateway = text(target, "name").map(str::to_owned);
-            policy.section = text(target, "sectionName").map(str::to_owned);
+        if spec.get("targetRef").is_some() {
             notes.push(format!("DNSPolicy {name} targetRef (a Gateway: the policy governs the DNSRecords made for it, and the addresses published are those records', not discovered from the Gateway)"));
         }
         if spec.get("providerRefs").is_some() {
@@ -76,7 +91,7 @@ impl Policy {
             .filter(|h| h.is_mapping())
         {
             Some(hc) => {
-                policy.check = check_of(
+                self.check = check_of(
                     hc,
                     &format!("DNSPolicy {name}.spec.healthCheck"),
                     defaults,
@@ -85,14 +100,14 @@ impl Policy {
             }
             None if fallback.check.is_empty() => {}
             None => {
-                policy.check.clone_from(&fallback.check);
+                self.check.clone_from(&fallback.check);
                 notes.push(format!("no healthCheck in the DNSPolicy {name} (Kuadrant then publishes unchecked): the gateways get a TCP check on port 443"));
             }
         }
         if let Some(lb) = spec.get("loadBalancing") {
-            policy.load_balancing(lb, notes)?;
+            self.load_balancing(lb, notes)?;
         }
-        Ok(policy)
+        Ok(())
     }
 
     /// What governs a record no policy governs: round robin, checked by a TCP connect to

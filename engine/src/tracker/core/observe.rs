@@ -81,8 +81,11 @@ impl TrackerCore {
             Judgement::Judged(transition) => transition,
         };
         state.probes += 1;
-        if !obs.result.ok() {
+        if obs.result.ok() {
+            state.failing = 0;
+        } else {
             state.failures += 1;
+            state.failing = state.failing.saturating_add(1);
         }
         // A healthy answer says the weight in effect (its damper's), or none: configured.
         let reweighed = obs.result.ok() && state.weight != obs.result.weight;

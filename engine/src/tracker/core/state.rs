@@ -27,6 +27,9 @@ pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) since: Option<SystemTime>,
     pub(in crate::tracker) probes: u64,
     pub(in crate::tracker) failures: u64,
+    /// Probes failed in a row up to the latest, whatever the verdict (the hysteresis
+    /// counts only those that disagree with it).
+    pub(in crate::tracker) failing: u32,
     /// Verdict changes since start.
     pub(in crate::tracker) transitions: u64,
     /// Time spent down before the current verdict (the current down spell is added when
@@ -49,6 +52,7 @@ impl TargetState {
             since: None,
             probes: 0,
             failures: 0,
+            failing: 0,
             transitions: 0,
             downtime: Duration::ZERO,
             weight: None,

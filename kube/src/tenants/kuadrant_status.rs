@@ -1,0 +1,261 @@
+//! The status Kuadrant's own controllers write on a `DNSPolicy` and a
+//! `DNSHealthCheckProbe`, computed from what the orchestrator decided, so `kubectl get`
+//! and the tools Kuadrant users already have read the same conditions:
+//!
+//! - `DNSPolicy`: `Accepted` (`Accepted`; `Invalid` with the reason; `TargetNotFound` when
+//!   the Gateway its `targetRef` names does not exist) and, once accepted, `Enforced`
+//!   (`Enforced` when every record it governs is ready, "partially" naming the others;
+//!   `Unknown` when none is), with `totalRecords`.
+//! - `DNSHealthCheckProbe`: `healthy`, `consecutiveFailures`, `reason` and `lastCheck`,
+//!   from the engine's verdict on the probe's address.
+
+use ho_engine::hysteresis::Health;
+use ho_engine::status::EndpointStatus;
+use kube::api::DynamicObject;
+use serde_json::{json, Value};
+
+use super::kuadrant::PolicyOutcome;
+use super::resource::Condition;
+use super::status::{condition, Observed};
+
+/// What a policy's status is computed from.
+pub struct PolicyFacts<'a> {
+    /// Its outcome in the namespace's translation, or why the namespace did not translate.
+    pub outcome: Option<&'a Result<PolicyOutcome, String>>,
+    /// Whether the Gateway its `targetRef` names exists (`None`: it names none).
+    pub target_exists: Option<bool>,
+    /// Whether each record it governs is ready (its `Ready` condition is `True`).
+    pub ready: &'a dyn Fn(&str) -> bool,
+}
+
+/// The `DNSPolicy`'s status as a merge patch of `status`.
+pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) -> Value {
+    let previous = current_conditions(policy);
+    let at = Observed {
+        generation: policy.metadata.generation,
+        now,
+    };
+    let mut conditions = Vec::new();
+    let refusal = match facts.outcome {
+        None => Some(("Unknown", "DNSPolicy has not been translated yet".to_owned())),
+        Some(Err(message)) => Some(("Invalid", message.clone())),
+        Some(Ok(o)) => o.invalid.as_ref().map(|m| ("Invalid", m.clone())),
+    }
+    .or_else(|| {
+        (facts.target_exists == Some(false)).then(|| {
+            (
+                "TargetNotFound",
+                "the Gateway its targetRef names was not found; the DNSRecords named for it are still published as this policy says".to_owned(),
+            )
+        })
+    });
+    let records = match facts.outcome {
+        Some(Ok(o)) => o.records.as_slice(),
+        _ => &[],
+    };
+    match refusal {
+        Some(("TargetNotFound", message)) => {
+            conditions.push(condition(
+                &previous,
+                at,
+                "Accepted",
+                false,
+                "TargetNotFound",
+                message,
+            ));
+        }
+        Some((reason, message)) => {
+            let message = format!("{message}; the DNS it published before is kept");
+            conditions.push(condition(&previous, at, "Accepted", false, reason, message));
+        }
+        None => {
+            let accepted = "DNSPolicy has been accepted".to_owned();
+            conditions.push(condition(
+                &previous, at, "Accepted", true, "Accepted", accepted,
+            ));
+            conditions.push(enforced(records, facts.ready, &previous, at));
+        }
+    }
+    json!({
+        "observedGeneration": policy.metadata.generation,
+        "conditions": conditions,
+        "totalRecords": records.len(),
+    })
+}
+
+/// `Enforced`: every governed record ready, some of them, or none.
+fn enforced(
+    records: &[String],
+    ready: &dyn Fn(&str) -> bool,
+    previous: &[Condition],
+    at: Observed,
+) -> Condition {
+    let not_ready: Vec<&str> = records
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !ready(r))
+        .collect();
+    let (ok, reason, message) = if records.is_empty() {
+        (
+            true,
+            "Enforced",
+            "DNSPolicy has been enforced: it governs no DNSRecord yet".to_owned(),
+        )
+    } else if not_ready.is_empty() {
+        (
+            true,
+            "Enforced",
+            "DNSPolicy has been enforced on every DNSRecord it governs".to_owned(),
+        )
+    } else if not_ready.len() < records.len() {
+        (
+            true,
+            "Enforced",
+            format!(
+                "DNSPolicy has been partially enforced; DNSRecords not ready: {}",
+                not_ready.join(", ")
+            ),
+        )
+    } else {
+        (
+            false,
+            "Unknown",
+            "DNSPolicy is not enforced: none of the DNSRecords it governs is ready".to_owned(),
+        )
+    };
+    condition(previous, at, "Enforced", ok, reason, message)
+}
+
+/// The `DNSHealthCheckProbe`'s status as a merge patch of `status`, from the engine's view
+/// of its address (`None`: not probed, because no published record names it).
+pub fn probe_status(probe: &DynamicObject, endpoint: Option<&EndpointStatus>) -> Value {
+    let generation = probe.metadata.generation;
+    let Some(e) = endpoint else {
+        return json!({
+            "observedGeneration": generation,
+            "healthy": Value::Null,
+            "consecutiveFailures": 0,
+            "reason": "not probed: no published DNSRecord has this address",
+        });
+    };
+    let healthy = match e.state {
+        Health::Up => Some(true),
+        Health::Down => Some(false),
+        Health::Unknown => None,
+    };
+    let reason = match &e.last {
+        Some(last) if !last.ok => last.reason.clone(),
+        Some(_) => String::new(),
+        None => "not probed yet".to_owned(),
+    };
+    json!({
+        "observedGeneration": generation,
+        "healthy": healthy,
+        "consecutiveFailures": e.failed_in_a_row,
+        "reason": reason,
+        "lastCheck": e.last.as_ref().map(|l| l.at.to_string()),
+    })
+}
+
+fn current_conditions(object: &DynamicObject) -> Vec<Condition> {
+    object
+        .data
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
+            "metadata": {"name": "p", "namespace": "ns", "generation": 3},
+            "spec": {"targetRef": {"name": "gw"}},
+        }))
+        .unwrap()
+    }
+
+    fn reason(status: &Value, type_: &str) -> Option<(String, String)> {
+        status["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap().to_owned(),
+                    c["reason"].as_str().unwrap().to_owned(),
+                )
+            })
+    }
+
+    #[test]
+    fn a_policy_reads_accepted_and_enforced_as_its_records_are() {
+        let outcome = Ok(PolicyOutcome {
+            records: vec!["a".into(), "b".into()],
+            invalid: None,
+        });
+        let pair = |s: &str, r: &str| Some((s.to_owned(), r.to_owned()));
+        for (ready, enforced) in [
+            (&["a", "b"][..], pair("True", "Enforced")),
+            (&["a"][..], pair("True", "Enforced")),
+            (&[][..], pair("False", "Unknown")),
+        ] {
+            let is_ready = |r: &str| ready.contains(&r);
+            let facts = PolicyFacts {
+                outcome: Some(&outcome),
+                target_exists: Some(true),
+                ready: &is_ready,
+            };
+            let status = policy_status(&policy(), &facts, 0.0);
+            assert_eq!(reason(&status, "Accepted"), pair("True", "Accepted"));
+            assert_eq!(reason(&status, "Enforced"), enforced, "{ready:?}");
+            assert_eq!(status["totalRecords"], 2);
+            assert_eq!(status["observedGeneration"], 3);
+        }
+    }
+
+    #[test]
+    fn an_invalid_policy_or_a_missing_gateway_is_not_accepted_and_says_why() {
+        let invalid = Ok(PolicyOutcome {
+            records: vec!["a".into()],
+            invalid: Some(
+                "DNSPolicy p.spec.healthCheck.protocol \"UDP\": only HTTP and HTTPS".into(),
+            ),
+        });
+        let ready = |_: &str| true;
+        for (outcome, exists, want) in [
+            (&invalid, Some(true), "Invalid"),
+            (&Ok(PolicyOutcome::default()), Some(false), "TargetNotFound"),
+            (
+                &Err("the namespace does not translate".to_owned()),
+                Some(true),
+                "Invalid",
+            ),
+        ] {
+            let facts = PolicyFacts {
+                outcome: Some(outcome),
+                target_exists: exists,
+                ready: &ready,
+            };
+            let status = policy_status(&policy(), &facts, 0.0);
+            assert_eq!(
+                reason(&status, "Accepted"),
+                Some(("False".to_owned(), want.to_owned()))
+            );
+            assert_eq!(
+                reason(&status, "Enforced"),
+                None,
+                "not enforced unless accepted"
+            );
+            let message = status["conditions"][0]["message"].as_str().unwrap();
+            let kept = match want {
+                "TargetNotFound" => "still published as this policy says",
+                _ => "the DNS it published before is kept",
+            };
+            assert!(message.ends_with(kept), "{message}");
+        }
+    }
+}
