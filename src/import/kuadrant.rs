@@ -15,6 +15,9 @@
 //!   `spec.healthCheck` (HTTPS on 443 by default, `Host` the root host, as dns-operator
 //!   probes) comes before its policy's.
 //!
+//! - `Gateway` (with a DNSPolicy targeting it): each listener's hostname at its status
+//!   addresses, as the record Kuadrant makes (`gateways`).
+//!
 //! Without DNSRecords, each probe's `host` is a domain. The DNS provider Kuadrant writes to
 //! (its provider secret) has no equivalent here: the output publishes through the embedded
 //! DNS server (`dns_server`), which expresses every policy, and says so.
@@ -30,6 +33,7 @@ use toml::Table;
 use super::{text, unknown_keys};
 
 mod checks;
+mod gateways;
 mod policy;
 mod records;
 
@@ -57,6 +61,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     let mut policies = Vec::new();
     let mut probes = Vec::new();
     let mut records = Vec::new();
+    let mut gateways = Vec::new();
     for doc in docs {
         match text(doc, "kind") {
             Some("DNSPolicy") => {
@@ -68,12 +73,15 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
             }
             Some("DNSHealthCheckProbe") => probes.push(doc),
             Some("DNSRecord") => records.push(doc),
+            Some("Gateway") => gateways.push(doc),
             other => notes.push(format!(
                 "a document of kind {} (not a Kuadrant DNS resource)",
                 other.unwrap_or("(none)")
             )),
         }
     }
+    let made = gateways::listener_records(&gateways, &policies, &records, &mut notes);
+    records.extend(made.iter());
     let mut endpoints = Endpoints::default();
     for probe in &probes {
         endpoints.probe(probe, &mut notes)?;

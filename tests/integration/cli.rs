@@ -611,6 +611,51 @@ fn import_from_kuadrant_attaches_each_policy_to_its_gateways_records() {
     assert!(ungoverned[0].contains("us-gw-admin"), "{toml}");
 }
 
+/// `import --from kuadrant` on a Gateway and its DNSPolicy, without DNSRecords: each
+/// listener's hostname is published at the Gateway's status addresses (IPv4 and IPv6; a
+/// Hostname-type address is not an address), as the record Kuadrant would make
+/// (`GATEWAY-LISTENER`); a wildcard listener is named as not carried over.
+#[test]
+fn import_from_kuadrant_publishes_a_targeted_gateways_listeners() {
+    let (toml, plan, _) = import_and_check(
+        &["--from", "kuadrant"],
+        &[repo("tests/fixtures/kuadrant/gateway-listeners.yaml")],
+    );
+    let tenants: Vec<(&str, Vec<&str>)> = plan
+        .tenants
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.domains.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tenants,
+        [
+            ("prod-web-api", vec!["api.example.com"]),
+            ("prod-web-web", vec!["web.example.com"])
+        ]
+    );
+    let addresses: Vec<String> = plan.tenants[0]
+        .endpoints
+        .iter()
+        .map(|&i| plan.endpoints[i].address.to_string())
+        .collect();
+    assert_eq!(addresses, ["172.31.0.10", "2001:db8::10"]);
+    assert_eq!(
+        plan.targets[plan.endpoints[0].target].key(),
+        "https://172.31.0.10:443/healthz"
+    );
+    assert!(
+        toml.contains(
+            "# NOT CARRIED OVER: Gateway prod-web listener apps (*.apps.example.com: wildcard"
+        ),
+        "{toml}"
+    );
+}
+
 /// `import --from kuadrant` on the health-check RFC's DNSPolicy and DNSHealthCheckProbes:
 /// the policy's check is the default, each probe an endpoint with its own, the probes'
 /// host the domain; a policy alone is refused (it names no address).

@@ -540,6 +540,8 @@ async fn a_refused_edit_never_takes_the_name_down() {
 /// Kuadrant live, as Kuadrant lays it out: two DNSPolicies on two Gateways of one
 /// namespace each govern their own Gateway's records (neither makes the other's
 /// `Invalid`); a record whose names answer differently publishes each name's own answer;
+/// a policy on a Gateway without records publishes its listeners' hostnames that lie in
+/// the namespace's domains at the Gateway's addresses, as the records Kuadrant would make;
 /// the policies get `Accepted`/`Enforced` (or `TargetNotFound`) and a probe its
 /// `healthy`/`consecutiveFailures`/`reason` as Kuadrant's controllers write them, the
 /// probe's following its endpoint; a policy edited into something invalid refuses only
@@ -617,6 +619,18 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     for (file, want) in &files {
         wait_for_file(file, "each name's own answer", |c| addresses(c) == *want).await;
     }
+    let mut gw_c = gateway("team-a", "gw-c", &[gws[2].addr().ip()]);
+    gw_c["spec"]["listeners"] = json!([
+        {"name": "api", "hostname": "c-api.team-a.io", "port": 443, "protocol": "HTTPS"},
+        {"name": "other", "hostname": "c.team-b.io", "port": 443, "protocol": "HTTPS"},
+    ]);
+    kube.apply(gw_c);
+    kube.apply(policy("gw-c-dns", "gw-c", "HTTP"));
+    let listener = hosts(dir.path(), "team-a_dnsrecord.gw-c-api");
+    wait_for_file(&listener, "gw-c's listener", |c| {
+        addresses(c) == [ip(&gws, 2)]
+    })
+    .await;
     let kuadrant_condition = |plural: &str, name: &str, type_: &str| {
         let object = kube.object(plural, "team-a", name)?;
         let c = object["status"]["conditions"]
@@ -648,6 +662,19 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     assert_eq!(
         kube.object("dnspolicies", "team-a", "gw-a-dns").unwrap()["status"]["totalRecords"],
         1
+    );
+    eventually("gw-c-dns enforced on its listener's record", || {
+        is(
+            kuadrant_condition("dnspolicies", "gw-c-dns", "Enforced"),
+            "True",
+            "Enforced",
+        ) && kube.object("dnspolicies", "team-a", "gw-c-dns").unwrap()["status"]["totalRecords"]
+            == 1
+    })
+    .await;
+    assert!(
+        !hosts(dir.path(), "team-a_dnsrecord.gw-c-other").exists(),
+        "a team-b name"
     );
     eventually("gw-b-dns: its Gateway is missing", || {
         is(

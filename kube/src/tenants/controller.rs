@@ -125,7 +125,7 @@ impl Controller {
         let live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
         self.revived.retain(|k| live.contains(k));
         if let Some(kuadrant) = self.kuadrant.as_mut() {
-            kuadrant.refresh(&self.base);
+            kuadrant.refresh(&self.base, &self.watched.gateway_objects());
         }
         input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
         let kept = self.admitter.kept();

@@ -54,11 +54,20 @@ pub struct PolicyOutcome {
     pub invalid: Option<String>,
 }
 
-/// What the DNSRecords become: per (namespace, record name), the record and the
-/// `DNSFailover`s standing for it (one per distinct answer among its names), or the reason
-/// it has none (the namespace's documents do not translate).
-pub type Records =
-    BTreeMap<(String, String), (Arc<DynamicObject>, Result<Vec<DNSFailover>, String>)>;
+/// One DNSRecord, written or made from a Gateway's listener, and the `DNSFailover`s
+/// standing for it (one per distinct answer among its names), or why it has none.
+pub struct Record {
+    /// The record as watched; for one made from a listener, an object with the Gateway's
+    /// identity and the record's name.
+    pub object: Arc<DynamicObject>,
+    /// Its stand-ins, or why it has none.
+    pub stand_ins: Result<Vec<DNSFailover>, String>,
+    /// Made from a targeted Gateway's listener: there is no object to write a status to.
+    pub from_listener: bool,
+}
+
+/// What the DNSRecords become, per (namespace, record name).
+pub type Records = BTreeMap<(String, String), Record>;
 
 /// The name of the `DNSFailover` standing for tenant `tenant` of a record (the record's
 /// own tenant is named as the record).
@@ -84,19 +93,45 @@ fn stands_for(stand_in: &str, record: &str) -> bool {
 /// namespace's documents did not translate.
 pub type Policies = BTreeMap<(String, String), Result<PolicyOutcome, String>>;
 
-/// Translates every namespace's documents. `sinks`: the namespace's allowed sinks (the
-/// translation publishes through all of them, as the import's one `dns` sink stands for
-/// "the operator's DNS").
+/// What a namespace may publish: the sinks its allowance names (the translation publishes
+/// through all of them, as the import's one `dns` sink stands for "the operator's DNS"),
+/// and whether a name lies in its allowed domains.
+pub struct Allowance<'a> {
+    /// The sinks of namespace `ns`.
+    pub sinks: &'a dyn Fn(&str) -> Vec<String>,
+    /// Whether namespace `ns` may publish name `host`.
+    pub domain: &'a dyn Fn(&str, &str) -> bool,
+}
+
+/// Translates every namespace's documents, with its Gateways: a DNSPolicy that targets
+/// one publishes its listeners whose hostnames lie in the namespace's allowed domains.
 pub fn translate_all(
     records: &[Arc<DynamicObject>],
     others: &[Arc<DynamicObject>],
+    gateways: &[Arc<DynamicObject>],
     translate: &dyn Translate,
-    sinks: &dyn Fn(&str) -> Vec<String>,
+    allowed: &Allowance<'_>,
 ) -> (Records, Policies) {
     let mut namespaces: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for o in records.iter().chain(others) {
         let ns = o.metadata.namespace.clone().unwrap_or_default();
         namespaces.entry(ns).or_default().push(document(o));
+    }
+    for (ns, docs) in namespaces.iter_mut() {
+        let targeted = |g: &&Arc<DynamicObject>| {
+            g.metadata.namespace.as_deref() == Some(ns.as_str())
+                && docs.iter().any(|d| {
+                    d["kind"] == "DNSPolicy"
+                        && d["spec"]["targetRef"]["name"].as_str() == g.metadata.name.as_deref()
+                })
+        };
+        let in_zone = |host: &str| (allowed.domain)(ns, host);
+        let mine: Vec<Value> = gateways
+            .iter()
+            .filter(targeted)
+            .map(|g| gateway_document(g, &in_zone))
+            .collect();
+        docs.extend(mine);
     }
     let mut by_record = BTreeMap::new();
     let mut policies = Policies::new();
@@ -117,7 +152,17 @@ pub fn translate_all(
             };
             policies.insert((ns.clone(), name), outcome);
         }
-        for record in in_ns {
+        let written: Vec<String> = in_ns
+            .iter()
+            .map(|r| r.metadata.name.clone().unwrap_or_default())
+            .collect();
+        let from_listeners: Vec<Arc<DynamicObject>> = translation
+            .iter()
+            .flat_map(|t| t.by_record.keys())
+            .filter(|name| !written.contains(name))
+            .filter_map(|name| listener_record(name, &ns, gateways))
+            .collect();
+        for record in in_ns.into_iter().chain(&from_listeners) {
             let name = record.metadata.name.clone().unwrap_or_default();
             let stand_ins = translation.as_ref().map_err(Clone::clone).and_then(|t| {
                 if let Some(why) = t.unpublished.get(&name) {
@@ -131,13 +176,52 @@ pub fn translate_all(
                 }
                 tenants
                     .iter()
-                    .map(|tenant| stand_in(record, tenant, &t.config, &sinks(&ns)))
+                    .map(|tenant| stand_in(record, tenant, &t.config, &(allowed.sinks)(&ns)))
                     .collect()
             });
-            by_record.insert((ns.clone(), name), (record.clone(), stand_ins));
+            let from_listener = !written.contains(&name);
+            let entry = Record {
+                object: record.clone(),
+                stand_ins,
+                from_listener,
+            };
+            by_record.insert((ns.clone(), name), entry);
         }
     }
     (by_record, policies)
+}
+
+/// A Gateway as the import reads it, its listeners outside the namespace's allowed
+/// domains left out (they are not the namespace's to publish).
+fn gateway_document(gateway: &DynamicObject, in_zone: &dyn Fn(&str) -> bool) -> Value {
+    let mut doc = document(gateway);
+    if let Some(listeners) = doc["spec"]["listeners"].as_array_mut() {
+        listeners.retain(|l| l["hostname"].as_str().is_none_or(in_zone));
+    }
+    doc["status"] = gateway.data["status"].clone();
+    doc
+}
+
+/// The object standing for record `name` made from a listener (`GATEWAY-LISTENER`) of a
+/// Gateway of `ns`: the Gateway's identity (so the record's stand-ins are judged again
+/// when the Gateway changes) under the record's name.
+fn listener_record(
+    name: &str,
+    ns: &str,
+    gateways: &[Arc<DynamicObject>],
+) -> Option<Arc<DynamicObject>> {
+    let gateway = gateways.iter().find(|g| {
+        g.metadata.namespace.as_deref() == Some(ns)
+            && g.metadata
+                .name
+                .as_deref()
+                .is_some_and(|gw| name.strip_prefix(gw).is_some_and(|l| l.starts_with('-')))
+    })?;
+    let mut object = DynamicObject::new(name, &KuadrantStores::record_type()).within(ns);
+    object.metadata.uid = gateway.metadata.uid.as_ref().map(|u| format!("{u}/{name}"));
+    object.metadata.generation = gateway.metadata.generation;
+    object.metadata.creation_timestamp = gateway.metadata.creation_timestamp.clone();
+    Some(Arc::new(object))
 }
 
 /// The document as the import reads it: kind, metadata name and spec.
@@ -275,22 +359,30 @@ impl Live {
         }
     }
 
-    /// Translates the records as they are now, each namespace publishing through the
-    /// sinks its allowance names.
-    pub fn refresh(&mut self, base: &Config) {
-        let sinks = |ns: &str| {
-            base.kubernetes
-                .allow
-                .iter()
-                .find(|a| a.namespace == ns)
-                .map(|a| a.sinks.clone())
-                .unwrap_or_default()
+    /// Translates the records as they are now, with the `gateways` policies target, each
+    /// namespace publishing through the sinks its allowance names.
+    pub fn refresh(&mut self, base: &Config, gateways: &[Arc<DynamicObject>]) {
+        let allowance = |ns: &str| base.kubernetes.allow.iter().find(|a| a.namespace == ns);
+        let sinks = |ns: &str| allowance(ns).map(|a| a.sinks.clone()).unwrap_or_default();
+        let domain = |ns: &str, host: &str| {
+            let host = host.trim_end_matches('.').to_ascii_lowercase();
+            allowance(ns).is_some_and(|a| {
+                a.domains.iter().any(|d| {
+                    let d = d.trim_end_matches('.').to_ascii_lowercase();
+                    host == d || host.ends_with(&format!(".{d}"))
+                })
+            })
+        };
+        let allowed = Allowance {
+            sinks: &sinks,
+            domain: &domain,
         };
         (self.records, self.policies) = translate_all(
             &self.stores.records.state(),
             &self.stores.other_documents(),
+            gateways,
             self.translate.as_ref(),
-            &sinks,
+            &allowed,
         );
     }
 
@@ -298,7 +390,7 @@ impl Live {
     pub fn stand_ins(&self) -> impl Iterator<Item = &DNSFailover> {
         self.records
             .values()
-            .filter_map(|(_, s)| s.as_ref().ok())
+            .filter_map(|r| r.stand_ins.as_ref().ok())
             .flatten()
     }
 
@@ -307,8 +399,10 @@ impl Live {
     /// name of the record keeps its last answer.
     pub fn refusals(&self, kept: &[Key]) -> Vec<(Key, Verdict)> {
         let mut refused = Vec::new();
-        for ((ns, name), (_, s)) in &self.records {
-            let Err(message) = s else { continue };
+        for ((ns, name), record) in &self.records {
+            let Err(message) = &record.stand_ins else {
+                continue;
+            };
             let own = (ns.clone(), stand_in_name(name));
             let others = kept
                 .iter()
@@ -328,7 +422,8 @@ impl Live {
     pub fn report(&mut self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
         let mut changed = BTreeMap::new();
         let mut ready = BTreeSet::new();
-        for ((ns, name), (record, stand_ins)) in &self.records {
+        for ((ns, name), entry) in &self.records {
+            let (record, stand_ins) = (&entry.object, &entry.stand_ins);
             let own = (ns.clone(), stand_in_name(name));
             // The record is as well as its worst stand-in: a refused one names the refusal.
             let (key, stand_in) = match stand_ins {
@@ -361,7 +456,7 @@ impl Live {
             {
                 ready.insert((ns.clone(), name.clone()));
             }
-            if want.conditions != current {
+            if want.conditions != current && !entry.from_listener {
                 let status = json!({
                     "observedGeneration": record.metadata.generation,
                     "conditions": want.conditions,
@@ -412,7 +507,7 @@ impl Live {
                 .records
                 .iter()
                 .filter(|((n, _), _)| *n == ns)
-                .filter_map(|(_, (_, s))| s.as_ref().ok())
+                .filter_map(|(_, r)| r.stand_ins.as_ref().ok())
                 .flatten()
                 .find(|s| {
                     s.spec

@@ -191,12 +191,12 @@ fn spec_relevant(o: &DynamicObject) -> serde_json::Value {
     o.data.get("spec").cloned().unwrap_or_default()
 }
 
-/// A Gateway's addresses.
+/// A Gateway's addresses, and its listeners (a DNSPolicy publishes their hostnames).
 fn gateway_relevant(g: &DynamicObject) -> serde_json::Value {
-    g.data
-        .pointer("/status/addresses")
-        .cloned()
-        .unwrap_or_default()
+    serde_json::json!([
+        g.data.pointer("/status/addresses"),
+        g.data.pointer("/spec/listeners")
+    ])
 }
 
 /// A reflector over `api`, raising `changes` when what admission reads of an object
@@ -247,6 +247,13 @@ where
         }
     });
     store
+}
+
+impl Watched {
+    /// The Gateways now, every namespace.
+    pub fn gateway_objects(&self) -> Vec<Arc<DynamicObject>> {
+        self.gateways.state()
+    }
 }
 
 impl Lookup for Watched {

@@ -110,6 +110,16 @@ impl Policy {
         Ok(())
     }
 
+    /// The Gateway its `targetRef` names.
+    pub(super) fn gateway(&self) -> Option<&str> {
+        self.gateway.as_deref()
+    }
+
+    /// The listener its `targetRef.sectionName` names.
+    pub(super) fn section(&self) -> Option<&str> {
+        self.section.as_deref()
+    }
+
     /// What governs a record no policy governs: round robin, checked by a TCP connect to
     /// 443 (`tcp_443`) or else as the config's defaults say (an empty check).
     pub(super) fn fallback(tcp_443: bool) -> Policy {
