@@ -344,7 +344,8 @@ async fn only_the_writer_replica_writes_statuses_and_the_standby_takes_over() {
 /// Kuadrant's resources, live (`[kubernetes] kuadrant = true`): a DNSRecord with its
 /// DNSHealthCheckProbe in an allowed namespace is published and reads `Ready=True`; one in a
 /// namespace without an allowance is refused on its own status and never reaches a file; a
-/// changed record changes the answer.
+/// changed record changes the answer; a published record holds the finalizer, so deleting
+/// it withdraws its names before it goes.
 #[tokio::test]
 async fn kuadrant_records_are_published_live_under_the_same_allowances() {
     let kube = KubeApi::default();
@@ -400,6 +401,24 @@ async fn kuadrant_records_are_published_live_under_the_same_allowances() {
 
     kube.apply(record("team-a", "api", "api.team-a.io", &[ip(1)]));
     wait_for_file(&file, "the changed record", |c| addresses(c) == [ip(1)]).await;
+
+    let finalizers = |name: &str| {
+        kube.object("dnsrecords", "team-a", name)
+            .map(|r| r["metadata"]["finalizers"].clone())
+    };
+    eventually("the finalizer on the published record", || {
+        finalizers("api").is_some_and(|f| f == json!(["healthorchestrator.io/withdraw-records"]))
+    })
+    .await;
+    kube.delete("dnsrecords", "team-a", "api");
+    wait_for_file(&file, "the deleted record withdrawn", |c| {
+        addresses(c).is_empty()
+    })
+    .await;
+    eventually("the finalizer released, the record gone", || {
+        kube.object("dnsrecords", "team-a", "api").is_none()
+    })
+    .await;
 }
 
 /// A sink that cannot take the withdrawal keeps the finalizer, and the status names it;

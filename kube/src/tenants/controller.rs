@@ -101,7 +101,11 @@ impl Controller {
     pub async fn round(&mut self, engine: &Engine) -> Option<Result<Plan, ValidationErrors>> {
         let started = std::time::Instant::now();
         let all = self.watched.resources.state();
-        let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some());
+        if let Some(kuadrant) = self.kuadrant.as_mut() {
+            kuadrant.refresh(&self.base, &self.watched.gateway_objects());
+        }
+        let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some())
+            || self.kuadrant.as_ref().is_some_and(|k| k.deleting());
         // The engine's overview is only needed to tell which deleted resources this process
         // never ran.
         let status = match deleting {
@@ -122,12 +126,25 @@ impl Controller {
                 self.watched.poke();
             }
         }
-        let live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
-        self.revived.retain(|k| live.contains(k));
-        if let Some(kuadrant) = self.kuadrant.as_mut() {
-            kuadrant.refresh(&self.base, &self.watched.gateway_objects());
+        let mut live: HashSet<Key> = all.iter().map(|r| key(r)).collect();
+        if let Some(kuadrant) = &self.kuadrant {
+            let before = self.revived.len();
+            {
+                let revived = &mut self.revived;
+                let mut revive = |record: &Key, stand_ins: &[Key]| {
+                    let unknown = view
+                        .as_ref()
+                        .is_some_and(|v| stand_ins.iter().all(|k| !v.known(&tenant_name(k))));
+                    unknown && revived.insert(record.clone())
+                };
+                input.extend(kuadrant.stand_ins(&mut revive));
+            }
+            if self.revived.len() != before {
+                self.watched.poke();
+            }
+            live.extend(kuadrant.record_keys());
         }
-        input.extend(self.kuadrant.iter().flat_map(|k| k.stand_ins()));
+        self.revived.retain(|k| live.contains(k));
         let kept = self.admitter.kept();
         let refused = self
             .kuadrant
@@ -193,6 +210,7 @@ impl Controller {
         }
         self.statuses.send(changed);
         if let Some(kuadrant) = self.kuadrant.as_mut() {
+            kuadrant.finalize(&self.verdicts, &view).await;
             kuadrant.report(&self.verdicts, &view, now);
             kuadrant.report_policies(&self.watched, now);
             let endpoints = kuadrant.probe_endpoints();

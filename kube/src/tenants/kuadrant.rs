@@ -13,15 +13,16 @@ use std::sync::Arc;
 use ho_config::Config;
 use ho_engine::leadership::Leadership;
 use ho_engine::status::EndpointStatus;
-use kube::api::{DynamicObject, ObjectMeta};
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::Client;
 use kube::ResourceExt;
 use serde_json::{json, Value};
+use tracing::{debug, info};
 
 use super::admit::{endpoint_name, tenant_name, Key, Verdict};
 use super::discover::Lookup;
 use super::kuadrant_status::{policy_status, probe_status, PolicyFacts};
-use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus};
+use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus, FINALIZER};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
 use super::watch::KuadrantStores;
@@ -336,6 +337,8 @@ pub struct Live {
     statuses: Statuses,
     policy_statuses: Statuses,
     probe_statuses: Statuses,
+    /// Writes the records' finalizers.
+    client: Client,
 }
 
 impl Live {
@@ -356,6 +359,7 @@ impl Live {
             records: Records::new(),
             policies: Policies::new(),
             ready: BTreeSet::new(),
+            client,
         }
     }
 
@@ -386,12 +390,105 @@ impl Live {
         );
     }
 
-    /// The stand-ins that translated, for admission.
-    pub fn stand_ins(&self) -> impl Iterator<Item = &DNSFailover> {
+    /// The keys a record is revived under (see [`Self::stand_ins`]): its own stand-in's.
+    pub fn record_keys(&self) -> impl Iterator<Item = Key> + '_ {
         self.records
-            .values()
-            .filter_map(|r| r.stand_ins.as_ref().ok())
+            .keys()
+            .map(|(ns, name)| (ns.clone(), stand_in_name(name)))
+    }
+
+    /// Whether a watched record is being deleted.
+    pub fn deleting(&self) -> bool {
+        self.records.values().any(|r| being_deleted(&r.object))
+    }
+
+    /// The stand-ins that translated, for admission: those of live records, and of a
+    /// record being deleted only when `revive(record, its stand-ins)` says so (one this
+    /// process never published, published once so its withdrawal can be seen). A record
+    /// being deleted otherwise stands for nothing: its tenants go and their records are
+    /// withdrawn, and its finalizer holds it until they are.
+    pub fn stand_ins(&self, revive: &mut dyn FnMut(&Key, &[Key]) -> bool) -> Vec<&DNSFailover> {
+        let mut out = Vec::new();
+        for ((ns, name), record) in &self.records {
+            let Ok(stand_ins) = &record.stand_ins else {
+                continue;
+            };
+            let keys: Vec<Key> = stand_ins
+                .iter()
+                .map(|s| (ns.clone(), s.name_any()))
+                .collect();
+            let deleting = being_deleted(&record.object);
+            let own = (ns.clone(), stand_in_name(name));
+            if !deleting || (holds_finalizer(&record.object) && revive(&own, &keys)) {
+                out.extend(stand_ins);
+            }
+        }
+        out
+    }
+
+    /// Adds the finalizer to records that publish, and takes it from records being deleted
+    /// once every sink holds their withdrawal (the writer only).
+    pub async fn finalize(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>) {
+        for ((ns, _), record) in &self.records {
+            if record.from_listener {
+                continue;
+            }
+            let stand_in_keys: Vec<Key> = match &record.stand_ins {
+                Ok(all) => all.iter().map(|s| (ns.clone(), s.name_any())).collect(),
+                Err(_) => Vec::new(),
+            };
+            let object = &record.object;
+            let publishes = stand_in_keys.iter().any(|k| {
+                matches!(
+                    verdicts.get(k),
+                    Some(Verdict::Accepted { .. } | Verdict::KeptLast { .. })
+                )
+            });
+            if !being_deleted(object) && publishes && !holds_finalizer(object) {
+                self.set_finalizer(object, true).await;
+            } else if being_deleted(object)
+                && holds_finalizer(object)
+                && stand_in_keys
+                    .iter()
+                    .all(|k| view.withdrawn(&tenant_name(k)))
+            {
+                self.set_finalizer(object, false).await;
+            }
+        }
+    }
+
+    /// Adds or removes our finalizer on the version read (a conflict is tried again at the
+    /// next round, from the newer version the watch brings).
+    async fn set_finalizer(&self, record: &DynamicObject, on: bool) {
+        let mut finalizers: Vec<String> = record
+            .metadata
+            .finalizers
+            .iter()
             .flatten()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        if on {
+            finalizers.push(FINALIZER.to_owned());
+        }
+        let patch = json!({ "metadata": {
+            "resourceVersion": record.metadata.resource_version,
+            "finalizers": finalizers,
+        }});
+        let ns = record.metadata.namespace.clone().unwrap_or_default();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &ns, &KuadrantStores::record_type());
+        let name = record.name_any();
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) if on => debug!(namespace = %ns, record = %name, "finalizer added"),
+            Ok(_) => {
+                info!(namespace = %ns, record = %name, "records withdrawn; finalizer released")
+            }
+            Err(e) => debug!(record = %name, "finalizer not changed yet: {e}"),
+        }
     }
 
     /// The records that did not translate, refused as invalid: each of the stand-ins it had
@@ -546,6 +643,19 @@ impl Live {
         }
         self.probe_statuses.send(changed);
     }
+}
+
+fn being_deleted(object: &DynamicObject) -> bool {
+    object.metadata.deletion_timestamp.is_some()
+}
+
+fn holds_finalizer(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
 }
 
 /// Whether `object`'s status differs from `want` in `fields`.

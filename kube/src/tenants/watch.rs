@@ -186,9 +186,12 @@ fn service_relevant(s: &Service) -> serde_json::Value {
     serde_json::json!(s.status.as_ref().map(|s| &s.load_balancer))
 }
 
-/// A Kuadrant resource's spec (not its status, which we or Kuadrant write).
+/// A Kuadrant resource's spec, its deletion and our finalizer (not its status, which we or
+/// Kuadrant write).
 fn spec_relevant(o: &DynamicObject) -> serde_json::Value {
-    o.data.get("spec").cloned().unwrap_or_default()
+    let m = &o.metadata;
+    let ours = m.finalizers.iter().flatten().any(|f| f == FINALIZER);
+    serde_json::json!([o.data.get("spec"), m.deletion_timestamp, ours])
 }
 
 /// A Gateway's addresses, and its listeners (a DNSPolicy publishes their hostnames).
