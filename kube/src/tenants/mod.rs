@@ -4,7 +4,7 @@
 //! `last_accepted`), [`status`] (what a team reads in
 //! `kubectl get`), [`watch`] (the reflectors), [`controller`] (rounds, statuses and
 //! finalizers), [`crd`] (the CustomResourceDefinition) and [`kuadrant`] (Kuadrant's
-//! resources, live, with the status Kuadrant's controllers would write in `kuadrant_status`).
+//! resources, live).
 
 pub mod admit;
 mod claims;
@@ -12,7 +12,6 @@ pub mod controller;
 pub mod crd;
 pub mod discover;
 pub mod kuadrant;
-mod kuadrant_status;
 mod last_accepted;
 pub mod resource;
 pub mod status;

@@ -14,9 +14,9 @@ use ho_engine::status::EndpointStatus;
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
-use super::kuadrant::PolicyOutcome;
-use super::resource::Condition;
-use super::status::{condition, Observed};
+use super::super::resource::Condition;
+use super::super::status::{condition, Observed};
+use super::translate::PolicyOutcome;
 
 /// What a policy's status is computed from.
 pub struct PolicyFacts<'a> {
