@@ -817,3 +817,51 @@ async fn a_restart_with_a_refused_edit_in_place_keeps_the_last_accepted_answer()
     assert!(admitted, "{}", log());
     drop(restarted);
 }
+
+/// `[kubernetes] kuadrant_default_policy = true`: a Gateway discovered in an allowed
+/// namespace without a DNSPolicy gets the default one (`GATEWAY-dns`), which publishes its
+/// listener; one in a namespace without an allowance, or annotated to opt out, gets none.
+/// Runs against the Kubernetes API test server.
+#[tokio::test]
+async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let port = gws[0].addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, port)
+        .set("kubernetes.kuadrant", true)
+        .set("kubernetes.kuadrant_default_policy", true);
+    let _process = run_operator(dir.path(), &config);
+    let listening = |ns: &str, name: &str, host: &str| {
+        let mut g = gateway(ns, name, &[gws[0].addr().ip()]);
+        g["spec"]["listeners"] =
+            json!([{"name": "api", "hostname": host, "port": 443, "protocol": "HTTPS"}]);
+        g
+    };
+    kube.apply(listening("team-a", "gw-d", "d.team-a.io"));
+    kube.apply(listening("team-c", "gw-x", "x.team-c.io"));
+    let mut opted_out = listening("team-a", "gw-o", "o.team-a.io");
+    opted_out["metadata"]["annotations"] =
+        json!({"healthorchestrator.io/default-dns-policy": "false"});
+    kube.apply(opted_out);
+
+    let file = hosts(dir.path(), "team-a_dnsrecord.gw-d-api");
+    wait_for_file(&file, "the default policy's listener", |c| {
+        addresses(c) == [gws[0].addr().ip().to_string()]
+    })
+    .await;
+    let made = kube
+        .object("dnspolicies", "team-a", "gw-d-dns")
+        .expect("the default policy");
+    assert_eq!(made["spec"]["targetRef"]["name"], "gw-d");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        kube.object("dnspolicies", "team-c", "gw-x-dns").is_none(),
+        "no allowance"
+    );
+    assert!(
+        kube.object("dnspolicies", "team-a", "gw-o-dns").is_none(),
+        "opted out"
+    );
+}

@@ -21,6 +21,13 @@ pub struct KubernetesConfig {
     /// operator may own these resources.
     #[serde(default)]
     pub kuadrant: bool,
+    /// With `kuadrant`: make the default DNSPolicy (round robin, `GATEWAY-dns`) for every
+    /// Gateway of an allowed namespace that no DNSPolicy targets, as Kuadrant's design has
+    /// its controller do when it discovers a Gateway; the team may then edit or replace
+    /// it. A Gateway annotated `healthorchestrator.io/default-dns-policy: "false"` gets
+    /// none. Off by default.
+    #[serde(default)]
+    pub kuadrant_default_policy: bool,
     /// A kubeconfig file. Unset: the in-cluster service account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<PathBuf>,

@@ -9,6 +9,12 @@ use crate::names::{check_kube_name, normalize_domain};
 /// A namespace listed twice would make its allowance depend on the order of the file; a
 /// suffix that is not a domain or a sink that does not exist would silently allow nothing.
 pub(super) fn check_kubernetes(config: &Config, errs: &mut Errors) {
+    if config.kubernetes.kuadrant_default_policy && !config.kubernetes.kuadrant {
+        errs.push(
+            "kubernetes.kuadrant_default_policy",
+            "makes Kuadrant's default DNSPolicy, which only kuadrant = true reads: set kuadrant = true too",
+        );
+    }
     let mut seen = HashSet::new();
     for (i, allow) in config.kubernetes.allow.iter().enumerate() {
         let at = |field: &str| format!("kubernetes.allow[{i}].{field}");

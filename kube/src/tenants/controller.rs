@@ -225,6 +225,8 @@ impl Controller {
                     .collect(),
             };
             kuadrant.report_probes(&endpoints, &seen);
+            let gateways = self.watched.gateway_objects();
+            kuadrant.write_gateways(&gateways, &self.base, now).await;
         }
     }
 

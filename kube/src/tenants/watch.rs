@@ -194,11 +194,19 @@ fn spec_relevant(o: &DynamicObject) -> serde_json::Value {
     serde_json::json!([o.data.get("spec"), m.deletion_timestamp, ours])
 }
 
-/// A Gateway's addresses, and its listeners (a DNSPolicy publishes their hostnames).
+/// A Gateway's addresses, its listeners (a DNSPolicy publishes their hostnames) and our
+/// `PolicyAffected` condition (a Gateway controller that rewrites its conditions may drop
+/// it; a round puts it back).
 fn gateway_relevant(g: &DynamicObject) -> serde_json::Value {
+    let ours = g.data["status"]["conditions"].as_array().and_then(|c| {
+        c.iter()
+            .find(|c| c["type"] == super::kuadrant::AFFECTED)
+            .cloned()
+    });
     serde_json::json!([
         g.data.pointer("/status/addresses"),
-        g.data.pointer("/spec/listeners")
+        g.data.pointer("/spec/listeners"),
+        ours
     ])
 }
 

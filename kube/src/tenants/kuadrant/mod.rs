@@ -6,10 +6,11 @@
 //! and probes get the status Kuadrant's controllers write ([`status`]). The translation is
 //! the binary's (it owns the import), handed in as a [`Translate`].
 
+mod gateways;
 mod status;
 mod translate;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use kube::ResourceExt;
 use serde_json::{json, Value};
 use tracing::{debug, info};
 
+pub use gateways::AFFECTED;
 pub use translate::{
     stand_in_name, translate_all, Allowance, Policies, PolicyOutcome, Record, Records, Translate,
     Translation,
@@ -49,8 +51,10 @@ pub struct Live {
     statuses: Statuses,
     policy_statuses: Statuses,
     probe_statuses: Statuses,
-    /// Writes the records' finalizers.
+    /// Writes the records' finalizers, Gateways' conditions, default policies.
     client: Client,
+    /// Gateways this process made a default policy for.
+    made: HashSet<(String, String)>,
 }
 
 impl Live {
@@ -72,6 +76,7 @@ impl Live {
             policies: Policies::new(),
             ready: BTreeSet::new(),
             client,
+            made: HashSet::new(),
         }
     }
 
@@ -166,6 +171,40 @@ impl Live {
             {
                 self.set_finalizer(object, false).await;
             }
+        }
+    }
+
+    /// Writes `PolicyAffected` on the Gateways accepted policies target (and takes it off
+    /// the others), and with `[kubernetes] kuadrant_default_policy` makes the default
+    /// policy of each Gateway of an allowed namespace no policy targets (the writer only).
+    pub async fn write_gateways(
+        &mut self,
+        gateways: &[Arc<DynamicObject>],
+        base: &Config,
+        now: f64,
+    ) {
+        let policies = self.stores.policies();
+        let applied = gateways::applied(&self.policies, &policies);
+        for g in gateways {
+            let key = (
+                g.metadata.namespace.clone().unwrap_or_default(),
+                g.name_any(),
+            );
+            let names = applied.get(&key).map_or(&[][..], Vec::as_slice);
+            if let Some(conditions) = gateways::affected_conditions(g, names, now) {
+                gateways::write_conditions(&self.client, g, conditions).await;
+            }
+        }
+        if !base.kubernetes.kuadrant_default_policy {
+            return;
+        }
+        let allowed = |ns: &str| base.kubernetes.allow.iter().any(|a| a.namespace == ns);
+        for g in gateways::missing_defaults(gateways, &policies, &allowed, &self.made) {
+            gateways::create_default(&self.client, g).await;
+            self.made.insert((
+                g.metadata.namespace.clone().unwrap_or_default(),
+                g.name_any(),
+            ));
         }
     }
 
