@@ -170,3 +170,42 @@ fn a_record_that_stops_translating_keeps_its_last_accepted_generation() {
     let a = Admitter::default().admit_with(&base(), &[], vec![(key, refused)], &world, &CATALOG);
     assert_eq!(refusal(verdict(&a, "team-a", "api")).0, "Invalid");
 }
+
+/// A base-config reload that would refuse an accepted resource (its namespace's allowance
+/// narrowed to another domain) keeps its last accepted generation publishing, as a refused
+/// edit does; the allowance restored, it is accepted again.
+#[test]
+fn a_reload_that_would_refuse_a_resource_keeps_it_publishing() {
+    let mut admitter = Admitter::default();
+    let world = World::default();
+    let r = team_a_api();
+    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "api"),
+        Verdict::Accepted { .. }
+    ));
+
+    let mut narrowed = base();
+    let allow = narrowed
+        .kubernetes
+        .allow
+        .iter_mut()
+        .find(|a| a.namespace == "team-a")
+        .unwrap();
+    allow.domains = vec!["elsewhere.example".into()];
+    let a = admitter.admit(&narrowed, &[&r], &world, &CATALOG);
+    match verdict(&a, "team-a", "api") {
+        Verdict::KeptLast { reason, .. } => assert_eq!(*reason, "DomainNotAllowed"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        a.config.tenants.iter().any(|t| t.name == "team-a_api"),
+        "still published"
+    );
+
+    let a = admitter.admit(&base(), &[&r], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "api"),
+        Verdict::Accepted { .. }
+    ));
+}
