@@ -7,7 +7,7 @@
 # throughput is bound by the load generator; CPU per query at the paced rate is the fair
 # comparison.
 #
-#   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --release)
+#   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --profile dist)
 #   DNSSEC=1 bench/dns/dnsperf.sh [ROUNDS] [DURATION]
 #
 # With DNSSEC=1 every query carries the DO bit and every server signs: ours online with
@@ -33,8 +33,8 @@ PDNS_PORT=5392
 KNOT_PORT=5393
 PLAIN_PORT=5394
 DNSSEC=${DNSSEC:-0}
-BIN=target/release/health-orchestrator
-[[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+BIN=target/dist/health-orchestrator
+[[ -x $BIN ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
 [[ -x /usr/sbin/pdns_server ]] || { echo "pdns_server is missing (apt-get install pdns-server)" >&2; exit 1; }
 [[ -x /usr/sbin/knotd ]] || { echo "knotd is missing (apt-get install knot)" >&2; exit 1; }

@@ -5,7 +5,7 @@
 # Counted by the server itself (/metrics): full answers, slipped (truncated) answers and
 # drops of the flood, and what the second network got.
 #
-#   bench/dns/rrl.sh [RATE] [DURATION] [RPS]   (after cargo build --release)
+#   bench/dns/rrl.sh [RATE] [DURATION] [RPS]   (after cargo build --profile dist)
 #
 # Needs dnsperf (Debian). Every address is on loopback.
 set -euo pipefail
@@ -13,8 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RATE=${1:-100000}
 DURATION=${2:-10}
 RPS=${3:-100}
-BIN=target/release/health-orchestrator
-[[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+BIN=target/dist/health-orchestrator
+[[ -x $BIN ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
 WORK=$(mktemp -d)
 PID=""

@@ -6,15 +6,15 @@
 # and at the secondary (each polled with dig every 5 ms). The bound the issue sets is the
 # detection bound (interval + timeout x fall + fast_interval x (fall - 1) + 5 ms) + 100 ms.
 #
-#   bench/dns/secondary.sh [TRIALS]     (default 20; after cargo build --release)
+#   bench/dns/secondary.sh [TRIALS]     (default 20; after cargo build --profile dist)
 #
 # Prints one line per trial and the p50/p99 of both; needs named (bind9), tsig-keygen, dig
 # and python3. Everything on loopback.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TRIALS=${1:-20}
-BIN=target/release/health-orchestrator
-[[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+BIN=target/dist/health-orchestrator
+[[ -x $BIN ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 for tool in /usr/sbin/named /usr/sbin/tsig-keygen dig python3; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (Debian: bind9, dnsutils)" >&2; exit 1; }
 done

@@ -6,7 +6,7 @@
 # rounds of (ours-xdp, ours, knot-xdp, knot), each a DURATION-second paced run at RATE
 # queries/s with every latency recorded.
 #
-#   bench/dns/xdp.sh [ROUNDS] [DURATION]   (as root, after cargo build --release)
+#   bench/dns/xdp.sh [ROUNDS] [DURATION]   (as root, after cargo build --profile dist)
 #
 # Columns: p50/p99 latency as dnsperf saw it; the server process's CPU per answered query
 # (user + system, /proc/PID/stat), as bench/dns/dnsperf.sh; and the whole machine's busy
@@ -20,8 +20,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-3}
 DURATION=${2:-10}
 RATE=${RATE:-40000}
-BIN=${BIN:-target/release/health-orchestrator}
-[[ -x $BIN ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+BIN=${BIN:-target/dist/health-orchestrator}
+[[ -x $BIN ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || { echo "run as root (network namespaces, XDP)" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
 [[ -x /usr/sbin/knotd ]] || { echo "knotd is missing (apt-get install knot)" >&2; exit 1; }

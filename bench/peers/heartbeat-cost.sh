@@ -8,7 +8,7 @@
 #   bench/peers/heartbeat-cost.sh [--rounds R] [--window S] [--out DIR] N
 #
 # Prints one line per round and the medians; writes DIR/heartbeat-cost.jsonl. Needs a release
-# build of the binary and of heartbeatload (cargo build --release -p ho-loadtest), and what
+# build of the binary and of heartbeatload (cargo build --profile dist -p ho-loadtest), and what
 # lib.sh needs. Every address is loopback (the API on 127.0.0.1; endpoints in 127.3.0.0/16
 # receive nothing).
 set -euo pipefail
@@ -26,8 +26,8 @@ done
 (( ${#sizes[@]} == 1 )) || { echo "one N" >&2; exit 2; }
 n=${sizes[0]}
 source "$repo/bench/peers/lib.sh"
-load="$repo/target/release/heartbeatload"
-[[ -x $load ]] || { echo "build first: cargo build --release -p ho-loadtest" >&2; exit 1; }
+load="$repo/target/dist/heartbeatload"
+[[ -x $load ]] || { echo "build first: cargo build --profile dist -p ho-loadtest" >&2; exit 1; }
 mkdir -p "$out"
 results="$out/heartbeat-cost.jsonl"
 warm=10

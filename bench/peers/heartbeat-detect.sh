@@ -26,8 +26,8 @@ done
 (( ${#sizes[@]} )) || sizes=(1000)
 n=${sizes[0]}
 source "$repo/bench/peers/lib.sh"
-load="$repo/target/release/heartbeatload"
-[[ -x $load ]] || { echo "build first: cargo build --release -p ho-loadtest" >&2; exit 1; }
+load="$repo/target/dist/heartbeatload"
+[[ -x $load ]] || { echo "build first: cargo build --profile dist -p ho-loadtest" >&2; exit 1; }
 command -v dig >/dev/null || { echo "dig is missing (Debian: dnsutils)" >&2; exit 1; }
 mkdir -p "$out"
 results="$out/heartbeat-detect.jsonl"

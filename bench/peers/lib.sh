@@ -11,8 +11,8 @@
 # either peer is a full handshake; `resume` offers session tickets and a session cache, so
 # each peer resumes as well as it can. Both peers check with verification off (HAProxy
 # `check-ssl verify none`, ours `insecure = true`): the cost compared is the handshake's.
-bin="$repo/target/release/health-orchestrator"
-[[ -x $bin ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+bin="$repo/target/dist/health-orchestrator"
+[[ -x $bin ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 tls=${tls:-off}
 [[ $tls =~ ^(off|fresh|resume)$ ]] || { echo "tls must be off, fresh or resume" >&2; exit 2; }
 for tool in nginx haproxy curl python3 openssl; do

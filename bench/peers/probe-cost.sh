@@ -14,7 +14,7 @@
 # Prints one table per N with each round's CPU per 1,000 probes and the median of the per-round
 # ratios, and writes DIR/probe-cost.jsonl (one line per peer and round; `peerplot
 # DIR/probe-cost.jsonl --svg F` draws it). Needs nginx and haproxy (Debian: nginx-light
-# haproxy), curl, python3 and a release build (cargo build --release). Runs as root (it
+# haproxy), curl, python3 and a release build (cargo build --profile dist). Runs as root (it
 # raises the open-file limit and the listen backlog); every address is in 127.3.0.0/16.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -11,7 +11,7 @@
 # the provider API requests of the run (start-up, the burst, its recovery, the reconciles).
 #
 #   bench/rehearsal/cloud-500-tenants.sh cloudflare|google|azure [OUT_PREFIX]
-#     (after cargo build --release -p health-orchestrator -p ho-loadtest -p ho-testkit
+#     (after cargo build --profile dist -p health-orchestrator -p ho-loadtest -p ho-testkit
 #      --features ho-testkit/cloud-api: the load test runs the orchestrator binary)
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)"   # one descriptor per gateway when the limit allows
@@ -34,7 +34,7 @@ case $PROVIDER in
   google) LIMIT=() ;;
   *) echo "unknown provider $PROVIDER" >&2; exit 2 ;;
 esac
-target/release/ho-cloud-fake --provider "$PROVIDER" --listen 127.0.0.1:$PORT --zone rehearsal.test \
+target/dist/ho-cloud-fake --provider "$PROVIDER" --listen 127.0.0.1:$PORT --zone rehearsal.test \
   --stats "$WORK/stats.json" --key-dir "$WORK" "${LIMIT[@]}" >"$WORK/fake.log" 2>&1 &
 FAKE_PID=$!
 trap 'kill $FAKE_PID 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -82,6 +82,6 @@ for t in range(500):
         print(f'[[endpoints]]\nname = "t{t}-gw{g}"\naddress = "127.{200 + t // 250}.{t % 250}.{g + 1}"\nlabels = {{ tenant = "t{t}" }}\n')
     print(f'[[tenants]]\nname = "t{t}"\ndomains = ["t{t}.rehearsal.test"]\nselector = {{ tenant = "t{t}" }}\nsinks = ["cloud"]\nttl = "60s"\n')
 PY
-target/release/loadtest --config "$WORK/prod.toml" --scenario "$SCENARIO" \
+target/dist/loadtest --config "$WORK/prod.toml" --scenario "$SCENARIO" \
   --duration "$DURATION" --json "$OUT.json" --svg "$OUT.svg"
 echo "$PROVIDER API requests in the run: $(cat "$WORK/stats.json")" | tee "$OUT.requests"

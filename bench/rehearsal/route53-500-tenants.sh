@@ -6,7 +6,7 @@
 # run (start-up, the fault burst, its recovery and the reconciles, counted in moto's request
 # log); writes JSON and SVG next to $OUT.
 #
-#   bench/rehearsal/route53-500-tenants.sh [OUT_PREFIX]   (after cargo build --release --workspace)
+#   bench/rehearsal/route53-500-tenants.sh [OUT_PREFIX]   (after cargo build --profile dist --workspace)
 #   DELIVERY='delivery = { max_writes_per_second = 500, burst = 500 }' bench/rehearsal/...
 #     (the r53 sink's delivery settings: the default 10 writes/s is one tenant per write)
 #
@@ -52,7 +52,7 @@ for t in range(500):
     print(f'[[tenants]]\nname = "t{t}"\ndomains = ["t{t}.rehearsal.test"]\nselector = {{ tenant = "t{t}" }}\nsinks = ["r53"]\n')
 PY
 AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
-  target/release/loadtest --config "$WORK/prod.toml" --scenario loadtest/scenarios/fail-10pct.toml \
+  target/dist/loadtest --config "$WORK/prod.toml" --scenario loadtest/scenarios/fail-10pct.toml \
   --duration 60s --json "$OUT.json" --svg "$OUT.svg"
 lists=$(grep -c '"GET /2013-04-01/hostedzone/[^ ]*/rrset' "$WORK/moto.log" || true)
 changes=$(grep -c '"POST /2013-04-01/hostedzone/[^ ]*/rrset' "$WORK/moto.log" || true)

@@ -7,7 +7,7 @@
 #
 #   deploy/image/build.sh [--binary PATH] [--out FILE] [--name NAME:TAG]
 #
-# Without --binary it builds the release binary first (cargo build --release --locked).
+# Without --binary it builds the optimised binary first (cargo build --profile dist --locked).
 # The result is an OCI archive: load it with `podman load -i FILE`, push it with
 # `skopeo copy oci-archive:FILE docker://REGISTRY/NAME:TAG`, or unpack it with umoci.
 # buildah's storage lives in a temporary directory removed at the end, so the host's
@@ -32,8 +32,8 @@ done
 certs=/etc/ssl/certs/ca-certificates.crt
 [[ -f $certs ]] || { echo "$certs is missing: install ca-certificates" >&2; exit 1; }
 if [[ -z $binary ]]; then
-  (cd "$repo" && cargo build --release --locked --bin health-orchestrator)
-  binary="$repo/target/release/health-orchestrator"
+  (cd "$repo" && cargo build --profile dist --locked --bin health-orchestrator)
+  binary="$repo/target/dist/health-orchestrator"
 fi
 [[ -x $binary ]] || { echo "$binary is not an executable" >&2; exit 1; }
 

@@ -47,7 +47,7 @@ impl EngineProcess {
             .spawn()
             .map_err(|e| {
                 anyhow::anyhow!(
-                    "starting {}: {e} (build it first: cargo build --release)",
+                    "starting {}: {e} (build it first: cargo build --profile dist)",
                     bin.display()
                 )
             })?;

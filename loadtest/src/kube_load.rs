@@ -28,7 +28,7 @@ use crate::engine_proc::EngineProcess;
 #[derive(clap::Parser, Debug, Clone)]
 pub struct Args {
     /// The orchestrator binary.
-    #[arg(long, default_value = "target/release/health-orchestrator")]
+    #[arg(long, default_value = "target/dist/health-orchestrator")]
     pub bin: PathBuf,
     /// Resources present at start.
     #[arg(long, default_value_t = 1000)]
