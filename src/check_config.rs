@@ -35,6 +35,25 @@ fn counted(n: usize, thing: &str) -> String {
     }
 }
 
+/// `plan` once every endpoint's host name resolves, as a start needs; a name that does not
+/// is the error `run` stops on.
+fn resolved(plan: Plan) -> Result<Plan, ExitCode> {
+    if plan.hosts.is_empty() {
+        return Ok(plan);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the lookups");
+    match runtime.block_on(ho_engine::hosts::check(&plan)) {
+        Ok(()) => Ok(plan),
+        Err(e) => {
+            eprintln!("{e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 /// Loads, layers and validates `files`, then reads every secret, CA file, kubeconfig and
 /// database the config names (`ho_kinds::preflight`), so a config `check-config` accepts is
 /// one `run` starts. On any problem prints every one of them and returns exit code 2. The
@@ -50,7 +69,11 @@ pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) 
         .and_then(|plan| {
             let problems = ho_kinds::preflight(&plan);
             if problems.is_empty() {
-                return Ok(plan);
+                if let Err(e) = ho_engine::Engine::check_kept_state(&plan) {
+                    eprintln!("{e}");
+                    return Err(ExitCode::from(2));
+                }
+                return resolved(plan);
             }
             for problem in &problems {
                 eprintln!("{problem}");

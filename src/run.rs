@@ -76,9 +76,14 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let sinks = Arc::new(ho_kinds::Sinks::default());
         let mut engine = match Engine::start_with(plan, sinks, metrics).await {
             Ok(engine) => engine,
-            // What the preflight could not see (a socket the DNS server cannot bind) is a
-            // config problem too.
-            Err(e @ (EngineError::Probe { .. } | EngineError::SinkBuild(_))) => {
+            // What the preflight could not see (a socket the DNS server cannot bind, a state
+            // file changed since) is a config problem too.
+            Err(
+                e @ (EngineError::Probe { .. }
+                | EngineError::SinkBuild(_)
+                | EngineError::Host(_)
+                | EngineError::Drains(_)),
+            ) => {
                 eprintln!("{e}");
                 return Ok(ExitCode::from(2));
             }

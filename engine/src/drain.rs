@@ -58,16 +58,23 @@ impl DrainStore {
         let Some(path) = &self.path else {
             return Ok(OperatorState::default());
         };
-        Ok(state_file::read(path, "drain")?.unwrap_or_default())
+        Ok(state_file::read(path)?.unwrap_or_default())
     }
 
     /// Replaces the file with `state`, atomically and flushed to the disk.
     pub fn save(&self, state: &OperatorState) -> Result<(), StateFileError> {
         match &self.path {
-            Some(path) => state_file::write_json(path, state, true),
+            Some(path) => state_file::write_state(path, state, true),
             None => Ok(()),
         }
     }
+}
+
+/// `drains.json`. Format 2 adds `version` to format 1's fields.
+impl state_file::StateFormat for OperatorState {
+    const WHAT: &'static str = "drain";
+    const LOSS: &'static str = "the drains, forced health and held fail-backs in it are then lost";
+    const VERSION: u64 = 2;
 }
 
 #[cfg(test)]

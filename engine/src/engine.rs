@@ -119,6 +119,12 @@ impl Engine {
         Engine::start_with(plan, factory, Arc::new(Metrics::new())).await
     }
 
+    /// Whether the state files a start reads (what operators set: `drains.json`) can be
+    /// used: what `check-config` asks so it judges a config as `run` does.
+    pub fn check_kept_state(plan: &Plan) -> Result<(), EngineError> {
+        load_drains(plan).map(|_| ())
+    }
+
     /// [`Engine::start`] with metrics made beforehand (the telemetry exporter counts its
     /// dropped spans in them).
     pub async fn start_with(
@@ -126,6 +132,9 @@ impl Engine {
         factory: Arc<dyn SinkFactory>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
+        // What operators set before a restart is read before anything starts: a file that
+        // cannot be used stops the start with its error, before any actor runs.
+        let kept = load_drains(&plan)?;
         let (hosts, resolved) = Hosts::new(metrics.clone());
         let configured = Arc::new(plan);
         let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
@@ -147,12 +156,12 @@ impl Engine {
             limits,
         } = start_deciders(
             &plan,
-            &ids,
             &sink_actors,
             &stores,
             &metrics,
             &leadership,
             &events,
+            kept,
         )?;
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));

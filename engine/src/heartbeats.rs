@@ -194,6 +194,14 @@ struct HeartbeatFile {
     heartbeats: BTreeMap<IpAddr, u64>,
 }
 
+/// `heartbeats.json`. Format 2 adds `version` to format 1's fields.
+impl state_file::StateFormat for HeartbeatFile {
+    const WHAT: &'static str = "heartbeat";
+    const LOSS: &'static str =
+        "the last heartbeat of each endpoint in it is then lost: they are unknown until they beat again";
+    const VERSION: u64 = 2;
+}
+
 /// Where the board is saved.
 struct HeartbeatStore {
     path: PathBuf,
@@ -201,7 +209,7 @@ struct HeartbeatStore {
 
 impl HeartbeatStore {
     fn load(&self) -> Result<BTreeMap<IpAddr, SystemTime>, StateFileError> {
-        let Some(file) = state_file::read::<HeartbeatFile>(&self.path, "heartbeat")? else {
+        let Some(file) = state_file::read::<HeartbeatFile>(&self.path)? else {
             return Ok(BTreeMap::new());
         };
         Ok(file
@@ -223,8 +231,7 @@ impl HeartbeatStore {
                 })
                 .collect(),
         };
-        let body = serde_json::to_vec(&file).expect("serializable");
-        state_file::write(&self.path, &body, false)
+        state_file::write_state(&self.path, &file, false)
     }
 }
 

@@ -21,7 +21,7 @@ mod delivery;
 mod drain;
 mod events;
 pub mod heartbeats;
-mod hosts;
+pub mod hosts;
 pub mod hysteresis;
 pub mod leadership;
 pub mod metrics;

@@ -54,6 +54,45 @@ fn check_config_reports_every_error_with_its_field_path() {
     }
 }
 
+/// `check-config` and `run` judge every broken config alike: the same exit code (2) and
+/// the same first error, including what only a start finds (a host name that does not
+/// resolve). `run` never gets as far as starting.
+#[test]
+fn check_config_and_run_agree_on_every_bad_config() {
+    let folder = repo("config/tests/bad");
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files {
+        let judge = |command: &str| {
+            let mut child = bin()
+                .current_dir(&folder)
+                .args([command, "--config"])
+                .arg(&file)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = std::time::Instant::now();
+            while child.try_wait().unwrap().is_none() {
+                if start.elapsed() > Duration::from_secs(20) {
+                    let _ = child.kill();
+                    panic!("{command} {} did not stop", file.display());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), stderr.lines().next().map(str::to_owned))
+        };
+        let checked = judge("check-config");
+        assert_eq!(checked.0, Some(2), "{}", file.display());
+        assert_eq!(judge("run"), checked, "{}", file.display());
+    }
+}
+
 #[test]
 fn check_config_accepts_the_examples_and_layers_files() {
     let out = bin()

@@ -106,3 +106,69 @@ async fn a_read_only_api_refuses_operator_actions() {
     assert!(body.contains("api.admin_token_file"), "{body}");
     assert!(!engine.status().await.unwrap().tracker.tenants[0].endpoints[0].drained);
 }
+
+/// The state files across upgrades and downgrades, through the binary: a corrupt and a newer
+/// `drains.json` stop `check-config` and `run` alike with the file, the reason and the way
+/// out, never a panic (starting without it would publish what an operator took out; a
+/// broken `heartbeats.json` only starts the board empty, with a warning); an older one (the first format, without
+/// `version`) is read and honoured (the drained gateway stays out), and written in today's
+/// format at the next save.
+#[actix_rt::test]
+async fn state_files_corrupt_newer_or_older_are_said_or_migrated_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let gws = gateways(2);
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, text(dir.path(), &gws)).unwrap();
+    let judge = |command: &str| {
+        let out = binary()
+            .args([command, "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "{command}: {stderr}");
+        (out.status.code(), stderr)
+    };
+    for (file, body, said) in [
+        ("drains.json", "{\"drained\": [", "is not a drain file"),
+        (
+            "drains.json",
+            "{\"version\": 9, \"drained\": []}",
+            "written by a newer version (its drain format is 9; this version reads up to 2)",
+        ),
+    ] {
+        let path = state.join(file);
+        std::fs::write(&path, body).unwrap();
+        for command in ["check-config", "run"] {
+            let (code, stderr) = judge(command);
+            assert_eq!(code, Some(2), "{command} with {file} {body}: {stderr}");
+            assert!(
+                stderr.contains(said) && stderr.contains(&path.display().to_string()),
+                "{command}: {stderr}"
+            );
+            assert!(
+                stderr.contains("to start without it"),
+                "the way out: {stderr}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    // The first format: no `version`.
+    std::fs::write(state.join("drains.json"), "{\"drained\": [\"gw-2\"]}").unwrap();
+    assert_eq!(judge("check-config").0, Some(0));
+    let file = dir.path().join("t.hosts");
+    let engine = start_engine(dir.path(), &text(dir.path(), &gws)).await;
+    let api = serve_api(&engine, None, Some(ADMIN)).await;
+    wait_for_file(&file, "gw-2 kept out", |c| addresses(c) == [ip(&gws[0])]).await;
+    let (code, _) = api_request(api, "POST", "/v1/endpoints/gw-1/drain", Some(ADMIN)).await;
+    assert_eq!(code, 200);
+    let saved = std::fs::read_to_string(state.join("drains.json")).unwrap();
+    assert!(
+        saved.contains("\"version\": 2") && saved.contains("\"gw-2\""),
+        "{saved}"
+    );
+}

@@ -14,13 +14,33 @@
 //! answered once; then what the peers say and relay replaces it.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use ho_engine::state_file::{self, StateFileError, StateFormat};
 
 use tracing::warn;
 
 /// Per report suffix, the texts of every peer report known.
 pub type Known = HashMap<String, Vec<String>>;
+
+/// `reports-<sink>.json`: format 1 was the bare map; format 2 holds it under `reports`,
+/// beside its `version`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptReports {
+    reports: Known,
+}
+
+impl StateFormat for KeptReports {
+    const WHAT: &'static str = "peers' reports";
+    const LOSS: &'static str =
+        "the peers' gateways are then not recalled at a restart until a peer answers";
+    const VERSION: u64 = 2;
+
+    fn migrate(_: u64, content: serde_json::Value) -> Result<serde_json::Value, String> {
+        Ok(serde_json::json!({ "reports": content }))
+    }
+}
 
 /// The recalled reports and where they are kept.
 pub struct Recall {
@@ -38,11 +58,10 @@ impl Recall {
     pub fn new(relayed: Known, path: Option<PathBuf>) -> Recall {
         let from_file = || {
             let path = path.as_ref()?;
-            let body = std::fs::read(path).ok()?;
-            match serde_json::from_slice::<Known>(&body) {
-                Ok(known) => Some(known),
+            match state_file::read::<KeptReports>(path) {
+                Ok(kept) => kept.map(|k| k.reports),
                 Err(e) => {
-                    warn!(path = %path.display(), error = %e, "the peers' reports kept there do not parse; not recalled");
+                    warn!(error = %e, "the peers' reports are not recalled");
                     None
                 }
             }
@@ -110,18 +129,13 @@ fn ownership(known: &Known) -> Vec<String> {
     owned
 }
 
-/// Replaces the file atomically (temporary file, rename).
-fn save(path: &PathBuf, known: &Known) -> Result<(), String> {
-    let body = serde_json::to_vec(known).expect("serializable");
-    let tmp = path.with_extension("json.tmp");
-    let write = || -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&tmp, &body)?;
-        std::fs::rename(&tmp, path)
+/// Replaces the file atomically (temporary file, rename; rewritten as reports change, so
+/// not flushed each time).
+fn save(path: &Path, known: &Known) -> Result<(), StateFileError> {
+    let kept = KeptReports {
+        reports: known.clone(),
     };
-    write().map_err(|e| format!("{}: {e}", path.display()))
+    state_file::write_state(path, &kept, false)
 }
 
 #[cfg(test)]

@@ -14,25 +14,27 @@ pub(super) struct Deciders {
     pub(super) limits: Arc<ProbeLimits>,
 }
 
-/// Starts the tracker of `plan` (its targets `ids`, publishing to `sinks`, what operators set
-/// before a restart applied) and the coordinator of its report rounds over `stores`.
+/// Starts the tracker of `plan` (its targets numbered in order, publishing to `sinks`, with
+/// `kept`: the drain store and what operators set before a restart) and the coordinator of
+/// its report rounds over `stores`.
 pub(super) fn start_deciders(
     plan: &Arc<Plan>,
-    ids: &[TargetId],
     sinks: &BTreeMap<String, Addr<SinkActor>>,
     stores: &BTreeMap<String, Arc<dyn ReportStore>>,
     metrics: &Arc<Metrics>,
     leadership: &Leadership,
     events: &Events,
+    kept: (DrainStore, crate::drain::OperatorState),
 ) -> Result<Deciders, EngineError> {
     let limits = probe_limits(plan, metrics);
-    let (drains, operator) = load_drains(plan)?;
+    let (drains, operator) = kept;
+    let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
     // The tracker and the coordinator address each other (the address exists first).
     let coordinator_context = Context::<Coordinator>::new();
     let coordinator = coordinator_context.address();
     let tracker = HealthTracker::new(
         plan.clone(),
-        ids.to_vec(),
+        ids,
         sinks.clone(),
         Surroundings {
             metrics: metrics.clone(),

@@ -33,6 +33,13 @@ use lookup::Found;
 #[error("{0}")]
 pub struct HostsError(pub String);
 
+/// Looks every endpoint's host name up once, as a start does (the same resolver, the same
+/// errors): what `check-config` asks, so it judges a config as `run` does.
+pub async fn check(plan: &Plan) -> Result<(), HostsError> {
+    let (hosts, _) = Hosts::new(Arc::new(Metrics::new()));
+    hosts.prepare(plan).await.map(|_| ())
+}
+
 /// One host name of the endpoints, as last looked up.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HostStatus {

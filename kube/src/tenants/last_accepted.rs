@@ -37,6 +37,13 @@ struct AcceptedFile {
     resources: BTreeMap<String, Generation>,
 }
 
+/// `accepted.json`. Format 2 adds `version` to format 1's fields.
+impl ho_engine::state_file::StateFormat for AcceptedFile {
+    const WHAT: &'static str = "accepted resources";
+    const LOSS: &'static str = "a resource refused now publishes nothing until it is fixed";
+    const VERSION: u64 = 2;
+}
+
 impl LastAccepted {
     /// Kept in `state_dir` (none: in memory only), starting from what a previous run kept
     /// there. A file that cannot be read is logged and set aside: admission then starts
@@ -44,7 +51,7 @@ impl LastAccepted {
     pub(super) fn keeping_in(state_dir: Option<&Path>) -> LastAccepted {
         let keep_in = state_dir.map(|d| d.join("accepted.json"));
         let kept = keep_in.as_deref().map_or(Ok(None), |path| {
-            ho_engine::state_file::read::<AcceptedFile>(path, "accepted resources")
+            ho_engine::state_file::read::<AcceptedFile>(path)
         });
         let by_key = match kept {
             Ok(file) => file
@@ -133,7 +140,7 @@ impl LastAccepted {
                 .map(|((ns, name), last)| (format!("{ns}/{name}"), last.clone()))
                 .collect(),
         };
-        let body = serde_json::to_vec_pretty(&file).expect("serializable");
+        let body = ho_engine::state_file::encode(&file);
         if body == self.kept {
             return;
         }
