@@ -241,14 +241,37 @@ async fn alerts_and_dashboard_use_only_exported_metrics() {
 
 /// The alert rules load in Prometheus and behave: `promtool check rules` on the groups of the
 /// PrometheusRule, then `promtool test rules` with `alerts.test.yaml`, which fires every alert
-/// from synthetic series and checks the cases that must stay silent (one alert per outage
-/// across replicas, a replica's own network failing, a sink with nothing pending).
+/// from synthetic series (each of them: checked here) and checks the cases that must stay
+/// silent (one alert per outage across replicas, a replica's own network failing, a sink
+/// with nothing pending, a standby's sink).
 #[test]
 fn alert_rules_fire_and_stay_silent() {
     let rule: serde_yaml::Value = serde_yaml::from_str(
         &std::fs::read_to_string(repo("deploy/kubernetes/monitoring/prometheusrule.yaml")).unwrap(),
     )
     .unwrap();
+    let tests: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo("deploy/kubernetes/monitoring/alerts.test.yaml")).unwrap(),
+    )
+    .unwrap();
+    let fired: std::collections::BTreeSet<&str> = tests["tests"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["alert_rule_test"].as_sequence().unwrap())
+        .filter(|c| c["exp_alerts"].as_sequence().is_some_and(|a| !a.is_empty()))
+        .filter_map(|c| c["alertname"].as_str())
+        .collect();
+    let alerts: Vec<&str> = rule["spec"]["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().unwrap())
+        .filter_map(|r| r["alert"].as_str())
+        .collect();
+    let untested: Vec<&&str> = alerts.iter().filter(|a| !fired.contains(**a)).collect();
+    assert!(untested.is_empty(), "alerts no test fires: {untested:?}");
+    assert_eq!(alerts.len(), 12);
     let mut rules = serde_yaml::Mapping::new();
     rules.insert("groups".into(), rule["spec"]["groups"].clone());
     let dir = tempfile::tempdir().unwrap();

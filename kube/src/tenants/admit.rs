@@ -419,7 +419,10 @@ fn tenant_config(
     let spec = &resource.spec;
     let duration = |field: &str, value: &str| {
         humantime::parse_duration(value).map_err(|e| {
-            format!("spec.{field}: \"{value}\" is not a duration ({e}); write e.g. \"30s\"")
+            format!(
+                "spec.{}: \"{value}\" is not a duration ({e}); write e.g. \"30s\"",
+                resource_field(field)
+            )
         })
     };
     let ttl = match spec.ttl.as_deref() {
@@ -501,12 +504,31 @@ fn bounded_name(name: &str) -> String {
     format!("{}_{hash}", &name[..54])
 }
 
+/// The resource's name of a tenant's config field: camelCase as Kubernetes APIs write
+/// them, acronyms in capitals (`degraded_ttl` is `degradedTTL`).
+pub(super) fn resource_field(config_field: &str) -> String {
+    let mut out = String::new();
+    for (i, word) in config_field.split('_').enumerate() {
+        match (i, word) {
+            (0, w) => out.push_str(w),
+            (_, "ttl") => out.push_str("TTL"),
+            (_, w) => {
+                let mut chars = w.chars();
+                out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+                out.push_str(chars.as_str());
+            }
+        }
+    }
+    out
+}
+
 /// A validation path of the one-tenant config, as the resource's field: `tenants[0].x` is
 /// `spec.x`, endpoint `j`'s check is `spec.check` (its source's own `check` where it has
 /// one), its other fields its source's.
 fn locate(path: &str, sources: &[usize], own_check: &dyn Fn(usize) -> bool) -> String {
-    if let Some(rest) = path.strip_prefix("tenants[0]") {
-        return format!("spec{rest}");
+    if let Some(rest) = path.strip_prefix("tenants[0].") {
+        let end = rest.find(['.', '[']).unwrap_or(rest.len());
+        return format!("spec.{}{}", resource_field(&rest[..end]), &rest[end..]);
     }
     if let Some(rest) = path.strip_prefix("endpoints[") {
         if let Some((j, field)) = rest.split_once(']') {

@@ -347,7 +347,7 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
     );
     let (_, message) = refusal(verdict(&a, "team-a", "degraded"));
     assert!(
-        message.starts_with("spec.degraded_ttl: \"soon\" is not a duration"),
+        message.starts_with("spec.degradedTTL: \"soon\" is not a duration"),
         "{message}"
     );
     let (_, message) = refusal(verdict(&a, "team-a", "two"));
@@ -464,5 +464,19 @@ fn long_names_stay_within_the_config_alphabet_and_length() {
     assert_eq!(tenant.len(), 63);
     for e in &a.config.endpoints[1..] {
         ho_config::names::check_object_name(&e.name).unwrap();
+    }
+}
+
+/// A config field's name in the resource: camelCase, acronyms in capitals.
+#[test]
+fn config_fields_are_named_as_kubernetes_writes_them() {
+    for (config, resource) in [
+        ("degraded_ttl", "degradedTTL"),
+        ("hold_failback", "holdFailback"),
+        ("on_all_unhealthy", "onAllUnhealthy"),
+        ("ttl", "ttl"),
+        ("default_geo", "defaultGeo"),
+    ] {
+        assert_eq!(super::admit::resource_field(config), resource);
     }
 }

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DNSFailoverSpec {
     /// Fully qualified names that resolve to the published addresses; each must lie under
     /// a suffix the namespace is allowed (`[[kubernetes.allow]]`).
@@ -45,7 +45,11 @@ pub struct DNSFailoverSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
     /// Record TTL while any endpoint is down, e.g. `10s` (at most `ttl`; default: `ttl`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "degradedTTL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub degraded_ttl: Option<String>,
     /// A gateway that fails while published stays out of DNS until an operator releases it
     /// (`POST /v1/endpoints/NAME/release`; default false).
@@ -77,7 +81,7 @@ pub struct DNSFailoverSpec {
 /// One source of gateways: exactly one of `addresses`, `gateway`, `service` or `nodes`,
 /// with the labels, weight and priority every address it yields carries.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndpointSource {
     /// Static IP addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -91,7 +95,7 @@ pub struct EndpointSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
     /// Nodes carrying every one of these labels (OpenOva's node-IP model): each node's
-    /// `node_address` address. Only where the namespace's allowance grants `nodes`.
+    /// `nodeAddress` address. Only where the namespace's allowance grants `nodes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<BTreeMap<String, String>>,
     /// Which node address `nodes` publishes: `ExternalIP` (default) or `InternalIP`.

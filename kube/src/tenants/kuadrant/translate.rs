@@ -268,17 +268,17 @@ fn stand_in(
         .ok_or_else(|| format!("the translation has no tenant {name}"))?;
     let sources = sources_of(tenant, config);
     let mut spec = json!({ "domains": tenant["domains"], "sinks": sinks, "endpoints": sources });
-    for key in [
-        "ttl",
-        "policy",
-        "weights",
-        "default_weight",
-        "default_geo",
-        "on_all_unhealthy",
-        "min_healthy",
+    for (key, field) in [
+        ("ttl", "ttl"),
+        ("policy", "policy"),
+        ("weights", "weights"),
+        ("default_weight", "defaultWeight"),
+        ("default_geo", "defaultGeo"),
+        ("on_all_unhealthy", "onAllUnhealthy"),
+        ("min_healthy", "minHealthy"),
     ] {
         if !tenant[key].is_null() {
-            spec[key] = tenant[key].clone();
+            spec[field] = tenant[key].clone();
         }
     }
     if let Some(check) = config["defaults"]["check"]
