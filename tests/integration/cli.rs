@@ -32,7 +32,11 @@ fn check_config_reports_every_error_with_its_field_path() {
         let expected: Vec<String> = std::fs::read_to_string(&file)
             .unwrap()
             .lines()
-            .filter_map(|l| l.strip_prefix("# expect: ").map(str::to_owned))
+            .filter_map(|l| {
+                l.strip_prefix("# expect: ")
+                    .or_else(|| l.strip_prefix("# expect at start: "))
+                    .map(str::to_owned)
+            })
             .collect();
         let out = bin()
             .current_dir(&folder)
