@@ -62,6 +62,25 @@ pub fn normalize_domain(raw: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// A tenant's domain: a name as [`normalize_domain`] takes it, or a wildcard (`*.` then a
+/// name, RFC 4592: it answers every name under its parent that no other name holds).
+pub fn normalize_tenant_domain(raw: &str) -> Result<String, String> {
+    match raw.strip_prefix("*.") {
+        Some(rest) => {
+            let parent = normalize_domain(rest).map_err(|e| {
+                format!("\"{raw}\" is not a valid wildcard name (after \"*.\": {e})")
+            })?;
+            Ok(format!("*.{parent}"))
+        }
+        None => normalize_domain(raw),
+    }
+}
+
+/// Whether a normalised tenant domain is a wildcard.
+pub fn is_wildcard(domain: &str) -> bool {
+    domain.starts_with("*.")
+}
+
 /// Checks an HTTP header name (RFC 9110 token).
 pub fn check_header_name(name: &str) -> Result<(), String> {
     let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);

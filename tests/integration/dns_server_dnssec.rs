@@ -295,3 +295,77 @@ async fn a_zsk_rollover_by_key_times_keeps_every_answer_valid() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Wildcard names on the embedded server, as RFC 4592 answers them, signed and judged by
+/// `delv`: `*.apps.example.org` answers names under `apps` that do not exist, however deep
+/// (`x.y.apps`: `y.apps` does not exist either); a name that exists (`api.apps`) answers
+/// its own; a name under an existing one (`deep.api.apps`) is not caught by the wildcard
+/// further up; `apps` itself exists with no records. Every answer validates: a wildcard's
+/// answer is signed as the name asked (online signing), so it needs no wildcard proof.
+#[actix_rt::test]
+async fn wildcard_names_answer_as_rfc_4592_says_and_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let anchor_file = dir.path().join("anchors.conf");
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
+    );
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ED25519", "example.org"],
+    );
+    anchors(&keys, &anchor_file);
+    let gws = gateways(2);
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let tail = format!(
+        "[[tenants]]\nname = \"apps\"\ndomains = [\"*.apps.example.org\"]\nendpoints = [\"gw-1\"]\nsinks = [\"dns\"]\n\n\
+         [[tenants]]\nname = \"api\"\ndomains = [\"api.apps.example.org\"]\nendpoints = [\"gw-2\"]\nsinks = [\"dns\"]\n\n\
+         [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+         dnssec = {{ keys = \"{}\" }}\n",
+        keys.display()
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let validated = |name: &'static str, want: String| {
+        let anchors = anchor_file.clone();
+        async move {
+            let start = Instant::now();
+            loop {
+                let v = delv(server, &anchors, name, "A").await;
+                if v.secure && v.addresses() == [want.clone()] {
+                    return;
+                }
+                assert!(
+                    start.elapsed() < LIMIT,
+                    "{name}: wanted {want}, got:\n{}",
+                    v.text
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    validated("foo.apps.example.org", ip(&gws[0])).await;
+    validated("x.y.apps.example.org", ip(&gws[0])).await;
+    validated("api.apps.example.org", ip(&gws[1])).await;
+    for (name, status) in [
+        ("deep.api.apps.example.org", "NXDOMAIN"),
+        ("apps.example.org", "NOERROR"),
+    ] {
+        let answer = crate::services::dig::dig1(server, &[name, "A"]).await;
+        assert_eq!(answer.status, status, "{name}");
+        assert!(answer.sorted().is_empty(), "{name}: {answer:?}");
+        let negative = delv(server, &anchor_file, name, "A").await;
+        assert!(
+            negative.text.contains("negative response, fully validated"),
+            "{name}: {}",
+            negative.text
+        );
+    }
+}

@@ -85,6 +85,12 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         false
     }
 
+    /// Whether the kind publishes wildcard names (`*.apps.example.com`) as RFC 4592 means
+    /// them: only the embedded server so far; the others refuse them in the config.
+    fn takes_wildcards(&self) -> bool {
+        false
+    }
+
     /// Whether the sink talks TLS without verifying certificates (`insecure = true`):
     /// logged at start, since a forged certificate goes unnoticed there.
     fn unverified_tls(&self) -> bool {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::model::{Config, EndpointSelection, RoutingPolicy, TenantConfig};
-use crate::names::{check_object_name, normalize_domain};
+use crate::names::{check_object_name, is_wildcard, normalize_tenant_domain};
 use crate::plan::{PlannedSink, Tenant};
 
 use super::sinks::TenantUse;
@@ -149,7 +149,7 @@ fn resolve_domains(
         errs.push(format!("{path}.domains"), "must list at least one domain");
     }
     for (di, d) in t.domains.iter().enumerate() {
-        match normalize_domain(d) {
+        match normalize_tenant_domain(d) {
             Err(e) => errs.push(format!("{path}.domains[{di}]"), e),
             Ok(n) => match seen.get(&n) {
                 Some(owner) => errs.push(
@@ -275,6 +275,22 @@ impl Lookup<'_> {
                         policy.as_str()
                     ),
                 );
+            }
+            if !sink.spec.takes_wildcards() {
+                for (di, d) in usage
+                    .domains
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| is_wildcard(d))
+                {
+                    errs.push(
+                        format!("{}.domains[{di}]", usage.path),
+                        format!(
+                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards yet: publish it through a dns_server sink",
+                            sink.spec.kind()
+                        ),
+                    );
+                }
             }
             sink.spec.check_tenant(s, usage, &mut errs.0);
         }

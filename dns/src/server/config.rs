@@ -437,6 +437,10 @@ impl SinkSpec for DnsServerConfig {
     fn holds_reports(&self) -> bool {
         self.reports.is_some()
     }
+
+    fn takes_wildcards(&self) -> bool {
+        true
+    }
 }
 
 /// `transfer`: networks that parse, at least one; the key's name and algorithm.

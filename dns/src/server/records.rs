@@ -162,6 +162,27 @@ impl Records {
         self.names.iter().map(|(n, e)| (n.as_str(), e))
     }
 
+    /// The wildcard entry that answers `name`, a name that does not exist under `apex`
+    /// (RFC 4592): `*.` and its closest encloser, the nearest ancestor that exists (a
+    /// domain, a parent of domains, or the apex). None when that wildcard is not published,
+    /// so a name under an existing one is not caught by a wildcard further up.
+    pub fn wildcard_for(&self, name: &str, apex: &str) -> Option<&Entry> {
+        let mut rest = name;
+        while let Some((_, parent)) = rest.split_once('.') {
+            if parent.len() < apex.len() {
+                return None;
+            }
+            if parent == apex
+                || self.names.contains_key(parent)
+                || self.is_empty_non_terminal(parent)
+            {
+                return self.names.get(&format!("*.{parent}"));
+            }
+            rest = parent;
+        }
+        None
+    }
+
     /// Whether `name` exists only as a parent of domains.
     pub fn is_empty_non_terminal(&self, name: &str) -> bool {
         self.empty_non_terminals.contains(name)

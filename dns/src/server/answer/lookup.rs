@@ -101,7 +101,14 @@ impl Authority {
         // What exists at the name, for the NSEC of a signed negative answer.
         let mut exists = true;
         let mut types = Vec::new();
-        match records.get(&key) {
+        // A name that does not exist may be answered by a wildcard (RFC 4592). The answer
+        // is signed as the name's own (online signing): a validator sees a name that exists.
+        let missing = key != zone.apex && !records.is_empty_non_terminal(&key);
+        let entry = match records.get(&key) {
+            None if missing => records.wildcard_for(&key, &zone.apex),
+            found => found,
+        };
+        match entry {
             Some(Entry::Pending) => {
                 response.metadata.authoritative = false;
                 response.metadata.response_code = ResponseCode::ServFail;
@@ -122,7 +129,7 @@ impl Authority {
                     }
                 }
             }
-            None if key != zone.apex && !records.is_empty_non_terminal(&key) => {
+            None if missing => {
                 response.metadata.response_code = ResponseCode::NXDomain;
                 exists = false;
             }
