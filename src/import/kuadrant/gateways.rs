@@ -2,8 +2,9 @@
 //! `targetRef` names a Gateway publishes each listener's `hostname` (only
 //! `sectionName`'s listener when given) at the addresses in the Gateway's
 //! `status.addresses`, in a record named `GATEWAY-LISTENER` as Kuadrant names it. A record
-//! of that name written by hand (or by Kuadrant) comes first. Wildcard hostnames and
-//! listeners without one are left out, said in a note.
+//! of that name written by hand (or by Kuadrant) comes first. A wildcard hostname is
+//! published as one (the embedded server answers it as RFC 4592 says); a listener without
+//! a hostname is left out, said in a note.
 
 use serde_yaml::Mapping;
 
@@ -66,10 +67,6 @@ pub(super) fn listener_records(
                 ));
                 continue;
             };
-            if host.starts_with("*.") {
-                notes.push(format!("Gateway {gw} listener {section} ({host}: wildcard names are not published here; list the names it covers)"));
-                continue;
-            }
             if addresses.is_empty() {
                 notes.push(format!("Gateway {gw} has no IPAddress in its status yet: listener {section} ({host}) publishes nothing until it has"));
                 continue;
@@ -82,6 +79,14 @@ pub(super) fn listener_records(
 
 /// A DNSRecord as Kuadrant's simple strategy writes it for one listener.
 fn record_of(name: &str, listener: &str, host: &str, addresses: &[(&str, &str)]) -> Value {
+    let map = |pairs: Vec<(&str, Value)>| {
+        Value::Mapping(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (Value::from(k), v))
+                .collect::<Mapping>(),
+        )
+    };
     let mut endpoints = Vec::new();
     for rtype in ["A", "AAAA"] {
         let targets: Vec<Value> = addresses
@@ -89,19 +94,32 @@ fn record_of(name: &str, listener: &str, host: &str, addresses: &[(&str, &str)])
             .filter(|(_, t)| *t == rtype)
             .map(|(a, _)| Value::from(*a))
             .collect();
-        if targets.is_empty() {
-            continue;
+        if !targets.is_empty() {
+            endpoints.push(map(vec![
+                ("dnsName", host.into()),
+                ("recordType", rtype.into()),
+                ("targets", Value::Sequence(targets)),
+            ]));
         }
-        let mut e = Mapping::new();
-        e.insert("dnsName".into(), host.into());
-        e.insert("recordType".into(), rtype.into());
-        e.insert("targets".into(), Value::Sequence(targets));
-        endpoints.push(Value::Mapping(e));
     }
-    let text = format!(
-        "kind: DNSRecord\nmetadata:\n  name: {name}\n  labels: {{kuadrant.io/listener-name: {listener}}}\nspec:\n  rootHost: {host}\n"
-    );
-    let mut doc: Value = serde_yaml::from_str(&text).expect("a record's YAML");
-    doc["spec"]["endpoints"] = Value::Sequence(endpoints);
-    doc
+    map(vec![
+        ("kind", "DNSRecord".into()),
+        (
+            "metadata",
+            map(vec![
+                ("name", name.into()),
+                (
+                    "labels",
+                    map(vec![("kuadrant.io/listener-name", listener.into())]),
+                ),
+            ]),
+        ),
+        (
+            "spec",
+            map(vec![
+                ("rootHost", host.into()),
+                ("endpoints", Value::Sequence(endpoints)),
+            ]),
+        ),
+    ])
 }

@@ -322,13 +322,6 @@ pub(super) fn tenants_of_record(
             continue;
         }
         let at = recs.iter().find(|r| r.name == n).expect("a name of recs");
-        if n.starts_with("*.") {
-            left_out.push(format!(
-                "{} ({n} {}: wildcard names are not published here; list the names it covers)",
-                at.at, at.rtype
-            ));
-            continue;
-        }
         if !recs
             .iter()
             .any(|r| r.name == n && (r.is_address() || r.rtype == "CNAME"))
