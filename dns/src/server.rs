@@ -15,6 +15,7 @@
 //! - [`xdp`]: UDP queries taken from the network card's queues before the kernel's IP
 //!   stack (AF_XDP), when `xdp` is set.
 
+mod acme;
 mod answer;
 mod config;
 mod cookies;
@@ -79,6 +80,15 @@ impl DnsServerSink {
             records.expect(&tenant.name, &tenant.domains);
         }
         let mut authority = Authority::new(config, records)?;
+        if let Some(acme) = authority.acme.take() {
+            let keep_in =
+                (ctx.plan.state_dir.as_ref()).map(|d| d.join(format!("acme-{}.json", ctx.name)));
+            let acme = acme::Acme::new(acme.key, keep_in);
+            if let Some(before) = running.as_ref().and_then(|r| r.acme.as_ref()) {
+                acme.carry_over(before);
+            }
+            authority.acme = Some(acme);
+        }
         if let Some(previous) = running {
             authority.shelf = previous.shelf.clone();
         }

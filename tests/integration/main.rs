@@ -23,6 +23,7 @@ mod crate_graph;
 mod deploy;
 mod dns_checks;
 mod dns_server;
+mod dns_server_acme;
 mod dns_server_dnssec;
 mod dns_server_transfer;
 mod dns_server_xdp;

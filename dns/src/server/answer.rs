@@ -10,6 +10,7 @@ mod axfr;
 mod begin;
 mod finish;
 mod lookup;
+pub(crate) use lookup::key_of;
 mod peers;
 
 use std::net::IpAddr;
@@ -18,6 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
+use hickory_proto::op::{OpCode, ResponseCode};
 use hickory_proto::rr::{Name, TSigner};
 use ho_engine::snapshot::TenantSnapshot;
 
@@ -107,6 +109,8 @@ pub struct Authority {
     report_key: Option<TSigner>,
     /// This cluster's reports, answered to peers; kept across a rebuild as `records` are.
     pub shelf: Arc<Shelf>,
+    /// ACME DNS-01 challenges taken by update (`acme`), if configured.
+    pub acme: Option<super::acme::Acme>,
 }
 
 /// Why a `dns_server` sink's settings cannot make a server (files its settings name:
@@ -126,6 +130,9 @@ pub enum ServerError {
     /// The reports' TSIG key cannot be used.
     #[error("reports: {0}")]
     Reports(crate::wire::key::KeyError),
+    /// The ACME updates' TSIG key cannot be used.
+    #[error("acme: {0}")]
+    Acme(crate::wire::key::KeyError),
     /// The GeoIP database cannot be read.
     #[error("{0}")]
     Geo(String),
@@ -200,6 +207,13 @@ impl Authority {
             transfers,
             report_key,
             shelf: Arc::default(),
+            acme: config
+                .acme
+                .as_ref()
+                .map(|a| crate::wire::key::load_signer(&a.tsig))
+                .transpose()
+                .map_err(ServerError::Acme)?
+                .map(|key| super::acme::Acme::new(key, None)),
         };
         authority.remember_zones(&authority.records.read().expect("not poisoned"));
         Ok(authority)
@@ -331,6 +345,10 @@ impl Authority {
             Ok(query) => query,
             Err(done) => return done,
         };
+        if query.query.metadata.op_code == OpCode::Update {
+            self.update(&mut query);
+            return finish::signed(query, false).map(per_query);
+        }
         if let Some(asked) = self.asks_for_reports(query.question().name()) {
             self.answer_reports(&mut query, asked, client);
             return finish::signed(query, false).map(per_query);
@@ -349,7 +367,30 @@ impl Authority {
     /// The TSIG keys requests may be signed with.
     fn keys(&self) -> Vec<&TSigner> {
         let transfer = self.transfers.as_ref().and_then(Transfers::key);
-        transfer.into_iter().chain(&self.report_key).collect()
+        let acme = self.acme.as_ref().map(|a| &a.key);
+        transfer
+            .into_iter()
+            .chain(&self.report_key)
+            .chain(acme)
+            .collect()
+    }
+
+    /// Applies an RFC 2136 update (ACME challenges) and answers its status.
+    fn update(&self, query: &mut begin::Begun) {
+        let code = match &self.acme {
+            None => ResponseCode::NotImp,
+            Some(acme) => {
+                let zones: Vec<&str> = self.zones.iter().map(|z| z.apex.as_str()).collect();
+                let signer = query.signed.as_ref().map(|s| s.key_name());
+                let records = self.records.read().expect("not poisoned");
+                acme.apply(&query.query, signer, &zones, &records)
+            }
+        };
+        if code == ResponseCode::NoError {
+            // Answers kept from before the update are stale.
+            self.generation.fetch_add(1, Ordering::Relaxed);
+        }
+        query.response.metadata.response_code = code;
     }
 }
 

@@ -59,6 +59,11 @@ pub struct DnsServerConfig {
     /// themselves the zone's name servers can vote. Off unless given.
     #[serde(default)]
     pub reports: Option<ReportsConfig>,
+    /// ACME DNS-01 challenges: RFC 2136 updates signed with `tsig`, limited to TXT at
+    /// `_acme-challenge.NAME` of names this server serves (cert-manager's `rfc2136`
+    /// solver). Off unless given: updates are then not implemented (NOTIMP).
+    #[serde(default)]
+    pub acme: Option<AcmeConfig>,
     /// UDP queries to `listen` taken straight from the network card's receive queues
     /// (AF_XDP) and answered before the kernel's IP and UDP layers, off unless given: for
     /// servers answering more queries than the socket path affords. Linux only; needs
@@ -75,6 +80,15 @@ pub struct XdpConfig {
     /// The interface the clients' queries arrive on (the one holding the `listen`
     /// addresses); one AF_XDP socket and thread serve each of its receive queues.
     pub interface: String,
+}
+
+/// `acme = { tsig = { name = "acme", algorithm = "hmac-sha256", secret_file = "..." } }`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcmeConfig {
+    /// The key challenge updates must be signed with (the same shape as the `rfc2136`
+    /// sink's).
+    pub tsig: crate::wire::key::TsigConfig,
 }
 
 /// `reports = { peers = ["198.51.100.53:53"], tsig = { ... } }`: the other clusters'
@@ -318,6 +332,9 @@ impl SinkSettings for DnsServerConfig {
         if let Some(transfer) = &mut self.transfer {
             check_transfer(transfer, p);
         }
+        if let Some(acme) = &mut self.acme {
+            acme.tsig.check("acme.tsig", p);
+        }
         if let Some(reports) = &mut self.reports {
             check_reports(reports, &self.listen, p);
         }
@@ -359,6 +376,9 @@ impl SinkSettings for DnsServerConfig {
         }
         if let Some(reports) = &self.reports {
             reports.tsig.preflight("reports.tsig", p);
+        }
+        if let Some(acme) = &self.acme {
+            acme.tsig.preflight("acme.tsig", p);
         }
     }
 }

@@ -64,6 +64,7 @@ impl Responder {
             dnssec: None,
             transfer: None,
             reports: None,
+            acme: None,
             xdp: None,
         };
         let mut records = Records::default();

@@ -90,7 +90,9 @@ impl Authority {
         let limit = udp.then_some(usize::from(limit));
         let refused = if cookie == CookieCheck::Malformed {
             None
-        } else if query.metadata.op_code != OpCode::Query {
+        } else if query.metadata.op_code != OpCode::Query
+            && !(query.metadata.op_code == OpCode::Update && self.acme.is_some())
+        {
             Some(ResponseCode::NotImp)
         } else if query.queries.len() != 1 {
             Some(ResponseCode::FormErr)

@@ -103,7 +103,12 @@ impl Authority {
         let mut types = Vec::new();
         // A name that does not exist may be answered by a wildcard (RFC 4592). The answer
         // is signed as the name's own (online signing): a validator sees a name that exists.
-        let missing = key != zone.apex && !records.is_empty_non_terminal(&key);
+        let challenge = match (&self.acme, records.get(&key)) {
+            (Some(acme), None) => acme.texts(&key),
+            _ => None,
+        };
+        let missing =
+            key != zone.apex && !records.is_empty_non_terminal(&key) && challenge.is_none();
         let entry = match records.get(&key) {
             None if missing => records.wildcard_for(&key, &zone.apex),
             found => found,
@@ -134,6 +139,14 @@ impl Authority {
                 exists = false;
             }
             None => {}
+        }
+        if let Some(texts) = &challenge {
+            types.push(RecordType::TXT);
+            if matches!(qtype, RecordType::TXT | RecordType::ANY) {
+                response
+                    .answers
+                    .extend(crate::server::acme::records(qname, texts));
+            }
         }
         if key == zone.apex {
             types.extend([RecordType::SOA, RecordType::NS]);
@@ -332,7 +345,7 @@ fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
 /// Lower case, no trailing dot: how [`Records`] keys names. Built from the labels without
 /// escaping (this runs for every query); a name with a byte a host name cannot hold (a
 /// dot inside a label, say) takes the escaped form, which matches no configured domain.
-pub(super) fn key_of(name: &Name) -> String {
+pub(crate) fn key_of(name: &Name) -> String {
     let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*');
     if !name.iter().all(|label| label.iter().all(plain)) {
         let mut escaped = name.to_ascii();

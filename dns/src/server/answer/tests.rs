@@ -28,6 +28,7 @@ pub(super) fn config() -> DnsServerConfig {
         dnssec: None,
         transfer: None,
         reports: None,
+        acme: None,
         xdp: None,
     }
 }

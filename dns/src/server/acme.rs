@@ -1,0 +1,196 @@
+//! ACME DNS-01 challenges in the zones the server holds (`acme = { tsig = { ... } }`):
+//! the server takes RFC 2136 updates signed with that key, limited to TXT records at
+//! `_acme-challenge.NAME` where NAME is a name it serves (or the parent of a wildcard it
+//! serves, as a wildcard certificate's challenge is), and answers them beside the tenants'
+//! records. cert-manager's `rfc2136` solver, `nsupdate` and `knsupdate` work against it.
+//!
+//! An update is all or nothing: any record out of scope (another type, another name, a
+//! zone the server does not hold) refuses the whole update and changes nothing. Unsigned
+//! updates, or ones signed with another key, are refused (a TSIG that does not verify is
+//! NOTAUTH before this is reached). The challenges live in memory, are carried over a
+//! reload, and are kept in `<state_dir>/acme-<sink>.json` across restarts; each replica
+//! answers the updates it took (send the solver's updates to every replica, or run one).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::TXT;
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, TSigner};
+use ho_engine::state_file::{self, StateFormat};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use super::answer::key_of;
+use super::records::Records;
+
+/// The label a DNS-01 challenge lives under (RFC 8555 8.4).
+const CHALLENGE: &str = "_acme-challenge.";
+
+/// How long resolvers may keep a challenge: short, as ACME servers ask again.
+pub const TTL: u32 = 60;
+
+/// The key updates are signed with, and the challenges taken.
+pub struct Acme {
+    pub key: TSigner,
+    challenges: RwLock<BTreeMap<String, Vec<String>>>,
+    /// `<state_dir>/acme-<sink>.json`, when there is a `state_dir`.
+    keep_in: Option<PathBuf>,
+}
+
+/// `acme-<sink>.json`.
+#[derive(Default, Serialize, Deserialize)]
+struct KeptChallenges {
+    challenges: BTreeMap<String, Vec<String>>,
+}
+
+impl StateFormat for KeptChallenges {
+    const WHAT: &'static str = "ACME challenges";
+    const LOSS: &'static str =
+        "challenges in progress are then lost; the ACME client sets them again when it retries";
+    const VERSION: u64 = 2;
+}
+
+/// One change an update asks for.
+enum Change {
+    Add(String, String),
+    DeleteAll(String),
+    Delete(String, String),
+}
+
+impl Acme {
+    /// Updates signed with `key`; challenges kept in `keep_in` (those kept there before
+    /// are read back), or only in memory.
+    pub fn new(key: TSigner, keep_in: Option<PathBuf>) -> Acme {
+        let kept = keep_in
+            .as_deref()
+            .map_or(Ok(None), state_file::read::<KeptChallenges>);
+        let challenges = match kept {
+            Ok(kept) => kept.unwrap_or_default().challenges,
+            Err(e) => {
+                warn!(error = %e, "the ACME challenges kept there are not read");
+                BTreeMap::new()
+            }
+        };
+        Acme {
+            key,
+            challenges: RwLock::new(challenges),
+            keep_in,
+        }
+    }
+
+    /// Takes over the challenges of the server this one replaces (a reload).
+    pub fn carry_over(&self, previous: &Acme) {
+        let taken = previous.challenges.read().expect("not poisoned").clone();
+        *self.challenges.write().expect("not poisoned") = taken;
+    }
+
+    /// The TXT values of challenge name `key`, if it has any.
+    pub fn texts(&self, key: &str) -> Option<Vec<String>> {
+        self.challenges
+            .read()
+            .expect("not poisoned")
+            .get(key)
+            .cloned()
+    }
+
+    /// Applies `update`, signed by `signer` (the key it was verified with, if any), to the
+    /// zone `apex` it names: the response code. `records`: what the server serves, for
+    /// the names a challenge may sit under.
+    pub fn apply(
+        &self,
+        update: &Message,
+        signer: Option<&Name>,
+        zones: &[&str],
+        records: &Records,
+    ) -> ResponseCode {
+        if signer != Some(self.key.signer_name()) {
+            return ResponseCode::Refused;
+        }
+        let zone = &update.queries[0];
+        let apex = key_of(zone.name());
+        if zone.query_type() != RecordType::SOA || !zones.contains(&apex.as_str()) {
+            return ResponseCode::NotAuth;
+        }
+        // Prerequisites (RFC 2136 2.4) are not taken: ACME clients send none.
+        if !update.answers.is_empty() {
+            return ResponseCode::NotImp;
+        }
+        let mut changes = Vec::new();
+        for rr in &update.authorities {
+            match change_of(rr, &apex, records) {
+                Some(change) => changes.push(change),
+                None => return ResponseCode::Refused,
+            }
+        }
+        let mut challenges = self.challenges.write().expect("not poisoned");
+        for change in changes {
+            match change {
+                Change::Add(name, text) => {
+                    let texts = challenges.entry(name.clone()).or_default();
+                    if !texts.contains(&text) {
+                        info!(name = %name, "ACME challenge added");
+                        texts.push(text);
+                    }
+                }
+                Change::DeleteAll(name) => {
+                    challenges.remove(&name);
+                }
+                Change::Delete(name, text) => {
+                    if let Some(texts) = challenges.get_mut(&name) {
+                        texts.retain(|t| *t != text);
+                        if texts.is_empty() {
+                            challenges.remove(&name);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(path) = &self.keep_in {
+            let kept = KeptChallenges {
+                challenges: challenges.clone(),
+            };
+            if let Err(e) = state_file::write_state(path, &kept, true) {
+                warn!(error = %e, "the ACME challenges are not kept for a restart");
+            }
+        }
+        ResponseCode::NoError
+    }
+}
+
+/// What record `rr` of an update's update section asks, when it is in scope: a TXT at
+/// `_acme-challenge.NAME` under `apex`, NAME a served name or the parent of a served
+/// wildcard.
+fn change_of(rr: &Record, apex: &str, records: &Records) -> Option<Change> {
+    let name = key_of(&rr.name);
+    let under = name.strip_prefix(CHALLENGE)?;
+    let in_zone = under == apex || under.ends_with(&format!(".{apex}"));
+    let served = records.get(under).is_some() || records.get(&format!("*.{under}")).is_some();
+    if !in_zone || !served {
+        return None;
+    }
+    let text = || match &rr.data {
+        RData::TXT(txt) => Some(
+            txt.txt_data
+                .iter()
+                .map(|part| String::from_utf8_lossy(part).into_owned())
+                .collect::<String>(),
+        ),
+        _ => None,
+    };
+    match (rr.dns_class, rr.record_type()) {
+        (DNSClass::IN, RecordType::TXT) => Some(Change::Add(name, text()?)),
+        (DNSClass::ANY, RecordType::TXT | RecordType::ANY) => Some(Change::DeleteAll(name)),
+        (DNSClass::NONE, RecordType::TXT) => Some(Change::Delete(name, text()?)),
+        _ => None,
+    }
+}
+
+/// The TXT records answering challenge `name` (as asked, `qname`).
+pub fn records(qname: &Name, texts: &[String]) -> Vec<Record> {
+    texts
+        .iter()
+        .map(|t| Record::from_rdata(qname.clone(), TTL, RData::TXT(TXT::new(vec![t.clone()]))))
+        .collect()
+}

@@ -1,0 +1,154 @@
+//! ACME DNS-01 challenges on the embedded server, set the way cert-manager's `rfc2136`
+//! solver sets them, here with BIND's `nsupdate`: a TXT at `_acme-challenge.NAME` signed
+//! with the `acme` key is answered (for a served name, and for the parent of a served
+//! wildcard, as a wildcard certificate's challenge is) and removed again; an unsigned
+//! update, one signed with another key, one for a name the server does not serve, another
+//! type or another zone is refused and changes nothing; a restart keeps what was set.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::harness::*;
+use crate::services::dig::dig1;
+use crate::services::dns_secondary::make_key;
+
+/// `nsupdate` sending `commands` for zone `example.org` to `server`, signed with
+/// `key_file` (none: unsigned); its exit status and what it printed.
+fn nsupdate(server: SocketAddr, key_file: Option<&Path>, commands: &str) -> (bool, String) {
+    let script = format!(
+        "server {} {}\ncheck-names no\nzone example.org\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    let mut cmd = Command::new("/usr/bin/nsupdate");
+    if let Some(key) = key_file {
+        cmd.arg("-k").arg(key);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsupdate is missing: run the test command (bash .ci/test), which installs bind9-dnsutils");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The TXT strings `server` answers for `name`, and the response code.
+async fn txt(server: SocketAddr, name: &str) -> (String, Vec<String>) {
+    let answer = dig1(server, &[name, "TXT"]).await;
+    let texts = answer
+        .answers
+        .iter()
+        .map(|t| t.trim_matches('"').to_owned())
+        .collect();
+    (answer.status, texts)
+}
+
+#[actix_rt::test]
+async fn acme_challenges_are_set_and_cleared_by_signed_updates_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let other_key = make_key(&other_dir);
+    let gws = gateways(1);
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let text = config(
+        &Check::FAST,
+        &gws.iter().collect::<Vec<_>>(),
+        &format!(
+            "state_dir = {:?}\n\n[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\", \"*.apps.example.org\"]\nsinks = [\"dns\"]\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+             acme = {{ tsig = {{ name = \"ho-xfr\", secret_file = {:?} }} }}\n",
+            dir.path().join("state").display().to_string(),
+            key.display().to_string()
+        ),
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let challenge = "_acme-challenge.api.example.org";
+    assert_eq!(txt(server, challenge).await, ("NXDOMAIN".into(), vec![]));
+
+    // Refused, and nothing changes: unsigned, another key, an unserved name, another type.
+    for (key_file, command) in [
+        (None, format!("update add {challenge} 60 TXT \"x\"")),
+        (
+            Some(other_key.as_path()),
+            format!("update add {challenge} 60 TXT \"x\""),
+        ),
+        (
+            Some(key.as_path()),
+            "update add _acme-challenge.www.example.org 60 TXT \"x\"".to_owned(),
+        ),
+        (
+            Some(key.as_path()),
+            format!("update add {challenge} 60 A 192.0.2.1"),
+        ),
+        (
+            Some(key.as_path()),
+            "update add api.example.org 60 TXT \"x\"".to_owned(),
+        ),
+    ] {
+        let (ok, said) = nsupdate(server, key_file, &command);
+        assert!(!ok, "{command}: {said}");
+        assert!(
+            said.contains("REFUSED") || said.contains("NOTAUTH") || said.contains("NOTIMP"),
+            "{command}: {said}"
+        );
+    }
+    assert_eq!(txt(server, challenge).await, ("NXDOMAIN".into(), vec![]));
+
+    // Set, for the name and for the wildcard's parent; answered at once.
+    let (ok, said) = nsupdate(
+        server,
+        Some(&key),
+        &format!("update add {challenge} 60 TXT \"token-1\"\nupdate add _acme-challenge.apps.example.org 60 TXT \"token-2\""),
+    );
+    assert!(ok, "{said}");
+    assert_eq!(
+        txt(server, challenge).await,
+        ("NOERROR".into(), vec!["token-1".to_owned()])
+    );
+    assert_eq!(
+        txt(server, "_acme-challenge.apps.example.org").await,
+        ("NOERROR".into(), vec!["token-2".to_owned()])
+    );
+    // The tenant's own answer is untouched.
+    assert_eq!(
+        dig1(server, &["api.example.org", "A"]).await.sorted(),
+        [ip(&gws[0])]
+    );
+
+    // A restart keeps what was set (state_dir).
+    drop(engine);
+    let engine = start_engine(dir.path(), &text).await;
+    assert_eq!(
+        txt(server, challenge).await,
+        ("NOERROR".into(), vec!["token-1".to_owned()])
+    );
+
+    // Cleared, as the solver does once the certificate is issued.
+    let (ok, said) = nsupdate(
+        server,
+        Some(&key),
+        &format!("update delete {challenge} TXT \"token-1\""),
+    );
+    assert!(ok, "{said}");
+    assert_eq!(txt(server, challenge).await, ("NXDOMAIN".into(), vec![]));
+    drop(engine);
+}
