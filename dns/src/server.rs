@@ -30,6 +30,7 @@ mod recall;
 mod records;
 mod reports;
 mod sharded;
+mod statics;
 mod transfer;
 pub mod xdp;
 

@@ -369,3 +369,82 @@ async fn wildcard_names_answer_as_rfc_4592_says_and_validate() {
         );
     }
 }
+
+/// Static records beside the tenants' names (`static_records`, zone-file text): MX and TXT
+/// at the apex, CAA and TXT beside a tenant's addresses, a CNAME, an SRV and a name
+/// server's address answer as written, and every one validates with `delv`; a static
+/// address at a tenant's name is refused in the config.
+#[actix_rt::test]
+async fn static_records_are_served_beside_the_tenants_and_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let anchor_file = dir.path().join("anchors.conf");
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
+    );
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ED25519", "example.org"],
+    );
+    anchors(&keys, &anchor_file);
+    let gws = gateways(1);
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let statics = "@ 3600 IN MX 10 mail.example.org.\\n\
+                   @ 3600 IN TXT \\\"site-verification=abc\\\"\\n\
+                   api 3600 IN CAA 0 issue \\\"letsencrypt.org\\\"\\n\
+                   api 3600 IN TXT \\\"owned-by=team-a\\\"\\n\
+                   www 300 IN CNAME api.example.org.\\n\
+                   _sip._tcp 3600 IN SRV 10 60 5060 sip.example.org.\\n\
+                   ns1 3600 IN A 192.0.2.53\\n";
+    let tail = |statics: &str| {
+        format!(
+            "[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+             dnssec = {{ keys = \"{}\" }}\nstatic_records = \"{statics}\"\n",
+            keys.display()
+        )
+    };
+    let gw_list: Vec<&ho_testkit::Gateway> = gws.iter().collect();
+    let _engine = start_engine(dir.path(), &config(&Check::FAST, &gw_list, &tail(statics))).await;
+    wait_validated(server, &anchor_file, &[ip(&gws[0])]).await;
+    for (name, qtype, want) in [
+        ("example.org", "MX", "10 mail.example.org."),
+        ("example.org", "TXT", "\"site-verification=abc\""),
+        ("api.example.org", "CAA", "0 issue \"letsencrypt.org\""),
+        ("api.example.org", "TXT", "\"owned-by=team-a\""),
+        ("www.example.org", "CNAME", "api.example.org."),
+        (
+            "_sip._tcp.example.org",
+            "SRV",
+            "10 60 5060 sip.example.org.",
+        ),
+        ("ns1.example.org", "A", "192.0.2.53"),
+    ] {
+        let v = delv(server, &anchor_file, name, qtype).await;
+        assert!(v.secure, "{name} {qtype}: {}", v.text);
+        assert!(
+            v.text.contains(want),
+            "{name} {qtype}: wanted {want}:\n{}",
+            v.text
+        );
+    }
+    // The tenant's own answer is untouched, and a name under a static one is NODATA.
+    let apex_a = crate::services::dig::dig1(server, &["_tcp.example.org", "A"]).await;
+    assert_eq!(apex_a.status, "NOERROR");
+
+    let bad_file = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad_file,
+        config(&Check::FAST, &gw_list, &tail("api 60 IN A 192.0.2.9\\n")),
+    )
+    .unwrap();
+    let refused = ho_kinds::load_plan(&[&bad_file]).unwrap_err().to_string();
+    assert!(
+        refused.contains("\"api.example.org\" has a static A record"),
+        "{refused}"
+    );
+}

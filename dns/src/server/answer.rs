@@ -111,6 +111,8 @@ pub struct Authority {
     pub shelf: Arc<Shelf>,
     /// ACME DNS-01 challenges taken by update (`acme`), if configured.
     pub acme: Option<super::acme::Acme>,
+    /// The records of `static_records`.
+    statics: super::statics::Statics,
 }
 
 /// Why a `dns_server` sink's settings cannot make a server (files its settings name:
@@ -133,6 +135,9 @@ pub enum ServerError {
     /// The ACME updates' TSIG key cannot be used.
     #[error("acme: {0}")]
     Acme(crate::wire::key::KeyError),
+    /// `static_records` is not zone-file text the server can serve.
+    #[error("static_records: {0}")]
+    Statics(String),
     /// The GeoIP database cannot be read.
     #[error("{0}")]
     Geo(String),
@@ -214,6 +219,11 @@ impl Authority {
                 .transpose()
                 .map_err(ServerError::Acme)?
                 .map(|key| super::acme::Acme::new(key, None)),
+            statics: match &config.static_records {
+                Some(text) => super::statics::Statics::parse(text, &config.zones)
+                    .map_err(ServerError::Statics)?,
+                None => super::statics::Statics::default(),
+            },
         };
         authority.remember_zones(&authority.records.read().expect("not poisoned"));
         Ok(authority)

@@ -64,6 +64,12 @@ pub struct DnsServerConfig {
     /// solver). Off unless given: updates are then not implemented (NOTIMP).
     #[serde(default)]
     pub acme: Option<AcmeConfig>,
+    /// Static records served in the zones beside the tenants' names, as RFC 1035 zone-file
+    /// text (names relative to the first zone; `$ORIGIN` for the others): the name
+    /// servers' addresses, MX, TXT, CAA, SRV, CNAME. Signed and transferred with the rest;
+    /// one at a tenant's name that would change its answer is a config error.
+    #[serde(default)]
+    pub static_records: Option<String>,
     /// UDP queries to `listen` taken straight from the network card's receive queues
     /// (AF_XDP) and answered before the kernel's IP and UDP layers, off unless given: for
     /// servers answering more queries than the socket path affords. Linux only; needs
@@ -335,6 +341,11 @@ impl SinkSettings for DnsServerConfig {
         if let Some(acme) = &mut self.acme {
             acme.tsig.check("acme.tsig", p);
         }
+        if let Some(text) = &self.static_records {
+            if let Err(e) = super::statics::Statics::parse(text, &self.zones) {
+                p.at("static_records", e);
+            }
+        }
         if let Some(reports) = &mut self.reports {
             check_reports(reports, &self.listen, p);
         }
@@ -420,6 +431,14 @@ impl SinkSpec for DnsServerConfig {
 
     /// Every domain must be inside one of the zones.
     fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
+        let statics = (self.static_records.as_deref())
+            .and_then(|text| super::statics::Statics::parse(text, &self.zones).ok());
+        for conflict in statics.iter().flat_map(|s| s.conflicts(tenant.domains)) {
+            errs.push(FieldError {
+                path: format!("{}.domains", tenant.path),
+                reason: format!("{conflict} (static_records of sink \"{sink}\")"),
+            });
+        }
         for d in tenant.domains {
             let inside = self
                 .zones

@@ -65,6 +65,7 @@ impl Responder {
             transfer: None,
             reports: None,
             acme: None,
+            static_records: None,
             xdp: None,
         };
         let mut records = Records::default();

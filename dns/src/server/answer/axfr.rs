@@ -81,10 +81,9 @@ impl Authority {
                 list.push(soa);
             }
             _ => {
-                list.extend(xfr::zone_records(
-                    &self.ns_records(zone, &zone.name),
-                    &content,
-                ));
+                let mut fixed = self.ns_records(zone, &zone.name);
+                fixed.extend(self.statics.of_zone(&zone.apex));
+                list.extend(xfr::zone_records(&fixed, &content));
                 list.push(soa);
             }
         }

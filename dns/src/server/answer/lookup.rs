@@ -107,8 +107,12 @@ impl Authority {
             (Some(acme), None) => acme.texts(&key),
             _ => None,
         };
-        let missing =
-            key != zone.apex && !records.is_empty_non_terminal(&key) && challenge.is_none();
+        let fixed = self.statics.get(&key);
+        let missing = key != zone.apex
+            && !records.is_empty_non_terminal(&key)
+            && challenge.is_none()
+            && fixed.is_none()
+            && !self.statics.is_parent(&key);
         let entry = match records.get(&key) {
             None if missing => records.wildcard_for(&key, &zone.apex),
             found => found,
@@ -139,6 +143,18 @@ impl Authority {
                 exists = false;
             }
             None => {}
+        }
+        for r in fixed.into_iter().flatten() {
+            let rtype = r.record_type();
+            if !types.contains(&rtype) {
+                types.push(rtype);
+            }
+            // A CNAME answers every type (RFC 1034 3.6.2); the others their own.
+            if qtype == rtype || qtype == RecordType::ANY || rtype == RecordType::CNAME {
+                let mut answer = r.clone();
+                answer.name = qname.clone();
+                response.answers.push(answer);
+            }
         }
         if let Some(texts) = &challenge {
             types.push(RecordType::TXT);

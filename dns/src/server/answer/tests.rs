@@ -29,6 +29,7 @@ pub(super) fn config() -> DnsServerConfig {
         transfer: None,
         reports: None,
         acme: None,
+        static_records: None,
         xdp: None,
     }
 }
