@@ -302,3 +302,65 @@ async fn seed_000s_deployment_and_configmap_start_the_image() {
     // What the import could not carry over is said at start.
     assert!(log().contains("config.yaml: TO DO"), "{}", log());
 }
+
+/// `deploy/release.sh` makes a release only from its tag: refused without the tag `vX.Y.Z`,
+/// or for a version Cargo.toml does not carry; from the tagged checkout, the binary
+/// tarball, the image archive and the rendered manifests naming that version's image, with
+/// checksums that verify. Run on a clone of the repository (a release is made from what is
+/// committed), with the test's binary standing for the optimised one.
+#[test]
+fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let clone = dir.path().join("repo");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    run(
+        Command::new("git").args(["clone", "-q"]).arg(repo).arg(&clone),
+        "git clone",
+    );
+    let version = run(
+        Command::new("bash").args(["-c", "sed -n '/^\\[workspace.package\\]/,/^\\[/ s/^version = \"\\(.*\\)\"/\\1/p' Cargo.toml"]).current_dir(&clone),
+        "the version",
+    )
+    .trim()
+    .to_owned();
+    let release = |v: &str| {
+        Command::new("bash")
+            .arg(clone.join("deploy/release.sh"))
+            .arg(v)
+            .arg("--binary")
+            .arg(env!("CARGO_BIN_EXE_health-orchestrator"))
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap()
+    };
+    let refused = release(&version);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("no git tag v{version}")));
+    run(
+        Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "tag", "-a"])
+            .arg(format!("v{version}"))
+            .args(["-m", "release"])
+            .current_dir(&clone),
+        "git tag",
+    );
+    let other = release("99.0.0");
+    assert!(String::from_utf8_lossy(&other.stderr).contains("Cargo.toml's workspace version is"));
+
+    let made = release(&version);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let out = dir.path().join("out");
+    let name = format!("health-orchestrator-{version}");
+    let listing = run(
+        Command::new("tar").arg("-tzf").arg(out.join(format!("{name}-x86_64-linux.tar.gz"))),
+        "tar",
+    );
+    for file in ["bin/health-orchestrator", "README.md", "CHANGELOG.md", "config/minimal.toml", "docs/kubernetes.md"] {
+        assert!(listing.contains(&format!("{name}/{file}")), "{file}:\n{listing}");
+    }
+    let manifests = std::fs::read_to_string(out.join(format!("{name}-kubernetes.yaml"))).unwrap();
+    assert!(manifests.contains(&format!("image: ghcr.io/health-orchestrator/health-orchestrator:{version}")));
+    assert!(out.join(format!("{name}.oci.tar")).exists());
+    run(Command::new("sha256sum").args(["-c", "SHA256SUMS"]).current_dir(&out), "sha256sum -c");
+}
