@@ -314,7 +314,10 @@ fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
     let clone = dir.path().join("repo");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     run(
-        Command::new("git").args(["clone", "-q"]).arg(repo).arg(&clone),
+        Command::new("git")
+            .args(["clone", "-q"])
+            .arg(repo)
+            .arg(&clone),
         "git clone",
     );
     let version = run(
@@ -339,7 +342,14 @@ fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("no git tag v{version}")));
     run(
         Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "tag", "-a"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.org",
+                "tag",
+                "-a",
+            ])
             .arg(format!("v{version}"))
             .args(["-m", "release"])
             .current_dir(&clone),
@@ -349,18 +359,40 @@ fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
     assert!(String::from_utf8_lossy(&other.stderr).contains("Cargo.toml's workspace version is"));
 
     let made = release(&version);
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let out = dir.path().join("out");
     let name = format!("health-orchestrator-{version}");
     let listing = run(
-        Command::new("tar").arg("-tzf").arg(out.join(format!("{name}-x86_64-linux.tar.gz"))),
+        Command::new("tar")
+            .arg("-tzf")
+            .arg(out.join(format!("{name}-x86_64-linux.tar.gz"))),
         "tar",
     );
-    for file in ["bin/health-orchestrator", "README.md", "CHANGELOG.md", "config/minimal.toml", "docs/kubernetes.md"] {
-        assert!(listing.contains(&format!("{name}/{file}")), "{file}:\n{listing}");
+    for file in [
+        "bin/health-orchestrator",
+        "README.md",
+        "CHANGELOG.md",
+        "config/minimal.toml",
+        "docs/kubernetes.md",
+    ] {
+        assert!(
+            listing.contains(&format!("{name}/{file}")),
+            "{file}:\n{listing}"
+        );
     }
     let manifests = std::fs::read_to_string(out.join(format!("{name}-kubernetes.yaml"))).unwrap();
-    assert!(manifests.contains(&format!("image: ghcr.io/health-orchestrator/health-orchestrator:{version}")));
+    assert!(manifests.contains(&format!(
+        "image: ghcr.io/health-orchestrator/health-orchestrator:{version}"
+    )));
     assert!(out.join(format!("{name}.oci.tar")).exists());
-    run(Command::new("sha256sum").args(["-c", "SHA256SUMS"]).current_dir(&out), "sha256sum -c");
+    run(
+        Command::new("sha256sum")
+            .args(["-c", "SHA256SUMS"])
+            .current_dir(&out),
+        "sha256sum -c",
+    );
 }

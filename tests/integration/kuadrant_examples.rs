@@ -181,3 +181,33 @@ fn every_name_of_kuadrants_examples_answers_what_its_chain_leads_to() {
         wrong.join("\n")
     );
 }
+
+/// Kuadrant's own `kuadrant.io/v1` DNSPolicies (the operator's sample and its health-check
+/// example, `tests/fixtures/kuadrant/upstream/operator-*`) translate beside a record and
+/// give a config `check-config` accepts: v1's `healthCheck` (`path`, HTTPS on 443 by
+/// default) is the record's check, `loadBalancing {weight, geo, defaultGeo}` its geo.
+#[test]
+fn kuadrants_v1_policies_translate() {
+    let dir = repo("tests/fixtures/kuadrant/upstream");
+    for (policy, probe) in [
+        (
+            "operator-dnspolicy-sample.yaml",
+            "https://52.215.108.61:443/",
+        ),
+        (
+            "operator-dnspolicy-healthchecks.yaml",
+            "https://52.30.101.221:443/healthz",
+        ),
+    ] {
+        let (toml, plan, _) = import_and_check(
+            &["--from", "kuadrant"],
+            &[dir.join(policy), dir.join("samples-dnsrecord.yaml")],
+        );
+        let e = &plan.endpoints[0];
+        assert_eq!(plan.targets[e.target].key(), probe, "{policy}: {toml}");
+        if policy.contains("healthchecks") {
+            assert_eq!(e.labels["geo"], "EU", "{toml}");
+            assert_eq!(plan.tenants[0].default_geo.as_deref(), Some("EU"));
+        }
+    }
+}
