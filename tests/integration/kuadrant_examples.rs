@@ -190,9 +190,10 @@ fn every_name_of_kuadrants_examples_answers_what_its_chain_leads_to() {
 fn kuadrants_v1_policies_translate() {
     let dir = repo("tests/fixtures/kuadrant/upstream");
     for (policy, probe) in [
+        // `protocol: HTTP` with the CRD's default port, 443, as Kuadrant probes it.
         (
             "operator-dnspolicy-sample.yaml",
-            "https://52.215.108.61:443/",
+            "http://52.30.101.221:443/",
         ),
         (
             "operator-dnspolicy-healthchecks.yaml",
