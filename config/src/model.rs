@@ -112,7 +112,7 @@ pub struct MultiClusterConfig {
     #[serde(default = "default_failure_threshold")]
     pub failure_threshold: f64,
     /// How often this cluster refreshes its report and reads the others'. Each round costs
-    /// zone API calls (see the README's budget for Route53's 5 requests a second).
+    /// zone API calls (see docs/several-clusters.md for the budget of Route53's 5 requests a second).
     #[serde(default = "default_report_interval", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub report_interval: Duration,

@@ -2,7 +2,7 @@
 //!
 //! Whether a tenant waits for verdicts is decided before this, once, by the tracker core
 //! (`TrackerCore::waits_for_verdicts`); here an endpoint without a verdict counts as
-//! unhealthy. Order of decisions (documented in the README):
+//! unhealthy. Order of decisions (documented in docs/how-it-decides.md):
 //! 1. No endpoint healthy: `on_all_unhealthy` decides (publish all, keep the last set, or
 //!    publish nothing).
 //! 2. Fewer healthy than `min_healthy` × endpoints: publish all (panic threshold).

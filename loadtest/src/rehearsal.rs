@@ -237,7 +237,7 @@ impl Timing {
 
     /// The longest a fault can take to turn the verdict: the next probe up to an interval
     /// away, `fall` failed probes of up to `timeout` each, `fast_interval` apart, and the
-    /// 5 ms batch that carries results to the tracker (README, "Schedule"). Sink writes
+    /// 5 ms batch that carries results to the tracker (docs/how-it-decides.md, "Schedule"). Sink writes
     /// come on top.
     pub fn detection_bound(&self) -> Duration {
         self.interval
