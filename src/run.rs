@@ -90,6 +90,16 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             Err(e) => return Err(e.into()),
         };
         engine.set_cluster(cluster);
+        if let Some(name) = &kubernetes.operator_state {
+            let kube = ho_kube::client::connect_for_watches(
+                kubernetes.kubeconfig.as_deref(),
+                REQUEST_TIMEOUT,
+            )
+            .await
+            .context("[kubernetes] operator_state")?;
+            ho_kube::operator_state::share(&engine, kube.client, &kube.default_namespace, name)
+                .await;
+        }
         crate::heap::release_freed_pages();
         let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(tokens)));
         let (stop_election, stopped) = tokio::sync::watch::channel(false);

@@ -41,6 +41,9 @@ pub enum Forced {
 #[derive(Debug, Clone, Default)]
 pub struct DrainStore {
     path: Option<PathBuf>,
+    /// Where every save is also handed, for the replicas to share (`[kubernetes]
+    /// operator_state`): the latest state wins.
+    share: Option<tokio::sync::watch::Sender<OperatorState>>,
 }
 
 impl DrainStore {
@@ -48,6 +51,7 @@ impl DrainStore {
     pub fn new(state_dir: Option<&Path>) -> DrainStore {
         DrainStore {
             path: state_dir.map(|d| d.join("drains.json")),
+            share: None,
         }
     }
 
@@ -61,12 +65,27 @@ impl DrainStore {
         Ok(state_file::read(path)?.unwrap_or_default())
     }
 
-    /// Replaces the file with `state`, atomically and flushed to the disk.
+    /// Replaces the file with `state`, atomically and flushed to the disk, and hands it
+    /// to the replicas sharing it.
     pub fn save(&self, state: &OperatorState) -> Result<(), StateFileError> {
+        self.keep(state)?;
+        if let Some(share) = &self.share {
+            share.send_replace(state.clone());
+        }
+        Ok(())
+    }
+
+    /// Replaces the file with `state` (one another replica set): not handed on again.
+    pub fn keep(&self, state: &OperatorState) -> Result<(), StateFileError> {
         match &self.path {
             Some(path) => state_file::write_state(path, state, true),
             None => Ok(()),
         }
+    }
+
+    /// Hands every later save to `share` as well.
+    pub fn share_with(&mut self, share: tokio::sync::watch::Sender<OperatorState>) {
+        self.share = Some(share);
     }
 }
 

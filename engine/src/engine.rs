@@ -64,6 +64,17 @@ pub enum EngineError {
     Host(#[from] crate::hosts::HostsError),
 }
 
+/// Applies what an operator set on another replica (see [`Engine::share_operator_state`]).
+#[derive(Clone)]
+pub struct Adopter(Addr<HealthTracker>);
+
+impl Adopter {
+    /// Applies `state` here, as if set through this replica's API, without handing it on.
+    pub fn adopt(&self, state: crate::drain::OperatorState) {
+        self.0.do_send(crate::tracker::Adopt(state));
+    }
+}
+
 /// What a reload changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReloadSummary {
@@ -278,6 +289,25 @@ impl Engine {
             sinks.push(sink.send(GetSinkStatus).await.ok()?);
         }
         Some(Overview { tenants, sinks })
+    }
+
+    /// Shares what operators set with the other replicas: every later action is handed to
+    /// the returned receiver (its first value: the state now), and what another replica
+    /// set is applied through the returned [`Adopter`].
+    pub async fn share_operator_state(
+        &self,
+    ) -> Option<(
+        tokio::sync::watch::Receiver<crate::drain::OperatorState>,
+        Adopter,
+    )> {
+        let (tx, rx) = tokio::sync::watch::channel(crate::drain::OperatorState::default());
+        let now = self
+            .tracker
+            .send(crate::tracker::Share(tx.clone()))
+            .await
+            .ok()?;
+        tx.send_replace(now);
+        Some((rx, Adopter(self.tracker.clone())))
     }
 
     /// The endpoints named in `names` as `/status` shows them (those of them that run);

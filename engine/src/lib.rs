@@ -45,4 +45,5 @@ mod tracker;
 mod engine;
 mod outbox;
 
-pub use engine::{Engine, EngineError, ReloadSummary};
+pub use drain::{Forced, OperatorState};
+pub use engine::{Adopter, Engine, EngineError, ReloadSummary};

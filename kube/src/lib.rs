@@ -9,6 +9,7 @@ pub mod client;
 pub mod cluster_id;
 mod coredns_configmap;
 pub mod lease;
+pub mod operator_state;
 pub mod tenants;
 
 pub use coredns_configmap::config::CorednsConfigMapConfig;

@@ -172,3 +172,96 @@ async fn state_files_corrupt_newer_or_older_are_said_or_migrated_never_a_panic()
         "{saved}"
     );
 }
+
+/// Two replicas answering DNS share what operators set (`[kubernetes] operator_state`, a
+/// ConfigMap on the Kubernetes API test server: no real API server can run here): a drain
+/// sent to either replica's API changes both replicas' answers, and an undrain on the other
+/// brings it back, 20 times; a restarted replica answers with the shared drains from its
+/// start.
+#[actix_rt::test]
+async fn a_drain_sent_to_one_replica_changes_every_replicas_answer() {
+    use crate::fakes::kube_api::KubeApi;
+    use crate::services::dig::dig1;
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = gateways(3);
+    let ips: Vec<String> = gws.iter().map(ip).collect();
+    let without: Vec<String> = vec![ips[0].clone(), ips[2].clone()];
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = KubeApi::kubeconfig(kube_addr, dir.path());
+        let admin = dir.path().join("admin");
+        std::fs::write(&admin, ADMIN).unwrap();
+        let api = std::net::SocketAddr::new(loopback_ip().into(), 8080);
+        let dns = std::net::SocketAddr::new(loopback_ip().into(), 5353);
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+            .set("api.listen", api.to_string())
+            .set("api.admin_token_file", admin.display().to_string())
+            .set("state_dir", dir.path().join("state").display().to_string())
+            .with(&format!(
+                "[kubernetes]\noperator_state = \"ho-operator\"\nkubeconfig = {:?}\n\n\
+                 [[tenants]]\nname = \"t\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
+                 [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{dns}\"]\nzones = [\"example.org\"]\n",
+                kubeconfig.display().to_string()
+            ));
+        replicas.push((dir, config, api, dns));
+    }
+    let mut running: Vec<Running> = replicas
+        .iter()
+        .map(|(dir, config, _, _)| {
+            spawn_logged(&mut run_config(dir.path(), config), &dir.path().join("log"))
+        })
+        .collect();
+    let answers = |dns: std::net::SocketAddr, want: Vec<String>| async move {
+        let start = tokio::time::Instant::now();
+        loop {
+            if dig1(dns, &["api.example.org", "A"]).await.sorted() == want {
+                return start.elapsed();
+            }
+            assert!(start.elapsed() < LIMIT, "{dns}: wanted {want:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    for (_, _, _, dns) in &replicas {
+        answers(*dns, ips.clone()).await;
+    }
+    let mut times = Vec::new();
+    for trial in 0..20 {
+        let (by, other) = if trial % 2 == 0 { (0, 1) } else { (1, 0) };
+        let (action, want) = if trial % 2 == 0 {
+            ("drain", &without)
+        } else {
+            ("undrain", &ips)
+        };
+        let path = format!("/v1/endpoints/gw-2/{action}");
+        let (code, body) = api_request(replicas[by].2, "POST", &path, Some(ADMIN)).await;
+        assert_eq!(code, 200, "{body}");
+        times.push(answers(replicas[other].3, want.clone()).await);
+        answers(replicas[by].3, want.clone()).await;
+    }
+    times.sort();
+    eprintln!(
+        "a drain through one replica -> the other's answer: p50 {:?}, p99 {:?} over 20 trials",
+        times[10], times[19]
+    );
+
+    // Drained through replica 0; replica 1 restarts and answers without gw-2 from its start.
+    let (code, _) = api_request(
+        replicas[0].2,
+        "POST",
+        "/v1/endpoints/gw-2/drain",
+        Some(ADMIN),
+    )
+    .await;
+    assert_eq!(code, 200);
+    answers(replicas[1].3, without.clone()).await;
+    drop(running.pop());
+    let (dir, config, _, dns) = &replicas[1];
+    std::fs::remove_dir_all(dir.path().join("state")).unwrap();
+    running.push(spawn_logged(
+        &mut run_config(dir.path(), config),
+        &dir.path().join("log"),
+    ));
+    answers(*dns, without).await;
+}

@@ -28,6 +28,12 @@ pub struct KubernetesConfig {
     /// none. Off by default.
     #[serde(default)]
     pub kuadrant_default_policy: bool,
+    /// A ConfigMap (in the namespace of `kubeconfig`'s context, or the pod's own) where
+    /// what operators set (drains, forced health, held fail-backs) is kept for every
+    /// replica: an action sent to any replica through the Service is applied by all of
+    /// them within a second. Unset: each replica keeps its own in `state_dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_state: Option<String>,
     /// A kubeconfig file. Unset: the in-cluster service account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<PathBuf>,

@@ -15,6 +15,11 @@ pub(super) fn check_kubernetes(config: &Config, errs: &mut Errors) {
             "makes Kuadrant's default DNSPolicy, which only kuadrant = true reads: set kuadrant = true too",
         );
     }
+    if let Some(name) = &config.kubernetes.operator_state {
+        if let Err(e) = check_kube_name(name, 253) {
+            errs.push("kubernetes.operator_state", e);
+        }
+    }
     let mut seen = HashSet::new();
     for (i, allow) in config.kubernetes.allow.iter().enumerate() {
         let at = |field: &str| format!("kubernetes.allow[{i}].{field}");

@@ -34,7 +34,9 @@ use crate::probe_limits::ProbeLimits;
 use crate::status::TrackerStatus;
 
 pub use self::core::{Clock, Effect, TrackerCore};
-pub(crate) use self::operator::{Applied, DrainError, OperatorAction, Selection, SetByOperator};
+pub(crate) use self::operator::{
+    Adopt, Applied, DrainError, OperatorAction, Selection, SetByOperator, Share,
+};
 
 /// Asks for the `/status` view.
 #[derive(Message)]

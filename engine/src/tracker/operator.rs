@@ -159,3 +159,46 @@ impl Handler<SetByOperator> for HealthTracker {
         Ok(Applied { matched, changed })
     }
 }
+
+/// Operator state set on another replica (`[kubernetes] operator_state`): applied here and
+/// kept in this replica's file, not handed on again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Adopt(pub OperatorState);
+
+impl Handler<Adopt> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, Adopt(state): Adopt, ctx: &mut Context<Self>) {
+        let same = *self.core.drained() == state.drained && *self.core.forced() == state.forced;
+        if same {
+            return;
+        }
+        if let Err(e) = self.drains.keep(&state) {
+            tracing::error!(
+                "what another replica's operator set is applied but not kept here: {e}"
+            );
+        }
+        let mut fx = Vec::new();
+        self.core.set_drained(state.drained, Clock::now(), &mut fx);
+        self.core.set_forced(state.forced, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+/// Hands every later operator action to `0`, for the other replicas.
+#[derive(Message)]
+#[rtype(result = "OperatorState")]
+pub(crate) struct Share(pub tokio::sync::watch::Sender<OperatorState>);
+
+impl Handler<Share> for HealthTracker {
+    type Result = MessageResult<Share>;
+
+    fn handle(&mut self, Share(tx): Share, _: &mut Context<Self>) -> Self::Result {
+        self.drains.share_with(tx);
+        MessageResult(OperatorState {
+            drained: self.core.drained().clone(),
+            forced: self.core.forced().clone(),
+        })
+    }
+}
