@@ -1,5 +1,5 @@
 //! ACME DNS-01 challenges on the embedded server, set the way cert-manager's `rfc2136`
-//! solver sets them, here with BIND's `nsupdate`: a TXT at `_acme-challenge.NAME` signed
+//! solver sets them, here with BIND's `nsupdate` and Knot's `knsupdate`: a TXT at `_acme-challenge.NAME` signed
 //! with the `acme` key is answered (for a served name, and for the parent of a served
 //! wildcard, as a wildcard certificate's challenge is) and removed again; an unsigned
 //! update, one signed with another key, one for a name the server does not serve, another
@@ -140,6 +140,49 @@ async fn acme_challenges_are_set_and_cleared_by_signed_updates_only() {
     assert_eq!(
         txt(server, challenge).await,
         ("NOERROR".into(), vec!["token-1".to_owned()])
+    );
+
+    // Knot's knsupdate sets and clears one too (its key given as algorithm:name:secret).
+    let conf = std::fs::read_to_string(&key).unwrap();
+    let secret = conf.split('"').nth(3).unwrap().to_owned();
+    let knot = |commands: &str| {
+        let script = format!(
+            "server {} {}\nzone example.org\n{commands}\nsend\n",
+            server.ip(),
+            server.port()
+        );
+        let mut child = Command::new("/usr/bin/knsupdate")
+            .args(["-y", &format!("hmac-sha256:ho-xfr:{secret}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("knsupdate is missing: run the test command (bash .ci/test), which installs knot-dnsutils");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && !said.contains("REFUSED"),
+            "{commands}: {said}"
+        );
+    };
+    knot("update add _acme-challenge.apps.example.org. 60 TXT \"token-3\"");
+    let (_, texts) = txt(server, "_acme-challenge.apps.example.org").await;
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    knot("update delete _acme-challenge.apps.example.org. TXT \"token-3\"");
+    assert_eq!(
+        txt(server, "_acme-challenge.apps.example.org").await,
+        ("NOERROR".into(), vec!["token-2".to_owned()])
     );
 
     // Cleared, as the solver does once the certificate is issued.

@@ -16,13 +16,14 @@ use crate::services::dns_secondary::{make_key, Flavor, Secondary, KEY};
 
 /// An engine whose `dns_server` serves `example.org` with `domains` (each answering
 /// every gateway) and lets loopback secondaries signing with `key_file` transfer it,
-/// notifying `notify`.
+/// notifying `notify`; `statics`: its `static_records` (zone-file text), if any.
 async fn primary(
     dir: &Path,
     gateways: &[ho_testkit::Gateway],
     domains: &[String],
     key_file: &Path,
     notify: &[SocketAddr],
+    statics: &str,
 ) -> (ho_engine::Engine, SocketAddr) {
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let quoted: Vec<String> = domains.iter().map(|d| format!("\"{d}\"")).collect();
@@ -30,7 +31,8 @@ async fn primary(
     let tail = format!(
         "[[tenants]]\nname = \"a\"\ndomains = [{}]\nsinks = [\"dns\"]\n\n\
          [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
-         transfer = {{ notify = [{}], allow = [\"127.0.0.0/8\"], tsig = {{ name = \"{KEY}\", secret_file = \"{}\" }} }}\n",
+         transfer = {{ notify = [{}], allow = [\"127.0.0.0/8\"], tsig = {{ name = \"{KEY}\", secret_file = \"{}\" }} }}\n\
+         static_records = {statics:?}\n",
         quoted.join(", "),
         notify.join(", "),
         key_file.display()
@@ -81,6 +83,7 @@ async fn a_secondary_follows_failover(flavor: Flavor) {
         &["api.example.org".into()],
         &key,
         &[notify_to],
+        "",
     )
     .await;
     let both: Vec<String> = gws.iter().map(ip).collect();
@@ -138,7 +141,7 @@ async fn an_axfr_signs_every_message_and_needs_the_key() {
     let gws = gateways(2);
     let mut domains: Vec<String> = (0..300).map(|i| format!("n{i}.example.org")).collect();
     domains.push("api.example.org".into());
-    let (_engine, server) = primary(dir.path(), &gws, &domains, &key, &[]).await;
+    let (_engine, server) = primary(dir.path(), &gws, &domains, &key, &[], "").await;
     let both: Vec<String> = gws.iter().map(ip).collect();
     wait_for(server, &both, &String::new).await;
     let axfr = |with_key: bool| {
@@ -189,7 +192,8 @@ async fn ixfr_answers_what_changed_since_the_serial_asked() {
     let dir = tempfile::tempdir().unwrap();
     let key = make_key(dir.path());
     let mut gws = gateways(2);
-    let (_engine, server) = primary(dir.path(), &gws, &["api.example.org".into()], &key, &[]).await;
+    let (_engine, server) =
+        primary(dir.path(), &gws, &["api.example.org".into()], &key, &[], "").await;
     let both: Vec<String> = gws.iter().map(ip).collect();
     wait_for(server, &both, &String::new).await;
     let serial = || -> u32 {
@@ -255,4 +259,42 @@ async fn ixfr_answers_what_changed_since_the_serial_asked() {
     );
     assert!(whole.contains(&("A".into(), ip(&gws[1]))), "{whole:?}");
     assert_eq!(whole.last(), Some(&("SOA".into(), now)));
+}
+
+/// A BIND secondary takes the wildcard names and the static records with the zone: it
+/// answers a name under `*.apps.example.org` (its own wildcard synthesis, from what it
+/// transferred), the apex's MX and TXT, as the primary does.
+#[actix_rt::test]
+async fn a_bind_secondary_transfers_wildcards_and_static_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let gws = gateways(1);
+    let notify_port = free_port_pair();
+    let notify_to = SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), notify_port);
+    let statics = "@ 3600 IN MX 10 mail.example.org.\n@ 3600 IN TXT \"site-verification=abc\"\n";
+    let (_engine, server) = primary(
+        dir.path(),
+        &gws,
+        &["api.example.org".into(), "*.apps.example.org".into()],
+        &key,
+        &[notify_to],
+        statics,
+    )
+    .await;
+    wait_for(server, &[ip(&gws[0])], &String::new).await;
+    let secondary = Secondary::start_on(Flavor::Bind, notify_port, server, &key);
+    let log = || secondary.log();
+    wait_for(secondary.addr, &[ip(&gws[0])], &log).await;
+    for (name, qtype, want) in [
+        ("foo.apps.example.org", "A", ip(&gws[0])),
+        // `dig` is read for the last field of each record.
+        ("example.org", "MX", "mail.example.org.".to_owned()),
+        ("example.org", "TXT", "\"site-verification=abc\"".to_owned()),
+    ] {
+        for at in [server, secondary.addr] {
+            let answer = dig(at, &["+nocookie", name, qtype]).await;
+            let got = answer.first().map(|a| a.sorted()).unwrap_or_default();
+            assert_eq!(got, [want.clone()], "{at} {name} {qtype}\n{}", log());
+        }
+    }
 }
