@@ -294,7 +294,12 @@ async fn a_bind_secondary_transfers_wildcards_and_static_records() {
         for at in [server, secondary.addr] {
             let answer = dig(at, &["+nocookie", name, qtype]).await;
             let got = answer.first().map(|a| a.sorted()).unwrap_or_default();
-            assert_eq!(got, [want.clone()], "{at} {name} {qtype}\n{}", log());
+            assert_eq!(
+                got,
+                std::slice::from_ref(&want),
+                "{at} {name} {qtype}\n{}",
+                log()
+            );
         }
     }
 }
