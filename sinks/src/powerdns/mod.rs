@@ -158,26 +158,51 @@ impl Inner {
         let mut foreign = Vec::new();
         let ttl = snapshot.ttl.as_secs().max(1);
         let wanted = render::wanted(snapshot, self.lua);
+        let owned = |r: &RrSet| {
+            r.comments
+                .iter()
+                .any(|c| c.account == ACCOUNT && c.content == self.mark)
+        };
         for domain in &snapshot.domains {
             let name = format!("{domain}.");
+            // A name is written whole or not at all: PowerDNS serves every A/AAAA, LUA and
+            // CNAME rrset of a name together, so ours beside someone else's would be a
+            // mixed answer.
+            let mut ours = Vec::new();
+            let mut theirs = Vec::new();
             for (rtype, wanted) in &wanted {
                 let rtype = *rtype;
                 let current = existing.get(&(name.clone(), rtype)).copied();
-                let owned = current.is_some_and(|r| {
-                    r.comments
-                        .iter()
-                        .any(|c| c.account == ACCOUNT && c.content == self.mark)
-                });
-                if current.is_some() && !owned && !self.adopt {
-                    foreign.push(format!("{name} {rtype}"));
+                let mine = current.is_some_and(owned);
+                if current.is_some() && !mine && !self.adopt {
+                    theirs.push(format!("{name} {rtype}"));
                     continue;
                 }
                 match current {
                     None if wanted.is_empty() => {}
-                    Some(_) if wanted.is_empty() => changes.push(RrSet::delete(&name, rtype)),
-                    Some(r) if owned && r.ttl == Some(ttl) && &r.contents() == wanted => {}
-                    _ => changes.push(self.replace(&name, rtype, ttl, wanted)),
+                    Some(_) if wanted.is_empty() => ours.push(RrSet::delete(&name, rtype)),
+                    Some(r) if mine && r.ttl == Some(ttl) && &r.contents() == wanted => {}
+                    _ => ours.push(self.replace(&name, rtype, ttl, wanted)),
                 }
+            }
+            let beside = zone.rrsets.iter().filter(|r| {
+                r.name.eq_ignore_ascii_case(&name)
+                    && matches!(r.rtype.as_str(), "A" | "AAAA" | "LUA" | "CNAME")
+                    && !wanted.iter().any(|(t, _)| *t == r.rtype)
+            });
+            for r in beside {
+                if owned(r) || self.adopt {
+                    // Before ours: PowerDNS checks each rrset of a PATCH against the zone as
+                    // it goes, and an A beside a CNAME still there is refused.
+                    ours.insert(0, RrSet::delete(&name, &r.rtype));
+                } else {
+                    theirs.push(format!("{name} {}", r.rtype));
+                }
+            }
+            if theirs.is_empty() {
+                changes.extend(ours);
+            } else {
+                foreign.extend(theirs);
             }
         }
         let applied = if changes.is_empty() {
@@ -192,7 +217,7 @@ impl Inner {
             Ok(applied)
         } else {
             Err(SinkError::permanent(format!(
-                "left alone because they exist without this orchestrator's ownership comment: {}; set adopt = true to take them over",
+                "left alone because they exist without this orchestrator's ownership comment: {}; nothing is written at those names, so PowerDNS never serves ours beside them; set adopt = true to take them over",
                 foreign.join(", ")
             )))
         }
