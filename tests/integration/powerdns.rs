@@ -250,3 +250,54 @@ async fn a_foreign_cname_is_refused_before_powerdns_would() {
     pdns.wait_for_answer("www.tenant-a.io", "A", &[ip(&gws[0])])
         .await;
 }
+
+/// 30 tenants losing a shared gateway at once, on PowerDNS's SQLite back end: their writes
+/// go in rounds (one zone read and one PATCH for every tenant waiting), so no write fails
+/// (before, parallel PATCHes per tenant met `database is locked` as HTTP 500 and retried);
+/// every name drops the gateway and takes it back.
+#[actix_rt::test]
+async fn thirty_tenants_failing_over_at_once_never_contend_on_the_zone() {
+    let pdns = PdnsServer::start(ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let mut tail = format!(
+        "[sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"2s\"\n\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"60s\" }}\n\n",
+        pdns.url(),
+        pdns.key_file().display().to_string()
+    );
+    for t in 0..30 {
+        tail.push_str(&format!(
+            "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.tenant-a.io\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n"
+        ));
+    }
+    let engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    for t in [0, 29] {
+        pdns.wait_for_answer(&format!("t{t}.tenant-a.io"), "A", &all)
+            .await;
+    }
+    let errors = sink_writes_with(&engine, "pdns", "error");
+    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
+    let one = vec![ip(&gws[1])];
+    for t in 0..30 {
+        pdns.wait_for_answer(&format!("t{t}.tenant-a.io"), "A", &one)
+            .await;
+    }
+    gws[0].set(ho_testkit::Behaviour::Healthy).unwrap();
+    for t in 0..30 {
+        pdns.wait_for_answer(&format!("t{t}.tenant-a.io"), "A", &all)
+            .await;
+    }
+    assert_eq!(
+        sink_writes_with(&engine, "pdns", "error"),
+        errors,
+        "a write failed while 30 tenants failed over:\n{}",
+        pdns.log()
+    );
+    assert!(!pdns.log().contains("database is locked"), "{}", pdns.log());
+}

@@ -1,8 +1,11 @@
 //! `kind = "powerdns"`: the PowerDNS Authoritative HTTP API.
 //!
-//! Each write reads the zone, computes which of the tenant's rrsets (one A and one AAAA per
-//! domain) differ from the desired state, and sends them in one
-//! `PATCH /api/v1/servers/{server_id}/zones/{zone}`: `REPLACE` with the tenant's TTL and an
+//! Writes go in rounds ([`crate::rounds`]): the tenants due while a round runs wait and go
+//! out together, so a gateway shared by many tenants failing costs one read of the zone and
+//! one `PATCH` for all of them, never concurrent PATCHes contending on the back end's
+//! database (on the SQLite back end those fail with HTTP 500). A round reads the zone,
+//! computes which of each tenant's rrsets (one A and one AAAA per domain) differ from the
+//! desired state, and sends them in one `PATCH /api/v1/servers/{server_id}/zones/{zone}`: `REPLACE` with the tenant's TTL and an
 //! ownership comment, or `DELETE` when a family has no address left. An rrset that exists
 //! without this orchestrator's ownership comment belongs to someone else: it is left alone
 //! and reported, unless `adopt = true`. Reading first makes every write idempotent and lets
@@ -31,12 +34,27 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 
 use crate::http::{error_for, Answer, HttpClient};
+use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
 use ho_engine::secret::Secret;
 
 /// Writes tenants' rrsets into one PowerDNS zone.
 pub struct PowerDnsSink {
     inner: Arc<Inner>,
+    rounds: Arc<Rounds<Writer>>,
+}
+
+/// The round writer: every waiting tenant in one read and one PATCH.
+struct Writer(Arc<Inner>);
+
+impl RoundWriter for Writer {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        _done: &'a mut Done,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.0.write_round(round))
+    }
 }
 
 struct Inner {
@@ -60,22 +78,24 @@ impl PowerDnsSink {
         .map_err(|e| format!("api key: {e}"))?;
         let zone = format!("{}.", config.zone);
         let trust = TlsCheck::verify_with(None);
+        let inner = Arc::new(Inner {
+            client: HttpClient::new(&trust, config.timeout)?,
+            zone_url: format!(
+                "{}/api/v1/servers/{}/zones/{}",
+                config.url.trim_end_matches('/'),
+                config.server_id,
+                zone
+            ),
+            zone,
+            server_id: config.server_id.clone(),
+            api_key,
+            adopt: config.adopt,
+            lua: config.lua,
+            mark: format!("managed by health-orchestrator, owner {owner_id}"),
+        });
         Ok(PowerDnsSink {
-            inner: Arc::new(Inner {
-                client: HttpClient::new(&trust, config.timeout)?,
-                zone_url: format!(
-                    "{}/api/v1/servers/{}/zones/{}",
-                    config.url.trim_end_matches('/'),
-                    config.server_id,
-                    zone
-                ),
-                zone,
-                server_id: config.server_id.clone(),
-                api_key,
-                adopt: config.adopt,
-                lua: config.lua,
-                mark: format!("managed by health-orchestrator, owner {owner_id}"),
-            }),
+            rounds: Arc::new(Rounds::new(Writer(inner.clone()))),
+            inner,
         })
     }
 }
@@ -90,8 +110,8 @@ impl Sink for PowerDnsSink {
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let inner = self.inner.clone();
-        Box::pin(async move { inner.apply(&snapshot).await })
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
     }
 }
 
@@ -147,13 +167,56 @@ impl Inner {
             .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))
     }
 
-    async fn apply(&self, snapshot: &TenantSnapshot) -> Result<Applied, SinkError> {
+    /// One round: the zone read once, every tenant's changes in one PATCH; each tenant's
+    /// result (a tenant whose names hold someone else's rrsets fails alone, naming them).
+    async fn write_round(
+        &self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<RoundResults, SinkError> {
         let zone = self.read_zone().await?;
         let existing: BTreeMap<(String, &str), &RrSet> = zone
             .rrsets
             .iter()
             .map(|r| ((r.name.to_ascii_lowercase(), r.rtype.as_str()), r))
             .collect();
+        let mut changes = Vec::new();
+        let mut planned = BTreeMap::new();
+        for (tenant, snapshot) in round {
+            let (ours, foreign) = self.plan(snapshot, &zone, &existing);
+            planned.insert(tenant.clone(), (!ours.is_empty(), foreign));
+            changes.extend(ours);
+        }
+        if !changes.is_empty() {
+            let what = format!("PATCH zone {} ({} rrsets)", self.zone, changes.len());
+            let body = serde_json::to_vec(&PatchBody { rrsets: changes }).expect("serializable");
+            self.call(Method::PATCH, body.into(), &what).await?;
+        }
+        Ok(planned
+            .into_iter()
+            .map(|(tenant, (changed, foreign))| {
+                let result = if !foreign.is_empty() {
+                    Err(SinkError::permanent(format!(
+                        "left alone because they exist without this orchestrator's ownership comment: {}; nothing is written at those names, so PowerDNS never serves ours beside them; set adopt = true to take them over",
+                        foreign.join(", ")
+                    )))
+                } else if changed {
+                    Ok(Applied::Changed)
+                } else {
+                    Ok(Applied::Unchanged)
+                };
+                (tenant, result)
+            })
+            .collect())
+    }
+
+    /// The rrsets `snapshot` changes in `zone` (indexed as `existing`), and the names left
+    /// alone because someone else's rrsets are there.
+    fn plan(
+        &self,
+        snapshot: &TenantSnapshot,
+        zone: &Zone,
+        existing: &BTreeMap<(String, &str), &RrSet>,
+    ) -> (Vec<RrSet>, Vec<String>) {
         let mut changes = Vec::new();
         let mut foreign = Vec::new();
         let ttl = snapshot.ttl.as_secs().max(1);
@@ -205,22 +268,7 @@ impl Inner {
                 foreign.extend(theirs);
             }
         }
-        let applied = if changes.is_empty() {
-            Applied::Unchanged
-        } else {
-            let what = format!("PATCH zone {} ({} rrsets)", self.zone, changes.len());
-            let body = serde_json::to_vec(&PatchBody { rrsets: changes }).expect("serializable");
-            self.call(Method::PATCH, body.into(), &what).await?;
-            Applied::Changed
-        };
-        if foreign.is_empty() {
-            Ok(applied)
-        } else {
-            Err(SinkError::permanent(format!(
-                "left alone because they exist without this orchestrator's ownership comment: {}; nothing is written at those names, so PowerDNS never serves ours beside them; set adopt = true to take them over",
-                foreign.join(", ")
-            )))
-        }
+        (changes, foreign)
     }
 
     /// A REPLACE of `name`'s `rtype` rrset with `contents`, marked as ours.
