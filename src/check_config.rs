@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ho_config::Plan;
+use serde::Deserialize;
 
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
@@ -81,4 +82,94 @@ pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) 
             Err(ExitCode::from(2))
         });
     (checked, loaded.notes)
+}
+
+/// `check-config --resource FILE`: each DNSFailover in `resources` judged as admission
+/// judges it against the config `files` (allowance, claims, the spec as `check-config`
+/// validates it), one line each; exit 2 when any is refused. Sources a cluster resolves
+/// (`gateway`, `service`, `nodes`) cannot be looked up offline: they are said, and the rest
+/// of the resource is judged without them.
+pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    use ho_kube::tenants::admit::{Admitter, Verdict};
+    use ho_kube::tenants::resource::DNSFailover;
+    let base = match crate::config_files::config(files).result {
+        Ok(base) => base,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut parsed = Vec::new();
+    for file in resources {
+        let text = std::fs::read_to_string(file)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_yaml::Value::deserialize(doc)?;
+            if value.get("kind").and_then(|k| k.as_str()) != Some("DNSFailover") {
+                continue;
+            }
+            let mut resource: DNSFailover = serde_yaml::from_value(value)
+                .map_err(|e| anyhow::anyhow!("{}: not a DNSFailover: {e}", file.display()))?;
+            let name = resource.metadata.name.clone().unwrap_or_default();
+            if resource.metadata.namespace.is_none() {
+                anyhow::bail!("{}: DNSFailover {name} names no metadata.namespace (admission judges it in its namespace)", file.display());
+            }
+            for (i, source) in resource.spec.endpoints.iter_mut().enumerate() {
+                let offline = [
+                    source.gateway.take().map(|g| format!("gateway {g}")),
+                    source.service.take().map(|s| format!("service {s}")),
+                    source.nodes.take().map(|_| "nodes".to_owned()),
+                ];
+                for what in offline.into_iter().flatten() {
+                    println!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged without it");
+                }
+            }
+            // A source that only named what the cluster resolves has nothing left to judge.
+            resource.spec.endpoints.retain(|s| !s.addresses.is_empty());
+            resource.metadata.creation_timestamp = None;
+            parsed.push(resource);
+        }
+    }
+    let refs: Vec<&DNSFailover> = parsed.iter().collect();
+    let admission = Admitter::default().admit(&base, &refs, &Offline, &ho_kinds::CATALOG);
+    let mut refused = false;
+    for (key, verdict) in &admission.verdicts {
+        match verdict {
+            Verdict::Accepted { .. } => println!("{}/{}: accepted", key.0, key.1),
+            Verdict::Waiting { message } => println!(
+                "{}/{}: accepted, nothing to publish yet: {message}",
+                key.0, key.1
+            ),
+            Verdict::Refused { reason, message }
+            | Verdict::KeptLast {
+                reason, message, ..
+            } => {
+                refused = true;
+                eprintln!("{}/{}: refused ({reason}): {message}", key.0, key.1);
+            }
+        }
+    }
+    Ok(if refused {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// No cluster: sources it would resolve were taken out before admission.
+struct Offline;
+
+impl ho_kube::tenants::discover::Lookup for Offline {
+    fn gateway(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+    fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+    fn nodes(
+        &self,
+        _: &std::collections::BTreeMap<String, String>,
+        _: ho_kube::tenants::resource::NodeAddressType,
+    ) -> Vec<(String, std::net::IpAddr)> {
+        Vec::new()
+    }
 }

@@ -51,6 +51,10 @@ enum Command {
         /// TOML config file; repeat to layer files.
         #[arg(long = "config", short = 'c', required = true, value_name = "FILE")]
         config: Vec<PathBuf>,
+        /// DNSFailover resources (YAML, any number of documents) to judge as admission
+        /// would against this config, before applying them.
+        #[arg(long = "resource", value_name = "FILE")]
+        resource: Vec<PathBuf>,
     },
     /// Probe one target once and print the verdict, the reason and the latency.
     Probe(Box<probe_cmd::ProbeArgs>),
@@ -106,7 +110,10 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Run { config } => run::run(&config, cli.log_format),
-        Command::CheckConfig { config } => Ok(check_config::check_config(&config)),
+        Command::CheckConfig { config, resource } if !resource.is_empty() => {
+            check_config::check_resources(&config, &resource)
+        }
+        Command::CheckConfig { config, .. } => Ok(check_config::check_config(&config)),
         Command::Probe(args) => probe_cmd::probe(*args),
         Command::Demo(args) => demo::demo(args),
         Command::Cluster {

@@ -844,3 +844,50 @@ fn check_config_and_run_refuse_what_run_could_not_use() {
         assert!(!stderr.contains("not-a-secret"), "{stderr}");
     }
 }
+
+/// `check-config --resource FILE` judges DNSFailover resources as admission would against
+/// the shipped config: accepted, refused with admission's reason and message at the
+/// resource's own field (a domain outside the namespace's allowance, an invalid check), a
+/// Gateway source said as looked up in the cluster; exit 2 when any is refused.
+#[test]
+fn check_config_judges_resources_as_admission_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(
+        &resources,
+        "apiVersion: healthorchestrator.io/v1alpha1\nkind: DNSFailover\nmetadata: {name: api, namespace: team-a}\n\
+         spec:\n  domains: [api.team-a.io]\n  sinks: [dns]\n  endpoints:\n    - addresses: [192.0.2.10]\n    - gateway: prod-gw\n---\n\
+         apiVersion: healthorchestrator.io/v1alpha1\nkind: DNSFailover\nmetadata: {name: other, namespace: team-a}\n\
+         spec:\n  domains: [api.team-b.io]\n  sinks: [dns]\n  endpoints:\n    - addresses: [192.0.2.11]\n---\n\
+         apiVersion: healthorchestrator.io/v1alpha1\nkind: DNSFailover\nmetadata: {name: rise, namespace: team-a}\n\
+         spec:\n  domains: [rise.team-a.io]\n  sinks: [dns]\n  check: {rise: 0}\n  endpoints:\n    - addresses: [192.0.2.12]\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(repo("deploy/kubernetes/config.toml"))
+        .arg("--resource")
+        .arg(&resources)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("team-a/api: accepted"), "{stdout}");
+    assert!(
+        stdout.contains("spec.endpoints[1]: gateway prod-gw is looked up in the cluster"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "team-a/other: refused (DomainNotAllowed): spec.domains[0]: \"api.team-b.io\""
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("team-a/rise: refused (Invalid): spec.check.rise"),
+        "{stderr}"
+    );
+}
