@@ -19,6 +19,7 @@
 //! | `cloudflare` | `ho-sinks` |
 //! | `google_cloud_dns` | `ho-sinks` |
 //! | `azure_dns` | `ho-sinks` |
+//! | `external_dns_webhook` | `ho-sinks` |
 
 pub mod schema;
 
@@ -43,6 +44,7 @@ pub const SINK_KINDS: KindList = KindList(&[
     &Registered::<ho_sinks::CloudflareConfig>::KIND,
     &Registered::<ho_sinks::GoogleCloudDnsConfig>::KIND,
     &Registered::<ho_sinks::AzureDnsConfig>::KIND,
+    &Registered::<ho_sinks::ExternalDnsWebhookConfig>::KIND,
 ]);
 
 /// The component kinds of this program, as validation takes them: every sink kind and the

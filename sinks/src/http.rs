@@ -31,6 +31,8 @@ pub struct Answer {
     pub status: StatusCode,
     /// `Retry-After` in seconds, if sent.
     pub retry_after: Option<Duration>,
+    /// `Content-Type`, if sent.
+    pub content_type: Option<String>,
     /// Body (up to 16 MiB).
     pub body: Bytes,
 }
@@ -80,6 +82,11 @@ impl HttpClient {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
+            let content_type = response
+                .headers()
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE)
                 .collect()
                 .await
@@ -88,6 +95,7 @@ impl HttpClient {
             Ok(Answer {
                 status,
                 retry_after,
+                content_type,
                 body,
             })
         };

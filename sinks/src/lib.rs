@@ -13,6 +13,7 @@
 //! | `cloudflare` | `cloudflare` |
 //! | `google_cloud_dns` | `google` |
 //! | `azure_dns` | `azure` |
+//! | `external_dns_webhook` | `external_dns` |
 //!
 //! The authoritative DNS server and RFC 2136 updates are in `ho-dns`, the CoreDNS ConfigMap
 //! in `ho-kube`.
@@ -20,6 +21,7 @@
 mod azure;
 mod bearer;
 mod cloudflare;
+mod external_dns;
 mod google;
 mod hosts_file;
 pub mod http;
@@ -32,6 +34,8 @@ pub use azure::config::AzureDnsConfig;
 pub use azure::AzureDnsSink;
 pub use cloudflare::config::CloudflareConfig;
 pub use cloudflare::CloudflareSink;
+pub use external_dns::config::ExternalDnsWebhookConfig;
+pub use external_dns::ExternalDnsWebhookSink;
 pub use google::config::GoogleCloudDnsConfig;
 pub use google::GoogleCloudDnsSink;
 pub use hosts_file::config::HostsFileConfig;

@@ -1,7 +1,8 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
 //! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
-//! Cloudflare, Google Cloud DNS and Azure DNS on their API test servers, RFC 2136 on real BIND 9 and Knot DNS through DNS):
+//! Cloudflare, Google Cloud DNS and Azure DNS on their API test servers, an external-dns
+//! webhook provider on its protocol's test server, RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -18,6 +19,7 @@ use ho_testkit::{Behaviour, Gateway};
 
 use crate::fakes::azure_dns::AzureDns;
 use crate::fakes::cloudflare::{Cloudflare, TOKEN as CLOUDFLARE_TOKEN, ZONE_ID};
+use crate::fakes::external_dns::ExternalDnsProvider;
 use crate::fakes::google_dns::{GoogleDns, MANAGED_ZONE, PROJECT};
 use crate::fakes::kube_api::KubeApi;
 use crate::fakes::route53::{Moto, Proxy};
@@ -217,6 +219,32 @@ impl Backend for CloudflareZone {
     }
     fn tenant_keys(&self) -> &'static str {
         "ttl = \"60s\"\n"
+    }
+}
+
+/// An external-dns webhook provider, on the test server written from external-dns's
+/// protocol and its in-memory provider (no provider of a real DNS API can be reached here),
+/// raising TTLs under 60 s in `/adjustendpoints` as providers with a minimum do.
+struct ExternalDnsWebhook(ExternalDnsProvider);
+
+impl Backend for ExternalDnsWebhook {
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"external_dns_webhook\"\nurl = \"{}\"\ntimeout = \"1s\"\nmax_requests_per_second = 100\n{DELIVERY}\n",
+            self.0.url
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        self.0.addresses(DOMAIN)
+    }
+    async fn outage_start(&mut self) {
+        self.0.set_down(true);
+    }
+    async fn outage_end(&mut self) {
+        self.0.set_down(false);
+    }
+    async fn lose_state(&mut self) {
+        self.0.lose(DOMAIN);
     }
 }
 
@@ -518,6 +546,14 @@ async fn cloudflare_conforms() {
         server: Cloudflare::start("tenant-a.io").await,
         token: tempfile::tempdir().unwrap(),
     })
+    .await;
+}
+
+#[actix_rt::test]
+async fn external_dns_webhook_conforms() {
+    run_suite(ExternalDnsWebhook(
+        ExternalDnsProvider::start(&["tenant-a.io"], 60).await,
+    ))
     .await;
 }
 

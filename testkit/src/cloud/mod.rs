@@ -1,13 +1,14 @@
 //! Test servers of cloud DNS APIs, each written from the provider's published API reference
 //! (no emulator of these services can be installed here): [`cloudflare`], [`google`] (Cloud
 //! DNS and its token endpoints), [`azure`] (Azure DNS through Resource Manager, and Entra's
-//! token endpoints). Each module's doc lists what it implements. The integration tests run
+//! token endpoints), [`external_dns`] (a provider of external-dns's webhook protocol). Each module's doc lists what it implements. The integration tests run
 //! them in process; the rehearsals run them as the `ho-cloud-fake` program, with the
 //! provider's published request limit ([`Limit`]) so a rehearsal meets the throttling a
 //! real zone would.
 
 pub mod azure;
 pub mod cloudflare;
+pub mod external_dns;
 pub mod google;
 
 use std::sync::Mutex;

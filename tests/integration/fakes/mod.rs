@@ -10,4 +10,4 @@ pub mod route53;
 pub mod webhook;
 
 /// The cloud DNS API test servers live in the test kit, shared with the rehearsals.
-pub use ho_testkit::cloud::{azure as azure_dns, cloudflare, google as google_dns};
+pub use ho_testkit::cloud::{azure as azure_dns, cloudflare, external_dns, google as google_dns};
