@@ -30,6 +30,7 @@ mod dns_server_xdp;
 mod drain;
 mod engine_e2e;
 mod engine_layers;
+mod external_dns;
 mod failover_paths;
 mod faults;
 mod feeds;

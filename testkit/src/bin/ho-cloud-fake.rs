@@ -4,7 +4,7 @@
 //! request counts as JSON to `--stats FILE` every 200 ms.
 //!
 //! ```text
-//! ho-cloud-fake --provider cloudflare|google|azure --listen 127.0.0.1:5056 --zone Z
+//! ho-cloud-fake --provider cloudflare|google|azure|external_dns --listen 127.0.0.1:5056 --zone Z
 //!               [--limit PER_SECOND:BURST] [--stats FILE] [--key-dir DIR]
 //! ```
 //! `google` writes its service account key file into `--key-dir`.
@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ho_testkit::cloud::{azure::AzureDns, cloudflare::Cloudflare, google::GoogleDns};
+use ho_testkit::cloud::{
+    azure::AzureDns, cloudflare::Cloudflare, external_dns::ExternalDnsProvider, google::GoogleDns,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,7 +26,7 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let usage = "usage: ho-cloud-fake --provider cloudflare|google|azure --listen ADDR --zone ZONE [--limit PER_SECOND:BURST] [--stats FILE] [--key-dir DIR]";
+    let usage = "usage: ho-cloud-fake --provider cloudflare|google|azure|external_dns --listen ADDR --zone ZONE [--limit PER_SECOND:BURST] [--stats FILE] [--key-dir DIR]";
     let (Some(provider), Some(listen), Some(zone)) =
         (arg("--provider"), arg("--listen"), arg("--zone"))
     else {
@@ -89,6 +91,20 @@ fn main() {
                         s.pages.load(Ordering::Relaxed),
                         s.writes.load(Ordering::Relaxed),
                         s.preconditions_failed.load(Ordering::Relaxed)
+                    )
+                })
+            }
+            "external_dns" => {
+                let s = ExternalDnsProvider::start_at(listen, &[&zone], 0).await;
+                if let Some((r, b)) = limit {
+                    s.set_limit(r, b);
+                }
+                Box::new(move || {
+                    format!(
+                        "{{\"lists\": {}, \"adjusts\": {}, \"changes\": {}}}",
+                        s.lists.load(Ordering::Relaxed),
+                        s.adjusts.load(Ordering::Relaxed),
+                        s.applied.load(Ordering::Relaxed)
                     )
                 })
             }
