@@ -4,9 +4,11 @@
 //!
 //! - [`openova`]: the OpenOva DNS failover `config.yaml`.
 //! - [`kuadrant`]: Kuadrant's DNSPolicy, DNSHealthCheckProbe and DNSRecord documents.
+//! - [`powerdns`]: a PowerDNS zone with LUA records (`ifurlup`, `ifportup`, `pick...`).
 
 pub mod kuadrant;
 mod openova;
+mod powerdns;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +26,9 @@ pub enum Source {
     /// Kuadrant resources: DNSPolicy, DNSHealthCheckProbe and DNSRecord documents, in any
     /// number of files and YAML documents.
     Kuadrant,
+    /// A PowerDNS zone with LUA records: the API's zone JSON or `pdnsutil list-zone` text
+    /// (one file).
+    Powerdns,
 }
 
 /// What an import produced: the config, what it could not carry over, and what the
@@ -46,13 +51,21 @@ pub struct Imported {
 
 /// Prints the imported config, or every problem that stops the import.
 pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let docs = read_documents(files)?;
     let imported = match from {
-        Source::Openova => match docs.as_slice() {
+        Source::Powerdns => match files {
+            [one] => powerdns::convert(
+                &std::fs::read_to_string(one)
+                    .with_context(|| format!("reading {}", one.display()))?,
+            )?,
+            _ => bail!(
+                "a PowerDNS zone is one file (the API's zone JSON or pdnsutil list-zone output)"
+            ),
+        },
+        Source::Openova => match read_documents(files)?.as_slice() {
             [one] => openova::convert(one)?,
             _ => bail!("an OpenOva config is one YAML document in one file"),
         },
-        Source::Kuadrant => kuadrant::convert(&docs, kuadrant::Mode::Import)?,
+        Source::Kuadrant => kuadrant::convert(&read_documents(files)?, kuadrant::Mode::Import)?,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!(

@@ -11,14 +11,15 @@ use super::{text, unknown_keys};
 
 /// One node's `health_endpoint`, split into what a check needs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct HealthUrl {
-    kind: String,
-    port: u16,
-    path: String,
-    host: String,
+pub(super) struct HealthUrl {
+    pub(super) kind: String,
+    pub(super) port: u16,
+    pub(super) path: String,
+    pub(super) host: String,
 }
 
-fn parse_url(url: &str) -> Option<HealthUrl> {
+/// An `http(s)://host[:port]/path` URL, split into what a check needs.
+pub(super) fn parse_url(url: &str) -> Option<HealthUrl> {
     let (scheme, rest) = url.split_once("://")?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let default_port = match scheme {
@@ -226,7 +227,7 @@ const SHIPPED_NAMESPACE: &str = "dns-failover";
 const SHIPPED_CONFIGMAP: &str = "health-orchestrator-hosts";
 
 /// Seconds as a duration a person writes: "5s", "500ms".
-fn duration_text(seconds: f64) -> String {
+pub(super) fn duration_text(seconds: f64) -> String {
     let ms = (seconds * 1000.0).round() as u64;
     if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)

@@ -509,6 +509,15 @@ pub(crate) fn import_and_check(
     args: &[&str],
     files: &[std::path::PathBuf],
 ) -> (String, ho_config::Plan, String) {
+    import_and_check_with(args, files, &[])
+}
+
+/// [`import_and_check`] with `env` set for `check-config` (a secret the import names).
+fn import_and_check_with(
+    args: &[&str],
+    files: &[std::path::PathBuf],
+    env: &[(&str, &str)],
+) -> (String, ho_config::Plan, String) {
     let mut cmd = bin();
     cmd.arg("import").args(args).args(files);
     let out = cmd.output().unwrap();
@@ -525,6 +534,7 @@ pub(crate) fn import_and_check(
     let checked = bin()
         .args(["check-config", "--config"])
         .arg(&file)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert_eq!(
@@ -535,6 +545,70 @@ pub(crate) fn import_and_check(
     );
     let plan = ho_kinds::load_plan(&[&file]).unwrap();
     (toml, plan, String::from_utf8(checked.stdout).unwrap())
+}
+
+/// `import --from powerdns` on the OpenOva spec's lua-record cookbook (seed 002) and on
+/// PowerDNS's own documentation examples: every `ifurlup`/`ifportup`/`pick...` record
+/// becomes a tenant with the check and policy PowerDNS applied, what differs or has no
+/// equivalent is named, the zone's other records are listed, and the result passes
+/// `check-config`.
+#[test]
+fn import_from_powerdns_carries_lua_records_over() {
+    let env = [("PDNS_API_KEY", "k")];
+    let (toml, plan, summary) = import_and_check_with(
+        &["--from", "powerdns"],
+        &[repo("tests/fixtures/powerdns/seed-002.zone")],
+        &env,
+    );
+    assert_eq!(
+        summary,
+        "ok: 12 endpoints (6 probe targets), 6 tenants, 1 sink\n"
+    );
+    let tenant = |n: &str| plan.tenants.iter().find(|t| t.name == n).unwrap();
+    assert_eq!(
+        tenant("api.acme.com").policy,
+        ho_config::RoutingPolicy::Failover
+    );
+    assert_eq!(tenant("foo.acme.com").policy, ho_config::RoutingPolicy::All);
+    assert_eq!(
+        tenant("canary.acme.com").policy,
+        ho_config::RoutingPolicy::Weighted
+    );
+    let mail = plan
+        .targets
+        .iter()
+        .find(|t| t.check.port == 587)
+        .expect("ifportup(587, ...) is a TCP check on 587");
+    assert_eq!(mail.check.timing.interval, Duration::from_secs(5));
+    assert!(toml.contains("host = \"primary.example.com\""), "{toml}");
+    assert!(toml.contains("adopt = true"), "{toml}");
+    assert!(
+        toml.contains("# TO DO: the zone's 4 other records stay in PowerDNS")
+            && toml.contains("shop.acme.com. 300 IN CNAME shop-lb.eu-central.example.net."),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("# NOT CARRIED OVER: geo.acme.com LUA A"),
+        "{toml}"
+    );
+
+    let (toml, _, summary) = import_and_check_with(
+        &["--from", "powerdns"],
+        &[repo("tests/fixtures/powerdns/lua-docs.zone")],
+        &env,
+    );
+    assert_eq!(
+        summary,
+        "ok: 10 endpoints (7 probe targets), 4 tenants, 1 sink\n"
+    );
+    assert!(
+        toml.contains("www3.example.com LUA CNAME") && toml.contains("www6.example.com LUA A"),
+        "code PowerDNS runs as Lua is named: {toml}"
+    );
+    assert!(
+        toml.contains("body_contains = \"Programming in Lua\""),
+        "{toml}"
+    );
 }
 
 /// `import --from kuadrant` on the RFC's "GEO with Custom Weights" DNSPolicy and a
