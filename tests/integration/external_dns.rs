@@ -193,3 +193,78 @@ async fn tenants_changing_at_once_share_rounds() {
         "{lists} listings and {changes} change requests for 30 tenants"
     );
 }
+
+/// The sink plans failover rounds on its own view of the record sets (no listing per
+/// round); a record set someone creates meanwhile at a name the sink then claims is never
+/// overwritten: the provider refuses the create, the view is dropped, and the retry's
+/// listing shows the name as someone else's, left alone.
+#[actix_rt::test]
+async fn a_set_created_behind_the_views_back_is_never_overwritten() {
+    use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
+    use std::sync::Arc;
+    let provider = ExternalDnsProvider::start(&["tenant-a.io"], 0).await;
+    let config = ExternalDnsWebhookConfig {
+        url: provider.url.clone(),
+        max_requests_per_second: 50.0,
+        max_changes: 500,
+        timeout: Duration::from_secs(1),
+    };
+    let sink = ExternalDnsWebhookSink::new(&config, "eu-1").unwrap();
+    let snapshot = |tenant: &str, name: &str, seq: u64| {
+        let a = "192.0.2.1";
+        let mut s = TenantSnapshot::healthy(
+            tenant,
+            &[name],
+            ho_config::RoutingPolicy::All,
+            vec![PublishedAddress::of(
+                a,
+                a.parse().unwrap(),
+                1,
+                Default::default(),
+            )],
+        );
+        s.seq = seq;
+        Arc::new(s)
+    };
+    sink.apply(snapshot("api", "api.tenant-a.io", 1))
+        .await
+        .unwrap();
+    let lists = provider.lists.load(Ordering::Relaxed);
+    sink.apply(snapshot("api", "api.tenant-a.io", 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        provider.lists.load(Ordering::Relaxed),
+        lists,
+        "a new snapshot plans on the view"
+    );
+
+    provider.insert("web.tenant-a.io", "A", &["198.51.100.7"]);
+    let refused = sink
+        .apply(snapshot("web", "web.tenant-a.io", 1))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.retriable && refused.message.contains("already exists"),
+        "{refused:?}"
+    );
+    let left = sink
+        .apply(snapshot("web", "web.tenant-a.io", 1))
+        .await
+        .unwrap_err();
+    assert!(
+        left.message.contains("left alone") && left.message.contains("web.tenant-a.io"),
+        "{left:?}"
+    );
+    assert_eq!(
+        provider.addresses("web.tenant-a.io"),
+        Some(vec!["198.51.100.7".into()])
+    );
+    assert!(
+        provider
+            .records()
+            .iter()
+            .all(|r| !r.dns_name.ends_with("web.tenant-a.io") || r.record_type == "A"),
+        "no mark of ours at the foreign name"
+    );
+}

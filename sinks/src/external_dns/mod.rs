@@ -14,6 +14,15 @@
 //! is sent again tenant by tenant, so one tenant's refused change fails that tenant only.
 //! Every request waits for a token of `max_requests_per_second`.
 //!
+//! The record sets are not listed again for every round: the sink keeps its view as last
+//! listed, with its own accepted changes applied, as the Route53 sink does. It lists again
+//! for a round that writes a state again (a reconcile or a retry), so changes someone else
+//! made are found and repaired; after any failed request; and when the report store
+//! changed the zone. A failover burst then costs an adjustment and a change per round, not
+//! a listing as well. A stale view cannot overwrite someone else's record set: a set we did
+//! not list is created, and a provider refuses to create what exists (external-dns's
+//! in-memory provider and the APIs behind real ones do); the refusal drops the view.
+//!
 //! Ownership is external-dns's TXT registry ([`plan`]): an external-dns deployment with
 //! another `--txt-owner-id` on the same zone leaves our names alone, and we leave its names
 //! alone.
@@ -59,6 +68,10 @@ struct Inner {
     max_changes: usize,
     /// The provider's domain filter, once negotiated.
     filter: Option<DomainFilter>,
+    /// The record sets as last listed, with this sink's accepted changes applied.
+    view: Option<Vec<Endpoint>>,
+    /// Per tenant, the last snapshot written: a round writing it again lists afresh.
+    written: BTreeMap<String, u64>,
 }
 
 impl ExternalDnsWebhookSink {
@@ -76,6 +89,8 @@ impl ExternalDnsWebhookSink {
                 bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
                 max_changes: config.max_changes,
                 filter: None,
+                view: None,
+                written: BTreeMap::new(),
             })),
         })
     }
@@ -213,6 +228,21 @@ impl Inner {
         self.json(Method::GET, "/records", None, &what).await
     }
 
+    /// The record sets to plan a round on: the view, unless the round writes a state again
+    /// (then someone else's changes must be seen) or there is none.
+    async fn listing(
+        &mut self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+    ) -> Result<Vec<Endpoint>, SinkError> {
+        let again = round
+            .iter()
+            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
+        match self.view.take() {
+            Some(view) if !again => Ok(view),
+            _ => self.list().await,
+        }
+    }
+
     /// `records` as the provider will keep them.
     async fn adjust(&mut self, records: &[Endpoint]) -> Result<Vec<Endpoint>, SinkError> {
         if records.is_empty() {
@@ -250,7 +280,7 @@ impl Inner {
         round: &BTreeMap<String, Arc<TenantSnapshot>>,
     ) -> Result<RoundResults, SinkError> {
         let filter = self.negotiate().await?;
-        let listed = self.list().await?;
+        let listed = self.listing(round).await?;
         let mut results = BTreeMap::new();
         let mut parts = Vec::new();
         for (tenant, snapshot) in round {
@@ -311,13 +341,20 @@ impl Inner {
             }
         }
         let requests = crate::rounds::pack(groups.clone(), self.max_changes);
+        let mut view = Some(listed);
         for (tenants, changes) in &requests {
-            let Err(e) = self
+            let sent = self
                 .send(changes, &format!("{} tenants", tenants.len()))
-                .await
-            else {
-                continue;
+                .await;
+            let e = match sent {
+                Ok(()) => {
+                    apply(&mut view, changes);
+                    continue;
+                }
+                Err(e) => e,
             };
+            // The view may be what the provider refused: the next round lists afresh.
+            view = None;
             if e.retriable || tenants.len() == 1 {
                 for tenant in tenants {
                     results.insert(tenant.clone(), Err(e.clone()));
@@ -335,8 +372,34 @@ impl Inner {
                 }
             }
         }
+        self.view = view;
+        for (tenant, result) in &results {
+            if result.is_ok() {
+                self.written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
         Ok(results)
     }
+}
+
+/// `changes`, accepted by the provider, applied to `view`.
+fn apply(view: &mut Option<Vec<Endpoint>>, changes: &Changes) {
+    let Some(sets) = view else { return };
+    let key = |e: &Endpoint| {
+        (
+            e.dns_name.trim_end_matches('.').to_ascii_lowercase(),
+            e.record_type.to_ascii_uppercase(),
+            e.set_identifier.clone(),
+        )
+    };
+    let gone: Vec<_> = changes
+        .delete
+        .iter()
+        .chain(&changes.update_old)
+        .map(key)
+        .collect();
+    sets.retain(|e| !gone.contains(&key(e)));
+    sets.extend(changes.update_new.iter().chain(&changes.create).cloned());
 }
 
 /// A tenant's result once its names are planned: an error naming the names left alone,

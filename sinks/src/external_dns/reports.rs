@@ -39,6 +39,8 @@ impl ReportStore for WebhookReports {
             if changes.is_empty() {
                 return Ok(());
             }
+            // Listed afresh above; the sink's next round lists again too.
+            inner.view = None;
             inner
                 .send(&changes, &format!("{} reports", reports.len()))
                 .await
@@ -80,6 +82,7 @@ impl ReportStore for WebhookReports {
             if changes.is_empty() {
                 return Ok(());
             }
+            inner.view = None;
             inner.send(&changes, &format!("remove report {name}")).await
         })
     }
