@@ -301,3 +301,93 @@ async fn thirty_tenants_failing_over_at_once_never_contend_on_the_zone() {
     );
     assert!(!pdns.log().contains("database is locked"), "{}", pdns.log());
 }
+
+/// The `[sinks.pdns]` table and tenant for the PowerDNS 5.1 test server.
+fn pdns51_tail(
+    server: &crate::fakes::powerdns51::PowerDns51,
+    key: &std::path::Path,
+    tenant: &str,
+    extra: &str,
+) -> String {
+    format!(
+        "{tenant}\n[sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n{extra}\
+         delivery = {{ backoff_min = \"50ms\", backoff_max = \"200ms\" }}\n",
+        server.url,
+        key.display().to_string()
+    )
+}
+
+/// PowerDNS 5.1 refuses LUA changes by default: a `lua = true` sink says so, with the
+/// setting to change, before it sends any change; a sink adopting a name that holds LUA
+/// records is refused and says why; plain records keep working (on the test server
+/// answering as 5.1 does, from PowerDNS's source: no 5.1 is installable here).
+#[actix_rt::test]
+async fn powerdns_51s_refusal_of_lua_changes_is_said_with_the_setting() {
+    use crate::fakes::powerdns51::{PowerDns51, KEY};
+    use serde_json::json;
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, KEY).unwrap();
+    let gws = gateways(2);
+    let eps = gws.iter().collect::<Vec<_>>();
+
+    let server = PowerDns51::start(ZONE, vec![]).await;
+    let weighted = "[[tenants]]\nname = \"w\"\ndomains = [\"api.tenant-a.io\"]\nsinks = [\"pdns\"]\npolicy = \"weighted\"\n";
+    let text = config(
+        &Check::FAST,
+        &eps,
+        &pdns51_tail(&server, &key, weighted, "lua = true\n"),
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "pdns", "the LUA refusal").await;
+    assert!(
+        error.contains("enable-lua-record-updates=no, the default since PowerDNS 5.1")
+            && error.contains("set enable-lua-record-updates=yes"),
+        "{error}"
+    );
+    assert_eq!(
+        server.refused.load(Ordering::Relaxed) + server.applied.load(Ordering::Relaxed),
+        0,
+        "no change was sent"
+    );
+    drop(engine);
+
+    let lua = json!({"name": "api.tenant-a.io.", "type": "LUA", "ttl": 60,
+        "records": [{"content": "A \"ifportup(443, {'192.0.2.1'})\"", "disabled": false}]});
+    let server = PowerDns51::start(ZONE, vec![lua]).await;
+    let plain = "[[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\", \"www.tenant-a.io\"]\nsinks = [\"pdns\"]\n";
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        &Check::FAST,
+        &eps,
+        &pdns51_tail(&server, &key, plain, "adopt = true\n"),
+    );
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "pdns", "the refused adoption").await;
+    assert!(
+        error.contains(
+            "PowerDNS refuses changes to LUA records (Update of Lua records is not allowed)"
+        ) && error.contains("enable-lua-record-updates=yes"),
+        "{error}"
+    );
+    assert!(
+        server.contents("api.tenant-a.io.", "LUA").is_some(),
+        "the refused PATCH changed nothing"
+    );
+    drop(engine);
+
+    let server = PowerDns51::start(ZONE, vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(&Check::FAST, &eps, &pdns51_tail(&server, &key, plain, ""));
+    let _engine = start_engine(dir.path(), &text).await;
+    let mut ips: Vec<String> = gws.iter().map(ip).collect();
+    ips.sort();
+    eventually("plain records written", || {
+        server.contents("www.tenant-a.io.", "A").map(|mut c| {
+            c.sort();
+            c
+        }) == Some(ips.clone())
+    })
+    .await;
+}

@@ -88,6 +88,16 @@ pub struct PatchBody {
     pub rrsets: Vec<RrSet>,
 }
 
+/// One of the server's settings (`GET .../servers/{id}/config`).
+#[derive(Debug, Deserialize)]
+pub struct ConfigSetting {
+    /// Its name, e.g. `enable-lua-record-updates`.
+    pub name: String,
+    /// Its value as text (`yes`, `no`, ...).
+    #[serde(default)]
+    pub value: String,
+}
+
 /// The `error` field of a PowerDNS error answer, or empty.
 pub fn error_text(body: &[u8]) -> String {
     #[derive(Deserialize)]

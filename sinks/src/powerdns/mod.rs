@@ -12,6 +12,12 @@
 //! the periodic reconcile repair drift. With `lua = true`, `weighted` and `geo` tenants get
 //! one `LUA` rrset per domain instead (see [`render`]), and stale records of the other
 //! form are deleted.
+//!
+//! PowerDNS 5.1 and later refuse every change to LUA records through the API unless the
+//! server sets `enable-lua-record-updates=yes` (HTTP 422, "update of Lua records is not
+//! allowed"). A `lua = true` sink reads the server's settings before its first write and
+//! fails with the setting to change when they refuse; a refusal met on a write (an adopted
+//! name's foreign LUA records deleted) is explained the same way.
 
 pub mod config;
 
@@ -60,6 +66,10 @@ impl RoundWriter for Writer {
 struct Inner {
     client: HttpClient,
     zone_url: String,
+    /// `.../servers/{server_id}/config`: the server's settings.
+    config_url: String,
+    /// The settings were read and take LUA changes (`lua = true` only).
+    lua_checked: std::sync::atomic::AtomicBool,
     zone: String,
     server_id: String,
     api_key: Secret,
@@ -78,14 +88,16 @@ impl PowerDnsSink {
         .map_err(|e| format!("api key: {e}"))?;
         let zone = format!("{}.", config.zone);
         let trust = TlsCheck::verify_with(None);
+        let server_url = format!(
+            "{}/api/v1/servers/{}",
+            config.url.trim_end_matches('/'),
+            config.server_id
+        );
         let inner = Arc::new(Inner {
             client: HttpClient::new(&trust, config.timeout)?,
-            zone_url: format!(
-                "{}/api/v1/servers/{}/zones/{}",
-                config.url.trim_end_matches('/'),
-                config.server_id,
-                zone
-            ),
+            config_url: format!("{server_url}/config"),
+            lua_checked: Default::default(),
+            zone_url: format!("{server_url}/zones/{zone}"),
             zone,
             server_id: config.server_id.clone(),
             api_key,
@@ -116,10 +128,10 @@ impl Sink for PowerDnsSink {
 }
 
 impl Inner {
-    fn request(&self, method: Method, body: Bytes) -> Request<Full<Bytes>> {
+    fn request(&self, method: Method, url: &str, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
-        *request.uri_mut() = self.zone_url.parse().expect("validated URL");
+        *request.uri_mut() = url.parse().expect("validated URL");
         let headers = request.headers_mut();
         headers.insert(
             "X-API-Key",
@@ -146,11 +158,30 @@ impl Inner {
         }
     }
 
-    /// Sends one API request; a non-success answer becomes the specific error.
+    /// Sends one API request to the zone; a non-success answer becomes the specific error.
     async fn call(&self, method: Method, body: Bytes, what: &str) -> Result<Answer, SinkError> {
-        let answer = self.client.send(self.request(method, body), what).await?;
+        self.call_at(method, &self.zone_url, body, what).await
+    }
+
+    /// Sends one API request to `url`; a non-success answer becomes the specific error.
+    async fn call_at(
+        &self,
+        method: Method,
+        url: &str,
+        body: Bytes,
+        what: &str,
+    ) -> Result<Answer, SinkError> {
+        let answer = self
+            .client
+            .send(self.request(method, url, body), what)
+            .await?;
         if !answer.status.is_success() {
             let detail = api::error_text(&answer.body);
+            if detail.contains("of Lua records is not allowed") {
+                return Err(SinkError::permanent(format!(
+                    "{what}: PowerDNS refuses changes to LUA records ({detail}): PowerDNS 5.1 and later take them through the API only with enable-lua-record-updates=yes in the server's settings"
+                )));
+            }
             return Err(error_for(
                 &answer,
                 &self.explain(answer.status, what),
@@ -158,6 +189,32 @@ impl Inner {
             ));
         }
         Ok(answer)
+    }
+
+    /// With `lua = true`, once: the server's settings must take changes to LUA records
+    /// (`enable-lua-record-updates`, PowerDNS 5.1 and later; older servers lack the setting
+    /// and take them).
+    async fn check_lua_updates(&self) -> Result<(), SinkError> {
+        use std::sync::atomic::Ordering;
+        if !self.lua || self.lua_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let what = format!("GET {}", self.config_url);
+        let answer = self
+            .call_at(Method::GET, &self.config_url, Bytes::new(), &what)
+            .await?;
+        let settings: Vec<api::ConfigSetting> = serde_json::from_slice(&answer.body)
+            .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+        let refused = settings
+            .iter()
+            .any(|s| s.name == "enable-lua-record-updates" && s.value != "yes");
+        if refused {
+            return Err(SinkError::permanent(format!(
+                "lua = true, but PowerDNS refuses changes to LUA records (enable-lua-record-updates=no, the default since PowerDNS 5.1): set enable-lua-record-updates=yes in the server's settings, or lua = false (weighted and geo tenants then need another sink) ({what})"
+            )));
+        }
+        self.lua_checked.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     async fn read_zone(&self) -> Result<Zone, SinkError> {
@@ -173,6 +230,7 @@ impl Inner {
         &self,
         round: &BTreeMap<String, Arc<TenantSnapshot>>,
     ) -> Result<RoundResults, SinkError> {
+        self.check_lua_updates().await?;
         let zone = self.read_zone().await?;
         let existing: BTreeMap<(String, &str), &RrSet> = zone
             .rrsets

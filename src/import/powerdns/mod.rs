@@ -150,7 +150,7 @@ pub fn convert(text: &str) -> anyhow::Result<super::Imported> {
             .into(),
     );
     to_do.push(format!(
-        "adopt = true: at its first write the sink replaces the LUA records at the {} imported names with its own records; the zone's other records stay as they are",
+        "adopt = true: at its first write the sink replaces the LUA records at the {} imported names with its own records (PowerDNS 5.1 and later allow that through the API only with enable-lua-record-updates=yes; or delete them with pdnsutil first); the zone's other records stay as they are",
         by_name.len()
     ));
     if !ordinary.is_empty() {
