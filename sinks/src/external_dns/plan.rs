@@ -235,7 +235,7 @@ mod tests {
         let aaaa = Endpoint::new("API.example.com.", "AAAA", vec!["2001:db8::1".into()], 60);
         let listed = [mark.clone(), a.clone(), aaaa.clone()];
         let (c, _) = plan(&listed, &["192.0.2.2"], "eu-1");
-        assert_eq!(c.update_old, [a.clone()]);
+        assert_eq!(c.update_old, std::slice::from_ref(&a));
         assert_eq!(c.update_new[0].targets, ["192.0.2.2"]);
         assert_eq!(c.delete, [aaaa], "no v6 address is left");
         assert!(c.create.is_empty(), "the name is marked already");
