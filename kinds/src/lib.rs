@@ -20,6 +20,7 @@
 //! | `google_cloud_dns` | `ho-sinks` |
 //! | `azure_dns` | `ho-sinks` |
 //! | `external_dns_webhook` | `ho-sinks` |
+//! | `dns_endpoint` | `ho-kube` |
 
 pub mod schema;
 
@@ -45,6 +46,7 @@ pub const SINK_KINDS: KindList = KindList(&[
     &Registered::<ho_sinks::GoogleCloudDnsConfig>::KIND,
     &Registered::<ho_sinks::AzureDnsConfig>::KIND,
     &Registered::<ho_sinks::ExternalDnsWebhookConfig>::KIND,
+    &Registered::<ho_kube::DnsEndpointConfig>::KIND,
 ]);
 
 /// The component kinds of this program, as validation takes them: every sink kind and the

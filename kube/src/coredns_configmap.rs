@@ -182,40 +182,16 @@ impl Inner {
 
     /// Turns a client error into one that names what to fix.
     fn error(&self, verb: &str, e: kube::Error) -> SinkError {
-        let object = self.object();
-        match e {
-            kube::Error::Api(api) => {
-                let said = &api.message;
-                match api.code {
-                    401 => SinkError::permanent(format!(
-                        "Kubernetes rejected the credentials ({verb} ConfigMap {object}): {said}"
-                    )),
-                    403 => SinkError::permanent(format!(
-                        "the service account may not {verb} configmaps in namespace {} (needs verb \"{verb}\" on resource \"configmaps\", resourceNames [\"{}\"]; see deploy/kubernetes/rbac.yaml): {said}",
-                        self.namespace, self.name
-                    )),
-                    404 => SinkError::permanent(format!(
-                        "ConfigMap {object} does not exist ({verb}); create it or set create = true"
-                    )),
-                    429 => SinkError::throttled(
-                        format!("Kubernetes is throttling ({verb} ConfigMap {object}): {said}"),
-                        None,
-                    ),
-                    409 | 500.. => SinkError::retriable(format!(
-                        "Kubernetes answered {} to {verb} ConfigMap {object}: {said}",
-                        api.code
-                    )),
-                    code => SinkError::permanent(format!(
-                        "Kubernetes refused to {verb} ConfigMap {object} ({code} {}): {said}",
-                        api.reason
-                    )),
-                }
-            }
-            other => SinkError::retriable(format!(
-                "Kubernetes API at {} unreachable ({verb} ConfigMap {object}): {other}",
-                self.server
-            )),
+        crate::api_error::Target {
+            kind: "ConfigMap",
+            resource: "configmaps",
+            namespace: &self.namespace,
+            name: &self.name,
+            server: &self.server,
+            missing: "create it (deploy/kubernetes has one) or set create = true",
+            by_name: true,
         }
+        .error(verb, e)
     }
 }
 

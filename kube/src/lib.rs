@@ -1,15 +1,20 @@
 //! Everything that talks to a Kubernetes API server, in one place: how to connect
 //! ([`client`]), which replica writes shared back ends ([`lease`]: Lease leader election),
 //! which cluster this is ([`cluster_id`]), tenants as resources ([`tenants`]: DNSFailover and
-//! Kuadrant's, admitted, watched, given status) and the `coredns_configmap` sink kind
-//! ([`CorednsConfigMapConfig`]). The engine knows none of it (it sees only the writer fence,
+//! Kuadrant's, admitted, watched, given status) and the sink kinds that write Kubernetes
+//! objects: `coredns_configmap` ([`CorednsConfigMapConfig`]) and `dns_endpoint`
+//! ([`DnsEndpointConfig`], external-dns's DNSEndpoints). The engine knows none of it (it sees only the writer fence,
 //! `ho_engine::leadership`, and the sink contract).
 
+mod api_error;
 pub mod client;
 pub mod cluster_id;
 mod coredns_configmap;
+mod dns_endpoint;
 pub mod lease;
 pub mod operator_state;
 pub mod tenants;
 
 pub use coredns_configmap::config::CorednsConfigMapConfig;
+pub use dns_endpoint::config::DnsEndpointConfig;
+pub use dns_endpoint::DnsEndpointSink;

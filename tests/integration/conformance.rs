@@ -1,6 +1,7 @@
 //! The sink conformance suite: the behaviour every sink owes, tested the same way for each
 //! (hosts_file on real files, PowerDNS on a real `pdns_server` through DNS, webhook on a
-//! real receiver, the CoreDNS ConfigMap on the Kubernetes API test server, Route53 on moto,
+//! real receiver, the CoreDNS ConfigMap and external-dns DNSEndpoints on the Kubernetes API
+//! test server, Route53 on moto,
 //! Cloudflare, Google Cloud DNS and Azure DNS on their API test servers, an external-dns
 //! webhook provider on its protocol's test server, RFC 2136 on real BIND 9 and Knot DNS through DNS):
 //! 1. it converges to the latest state after a back-end outage,
@@ -145,6 +146,45 @@ impl Backend for ConfigMap {
     }
     async fn lose_state(&mut self) {
         self.api.put("dns", "hosts", &[]);
+    }
+}
+
+/// external-dns `DNSEndpoint` objects on the Kubernetes API test server (no API server
+/// can be installed here; the test server's doc lists what it implements).
+struct DnsEndpoints {
+    api: KubeApi,
+    addr: std::net::SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Backend for DnsEndpoints {
+    fn sink_table(&self) -> String {
+        let kubeconfig = KubeApi::kubeconfig(self.addr, self.dir.path());
+        format!(
+            "[sinks.s]\nkind = \"dns_endpoint\"\nnamespace = \"dns\"\nkubeconfig = {:?}\ntimeout = \"1s\"\n{DELIVERY}\n",
+            kubeconfig.display().to_string()
+        )
+    }
+    async fn published(&self) -> Option<Vec<String>> {
+        let object = self.api.object("dnsendpoints", "dns", "ho-conf")?;
+        let mut list: Vec<String> = object["spec"]["endpoints"]
+            .as_array()?
+            .iter()
+            .filter(|e| e["dnsName"] == DOMAIN)
+            .flat_map(|e| e["targets"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+        list.sort();
+        (!list.is_empty()).then_some(list)
+    }
+    async fn outage_start(&mut self) {
+        self.api.set_unavailable(true);
+    }
+    async fn outage_end(&mut self) {
+        self.api.set_unavailable(false);
+    }
+    async fn lose_state(&mut self) {
+        self.api.delete("dnsendpoints", "dns", "ho-conf");
     }
 }
 
@@ -523,6 +563,18 @@ async fn coredns_configmap_conforms() {
     let addr = api.start().await;
     let dir = tempfile::tempdir().unwrap();
     run_suite(ConfigMap { api, addr, dir }).await;
+}
+
+#[actix_rt::test]
+async fn dns_endpoint_conforms() {
+    let api = KubeApi::default();
+    let addr = api.start().await;
+    run_suite(DnsEndpoints {
+        api,
+        addr,
+        dir: tempfile::tempdir().unwrap(),
+    })
+    .await;
 }
 
 #[actix_rt::test]

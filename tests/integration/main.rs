@@ -22,6 +22,7 @@ mod crash;
 mod crate_graph;
 mod deploy;
 mod dns_checks;
+mod dns_endpoint;
 mod dns_server;
 mod dns_server_acme;
 mod dns_server_dnssec;

@@ -4,7 +4,8 @@
 //! - ConfigMaps, Services, Nodes (cluster-scoped), Leases (`coordination.k8s.io/v1`),
 //!   `DNSFailover`s (`healthorchestrator.io/v1alpha1`), Gateways
 //!   (`gateway.networking.k8s.io/v1`) and Kuadrant's `DNSRecord`s, `DNSHealthCheckProbe`s
-//!   and `DNSPolicy`s, at the real URLs ([`routes`]);
+//!   and `DNSPolicy`s, external-dns's `DNSEndpoint`s (`externaldns.k8s.io/v1alpha1`), at
+//!   the real URLs ([`routes`]);
 //! - `GET .../{name}`: the object, or a 404 `Status`;
 //! - `GET` on a collection (one namespace, or all): a list whose `metadata.resourceVersion`
 //!   is the current revision (no pagination: every item in one page, which a client must

@@ -88,6 +88,12 @@ pub const TYPES: &[ResourceType] = &[
     custom("gateways", "gateway.networking.k8s.io", "v1", "Gateway"),
     custom("dnsrecords", "kuadrant.io", "v1alpha1", "DNSRecord"),
     custom(
+        "dnsendpoints",
+        "externaldns.k8s.io",
+        "v1alpha1",
+        "DNSEndpoint",
+    ),
+    custom(
         "dnshealthcheckprobes",
         "kuadrant.io",
         "v1alpha1",
