@@ -13,8 +13,15 @@ const ZONE: &str = "tenant-a.io.";
 
 fn pdns_tail(pdns: &PdnsServer, extra: &str) -> String {
     format!(
-        "[[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\", \"www.tenant-a.io\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n\
-         [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n{extra}\
+        "[[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\", \"www.tenant-a.io\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n{}",
+        pdns_sink(pdns, extra)
+    )
+}
+
+/// The `[sinks.pdns]` table (`extra`: more settings).
+fn pdns_sink(pdns: &PdnsServer, extra: &str) -> String {
+    format!(
+        "[sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n{extra}\
          delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
         pdns.url(),
         pdns.key_file().display().to_string()
@@ -390,4 +397,39 @@ async fn powerdns_51s_refusal_of_lua_changes_is_said_with_the_setting() {
         }) == Some(ips.clone())
     })
     .await;
+}
+
+/// A wildcard tenant on a real pdns_server: PowerDNS answers every name under it that does
+/// not exist with the tenant's healthy addresses (RFC 4592), a name another tenant holds
+/// answers its own, and a failed gateway leaves the wildcard's answer.
+#[actix_rt::test]
+async fn a_wildcard_tenant_answers_every_name_under_it_that_does_not_exist() {
+    let pdns = PdnsServer::start(ZONE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(3);
+    let tail = format!(
+        "[[tenants]]\nname = \"apps\"\ndomains = [\"*.apps.tenant-a.io\"]\nendpoints = [\"gw-1\", \"gw-2\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n\
+         [[tenants]]\nname = \"api\"\ndomains = [\"api.apps.tenant-a.io\"]\nendpoints = [\"gw-3\"]\nsinks = [\"pdns\"]\nttl = \"5s\"\n\n{}",
+        pdns_sink(&pdns, "")
+    );
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    pdns.wait_for_answer("foo.apps.tenant-a.io", "A", &all[..2])
+        .await;
+    pdns.wait_for_answer("x.y.apps.tenant-a.io", "A", &all[..2])
+        .await;
+    pdns.wait_for_answer("api.apps.tenant-a.io", "A", &all[2..])
+        .await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    pdns.wait_for_answer("bar.apps.tenant-a.io", "A", &all[1..2])
+        .await;
+    assert_eq!(
+        pdns.dig("api.apps.tenant-a.io", "A").await,
+        all[2..].to_vec(),
+        "the existing name keeps its own"
+    );
 }

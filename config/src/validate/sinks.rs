@@ -86,7 +86,7 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
     }
 
     /// Whether the kind publishes wildcard names (`*.apps.example.com`) as RFC 4592 means
-    /// them: only the embedded server so far; the others refuse them in the config.
+    /// them: the embedded server and PowerDNS so far; the others refuse them in the config.
     fn takes_wildcards(&self) -> bool {
         false
     }

@@ -286,7 +286,7 @@ impl Lookup<'_> {
                     errs.push(
                         format!("{}.domains[{di}]", usage.path),
                         format!(
-                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards yet: publish it through a dns_server sink",
+                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards yet: publish it through a dns_server or powerdns sink",
                             sink.spec.kind()
                         ),
                     );
