@@ -87,7 +87,7 @@ pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) 
 /// `check-config --resource FILE`: each DNSFailover in `resources` judged as admission
 /// judges it against the config `files` (allowance, claims, the spec as `check-config`
 /// validates it), one line each; exit 2 when any is refused. Sources a cluster resolves
-/// (`gateway`, `service`, `nodes`) cannot be looked up offline: they are said, and the rest
+/// (`gateway`, `ingress`, `service`, `nodes`) cannot be looked up offline: they are said, and the rest
 /// of the resource is judged without them.
 pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Result<ExitCode> {
     use ho_kube::tenants::admit::{Admitter, Verdict};
@@ -116,6 +116,7 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
             for (i, source) in resource.spec.endpoints.iter_mut().enumerate() {
                 let offline = [
                     source.gateway.take().map(|g| format!("gateway {g}")),
+                    source.ingress.take().map(|i| format!("ingress {i}")),
                     source.service.take().map(|s| format!("service {s}")),
                     source.nodes.take().map(|_| "nodes".to_owned()),
                 ];
@@ -160,6 +161,9 @@ struct Offline;
 
 impl ho_kube::tenants::discover::Lookup for Offline {
     fn gateway(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
         None
     }
     fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {

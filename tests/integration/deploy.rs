@@ -168,6 +168,9 @@ impl ho_kube::tenants::discover::Lookup for NoCluster {
     fn gateway(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
         None
     }
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
     fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
         None
     }

@@ -2,7 +2,7 @@
 //! server (`fakes::kube_api`: list, watch with resume and 410, status subresource,
 //! finalizers) and publishes through a real hosts-file sink probing real gateways on
 //! loopback. Two namespaces with their allowances, refusals with their conditions, a
-//! conflict, Nodes and a Gateway discovered and removed, a watch that drops and one
+//! conflict, Nodes, a Gateway and an Ingress discovered and removed, a watch that drops and one
 //! that must list again, finalizer cleanup; nothing from a refused resource ever reaches
 //! a file; with two replicas under leader election, only the writer writes statuses and
 //! finalizers, and the standby takes over.
@@ -69,6 +69,15 @@ fn gateway(ns: &str, name: &str, addresses: &[IpAddr]) -> Value {
         "metadata": {"name": name, "namespace": ns},
         "spec": {"gatewayClassName": "test", "listeners": []},
         "status": {"addresses": addresses},
+    })
+}
+
+fn ingress(ns: &str, name: &str, address: IpAddr) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"rules": [{"host": "shop.team-b.io"}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": address.to_string()}]}},
     })
 }
 
@@ -148,6 +157,13 @@ async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
         "web.team-b.io",
         json!([{"gateway": "edge"}]),
     ));
+    kube.apply(ingress("team-b", "shop", ip(2)));
+    kube.apply(failover(
+        "team-b",
+        "shop",
+        "shop.team-b.io",
+        json!([{"ingress": "shop"}]),
+    ));
     kube.apply(failover(
         "team-b",
         "steal",
@@ -182,6 +198,12 @@ async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
     wait_for_file(&web_file, "the gateway's address", |c| {
         addresses(c) == [ip(1).to_string()]
     })
+    .await;
+    wait_for_file(
+        &hosts(dir.path(), "team-b_shop"),
+        "the Ingress's address",
+        |c| addresses(c) == [ip(2).to_string()],
+    )
     .await;
 
     let message = wait_for_condition(&kube, "team-a", "api", "Ready", "True", "Published").await;

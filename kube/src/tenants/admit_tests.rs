@@ -75,6 +75,9 @@ impl Lookup for World {
     fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
         self.gateways.get(&(namespace.into(), name.into())).cloned()
     }
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
+        None
+    }
     fn service(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
         None
     }

@@ -1,10 +1,11 @@
-//! Gateways discovered, not typed: the addresses a Gateway, a LoadBalancer Service or a
-//! Node reports in its status. Pure functions over the objects; the watchers keep them.
+//! Gateways discovered, not typed: the addresses a Gateway, an Ingress, a LoadBalancer
+//! Service or a Node reports in its status. Pure functions over the objects; the watchers keep them.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::DynamicObject;
 
 use super::resource::{DNSFailover, EndpointSource, NodeAddressType};
@@ -14,6 +15,8 @@ pub trait Lookup {
     /// The `IPAddress` entries of Gateway `namespace/name`'s `status.addresses`; `None`
     /// when no such Gateway exists.
     fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
+    /// The load balancer IPs of Ingress `namespace/name`; `None` when it does not exist.
+    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
     /// The ingress IPs of Service `namespace/name`; `None` when it does not exist.
     fn service(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
     /// The chosen address of every Node carrying all of `selector`'s labels, by node name.
@@ -48,18 +51,30 @@ pub fn gateway_addresses(gateway: &DynamicObject) -> Vec<IpAddr> {
 /// A Service's `status.loadBalancer.ingress[].ip` (entries with only a `hostname` are
 /// skipped, as for Gateways).
 pub fn service_addresses(service: &Service) -> Vec<IpAddr> {
-    service
+    let entries = service
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.as_ref())
-        .map(|ingress| {
-            ingress
-                .iter()
-                .filter_map(|i| i.ip.as_deref()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+        .and_then(|lb| lb.ingress.as_deref())
+        .unwrap_or_default();
+    parsed_ips(entries.iter().map(|i| i.ip.as_deref()))
+}
+
+/// An Ingress's `status.loadBalancer.ingress[].ip` (hostname-only entries skipped, as for
+/// Services).
+pub fn ingress_addresses(ingress: &Ingress) -> Vec<IpAddr> {
+    let entries = ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_deref())
+        .unwrap_or_default();
+    parsed_ips(entries.iter().map(|i| i.ip.as_deref()))
+}
+
+/// The entries' `ip` values that parse.
+fn parsed_ips<'a>(ips: impl Iterator<Item = Option<&'a str>>) -> Vec<IpAddr> {
+    ips.filter_map(|ip| ip?.parse().ok()).collect()
 }
 
 /// The Node's first address of `kind`, if it has one that parses.
@@ -121,12 +136,13 @@ fn source_addresses(
     let set = [
         !source.addresses.is_empty(),
         source.gateway.is_some(),
+        source.ingress.is_some(),
         source.service.is_some(),
         source.nodes.is_some(),
     ];
     if set.iter().filter(|s| **s).count() != 1 {
         return Err(format!(
-            "spec.endpoints[{i}]: set exactly one of addresses, gateway, service or nodes"
+            "spec.endpoints[{i}]: set exactly one of addresses, gateway, ingress, service or nodes"
         ));
     }
     let mut none = |what: String| {
@@ -138,6 +154,14 @@ fn source_addresses(
             None => none(format!("Gateway \"{name}\" not found")),
             Some(a) if a.is_empty() => none(format!(
                 "Gateway \"{name}\" has no IPAddress in its status yet"
+            )),
+            Some(a) => a,
+        }
+    } else if let Some(name) = &source.ingress {
+        match world.ingress(namespace, name) {
+            None => none(format!("Ingress \"{name}\" not found")),
+            Some(a) if a.is_empty() => none(format!(
+                "Ingress \"{name}\" has no load balancer IP in its status yet"
             )),
             Some(a) => a,
         }

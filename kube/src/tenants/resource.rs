@@ -78,7 +78,8 @@ pub struct DNSFailoverSpec {
     pub check: Option<CheckOverrides>,
 }
 
-/// One source of gateways: exactly one of `addresses`, `gateway`, `service` or `nodes`,
+/// One source of gateways: exactly one of `addresses`, `gateway`, `ingress`, `service` or
+/// `nodes`,
 /// with the labels, weight and priority every address it yields carries.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -90,6 +91,11 @@ pub struct EndpointSource {
     /// `IPAddress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
+    /// An `Ingress` (`networking.k8s.io/v1`) in the resource's namespace: its
+    /// `status.loadBalancer.ingress[].ip`, the addresses its controller serves it on (what
+    /// k8gb's Gslb resources point at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<String>,
     /// A `Service` of type LoadBalancer in the resource's namespace: its
     /// `status.loadBalancer.ingress[].ip`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

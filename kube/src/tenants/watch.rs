@@ -1,5 +1,5 @@
-//! What the controller knows of the cluster: `DNSFailover` resources, Gateways, Services
-//! and Nodes, each kept by a kube-runtime reflector (one list, then a watch resumed from
+//! What the controller knows of the cluster: `DNSFailover` resources, Gateways, Ingresses,
+//! Services and Nodes, each kept by a kube-runtime reflector (one list, then a watch resumed from
 //! its resourceVersion; a watch too old for the server, 410 Gone, lists again). No
 //! polling: the API server is asked again only when a watch ends.
 
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -23,13 +24,14 @@ use tracing::{info, warn};
 use super::discover::{self, Lookup};
 use super::resource::{DNSFailover, NodeAddressType, FINALIZER};
 
-/// The four stores, and a signal raised on every change to any of them.
+/// The five stores, and a signal raised on every change to any of them.
 #[derive(Clone)]
 pub struct Watched {
     /// The resources, every namespace.
     pub resources: Store<DNSFailover>,
     gateways: Store<DynamicObject>,
     gateway_type: ApiResource,
+    ingresses: Store<Ingress>,
     services: Store<Service>,
     nodes: Store<Node>,
     /// Kuadrant's DNSRecords, DNSHealthCheckProbes and DNSPolicies, when watched.
@@ -89,7 +91,7 @@ fn kuadrant_type(version: &str, kind: &str, plural: &str) -> ApiResource {
 }
 
 impl Watched {
-    /// Starts the four watches, and Kuadrant's three with `kuadrant` (tasks on the current
+    /// Starts the five watches, and Kuadrant's three with `kuadrant` (tasks on the current
     /// runtime, ended with the process).
     pub fn start(client: &Client, kuadrant: bool) -> Watched {
         let changes = Arc::new(Notify::new());
@@ -109,6 +111,7 @@ impl Watched {
                 gateway_relevant,
             ),
             gateway_type,
+            ingresses: keep(Api::all(client.clone()), (), &changes, ingress_relevant),
             services: keep(Api::all(client.clone()), (), &changes, service_relevant),
             nodes: keep(Api::all(client.clone()), (), &changes, node_relevant),
             kuadrant: kuadrant.then(|| {
@@ -150,6 +153,7 @@ impl Watched {
     pub async fn ready(&self, grace: Duration) {
         let all = async {
             let _ = self.resources.wait_until_ready().await;
+            let _ = self.ingresses.wait_until_ready().await;
             let _ = self.services.wait_until_ready().await;
             let _ = self.nodes.wait_until_ready().await;
             let _ = self.gateways.wait_until_ready().await;
@@ -184,6 +188,11 @@ fn node_relevant(n: &Node) -> serde_json::Value {
 /// A Service's load balancer ingress.
 fn service_relevant(s: &Service) -> serde_json::Value {
     serde_json::json!(s.status.as_ref().map(|s| &s.load_balancer))
+}
+
+/// An Ingress's load balancer.
+fn ingress_relevant(i: &Ingress) -> serde_json::Value {
+    serde_json::json!(i.status.as_ref().map(|s| &s.load_balancer))
 }
 
 /// A Kuadrant resource's spec, its deletion and our finalizer (not its status, which we or
@@ -273,6 +282,13 @@ impl Lookup for Watched {
         self.gateways
             .get(&key)
             .map(|g| discover::gateway_addresses(&g))
+    }
+
+    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+        let key = ObjectRef::new(name).within(namespace);
+        self.ingresses
+            .get(&key)
+            .map(|i| discover::ingress_addresses(&i))
     }
 
     fn service(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {

@@ -86,6 +86,7 @@ pub const TYPES: &[ResourceType] = &[
         "DNSFailover",
     ),
     custom("gateways", "gateway.networking.k8s.io", "v1", "Gateway"),
+    custom("ingresses", "networking.k8s.io", "v1", "Ingress"),
     custom("dnsrecords", "kuadrant.io", "v1alpha1", "DNSRecord"),
     custom(
         "dnsendpoints",
