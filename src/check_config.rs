@@ -160,7 +160,11 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
 struct Offline;
 
 impl ho_kube::tenants::discover::Lookup for Offline {
-    fn gateway(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+    fn gateway(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<ho_kube::tenants::discover::FoundGateway> {
         None
     }
     fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ObjectMeta;
 
 use super::admit::{Admitter, Verdict};
-use super::discover::Lookup;
+use super::discover::{FoundGateway, Lookup};
 use super::resource::{DNSFailover, DNSFailoverSpec, EndpointSource, NodeAddressType};
 
 /// The kinds admission validates with here: the sink kind the base config uses and every
@@ -68,12 +68,19 @@ pub(super) fn base() -> ho_config::Config {
 #[derive(Default)]
 pub(super) struct World {
     pub(super) gateways: BTreeMap<(String, String), Vec<IpAddr>>,
+    /// Gateways (namespace, name) taking routes from every namespace.
+    pub(super) shared_gateways: Vec<(String, String)>,
     pub(super) nodes: Vec<(String, BTreeMap<String, String>, IpAddr)>,
 }
 
 impl Lookup for World {
-    fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
-        self.gateways.get(&(namespace.into(), name.into())).cloned()
+    fn gateway(&self, namespace: &str, name: &str) -> Option<FoundGateway> {
+        let key = (namespace.to_string(), name.to_string());
+        let addresses = self.gateways.get(&key)?.clone();
+        Some(FoundGateway {
+            addresses,
+            open_to_all_namespaces: self.shared_gateways.contains(&key),
+        })
     }
     fn ingress(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
         None
@@ -482,4 +489,40 @@ fn config_fields_are_named_as_kubernetes_writes_them() {
     ] {
         assert_eq!(super::admit::resource_field(config), resource);
     }
+}
+
+#[test]
+fn a_shared_gateway_in_another_namespace_is_used_only_when_it_takes_routes_from_all() {
+    let shared = |name: &str| {
+        resource(
+            "team-a",
+            name,
+            0,
+            &[&format!("{name}.team-a.io")],
+            vec![EndpointSource {
+                gateway: Some(format!("infra/{name}")),
+                ..EndpointSource::default()
+            }],
+        )
+    };
+    let (open, closed) = (shared("open"), shared("closed"));
+    let mut world = World::default();
+    for name in ["open", "closed"] {
+        world.gateways.insert(
+            ("infra".into(), name.into()),
+            vec!["192.0.2.50".parse().unwrap()],
+        );
+    }
+    world.shared_gateways.push(("infra".into(), "open".into()));
+    let a = Admitter::default().admit(&base(), &[&open, &closed], &world, &CATALOG);
+    assert!(matches!(
+        verdict(&a, "team-a", "open"),
+        Verdict::Accepted { .. }
+    ));
+    let (reason, message) = refusal(verdict(&a, "team-a", "closed"));
+    assert_eq!(reason, "Invalid");
+    assert!(
+        message.contains("Gateway \"infra/closed\" takes routes only from its own namespace"),
+        "{message}"
+    );
 }

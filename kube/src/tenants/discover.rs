@@ -12,9 +12,8 @@ use super::resource::{DNSFailover, EndpointSource, NodeAddressType};
 
 /// What the watchers currently know, as the admission asks it.
 pub trait Lookup {
-    /// The `IPAddress` entries of Gateway `namespace/name`'s `status.addresses`; `None`
-    /// when no such Gateway exists.
-    fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
+    /// Gateway `namespace/name`; `None` when no such Gateway exists.
+    fn gateway(&self, namespace: &str, name: &str) -> Option<FoundGateway>;
     /// The load balancer IPs of Ingress `namespace/name`; `None` when it does not exist.
     fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
     /// The ingress IPs of Service `namespace/name`; `None` when it does not exist.
@@ -27,9 +26,39 @@ pub trait Lookup {
     ) -> Vec<(String, IpAddr)>;
 }
 
+/// What a source reads of a Gateway.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FoundGateway {
+    /// Its `status.addresses[]` of type `IPAddress`.
+    pub addresses: Vec<IpAddr>,
+    /// Whether a listener takes routes from every namespace (`allowedRoutes.namespaces.from:
+    /// All`): only then may a resource in another namespace publish at its addresses, as
+    /// only then could that namespace's routes attach to it.
+    pub open_to_all_namespaces: bool,
+}
+
+impl FoundGateway {
+    /// What a source reads of `gateway`.
+    pub fn of(gateway: &DynamicObject) -> FoundGateway {
+        let open = gateway
+            .data
+            .pointer("/spec/listeners")
+            .and_then(|l| l.as_array())
+            .is_some_and(|listeners| {
+                listeners
+                    .iter()
+                    .any(|l| l.pointer("/allowedRoutes/namespaces/from") == Some(&"All".into()))
+            });
+        FoundGateway {
+            addresses: gateway_addresses(gateway),
+            open_to_all_namespaces: open,
+        }
+    }
+}
+
 /// A Gateway's `status.addresses[]` of type `IPAddress` (the default type when unset);
 /// `Hostname` entries are skipped, since what is probed must be what is published.
-pub fn gateway_addresses(gateway: &DynamicObject) -> Vec<IpAddr> {
+fn gateway_addresses(gateway: &DynamicObject) -> Vec<IpAddr> {
     let Some(addresses) = gateway
         .data
         .pointer("/status/addresses")
@@ -149,13 +178,17 @@ fn source_addresses(
         missing.push(what);
         Vec::new()
     };
-    let addresses = if let Some(name) = &source.gateway {
-        match world.gateway(namespace, name) {
-            None => none(format!("Gateway \"{name}\" not found")),
-            Some(a) if a.is_empty() => none(format!(
-                "Gateway \"{name}\" has no IPAddress in its status yet"
+    let addresses = if let Some(reference) = &source.gateway {
+        let (gateway_ns, name) = reference.split_once('/').unwrap_or((namespace, reference));
+        match world.gateway(gateway_ns, name) {
+            None => none(format!("Gateway \"{reference}\" not found")),
+            Some(g) if gateway_ns != namespace && !g.open_to_all_namespaces => {
+                return Err(format!("spec.endpoints[{i}].gateway: Gateway \"{reference}\" takes routes only from its own namespace (no listener has allowedRoutes.namespaces.from: All), so namespace {namespace} may not publish at its addresses"));
+            }
+            Some(g) if g.addresses.is_empty() => none(format!(
+                "Gateway \"{reference}\" has no IPAddress in its status yet"
             )),
-            Some(a) => a,
+            Some(g) => g.addresses,
         }
     } else if let Some(name) = &source.ingress {
         match world.ingress(namespace, name) {

@@ -87,8 +87,9 @@ pub struct EndpointSource {
     /// Static IP addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
-    /// A Gateway API `Gateway` in the resource's namespace: its `status.addresses` of type
-    /// `IPAddress`.
+    /// A Gateway API `Gateway`: its `status.addresses` of type `IPAddress`. `NAME` in the
+    /// resource's namespace, or `NAMESPACE/NAME` for a shared Gateway one of whose listeners
+    /// takes routes from all namespaces (`allowedRoutes.namespaces.from: All`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
     /// An `Ingress` (`networking.k8s.io/v1`) in the resource's namespace: its

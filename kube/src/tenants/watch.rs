@@ -277,11 +277,11 @@ impl Watched {
 }
 
 impl Lookup for Watched {
-    fn gateway(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+    fn gateway(&self, namespace: &str, name: &str) -> Option<discover::FoundGateway> {
         let key = ObjectRef::new_with(name, self.gateway_type.clone()).within(namespace);
         self.gateways
             .get(&key)
-            .map(|g| discover::gateway_addresses(&g))
+            .map(|g| discover::FoundGateway::of(&g))
     }
 
     fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
