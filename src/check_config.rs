@@ -87,8 +87,9 @@ pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) 
 /// `check-config --resource FILE`: each DNSFailover in `resources` judged as admission
 /// judges it against the config `files` (allowance, claims, the spec as `check-config`
 /// validates it), one line each; exit 2 when any is refused. Sources a cluster resolves
-/// (`gateway`, `ingress`, `service`, `nodes`) cannot be looked up offline: they are said, and the rest
-/// of the resource is judged without them.
+/// (`gateway`, `ingress`, `service`, `nodes`) cannot be looked up offline: they are said, and
+/// judged as if they yielded [`STAND_IN`] (a shared Gateway as if it took routes from every
+/// namespace), so the rest of the resource is judged as admission would.
 pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Result<ExitCode> {
     use ho_kube::tenants::admit::{Admitter, Verdict};
     use ho_kube::tenants::resource::DNSFailover;
@@ -113,19 +114,20 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
             if resource.metadata.namespace.is_none() {
                 anyhow::bail!("{}: DNSFailover {name} names no metadata.namespace (admission judges it in its namespace)", file.display());
             }
-            for (i, source) in resource.spec.endpoints.iter_mut().enumerate() {
+            for (i, source) in resource.spec.endpoints.iter().enumerate() {
                 let offline = [
-                    source.gateway.take().map(|g| format!("gateway {g}")),
-                    source.ingress.take().map(|i| format!("ingress {i}")),
-                    source.service.take().map(|s| format!("service {s}")),
-                    source.nodes.take().map(|_| "nodes".to_owned()),
+                    source.gateway.as_ref().map(|g| format!("gateway {g}")),
+                    source.ingress.as_ref().map(|i| format!("ingress {i}")),
+                    source.service.as_ref().map(|s| format!("service {s}")),
+                    source.nodes.as_ref().map(|_| "nodes".to_owned()),
                 ];
                 for what in offline.into_iter().flatten() {
-                    println!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged without it");
+                    println!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged with the stand-in address {STAND_IN}");
+                }
+                if source.gateway.as_ref().is_some_and(|g| g.contains('/')) {
+                    println!("{name}: spec.endpoints[{i}]: whether that Gateway takes routes from every namespace is checked in the cluster");
                 }
             }
-            // A source that only named what the cluster resolves has nothing left to judge.
-            resource.spec.endpoints.retain(|s| !s.addresses.is_empty());
             resource.metadata.creation_timestamp = None;
             parsed.push(resource);
         }
@@ -156,28 +158,31 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
     })
 }
 
-/// No cluster: sources it would resolve were taken out before admission.
+/// The address sources a cluster resolves stand for offline (TEST-NET-2, RFC 5737: never a
+/// real gateway).
+const STAND_IN: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 1));
+
+/// No cluster: every source a cluster resolves yields [`STAND_IN`].
 struct Offline;
 
 impl ho_kube::tenants::discover::Lookup for Offline {
-    fn gateway(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> Option<ho_kube::tenants::discover::FoundGateway> {
-        None
+    fn gateway(&self, _: &str, _: &str) -> Option<ho_kube::tenants::discover::FoundGateway> {
+        Some(ho_kube::tenants::discover::FoundGateway {
+            addresses: vec![STAND_IN],
+            open_to_all_namespaces: true,
+        })
     }
     fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
-        None
+        Some(vec![STAND_IN])
     }
     fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
-        None
+        Some(vec![STAND_IN])
     }
     fn nodes(
         &self,
         _: &std::collections::BTreeMap<String, String>,
         _: ho_kube::tenants::resource::NodeAddressType,
     ) -> Vec<(String, std::net::IpAddr)> {
-        Vec::new()
+        vec![("stand-in".into(), STAND_IN)]
     }
 }

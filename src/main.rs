@@ -82,9 +82,20 @@ enum Command {
         /// The system the file comes from.
         #[arg(long = "from", value_enum)]
         from: import::Source,
-        /// Its config files (Kuadrant: any number, several YAML documents each).
+        /// Its config files (Kuadrant, k8gb: any number, several YAML documents each).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// k8gb: this cluster's geo tag (k8gb's `clusterGeoTag`), for Gslbs exported
+        /// without their status.
+        #[arg(long = "geo-tag")]
+        geo_tag: Option<String>,
+        /// k8gb: a sink the DNSFailover resources publish to (repeat; default `dns`).
+        #[arg(long = "sink", value_name = "NAME")]
+        sinks: Vec<String>,
+        /// k8gb: the namespace of documents that name none (kubectl's `-n` when they were
+        /// applied).
+        #[arg(long)]
+        namespace: Option<String>,
     },
 }
 
@@ -120,7 +131,21 @@ fn main() -> ExitCode {
             action: ClusterAction::Leave { config },
         } => cluster_leave::leave(&config),
         Command::Dnssec { action } => dnssec_cmd::dnssec(action),
-        Command::Import { from, files } => import::import(from, &files),
+        Command::Import {
+            from,
+            files,
+            geo_tag,
+            sinks,
+            namespace,
+        } => import::import(
+            from,
+            &files,
+            import::Options {
+                geo_tag,
+                sinks,
+                namespace,
+            },
+        ),
         Command::Crds => {
             let crd = ho_kube::tenants::crd::crd();
             print!(

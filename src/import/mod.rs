@@ -5,7 +5,10 @@
 //! - [`openova`]: the OpenOva DNS failover `config.yaml`.
 //! - [`kuadrant`]: Kuadrant's DNSPolicy, DNSHealthCheckProbe and DNSRecord documents.
 //! - [`powerdns`]: a PowerDNS zone with LUA records (`ifurlup`, `ifportup`, `pick...`).
+//! - [`k8gb`]: k8gb's Gslb resources, as DNSFailover resources (YAML, not TOML: each
+//!   names a Kubernetes object as its source, which only a resource can).
 
+mod k8gb;
 pub mod kuadrant;
 mod openova;
 mod powerdns;
@@ -29,6 +32,19 @@ pub enum Source {
     /// A PowerDNS zone with LUA records: the API's zone JSON or `pdnsutil list-zone` text
     /// (one file).
     Powerdns,
+    /// k8gb's Gslb resources (or Ingresses annotated `k8gb.io/strategy`) with the objects
+    /// they reference, from one cluster; prints DNSFailover resources.
+    K8gb,
+}
+
+/// What `import` is told besides the files.
+pub struct Options {
+    /// k8gb: this cluster's geo tag, for Gslbs exported without their status.
+    pub geo_tag: Option<String>,
+    /// k8gb: the sinks the resources publish to.
+    pub sinks: Vec<String>,
+    /// k8gb: the namespace of documents that name none.
+    pub namespace: Option<String>,
 }
 
 /// What an import produced: the config, what it could not carry over, and what the
@@ -50,8 +66,34 @@ pub struct Imported {
 }
 
 /// Prints the imported config, or every problem that stops the import.
-pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Result<ExitCode> {
+    let k8gb_only =
+        options.geo_tag.is_some() || !options.sinks.is_empty() || options.namespace.is_some();
+    if from != Source::K8gb && k8gb_only {
+        bail!("--geo-tag, --sink and --namespace are for --from k8gb (the other imports print a config with its own sinks)");
+    }
     let imported = match from {
+        Source::K8gb => {
+            let defaulted = options.sinks.is_empty();
+            let options = k8gb::Options {
+                geo_tag: options.geo_tag,
+                namespace: options.namespace,
+                sinks: if defaulted {
+                    vec!["dns".into()]
+                } else {
+                    options.sinks
+                },
+            };
+            let mut imported = k8gb::convert(&read_documents(files)?, &options)?;
+            if defaulted {
+                imported.to_do.insert(0, "the resources publish to the sink named \"dns\": name the operator's sinks with --sink".into());
+            }
+            print_header(from, files, &imported.not_carried, &imported.to_do);
+            for resource in &imported.resources {
+                print!("---\n{}", serde_yaml::to_string(resource)?);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Source::Powerdns => match files {
             [one] => powerdns::convert(
                 &std::fs::read_to_string(one)
@@ -67,20 +109,26 @@ pub fn import(from: Source, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         },
         Source::Kuadrant => kuadrant::convert(&read_documents(files)?, kuadrant::Mode::Import)?,
     };
+    print_header(from, files, &imported.not_carried, &imported.to_do);
+    println!();
+    print!("{}", toml::to_string(&imported.config)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The comment lines every import starts with: the source, what was not carried over, what
+/// is left to do.
+fn print_header(from: Source, files: &[PathBuf], not_carried: &[String], to_do: &[String]) {
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!(
         "# Imported from {} ({from:?}) by `health-orchestrator import`.",
         names.join(", ")
     );
-    for note in &imported.not_carried {
+    for note in not_carried {
         println!("# NOT CARRIED OVER: {note}");
     }
-    for step in &imported.to_do {
+    for step in to_do {
         println!("# TO DO: {step}");
     }
-    println!();
-    print!("{}", toml::to_string(&imported.config)?);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A YAML config file in OpenOva's shape, imported (a config named on the command line:

@@ -165,11 +165,7 @@ fn the_crd_matches_the_types_and_the_example_is_accepted() {
 struct NoCluster;
 
 impl ho_kube::tenants::discover::Lookup for NoCluster {
-    fn gateway(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> Option<ho_kube::tenants::discover::FoundGateway> {
+    fn gateway(&self, _: &str, _: &str) -> Option<ho_kube::tenants::discover::FoundGateway> {
         None
     }
     fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {

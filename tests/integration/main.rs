@@ -42,6 +42,7 @@ mod heartbeats;
 mod host_endpoints;
 mod icmp_checks;
 mod image;
+mod k8gb_import;
 mod keep_alive;
 mod kuadrant_examples;
 mod kube_tenants;

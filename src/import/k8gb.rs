@@ -1,0 +1,308 @@
+//! `import --from k8gb FILE...`: k8gb's Gslb resources as DNSFailover resources.
+//!
+//! k8gb runs in every cluster; each cluster's Gslb publishes that cluster's addresses (read
+//! from the Ingress, Service or Gateway route it references) and learns the others' through
+//! delegated zones. The orchestrator's equivalent is one DNSFailover per Gslb in each
+//! cluster, its source naming the same object, with `[multi_cluster]` sharing the clusters'
+//! addresses and verdicts. So a Gslb becomes, in its namespace:
+//!
+//! - a source reading what k8gb reads: `ingress` (embedded `spec.ingress`, or a referenced
+//!   Ingress), `service`, `gateway` (a route's parent Gateway, `NAMESPACE/NAME` when shared);
+//!   the `k8gb.io/exposed-ip-addresses` annotation, which k8gb prefers, as static addresses;
+//! - the referenced object's host names as `domains`;
+//! - `strategy`: `roundRobin` -> every healthy address (with `weight`: `weighted`, this
+//!   cluster's weight), `failover` -> `failover` with this cluster first when it is the
+//!   `primaryGeoTag`, `geoip` -> `geo` labelled with this cluster's geo tag; `dnsTtlSeconds`
+//!   -> `ttl` (k8gb's default 30 s);
+//! - a check where k8gb has none (it counts a cluster healthy while the Services have ready
+//!   endpoints): a request for the host through the gateway, any status up to 499 healthy.
+//!
+//! This cluster's geo tag is the Gslb's `status.geoTag` (exported with the resource) or
+//! `--geo-tag`. An Ingress annotated `k8gb.io/strategy` is a Gslb, as k8gb makes one of it.
+
+mod target;
+
+use std::collections::BTreeSet;
+
+use anyhow::{bail, Context};
+use ho_kube::tenants::resource::DNSFailover;
+use serde_json::{json, Map, Value as Json};
+use serde_yaml::Value;
+
+use super::{text, unknown_keys};
+use target::{annotation, Documents};
+
+/// What `--from k8gb` is told besides the files.
+pub struct Options {
+    /// This cluster's geo tag (k8gb's `clusterGeoTag`), for Gslbs exported without status.
+    pub geo_tag: Option<String>,
+    /// The operator's sinks the resources publish to.
+    pub sinks: Vec<String>,
+    /// The namespace of documents that name none (kubectl's `-n`).
+    pub namespace: Option<String>,
+}
+
+/// The DNSFailover resources equivalent to the Gslbs among `docs`, what could not be
+/// carried over, and what the operator must still do.
+pub struct Imported {
+    pub resources: Vec<DNSFailover>,
+    pub not_carried: Vec<String>,
+    pub to_do: Vec<String>,
+}
+
+/// k8gb's default record TTL (`resolver.DefaultTTLSeconds`).
+const DEFAULT_TTL_SECONDS: u64 = 30;
+
+pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
+    let documents = Documents(docs);
+    let mut notes = Vec::new();
+    let mut resources = Vec::new();
+    let mut geo_tags = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    for doc in docs {
+        let Some(gslb) = as_gslb(doc)? else {
+            continue;
+        };
+        let meta = doc.get("metadata");
+        let name = meta
+            .and_then(|m| text(m, "name"))
+            .context("a Gslb without metadata.name")?;
+        let namespace = meta
+            .and_then(|m| text(m, "namespace"))
+            .or(options.namespace.as_deref())
+            .with_context(|| {
+            format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
+        })?;
+        if !seen.insert((namespace, name)) {
+            bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
+        }
+        let geo_tag = doc
+            .get("status")
+            .and_then(|s| text(s, "geoTag"))
+            .filter(|t| !t.is_empty())
+            .or(options.geo_tag.as_deref());
+        if let Some(tag) = geo_tag {
+            geo_tags.insert(tag.to_owned());
+        }
+        resources.extend(failovers_of(
+            &gslb, doc, name, namespace, geo_tag, &documents, options, &mut notes,
+        )?);
+    }
+    if resources.is_empty() {
+        bail!("no Gslb among the documents (kind Gslb, or an Ingress annotated k8gb.io/strategy)");
+    }
+    for doc in docs {
+        let kind = text(doc, "kind").unwrap_or("(none)");
+        if !matches!(
+            kind,
+            "Gslb"
+                | "Ingress"
+                | "Service"
+                | "Gateway"
+                | "HTTPRoute"
+                | "GRPCRoute"
+                | "TLSRoute"
+                | "TCPRoute"
+                | "UDPRoute"
+                | "VirtualService"
+        ) {
+            notes.push(format!(
+                "a document of kind {kind} (not read by k8gb's Gslb)"
+            ));
+        }
+    }
+    let mut to_do = vec![
+        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
+        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
+        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
+    ];
+    if geo_tags.len() > 1 {
+        bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
+    }
+    if resources
+        .iter()
+        .any(|r| r.spec.policy == Some(ho_config::RoutingPolicy::Geo))
+    {
+        to_do.push("geoip: k8gb locates clients with its GeoIP database's geo tags; map client networks to each cluster's geo tag with the dns_server sink's `geo.networks` (tags that are country or continent codes also work with `geo.geoip_db`)".into());
+    }
+    Ok(Imported {
+        resources,
+        not_carried: notes,
+        to_do,
+    })
+}
+
+/// The Gslb `doc` is, or an Ingress annotated as one (k8gb makes a Gslb of it); `None`
+/// for other documents.
+fn as_gslb(doc: &Value) -> anyhow::Result<Option<Value>> {
+    match text(doc, "kind") {
+        Some("Gslb") => Ok(Some(doc.clone())),
+        Some("Ingress") => {
+            let Some(strategy) = annotation(doc, "k8gb.io/strategy") else {
+                return Ok(None);
+            };
+            let mut s = serde_yaml::Mapping::new();
+            s.insert("type".into(), strategy.into());
+            if let Some(tag) = annotation(doc, "k8gb.io/primary-geotag") {
+                s.insert("primaryGeoTag".into(), tag.into());
+            }
+            if let Some(ttl) = annotation(doc, "k8gb.io/dns-ttl-seconds") {
+                let ttl: u64 = ttl.parse().with_context(|| {
+                    format!("annotation k8gb.io/dns-ttl-seconds {ttl:?} is not a number of seconds")
+                })?;
+                s.insert("dnsTtlSeconds".into(), ttl.into());
+            }
+            let mut spec = serde_yaml::Mapping::new();
+            spec.insert("strategy".into(), Value::Mapping(s));
+            spec.insert(
+                "ingress".into(),
+                doc.get("spec").cloned().unwrap_or_default(),
+            );
+            let mut gslb = doc.clone();
+            gslb["kind"] = "Gslb".into();
+            gslb["spec"] = Value::Mapping(spec);
+            Ok(Some(gslb))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One Gslb as DNSFailovers: one per distinct check among its hosts (k8gb judges each host
+/// by its own Services), the first named like the Gslb, the others after their first host.
+#[allow(clippy::too_many_arguments)]
+fn failovers_of(
+    gslb: &Value,
+    original: &Value,
+    name: &str,
+    namespace: &str,
+    geo_tag: Option<&str>,
+    docs: &Documents,
+    options: &Options,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<DNSFailover>> {
+    let at = format!("Gslb {namespace}/{name}");
+    let spec = gslb.get("spec").cloned().unwrap_or_default();
+    if text(original, "kind") == Some("Gslb") {
+        unknown_keys(
+            &spec,
+            &["ingress", "resourceRef", "strategy", "serviceHealthPolicy"],
+            &format!("{at}.spec"),
+            notes,
+        );
+    }
+    let mut target = target::resolve(gslb, name, namespace, docs, notes)?;
+    if let Some(ips) = target::exposed_ips_annotation(gslb) {
+        notes.push(format!(
+            "{at}: k8gb.io/exposed-ip-addresses ({}) replaces what the target reports, as in k8gb",
+            ips.join(", ")
+        ));
+        target.source = json!({"addresses": ips});
+    }
+    if annotation(gslb, "k8gb.io/exposed-hostnames").is_some() {
+        bail!("{at}: k8gb.io/exposed-hostnames publishes host names; a DNSFailover publishes the addresses it probes (a [[tenants]] entry with host-name endpoints carries them)");
+    }
+    let strategy = spec.get("strategy").cloned().unwrap_or_default();
+    unknown_keys(
+        &strategy,
+        &[
+            "type",
+            "weight",
+            "primaryGeoTag",
+            "dnsTtlSeconds",
+            "splitBrainThresholdSeconds",
+        ],
+        &format!("{at}.spec.strategy"),
+        notes,
+    );
+    if strategy.get("splitBrainThresholdSeconds").is_some() {
+        notes.push(format!(
+            "{at}.spec.strategy.splitBrainThresholdSeconds (deprecated in k8gb and unused)"
+        ));
+    }
+    let kind = text(&strategy, "type").with_context(|| {
+        format!("{at}.spec.strategy.type is required (roundRobin, failover or geoip)")
+    })?;
+    let need_tag = |why: &str| {
+        geo_tag.with_context(|| format!("{at}: {why} needs this cluster's geo tag: export the Gslb with its status (kubectl get gslb -o yaml) or pass --geo-tag (k8gb's clusterGeoTag)"))
+    };
+    let mut source = target.source.as_object().cloned().unwrap_or_default();
+    if let Some(tag) = geo_tag {
+        source.insert("labels".into(), json!({"geo": tag}));
+    }
+    let weights = strategy.get("weight").and_then(Value::as_mapping);
+    let mut spec_out = Map::new();
+    match kind {
+        "roundRobin" => {
+            if let Some(weights) = weights.filter(|w| !w.is_empty()) {
+                let tag = need_tag("strategy.weight")?;
+                let weight = weights
+                    .get(tag)
+                    .and_then(Value::as_u64)
+                    .with_context(|| format!("{at}.spec.strategy.weight gives no weight to this cluster's geo tag {tag:?}"))?;
+                spec_out.insert("policy".into(), "weighted".into());
+                source.insert("weight".into(), weight.into());
+            }
+        }
+        "failover" => {
+            let primary = text(&strategy, "primaryGeoTag")
+                .filter(|t| !t.is_empty())
+                .with_context(|| format!("{at}: the failover strategy requires strategy.primaryGeoTag (k8gb refuses it too)"))?;
+            let tag = need_tag("the failover strategy")?;
+            spec_out.insert("policy".into(), "failover".into());
+            source.insert("priority".into(), if tag == primary { 1 } else { 2 }.into());
+        }
+        "geoip" => {
+            need_tag("the geoip strategy")?;
+            spec_out.insert("policy".into(), "geo".into());
+        }
+        other => bail!("{at}.spec.strategy.type {other:?}: k8gb's strategies are roundRobin, failover and geoip"),
+    }
+    if weights.is_some_and(|w| !w.is_empty()) && kind != "roundRobin" {
+        notes.push(format!(
+            "{at}.spec.strategy.weight (k8gb weighs roundRobin only)"
+        ));
+    }
+    let ttl = strategy
+        .get("dnsTtlSeconds")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0)
+        .unwrap_or(DEFAULT_TTL_SECONDS);
+    spec_out.insert("sinks".into(), json!(options.sinks));
+    spec_out.insert("endpoints".into(), json!([Json::Object(source)]));
+    spec_out.insert("ttl".into(), format!("{ttl}s").into());
+    let mut groups: Vec<(Option<Json>, Vec<String>)> = Vec::new();
+    for (host, check) in target.hosts {
+        match groups.iter_mut().find(|(c, _)| *c == check) {
+            Some((_, hosts)) => hosts.push(host),
+            None => groups.push((check, vec![host])),
+        }
+    }
+    let mut resources = Vec::new();
+    for (i, (check, hosts)) in groups.into_iter().enumerate() {
+        let resource_name = if i == 0 {
+            name.to_owned()
+        } else {
+            let label = hosts[0]
+                .trim_start_matches("*.")
+                .split('.')
+                .next()
+                .unwrap_or_default();
+            format!("{name}-{label}")
+        };
+        let mut spec = spec_out.clone();
+        spec.insert("domains".into(), json!(hosts));
+        if let Some(check) = check {
+            spec.insert("check".into(), check);
+        }
+        let resource = json!({
+            "apiVersion": "healthorchestrator.io/v1alpha1",
+            "kind": "DNSFailover",
+            "metadata": {"name": resource_name, "namespace": namespace},
+            "spec": spec,
+        });
+        resources.push(serde_json::from_value(resource).with_context(|| {
+            format!("{at}: the DNSFailover made of it does not parse (a bug in the import)")
+        })?);
+    }
+    Ok(resources)
+}
