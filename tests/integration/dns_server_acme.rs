@@ -195,3 +195,87 @@ async fn acme_challenges_are_set_and_cleared_by_signed_updates_only() {
     assert_eq!(txt(server, challenge).await, ("NXDOMAIN".into(), vec![]));
     drop(engine);
 }
+
+/// Two replicas sharing `state_dir` (as two processes on one host, or two pods mounting one
+/// volume, would): a challenge set through either is answered by the other, 20 times,
+/// alternating, each timed from the update's answer to the other replica's answer; two
+/// updates sent to both at once both land (the file is changed under a lock).
+#[actix_rt::test]
+async fn replicas_sharing_state_dir_answer_each_others_challenges() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let gws = gateways(1);
+    let state = dir.path().join("state");
+    let replica = |n: usize| {
+        let server = SocketAddr::new(loopback_ip().into(), 5353);
+        let text = config(
+            &Check::FAST,
+            &gws.iter().collect::<Vec<_>>(),
+            &format!(
+                "state_dir = {:?}\n\n[[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
+                 [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+                 acme = {{ tsig = {{ name = \"ho-xfr\", secret_file = {:?} }} }}\n",
+                state.display().to_string(),
+                key.display().to_string()
+            ),
+        );
+        let own = dir.path().join(format!("replica-{n}"));
+        std::fs::create_dir(&own).unwrap();
+        (server, own, text)
+    };
+    let (a, a_dir, a_text) = replica(0);
+    let (b, b_dir, b_text) = replica(1);
+    let _a = start_engine(&a_dir, &a_text).await;
+    let _b = start_engine(&b_dir, &b_text).await;
+    let challenge = "_acme-challenge.api.example.org";
+
+    let mut times = Vec::new();
+    for trial in 0..20 {
+        let (to, other) = if trial % 2 == 0 { (a, b) } else { (b, a) };
+        let token = format!("token-{trial}");
+        let (ok, said) = nsupdate(
+            to,
+            Some(&key),
+            &format!("update delete {challenge} TXT\nupdate add {challenge} 60 TXT \"{token}\""),
+        );
+        assert!(ok, "{said}");
+        let set = std::time::Instant::now();
+        loop {
+            let (_, texts) = txt(other, challenge).await;
+            if texts == [token.clone()] {
+                break;
+            }
+            assert!(
+                set.elapsed() < std::time::Duration::from_secs(5),
+                "trial {trial}: the other replica answers {texts:?}"
+            );
+        }
+        times.push(set.elapsed());
+    }
+    times.sort();
+    println!(
+        "ACME challenge set on one replica -> answered by the other: p50 {:?}, p99 {:?} (20 trials, each one dig)",
+        times[times.len() / 2],
+        times[times.len() - 1]
+    );
+    assert!(times[times.len() - 1] < std::time::Duration::from_secs(1));
+
+    // Two updates at once, one through each replica: both kept.
+    let (key_a, key_b) = (key.clone(), key.clone());
+    let add = |server: SocketAddr, key: std::path::PathBuf, token: &'static str| {
+        std::thread::spawn(move || {
+            nsupdate(
+                server,
+                Some(&key),
+                &format!("update add _acme-challenge.api.example.org 60 TXT \"{token}\""),
+            )
+        })
+    };
+    let (one, two) = (add(a, key_a, "both-a"), add(b, key_b, "both-b"));
+    assert!(one.join().unwrap().0 && two.join().unwrap().0);
+    for server in [a, b] {
+        let (_, mut texts) = txt(server, challenge).await;
+        texts.sort();
+        assert_eq!(texts, ["both-a", "both-b", "token-19"], "{server}");
+    }
+}

@@ -8,12 +8,20 @@
 //! zone the server does not hold) refuses the whole update and changes nothing. Unsigned
 //! updates, or ones signed with another key, are refused (a TSIG that does not verify is
 //! NOTAUTH before this is reached). The challenges live in memory, are carried over a
-//! reload, and are kept in `<state_dir>/acme-<sink>.json` across restarts; each replica
-//! answers the updates it took (send the solver's updates to every replica, or run one).
+//! reload, and are kept in `<state_dir>/acme-<sink>.json` across restarts.
+//!
+//! Replicas that share `state_dir` (several on one host, or a volume each mounts) share the
+//! challenges, whichever replica the solver's update reached: the file is the truth. An
+//! update is applied to the file under an exclusive lock (`acme-<sink>.json.lock`: two
+//! replicas taking updates at once both land), and a query for a challenge name first
+//! looks whether the file changed since it was last read (one `stat`, and only for
+//! `_acme-challenge.` names), so another replica's update is answered from the next query.
+//! Replicas with a `state_dir` each of their own answer only the updates they took.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::RwLock;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::TXT;
@@ -37,6 +45,30 @@ pub struct Acme {
     challenges: RwLock<BTreeMap<String, Vec<String>>>,
     /// `<state_dir>/acme-<sink>.json`, when there is a `state_dir`.
     keep_in: Option<PathBuf>,
+    /// The kept file as last read or written here: when it differs, another replica
+    /// sharing `state_dir` wrote it.
+    seen: Mutex<Option<Stamp>>,
+}
+
+/// What identifies one version of the kept file: writes replace it (a new inode), and
+/// the time and length tell apart a file replaced in place by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    modified_ns: i128,
+    len: u64,
+}
+
+impl Stamp {
+    /// The file's stamp now; `None` when there is no file.
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Stamp {
+            inode: m.ino(),
+            modified_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            len: m.len(),
+        })
+    }
 }
 
 /// `acme-<sink>.json`.
@@ -63,20 +95,35 @@ impl Acme {
     /// Updates signed with `key`; challenges kept in `keep_in` (those kept there before
     /// are read back), or only in memory.
     pub fn new(key: TSigner, keep_in: Option<PathBuf>) -> Acme {
-        let kept = keep_in
-            .as_deref()
-            .map_or(Ok(None), state_file::read::<KeptChallenges>);
-        let challenges = match kept {
-            Ok(kept) => kept.unwrap_or_default().challenges,
-            Err(e) => {
-                warn!(error = %e, "the ACME challenges kept there are not read");
-                BTreeMap::new()
-            }
-        };
-        Acme {
+        let acme = Acme {
             key,
-            challenges: RwLock::new(challenges),
+            challenges: RwLock::new(BTreeMap::new()),
             keep_in,
+            seen: Mutex::new(None),
+        };
+        acme.follow();
+        acme
+    }
+
+    /// Reads the kept file again if it changed since this replica last read or wrote it.
+    fn follow(&self) {
+        let Some(path) = &self.keep_in else {
+            return;
+        };
+        let mut seen = self.seen.lock().expect("not poisoned");
+        let now = Stamp::of(path);
+        if now == *seen {
+            return;
+        }
+        match state_file::read::<KeptChallenges>(path) {
+            Ok(kept) => {
+                *self.challenges.write().expect("not poisoned") =
+                    kept.unwrap_or_default().challenges;
+                *seen = now;
+            }
+            // A file being replaced, or broken: what is in memory keeps answering, and
+            // the next query looks again.
+            Err(e) => warn!(error = %e, "the ACME challenges kept there are not read"),
         }
     }
 
@@ -86,8 +133,11 @@ impl Acme {
         *self.challenges.write().expect("not poisoned") = taken;
     }
 
-    /// The TXT values of challenge name `key`, if it has any.
+    /// The TXT values of challenge name `key`, if it has any (another replica's included).
     pub fn texts(&self, key: &str) -> Option<Vec<String>> {
+        if key.starts_with(CHALLENGE) {
+            self.follow();
+        }
         self.challenges
             .read()
             .expect("not poisoned")
@@ -124,7 +174,18 @@ impl Acme {
                 None => return ResponseCode::Refused,
             }
         }
-        let mut challenges = self.challenges.write().expect("not poisoned");
+        // The file is the truth replicas share: read it again under the lock, change it,
+        // write it, so an update another replica took meanwhile is kept.
+        let lock = match self.keep_in.as_deref().map(lock) {
+            Some(Err(e)) => {
+                warn!(error = %e, "the ACME challenges cannot be locked: the update is refused");
+                return ResponseCode::ServFail;
+            }
+            Some(Ok(file)) => Some(file),
+            None => None,
+        };
+        self.follow();
+        let mut challenges = self.challenges.read().expect("not poisoned").clone();
         for change in changes {
             match change {
                 Change::Add(name, text) => {
@@ -148,15 +209,35 @@ impl Acme {
             }
         }
         if let Some(path) = &self.keep_in {
-            let kept = KeptChallenges {
-                challenges: challenges.clone(),
-            };
+            let kept = KeptChallenges { challenges };
             if let Err(e) = state_file::write_state(path, &kept, true) {
-                warn!(error = %e, "the ACME challenges are not kept for a restart");
+                warn!(error = %e, "the ACME challenges are not kept: the update is refused");
+                return ResponseCode::ServFail;
             }
+            *self.seen.lock().expect("not poisoned") = Stamp::of(path);
+            challenges = kept.challenges;
         }
+        *self.challenges.write().expect("not poisoned") = challenges;
+        drop(lock);
         ResponseCode::NoError
     }
+}
+
+/// An exclusive lock on the file beside `path` every replica sharing it takes to change it
+/// (held until the returned file is dropped).
+fn lock(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// What record `rr` of an update's update section asks, when it is in scope: a TXT at
