@@ -73,6 +73,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
         let kubernetes = plan.kubernetes.clone();
+        let plan_state_dir = plan.state_dir.clone();
         let sinks = Arc::new(ho_kinds::Sinks::default());
         let mut engine = match Engine::start_with(plan, sinks, metrics).await {
             Ok(engine) => engine,
@@ -97,6 +98,21 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             )
             .await
             .context("[kubernetes] operator_state")?;
+            if let Some(dir) = &plan_state_dir {
+                // The embedded server's ACME challenges: an update reaches one replica, the
+                // ACME server asks any of them.
+                let files = ho_kube::shared_files::SharedFiles {
+                    prefix: "acme-",
+                    merge: ho_dns::server::merge_acme_challenges,
+                };
+                ho_kube::shared_files::share(
+                    kube.client.clone(),
+                    &kube.default_namespace,
+                    name,
+                    dir.clone(),
+                    files,
+                );
+            }
             ho_kube::operator_state::share(&engine, kube.client, &kube.default_namespace, name)
                 .await;
         }

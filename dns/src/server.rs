@@ -40,6 +40,7 @@ use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
+pub use acme::merge_kept as merge_acme_challenges;
 use answer::{Authority, ServerError};
 pub use config::DnsServerConfig;
 use ho_engine::sink::kind::BuildContext;

@@ -93,14 +93,19 @@ pub fn read<T: StateFormat>(path: &Path) -> Result<Option<T>, StateFileError> {
             })
         }
     };
+    decode(path, &bytes).map(Some)
+}
+
+/// The content of the file `path` holding `bytes` (read elsewhere: a copy another replica
+/// shared); an older format is migrated.
+pub fn decode<T: StateFormat>(path: &Path, bytes: &[u8]) -> Result<T, StateFileError> {
     let malformed = |reason: String| StateFileError::Malformed {
         path: path.to_owned(),
         what: T::WHAT,
         reason,
         loss: T::LOSS,
     };
-    let mut content: Value =
-        serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+    let mut content: Value = serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
     let version = match content.get("version") {
         None => 1,
         Some(v) => v
@@ -122,9 +127,25 @@ pub fn read<T: StateFormat>(path: &Path) -> Result<Option<T>, StateFileError> {
     if version < T::VERSION {
         content = T::migrate(version, content).map_err(malformed)?;
     }
-    serde_json::from_value(content)
-        .map(Some)
-        .map_err(|e| malformed(e.to_string()))
+    serde_json::from_value(content).map_err(|e| malformed(e.to_string()))
+}
+
+/// An exclusive lock on the file beside `path` (`<path>.lock`) that every process changing
+/// `path` from what it read takes first (replicas sharing a `state_dir`), held until the
+/// returned file is dropped.
+pub fn lock(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// `value` as the file's bytes: its fields and the format's `version`.

@@ -1,6 +1,7 @@
 //! Everything that talks to a Kubernetes API server, in one place: how to connect
 //! ([`client`]), which replica writes shared back ends ([`lease`]: Lease leader election),
-//! which cluster this is ([`cluster_id`]), tenants as resources ([`tenants`]: DNSFailover and
+//! which cluster this is ([`cluster_id`]), what operators set and the state files replicas
+//! share ([`operator_state`], [`shared_files`]), tenants as resources ([`tenants`]: DNSFailover and
 //! Kuadrant's, admitted, watched, given status) and the sink kinds that write Kubernetes
 //! objects: `coredns_configmap` ([`CorednsConfigMapConfig`]) and `dns_endpoint`
 //! ([`DnsEndpointConfig`], external-dns's DNSEndpoints). The engine knows none of it (it sees only the writer fence,
@@ -13,6 +14,7 @@ mod coredns_configmap;
 mod dns_endpoint;
 pub mod lease;
 pub mod operator_state;
+pub mod shared_files;
 pub mod tenants;
 
 pub use coredns_configmap::config::CorednsConfigMapConfig;

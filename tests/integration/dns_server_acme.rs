@@ -279,3 +279,107 @@ async fn replicas_sharing_state_dir_answer_each_others_challenges() {
         assert_eq!(texts, ["both-a", "both-b", "token-19"], "{server}");
     }
 }
+
+/// Two replicas with a `state_dir` each, sharing the ACME challenges through the
+/// operator-state ConfigMap (`[kubernetes] operator_state`, on the Kubernetes API test
+/// server: no real API server can run here), as two pods behind one Service: a challenge
+/// set through either is answered by the other, 20 times, alternating; updates sent through
+/// both at once both land (merged on the ConfigMap's resourceVersion).
+#[actix_rt::test]
+async fn replicas_in_kubernetes_answer_each_others_challenges() {
+    use crate::fakes::kube_api::KubeApi;
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = make_key(dir.path());
+    let gws = gateways(1);
+    let mut replicas = Vec::new();
+    for n in 0..2 {
+        let own = dir.path().join(format!("replica-{n}"));
+        std::fs::create_dir(&own).unwrap();
+        let kubeconfig = KubeApi::kubeconfig(kube_addr, &own);
+        let dns = SocketAddr::new(loopback_ip().into(), 5353);
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+            .set("state_dir", own.join("state").display().to_string())
+            .with(&format!(
+                "[kubernetes]\noperator_state = \"ho-operator\"\nkubeconfig = {:?}\n\n\
+                 [[tenants]]\nname = \"a\"\ndomains = [\"api.example.org\"]\nsinks = [\"dns\"]\n\n\
+                 [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{dns}\"]\nzones = [\"example.org\"]\n\
+                 acme = {{ tsig = {{ name = \"ho-xfr\", secret_file = {:?} }} }}\n",
+                kubeconfig.display().to_string(),
+                key.display().to_string()
+            ));
+        let running = spawn_logged(&mut run_config(&own, &config), &own.join("log"));
+        replicas.push((dns, running));
+    }
+    let (a, b) = (replicas[0].0, replicas[1].0);
+    let challenge = "_acme-challenge.api.example.org";
+    // Both replicas answer (the zone is up) before the first update.
+    for server in [a, b] {
+        let start = std::time::Instant::now();
+        while crate::services::dig::dig(server, &["api.example.org", "A"])
+            .await
+            .is_empty()
+        {
+            assert!(start.elapsed() < LIMIT, "{server} answers");
+        }
+    }
+
+    let mut times = Vec::new();
+    for trial in 0..20 {
+        let (to, other) = if trial % 2 == 0 { (a, b) } else { (b, a) };
+        let token = format!("token-{trial}");
+        let (ok, said) = nsupdate(
+            to,
+            Some(&key),
+            &format!("update delete {challenge} TXT\nupdate add {challenge} 60 TXT \"{token}\""),
+        );
+        assert!(ok, "{said}");
+        let set = std::time::Instant::now();
+        loop {
+            let (_, texts) = txt(other, challenge).await;
+            if texts == [token.clone()] {
+                break;
+            }
+            assert!(
+                set.elapsed() < std::time::Duration::from_secs(5),
+                "trial {trial}: the other replica answers {texts:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        times.push(set.elapsed());
+    }
+    times.sort();
+    eprintln!(
+        "ACME challenge set on one replica -> answered by the other (ConfigMap): p50 {:?}, p99 {:?} (20 trials)",
+        times[times.len() / 2],
+        times[times.len() - 1]
+    );
+    assert!(times[times.len() - 1] < std::time::Duration::from_secs(1));
+
+    // Two updates at once, one through each replica: both answered by both.
+    let add = |server: SocketAddr, token: &'static str| {
+        let key = key.clone();
+        std::thread::spawn(move || {
+            nsupdate(
+                server,
+                Some(&key),
+                &format!("update add _acme-challenge.api.example.org 60 TXT \"{token}\""),
+            )
+        })
+    };
+    let (one, two) = (add(a, "both-a"), add(b, "both-b"));
+    assert!(one.join().unwrap().0 && two.join().unwrap().0);
+    for server in [a, b] {
+        let start = std::time::Instant::now();
+        loop {
+            let (_, mut texts) = txt(server, challenge).await;
+            texts.sort();
+            if texts == ["both-a", "both-b", "token-19"] {
+                break;
+            }
+            assert!(start.elapsed() < LIMIT, "{server}: {texts:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -176,7 +176,7 @@ impl Acme {
         }
         // The file is the truth replicas share: read it again under the lock, change it,
         // write it, so an update another replica took meanwhile is kept.
-        let lock = match self.keep_in.as_deref().map(lock) {
+        let lock = match self.keep_in.as_deref().map(state_file::lock) {
             Some(Err(e)) => {
                 warn!(error = %e, "the ACME challenges cannot be locked: the update is refused");
                 return ResponseCode::ServFail;
@@ -223,23 +223,6 @@ impl Acme {
     }
 }
 
-/// An exclusive lock on the file beside `path` every replica sharing it takes to change it
-/// (held until the returned file is dropped).
-fn lock(path: &Path) -> std::io::Result<std::fs::File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(PathBuf::from(name))?;
-    file.lock()?;
-    Ok(file)
-}
-
 /// What record `rr` of an update's update section asks, when it is in scope: a TXT at
 /// `_acme-challenge.NAME` under `apex`, NAME a served name or the parent of a served
 /// wildcard.
@@ -274,4 +257,87 @@ pub fn records(qname: &Name, texts: &[String]) -> Vec<Record> {
         .iter()
         .map(|t| Record::from_rdata(qname.clone(), TTL, RData::TXT(TXT::new(vec![t.clone()]))))
         .collect()
+}
+
+/// Three versions of the kept challenges, as the file holds them: what this replica last
+/// shared (`base`, none at first), what it holds now (`ours`), what the others shared since
+/// (`theirs`). The result is `theirs` with this replica's changes since `base` applied (a
+/// challenge added here is added, one removed here is removed), so updates taken by two
+/// replicas at once both land (`[kubernetes] operator_state` shares the file).
+pub fn merge_kept(base: Option<&[u8]>, ours: &[u8], theirs: &[u8]) -> Result<Vec<u8>, String> {
+    let decode = |bytes: &[u8]| {
+        state_file::decode::<KeptChallenges>(Path::new("(shared ACME challenges)"), bytes)
+            .map(|k| k.challenges)
+            .map_err(|e| e.to_string())
+    };
+    let base = base.map(decode).transpose()?.unwrap_or_default();
+    let ours = decode(ours)?;
+    let mut merged = decode(theirs)?;
+    let pairs = |m: &BTreeMap<String, Vec<String>>| -> Vec<(String, String)> {
+        m.iter()
+            .flat_map(|(name, texts)| texts.iter().map(move |t| (name.clone(), t.clone())))
+            .collect()
+    };
+    let (before, now) = (pairs(&base), pairs(&ours));
+    for (name, text) in now.iter().filter(|p| !before.contains(p)) {
+        let texts = merged.entry(name.clone()).or_default();
+        if !texts.contains(text) {
+            texts.push(text.clone());
+        }
+    }
+    for (name, text) in before.iter().filter(|p| !now.contains(p)) {
+        if let Some(texts) = merged.get_mut(name) {
+            texts.retain(|t| t != text);
+            if texts.is_empty() {
+                merged.remove(name);
+            }
+        }
+    }
+    Ok(state_file::encode(&KeptChallenges { challenges: merged }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut challenges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, text) in pairs {
+            challenges
+                .entry(name.to_string())
+                .or_default()
+                .push(text.to_string());
+        }
+        state_file::encode(&KeptChallenges { challenges })
+    }
+
+    #[test]
+    fn changes_on_two_replicas_at_once_both_land() {
+        let base = kept(&[("_acme-challenge.a", "old")]);
+        // Here: "old" cleared, "mine" added; there: "theirs" added meanwhile.
+        let ours = kept(&[("_acme-challenge.b", "mine")]);
+        let theirs = kept(&[
+            ("_acme-challenge.a", "old"),
+            ("_acme-challenge.c", "theirs"),
+        ]);
+        let merged = merge_kept(Some(&base), &ours, &theirs).unwrap();
+        assert_eq!(
+            merged,
+            kept(&[
+                ("_acme-challenge.b", "mine"),
+                ("_acme-challenge.c", "theirs")
+            ])
+        );
+        // Nothing shared before: everything here is added to theirs.
+        let merged = merge_kept(None, &ours, &theirs).unwrap();
+        assert_eq!(
+            merged,
+            kept(&[
+                ("_acme-challenge.a", "old"),
+                ("_acme-challenge.b", "mine"),
+                ("_acme-challenge.c", "theirs")
+            ])
+        );
+        assert!(merge_kept(None, b"{", &theirs).is_err());
+    }
 }
