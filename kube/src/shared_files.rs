@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use ho_engine::state_file;
+use ho_engine::state_file::{self, StateFileError};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
@@ -31,7 +31,22 @@ const ATTEMPTS: usize = 8;
 
 /// Merges three versions of a file: what this replica last shared (none at first), its
 /// file now, and the ConfigMap's copy now.
-pub type Merge = fn(Option<&[u8]>, &[u8], &[u8]) -> Result<Vec<u8>, String>;
+pub type Merge = fn(Option<&[u8]>, &[u8], &[u8]) -> Result<Vec<u8>, StateFileError>;
+
+/// Why a file was not shared (it is tried again at the next look).
+#[derive(Debug, thiserror::Error)]
+enum ShareError {
+    #[error("the Kubernetes API: {0}")]
+    Api(#[from] kube::Error),
+    #[error(transparent)]
+    File(#[from] StateFileError),
+    #[error("locking the file: {0}")]
+    Lock(#[from] std::io::Error),
+    #[error("the merge is not text: {0}")]
+    NotText(#[from] std::string::FromUtf8Error),
+    #[error("the ConfigMap kept changing through {ATTEMPTS} attempts")]
+    Contended,
+}
 
 /// The files shared: those in `state_dir` whose names start with `prefix` and end in
 /// `.json`, merged with `merge`.
@@ -112,13 +127,9 @@ impl Mirror {
     }
 
     /// Merges `ours` into the ConfigMap's copy of `key`, conditionally on its version.
-    async fn push(&mut self, key: &str, ours: String) -> Result<(), String> {
+    async fn push(&mut self, key: &str, ours: String) -> Result<(), ShareError> {
         for _ in 0..ATTEMPTS {
-            let current = self
-                .api
-                .get_opt(&self.name)
-                .await
-                .map_err(|e| e.to_string())?;
+            let current = self.api.get_opt(&self.name).await?;
             let theirs = current
                 .as_ref()
                 .and_then(|cm| cm.data.as_ref()?.get(key).cloned());
@@ -126,7 +137,7 @@ impl Mirror {
                 Some(t) if *t != ours => {
                     let base = self.shared.get(key).map(String::as_bytes);
                     let merged = (self.files.merge)(base, ours.as_bytes(), t.as_bytes())?;
-                    String::from_utf8(merged).map_err(|e| e.to_string())?
+                    String::from_utf8(merged)?
                 }
                 _ => ours.clone(),
             };
@@ -171,12 +182,10 @@ impl Mirror {
                 }
                 // Another replica changed it since it was read: merge again.
                 Err(kube::Error::Api(e)) if e.code == 409 => continue,
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
-        Err(format!(
-            "the ConfigMap kept changing through {ATTEMPTS} attempts"
-        ))
+        Err(ShareError::Contended)
     }
 
     /// Takes the copies another replica shared, where this replica has no change of its own
@@ -211,13 +220,18 @@ impl Mirror {
 
     /// Replaces file `key` with `content` under its lock if it still holds `expected` (a
     /// missing file holds ""): whether it did (if not, the next look merges).
-    fn write_if_unchanged(&self, key: &str, expected: &str, content: &str) -> Result<bool, String> {
+    fn write_if_unchanged(
+        &self,
+        key: &str,
+        expected: &str,
+        content: &str,
+    ) -> Result<bool, ShareError> {
         let path = self.dir.join(key);
-        let _lock = state_file::lock(&path).map_err(|e| e.to_string())?;
+        let _lock = state_file::lock(&path)?;
         if std::fs::read_to_string(&path).unwrap_or_default() != expected {
             return Ok(false);
         }
-        state_file::write(&path, content.as_bytes(), true).map_err(|e| e.to_string())?;
+        state_file::write(&path, content.as_bytes(), true)?;
         Ok(true)
     }
 }

@@ -264,11 +264,14 @@ pub fn records(qname: &Name, texts: &[String]) -> Vec<Record> {
 /// (`theirs`). The result is `theirs` with this replica's changes since `base` applied (a
 /// challenge added here is added, one removed here is removed), so updates taken by two
 /// replicas at once both land (`[kubernetes] operator_state` shares the file).
-pub fn merge_kept(base: Option<&[u8]>, ours: &[u8], theirs: &[u8]) -> Result<Vec<u8>, String> {
+pub fn merge_kept(
+    base: Option<&[u8]>,
+    ours: &[u8],
+    theirs: &[u8],
+) -> Result<Vec<u8>, state_file::StateFileError> {
     let decode = |bytes: &[u8]| {
         state_file::decode::<KeptChallenges>(Path::new("(shared ACME challenges)"), bytes)
             .map(|k| k.challenges)
-            .map_err(|e| e.to_string())
     };
     let base = base.map(decode).transpose()?.unwrap_or_default();
     let ours = decode(ours)?;
