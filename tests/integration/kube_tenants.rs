@@ -877,7 +877,13 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
         .object("dnspolicies", "team-a", "gw-d-dns")
         .expect("the default policy");
     assert_eq!(made["spec"]["targetRef"]["name"], "gw-d");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // A Gateway applied after them gets its policy: the rounds since have judged gw-x and
+    // gw-o too.
+    kube.apply(listening("team-a", "gw-e", "e.team-a.io"));
+    eventually("the later Gateway's default policy", || {
+        kube.object("dnspolicies", "team-a", "gw-e-dns").is_some()
+    })
+    .await;
     assert!(
         kube.object("dnspolicies", "team-c", "gw-x-dns").is_none(),
         "no allowance"

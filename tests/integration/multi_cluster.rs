@@ -552,8 +552,25 @@ async fn a_voting_tenant_deleted_in_one_cluster_leaves_the_shared_name() {
         assert!(start.elapsed() < LIMIT, "a still runs api");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Several report rounds later, the name still answers.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Several report rounds later (a's reads of the zone: its other tenant's rounds), the
+    // name still answers.
+    let reads = || async {
+        let text = api_get(a.api, "/metrics").await;
+        text.lines()
+            .find(|l| {
+                l.starts_with("health_orchestrator_cluster_reports_total{")
+                    && l.contains("op=\"read\"")
+                    && l.contains("result=\"ok\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let from = reads().await;
+    let start = Instant::now();
+    while reads().await < from + 3.0 {
+        assert!(start.elapsed() < LIMIT, "a reads the zone in rounds");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(zone.addresses().await, [ga.ip()]);
     let (polls, empty) = reader.finish().await;
     assert_eq!(empty, 0, "{empty} of {polls} answers had no address");

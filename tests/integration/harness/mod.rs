@@ -42,6 +42,17 @@ pub async fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// Asserts `holds` at every look (every 20 ms) for `window`: that something does not
+/// happen, checked all along rather than once at the end of a sleep.
+pub async fn holds_for(what: &str, window: Duration, mut holds: impl FnMut() -> bool) {
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < window {
+        assert!(holds(), "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(holds(), "{what}");
+}
+
 /// Writes sink `sink` has finished so far, whatever their result: a clock made of the
 /// engine's own work, for tests that check nothing happens over several reconciles.
 pub fn sink_writes(engine: &Engine, sink: &str) -> u64 {
