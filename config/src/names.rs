@@ -37,15 +37,52 @@ pub fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
     }
 }
 
+/// Why a domain name is refused; its text is what a config error says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Nothing but perhaps a dot.
+    #[error("empty domain name")]
+    Empty,
+    /// Over DNS's 253 characters.
+    #[error("\"{raw}\" is longer than 253 characters")]
+    TooLong {
+        /// The name as written.
+        raw: String,
+    },
+    /// A label that is not RFC 1123's.
+    #[error("\"{raw}\" is not a valid domain name (label \"{label}\": 1-63 letters, digits or '-', not starting or ending with '-')")]
+    BadLabel {
+        /// The name as written.
+        raw: String,
+        /// The label at fault.
+        label: String,
+    },
+    /// `*.` followed by what is not a domain name.
+    #[error("\"{raw}\" is not a valid wildcard name (after \"*.\": {parent})")]
+    BadWildcard {
+        /// The name as written.
+        raw: String,
+        /// What is wrong after `*.`.
+        parent: Box<NameError>,
+    },
+}
+
+/// The config checks collect problems as text.
+impl From<NameError> for String {
+    fn from(e: NameError) -> String {
+        e.to_string()
+    }
+}
+
 /// Normalises and checks a domain name: lower case, no trailing dot, RFC 1123 labels.
 /// Wildcards are refused because hosts files cannot express them.
-pub fn normalize_domain(raw: &str) -> Result<String, String> {
+pub fn normalize_domain(raw: &str) -> Result<String, NameError> {
     let name = raw.strip_suffix('.').unwrap_or(raw).to_ascii_lowercase();
     if name.is_empty() {
-        return Err("empty domain name".into());
+        return Err(NameError::Empty);
     }
     if name.len() > 253 {
-        return Err(format!("\"{raw}\" is longer than 253 characters"));
+        return Err(NameError::TooLong { raw: raw.into() });
     }
     for label in name.split('.') {
         let valid = !label.is_empty()
@@ -54,9 +91,10 @@ pub fn normalize_domain(raw: &str) -> Result<String, String> {
             && !label.ends_with('-')
             && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
         if !valid {
-            return Err(format!(
-                "\"{raw}\" is not a valid domain name (label \"{label}\": 1-63 letters, digits or '-', not starting or ending with '-')"
-            ));
+            return Err(NameError::BadLabel {
+                raw: raw.into(),
+                label: label.into(),
+            });
         }
     }
     Ok(name)
@@ -64,11 +102,12 @@ pub fn normalize_domain(raw: &str) -> Result<String, String> {
 
 /// A tenant's domain: a name as [`normalize_domain`] takes it, or a wildcard (`*.` then a
 /// name, RFC 4592: it answers every name under its parent that no other name holds).
-pub fn normalize_tenant_domain(raw: &str) -> Result<String, String> {
+pub fn normalize_tenant_domain(raw: &str) -> Result<String, NameError> {
     match raw.strip_prefix("*.") {
         Some(rest) => {
-            let parent = normalize_domain(rest).map_err(|e| {
-                format!("\"{raw}\" is not a valid wildcard name (after \"*.\": {e})")
+            let parent = normalize_domain(rest).map_err(|e| NameError::BadWildcard {
+                raw: raw.into(),
+                parent: Box::new(e),
             })?;
             Ok(format!("*.{parent}"))
         }

@@ -137,7 +137,7 @@ pub enum ServerError {
     Acme(crate::wire::key::KeyError),
     /// `static_records` is not zone-file text the server can serve.
     #[error("static_records: {0}")]
-    Statics(String),
+    Statics(super::statics::StaticsError),
     /// The GeoIP database cannot be read.
     #[error("{0}")]
     Geo(String),

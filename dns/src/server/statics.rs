@@ -16,6 +16,50 @@ use hickory_proto::serialize::txt::Parser;
 
 use super::answer::key_of;
 
+/// Why `static_records` cannot be served; its text is what the config error says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StaticsError {
+    /// The first zone is not a name relative names can hang from.
+    #[error("zone {zone}: {reason}")]
+    Origin {
+        /// The zone.
+        zone: String,
+        /// What the name parser said.
+        reason: String,
+    },
+    /// The text does not parse as a zone file.
+    #[error("not zone-file text: {0}")]
+    NotZoneFile(String),
+    /// A record outside every zone the server holds.
+    #[error("{name} {rtype} is outside the server's zones ({zones})")]
+    Outside {
+        /// Its owner.
+        name: String,
+        /// Its type.
+        rtype: RecordType,
+        /// The server's zones, as a list.
+        zones: String,
+    },
+    /// The apex's SOA or NS, which the server makes itself.
+    #[error("{name} {rtype}: the apex's SOA and NS are the server's own (soa, its listen names)")]
+    ApexOwn {
+        /// The apex.
+        name: String,
+        /// SOA or NS.
+        rtype: RecordType,
+    },
+    /// A CNAME beside other records.
+    #[error("{0} has a CNAME and other records: a CNAME is a name's only record")]
+    CnameAndOthers(String),
+}
+
+/// The config checks collect problems as text.
+impl From<StaticsError> for String {
+    fn from(e: StaticsError) -> String {
+        e.to_string()
+    }
+}
+
 /// The static records, by owner name (lower case, no trailing dot).
 #[derive(Default)]
 pub struct Statics {
@@ -27,15 +71,18 @@ pub struct Statics {
 impl Statics {
     /// The records of `text`, every one of them inside one of `zones` (the first is the
     /// origin of relative names); why not, naming the record.
-    pub fn parse(text: &str, zones: &[String]) -> Result<Statics, String> {
+    pub fn parse(text: &str, zones: &[String]) -> Result<Statics, StaticsError> {
         let Some(first) = zones.first() else {
             return Ok(Statics::default());
         };
         let origin =
-            Name::from_ascii(format!("{first}.")).map_err(|e| format!("zone {first}: {e}"))?;
+            Name::from_ascii(format!("{first}.")).map_err(|e| StaticsError::Origin {
+                zone: first.clone(),
+                reason: e.to_string(),
+            })?;
         let (_, sets) = Parser::new(text, None, Some(origin))
             .parse()
-            .map_err(|e| format!("not zone-file text: {e}"))?;
+            .map_err(|e| StaticsError::NotZoneFile(e.to_string()))?;
         let mut statics = Statics::default();
         for set in sets.values() {
             let name = key_of(set.name());
@@ -45,15 +92,14 @@ impl Statics {
                 .iter()
                 .any(|z| name == *z || name.ends_with(&format!(".{z}")));
             if !inside {
-                return Err(format!(
-                    "{name} {rtype} is outside the server's zones ({})",
-                    zones.join(", ")
-                ));
+                return Err(StaticsError::Outside {
+                    name,
+                    rtype,
+                    zones: zones.join(", "),
+                });
             }
             if rtype == RecordType::SOA || (rtype == RecordType::NS && apex.is_some()) {
-                return Err(format!(
-                    "{name} {rtype}: the apex's SOA and NS are the server's own (soa, its listen names)"
-                ));
+                return Err(StaticsError::ApexOwn { name, rtype });
             }
             let records = statics.by_name.entry(name).or_default();
             records.extend(set.records_without_rrsigs().cloned());
@@ -61,9 +107,7 @@ impl Statics {
         for (name, records) in &statics.by_name {
             let cname = records.iter().any(|r| r.record_type() == RecordType::CNAME);
             if cname && records.len() > 1 {
-                return Err(format!(
-                    "{name} has a CNAME and other records: a CNAME is a name's only record"
-                ));
+                return Err(StaticsError::CnameAndOthers(name.clone()));
             }
         }
         for name in statics.by_name.keys() {

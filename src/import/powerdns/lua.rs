@@ -69,7 +69,7 @@ impl Value {
 }
 
 /// Reads `code` as one function call; an error says where it stops being one.
-pub fn parse_call(code: &str) -> Result<(String, Vec<Value>), String> {
+pub(super) fn parse_call(code: &str) -> Result<(String, Vec<Value>), String> {
     let mut code = code.trim();
     if let Some(rest) = code.strip_prefix(';') {
         code = rest.trim_start();
