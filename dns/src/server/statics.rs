@@ -75,11 +75,10 @@ impl Statics {
         let Some(first) = zones.first() else {
             return Ok(Statics::default());
         };
-        let origin =
-            Name::from_ascii(format!("{first}.")).map_err(|e| StaticsError::Origin {
-                zone: first.clone(),
-                reason: e.to_string(),
-            })?;
+        let origin = Name::from_ascii(format!("{first}.")).map_err(|e| StaticsError::Origin {
+            zone: first.clone(),
+            reason: e.to_string(),
+        })?;
         let (_, sets) = Parser::new(text, None, Some(origin))
             .parse()
             .map_err(|e| StaticsError::NotZoneFile(e.to_string()))?;

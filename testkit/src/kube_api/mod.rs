@@ -3,10 +3,12 @@
 //!
 //! - ConfigMaps, Services, Nodes (cluster-scoped), Leases (`coordination.k8s.io/v1`),
 //!   `DNSFailover`s (`healthorchestrator.io/v1alpha1`), Gateways
-//!   (`gateway.networking.k8s.io/v1`) and Kuadrant's `DNSRecord`s, `DNSHealthCheckProbe`s
+//!   (`gateway.networking.k8s.io/v1`), Ingresses (`networking.k8s.io/v1`) and Kuadrant's `DNSRecord`s, `DNSHealthCheckProbe`s
 //!   and `DNSPolicy`s, external-dns's `DNSEndpoint`s (`externaldns.k8s.io/v1alpha1`), at
 //!   the real URLs ([`routes`]);
-//! - `GET .../{name}`: the object, or a 404 `Status`;
+//! - `GET .../{name}`: the object, or a 404 `Status` ([`responses`]);
+//! - objects created, replaced and deleted with revisions, generations and finalizers
+//!   ([`store`]);
 //! - `GET` on a collection (one namespace, or all): a list whose `metadata.resourceVersion`
 //!   is the current revision (no pagination: every item in one page, which a client must
 //!   accept);
@@ -19,7 +21,7 @@
 //! - `PUT .../{name}` (update) and `PATCH .../{name}` with `application/merge-patch+json`
 //!   (RFC 7386; other patch types get 415): a `metadata.resourceVersion` in the body is a
 //!   precondition (409 `Conflict` when stale); `generation` increases when `spec` changes;
-//! - the `/status` subresource of Services, Nodes, `DNSFailover`s and Gateways: it changes
+//! - the `/status` subresource of Services, Nodes, Ingresses, `DNSFailover`s and Gateways: it changes
 //!   `status` only, and the main resource ignores `status`;
 //! - `DELETE .../{name}`: with finalizers, sets `deletionTimestamp` and waits until an
 //!   update empties `finalizers`; without, removes the object;
@@ -38,7 +40,9 @@
 //! garbage collection by owner references, namespaces' own lifecycle. Clients are the
 //! real kube-rs client over HTTP with a kubeconfig file.
 
+mod responses;
 mod routes;
+mod store;
 mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,7 +58,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::serve_http;
+use responses::{conflict, forbidden, json_response, not_found, status, status_object};
 use routes::{ResourceType, Route};
+use store::{create, delete, in_route, merge, note_lease, now_rfc3339, ns_of, replace};
 use watch::Watches;
 
 /// The UID of the `kube-system` namespace this server reports.
@@ -493,200 +499,4 @@ impl KubeApi {
             None => json_response(200, &current),
         }
     }
-}
-
-/// The objects a collection URL names: its type, in its namespace or every one.
-fn in_route(s: &State, route: &Route) -> Vec<Value> {
-    s.objects
-        .iter()
-        .filter(|(k, _)| {
-            k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)
-        })
-        .map(|(_, o)| o.clone())
-        .collect()
-}
-
-/// The namespace part of a key: "" for cluster-scoped resources.
-fn ns_of(ty: &ResourceType, ns: Option<&str>) -> String {
-    if ty.namespaced {
-        ns.unwrap_or_default().to_owned()
-    } else {
-        String::new()
-    }
-}
-
-/// Stores a new object with uid, creation time, generation 1 and the next revision.
-fn create(s: &mut State, key: Key, mut object: Value) -> Value {
-    s.next_version += 1;
-    let meta = &mut object["metadata"];
-    meta["resourceVersion"] = json!(s.next_version.to_string());
-    meta["uid"] = json!(format!("00000000-0000-4000-8000-{:012}", s.next_version));
-    meta["creationTimestamp"] = json!(now_rfc3339());
-    meta["generation"] = json!(1);
-    s.objects.insert(key.clone(), object.clone());
-    s.watches
-        .publish(s.next_version, key.0, &key.1, "ADDED", &object);
-    note_lease(s, &key, Some(&object));
-    object
-}
-
-/// Records a Lease's holder after a change (`None`: the Lease went).
-fn note_lease(s: &mut State, key: &Key, object: Option<&Value>) {
-    if key.0 == "leases" {
-        let holder = object.and_then(|o| o["spec"]["holderIdentity"].as_str());
-        s.lease_holders.push((
-            std::time::Instant::now(),
-            key.clone(),
-            holder.map(str::to_owned),
-        ));
-    }
-}
-
-/// Replaces an object: `generation` follows `spec`, and a deleting object whose last
-/// finalizer went is removed. `None` when it was removed.
-fn replace(
-    s: &mut State,
-    _ty: &ResourceType,
-    key: Key,
-    current: &Value,
-    mut next: Value,
-) -> Option<Value> {
-    s.next_version += 1;
-    let generation = current["metadata"]["generation"].as_i64().unwrap_or(1)
-        + i64::from(next.get("spec") != current.get("spec"));
-    let meta = &mut next["metadata"];
-    for kept in ["uid", "creationTimestamp", "deletionTimestamp"] {
-        if let Some(v) = current["metadata"].get(kept) {
-            meta[kept] = v.clone();
-        }
-    }
-    meta["generation"] = json!(generation);
-    meta["resourceVersion"] = json!(s.next_version.to_string());
-    let deleting = next["metadata"].get("deletionTimestamp").is_some();
-    let finalizers = next["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|f| !f.is_empty());
-    if deleting && !finalizers {
-        s.objects.remove(&key);
-        s.watches
-            .publish(s.next_version, key.0, &key.1, "DELETED", &next);
-        note_lease(s, &key, None);
-        return None;
-    }
-    s.objects.insert(key.clone(), next.clone());
-    s.watches
-        .publish(s.next_version, key.0, &key.1, "MODIFIED", &next);
-    note_lease(s, &key, Some(&next));
-    Some(next)
-}
-
-/// Deletes: finalizers make it a `deletionTimestamp` and wait.
-fn delete(s: &mut State, ty: &ResourceType, key: Key) -> Option<Value> {
-    let current = s.objects.get(&key).cloned()?;
-    let finalizers = current["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|f| !f.is_empty());
-    if finalizers {
-        if current["metadata"].get("deletionTimestamp").is_some() {
-            return Some(current);
-        }
-        let mut next = current.clone();
-        next["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
-        return replace(s, ty, key, &current, next);
-    }
-    s.next_version += 1;
-    s.objects.remove(&key);
-    let mut gone = current;
-    gone["metadata"]["resourceVersion"] = json!(s.next_version.to_string());
-    s.watches
-        .publish(s.next_version, key.0, &key.1, "DELETED", &gone);
-    note_lease(s, &key, None);
-    Some(gone)
-}
-
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
-        .to_string()
-}
-
-fn forbidden(route: &Route, verb: &str) -> Response<Body> {
-    let target = route.name.clone().unwrap_or_default();
-    let ns = route.namespace.clone().unwrap_or_default();
-    status(
-        403,
-        "Forbidden",
-        &format!(
-            "{} \"{target}\" is forbidden: User \"system:serviceaccount:dns-failover:health-orchestrator\" cannot {verb} resource \"{}\" in API group \"{}\" in the namespace \"{ns}\"",
-            route.ty.qualified(),
-            route.ty.plural,
-            route.ty.group
-        ),
-        Some(&target),
-    )
-}
-
-fn conflict(ty: &ResourceType, name: &str) -> Response<Body> {
-    status(
-        409,
-        "Conflict",
-        &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", ty.qualified()),
-        Some(name),
-    )
-}
-
-/// RFC 7386 JSON merge patch.
-fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = json!({});
-    }
-    let t = target.as_object_mut().unwrap();
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
-}
-
-fn not_found(ty: &ResourceType, name: &str) -> Response<Body> {
-    status(
-        404,
-        "NotFound",
-        &format!("{} \"{name}\" not found", ty.qualified()),
-        Some(name),
-    )
-}
-
-/// A `Status` object, as the API server sends for errors.
-fn status(code: u16, reason: &str, message: &str, name: Option<&str>) -> Response<Body> {
-    json_response(code, &status_object(code, reason, message, name))
-}
-
-/// The `Status` body of an error.
-fn status_object(code: u16, reason: &str, message: &str, name: Option<&str>) -> Value {
-    let mut body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": message, "reason": reason, "code": code,
-    });
-    if let Some(name) = name {
-        body["details"] = json!({"name": name});
-    }
-    body
-}
-
-fn json_response(code: u16, body: &Value) -> Response<Body> {
-    Response::builder()
-        .status(StatusCode::from_u16(code).unwrap())
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())).boxed())
-        .unwrap()
 }

@@ -56,7 +56,7 @@ impl Watches {
                 }
             }
             Some(from) if from < self.compacted => {
-                let gone = super::status_object(
+                let gone = super::responses::status_object(
                     410,
                     "Expired",
                     &format!("too old resource version: {from} ({})", self.compacted),
