@@ -53,14 +53,14 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 
 use crate::serve_http;
-use responses::{conflict, forbidden, json_response, not_found, status, status_object};
-use routes::{ResourceType, Route};
-use store::{create, delete, in_route, merge, note_lease, now_rfc3339, ns_of, replace};
+use responses::{conflict, forbidden, json_response, not_found, status};
+use routes::Route;
+use store::{create, delete, in_route, merge, ns_of, replace};
 use watch::Watches;
 
 /// The UID of the `kube-system` namespace this server reports.
