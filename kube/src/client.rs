@@ -107,3 +107,16 @@ async fn connect_with(
         default_namespace,
     })
 }
+
+/// The sinks' preflight: a `kubeconfig` they name must be readable (a missing one would
+/// otherwise surface only at the first write).
+pub(crate) fn preflight_kubeconfig(
+    kubeconfig: Option<&Path>,
+    p: &mut ho_engine::sink::kind::Problems<'_>,
+) {
+    if let Some(path) = kubeconfig {
+        if let Err(e) = Kubeconfig::read_from(path) {
+            p.at("kubeconfig", format!("{}: {e}", path.display()));
+        }
+    }
+}

@@ -68,11 +68,7 @@ impl SinkSettings for CorednsConfigMapConfig {
     }
 
     fn preflight(&self, p: &mut Problems<'_>) {
-        if let Some(path) = &self.kubeconfig {
-            if let Err(e) = kube::config::Kubeconfig::read_from(path) {
-                p.at("kubeconfig", format!("{}: {e}", path.display()));
-            }
-        }
+        crate::client::preflight_kubeconfig(self.kubeconfig.as_deref(), p);
     }
 }
 
