@@ -104,8 +104,8 @@ fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
         ksk: !args.zsk,
         timing,
     };
-    let path = keys::generate(&key, &args.out, now).map_err(anyhow::Error::msg)?;
-    let written = keys::read_key(&path).map_err(anyhow::Error::msg)?;
+    let path = keys::generate(&key, &args.out, now)?;
+    let written = keys::read_key(&path)?;
     let role = if args.zsk {
         "zone-signing"
     } else {
@@ -118,19 +118,19 @@ fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
     );
     if !args.zsk {
         eprintln!("give the parent zone this DS record:");
-        println!("{}", written.ds().map_err(anyhow::Error::msg)?);
+        println!("{}", written.ds()?);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_ds(dir: &Path) -> anyhow::Result<ExitCode> {
-    let keys = keys::read_dir(dir).map_err(anyhow::Error::msg)?;
+    let keys = keys::read_dir(dir)?;
     let ksks: Vec<_> = keys.iter().filter(|k| k.is_ksk()).collect();
     if ksks.is_empty() {
         bail!("{} holds no key-signing key", dir.display());
     }
     for key in ksks {
-        println!("{}", key.ds().map_err(anyhow::Error::msg)?);
+        println!("{}", key.ds()?);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -150,7 +150,7 @@ fn parse_when(value: &str, now: u64) -> anyhow::Result<u64> {
         };
         return Ok(now + secs);
     }
-    keys::parse_time(value).map_err(anyhow::Error::msg)
+    Ok(keys::parse_time(value)?)
 }
 
 #[cfg(test)]

@@ -1,26 +1,59 @@
 //! Syntax rules for names the config refers to: object names, domain names, HTTP headers.
 
+/// Why a name, header or URL the config gives is refused; its text is what a config error
+/// says after the field's path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyntaxError {
+    /// An empty object name.
+    #[error("must not be empty")]
+    Empty,
+    /// An object name over 63 characters.
+    #[error("\"{0}\" is longer than 63 characters")]
+    TooLong(String),
+    /// An object name outside the file-safe alphabet.
+    #[error("\"{0}\" must start with a letter or digit and contain only letters, digits, '-', '_' and '.'")]
+    ObjectName(String),
+    /// Not an RFC 1123 Kubernetes name of at most `max` characters.
+    #[error("\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)")]
+    KubeName {
+        /// The name as written.
+        name: String,
+        /// The most characters the field allows.
+        max: usize,
+    },
+    /// Not an RFC 9110 token.
+    #[error("\"{0}\" is not a valid HTTP header name")]
+    HeaderName(String),
+    /// A header value with line breaks or other control characters.
+    #[error("header value may contain only visible ASCII, spaces and tabs")]
+    HeaderValue,
+    /// A URL whose scheme is not http or https.
+    #[error("\"{0}\" must start with http:// or https://")]
+    Scheme(String),
+    /// A URL without a host, or with spaces or control characters.
+    #[error("\"{0}\" is not a valid URL")]
+    Url(String),
+}
+
 /// Checks an endpoint, tenant or sink name. Names become file names, ConfigMap keys and
 /// metric labels, so they are kept to a safe alphabet.
-pub fn check_object_name(name: &str) -> Result<(), String> {
+pub fn check_object_name(name: &str) -> Result<(), SyntaxError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     if name.is_empty() {
-        return Err("must not be empty".into());
+        return Err(SyntaxError::Empty);
     }
     if name.len() > 63 {
-        return Err(format!("\"{name}\" is longer than 63 characters"));
+        return Err(SyntaxError::TooLong(name.to_owned()));
     }
     if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) || !name.chars().all(ok_char) {
-        return Err(format!(
-            "\"{name}\" must start with a letter or digit and contain only letters, digits, '-', '_' and '.'"
-        ));
+        return Err(SyntaxError::ObjectName(name.to_owned()));
     }
     Ok(())
 }
 
 /// Kubernetes object names: lower-case letters, digits, '-' and '.', starting and ending
 /// with a letter or digit (RFC 1123), at most `max` characters.
-pub fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
+pub fn check_kube_name(name: &str, max: usize) -> Result<(), SyntaxError> {
     let ok = !name.is_empty()
         && name.len() <= max
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -31,9 +64,10 @@ pub fn check_kube_name(name: &str, max: usize) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "\"{name}\" is not a Kubernetes name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
-        ))
+        Err(SyntaxError::KubeName {
+            name: name.to_owned(),
+            max,
+        })
     }
 }
 
@@ -121,34 +155,34 @@ pub fn is_wildcard(domain: &str) -> bool {
 }
 
 /// Checks an HTTP header name (RFC 9110 token).
-pub fn check_header_name(name: &str) -> Result<(), String> {
+pub fn check_header_name(name: &str) -> Result<(), SyntaxError> {
     let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if name.is_empty() || !name.chars().all(tchar) {
-        return Err(format!("\"{name}\" is not a valid HTTP header name"));
+        return Err(SyntaxError::HeaderName(name.to_owned()));
     }
     Ok(())
 }
 
 /// Checks an HTTP header value: visible ASCII, spaces and tabs only (no line breaks, which
 /// would let a config smuggle a second header or request).
-pub fn check_header_value(value: &str) -> Result<(), String> {
+pub fn check_header_value(value: &str) -> Result<(), SyntaxError> {
     if value.chars().all(|c| c == '\t' || (' '..='~').contains(&c)) {
         Ok(())
     } else {
-        Err("header value may contain only visible ASCII, spaces and tabs".into())
+        Err(SyntaxError::HeaderValue)
     }
 }
 
 /// Checks that `url` is an absolute `http://` or `https://` URL with a host; the sink
 /// parses it fully when it is built.
-pub fn check_url(url: &str) -> Result<(), String> {
+pub fn check_url(url: &str) -> Result<(), SyntaxError> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("\"{url}\" must start with http:// or https://"))?;
+        .ok_or_else(|| SyntaxError::Scheme(url.to_owned()))?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     if host.is_empty() || url.chars().any(|c| c.is_ascii_control() || c == ' ') {
-        return Err(format!("\"{url}\" is not a valid URL"));
+        return Err(SyntaxError::Url(url.to_owned()));
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ pub mod dnssec;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod geo;
+mod listen_error;
 mod listener;
 mod packet_cache;
 mod rate_limit;

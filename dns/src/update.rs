@@ -26,6 +26,7 @@ use crate::wire::client::Connection;
 use crate::wire::key::load_signer;
 use config::Rfc2136Config;
 use ho_engine::sink::ownership::OWNER_PREFIX;
+use ho_engine::sink::SetupError;
 use plan::{plan_name, Current, NamePlan, Rrset};
 
 /// Writes tenants' names into one zone of one server.
@@ -42,19 +43,23 @@ struct Inner {
 
 impl Rfc2136Sink {
     /// A sink writing into `config.zone` as `owner_id`; loads the TSIG key.
-    pub fn new(config: &Rfc2136Config, owner_id: &str) -> Result<Rfc2136Sink, String> {
+    pub fn new(config: &Rfc2136Config, owner_id: &str) -> Result<Rfc2136Sink, SetupError> {
         let signer = config
             .tsig
             .as_ref()
             .map(load_signer)
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(SetupError::client)?;
         if signer.is_none() {
             tracing::warn!(server = %config.server, zone = %config.zone, "RFC 2136 updates go unsigned (no tsig): only a server that restricts updates by address should accept them");
         }
         let inner = Inner {
-            zone: Name::from_ascii(format!("{}.", config.zone))
-                .map_err(|e| format!("zone: {e}"))?,
+            zone: Name::from_ascii(format!("{}.", config.zone)).map_err(|e| {
+                SetupError::Setting {
+                    field: "zone".into(),
+                    reason: e.to_string(),
+                }
+            })?,
             config: config.clone(),
             signer,
             owner_id: owner_id.to_owned(),

@@ -94,9 +94,9 @@ impl SinkFactory for Sinks {
                 .of(spec)
                 .build(spec, ctx)
                 .await
-                .map_err(|message| SinkBuildError {
+                .map_err(|source| SinkBuildError {
                     sink: name.to_owned(),
-                    message,
+                    source,
                 })
         })
     }

@@ -22,6 +22,7 @@ use kube::Api;
 
 use crate::client::{self, KubeClient};
 use ho_engine::sink::hosts_format::render;
+use ho_engine::sink::SetupError;
 
 /// Field manager recorded in the ConfigMap's `managedFields` for our keys.
 const FIELD_MANAGER: &str = "health-orchestrator";
@@ -50,14 +51,14 @@ impl CorednsConfigMapSink {
     /// Connects the client: the given kubeconfig (and context), else the in-cluster service
     /// account, else `$KUBECONFIG` / `~/.kube/config`. Nothing is sent yet; a wrong
     /// kubeconfig fails here, an unreachable API at the first write.
-    pub async fn new(config: &CorednsConfigMapConfig) -> Result<CorednsConfigMapSink, String> {
+    pub async fn new(config: &CorednsConfigMapConfig) -> Result<CorednsConfigMapSink, SetupError> {
         let KubeClient { client, server, .. } = client::connect(
             config.kubeconfig.as_deref(),
             config.context.as_deref(),
             config.timeout,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(SetupError::client)?;
         Ok(CorednsConfigMapSink {
             inner: Arc::new(Inner {
                 api: Api::namespaced(client, &config.namespace),

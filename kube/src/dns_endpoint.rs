@@ -31,6 +31,7 @@ use serde_json::{json, Value};
 use self::config::DnsEndpointConfig;
 use crate::api_error::Target;
 use crate::client::{self, KubeClient};
+use ho_engine::sink::SetupError;
 
 /// Field manager of our writes, and the `managed-by` label's value.
 const FIELD_MANAGER: &str = "health-orchestrator";
@@ -56,14 +57,14 @@ impl DnsEndpointSink {
     pub async fn new(
         config: &DnsEndpointConfig,
         owner_id: &str,
-    ) -> Result<DnsEndpointSink, String> {
+    ) -> Result<DnsEndpointSink, SetupError> {
         let KubeClient { client, server, .. } = client::connect(
             config.kubeconfig.as_deref(),
             config.context.as_deref(),
             config.timeout,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(SetupError::client)?;
         let resource = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("externaldns.k8s.io", "v1alpha1", "DNSEndpoint"),
             "dnsendpoints",

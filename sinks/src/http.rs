@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ho_config::TlsCheck;
 use ho_engine::sink::SinkError;
+use ho_engine::tls_client::TlsError;
 use http_body_util::{BodyExt, Full};
 use hyper::header::RETRY_AFTER;
 use hyper::{Request, StatusCode};
@@ -39,8 +40,8 @@ pub struct Answer {
 
 /// An HTTP/1.1 connector for `http://` and `https://` URLs with rustls (ring), trusting
 /// `trust`: the one TLS set-up of every outgoing HTTP client (sinks, OTLP export).
-pub fn connector(trust: &TlsCheck) -> Result<HttpsConnector<HttpConnector>, String> {
-    let mut tls = ho_engine::tls_client::client_config(trust).map_err(|e| e.to_string())?;
+pub fn connector(trust: &TlsCheck) -> Result<HttpsConnector<HttpConnector>, TlsError> {
+    let mut tls = ho_engine::tls_client::client_config(trust)?;
     // hyper-rustls sets ALPN from the enabled HTTP versions itself.
     tls.alpn_protocols.clear();
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
@@ -52,7 +53,7 @@ pub fn connector(trust: &TlsCheck) -> Result<HttpsConnector<HttpConnector>, Stri
 
 impl HttpClient {
     /// A client trusting `trust`, with `timeout` over each whole exchange.
-    pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, String> {
+    pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, TlsError> {
         Ok(HttpClient {
             client: Client::builder(TokioExecutor::new()).build(connector(trust)?),
             timeout,

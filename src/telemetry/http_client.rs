@@ -23,7 +23,7 @@ impl RustlsClient {
     /// A client whose requests (connect to last body byte) end after `timeout`.
     pub fn new(timeout: Duration) -> anyhow::Result<RustlsClient> {
         let trust = ho_config::TlsCheck::verify_with(None);
-        let connector = ho_sinks::http::connector(&trust).map_err(anyhow::Error::msg)?;
+        let connector = ho_sinks::http::connector(&trust)?;
         Ok(RustlsClient {
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,

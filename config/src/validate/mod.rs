@@ -59,10 +59,10 @@ impl fmt::Display for ValidationErrors {
 
 impl ValidationErrors {
     /// Adds a problem at `path`.
-    pub fn push(&mut self, path: impl Into<String>, reason: impl Into<String>) {
+    pub fn push(&mut self, path: impl Into<String>, reason: impl std::fmt::Display) {
         self.0.push(FieldError {
             path: path.into(),
-            reason: reason.into(),
+            reason: reason.to_string(),
         });
     }
 
@@ -207,7 +207,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
 
 /// A cluster id: short enough for a DNS label inside the report names, and the same
 /// characters the derived ids use.
-pub(crate) fn check_cluster_id(id: &str) -> Result<(), String> {
+pub(crate) fn check_cluster_id(id: &str) -> Result<(), ClusterIdError> {
     let valid = (1..=16).contains(&id.len())
         && id
             .bytes()
@@ -215,11 +215,14 @@ pub(crate) fn check_cluster_id(id: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "\"{id}\" must be 1-16 characters of a-z, 0-9 and '-'"
-        ))
+        Err(ClusterIdError(id.to_owned()))
     }
 }
+
+/// A cluster id [`check_cluster_id`] refuses.
+#[derive(Debug, thiserror::Error)]
+#[error("\"{0}\" must be 1-16 characters of a-z, 0-9 and '-'")]
+pub(crate) struct ClusterIdError(String);
 
 /// `[resolver]`: lookups bounded in time, refreshes in order.
 fn check_resolver(r: &crate::model::ResolverConfig, errs: &mut Errors) {

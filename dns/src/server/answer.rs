@@ -125,10 +125,10 @@ pub enum ServerError {
     Zone(String),
     /// The DNSSEC keys cannot be used.
     #[error("dnssec: {0}")]
-    Dnssec(String),
+    Dnssec(super::dnssec::DnssecError),
     /// The transfer settings (their TSIG key) cannot be used.
     #[error("transfer: {0}")]
-    Transfer(String),
+    Transfer(crate::wire::key::KeyError),
     /// The reports' TSIG key cannot be used.
     #[error("reports: {0}")]
     Reports(crate::wire::key::KeyError),
@@ -139,11 +139,11 @@ pub enum ServerError {
     #[error("static_records: {0}")]
     Statics(super::statics::StaticsError),
     /// The GeoIP database cannot be read.
-    #[error("{0}")]
-    Geo(String),
+    #[error(transparent)]
+    Geo(super::geo::GeoDbError),
     /// A listen address cannot be served.
     #[error("{0}")]
-    Listen(String),
+    Listen(#[from] super::listener::ListenError),
     /// The cookie secret cannot be read.
     #[error("{field}: {reason}")]
     Cookies {

@@ -356,7 +356,8 @@ impl SinkSettings for DnsServerConfig {
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
         Box::pin(async move {
-            let sink = super::DnsServerSink::start(self, &ctx).map_err(|e| e.to_string())?;
+            let sink = super::DnsServerSink::start(self, &ctx)
+                .map_err(ho_engine::sink::SetupError::client)?;
             Ok(Arc::new(sink) as _)
         })
     }

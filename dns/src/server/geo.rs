@@ -56,9 +56,18 @@ struct IsoCode<'a> {
     iso_code: Option<&'a str>,
 }
 
+/// The GeoIP database cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("geo.geoip_db: cannot load {}: {source}", path.display())]
+pub struct GeoDbError {
+    path: std::path::PathBuf,
+    #[source]
+    source: maxminddb::MaxMindDbError,
+}
+
 impl Locator {
     /// Loads `config` (reads the database file, if any); errors name the file.
-    pub fn load(config: &GeoConfig) -> Result<Locator, String> {
+    pub fn load(config: &GeoConfig) -> Result<Locator, GeoDbError> {
         let mut networks: Vec<(IpNet, String)> = config
             .networks
             .iter()
@@ -67,10 +76,14 @@ impl Locator {
         networks.sort_by_key(|(net, _)| std::cmp::Reverse(net.prefix_len()));
         let db = match &config.geoip_db {
             None => None,
-            Some(path) => Some(
-                maxminddb::Reader::open_readfile(path)
-                    .map_err(|e| format!("geo.geoip_db: cannot load {}: {e}", path.display()))?,
-            ),
+            Some(path) => {
+                Some(
+                    maxminddb::Reader::open_readfile(path).map_err(|source| GeoDbError {
+                        path: path.clone(),
+                        source,
+                    })?,
+                )
+            }
         };
         Ok(Locator { networks, db })
     }
@@ -133,7 +146,7 @@ mod tests {
             networks: Default::default(),
             geoip_db: Some("/nonexistent/GeoLite2-Country.mmdb".into()),
         };
-        let e = Locator::load(&config).err().unwrap();
+        let e = Locator::load(&config).err().unwrap().to_string();
         assert!(e.contains("/nonexistent/GeoLite2-Country.mmdb"), "{e}");
     }
 }

@@ -22,6 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::answer::{Authority, Reply, Transfer};
 use super::config::XdpConfig;
+pub use super::listen_error::ListenError;
 use super::rate_limit::{truncated, Verdict};
 use super::xdp::XdpPath;
 
@@ -164,12 +165,13 @@ impl Listener {
         authority: Arc<Authority>,
         metrics: &Arc<Metrics>,
         xdp: Option<(&XdpConfig, &[SocketAddr])>,
-    ) -> Result<Arc<Listener>, String> {
+    ) -> Result<Arc<Listener>, ListenError> {
         let mut running = RUNNING.lock().expect("not poisoned");
         if let Some((owner, weak)) = running.get(&addr) {
             if let Some(listener) = weak.upgrade() {
                 if owner != sink {
-                    return Err(format!("{addr} is already answered by sinks.{owner}"));
+                    let owner = owner.clone();
+                    return Err(ListenError::Taken { addr, owner });
                 }
                 let started = listener.xdp.as_ref().map(|x| (&x.config, &x.served[..]));
                 if started != xdp {
@@ -185,10 +187,9 @@ impl Listener {
         }
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
         let udp = udp_sockets(addr, threads)?;
-        let tcp =
-            TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr} (TCP): {e}"))?;
-        tcp.set_nonblocking(true)
-            .map_err(|e| format!("cannot set up {addr}: {e}"))?;
+        let refused = ListenError::socket(addr, "TCP");
+        let tcp = TcpListener::bind(addr).map_err(refused)?;
+        tcp.set_nonblocking(true).map_err(refused)?;
         let (stop_tcp, stopped) = tokio::sync::watch::channel(false);
         let shared = Arc::new(Shared {
             authority: RwLock::new(authority),
@@ -246,12 +247,11 @@ fn start_serving(
     tcp: TcpListener,
     stopped: tokio::sync::watch::Receiver<bool>,
     xdp: Option<(&XdpConfig, &[SocketAddr])>,
-) -> Result<Option<XdpPath>, String> {
-    let xdp = match xdp {
-        Some((config, served)) => Some(XdpPath::start(config, served, shared)?),
-        None => None,
-    };
-    let failed = |e: std::io::Error| format!("cannot start a DNS thread: {e}");
+) -> Result<Option<XdpPath>, ListenError> {
+    let xdp = xdp
+        .map(|(config, served)| XdpPath::start(config, served, shared))
+        .transpose()?;
+    let failed = ListenError::Thread;
     for (i, socket) in udp.into_iter().enumerate() {
         let shared = shared.clone();
         std::thread::Builder::new()
@@ -273,8 +273,8 @@ fn start_serving(
 /// The address is first bound without `SO_REUSEPORT`: if any other socket holds it (an
 /// old orchestrator left running would otherwise answer half the queries from stale data,
 /// silently), this fails as a plain bind does.
-fn udp_sockets(addr: SocketAddr, n: usize) -> Result<Vec<UdpSocket>, String> {
-    let failed = |e: std::io::Error| format!("cannot listen on {addr} (UDP): {e}");
+fn udp_sockets(addr: SocketAddr, n: usize) -> Result<Vec<UdpSocket>, ListenError> {
+    let failed = ListenError::socket(addr, "UDP");
     let probe = UdpSocket::bind(addr).map_err(failed)?;
     // Port 0: every socket takes the port the system gave the first bind.
     let bound = probe.local_addr().map_err(failed)?;
@@ -590,7 +590,7 @@ mod tests {
         assert_eq!(ports[0], ports[1], "port 0: both on the port the first got");
         let held = UdpSocket::bind("127.0.0.1:0").unwrap();
         let err = udp_sockets(held.local_addr().unwrap(), 2).unwrap_err();
-        assert!(err.contains("cannot listen on"), "{err}");
+        assert!(err.to_string().contains("cannot listen on"), "{err}");
         let ours = sockets[0].local_addr().unwrap();
         assert!(
             udp_sockets(ours, 1).is_err(),

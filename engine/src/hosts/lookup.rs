@@ -20,13 +20,43 @@ pub struct Found {
     pub ttl: Duration,
 }
 
+/// Why a host name has no addresses, or no resolver can be asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// `/etc/resolv.conf` cannot be read.
+    #[error("/etc/resolv.conf: {0} (set [resolver] servers)")]
+    ResolvConf(String),
+    /// `/etc/resolv.conf` names no usable resolver.
+    #[error("/etc/resolv.conf names no nameserver (set [resolver] servers)")]
+    NoNameserver,
+    /// The host is not a DNS name.
+    #[error("{host}: {reason}")]
+    Name {
+        /// The host as written.
+        host: String,
+        /// Why it is not a name.
+        reason: String,
+    },
+    /// No resolver to ask.
+    #[error("no resolver configured")]
+    NoServer,
+    /// The last resolver asked gave no addresses: no answer, a negative one, or none usable.
+    #[error("{server}: {reason}")]
+    Unanswered {
+        /// The resolver.
+        server: SocketAddr,
+        /// What it answered, or why it did not.
+        reason: String,
+    },
+}
+
 /// The recursive resolvers of `/etc/resolv.conf` (its `nameserver` lines, port 53).
-pub fn system_servers() -> Result<Vec<SocketAddr>, String> {
+pub fn system_servers() -> Result<Vec<SocketAddr>, LookupError> {
     let text = std::fs::read_to_string("/etc/resolv.conf")
-        .map_err(|e| format!("/etc/resolv.conf: {e} (set [resolver] servers)"))?;
+        .map_err(|e| LookupError::ResolvConf(e.to_string()))?;
     let servers = nameservers(&text);
     if servers.is_empty() {
-        return Err("/etc/resolv.conf names no nameserver (set [resolver] servers)".into());
+        return Err(LookupError::NoNameserver);
     }
     Ok(servers)
 }
@@ -48,9 +78,12 @@ pub async fn lookup(
     host: &str,
     servers: &[SocketAddr],
     timeout: Duration,
-) -> Result<Found, String> {
-    let name = Name::from_str(&format!("{host}.")).map_err(|e| format!("{host}: {e}"))?;
-    let mut last = String::from("no resolver configured");
+) -> Result<Found, LookupError> {
+    let name = Name::from_str(&format!("{host}.")).map_err(|e| LookupError::Name {
+        host: host.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let mut last = LookupError::NoServer;
     for &server in servers {
         let asked = tokio::time::timeout(timeout, async {
             let v4 = ask(server, &name, RecordType::A).await?;
@@ -61,7 +94,7 @@ pub async fn lookup(
         .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")));
         match asked.and_then(|(v4, v6)| combine(host, v4, v6)) {
             Ok(found) => return Ok(found),
-            Err(e) => last = format!("{server}: {e}"),
+            Err(reason) => last = LookupError::Unanswered { server, reason },
         }
     }
     Err(last)

@@ -30,8 +30,22 @@ use lookup::Found;
 /// An endpoint's host name does not resolve, or the system's resolvers cannot be read: a
 /// plan is not run without every endpoint's addresses, or its gateways would leave DNS.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HostsError(pub String);
+pub enum HostsError {
+    /// The system's resolvers cannot be read.
+    #[error(transparent)]
+    Resolvers(lookup::LookupError),
+    /// An endpoint's host name does not resolve.
+    #[error("endpoint \"{endpoint}\": host name {host} does not resolve: {source} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)")]
+    Unresolved {
+        /// The endpoint naming the host.
+        endpoint: String,
+        /// The host name.
+        host: String,
+        /// Why it has no addresses.
+        #[source]
+        source: lookup::LookupError,
+    },
+}
 
 /// Looks every endpoint's host name up once, as a start does (the same resolver, the same
 /// errors): what `check-config` asks, so it judges a config as `run` does.
@@ -108,7 +122,7 @@ impl Hosts {
         let servers = match (&plan.resolver.servers, names.is_empty()) {
             (_, true) => Vec::new(),
             (given, false) if !given.is_empty() => given.clone(),
-            _ => lookup::system_servers().map_err(HostsError)?,
+            _ => lookup::system_servers().map_err(HostsError::Resolvers)?,
         };
         let new: Vec<String> = {
             let state = self.0.state.lock().expect("not poisoned");
@@ -168,7 +182,7 @@ impl Hosts {
         for (name, result) in new.into_iter().zip(found) {
             match result {
                 Ok(found) => added.push((name, found)),
-                Err(e) => {
+                Err(source) => {
                     self.0
                         .metrics
                         .host_lookups
@@ -179,9 +193,11 @@ impl Hosts {
                         .iter()
                         .find(|h| h.host == name)
                         .map_or("?", |h| h.name.as_str());
-                    return Err(HostsError(format!(
-                        "endpoint \"{endpoint}\": host name {name} does not resolve: {e} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)"
-                    )));
+                    return Err(HostsError::Unresolved {
+                        endpoint: endpoint.to_owned(),
+                        host: name,
+                        source,
+                    });
                 }
             }
         }
@@ -275,7 +291,7 @@ impl Hosts {
                     if entry.failing.is_none() {
                         warn!(host = %name, error = %e, addresses = ?entry.addresses, "host name lookup failed; its last addresses stay, probed as before");
                     }
-                    entry.failing = Some(e);
+                    entry.failing = Some(e.to_string());
                     entry.due = now + settings.min_refresh;
                     "failed"
                 }

@@ -165,7 +165,12 @@ impl Report {
 
     /// Reads a report from the texts of its TXT records (each already concatenated from
     /// its strings, in any order). The error says what is wrong, for the logs.
-    pub fn decode(records: &[String]) -> Result<Report, String> {
+    pub fn decode(records: &[String]) -> Result<Report, MalformedReport> {
+        Self::read(records).map_err(MalformedReport)
+    }
+
+    /// [`Self::decode`] with its reason as text.
+    fn read(records: &[String]) -> Result<Report, String> {
         let mut report: Option<Report> = None;
         let mut parts_seen: Vec<bool> = Vec::new();
         for text in records {
@@ -363,6 +368,11 @@ pub fn from_presentation(content: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// TXT records that are not one whole report; the text says what is wrong, for the logs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MalformedReport(pub String);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,7 +423,7 @@ mod tests {
     fn a_missing_or_foreign_part_is_an_error_not_a_smaller_report() {
         let records = report(300, 0).encode();
         let err = Report::decode(&records[1..]).unwrap_err();
-        assert!(err.contains("part 1 of"), "{err}");
+        assert!(err.0.contains("part 1 of"), "{err}");
         let mut other = report(1, 0);
         other.at_ms += 1;
         let mut mixed = records.clone();

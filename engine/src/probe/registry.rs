@@ -93,10 +93,10 @@ pub(super) struct Problems<'a> {
 
 impl Problems<'_> {
     /// A problem with key `field` (a dotted or indexed path below the table).
-    pub fn push(&mut self, field: &str, reason: impl Into<String>) {
+    pub fn push(&mut self, field: &str, reason: impl std::fmt::Display) {
         self.errors.push(FieldError {
             path: format!("{}.{field}", self.path),
-            reason: reason.into(),
+            reason: reason.to_string(),
         });
     }
 
@@ -320,7 +320,12 @@ pub struct UrlTarget {
 
 /// Parses `SCHEME://HOST[:PORT][REST]`, where a scheme is a kind name, or `HOST:PORT` (a
 /// TCP connect); IPv6 addresses in brackets.
-pub fn parse_url(text: &str) -> Result<UrlTarget, String> {
+pub fn parse_url(text: &str) -> Result<UrlTarget, UrlError> {
+    read_url(text).map_err(UrlError)
+}
+
+/// [`parse_url`] with its reason as text.
+fn read_url(text: &str) -> Result<UrlTarget, String> {
     let (kind, rest) = match text.split_once("://") {
         Some((scheme, rest)) => match KINDS.iter().find(|k| k.name() == scheme) {
             Some(kind) => (*kind, rest),
@@ -364,6 +369,11 @@ pub fn parse_url(text: &str) -> Result<UrlTarget, String> {
         check,
     })
 }
+
+/// A probe target URL that is refused; the text says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UrlError(pub String);
 
 #[cfg(test)]
 mod tests {

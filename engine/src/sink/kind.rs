@@ -15,7 +15,7 @@ use ho_config::validate::parse_keys;
 use ho_config::{FieldError, Parsed, Plan, SinkCatalog, SinkSpec, SinkTable};
 use serde::de::DeserializeOwned;
 
-use super::Sink;
+use super::{SetupError, Sink};
 use crate::metrics::Metrics;
 
 /// A sink kind's settings: what the registry needs to parse, check and build it. The
@@ -110,7 +110,8 @@ impl Extensions {
 }
 
 /// The future [`Kind::build`] returns.
-pub type KindFuture<'a> = Pin<Box<dyn Future<Output = Result<Arc<dyn Sink>, String>> + Send + 'a>>;
+pub type KindFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Arc<dyn Sink>, SetupError>> + Send + 'a>>;
 
 /// One sink kind: parses its settings and builds its writer.
 pub trait Kind: Sync {
@@ -146,18 +147,18 @@ pub struct Problems<'a> {
 
 impl Problems<'_> {
     /// A problem with field `field` of the table.
-    pub fn at(&mut self, field: &str, reason: impl Into<String>) {
+    pub fn at(&mut self, field: &str, reason: impl std::fmt::Display) {
         self.errors.push(FieldError {
             path: format!("sinks.{}.{field}", self.sink),
-            reason: reason.into(),
+            reason: reason.to_string(),
         });
     }
 
     /// A problem with the table as a whole (fields that go together).
-    pub fn table(&mut self, reason: impl Into<String>) {
+    pub fn table(&mut self, reason: impl std::fmt::Display) {
         self.errors.push(FieldError {
             path: format!("sinks.{}", self.sink),
-            reason: reason.into(),
+            reason: reason.to_string(),
         });
     }
 }

@@ -14,6 +14,8 @@ pub mod hosts_format;
 pub mod kind;
 pub mod ownership;
 pub mod reports;
+mod setup;
+pub use setup::SetupError;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -113,13 +115,14 @@ pub trait Sink: Send + Sync + 'static {
 }
 
 /// Why a sink could not be built (a secret, TLS file or kubeconfig that cannot be read).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("sinks.{sink}: {message}")]
+#[derive(Debug, thiserror::Error)]
+#[error("sinks.{sink}: {source}")]
 pub struct SinkBuildError {
     /// The sink's name.
     pub sink: String,
     /// Why, specific enough to act on.
-    pub message: String,
+    #[source]
+    pub source: SetupError,
 }
 
 /// The future [`SinkFactory::build`] returns.

@@ -15,6 +15,7 @@ use super::config::AzureDnsConfig;
 use crate::bearer::{form_encode, BearerCache};
 use crate::http::{error_for, HttpClient};
 use ho_engine::secret::Secret;
+use ho_engine::sink::SetupError;
 
 /// What tokens are asked for: Resource Manager.
 const RESOURCE: &str = "https://management.azure.com/";
@@ -39,14 +40,14 @@ pub enum Credentials {
 
 impl Credentials {
     /// The credentials `config` and the environment name, checked.
-    pub fn of(config: &AzureDnsConfig) -> Result<Credentials, String> {
+    pub fn of(config: &AzureDnsConfig) -> Result<Credentials, SetupError> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         if config.client_secret_file.is_some() || config.client_secret_env.is_some() {
             let secret = Secret::load(
                 config.client_secret_file.as_deref(),
                 config.client_secret_env.as_deref(),
             )
-            .map_err(|e| format!("client secret: {e}"))?;
+            .map_err(SetupError::secret("client secret"))?;
             return Ok(Credentials::ClientSecret {
                 tenant: config.tenant_id.clone().unwrap_or_default(),
                 client_id: config.client_id.clone().unwrap_or_default(),
@@ -57,7 +58,7 @@ impl Credentials {
             let tenant = config.tenant_id.clone().or_else(|| env("AZURE_TENANT_ID"));
             let client_id = config.client_id.clone().or_else(|| env("AZURE_CLIENT_ID"));
             let (Some(tenant), Some(client_id)) = (tenant, client_id) else {
-                return Err("workload identity (AZURE_FEDERATED_TOKEN_FILE is set) needs tenant_id and client_id, or AZURE_TENANT_ID and AZURE_CLIENT_ID".into());
+                return Err(SetupError::Credentials("workload identity (AZURE_FEDERATED_TOKEN_FILE is set) needs tenant_id and client_id, or AZURE_TENANT_ID and AZURE_CLIENT_ID".into()));
             };
             return Ok(Credentials::Workload {
                 tenant,

@@ -37,6 +37,7 @@ use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Azure DNS zone.
 pub struct AzureDnsSink {
@@ -57,7 +58,7 @@ struct Inner {
 
 impl AzureDnsSink {
     /// Builds the sink; fails if the credentials cannot be read.
-    pub fn new(config: &AzureDnsConfig, owner_id: &str) -> Result<AzureDnsSink, String> {
+    pub fn new(config: &AzureDnsConfig, owner_id: &str) -> Result<AzureDnsSink, SetupError> {
         let credentials = Credentials::of(config)?;
         let rate = config.max_requests_per_second;
         Ok(AzureDnsSink {

@@ -38,6 +38,7 @@ use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::secret::Secret;
+use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloudflare zone.
 pub struct CloudflareSink {
@@ -60,12 +61,12 @@ struct Inner {
 
 impl CloudflareSink {
     /// Builds the sink; fails if the API token cannot be read.
-    pub fn new(config: &CloudflareConfig, owner_id: &str) -> Result<CloudflareSink, String> {
+    pub fn new(config: &CloudflareConfig, owner_id: &str) -> Result<CloudflareSink, SetupError> {
         let token = Secret::load(
             config.api_token_file.as_deref(),
             config.api_token_env.as_deref(),
         )
-        .map_err(|e| format!("api token: {e}"))?;
+        .map_err(SetupError::secret("api token"))?;
         let trust = TlsCheck::verify_with(None);
         let rate = config.max_requests_per_second;
         Ok(CloudflareSink {

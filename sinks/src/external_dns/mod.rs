@@ -52,6 +52,7 @@ use self::api::{Changes, DomainFilter, Endpoint, MEDIA_TYPE};
 use self::config::ExternalDnsWebhookConfig;
 use crate::http::{error_for, Answer, HttpClient};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
+use ho_engine::sink::SetupError;
 
 /// Writes tenants' record sets through one external-dns webhook provider.
 pub struct ExternalDnsWebhookSink {
@@ -79,7 +80,7 @@ impl ExternalDnsWebhookSink {
     pub fn new(
         config: &ExternalDnsWebhookConfig,
         owner_id: &str,
-    ) -> Result<ExternalDnsWebhookSink, String> {
+    ) -> Result<ExternalDnsWebhookSink, SetupError> {
         let rate = config.max_requests_per_second;
         Ok(ExternalDnsWebhookSink {
             rounds: Arc::new(Rounds::new(Inner {

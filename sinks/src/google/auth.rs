@@ -42,18 +42,43 @@ pub struct ServiceAccount {
     token_uri: String,
 }
 
+/// Why a service account key file is refused; the text names the file, never its content.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct KeyFileError {
+    path: String,
+    why: KeyFileWhy,
+}
+
+/// What is wrong with a key file.
+#[derive(Debug, thiserror::Error)]
+enum KeyFileWhy {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("not a service account key file: {0}")]
+    NotKeyFile(serde_json::Error),
+    #[error(
+        "a key of type \"{0}\"; a service account key (\"type\": \"service_account\") is needed"
+    )]
+    NotServiceAccount(String),
+    #[error("private_key is not PEM")]
+    NotPem,
+    #[error("private_key is not an RSA key in PKCS#8: {0}")]
+    NotRsa(String),
+}
+
 impl ServiceAccount {
     /// Reads and checks a key file; the error says what is wrong without its content.
-    pub fn load(path: &Path) -> Result<ServiceAccount, String> {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
-        let file: KeyFile = serde_json::from_str(&text)
-            .map_err(|e| format!("{shown}: not a service account key file: {e}"))?;
+    pub fn load(path: &Path) -> Result<ServiceAccount, KeyFileError> {
+        let refused = |why: KeyFileWhy| KeyFileError {
+            path: path.display().to_string(),
+            why,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| refused(KeyFileWhy::Read(e)))?;
+        let file: KeyFile =
+            serde_json::from_str(&text).map_err(|e| refused(KeyFileWhy::NotKeyFile(e)))?;
         if file.kind != "service_account" {
-            return Err(format!(
-                "{shown}: a key of type \"{}\"; a service account key (\"type\": \"service_account\") is needed",
-                file.kind
-            ));
+            return Err(refused(KeyFileWhy::NotServiceAccount(file.kind)));
         }
         let der: String = file
             .private_key
@@ -62,9 +87,9 @@ impl ServiceAccount {
             .collect();
         let der = data_encoding::BASE64
             .decode(der.trim().as_bytes())
-            .map_err(|_| format!("{shown}: private_key is not PEM"))?;
-        let key = RsaKeyPair::from_pkcs8(&der)
-            .map_err(|e| format!("{shown}: private_key is not an RSA key in PKCS#8: {e}"))?;
+            .map_err(|_| refused(KeyFileWhy::NotPem))?;
+        let key =
+            RsaKeyPair::from_pkcs8(&der).map_err(|e| refused(KeyFileWhy::NotRsa(e.to_string())))?;
         Ok(ServiceAccount {
             email: file.client_email,
             key,

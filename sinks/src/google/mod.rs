@@ -37,6 +37,7 @@ use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloud DNS managed zone.
 pub struct GoogleCloudDnsSink {
@@ -60,11 +61,14 @@ impl GoogleCloudDnsSink {
     pub fn new(
         config: &GoogleCloudDnsConfig,
         owner_id: &str,
-    ) -> Result<GoogleCloudDnsSink, String> {
+    ) -> Result<GoogleCloudDnsSink, SetupError> {
         let credentials = match config.key_file() {
-            Some(file) => Credentials::Key(Box::new(
-                ServiceAccount::load(&file).map_err(|e| format!("credentials_file: {e}"))?,
-            )),
+            Some(file) => Credentials::Key(Box::new(ServiceAccount::load(&file).map_err(|e| {
+                SetupError::Setting {
+                    field: "credentials_file".into(),
+                    reason: e.to_string(),
+                }
+            })?)),
             None => Credentials::Metadata(config.metadata_url.trim_end_matches('/').to_owned()),
         };
         let rate = config.max_requests_per_second;

@@ -43,6 +43,7 @@ use crate::http::{error_for, Answer, HttpClient};
 use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
 use ho_engine::secret::Secret;
+use ho_engine::sink::SetupError;
 
 /// Writes tenants' rrsets into one PowerDNS zone.
 pub struct PowerDnsSink {
@@ -80,12 +81,12 @@ struct Inner {
 
 impl PowerDnsSink {
     /// Builds the sink; fails if the API key cannot be read.
-    pub fn new(config: &PowerDnsConfig, owner_id: &str) -> Result<PowerDnsSink, String> {
+    pub fn new(config: &PowerDnsConfig, owner_id: &str) -> Result<PowerDnsSink, SetupError> {
         let api_key = Secret::load(
             config.api_key_file.as_deref(),
             config.api_key_env.as_deref(),
         )
-        .map_err(|e| format!("api key: {e}"))?;
+        .map_err(SetupError::secret("api key"))?;
         let zone = format!("{}.", config.zone);
         let trust = TlsCheck::verify_with(None);
         let server_url = format!(

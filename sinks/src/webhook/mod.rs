@@ -33,6 +33,7 @@ use serde::Serialize;
 
 use crate::http::{error_for, HttpClient};
 use ho_engine::secret::Secret;
+use ho_engine::sink::SetupError;
 
 /// Header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "x-health-orchestrator-signature";
@@ -84,9 +85,9 @@ pub fn sign(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
 
 impl WebhookSink {
     /// Builds the sink; fails if the secret or the TLS settings cannot be loaded.
-    pub fn new(config: &WebhookConfig) -> Result<WebhookSink, String> {
+    pub fn new(config: &WebhookConfig) -> Result<WebhookSink, SetupError> {
         let secret = Secret::load(config.secret_file.as_deref(), config.secret_env.as_deref())
-            .map_err(|e| format!("secret: {e}"))?;
+            .map_err(SetupError::secret("secret"))?;
         let trust = TlsCheck {
             insecure: config.insecure,
             ca_file: config.ca_file.clone(),
@@ -97,16 +98,23 @@ impl WebhookSink {
             .headers
             .iter()
             .map(|(k, v)| {
+                let refused = |e: &dyn std::fmt::Display| SetupError::Setting {
+                    field: format!("header {k}"),
+                    reason: e.to_string(),
+                };
                 Ok((
-                    HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k}: {e}"))?,
-                    HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?,
+                    HeaderName::from_bytes(k.as_bytes()).map_err(|e| refused(&e))?,
+                    HeaderValue::from_str(v).map_err(|e| refused(&e))?,
                 ))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, SetupError>>()?;
         config
             .url
             .parse::<hyper::Uri>()
-            .map_err(|e| format!("url {}: {e}", config.url))?;
+            .map_err(|e| SetupError::Setting {
+                field: format!("url {}", config.url),
+                reason: e.to_string(),
+            })?;
         Ok(WebhookSink {
             inner: Arc::new(Inner {
                 client: HttpClient::new(&trust, config.timeout)?,

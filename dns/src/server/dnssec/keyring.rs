@@ -14,6 +14,7 @@ use hickory_proto::dnssec::rdata::DNSKEY;
 use tracing::{error, warn};
 
 use super::keys::{self, ZoneKey};
+use super::DnssecError;
 
 /// How often the key directory is looked at for new, changed or removed files.
 pub const RESCAN: Duration = Duration::from_secs(10);
@@ -89,10 +90,10 @@ impl KeyState {
 
 impl Keyring {
     /// Reads `dir`; every zone of `zones` must have a key that signs at `now`.
-    pub fn load(dir: &Path, zones: &[String], now: u64) -> Result<Keyring, String> {
+    pub fn load(dir: &Path, zones: &[String], now: u64) -> Result<Keyring, DnssecError> {
         let ring = Keyring::read(dir)?;
         let state = ring.state(zones, now);
-        let unsigned: Vec<&str> = zones
+        let unsigned: Vec<String> = zones
             .iter()
             .filter(|z| {
                 state
@@ -100,21 +101,18 @@ impl Keyring {
                     .get(*z)
                     .is_none_or(|k| k.zone_signers.is_empty())
             })
-            .map(String::as_str)
+            .cloned()
             .collect();
         if !unsigned.is_empty() {
-            return Err(format!(
-                "{} has no key that signs now for zone {} (make one with `health-orchestrator \
-                 dnssec keygen --zone ZONE --out {}`)",
-                dir.display(),
-                unsigned.join(", "),
-                dir.display()
-            ));
+            return Err(DnssecError::Unsigned {
+                dir: dir.to_owned(),
+                zones: unsigned,
+            });
         }
         Ok(ring)
     }
 
-    fn read(dir: &Path) -> Result<Keyring, String> {
+    fn read(dir: &Path) -> Result<Keyring, DnssecError> {
         Ok(Keyring {
             dir: dir.to_owned(),
             keys: keys::read_dir(dir)?.into_iter().map(Arc::new).collect(),
@@ -271,10 +269,16 @@ mod tests {
     fn one_key_signs_everything_and_a_zone_without_keys_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let zones = vec!["example.org".to_owned(), "example.net".to_owned()];
-        let err = Keyring::load(dir.path(), &zones, 0).err().unwrap();
+        let err = Keyring::load(dir.path(), &zones, 0)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("example.org, example.net"), "{err}");
         let csk = key(dir.path(), true, Timing::default());
-        let err = Keyring::load(dir.path(), &zones, 0).err().unwrap();
+        let err = Keyring::load(dir.path(), &zones, 0)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("zone example.net"), "{err}");
         let ring = Keyring::load(dir.path(), &zones[..1], 0).unwrap();
         let keys = ring.state(&zones[..1], 0).zones["example.org"].clone();

@@ -18,6 +18,8 @@ use hickory_proto::dnssec::rdata::{DNSKEY, DS};
 use hickory_proto::dnssec::{Algorithm, DigestType, PublicKey, PublicKeyBuf, SigningKey};
 use hickory_proto::rr::Name;
 use ring::rand::{SecureRandom, SystemRandom};
+
+use super::{DnssecError, TimeError};
 use ring::signature::{
     EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING,
     ECDSA_P384_SHA384_FIXED_SIGNING,
@@ -87,12 +89,17 @@ impl ZoneKey {
     }
 
     /// The DS record for the parent zone (SHA-256), in presentation format.
-    pub fn ds(&self) -> Result<String, String> {
-        let name = fqdn(&self.zone)?;
+    pub fn ds(&self) -> Result<String, DnssecError> {
+        let name = fqdn(&self.zone).map_err(DnssecError::Crypto)?;
         let digest = self
             .dnskey
             .to_digest(&name, DigestType::SHA256)
-            .map_err(|e| format!("cannot make the DS of {}: {e}", self.path.display()))?;
+            .map_err(|e| {
+                DnssecError::Crypto(format!(
+                    "cannot make the DS of {}: {e}",
+                    self.path.display()
+                ))
+            })?;
         let ds = DS::new(
             self.tag,
             self.signer.algorithm(),
@@ -113,9 +120,12 @@ fn fqdn(zone: &str) -> Result<Name, String> {
 /// Every key in `dir`: each `K*.private` with its `.key` beside it. Any file that cannot
 /// be read as a key is an error naming it (a signer that silently skipped a key could
 /// leave a zone signed with a key its parent does not know).
-pub fn read_dir(dir: &Path) -> Result<Vec<ZoneKey>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+pub fn read_dir(dir: &Path) -> Result<Vec<ZoneKey>, DnssecError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| DnssecError::Io {
+        action: "read",
+        path: dir.to_owned(),
+        source,
+    })?;
     let mut keys = Vec::new();
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -134,9 +144,12 @@ pub fn read_dir(dir: &Path) -> Result<Vec<ZoneKey>, String> {
 }
 
 /// The key of one `.private` file and the `.key` file beside it.
-pub fn read_key(private: &Path) -> Result<ZoneKey, String> {
+pub fn read_key(private: &Path) -> Result<ZoneKey, DnssecError> {
     let public = private.with_extension("key");
-    let at = |p: &Path, e: String| format!("{}: {e}", p.display());
+    let at = |p: &Path, reason: String| DnssecError::KeyFile {
+        path: p.to_owned(),
+        reason,
+    };
     let private_text =
         std::fs::read_to_string(private).map_err(|e| at(private, format!("cannot read: {e}")))?;
     let public_text =
@@ -241,10 +254,10 @@ fn parse_private(text: &str) -> Result<(Algorithm, Vec<u8>, Timing), String> {
                         .map_err(|e| format!("PrivateKey is not base64: {e}"))?,
                 );
             }
-            "Publish" => timing.publish = Some(parse_time(value)?),
-            "Activate" => timing.activate = Some(parse_time(value)?),
-            "Inactive" => timing.inactive = Some(parse_time(value)?),
-            "Delete" => timing.delete = Some(parse_time(value)?),
+            "Publish" => timing.publish = Some(parse_time(value).map_err(|e| e.to_string())?),
+            "Activate" => timing.activate = Some(parse_time(value).map_err(|e| e.to_string())?),
+            "Inactive" => timing.inactive = Some(parse_time(value).map_err(|e| e.to_string())?),
+            "Delete" => timing.delete = Some(parse_time(value).map_err(|e| e.to_string())?),
             "Revoke" => return Err("Revoke is set; RFC 5011 revocation is not supported".into()),
             _ => {}
         }
@@ -257,10 +270,14 @@ fn parse_private(text: &str) -> Result<(Algorithm, Vec<u8>, Timing), String> {
 }
 
 /// A time as BIND writes it in key files: `YYYYMMDDHHMMSS`, UTC.
-pub fn parse_time(value: &str) -> Result<u64, String> {
+pub fn parse_time(value: &str) -> Result<u64, TimeError> {
+    let refused = |detail| TimeError {
+        value: value.to_owned(),
+        detail,
+    };
     let v = value.split_whitespace().next().unwrap_or_default();
     if v.len() != 14 || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("\"{value}\" is not a time (YYYYMMDDHHMMSS)"));
+        return Err(refused(None));
     }
     let rfc3339 = format!(
         "{}-{}-{}T{}:{}:{}Z",
@@ -271,8 +288,7 @@ pub fn parse_time(value: &str) -> Result<u64, String> {
         &v[10..12],
         &v[12..14]
     );
-    let t = humantime::parse_rfc3339(&rfc3339)
-        .map_err(|e| format!("\"{value}\" is not a time: {e}"))?;
+    let t = humantime::parse_rfc3339(&rfc3339).map_err(|e| refused(Some(e.to_string())))?;
     Ok(ho_engine::clock::since_epoch(t).as_secs())
 }
 
@@ -334,7 +350,13 @@ pub struct NewKey {
 }
 
 /// Writes a new key pair into `dir` in BIND's format; the path of its `.private` file.
-pub fn generate(key: &NewKey, dir: &Path, now: SystemTime) -> Result<PathBuf, String> {
+pub fn generate(key: &NewKey, dir: &Path, now: SystemTime) -> Result<PathBuf, DnssecError> {
+    let pair = make_pair(key).map_err(DnssecError::Crypto)?;
+    write_pair(key, dir, now, pair)
+}
+
+/// The private and public key bytes of a new key of `key.algorithm`, and its tag.
+fn make_pair(key: &NewKey) -> Result<(Vec<u8>, Vec<u8>, u16), String> {
     let rng = SystemRandom::new();
     let (secret, public) = match key.algorithm {
         Algorithm::ED25519 => {
@@ -362,11 +384,22 @@ pub fn generate(key: &NewKey, dir: &Path, now: SystemTime) -> Result<PathBuf, St
         other => return Err(format!("algorithm {} is not supported", u8::from(other))),
     };
     let flags = if key.ksk { KSK_FLAGS } else { ZSK_FLAGS };
-    let zone = key.zone.trim_end_matches('.').to_ascii_lowercase();
     let dnskey = DNSKEY::with_flags(flags, PublicKeyBuf::new(public.clone(), key.algorithm));
     let tag = dnskey
         .calculate_key_tag()
         .map_err(|e| format!("cannot compute the key tag: {e}"))?;
+    Ok((secret, public, tag))
+}
+
+/// The rest of [`generate`]: the two files written.
+fn write_pair(
+    key: &NewKey,
+    dir: &Path,
+    now: SystemTime,
+    (secret, public, tag): (Vec<u8>, Vec<u8>, u16),
+) -> Result<PathBuf, DnssecError> {
+    let flags = if key.ksk { KSK_FLAGS } else { ZSK_FLAGS };
+    let zone = key.zone.trim_end_matches('.').to_ascii_lowercase();
     let alg = u8::from(key.algorithm);
     let base = format!("K{zone}.+{alg:03}+{tag:05}");
     let created = ho_engine::clock::since_epoch(now).as_secs();
@@ -414,7 +447,7 @@ fn algorithm_name(a: Algorithm) -> &'static str {
 }
 
 /// Creates `path` (never overwriting a key) with `mode`.
-fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), String> {
+fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), DnssecError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -422,9 +455,17 @@ fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), String> {
         .create_new(true)
         .mode(mode)
         .open(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        .map_err(|source| DnssecError::Io {
+            action: "create",
+            path: path.to_owned(),
+            source,
+        })?;
     file.write_all(text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|source| DnssecError::Io {
+            action: "write",
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The private scalar of an EC key in PKCS#8 (what ring makes): PrivateKeyInfo's
@@ -536,14 +577,14 @@ mod tests {
         let a = generate(&new, dir.path(), SystemTime::now()).unwrap();
         let b = generate(&new, dir.path(), SystemTime::now()).unwrap();
         std::fs::copy(b.with_extension("key"), a.with_extension("key")).unwrap();
-        let err = read_key(&a).err().unwrap();
+        let err = read_key(&a).err().unwrap().to_string();
         assert!(err.contains("does not match"), "{err}");
         std::fs::write(
             b.with_extension("private"),
             "Private-key-format: v1.3\nAlgorithm: 8 (RSASHA256)\n",
         )
         .unwrap();
-        let err = read_key(&b).err().unwrap();
+        let err = read_key(&b).err().unwrap().to_string();
         assert!(err.contains("algorithm 8 is not supported"), "{err}");
     }
 }

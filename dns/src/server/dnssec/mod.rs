@@ -16,6 +16,7 @@
 //! from an unsigned zone (NXDOMAIN where a name does not exist).
 
 pub mod cache;
+mod error;
 pub mod keyring;
 pub mod keys;
 
@@ -35,6 +36,8 @@ use super::config::DnssecConfig;
 use cache::SignatureCache;
 use keyring::{KeyState, Keyring, ZoneKeys};
 use keys::ZoneKey;
+
+pub use error::{DnssecError, TimeError};
 
 /// RFC 9824's NXNAME pseudo-type: in an NSEC's type bitmap, "this name does not exist".
 const NXNAME: u16 = 128;
@@ -64,7 +67,7 @@ impl Signer {
         config: &DnssecConfig,
         zones: &[String],
         negative_ttl: u32,
-    ) -> Result<Arc<Signer>, String> {
+    ) -> Result<Arc<Signer>, DnssecError> {
         let now = unix_now();
         let keyring = Keyring::load(&config.keys, zones, now)?;
         let state = keyring.state(zones, now);
@@ -81,13 +84,13 @@ impl Signer {
         std::thread::Builder::new()
             .name("dnssec-keys".into())
             .spawn(move || follow_keys(&weak))
-            .map_err(|e| format!("cannot start the DNSSEC key thread: {e}"))?;
+            .map_err(|e| DnssecError::Crypto(format!("cannot start the DNSSEC key thread: {e}")))?;
         info!(keys = %config.keys.display(), zones = zones.join(", "), "DNSSEC signing");
         Ok(signer)
     }
 
     /// Checks that `dir` holds a key that signs now for every zone (for `check-config`).
-    pub fn preflight(dir: &Path, zones: &[String]) -> Result<(), String> {
+    pub fn preflight(dir: &Path, zones: &[String]) -> Result<(), DnssecError> {
         Keyring::load(dir, zones, unix_now()).map(|_| ())
     }
 

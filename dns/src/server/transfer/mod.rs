@@ -45,13 +45,12 @@ pub struct Transfers {
 
 impl Transfers {
     /// The transfers of `config`; loads the TSIG key.
-    pub fn new(config: &TransferConfig) -> Result<Transfers, String> {
+    pub fn new(config: &TransferConfig) -> Result<Transfers, crate::wire::key::KeyError> {
         let key = config
             .tsig
             .as_ref()
             .map(crate::wire::key::load_signer)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+            .transpose()?;
         Ok(Transfers {
             allow: config
                 .allow

@@ -22,11 +22,56 @@ use tracing::{info, warn};
 
 use super::answer::Reply;
 use super::config::XdpConfig;
-use super::listener::{respond, Shared, Tally, STOP_POLL};
+use super::listener::{respond, ListenError, Shared, Tally, STOP_POLL};
 use super::rate_limit::truncated;
 use frame::Query;
 use program::Filter;
 use socket::Xsk;
+
+/// Why the XDP path could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    /// No such interface in sysfs (or its index is not a number).
+    #[error("no such interface ({path}: {reason})")]
+    Interface {
+        /// The sysfs file read.
+        path: String,
+        /// Why it did not give an index.
+        reason: String,
+    },
+    /// The process lacks the capabilities to load a program.
+    #[error("not permitted to load an XDP program: it takes CAP_BPF and CAP_NET_ADMIN (and CAP_NET_RAW for its sockets), or root ({0})")]
+    NotPermitted(#[source] std::io::Error),
+    /// The socket map could not be made.
+    #[error("cannot create the XDP socket map: {0}")]
+    Map(#[source] std::io::Error),
+    /// The kernel's verifier refused the program; `log` is what it said.
+    #[error("the kernel refused the XDP program: {source}; {log}")]
+    Refused {
+        /// The system call's error.
+        #[source]
+        source: std::io::Error,
+        /// The verifier's log.
+        log: String,
+    },
+    /// A receive queue's AF_XDP socket is taken by another program.
+    #[error("queue {0} already has an AF_XDP socket (another XDP program on the interface?)")]
+    QueueBusy(u32),
+    /// A receive queue's AF_XDP socket could not be opened or put in the map.
+    #[error("cannot {step} of queue {queue}: {source}")]
+    Socket {
+        /// What failed (e.g. `open the AF_XDP socket`).
+        step: &'static str,
+        /// The queue.
+        queue: u32,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The program could not be attached.
+    #[error("cannot attach the XDP program (another XDP program on the interface?): {0}")]
+    Attach(#[source] std::io::Error),
+}
 
 /// Frames taken from the receive ring per pass, as `recvmmsg`'s batch.
 const BATCH: u32 = 64;
@@ -49,9 +94,12 @@ impl XdpPath {
         config: &XdpConfig,
         served: &[SocketAddr],
         shared: &Arc<Shared>,
-    ) -> Result<XdpPath, String> {
+    ) -> Result<XdpPath, ListenError> {
         let interface = &config.interface;
-        let failed = |e: String| format!("xdp on {interface}: {e}");
+        let failed = |source| ListenError::Xdp {
+            interface: interface.clone(),
+            source,
+        };
         let ifindex = ifindex(interface).map_err(failed)?;
         let queues = receive_queues(interface);
         let mut filter = Filter::load(served, queues).map_err(failed)?;
@@ -59,10 +107,12 @@ impl XdpPath {
         for queue in 0..queues {
             let xsk = Xsk::open(ifindex, queue).map_err(|e| {
                 failed(match e.raw_os_error() {
-                    Some(libc::EBUSY) => format!(
-                        "queue {queue} already has an AF_XDP socket (another XDP program on the interface?)"
-                    ),
-                    _ => format!("cannot open the AF_XDP socket of queue {queue}: {e}"),
+                    Some(libc::EBUSY) => XdpError::QueueBusy(queue),
+                    _ => XdpError::Socket {
+                        step: "open the AF_XDP socket",
+                        queue,
+                        source: e,
+                    },
                 })
             })?;
             filter.add_socket(queue, xsk.fd()).map_err(failed)?;
@@ -74,7 +124,7 @@ impl XdpPath {
             std::thread::Builder::new()
                 .name(format!("dns-xdp-{queue}"))
                 .spawn(move || serve(xsk, &shared))
-                .map_err(|e| failed(format!("cannot start a DNS thread: {e}")))?;
+                .map_err(ListenError::Thread)?;
         }
         info!(%interface, queues, "DNS server answering UDP through XDP");
         Ok(XdpPath {
@@ -86,11 +136,14 @@ impl XdpPath {
 }
 
 /// The interface's index, from sysfs.
-fn ifindex(interface: &str) -> Result<u32, String> {
+fn ifindex(interface: &str) -> Result<u32, XdpError> {
     let path = format!("/sys/class/net/{interface}/ifindex");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| format!("no such interface ({path}: {e})"))?;
-    text.trim().parse().map_err(|e| format!("{path}: {e}"))
+    let refused = |reason: String| XdpError::Interface {
+        path: path.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| refused(e.to_string()))?;
+    text.trim().parse().map_err(|e| refused(format!("{e}")))
 }
 
 /// How many receive queues the interface has (each gets a socket; a queue without one

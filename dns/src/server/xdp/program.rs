@@ -9,6 +9,7 @@
 
 #![allow(unsafe_code)]
 
+use super::XdpError;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -281,7 +282,7 @@ pub struct Filter {
 impl Filter {
     /// Loads the program for `served` with a map of `queues` sockets; nothing is attached
     /// until [`Filter::attach`].
-    pub fn load(served: &[SocketAddr], queues: u32) -> Result<Filter, String> {
+    pub fn load(served: &[SocketAddr], queues: u32) -> Result<Filter, XdpError> {
         let mut create = MapCreate {
             map_type: MAP_TYPE_XSKMAP,
             key_size: 4,
@@ -291,11 +292,8 @@ impl Filter {
         };
         let map = owned(
             bpf(MAP_CREATE, &mut create).map_err(|e| match e.raw_os_error() {
-                Some(libc::EPERM) => format!(
-                    "not permitted to load an XDP program: it takes CAP_BPF and CAP_NET_ADMIN \
-                 (and CAP_NET_RAW for its sockets), or root ({e})"
-                ),
-                _ => format!("cannot create the XDP socket map: {e}"),
+                Some(libc::EPERM) => XdpError::NotPermitted(e),
+                _ => XdpError::Map(e),
             })?,
         );
         let insns = filter(served, map.as_raw_fd());
@@ -322,7 +320,10 @@ impl Filter {
             Err(e) => {
                 let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
                 let said = String::from_utf8_lossy(&log[..end]);
-                return Err(format!("the kernel refused the XDP program: {e}; {said}"));
+                return Err(XdpError::Refused {
+                    source: e,
+                    log: said.into_owned(),
+                });
             }
         };
         Ok(Filter {
@@ -333,7 +334,7 @@ impl Filter {
     }
 
     /// Sends queue `queue`'s served packets to socket `fd`.
-    pub fn add_socket(&self, queue: u32, fd: RawFd) -> Result<(), String> {
+    pub fn add_socket(&self, queue: u32, fd: RawFd) -> Result<(), XdpError> {
         let (key, value) = (queue, fd as u32);
         let mut update = MapUpdate {
             map_fd: self.map.as_raw_fd() as u32,
@@ -344,21 +345,23 @@ impl Filter {
         };
         bpf(MAP_UPDATE_ELEM, &mut update)
             .map(drop)
-            .map_err(|e| format!("cannot add the socket of queue {queue} to the XDP map: {e}"))
+            .map_err(|source| XdpError::Socket {
+                step: "add to the XDP map the socket",
+                queue,
+                source,
+            })
     }
 
     /// Attaches the program to interface `ifindex` (in the driver where it supports XDP,
     /// else in the kernel's generic path) until this is dropped.
-    pub fn attach(&mut self, ifindex: u32) -> Result<(), String> {
+    pub fn attach(&mut self, ifindex: u32) -> Result<(), XdpError> {
         let mut link = LinkCreate {
             prog_fd: self.program.as_raw_fd() as u32,
             target_ifindex: ifindex,
             attach_type: ATTACH_XDP,
             flags: 0,
         };
-        let fd = bpf(LINK_CREATE, &mut link).map_err(|e| {
-            format!("cannot attach the XDP program (another XDP program on the interface?): {e}")
-        })?;
+        let fd = bpf(LINK_CREATE, &mut link).map_err(XdpError::Attach)?;
         self.link = Some(owned(fd));
         Ok(())
     }

@@ -159,7 +159,7 @@ impl GrpcProbe {
                 .unwrap_or("");
             return Err(self.status_failure(code, message));
         }
-        let status = wire::status(answer).map_err(Failure::Protocol)?;
+        let status = wire::status(answer).map_err(|e| Failure::Protocol(e.0))?;
         serving(status)
     }
 

@@ -18,7 +18,12 @@ pub fn request(service: &str) -> Vec<u8> {
 
 /// `HealthCheckResponse.status` from the first gRPC frame of `body`: 0 UNKNOWN, 1 SERVING,
 /// 2 NOT_SERVING, 3 SERVICE_UNKNOWN. A field left out is its proto3 default, 0.
-pub fn status(body: &[u8]) -> Result<u64, String> {
+pub fn status(body: &[u8]) -> Result<u64, MalformedHealthResponse> {
+    read_status(body).map_err(MalformedHealthResponse)
+}
+
+/// [`status`] with its reason as text.
+fn read_status(body: &[u8]) -> Result<u64, String> {
     let (flag, rest) = body.split_first().ok_or("empty response")?;
     if *flag != 0 {
         return Err("compressed response (none was offered)".into());
@@ -68,6 +73,11 @@ fn varint(bytes: &mut &[u8]) -> Result<u64, String> {
     }
     Err("varint too long".into())
 }
+
+/// A gRPC health response that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MalformedHealthResponse(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,12 @@
 use std::time::{Duration, SystemTime};
 
 /// The certificate's `notAfter`, or why it could not be read.
-pub fn not_after(der: &[u8]) -> Result<SystemTime, String> {
+pub fn not_after(der: &[u8]) -> Result<SystemTime, MalformedCertificate> {
+    read_not_after(der).map_err(MalformedCertificate)
+}
+
+/// [`not_after`] with its reason as text.
+fn read_not_after(der: &[u8]) -> Result<SystemTime, String> {
     let (certificate, _) = element(der, 0x30)?;
     let (mut tbs, _) = element(certificate, 0x30)?;
     if tbs.first() == Some(&0xa0) {
@@ -84,6 +89,11 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
 }
+
+/// A certificate whose `notAfter` cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MalformedCertificate(pub String);
 
 #[cfg(test)]
 mod tests {
