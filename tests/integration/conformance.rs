@@ -3,7 +3,8 @@
 //! real receiver, the CoreDNS ConfigMap and external-dns DNSEndpoints on the Kubernetes API
 //! test server, Route53 on moto,
 //! Cloudflare, Google Cloud DNS and Azure DNS on their API test servers, an external-dns
-//! webhook provider on its protocol's test server, RFC 2136 on real BIND 9 and Knot DNS through DNS):
+//! webhook provider on its protocol's test server, RFC 2136 on real BIND 9 and Knot DNS through
+//! DNS, and the embedded `dns_server` through DNS):
 //! 1. it converges to the latest state after a back-end outage,
 //! 2. it coalesces a burst of changes during the outage into few writes,
 //! 3. it is idempotent: periodic reconciles of an unchanged state write nothing,
@@ -11,6 +12,11 @@
 //!    back) is restored by the next periodic reconcile,
 //! 5. a restart of the orchestrator never publishes an empty or partial set before the
 //!    endpoints have verdicts.
+//!
+//! A serving back end (the embedded server, in the orchestrator's own process) has no outage
+//! to ride out and nothing that can be lost behind its back, so 1, 2 and 4 do not apply to
+//! it; across a restart it holds nothing, and owes SERVFAIL (a resolver keeps what it has or
+//! asks another server) rather than an empty or partial answer until every verdict is in.
 
 use std::time::Duration;
 
@@ -36,6 +42,8 @@ const DELIVERY: &str =
 
 /// What the suite needs from a back end.
 trait Backend {
+    /// The back end is the orchestrator's own server (see the module doc).
+    const SERVING: bool = false;
     /// The `[sinks.s]` table.
     fn sink_table(&self) -> String;
     /// The addresses the back end serves for [`DOMAIN`] now, sorted; `None` if it holds
@@ -52,6 +60,8 @@ trait Backend {
     fn tenant_keys(&self) -> &'static str {
         ""
     }
+    /// Waits until the stopped engine has let go of the back end (step 5 starts a new one).
+    async fn released(&self) {}
 }
 
 struct HostsFiles {
@@ -401,6 +411,43 @@ impl Backend for Rfc2136 {
     }
 }
 
+/// The embedded server on a loopback address of its own: a serving back end.
+struct DnsServer(std::net::SocketAddr);
+
+impl Backend for DnsServer {
+    const SERVING: bool = true;
+    fn sink_table(&self) -> String {
+        format!(
+            "[sinks.s]\nkind = \"dns_server\"\nlisten = [\"{}\"]\nzones = [\"tenant-a.io\"]\n{DELIVERY}\n",
+            self.0
+        )
+    }
+    /// `None` while the server answers SERVFAIL (a name pending its first verdicts); an
+    /// empty NOERROR answer is `Some([])`, which no step accepts.
+    async fn published(&self) -> Option<Vec<String>> {
+        let answer = dig1(self.0, &[DOMAIN, "A"]).await;
+        (answer.status != "SERVFAIL").then(|| answer.sorted())
+    }
+    async fn outage_start(&mut self) {
+        unreachable!("a serving back end has no outage")
+    }
+    async fn outage_end(&mut self) {
+        unreachable!("a serving back end has no outage")
+    }
+    async fn lose_state(&mut self) {
+        unreachable!("a serving back end loses nothing behind its back")
+    }
+    /// Until the stopped engine's sockets are closed: in one process, a server started on
+    /// the address of a running one takes it over with what it answers (as a reload does),
+    /// and step 5 is about a start from nothing.
+    async fn released(&self) {
+        eventually("the stopped engine's DNS sockets closed", || {
+            std::net::UdpSocket::bind(self.0).is_ok() && std::net::TcpListener::bind(self.0).is_ok()
+        })
+        .await;
+    }
+}
+
 fn engine_config(check: &Check, gws: &[Gateway], backend: &impl Backend) -> TestConfig {
     let tail = format!(
         "[[tenants]]\nname = \"conf\"\ndomains = [\"{DOMAIN}\"]\nsinks = [\"s\"]\n{}\n{}",
@@ -431,7 +478,39 @@ async fn wait_published(backend: &impl Backend, want: &[String]) {
     }
 }
 
-async fn run_suite(mut backend: impl Backend) {
+/// Steps 1 and 2: an outage, a burst of changes to gw-1 ending with it down, recovery: the
+/// latest state, in few writes.
+async fn outage_and_burst(
+    engine: &Engine,
+    backend: &mut impl Backend,
+    gws: &mut [Gateway],
+    all: &[String],
+) {
+    backend.outage_start().await;
+    for round in 0..3 {
+        gws[0].set(Behaviour::Refuse).unwrap();
+        wait_for_status(engine, "gw-1 down", |s| state_of(s, "gw-1") == Health::Down).await;
+        if round < 2 {
+            gws[0].set(Behaviour::Healthy).unwrap();
+            wait_for_status(engine, "gw-1 up", |s| state_of(s, "gw-1") == Health::Up).await;
+        }
+    }
+    eventually("the outage making writes fail", || {
+        writes(engine, "error") > 0
+    })
+    .await;
+    let changed_before = writes(engine, "changed");
+    backend.outage_end().await;
+    wait_published(backend, &all[1..]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let burst_writes = writes(engine, "changed") - changed_before;
+    assert!(
+        burst_writes <= 2,
+        "5 changes during the outage took {burst_writes} writes after it"
+    );
+}
+
+async fn run_suite<B: Backend>(mut backend: B) {
     let dir = tempfile::tempdir().unwrap();
     let mut gws = gateways(3);
     let all: Vec<String> = gws.iter().map(ip).collect();
@@ -442,32 +521,12 @@ async fn run_suite(mut backend: impl Backend) {
     .await;
     wait_published(&backend, &all).await;
 
-    // 1 + 2: outage, a burst of changes, recovery -> the latest state, in few writes.
-    backend.outage_start().await;
-    for round in 0..3 {
+    if B::SERVING {
         gws[0].set(Behaviour::Refuse).unwrap();
-        wait_for_status(&engine, "gw-1 down", |s| {
-            state_of(s, "gw-1") == Health::Down
-        })
-        .await;
-        if round < 2 {
-            gws[0].set(Behaviour::Healthy).unwrap();
-            wait_for_status(&engine, "gw-1 up", |s| state_of(s, "gw-1") == Health::Up).await;
-        }
+        wait_published(&backend, &all[1..]).await;
+    } else {
+        outage_and_burst(&engine, &mut backend, &mut gws, &all).await;
     }
-    eventually("the outage making writes fail", || {
-        writes(&engine, "error") > 0
-    })
-    .await;
-    let changed_before = writes(&engine, "changed");
-    backend.outage_end().await;
-    wait_published(&backend, &all[1..]).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let burst_writes = writes(&engine, "changed") - changed_before;
-    assert!(
-        burst_writes <= 2,
-        "5 changes during the outage took {burst_writes} writes after it"
-    );
 
     // 3: idempotent. Two reconciles (1 s apart) of an unchanged state change nothing.
     let changed = writes(&engine, "changed");
@@ -489,13 +548,16 @@ async fn run_suite(mut backend: impl Backend) {
 
     // 4: the back end loses the state; the next reconcile (1 s) writes it again. Nothing
     // else would: no verdict changes, so no snapshot comes.
-    backend.lose_state().await;
-    assert_ne!(backend.published().await.as_deref(), Some(&all[1..]));
-    wait_published(&backend, &all[1..]).await;
+    if !B::SERVING {
+        backend.lose_state().await;
+        assert_ne!(backend.published().await.as_deref(), Some(&all[1..]));
+        wait_published(&backend, &all[1..]).await;
+    }
 
     // 5: restart. While gw-1 is back up but gw-3 hangs (no verdict for > 1 s), the new
     // engine writes nothing: the back end keeps the full last set.
     drop(engine);
+    backend.released().await;
     gws[0].set(Behaviour::Healthy).unwrap();
     gws[2].set(Behaviour::Hang).unwrap();
     let slow = Check {
@@ -509,11 +571,14 @@ async fn run_suite(mut backend: impl Backend) {
         .render();
     let restart_dir = tempfile::tempdir().unwrap();
     let engine = start_engine(restart_dir.path(), &text).await;
+    // What the back end holds until every verdict is in: the last set written, or (a
+    // serving back end, which holds nothing across a restart) SERVFAIL.
+    let kept = (!B::SERVING).then(|| all[1..].to_vec());
     let start = tokio::time::Instant::now();
     while start.elapsed() < Duration::from_millis(600) {
         assert_eq!(
-            backend.published().await.as_deref(),
-            Some(&all[1..]),
+            backend.published().await,
+            kept,
             "published before every verdict was in"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -624,6 +689,15 @@ async fn azure_dns_conforms() {
         server: AzureDns::start("tenant-a.io").await,
         secret: tempfile::tempdir().unwrap(),
     })
+    .await;
+}
+
+#[actix_rt::test]
+async fn dns_server_conforms() {
+    run_suite(DnsServer(std::net::SocketAddr::new(
+        loopback_ip().into(),
+        5353,
+    )))
     .await;
 }
 
