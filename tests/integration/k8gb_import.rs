@@ -126,7 +126,7 @@ fn every_k8gb_example_imports_to_resources_admission_accepts() {
     assert_eq!(failover["ttl"], "30s", "k8gb's default TTL");
     assert_eq!(failover["check"]["host"], "failover.cloud.example.com");
     assert_eq!(
-        failover["check"]["expect_status"],
+        failover["check"]["expectStatus"],
         serde_json::json!(["200-499"])
     );
 

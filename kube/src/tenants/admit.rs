@@ -19,6 +19,7 @@ use kube::ResourceExt;
 
 use super::claims::Claims;
 use super::discover::{discover, Found, Lookup};
+use super::field_names::{check_path, resource_field};
 use super::last_accepted::LastAccepted;
 use super::resource::DNSFailover;
 
@@ -504,24 +505,6 @@ fn bounded_name(name: &str) -> String {
     format!("{}_{hash}", &name[..54])
 }
 
-/// The resource's name of a tenant's config field: camelCase as Kubernetes APIs write
-/// them, acronyms in capitals (`degraded_ttl` is `degradedTTL`).
-pub(super) fn resource_field(config_field: &str) -> String {
-    let mut out = String::new();
-    for (i, word) in config_field.split('_').enumerate() {
-        match (i, word) {
-            (0, w) => out.push_str(w),
-            (_, "ttl") => out.push_str("TTL"),
-            (_, w) => {
-                let mut chars = w.chars();
-                out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
-                out.push_str(chars.as_str());
-            }
-        }
-    }
-    out
-}
-
 /// A validation path of the one-tenant config, as the resource's field: `tenants[0].x` is
 /// `spec.x`, endpoint `j`'s check is `spec.check` (its source's own `check` where it has
 /// one), its other fields its source's.
@@ -534,6 +517,7 @@ fn locate(path: &str, sources: &[usize], own_check: &dyn Fn(usize) -> bool) -> S
         if let Some((j, field)) = rest.split_once(']') {
             let source = j.parse::<usize>().ok().and_then(|j| sources.get(j));
             if let Some(check) = field.strip_prefix(".check") {
+                let check = check_path(check);
                 return match source {
                     Some(&s) if own_check(s) => format!("spec.endpoints[{s}].check{check}"),
                     _ => format!("spec.check{check}"),

@@ -303,6 +303,14 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
         vec![addresses(&["192.0.2.30"])],
     );
     bad_check.spec.check = Some(toml::from_str("rise = 0").unwrap());
+    let mut bad_damping = resource(
+        "team-a",
+        "damping",
+        5,
+        &["dm.team-a.io"],
+        vec![addresses(&["192.0.2.34"])],
+    );
+    bad_damping.spec.check = Some(toml::from_str("damping = { max_suppress = \"0s\" }").unwrap());
     let mut bad_ttl = resource(
         "team-a",
         "ttl",
@@ -335,6 +343,7 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
         &[
             &bad_address,
             &bad_check,
+            &bad_damping,
             &bad_ttl,
             &bad_degraded,
             &two_kinds,
@@ -350,6 +359,11 @@ fn an_invalid_resource_is_refused_with_the_check_config_text_at_its_own_paths() 
     let (reason, message) = refusal(verdict(&a, "team-a", "check"));
     assert_eq!(reason, "Invalid");
     assert!(message.starts_with("spec.check.rise: "), "{message}");
+    let (_, message) = refusal(verdict(&a, "team-a", "damping"));
+    assert!(
+        message.starts_with("spec.check.damping.maxSuppress: "),
+        "the resource's spelling: {message}"
+    );
     let (_, message) = refusal(verdict(&a, "team-a", "ttl"));
     assert!(
         message.starts_with("spec.ttl: \"30\" is not a duration"),
@@ -487,7 +501,9 @@ fn config_fields_are_named_as_kubernetes_writes_them() {
         ("ttl", "ttl"),
         ("default_geo", "defaultGeo"),
     ] {
-        assert_eq!(super::admit::resource_field(config), resource);
+        assert_eq!(super::field_names::resource_field(config), resource);
+        assert_eq!(super::field_names::config_field(resource), config);
+        assert_eq!(super::field_names::config_field(config), config);
     }
 }
 

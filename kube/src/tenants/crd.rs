@@ -33,6 +33,7 @@ pub fn crd() -> CustomResourceDefinition {
 fn structural(node: &mut Value) {
     if is_check_table(node) {
         ho_engine::probe::with_check_fields(node, SchemaSettings::openapi3());
+        super::field_names::camel_case_schema(node);
     }
     let Some(map) = node.as_object_mut() else {
         return;

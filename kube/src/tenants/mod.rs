@@ -11,6 +11,7 @@ mod claims;
 pub mod controller;
 pub mod crd;
 pub mod discover;
+pub mod field_names;
 pub mod kuadrant;
 mod last_accepted;
 pub mod resource;

@@ -4,9 +4,9 @@
 //! The kind says what it does and does not collide with the `Tenant` kinds of
 //! multi-tenancy operators (Capsule) or with Kuadrant's `DNSPolicy`/`DNSRecord`, which a
 //! cluster may run beside it. The spec's keys are the `[[tenants]]` keys of the TOML
-//! config (snake_case, so docs/configuration.md describes both and a tenant moves from a
-//! file to a resource unchanged); the status follows Kubernetes' conventions (camelCase
-//! conditions that `kubectl wait --for=condition=Ready` reads).
+//! config spelled camelCase, as every Kubernetes API spells them (`holdFailback` is
+//! `hold_failback`; `field_names` translates, also inside `check`); the status follows
+//! Kubernetes' conventions (conditions that `kubectl wait --for=condition=Ready` reads).
 
 use std::collections::BTreeMap;
 
@@ -73,8 +73,14 @@ pub struct DNSFailoverSpec {
     /// `geo` only: the geo answered to clients no endpoint matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_geo: Option<String>,
-    /// Overrides of the operator's `[defaults.check]` for this resource's endpoints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Overrides of the operator's `[defaults.check]` for this resource's endpoints (its
+    /// keys camelCase: `fastInterval`, `expectStatus`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::field_names::serialize",
+        deserialize_with = "super::field_names::deserialize"
+    )]
     pub check: Option<CheckOverrides>,
 }
 
@@ -119,7 +125,12 @@ pub struct EndpointSource {
     pub priority: Option<u32>,
     /// Overrides of the resource's `check` for this source's addresses (a standby site
     /// answering on another port or path).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::field_names::serialize",
+        deserialize_with = "super::field_names::deserialize"
+    )]
     pub check: Option<CheckOverrides>,
 }
 

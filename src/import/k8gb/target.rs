@@ -290,7 +290,7 @@ fn http_check(host: &str, path: &str, tls: bool) -> Json {
         "port": if tls { 443 } else { 80 },
         "host": host,
         "path": path,
-        "expect_status": ["200-499"],
+        "expectStatus": ["200-499"],
     })
 }
 
