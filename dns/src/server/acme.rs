@@ -91,6 +91,32 @@ enum Change {
     Delete(String, String),
 }
 
+impl Change {
+    /// `challenges` (TXT texts by name) with this change made.
+    fn apply_to(self, challenges: &mut BTreeMap<String, Vec<String>>) {
+        match self {
+            Change::Add(name, text) => {
+                let texts = challenges.entry(name.clone()).or_default();
+                if !texts.contains(&text) {
+                    info!(name = %name, "ACME challenge added");
+                    texts.push(text);
+                }
+            }
+            Change::DeleteAll(name) => {
+                challenges.remove(&name);
+            }
+            Change::Delete(name, text) => {
+                if let Some(texts) = challenges.get_mut(&name) {
+                    texts.retain(|t| *t != text);
+                    if texts.is_empty() {
+                        challenges.remove(&name);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Acme {
     /// Updates signed with `key`; challenges kept in `keep_in` (those kept there before
     /// are read back), or only in memory.
@@ -187,26 +213,7 @@ impl Acme {
         self.follow();
         let mut challenges = self.challenges.read().expect("not poisoned").clone();
         for change in changes {
-            match change {
-                Change::Add(name, text) => {
-                    let texts = challenges.entry(name.clone()).or_default();
-                    if !texts.contains(&text) {
-                        info!(name = %name, "ACME challenge added");
-                        texts.push(text);
-                    }
-                }
-                Change::DeleteAll(name) => {
-                    challenges.remove(&name);
-                }
-                Change::Delete(name, text) => {
-                    if let Some(texts) = challenges.get_mut(&name) {
-                        texts.retain(|t| *t != text);
-                        if texts.is_empty() {
-                            challenges.remove(&name);
-                        }
-                    }
-                }
-            }
+            change.apply_to(&mut challenges);
         }
         if let Some(path) = &self.keep_in {
             let kept = KeptChallenges { challenges };

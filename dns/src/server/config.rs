@@ -296,35 +296,7 @@ impl SinkSettings for DnsServerConfig {
                 p.at("listen", format!("{a} is listed twice"));
             }
         }
-        if self.zones.is_empty() {
-            p.at("zones", "must list at least one zone");
-        }
-        for (i, zone) in self.zones.iter_mut().enumerate() {
-            match normalize_domain(zone) {
-                Ok(z) => *zone = z,
-                Err(e) => {
-                    p.at(&format!("zones[{i}]"), e);
-                    zone.clear();
-                }
-            }
-        }
-        for (field, name) in [
-            ("soa.mname", &mut self.soa.mname),
-            ("soa.rname", &mut self.soa.rname),
-        ] {
-            if let Some(n) = name {
-                match normalize_domain(n) {
-                    Ok(v) => *n = v,
-                    Err(e) => p.at(field, e),
-                }
-            }
-        }
-        for (i, ns) in self.nameservers.iter_mut().enumerate() {
-            match normalize_domain(ns) {
-                Ok(v) => *ns = v,
-                Err(e) => p.at(&format!("nameservers[{i}]"), e),
-            }
-        }
+        self.check_names(p);
         if self.answers == 0 {
             p.at("answers", "must be at least 1");
         }
@@ -418,6 +390,41 @@ fn checked_networks(
         networks.insert(net, geo.to_ascii_uppercase());
     }
     networks
+}
+
+impl DnsServerConfig {
+    /// The zones and the SOA and NS names, normalised; a name that is not one is said.
+    fn check_names(&mut self, p: &mut Problems<'_>) {
+        if self.zones.is_empty() {
+            p.at("zones", "must list at least one zone");
+        }
+        for (i, zone) in self.zones.iter_mut().enumerate() {
+            match normalize_domain(zone) {
+                Ok(z) => *zone = z,
+                Err(e) => {
+                    p.at(&format!("zones[{i}]"), e);
+                    zone.clear();
+                }
+            }
+        }
+        for (field, name) in [
+            ("soa.mname", &mut self.soa.mname),
+            ("soa.rname", &mut self.soa.rname),
+        ] {
+            if let Some(n) = name {
+                match normalize_domain(n) {
+                    Ok(v) => *n = v,
+                    Err(e) => p.at(field, e),
+                }
+            }
+        }
+        for (i, ns) in self.nameservers.iter_mut().enumerate() {
+            match normalize_domain(ns) {
+                Ok(v) => *ns = v,
+                Err(e) => p.at(&format!("nameservers[{i}]"), e),
+            }
+        }
+    }
 }
 
 impl SinkSpec for DnsServerConfig {

@@ -96,8 +96,23 @@ impl Tokens {
         if let Some(token) = self.cache.valid() {
             return Ok(token);
         }
+        let (request, what, hint) = self.token_request()?;
+        let answer = client.send(request, &what).await?;
+        if !answer.status.is_success() {
+            let detail: String = String::from_utf8_lossy(&answer.body)
+                .chars()
+                .take(300)
+                .collect();
+            return Err(error_for(&answer, &format!("{what}: {hint}"), &detail));
+        }
+        self.cache.keep(&answer.body, &what)
+    }
+
+    /// The request for a token with these credentials, what it is (for errors) and what a
+    /// refusal most likely means.
+    fn token_request(&self) -> Result<(Request<Full<Bytes>>, String, &'static str), SinkError> {
         let scope = form_encode(&format!("{RESOURCE}.default"));
-        let (request, what, hint) = match &self.credentials {
+        Ok(match &self.credentials {
             Credentials::ClientSecret {
                 tenant,
                 client_id,
@@ -120,12 +135,7 @@ impl Tokens {
                 client_id,
                 token_file,
             } => {
-                let assertion = std::fs::read_to_string(token_file).map_err(|e| {
-                    SinkError::retriable(format!(
-                        "the federated token file {}: {e}",
-                        token_file.display()
-                    ))
-                })?;
+                let assertion = federated_token(token_file)?;
                 let body = format!(
                     "grant_type=client_credentials&client_id={}&scope={scope}&client_assertion_type={}&client_assertion={}",
                     form_encode(client_id),
@@ -139,38 +149,32 @@ impl Tokens {
                     "the federated credential was refused (check the identity's federated credential subject)",
                 )
             }
-            Credentials::Managed { client_id } => {
-                let mut url = format!(
-                    "{}/metadata/identity/oauth2/token?api-version=2018-02-01&resource={}",
-                    self.imds_url,
-                    form_encode(RESOURCE)
-                );
-                if let Some(id) = client_id {
-                    url.push_str(&format!("&client_id={}", form_encode(id)));
-                }
-                let mut request = Request::new(Full::new(Bytes::new()));
-                *request.uri_mut() = url
-                    .parse()
-                    .map_err(|e| SinkError::permanent(format!("{url}: {e}")))?;
-                request
-                    .headers_mut()
-                    .insert("metadata", HeaderValue::from_static("true"));
-                (
-                    request,
-                    format!("managed identity token from {}", self.imds_url),
-                    "no managed identity here (set client_secret_file outside Azure)",
-                )
-            }
-        };
-        let answer = client.send(request, &what).await?;
-        if !answer.status.is_success() {
-            let detail: String = String::from_utf8_lossy(&answer.body)
-                .chars()
-                .take(300)
-                .collect();
-            return Err(error_for(&answer, &format!("{what}: {hint}"), &detail));
+            Credentials::Managed { client_id } => (
+                self.imds_request(client_id.as_deref())?,
+                format!("managed identity token from {}", self.imds_url),
+                "no managed identity here (set client_secret_file outside Azure)",
+            ),
+        })
+    }
+
+    /// The instance metadata service's token request (a managed identity).
+    fn imds_request(&self, client_id: Option<&str>) -> Result<Request<Full<Bytes>>, SinkError> {
+        let mut url = format!(
+            "{}/metadata/identity/oauth2/token?api-version=2018-02-01&resource={}",
+            self.imds_url,
+            form_encode(RESOURCE)
+        );
+        if let Some(id) = client_id {
+            url.push_str(&format!("&client_id={}", form_encode(id)));
         }
-        self.cache.keep(&answer.body, &what)
+        let mut request = Request::new(Full::new(Bytes::new()));
+        *request.uri_mut() = url
+            .parse()
+            .map_err(|e| SinkError::permanent(format!("{url}: {e}")))?;
+        request
+            .headers_mut()
+            .insert("metadata", HeaderValue::from_static("true"));
+        Ok(request)
     }
 
     /// Forgets the token (the API refused it).
@@ -191,4 +195,15 @@ fn form_post(url: &str, body: String) -> Result<Request<Full<Bytes>>, SinkError>
         HeaderValue::from_static("application/x-www-form-urlencoded"),
     );
     Ok(request)
+}
+
+/// The workload identity's federated token, read again for each token request (the kubelet
+/// rotates the file).
+fn federated_token(token_file: &std::path::Path) -> Result<String, SinkError> {
+    std::fs::read_to_string(token_file).map_err(|e| {
+        SinkError::retriable(format!(
+            "the federated token file {}: {e}",
+            token_file.display()
+        ))
+    })
 }

@@ -47,40 +47,47 @@ pub fn for_tenant(zone: &[DnsRecord], snapshot: &TenantSnapshot, owner: &str) ->
             });
         }
         for (rtype, v6) in [("A", false), ("AAAA", true)] {
-            let mut wanted: Vec<IpAddr> = snapshot
-                .addresses
-                .iter()
-                .map(|a| a.address)
-                .filter(|a| a.is_ipv6() == v6)
-                .collect();
-            for record in at(rtype, name) {
-                let kept = record.ttl == ttl
-                    && record
-                        .content
-                        .parse::<IpAddr>()
-                        .ok()
-                        .and_then(|a| wanted.iter().position(|w| *w == a))
-                        .map(|i| wanted.swap_remove(i))
-                        .is_some();
-                if !kept {
-                    planned.batch.deletes.push(Id {
-                        id: record.id.clone(),
-                    });
-                }
-            }
-            planned
-                .batch
-                .posts
-                .extend(wanted.into_iter().map(|a| NewRecord {
-                    rtype,
-                    name: name.clone(),
-                    content: a.to_string(),
-                    ttl,
-                    proxied: false,
-                }));
+            let wanted = snapshot.addresses.iter().map(|a| a.address);
+            let wanted: Vec<IpAddr> = wanted.filter(|a| a.is_ipv6() == v6).collect();
+            let records = at(rtype, name);
+            address_changes(&mut planned.batch, records, rtype, name, ttl, wanted);
         }
     }
     planned
+}
+
+/// Into `batch`: deletes of the `rtype` records at `name` that are not `wanted` at `ttl`,
+/// posts of the `wanted` addresses no record holds.
+fn address_changes<'a>(
+    batch: &mut Batch,
+    records: impl Iterator<Item = &'a DnsRecord>,
+    rtype: &'static str,
+    name: &str,
+    ttl: u32,
+    mut wanted: Vec<IpAddr>,
+) {
+    for record in records {
+        let kept = record.ttl == ttl
+            && record
+                .content
+                .parse::<IpAddr>()
+                .ok()
+                .and_then(|a| wanted.iter().position(|w| *w == a))
+                .map(|i| wanted.swap_remove(i))
+                .is_some();
+        if !kept {
+            batch.deletes.push(Id {
+                id: record.id.clone(),
+            });
+        }
+    }
+    batch.posts.extend(wanted.into_iter().map(|a| NewRecord {
+        rtype,
+        name: name.to_owned(),
+        content: a.to_string(),
+        ttl,
+        proxied: false,
+    }));
 }
 
 /// The records of type `rtype` at `name` (names compared without case).

@@ -304,6 +304,25 @@ impl Inner {
                 );
             }
         }
+        let groups = self.changes(&listed, parts, &mut results).await?;
+        self.send_all(listed, &groups, &mut results).await;
+        for (tenant, result) in &results {
+            if result.is_ok() {
+                self.written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
+        Ok(results)
+    }
+
+    /// Each tenant's changes against `listed`, after the provider adjusted every wanted set
+    /// in one request; a tenant whose record the provider dropped fails (it would not be
+    /// published) and one with nothing to change is done.
+    async fn changes(
+        &mut self,
+        listed: &[Endpoint],
+        parts: Vec<(&String, plan::Wanted)>,
+        results: &mut RoundResults,
+    ) -> Result<Vec<(String, Changes)>, SinkError> {
         let desired: Vec<Endpoint> = parts
             .iter()
             .flat_map(|(_, w)| w.records.iter().cloned())
@@ -332,7 +351,7 @@ impl Inner {
                 continue;
             }
             let records: Vec<Endpoint> = records.into_iter().flatten().cloned().collect();
-            let changes = plan::changes(&listed, &wanted.names, &records, &wanted.marks);
+            let changes = plan::changes(listed, &wanted.names, &records, &wanted.marks);
             results.insert(
                 tenant.clone(),
                 outcome(&wanted.foreign, !changes.is_empty()),
@@ -341,7 +360,19 @@ impl Inner {
                 groups.push((tenant.clone(), changes));
             }
         }
-        let requests = crate::rounds::pack(groups.clone(), self.max_changes);
+        Ok(groups)
+    }
+
+    /// Sends `groups` packed into as few requests as fit; a refused request is sent again
+    /// per tenant, so only the tenant refused fails. The listing, with what was sent applied,
+    /// is kept for the next round unless something failed.
+    async fn send_all(
+        &mut self,
+        listed: Vec<Endpoint>,
+        groups: &[(String, Changes)],
+        results: &mut RoundResults,
+    ) {
+        let requests = crate::rounds::pack(groups.to_vec(), self.max_changes);
         let mut view = Some(listed);
         for (tenants, changes) in &requests {
             let sent = self
@@ -374,12 +405,6 @@ impl Inner {
             }
         }
         self.view = view;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
-        Ok(results)
     }
 }
 

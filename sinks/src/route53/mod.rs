@@ -188,17 +188,7 @@ impl Writer {
         &mut self,
         round: &BTreeMap<String, Arc<TenantSnapshot>>,
     ) -> Result<RoundResults, SinkError> {
-        if !self.zone_checked {
-            self.pace().await;
-            let name = api::zone_name(&self.client, &self.zone_id).await?;
-            if name != self.zone {
-                return Err(SinkError::permanent(format!(
-                    "hosted zone {} is {name}, but the config says zone = \"{}\"",
-                    self.zone_id, self.zone
-                )));
-            }
-            self.zone_checked = true;
-        }
+        self.check_zone().await?;
         let again = round
             .iter()
             .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
@@ -231,13 +221,48 @@ impl Writer {
             );
         }
         let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
-        let mut view = Some(listed);
+        self.view = self.send(listed, &batches, &tenants, &mut results).await;
+        for (tenant, result) in &results {
+            if result.is_ok() {
+                self.written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
+        Ok(results)
+    }
+
+    /// Once per sink: the hosted zone is the zone the config names.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        if self.zone_checked {
+            return Ok(());
+        }
+        self.pace().await;
+        let name = api::zone_name(&self.client, &self.zone_id).await?;
+        if name != self.zone {
+            return Err(SinkError::permanent(format!(
+                "hosted zone {} is {name}, but the config says zone = \"{}\"",
+                self.zone_id, self.zone
+            )));
+        }
+        self.zone_checked = true;
+        Ok(())
+    }
+
+    /// Sends `batches` in order, stopping at the first Route53 refuses: the tenants with
+    /// changes in it or later fail. The zone as it is after what was sent, or `None` after a
+    /// failure (the view may be what made Route53 refuse: the next round lists the zone).
+    async fn send(
+        &mut self,
+        listed: ZoneView,
+        batches: &[Vec<(usize, RecordChange)>],
+        tenants: &[&String],
+        results: &mut RoundResults,
+    ) -> Option<ZoneView> {
+        let mut view = listed;
         for (i, batch) in batches.iter().enumerate() {
-            let Some(known) = &view else { break };
             let sdk_changes: Vec<_> = batch
                 .iter()
                 .map(|(_, c)| match c {
-                    RecordChange::Delete(z) => (ChangeAction::Delete, known.sets[*z].clone()),
+                    RecordChange::Delete(z) => (ChangeAction::Delete, view.sets[*z].clone()),
                     RecordChange::Create(r) => {
                         (ChangeAction::Create, api::to_sdk(r, &self.zone_id))
                     }
@@ -248,25 +273,14 @@ impl Writer {
                 .collect();
             self.pace().await;
             if let Err(e) = api::change(&self.client, &self.zone_id, sdk_changes.clone()).await {
-                // Tenants with changes in this batch or later ones are not done, and the
-                // view may be what made Route53 refuse: the next round lists the zone.
                 for (t, _) in batches[i..].iter().flatten() {
                     results.insert(tenants[*t].clone(), Err(e.clone()));
                 }
-                view = None;
-                break;
+                return None;
             }
-            if let Some(known) = &mut view {
-                known.apply(sdk_changes);
-            }
+            view.apply(sdk_changes);
         }
-        self.view = view;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
-        Ok(results)
+        Some(view)
     }
 
     /// Every record set of the zone, page by page; the listing is also the sink's new view
