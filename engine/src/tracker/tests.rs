@@ -510,35 +510,28 @@ fn a_tenant_added_by_reload_waits_for_its_own_grace() {
     );
 }
 
+/// A result this machine caused (out of descriptors, ports, buffers) for `target`.
+fn local_failure(target: TargetId) -> Observation {
+    Observation {
+        target,
+        result: ProbeResult {
+            outcome: Err(Failure::Local("no descriptors".into())),
+            latency: Duration::ZERO,
+            reused: false,
+            cert_not_after: None,
+            weight: None,
+        },
+        start_delay: Duration::ZERO,
+    }
+}
+
 #[test]
 fn results_this_machine_caused_are_not_judged() {
     let mut h = Harness::new(plan(1, "", ""));
     h.observe(&[(0, true)]);
-    let local = Observation {
-        target: 0,
-        result: ProbeResult {
-            outcome: Err(Failure::Local("no descriptors".into())),
-            latency: Duration::ZERO,
-            reused: false,
-            cert_not_after: None,
-            weight: None,
-        },
-        start_delay: Duration::ZERO,
-    };
     let mut fx = Vec::new();
-    h.core.observe(vec![local], h.now, &mut fx);
-    let local_again = Observation {
-        target: 0,
-        result: ProbeResult {
-            outcome: Err(Failure::Local("no descriptors".into())),
-            latency: Duration::ZERO,
-            reused: false,
-            cert_not_after: None,
-            weight: None,
-        },
-        start_delay: Duration::ZERO,
-    };
-    h.core.observe(vec![local_again], h.now, &mut fx);
+    h.core.observe(vec![local_failure(0)], h.now, &mut fx);
+    h.core.observe(vec![local_failure(0)], h.now, &mut fx);
     h.take(fx);
     assert_eq!(h.published.len(), 1);
     let status = h.core.status(h.now);
@@ -710,6 +703,28 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
         })
         .collect();
     assert_eq!(turns, [(true, 20, 30), (false, 7, 30)]);
+}
+
+/// A busy machine: results it caused itself (out of ports or descriptors) come between a
+/// target's last success and its first real failure. They are not judged, so they must not
+/// hide that first failure from the self-check either: the wave is still the prober's own.
+#[test]
+fn a_wave_after_local_failures_is_still_held_as_the_probers_own() {
+    let mut h = Harness::new(plan(30, "", ""));
+    let all: Vec<(TargetId, bool)> = (0..30).map(|t| (t, true)).collect();
+    h.observe(&all);
+    let mut fx = Vec::new();
+    h.core
+        .observe((0..20).map(local_failure).collect(), h.now, &mut fx);
+    h.take(fx);
+    let wave: Vec<(TargetId, bool)> = (0..20).map(|t| (t, false)).collect();
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&wave);
+    }
+    h.advance(Duration::from_secs(1));
+    assert!(h.core.status(h.now).impaired);
+    assert_eq!(h.hosts().len(), 30, "every withdrawal held");
 }
 
 /// A few failures are not a wave: withdrawn at once, as always.

@@ -62,10 +62,10 @@ impl TrackerCore {
         let state = &mut self.targets[target.0];
         let before = state.effective();
         // An up target's first failure: what the self-check counts (before the verdict
-        // changes, so a wave is judged before its withdrawals are decided).
-        let starts_failing = !obs.result.ok()
-            && before == Health::Up
-            && state.last.as_ref().is_none_or(|(r, _)| r.ok());
+        // changes, so a wave is judged before its withdrawals are decided). First among the
+        // results judged: one this machine caused (kept as the latest, not judged) must not
+        // hide the real failure after it, or a busy machine turns the self-check off.
+        let starts_failing = !obs.result.ok() && before == Health::Up && state.failing == 0;
         let transition = match state.hysteresis.judge(&obs.result, &timing) {
             Judgement::NotJudged => {
                 if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
@@ -154,13 +154,11 @@ impl TrackerCore {
     }
 
     /// Targets failing: down, or failing now (a wave is judged on first failures, before
-    /// verdicts change).
+    /// verdicts change); results this machine caused are not the targets' failures.
     fn failing_targets(&self) -> usize {
         self.targets
             .iter()
-            .filter(|t| {
-                t.effective() == Health::Down || t.last.as_ref().is_some_and(|(r, _)| !r.ok())
-            })
+            .filter(|t| t.effective() == Health::Down || t.failing > 0)
             .count()
     }
 
