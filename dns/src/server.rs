@@ -44,6 +44,7 @@ use ho_engine::snapshot::TenantSnapshot;
 pub use acme::merge_kept as merge_acme_challenges;
 use answer::{Authority, ServerError};
 pub use config::DnsServerConfig;
+use config::ReportsConfig;
 use ho_engine::sink::kind::BuildContext;
 use listener::Listener;
 use reports::DnsReports;
@@ -95,23 +96,9 @@ impl DnsServerSink {
         if let Some(previous) = running {
             authority.shelf = previous.shelf.clone();
         }
-        let reports = match &config.reports {
-            Some(r) => {
-                let key = crate::wire::key::load_signer(&r.tsig).map_err(ServerError::Reports)?;
-                let mc = &ctx.plan.multi_cluster;
-                let memory = (ctx.plan.state_dir.as_ref())
-                    .map(|d| d.join(format!("reports-{}.json", ctx.name)));
-                let store = DnsReports::new(
-                    r,
-                    key,
-                    authority.shelf.clone(),
-                    (mc.report_interval, mc.report_ttl),
-                    memory,
-                );
-                Some(Arc::new(store) as Arc<dyn ReportStore>)
-            }
-            None => None,
-        };
+        let reports = (config.reports.as_ref())
+            .map(|r| reports_store(r, ctx, &authority))
+            .transpose()?;
         let authority = Arc::new(authority);
         let listeners = (config.listen.iter().enumerate())
             .map(|(i, addr)| {
@@ -126,6 +113,27 @@ impl DnsServerSink {
             _listeners: listeners,
         })
     }
+}
+
+/// The clusters' report store this server holds (`reports`), on the authority's shelf;
+/// kept in `state_dir` when there is one.
+fn reports_store(
+    r: &ReportsConfig,
+    ctx: &BuildContext<'_>,
+    authority: &Authority,
+) -> Result<Arc<dyn ReportStore>, ServerError> {
+    let key = crate::wire::key::load_signer(&r.tsig).map_err(ServerError::Reports)?;
+    let mc = &ctx.plan.multi_cluster;
+    let memory =
+        (ctx.plan.state_dir.as_ref()).map(|d| d.join(format!("reports-{}.json", ctx.name)));
+    let store = DnsReports::new(
+        r,
+        key,
+        authority.shelf.clone(),
+        (mc.report_interval, mc.report_ttl),
+        memory,
+    );
+    Ok(Arc::new(store))
 }
 
 impl Sink for DnsServerSink {

@@ -81,6 +81,43 @@ struct Entry {
     failing: Option<String>,
 }
 
+impl Entry {
+    /// What a refresh of `name` found, taken in: new addresses replace the old, a failed
+    /// lookup keeps them (and says so once); the next lookup is due by the TTL or, while
+    /// failing, `min_refresh`. The result's metric label.
+    fn take(
+        &mut self,
+        name: &str,
+        result: Result<Found, lookup::LookupError>,
+        settings: &ResolverConfig,
+        now: Instant,
+    ) -> &'static str {
+        match result {
+            Ok(found) => {
+                if let Some(e) = self.failing.take() {
+                    info!(host = %name, was = %e, "host name resolves again");
+                }
+                self.due = now + refresh_after(settings, found.ttl);
+                if found.addresses == self.addresses {
+                    "unchanged"
+                } else {
+                    info!(host = %name, was = ?self.addresses, now = ?found.addresses, "host name resolves to other addresses: they replace the old ones");
+                    self.addresses = found.addresses;
+                    "changed"
+                }
+            }
+            Err(e) => {
+                if self.failing.is_none() {
+                    warn!(host = %name, error = %e, addresses = ?self.addresses, "host name lookup failed; its last addresses stay, probed as before");
+                }
+                self.failing = Some(e.to_string());
+                self.due = now + settings.min_refresh;
+                "failed"
+            }
+        }
+    }
+}
+
 struct State {
     settings: ResolverConfig,
     servers: Vec<SocketAddr>,
@@ -273,29 +310,7 @@ impl Hosts {
             let Some(entry) = state.entries.get_mut(&name) else {
                 continue;
             };
-            let result_label = match result {
-                Ok(found) => {
-                    if let Some(e) = entry.failing.take() {
-                        info!(host = %name, was = %e, "host name resolves again");
-                    }
-                    entry.due = now + refresh_after(&settings, found.ttl);
-                    if found.addresses == entry.addresses {
-                        "unchanged"
-                    } else {
-                        info!(host = %name, was = ?entry.addresses, now = ?found.addresses, "host name resolves to other addresses: they replace the old ones");
-                        entry.addresses = found.addresses;
-                        "changed"
-                    }
-                }
-                Err(e) => {
-                    if entry.failing.is_none() {
-                        warn!(host = %name, error = %e, addresses = ?entry.addresses, "host name lookup failed; its last addresses stay, probed as before");
-                    }
-                    entry.failing = Some(e.to_string());
-                    entry.due = now + settings.min_refresh;
-                    "failed"
-                }
-            };
+            let result_label = entry.take(&name, result, &settings, now);
             self.0
                 .metrics
                 .host_lookups
