@@ -9,7 +9,7 @@ use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 use crate::harness::*;
-use crate::services::dig::{dig, dig1};
+use crate::services::dig::{dig, dig1, wait_for_answer, wait_for_answer_with};
 use crate::services::geoip::geoip_db;
 
 /// A `dns_server` sink named `dns` on a loopback address of its own, authoritative for
@@ -22,36 +22,6 @@ fn dns_sink(listen: SocketAddr, extra: &str) -> String {
 
 fn listen_addr() -> SocketAddr {
     SocketAddr::new(loopback_ip().into(), 5353)
-}
-
-/// Polls `name A` until the sorted answer is `want`; the time it took.
-async fn wait_for_answer(server: SocketAddr, name: &str, want: &[String]) -> Duration {
-    wait_for_answer_with(server, &[], name, want).await
-}
-
-/// [`wait_for_answer`] with `dig` options before the query (`+tcp`: polling over UDP would
-/// spend a rate-limited account).
-async fn wait_for_answer_with(
-    server: SocketAddr,
-    options: &[&str],
-    name: &str,
-    want: &[String],
-) -> Duration {
-    let start = Instant::now();
-    let mut want = want.to_vec();
-    want.sort();
-    let query: Vec<&str> = options.iter().copied().chain([name, "A"]).collect();
-    loop {
-        let got = dig1(server, &query).await;
-        if got.status == "NOERROR" && got.sorted() == want {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "{name}: wanted {want:?}, got {got:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// Every case of an `all` tenant, through one running engine.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::harness::*;
-use crate::services::dig::dig1;
+use crate::services::dig::{dig1, wait_for_answer};
 use crate::services::dns_secondary::make_key;
 
 /// `nsupdate` sending `commands` for zone `example.org` to `server`, signed with
@@ -81,6 +81,7 @@ async fn acme_challenges_are_set_and_cleared_by_signed_updates_only() {
         ),
     );
     let engine = start_engine(dir.path(), &text).await;
+    wait_for_answer(server, "api.example.org", &[ip(&gws[0])]).await;
     let challenge = "_acme-challenge.api.example.org";
     assert_eq!(txt(server, challenge).await, ("NXDOMAIN".into(), vec![]));
 

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 /// One answer as `dig` printed it.
 #[derive(Debug, Clone, Default)]
@@ -125,4 +126,34 @@ fn parse(out: &str) -> Vec<Answer> {
         }
     }
     answers
+}
+
+/// Polls `name A` until the sorted answer is `want`; the time it took.
+pub async fn wait_for_answer(server: SocketAddr, name: &str, want: &[String]) -> Duration {
+    wait_for_answer_with(server, &[], name, want).await
+}
+
+/// [`wait_for_answer`] with `dig` options before the query (`+tcp`: polling over UDP would
+/// spend a rate-limited account).
+pub async fn wait_for_answer_with(
+    server: SocketAddr,
+    options: &[&str],
+    name: &str,
+    want: &[String],
+) -> Duration {
+    let start = tokio::time::Instant::now();
+    let mut want = want.to_vec();
+    want.sort();
+    let query: Vec<&str> = options.iter().copied().chain([name, "A"]).collect();
+    loop {
+        let got = dig1(server, &query).await;
+        if got.status == "NOERROR" && got.sorted() == want {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < crate::harness::LIMIT,
+            "{name}: wanted {want:?}, got {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
