@@ -5,7 +5,7 @@
 //! that speaks its protocol (its settings type implementing
 //! [`ho_engine::sink::kind::SinkSettings`], the writer beside it), one line in
 //! [`SINK_KINDS`], and its back end in the conformance suite
-//! (`tests/integration/conformance.rs`).
+//! (`tests/integration/conformance/`).
 //!
 //! | kind | crate |
 //! |---|---|
