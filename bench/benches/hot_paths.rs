@@ -49,6 +49,7 @@ fn schedule(c: &mut Criterion) {
 
 fn selection(c: &mut Criterion) {
     let tenant = Tenant {
+        answer: ho_config::Answer::Addresses,
         name: "t".into(),
         hosts_key: "t.hosts".into(),
         domains: vec!["t.example".into()],
@@ -68,6 +69,7 @@ fn selection(c: &mut Criterion) {
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
         .map(|i| ho_config::Endpoint {
+            host: None,
             name: format!("e{i}"),
             address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8)),
             labels: Default::default(),
@@ -96,6 +98,7 @@ fn selection(c: &mut Criterion) {
 fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
     let endpoints: Vec<ho_config::Endpoint> = (0..10_000usize)
         .map(|i| ho_config::Endpoint {
+            host: None,
             name: format!("e{i}"),
             address: IpAddr::V4(Ipv4Addr::new(
                 10,
@@ -118,6 +121,7 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
         .collect();
     let tenants: Vec<Tenant> = (0..100usize)
         .map(|t| Tenant {
+            answer: ho_config::Answer::Addresses,
             name: format!("t{t}"),
             hosts_key: format!("t{t}.hosts"),
             domains: vec![format!("t{t}.example")],

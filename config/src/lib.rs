@@ -16,10 +16,10 @@ pub use load::{
     load, load_plan, load_plan_reading, load_reading, ConfigError, YamlReader, ENV_PREFIX,
 };
 pub use model::{
-    BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery, EndpointSelection,
-    KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat, MultiClusterConfig,
-    OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig, RoutingPolicy, SinkTable,
-    TelemetryConfig, WeightRule,
+    Answer, BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,
+    EndpointSelection, KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat,
+    MultiClusterConfig, OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig,
+    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
     CheckSpec, Composite, Damping, Discovered, Endpoint, HostEndpoint, Plan, PlannedSink, Target,

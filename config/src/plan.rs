@@ -21,8 +21,8 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    BrakeConfig, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, ReloadConfig,
-    Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    Answer, BrakeConfig, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy,
+    ReloadConfig, Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
 
@@ -162,6 +162,7 @@ impl Plan {
                 priority: 0,
                 cluster: Some(d.cluster.clone()),
                 hold_failback: false,
+                host: None,
                 target,
                 composite: None,
             });
@@ -240,6 +241,7 @@ impl Plan {
                         priority: host.priority,
                         cluster: host.cluster.clone(),
                         hold_failback: host.hold_failback,
+                        host: Some(host.host.clone()),
                         target,
                         composite: None,
                     });
@@ -369,6 +371,9 @@ pub struct Endpoint {
     pub cluster: Option<String>,
     /// After a failure, held out until an operator releases it.
     pub hold_failback: bool,
+    /// The host name it was resolved from (`<name>@<address>` of a [`HostEndpoint`]):
+    /// what a tenant answering `cname` publishes.
+    pub host: Option<String>,
     /// Index into [`Plan::targets`]: its `check`.
     pub target: usize,
     /// Its further checks and how they combine with `target`'s (`checks`); `None`: one check.
@@ -434,6 +439,8 @@ pub struct Tenant {
     pub cleanup_on_remove: bool,
     /// Routing policy.
     pub policy: RoutingPolicy,
+    /// What its names answer: addresses, or a CNAME to an endpoint's host name.
+    pub answer: Answer,
     /// `weighted` (and `geo` with weights): label rules, first match wins.
     pub weights: Vec<WeightRule>,
     /// Weight of endpoints without one of their own and no matching rule.

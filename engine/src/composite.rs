@@ -46,6 +46,7 @@ mod tests {
 
     fn endpoint(require: Require, must_pass: bool) -> Endpoint {
         Endpoint {
+            host: None,
             name: "gw".into(),
             address: "192.0.2.1".parse().unwrap(),
             labels: Default::default(),

@@ -158,6 +158,7 @@ mod tests {
 
     fn tenant(n: usize, on_all: OnAllUnhealthy, min_healthy: f64) -> Tenant {
         Tenant {
+            answer: ho_config::Answer::Addresses,
             name: "t".into(),
             hosts_key: "t.hosts".into(),
             domains: vec!["t.example".into()],
@@ -183,6 +184,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &priority)| Endpoint {
+                host: None,
                 name: format!("e{i}"),
                 address: std::net::IpAddr::from([10, 0, 0, i as u8 + 1]),
                 labels: [(

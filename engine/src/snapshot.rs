@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+pub use ho_config::Answer;
 use ho_config::RoutingPolicy;
 use opentelemetry::trace::SpanContext;
 use serde::Serialize;
@@ -61,6 +62,10 @@ pub struct EndpointMeta {
     pub priority: u32,
     /// Labels (`geo`, ...).
     pub labels: BTreeMap<String, String>,
+    /// The host name the address was resolved from (an endpoint given by a load balancer's
+    /// name): what an `answer = "cname"` tenant publishes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl EndpointMeta {
@@ -70,6 +75,7 @@ impl EndpointMeta {
             name: ep.name.clone(),
             priority: ep.priority,
             labels: ep.labels.clone(),
+            host: ep.host.clone(),
         }
     }
 }
@@ -96,6 +102,8 @@ pub struct TenantSnapshot {
     pub mode: PublishMode,
     /// The tenant's routing policy, for sinks that answer per client.
     pub policy: RoutingPolicy,
+    /// Whether the names answer the addresses or a CNAME to one of [`Self::hosts`].
+    pub answer: Answer,
     /// `geo` policy: the location answered to clients matching no endpoint's `geo`.
     pub default_geo: Option<String>,
     /// `geo` policy: every location of the tenant's endpoints, up or down, so a sink can
@@ -136,6 +144,7 @@ impl TenantSnapshot {
             mode: PublishMode::Healthy,
             changes: Vec::new(),
             policy,
+            answer: Answer::Addresses,
             default_geo: None,
             geos: Vec::new(),
             votes: None,
@@ -161,8 +170,49 @@ impl PublishedAddress {
                 name: name.to_owned(),
                 priority: 0,
                 labels,
+                host: None,
             }),
         }
+    }
+}
+
+impl TenantSnapshot {
+    /// `answer = "cname"`: every published host name once, each by its first address (its
+    /// endpoint's weight, tier and labels; all of a host's addresses share them), in the
+    /// order a sink that holds one CNAME per name takes the first of: best tier, heaviest,
+    /// then by name. A host is here while any of its addresses is published. Empty for a
+    /// tenant answering addresses.
+    pub fn hosts(&self) -> Vec<&PublishedAddress> {
+        if self.answer != Answer::Cname {
+            return Vec::new();
+        }
+        let mut hosts: Vec<&PublishedAddress> = self
+            .addresses
+            .iter()
+            .filter(|a| a.endpoint.host.is_some())
+            .collect();
+        hosts.sort_by(|a, b| {
+            (
+                a.endpoint.priority,
+                std::cmp::Reverse(a.weight),
+                &a.endpoint.host,
+            )
+                .cmp(&(
+                    b.endpoint.priority,
+                    std::cmp::Reverse(b.weight),
+                    &b.endpoint.host,
+                ))
+        });
+        hosts.dedup_by(|a, b| a.endpoint.host == b.endpoint.host);
+        hosts
+    }
+
+    /// The one host name a sink holding one CNAME per name publishes (the first of
+    /// [`Self::hosts`]); `None` for an address tenant, or when nothing is published.
+    pub fn cname(&self) -> Option<&str> {
+        self.hosts()
+            .first()
+            .and_then(|a| a.endpoint.host.as_deref())
     }
 }
 
@@ -185,4 +235,56 @@ pub struct VerdictChange {
     /// The transition's span, parent of the publish it causes (invalid with tracing off).
     #[serde(skip)]
     pub trace: SpanContext,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of_host(host: &str, ip: &str, priority: u32, weight: u32) -> PublishedAddress {
+        PublishedAddress {
+            address: ip.parse().unwrap(),
+            weight,
+            endpoint: Arc::new(EndpointMeta {
+                name: format!("{host}@{ip}"),
+                priority,
+                labels: BTreeMap::new(),
+                host: Some(host.to_owned()),
+            }),
+        }
+    }
+
+    /// Each host once, best tier first, then heaviest, then by name; none for addresses.
+    #[test]
+    fn hosts_are_listed_once_in_the_order_one_record_sinks_take_the_first_of() {
+        let mut s = TenantSnapshot::healthy(
+            "t",
+            &["api.example.org"],
+            RoutingPolicy::All,
+            vec![
+                of_host("standby.example.net", "10.0.0.9", 1, 100),
+                of_host("light.example.net", "10.0.0.1", 0, 1),
+                of_host("heavy.example.net", "10.0.0.2", 0, 5),
+                of_host("heavy.example.net", "10.0.0.3", 0, 5),
+                of_host("also-light.example.net", "10.0.0.4", 0, 1),
+            ],
+        );
+        assert!(s.hosts().is_empty() && s.cname().is_none(), "addresses");
+        s.answer = Answer::Cname;
+        let hosts: Vec<&str> = s
+            .hosts()
+            .iter()
+            .map(|a| a.endpoint.host.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                "heavy.example.net",
+                "also-light.example.net",
+                "light.example.net",
+                "standby.example.net"
+            ]
+        );
+        assert_eq!(s.cname(), Some("heavy.example.net"));
+    }
 }

@@ -15,6 +15,7 @@ mod azure_dns;
 mod brake;
 mod cli;
 mod cloudflare;
+mod cname_answers;
 mod composite;
 mod conformance;
 mod coredns_configmap;

@@ -242,6 +242,35 @@ impl RoutingPolicy {
     }
 }
 
+/// What a tenant's names answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// The A/AAAA records of the endpoints `policy` picks.
+    #[default]
+    Addresses,
+    /// A CNAME to the host name of an endpoint `policy` picks (every endpoint of the tenant
+    /// is given by host name: a cloud load balancer's). Resolvers then follow the load
+    /// balancer's own DNS as its addresses rotate; the probes still judge every address the
+    /// name resolves to, and a host is answered while any of them is up. A zone's apex
+    /// cannot hold a CNAME (RFC 1912 2.4): there the host's addresses are answered.
+    Cname,
+}
+
+impl Answer {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Addresses => "addresses",
+            Answer::Cname => "cname",
+        }
+    }
+
+    fn is_addresses(&self) -> bool {
+        *self == Answer::Addresses
+    }
+}
+
 /// `weights = [{ label = "cloud", value = "azure", weight = 30 }]`: a weight for every
 /// endpoint carrying a label value, as Kuadrant's custom weights.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -310,6 +339,10 @@ pub struct TenantConfig {
     /// Routing policy applied to the healthy set.
     #[serde(default)]
     pub policy: RoutingPolicy,
+    /// `"addresses"` (default) or `"cname"`: a CNAME to the host name of the endpoint the
+    /// policy picks, for endpoints given by a load balancer's name.
+    #[serde(default, skip_serializing_if = "Answer::is_addresses")]
+    pub answer: Answer,
     /// `weighted`, and `geo` for weights inside each geo: weights by label; endpoints
     /// matching no rule keep their `weight`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

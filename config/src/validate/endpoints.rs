@@ -169,6 +169,7 @@ pub(super) fn resolve_endpoints(
                     priority: ep.priority.unwrap_or(0),
                     cluster: ep.cluster.clone(),
                     hold_failback: ep.hold_failback,
+                    host: None,
                     target,
                     composite,
                 })));

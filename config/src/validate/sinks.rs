@@ -91,6 +91,15 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         false
     }
 
+    /// Whether the kind publishes `answer = "cname"` tenants of `policy`: `Err` says why
+    /// not, or what to set. A kind that holds one record per name publishes one host (see
+    /// `TenantSnapshot::hosts`); only a kind that answers per query follows `weighted` and
+    /// `geo` with CNAMEs.
+    fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        let _ = policy;
+        Err(": its back end holds addresses only")
+    }
+
     /// Whether the sink talks TLS without verifying certificates (`insecure = true`):
     /// logged at start, since a forged certificate goes unnoticed there.
     fn unverified_tls(&self) -> bool {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::model::{Config, EndpointSelection, RoutingPolicy, TenantConfig};
+use crate::model::{Answer, Config, EndpointSelection, RoutingPolicy, TenantConfig};
 use crate::names::{check_object_name, is_wildcard, normalize_tenant_domain};
 use crate::plan::{PlannedSink, Tenant};
 
@@ -68,6 +68,7 @@ pub(super) fn resolve_tenants(
         lookup.check_addresses(&selected, &path, errs);
         let sink_names = lookup.sink_names(t, &path, errs);
         check_policy(config, t, &selected, &path, errs);
+        check_answer(config, t, &selected, &path, errs);
         let usage = TenantUse {
             path: &path,
             tenant: t,
@@ -99,6 +100,7 @@ pub(super) fn resolve_tenants(
             min_healthy: t.min_healthy,
             cleanup_on_remove: t.cleanup_on_remove,
             policy: t.policy,
+            answer: t.answer,
             weights: t.weights.clone(),
             default_weight: t.default_weight.unwrap_or(1),
             weighs: t.policy == RoutingPolicy::Weighted
@@ -276,6 +278,18 @@ impl Lookup<'_> {
                     ),
                 );
             }
+            if usage.tenant.answer == Answer::Cname {
+                if let Err(hint) = sink.spec.takes_cnames(policy) {
+                    errs.push(
+                        format!("{}.answer", usage.path),
+                        format!(
+                            "sink \"{s}\" ({}) cannot publish answer = \"cname\" with policy \"{}\"{hint}",
+                            sink.spec.kind(),
+                            policy.as_str()
+                        ),
+                    );
+                }
+            }
             if !sink.spec.takes_wildcards() {
                 for (di, d) in usage
                     .domains
@@ -376,6 +390,38 @@ fn check_policy(
             ),
         ),
         Some(_) => {}
+    }
+}
+
+/// `answer = "cname"`: every endpoint is given by host name (an address has no name to
+/// point at), and the tenant does not vote across clusters (another cluster's endpoints
+/// arrive as addresses).
+fn check_answer(
+    config: &Config,
+    t: &TenantConfig,
+    selected: &[usize],
+    path: &str,
+    errs: &mut Errors,
+) {
+    if t.answer != Answer::Cname {
+        return;
+    }
+    for ep in selected.iter().map(|&i| &config.endpoints[i]) {
+        if ep.address.parse::<IpAddr>().is_ok() {
+            errs.push(
+                format!("{path}.answer"),
+                format!(
+                    "endpoint \"{}\" is an address ({}), and a CNAME names a host: give it by its load balancer's host name, or answer = \"addresses\"",
+                    ep.name, ep.address
+                ),
+            );
+        }
+    }
+    if t.multi_cluster.unwrap_or(config.multi_cluster.enabled) {
+        errs.push(
+            format!("{path}.answer"),
+            "answer = \"cname\" cannot vote across clusters (the clusters report addresses, not host names): set multi_cluster = false on this tenant",
+        );
     }
 }
 

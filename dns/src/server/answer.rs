@@ -31,7 +31,7 @@ use super::packet_cache::{Key, PacketCache, Stamp, Variation};
 use super::rate_limit::{RateLimiter, Verdict};
 use super::records::{Entry, Records};
 use super::reports::Shelf;
-use super::transfer::journal::Address;
+use super::transfer::journal::{Data, ZoneRecord};
 use super::transfer::Transfers;
 
 /// A zone the server is authoritative for.
@@ -270,7 +270,7 @@ impl Authority {
         let Some(transfers) = &self.transfers else {
             return Vec::new();
         };
-        let mut contents: Vec<Option<std::collections::BTreeSet<Address>>> =
+        let mut contents: Vec<Option<std::collections::BTreeSet<ZoneRecord>>> =
             vec![Some(Default::default()); self.zones.len()];
         for (name, entry) in records.entries() {
             let Some(i) = self
@@ -283,11 +283,24 @@ impl Authority {
             match (entry, &mut contents[i]) {
                 (Entry::Pending, slot) => *slot = None,
                 (Entry::Ready(set), Some(content)) => {
-                    content.extend(set.v4.iter().chain(&set.v6).map(|t| Address {
+                    let record = |data| ZoneRecord {
                         name: name.to_owned(),
                         ttl: set.ttl,
-                        ip: t.ip,
-                    }));
+                        data,
+                    };
+                    match set.hosts.first() {
+                        Some(host) if name != self.zones[i].apex => {
+                            content.insert(record(Data::Cname(
+                                crate::server::answer::lookup::key_of(&host.name),
+                            )));
+                        }
+                        _ => content.extend(
+                            set.v4
+                                .iter()
+                                .chain(&set.v6)
+                                .map(|t| record(Data::Address(t.ip))),
+                        ),
+                    }
                 }
                 (Entry::Ready(_), None) => {}
             }
@@ -415,6 +428,8 @@ pub enum Transfer {
 
 use finish::per_query;
 
+#[cfg(test)]
+mod cname_tests;
 #[cfg(test)]
 mod signed_tests;
 #[cfg(test)]

@@ -488,6 +488,11 @@ impl SinkSpec for DnsServerConfig {
     fn takes_wildcards(&self) -> bool {
         true
     }
+
+    /// It picks a host per query, by every policy.
+    fn takes_cnames(&self, _: RoutingPolicy) -> Result<(), &'static str> {
+        Ok(())
+    }
 }
 
 /// `transfer`: networks that parse, at least one; the key's name and algorithm.

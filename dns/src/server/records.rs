@@ -6,8 +6,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use hickory_proto::rr::Name;
 use ho_config::RoutingPolicy;
-use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 /// One published address as the server answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,48 @@ pub struct Target {
     pub weight: u32,
     /// `geo`: its location (upper case), from the endpoint's `labels.geo`.
     pub geo: Option<String>,
+}
+
+/// A host name answered as a CNAME (`answer = "cname"`), and what the policy picks it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// The name, absolute.
+    pub name: Name,
+    /// `weighted`: its endpoint's weight.
+    pub weight: u32,
+    /// `geo`: its location (upper case).
+    pub geo: Option<String>,
+}
+
+/// What the routing policy picks from: an address or a host name, each with a weight and a
+/// location.
+pub trait Choice {
+    /// `weighted`: the weight.
+    fn weight(&self) -> u32;
+    /// `geo`: the location (upper case).
+    fn geo(&self) -> Option<&str>;
+}
+
+impl Choice for Target {
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+    fn geo(&self) -> Option<&str> {
+        self.geo.as_deref()
+    }
+}
+
+impl Choice for Host {
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+    fn geo(&self) -> Option<&str> {
+        self.geo.as_deref()
+    }
+}
+
+fn geo_of(a: &PublishedAddress) -> Option<String> {
+    a.endpoint.labels.get("geo").map(|g| g.to_ascii_uppercase())
 }
 
 /// The answers of a tenant's domains: its published set, split by family, and how to pick
@@ -35,6 +78,10 @@ pub struct NameSet {
     pub v4: Vec<Target>,
     /// IPv6 addresses, sorted.
     pub v6: Vec<Target>,
+    /// `answer = "cname"`: the host names a name below its zone's apex answers one of, as
+    /// a CNAME (the apex answers `v4` and `v6`, as it cannot hold a CNAME). Empty for a
+    /// tenant answering addresses.
+    pub hosts: Vec<Host>,
 }
 
 impl NameSet {
@@ -45,7 +92,20 @@ impl NameSet {
             .map(|a| Target {
                 ip: a.address,
                 weight: a.weight,
-                geo: a.endpoint.labels.get("geo").map(|g| g.to_ascii_uppercase()),
+                geo: geo_of(a),
+            })
+            .collect();
+        // A host name that is not a valid DNS name was refused by the config.
+        let hosts = snapshot
+            .hosts()
+            .into_iter()
+            .filter_map(|a| {
+                let name = Name::from_ascii(format!("{}.", a.endpoint.host.as_deref()?)).ok()?;
+                Some(Host {
+                    name,
+                    weight: a.weight,
+                    geo: geo_of(a),
+                })
             })
             .collect();
         targets.sort_by_key(|t| t.ip);
@@ -60,6 +120,7 @@ impl NameSet {
                 .map(|g| g.to_ascii_uppercase()),
             v4,
             v6,
+            hosts,
         }
     }
 }
@@ -198,7 +259,6 @@ impl Records {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ho_engine::snapshot::PublishedAddress;
 
     fn snapshot(domains: &[&str], addrs: &[&str]) -> TenantSnapshot {
         let addresses = addrs

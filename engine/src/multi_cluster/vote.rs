@@ -209,6 +209,7 @@ pub fn publishable(tenant: &Tenant, tally: &Tally) -> Option<(Vec<PublishedAddre
                         .iter()
                         .map(|g| ("geo".to_owned(), g.clone()))
                         .collect(),
+                    host: None,
                 }),
             }
         })
@@ -274,6 +275,7 @@ mod tests {
 
     fn tenant(policy: RoutingPolicy) -> Tenant {
         Tenant {
+            answer: ho_config::Answer::Addresses,
             name: "t".into(),
             hosts_key: "t.hosts".into(),
             domains: vec!["api.example.com".into()],

@@ -436,6 +436,7 @@ fn tenant_config(
         .map(|t| duration("degraded_ttl", t))
         .transpose()?;
     Ok(TenantConfig {
+        answer: ho_config::Answer::Addresses,
         name: name.to_owned(),
         hosts_key: None,
         domains: spec.domains.clone(),

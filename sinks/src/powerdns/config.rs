@@ -113,6 +113,17 @@ impl SinkSpec for PowerDnsConfig {
         }
     }
 
+    /// A CNAME rrset holds one host: the first of the tenant's (`TenantSnapshot::cname`).
+    /// A per-client CNAME would need a `LUA CNAME` record, not written yet.
+    fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        match policy {
+            RoutingPolicy::All | RoutingPolicy::Failover => Ok(()),
+            RoutingPolicy::Weighted | RoutingPolicy::Geo => Err(
+                " (a CNAME rrset names one host; a dns_server sink picks one per query by the policy)",
+            ),
+        }
+    }
+
     /// Every domain must be inside the zone.
     fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
         if !self.zone.is_empty() {

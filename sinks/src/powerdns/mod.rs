@@ -279,7 +279,6 @@ impl Inner {
         let mut changes = Vec::new();
         let mut foreign = Vec::new();
         let ttl = snapshot.ttl.as_secs().max(1);
-        let wanted = render::wanted(snapshot, self.lua);
         let owned = |r: &RrSet| {
             r.comments
                 .iter()
@@ -287,6 +286,7 @@ impl Inner {
         };
         for domain in &snapshot.domains {
             let name = format!("{domain}.");
+            let wanted = render::wanted(snapshot, self.lua, name == self.zone);
             // A name is written whole or not at all: PowerDNS serves every A/AAAA, LUA and
             // CNAME rrset of a name together, so ours beside someone else's would be a
             // mixed answer.

@@ -1,6 +1,7 @@
 //! What a tenant's snapshot looks like as PowerDNS rrsets: plain `A`/`AAAA` records, or with
 //! `lua = true` for `weighted`/`geo` tenants, one `LUA` rrset per domain that answers per
-//! client over the current healthy set.
+//! client over the current healthy set; an `answer = "cname"` tenant's names below the
+//! zone's apex hold one `CNAME` (the apex cannot: it answers the addresses).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -8,9 +9,25 @@ use std::net::IpAddr;
 use ho_config::RoutingPolicy;
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
-/// The record contents wanted for each managed type at every domain of the tenant, sorted;
-/// an empty list means the rrset must not exist. Only the types listed are managed.
-pub fn wanted(snapshot: &TenantSnapshot, lua: bool) -> Vec<(&'static str, Vec<String>)> {
+/// The record contents wanted for each managed type at a domain of the tenant (`apex`: the
+/// zone's own name), sorted; an empty list means the rrset must not exist. Only the types
+/// listed are managed; the others of ours at the name are removed.
+pub fn wanted(
+    snapshot: &TenantSnapshot,
+    lua: bool,
+    apex: bool,
+) -> Vec<(&'static str, Vec<String>)> {
+    if let Some(host) = snapshot.cname().filter(|_| !apex) {
+        let mut types = vec![
+            ("A", Vec::new()),
+            ("AAAA", Vec::new()),
+            ("CNAME", vec![format!("{host}.")]),
+        ];
+        if lua {
+            types.push(("LUA", Vec::new()));
+        }
+        return types;
+    }
     let family = |v6: bool| -> Vec<&PublishedAddress> {
         snapshot
             .addresses
@@ -188,6 +205,49 @@ mod tests {
         }
     }
 
+    /// A CNAME below the apex, with the address rrsets removed; the apex keeps addresses.
+    #[test]
+    fn a_cname_tenant_writes_one_cname_below_the_apex() {
+        let of_host = |host: &str, ip: &str, priority| PublishedAddress {
+            address: ip.parse().unwrap(),
+            weight: 1,
+            endpoint: std::sync::Arc::new(ho_engine::snapshot::EndpointMeta {
+                name: format!("{host}@{ip}"),
+                priority,
+                labels: Default::default(),
+                host: Some(host.into()),
+            }),
+        };
+        let s = TenantSnapshot {
+            answer: ho_engine::snapshot::Answer::Cname,
+            ..TenantSnapshot::healthy(
+                "t",
+                &["api.example.org"],
+                RoutingPolicy::Failover,
+                vec![
+                    of_host("b.lb.example.net", "10.0.0.2", 0),
+                    of_host("a.lb.example.net", "10.0.0.1", 0),
+                ],
+            )
+        };
+        assert_eq!(
+            wanted(&s, true, false),
+            vec![
+                ("A", vec![]),
+                ("AAAA", vec![]),
+                ("CNAME", vec!["a.lb.example.net.".to_string()]),
+                ("LUA", vec![]),
+            ]
+        );
+        assert_eq!(
+            wanted(&s, false, true),
+            vec![
+                ("A", vec!["10.0.0.1".to_string(), "10.0.0.2".to_string()]),
+                ("AAAA", vec![])
+            ]
+        );
+    }
+
     #[test]
     fn plain_records_without_lua() {
         let s = snapshot(
@@ -199,7 +259,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            wanted(&s, false),
+            wanted(&s, false, false),
             vec![
                 ("A", vec!["10.0.0.1".to_string(), "10.0.0.2".to_string()]),
                 ("AAAA", vec!["2001:db8::1".to_string()])
@@ -214,7 +274,7 @@ mod tests {
             &[("10.0.0.2", 10, "IE"), ("10.0.0.1", 30, "IE")],
         );
         assert_eq!(
-            wanted(&s, true),
+            wanted(&s, true, false),
             vec![
                 ("A", vec![]),
                 ("AAAA", vec![]),
@@ -233,7 +293,7 @@ mod tests {
             &[("10.0.0.1", 1, "IE"), ("10.0.0.2", 1, "DE")],
         );
         assert_eq!(
-            wanted(&s, true)[2].1,
+            wanted(&s, true, false)[2].1,
             vec![format!("A \";if country('DE') then return {{'10.0.0.2'}} end if country('IE') then return {{'10.0.0.1'}} end{} return {{'10.0.0.1'}}\"", nearest("{51.1657,10.4515,function() return {'10.0.0.2'} end},{53.1424,-7.6921,function() return {'10.0.0.1'} end}"))]
         );
     }
@@ -251,7 +311,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            wanted(&s, true)[2].1,
+            wanted(&s, true, false)[2].1,
             vec![format!("A \";if country('IE') then return {{'10.0.0.1'}} end if country('US') then return {{'10.0.0.3'}} end if continent('EU') then return {{'10.0.0.2'}} end{} return {{'10.0.0.1'}}\"", nearest("{53.1424,-7.6921,function() return {'10.0.0.1'} end},{37.0902,-95.7129,function() return {'10.0.0.3'} end}"))]
         );
     }
@@ -267,7 +327,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            wanted(&s, true)[2].1,
+            wanted(&s, true, false)[2].1,
             vec![format!("A \";if country('DE') then return {{'10.0.0.3'}} end if country('IE') then return pickwhashed({{{{30,'10.0.0.1'}},{{10,'10.0.0.2'}}}}) end{} return pickwhashed({{{{30,'10.0.0.1'}},{{10,'10.0.0.2'}}}})\"", nearest("{51.1657,10.4515,function() return {'10.0.0.3'} end},{53.1424,-7.6921,function() return pickwhashed({{30,'10.0.0.1'},{10,'10.0.0.2'}}) end}"))]
         );
     }
@@ -283,7 +343,7 @@ mod tests {
             )
         };
         assert_eq!(
-            wanted(&s, true)[2].1,
+            wanted(&s, true, false)[2].1,
             vec![format!("A \";if country('DE') then return {{'10.0.0.2'}} end if country('GB') then return {{'10.0.0.3'}} end if country('IE') then return {{'10.0.0.3'}} end{} return {{'10.0.0.2','10.0.0.3'}}\"", nearest("{51.1657,10.4515,function() return {'10.0.0.2'} end},{55.3781,-3.4360,function() return {'10.0.0.3'} end}"))]
         );
     }
@@ -291,6 +351,6 @@ mod tests {
     #[test]
     fn a_lua_sink_with_a_plain_policy_removes_stale_lua_records() {
         let s = snapshot(RoutingPolicy::All, &[("10.0.0.1", 1, "IE")]);
-        assert_eq!(wanted(&s, true)[2], ("LUA", vec![]));
+        assert_eq!(wanted(&s, true, false)[2], ("LUA", vec![]));
     }
 }

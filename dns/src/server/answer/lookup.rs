@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
-use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, SOA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use ho_config::RoutingPolicy;
 use ho_engine::sink::geo::{continent_label, nearest};
@@ -14,7 +14,7 @@ use ho_engine::sink::geo::{continent_label, nearest};
 use super::begin::Begun;
 use super::{Authority, Zone};
 use crate::server::packet_cache::Variation;
-use crate::server::records::{Entry, NameSet, Target};
+use crate::server::records::{Choice, Entry, NameSet};
 
 impl Authority {
     /// Fills the response for the query's question (rotated by `turn`) from the records,
@@ -123,6 +123,20 @@ impl Authority {
                 response.metadata.response_code = ResponseCode::ServFail;
                 return (false, Variation::Fixed);
             }
+            Some(Entry::Ready(set)) if !set.hosts.is_empty() && key != zone.apex => {
+                // A CNAME answers every type (RFC 1034 3.6.2), and is the name's only data.
+                types.push(RecordType::CNAME);
+                let (picked, varies) = self.pick(set, &set.hosts, client, turn);
+                located |= set.policy == RoutingPolicy::Geo;
+                variation = variation.and(varies);
+                if let Some(host) = picked.first() {
+                    response.answers.push(Record::from_rdata(
+                        qname.clone(),
+                        set.ttl,
+                        RData::CNAME(CNAME(host.name.clone())),
+                    ));
+                }
+            }
             Some(Entry::Ready(set)) => {
                 for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
                     if !wanted.is_empty() {
@@ -205,15 +219,16 @@ impl Authority {
         }
     }
 
-    /// The addresses answered from `targets` of `set` for this query (rotated by `turn`),
-    /// and how they vary between queries.
-    fn pick<'a>(
+    /// What is answered from `targets` (addresses, or host names of which the first is
+    /// answered) of `set` for this query (rotated by `turn`), and how it varies between
+    /// queries.
+    fn pick<'a, T: Choice>(
         &self,
         set: &NameSet,
-        targets: &'a [Target],
+        targets: &'a [T],
         client: IpAddr,
         turn: usize,
-    ) -> (Vec<&'a Target>, Variation) {
+    ) -> (Vec<&'a T>, Variation) {
         match set.policy {
             RoutingPolicy::Weighted => (
                 weighted_pick(targets.iter().collect(), self.answers),
@@ -221,12 +236,9 @@ impl Authority {
             ),
             RoutingPolicy::Geo => {
                 let here = self.locator.locate(client);
-                let of = |geo: Option<&str>| -> Vec<&'a Target> {
+                let of = |geo: Option<&str>| -> Vec<&'a T> {
                     geo.map_or_else(Vec::new, |g| {
-                        targets
-                            .iter()
-                            .filter(|t| t.geo.as_deref() == Some(g))
-                            .collect()
+                        targets.iter().filter(|t| t.geo() == Some(g)).collect()
                     })
                 };
                 let mut chosen = of(here.geo.as_deref());
@@ -238,8 +250,7 @@ impl Authority {
                     // No endpoint up where the client is (down, or none there): the
                     // nearest location that has one.
                     if let Some(position) = here.position() {
-                        let mut up: Vec<&str> =
-                            targets.iter().filter_map(|t| t.geo.as_deref()).collect();
+                        let mut up: Vec<&str> = targets.iter().filter_map(Choice::geo).collect();
                         up.sort_unstable();
                         up.dedup();
                         chosen = of(nearest(position, up));
@@ -251,7 +262,7 @@ impl Authority {
                 if chosen.is_empty() {
                     chosen = targets.iter().collect();
                 }
-                if chosen.windows(2).any(|w| w[0].weight != w[1].weight) {
+                if chosen.windows(2).any(|w| w[0].weight() != w[1].weight()) {
                     // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
                     chosen = weighted_pick(chosen, self.answers);
                 } else {
@@ -260,7 +271,7 @@ impl Authority {
                 (chosen, Variation::PerQuery)
             }
             RoutingPolicy::All | RoutingPolicy::Failover => {
-                let mut all: Vec<&Target> = targets.iter().collect();
+                let mut all: Vec<&T> = targets.iter().collect();
                 rotate(&mut all, turn);
                 let n = all.len();
                 (
@@ -325,17 +336,17 @@ fn rotate<T>(list: &mut [T], turn: usize) {
 /// `count` distinct addresses of `left`, each drawn in proportion to its weight among
 /// those left; all-zero weights count as equal (an answer is never empty while addresses
 /// exist).
-fn weighted_pick(mut left: Vec<&Target>, count: usize) -> Vec<&Target> {
+fn weighted_pick<T: Choice>(mut left: Vec<&T>, count: usize) -> Vec<&T> {
     let mut picked = Vec::with_capacity(count.min(left.len()));
     while picked.len() < count && !left.is_empty() {
-        let total: u64 = left.iter().map(|t| u64::from(t.weight)).sum();
+        let total: u64 = left.iter().map(|t| u64::from(t.weight())).sum();
         let i = if total == 0 {
             fastrand::usize(..left.len())
         } else {
             let mut x = fastrand::u64(..total);
             left.iter()
                 .position(|t| {
-                    let w = u64::from(t.weight);
+                    let w = u64::from(t.weight());
                     if x < w {
                         true
                     } else {

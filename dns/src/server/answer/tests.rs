@@ -68,7 +68,7 @@ pub(super) fn query(name: &str, qtype: RecordType, edns: Option<Edns>) -> Vec<u8
     m.to_vec().unwrap()
 }
 
-fn ask(a: &Authority, name: &str, qtype: RecordType) -> Message {
+pub(super) fn ask(a: &Authority, name: &str, qtype: RecordType) -> Message {
     ask_from(a, name, qtype, None, "192.0.2.200")
 }
 

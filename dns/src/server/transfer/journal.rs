@@ -10,19 +10,29 @@ use std::sync::{Arc, Mutex};
 /// zone (a few KB to a few MB; as cheap as a long journal would be to diff).
 const VERSIONS: usize = 64;
 
-/// One address record of a zone's content: the data a transfer carries besides the apex.
+/// One record of a tenant's name in a zone: the data a transfer carries besides the apex's
+/// and the static records.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Address {
+pub struct ZoneRecord {
     /// Owner (lower case, no trailing dot).
     pub name: String,
     /// TTL, seconds.
     pub ttl: u32,
-    /// The address.
-    pub ip: IpAddr,
+    /// What it holds.
+    pub data: Data,
 }
 
-/// A zone's address records at one serial.
-pub type Content = Arc<BTreeSet<Address>>;
+/// The data of a [`ZoneRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Data {
+    /// An A or AAAA record.
+    Address(IpAddr),
+    /// A CNAME to this host name (lower case, no trailing dot).
+    Cname(String),
+}
+
+/// A zone's tenant records at one serial.
+pub type Content = Arc<BTreeSet<ZoneRecord>>;
 
 /// The recent versions of every zone.
 #[derive(Default)]
@@ -33,7 +43,7 @@ pub struct Journal {
 impl Journal {
     /// Notes that `zone` holds `content` at `serial`; true when the content differs from
     /// the last version noted (secondaries have something to fetch).
-    pub fn record(&self, zone: &str, serial: u32, content: BTreeSet<Address>) -> bool {
+    pub fn record(&self, zone: &str, serial: u32, content: BTreeSet<ZoneRecord>) -> bool {
         let mut zones = self.zones.lock().expect("not poisoned");
         let versions = zones.entry(zone.to_owned()).or_default();
         let changed = versions.back().is_none_or(|(_, last)| **last != content);
@@ -66,12 +76,12 @@ impl Journal {
 mod tests {
     use super::*;
 
-    fn content(ips: &[&str]) -> BTreeSet<Address> {
+    fn content(ips: &[&str]) -> BTreeSet<ZoneRecord> {
         ips.iter()
-            .map(|ip| Address {
+            .map(|ip| ZoneRecord {
                 name: "api.example.org".into(),
                 ttl: 30,
-                ip: ip.parse().unwrap(),
+                data: Data::Address(ip.parse().unwrap()),
             })
             .collect()
     }

@@ -3,9 +3,11 @@
 //! networks. The common production shape is a hidden primary feeding a fleet of
 //! secondaries (BIND, Knot, NSD, or a provider's secondary DNS on anycast).
 //!
-//! A transfer carries the zone as data: every published address of every name, the SOA
-//! and NS. What the server decides per query (rotation, weighted draws, locations) cannot
-//! travel in zone data, so a secondary answers every name with its full published set.
+//! A transfer carries the zone as data: every published address of every name, the SOA,
+//! NS and static records. What the server decides per query (rotation, weighted draws,
+//! locations) cannot travel in zone data, so a secondary answers every name with its full
+//! published set, and an `answer = "cname"` name with one CNAME: the host a sink holding
+//! one record per name publishes (`TenantSnapshot::cname`).
 //! A zone with a name still awaiting its first snapshot is not transferred: the request
 //! waits for it (up to 10 s, then SERVFAIL), so a secondary never takes a copy missing
 //! names.
@@ -25,7 +27,7 @@ use ipnet::IpNet;
 use tracing::{debug, info, warn};
 
 use super::config::TransferConfig;
-use journal::{Address, Content, Journal};
+use journal::{Content, Data, Journal, ZoneRecord};
 
 /// Records per transfer message: well under 64 KB with names compressed.
 const RECORDS_PER_MESSAGE: usize = 500;
@@ -89,31 +91,33 @@ impl Transfers {
     }
 }
 
-/// The records a transfer of `apex` carries after the leading SOA: NS, then the
-/// addresses of `content`.
-pub fn zone_records(ns: &[Record], content: &Content) -> Vec<Record> {
-    let mut records = ns.to_vec();
-    records.extend(content.iter().filter_map(address_record));
+/// The records a transfer of `apex` carries after the leading SOA: NS and the static
+/// records (`fixed`), then the tenants' records of `content`.
+pub fn zone_records(fixed: &[Record], content: &Content) -> Vec<Record> {
+    let mut records = fixed.to_vec();
+    records.extend(content.iter().filter_map(zone_record));
     records
 }
 
-/// An address of the zone as a record.
-pub fn address_record(a: &Address) -> Option<Record> {
-    let mut name = Name::from_ascii(&a.name).ok()?;
-    name.set_fqdn(true);
-    let data = match a.ip {
-        IpAddr::V4(v4) => RData::A(v4.into()),
-        IpAddr::V6(v6) => RData::AAAA(v6.into()),
+/// A tenant's record of the zone as a DNS record.
+pub fn zone_record(r: &ZoneRecord) -> Option<Record> {
+    let absolute = |name: &str| -> Option<Name> {
+        let mut name = Name::from_ascii(name).ok()?;
+        name.set_fqdn(true);
+        Some(name)
     };
-    Some(Record::from_rdata(name, a.ttl, data))
+    let data = match &r.data {
+        Data::Address(IpAddr::V4(v4)) => RData::A((*v4).into()),
+        Data::Address(IpAddr::V6(v6)) => RData::AAAA((*v6).into()),
+        Data::Cname(host) => RData::CNAME(hickory_proto::rr::rdata::CNAME(absolute(host)?)),
+    };
+    Some(Record::from_rdata(absolute(&r.name)?, r.ttl, data))
 }
 
 /// What changed from `old` to `new`: (deleted, added) records.
 pub fn difference(old: &Content, new: &Content) -> (Vec<Record>, Vec<Record>) {
-    let records = |from: &BTreeSet<Address>, without: &BTreeSet<Address>| -> Vec<Record> {
-        from.difference(without)
-            .filter_map(address_record)
-            .collect()
+    let records = |from: &BTreeSet<ZoneRecord>, without: &BTreeSet<ZoneRecord>| -> Vec<Record> {
+        from.difference(without).filter_map(zone_record).collect()
     };
     (records(old, new), records(new, old))
 }

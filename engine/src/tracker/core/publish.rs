@@ -211,6 +211,7 @@ impl TrackerCore {
             mode,
             changes,
             policy: tenant.policy,
+            answer: tenant.answer,
             default_geo: tenant.default_geo.clone(),
             geos,
             votes,

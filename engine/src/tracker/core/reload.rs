@@ -209,6 +209,7 @@ impl TrackerCore {
                     mode: PublishMode::NoneHealthy,
                     changes: Vec::new(),
                     policy: old.policy,
+                    answer: old.answer,
                     default_geo: old.default_geo.clone(),
                     geos: Vec::new(),
                     votes: None,

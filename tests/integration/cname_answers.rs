@@ -1,0 +1,114 @@
+//! `answer = "cname"`: a tenant whose endpoints are two load balancers given by host name,
+//! each resolved by a real `pdns_server` (as a cloud's DNS answers its load balancers'
+//! names), publishes a CNAME to the healthy one, through the embedded server (queried with
+//! `dig`) and through PowerDNS (the same server's second zone, read back through DNS); the
+//! zone's apex answers the addresses. The probes judge the addresses the names resolve to,
+//! and failover moves the CNAME.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ho_testkit::{Behaviour, Gateway};
+
+use crate::harness::*;
+use crate::services::dig::{dig1, wait_for_answer};
+use crate::services::pdns::{PdnsServer, DNS_PORT};
+
+/// The zone the load balancers' names live in (answered by `pdns_server`).
+const LB_ZONE: &str = "lb.test";
+/// The zone the tenant publishes in (the embedded server's, and PowerDNS's second zone).
+const ZONE: &str = "example.org";
+/// The port every load balancer answers its health check on.
+const PORT: u16 = 18283;
+
+/// A load balancer's gateway on a loopback address of its own.
+fn gateway() -> Gateway {
+    Gateway::start(
+        SocketAddr::new(IpAddr::V4(loopback_ip()), PORT),
+        Behaviour::Healthy,
+    )
+    .unwrap()
+}
+
+/// Points `name` (in [`LB_ZONE`]) at the gateway's address.
+fn point(pdns: &PdnsServer, name: &str, g: &Gateway) {
+    pdns.patch_zone(
+        &format!("{LB_ZONE}."),
+        &format!(
+            "{{\"rrsets\": [{{\"name\": \"{name}.\", \"type\": \"A\", \"ttl\": 1, \"changetype\": \"REPLACE\", \"records\": [{{\"content\": \"{}\", \"disabled\": false}}]}}]}}",
+            ip(g)
+        ),
+    );
+}
+
+fn config(pdns: &PdnsServer, listen: SocketAddr) -> String {
+    TestConfig::defaults(&Check::FAST)
+        .with(&format!(
+            "[resolver]\nservers = [\"{ip}:{DNS_PORT}\"]\nmin_refresh = \"1s\"\ntimeout = \"500ms\"\n\n\
+             [[endpoints]]\nname = \"east\"\naddress = \"lb-east.{LB_ZONE}\"\npriority = 0\ncheck = {{ port = {PORT} }}\n\n\
+             [[endpoints]]\nname = \"west\"\naddress = \"lb-west.{LB_ZONE}\"\npriority = 1\ncheck = {{ port = {PORT} }}\n\n\
+             [[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\nanswer = \"cname\"\n\
+             sinks = [\"dns\", \"pdns\"]\nttl = \"5s\"\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"{ZONE}\"]\n\n\
+             [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {key:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
+            ip = pdns.ip,
+            url = pdns.url(),
+            key = pdns.key_file().display().to_string(),
+        ))
+        .render()
+}
+
+#[actix_rt::test]
+async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
+    let pdns = PdnsServer::start(&format!("{LB_ZONE}."));
+    let (code, body) = pdns.api(
+        "POST",
+        "/api/v1/servers/localhost/zones",
+        &format!(r#"{{"name":"{ZONE}.","kind":"Native","nameservers":["ns1.{ZONE}."]}}"#),
+    );
+    assert_eq!(code, 201, "creating zone {ZONE}: {body}");
+    let (mut east, west) = (gateway(), gateway());
+    point(&pdns, &format!("lb-east.{LB_ZONE}"), &east);
+    point(&pdns, &format!("lb-west.{LB_ZONE}"), &west);
+    let dir = tempfile::tempdir().unwrap();
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let _engine = start_engine(dir.path(), &config(&pdns, server)).await;
+
+    let cname = |lb: &str| vec![format!("lb-{lb}.{LB_ZONE}.")];
+    wait_for_answer(server, &format!("api.{ZONE}"), &cname("east")).await;
+    pdns.wait_for_answer(&format!("api.{ZONE}"), "CNAME", &cname("east"))
+        .await;
+    // The apex cannot hold a CNAME: both answer the preferred load balancer's address.
+    wait_for_answer(server, ZONE, &[ip(&east)]).await;
+    pdns.wait_for_answer(ZONE, "A", &[ip(&east)]).await;
+    let only = dig1(server, &[&format!("api.{ZONE}"), "TXT"]).await;
+    assert_eq!(
+        (only.status.as_str(), only.answers.clone()),
+        ("NOERROR", cname("east")),
+        "a CNAME answers every type, alone"
+    );
+
+    // East's address fails its probes: the CNAME moves to west, in both back ends.
+    east.set(Behaviour::Refuse).unwrap();
+    let moved = wait_for_answer(server, &format!("api.{ZONE}"), &cname("west")).await;
+    let written = pdns
+        .wait_for_answer(&format!("api.{ZONE}"), "CNAME", &cname("west"))
+        .await;
+    wait_for_answer(server, ZONE, &[ip(&west)]).await;
+    println!(
+        "east down -> CNAME moved: embedded server {} ms, PowerDNS {} ms later",
+        moved.as_millis(),
+        written.as_millis()
+    );
+    let a = pdns.dig(&format!("api.{ZONE}"), "A").await;
+    assert!(
+        a.contains(&ip(&west)) && !a.contains(&ip(&east)),
+        "PowerDNS follows the CNAME to west's address: {a:?}"
+    );
+
+    // East heals: failover moves back to the preferred tier.
+    east.set(Behaviour::Healthy).unwrap();
+    wait_for_answer(server, &format!("api.{ZONE}"), &cname("east")).await;
+    pdns.wait_for_answer(&format!("api.{ZONE}"), "CNAME", &cname("east"))
+        .await;
+}
