@@ -3,7 +3,7 @@
 //! state and restarts are the conformance suite's.)
 
 use crate::harness::*;
-use crate::services::dig::dig1;
+use crate::services::dig::{dig1, wait_for_answer};
 use crate::services::dns_primary::{Flavor, Primary, KEY};
 
 fn tail(primary: &Primary, domains: &str, key_file: &str) -> String {
@@ -62,6 +62,50 @@ async fn foreign_names_are_left_alone(flavor: Flavor) {
         mark.answers,
         vec!["\"heritage=health-orchestrator,owner=health-orchestrator\""]
     );
+}
+
+/// A wildcard name is written as the wildcard owner it is: the primary expands it for any
+/// name below that does not exist, and it follows the probes as any name does.
+async fn a_wildcard_is_written_and_expanded(flavor: Flavor) {
+    let primary = Primary::start(flavor).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let key = primary.key_file().display().to_string();
+    let text = config(
+        &Check::FAST,
+        &gws.iter().collect::<Vec<_>>(),
+        &tail(&primary, "\"*.apps.tenant-a.io\"", &key),
+    );
+    let _engine = start_engine(dir.path(), &text).await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+    wait_for_answer(primary.addr, "shop.apps.tenant-a.io", &all).await;
+    let mark = dig1(
+        primary.addr,
+        &["_health-orchestrator.*.apps.tenant-a.io", "TXT"],
+    )
+    .await;
+    assert_eq!(
+        mark.answers,
+        vec!["\"heritage=health-orchestrator,owner=health-orchestrator\""],
+        "{flavor:?}: the wildcard's mark"
+    );
+    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
+    wait_for_answer(primary.addr, "other.apps.tenant-a.io", &all[1..]).await;
+    let outside = dig1(primary.addr, &["apps.tenant-a.io", "A"]).await;
+    assert!(
+        outside.answers.is_empty(),
+        "{flavor:?}: the wildcard's parent is not answered by it: {outside:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn bind_a_wildcard_is_written_and_expanded() {
+    a_wildcard_is_written_and_expanded(Flavor::Bind).await;
+}
+
+#[actix_rt::test]
+async fn knot_a_wildcard_is_written_and_expanded() {
+    a_wildcard_is_written_and_expanded(Flavor::Knot).await;
 }
 
 #[actix_rt::test]

@@ -95,6 +95,38 @@ async fn record_sets_follow_health_with_an_ownership_record() {
     wait_for_records(&moto, &zone, &all, "gw-2 back").await;
 }
 
+/// A wildcard name is one wildcard record set per endpoint with its ownership record at
+/// `_health-orchestrator.*.<parent>`; read back from the listing, a second round changes
+/// nothing, and a gateway down removes its set.
+#[actix_rt::test]
+async fn a_wildcard_is_written_as_wildcard_record_sets() {
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gws = gateways(2);
+    let name = format!("*.apps.{ZONE}");
+    let tail = format!(
+        "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
+        sink_table(&moto.url, &zone, "")
+    );
+    let engine = start_r53_engine(dir.path(), &gws, &tail).await;
+    let mut all = multivalue(&name, &gws.iter().collect::<Vec<_>>());
+    all.push(owner(&name));
+    wait_for_records(&moto, &zone, &all, "both and the owner record").await;
+    eventually("a reconcile round that changes nothing", || {
+        sink_writes_with(&engine, "r53", "unchanged") > 0
+    })
+    .await;
+
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let without: Vec<String> = all
+        .iter()
+        .filter(|l| !l.contains("id=gw-1"))
+        .cloned()
+        .collect();
+    wait_for_records(&moto, &zone, &without, "gw-1 removed").await;
+}
+
 /// `weighted` and `geo` tenants in one zone: weighted record sets from endpoint weights,
 /// geolocation record sets from the `geo` label with a default location.
 #[actix_rt::test]

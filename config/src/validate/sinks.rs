@@ -86,7 +86,8 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
     }
 
     /// Whether the kind publishes wildcard names (`*.apps.example.com`) as RFC 4592 means
-    /// them: the embedded server and PowerDNS so far; the others refuse them in the config.
+    /// them: the embedded server, PowerDNS, RFC 2136 primaries and Route53; the others refuse
+    /// them in the config.
     fn takes_wildcards(&self) -> bool {
         false
     }

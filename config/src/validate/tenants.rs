@@ -300,7 +300,7 @@ impl Lookup<'_> {
                     errs.push(
                         format!("{}.domains[{di}]", usage.path),
                         format!(
-                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards yet: publish it through a dns_server or powerdns sink",
+                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards: publish it through a dns_server, powerdns, rfc2136 or route53 sink",
                             sink.spec.kind()
                         ),
                     );

@@ -72,6 +72,13 @@ impl SinkSpec for Rfc2136Config {
         plain_lists_only(policy)
     }
 
+    /// A wildcard is an ordinary owner name to an update (RFC 2136 2.5), and the primary
+    /// and its secondaries answer it as RFC 4592 says; its mark sits at
+    /// `_health-orchestrator.*.<parent>`, where `*` is a plain label.
+    fn takes_wildcards(&self) -> bool {
+        true
+    }
+
     /// Every domain must be inside the zone.
     fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
         if !self.zone.is_empty() {

@@ -141,7 +141,7 @@ pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
         .collect();
     values.sort();
     RecordSet {
-        name: set.name().to_ascii_lowercase(),
+        name: unescape(&set.name().to_ascii_lowercase()),
         rtype: set.r#type().as_str().to_string(),
         set_id: set.set_identifier().map(str::to_string),
         routing,
@@ -151,6 +151,29 @@ pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
             .alias_target()
             .map(|a| fqdn(&a.dns_name().to_ascii_lowercase())),
     }
+}
+
+/// A listed name as written: Route53 lists every character other than letters, digits,
+/// `-`, `_` and `.` as a three-digit octal escape (`*` as `\\052`).
+fn unescape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let digits = rest.get(i + 1..i + 4);
+        match digits.and_then(|d| u8::from_str_radix(d, 8).ok()) {
+            Some(byte) if byte.is_ascii() => {
+                out.push(char::from(byte));
+                rest = &rest[i + 4..];
+            }
+            _ => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `name` with its trailing dot.
@@ -269,6 +292,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_octal_escapes_read_as_the_characters() {
+        assert_eq!(unescape("\\052.apps.example.com."), "*.apps.example.com.");
+        assert_eq!(
+            unescape("_health-orchestrator.\\052.apps.example.com."),
+            "_health-orchestrator.*.apps.example.com."
+        );
+        assert_eq!(
+            unescape("a\\9.example.com."),
+            "a\\9.example.com.",
+            "not an escape"
+        );
+    }
 
     /// What the sink writes reads back as the same record set: continents and aliases too
     /// (an alias has no TTL and no values on the wire).
