@@ -15,7 +15,11 @@ use crate::services::dns_secondary::make_key;
 
 /// `nsupdate` sending `commands` for zone `example.org` to `server`, signed with
 /// `key_file` (none: unsigned); its exit status and what it printed.
-fn nsupdate(server: SocketAddr, key_file: Option<&Path>, commands: &str) -> (bool, String) {
+pub(crate) fn nsupdate(
+    server: SocketAddr,
+    key_file: Option<&Path>,
+    commands: &str,
+) -> (bool, String) {
     let script = format!(
         "server {} {}\ncheck-names no\nzone example.org\n{commands}\nsend\n",
         server.ip(),

@@ -16,7 +16,8 @@ use crate::services::dns_secondary::{make_key, Flavor, Secondary, KEY};
 
 /// An engine whose `dns_server` serves `example.org` with `domains` (each answering
 /// every gateway) and lets loopback secondaries signing with `key_file` transfer it,
-/// notifying `notify`; `statics`: its `static_records` (zone-file text), if any.
+/// notifying `notify`; `statics`: its `static_records` (zone-file text), if any. ACME
+/// challenges are taken signed with the same key.
 async fn primary(
     dir: &Path,
     gateways: &[ho_testkit::Gateway],
@@ -32,9 +33,11 @@ async fn primary(
         "[[tenants]]\nname = \"a\"\ndomains = [{}]\nsinks = [\"dns\"]\n\n\
          [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
          transfer = {{ notify = [{}], allow = [\"127.0.0.0/8\"], tsig = {{ name = \"{KEY}\", secret_file = \"{}\" }} }}\n\
-         static_records = {statics:?}\n",
+         static_records = {statics:?}\n\
+         acme = {{ tsig = {{ name = \"{KEY}\", secret_file = \"{}\" }} }}\n",
         quoted.join(", "),
         notify.join(", "),
+        key_file.display(),
         key_file.display()
     );
     let engine = start_engine(
@@ -263,7 +266,8 @@ async fn ixfr_answers_what_changed_since_the_serial_asked() {
 
 /// A BIND secondary takes the wildcard names and the static records with the zone: it
 /// answers a name under `*.apps.example.org` (its own wildcard synthesis, from what it
-/// transferred), the apex's MX and TXT, as the primary does.
+/// transferred), the apex's MX and TXT, as the primary does; an ACME challenge set by
+/// `nsupdate` reaches it by NOTIFY and IXFR, and so does its removal.
 #[actix_rt::test]
 async fn a_bind_secondary_transfers_wildcards_and_static_records() {
     let dir = tempfile::tempdir().unwrap();
@@ -300,6 +304,32 @@ async fn a_bind_secondary_transfers_wildcards_and_static_records() {
                 "{at} {name} {qtype}\n{}",
                 log()
             );
+        }
+    }
+
+    let challenge = "_acme-challenge.apps.example.org";
+    let token = "\"token-for-the-wildcard-certificate\"".to_owned();
+    for (command, want) in [
+        (
+            format!("update add {challenge} 60 TXT {token}"),
+            vec![token.clone()],
+        ),
+        (format!("update delete {challenge} TXT"), vec![]),
+    ] {
+        let (ok, said) = crate::dns_server_acme::nsupdate(server, Some(&key), &command);
+        assert!(ok, "{command}: {said}");
+        let start = Instant::now();
+        loop {
+            let answer = dig(secondary.addr, &["+nocookie", challenge, "TXT"]).await;
+            if answer.first().is_some_and(|a| a.sorted() == want) {
+                println!(
+                    "{command}: on the secondary after {} ms",
+                    start.elapsed().as_millis()
+                );
+                break;
+            }
+            assert!(start.elapsed() < LIMIT, "{command}: {answer:?}\n{}", log());
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 }

@@ -17,6 +17,10 @@
 //! looks whether the file changed since it was last read (one `stat`, and only for
 //! `_acme-challenge.` names), so another replica's update is answered from the next query.
 //! Replicas with a `state_dir` each of their own answer only the updates they took.
+//!
+//! Zone transfers carry the challenges, and an update raises the SOA serial and NOTIFYs the
+//! secondaries: an ACME server asks whichever of the zone's name servers it picks, so a
+//! challenge must reach the secondaries too.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -169,6 +173,13 @@ impl Acme {
             .expect("not poisoned")
             .get(key)
             .cloned()
+    }
+
+    /// Every challenge name (lower case, no trailing dot) and its TXT values, another
+    /// replica's included: what zone transfers carry.
+    pub fn all(&self) -> BTreeMap<String, Vec<String>> {
+        self.follow();
+        self.challenges.read().expect("not poisoned").clone()
     }
 
     /// Applies `update`, signed by `signer` (the key it was verified with, if any), to the

@@ -272,6 +272,17 @@ impl Authority {
         };
         let mut contents: Vec<Option<std::collections::BTreeSet<ZoneRecord>>> =
             vec![Some(Default::default()); self.zones.len()];
+        let challenges = self.acme.as_ref().map(super::acme::Acme::all);
+        for (name, texts) in challenges.iter().flatten() {
+            let zone = self.zones.iter().position(|z| name.ends_with(&z.dot_apex));
+            if let Some(Some(content)) = zone.map(|i| &mut contents[i]) {
+                content.extend(texts.iter().map(|text| ZoneRecord {
+                    name: name.clone(),
+                    ttl: super::acme::TTL,
+                    data: Data::Text(text.clone()),
+                }));
+            }
+        }
         for (name, entry) in records.entries() {
             let Some(i) = self
                 .zones
@@ -412,6 +423,14 @@ impl Authority {
         if code == ResponseCode::NoError {
             // Answers kept from before the update are stale.
             self.generation.fetch_add(1, Ordering::Relaxed);
+            if let Some(t) = &self.transfers {
+                let mut records = self.records.write().expect("not poisoned");
+                records.bump_serial();
+                let serial = records.serial();
+                for zone in self.remember_zones(&records) {
+                    t.notify(&self.soa_record(zone, serial));
+                }
+            }
         }
         query.response.metadata.response_code = code;
     }

@@ -195,9 +195,15 @@ impl Records {
         }
         if changed {
             self.reindex();
-            self.serial = self.serial.wrapping_add(1).max(unix_seconds());
+            self.bump_serial();
         }
         changed
+    }
+
+    /// Counts a change of the zones' data made beside the tenants' (an ACME challenge),
+    /// so secondaries transfer it.
+    pub fn bump_serial(&mut self) {
+        self.serial = self.serial.wrapping_add(1).max(unix_seconds());
     }
 
     fn reindex(&mut self) {

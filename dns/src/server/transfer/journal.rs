@@ -29,6 +29,8 @@ pub enum Data {
     Address(IpAddr),
     /// A CNAME to this host name (lower case, no trailing dot).
     Cname(String),
+    /// A TXT record of one string (an ACME challenge).
+    Text(String),
 }
 
 /// A zone's tenant records at one serial.

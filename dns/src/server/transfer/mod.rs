@@ -41,6 +41,9 @@ pub struct Transfers {
     allow: Vec<IpNet>,
     key: Option<TSigner>,
     notify: Vec<SocketAddr>,
+    /// The runtime NOTIFYs are sent from: a change may come from a serving thread (an
+    /// ACME update), which runs outside it.
+    runtime: Option<tokio::runtime::Handle>,
     /// Recent versions of every zone.
     pub journal: Journal,
 }
@@ -61,6 +64,7 @@ impl Transfers {
                 .collect(),
             key,
             notify: config.notify.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
             journal: Journal::default(),
         })
     }
@@ -84,9 +88,16 @@ impl Transfers {
     /// the background, each retried with a doubling wait until it answers. The SOA rides
     /// along (RFC 1996 3.7), so a secondary need not ask for it before transferring.
     pub fn notify(&self, soa: &Record) {
+        let runtime = self
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok());
+        let Some(runtime) = runtime.filter(|_| !self.notify.is_empty()) else {
+            return;
+        };
         for target in &self.notify {
             let (soa, key, target) = (soa.clone(), self.key.clone(), *target);
-            tokio::spawn(async move { notify_one(&soa, key.as_ref(), target).await });
+            runtime.spawn(async move { notify_one(&soa, key.as_ref(), target).await });
         }
     }
 }
@@ -110,6 +121,7 @@ pub fn zone_record(r: &ZoneRecord) -> Option<Record> {
         Data::Address(IpAddr::V4(v4)) => RData::A((*v4).into()),
         Data::Address(IpAddr::V6(v6)) => RData::AAAA((*v6).into()),
         Data::Cname(host) => RData::CNAME(hickory_proto::rr::rdata::CNAME(absolute(host)?)),
+        Data::Text(text) => RData::TXT(hickory_proto::rr::rdata::TXT::new(vec![text.clone()])),
     };
     Some(Record::from_rdata(absolute(&r.name)?, r.ttl, data))
 }
