@@ -1,16 +1,20 @@
 //! Kuadrant's `DNSRecord`s (and, without them, its probes' hosts) as our endpoints and
 //! tenants, name by name: each name of a record answers exactly the addresses its chain of
 //! CNAMEs in the record leads to, so names that lead to different addresses land in
-//! different tenants and never share an answer.
+//! different tenants and never share an answer. A chain that ends at a name outside the
+//! record (a load balancer's host name, as dns-operator writes for a Gateway whose address
+//! is a `Hostname`) becomes an endpoint given by that name, in a tenant answering
+//! `cname`.
 
 use std::collections::BTreeSet;
 
 use super::*;
 
-/// Endpoints by address, in the order first seen.
+/// Endpoints by address (an IP address, or a load balancer's host name), in the order first
+/// seen.
 #[derive(Default)]
 pub(super) struct Endpoints {
-    pub(super) list: Vec<(IpAddr, Table)>,
+    pub(super) list: Vec<(String, Table)>,
 }
 
 impl Endpoints {
@@ -33,20 +37,21 @@ impl Endpoints {
         let at = format!("DNSHealthCheckProbe {name}.spec");
         let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
         ep.insert("check".into(), check.into());
-        self.list.push((ip, ep));
+        self.list.push((ip.to_string(), ep));
         Ok(())
     }
 
-    /// The endpoint of `ip`, made from a record (named `record-N`) if no probe names it.
-    pub(super) fn of_address(&mut self, ip: IpAddr, record: &str) -> String {
-        if let Some((_, t)) = self.list.iter().find(|(a, _)| *a == ip) {
+    /// The endpoint of `address` (an IP address or a host name), made from a record
+    /// (named `record-N`) if no probe names it.
+    pub(super) fn of_address(&mut self, address: &str, record: &str) -> String {
+        if let Some((_, t)) = self.list.iter().find(|(a, _)| a == address) {
             return t["name"].as_str().unwrap_or_default().to_owned();
         }
         let name = format!("{record}-{}", self.list.len() + 1);
         let mut ep = Table::new();
         ep.insert("name".into(), name.clone().into());
-        ep.insert("address".into(), ip.to_string().into());
-        self.list.push((ip, ep));
+        ep.insert("address".into(), address.into());
+        self.list.push((address.to_owned(), ep));
         name
     }
 
@@ -92,6 +97,8 @@ pub(super) struct Tenant {
     pub(super) default_weight: Option<i64>,
     pub(super) rules: Vec<(String, String, i64)>,
     pub(super) default_geo: Option<String>,
+    /// Its names answer a CNAME to its endpoints' host names.
+    pub(super) cname: bool,
 }
 
 impl Tenant {
@@ -105,6 +112,7 @@ impl Tenant {
             default_weight: None,
             rules: Vec::new(),
             default_geo: None,
+            cname: false,
         }
     }
 
@@ -118,6 +126,9 @@ impl Tenant {
             t.insert("ttl".into(), format!("{ttl}s").into());
         }
         t.insert("policy".into(), self.policy.into());
+        if self.cname {
+            t.insert("answer".into(), "cname".into());
+        }
         if let Some(w) = self.default_weight {
             t.insert("default_weight".into(), w.into());
         }
@@ -170,10 +181,12 @@ impl Rec<'_> {
     }
 }
 
-/// An address record a name leads to, with the CNAMEs on the way (nearest to the address
-/// first) and whether a `*` (default) geo CNAME was one way there.
+/// An address record a name leads to, or a CNAME of it to a name outside the record
+/// (`host`), with the CNAMEs on the way (nearest to the leaf first) and whether a `*`
+/// (default) geo CNAME was one way there.
 struct Leaf<'r, 'a> {
     rec: &'r Rec<'a>,
+    host: Option<String>,
     chain: Vec<&'r Rec<'a>>,
     via_default: bool,
 }
@@ -181,10 +194,6 @@ struct Leaf<'r, 'a> {
 /// What a name of the record answers: its leaves, or why it cannot be published here.
 enum Answer<'r, 'a> {
     Leaves(Vec<Leaf<'r, 'a>>),
-    /// A CNAME to a name the record does not hold (a load balancer's host name).
-    Outside {
-        target: String,
-    },
     /// The chain loops or runs deeper than any layout Kuadrant writes.
     Loop,
 }
@@ -200,10 +209,11 @@ fn answer<'r, 'a>(recs: &'r [Rec<'a>], name: &str) -> Answer<'r, 'a> {
             return Answer::Loop;
         }
         for rec in recs.iter().filter(|r| r.name == at) {
-            if rec.is_address() {
+            let mut reach = |host: Option<String>| {
                 let mut chain = path.clone();
                 chain.reverse();
-                match leaves.iter_mut().find(|l| std::ptr::eq(l.rec, rec)) {
+                let same = |l: &&mut Leaf<'r, 'a>| std::ptr::eq(l.rec, rec) && l.host == host;
+                match leaves.iter_mut().find(same) {
                     Some(seen) => {
                         if seen.via_default && !via_default {
                             seen.chain = chain;
@@ -212,15 +222,20 @@ fn answer<'r, 'a>(recs: &'r [Rec<'a>], name: &str) -> Answer<'r, 'a> {
                     }
                     None => leaves.push(Leaf {
                         rec,
+                        host,
                         chain,
                         via_default,
                     }),
                 }
+            };
+            if rec.is_address() {
+                reach(None);
             } else if rec.rtype == "CNAME" {
                 for target in &rec.targets {
                     let target = normalize(target);
                     if !recs.iter().any(|r| r.name == target) {
-                        return Answer::Outside { target };
+                        reach(Some(target));
+                        continue;
                     }
                     let mut next = path.clone();
                     next.push(rec);
@@ -239,6 +254,8 @@ fn answer<'r, 'a>(recs: &'r [Rec<'a>], name: &str) -> Answer<'r, 'a> {
 struct Shape {
     /// (address, geo, weight)
     addresses: BTreeSet<(IpAddr, Option<String>, Option<i64>)>,
+    /// (host name outside the record, geo, weight)
+    hosts: BTreeSet<(String, Option<String>, Option<i64>)>,
     default_geo: Option<String>,
 }
 
@@ -246,6 +263,7 @@ struct Shape {
 fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<i64>)> {
     let mut shape = Shape {
         addresses: BTreeSet::new(),
+        hosts: BTreeSet::new(),
         default_geo: None,
     };
     let mut ttl: Option<i64> = None;
@@ -272,6 +290,10 @@ fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<
                 ttl = Some(ttl.map_or(t, |m| m.min(t)));
             }
         }
+        if let Some(host) = &leaf.host {
+            shape.hosts.insert((host.clone(), geo, weight));
+            continue;
+        }
         for target in &leaf.rec.targets {
             let ip: IpAddr = target.parse().with_context(|| {
                 format!(
@@ -292,10 +314,15 @@ fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<
 /// plumbing: resolvers reach them only through the root's CNAME, which is answered
 /// flattened, so they are not published on their own; each address takes the geo and
 /// weight of the CNAMEs that lead to it, and a `*` geo makes that geo the default.
+///
+/// A name whose chain ends at host names outside the record becomes a tenant answering
+/// `cname` on import; watched live it is left out, said why: the `DNSFailover` a live record
+/// stands in for takes addresses only.
 pub(super) fn tenants_of_record(
     doc: &Value,
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
+    mode: super::Mode,
 ) -> anyhow::Result<Vec<Tenant>> {
     let name = record_name(doc)?;
     let spec = doc
@@ -335,13 +362,17 @@ pub(super) fn tenants_of_record(
         let leaves = match answer(&recs, n) {
             Answer::Leaves(leaves) if !leaves.is_empty() => leaves,
             Answer::Leaves(_) => continue,
-            Answer::Outside { target } => {
-                left_out.push(format!("{} ({n} CNAME {target}: a name outside the record; list the addresses it leads to in a DNSRecord or probe)", at.at));
-                continue;
-            }
             Answer::Loop => bail!("DNSRecord {name}: the CNAMEs from {n} loop"),
         };
         let (shape, ttl) = shape_of(n, &leaves)?;
+        if !shape.hosts.is_empty() && !shape.addresses.is_empty() {
+            left_out.push(format!("{} ({n} leads both to addresses and to host names outside the record: a name answers a CNAME or addresses, not both)", at.at));
+            continue;
+        }
+        if let (Some((host, _, _)), super::Mode::Live) = (shape.hosts.first(), mode) {
+            left_out.push(format!("{} ({n} CNAME {host}: a name outside the record, which a live record cannot publish yet; `import --from kuadrant` makes it a tenant answering a CNAME)", at.at));
+            continue;
+        }
         let tenant = match groups.iter_mut().find(|(s, _)| *s == shape) {
             Some((_, t)) => t,
             None => {
@@ -358,8 +389,14 @@ pub(super) fn tenants_of_record(
             tenant.ttl = Some(tenant.ttl.map_or(ttl, |t| t.min(ttl)));
         }
         tenant.default_geo = shape.default_geo.clone();
-        for (ip, geo, weight) in &shape.addresses {
-            let ep = endpoints.of_address(*ip, name);
+        tenant.cname = !shape.hosts.is_empty();
+        let addresses = shape
+            .addresses
+            .iter()
+            .map(|(ip, g, w)| (ip.to_string(), g, w));
+        let hosts = shape.hosts.iter().map(|(h, g, w)| (h.clone(), g, w));
+        for (address, geo, weight) in addresses.chain(hosts) {
+            let ep = endpoints.of_address(&address, name);
             let table = endpoints.table_mut(&ep).expect("just made");
             if let Some(w) = weight {
                 table.insert("weight".into(), (*w).into());
