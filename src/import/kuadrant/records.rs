@@ -365,6 +365,14 @@ pub(super) fn tenants_of_record(
             Answer::Loop => bail!("DNSRecord {name}: the CNAMEs from {n} loop"),
         };
         let (shape, ttl) = shape_of(n, &leaves)?;
+        // A name of the zone the record publishes in, which it does not hold (dns-operator's
+        // scale template points its root at a `klb` name it never writes): a missing part
+        // of the layout or another record's name, not a load balancer's.
+        let ours = |h: &str| plumbing(h) || zone_of(h) == zone_of(n);
+        if let Some((host, _, _)) = shape.hosts.iter().find(|(h, _, _)| ours(h)) {
+            left_out.push(format!("{} ({n} CNAME {host}: a name of the record's zone that the record does not hold; list the addresses it leads to in a DNSRecord or probe)", at.at));
+            continue;
+        }
         if !shape.hosts.is_empty() && !shape.addresses.is_empty() {
             left_out.push(format!("{} ({n} leads both to addresses and to host names outside the record: a name answers a CNAME or addresses, not both)", at.at));
             continue;
