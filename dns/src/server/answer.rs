@@ -301,9 +301,7 @@ impl Authority {
                     };
                     match set.hosts.first() {
                         Some(host) if name != self.zones[i].apex => {
-                            content.insert(record(Data::Cname(
-                                crate::server::answer::lookup::key_of(&host.name),
-                            )));
+                            content.insert(record(Data::Cname(key_of(&host.name))));
                         }
                         _ => content.extend(
                             set.v4

@@ -2,10 +2,11 @@
 //!
 //! Body: `{"tenant", "seq", "generated_at", "ttl", "mode", "policy", "default_geo",
 //! "records": {"domain": ["addr", ...]}, "endpoints": [{"address", "weight", "endpoint",
-//! "priority", "labels"}], "changes": [{"endpoint", "address", "from", "to", "reason"}],
+//! "priority", "labels", "host"}], "changes": [{"endpoint", "address", "from", "to", "reason"}],
 //! "votes": {"live", "aged_out", "threshold", "addresses": [{"address", "owner",
 //! "owner_live", "down_votes", "kept"}]}}` (`votes` only for `[multi_cluster]` tenants):
-//! every routing policy passes through, for receivers that route themselves.
+//! every routing policy passes through, for receivers that route themselves. `host` is the
+//! host name an endpoint given by name resolved to the address from (absent otherwise).
 //! Headers: `X-Health-Orchestrator-Timestamp: <unix seconds>`,
 //! `X-Health-Orchestrator-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`,
 //! `Idempotency-Key: <tenant>-<seq>`. The timestamp is inside the signed text, so a receiver
