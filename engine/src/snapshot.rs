@@ -174,6 +174,21 @@ impl PublishedAddress {
             }),
         }
     }
+
+    /// An address of load balancer `host` (endpoint `<host>@<address>`, tier `priority`)
+    /// with `weight`: for `answer = "cname"` tests of the sinks.
+    pub fn of_host(host: &str, address: IpAddr, priority: u32, weight: u32) -> PublishedAddress {
+        PublishedAddress {
+            address,
+            weight,
+            endpoint: Arc::new(EndpointMeta {
+                name: format!("{host}@{address}"),
+                priority,
+                labels: BTreeMap::new(),
+                host: Some(host.to_owned()),
+            }),
+        }
+    }
 }
 
 impl TenantSnapshot {
@@ -242,16 +257,7 @@ mod tests {
     use super::*;
 
     fn of_host(host: &str, ip: &str, priority: u32, weight: u32) -> PublishedAddress {
-        PublishedAddress {
-            address: ip.parse().unwrap(),
-            weight,
-            endpoint: Arc::new(EndpointMeta {
-                name: format!("{host}@{ip}"),
-                priority,
-                labels: BTreeMap::new(),
-                host: Some(host.to_owned()),
-            }),
-        }
+        PublishedAddress::of_host(host, ip.parse().unwrap(), priority, weight)
     }
 
     /// Each host once, best tier first, then heaviest, then by name; none for addresses.

@@ -279,6 +279,9 @@ impl Inner {
         let mut changes = Vec::new();
         let mut foreign = Vec::new();
         let ttl = snapshot.ttl.as_secs().max(1);
+        // Below the apex and at it (where a CNAME cannot be): computed once per snapshot.
+        let below = render::wanted(snapshot, self.lua, false);
+        let at_apex = render::wanted(snapshot, self.lua, true);
         let owned = |r: &RrSet| {
             r.comments
                 .iter()
@@ -286,13 +289,13 @@ impl Inner {
         };
         for domain in &snapshot.domains {
             let name = format!("{domain}.");
-            let wanted = render::wanted(snapshot, self.lua, name == self.zone);
+            let wanted = if name == self.zone { &at_apex } else { &below };
             // A name is written whole or not at all: PowerDNS serves every A/AAAA, LUA and
             // CNAME rrset of a name together, so ours beside someone else's would be a
             // mixed answer.
             let mut ours = Vec::new();
             let mut theirs = Vec::new();
-            for (rtype, wanted) in &wanted {
+            for (rtype, wanted) in wanted {
                 let rtype = *rtype;
                 let current = existing.get(&(name.clone(), rtype)).copied();
                 let mine = current.is_some_and(owned);

@@ -208,15 +208,8 @@ mod tests {
     /// A CNAME below the apex, with the address rrsets removed; the apex keeps addresses.
     #[test]
     fn a_cname_tenant_writes_one_cname_below_the_apex() {
-        let of_host = |host: &str, ip: &str, priority| PublishedAddress {
-            address: ip.parse().unwrap(),
-            weight: 1,
-            endpoint: std::sync::Arc::new(ho_engine::snapshot::EndpointMeta {
-                name: format!("{host}@{ip}"),
-                priority,
-                labels: Default::default(),
-                host: Some(host.into()),
-            }),
+        let of_host = |host: &str, ip: &str, priority| {
+            PublishedAddress::of_host(host, ip.parse().unwrap(), priority, 1)
         };
         let s = TenantSnapshot {
             answer: ho_engine::snapshot::Answer::Cname,

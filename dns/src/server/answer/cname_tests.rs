@@ -1,13 +1,10 @@
 //! `answer = "cname"` tenants: a CNAME to one host below the apex, picked by the policy per
 //! query; the addresses at the apex, which cannot hold a CNAME; one CNAME in a transfer.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, RecordType};
 use ho_config::RoutingPolicy;
-use ho_engine::snapshot::{Answer, EndpointMeta, PublishedAddress, TenantSnapshot};
+use ho_engine::snapshot::{Answer, PublishedAddress, TenantSnapshot};
 
 use super::tests::{ask, config};
 use super::Authority;
@@ -15,16 +12,7 @@ use crate::server::records::Records;
 
 /// An address of host `host` (tier `priority`, weight `weight`).
 fn of_host(host: &str, ip: &str, priority: u32, weight: u32) -> PublishedAddress {
-    PublishedAddress {
-        address: ip.parse().unwrap(),
-        weight,
-        endpoint: Arc::new(EndpointMeta {
-            name: format!("{host}@{ip}"),
-            priority,
-            labels: BTreeMap::new(),
-            host: Some(host.to_owned()),
-        }),
-    }
+    PublishedAddress::of_host(host, ip.parse().unwrap(), priority, weight)
 }
 
 fn authority(
