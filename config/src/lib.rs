@@ -16,8 +16,8 @@ pub use load::{
     load, load_plan, load_plan_reading, load_reading, ConfigError, YamlReader, ENV_PREFIX,
 };
 pub use model::{
-    Answer, BrakeConfig, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,
-    EndpointSelection, KindSettings, LeaderElectionConfig, LimitsConfig, LogFormat,
+    Answer, BrakeConfig, Canary, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,
+    EndpointSelection, KindSettings, LeaderElectionConfig, LedgerConfig, LimitsConfig, LogFormat,
     MultiClusterConfig, OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig,
     RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };

@@ -123,6 +123,7 @@ pub fn builtin() -> Config {
         kubernetes: Default::default(),
         resolver: Default::default(),
         state_dir: None,
+        ledger: Default::default(),
     }
 }
 

@@ -78,6 +78,32 @@ pub struct Config {
     /// (`reports-<sink>.json`). Required with `api.admin_token_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<PathBuf>,
+    /// The availability ledger (`<state_dir>/ledger/`).
+    #[serde(default)]
+    pub ledger: LedgerConfig,
+}
+
+/// `[ledger]`: each name's history of what it served, kept under `state_dir` (in memory,
+/// 30 days, without one).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerConfig {
+    /// How long history is kept.
+    #[serde(default = "default_ledger_retention", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub retention: Duration,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        LedgerConfig {
+            retention: default_ledger_retention(),
+        }
+    }
+}
+
+fn default_ledger_retention() -> Duration {
+    Duration::from_secs(400 * 86_400)
 }
 
 /// `[cluster]`: which cluster (vantage point) this instance is. Without `id`: in

@@ -21,7 +21,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    Answer, BrakeConfig, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy,
+    Answer, BrakeConfig, Canary, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy,
     ReloadConfig, Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
@@ -40,6 +40,9 @@ pub struct Plan {
     pub api_heartbeat_token_file: Option<PathBuf>,
     /// Where drains are kept across restarts (set whenever `api_admin_token_file` is).
     pub state_dir: Option<PathBuf>,
+    /// How long the availability ledger keeps history.
+    #[serde(with = "humantime_serde")]
+    pub ledger_retention: Duration,
     /// Cluster identity settings (checked).
     pub cluster: crate::model::ClusterConfig,
     /// Voting among clusters (checked; applies to tenants with `multi_cluster`).
@@ -470,6 +473,9 @@ pub struct PlannedSink {
     /// default for a shared back end or a local output.
     #[serde(skip)]
     pub delivery: Delivery,
+    /// The answer canary of this sink, its address set; `None`: not asked.
+    #[serde(skip)]
+    pub canary: Option<Canary>,
 }
 
 impl PlannedSink {

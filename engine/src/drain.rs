@@ -26,6 +26,15 @@ pub struct OperatorState {
     pub forced: BTreeMap<String, Forced>,
 }
 
+impl OperatorState {
+    /// Every endpoint an operator holds by hand: drained or forced either way.
+    pub fn held(&self) -> Vec<String> {
+        let mut held: BTreeSet<&String> = self.drained.iter().collect();
+        held.extend(self.forced.keys());
+        held.into_iter().cloned().collect()
+    }
+}
+
 /// Health an operator forced on an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

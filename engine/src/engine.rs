@@ -19,6 +19,7 @@ use crate::events::Events;
 use crate::heartbeats::Heartbeats;
 use crate::hosts::Hosts;
 use crate::leadership::Leadership;
+use crate::ledger::{Answers, Ledger};
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Coordinator, Retarget, SetCluster};
 use crate::observation::TargetId;
@@ -62,6 +63,9 @@ pub enum EngineError {
     /// endpoint's addresses, or its gateways would leave DNS.
     #[error(transparent)]
     Host(#[from] crate::hosts::HostsError),
+    /// The availability ledger under `state_dir` cannot be opened or read.
+    #[error("availability ledger: {0}")]
+    Ledger(#[from] crate::ledger::store::StoreError),
 }
 
 /// Applies what an operator set on another replica (see [`Engine::share_operator_state`]).
@@ -120,6 +124,8 @@ pub struct Engine {
     heartbeats: Heartbeats,
     /// The endpoints' host names, for `/status`.
     hosts: Hosts,
+    /// What resolvers are handed: the canary's findings and the availability ledger.
+    answers: Answers,
 }
 
 impl Engine {
@@ -159,6 +165,7 @@ impl Engine {
         let (sink_actors, stores) =
             start_sinks(&plan, &*factory, &metrics, &leadership, &events).await?;
         let plan = Arc::new(plan);
+        let (plans, answers) = start_answers(&plan, &events, &metrics, &leadership, &kept.1)?;
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
         let Deciders {
             tracker,
@@ -198,6 +205,7 @@ impl Engine {
             configured,
             discovered: discovered.clone(),
             hosts: hosts.clone(),
+            plans,
             resolved: resolved.clone(),
             heartbeats: heartbeats.clone(),
             feeds,
@@ -227,6 +235,7 @@ impl Engine {
             applier,
             heartbeats,
             hosts,
+            answers,
         })
     }
 
@@ -350,6 +359,7 @@ impl Engine {
             events: self.events.clone(),
             cluster: self.cluster.clone(),
             hosts: self.hosts.clone(),
+            answers: self.answers.clone(),
             event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
         }
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::Serialize;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::clock::Timestamp;
 
@@ -36,6 +36,10 @@ pub enum Event {
         from: &'static str,
         /// New state.
         to: &'static str,
+        /// Going down: when the first failure that counted toward it arrived (the moment
+        /// the address began to fail its clients).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        failing_since: Option<Timestamp>,
         /// The probe result that decided it.
         reason: String,
     },
@@ -79,6 +83,31 @@ pub enum Event {
         /// Who: the client's address.
         client: String,
     },
+    /// The answer canary found a name served otherwise than decided past the sink's
+    /// grace (`stale`), or served as decided again.
+    Canary {
+        /// When (RFC 3339).
+        at: Timestamp,
+        /// The sink whose DNS server answered.
+        sink: String,
+        /// Tenant name.
+        tenant: String,
+        /// The name asked.
+        name: String,
+        /// Served otherwise than decided (`false`: as decided again).
+        stale: bool,
+        /// What the server answered.
+        served: Vec<IpAddr>,
+        /// What was decided.
+        intended: Vec<IpAddr>,
+    },
+    /// What operators hold by hand changed (here or adopted from another replica).
+    Held {
+        /// When (RFC 3339).
+        at: Timestamp,
+        /// Every endpoint drained or forced now.
+        endpoints: Vec<String>,
+    },
     /// This prober judged itself impaired (a wave of its targets started failing at once:
     /// every withdrawal and vote held), or no longer does.
     Impaired {
@@ -106,7 +135,9 @@ impl Event {
             | Event::Publish { at, .. }
             | Event::SinkWrite { at, .. }
             | Event::Impaired { at, .. }
-            | Event::Operator { at, .. } => *at,
+            | Event::Operator { at, .. }
+            | Event::Held { at, .. }
+            | Event::Canary { at, .. } => *at,
         }
     }
 
@@ -131,6 +162,9 @@ const RECENT_ADDRESSES: usize = 50_000;
 struct Recent {
     events: VecDeque<Arc<Event>>,
     weight: usize,
+    /// Listeners that must see every event (the availability ledger, the answer canary):
+    /// unbounded, so a burst of thousands of transitions is never dropped for them.
+    followers: Vec<mpsc::UnboundedSender<Arc<Event>>>,
 }
 
 impl Recent {
@@ -169,8 +203,19 @@ impl Events {
         let event = Arc::new(make());
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.push(event.clone());
+        recent.followers.retain(|f| f.send(event.clone()).is_ok());
         // Under the lock: a listener joining now gets it either kept or live, never both.
         let _ = self.live.send(event);
+    }
+
+    /// A listener that is handed every event from now on, none dropped however far it
+    /// falls behind (for the engine's own consumers, which keep up; `/events` clients use
+    /// [`Events::subscribe`]).
+    pub fn follow(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.followers.push(tx);
+        rx
     }
 
     /// A new listener: the kept events after `since` (none without it), then every event

@@ -14,6 +14,7 @@
 pub mod api;
 mod backoff;
 mod brake;
+mod canary;
 pub mod clock;
 mod composite;
 mod damping;
@@ -24,6 +25,7 @@ pub mod heartbeats;
 pub mod hosts;
 pub mod hysteresis;
 pub mod leadership;
+pub mod ledger;
 pub mod metrics;
 pub mod multi_cluster;
 mod observation;

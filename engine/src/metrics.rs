@@ -1,6 +1,9 @@
 //! Prometheus metrics, registered once and shared by the actors that update them.
 
+mod answers;
 mod classic;
+
+pub use answers::{AnswerMetrics, WindowLabels};
 
 pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
 
@@ -160,6 +163,8 @@ pub struct Metrics {
     /// Lookups of endpoints' host names by result: `changed` (other addresses),
     /// `unchanged`, `failed` (the last addresses stay).
     pub host_lookups: Family<ResultLabel, Counter>,
+    /// The answer canary's and the availability ledger's.
+    pub answers: AnswerMetrics,
 }
 
 /// `op`, `result` labels of a report exchange.
@@ -261,6 +266,7 @@ impl Metrics {
             operator_actions: Family::default(),
             heartbeats: Family::default(),
             host_lookups: Family::default(),
+            answers: AnswerMetrics::new(),
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
@@ -270,6 +276,7 @@ impl Metrics {
         m.register_delivery_and_reloads(&mut registry);
         m.register_limits_and_leadership(&mut registry);
         m.register_dns_and_clusters(&mut registry);
+        m.answers.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -35,6 +35,10 @@ pub struct Status {
     /// Endpoints' host names and what they resolve to (none without such endpoints).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStatus>,
+    /// What the answer canary finds each sink's DNS server answering (none without a
+    /// canary).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub canaries: Vec<CanaryStatus>,
 }
 
 /// This instance's cluster id and where it came from.
@@ -354,4 +358,42 @@ pub struct SinkErrorStatus {
     pub message: String,
     /// Whether it is being retried.
     pub retrying: bool,
+}
+
+/// One sink's answer canary in `/status`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CanaryStatus {
+    /// The sink.
+    pub sink: String,
+    /// The DNS server asked.
+    pub address: String,
+    /// Names asked.
+    pub names: usize,
+    /// Queries sent since start.
+    pub queries: u64,
+    /// Queries without a usable answer.
+    pub errors: u64,
+    /// The latest of those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Names served otherwise than decided past the grace.
+    pub stale: Vec<StaleName>,
+    /// The latest time from a decision to the canary seeing it served (seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_propagation_seconds: Option<f64>,
+}
+
+/// A name served otherwise than decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct StaleName {
+    /// The name.
+    pub name: String,
+    /// Its tenant.
+    pub tenant: String,
+    /// What the server answered.
+    pub served: Vec<IpAddr>,
+    /// What was decided.
+    pub intended: Vec<IpAddr>,
+    /// Since when it differs.
+    pub since: Timestamp,
 }

@@ -381,11 +381,73 @@ pub struct SinkTable {
     /// requests itself and writes every waiting tenant in one round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// Where resolvers read what this sink writes, asked by the answer canary. Unset: the
+    /// kind's own DNS port where it has one (`SinkSpec::answers_at`: the embedded server,
+    /// an RFC 2136 primary), else no canary for this sink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Canary>,
     /// The kind's own keys, parsed by the kind (their schema comes from the kind:
     /// `ho_kinds::schema::config_schema`).
     #[serde(flatten)]
     #[schemars(skip)]
     pub settings: BTreeMap<String, figment::value::Value>,
+}
+
+/// `canary = { ... }` in any sink: the answer canary asks the DNS server in front of the
+/// back end for every name the sink publishes, the way a resolver would, and compares the
+/// answer with what the orchestrator decided.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Canary {
+    /// The DNS server (`host:port`, UDP) that answers for the sink's names: PowerDNS's
+    /// port, a secondary, the CoreDNS reading a hosts file or ConfigMap. Unset: the kind's
+    /// own (the embedded server's listener, an RFC 2136 primary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub address: Option<std::net::SocketAddr>,
+    /// `false` turns the canary off for this sink.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// How often each name is asked (more names than `max_queries_per_second` allows in
+    /// that time are asked less often), besides right after each change is written.
+    #[serde(default = "default_canary_every", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub every: Duration,
+    /// How long a served answer may differ from the decision before it is reported
+    /// stale: the back end's expected propagation.
+    #[serde(default = "default_canary_grace", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub grace: Duration,
+    /// Queries per second the canary may send this server at most.
+    #[serde(default = "default_canary_rate")]
+    pub max_queries_per_second: u32,
+}
+
+impl Canary {
+    /// The canary of a kind's own DNS port: every name every 10 s, stale after 10 s, at
+    /// most 200 queries a second.
+    pub fn at(address: Option<std::net::SocketAddr>) -> Canary {
+        Canary {
+            address,
+            enabled: true,
+            every: default_canary_every(),
+            grace: default_canary_grace(),
+            max_queries_per_second: default_canary_rate(),
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_canary_every() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_canary_grace() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_canary_rate() -> u32 {
+    200
 }
 
 /// `delivery = { ... }` in any sink: how the engine drives writes to it. Every sink gets the

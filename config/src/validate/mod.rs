@@ -152,6 +152,9 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
             "needs state_dir: drains must survive a restart",
         );
     }
+    if config.ledger.retention < Duration::from_secs(86_400) {
+        errs.push("ledger.retention", "must be at least 1d");
+    }
     if let Some(grace) = config.defaults.startup_grace {
         if grace.is_zero() {
             errs.push("defaults.startup_grace", "must be greater than 0");
@@ -181,6 +184,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         api_admin_token_file: config.api.admin_token_file.clone(),
         api_heartbeat_token_file: config.api.heartbeat_token_file.clone(),
         state_dir: config.state_dir.clone(),
+        ledger_retention: config.ledger.retention,
         cluster: config.cluster.clone(),
         multi_cluster: config.multi_cluster.clone(),
         api_max_requests_per_second: config.api.max_requests_per_second,

@@ -11,7 +11,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::{Config, Delivery, EndpointConfig, RoutingPolicy, SinkTable, TenantConfig};
+use crate::model::{
+    Canary, Config, Delivery, EndpointConfig, RoutingPolicy, SinkTable, TenantConfig,
+};
 use crate::names::check_object_name;
 use crate::plan::PlannedSink;
 
@@ -75,6 +77,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         } else {
             Delivery::local()
         }
+    }
+
+    /// The DNS server that answers what this sink writes, when the kind has one of its own
+    /// (the embedded server's listener, an RFC 2136 primary): what the answer canary asks
+    /// unless the sink's `canary.address` says otherwise.
+    fn answers_at(&self) -> Option<std::net::SocketAddr> {
+        None
     }
 
     /// Whether the clusters can keep their reports here (`[multi_cluster]`): a zone API
@@ -190,10 +199,12 @@ pub(super) fn resolve_sinks(
                 );
             }
         }
+        let canary = canary_of(name, table.canary.as_ref(), spec.answers_at(), errs);
         out.insert(
             name.clone(),
             PlannedSink {
                 table: table.clone(),
+                canary,
                 delivery: table
                     .delivery
                     .clone()
@@ -203,6 +214,44 @@ pub(super) fn resolve_sinks(
         );
     }
     out
+}
+
+/// The sink's answer canary: its `canary` table with the kind's own DNS port filled in,
+/// the kind's port alone when there is no table, none when switched off or there is no
+/// address to ask.
+fn canary_of(
+    name: &str,
+    table: Option<&Canary>,
+    own: Option<std::net::SocketAddr>,
+    errs: &mut Errors,
+) -> Option<Canary> {
+    let Some(table) = table else {
+        return own.map(|a| Canary::at(Some(a)));
+    };
+    if !table.enabled {
+        return None;
+    }
+    let path = format!("sinks.{name}.canary");
+    if table.every < Duration::from_millis(100) {
+        errs.push(format!("{path}.every"), "must be at least 100ms");
+    }
+    if table.max_queries_per_second == 0 {
+        errs.push(
+            format!("{path}.max_queries_per_second"),
+            "must be at least 1",
+        );
+    }
+    let Some(address) = table.address.or(own) else {
+        errs.push(
+            format!("{path}.address"),
+            "needed: this kind has no DNS port of its own; give the DNS server that answers what it writes",
+        );
+        return None;
+    };
+    Some(Canary {
+        address: Some(address),
+        ..table.clone()
+    })
 }
 
 fn check_delivery(d: &Delivery, path: &str, errs: &mut Errors) {

@@ -476,6 +476,18 @@ impl SinkSpec for DnsServerConfig {
         })
     }
 
+    /// This replica's own listener (a wildcard address asked on loopback).
+    fn answers_at(&self) -> Option<SocketAddr> {
+        let mut at = *self.listen.first()?;
+        if at.ip().is_unspecified() {
+            at.set_ip(match at {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Some(at)
+    }
+
     /// Each replica answers the queries sent to it, standby or not.
     fn shared(&self) -> bool {
         false

@@ -67,6 +67,11 @@ impl SinkSpec for Rfc2136Config {
         Self::KIND
     }
 
+    /// The primary that takes the updates answers for them too.
+    fn answers_at(&self) -> Option<SocketAddr> {
+        Some(self.server)
+    }
+
     /// A zone holds address lists; it cannot answer per client.
     fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
         plain_lists_only(policy)

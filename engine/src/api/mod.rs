@@ -8,6 +8,7 @@
 //! ([`events`]), operator actions ([`operator`]) and pushed heartbeats ([`heartbeat`]).
 
 mod auth;
+mod availability;
 mod events;
 mod heartbeat;
 mod operator;
@@ -68,6 +69,8 @@ pub struct ApiState {
     pub(crate) cluster: Option<ClusterStatus>,
     /// The endpoints' host names.
     pub(crate) hosts: crate::hosts::Hosts,
+    /// The answer canary's findings and the availability ledger.
+    pub(crate) answers: crate::ledger::Answers,
 }
 
 /// The bearer tokens the API asks; `None` each: that part is open (`read`), read-only
@@ -177,13 +180,21 @@ pub(super) async fn answer(
     }
     // Only the costly answers are limited: liveness and readiness probes must never see a
     // 429 caused by someone else's flood (the kubelet would restart a healthy pod).
-    if matches!(path, "/status" | "/metrics") {
+    let costly =
+        matches!(path, "/status" | "/metrics" | "/v1/availability") || path.starts_with("/badge/");
+    if costly {
         if let Some(limited) = auth::rate_limited(state) {
             return limited;
         }
+        if !auth::authorized(&req, state.token.as_deref()) {
+            return auth::unauthorized("bearer token required\n");
+        }
     }
-    if matches!(path, "/status" | "/metrics") && !auth::authorized(&req, state.token.as_deref()) {
-        return auth::unauthorized("bearer token required\n");
+    if path == "/v1/availability" {
+        return availability::availability(req.uri().query(), state);
+    }
+    if let Some(rest) = path.strip_prefix("/badge/") {
+        return availability::badge(rest, state);
     }
     let openmetrics = req
         .headers()

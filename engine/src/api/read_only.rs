@@ -55,7 +55,7 @@ pub(super) async fn read_only(
         _ => text(
             StatusCode::NOT_FOUND,
             PLAIN,
-            "not found: try / /healthz /health /readyz /status /metrics /events\n",
+            "not found: try / /healthz /health /readyz /status /metrics /events /v1/availability /badge/NAME/30d.svg\n",
         ),
     }
 }
@@ -88,5 +88,6 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         operator_actions: state.admin_token.is_some(),
         cluster: state.cluster.clone(),
         hosts: state.hosts.status(),
+        canaries: state.answers.canaries.status(),
     })
 }

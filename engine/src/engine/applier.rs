@@ -28,6 +28,8 @@ pub(super) struct Applier {
     pub(super) factory: Arc<dyn SinkFactory>,
     /// The plan running now, also read through the engine ([`Engine::plan`]).
     pub(super) plan: Arc<RwLock<Arc<Plan>>>,
+    /// The same plan for the answer canary and the ledger, which follow it.
+    pub(super) plans: watch::Sender<Arc<Plan>>,
     /// One per target of the plan, in the same order.
     pub(super) probers: Vec<RunningProber>,
     pub(super) next_id: TargetId,
@@ -200,6 +202,7 @@ impl Applier {
         self.replace_probers(&plan, &old, probes, &mut summary);
         let plan = Arc::new(plan);
         *self.plan.write().expect("not poisoned") = plan.clone();
+        self.plans.send_replace(plan.clone());
         let ids = self.probers.iter().map(|p| p.id).collect();
         self.tracker.do_send(Reload {
             plan: plan.clone(),

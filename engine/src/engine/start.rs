@@ -224,3 +224,26 @@ pub(super) fn prober_threads(per_second: f64) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
 }
+
+/// Starts the answer canary and the availability ledger on `plan`, before anything
+/// publishes, so they see every decision; the sender they follow plans on.
+pub(super) fn start_answers(
+    plan: &Arc<Plan>,
+    events: &Events,
+    metrics: &Arc<Metrics>,
+    leadership: &Leadership,
+    kept: &crate::drain::OperatorState,
+) -> Result<(watch::Sender<Arc<Plan>>, Answers), EngineError> {
+    let (plans, following) = watch::channel(plan.clone());
+    let (observed, observations) = tokio::sync::mpsc::unbounded_channel();
+    let canaries = crate::canary::start(events, metrics.clone(), observed, following.clone());
+    let ledger = Ledger::start(
+        events,
+        observations,
+        following,
+        kept.held(),
+        leadership.clone(),
+        metrics.clone(),
+    )?;
+    Ok((plans, Answers { ledger, canaries }))
+}

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use crate::brake::Brake;
 use crate::composite::combine;
 use crate::drain::{Forced, OperatorState};
-use crate::events::Events;
+use crate::events::{Event, Events};
 use crate::hysteresis::Health;
 use crate::metrics::{Metrics, TenantLabel};
 use crate::observation::{Observation, TargetId};
@@ -155,6 +155,19 @@ impl TrackerCore {
             .collect();
         self.operator.forced = forced;
         self.refresh_tenants_of(&changed, now, fx);
+    }
+
+    /// Replaces what operators set (drains and forced health), re-decides the tenants it
+    /// touches and tells listeners which endpoints are held by hand now (the availability
+    /// ledger counts their names' time as maintenance).
+    pub fn set_operator(&mut self, state: OperatorState, now: Clock, fx: &mut Vec<Effect>) {
+        self.set_drained(state.drained, now, fx);
+        self.set_forced(state.forced, now, fx);
+        let held = self.operator.held();
+        self.events.emit(|| Event::Held {
+            at: crate::events::now(),
+            endpoints: held,
+        });
     }
 
     /// Lets every withdrawal the brake holds go through now (an operator's release): the

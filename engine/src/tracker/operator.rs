@@ -152,8 +152,7 @@ impl Handler<SetByOperator> for HealthTracker {
         if !changed.is_empty() {
             self.drains.save(&state).map_err(DrainError::Save)?;
             let mut fx = Vec::new();
-            self.core.set_drained(state.drained, Clock::now(), &mut fx);
-            self.core.set_forced(state.forced, Clock::now(), &mut fx);
+            self.core.set_operator(state, Clock::now(), &mut fx);
             self.carry_out(fx, ctx);
         }
         Ok(Applied { matched, changed })
@@ -180,8 +179,7 @@ impl Handler<Adopt> for HealthTracker {
             );
         }
         let mut fx = Vec::new();
-        self.core.set_drained(state.drained, Clock::now(), &mut fx);
-        self.core.set_forced(state.forced, Clock::now(), &mut fx);
+        self.core.set_operator(state, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
     }
 }

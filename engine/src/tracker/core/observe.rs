@@ -83,8 +83,12 @@ impl TrackerCore {
         state.probes += 1;
         if obs.result.ok() {
             state.failing = 0;
+            state.failing_since = None;
         } else {
             state.failures += 1;
+            if state.failing == 0 {
+                state.failing_since = Some(now.wall);
+            }
             state.failing = state.failing.saturating_add(1);
         }
         // A healthy answer says the weight in effect (its damper's), or none: configured.
@@ -201,6 +205,10 @@ impl TrackerCore {
             .map(|&e| self.plan.endpoints[e.0].name.as_str())
             .collect();
         let reason = result.reason();
+        let failing_since = (t.to == Health::Down)
+            .then_some(self.targets[target.0].failing_since)
+            .flatten()
+            .map(crate::clock::Timestamp);
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
             at: crate::events::now(),
@@ -209,6 +217,7 @@ impl TrackerCore {
             address: self.plan.targets[target.0].address,
             from: t.from.as_str(),
             to: t.to.as_str(),
+            failing_since,
             reason: reason.clone(),
         });
         let reason = if self.targets[target.0].damped() {

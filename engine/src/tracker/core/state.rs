@@ -30,6 +30,9 @@ pub(in crate::tracker) struct TargetState {
     /// Probes failed in a row up to the latest, whatever the verdict (the hysteresis
     /// counts only those that disagree with it).
     pub(in crate::tracker) failing: u32,
+    /// When the first of those failures arrived: where a down verdict's harm began (the
+    /// availability ledger counts a dead address served from here, not from the verdict).
+    pub(in crate::tracker) failing_since: Option<SystemTime>,
     /// Verdict changes since start.
     pub(in crate::tracker) transitions: u64,
     /// Time spent down before the current verdict (the current down spell is added when
@@ -53,6 +56,7 @@ impl TargetState {
             probes: 0,
             failures: 0,
             failing: 0,
+            failing_since: None,
             transitions: 0,
             downtime: Duration::ZERO,
             weight: None,

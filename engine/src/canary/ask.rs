@@ -1,0 +1,108 @@
+//! One question to the DNS server in front of a back end, asked as a resolver asks it:
+//! over UDP, again over TCP when the answer comes truncated.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+use std::time::Duration;
+
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+/// Why a question got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The name cannot be asked (not a DNS name).
+    #[error("{0:?} is not a DNS name")]
+    Name(String),
+    /// No answer within the deadline.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// An answer that does not parse.
+    #[error("unreadable answer: {0}")]
+    Unreadable(String),
+    /// An answer with an error code other than NXDOMAIN (SERVFAIL, REFUSED, ...): the
+    /// server does not hold the name; not the same as an empty answer.
+    #[error("rcode {0}")]
+    Rcode(String),
+}
+
+/// The addresses `server` answers for `name` (`A` or `AAAA`); NXDOMAIN and NODATA answer
+/// none.
+pub async fn addresses(
+    server: SocketAddr,
+    name: &str,
+    rtype: RecordType,
+    deadline: Duration,
+) -> Result<Vec<IpAddr>, AskError> {
+    let qname = Name::from_str(&format!("{name}.")).map_err(|_| AskError::Name(name.into()))?;
+    let id = fastrand::u16(..);
+    let mut query = Message::query();
+    query.metadata.id = id;
+    query.add_query(Query::query(qname, rtype));
+    let bytes = query
+        .to_vec()
+        .map_err(|e| AskError::Unreadable(e.to_string()))?;
+    let exchange = async {
+        let answer = over_udp(server, &bytes, id).await?;
+        if answer.metadata.truncation {
+            over_tcp(server, &bytes).await
+        } else {
+            Ok(answer)
+        }
+    };
+    let answer = tokio::time::timeout(deadline, exchange)
+        .await
+        .map_err(|_| AskError::Timeout(deadline))??;
+    match answer.metadata.response_code {
+        ResponseCode::NoError | ResponseCode::NXDomain => {}
+        other => return Err(AskError::Rcode(other.to_string())),
+    }
+    let mut out: Vec<IpAddr> = answer
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+async fn over_udp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, AskError> {
+    let local: IpAddr = match server {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let socket = UdpSocket::bind(SocketAddr::new(local, 0)).await?;
+    socket.connect(server).await?;
+    socket.send(query).await?;
+    let mut buf = vec![0; 4096];
+    loop {
+        let n = socket.recv(&mut buf).await?;
+        match Message::from_vec(&buf[..n]) {
+            Ok(answer) if answer.metadata.id == id => return Ok(answer),
+            Ok(_) => continue,
+            Err(e) => return Err(AskError::Unreadable(e.to_string())),
+        }
+    }
+}
+
+async fn over_tcp(server: SocketAddr, query: &[u8]) -> Result<Message, AskError> {
+    let mut stream = TcpStream::connect(server).await?;
+    let mut framed = Vec::with_capacity(query.len() + 2);
+    framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
+    framed.extend_from_slice(query);
+    stream.write_all(&framed).await?;
+    let len = stream.read_u16().await?;
+    let mut buf = vec![0; usize::from(len)];
+    stream.read_exact(&mut buf).await?;
+    Message::from_vec(&buf).map_err(|e| AskError::Unreadable(e.to_string()))
+}

@@ -1,0 +1,220 @@
+//! The answer canary: asks the DNS server in front of each sink (the embedded server, an
+//! RFC 2136 primary, or the `canary.address` a sink names: PowerDNS's port, a secondary,
+//! the CoreDNS reading a hosts file) for every name the sink publishes, the way a resolver
+//! would, and compares what it is handed with what was decided. What a sink reports
+//! writing is not what resolvers get: a provider that took a change and serves the old
+//! answer, a zone edited by hand, a secondary that missed a NOTIFY all look written.
+//!
+//! Each sink has its own task, paced to its `max_queries_per_second`; a decision makes its
+//! tenant's names due at once and then re-asked quickly (20 ms, doubling) until they match,
+//! so the time from a decision to the served answer is measured to tens of milliseconds.
+//! It only ever asks the addresses in the config.
+
+mod ask;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use ho_config::{Answer, Plan};
+use tokio::sync::{mpsc, watch as tokio_watch};
+use tokio::task::AbortHandle;
+
+use crate::events::{Event, Events};
+use crate::metrics::Metrics;
+use crate::status::CanaryStatus;
+
+use watch::{SinkCanary, Watched};
+
+/// What a tenant decided last.
+#[derive(Debug, Clone)]
+pub struct Intended {
+    /// Snapshot sequence number.
+    pub seq: u64,
+    /// The addresses, sorted.
+    pub addresses: Arc<[IpAddr]>,
+    /// When it was decided (unix milliseconds).
+    pub at: u64,
+}
+
+/// The canary saw `sink` answer `addresses` for `name` at `at` (unix milliseconds).
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The sink.
+    pub sink: String,
+    /// The name's tenant.
+    pub tenant: String,
+    /// The name as published (a wildcard as written).
+    pub name: String,
+    /// What was answered, sorted.
+    pub addresses: Arc<[IpAddr]>,
+    /// When.
+    pub at: u64,
+}
+
+/// What every sink's canary task shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    /// Each tenant's latest decision.
+    pub intended: Arc<Mutex<HashMap<String, Intended>>>,
+    /// Bumped at each decision: the tasks look for tenants whose decision is new.
+    pub decided: tokio_watch::Receiver<u64>,
+    /// Each sink's canary as `/status` shows it.
+    pub status: Arc<Mutex<BTreeMap<String, CanaryStatus>>>,
+    /// Where events go.
+    pub events: Events,
+    /// Counters and gauges.
+    pub metrics: Arc<Metrics>,
+    /// Where observations go (the ledger).
+    pub observations: mpsc::UnboundedSender<Observation>,
+}
+
+/// Every sink's canary as `/status` shows it; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Board(Arc<Mutex<BTreeMap<String, CanaryStatus>>>);
+
+impl Board {
+    /// Every sink's canary, by sink name.
+    pub fn status(&self) -> Vec<CanaryStatus> {
+        let status = self.0.lock().expect("never poisoned");
+        status.values().cloned().collect()
+    }
+}
+
+/// Starts the canaries of `plans`' sinks and follows plan changes, restarting only the
+/// sinks whose canary or names changed; everything stops when the plans' sender is
+/// dropped (the engine stopped). Observations go to `observations` (the ledger).
+pub fn start(
+    events: &Events,
+    metrics: Arc<Metrics>,
+    observations: mpsc::UnboundedSender<Observation>,
+    mut plans: tokio_watch::Receiver<Arc<Plan>>,
+) -> Board {
+    let intended: Arc<Mutex<HashMap<String, Intended>>> = Arc::default();
+    let (bump, decided) = tokio_watch::channel(0u64);
+    let mut follow = events.follow();
+    let record = intended.clone();
+    let decisions = tokio::spawn(async move {
+        while let Some(event) = follow.recv().await {
+            if let Event::Publish {
+                at,
+                tenant,
+                seq,
+                addresses,
+                ..
+            } = &*event
+            {
+                let mut sorted = addresses.clone();
+                sorted.sort();
+                let decision = Intended {
+                    seq: *seq,
+                    addresses: sorted.into(),
+                    at: crate::clock::since_epoch(at.0).as_millis() as u64,
+                };
+                record
+                    .lock()
+                    .expect("never poisoned")
+                    .insert(tenant.clone(), decision);
+                bump.send_modify(|n| *n += 1);
+            }
+        }
+    });
+    let board = Board::default();
+    let shared = Shared {
+        intended,
+        decided,
+        status: board.0.clone(),
+        events: events.clone(),
+        metrics,
+        observations,
+    };
+    tokio::spawn(async move {
+        let mut tasks: HashMap<String, (SinkCanary, AbortHandle)> = HashMap::new();
+        loop {
+            let plan = plans.borrow_and_update().clone();
+            retask(&mut tasks, &plan, &shared);
+            if plans.changed().await.is_err() {
+                break;
+            }
+        }
+        for (_, task) in tasks.values() {
+            task.abort();
+        }
+        decisions.abort();
+    });
+    board
+}
+
+/// Starts, restarts or stops each sink's task for `plan`.
+fn retask(tasks: &mut HashMap<String, (SinkCanary, AbortHandle)>, plan: &Plan, shared: &Shared) {
+    let wanted = canaried(plan);
+    tasks.retain(|sink, (config, task)| {
+        let keep = wanted.get(sink) == Some(config);
+        if !keep {
+            task.abort();
+        }
+        keep
+    });
+    shared
+        .status
+        .lock()
+        .expect("never poisoned")
+        .retain(|sink, _| wanted.contains_key(sink));
+    for (sink, config) in wanted {
+        if tasks.contains_key(&sink) {
+            continue;
+        }
+        let task = tokio::spawn(config.clone().run(shared.clone())).abort_handle();
+        tasks.insert(sink, (config, task));
+    }
+}
+
+/// The sinks `plan` asks a canary of, each with the names it asks.
+pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
+    let mut out = BTreeMap::new();
+    for (sink, planned) in &plan.sinks {
+        let Some(canary) = &planned.canary else {
+            continue;
+        };
+        let Some(address) = canary.address else {
+            continue;
+        };
+        let watched: Vec<Watched> = plan
+            .tenants
+            .iter()
+            .filter(|t| t.sinks.contains(sink) && t.answer == Answer::Addresses)
+            .flat_map(|t| {
+                let v6 = t
+                    .endpoints
+                    .iter()
+                    .any(|&e| plan.endpoints[e].address.is_ipv6());
+                let exact = matches!(
+                    t.policy,
+                    ho_config::RoutingPolicy::All | ho_config::RoutingPolicy::Failover
+                );
+                t.domains.iter().map(move |name| Watched {
+                    tenant: t.name.clone(),
+                    name: name.clone(),
+                    v6,
+                    exact,
+                })
+            })
+            .collect();
+        if watched.is_empty() {
+            continue;
+        }
+        out.insert(
+            sink.clone(),
+            SinkCanary {
+                sink: sink.clone(),
+                address,
+                every: canary.every,
+                grace: canary.grace,
+                rate: canary.max_queries_per_second,
+                watched,
+            },
+        );
+    }
+    out
+}

@@ -1,0 +1,321 @@
+//! One sink's canary task: which name is due, the question, the comparison, and what is
+//! reported when the served answer and the decision disagree.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hickory_proto::rr::RecordType;
+use tokio::time::Instant;
+
+use super::{ask, Intended, Observation, Shared};
+use crate::clock::Timestamp;
+use crate::events::Event;
+use crate::metrics::{SinkLabel, SinkResultLabels};
+use crate::status::{CanaryStatus, StaleName};
+
+/// How long one question may take.
+const DEADLINE: Duration = Duration::from_secs(1);
+
+/// The first re-check after a decision; doubled each time until the answer matches.
+const FAST: Duration = Duration::from_millis(20);
+
+/// A name the canary asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watched {
+    pub tenant: String,
+    pub name: String,
+    /// Ask AAAA as well (the tenant has IPv6 endpoints).
+    pub v6: bool,
+    /// The whole set is answered (`all`, `failover`); else (`weighted`, `geo`) an answer is
+    /// a non-empty part of it.
+    pub exact: bool,
+}
+
+/// One sink's canary: where, how often, and its names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkCanary {
+    pub sink: String,
+    pub address: SocketAddr,
+    pub every: Duration,
+    pub grace: Duration,
+    pub rate: u32,
+    pub watched: Vec<Watched>,
+}
+
+/// A watched name's progress.
+struct Progress {
+    due: Instant,
+    /// The decision last seen served (0: none yet).
+    matched: u64,
+    /// The decision last asked about.
+    asked: u64,
+    /// The next fast re-check's wait, while a new decision is not yet served.
+    fast: Duration,
+    /// Since when the answer differs (unix ms), and whether that was reported.
+    differs: Option<(u64, bool)>,
+}
+
+impl SinkCanary {
+    /// Asks every name in turn until aborted.
+    pub(super) async fn run(self, shared: Shared) {
+        let mut decided = shared.decided.clone();
+        let start = Instant::now();
+        let mut progress: Vec<Progress> = (0..self.watched.len())
+            .map(|i| Progress {
+                // Spread over one period rather than a burst at start.
+                due: start + self.period().mul_f64(i as f64 / self.watched.len() as f64),
+                matched: 0,
+                asked: 0,
+                fast: FAST,
+                differs: None,
+            })
+            .collect();
+        let mut due: BTreeSet<(Instant, usize)> = progress
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.due, i))
+            .collect();
+        let gap = Duration::from_secs(1) / self.rate.max(1);
+        self.status(&shared, |s| {
+            s.sink = self.sink.clone();
+            s.address = self.address.to_string();
+            s.names = self.watched.len();
+        });
+        loop {
+            let Some(&(at, i)) = due.first() else { return };
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {}
+                changed = decided.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    self.decisions_due(&shared, &mut progress, &mut due);
+                    continue;
+                }
+            }
+            due.remove(&(at, i));
+            let intended = shared
+                .intended
+                .lock()
+                .expect("never poisoned")
+                .get(&self.watched[i].tenant)
+                .cloned();
+            let next = match intended {
+                Some(intended) => self.check(&shared, i, &mut progress[i], &intended).await,
+                // Nothing decided yet: asked again in one period.
+                None => Instant::now() + self.period(),
+            };
+            progress[i].due = next;
+            due.insert((next, i));
+            tokio::time::sleep(gap).await;
+        }
+    }
+
+    /// Each name is asked once in `every`, or less often when more names than the rate
+    /// allows in that time.
+    fn period(&self) -> Duration {
+        let per_name = if self.watched.iter().any(|w| w.v6) {
+            2
+        } else {
+            1
+        };
+        let needed = Duration::from_secs_f64(
+            (self.watched.len() * per_name) as f64 / f64::from(self.rate.max(1)),
+        );
+        self.every.max(needed)
+    }
+
+    /// Names of tenants with a decision not yet asked about are due now.
+    fn decisions_due(
+        &self,
+        shared: &Shared,
+        progress: &mut [Progress],
+        due: &mut BTreeSet<(Instant, usize)>,
+    ) {
+        let intended = shared.intended.lock().expect("never poisoned");
+        let now = Instant::now();
+        for (i, w) in self.watched.iter().enumerate() {
+            let Some(seq) = intended.get(&w.tenant).map(|d| d.seq) else {
+                continue;
+            };
+            let p = &mut progress[i];
+            if seq != p.asked && p.due > now {
+                due.remove(&(p.due, i));
+                p.due = now;
+                p.fast = FAST;
+                due.insert((now, i));
+            }
+        }
+    }
+
+    /// Asks name `i`, compares, reports; when to ask it next.
+    async fn check(
+        &self,
+        shared: &Shared,
+        i: usize,
+        p: &mut Progress,
+        intended: &Intended,
+    ) -> Instant {
+        let w = &self.watched[i];
+        p.asked = intended.seq;
+        let served = match self.ask(&w.name, w.v6).await {
+            Ok(served) => served,
+            Err(e) => {
+                self.count(shared, "error");
+                self.status(shared, |s| {
+                    s.queries += 1;
+                    s.errors += 1;
+                    s.last_error = Some(format!("{}: {e}", w.name));
+                });
+                return Instant::now() + self.period();
+            }
+        };
+        let now_ms = crate::clock::since_epoch(std::time::SystemTime::now()).as_millis() as u64;
+        let _ = shared.observations.send(Observation {
+            sink: self.sink.clone(),
+            tenant: w.tenant.clone(),
+            name: w.name.clone(),
+            addresses: served.clone(),
+            at: now_ms,
+        });
+        let matches = if w.exact {
+            *served == *intended.addresses
+        } else {
+            served.iter().all(|a| intended.addresses.contains(a))
+                && served.is_empty() == intended.addresses.is_empty()
+        };
+        self.count(shared, if matches { "match" } else { "differs" });
+        self.status(shared, |s| s.queries += 1);
+        if matches {
+            self.matched(shared, w, p, intended, &served, now_ms);
+            return Instant::now() + self.period();
+        }
+        let since = p.differs.map_or(now_ms, |(since, _)| since);
+        let reported = p.differs.is_some_and(|(_, r)| r);
+        // Stale once the decision is older than the grace: a change of ours is given the
+        // back end's propagation; a drift nobody decided is reported when seen past it.
+        let stale = now_ms.saturating_sub(intended.at) >= self.grace.as_millis() as u64;
+        p.differs = Some((since, reported || stale));
+        if stale && !reported {
+            self.report(shared, w, true, &served, intended, since);
+        }
+        if stale {
+            Instant::now() + self.period().min(self.grace.max(FAST))
+        } else {
+            let wait = p.fast;
+            p.fast = (p.fast * 2).min(self.period());
+            Instant::now() + wait
+        }
+    }
+
+    /// Name `w` is served as decided: the propagation of a new decision is measured and a
+    /// stale report is withdrawn.
+    fn matched(
+        &self,
+        shared: &Shared,
+        w: &Watched,
+        p: &mut Progress,
+        intended: &Intended,
+        served: &Arc<[IpAddr]>,
+        now_ms: u64,
+    ) {
+        if p.matched != 0 && p.matched != intended.seq {
+            let took = now_ms.saturating_sub(intended.at) as f64 / 1000.0;
+            shared
+                .metrics
+                .answers
+                .answer_propagation
+                .get_or_create(&SinkLabel {
+                    sink: self.sink.clone(),
+                })
+                .observe(took);
+            self.status(shared, |s| s.last_propagation_seconds = Some(took));
+        }
+        p.matched = intended.seq;
+        p.fast = FAST;
+        if let Some((since, true)) = p.differs {
+            self.report(shared, w, false, served, intended, since);
+        }
+        p.differs = None;
+    }
+
+    /// A name turned stale, or is served as decided again: an event, the gauge, `/status`.
+    fn report(
+        &self,
+        shared: &Shared,
+        w: &Watched,
+        stale: bool,
+        served: &[IpAddr],
+        intended: &Intended,
+        since: u64,
+    ) {
+        let gauge = shared
+            .metrics
+            .answers
+            .canary_stale_names
+            .get_or_create(&SinkLabel {
+                sink: self.sink.clone(),
+            })
+            .clone();
+        if stale {
+            gauge.inc();
+            tracing::warn!(sink = %self.sink, name = %w.name, ?served, intended = ?intended.addresses, "the served answer differs from the decision past the sink's canary grace");
+        } else {
+            gauge.dec();
+        }
+        shared.events.emit(|| Event::Canary {
+            at: crate::events::now(),
+            sink: self.sink.clone(),
+            tenant: w.tenant.clone(),
+            name: w.name.clone(),
+            stale,
+            served: served.to_vec(),
+            intended: intended.addresses.to_vec(),
+        });
+        self.status(shared, |s| {
+            s.stale.retain(|n| n.name != w.name);
+            if stale {
+                s.stale.push(StaleName {
+                    name: w.name.clone(),
+                    tenant: w.tenant.clone(),
+                    served: served.to_vec(),
+                    intended: intended.addresses.to_vec(),
+                    since: Timestamp(crate::clock::after_epoch(Duration::from_millis(since))),
+                });
+            }
+        });
+    }
+
+    /// The addresses served for `name` (a wildcard asked through a name it covers).
+    async fn ask(&self, name: &str, v6: bool) -> Result<Arc<[IpAddr]>, ask::AskError> {
+        let qname = match name.strip_prefix("*.") {
+            Some(parent) => format!("ho-canary.{parent}"),
+            None => name.to_owned(),
+        };
+        let mut served = ask::addresses(self.address, &qname, RecordType::A, DEADLINE).await?;
+        if v6 {
+            served.extend(ask::addresses(self.address, &qname, RecordType::AAAA, DEADLINE).await?);
+        }
+        served.sort();
+        Ok(served.into())
+    }
+
+    fn count(&self, shared: &Shared, result: &'static str) {
+        shared
+            .metrics
+            .answers
+            .canary_queries
+            .get_or_create(&SinkResultLabels {
+                sink: self.sink.clone(),
+                result,
+            })
+            .inc();
+    }
+
+    fn status(&self, shared: &Shared, update: impl FnOnce(&mut CanaryStatus)) {
+        let mut status = shared.status.lock().expect("never poisoned");
+        update(status.entry(self.sink.clone()).or_default());
+    }
+}

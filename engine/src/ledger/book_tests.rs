@@ -1,0 +1,184 @@
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+use crate::clock::Timestamp;
+
+fn ts(ms: u64) -> Timestamp {
+    Timestamp(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+fn ip(last: u8) -> IpAddr {
+    IpAddr::from([192, 0, 2, last])
+}
+
+fn plan(observed: &[&str]) -> TenantPlan {
+    TenantPlan {
+        tenant: "shop".into(),
+        names: vec!["shop.example.com".into()],
+        sinks: vec!["zone".into(), "pdns".into()],
+        observed: observed.iter().map(|s| (*s).to_owned()).collect(),
+        endpoints: vec!["a".into(), "b".into()],
+    }
+}
+
+fn publish(seq: u64, addresses: &[IpAddr], at: u64) -> Event {
+    Event::Publish {
+        at: ts(at),
+        tenant: "shop".into(),
+        seq,
+        mode: "healthy",
+        addresses: addresses.to_vec(),
+    }
+}
+
+fn written(sink: &str, seq: u64, at: u64) -> Event {
+    Event::SinkWrite {
+        at: ts(at),
+        sink: sink.into(),
+        tenant: "shop".into(),
+        seq,
+        result: "changed",
+        error: None,
+    }
+}
+
+fn transition(address: IpAddr, to: &'static str, at: u64, since: Option<u64>) -> Event {
+    Event::Transition {
+        at: ts(at),
+        target: format!("tcp://{address}:443"),
+        endpoints: vec!["a".into()],
+        address,
+        from: if to == "down" { "up" } else { "down" },
+        to,
+        failing_since: since.map(ts),
+        reason: "refused".into(),
+    }
+}
+
+fn served(changes: &[Change]) -> Vec<(u64, Served, bool)> {
+    changes
+        .iter()
+        .map(|c| (c.at, c.condition.served, c.condition.maintenance))
+        .collect()
+}
+
+/// Every input of one failover in order: the name answers once a sink wrote, is
+/// serving a dead address from the first failed probe that counted (not from the
+/// verdict), and answers again when the last sink's write drops the address.
+#[test]
+fn a_dead_address_counts_from_its_first_failure_until_the_last_sink_drops_it() {
+    let mut book = Book::default();
+    assert!(book.plan(vec![plan(&[])], 0).is_empty());
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    assert_eq!(
+        served(&book.event(&written("zone", 1, 110))),
+        [(110, Served::Answered, false)]
+    );
+    assert!(
+        book.event(&written("pdns", 1, 130)).is_empty(),
+        "the same set"
+    );
+    assert_eq!(
+        served(&book.event(&transition(ip(1), "down", 5_000, Some(4_000)))),
+        [(4_000, Served::DeadAddress, false)]
+    );
+    book.event(&publish(2, &[ip(2)], 5_010));
+    assert!(
+        book.event(&written("zone", 2, 5_012)).is_empty(),
+        "pdns still serves it"
+    );
+    assert_eq!(
+        served(&book.event(&written("pdns", 2, 5_060))),
+        [(5_060, Served::Answered, false)]
+    );
+    // The address comes back: nothing changes for a name that no longer serves it.
+    assert!(book.event(&transition(ip(1), "up", 9_000, None)).is_empty());
+}
+
+/// A sink the canary observes is judged by what it answered, not by its write: a back end
+/// that took the write and kept answering the dead address stays "dead" until seen.
+#[test]
+fn an_observed_sink_is_judged_by_its_answers() {
+    let mut book = Book::default();
+    book.plan(vec![plan(&["pdns"])], 0);
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    book.event(&written("zone", 1, 110));
+    book.event(&written("pdns", 1, 120));
+    let both: Arc<[IpAddr]> = vec![ip(1), ip(2)].into();
+    assert!(book
+        .observed("pdns", "shop", "shop.example.com", both.clone(), 200)
+        .is_empty());
+    book.event(&transition(ip(1), "down", 5_000, Some(4_500)));
+    book.event(&publish(2, &[ip(2)], 5_010));
+    book.event(&written("zone", 2, 5_012));
+    assert!(
+        book.event(&written("pdns", 2, 5_020)).is_empty(),
+        "a write is not an answer"
+    );
+    assert!(book
+        .observed("pdns", "shop", "shop.example.com", both, 6_000)
+        .is_empty());
+    let changes = book.observed(
+        "pdns",
+        "shop",
+        "shop.example.com",
+        vec![ip(2)].into(),
+        7_000,
+    );
+    assert_eq!(served(&changes), [(7_000, Served::Answered, false)]);
+    let changes = book.observed("pdns", "shop", "shop.example.com", Vec::new().into(), 8_000);
+    assert_eq!(served(&changes), [(8_000, Served::Unanswered, false)]);
+}
+
+/// An operator's hold marks the name's time as maintenance, whatever it serves; released,
+/// the name is counted again. A failed write changes nothing.
+#[test]
+fn held_endpoints_make_maintenance_and_failed_writes_change_nothing() {
+    let mut book = Book::new(vec!["b".into()]);
+    book.plan(vec![plan(&[])], 0);
+    book.event(&publish(1, &[ip(1)], 100));
+    let changes = book.event(&written("zone", 1, 110));
+    assert_eq!(served(&changes), [(110, Served::Answered, true)]);
+    book.event(&written("pdns", 1, 120));
+    let failed = Event::SinkWrite {
+        at: ts(130),
+        sink: "pdns".into(),
+        tenant: "shop".into(),
+        seq: 1,
+        result: "error",
+        error: Some("timeout".into()),
+    };
+    assert!(book.event(&failed).is_empty());
+    let released = Event::Held {
+        at: ts(500),
+        endpoints: Vec::new(),
+    };
+    assert_eq!(
+        served(&book.event(&released)),
+        [(500, Served::Answered, false)]
+    );
+}
+
+/// A name dropped by a reload becomes unknown (no longer recorded); a backdated failure
+/// never dates a change before the name's previous one.
+#[test]
+fn a_removed_name_becomes_unknown_and_history_is_never_reordered() {
+    let mut book = Book::default();
+    book.plan(vec![plan(&[])], 0);
+    book.event(&publish(1, &[ip(1)], 100));
+    book.event(&written("zone", 1, 110));
+    book.event(&written("pdns", 1, 120));
+    let changes = book.event(&transition(ip(1), "down", 200, Some(50)));
+    assert_eq!(served(&changes), [(110, Served::DeadAddress, false)]);
+    let changes = book.plan(Vec::new(), 300);
+    assert_eq!(served(&changes), [(300, Served::Unknown, false)]);
+    assert!(book.current().next().is_none());
+}
+
+#[test]
+fn condition_codes_round_trip() {
+    for code in 0..8 {
+        assert_eq!(Condition::of_code(code).map(Condition::code), Some(code));
+    }
+    assert_eq!(Condition::of_code(8), None);
+}

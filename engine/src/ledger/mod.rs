@@ -1,0 +1,401 @@
+//! The availability ledger: for every published name, the stretches it was served as
+//! decided, served a dead address, answered nothing, or was held by an operator
+//! (maintenance), worked out from the engine's events and the answer canary's
+//! observations ([`book`]), kept as changes (not samples) under `<state_dir>/ledger/`
+//! ([`store`]) for `ledger.retention`, and read back as availability figures ([`tally`]).
+//!
+//! With several replicas only the writer (the holder of the writer Lease) records; each
+//! replica works the conditions out all the time, so a new writer continues from what it
+//! knows at once. The files are the shared store: replicas that share `state_dir` (a
+//! volume mounted by each) continue one ledger; replicas with a folder each keep a ledger
+//! of the time each was the writer.
+
+pub mod book;
+pub mod store;
+pub mod tally;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use ho_config::Plan;
+use serde::Serialize;
+use tokio::sync::{mpsc, watch};
+
+use crate::canary::Observation;
+use crate::clock::Timestamp;
+use crate::events::Events;
+use crate::leadership::Leadership;
+use crate::metrics::{Metrics, WindowLabels};
+use book::{Book, Change, Condition, TenantPlan};
+use store::{Store, StoreError};
+use tally::{spans, Figures, Interval, Tally};
+
+/// History kept in memory for the gauges (and for queries without a `state_dir`).
+const RECENT: Duration = Duration::from_secs(30 * 86_400);
+
+/// How often the ledger notes it is recording, refreshes the gauges and checks whether
+/// it is the writer.
+const TICK: Duration = Duration::from_secs(10);
+
+/// After this long without a note, nobody was recording: the time is unknown.
+const UNRECORDED: u64 = 3 * TICK.as_millis() as u64;
+
+/// Most intervals one answer lists (the newest).
+const MAX_INTERVALS: usize = 10_000;
+
+/// The gauges' windows.
+const WINDOWS: [(&str, u64); 3] = [
+    ("1h", 3_600_000),
+    ("24h", 86_400_000),
+    ("30d", 30 * 86_400_000),
+];
+
+fn now_ms() -> u64 {
+    crate::clock::since_epoch(SystemTime::now()).as_millis() as u64
+}
+
+fn stamp(ms: u64) -> Timestamp {
+    Timestamp(crate::clock::after_epoch(Duration::from_millis(ms)))
+}
+
+/// The ledger's state, shared by its task and the API.
+struct Inner {
+    book: Book,
+    store: Option<Store>,
+    /// Each name's changes over the last [`RECENT`], oldest first.
+    recent: HashMap<String, Vec<(u64, Condition)>>,
+    /// Whether this replica recorded at its last check.
+    writing: bool,
+    retention: Duration,
+    last_prune: u64,
+}
+
+/// What resolvers are handed, as the API reads it: each sink's canary and the ledger.
+#[derive(Clone)]
+pub struct Answers {
+    /// The availability ledger.
+    pub ledger: Ledger,
+    /// Each sink's answer canary.
+    pub canaries: crate::canary::Board,
+}
+
+/// The running ledger: cheap to clone, queried by the API.
+#[derive(Clone)]
+pub struct Ledger(Arc<Mutex<Inner>>);
+
+/// One name's figures over a window.
+#[derive(Debug, Clone, Serialize)]
+pub struct NameAvailability {
+    /// The name.
+    pub name: String,
+    /// Its tenant now (`null`: no longer configured).
+    pub tenant: Option<String>,
+    /// Window start.
+    pub from: Timestamp,
+    /// Window end.
+    pub to: Timestamp,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// The stretches other than "answered" outside maintenance, newest last (at most
+    /// 10,000); empty unless asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+    /// One entry per UTC day of the window, when asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub days: Vec<DayFigures>,
+}
+
+/// One day's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct DayFigures {
+    /// The day's start (00:00 UTC).
+    pub day: Timestamp,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// What a query asks for besides the window's figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Detail {
+    /// The stretches.
+    pub intervals: bool,
+    /// Per-day figures.
+    pub days: bool,
+}
+
+impl Ledger {
+    /// Opens the store under `state_dir` (none: memory only) and starts following the
+    /// engine's events, the canary's observations and the plans. `held`: the endpoints
+    /// operators hold at start.
+    pub fn start(
+        events: &Events,
+        observations: mpsc::UnboundedReceiver<Observation>,
+        plans: watch::Receiver<Arc<Plan>>,
+        held: Vec<String>,
+        leadership: Leadership,
+        metrics: Arc<Metrics>,
+    ) -> Result<Ledger, StoreError> {
+        let plan = plans.borrow().clone();
+        let store = plan
+            .state_dir
+            .as_deref()
+            .map(|d| Store::open(&d.join("ledger")))
+            .transpose()?;
+        let mut recent = HashMap::new();
+        if let Some(store) = &store {
+            let since = now_ms().saturating_sub(RECENT.as_millis() as u64);
+            for name in store.names()? {
+                let changes = store.read(&name)?;
+                let cut = changes
+                    .partition_point(|(t, _)| *t < since)
+                    .saturating_sub(1);
+                recent.insert(name, changes[cut..].to_vec());
+            }
+        }
+        let ledger = Ledger(Arc::new(Mutex::new(Inner {
+            book: Book::new(held),
+            store,
+            recent,
+            writing: false,
+            retention: plan.ledger_retention,
+            last_prune: 0,
+        })));
+        ledger.apply(|b| b.plan(tenants_of(&plan), now_ms()));
+        tokio::spawn(ledger.clone().follow(
+            events.follow(),
+            observations,
+            plans,
+            leadership,
+            metrics,
+        ));
+        Ok(ledger)
+    }
+
+    async fn follow(
+        self,
+        mut events: mpsc::UnboundedReceiver<Arc<crate::events::Event>>,
+        mut observations: mpsc::UnboundedReceiver<Observation>,
+        mut plans: watch::Receiver<Arc<Plan>>,
+        leadership: Leadership,
+        metrics: Arc<Metrics>,
+    ) {
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                Some(event) = events.recv() => self.apply(|b| b.event(&event)),
+                Some(o) = observations.recv() => {
+                    self.apply(|b| b.observed(&o.sink, &o.tenant, &o.name, o.addresses, o.at));
+                }
+                changed = plans.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let plan = plans.borrow_and_update().clone();
+                    self.apply(|b| b.plan(tenants_of(&plan), now_ms()));
+                }
+                _ = tick.tick() => self.tick(leadership.may_write(), &metrics),
+                else => return,
+            }
+        }
+    }
+
+    /// Runs `step` on the book and records the changes it makes.
+    fn apply(&self, step: impl FnOnce(&mut Book) -> Vec<Change>) {
+        let mut inner = self.lock();
+        let changes = step(&mut inner.book);
+        if changes.is_empty() {
+            return;
+        }
+        for c in &changes {
+            let list = inner.recent.entry(c.name.clone()).or_default();
+            list.retain(|(t, _)| *t < c.at);
+            list.push((c.at, c.condition));
+        }
+        if inner.writing {
+            if let Some(store) = &mut inner.store {
+                if let Err(e) = store.append(&changes) {
+                    tracing::error!("availability ledger: {e}");
+                }
+            }
+        }
+    }
+
+    /// Notes it is recording, starts recording when it became the writer, prunes once a
+    /// day and refreshes the gauges.
+    fn tick(&self, writer: bool, metrics: &Metrics) {
+        let now = now_ms();
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        if writer && !inner.writing {
+            if let Some(store) = &mut inner.store {
+                if let Err(e) = take_over(store, &inner.book, now) {
+                    tracing::error!("availability ledger: {e}");
+                }
+            }
+        }
+        inner.writing = writer;
+        if let (true, Some(store)) = (writer, &mut inner.store) {
+            if let Err(e) = store.mark_alive(now) {
+                tracing::error!("availability ledger: {e}");
+            }
+            if now.saturating_sub(inner.last_prune) >= 86_400_000 {
+                inner.last_prune = now;
+                if let Err(e) = store.prune(now.saturating_sub(inner.retention.as_millis() as u64))
+                {
+                    tracing::error!("availability ledger: {e}");
+                }
+            }
+        }
+        let since = now.saturating_sub(RECENT.as_millis() as u64);
+        for (name, changes) in &mut inner.recent {
+            let cut = changes
+                .partition_point(|(t, _)| *t < since)
+                .saturating_sub(1);
+            changes.drain(..cut);
+            for (window, ms) in WINDOWS {
+                let figures = Tally::of(&spans(changes, now.saturating_sub(ms), now)).figures();
+                let gauge = metrics
+                    .answers
+                    .name_availability
+                    .get_or_create(&WindowLabels {
+                        name: name.clone(),
+                        window,
+                    });
+                gauge.set(figures.availability.unwrap_or(f64::NAN));
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every name the ledger knows (configured now or with history).
+    pub fn names(&self) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock();
+        let mut names: Vec<String> = match &inner.store {
+            Some(store) => store.names()?,
+            None => Vec::new(),
+        };
+        names.extend(inner.recent.keys().cloned());
+        names.extend(inner.book.current().map(|(n, _, _)| n.to_owned()));
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// `name`'s figures over `[from, to)` (unix ms), with the detail asked for.
+    pub fn availability(
+        &self,
+        name: &str,
+        from: u64,
+        to: u64,
+        detail: Detail,
+    ) -> Result<NameAvailability, StoreError> {
+        let inner = self.lock();
+        let changes = match &inner.store {
+            Some(store) => store.read(name)?,
+            None => inner.recent.get(name).cloned().unwrap_or_default(),
+        };
+        let tenant = inner.book.tenant_of(name).map(str::to_owned);
+        drop(inner);
+        let window = spans(&changes, from, to);
+        let mut intervals: Vec<Interval> = if detail.intervals {
+            window
+                .iter()
+                .filter(|s| s.condition.served != book::Served::Answered || s.condition.maintenance)
+                .map(Interval::from)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if intervals.len() > MAX_INTERVALS {
+            intervals.drain(..intervals.len() - MAX_INTERVALS);
+        }
+        let days = if detail.days {
+            let first = from - from % 86_400_000;
+            (first..to)
+                .step_by(86_400_000)
+                .map(|day| DayFigures {
+                    day: stamp(day),
+                    figures: Tally::of(&spans(&changes, day.max(from), (day + 86_400_000).min(to)))
+                        .figures(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(NameAvailability {
+            name: name.to_owned(),
+            tenant,
+            from: stamp(from),
+            to: stamp(to),
+            figures: Tally::of(&window).figures(),
+            intervals,
+            days,
+        })
+    }
+}
+
+/// This replica became the writer at `now`: when nobody recorded for a while (a stop, a
+/// writer gone without a successor), that time is marked unknown; then every name whose
+/// condition differs from its file's last record is recorded as it stands.
+fn take_over(store: &mut Store, book: &Book, now: u64) -> Result<(), StoreError> {
+    let alive = store.alive();
+    let unrecorded = alive.is_some_and(|a| now.saturating_sub(a) > UNRECORDED);
+    let mut changes = Vec::new();
+    for name in store.names()? {
+        let last = store.read(&name)?.last().copied();
+        if let (true, Some((at, c))) = (unrecorded, last) {
+            if c != Condition::UNKNOWN {
+                changes.push(Change {
+                    name,
+                    tenant: String::new(),
+                    at: alive.unwrap_or(now).max(at),
+                    condition: Condition::UNKNOWN,
+                });
+            }
+        }
+    }
+    store.append(&changes)?;
+    let mut current = Vec::new();
+    for (name, condition, since) in book.current() {
+        let last = store.read(name)?.last().copied();
+        if last.map(|(_, c)| c) != Some(condition) {
+            let at = since.max(last.map_or(0, |(t, _)| t));
+            current.push(Change {
+                name: name.to_owned(),
+                tenant: String::new(),
+                at: if unrecorded { at.max(now) } else { at },
+                condition,
+            });
+        }
+    }
+    store.append(&current)
+}
+
+/// The tenants of `plan` as the book needs them.
+fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
+    let canaried = crate::canary::canaried(plan);
+    plan.tenants
+        .iter()
+        .map(|t| TenantPlan {
+            tenant: t.name.clone(),
+            names: t.domains.clone(),
+            sinks: t.sinks.clone(),
+            observed: canaried
+                .iter()
+                .filter(|(_, c)| c.watched.iter().any(|w| w.tenant == t.name))
+                .map(|(sink, _)| sink.clone())
+                .collect(),
+            endpoints: t
+                .endpoints
+                .iter()
+                .map(|&e| plan.endpoints[e].name.clone())
+                .collect(),
+        })
+        .collect()
+}

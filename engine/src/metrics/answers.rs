@@ -1,0 +1,70 @@
+//! The metrics of what resolvers are handed: the answer canary's queries and stale
+//! names, the time from a decision to the served answer, and each name's availability.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::{latency_histogram, SinkLabel, SinkResultLabels};
+
+/// `name`, `window` labels of an availability figure.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WindowLabels {
+    /// The published name.
+    pub name: String,
+    /// `1h`, `24h` or `30d`.
+    pub window: &'static str,
+}
+
+/// The canary's and the ledger's metrics.
+pub struct AnswerMetrics {
+    /// Canary queries by sink and result (`match`, `differs`, `error`).
+    pub canary_queries: Family<SinkResultLabels, Counter>,
+    /// Names whose served answer differs from the decision past the sink's grace.
+    pub canary_stale_names: Family<SinkLabel, Gauge>,
+    /// Time from a decision to the canary seeing it served, per sink.
+    pub answer_propagation: Family<SinkLabel, Histogram, fn() -> Histogram>,
+    /// Availability per name over the last hour, day and 30 days.
+    pub name_availability: Family<WindowLabels, Gauge<f64, AtomicU64>>,
+}
+
+impl AnswerMetrics {
+    /// New, unregistered.
+    pub fn new() -> AnswerMetrics {
+        AnswerMetrics {
+            canary_queries: Family::default(),
+            canary_stale_names: Family::default(),
+            answer_propagation: Family::new_with_constructor(latency_histogram),
+            name_availability: Family::default(),
+        }
+    }
+
+    /// Registers every one of them in `registry`.
+    pub(super) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "canary_queries",
+            "Answer canary queries to the DNS server in front of each sink, by result (match, differs, error)",
+            self.canary_queries.clone(),
+        );
+        registry.register(
+            "canary_stale_names",
+            "Names whose served answer differs from the decision past the sink's canary grace (alert when above 0)",
+            self.canary_stale_names.clone(),
+        );
+        registry.register(
+            "answer_propagation_seconds",
+            "Time from a decision to the answer canary seeing it served, per sink",
+            self.answer_propagation.clone(),
+        );
+        registry.register(
+            "name_availability_ratio",
+            "Share of the known time a name answered with live addresses only (the availability ledger), by window",
+            self.name_availability.clone(),
+        );
+    }
+}
