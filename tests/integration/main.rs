@@ -9,6 +9,7 @@ mod fakes;
 mod harness;
 mod services;
 
+mod answer_canary;
 mod api;
 mod architecture;
 mod azure_dns;

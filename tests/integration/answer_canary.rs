@@ -1,0 +1,241 @@
+//! The answer canary and the availability ledger against real back ends: a tenant published
+//! through the embedded server and a real `pdns_server`, each asked by the canary over DNS.
+//! A scripted night — a gateway fails, PowerDNS's zone is edited by hand to serve the dead
+//! address again (a stale back end), the gateway heals, an operator drains the other one —
+//! and the ledger's seconds of "served a dead address" and of maintenance are compared with
+//! the script's own clock; the stale back end must be reported within the grace plus one
+//! canary period. A restart on the same `state_dir` keeps every interval.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, SystemTime};
+
+use ho_testkit::{Behaviour, Gateway};
+
+use crate::harness::*;
+use crate::services::dig::wait_for_answer;
+use crate::services::pdns::{PdnsServer, DNS_PORT};
+
+const ZONE: &str = "example.org";
+const NAME: &str = "shop.example.org";
+const PORT: u16 = 18291;
+/// The probes' interval ([`Check::FAST`]) and the canary's period and grace.
+const INTERVAL: Duration = Duration::from_millis(200);
+const EVERY: Duration = Duration::from_millis(200);
+const GRACE: Duration = Duration::from_secs(1);
+
+fn gateway() -> Gateway {
+    Gateway::start(
+        SocketAddr::new(IpAddr::V4(loopback_ip()), PORT),
+        Behaviour::Healthy,
+    )
+    .unwrap()
+}
+
+fn config(
+    pdns: &PdnsServer,
+    listen: SocketAddr,
+    gws: [&Gateway; 2],
+    state: &std::path::Path,
+) -> String {
+    TestConfig::defaults(&Check::FAST)
+        .with(&format!(
+            "state_dir = {state:?}\n\n\
+             [[endpoints]]\nname = \"gw-1\"\naddress = \"{a}\"\ncheck = {{ port = {PORT} }}\n\n\
+             [[endpoints]]\nname = \"gw-2\"\naddress = \"{b}\"\ncheck = {{ port = {PORT} }}\n\n\
+             [[tenants]]\nname = \"shop\"\ndomains = [\"{NAME}\"]\nsinks = [\"dns\", \"pdns\"]\nttl = \"5s\"\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"{ZONE}\"]\n\
+             canary = {{ every = \"{every}ms\", grace = \"{grace}s\" }}\n\n\
+             [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {key:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1h\" }}\n\
+             canary = {{ address = \"{ip}:{DNS_PORT}\", every = \"{every}ms\", grace = \"{grace}s\" }}\n",
+            state = state.display().to_string(),
+            a = ip(gws[0]),
+            b = ip(gws[1]),
+            every = EVERY.as_millis(),
+            grace = GRACE.as_secs(),
+            ip = pdns.ip,
+            url = pdns.url(),
+            key = pdns.key_file().display().to_string(),
+        ))
+        .render()
+}
+
+/// PowerDNS's A rrset of [`NAME`] replaced by hand with `addresses`, its comments (the
+/// orchestrator's ownership mark) kept, as an operator's edit in PowerDNS-Admin would.
+fn edit_by_hand(pdns: &PdnsServer, addresses: &[String]) {
+    let (code, zone) = pdns.api(
+        "GET",
+        &format!("/api/v1/servers/localhost/zones/{ZONE}."),
+        "",
+    );
+    assert_eq!(code, 200, "{zone}");
+    let zone: serde_json::Value = serde_json::from_str(&zone).unwrap();
+    let comments = zone["rrsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == format!("{NAME}.") && r["type"] == "A")
+        .map(|r| r["comments"].clone())
+        .expect("the orchestrator wrote the rrset");
+    let records: Vec<serde_json::Value> = addresses
+        .iter()
+        .map(|a| serde_json::json!({ "content": a, "disabled": false }))
+        .collect();
+    let patch = serde_json::json!({ "rrsets": [{
+        "name": format!("{NAME}."), "type": "A", "ttl": 5, "changetype": "REPLACE",
+        "records": records, "comments": comments,
+    }]});
+    pdns.patch_zone(&format!("{ZONE}."), &patch.to_string());
+}
+
+/// `/status`'s stale names of sink `sink`'s canary.
+async fn stale(api: SocketAddr, sink: &str) -> Vec<String> {
+    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
+    status["canaries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["sink"] == sink)
+        .flat_map(|c| c["stale"].as_array().cloned().unwrap_or_default())
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Polls until `/status` says whether [`NAME`] is stale at `sink`; how long it took.
+async fn wait_stale(api: SocketAddr, sink: &str, want: bool) -> Duration {
+    let start = tokio::time::Instant::now();
+    while stale(api, sink).await.contains(&NAME.to_owned()) != want {
+        assert!(
+            start.elapsed() < LIMIT,
+            "{sink}: {NAME} never became stale={want}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// The ledger's figures of [`NAME`] over `[from, to)`.
+async fn figures(api: SocketAddr, from: SystemTime, to: SystemTime) -> serde_json::Value {
+    let path = format!(
+        "/v1/availability?name={NAME}&from={}&to={}&intervals=true",
+        rfc3339(from),
+        rfc3339(to)
+    );
+    serde_json::from_str(&api_get(api, &path).await).unwrap()
+}
+
+fn secs(v: &serde_json::Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"))
+}
+
+#[actix_rt::test]
+async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back_end() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let (mut g1, g2) = (gateway(), gateway());
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let engine = start_engine(dir.path(), &config(&pdns, server, [&g1, &g2], &state)).await;
+    let api = serve_api(&engine, None, Some("admin")).await;
+    let both = vec![ip(&g1), ip(&g2)];
+    wait_for_answer(server, NAME, &both).await;
+    pdns.wait_for_answer(NAME, "A", &both).await;
+    let start = SystemTime::now();
+
+    // 1. gw-1 fails: dead from the fault until the last back end drops it.
+    let fault = SystemTime::now();
+    g1.set(Behaviour::Refuse).unwrap();
+    wait_for_answer(server, NAME, &[ip(&g2)]).await;
+    pdns.wait_for_answer(NAME, "A", &[ip(&g2)]).await;
+    let first = fault.elapsed().unwrap();
+
+    // 2. PowerDNS's zone is edited by hand to serve the dead address again: stale, and
+    // dead again, until gw-1 heals.
+    let edit = SystemTime::now();
+    edit_by_hand(&pdns, &both);
+    let seen = wait_stale(api, "pdns", true).await;
+    println!(
+        "a hand edit serving a dead address: reported stale after {} ms",
+        seen.as_millis()
+    );
+    assert!(
+        seen <= GRACE + EVERY + Duration::from_millis(300),
+        "stale reported after {seen:?}, past grace + one canary period"
+    );
+    assert!(
+        stale(api, "dns").await.is_empty(),
+        "the embedded server serves the decision"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let heal = SystemTime::now();
+    g1.set(Behaviour::Healthy).unwrap();
+    wait_stale(api, "pdns", false).await;
+    let second = heal.duration_since(edit).unwrap();
+
+    // 3. An operator drains gw-2 for a while: maintenance.
+    let (code, body) = api_request(api, "POST", "/v1/endpoints/gw-2/drain", Some("admin")).await;
+    assert_eq!(code, 200, "{body}");
+    let drained = SystemTime::now();
+    wait_for_answer(server, NAME, &[ip(&g1)]).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (code, body) = api_request(api, "POST", "/v1/endpoints/gw-2/undrain", Some("admin")).await;
+    assert_eq!(code, 200, "{body}");
+    let maintenance = drained.elapsed().unwrap();
+    wait_for_answer(server, NAME, &both).await;
+    pdns.wait_for_answer(NAME, "A", &both).await;
+    tokio::time::sleep(EVERY * 2).await;
+
+    let end = SystemTime::now();
+    let night = figures(api, start, end).await;
+    let truth = (first + second).as_secs_f64();
+    let dead = secs(&night, "seconds_dead_address");
+    println!(
+        "dead address served: ledger {dead:.3} s, script {truth:.3} s; maintenance: ledger {:.3} s, script {:.3} s; availability {}",
+        secs(&night, "seconds_maintenance"),
+        maintenance.as_secs_f64(),
+        night["availability"]
+    );
+    // Each of the two stretches within one probe interval plus one canary period.
+    let bound = 2.0 * (INTERVAL + EVERY).as_secs_f64();
+    assert!(
+        (dead - truth).abs() <= bound,
+        "dead {dead} s vs {truth} s: {night}"
+    );
+    assert!(
+        (secs(&night, "seconds_maintenance") - maintenance.as_secs_f64()).abs()
+            <= (INTERVAL + EVERY).as_secs_f64(),
+        "{night}"
+    );
+    assert_eq!(secs(&night, "seconds_unanswered"), 0.0, "{night}");
+    assert!(night["availability"].as_f64().unwrap() < 1.0);
+    let kinds: Vec<&str> = night["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["served"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"dead_address"), "{night}");
+
+    // A restart on the same state_dir keeps every interval of the night.
+    drop(engine);
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let engine = start_engine(dir.path(), &config(&pdns, server, [&g1, &g2], &state)).await;
+    let api = serve_api(&engine, None, None).await;
+    wait_for_answer(server, NAME, &both).await;
+    let again = figures(api, start, end).await;
+    assert_eq!(
+        (
+            secs(&again, "seconds_dead_address"),
+            secs(&again, "seconds_maintenance")
+        ),
+        (dead, secs(&night, "seconds_maintenance")),
+        "{again}"
+    );
+    let badge = api_get(api, &format!("/badge/{NAME}/30d.svg")).await;
+    assert!(badge.starts_with("<svg") && badge.contains('%'), "{badge}");
+    drop((g1, g2));
+}
