@@ -266,7 +266,7 @@ impl Metrics {
             operator_actions: Family::default(),
             heartbeats: Family::default(),
             host_lookups: Family::default(),
-            answers: AnswerMetrics::new(),
+            answers: AnswerMetrics::default(),
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),

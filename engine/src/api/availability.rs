@@ -169,9 +169,9 @@ fn svg(label: &str, availability: Option<f64>) -> String {
 /// `99.95%`, with as many decimals as a figure close to 100 % needs to say something.
 fn percent(a: f64) -> String {
     let p = a * 100.0;
-    if p >= 99.99 && p < 100.0 {
+    if (99.99..100.0).contains(&p) {
         format!("{p:.3}%")
-    } else if p >= 99.0 && p < 100.0 {
+    } else if (99.0..100.0).contains(&p) {
         format!("{p:.2}%")
     } else {
         format!("{p:.1}%")

@@ -33,9 +33,9 @@ pub struct AnswerMetrics {
     pub name_availability: Family<WindowLabels, Gauge<f64, AtomicU64>>,
 }
 
-impl AnswerMetrics {
+impl Default for AnswerMetrics {
     /// New, unregistered.
-    pub fn new() -> AnswerMetrics {
+    fn default() -> AnswerMetrics {
         AnswerMetrics {
             canary_queries: Family::default(),
             canary_stale_names: Family::default(),
@@ -43,7 +43,9 @@ impl AnswerMetrics {
             name_availability: Family::default(),
         }
     }
+}
 
+impl AnswerMetrics {
     /// Registers every one of them in `registry`.
     pub(super) fn register(&self, registry: &mut Registry) {
         registry.register(
