@@ -59,9 +59,13 @@ with sync_playwright() as p:
     started = time.monotonic()
     page.wait_for_selector('tr[data-endpoint="gw-2"][data-state="down"]', timeout=2000)
     print(f"ROW DOWN {1000 * (time.monotonic() - started):.0f} ms", flush=True)
+    # The ledger's history: a row per published name, a cell per day of the last 90.
+    page.wait_for_selector("#history tr[data-name] .strip i", timeout=5000)
+    cells = page.locator("#history tr[data-name] .strip").first.locator("i").count()
+    assert cells in (90, 91), cells
     page.screenshot(path=f"{shots}/status-page.png", full_page=True)
     # Times come as RFC 3339: the page shows ages and clock times, never "NaN" or "Invalid Date".
-    for part in ("#endpoints", "#tenants", "#timeline"):
+    for part in ("#endpoints", "#tenants", "#timeline", "#history"):
         text = page.inner_text(part)
         assert "NaN" not in text and "Invalid" not in text, (part, text)
     assert page.locator("#timeline li").count() > 0

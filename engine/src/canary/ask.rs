@@ -31,66 +31,95 @@ pub enum AskError {
     Rcode(String),
 }
 
-/// The addresses `server` answers for `name` (`A` or `AAAA`); NXDOMAIN and NODATA answer
-/// none.
-pub async fn addresses(
+/// Asks one server, over one UDP socket kept for every question (opened again after an
+/// error); late answers to an earlier question are told apart by their id.
+pub struct Asker {
     server: SocketAddr,
-    name: &str,
-    rtype: RecordType,
-    deadline: Duration,
-) -> Result<Vec<IpAddr>, AskError> {
-    let qname = Name::from_str(&format!("{name}.")).map_err(|_| AskError::Name(name.into()))?;
-    let id = fastrand::u16(..);
-    let mut query = Message::query();
-    query.metadata.id = id;
-    query.add_query(Query::query(qname, rtype));
-    let bytes = query
-        .to_vec()
-        .map_err(|e| AskError::Unreadable(e.to_string()))?;
-    let exchange = async {
-        let answer = over_udp(server, &bytes, id).await?;
+    socket: Option<UdpSocket>,
+}
+
+impl Asker {
+    /// Asks `server`.
+    pub fn new(server: SocketAddr) -> Asker {
+        Asker {
+            server,
+            socket: None,
+        }
+    }
+
+    /// The addresses the server answers for `name` (`A` or `AAAA`); NXDOMAIN and NODATA
+    /// answer none.
+    pub async fn addresses(
+        &mut self,
+        name: &str,
+        rtype: RecordType,
+        deadline: Duration,
+    ) -> Result<Vec<IpAddr>, AskError> {
+        let qname = Name::from_str(&format!("{name}.")).map_err(|_| AskError::Name(name.into()))?;
+        let id = fastrand::u16(..);
+        let mut query = Message::query();
+        query.metadata.id = id;
+        query.add_query(Query::query(qname, rtype));
+        let bytes = query
+            .to_vec()
+            .map_err(|e| AskError::Unreadable(e.to_string()))?;
+        let answer = match tokio::time::timeout(deadline, self.exchange(&bytes, id)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                self.socket = None;
+                return Err(e);
+            }
+            Err(_) => return Err(AskError::Timeout(deadline)),
+        };
+        match answer.metadata.response_code {
+            ResponseCode::NoError | ResponseCode::NXDomain => {}
+            other => return Err(AskError::Rcode(other.to_string())),
+        }
+        let mut out: Vec<IpAddr> = answer
+            .answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::A(a) => Some(IpAddr::V4(a.0)),
+                RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                _ => None,
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn exchange(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {
+        let answer = self.over_udp(query, id).await?;
         if answer.metadata.truncation {
-            over_tcp(server, &bytes).await
+            over_tcp(self.server, query).await
         } else {
             Ok(answer)
         }
-    };
-    let answer = tokio::time::timeout(deadline, exchange)
-        .await
-        .map_err(|_| AskError::Timeout(deadline))??;
-    match answer.metadata.response_code {
-        ResponseCode::NoError | ResponseCode::NXDomain => {}
-        other => return Err(AskError::Rcode(other.to_string())),
     }
-    let mut out: Vec<IpAddr> = answer
-        .answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::A(a) => Some(IpAddr::V4(a.0)),
-            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
 
-async fn over_udp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, AskError> {
-    let local: IpAddr = match server {
-        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    };
-    let socket = UdpSocket::bind(SocketAddr::new(local, 0)).await?;
-    socket.connect(server).await?;
-    socket.send(query).await?;
-    let mut buf = vec![0; 4096];
-    loop {
-        let n = socket.recv(&mut buf).await?;
-        match Message::from_vec(&buf[..n]) {
-            Ok(answer) if answer.metadata.id == id => return Ok(answer),
-            Ok(_) => continue,
-            Err(e) => return Err(AskError::Unreadable(e.to_string())),
+    async fn over_udp(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {
+        let socket = match &mut self.socket {
+            Some(s) => s,
+            None => {
+                let local: IpAddr = match self.server {
+                    SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+                    SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+                };
+                let socket = UdpSocket::bind(SocketAddr::new(local, 0)).await?;
+                socket.connect(self.server).await?;
+                self.socket.insert(socket)
+            }
+        };
+        socket.send(query).await?;
+        let mut buf = [0; 4096];
+        loop {
+            let n = socket.recv(&mut buf).await?;
+            match Message::from_vec(&buf[..n]) {
+                Ok(answer) if answer.metadata.id == id => return Ok(answer),
+                Ok(_) => continue,
+                Err(e) => return Err(AskError::Unreadable(e.to_string())),
+            }
         }
     }
 }

@@ -78,6 +78,10 @@ impl SinkCanary {
             .map(|(i, p)| (p.due, i))
             .collect();
         let gap = Duration::from_secs(1) / self.rate.max(1);
+        // Questions go out at most one per `gap`, caught up after a slow one (timer ticks
+        // are a millisecond), never in a burst of more than 100 ms's worth.
+        let mut next_send = start;
+        let mut asker = ask::Asker::new(self.address);
         self.status(&shared, |s| {
             s.sink = self.sink.clone();
             s.address = self.address.to_string();
@@ -86,7 +90,7 @@ impl SinkCanary {
         loop {
             let Some(&(at, i)) = due.first() else { return };
             tokio::select! {
-                _ = tokio::time::sleep_until(at) => {}
+                _ = tokio::time::sleep_until(at.max(next_send)) => {}
                 changed = decided.changed() => {
                     if changed.is_err() {
                         return;
@@ -103,13 +107,16 @@ impl SinkCanary {
                 .get(&self.watched[i].tenant)
                 .cloned();
             let next = match intended {
-                Some(intended) => self.check(&shared, i, &mut progress[i], &intended).await,
+                Some(intended) => {
+                    self.check(&shared, &mut asker, i, &mut progress[i], &intended)
+                        .await
+                }
                 // Nothing decided yet: asked again in one period.
                 None => Instant::now() + self.period(),
             };
             progress[i].due = next;
             due.insert((next, i));
-            tokio::time::sleep(gap).await;
+            next_send = (next_send + gap).max(Instant::now() - Duration::from_millis(100));
         }
     }
 
@@ -154,13 +161,14 @@ impl SinkCanary {
     async fn check(
         &self,
         shared: &Shared,
+        asker: &mut ask::Asker,
         i: usize,
         p: &mut Progress,
         intended: &Intended,
     ) -> Instant {
         let w = &self.watched[i];
         p.asked = intended.seq;
-        let served = match self.ask(&w.name, w.v6).await {
+        let served = match ask(asker, &w.name, w.v6).await {
             Ok(served) => served,
             Err(e) => {
                 self.count(shared, "error");
@@ -288,20 +296,6 @@ impl SinkCanary {
         });
     }
 
-    /// The addresses served for `name` (a wildcard asked through a name it covers).
-    async fn ask(&self, name: &str, v6: bool) -> Result<Arc<[IpAddr]>, ask::AskError> {
-        let qname = match name.strip_prefix("*.") {
-            Some(parent) => format!("ho-canary.{parent}"),
-            None => name.to_owned(),
-        };
-        let mut served = ask::addresses(self.address, &qname, RecordType::A, DEADLINE).await?;
-        if v6 {
-            served.extend(ask::addresses(self.address, &qname, RecordType::AAAA, DEADLINE).await?);
-        }
-        served.sort();
-        Ok(served.into())
-    }
-
     fn count(&self, shared: &Shared, result: &'static str) {
         shared
             .metrics
@@ -318,4 +312,18 @@ impl SinkCanary {
         let mut status = shared.status.lock().expect("never poisoned");
         update(status.entry(self.sink.clone()).or_default());
     }
+}
+
+/// The addresses served for `name` (a wildcard asked through a name it covers).
+async fn ask(asker: &mut ask::Asker, name: &str, v6: bool) -> Result<Arc<[IpAddr]>, ask::AskError> {
+    let qname = match name.strip_prefix("*.") {
+        Some(parent) => format!("ho-canary.{parent}"),
+        None => name.to_owned(),
+    };
+    let mut served = asker.addresses(&qname, RecordType::A, DEADLINE).await?;
+    if v6 {
+        served.extend(asker.addresses(&qname, RecordType::AAAA, DEADLINE).await?);
+    }
+    served.sort();
+    Ok(served.into())
 }
