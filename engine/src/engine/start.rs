@@ -226,7 +226,10 @@ pub(super) fn prober_threads(per_second: f64) -> usize {
 }
 
 /// Starts the answer canary and the availability ledger on `plan`, before anything
-/// publishes, so they see every decision; the sender they follow plans on.
+/// publishes, so they see every decision; the sender they follow plans on. They run on a
+/// thread of their own (`ho-answers`): a thousand questions a second, or a wave of
+/// transitions re-judging names, never takes time from the tracker's decisions. The thread
+/// ends when the sender is dropped (the engine stopped).
 pub(super) fn start_answers(
     plan: &Arc<Plan>,
     events: &Events,
@@ -235,15 +238,31 @@ pub(super) fn start_answers(
     kept: &crate::drain::OperatorState,
 ) -> Result<(watch::Sender<Arc<Plan>>, Answers), EngineError> {
     let (plans, following) = watch::channel(plan.clone());
-    let (observed, observations) = tokio::sync::mpsc::unbounded_channel();
-    let canaries = crate::canary::start(events, metrics.clone(), observed, following.clone());
-    let ledger = Ledger::start(
-        events,
-        observations,
-        following,
-        kept.held(),
-        leadership.clone(),
-        metrics.clone(),
-    )?;
-    Ok((plans, Answers { ledger, canaries }))
+    let (events, metrics, leadership) = (events.clone(), metrics.clone(), leadership.clone());
+    let held = kept.held();
+    let (started, answers) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("ho-answers".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime builds");
+            runtime.block_on(async move {
+                let (observed, observations) = tokio::sync::mpsc::unbounded_channel();
+                let mut until = following.clone();
+                let canaries =
+                    crate::canary::start(&events, metrics.clone(), observed, following.clone());
+                let ledger =
+                    Ledger::start(&events, observations, following, held, leadership, metrics);
+                let ok = ledger.is_ok();
+                let _ = started.send(ledger.map(|ledger| Answers { ledger, canaries }));
+                while ok && until.changed().await.is_ok() {}
+            });
+        })
+        .expect("a thread starts");
+    let answers = answers
+        .recv()
+        .expect("the answers thread reports its start")?;
+    Ok((plans, answers))
 }

@@ -101,6 +101,8 @@ pub struct TenantPlan {
     pub observed: BTreeSet<String>,
     /// Its endpoints' names.
     pub endpoints: Vec<String>,
+    /// Its endpoints' addresses: a verdict change of one of them re-judges its names.
+    pub addresses: BTreeSet<IpAddr>,
 }
 
 /// Published sets kept per tenant for writes that report an older sequence number.

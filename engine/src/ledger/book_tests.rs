@@ -18,6 +18,7 @@ fn plan(observed: &[&str]) -> TenantPlan {
         sinks: vec!["zone".into(), "pdns".into()],
         observed: observed.iter().map(|s| (*s).to_owned()).collect(),
         endpoints: vec!["a".into(), "b".into()],
+        addresses: [ip(1), ip(2)].into(),
     }
 }
 

@@ -34,9 +34,12 @@ use tally::{spans, Figures, Interval, Tally};
 /// History kept in memory for the gauges (and for queries without a `state_dir`).
 const RECENT: Duration = Duration::from_secs(30 * 86_400);
 
-/// How often the ledger notes it is recording, refreshes the gauges and checks whether
-/// it is the writer.
+/// How often the ledger notes it is recording and checks whether it is the writer.
 const TICK: Duration = Duration::from_secs(10);
+
+/// How often the availability gauges are worked out again (a pass over 30 days of every
+/// name's changes).
+const GAUGES_EVERY: u64 = 60_000;
 
 /// After this long without a note, nobody was recording: the time is unknown.
 const UNRECORDED: u64 = 3 * TICK.as_millis() as u64;
@@ -69,6 +72,7 @@ struct Inner {
     writing: bool,
     retention: Duration,
     last_prune: u64,
+    last_gauges: u64,
 }
 
 /// What resolvers are handed, as the API reads it: each sink's canary and the ledger.
@@ -162,6 +166,7 @@ impl Ledger {
             writing: false,
             retention: plan.ledger_retention,
             last_prune: 0,
+            last_gauges: 0,
         })));
         ledger.apply(|b| b.plan(tenants_of(&plan), now_ms()));
         tokio::spawn(ledger.clone().follow(
@@ -249,6 +254,10 @@ impl Ledger {
                 }
             }
         }
+        if now.saturating_sub(inner.last_gauges) < GAUGES_EVERY {
+            return;
+        }
+        inner.last_gauges = now;
         let since = now.saturating_sub(RECENT.as_millis() as u64);
         for (name, changes) in &mut inner.recent {
             let cut = changes
@@ -395,6 +404,11 @@ fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
                 .endpoints
                 .iter()
                 .map(|&e| plan.endpoints[e].name.clone())
+                .collect(),
+            addresses: t
+                .endpoints
+                .iter()
+                .map(|&e| plan.endpoints[e].address)
                 .collect(),
         })
         .collect()
