@@ -114,6 +114,24 @@ async fn wait_stale(api: SocketAddr, sink: &str, want: bool) -> Duration {
     start.elapsed()
 }
 
+/// The canary's questions to `sink` with `result` so far.
+async fn questions(api: SocketAddr, sink: &str, result: &str) -> f64 {
+    let sample =
+        format!("health_orchestrator_canary_queries_total{{sink=\"{sink}\",result=\"{result}\"}}");
+    metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
+}
+
+/// Polls until the canary asked `sink` `more` further questions answered with `result`:
+/// what a stretch of the script lasts, counted in the canary's own observations.
+async fn wait_questions(api: SocketAddr, sink: &str, result: &str, more: f64) {
+    let start = tokio::time::Instant::now();
+    let from = questions(api, sink, result).await;
+    while questions(api, sink, result).await < from + more {
+        assert!(start.elapsed() < LIMIT, "{sink}: no {result} answers");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -170,7 +188,8 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
         stale(api, "dns").await.is_empty(),
         "the embedded server serves the decision"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The stale answer stays for two more of the canary's questions.
+    wait_questions(api, "pdns", "differs", 2.0).await;
     let heal = SystemTime::now();
     g1.set(Behaviour::Healthy).unwrap();
     wait_stale(api, "pdns", false).await;
@@ -181,13 +200,16 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     assert_eq!(code, 200, "{body}");
     let drained = SystemTime::now();
     wait_for_answer(server, NAME, &[ip(&g1)]).await;
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Drained for two of the canary's questions to PowerDNS.
+    wait_questions(api, "pdns", "match", 2.0).await;
     let (code, body) = api_request(api, "POST", "/v1/endpoints/gw-2/undrain", Some("admin")).await;
     assert_eq!(code, 200, "{body}");
     let maintenance = drained.elapsed().unwrap();
     wait_for_answer(server, NAME, &both).await;
     pdns.wait_for_answer(NAME, "A", &both).await;
-    tokio::time::sleep(EVERY * 2).await;
+    // Both canaries saw the last answer, so the ledger's last stretch is closed.
+    wait_questions(api, "pdns", "match", 1.0).await;
+    wait_questions(api, "dns", "match", 1.0).await;
 
     let end = SystemTime::now();
     let night = figures(api, start, end).await;
