@@ -223,19 +223,9 @@ impl Book {
                 failing_since,
                 ..
             } => {
-                let targets = self.dead.entry(*address).or_default();
-                if *to == "down" {
-                    let since = failing_since
-                        .map_or(at, |s| crate::clock::since_epoch(s.0).as_millis() as u64);
-                    targets.insert(target.clone(), since);
-                    self.settle(|_| true, since)
-                } else {
-                    targets.remove(target);
-                    if targets.is_empty() {
-                        self.dead.remove(address);
-                    }
-                    self.settle(|_| true, at)
-                }
+                let since =
+                    failing_since.map(|s| crate::clock::since_epoch(s.0).as_millis() as u64);
+                self.transition(target, *address, *to == "down", since.unwrap_or(at), at)
             }
             Event::Publish {
                 tenant,
@@ -273,6 +263,41 @@ impl Book {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Target `target` of `address` went down (first counted failure at `since`) or up (at
+    /// `at`): only the tenants holding the address are judged again, so a wave of a
+    /// thousand transitions does not re-judge every name a thousand times.
+    fn transition(
+        &mut self,
+        target: &str,
+        address: IpAddr,
+        down: bool,
+        since: u64,
+        at: u64,
+    ) -> Vec<Change> {
+        let targets = self.dead.entry(address).or_default();
+        let at = if down {
+            targets.insert(target.to_owned(), since);
+            since
+        } else {
+            targets.remove(target);
+            if targets.is_empty() {
+                self.dead.remove(&address);
+            }
+            at
+        };
+        let holding: BTreeSet<String> = self
+            .tenants
+            .iter()
+            .filter(|(_, t)| {
+                t.plan
+                    .as_ref()
+                    .is_some_and(|p| p.addresses.contains(&address))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.settle(|t| holding.contains(t), at)
     }
 
     /// The canary saw `sink` serve `addresses` for `name` of `tenant` at `at`.
