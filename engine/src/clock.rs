@@ -72,6 +72,16 @@ pub fn after_epoch(d: Duration) -> SystemTime {
     UNIX_EPOCH + d
 }
 
+/// Milliseconds since the Unix epoch: the availability ledger's and the canary's times.
+pub fn unix_millis(t: SystemTime) -> u64 {
+    since_epoch(t).as_millis() as u64
+}
+
+/// The [`Timestamp`] of [`unix_millis`] `ms`.
+pub fn at_unix_millis(ms: u64) -> Timestamp {
+    Timestamp(after_epoch(Duration::from_millis(ms)))
+}
+
 /// A point in time as people and scripts read it: RFC 3339 in UTC with milliseconds
 /// (`2026-11-25T03:12:45.123Z`), the one format of every timestamp in `/status` and
 /// `/events`.

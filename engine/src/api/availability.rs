@@ -8,6 +8,7 @@ use hyper::{Response, StatusCode};
 
 use super::operator::percent_decoded;
 use super::{text, ApiState, PLAIN};
+use crate::clock::unix_millis;
 use crate::ledger::{Detail, Ledger};
 
 /// The window when the query gives no `from`.
@@ -22,18 +23,14 @@ struct Ask {
     detail: Detail,
 }
 
-fn ms(t: SystemTime) -> u64 {
-    crate::clock::since_epoch(t).as_millis() as u64
-}
-
 /// A time given as RFC 3339 or as a span back from now (`90d`, `1h`).
 fn time(key: &str, value: &str, now: SystemTime) -> Result<u64, String> {
     let value = percent_decoded(value).map_err(|e| format!("{key}: {e}\n"))?;
     if let Ok(t) = humantime::parse_rfc3339_weak(&value) {
-        return Ok(ms(t));
+        return Ok(unix_millis(t));
     }
     match humantime::parse_duration(&value) {
-        Ok(back) => Ok(ms(now).saturating_sub(back.as_millis() as u64)),
+        Ok(back) => Ok(unix_millis(now).saturating_sub(back.as_millis() as u64)),
         Err(_) => Err(format!(
             "{key}: \"{value}\" is neither an RFC 3339 time (2026-11-25T10:00:00Z) nor a span back from now (90d)\n"
         )),
@@ -43,8 +40,8 @@ fn time(key: &str, value: &str, now: SystemTime) -> Result<u64, String> {
 fn parse(query: Option<&str>, now: SystemTime) -> Result<Ask, String> {
     let mut ask = Ask {
         name: None,
-        from: ms(now).saturating_sub(DEFAULT_WINDOW.as_millis() as u64),
-        to: ms(now),
+        from: unix_millis(now).saturating_sub(DEFAULT_WINDOW.as_millis() as u64),
+        to: unix_millis(now),
         detail: Detail::default(),
     };
     for kv in query.unwrap_or("").split('&').filter(|kv| !kv.is_empty()) {
@@ -123,7 +120,7 @@ pub(super) fn badge(rest: &str, state: &ApiState) -> Response<Full<Bytes>> {
             format!("\"{window}\" is not a window like 30d\n"),
         );
     };
-    let now = ms(SystemTime::now());
+    let now = unix_millis(SystemTime::now());
     let from = now.saturating_sub(span.as_millis() as u64);
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     match state

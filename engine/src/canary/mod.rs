@@ -110,7 +110,7 @@ pub fn start(
                 let decision = Intended {
                     seq: *seq,
                     addresses: sorted.into(),
-                    at: crate::clock::since_epoch(at.0).as_millis() as u64,
+                    at: crate::clock::unix_millis(at.0),
                 };
                 record
                     .lock()

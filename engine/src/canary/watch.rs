@@ -10,7 +10,6 @@ use hickory_proto::rr::RecordType;
 use tokio::time::Instant;
 
 use super::{ask, Intended, Observation, Shared};
-use crate::clock::Timestamp;
 use crate::events::Event;
 use crate::metrics::{SinkLabel, SinkResultLabels};
 use crate::status::{CanaryStatus, StaleName};
@@ -180,7 +179,7 @@ impl SinkCanary {
                 return Instant::now() + self.period();
             }
         };
-        let now_ms = crate::clock::since_epoch(std::time::SystemTime::now()).as_millis() as u64;
+        let now_ms = crate::clock::unix_millis(std::time::SystemTime::now());
         let _ = shared.observations.send(Observation {
             sink: self.sink.clone(),
             tenant: w.tenant.clone(),
@@ -290,7 +289,7 @@ impl SinkCanary {
                     tenant: w.tenant.clone(),
                     served: served.to_vec(),
                     intended: intended.addresses.to_vec(),
-                    since: Timestamp(crate::clock::after_epoch(Duration::from_millis(since))),
+                    since: crate::clock::at_unix_millis(since),
                 });
             }
         });

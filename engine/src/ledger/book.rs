@@ -214,7 +214,7 @@ impl Book {
 
     /// Takes one event; the names whose condition it changed.
     pub fn event(&mut self, event: &Event) -> Vec<Change> {
-        let at = crate::clock::since_epoch(event.at().0).as_millis() as u64;
+        let at = crate::clock::unix_millis(event.at().0);
         match event {
             Event::Transition {
                 target,
@@ -223,8 +223,7 @@ impl Book {
                 failing_since,
                 ..
             } => {
-                let since =
-                    failing_since.map(|s| crate::clock::since_epoch(s.0).as_millis() as u64);
+                let since = failing_since.map(|s| crate::clock::unix_millis(s.0));
                 self.transition(target, *address, *to == "down", since.unwrap_or(at), at)
             }
             Event::Publish {

@@ -93,7 +93,9 @@ fn a_dead_address_counts_from_its_first_failure_until_the_last_sink_drops_it() {
         [(5_060, Served::Answered, false)]
     );
     // Another tenant's address is not this name's concern.
-    assert!(book.event(&transition(ip(9), "down", 6_000, Some(5_900))).is_empty());
+    assert!(book
+        .event(&transition(ip(9), "down", 6_000, Some(5_900)))
+        .is_empty());
     // The address comes back: nothing changes for a name that no longer serves it.
     assert!(book.event(&transition(ip(1), "up", 9_000, None)).is_empty());
 }

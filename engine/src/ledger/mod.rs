@@ -55,11 +55,7 @@ const WINDOWS: [(&str, u64); 3] = [
 ];
 
 fn now_ms() -> u64 {
-    crate::clock::since_epoch(SystemTime::now()).as_millis() as u64
-}
-
-fn stamp(ms: u64) -> Timestamp {
-    Timestamp(crate::clock::after_epoch(Duration::from_millis(ms)))
+    crate::clock::unix_millis(SystemTime::now())
 }
 
 /// The ledger's state, shared by its task and the API.
@@ -329,7 +325,7 @@ impl Ledger {
             (first..to)
                 .step_by(86_400_000)
                 .map(|day| DayFigures {
-                    day: stamp(day),
+                    day: crate::clock::at_unix_millis(day),
                     figures: Tally::of(&spans(&changes, day.max(from), (day + 86_400_000).min(to)))
                         .figures(),
                 })
@@ -340,8 +336,8 @@ impl Ledger {
         Ok(NameAvailability {
             name: name.to_owned(),
             tenant,
-            from: stamp(from),
-            to: stamp(to),
+            from: crate::clock::at_unix_millis(from),
+            to: crate::clock::at_unix_millis(to),
             figures: Tally::of(&window).figures(),
             intervals,
             days,

@@ -140,11 +140,7 @@ pub struct Interval {
 
 impl From<&Span> for Interval {
     fn from(s: &Span) -> Interval {
-        let at = |ms| {
-            Timestamp(crate::clock::after_epoch(std::time::Duration::from_millis(
-                ms,
-            )))
-        };
+        let at = |ms| crate::clock::at_unix_millis(ms);
         Interval {
             from: at(s.from),
             to: at(s.to),
