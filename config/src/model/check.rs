@@ -109,7 +109,7 @@ pub struct DampingConfig {
     pub max_suppress: Duration,
 }
 
-fn yes() -> bool {
+pub(super) fn yes() -> bool {
     true
 }
 

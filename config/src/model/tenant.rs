@@ -406,7 +406,7 @@ pub struct Canary {
     #[schemars(with = "Option<String>")]
     pub address: Option<std::net::SocketAddr>,
     /// `false` turns the canary off for this sink.
-    #[serde(default = "default_true")]
+    #[serde(default = "super::check::yes")]
     pub enabled: bool,
     /// How often each name is asked (more names than `max_queries_per_second` allows in
     /// that time are asked less often), besides right after each change is written.
@@ -437,9 +437,6 @@ impl Canary {
     }
 }
 
-fn default_true() -> bool {
-    true
-}
 fn default_canary_every() -> Duration {
     Duration::from_secs(10)
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 /// Why a question got no usable answer.
@@ -126,12 +125,6 @@ impl Asker {
 
 async fn over_tcp(server: SocketAddr, query: &[u8]) -> Result<Message, AskError> {
     let mut stream = TcpStream::connect(server).await?;
-    let mut framed = Vec::with_capacity(query.len() + 2);
-    framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
-    framed.extend_from_slice(query);
-    stream.write_all(&framed).await?;
-    let len = stream.read_u16().await?;
-    let mut buf = vec![0; usize::from(len)];
-    stream.read_exact(&mut buf).await?;
-    Message::from_vec(&buf).map_err(|e| AskError::Unreadable(e.to_string()))
+    let answer = crate::probe::exchange_framed(&mut stream, query).await?;
+    Message::from_vec(&answer).map_err(|e| AskError::Unreadable(e.to_string()))
 }

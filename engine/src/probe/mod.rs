@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
 pub use crate::tls_client::TlsError;
+pub(crate) use dns::exchange_framed;
 
 /// Why a target's probe cannot be prepared (at start-up or reload, not per probe).
 #[derive(Debug, thiserror::Error)]

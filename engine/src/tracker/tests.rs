@@ -666,12 +666,7 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     let all: Vec<(TargetId, bool)> = (0..30).map(|t| (t, true)).collect();
     h.observe(&all);
     assert_eq!(h.hosts().len(), 30);
-    let wave: Vec<(TargetId, bool)> = (0..20).map(|t| (t, false)).collect();
-    for _ in 0..2 {
-        h.advance(Duration::from_millis(100));
-        h.observe(&wave);
-    }
-    h.advance(Duration::from_secs(1));
+    fail_at_once(&mut h, 20);
     assert!(h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 30, "every withdrawal held");
     assert_eq!(h.core.brake.held().get("t"), Some(&20));
@@ -705,6 +700,16 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     assert_eq!(turns, [(true, 20, 30), (false, 7, 30)]);
 }
 
+/// Targets `0..n` fail twice, 100 ms apart (enough for `fall = 2`): a wave; then a second.
+fn fail_at_once(h: &mut Harness, n: TargetId) {
+    let wave: Vec<(TargetId, bool)> = (0..n).map(|t| (t, false)).collect();
+    for _ in 0..2 {
+        h.advance(Duration::from_millis(100));
+        h.observe(&wave);
+    }
+    h.advance(Duration::from_secs(1));
+}
+
 /// A busy machine: results it caused itself (out of ports or descriptors) come between a
 /// target's last success and its first real failure. They are not judged, so they must not
 /// hide that first failure from the self-check either: the wave is still the prober's own.
@@ -717,12 +722,7 @@ fn a_wave_after_local_failures_is_still_held_as_the_probers_own() {
     h.core
         .observe((0..20).map(local_failure).collect(), h.now, &mut fx);
     h.take(fx);
-    let wave: Vec<(TargetId, bool)> = (0..20).map(|t| (t, false)).collect();
-    for _ in 0..2 {
-        h.advance(Duration::from_millis(100));
-        h.observe(&wave);
-    }
-    h.advance(Duration::from_secs(1));
+    fail_at_once(&mut h, 20);
     assert!(h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 30, "every withdrawal held");
 }

@@ -135,15 +135,26 @@ async fn over_udp(
 async fn over_tcp(dial: &Dial, progress: &Progress, query: &[u8]) -> Result<Message, Failure> {
     let mut stream = connect::connect(dial.addr, dial.source, SocketSetup::default()).await?;
     progress.connected.store(true, Ordering::Relaxed);
-    let io = |e: std::io::Error| Failure::from_io(&e);
+    let answer = exchange_framed(&mut stream, query)
+        .await
+        .map_err(|e| Failure::from_io(&e))?;
+    Message::from_vec(&answer).map_err(|e| Failure::Protocol(format!("unreadable DNS answer: {e}")))
+}
+
+/// One query and its answer on a TCP stream, each framed by a two-byte length (RFC 7766):
+/// the probe's and the answer canary's TCP exchange.
+pub(crate) async fn exchange_framed(
+    stream: &mut tokio::net::TcpStream,
+    query: &[u8],
+) -> std::io::Result<Vec<u8>> {
     let mut framed = Vec::with_capacity(query.len() + 2);
     framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
     framed.extend_from_slice(query);
-    stream.write_all(&framed).await.map_err(io)?;
-    let len = stream.read_u16().await.map_err(io)?;
+    stream.write_all(&framed).await?;
+    let len = stream.read_u16().await?;
     let mut answer = vec![0; usize::from(len)];
-    stream.read_exact(&mut answer).await.map_err(io)?;
-    Message::from_vec(&answer).map_err(|e| Failure::Protocol(format!("unreadable DNS answer: {e}")))
+    stream.read_exact(&mut answer).await?;
+    Ok(answer)
 }
 
 impl ProbeKind for DnsProbe {
