@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use crate::reload::Reloader;
 use ho_kube::lease::Elector;
+use ho_kube::ring_leases::RingLeases;
 use ho_kube::tenants::controller::Controller;
 
 /// Loads the config (exit 2 with every problem if it is invalid or names a secret, file or
@@ -72,6 +73,7 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
         info!(cluster = %cluster.id, source = cluster.source, "cluster id");
         let election = plan.leader_election.clone();
+        let ring = plan.ring.clone();
         let kubernetes = plan.kubernetes.clone();
         let plan_state_dir = plan.state_dir.clone();
         let sinks = Arc::new(ho_kinds::Sinks::default());
@@ -124,6 +126,14 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             Some(actix::spawn(elector.run(stopped)))
         } else {
             None
+        };
+        let ring_leases = match engine.ring() {
+            Some(link) => {
+                let peer = advertised(&ring);
+                let leases = RingLeases::connect(&ring, link.identity, peer).await?;
+                Some(actix::spawn(leases.run(stop_election.subscribe(), link.listings)))
+            }
+            None => None,
         };
         let mut reloader = Reloader::new(files);
         let mut tenants = match kubernetes.tenants {
@@ -180,6 +190,10 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             Some(task) => Some(task.await.context("the leader election task failed")?),
             None => None,
         };
+        if let Some(leases) = ring_leases {
+            // Deletes this replica's Lease: the others take its targets at their next listing.
+            let _ = leases.await;
+        }
         let unfinished = engine.shutdown(deadline).await;
         if let Some(elector) = elector {
             elector.release().await;
@@ -197,6 +211,20 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Where the other ring members reach this replica's verdict stream: `advertise`, else
+/// `$POD_IP` with `listen`'s port (the Deployment sets it from the downward API), else
+/// `listen` itself.
+fn advertised(ring: &ho_config::RingConfig) -> String {
+    if let Some(address) = &ring.advertise {
+        return address.clone();
+    }
+    let pod_ip = std::env::var("POD_IP").ok();
+    match pod_ip.and_then(|ip| ip.parse::<std::net::IpAddr>().ok()) {
+        Some(ip) => std::net::SocketAddr::new(ip, ring.listen.port()).to_string(),
+        None => ring.listen.to_string(),
+    }
 }
 
 /// How long a request to the API server may take (connect, send; watches read longer).

@@ -17,7 +17,7 @@ pub use load::{
 };
 pub use model::{
     Answer, BrakeConfig, Canary, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,
-    EndpointSelection, KindSettings, LeaderElectionConfig, LedgerConfig, LimitsConfig, LogFormat,
+    EndpointSelection, KindSettings, LeaderElectionConfig, LedgerConfig, RingConfig, LimitsConfig, LogFormat,
     MultiClusterConfig, OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig,
     RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };

@@ -118,6 +118,7 @@ pub fn builtin() -> Config {
         limits: Default::default(),
         brake: Default::default(),
         leader_election: Default::default(),
+        ring: Default::default(),
         cluster: Default::default(),
         multi_cluster: Default::default(),
         kubernetes: Default::default(),

@@ -61,6 +61,9 @@ pub struct Config {
     /// Several replicas: only the holder of a Kubernetes Lease writes shared back ends.
     #[serde(default)]
     pub leader_election: LeaderElectionConfig,
+    /// Several replicas share the probing: each target is probed by `replication` of them.
+    #[serde(default)]
+    pub ring: RingConfig,
     /// This instance's identity among clusters.
     #[serde(default)]
     pub cluster: ClusterConfig,
@@ -218,6 +221,86 @@ impl Default for LeaderElectionConfig {
             renew_deadline: default_renew_deadline(),
             retry_period: default_retry_period(),
             identity: None,
+            kubeconfig: None,
+        }
+    }
+}
+
+/// `[ring]`: replicas share the probing instead of each probing everything. Each replica
+/// holds a Lease of its own (`<name>-<identity>`, labelled `healthorchestrator.io/ring=<name>`)
+/// and renews it; a replica is a member while its Lease keeps changing. Every target is
+/// probed by `replication` members chosen by rendezvous hashing, and the owners stream their
+/// verdicts to every other member over `listen`, authenticated with `secret_file`, so every
+/// replica knows every verdict (to answer from its own `dns_server`, and to write shared back
+/// ends when it is the writer of `[leader_election]`, which stays as it is).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RingConfig {
+    /// Off: this replica probes every target.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The ring's name: the Leases' label value and name prefix (e.g. the Deployment's).
+    #[serde(default = "default_lease_name")]
+    pub name: String,
+    /// The Leases' namespace. Unset: the pod's own namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// This replica's name in the ring. Unset: `$HOSTNAME` (the pod name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// How many members probe each target (at most the number of members).
+    #[serde(default = "default_replication")]
+    pub replication: usize,
+    /// A member whose Lease has not changed for this long is gone; a replica keeps probing
+    /// a target it lost for this long after it saw the new ring (make-before-break).
+    #[serde(default = "default_lease_duration", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub lease_duration: Duration,
+    /// How often a replica renews its Lease and reads the ring's Leases.
+    #[serde(default = "default_renew_period", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub renew_period: Duration,
+    /// Where this replica takes the other members' verdict streams.
+    #[serde(default = "default_ring_listen")]
+    pub listen: SocketAddr,
+    /// Where the other members reach `listen` (`host:port`). Unset: `$POD_IP` with
+    /// `listen`'s port, else `listen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise: Option<String>,
+    /// A file holding the secret every member shares: a member proves it knows it before
+    /// its verdicts are taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<PathBuf>,
+    /// A kubeconfig file. Unset: the in-cluster service account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+fn default_replication() -> usize {
+    2
+}
+
+fn default_renew_period() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn default_ring_listen() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 7947))
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            enabled: false,
+            name: default_lease_name(),
+            namespace: None,
+            identity: None,
+            replication: default_replication(),
+            lease_duration: default_lease_duration(),
+            renew_period: default_renew_period(),
+            listen: default_ring_listen(),
+            advertise: None,
+            secret_file: None,
             kubeconfig: None,
         }
     }

@@ -21,7 +21,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    Answer, BrakeConfig, Canary, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy,
+    Answer, BrakeConfig, Canary, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, RingConfig,
     ReloadConfig, Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
@@ -75,6 +75,8 @@ pub struct Plan {
     pub brake: BrakeConfig,
     /// Leader election among replicas (checked; `enabled = false` when off).
     pub leader_election: LeaderElectionConfig,
+    /// Probing shared among replicas (checked; `enabled = false` when off).
+    pub ring: RingConfig,
     /// Tenants from Kubernetes resources (checked; `tenants = false` when off).
     pub kubernetes: crate::model::KubernetesConfig,
     /// Endpoints given by host name: not in `endpoints` until [`Plan::with_resolved`]

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::{Discovered, LeaderElectionConfig, Plan, PlannedSink, Target};
+use ho_config::{Discovered, Plan, PlannedSink, Target};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::info;
@@ -26,6 +26,7 @@ use crate::observation::TargetId;
 use crate::probe::Feeds;
 use crate::probe::{Probe, ProbeContext, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
+use crate::ring::run::{RingHandle, RingParts};
 use crate::prober::{Prober, ProberHandle};
 use crate::schedule::{self, Schedule};
 use crate::sink::reports::ReportStore;
@@ -33,7 +34,9 @@ use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
 use crate::status::{Overview, SinkStatus, Status};
 use crate::token_bucket::TokenBucket;
-use crate::tracker::{GetEndpoints, GetSummaries, HealthTracker, IsReady, Reload, Surroundings};
+use crate::tracker::{
+    GetEndpoints, GetSummaries, HealthTracker, IsReady, Reload, Sharing, Surroundings,
+};
 
 mod applier;
 mod start;
@@ -66,6 +69,21 @@ pub enum EngineError {
     /// The availability ledger under `state_dir` cannot be opened or read.
     #[error("availability ledger: {0}")]
     Ledger(#[from] crate::ledger::store::StoreError),
+    /// `[ring]` cannot start.
+    #[error("ring: {0}")]
+    Ring(RingError),
+}
+
+/// Why `[ring]` cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RingError {
+    /// `ring.secret_file` cannot be read.
+    #[error("secret_file: {0}")]
+    Secret(crate::secret::SecretError),
+    /// `ring.listen` cannot be bound.
+    #[error("listen {0}: {1}")]
+    Listen(std::net::SocketAddr, String),
 }
 
 /// Applies what an operator set on another replica (see [`Engine::share_operator_state`]).
@@ -126,6 +144,8 @@ pub struct Engine {
     hosts: Hosts,
     /// What resolvers are handed: the canary's findings and the availability ledger.
     answers: Answers,
+    /// `[ring]`: where the Leases' listings go, and the ring for `/status`.
+    ring: Option<RingHandle>,
 }
 
 impl Engine {
@@ -166,6 +186,7 @@ impl Engine {
             start_sinks(&plan, &*factory, &metrics, &leadership, &events).await?;
         let plan = Arc::new(plan);
         let (plans, answers) = start_answers(&plan, &events, &metrics, &leadership, &kept.1)?;
+        let (ring, shares) = prepare_ring(&plan).await?.unzip();
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
         let Deciders {
             tracker,
@@ -179,7 +200,7 @@ impl Engine {
             &metrics,
             &leadership,
             &events,
-            kept,
+            TrackerStart { kept, ring: shares },
         )?;
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
@@ -209,8 +230,10 @@ impl Engine {
             resolved: resolved.clone(),
             heartbeats: heartbeats.clone(),
             feeds,
+            ownership: ring.as_ref().map(|r| r.ownership.clone()),
         };
         applier.start_probers(&plan.targets, probes, ids);
+        let ring = ring.map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
         let applier = Arc::new(tokio::sync::Mutex::new(applier));
         follow(
             Arc::downgrade(&applier),
@@ -236,6 +259,16 @@ impl Engine {
             heartbeats,
             hosts,
             answers,
+            ring,
+        })
+    }
+
+    /// `[ring]`: this replica's identity and where the binary hands each listing of the
+    /// ring's Leases; `None` without a ring.
+    pub fn ring(&self) -> Option<crate::ring::RingLink> {
+        self.ring.as_ref().map(|r| crate::ring::RingLink {
+            identity: r.status.lock().expect("not poisoned").identity.clone(),
+            listings: r.sightings.clone(),
         })
     }
 
@@ -360,6 +393,7 @@ impl Engine {
             cluster: self.cluster.clone(),
             hosts: self.hosts.clone(),
             answers: self.answers.clone(),
+            ring: self.ring.clone(),
             event_listeners: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_EVENT_LISTENERS)),
         }
     }

@@ -32,7 +32,7 @@ mod observation;
 pub mod probe;
 mod probe_limits;
 mod prober;
-mod ring;
+pub mod ring;
 pub mod schedule;
 pub mod secret;
 pub mod selection;

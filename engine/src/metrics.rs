@@ -1,9 +1,11 @@
 //! Prometheus metrics, registered once and shared by the actors that update them.
 
 mod answers;
+mod ring;
 mod classic;
 
 pub use answers::{AnswerMetrics, WindowLabels};
+pub use ring::RingMetrics;
 
 pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
 
@@ -165,6 +167,8 @@ pub struct Metrics {
     pub host_lookups: Family<ResultLabel, Counter>,
     /// The answer canary's and the availability ledger's.
     pub answers: AnswerMetrics,
+    /// `[ring]`: members, targets probed here, moves, the verdict stream.
+    pub ring: RingMetrics,
 }
 
 /// `op`, `result` labels of a report exchange.
@@ -267,6 +271,7 @@ impl Metrics {
             heartbeats: Family::default(),
             host_lookups: Family::default(),
             answers: AnswerMetrics::default(),
+            ring: RingMetrics::default(),
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
@@ -277,6 +282,7 @@ impl Metrics {
         m.register_limits_and_leadership(&mut registry);
         m.register_dns_and_clusters(&mut registry);
         m.answers.register(&mut registry);
+        m.ring.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -28,6 +28,7 @@ use crate::observation::{Observation, TargetId};
 use crate::outbox::{self, Observations};
 use crate::probe::{KeptConnection, Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
+use crate::ring::ownership::Gate;
 use crate::schedule::Schedule;
 use crate::trace;
 
@@ -53,6 +54,8 @@ pub struct Prober {
     /// Which probes are traced, and how their spans name the target.
     sample: Sampling,
     limits: Arc<ProbeLimits>,
+    /// With `[ring]`: probes only while this replica owns the target.
+    gate: Option<Arc<Gate>>,
 }
 
 impl Prober {
@@ -77,7 +80,15 @@ impl Prober {
             mirror: Hysteresis::new(),
             sample,
             limits,
+            gate: None,
         }
+    }
+
+    /// Probes only while `gate` is open (`[ring]`): parked without timers while closed,
+    /// and probing at once when it opens (a new owner's first verdict is not a slot away).
+    pub fn gated(mut self, gate: Arc<Gate>) -> Prober {
+        self.gate = Some(gate);
+        self
     }
 
     /// Starts this prober on `arbiter`; it runs until the handle stops it or the arbiter
@@ -97,6 +108,13 @@ impl Prober {
         let mut slot = self.schedule.first();
         loop {
             tokio::time::sleep_until(self.schedule.start_of(slot)).await;
+            if let Some(gate) = self.gate.clone().filter(|g| !g.is_open()) {
+                // Another owner's verdicts count now: start afresh when the target is ours.
+                self.kept = None;
+                self.mirror = Hysteresis::new();
+                gate.opened().await;
+                slot = Instant::now();
+            }
             let mut admission = self.limits.admit().await;
             let start_delay = Instant::now().saturating_duration_since(slot);
             // Boxed while in flight: inline, the probe's state (~870 bytes) would be part of

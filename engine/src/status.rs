@@ -39,7 +39,38 @@ pub struct Status {
     /// canary).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub canaries: Vec<CanaryStatus>,
+    /// `[ring]`: the members sharing the probing and this replica's part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ring: Option<RingStatus>,
 }
+
+/// The ring as `/status` shows it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RingStatus {
+    /// This replica's identity.
+    pub identity: String,
+    /// Targets this replica probes now.
+    pub probing: usize,
+    /// The live members, each with the age of its Lease at the last listing and the
+    /// targets it owns.
+    pub members: Vec<MemberStatus>,
+}
+
+/// One live member.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberStatus {
+    /// Its identity (its Lease's holder).
+    pub identity: String,
+    /// Where its verdict stream listens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Seconds since its Lease last changed, as of the last listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_age_seconds: Option<f64>,
+    /// Targets it owns (of those this replica knows).
+    pub owns: usize,
+}
+
 
 /// This instance's cluster id and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,5 +1,6 @@
 //! Everything that talks to a Kubernetes API server, in one place: how to connect
-//! ([`client`]), which replica writes shared back ends ([`lease`]: Lease leader election),
+//! ([`client`]), which replica writes shared back ends ([`lease`]: Lease leader election), who shares
+//! the probing ([`ring_leases`]: a Lease per replica),
 //! which cluster this is ([`cluster_id`]), what operators set and the state files replicas
 //! share ([`operator_state`], [`shared_files`]), tenants as resources ([`tenants`]: DNSFailover and
 //! Kuadrant's, admitted, watched, given status) and the sink kinds that write Kubernetes
@@ -14,6 +15,7 @@ mod coredns_configmap;
 mod dns_endpoint;
 pub mod lease;
 pub mod operator_state;
+pub mod ring_leases;
 pub mod shared_files;
 pub mod tenants;
 

@@ -137,6 +137,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
+    check_ring(&config.ring, &mut errs);
     let tenants = tenants::resolve_tenants(config, &sinks, &mut errs);
     if let Some(id) = &config.cluster.id {
         if let Err(e) = check_cluster_id(id) {
@@ -203,6 +204,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         limits: config.limits,
         brake: config.brake,
         leader_election: config.leader_election.clone(),
+        ring: config.ring.clone(),
         kubernetes: config.kubernetes.clone(),
         hosts,
         resolver: config.resolver.clone(),
@@ -272,6 +274,40 @@ fn check_multi_cluster(mc: &MultiClusterConfig, errs: &mut Errors) {
                 mc.report_ttl, mc.report_interval
             ),
         );
+    }
+}
+
+/// A ring needs a secret, at least one owner per target, and more than one renewal within
+/// a Lease duration (a member must not lapse for one slow renewal).
+fn check_ring(ring: &crate::model::RingConfig, errs: &mut Errors) {
+    if !ring.enabled {
+        return;
+    }
+    let at = |field: &str| format!("ring.{field}");
+    if ring.replication == 0 {
+        errs.push(at("replication"), "must be at least 1");
+    }
+    if ring.secret_file.is_none() {
+        errs.push(
+            at("secret_file"),
+            "required: the members prove to each other that they share it before verdicts are taken",
+        );
+    }
+    if ring.renew_period < Duration::from_millis(100) {
+        errs.push(at("renew_period"), "must be at least 100ms");
+    }
+    if ring.renew_period.as_secs_f64() * 2.0 > ring.lease_duration.as_secs_f64() {
+        errs.push(
+            at("renew_period"),
+            format!(
+                "renew_period ({}) must be at most half of lease_duration ({}): a member must not lapse for one slow renewal",
+                humantime::format_duration(ring.renew_period),
+                humantime::format_duration(ring.lease_duration)
+            ),
+        );
+    }
+    if let Err(e) = crate::names::check_kube_name(&ring.name, 253) {
+        errs.push(at("name"), e);
     }
 }
 

@@ -71,6 +71,8 @@ pub struct ApiState {
     pub(crate) hosts: crate::hosts::Hosts,
     /// The answer canary's findings and the availability ledger.
     pub(crate) answers: crate::ledger::Answers,
+    /// `[ring]`: the members sharing the probing.
+    pub(crate) ring: Option<crate::ring::run::RingHandle>,
 }
 
 /// The bearer tokens the API asks; `None` each: that part is open (`read`), read-only

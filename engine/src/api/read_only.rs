@@ -89,5 +89,9 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         cluster: state.cluster.clone(),
         hosts: state.hosts.status(),
         canaries: state.answers.canaries.status(),
+        ring: state
+            .ring
+            .as_ref()
+            .map(|r| r.status.lock().expect("not poisoned").clone()),
     })
 }

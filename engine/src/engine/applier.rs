@@ -60,6 +60,8 @@ pub(super) struct Applier {
     pub(super) heartbeats: Heartbeats,
     /// External health feeds, shared by the probes of every plan.
     pub(super) feeds: crate::probe::Feeds,
+    /// `[ring]`: which targets this replica probes (each prober's gate).
+    pub(super) ownership: Option<Arc<crate::ring::ownership::Ownership>>,
 }
 
 /// Recomposes the running plan each time `changed` changes (what other clusters
@@ -117,8 +119,11 @@ impl Applier {
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let limits = self.limits.clone();
-        let handle = Prober::new(id, probe, schedule, &timing, recipient, sample, limits)
-            .start(&arbiter.handle());
+        let mut prober = Prober::new(id, probe, schedule, &timing, recipient, sample, limits);
+        if let Some(ownership) = &self.ownership {
+            prober = prober.gated(ownership.gate(&target.key()));
+        }
+        let handle = prober.start(&arbiter.handle());
         RunningProber { id, handle }
     }
 
@@ -291,6 +296,9 @@ impl Applier {
         for removed in running.into_iter().flatten() {
             removed.handle.stop();
             summary.targets_removed += 1;
+        }
+        if let Some(ownership) = &self.ownership {
+            ownership.retain(&plan.targets.iter().map(Target::key).collect());
         }
         self.probers = probers;
     }

@@ -14,9 +14,16 @@ pub(super) struct Deciders {
     pub(super) limits: Arc<ProbeLimits>,
 }
 
+/// What the tracker starts with besides its plan, sinks and metrics.
+pub(super) struct TrackerStart {
+    /// The drain store and what operators set before a restart.
+    pub(super) kept: (DrainStore, crate::drain::OperatorState),
+    /// `[ring]`: where its own verdict changes go, and the ownership.
+    pub(super) ring: Option<Sharing>,
+}
+
 /// Starts the tracker of `plan` (its targets numbered in order, publishing to `sinks`, with
-/// `kept`: the drain store and what operators set before a restart) and the coordinator of
-/// its report rounds over `stores`.
+/// what `start` gives it) and the coordinator of its report rounds over `stores`.
 pub(super) fn start_deciders(
     plan: &Arc<Plan>,
     sinks: &BTreeMap<String, Addr<SinkActor>>,
@@ -24,10 +31,10 @@ pub(super) fn start_deciders(
     metrics: &Arc<Metrics>,
     leadership: &Leadership,
     events: &Events,
-    kept: (DrainStore, crate::drain::OperatorState),
+    start: TrackerStart,
 ) -> Result<Deciders, EngineError> {
     let limits = probe_limits(plan, metrics);
-    let (drains, operator) = kept;
+    let (drains, operator) = start.kept;
     let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
     // The tracker and the coordinator address each other (the address exists first).
     let coordinator_context = Context::<Coordinator>::new();
@@ -43,6 +50,7 @@ pub(super) fn start_deciders(
             operator,
             events: events.clone(),
             coordinator: coordinator.clone().recipient(),
+            ring: start.ring,
         },
     )
     .start();
@@ -88,7 +96,10 @@ pub(super) fn run_coordinator(
 /// The writer fence: an election when `[leader_election]` is on, else always open.
 pub(super) fn leadership_of(plan: &Plan, metrics: &Arc<Metrics>) -> Leadership {
     if plan.leader_election.enabled {
-        Leadership::elected(identity(&plan.leader_election), metrics.clone())
+        Leadership::elected(
+            identity(plan.leader_election.identity.as_ref()),
+            metrics.clone(),
+        )
     } else {
         Leadership::single(metrics.clone())
     }
@@ -188,12 +199,11 @@ pub(super) fn start_sink(
     .start()
 }
 
-/// This replica's name in the Lease: `identity`, else `$HOSTNAME` (the pod name in
+/// A replica's name in its Leases: `configured`, else `$HOSTNAME` (the pod name in
 /// Kubernetes), else the kernel's host name.
-pub(super) fn identity(config: &LeaderElectionConfig) -> String {
-    config
-        .identity
-        .clone()
+pub(super) fn identity(configured: Option<&String>) -> String {
+    configured
+        .cloned()
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
         .or_else(|| {
             std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -265,4 +275,36 @@ pub(super) fn start_answers(
         .recv()
         .expect("the answers thread reports its start")?;
     Ok((plans, answers))
+}
+
+/// `[ring]`, prepared before the probers start (their gates read the ownership): this
+/// replica's identity, the secret, the bound stream listener, and the channel of its own
+/// verdicts (the tracker's end, the ring's end).
+pub(super) async fn prepare_ring(plan: &Plan) -> Result<Option<(RingParts, Sharing)>, EngineError> {
+    let config = &plan.ring;
+    if !config.enabled {
+        return Ok(None);
+    }
+    let secret = crate::secret::Secret::load(config.secret_file.as_deref(), None)
+        .map_err(|e| EngineError::Ring(RingError::Secret(e)))?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| EngineError::Ring(RingError::Listen(config.listen, e.to_string())))?;
+    let identity = identity(config.identity.as_ref());
+    let me = crate::ring::rendezvous::member_hash(&identity);
+    let assignment =
+        crate::ring::handover::Assignment::new(me, config.replication, config.lease_duration);
+    let (shares, taken) = tokio::sync::mpsc::unbounded_channel();
+    info!(%identity, ring = %config.name, replication = config.replication, listen = %config.listen, "ring: this replica probes its share of the targets and takes the other members' verdicts");
+    let ownership = Arc::new(crate::ring::ownership::Ownership::new(assignment));
+    let parts = RingParts {
+        ring: config.name.clone(),
+        identity,
+        secret,
+        lease_duration: config.lease_duration,
+        ownership: ownership.clone(),
+        shares: taken,
+        listener,
+    };
+    Ok(Some((parts, Sharing { shares, ownership })))
 }

@@ -80,6 +80,7 @@ impl Assignment {
 
     /// This replica's member hash, the current ring's member hashes and those of the rings
     /// it still probes for: what [`Assignment::probes`] reads.
+    #[cfg(test)]
     pub fn rings(&self) -> (u64, impl Iterator<Item = &[u64]>) {
         let left = self.leaving.iter().map(|(ring, _)| ring.as_slice());
         (self.me, std::iter::once(self.hashes.as_slice()).chain(left))

@@ -33,9 +33,11 @@ pub struct Sighting {
 /// A live member.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
+    /// Its identity.
     pub identity: String,
     /// Its [`member_hash`].
     pub hash: u64,
+    /// Where its verdict stream listens.
     pub peer: Option<String>,
 }
 
@@ -141,18 +143,6 @@ impl Members {
             })
             .collect()
     }
-
-    /// When the next member may lapse if nothing changes: the earliest a listing can find
-    /// a live Lease stale.
-    pub fn next_lapse(&self) -> Option<Instant> {
-        self.seen
-            .iter()
-            .filter(|(identity, _)| **identity != self.me)
-            .filter_map(|(_, s)| s.changed)
-            .map(|c| c + self.lease_duration + Duration::from_millis(1))
-            .filter(|at| self.listed.is_none_or(|l| *at > l))
-            .min()
-    }
 }
 
 #[cfg(test)]
@@ -187,7 +177,6 @@ mod tests {
             ["a", "b"],
             "exactly the lease duration: still live"
         );
-        assert_eq!(m.next_lapse(), Some(t0 + Duration::from_millis(15_001)));
         m.listed(
             vec![sight("a", "3"), sight("b", "7")],
             t0 + Duration::from_secs(16),

@@ -3,10 +3,22 @@
 //! rendezvous hashing ([`rendezvous`]), probed by them (with make-before-break as owners
 //! change, [`handover`]) and their verdicts combined ([`combine`]).
 
-pub mod combine;
-pub mod handover;
+pub(crate) mod combine;
+pub(crate) mod handover;
 pub mod members;
-pub mod rendezvous;
+pub(crate) mod ownership;
+pub(crate) mod rendezvous;
+pub(crate) mod run;
+pub(crate) mod stream;
 
 #[cfg(test)]
 mod simulation_tests;
+
+/// What the binary's Kubernetes side needs to hold this replica's Lease and hand the ring's
+/// listings over.
+pub struct RingLink {
+    /// This replica's identity (its Lease's holder).
+    pub identity: String,
+    /// Where each listing of the ring's Leases goes.
+    pub listings: tokio::sync::mpsc::Sender<Vec<members::Sighting>>,
+}

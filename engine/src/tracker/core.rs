@@ -36,6 +36,7 @@ mod effects;
 mod observe;
 mod publish;
 mod reload;
+mod shared;
 mod state;
 pub use crate::clock::Clock;
 pub use effects::{Effect, Wake};
@@ -65,6 +66,11 @@ pub struct TrackerCore {
     pub(super) events: Events,
     /// The blast-radius brake (`[brake]`).
     pub(super) brake: Brake,
+    /// `[ring]`: verdicts are shared with the other members ([`TrackerCore::share_verdicts`]);
+    /// which targets this replica probes.
+    ring: Option<Arc<crate::ring::ownership::Ownership>>,
+    /// With `[ring]`: target index by key, as the members' streams name targets.
+    by_key: HashMap<String, TargetIx>,
 }
 
 impl TrackerCore {
@@ -84,6 +90,8 @@ impl TrackerCore {
             operator: OperatorState::default(),
             events: Events::default(),
             brake: Brake::new(plan.brake),
+            ring: None,
+            by_key: HashMap::new(),
         };
         core.adopt(plan, ids, now);
         core

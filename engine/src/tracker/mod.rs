@@ -20,17 +20,21 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use ho_config::Plan;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
 use crate::delivery::{Forget, Publish, PublishLast, SinkActor};
 use crate::drain::{DrainStore, OperatorState};
 use crate::events::Events;
+use crate::hysteresis::Health;
 use crate::metrics::Metrics;
 use crate::multi_cluster::coordinator::{Left, Voted};
 use crate::multi_cluster::LocalView;
 use crate::observation::TargetId;
 use crate::outbox::Observations;
 use crate::probe_limits::ProbeLimits;
+use crate::ring::combine::Vantage;
+use crate::ring::ownership::Ownership;
 use crate::status::TrackerStatus;
 
 pub use self::core::{Clock, Effect, TrackerCore};
@@ -81,6 +85,30 @@ pub(crate) struct HealthTracker {
     drains: DrainStore,
     /// Where views of voting tenants go (`[multi_cluster]`).
     coordinator: Recipient<LocalView>,
+    /// `[ring]`: where this replica's own verdict changes go, for the other members.
+    shares: Option<UnboundedSender<(String, Health)>>,
+}
+
+/// `[ring]`: verdicts another member streamed (see [`TrackerCore::vantages`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct PeerVerdicts {
+    pub from: String,
+    pub full: bool,
+    pub verdicts: Vec<(String, Vantage)>,
+}
+
+/// `[ring]`: a member left the ring ([`TrackerCore::forget_member`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct MemberLeft(pub String);
+
+/// `[ring]`: this replica started or stopped probing targets ([`TrackerCore::probing`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Probing {
+    pub keys: Vec<String>,
+    pub on: bool,
 }
 
 /// An operator's release of the blast-radius brake (`POST /v1/brake/release`): every
@@ -103,6 +131,15 @@ pub struct Surroundings {
     pub events: Events,
     /// Whom it hands the views of voting tenants (`[multi_cluster]`).
     pub coordinator: Recipient<LocalView>,
+    /// `[ring]`: turns shared verdicts on.
+    pub ring: Option<Sharing>,
+}
+
+/// `[ring]`: where the tracker's own verdict changes go, and which targets this replica
+/// probes (read when a plan brings new targets; later changes arrive as [`Probing`]).
+pub struct Sharing {
+    pub shares: UnboundedSender<(String, Health)>,
+    pub ownership: Arc<Ownership>,
 }
 
 impl HealthTracker {
@@ -121,9 +158,14 @@ impl HealthTracker {
             operator: set,
             events,
             coordinator,
+            ring,
         } = around;
         let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
         core.events = events;
+        let shares = ring.map(|ring| {
+            core.share_verdicts(ring.ownership);
+            ring.shares
+        });
         // Nothing is published before the first verdicts: no effects to carry out yet.
         core.set_drained(set.drained, Clock::now(), &mut Vec::new());
         core.set_forced(set.forced, Clock::now(), &mut Vec::new());
@@ -133,6 +175,7 @@ impl HealthTracker {
             limits,
             drains,
             coordinator,
+            shares,
         }
     }
 
@@ -151,6 +194,11 @@ impl HealthTracker {
                     }
                 }
                 Effect::Vote(view) => self.coordinator.do_send(view),
+                Effect::Share { key, health } => {
+                    if let Some(shares) = &self.shares {
+                        let _ = shares.send((key, health));
+                    }
+                }
                 Effect::Remember(state) => {
                     if let Err(e) = self.drains.save(&state) {
                         tracing::error!("an endpoint held by hold_failback is not saved: {e}");
@@ -197,6 +245,37 @@ impl Handler<Reload> for HealthTracker {
         self.sinks = msg.sinks;
         let mut fx = Vec::new();
         self.core.reload(msg.plan, msg.ids, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<PeerVerdicts> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: PeerVerdicts, ctx: &mut Context<Self>) {
+        let mut fx = Vec::new();
+        self.core
+            .vantages(&msg.from, msg.full, msg.verdicts, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<MemberLeft> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: MemberLeft, ctx: &mut Context<Self>) {
+        let mut fx = Vec::new();
+        self.core.forget_member(&msg.0, Clock::now(), &mut fx);
+        self.carry_out(fx, ctx);
+    }
+}
+
+impl Handler<Probing> for HealthTracker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Probing, ctx: &mut Context<Self>) {
+        let mut fx = Vec::new();
+        self.core.probing(&msg.keys, msg.on, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
     }
 }

@@ -50,6 +50,14 @@ pub enum Effect {
     /// Save what operators set (an endpoint with `hold_failback` failed and is now held
     /// forced down), as the API's actions are saved.
     Remember(OperatorState),
+    /// `[ring]`: tell the other members this replica's own verdict of a target changed
+    /// (`Unknown`: it stopped probing it).
+    Share {
+        /// The target's key.
+        key: String,
+        /// Its verdict here.
+        health: crate::hysteresis::Health,
+    },
     /// Call [`TrackerCore::wake`] with `wake` at `at`.
     WakeAt {
         /// When.

@@ -10,7 +10,6 @@ use crate::events::Event;
 use crate::hysteresis::{Health, Judgement, Transition};
 use crate::metrics::{ResultLabel, TargetLabel};
 use crate::observation::Observation;
-use crate::probe::ProbeResult;
 use crate::snapshot::{VerdictChange, MAX_CHANGES};
 
 use super::super::index::{TargetIx, TenantIx};
@@ -49,6 +48,10 @@ impl TrackerCore {
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;
         };
+        // `[ring]`: a probe finishing after this replica stopped probing the target.
+        if self.targets[target.0].shared.as_ref().is_some_and(|s| !s.local) {
+            return;
+        }
         // Set when it changes (a first probe, a renewed certificate), not on every probe:
         // the label is the target's key, formatted.
         let before = self.targets[target.0]
@@ -108,7 +111,15 @@ impl TrackerCore {
                 self.metrics.damping_holds.inc();
                 self.schedule_release(target, now, fx);
             }
-            self.on_transition(target, t, &obs.result, now);
+            if self.targets[target.0].shared.is_some() {
+                fx.push(Effect::Share {
+                    key: self.plan.targets[target.0].key(),
+                    health: t.to,
+                });
+                self.recombine(target, &obs.result.reason(), now);
+            } else {
+                self.on_transition(target, t, obs.result.reason(), now);
+            }
         }
         self.targets[target.0].last = Some((obs.result, now.wall));
         if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
@@ -191,7 +202,13 @@ impl TrackerCore {
     }
 
     /// Records a verdict change for the tenants of `target` (carried by their next snapshot).
-    fn on_transition(&mut self, target: TargetIx, t: Transition, result: &ProbeResult, now: Clock) {
+    pub(super) fn on_transition(
+        &mut self,
+        target: TargetIx,
+        t: Transition,
+        reason: String,
+        now: Clock,
+    ) {
         let state = &mut self.targets[target.0];
         state.transitions += 1;
         if let (Health::Down, Some(since)) = (t.from, state.since) {
@@ -204,7 +221,6 @@ impl TrackerCore {
             .iter()
             .map(|&e| self.plan.endpoints[e.0].name.as_str())
             .collect();
-        let reason = result.reason();
         let failing_since = (t.to == Health::Down)
             .then_some(self.targets[target.0].failing_since)
             .flatten()

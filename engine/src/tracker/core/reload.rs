@@ -96,6 +96,7 @@ impl TrackerCore {
         self.ids = ids;
         self.topology = Topology::of(&plan);
         self.plan = plan;
+        self.index_shared();
         for (e, ep) in self.plan.endpoints.iter().enumerate() {
             let up = self.verdict(EndpointIx(e)) == Health::Up;
             self.metrics

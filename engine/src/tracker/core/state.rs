@@ -12,6 +12,7 @@ use crate::hysteresis::{Health, Hysteresis};
 use crate::multi_cluster::vote::Tally;
 use crate::multi_cluster::LocalView;
 use crate::probe::ProbeResult;
+use crate::ring::combine::Vantage;
 use crate::snapshot::{TenantSnapshot, VerdictChange};
 
 use super::super::pacing::Pacing;
@@ -41,6 +42,30 @@ pub(in crate::tracker) struct TargetState {
     /// The weight its last healthy answer reported (`reported_weight`); `None`: the
     /// configured weight.
     pub(in crate::tracker) weight: Option<u32>,
+    /// With `[ring]`: the verdicts of every replica probing it, combined.
+    pub(in crate::tracker) shared: Option<Box<Shared>>,
+}
+
+/// A target's verdicts with `[ring]`: this replica's own (its hysteresis, while it probes
+/// the target) and the other probing members', combined by [`crate::ring::combine`].
+#[derive(Debug)]
+pub(in crate::tracker) struct Shared {
+    /// Whether this replica probes it (its gate is open).
+    pub(in crate::tracker) local: bool,
+    /// Other members' verdicts, by member identity.
+    pub(in crate::tracker) peers: Vec<(Arc<str>, Vantage)>,
+    /// The combined verdict: what decides publication.
+    pub(in crate::tracker) combined: Health,
+}
+
+impl Shared {
+    pub(in crate::tracker) fn new() -> Box<Shared> {
+        Box::new(Shared {
+            local: false,
+            peers: Vec::new(),
+            combined: Health::Unknown,
+        })
+    }
 }
 
 impl TargetState {
@@ -60,6 +85,7 @@ impl TargetState {
             transitions: 0,
             downtime: Duration::ZERO,
             weight: None,
+            shared: None,
         }
     }
 
@@ -68,6 +94,8 @@ impl TargetState {
     pub(in crate::tracker) fn effective(&self) -> Health {
         if self.damped() {
             Health::Down
+        } else if let Some(shared) = &self.shared {
+            shared.combined
         } else {
             self.hysteresis.state()
         }

@@ -1,0 +1,173 @@
+//! The targets this replica probes, as its probers read them: one [`Gate`] per target,
+//! open while the [`Assignment`] says this replica probes it. A closed gate parks its
+//! prober without timers (200,000 targets on 4 replicas leave 150,000 parked probers per
+//! replica, which must cost memory only); opening it wakes the prober to probe at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::handover::Assignment;
+use super::members::Member;
+use super::rendezvous::target_hash;
+
+/// Whether one target's prober may probe.
+#[derive(Debug, Default)]
+pub struct Gate {
+    open: AtomicBool,
+    opened: Notify,
+}
+
+impl Gate {
+    /// Whether the prober probes now.
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Waits until the gate is open.
+    pub async fn opened(&self) {
+        loop {
+            let wait = self.opened.notified();
+            tokio::pin!(wait);
+            wait.as_mut().enable();
+            if self.is_open() {
+                return;
+            }
+            wait.await;
+        }
+    }
+
+    fn set(&self, open: bool) -> bool {
+        let was = self.open.swap(open, Ordering::AcqRel);
+        if open && !was {
+            self.opened.notify_waiters();
+        }
+        was != open
+    }
+}
+
+/// The gates of every target, and the assignment that sets them.
+pub struct Ownership {
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    assignment: Assignment,
+    /// Target key -> its ring hash and gate.
+    gates: HashMap<String, (u64, Arc<Gate>)>,
+}
+
+/// Gates a change opened and closed, by target key.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Moves {
+    pub opened: Vec<String>,
+    pub closed: Vec<String>,
+}
+
+impl Ownership {
+    pub fn new(assignment: Assignment) -> Ownership {
+        Ownership {
+            inner: Mutex::new(Inner {
+                assignment,
+                gates: HashMap::new(),
+            }),
+        }
+    }
+
+    /// The gate of the target with this key (made on first asking, open as the assignment
+    /// says).
+    pub fn gate(&self, key: &str) -> Arc<Gate> {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        if let Some((_, gate)) = inner.gates.get(key) {
+            return gate.clone();
+        }
+        let hash = target_hash(key);
+        let gate = Arc::new(Gate::default());
+        gate.set(inner.assignment.probes(hash));
+        inner.gates.insert(key.to_owned(), (hash, gate.clone()));
+        gate
+    }
+
+    /// Whether this replica probes the target with this key now.
+    pub fn probes(&self, key: &str) -> bool {
+        let inner = self.inner.lock().expect("not poisoned");
+        inner.assignment.probes(target_hash(key))
+    }
+
+    /// Keeps only the gates of these keys (a reload removed the others' probers).
+    pub fn retain(&self, keys: &std::collections::HashSet<String>) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        inner.gates.retain(|k, _| keys.contains(k));
+    }
+
+    /// A new view of the live members; the gates it moved.
+    pub fn ring(&self, live: Vec<Member>, now: Instant) -> Moves {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let changed = inner.assignment.ring(live, now);
+        if changed {
+            inner.reassign()
+        } else {
+            Moves::default()
+        }
+    }
+
+    /// Ends the make-before-break grace of rings left long enough ago; the gates it closed.
+    pub fn expire(&self, now: Instant) -> Moves {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        if inner.assignment.expire(now) {
+            inner.reassign()
+        } else {
+            Moves::default()
+        }
+    }
+
+    /// When [`Ownership::expire`] has work next.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .assignment
+            .next_expiry()
+    }
+
+    /// The live members, and how many of the known targets each owns.
+    pub fn members(&self) -> Vec<(Member, usize)> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let members = inner.assignment.members().to_vec();
+        let mut counts = vec![0usize; members.len()];
+        for (hash, _) in inner.gates.values() {
+            for owner in inner.assignment.owners(*hash) {
+                if let Some(i) = members.iter().position(|m| m.hash == owner.hash) {
+                    counts[i] += 1;
+                }
+            }
+        }
+        members.into_iter().zip(counts).collect()
+    }
+
+    /// How many gates are open.
+    pub fn probing_count(&self) -> usize {
+        let inner = self.inner.lock().expect("not poisoned");
+        inner.gates.values().filter(|(_, g)| g.is_open()).count()
+    }
+}
+
+impl Inner {
+    fn reassign(&mut self) -> Moves {
+        let mut moves = Moves::default();
+        for (key, (hash, gate)) in &self.gates {
+            let open = self.assignment.probes(*hash);
+            if gate.set(open) {
+                if open {
+                    moves.opened.push(key.clone());
+                } else {
+                    moves.closed.push(key.clone());
+                }
+            }
+        }
+        moves
+    }
+}

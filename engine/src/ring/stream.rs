@@ -1,0 +1,197 @@
+//! The verdict stream between ring members: each member connects to every other member's
+//! `listen` address and pushes its own verdicts there, all of them when the connection
+//! opens and each change after. TCP, one length-prefixed JSON frame after another.
+//!
+//! The taking side proves nothing; the pushing side proves it knows the ring's secret: the
+//! listener sends a fresh nonce, the member answers with its identity and
+//! HMAC-SHA256(secret, ring name | identity | nonce), so a recorded handshake cannot be
+//! replayed and nobody without the secret can inject verdicts. The frames after it are not
+//! signed one by one: the stream is meant for the pod network between replicas; put it
+//! under a NetworkPolicy (shipped) or a mesh's mTLS where that network is not trusted.
+
+use std::time::Duration;
+
+use ::ring::hmac;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::hysteresis::Health;
+
+/// The largest frame: a full state of 1,000,000 targets fits (about 60 bytes each).
+const MAX_FRAME: u32 = 64 << 20;
+
+/// How long a handshake may take.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a stream ended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("a frame of {0} bytes is larger than the limit")]
+    TooLarge(u32),
+    #[error("not a frame of the verdict stream: {0}")]
+    Malformed(#[from] serde_json::Error),
+    #[error("member {identity:?} of ring {ring:?} did not prove it knows this ring's secret")]
+    Unauthenticated { ring: String, identity: String },
+    #[error("the handshake took longer than {0:?}")]
+    Slow(Duration),
+}
+
+/// The listener's first frame.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Challenge {
+    pub nonce: String,
+}
+
+/// The pushing member's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub ring: String,
+    pub identity: String,
+    pub mac: String,
+}
+
+/// Verdicts: a full state (`full`) or changes. `impaired`: the sender's self-check judges
+/// its vantage impaired (its down verdicts never withdraw alone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Batch {
+    pub full: bool,
+    pub impaired: bool,
+    /// Target key and verdict: `u` up, `d` down, `?` no verdict (stopped probing it).
+    pub verdicts: Vec<(String, char)>,
+}
+
+/// A verdict as one letter on the wire.
+pub fn letter(health: Health) -> char {
+    match health {
+        Health::Up => 'u',
+        Health::Down => 'd',
+        Health::Unknown => '?',
+    }
+}
+
+/// The verdict a letter stands for.
+pub fn health(letter: char) -> Health {
+    match letter {
+        'u' => Health::Up,
+        'd' => Health::Down,
+        _ => Health::Unknown,
+    }
+}
+
+/// The proof a member sends for `nonce`.
+pub fn prove(secret: &[u8], ring: &str, identity: &str, nonce: &str) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    hex(hmac::sign(&key, &signed(ring, identity, nonce)).as_ref())
+}
+
+/// Whether `hello` proves knowledge of `secret` for `nonce` (in constant time).
+pub fn verify(secret: &[u8], ring: &str, nonce: &str, hello: &Hello) -> bool {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    let Some(tag) = unhex(&hello.mac) else {
+        return false;
+    };
+    hello.ring == ring
+        && hmac::verify(&key, &signed(ring, &hello.identity, nonce), &tag).is_ok()
+}
+
+/// A fresh nonce: 16 random bytes, hex.
+pub fn nonce() -> String {
+    let bytes: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));
+    let mut out = [0u8; 16];
+    // fastrand is not a CSPRNG: the nonce only has to be unpredictable, so take the
+    // system's randomness when it answers.
+    if ::ring::rand::SecureRandom::fill(&::ring::rand::SystemRandom::new(), &mut out).is_ok() {
+        return hex(&out);
+    }
+    hex(&bytes)
+}
+
+fn signed(ring: &str, identity: &str, nonce: &str) -> Vec<u8> {
+    format!("{ring}\n{identity}\n{nonce}").into_bytes()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Writes one frame.
+pub async fn write_frame<T: Serialize>(
+    io: &mut (impl AsyncWrite + Unpin),
+    frame: &T,
+) -> Result<usize, StreamError> {
+    let body = serde_json::to_vec(frame)?;
+    let len = u32::try_from(body.len()).map_err(|_| StreamError::TooLarge(u32::MAX))?;
+    io.write_u32(len).await?;
+    io.write_all(&body).await?;
+    io.flush().await?;
+    Ok(body.len() + 4)
+}
+
+/// Reads one frame.
+pub async fn read_frame<T: for<'de> Deserialize<'de>>(
+    io: &mut (impl AsyncRead + Unpin),
+) -> Result<T, StreamError> {
+    let len = io.read_u32().await?;
+    if len > MAX_FRAME {
+        return Err(StreamError::TooLarge(len));
+    }
+    let mut body = vec![0u8; len as usize];
+    io.read_exact(&mut body).await?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_holds_only_for_its_secret_ring_and_nonce() {
+        let n = nonce();
+        let hello = Hello {
+            ring: "ho".into(),
+            identity: "ho-1".into(),
+            mac: prove(b"s3cret", "ho", "ho-1", &n),
+        };
+        assert!(verify(b"s3cret", "ho", &n, &hello));
+        assert!(!verify(b"other", "ho", &n, &hello));
+        assert!(!verify(b"s3cret", "ho", &nonce(), &hello), "a replay");
+        assert!(!verify(b"s3cret", "ring-b", &n, &hello));
+        let renamed = Hello {
+            identity: "ho-2".into(),
+            ..hello
+        };
+        assert!(!verify(b"s3cret", "ho", &n, &renamed));
+    }
+
+    #[tokio::test]
+    async fn frames_cross_a_socket_and_oversized_ones_are_refused() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let batch = Batch {
+            full: true,
+            impaired: false,
+            verdicts: vec![("tcp://10.0.0.1:80".into(), letter(Health::Down))],
+        };
+        write_frame(&mut a, &batch).await.unwrap();
+        let got: Batch = read_frame(&mut b).await.unwrap();
+        assert_eq!(got, batch);
+        assert_eq!(health(got.verdicts[0].1), Health::Down);
+        a.write_u32(MAX_FRAME + 1).await.unwrap();
+        assert!(matches!(
+            read_frame::<Batch>(&mut b).await,
+            Err(StreamError::TooLarge(_))
+        ));
+    }
+}
