@@ -131,7 +131,9 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             Some(link) => {
                 let peer = advertised(&ring);
                 let leases = RingLeases::connect(&ring, link.identity, peer).await?;
-                Some(actix::spawn(leases.run(stop_election.subscribe(), link.listings)))
+                Some(actix::spawn(
+                    leases.run(stop_election.subscribe(), link.listings),
+                ))
             }
             None => None,
         };

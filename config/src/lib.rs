@@ -17,9 +17,9 @@ pub use load::{
 };
 pub use model::{
     Answer, BrakeConfig, Canary, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,
-    EndpointSelection, KindSettings, LeaderElectionConfig, LedgerConfig, RingConfig, LimitsConfig, LogFormat,
+    EndpointSelection, KindSettings, LeaderElectionConfig, LedgerConfig, LimitsConfig, LogFormat,
     MultiClusterConfig, OnAllUnhealthy, OtlpProtocol, ReloadConfig, Require, ResolverConfig,
-    RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    RingConfig, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
     CheckSpec, Composite, Damping, Discovered, Endpoint, HostEndpoint, Plan, PlannedSink, Target,

@@ -21,8 +21,8 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::model::{
-    Answer, BrakeConfig, Canary, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy, RingConfig,
-    ReloadConfig, Require, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
+    Answer, BrakeConfig, Canary, Delivery, LeaderElectionConfig, LimitsConfig, OnAllUnhealthy,
+    ReloadConfig, Require, RingConfig, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 use crate::validate::{KindCheck, SinkSpec};
 

@@ -26,8 +26,8 @@ use crate::observation::TargetId;
 use crate::probe::Feeds;
 use crate::probe::{Probe, ProbeContext, ProbeError, TlsCache};
 use crate::probe_limits::ProbeLimits;
-use crate::ring::run::{RingHandle, RingParts};
 use crate::prober::{Prober, ProberHandle};
+use crate::ring::run::{RingHandle, RingParts};
 use crate::schedule::{self, Schedule};
 use crate::sink::reports::ReportStore;
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
@@ -233,7 +233,8 @@ impl Engine {
             ownership: ring.as_ref().map(|r| r.ownership.clone()),
         };
         applier.start_probers(&plan.targets, probes, ids);
-        let ring = ring.map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
+        let ring = ring
+            .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
         let applier = Arc::new(tokio::sync::Mutex::new(applier));
         follow(
             Arc::downgrade(&applier),

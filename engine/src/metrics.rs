@@ -1,8 +1,8 @@
 //! Prometheus metrics, registered once and shared by the actors that update them.
 
 mod answers;
-mod ring;
 mod classic;
+mod ring;
 
 pub use answers::{AnswerMetrics, WindowLabels};
 pub use ring::RingMetrics;

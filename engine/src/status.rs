@@ -71,7 +71,6 @@ pub struct MemberStatus {
     pub owns: usize,
 }
 
-
 /// This instance's cluster id and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterStatus {

@@ -89,8 +89,12 @@ impl RingLeases {
             }
         }
         match self.api.delete(&self.name, &DeleteParams::default()).await {
-            Ok(_) => info!(lease = %self.name, "ring: left (Lease deleted; the others take its targets now)"),
-            Err(e) => warn!(lease = %self.name, "ring: could not delete the Lease (the others take its targets after lease_duration): {e}"),
+            Ok(_) => {
+                info!(lease = %self.name, "ring: left (Lease deleted; the others take its targets now)")
+            }
+            Err(e) => {
+                warn!(lease = %self.name, "ring: could not delete the Lease (the others take its targets after lease_duration): {e}")
+            }
         }
     }
 
@@ -149,7 +153,10 @@ impl RingLeases {
     /// The ring's Leases.
     async fn list(&self) -> Result<Vec<Sighting>, kube::Error> {
         let selector = format!("{RING_LABEL}={}", self.ring);
-        let leases = self.api.list(&ListParams::default().labels(&selector)).await?;
+        let leases = self
+            .api
+            .list(&ListParams::default().labels(&selector))
+            .await?;
         let now = Utc::now();
         Ok(leases
             .items
@@ -164,9 +171,7 @@ impl RingLeases {
                         .annotations
                         .and_then(|mut a| a.remove(PEER_ANNOTATION)),
                     version: lease.metadata.resource_version.unwrap_or_default(),
-                    renewed_ago: spec
-                        .renew_time
-                        .and_then(|t| (now - t.0).to_std().ok()),
+                    renewed_ago: spec.renew_time.and_then(|t| (now - t.0).to_std().ok()),
                 })
             })
             .collect())

@@ -60,6 +60,7 @@ mod powerdns;
 mod probes;
 mod reload;
 mod rfc2136;
+mod ring;
 mod route53;
 mod security;
 mod status_page;

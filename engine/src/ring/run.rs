@@ -326,12 +326,10 @@ async fn push_once(
 ) -> Result<(), StreamError> {
     let mut socket = TcpStream::connect(peer).await?;
     socket.set_nodelay(true)?;
-    let challenge: Challenge = tokio::time::timeout(
-        stream::HANDSHAKE_TIMEOUT,
-        stream::read_frame(&mut socket),
-    )
-    .await
-    .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
+    let challenge: Challenge =
+        tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(&mut socket))
+            .await
+            .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
     let mac = stream::prove(secret, ring, identity, &challenge.nonce);
     let hello = Hello {
         ring: ring.clone(),
@@ -383,13 +381,17 @@ async fn take_one(
     tracker: &Addr<HealthTracker>,
 ) -> Result<(), StreamError> {
     let nonce = stream::nonce();
-    stream::write_frame(&mut socket, &Challenge {
-        nonce: nonce.clone(),
-    })
+    stream::write_frame(
+        &mut socket,
+        &Challenge {
+            nonce: nonce.clone(),
+        },
+    )
     .await?;
-    let hello: Hello = tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(&mut socket))
-        .await
-        .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
+    let hello: Hello =
+        tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(&mut socket))
+            .await
+            .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
     if !stream::verify(secret, ring, &nonce, &hello) {
         return Err(StreamError::Unauthenticated {
             ring: hello.ring,

@@ -93,8 +93,7 @@ pub fn verify(secret: &[u8], ring: &str, nonce: &str, hello: &Hello) -> bool {
     let Some(tag) = unhex(&hello.mac) else {
         return false;
     };
-    hello.ring == ring
-        && hmac::verify(&key, &signed(ring, &hello.identity, nonce), &tag).is_ok()
+    hello.ring == ring && hmac::verify(&key, &signed(ring, &hello.identity, nonce), &tag).is_ok()
 }
 
 /// A fresh nonce: 16 random bytes, hex.

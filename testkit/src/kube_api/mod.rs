@@ -379,7 +379,11 @@ impl KubeApi {
                     .unwrap()
             }
             "list" => {
-                let items = in_route(&s, &route);
+                let selector = query.get("labelSelector").map(|q| label_selector(q));
+                let items: Vec<Value> = in_route(&s, &route)
+                    .into_iter()
+                    .filter(|o| selector.as_ref().is_none_or(|sel| matches_labels(o, sel)))
+                    .collect();
                 json_response(
                     200,
                     &json!({
@@ -499,4 +503,28 @@ impl KubeApi {
             None => json_response(200, &current),
         }
     }
+}
+
+/// A `labelSelector` query value (percent-encoded `k=v,k2=v2`): equality terms only, the
+/// form the orchestrator sends; set-based terms (`in`, `notin`, `!k`) are not implemented.
+fn label_selector(encoded: &str) -> Vec<(String, String)> {
+    let decoded = encoded
+        .replace("%2F", "/")
+        .replace("%2f", "/")
+        .replace("%3D", "=")
+        .replace("%3d", "=")
+        .replace("%2C", ",")
+        .replace("%2c", ",");
+    decoded
+        .split(',')
+        .filter_map(|term| term.split_once('='))
+        .map(|(k, v)| (k.trim_end_matches('=').to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Whether `object`'s labels hold every term.
+fn matches_labels(object: &Value, selector: &[(String, String)]) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| object["metadata"]["labels"][k].as_str() == Some(v))
 }

@@ -49,7 +49,11 @@ impl TrackerCore {
             return;
         };
         // `[ring]`: a probe finishing after this replica stopped probing the target.
-        if self.targets[target.0].shared.as_ref().is_some_and(|s| !s.local) {
+        if self.targets[target.0]
+            .shared
+            .as_ref()
+            .is_some_and(|s| !s.local)
+        {
             return;
         }
         // Set when it changes (a first probe, a renewed certificate), not on every probe:

@@ -14,8 +14,8 @@ use crate::ring::combine::{combine, Vantage};
 use crate::ring::ownership::Ownership;
 
 use super::super::index::TargetIx;
-use super::{Clock, Effect, TrackerCore};
 use super::state::Shared;
+use super::{Clock, Effect, TrackerCore};
 
 impl TrackerCore {
     /// Turns shared verdicts on (at start, before any observation): every target starts

@@ -1,0 +1,226 @@
+//! `[ring]` with real processes: three replicas of the binary share the probing of twelve
+//! gateways through their own Leases on the Kubernetes API test server (`fakes::kube_api`,
+//! which implements Leases and equality label selectors, the calls the ring makes) and
+//! stream their verdicts to each other over loopback sockets. Each replica writes its own
+//! hosts file from every verdict, its own and the others'.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ho_testkit::{Behaviour, Gateway};
+use tokio::time::Instant;
+
+use crate::fakes::kube_api::KubeApi;
+use crate::harness::*;
+
+const GATEWAYS: usize = 12;
+
+struct Replica {
+    name: String,
+    process: Option<Running>,
+    api: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Replica {
+    fn start(name: &str, kube: SocketAddr, gws: &[Gateway], secret: &str) -> Replica {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = KubeApi::kubeconfig_with(kube, dir.path(), &format!("test-{name}"));
+        let ip = loopback_ip();
+        let api = SocketAddr::new(ip.into(), 8080);
+        let secret_file = dir.path().join("ring-secret");
+        std::fs::write(&secret_file, secret).unwrap();
+        let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+            .set("api.listen", api.to_string())
+            .with(&format!(
+                "[ring]\nenabled = true\nname = \"ho\"\nnamespace = \"dns\"\nidentity = \"{name}\"\n\
+                 lease_duration = \"2s\"\nrenew_period = \"300ms\"\nlisten = \"{ip}:7947\"\n\
+                 secret_file = {:?}\nkubeconfig = {:?}\n\n\
+                 [[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\"]\nsinks = [\"local\"]\n\n\
+                 [sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
+                secret_file.display().to_string(),
+                kubeconfig.display().to_string(),
+                dir.path().join("hosts").display().to_string(),
+            ));
+        let mut cmd = run_config(dir.path(), &config);
+        cmd.env("RUST_LOG", "info");
+        let process = spawn_logged(&mut cmd, &dir.path().join("log"));
+        Replica {
+            name: name.to_owned(),
+            process: Some(process),
+            api,
+            dir,
+        }
+    }
+
+    fn hosts_file(&self) -> PathBuf {
+        self.dir.path().join("hosts").join("a.hosts")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+
+    async fn ring(&self) -> Option<serde_json::Value> {
+        let status: serde_json::Value =
+            serde_json::from_str(&try_api_get(self.api, "/status").await?).ok()?;
+        Some(status["ring"].clone())
+    }
+
+    /// Targets this replica probes now, once it answers.
+    async fn probing(&self) -> Option<u64> {
+        self.ring().await?["probing"].as_u64()
+    }
+
+    async fn members(&self) -> Option<usize> {
+        Some(self.ring().await?["members"].as_array()?.len())
+    }
+
+    fn kill(&mut self) {
+        drop(self.process.take());
+    }
+}
+
+/// Waits until `ready` holds for the replicas' `/status`, or fails naming `what`.
+async fn wait_for(
+    replicas: &[&Replica],
+    what: &str,
+    mut ready: impl AsyncFnMut(&[&Replica]) -> bool,
+) {
+    let start = Instant::now();
+    while !ready(replicas).await {
+        assert!(
+            start.elapsed() < LIMIT,
+            "never {what}:\n{}",
+            replicas
+                .iter()
+                .map(|r| format!("--- {}\n{}", r.name, r.log()))
+                .collect::<String>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Probing shares summed over the replicas.
+async fn probing_sum(replicas: &[&Replica]) -> Option<u64> {
+    let mut sum = 0;
+    for r in replicas {
+        sum += r.probing().await?;
+    }
+    Some(sum)
+}
+
+/// Requests every gateway took over `window`.
+async fn requests_over(gws: &[Gateway], window: Duration) -> u64 {
+    let before: u64 = gws.iter().map(Gateway::requests).sum();
+    tokio::time::sleep(window).await;
+    gws.iter().map(Gateway::requests).sum::<u64>() - before
+}
+
+#[tokio::test]
+async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() {
+    let mut gws = gateways(GATEWAYS);
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let all: Vec<String> = gws.iter().map(ip).collect();
+
+    // One replica alone probes everything: the baseline of probe traffic.
+    let mut a = Replica::start("a", kube_addr, &gws, "s3cret");
+    wait_for(&[&a], "a alone probes every target", async |r| {
+        r[0].probing().await == Some(GATEWAYS as u64)
+    })
+    .await;
+    wait_for_file(&a.hosts_file(), "a publishes every gateway", |c| {
+        addresses(c).len() == GATEWAYS
+    })
+    .await;
+    let alone = requests_over(&gws, Duration::from_secs(2)).await;
+
+    // Three replicas: each target has two owners once the make-before-break grace (the
+    // Lease duration) has passed.
+    let b = Replica::start("b", kube_addr, &gws, "s3cret");
+    let c = Replica::start("c", kube_addr, &gws, "s3cret");
+    wait_for(&[&a, &b, &c], "two owners per target", async |r| {
+        probing_sum(r).await == Some(2 * GATEWAYS as u64) && r[0].members().await == Some(3)
+    })
+    .await;
+    let shared = requests_over(&gws, Duration::from_secs(2)).await;
+    let ratio = shared as f64 / alone as f64;
+    println!("probe requests over 2 s: one replica {alone}, three replicas of replication 2 {shared} (x{ratio:.2})");
+    assert!(
+        (1.6..=2.4).contains(&ratio),
+        "three replicas probed x{ratio:.2} of one"
+    );
+    for r in [&a, &b, &c] {
+        let mine = r.probing().await.unwrap();
+        assert!(
+            mine < GATEWAYS as u64,
+            "{} probes all {mine} targets",
+            r.name
+        );
+        wait_for_file(
+            &r.hosts_file(),
+            "every replica publishes every gateway",
+            |c| addresses(c) == all,
+        )
+        .await;
+    }
+
+    // A gateway fails: every replica's answer drops it, whoever probes it.
+    gws[3].set(Behaviour::Refuse).unwrap();
+    let failed = Instant::now();
+    let rest: Vec<String> = all.iter().filter(|a| **a != ip(&gws[3])).cloned().collect();
+    for r in [&a, &b, &c] {
+        wait_for_file(
+            &r.hosts_file(),
+            "every replica withdraws the failed gateway",
+            |c| addresses(c) == rest,
+        )
+        .await;
+    }
+    println!(
+        "gateway failed -> withdrawn by all three replicas in {:?}",
+        failed.elapsed()
+    );
+    gws[3].set(Behaviour::Healthy).unwrap();
+    for r in [&a, &b, &c] {
+        wait_for_file(&r.hosts_file(), "every replica restores it", |c| {
+            addresses(c) == all
+        })
+        .await;
+    }
+
+    // SIGKILL one: the two left take its targets within the Lease duration and a listing,
+    // and no answer loses a healthy gateway meanwhile.
+    let mut c = c;
+    c.kill();
+    let killed = Instant::now();
+    let mut dropped = false;
+    wait_for(&[&a, &b], "two replicas probing everything", async |r| {
+        for x in r {
+            let content = std::fs::read_to_string(x.hosts_file()).unwrap_or_default();
+            dropped |= addresses(&content) != all;
+        }
+        probing_sum(r).await == Some(2 * GATEWAYS as u64) && r[0].members().await == Some(2)
+    })
+    .await;
+    println!(
+        "SIGKILL -> two owners per target again in {:?}",
+        killed.elapsed()
+    );
+    assert!(
+        !dropped,
+        "a healthy gateway left an answer while a replica died"
+    );
+
+    // A replica with the wrong secret joins the ring but its verdicts are refused.
+    let intruder = Replica::start("x", kube_addr, &gws, "not-the-secret");
+    wait_for(&[&a], "a refuses the intruder's stream", async |r| {
+        r[0].log()
+            .contains("did not prove it knows this ring's secret")
+    })
+    .await;
+    drop(intruder);
+    a.kill();
+}
