@@ -12,6 +12,8 @@ mod operator;
 mod pacing;
 mod report;
 #[cfg(test)]
+mod ring_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 mod view;
 

@@ -93,9 +93,9 @@ impl ho_config::SinkSpec for TestSpec {
 }
 
 /// A core over `plan` (target ids 0..) at a fixed start.
-struct Harness {
-    core: TrackerCore,
-    now: Clock,
+pub(super) struct Harness {
+    pub(super) core: TrackerCore,
+    pub(super) now: Clock,
     /// Timers the core asked for and that have not fired yet.
     timers: Vec<(Instant, Wake)>,
     /// Snapshots published, in order.
@@ -105,10 +105,12 @@ struct Harness {
     views: Vec<LocalView>,
     /// Operator state the core asked to save, in order.
     remembered: Vec<crate::drain::OperatorState>,
+    /// `[ring]`: own verdict changes the core shared, in order.
+    pub(super) shared: Vec<(String, crate::hysteresis::Health)>,
 }
 
 impl Harness {
-    fn new(plan: Arc<Plan>) -> Harness {
+    pub(super) fn new(plan: Arc<Plan>) -> Harness {
         let now = Clock {
             mono: Instant::now(),
             wall: crate::clock::after_epoch(Duration::from_secs(1_700_000_000)),
@@ -122,6 +124,7 @@ impl Harness {
             forgotten: Vec::new(),
             views: Vec::new(),
             remembered: Vec::new(),
+            shared: Vec::new(),
         };
         let mut fx = Vec::new();
         h.core.start(now, &mut fx);
@@ -129,7 +132,7 @@ impl Harness {
         h
     }
 
-    fn take(&mut self, fx: Vec<Effect>) {
+    pub(super) fn take(&mut self, fx: Vec<Effect>) {
         for e in fx {
             match e {
                 Effect::Publish { snapshot, .. } => self.published.push(snapshot),
@@ -137,12 +140,13 @@ impl Harness {
                 Effect::WakeAt { at, wake } => self.timers.push((at, wake)),
                 Effect::Vote(view) => self.views.push(view),
                 Effect::Remember(state) => self.remembered.push(state),
+                Effect::Share { key, health } => self.shared.push((key, health)),
             }
         }
     }
 
     /// Moves the clock by `d`, firing due timers in time order.
-    fn advance(&mut self, d: Duration) {
+    pub(super) fn advance(&mut self, d: Duration) {
         let until = self.now.mono + d;
         loop {
             self.timers.sort_by_key(|(at, _)| *at);
@@ -164,7 +168,7 @@ impl Harness {
     }
 
     /// One probe result per (target, ok) pair, in one batch at the current time.
-    fn observe(&mut self, results: &[(TargetId, bool)]) {
+    pub(super) fn observe(&mut self, results: &[(TargetId, bool)]) {
         let batch = results
             .iter()
             .map(|&(target, ok)| Observation {
@@ -189,7 +193,7 @@ impl Harness {
     }
 
     /// The last snapshot's addresses' last octets.
-    fn hosts(&self) -> Vec<u8> {
+    pub(super) fn hosts(&self) -> Vec<u8> {
         self.last()
             .addresses
             .iter()
