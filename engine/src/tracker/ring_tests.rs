@@ -87,7 +87,8 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     // own verdict; b's verdict decides.
     let mut fx = Vec::new();
     let k = key(&h, 2);
-    h.core.probing(std::slice::from_ref(&k), false, h.now, &mut fx);
+    h.core
+        .probing(std::slice::from_ref(&k), false, h.now, &mut fx);
     h.take(fx);
     assert_eq!(h.shared.last(), Some(&(k, Health::Unknown)));
     assert_eq!(h.hosts(), [1, 2]);
