@@ -111,11 +111,16 @@ async fn probing_sum(replicas: &[&Replica]) -> Option<u64> {
     Some(sum)
 }
 
-/// Requests every gateway took over `window`.
-async fn requests_over(gws: &[Gateway], window: Duration) -> u64 {
-    let before: u64 = gws.iter().map(Gateway::requests).sum();
-    tokio::time::sleep(window).await;
-    gws.iter().map(Gateway::requests).sum::<u64>() - before
+/// Requests per second the gateways take together, over the time they take `count`
+/// (polled every 20 ms, not a fixed window).
+async fn request_rate(gws: &[Gateway], count: u64) -> f64 {
+    let total = || gws.iter().map(Gateway::requests).sum::<u64>();
+    let (before, start) = (total(), Instant::now());
+    while total() - before < count {
+        assert!(start.elapsed() < LIMIT, "the gateways are not probed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (total() - before) as f64 / start.elapsed().as_secs_f64()
 }
 
 #[tokio::test]
@@ -135,7 +140,7 @@ async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() 
         addresses(c).len() == GATEWAYS
     })
     .await;
-    let alone = requests_over(&gws, Duration::from_secs(2)).await;
+    let alone = request_rate(&gws, 120).await;
 
     // Three replicas: each target has two owners once the make-before-break grace (the
     // Lease duration) has passed.
@@ -145,9 +150,9 @@ async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() 
         probing_sum(r).await == Some(2 * GATEWAYS as u64) && r[0].members().await == Some(3)
     })
     .await;
-    let shared = requests_over(&gws, Duration::from_secs(2)).await;
-    let ratio = shared as f64 / alone as f64;
-    println!("probe requests over 2 s: one replica {alone}, three replicas of replication 2 {shared} (x{ratio:.2})");
+    let shared = request_rate(&gws, 240).await;
+    let ratio = shared / alone;
+    println!("probe requests/s: one replica {alone:.1}, three replicas of replication 2 {shared:.1} (x{ratio:.2})");
     assert!(
         (1.6..=2.4).contains(&ratio),
         "three replicas probed x{ratio:.2} of one"
