@@ -128,7 +128,9 @@ impl Runner {
                 }
                 _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
                     let moves = self.ownership.expire(Instant::now());
-                    self.moved(moves);
+                    if self.moved(moves) {
+                        self.publish_status();
+                    }
                 }
             }
         }
@@ -192,11 +194,11 @@ impl Runner {
     }
 
     /// Gates opened and closed: the tracker counts this replica's verdicts of them or
-    /// forgets them (and tells the others).
-    fn moved(&mut self, moves: Moves) {
+    /// forgets them (and tells the others). Whether any moved.
+    fn moved(&mut self, moves: Moves) -> bool {
         let moved = moves.opened.len() + moves.closed.len();
         if moved == 0 {
-            return;
+            return false;
         }
         self.metrics.ring.moves.inc_by(moved as u64);
         if !moves.opened.is_empty() {
@@ -211,7 +213,7 @@ impl Runner {
                 on: false,
             });
         }
-        self.publish_status();
+        true
     }
 
     /// This replica's own verdict changes (and any others already queued): pushed to every

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::hysteresis::Health;
+use crate::secret::hex;
 
 /// The largest frame: a full state of 1,000,000 targets fits (about 60 bytes each).
 const MAX_FRAME: u32 = 64 << 20;
@@ -96,24 +97,18 @@ pub fn verify(secret: &[u8], ring: &str, nonce: &str, hello: &Hello) -> bool {
     hello.ring == ring && hmac::verify(&key, &signed(ring, &hello.identity, nonce), &tag).is_ok()
 }
 
-/// A fresh nonce: 16 random bytes, hex.
+/// A fresh nonce: 16 bytes of the system's randomness (fastrand's, should the system's
+/// not answer), hex.
 pub fn nonce() -> String {
-    let bytes: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));
-    let mut out = [0u8; 16];
-    // fastrand is not a CSPRNG: the nonce only has to be unpredictable, so take the
-    // system's randomness when it answers.
-    if ::ring::rand::SecureRandom::fill(&::ring::rand::SystemRandom::new(), &mut out).is_ok() {
-        return hex(&out);
+    let mut bytes = [0u8; 16];
+    if ::ring::rand::SecureRandom::fill(&::ring::rand::SystemRandom::new(), &mut bytes).is_err() {
+        bytes = std::array::from_fn(|_| fastrand::u8(..));
     }
     hex(&bytes)
 }
 
 fn signed(ring: &str, identity: &str, nonce: &str) -> Vec<u8> {
     format!("{ring}\n{identity}\n{nonce}").into_bytes()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

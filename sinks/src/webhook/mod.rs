@@ -80,8 +80,7 @@ pub fn sign(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
     ctx.update(b".");
     ctx.update(body);
     let tag = ctx.sign();
-    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
+    format!("sha256={}", ho_engine::secret::hex(tag.as_ref()))
 }
 
 impl WebhookSink {
