@@ -1,20 +1,25 @@
 //! `[ring]` membership on Kubernetes Leases: each replica holds a Lease of its own,
 //! `<ring>-<identity>`, labelled `healthorchestrator.io/ring=<ring>` and annotated with the
-//! address of its verdict stream; it renews it every `renew_period` and lists the ring's
-//! Leases right after, handing each listing to the engine
+//! address of its verdict stream, and renews it every `renew_period`. It watches the ring's
+//! Leases (one list, then every change as it happens; listed again when the watch ends) and
+//! hands the whole ring to the engine at each change
 //! ([`ho_engine::ring::members::Members`] judges who is live from the resourceVersions, on
-//! this process's clock). No gossip and no consensus of our own: the API server is the
-//! only shared state. At shutdown the replica deletes its Lease, so the others move its
-//! targets at their next listing instead of after `lease_duration`.
+//! this process's clock). A watch, not a listing each renew period: a renewal is seen when
+//! it is made, so a replica that stops renewing lapses `lease_duration` after its last
+//! renewal, not up to a renew period later. No gossip and no consensus of our own: the API
+//! server is the only shared state. At shutdown the replica deletes its Lease, so the
+//! others move its targets at once instead of after `lease_duration`.
 
 use std::collections::BTreeMap;
 
+use futures_util::StreamExt;
 use ho_config::RingConfig;
 use ho_engine::ring::members::Sighting;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::chrono::Utc;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::Api;
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
@@ -57,28 +62,24 @@ impl RingLeases {
         })
     }
 
-    /// Renews and lists every `renew_period` until `stop` turns true, then deletes this
-    /// replica's Lease.
+    /// Renews every `renew_period` and follows the ring's Leases until `stop` turns true,
+    /// then deletes this replica's Lease.
     pub async fn run(self, mut stop: watch::Receiver<bool>, listings: mpsc::Sender<Vec<Sighting>>) {
+        let follow = tokio::spawn(follow(
+            self.api.clone(),
+            format!("{RING_LABEL}={}", self.ring),
+            listings,
+        ));
         let mut failing = false;
         loop {
-            let round = async {
-                self.renew().await?;
-                self.list().await
-            };
-            match tokio::time::timeout(self.config.renew_period, round).await {
-                Ok(Ok(sightings)) => {
-                    failing = false;
-                    if listings.send(sightings).await.is_err() {
-                        return;
-                    }
-                }
+            match tokio::time::timeout(self.config.renew_period, self.renew()).await {
+                Ok(Ok(())) => failing = false,
                 Ok(Err(e)) if !failing => {
-                    warn!(lease = %self.name, "ring: the API server did not answer (ownership stays as last listed): {e}");
+                    warn!(lease = %self.name, "ring: the API server did not take the renewal (ownership stays as last seen): {e}");
                     failing = true;
                 }
                 Err(_) if !failing => {
-                    warn!(lease = %self.name, "ring: no answer within renew_period (ownership stays as last listed)");
+                    warn!(lease = %self.name, "ring: no answer within renew_period (ownership stays as last seen)");
                     failing = true;
                 }
                 _ => {}
@@ -88,6 +89,7 @@ impl RingLeases {
                 _ = stop.wait_for(|stopped| *stopped) => break,
             }
         }
+        follow.abort();
         match self.api.delete(&self.name, &DeleteParams::default()).await {
             Ok(_) => {
                 info!(lease = %self.name, "ring: left (Lease deleted; the others take its targets now)")
@@ -149,31 +151,66 @@ impl RingLeases {
             .await
             .map(|_| ())
     }
+}
 
-    /// The ring's Leases.
-    async fn list(&self) -> Result<Vec<Sighting>, kube::Error> {
-        let selector = format!("{RING_LABEL}={}", self.ring);
-        let leases = self
-            .api
-            .list(&ListParams::default().labels(&selector))
-            .await?;
-        let now = Utc::now();
-        Ok(leases
-            .items
-            .into_iter()
-            .filter_map(|lease| {
-                let spec = lease.spec.unwrap_or_default();
-                let identity = spec.holder_identity.filter(|h| !h.is_empty())?;
-                Some(Sighting {
-                    identity,
-                    peer: lease
-                        .metadata
-                        .annotations
-                        .and_then(|mut a| a.remove(PEER_ANNOTATION)),
-                    version: lease.metadata.resource_version.unwrap_or_default(),
-                    renewed_ago: spec.renew_time.and_then(|t| (now - t.0).to_std().ok()),
-                })
-            })
-            .collect())
+/// Watches the Leases labelled `selector` and sends the whole ring after each change (after
+/// the first full list, and after each re-list once it is complete).
+async fn follow(api: Api<Lease>, selector: String, listings: mpsc::Sender<Vec<Sighting>>) {
+    let config = watcher::Config::default().labels(&selector);
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut leases: BTreeMap<String, Lease> = BTreeMap::new();
+    // Filled while a (re-)list is under way; the ring is sent once it is whole.
+    let mut listing: Option<BTreeMap<String, Lease>> = None;
+    let mut failing = false;
+    while let Some(event) = events.next().await {
+        let name = |l: &Lease| l.metadata.name.clone().unwrap_or_default();
+        match event {
+            Ok(watcher::Event::Init) => listing = Some(BTreeMap::new()),
+            Ok(watcher::Event::InitApply(lease)) => {
+                if let Some(listing) = &mut listing {
+                    listing.insert(name(&lease), lease);
+                }
+            }
+            Ok(watcher::Event::InitDone) => leases = listing.take().unwrap_or_default(),
+            Ok(watcher::Event::Apply(lease)) => {
+                leases.insert(name(&lease), lease);
+            }
+            Ok(watcher::Event::Delete(lease)) => {
+                leases.remove(&name(&lease));
+            }
+            Err(e) => {
+                if !failing {
+                    warn!(ring = %selector, "ring: watching the Leases failed (ownership stays as last seen; retrying): {e}");
+                }
+                failing = true;
+                continue;
+            }
+        }
+        failing = false;
+        if listing.is_none() && listings.send(sightings(&leases)).await.is_err() {
+            return;
+        }
     }
+}
+
+/// The ring as the engine reads it: each Lease's holder, peer and version.
+fn sightings(leases: &BTreeMap<String, Lease>) -> Vec<Sighting> {
+    let now = Utc::now();
+    leases
+        .values()
+        .filter_map(|lease| {
+            let spec = lease.spec.clone().unwrap_or_default();
+            let identity = spec.holder_identity.filter(|h| !h.is_empty())?;
+            Some(Sighting {
+                identity,
+                peer: lease
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(PEER_ANNOTATION).cloned()),
+                version: lease.metadata.resource_version.clone().unwrap_or_default(),
+                renewed_ago: spec.renew_time.and_then(|t| (now - t.0).to_std().ok()),
+            })
+        })
+        .collect()
 }

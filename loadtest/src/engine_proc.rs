@@ -138,8 +138,9 @@ pub fn histogram(text: &str, name: &str) -> Vec<(f64, f64)> {
     buckets
 }
 
-/// Observations between two scrapes (`before`, `after`) of a histogram, per bucket.
-fn delta(before: &[(f64, f64)], after: &[(f64, f64)]) -> Vec<(f64, f64)> {
+/// Observations between two scrapes (`before`, `after`) of a histogram, per bucket
+/// (cumulative, as the histogram itself).
+pub fn delta(before: &[(f64, f64)], after: &[(f64, f64)]) -> Vec<(f64, f64)> {
     after
         .iter()
         .map(|(le, n)| {
@@ -152,18 +153,33 @@ fn delta(before: &[(f64, f64)], after: &[(f64, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Quantile `q` of the observations made between two scrapes, interpolated linearly
-/// within its bucket as Prometheus's `histogram_quantile` does (a quantile in the `+Inf`
-/// bucket is reported as the highest finite bound).
-pub fn quantile_between(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> Option<f64> {
-    let delta = delta(before, after);
+/// Several processes' deltas of the same histogram as one: the counts of each bucket bound
+/// summed (the replicas of a ring share their bucket bounds).
+pub fn merge(deltas: impl IntoIterator<Item = Vec<(f64, f64)>>) -> Vec<(f64, f64)> {
+    let mut merged: Vec<(f64, f64)> = Vec::new();
+    for delta in deltas {
+        for (le, n) in delta {
+            match merged.iter_mut().find(|(l, _)| *l == le) {
+                Some((_, m)) => *m += n,
+                None => merged.push((le, n)),
+            }
+        }
+    }
+    merged.sort_by(|a, b| a.0.total_cmp(&b.0));
+    merged
+}
+
+/// Quantile `q` of the observations in `delta`, interpolated linearly within its bucket as
+/// Prometheus's `histogram_quantile` does (a quantile in the `+Inf` bucket is reported as
+/// the highest finite bound).
+pub fn quantile_of(delta: &[(f64, f64)], q: f64) -> Option<f64> {
     let total = delta.last()?.1;
     if total <= 0.0 {
         return None;
     }
     let rank = q * total;
     let (mut lower, mut below) = (0.0, 0.0);
-    for &(le, n) in &delta {
+    for &(le, n) in delta {
         if n >= rank {
             if le.is_infinite() {
                 return Some(lower);
@@ -181,10 +197,9 @@ pub fn quantile_between(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> 
     None
 }
 
-/// Share (0-1) of the observations between two scrapes above `bound`, which must be one of
-/// the histogram's bucket bounds.
-pub fn share_above(before: &[(f64, f64)], after: &[(f64, f64)], bound: f64) -> Option<f64> {
-    let delta = delta(before, after);
+/// Share (0-1) of the observations in `delta` above `bound`, which must be one of the
+/// histogram's bucket bounds.
+pub fn share_above(delta: &[(f64, f64)], bound: f64) -> Option<f64> {
     let total = delta.last()?.1;
     let within = delta.iter().find(|(le, _)| *le == bound)?.1;
     (total > 0.0).then(|| 1.0 - within / total)
@@ -203,15 +218,12 @@ mod tests {
         assert_eq!(h.len(), 4);
         // 90 observations at or below 1 ms: the median is halfway up the first bucket.
         let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
-        assert!(close(quantile_between(&[], &h, 0.5), 0.0005 * 50.0 / 45.0));
+        assert!(close(quantile_of(&h, 0.5), 0.0005 * 50.0 / 45.0));
         // The 99th of 100 is the last of the 9 in (1 ms, 2 ms].
-        assert!(close(quantile_between(&[], &h, 0.99), 0.002));
-        assert!(close(
-            quantile_between(&[], &h, 0.95),
-            0.001 + 0.001 * 5.0 / 9.0
-        ));
-        assert!(close(share_above(&[], &h, 0.002), 0.01));
-        assert_eq!(share_above(&[], &h, 0.003), None, "not a bucket bound");
+        assert!(close(quantile_of(&h, 0.99), 0.002));
+        assert!(close(quantile_of(&h, 0.95), 0.001 + 0.001 * 5.0 / 9.0));
+        assert!(close(share_above(&h, 0.002), 0.01));
+        assert_eq!(share_above(&h, 0.003), None, "not a bucket bound");
         let before = vec![
             (0.001, 90.0),
             (0.002, 90.0),
@@ -221,10 +233,20 @@ mod tests {
         // Of the 10 new observations, 9 are in (1 ms, 2 ms]: the median is 5/9 up it.
         assert!(
             close(
-                quantile_between(&before, &h, 0.5),
+                quantile_of(&delta(&before, &h), 0.5),
                 0.001 + 0.001 * 5.0 / 9.0
             ),
             "only the 10 new observations count"
+        );
+        // One replica's 10 new observations beside another's 100: the buckets add up.
+        assert_eq!(
+            merge([delta(&before, &h), h.clone()]),
+            vec![
+                (0.001, 90.0),
+                (0.002, 108.0),
+                (0.004, 110.0),
+                (f64::INFINITY, 110.0)
+            ]
         );
     }
 }

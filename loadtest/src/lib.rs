@@ -3,6 +3,8 @@
 //! operators check before a rollout.
 
 pub mod engine_proc;
+pub mod farm;
+pub mod fleet;
 pub mod kube_load;
 pub mod per_sink;
 pub mod plots;
@@ -12,3 +14,5 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sink_log;
+pub mod summary;
+pub mod window;

@@ -47,6 +47,8 @@ struct State {
     /// The latest record set of each tenant.
     current: HashMap<String, HashSet<IpAddr>>,
     seen: Vec<Seen>,
+    /// When a delivery carried no address at all (a name answering nothing).
+    empty: Vec<Instant>,
 }
 
 /// Shared view of what arrived.
@@ -109,6 +111,9 @@ impl Recorder {
             .into_iter()
             .collect();
         let mut state = self.state.lock().expect("not poisoned");
+        if next.is_empty() {
+            state.empty.push(at);
+        }
         let current = state.current.remove(&payload_tenant).unwrap_or_default();
         let left: Vec<Seen> = current
             .difference(&next)
@@ -140,6 +145,12 @@ impl Recorder {
     pub fn published(&self) -> usize {
         let state = self.state.lock().expect("not poisoned");
         state.current.values().map(HashSet::len).sum()
+    }
+
+    /// Deliveries that published no address, at or after `since`.
+    pub fn empty_since(&self, since: Instant) -> usize {
+        let state = self.state.lock().expect("not poisoned");
+        state.empty.iter().filter(|&&at| at >= since).count()
     }
 
     /// Every entry and exit seen so far, in arrival order.

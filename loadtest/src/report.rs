@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::engine_proc::{histogram, metric_sum, quantile_between};
+use crate::engine_proc::{delta, histogram, merge, metric_sum, quantile_of};
+use crate::fleet::Scrape;
 use crate::per_sink::SinkReport;
 
 /// Everything a run measured. Field names are the documented JSON keys.
@@ -33,8 +34,21 @@ pub struct Report {
     pub late_over_5ms_pct: Option<f64>,
     /// Engine CPU (user + system) per 1,000 probes.
     pub cpu_ms_per_1k_probes: f64,
-    /// Engine peak resident memory.
+    /// Engine peak resident memory (the largest replica's in a ring).
     pub rss_peak_mib: f64,
+    /// Each engine process: one, or the replicas of a ring (`--replicas`).
+    pub replicas: Vec<ReplicaReport>,
+    /// Owners per target in a ring (1 for one process).
+    pub replication: usize,
+    /// A replica SIGKILLed during the window (`--kill-at`), and how the ring took it.
+    pub kill: Option<KillReport>,
+    /// Deliveries, over every replica, that published no address for a tenant.
+    pub empty_answers: usize,
+    /// The longest any gateway went without a probe in the window, from any replica
+    /// (measured by the farm; shared-listener farms only).
+    pub longest_gap_ms: Option<f64>,
+    /// Gateways that went longer than one interval (+ 10 %) without a probe.
+    pub gaps_over_interval: Option<usize>,
     /// Endpoints faulted down (refuse, status, reset, hang).
     pub faulted: usize,
     /// Of those, detected (the recording sink saw them go down).
@@ -50,7 +64,7 @@ pub struct Report {
     /// Detection by fault kind: `{kind: {n, p50_ms, p99_ms}}` (a hang needs `fall`
     /// timeouts, a refusal none).
     pub detect_by_kind: BTreeMap<String, KindDetection>,
-    /// Verdict changes of endpoints that were never faulted.
+    /// Verdict changes of endpoints that were never faulted (summed over replicas).
     pub false_transitions: usize,
     /// Per sink: writes, retries, throttling, fault -> write (`--config` rehearsals; the
     /// recording sink alone in a synthetic run).
@@ -70,42 +84,107 @@ pub struct Series {
     pub probes_per_sec: Vec<f64>,
     /// 99th percentile of how late the second's probes started, in ms.
     pub late_p99_ms: Vec<Option<f64>>,
-    /// CPU, in percent of one core.
+    /// CPU, in percent of one core (every replica's together).
     pub cpu_pct: Vec<f64>,
-    /// Resident memory at the sample, in MiB.
+    /// Resident memory at the sample, in MiB (every live replica's together).
     pub rss_mib: Vec<f64>,
 }
 
-/// One scrape of the engine: its metrics text, its CPU time so far, and when.
+/// One scrape of every replica (`None`: killed), and when.
 pub struct Sample {
-    /// `/metrics`.
-    pub metrics: String,
-    /// User + system CPU so far, in ms.
-    pub cpu_ms: u64,
+    /// In replica order.
+    pub scrapes: Vec<Option<Scrape>>,
     /// When it was taken.
     pub at: tokio::time::Instant,
 }
 
-impl Series {
-    /// Adds the second between two scrapes; `rss_mib` is the memory now.
-    pub fn sample(&mut self, before: &Sample, now: &Sample, rss_mib: f64) {
-        let secs = now.at.duration_since(before.at).as_secs_f64().max(1e-3);
-        let probes = "health_orchestrator_probes_total";
-        self.probes_per_sec
-            .push((metric_sum(&now.metrics, probes) - metric_sum(&before.metrics, probes)) / secs);
-        let delay = "health_orchestrator_probe_start_delay_seconds";
-        self.late_p99_ms.push(
-            quantile_between(
-                &histogram(&before.metrics, delay),
-                &histogram(&now.metrics, delay),
-                0.99,
-            )
-            .map(|s| s * 1000.0),
-        );
-        self.cpu_pct
-            .push(now.cpu_ms.saturating_sub(before.cpu_ms) as f64 / secs / 10.0);
-        self.rss_mib.push(rss_mib);
+/// The probe counter.
+pub const PROBES: &str = "health_orchestrator_probes_total";
+/// The histogram of how late probes started.
+pub const START_DELAY: &str = "health_orchestrator_probe_start_delay_seconds";
+
+impl Sample {
+    /// The replicas scraped both at `before` and now, as (before, now) pairs.
+    pub fn pairs<'a>(
+        &'a self,
+        before: &'a Sample,
+    ) -> impl Iterator<Item = (&'a Scrape, &'a Scrape)> {
+        before
+            .scrapes
+            .iter()
+            .zip(&self.scrapes)
+            .filter_map(|(b, n)| Some((b.as_ref()?, n.as_ref()?)))
     }
+
+    /// Probe start delays since `before`, over the replicas scraped both times.
+    pub fn start_delays(&self, before: &Sample) -> Vec<(f64, f64)> {
+        merge(self.pairs(before).map(|(b, n)| {
+            delta(
+                &histogram(&b.metrics, START_DELAY),
+                &histogram(&n.metrics, START_DELAY),
+            )
+        }))
+    }
+}
+
+impl Series {
+    /// Adds the second between two samples.
+    pub fn sample(&mut self, before: &Sample, now: &Sample) {
+        let secs = now.at.duration_since(before.at).as_secs_f64().max(1e-3);
+        let probes: f64 = now
+            .pairs(before)
+            .map(|(b, n)| metric_sum(&n.metrics, PROBES) - metric_sum(&b.metrics, PROBES))
+            .sum();
+        self.probes_per_sec.push(probes / secs);
+        self.late_p99_ms
+            .push(quantile_of(&now.start_delays(before), 0.99).map(|s| s * 1000.0));
+        let cpu_ms: u64 = now
+            .pairs(before)
+            .map(|(b, n)| n.cpu_ms.saturating_sub(b.cpu_ms))
+            .sum();
+        self.cpu_pct.push(cpu_ms as f64 / secs / 10.0);
+        self.rss_mib
+            .push(now.scrapes.iter().flatten().map(|s| s.rss_mib).sum());
+    }
+}
+
+/// One engine process over the window.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaReport {
+    /// Its ring identity.
+    pub identity: String,
+    /// Probes it completed per second while it ran.
+    pub probes_per_sec: f64,
+    /// Its share of every replica's probes, in percent (a fair share is 100 / replicas).
+    pub share_pct: f64,
+    /// Its CPU per 1,000 of its probes.
+    pub cpu_ms_per_1k_probes: f64,
+    /// Its peak resident memory.
+    pub rss_peak_mib: f64,
+    /// Verdict-stream bytes it pushed to the others (`ring_stream_bytes_total`), in KiB.
+    pub stream_kib: f64,
+    /// Whether it was SIGKILLed during the window.
+    pub killed: bool,
+}
+
+/// What a SIGKILLed replica cost the ring.
+#[derive(Debug, Clone, Serialize)]
+pub struct KillReport {
+    /// The replica.
+    pub identity: String,
+    /// When, in seconds into the window.
+    pub at_s: f64,
+    /// Kill -> every survivor lists one member fewer (and so owns the dead one's targets
+    /// anew: ownership is a function of the member list), in seconds, at the 1 s resolution
+    /// of the samples; `None`: not within the window.
+    pub settled_after_s: Option<f64>,
+    /// What the issue allows: the Lease duration plus one interval, in seconds.
+    pub bound_s: f64,
+    /// Probes per gateway per interval, from settling + one interval to the end of the window:
+    /// the fewest any gateway got (2 owners: about 2).
+    pub min_probes_per_interval: Option<f64>,
+    /// Gateways probed fewer than 1.5 times per interval over that stretch (one owner).
+    pub under_two_owners: Option<usize>,
 }
 
 /// Detection statistics of one fault kind.
@@ -160,6 +239,13 @@ impl Report {
                 format!("{:.1}", self.cpu_ms_per_1k_probes),
             ),
             ("rss_peak_mib", format!("{:.1}", self.rss_peak_mib)),
+            ("empty_answers", self.empty_answers.to_string()),
+            ("longest_gap_ms", opt(self.longest_gap_ms)),
+            (
+                "gaps_over_interval",
+                self.gaps_over_interval
+                    .map_or("-".into(), |n| n.to_string()),
+            ),
             (
                 "faulted / detected",
                 format!("{} / {}", self.faulted, self.detected),
@@ -185,6 +271,35 @@ impl Report {
             "detect_bound_ms",
             format!("{:.0}", self.detect_bound_ms)
         ));
+        if self.replicas.len() > 1 {
+            text.push_str(&format!(
+                "replica (replication {})  probes/s  share_%  cpu_ms/1k  rss_peak_mib  stream_kib\n",
+                self.replication
+            ));
+            for r in &self.replicas {
+                text.push_str(&format!(
+                    "{:<24} {:>9.1} {:>8.1} {:>10.1} {:>13.1} {:>11.0}{}\n",
+                    r.identity,
+                    r.probes_per_sec,
+                    r.share_pct,
+                    r.cpu_ms_per_1k_probes,
+                    r.rss_peak_mib,
+                    r.stream_kib,
+                    if r.killed { "  (killed)" } else { "" }
+                ));
+            }
+        }
+        if let Some(k) = &self.kill {
+            text.push_str(&format!(
+                "kill {} at {:.1} s: settled after {} s (bound {:.0} s); probes/gateway/interval after: min {}, under 1.5: {}\n",
+                k.identity,
+                k.at_s,
+                opt(k.settled_after_s),
+                k.bound_s,
+                opt(k.min_probes_per_interval),
+                k.under_two_owners.map_or("-".into(), |n| n.to_string())
+            ));
+        }
         if !self.sinks.is_empty() {
             text.push_str(
                 "sink                      writes retries  failed throttled rate_limited changes unwritten  p50_ms  p99_ms pending\n",

@@ -156,7 +156,7 @@ pub struct RingConfig {
     #[serde(default = "default_lease_duration", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub lease_duration: Duration,
-    /// How often a replica renews its Lease and reads the ring's Leases.
+    /// How often a replica renews its Lease (the ring's Leases are watched).
     #[serde(default = "default_renew_period", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub renew_period: Duration,

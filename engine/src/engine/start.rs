@@ -302,6 +302,7 @@ pub(super) async fn prepare_ring(plan: &Plan) -> Result<Option<(RingParts, Shari
         identity,
         secret,
         lease_duration: config.lease_duration,
+        renew_period: config.renew_period,
         ownership: ownership.clone(),
         shares: taken,
         listener,

@@ -5,9 +5,13 @@
 //! once: a Lease seen for the first time whose `renewTime` is already older than the Lease
 //! duration (a replica that died before we started) is not counted live.
 //!
-//! Time stands still while the API server cannot be read: liveness is judged at the last
-//! successful listing, so an outage of the API server changes nobody's ownership (every
-//! member keeps probing what it owns) instead of making each replica think it is alone.
+//! The Leases arrive as listings: the whole ring, at each change a watch reports. This
+//! replica's own renewal changes its Lease every renew period, so a listing is due at least
+//! that often. Time runs on for at most one renew period past the last listing: a member
+//! lapses at the moment its Lease has stood still for the Lease duration, with no listing
+//! needed to notice. Past that, time stands still while the API server cannot be read, so
+//! an outage of the API server changes nobody's ownership (every member keeps probing what
+//! it owns) instead of making each replica think it is alone.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -46,6 +50,8 @@ pub struct Member {
 pub struct Members {
     me: String,
     lease_duration: Duration,
+    /// How often a listing is due.
+    renew_period: Duration,
     seen: BTreeMap<String, Seen>,
     /// The last successful listing: liveness is judged then.
     listed: Option<Instant>,
@@ -60,11 +66,13 @@ struct Seen {
 }
 
 impl Members {
-    /// `me` is always a member: a replica probes its share until it stops.
-    pub fn new(me: String, lease_duration: Duration) -> Members {
+    /// `me` is always a member: a replica probes its share until it stops. Listings are due
+    /// every `renew_period`.
+    pub fn new(me: String, lease_duration: Duration, renew_period: Duration) -> Members {
         Members {
             me,
             lease_duration,
+            renew_period,
             seen: BTreeMap::new(),
             listed: None,
         }
@@ -101,18 +109,26 @@ impl Members {
         self.listed = Some(now);
     }
 
-    /// The live members, by identity: this replica, and every other whose Lease changed
-    /// within the Lease duration before the last listing.
-    pub fn live(&self) -> Vec<Member> {
+    /// The moment liveness is judged at `now`: now, but no later than one renew period
+    /// after the last listing (when the next was due).
+    fn judged_at(&self, now: Instant) -> Option<Instant> {
+        self.listed
+            .map(|listed| now.min(listed + self.renew_period))
+    }
+
+    /// The live members at `now`, by identity: this replica, and every other whose Lease
+    /// changed within the Lease duration before the moment judged ([`Members`]).
+    pub fn live(&self, now: Instant) -> Vec<Member> {
+        let judged = self.judged_at(now);
         let mut live: BTreeMap<&str, Option<String>> = BTreeMap::new();
         live.insert(
             &self.me,
             self.seen.get(&self.me).and_then(|s| s.peer.clone()),
         );
         for (identity, seen) in &self.seen {
-            let fresh = match (seen.changed, self.listed) {
-                (Some(changed), Some(listed)) => {
-                    listed.saturating_duration_since(changed) <= self.lease_duration
+            let fresh = match (seen.changed, judged) {
+                (Some(changed), Some(judged)) => {
+                    judged.saturating_duration_since(changed) <= self.lease_duration
                 }
                 _ => false,
             };
@@ -127,6 +143,21 @@ impl Members {
                 peer,
             })
             .collect()
+    }
+
+    /// When the next member still live lapses, if that is before the next listing is due:
+    /// the ring is judged again then.
+    pub fn next_lapse(&self) -> Option<Instant> {
+        let listed = self.listed?;
+        let due = listed + self.renew_period;
+        self.seen
+            .iter()
+            .filter(|(identity, _)| **identity != self.me)
+            .filter_map(|(_, seen)| seen.changed)
+            // Just past the Lease duration: at exactly it, a Lease is still live.
+            .map(|changed| changed + self.lease_duration + Duration::from_millis(1))
+            .filter(|&lapse| lapse > listed && lapse <= due)
+            .min()
     }
 
     /// Every Lease seen, with how long it has stood still (at the last listing), for
@@ -158,59 +189,81 @@ mod tests {
         }
     }
 
-    fn names(m: &Members) -> Vec<String> {
-        m.live().into_iter().map(|m| m.identity).collect()
+    fn names_at(m: &Members, at: Instant) -> Vec<String> {
+        m.live(at).into_iter().map(|m| m.identity).collect()
+    }
+
+    fn members() -> Members {
+        Members::new("a".into(), Duration::from_secs(15), Duration::from_secs(5))
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_lease_that_stops_changing_lapses_after_the_lease_duration() {
         let t0 = Instant::now();
-        let mut m = Members::new("a".into(), Duration::from_secs(15));
+        let s = Duration::from_secs;
+        let mut m = members();
         m.listed(vec![sight("a", "1"), sight("b", "7")], t0);
-        assert_eq!(names(&m), ["a", "b"]);
-        m.listed(
-            vec![sight("a", "2"), sight("b", "7")],
-            t0 + Duration::from_secs(15),
-        );
+        assert_eq!(names_at(&m, t0), ["a", "b"]);
+        m.listed(vec![sight("a", "2"), sight("b", "7")], t0 + s(15));
         assert_eq!(
-            names(&m),
+            names_at(&m, t0 + s(15)),
             ["a", "b"],
             "exactly the lease duration: still live"
         );
-        m.listed(
-            vec![sight("a", "3"), sight("b", "7")],
-            t0 + Duration::from_secs(16),
-        );
-        assert_eq!(names(&m), ["a"]);
-        m.listed(
-            vec![sight("a", "4"), sight("b", "8")],
-            t0 + Duration::from_secs(17),
-        );
-        assert_eq!(names(&m), ["a", "b"], "renewed again: back");
+        m.listed(vec![sight("a", "3"), sight("b", "7")], t0 + s(16));
+        assert_eq!(names_at(&m, t0 + s(16)), ["a"]);
+        m.listed(vec![sight("a", "4"), sight("b", "8")], t0 + s(17));
+        assert_eq!(names_at(&m, t0 + s(17)), ["a", "b"], "renewed again: back");
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unreadable_api_server_changes_nobody() {
         let t0 = Instant::now();
-        let mut m = Members::new("a".into(), Duration::from_secs(15));
+        let mut m = members();
         m.listed(vec![sight("a", "1"), sight("b", "7")], t0);
-        // No listing for a minute: judged at the last one, b stays.
-        assert_eq!(names(&m), ["a", "b"]);
+        // b renewed 1 s before; no listing for a minute: judged one renew period after the
+        // last listing, b stays.
+        assert_eq!(names_at(&m, t0 + Duration::from_secs(60)), ["a", "b"]);
+        assert_eq!(
+            m.next_lapse(),
+            None,
+            "b lapses after the next listing is due"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_member_lapses_when_its_lease_duration_ends_not_at_the_next_listing() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut m = members();
+        for (at, version) in [(0, "7"), (5, "8"), (10, "8"), (15, "8"), (20, "8")] {
+            m.listed(vec![sight("a", "1"), sight("b", version)], t0 + s(at));
+        }
+        // b's Lease last changed at 5 s: it lapses at 20 s and a moment.
+        let lapse = m.next_lapse().expect("within the renew period");
+        assert_eq!(lapse, t0 + s(20) + Duration::from_millis(1));
+        assert_eq!(names_at(&m, t0 + s(20)), ["a", "b"]);
+        assert_eq!(names_at(&m, lapse), ["a"]);
+        assert_eq!(
+            names_at(&m, t0 + s(60)),
+            ["a"],
+            "lapsed before the next listing was due, outage or not"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_deleted_lease_leaves_at_once_and_a_stale_one_never_joins() {
         let t0 = Instant::now();
-        let mut m = Members::new("a".into(), Duration::from_secs(15));
+        let mut m = members();
         let mut dead = sight("c", "3");
         dead.renewed_ago = Some(Duration::from_secs(600));
         m.listed(vec![sight("b", "7"), dead.clone()], t0);
         assert_eq!(
-            names(&m),
+            names_at(&m, t0),
             ["a", "b"],
             "me without a lease yet; c died long ago"
         );
         m.listed(vec![dead], t0 + Duration::from_secs(1));
-        assert_eq!(names(&m), ["a"]);
+        assert_eq!(names_at(&m, t0 + Duration::from_secs(1)), ["a"]);
     }
 }

@@ -58,6 +58,9 @@ struct Inner {
     assignment: Assignment,
     /// Target key -> its ring hash and gate.
     gates: HashMap<String, (u64, Arc<Gate>)>,
+    /// How many targets each member owns, in member order, until the ring or the targets
+    /// change: counting hashes every target, and the ring is judged at every Lease change.
+    owned: Option<Vec<usize>>,
 }
 
 /// Gates a change opened and closed, by target key.
@@ -73,6 +76,7 @@ impl Ownership {
             inner: Mutex::new(Inner {
                 assignment,
                 gates: HashMap::new(),
+                owned: None,
             }),
         }
     }
@@ -88,6 +92,7 @@ impl Ownership {
         let gate = Arc::new(Gate::default());
         gate.set(inner.assignment.probes(hash));
         inner.gates.insert(key.to_owned(), (hash, gate.clone()));
+        inner.owned = None;
         gate
     }
 
@@ -101,6 +106,7 @@ impl Ownership {
     pub fn retain(&self, keys: &std::collections::HashSet<String>) {
         let mut inner = self.inner.lock().expect("not poisoned");
         inner.gates.retain(|k, _| keys.contains(k));
+        inner.owned = None;
     }
 
     /// A new view of the live members; the gates it moved.
@@ -108,6 +114,7 @@ impl Ownership {
         let mut inner = self.inner.lock().expect("not poisoned");
         let changed = inner.assignment.ring(live, now);
         if changed {
+            inner.owned = None;
             inner.reassign()
         } else {
             Moves::default()
@@ -135,16 +142,13 @@ impl Ownership {
 
     /// The live members, and how many of the known targets each owns.
     pub fn members(&self) -> Vec<(Member, usize)> {
-        let inner = self.inner.lock().expect("not poisoned");
+        let mut inner = self.inner.lock().expect("not poisoned");
         let members = inner.assignment.members().to_vec();
-        let mut counts = vec![0usize; members.len()];
-        for (hash, _) in inner.gates.values() {
-            for owner in inner.assignment.owners(*hash) {
-                if let Some(i) = members.iter().position(|m| m.hash == owner.hash) {
-                    counts[i] += 1;
-                }
-            }
-        }
+        let counts = match inner.owned.take() {
+            Some(counts) => counts,
+            None => inner.count_owned(&members),
+        };
+        inner.owned = Some(counts.clone());
         members.into_iter().zip(counts).collect()
     }
 
@@ -156,6 +160,18 @@ impl Ownership {
 }
 
 impl Inner {
+    fn count_owned(&self, members: &[Member]) -> Vec<usize> {
+        let mut counts = vec![0usize; members.len()];
+        for (hash, _) in self.gates.values() {
+            for owner in self.assignment.owners(*hash) {
+                if let Some(i) = members.iter().position(|m| m.hash == owner.hash) {
+                    counts[i] += 1;
+                }
+            }
+        }
+        counts
+    }
+
     fn reassign(&mut self) -> Moves {
         let mut moves = Moves::default();
         for (key, (hash, gate)) in &self.gates {

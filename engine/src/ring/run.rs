@@ -34,6 +34,8 @@ pub struct RingParts {
     pub identity: String,
     pub secret: Secret,
     pub lease_duration: Duration,
+    /// How often the Leases are renewed and listed.
+    pub renew_period: Duration,
     pub ownership: Arc<Ownership>,
     /// This replica's own verdict changes, from the tracker.
     pub shares: mpsc::UnboundedReceiver<(String, Health)>,
@@ -75,7 +77,11 @@ pub fn start(
         tracker.clone(),
     ));
     let runner = Runner {
-        members: Members::new(parts.identity.clone(), parts.lease_duration),
+        members: Members::new(
+            parts.identity.clone(),
+            parts.lease_duration,
+            parts.renew_period,
+        ),
         ring: parts.ring,
         secret,
         ownership: parts.ownership,
@@ -115,11 +121,16 @@ impl Runner {
     ) {
         loop {
             let expiry = self.ownership.next_expiry();
+            let lapse = self.members.next_lapse();
             tokio::select! {
                 listing = listings.recv() => match listing {
-                    Some(sightings) => self.listed(sightings),
+                    Some(sightings) => {
+                        self.members.listed(sightings, Instant::now());
+                        self.judge();
+                    }
                     None => break,
                 },
+                _ = tokio::time::sleep_until(lapse.unwrap_or_else(Instant::now)), if lapse.is_some() => self.judge(),
                 Some((key, health)) = shares.recv() => self.share(vec![(key, health)], &mut shares),
                 Some(event) = events.recv() => {
                     if let Event::Impaired { impaired, .. } = *event {
@@ -139,11 +150,10 @@ impl Runner {
         }
     }
 
-    /// A listing of the ring's Leases.
-    fn listed(&mut self, sightings: Vec<Sighting>) {
+    /// The ring as the Leases say now (after a listing, or when a member lapses).
+    fn judge(&mut self) {
         let now = Instant::now();
-        self.members.listed(sightings, now);
-        let live = self.members.live();
+        let live = self.members.live(now);
         let moves = self.ownership.ring(live.clone(), now);
         let identities: HashSet<String> = live.iter().map(|m| m.identity.clone()).collect();
         for gone in self.live.difference(&identities) {

@@ -77,7 +77,7 @@ impl World {
     fn join(&mut self, i: usize) {
         let identity = format!("ho-{i}");
         self.replicas.push(Replica {
-            members: Members::new(identity.clone(), LEASE),
+            members: Members::new(identity.clone(), LEASE, RENEW),
             assignment: Assignment::new(member_hash(&identity), REPLICATION, LEASE),
             identity,
             alive: true,
@@ -108,7 +108,7 @@ impl World {
                     let sightings = self.sightings();
                     let replica = &mut self.replicas[r];
                     replica.members.listed(sightings, now);
-                    changed |= replica.assignment.ring(replica.members.live(), now);
+                    changed |= replica.assignment.ring(replica.members.live(now), now);
                 }
                 changed |= self.replicas[r].assignment.expire(now);
             }

@@ -11,9 +11,10 @@
 //!   ([`store`]);
 //! - `GET` on a collection (one namespace, or all): a list whose `metadata.resourceVersion`
 //!   is the current revision (no pagination: every item in one page, which a client must
-//!   accept);
+//!   accept), narrowed by an equality `labelSelector` (`k=v,k2=v2`);
 //! - `GET ...?watch=true&resourceVersion=RV`: a chunked stream of `ADDED`/`MODIFIED`/
-//!   `DELETED` events after RV, then live ones until `timeoutSeconds` or
+//!   `DELETED` events after RV (of the objects an equality `labelSelector` selects), then
+//!   live ones until `timeoutSeconds` or
 //!   [`KubeApi::drop_watches`]; an RV older than the last [`KubeApi::compact`] gets one
 //!   `ERROR` event carrying a 410 `Expired` Status, as etcd compaction causes;
 //! - `POST` on the collection: create (409 `AlreadyExists`), with `uid`,
@@ -33,7 +34,8 @@
 //! - for the tests' judgement, not the API: every Lease's holder after each change and when
 //!   it was made ([`KubeApi::lease_history`]), the ground truth of who may write when.
 //!
-//! Not implemented (nothing here uses them): label and field selectors, pagination
+//! Not implemented (nothing here depends on them): set-based label selectors, field
+//! selectors (ignored: a client filtering by name must, and does, check names), pagination
 //! (`limit`/`continue` are ignored), watch bookmarks, server-side apply, strategic merge
 //! and JSON patches, `managedFields`, admission and schema validation (a CRD's OpenAPI
 //! schema is checked by the tests against the generated manifests instead), defaulting,
@@ -363,9 +365,12 @@ impl KubeApi {
             "watch" => {
                 let from = query.get("resourceVersion").and_then(|v| v.parse().ok());
                 let objects = in_route(&s, &route);
+                let selector = query
+                    .get("labelSelector")
+                    .map(|q| label_selector(q))
+                    .unwrap_or_default();
                 let stream = s.watches.open(
-                    route.ty.plural,
-                    route.namespace.clone(),
+                    (route.ty.plural, route.namespace.clone(), selector),
                     from.filter(|v| *v > 0),
                     objects,
                 );
@@ -382,7 +387,7 @@ impl KubeApi {
                 let selector = query.get("labelSelector").map(|q| label_selector(q));
                 let items: Vec<Value> = in_route(&s, &route)
                     .into_iter()
-                    .filter(|o| selector.as_ref().is_none_or(|sel| matches_labels(o, sel)))
+                    .filter(|o| selector.as_ref().is_none_or(|sel| watch::selected(o, sel)))
                     .collect();
                 json_response(
                     200,
@@ -520,11 +525,4 @@ fn label_selector(encoded: &str) -> Vec<(String, String)> {
         .filter_map(|term| term.split_once('='))
         .map(|(k, v)| (k.trim_end_matches('=').to_owned(), v.to_owned()))
         .collect()
-}
-
-/// Whether `object`'s labels hold every term.
-fn matches_labels(object: &Value, selector: &[(String, String)]) -> bool {
-    selector
-        .iter()
-        .all(|(k, v)| object["metadata"]["labels"][k].as_str() == Some(v))
 }

@@ -1,5 +1,7 @@
 //! Watches: every change is an event with its revision; a watch replays the events after
-//! the revision it resumes from, then streams live ones, one JSON object per line.
+//! the revision it resumes from, then streams live ones, one JSON object per line. A watch
+//! with an equality `labelSelector` gets the events of matching objects only (an object
+//! relabelled out of the selection gets no `DELETED`, which a real API server would send).
 
 use std::time::Duration;
 
@@ -15,13 +17,36 @@ struct Event {
     version: u64,
     plural: &'static str,
     ns: String,
+    /// The object's `metadata.labels`.
+    labels: Value,
     line: Bytes,
+}
+
+/// An equality label selector: every `key=value` must hold (empty: everything).
+pub type Selector = Vec<(String, String)>;
+
+/// Whether `object` carries every label of `selector`.
+pub fn selected(object: &Value, selector: &[(String, String)]) -> bool {
+    labels_match(&object["metadata"]["labels"], selector)
+}
+
+fn labels_match(labels: &Value, selector: &[(String, String)]) -> bool {
+    selector.iter().all(|(k, v)| labels[k].as_str() == Some(v))
 }
 
 struct Watcher {
     plural: &'static str,
     ns: Option<String>,
+    selector: Selector,
     tx: mpsc::UnboundedSender<Bytes>,
+}
+
+impl Watcher {
+    fn wants(&self, e: &Event) -> bool {
+        e.plural == self.plural
+            && self.ns.as_ref().is_none_or(|n| *n == e.ns)
+            && labels_match(&e.labels, &self.selector)
+    }
 }
 
 /// The change history (since the last compaction) and the open watches.
@@ -39,20 +64,26 @@ fn line(kind: &str, object: &Value) -> Bytes {
 }
 
 impl Watches {
-    /// Opens a watch of `plural` (in `ns`, or everywhere). `from`: resume after this
-    /// revision (410 Gone if compacted away); `None`: start with `current` as `ADDED`.
+    /// Opens a watch of `plural` (in `ns`, or everywhere) for the objects `selector`
+    /// selects. `from`: resume after this revision (410 Gone if compacted away); `None`:
+    /// start with `current` as `ADDED`.
     pub fn open(
         &mut self,
-        plural: &'static str,
-        ns: Option<String>,
+        (plural, ns, selector): (&'static str, Option<String>, Selector),
         from: Option<u64>,
         current: Vec<Value>,
     ) -> mpsc::UnboundedReceiver<Bytes> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = Watcher {
+            plural,
+            ns,
+            selector,
+            tx,
+        };
         match from {
             None => {
-                for object in &current {
-                    let _ = tx.send(line("ADDED", object));
+                for object in current.iter().filter(|o| selected(o, &watcher.selector)) {
+                    let _ = watcher.tx.send(line("ADDED", object));
                 }
             }
             Some(from) if from < self.compacted => {
@@ -62,21 +93,18 @@ impl Watches {
                     &format!("too old resource version: {from} ({})", self.compacted),
                     None,
                 );
-                let _ = tx.send(line("ERROR", &gone));
+                let _ = watcher.tx.send(line("ERROR", &gone));
                 return rx;
             }
             Some(from) => {
                 for e in &self.events {
-                    if e.version > from
-                        && e.plural == plural
-                        && ns.as_ref().is_none_or(|n| *n == e.ns)
-                    {
-                        let _ = tx.send(e.line.clone());
+                    if e.version > from && watcher.wants(e) {
+                        let _ = watcher.tx.send(e.line.clone());
                     }
                 }
             }
         }
-        self.open.push(Watcher { plural, ns, tx });
+        self.open.push(watcher);
         rx
     }
 
@@ -93,10 +121,11 @@ impl Watches {
             version,
             plural,
             ns: ns.to_owned(),
+            labels: object["metadata"]["labels"].clone(),
             line: line(kind, object),
         };
         self.open.retain(|w| {
-            if w.plural != plural || w.ns.as_ref().is_some_and(|n| n != ns) {
+            if !w.wants(&event) {
                 return !w.tx.is_closed();
             }
             w.tx.send(event.line.clone()).is_ok()
