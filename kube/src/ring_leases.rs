@@ -48,7 +48,10 @@ impl RingLeases {
         peer: String,
     ) -> Result<RingLeases, crate::client::ConnectError> {
         let timeout = config.renew_period;
-        let kube = crate::client::connect(config.kubeconfig.as_deref(), None, timeout).await?;
+        // One client for the renewals (each bounded by renew_period in `run`) and the watch,
+        // which stays silent for as long as no Lease changes.
+        let kube =
+            crate::client::connect_for_watches(config.kubeconfig.as_deref(), timeout).await?;
         let namespace = config.namespace.clone().unwrap_or(kube.default_namespace);
         let name = format!("{}-{identity}", config.name);
         info!(lease = %format!("{namespace}/{name}"), %peer, "ring: this replica's Lease; the ring is every Lease labelled {RING_LABEL}={}", config.name);

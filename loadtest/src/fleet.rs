@@ -25,6 +25,40 @@ pub struct Replica {
     pub log: PathBuf,
 }
 
+impl Replica {
+    /// Waits until this replica has published every endpoint.
+    async fn published_all(&mut self, launch: &Launch<'_>) -> anyhow::Result<()> {
+        let start = tokio::time::Instant::now();
+        while self.recorder.published() < launch.endpoints {
+            if let Some(process) = &mut self.process {
+                if !process.alive() {
+                    bail!(
+                        "engine {} exited; its log: {}",
+                        self.identity,
+                        std::fs::read_to_string(&self.log).unwrap_or_default()
+                    );
+                }
+            }
+            anyhow::ensure!(
+                start.elapsed() < launch.ready_within,
+                "engine {} published {} of {} endpoints within {:?}",
+                self.identity,
+                self.recorder.published(),
+                launch.endpoints,
+                launch.ready_within
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "loadtest: engine {} published all {} endpoints after {:.1} s",
+            self.identity,
+            launch.endpoints,
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+}
+
 /// One scrape of one replica.
 #[derive(Debug, Clone)]
 pub struct Scrape {
@@ -54,11 +88,17 @@ pub struct Launch<'a> {
     pub replicas: usize,
     /// Owners per target in a ring.
     pub replication: usize,
+    /// Endpoints each replica must have published before the next starts (a rolling start:
+    /// replicas starting together on a small machine starve each other and the farm).
+    pub endpoints: usize,
+    /// How long one replica may take to publish them.
+    pub ready_within: std::time::Duration,
 }
 
 impl Fleet {
-    /// Starts the replicas, each on the config `config(api, hook)` (its API address, its
-    /// recording sink) with, for a ring, its `[ring]` table after it.
+    /// Starts the replicas one after the other, each on the config `config(api, hook)` (its
+    /// API address, its recording sink) with, for a ring, its `[ring]` table after it; each
+    /// has published every endpoint before the next starts.
     pub async fn start(
         launch: &Launch<'_>,
         mut config: impl FnMut(SocketAddr, SocketAddr) -> anyhow::Result<String>,
@@ -92,38 +132,16 @@ impl Fleet {
             std::fs::write(&config, text)?;
             let log = dir.join("engine.log");
             let process = EngineProcess::spawn(launch.bin, &config, api, &log)?;
-            replicas.push(Replica {
+            let mut replica = Replica {
                 identity,
                 process: Some(process),
                 recorder,
                 log,
-            });
+            };
+            replica.published_all(launch).await?;
+            replicas.push(replica);
         }
         Ok(Fleet { replicas })
-    }
-
-    /// Addresses every live replica has published (the fewest of any).
-    pub fn published(&self) -> usize {
-        self.live()
-            .map(|r| r.recorder.published())
-            .min()
-            .unwrap_or(0)
-    }
-
-    /// Fails, with its log, when a replica that was not killed has exited.
-    pub fn ensure_running(&mut self) -> anyhow::Result<()> {
-        for replica in &mut self.replicas {
-            if let Some(process) = &mut replica.process {
-                if !process.alive() {
-                    bail!(
-                        "engine {} exited; its log: {}",
-                        replica.identity,
-                        std::fs::read_to_string(&replica.log).unwrap_or_default()
-                    );
-                }
-            }
-        }
-        Ok(())
     }
 
     /// A scrape of each replica; `None` for one that was killed.
@@ -153,11 +171,6 @@ impl Fleet {
         for replica in &mut self.replicas {
             replica.process = None;
         }
-    }
-
-    /// Replicas not killed.
-    pub fn live(&self) -> impl Iterator<Item = &Replica> {
-        self.replicas.iter().filter(|r| r.process.is_some())
     }
 }
 

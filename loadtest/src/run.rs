@@ -76,6 +76,10 @@ pub struct Args {
     /// SIGKILL the last replica this far into the window (with `--replicas` 2 or more).
     #[arg(long, value_parser = parse_duration)]
     pub kill_at: Option<Duration>,
+    /// Keep the engines' configs and logs in this directory (default: a temporary one,
+    /// removed at the end).
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -170,17 +174,30 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         Some(p) => p.clone(),
         None => std::env::current_exe()?.with_file_name("health-orchestrator"),
     };
-    let work = tempfile::tempdir()?;
-    let secret = work.path().join("secret");
+    let temporary;
+    let work = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            dir.clone()
+        }
+        None => {
+            temporary = tempfile::tempdir()?;
+            temporary.path().to_owned()
+        }
+    };
+    let secret = work.join("secret");
     std::fs::write(&secret, "loadtest")?;
     let addrs = farm.addrs();
     let mut notes = Vec::new();
     let launch = Launch {
         bin: &engine_bin,
-        dir: work.path(),
+        dir: &work,
         replicas: usize::from(args.replicas),
         replication: args.replication,
+        endpoints,
+        ready_within: Duration::from_secs(30) + slowest * 5,
     };
+    eprintln!("loadtest: {endpoints} gateways up; starting the engine and waiting for it to publish all of them");
     let mut fleet = Fleet::start(&launch, |api, hook| match &user {
         Some(u) => {
             let (text, n) = u.for_farm(&addrs, api, hook, &secret)?;
@@ -191,23 +208,14 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     })
     .await?;
 
-    eprintln!("loadtest: {endpoints} gateways up, waiting for the engine to publish all of them");
-    let start = Instant::now();
-    let ready_limit = Duration::from_secs(30) + slowest * 5;
-    while fleet.published() < endpoints {
-        fleet.ensure_running()?;
-        anyhow::ensure!(
-            start.elapsed() < ready_limit,
-            "the engine published {} of {endpoints} endpoints within {ready_limit:?}",
-            fleet.published(),
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    eprintln!(
-        "loadtest: all published after {:.1} s; warming up",
-        start.elapsed().as_secs_f64()
-    );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A ring's later joins moved targets: the old owners probe on for a Lease duration.
+    let warm_up = if args.replicas > 1 {
+        crate::fleet::LEASE_DURATION + Duration::from_secs(2)
+    } else {
+        Duration::from_secs(2)
+    };
+    eprintln!("loadtest: warming up for {warm_up:?}");
+    tokio::time::sleep(warm_up).await;
 
     let plan = FaultPlan::new(&scenario, endpoints);
     let schedule = Schedule {

@@ -121,7 +121,7 @@ impl Applier {
         let limits = self.limits.clone();
         let mut prober = Prober::new(id, probe, schedule, &timing, recipient, sample, limits);
         if let Some(ownership) = &self.ownership {
-            prober = prober.gated(ownership.gate(&target.key()));
+            prober = prober.gated(ownership.gate(&target.key()), ownership.grace());
         }
         let handle = prober.start(&arbiter.handle());
         RunningProber { id, handle }

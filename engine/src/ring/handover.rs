@@ -1,7 +1,7 @@
 //! Which targets this replica probes, as rings change: make-before-break. A target it
-//! gains is probed at once; a target it loses is probed on for one Lease duration after
-//! the change was seen, by which time its new owner (which saw the same Leases, within one
-//! listing) probes it. So no target goes unprobed while ownership moves, and for that
+//! gains is probed within one Lease duration (at its own phase, so that many gained at once
+//! do not burst); a target it loses is probed on for one Lease duration after the change
+//! was seen, by which time its new owner (which saw the same Leases) probes it. So no target goes unprobed while ownership moves, and for that
 //! Lease duration a moved target has one vantage more than the replication.
 
 use std::time::Duration;
@@ -36,6 +36,11 @@ impl Assignment {
             hashes: Vec::new(),
             leaving: Vec::new(),
         }
+    }
+
+    /// How long a lost target is probed on.
+    pub fn grace(&self) -> Duration {
+        self.grace
     }
 
     /// The live members now; `true` when the ring changed (the caller re-assigns).

@@ -96,6 +96,12 @@ impl Ownership {
         gate
     }
 
+    /// How long a replica probes on a target it lost: a gained target's first probe must
+    /// come sooner.
+    pub fn grace(&self) -> std::time::Duration {
+        self.inner.lock().expect("not poisoned").assignment.grace()
+    }
+
     /// Whether this replica probes the target with this key now.
     pub fn probes(&self, key: &str) -> bool {
         let inner = self.inner.lock().expect("not poisoned");
