@@ -54,9 +54,8 @@ pub struct Prober {
     /// Which probes are traced, and how their spans name the target.
     sample: Sampling,
     limits: Arc<ProbeLimits>,
-    /// With `[ring]`: probes only while this replica owns the target, and how soon after
-    /// its gate opens the first probe must come (the make-before-break grace).
-    gate: Option<(Arc<Gate>, std::time::Duration)>,
+    /// With `[ring]`: probes only while this replica owns the target.
+    gate: Option<Arc<Gate>>,
 }
 
 impl Prober {
@@ -86,13 +85,13 @@ impl Prober {
     }
 
     /// Probes only while `gate` is open (`[ring]`): parked without timers while closed.
-    /// When it opens, the first probe comes at the target's own phase within `grace` (the
-    /// old owner probes on that long): a ring change that hands this replica 50,000 targets
-    /// spreads their first probes as the schedule spreads every probe, instead of opening
-    /// 50,000 connections at once (measured at 200,000 targets: the burst exhausted the
-    /// open-file limit and the gateways' accept queues).
-    pub fn gated(mut self, gate: Arc<Gate>, grace: std::time::Duration) -> Prober {
-        self.gate = Some((gate, grace));
+    /// When it opens, the next probe comes at the target's next slot, not at once: a ring
+    /// change that hands this replica 50,000 targets spreads their first probes as the
+    /// schedule spreads every probe instead of opening 50,000 connections together (at
+    /// 200,000 targets such a burst exhausted the open-file limit and the gateways' accept
+    /// queues). The old owner probes on until then (the grace, `ring::handover`).
+    pub fn gated(mut self, gate: Arc<Gate>) -> Prober {
+        self.gate = Some(gate);
         self
     }
 
@@ -113,12 +112,12 @@ impl Prober {
         let mut slot = self.schedule.first();
         loop {
             tokio::time::sleep_until(self.schedule.start_of(slot)).await;
-            if let Some((gate, grace)) = self.gate.clone().filter(|(g, _)| !g.is_open()) {
+            if let Some(gate) = self.gate.clone().filter(|g| !g.is_open()) {
                 // Another owner's verdicts count now: start afresh when the target is ours.
                 self.kept = None;
                 self.mirror = Hysteresis::new();
                 gate.opened().await;
-                slot = self.schedule.resume_within(Instant::now(), grace);
+                slot = self.schedule.next_slot(Instant::now());
                 continue;
             }
             let mut admission = self.limits.admit().await;

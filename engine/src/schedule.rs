@@ -96,18 +96,6 @@ impl Schedule {
         first + Duration::from_nanos((k * self.interval.as_nanos()) as u64)
     }
 
-    /// The first slot after `now` when probing resumes (a `[ring]` target this replica
-    /// gained): its next grid slot, or, when that is more than `within` away, the same
-    /// phase folded into `within` — so targets gained together still start spread out,
-    /// and all of them before `within` has passed.
-    pub fn resume_within(&self, now: Instant, within: Duration) -> Instant {
-        let wait = self.next_slot(now).duration_since(now);
-        if within.is_zero() || wait <= within {
-            return now + wait;
-        }
-        now + Duration::from_nanos((wait.as_nanos() % within.as_nanos()) as u64)
-    }
-
     /// When a probe due at `slot` starts: the first tick at or after it.
     pub fn start_of(&self, slot: Instant) -> Instant {
         if self.tick.is_zero() {
@@ -167,31 +155,6 @@ mod tests {
                 let since = start.duration_since(origin).as_nanos();
                 assert_eq!(since % LONG_TICK.as_nanos(), 0);
             }
-        }
-    }
-
-    #[test]
-    fn gained_targets_resume_spread_out_and_within_the_grace() {
-        let origin = Instant::now();
-        let now = origin + Duration::from_millis(12_345);
-        let grace = Duration::from_secs(15);
-        let mut waits = Vec::new();
-        for i in 0..1000 {
-            let key = format!("http://127.1.{}.{}:8080/healthz", i / 250, i % 250 + 1);
-            // 40 s interval, longer than the grace: folded into it.
-            let long = Schedule::new(&key, &timing(40_000), origin, Duration::ZERO);
-            let at = long.resume_within(now, grace);
-            assert!(at > now && at <= now + grace, "{key}");
-            waits.push(at.duration_since(now));
-            // 10 s interval, shorter: its own next slot.
-            let short = Schedule::new(&key, &timing(10_000), origin, Duration::ZERO);
-            assert_eq!(short.resume_within(now, grace), short.next_slot(now));
-        }
-        // Spread over the grace, not bunched: each third of it gets a fair share.
-        for third in 0..3u32 {
-            let (lo, hi) = (grace * third / 3, grace * (third + 1) / 3);
-            let n = waits.iter().filter(|w| **w > lo && **w <= hi).count();
-            assert!((250..=420).contains(&n), "third {third}: {n} of 1000");
         }
     }
 

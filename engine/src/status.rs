@@ -180,6 +180,10 @@ pub struct EndpointStatus {
     /// the rule that made `state` of them. The fields above are of its own check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub composite: Option<CompositeStatus>,
+    /// `[ring]`: how long no member has probed its target (its owners all left); `state` is
+    /// their last verdict, standing until a new owner's first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unowned_seconds: Option<f64>,
 }
 
 /// How a composite endpoint's checks decided its verdict.

@@ -150,7 +150,7 @@ impl Fleet {
         for replica in &self.replicas {
             scrapes.push(match &replica.process {
                 Some(p) => Some(Scrape {
-                    metrics: p.metrics().await?,
+                    metrics: metrics(p).await?,
                     cpu_ms: p.cpu_ms()?,
                     rss_mib: p.rss_mib()?,
                     rss_peak_mib: p.rss_peak_mib()?,
@@ -172,6 +172,26 @@ impl Fleet {
             replica.process = None;
         }
     }
+}
+
+/// `/metrics` of `process`, asked again while this process is out of descriptors (the farm
+/// holds one per open probe connection, and a burst can take the last of them).
+async fn metrics(process: &EngineProcess) -> anyhow::Result<String> {
+    let mut tries = 0;
+    loop {
+        match process.metrics().await {
+            Err(e) if tries < 100 && is_out_of_descriptors(&e) => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_out_of_descriptors(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.raw_os_error() == Some(24))
 }
 
 /// The ring's Lease duration: the production default.

@@ -5,7 +5,6 @@
 //! measures is what a DNS back end would serve.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -13,7 +12,6 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -63,36 +61,25 @@ impl Recorder {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let me = self.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+        ho_testkit::serve_http(
+            listener,
+            move |req: hyper::Request<hyper::body::Incoming>| {
                 let me = me.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(
-                        move |req: hyper::Request<hyper::body::Incoming>| {
-                            let me = me.clone();
-                            async move {
-                                let body = req
-                                    .into_body()
-                                    .collect()
-                                    .await
-                                    .map(|b| b.to_bytes())
-                                    .unwrap_or_default();
-                                me.record(&body);
-                                Ok::<_, Infallible>(
-                                    Response::builder()
-                                        .status(StatusCode::NO_CONTENT)
-                                        .body(Full::<Bytes>::default())
-                                        .expect("static response"),
-                                )
-                            }
-                        },
-                    );
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+                async move {
+                    let body = req
+                        .into_body()
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
+                    me.record(&body);
+                    Response::builder()
+                        .status(StatusCode::NO_CONTENT)
+                        .body(Full::<Bytes>::default())
+                        .expect("static response")
+                }
+            },
+        );
         Ok(addr)
     }
 

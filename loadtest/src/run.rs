@@ -208,9 +208,10 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     })
     .await?;
 
-    // A ring's later joins moved targets: the old owners probe on for a Lease duration.
+    // A ring's later joins moved targets: the old owners probe on for the grace (the Lease
+    // duration, or the interval when longer).
     let warm_up = if args.replicas > 1 {
-        crate::fleet::LEASE_DURATION + Duration::from_secs(2)
+        crate::fleet::LEASE_DURATION.max(slowest) + Duration::from_secs(2)
     } else {
         Duration::from_secs(2)
     };
@@ -224,8 +225,11 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
         kill_at: args.kill_at,
     };
     let observed = observe(&schedule, &mut fleet, &mut farm, &plan).await?;
-    // Let the last detections and sink writes arrive before counting them.
-    tokio::time::sleep(slowest * 2).await;
+    // Let the last detections and sink writes arrive before counting them (none to wait
+    // for without faults).
+    if !scenario.faults.is_empty() {
+        tokio::time::sleep(slowest * 2).await;
+    }
     let tail = fleet.scrape().await?;
     let gaps = farm.gaps(slowest + slowest / 10);
     let visits_at_end = farm.visits().map(|v| (Instant::now(), v));

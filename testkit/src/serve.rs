@@ -9,7 +9,16 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
+        loop {
+            // An accept error (EMFILE while a load test's farm holds every descriptor) is
+            // passing: the server stays up and takes the next connection.
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
             let handler = handler.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {

@@ -91,6 +91,67 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
     );
 }
 
+/// The `[ring]` overlay (`deploy/kubernetes/ring`): renders over the base, validates
+/// strictly, runs three replicas with the ring turned on through the environment layer and
+/// the Secret mounted, and the base config with that layer passes `check-config`.
+#[test]
+fn the_ring_overlay_renders_validates_and_turns_the_ring_on() {
+    let rendered = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo("deploy/kubernetes/ring"))
+        .output()
+        .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
+    assert!(
+        rendered.status.success(),
+        "kubectl kustomize failed: {}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let text = String::from_utf8(rendered.stdout.clone()).unwrap();
+    assert!(text.contains("replicas: 3\n"), "{text}");
+    assert!(text.contains("kind: NetworkPolicy\n"), "{text}");
+    assert!(
+        text.contains("- name: HO_RING__ENABLED\n          value: \"true\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("secretName: health-orchestrator-ring\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - list\n  - watch\n  - update\n  - delete\n"),
+        "the ring watches its Leases: {text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rendered.yaml");
+    std::fs::write(&file, &rendered.stdout).unwrap();
+    let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
+    let checked = Command::new(&validate)
+        .args(["--strict", "--quiet"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{validate}: {e}; run the test command (bash .ci/test)"));
+    assert!(
+        checked.status.success(),
+        "schema validation failed:\n{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "not the real one").unwrap();
+    let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+        .args(["check-config", "--config"])
+        .arg(repo("deploy/kubernetes/config.toml"))
+        .env("HO_RING__ENABLED", "true")
+        .env("HO_RING__SECRET_FILE", &secret)
+        .output()
+        .unwrap();
+    assert!(
+        config.status.success(),
+        "{}",
+        String::from_utf8_lossy(&config.stderr)
+    );
+}
+
 /// deploy/kubernetes/crds.yaml is what `crds` generates from the types (regenerate it
 /// with `health-orchestrator crds > deploy/kubernetes/crds.yaml`), and the example
 /// resource validates against its schema (Python's `jsonschema`), parses as the type the

@@ -97,6 +97,16 @@ impl Applier {
             let prober = self.start_prober(target, probe, id);
             self.probers.push(prober);
         }
+        self.fit_grace(targets);
+    }
+
+    /// `[ring]`: a lost target is probed on for at least its longest check interval, so its
+    /// new owner's first probe comes before the old owner's last.
+    fn fit_grace(&self, targets: &[Target]) {
+        if let Some(ownership) = &self.ownership {
+            let longest = targets.iter().map(|t| t.check.timing.interval).max();
+            ownership.fit_grace(longest.unwrap_or_default());
+        }
     }
 
     fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
@@ -121,7 +131,7 @@ impl Applier {
         let limits = self.limits.clone();
         let mut prober = Prober::new(id, probe, schedule, &timing, recipient, sample, limits);
         if let Some(ownership) = &self.ownership {
-            prober = prober.gated(ownership.gate(&target.key()), ownership.grace());
+            prober = prober.gated(ownership.gate(&target.key()));
         }
         let handle = prober.start(&arbiter.handle());
         RunningProber { id, handle }
@@ -300,6 +310,7 @@ impl Applier {
         if let Some(ownership) = &self.ownership {
             ownership.retain(&plan.targets.iter().map(Target::key).collect());
         }
+        self.fit_grace(&plan.targets);
         self.probers = probers;
     }
 }

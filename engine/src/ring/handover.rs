@@ -1,8 +1,10 @@
 //! Which targets this replica probes, as rings change: make-before-break. A target it
-//! gains is probed within one Lease duration (at its own phase, so that many gained at once
-//! do not burst); a target it loses is probed on for one Lease duration after the change
-//! was seen, by which time its new owner (which saw the same Leases) probes it. So no target goes unprobed while ownership moves, and for that
-//! Lease duration a moved target has one vantage more than the replication.
+//! gains is probed at its next slot (its own phase, so thousands gained at once are spread
+//! like every probe, not a burst); a target it loses is probed on for the grace after the
+//! change was seen: the Lease duration, or the longest check interval when that is longer,
+//! by which time its new owner (which saw the same Leases) has probed it. So no target goes
+//! unprobed while ownership moves, and for the grace a moved target has one vantage more
+//! than the replication.
 
 use std::time::Duration;
 
@@ -16,6 +18,8 @@ use super::rendezvous::owners;
 pub struct Assignment {
     me: u64,
     replication: usize,
+    /// The shortest grace: the Lease duration.
+    lease: Duration,
     grace: Duration,
     current: Vec<Member>,
     hashes: Vec<u64>,
@@ -27,20 +31,22 @@ impl Assignment {
     /// No ring yet (`me`: this replica's member hash): it probes nothing until the first
     /// listing of the Leases, which is not a change of owners (a replica starting among
     /// others must not probe everything for the grace).
-    pub fn new(me: u64, replication: usize, grace: Duration) -> Assignment {
+    pub fn new(me: u64, replication: usize, lease: Duration) -> Assignment {
         Assignment {
             me,
             replication,
-            grace,
+            lease,
+            grace: lease,
             current: Vec::new(),
             hashes: Vec::new(),
             leaving: Vec::new(),
         }
     }
 
-    /// How long a lost target is probed on.
-    pub fn grace(&self) -> Duration {
-        self.grace
+    /// The grace for targets probed every `longest_interval` at most: the Lease duration, or
+    /// that interval when it is longer (a new owner's first probe may be an interval away).
+    pub fn fit_grace(&mut self, longest_interval: Duration) {
+        self.grace = self.lease.max(longest_interval);
     }
 
     /// The live members now; `true` when the ring changed (the caller re-assigns).
@@ -156,5 +162,25 @@ mod tests {
             .iter()
             .filter(|k| !lost.contains(k))
             .all(|k| x.probes(*k)));
+    }
+
+    /// Checks every 80 s and a 15 s Lease: the new owner's first probe may be 80 s away, so
+    /// the old owner probes on that long.
+    #[tokio::test(start_paused = true)]
+    async fn the_grace_covers_the_longest_interval() {
+        let t0 = Instant::now();
+        let a = member("a");
+        let mut x = Assignment::new(a.hash, 1, Duration::from_secs(15));
+        x.fit_grace(Duration::from_secs(80));
+        x.ring(vec![a.clone()], t0);
+        x.ring(vec![a, member("b")], t0);
+        assert_eq!(x.next_expiry(), Some(t0 + Duration::from_secs(80)));
+        x.fit_grace(Duration::from_secs(1));
+        x.ring(vec![member("a")], t0);
+        assert_eq!(
+            x.next_expiry(),
+            Some(t0 + Duration::from_secs(15)),
+            "never shorter than the Lease: the newest ring's grace is the first to end"
+        );
     }
 }

@@ -96,10 +96,10 @@ impl Ownership {
         gate
     }
 
-    /// How long a replica probes on a target it lost: a gained target's first probe must
-    /// come sooner.
-    pub fn grace(&self) -> std::time::Duration {
-        self.inner.lock().expect("not poisoned").assignment.grace()
+    /// Fits the make-before-break grace to the targets' longest check interval.
+    pub fn fit_grace(&self, longest_interval: std::time::Duration) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        inner.assignment.fit_grace(longest_interval);
     }
 
     /// Whether this replica probes the target with this key now.

@@ -103,8 +103,18 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     h.take(fx);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2]);
+    let unowned = |h: &Harness| {
+        let names = std::collections::HashSet::from(["e3".to_owned()]);
+        h.core.endpoints_named(&names, h.now)[0].unowned_seconds
+    };
+    assert!(
+        unowned(&h).is_some_and(|s| s >= 0.1),
+        "/status says how long nobody has probed it: {:?}",
+        unowned(&h)
+    );
     // ...until its new owner's first verdict.
     peer(&mut h, "c", true, &[(2, Health::Up, false)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2, 3]);
+    assert_eq!(unowned(&h), None, "owned again");
 }

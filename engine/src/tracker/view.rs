@@ -116,6 +116,16 @@ impl TrackerCore {
                     })
                     .collect(),
             }),
+            unowned_seconds: t
+                .shared
+                .as_ref()
+                .and_then(|s| s.unowned_since)
+                .map(|since| {
+                    now.wall
+                        .duration_since(since)
+                        .unwrap_or_default()
+                        .as_secs_f64()
+                }),
         }
     }
 

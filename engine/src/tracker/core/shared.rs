@@ -153,10 +153,16 @@ impl TrackerCore {
         let peers = shared.peers.iter().map(|(_, v)| *v);
         let to = combine(peers.chain(local), shared.combined);
         let from = std::mem::replace(&mut shared.combined, to);
-        if from != to {
-            if from != Health::Unknown && shared.peers.is_empty() && !shared.local {
+        let unowned = shared.peers.is_empty() && !shared.local && to != Health::Unknown;
+        match (unowned, shared.unowned_since) {
+            (true, None) => {
                 info!(target = %self.plan.targets[t.0].key(), "no ring member probes the target: its last verdict stands until a new owner's first");
+                shared.unowned_since = Some(now.wall);
             }
+            (false, Some(_)) => shared.unowned_since = None,
+            _ => {}
+        }
+        if from != to {
             self.on_transition(t, Transition { from, to }, reason.to_owned(), now);
         }
     }

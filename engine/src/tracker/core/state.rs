@@ -56,6 +56,8 @@ pub(in crate::tracker) struct Shared {
     pub(in crate::tracker) peers: Vec<(Arc<str>, Vantage)>,
     /// The combined verdict: what decides publication.
     pub(in crate::tracker) combined: Health,
+    /// Since when no member probes it (its owners all left) while its last verdict stands.
+    pub(in crate::tracker) unowned_since: Option<std::time::SystemTime>,
 }
 
 impl Shared {
@@ -64,6 +66,7 @@ impl Shared {
             local: false,
             peers: Vec::new(),
             combined: Health::Unknown,
+            unowned_since: None,
         })
     }
 }
