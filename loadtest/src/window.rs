@@ -156,6 +156,14 @@ pub async fn observe(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     seen.elapsed = seen.start.elapsed().as_secs_f64();
+    // The window's totals run to its end, not to its last whole second.
+    let end = fleet.scrape().await?;
+    for (kept, scrape) in seen.last.scrapes.iter_mut().zip(end) {
+        if let Some(scrape) = scrape {
+            *kept = Some(scrape);
+        }
+    }
+    seen.last.at = Instant::now();
     Ok(seen)
 }
 

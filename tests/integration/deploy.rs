@@ -91,14 +91,14 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
     );
 }
 
-/// The `[ring]` overlay (`deploy/kubernetes/ring`): renders over the base, validates
+/// The `[ring]` overlay (`deploy/ring`): renders over the base, validates
 /// strictly, runs three replicas with the ring turned on through the environment layer and
 /// the Secret mounted, and the base config with that layer passes `check-config`.
 #[test]
 fn the_ring_overlay_renders_validates_and_turns_the_ring_on() {
     let rendered = Command::new("kubectl")
         .arg("kustomize")
-        .arg(repo("deploy/kubernetes/ring"))
+        .arg(repo("deploy/ring"))
         .output()
         .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
     assert!(

@@ -104,7 +104,7 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2]);
     let unowned = |h: &Harness| {
-        let names = std::collections::HashSet::from(["e3".to_owned()]);
+        let names = std::collections::HashSet::from(["e2".to_owned()]);
         h.core.endpoints_named(&names, h.now)[0].unowned_seconds
     };
     assert!(
