@@ -14,11 +14,12 @@ fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
-#[test]
-fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
+/// `kubectl kustomize` of `dir`, validated strictly against the Kubernetes schemas
+/// (`kubernetes-validate`); the rendered text.
+fn render_and_validate(dir: &str) -> String {
     let rendered = Command::new("kubectl")
         .arg("kustomize")
-        .arg(repo("deploy/kubernetes"))
+        .arg(repo(dir))
         .output()
         .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
     assert!(
@@ -26,10 +27,27 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "kubectl kustomize failed: {}",
         String::from_utf8_lossy(&rendered.stderr)
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rendered.yaml");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("rendered.yaml");
     std::fs::write(&file, &rendered.stdout).unwrap();
-    let text = String::from_utf8(rendered.stdout).unwrap();
+    let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
+    let checked = Command::new(&validate)
+        .args(["--strict", "--quiet"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{validate}: {e}; run the test command (bash .ci/test)"));
+    assert!(
+        checked.status.success(),
+        "schema validation failed:\n{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    String::from_utf8(rendered.stdout).unwrap()
+}
+
+#[test]
+fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
+    let text = render_and_validate("deploy/kubernetes");
     for kind in [
         "Namespace",
         "ServiceAccount",
@@ -60,19 +78,6 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "{text}"
     );
 
-    let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
-    let checked = Command::new(&validate)
-        .args(["--strict", "--quiet"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| panic!("{validate}: {e}; run the test command (bash .ci/test)"));
-    assert!(
-        checked.status.success(),
-        "schema validation failed:\n{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
-
     let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
         .args(["check-config", "--config"])
         .arg(repo("deploy/kubernetes/config.toml"))
@@ -96,17 +101,7 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
 /// the Secret mounted, and the base config with that layer passes `check-config`.
 #[test]
 fn the_ring_overlay_renders_validates_and_turns_the_ring_on() {
-    let rendered = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(repo("deploy/ring"))
-        .output()
-        .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
-    assert!(
-        rendered.status.success(),
-        "kubectl kustomize failed: {}",
-        String::from_utf8_lossy(&rendered.stderr)
-    );
-    let text = String::from_utf8(rendered.stdout.clone()).unwrap();
+    let text = render_and_validate("deploy/ring");
     assert!(text.contains("replicas: 3\n"), "{text}");
     assert!(text.contains("kind: NetworkPolicy\n"), "{text}");
     assert!(
@@ -122,20 +117,6 @@ fn the_ring_overlay_renders_validates_and_turns_the_ring_on() {
         "the ring watches its Leases: {text}"
     );
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rendered.yaml");
-    std::fs::write(&file, &rendered.stdout).unwrap();
-    let validate = python_tool("KUBERNETES_VALIDATE", "kubernetes-validate");
-    let checked = Command::new(&validate)
-        .args(["--strict", "--quiet"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| panic!("{validate}: {e}; run the test command (bash .ci/test)"));
-    assert!(
-        checked.status.success(),
-        "schema validation failed:\n{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "not the real one").unwrap();
     let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
