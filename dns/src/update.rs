@@ -1,11 +1,13 @@
 //! `kind = "rfc2136"`: dynamic updates (RFC 2136) signed with TSIG (RFC 8945), the one
 //! protocol BIND, Knot, Windows DNS, Infoblox and PowerDNS (dnsupdate) all accept.
 //!
-//! A write reads each name of the tenant (A, AAAA, and the ownership mark of
+//! A write reads each name of the tenant (A, AAAA, CNAME, and the ownership mark of
 //! [`ho_engine::sink::ownership`]) with queries, then sends one UPDATE for the tenant whose
 //! prerequisites say "every rrset is still as read": a concurrent edit makes the server
 //! refuse the whole update (YXRRSET/NXRRSET) instead of being overwritten, and the sink
-//! actor retries with a fresh read. Names without our mark are never touched.
+//! actor retries with a fresh read. Names without our mark are never touched. An
+//! `answer = "cname"` tenant's names below the zone's apex hold one CNAME to the first
+//! healthy host by priority; the apex holds the addresses (it cannot hold a CNAME).
 //!
 //! - [`config`]: settings and checks.
 //! - [`update`]: per name, prerequisites and updates from what was read (pure).
@@ -27,7 +29,7 @@ use crate::wire::key::load_signer;
 use config::Rfc2136Config;
 use ho_engine::sink::ownership::OWNER_PREFIX;
 use ho_engine::sink::SetupError;
-use plan::{plan_name, Current, NamePlan, Rrset};
+use plan::{plan_name, Alias, Current, NamePlan, Rrset, Wanted};
 
 /// Writes tenants' names into one zone of one server.
 pub struct Rfc2136Sink {
@@ -84,7 +86,16 @@ impl Inner {
             let name = Name::from_ascii(format!("{domain}.")).map_err(bad)?;
             let mark = Name::from_ascii(format!("{OWNER_PREFIX}{domain}.")).map_err(bad)?;
             let current = read(&mut conn, &name, &mark).await?;
-            match plan_name(&name, &mark, &current, &wanted, ttl, &self.owner_id) {
+            let host = match snapshot.cname().filter(|_| name != self.zone) {
+                Some(host) => Some(Name::from_ascii(format!("{host}.")).map_err(|e| {
+                    SinkError::permanent(format!("{domain}: host {host:?} is not a DNS name: {e}"))
+                })?),
+                None => None,
+            };
+            let want = host
+                .as_ref()
+                .map_or(Wanted::Addresses(&wanted), Wanted::Cname);
+            match plan_name(&name, &mark, &current, want, ttl, &self.owner_id) {
                 NamePlan::Unchanged => {}
                 NamePlan::Foreign(why) => foreign.push(why),
                 NamePlan::Change {
@@ -137,6 +148,18 @@ async fn read(conn: &mut Connection, name: &Name, mark: &Name) -> Result<Current
             current.v6 = set;
         }
     }
+    let answer = conn.query(name, RecordType::CNAME).await?;
+    current.cname = answer
+        .answers
+        .iter()
+        .filter(|r| r.name == *name)
+        .find_map(|r| match &r.data {
+            RData::CNAME(target) => Some(Alias {
+                ttl: r.ttl,
+                target: target.0.clone(),
+            }),
+            _ => None,
+        });
     let answer = conn.query(mark, RecordType::TXT).await?;
     for r in answer
         .answers

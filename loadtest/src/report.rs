@@ -163,6 +163,9 @@ pub struct ReplicaReport {
     pub rss_peak_mib: f64,
     /// Verdict-stream bytes it pushed to the others (`ring_stream_bytes_total`), in KiB.
     pub stream_kib: f64,
+    /// 99th percentile age of the verdict batches it took from the others
+    /// (`ring_stream_lag_seconds`), in ms; `None`: it took none in the window.
+    pub stream_lag_p99_ms: Option<f64>,
     /// Whether it was SIGKILLed during the window.
     pub killed: bool,
 }
@@ -273,18 +276,20 @@ impl Report {
         ));
         if self.replicas.len() > 1 {
             text.push_str(&format!(
-                "replica (replication {})  probes/s  share_%  cpu_ms/1k  rss_peak_mib  stream_kib\n",
+                "replica (replication {})  probes/s  share_%  cpu_ms/1k  rss_peak_mib  stream_kib  lag_p99_ms\n",
                 self.replication
             ));
             for r in &self.replicas {
                 text.push_str(&format!(
-                    "{:<24} {:>9.1} {:>8.1} {:>10.1} {:>13.1} {:>11.0}{}\n",
+                    "{:<24} {:>9.1} {:>8.1} {:>10.1} {:>13.1} {:>11.0} {:>11}{}\n",
                     r.identity,
                     r.probes_per_sec,
                     r.share_pct,
                     r.cpu_ms_per_1k_probes,
                     r.rss_peak_mib,
                     r.stream_kib,
+                    r.stream_lag_p99_ms
+                        .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}")),
                     if r.killed { "  (killed)" } else { "" }
                 ));
             }

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::engine_proc::{metric_sum, quantile_of, share_above};
+use crate::engine_proc::{delta, histogram, metric_sum, quantile_of, share_above};
 use crate::farm::address;
 use crate::fleet::{Fleet, Scrape, LEASE_DURATION};
 use crate::recorder::Seen;
@@ -154,6 +154,7 @@ impl Summary<'_> {
         };
         let total: f64 = pairs.iter().flatten().map(|&p| probes(p)).sum();
         let stream = "health_orchestrator_ring_stream_bytes_total";
+        let lag = "health_orchestrator_ring_stream_lag_seconds";
         fleet
             .replicas
             .iter()
@@ -175,6 +176,11 @@ impl Summary<'_> {
                     rss_peak_mib: n.rss_peak_mib,
                     stream_kib: (metric_sum(&n.metrics, stream) - metric_sum(&b.metrics, stream))
                         / 1024.0,
+                    stream_lag_p99_ms: quantile_of(
+                        &delta(&histogram(&b.metrics, lag), &histogram(&n.metrics, lag)),
+                        0.99,
+                    )
+                    .map(|s| s * 1000.0),
                     killed: killed == Some(i),
                 })
             })

@@ -3,7 +3,7 @@
 //! the tenant's other names are written; a token Cloudflare refuses and a zone id of
 //! another zone are specific errors; the clusters' reports round-trip through the zone's
 //! TXT records (long ones split into 255-byte strings); tenants changing at once share
-//! rounds.
+//! rounds; an `answer = "cname"` tenant's CNAME follows failover, at the apex too.
 
 use std::time::Duration;
 
@@ -60,6 +60,51 @@ async fn foreign_names_are_left_alone_and_the_rest_is_written() {
         .map(|r| r.name)
         .collect();
     assert_eq!(marks, ["_health-orchestrator.free.tenant-a.io"]);
+}
+
+/// `answer = "cname"`: two load balancers given by host name (resolved by a real
+/// `pdns_server`); every name, the apex included (Cloudflare flattens it), holds one CNAME
+/// to the preferred balancer and nothing else, moved when that balancer fails.
+#[actix_rt::test]
+async fn a_cname_tenant_fails_over_at_every_name() {
+    use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
+    let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
+    let (mut east, west) = (gateway(), gateway());
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(&pdns))
+        .with(
+            "[[tenants]]\nname = \"t\"\ndomains = [\"api.tenant-a.io\", \"tenant-a.io\"]\n\
+             policy = \"failover\"\nanswer = \"cname\"\nsinks = [\"cf\"]\nttl = \"60s\"\n\n",
+        )
+        .with(&sink_table(&server, &token, "tenant-a.io"))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let held = |lb: &str| {
+        let host = format!("lb-{lb}.{LB_ZONE}");
+        move |server: &Cloudflare| {
+            let mut records: Vec<(String, String, String)> = server
+                .records()
+                .into_iter()
+                .filter(|r| r.rtype != "TXT")
+                .map(|r| (r.rtype, r.name, r.content))
+                .collect();
+            records.sort();
+            records
+                == [
+                    ("CNAME".into(), "api.tenant-a.io".into(), host.clone()),
+                    ("CNAME".into(), "tenant-a.io".into(), host.clone()),
+                ]
+        }
+    };
+    eventually("a CNAME to east at both names", || held("east")(&server)).await;
+    east.set(ho_testkit::Behaviour::Refuse).unwrap();
+    eventually("the CNAMEs moved to west", || held("west")(&server)).await;
 }
 
 #[actix_rt::test]

@@ -14,14 +14,14 @@ use crate::services::dig::{dig1, wait_for_answer};
 use crate::services::pdns::{PdnsServer, DNS_PORT};
 
 /// The zone the load balancers' names live in (answered by `pdns_server`).
-const LB_ZONE: &str = "lb.test";
+pub(crate) const LB_ZONE: &str = "lb.test";
 /// The zone the tenant publishes in (the embedded server's, and PowerDNS's second zone).
 const ZONE: &str = "example.org";
 /// The port every load balancer answers its health check on.
-const PORT: u16 = 18283;
+pub(crate) const PORT: u16 = 18283;
 
 /// A load balancer's gateway on a loopback address of its own.
-fn gateway() -> Gateway {
+pub(crate) fn gateway() -> Gateway {
     Gateway::start(
         SocketAddr::new(IpAddr::V4(loopback_ip()), PORT),
         Behaviour::Healthy,
@@ -29,29 +29,26 @@ fn gateway() -> Gateway {
     .unwrap()
 }
 
-/// Points `name` (in [`LB_ZONE`]) at the gateway's address.
-fn point(pdns: &PdnsServer, name: &str, g: &Gateway) {
-    pdns.patch_zone(
-        &format!("{LB_ZONE}."),
-        &format!(
-            "{{\"rrsets\": [{{\"name\": \"{name}.\", \"type\": \"A\", \"ttl\": 1, \"changetype\": \"REPLACE\", \"records\": [{{\"content\": \"{}\", \"disabled\": false}}]}}]}}",
-            ip(g)
-        ),
-    );
+/// The resolver asking `pdns` and two endpoints given by their load balancers' host names,
+/// `east` preferred (priority 0) over `west`.
+pub(crate) fn lb_endpoints(pdns: &PdnsServer) -> String {
+    format!(
+        "[resolver]\nservers = [\"{ip}:{DNS_PORT}\"]\nmin_refresh = \"1s\"\ntimeout = \"500ms\"\n\n\
+         [[endpoints]]\nname = \"east\"\naddress = \"lb-east.{LB_ZONE}\"\npriority = 0\ncheck = {{ port = {PORT} }}\n\n\
+         [[endpoints]]\nname = \"west\"\naddress = \"lb-west.{LB_ZONE}\"\npriority = 1\ncheck = {{ port = {PORT} }}\n\n",
+        ip = pdns.ip,
+    )
 }
 
 fn config(pdns: &PdnsServer, listen: SocketAddr) -> String {
     TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(pdns))
         .with(&format!(
-            "[resolver]\nservers = [\"{ip}:{DNS_PORT}\"]\nmin_refresh = \"1s\"\ntimeout = \"500ms\"\n\n\
-             [[endpoints]]\nname = \"east\"\naddress = \"lb-east.{LB_ZONE}\"\npriority = 0\ncheck = {{ port = {PORT} }}\n\n\
-             [[endpoints]]\nname = \"west\"\naddress = \"lb-west.{LB_ZONE}\"\npriority = 1\ncheck = {{ port = {PORT} }}\n\n\
-             [[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\nanswer = \"cname\"\n\
+            "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\nanswer = \"cname\"\n\
              sinks = [\"dns\", \"pdns\"]\nttl = \"5s\"\n\n\
              [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"{ZONE}\"]\n\n\
              [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {key:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
              delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
-            ip = pdns.ip,
             url = pdns.url(),
             key = pdns.key_file().display().to_string(),
         ))
@@ -68,8 +65,8 @@ async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
     );
     assert_eq!(code, 201, "creating zone {ZONE}: {body}");
     let (mut east, west) = (gateway(), gateway());
-    point(&pdns, &format!("lb-east.{LB_ZONE}"), &east);
-    point(&pdns, &format!("lb-west.{LB_ZONE}"), &west);
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
     let dir = tempfile::tempdir().unwrap();
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let _engine = start_engine(dir.path(), &config(&pdns, server)).await;

@@ -1,10 +1,13 @@
 //! The RFC 2136 sink against real BIND 9 and Knot DNS: names it does not own are never
-//! touched, and a wrong key is a clear error. (Convergence, outages, coalescing, lost
+//! touched, a wrong key is a clear error, and an `answer = "cname"` tenant's CNAME replaces
+//! addresses and follows failover. (Convergence, outages, coalescing, lost
 //! state and restarts are the conformance suite's.)
 
+use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
 use crate::harness::*;
 use crate::services::dig::{dig1, wait_for_answer};
-use crate::services::dns_primary::{Flavor, Primary, KEY};
+use crate::services::dns_primary::{Flavor, Primary, KEY, ZONE};
+use crate::services::pdns::PdnsServer;
 
 fn tail(primary: &Primary, domains: &str, key_file: &str) -> String {
     format!(
@@ -116,6 +119,65 @@ async fn bind_foreign_names_are_left_alone() {
 #[actix_rt::test]
 async fn knot_foreign_names_are_left_alone() {
     foreign_names_are_left_alone(Flavor::Knot).await;
+}
+
+/// `answer = "cname"` through updates: `api` held addresses this orchestrator wrote before
+/// (its mark beside them); the update replaces them with a CNAME to the preferred load
+/// balancer's host name (resolved by a real `pdns_server`, as a cloud's DNS answers for its
+/// load balancers), moves it when that balancer fails, and the zone's apex, which cannot
+/// hold a CNAME, holds the healthy balancer's address.
+async fn a_cname_replaces_addresses_and_follows_failover(flavor: Flavor) {
+    let pdns = PdnsServer::start(&format!("{LB_ZONE}."));
+    let primary = Primary::start(flavor).await;
+    primary.nsupdate(&format!(
+        "update add api.{ZONE}. 60 A 192.0.2.50\n\
+         update add _health-orchestrator.api.{ZONE}. 60 TXT \"heritage=health-orchestrator,owner=health-orchestrator\""
+    ));
+    let (mut east, west) = (gateway(), gateway());
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let dir = tempfile::tempdir().unwrap();
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(&pdns))
+        .with(&format!(
+            "[[tenants]]\nname = \"t\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\n\
+             answer = \"cname\"\nsinks = [\"s\"]\nttl = \"5s\"\n\n\
+             [sinks.s]\nkind = \"rfc2136\"\nserver = \"{}\"\nzone = \"{ZONE}\"\n\
+             tsig = {{ name = \"{KEY}\", secret_file = {:?} }}\ntimeout = \"1s\"\n",
+            primary.addr,
+            primary.key_file().display().to_string(),
+        ))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let cname = |lb: &str| vec![format!("lb-{lb}.{LB_ZONE}.")];
+    let api = format!("api.{ZONE}");
+    wait_for_answer(primary.addr, &api, &cname("east")).await;
+    let a = dig1(primary.addr, &[&api, "A"]).await;
+    assert!(
+        !a.answers.iter().any(|r| r == "192.0.2.50"),
+        "{flavor:?}: the CNAME stands alone: {a:?}"
+    );
+    wait_for_answer(primary.addr, ZONE, &[ip(&east)]).await;
+
+    east.set(ho_testkit::Behaviour::Refuse).unwrap();
+    let moved = wait_for_answer(primary.addr, &api, &cname("west")).await;
+    wait_for_answer(primary.addr, ZONE, &[ip(&west)]).await;
+    println!(
+        "{flavor:?}: east down -> CNAME moved in {} ms",
+        moved.as_millis()
+    );
+    east.set(ho_testkit::Behaviour::Healthy).unwrap();
+    wait_for_answer(primary.addr, &api, &cname("east")).await;
+}
+
+#[actix_rt::test]
+async fn bind_a_cname_replaces_addresses_and_follows_failover() {
+    a_cname_replaces_addresses_and_follows_failover(Flavor::Bind).await;
+}
+
+#[actix_rt::test]
+async fn knot_a_cname_replaces_addresses_and_follows_failover() {
+    a_cname_replaces_addresses_and_follows_failover(Flavor::Knot).await;
 }
 
 /// A secret the server does not know: the update is refused with an error that names the

@@ -195,6 +195,24 @@ async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() 
         })
         .await;
     }
+    // Each replica took the others' batches and timed them.
+    for r in [&a, &b, &c] {
+        let metrics = api_get(r.api, "/metrics").await;
+        let count = metric(
+            &metrics,
+            "health_orchestrator_ring_stream_lag_seconds_count",
+        );
+        let sum = metric(&metrics, "health_orchestrator_ring_stream_lag_seconds_sum");
+        let (Some(count), Some(sum)) = (count, sum) else {
+            panic!("{} exports no ring_stream_lag_seconds", r.name);
+        };
+        assert!(count >= 2.0, "{} timed {count} batches", r.name);
+        println!(
+            "{}: {count} batches taken, mean lag {:.2} ms",
+            r.name,
+            1000.0 * sum / count
+        );
+    }
 
     // SIGKILL one: the two left take its targets within the Lease duration and a listing,
     // and no answer loses a healthy gateway meanwhile.

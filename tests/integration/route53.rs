@@ -29,7 +29,7 @@ async fn start_r53_engine(dir: &std::path::Path, gws: &[Gateway], tail: &str) ->
     .await
 }
 
-/// Waits until the zone's A/AAAA/TXT record sets are exactly `want` (see
+/// Waits until the zone's A/AAAA/CNAME/TXT record sets are exactly `want` (see
 /// [`crate::fakes::route53::describe`]).
 async fn wait_for_records(moto: &Moto, zone: &str, want: &[String], what: &str) {
     let start = tokio::time::Instant::now();
@@ -125,6 +125,50 @@ async fn a_wildcard_is_written_as_wildcard_record_sets() {
         .cloned()
         .collect();
     wait_for_records(&moto, &zone, &without, "gw-1 removed").await;
+}
+
+/// `answer = "cname"`: two load balancers given by host name (resolved by a real
+/// `pdns_server`, as a cloud's DNS answers for them); the name below the apex is one CNAME
+/// record set to the preferred one, moved when it fails; the apex, which cannot hold a
+/// CNAME, holds the healthy balancer's address.
+#[actix_rt::test]
+async fn a_cname_tenant_fails_over_between_load_balancer_names() {
+    use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
+    let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
+    let (mut east, west) = (gateway(), gateway());
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(&pdns))
+        .with(&format!(
+            "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\n\
+             answer = \"cname\"\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
+            sink_table(&moto.url, &zone, "")
+        ))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let want = |lb: &str, g: &Gateway| {
+        vec![
+            format!("api.{ZONE}. CNAME lb-{lb}.{LB_ZONE}."),
+            format!("{ZONE}. A id={lb}@{0} multivalue {0}", ip(g)),
+            owner(&format!("api.{ZONE}")),
+            owner(ZONE),
+        ]
+    };
+    wait_for_records(&moto, &zone, &want("east", &east), "a CNAME to east").await;
+    east.set(Behaviour::Refuse).unwrap();
+    wait_for_records(
+        &moto,
+        &zone,
+        &want("west", &west),
+        "the CNAME moved to west",
+    )
+    .await;
+    east.set(Behaviour::Healthy).unwrap();
+    wait_for_records(&moto, &zone, &want("east", &east), "back to east").await;
 }
 
 /// `weighted` and `geo` tenants in one zone: weighted record sets from endpoint weights,
@@ -292,7 +336,7 @@ async fn names_without_our_ownership_record_are_never_touched() {
         err,
         format!(
             "other.{ZONE}. is owned by eu-2 (per _health-orchestrator.other.{ZONE}. TXT), not by health-orchestrator; left alone; \
-             theirs.{ZONE}. has A/AAAA records without an ownership record (_health-orchestrator.theirs.{ZONE}. TXT); left alone"
+             theirs.{ZONE}. has A/AAAA/CNAME records without an ownership record (_health-orchestrator.theirs.{ZONE}. TXT); left alone"
         )
     );
     let mut want = before.clone();

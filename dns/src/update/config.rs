@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use ho_engine::sink::kind::{
-    check_timeout, default_timeout, plain_lists_only, BuildContext, KindFuture, Problems,
-    SinkSettings,
+    check_timeout, default_timeout, one_cname_per_name, plain_lists_only, BuildContext, KindFuture,
+    Problems, SinkSettings,
 };
 
 /// Any DNS server that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS with
@@ -82,6 +82,12 @@ impl SinkSpec for Rfc2136Config {
     /// `_health-orchestrator.*.<parent>`, where `*` is a plain label.
     fn takes_wildcards(&self) -> bool {
         true
+    }
+
+    /// A name below the zone's apex holds one CNAME to the first healthy host
+    /// (`TenantSnapshot::cname`); the apex cannot (RFC 1912 2.4) and holds its addresses.
+    fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        one_cname_per_name(policy)
     }
 
     /// Every domain must be inside the zone.

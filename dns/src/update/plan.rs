@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use hickory_proto::rr::rdata::{A, AAAA, TXT};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, TXT};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use ho_engine::sink::ownership::{mark_text, owner_in, OWNER_TTL};
@@ -17,6 +17,15 @@ pub struct Rrset {
     pub values: Vec<IpAddr>,
 }
 
+/// A CNAME as read from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alias {
+    /// Its TTL.
+    pub ttl: u32,
+    /// The name it points at, fully qualified.
+    pub target: Name,
+}
+
 /// What the server holds at one name and at its mark's name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Current {
@@ -24,8 +33,20 @@ pub struct Current {
     pub v4: Rrset,
     /// The AAAA rrset (empty: none).
     pub v6: Rrset,
+    /// The CNAME, if the name holds one.
+    pub cname: Option<Alias>,
     /// TXT strings at `_health-orchestrator.<name>`.
     pub marks: Vec<String>,
+}
+
+/// What one name should hold: addresses, or (an `answer = "cname"` tenant below the
+/// zone's apex) one CNAME, never both (RFC 1034 3.6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted<'a> {
+    /// These addresses (none: no address records).
+    Addresses(&'a [IpAddr]),
+    /// A CNAME to this host name, fully qualified.
+    Cname(&'a Name),
 }
 
 /// What to do at one name.
@@ -45,22 +66,31 @@ pub enum NamePlan {
 }
 
 /// The plan for `name` (fully qualified) to hold `wanted` with `ttl`, as `owner_id`.
+///
+/// Within the update a CNAME leaving goes first and one arriving goes last, after the
+/// address rrsets it replaces are deleted: a server applies the updates in order
+/// (RFC 2136 3.4.2) and ignores a CNAME added beside other data (3.4.2.2).
 pub fn plan_name(
     name: &Name,
     mark_name: &Name,
     current: &Current,
-    wanted: &[IpAddr],
+    wanted: Wanted<'_>,
     ttl: u32,
     owner_id: &str,
 ) -> NamePlan {
     let owners: Vec<&str> = current.marks.iter().filter_map(|m| owner_in(m)).collect();
     let ours = owners.contains(&owner_id);
-    let has_addresses = !current.v4.values.is_empty() || !current.v6.values.is_empty();
+    let has_data =
+        !current.v4.values.is_empty() || !current.v6.values.is_empty() || current.cname.is_some();
+    let (addresses, cname): (&[IpAddr], Option<&Name>) = match wanted {
+        Wanted::Addresses(addresses) => (addresses, None),
+        Wanted::Cname(target) => (&[], Some(target)),
+    };
     if !ours {
         if let Some(other) = owners.first() {
             return NamePlan::Foreign(format!("{name} is marked for owner \"{other}\""));
         }
-        if !current.marks.is_empty() || has_addresses {
+        if !current.marks.is_empty() || has_data {
             return NamePlan::Foreign(format!(
                 "{name} holds records without this orchestrator's ownership mark ({mark_name} TXT)"
             ));
@@ -72,7 +102,7 @@ pub fn plan_name(
         // The mark still ours: nobody took the name over since it was read.
         prerequisites.push(mark_record(mark_name, 0, owner_id));
     } else {
-        if wanted.is_empty() {
+        if addresses.is_empty() && cname.is_none() {
             return NamePlan::Unchanged;
         }
         // Claiming a free name: it must still be free when the update lands.
@@ -80,12 +110,30 @@ pub fn plan_name(
         updates.push(mark_record(mark_name, OWNER_TTL, owner_id));
     }
     let mut changed = !ours;
+    let cname_same = match (&current.cname, cname) {
+        (Some(read), Some(target)) => read.target == *target && read.ttl == ttl,
+        (None, None) => true,
+        _ => false,
+    };
+    match &current.cname {
+        Some(read) => {
+            prerequisites.push(alias(name, 0, &read.target));
+            if !cname_same {
+                updates.push(delete_rrset(name, RecordType::CNAME));
+            }
+        }
+        None => prerequisites.push(absent(name, RecordType::CNAME)),
+    }
     for (rtype, read) in [
         (RecordType::A, &current.v4),
         (RecordType::AAAA, &current.v6),
     ] {
         let family = FamilyUpdate { name, rtype, ttl };
-        changed |= family.plan(read, wanted, &mut prerequisites, &mut updates);
+        changed |= family.plan(read, addresses, &mut prerequisites, &mut updates);
+    }
+    if !cname_same {
+        updates.extend(cname.map(|target| alias(name, ttl, target)));
+        changed = true;
     }
     if changed {
         NamePlan::Change {
@@ -147,6 +195,10 @@ fn address(name: &Name, ttl: u32, ip: IpAddr) -> Record {
     Record::from_rdata(name.clone(), ttl, data)
 }
 
+fn alias(name: &Name, ttl: u32, target: &Name) -> Record {
+    Record::from_rdata(name.clone(), ttl, RData::CNAME(CNAME(target.clone())))
+}
+
 fn mark_record(mark_name: &Name, ttl: u32, owner_id: &str) -> Record {
     Record::from_rdata(
         mark_name.clone(),
@@ -201,11 +253,18 @@ mod tests {
         let NamePlan::Change {
             prerequisites,
             updates,
-        } = plan_name(&n, &m, &Current::default(), &ips(&["10.0.0.1"]), 30, "me")
+        } = plan_name(
+            &n,
+            &m,
+            &Current::default(),
+            Wanted::Addresses(&ips(&["10.0.0.1"])),
+            30,
+            "me",
+        )
         else {
             panic!("a change")
         };
-        assert_eq!(prerequisites.len(), 3, "mark, A and AAAA absent");
+        assert_eq!(prerequisites.len(), 4, "mark, CNAME, A and AAAA absent");
         assert!(prerequisites.iter().all(|r| r.dns_class == DNSClass::NONE));
         assert_eq!(updates.len(), 2, "the mark and one A record");
         assert!(matches!(&updates[0].data, RData::TXT(_)));
@@ -216,7 +275,14 @@ mod tests {
     fn an_owned_name_is_replaced_only_where_it_differs_with_the_read_as_prerequisite() {
         let (n, m) = names();
         assert_eq!(
-            plan_name(&n, &m, &ours(&["10.0.0.1"]), &ips(&["10.0.0.1"]), 30, "me"),
+            plan_name(
+                &n,
+                &m,
+                &ours(&["10.0.0.1"]),
+                Wanted::Addresses(&ips(&["10.0.0.1"])),
+                30,
+                "me"
+            ),
             NamePlan::Unchanged
         );
         let NamePlan::Change {
@@ -226,21 +292,30 @@ mod tests {
             &n,
             &m,
             &ours(&["10.0.0.1", "10.0.0.2"]),
-            &ips(&["10.0.0.1"]),
+            Wanted::Addresses(&ips(&["10.0.0.1"])),
             30,
             "me",
         )
         else {
             panic!("a change")
         };
-        // mark as read, both A values as read, AAAA absent
-        assert_eq!(prerequisites.len(), 4);
-        assert!(prerequisites[..3]
+        // mark as read, CNAME absent, both A values as read, AAAA absent
+        assert_eq!(prerequisites.len(), 5);
+        assert!(prerequisites[0].dns_class == DNSClass::IN && prerequisites[0].ttl == 0);
+        assert_eq!(prerequisites[1].dns_class, DNSClass::NONE);
+        assert!(prerequisites[2..4]
             .iter()
             .all(|r| r.dns_class == DNSClass::IN && r.ttl == 0));
         assert_eq!(updates.len(), 2, "delete the A rrset, add the one address");
         assert_eq!(updates[0].dns_class, DNSClass::ANY);
-        let ttl_change = plan_name(&n, &m, &ours(&["10.0.0.1"]), &ips(&["10.0.0.1"]), 60, "me");
+        let ttl_change = plan_name(
+            &n,
+            &m,
+            &ours(&["10.0.0.1"]),
+            Wanted::Addresses(&ips(&["10.0.0.1"])),
+            60,
+            "me",
+        );
         assert!(
             matches!(ttl_change, NamePlan::Change { .. }),
             "a new TTL rewrites the rrset"
@@ -258,7 +333,7 @@ mod tests {
             ..Current::default()
         };
         assert!(matches!(
-            plan_name(&n, &m, &unmarked, &ips(&["10.0.0.1"]), 30, "me"),
+            plan_name(&n, &m, &unmarked, Wanted::Addresses(&ips(&["10.0.0.1"])), 30, "me"),
             NamePlan::Foreign(r) if r.contains("without this orchestrator's ownership mark")
         ));
         let other = Current {
@@ -266,7 +341,7 @@ mod tests {
             ..Current::default()
         };
         assert!(matches!(
-            plan_name(&n, &m, &other, &ips(&["10.0.0.1"]), 30, "me"),
+            plan_name(&n, &m, &other, Wanted::Addresses(&ips(&["10.0.0.1"])), 30, "me"),
             NamePlan::Foreign(r) if r.contains("\"eu-2\"")
         ));
     }
@@ -274,12 +349,128 @@ mod tests {
     #[test]
     fn an_owned_name_emptied_keeps_its_mark_and_loses_its_addresses() {
         let (n, m) = names();
-        let NamePlan::Change { updates, .. } =
-            plan_name(&n, &m, &ours(&["10.0.0.1"]), &[], 30, "me")
-        else {
+        let NamePlan::Change { updates, .. } = plan_name(
+            &n,
+            &m,
+            &ours(&["10.0.0.1"]),
+            Wanted::Addresses(&[]),
+            30,
+            "me",
+        ) else {
             panic!("a change")
         };
         assert_eq!(updates.len(), 1);
         assert_eq!(updates[0].dns_class, DNSClass::ANY);
+    }
+
+    fn lb(host: &str) -> Name {
+        Name::from_ascii(host).unwrap()
+    }
+
+    #[test]
+    fn addresses_give_way_to_a_cname_deleted_before_it_is_added() {
+        let (n, m) = names();
+        let target = lb("lb-east.lb.test.");
+        let NamePlan::Change { updates, .. } = plan_name(
+            &n,
+            &m,
+            &ours(&["10.0.0.1"]),
+            Wanted::Cname(&target),
+            30,
+            "me",
+        ) else {
+            panic!("a change")
+        };
+        assert_eq!(updates.len(), 2, "delete the A rrset, add the CNAME");
+        assert_eq!(
+            (updates[0].record_type(), updates[0].dns_class),
+            (RecordType::A, DNSClass::ANY)
+        );
+        assert_eq!(updates[1].data, RData::CNAME(CNAME(target.clone())));
+        let now = Current {
+            cname: Some(Alias {
+                ttl: 30,
+                target: target.clone(),
+            }),
+            marks: vec![mark_text("me")],
+            ..Current::default()
+        };
+        assert_eq!(
+            plan_name(&n, &m, &now, Wanted::Cname(&target), 30, "me"),
+            NamePlan::Unchanged
+        );
+    }
+
+    #[test]
+    fn a_cname_moves_or_gives_way_to_addresses_pinned_as_read() {
+        let (n, m) = names();
+        let now = Current {
+            cname: Some(Alias {
+                ttl: 30,
+                target: lb("lb-east.lb.test."),
+            }),
+            marks: vec![mark_text("me")],
+            ..Current::default()
+        };
+        let west = lb("lb-west.lb.test.");
+        let NamePlan::Change {
+            prerequisites,
+            updates,
+        } = plan_name(&n, &m, &now, Wanted::Cname(&west), 30, "me")
+        else {
+            panic!("a change")
+        };
+        assert!(
+            prerequisites
+                .iter()
+                .any(|r| r.record_type() == RecordType::CNAME && r.dns_class == DNSClass::IN),
+            "the CNAME as read is a prerequisite"
+        );
+        assert_eq!(updates.len(), 2, "delete the CNAME, add the new one");
+        assert_eq!(updates[0].dns_class, DNSClass::ANY);
+        assert_eq!(updates[1].data, RData::CNAME(CNAME(west)));
+        let NamePlan::Change { updates, .. } = plan_name(
+            &n,
+            &m,
+            &now,
+            Wanted::Addresses(&ips(&["10.0.0.1"])),
+            30,
+            "me",
+        ) else {
+            panic!("a change")
+        };
+        assert_eq!(
+            updates.len(),
+            2,
+            "delete the CNAME first, then add the A record"
+        );
+        assert_eq!(
+            (updates[0].record_type(), updates[0].dns_class),
+            (RecordType::CNAME, DNSClass::ANY)
+        );
+        assert_eq!(updates[1].record_type(), RecordType::A);
+    }
+
+    #[test]
+    fn an_unmarked_cname_is_someone_elses() {
+        let (n, m) = names();
+        let theirs = Current {
+            cname: Some(Alias {
+                ttl: 300,
+                target: lb("elsewhere.example.net."),
+            }),
+            ..Current::default()
+        };
+        assert!(matches!(
+            plan_name(
+                &n,
+                &m,
+                &theirs,
+                Wanted::Addresses(&ips(&["10.0.0.1"])),
+                30,
+                "me"
+            ),
+            NamePlan::Foreign(_)
+        ));
     }
 }

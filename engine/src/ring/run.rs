@@ -75,6 +75,7 @@ pub fn start(
         parts.ring.clone(),
         secret.clone(),
         tracker.clone(),
+        metrics.clone(),
     ));
     let runner = Runner {
         members: Members::new(
@@ -247,6 +248,7 @@ impl Runner {
         let frame = Batch {
             full: false,
             impaired: own.impaired,
+            made_us: stream::stamp(),
             verdicts: batch
                 .into_iter()
                 .map(|(k, h)| (k, stream::letter(h)))
@@ -296,6 +298,7 @@ fn full_state(own: &Own) -> Batch {
     Batch {
         full: true,
         impaired: own.impaired,
+        made_us: stream::stamp(),
         verdicts: own
             .verdicts
             .iter()
@@ -372,14 +375,20 @@ async fn take_streams(
     ring: String,
     secret: Arc<[u8]>,
     tracker: Addr<HealthTracker>,
+    metrics: Arc<Metrics>,
 ) {
     loop {
         let Ok((socket, from)) = listener.accept().await else {
             continue;
         };
-        let (ring, secret, tracker) = (ring.clone(), secret.clone(), tracker.clone());
+        let (ring, secret, tracker, metrics) = (
+            ring.clone(),
+            secret.clone(),
+            tracker.clone(),
+            metrics.clone(),
+        );
         tokio::spawn(async move {
-            if let Err(e) = take_one(socket, &ring, &secret, &tracker).await {
+            if let Err(e) = take_one(socket, &ring, &secret, &tracker, &metrics).await {
                 warn!(%from, "ring: a verdict stream ended: {e}");
             }
         });
@@ -391,6 +400,7 @@ async fn take_one(
     ring: &str,
     secret: &[u8],
     tracker: &Addr<HealthTracker>,
+    metrics: &Metrics,
 ) -> Result<(), StreamError> {
     let nonce = stream::nonce();
     stream::write_frame(
@@ -418,6 +428,9 @@ async fn take_one(
             }
             Err(e) => return Err(e),
         };
+        if let Some(age) = stream::age(batch.made_us) {
+            metrics.ring.stream_lag.observe(age.as_secs_f64());
+        }
         let impaired = batch.impaired;
         tracker.do_send(PeerVerdicts {
             from: hello.identity.clone(),

@@ -60,6 +60,10 @@ pub struct Hello {
 pub struct Batch {
     pub full: bool,
     pub impaired: bool,
+    /// When the sender made the batch, microseconds since the Unix epoch: the taker's
+    /// `ring_stream_lag_seconds`. 0 from a sender that does not stamp its batches.
+    #[serde(default)]
+    pub made_us: u64,
     /// Target key and verdict: `u` up, `d` down, `?` no verdict (stopped probing it).
     pub verdicts: Vec<(String, char)>,
 }
@@ -80,6 +84,18 @@ pub fn health(letter: char) -> Health {
         'd' => Health::Down,
         _ => Health::Unknown,
     }
+}
+
+/// Now, in microseconds since the Unix epoch: a batch's [`Batch::made_us`].
+pub fn stamp() -> u64 {
+    crate::clock::since_epoch(std::time::SystemTime::now()).as_micros() as u64
+}
+
+/// How long ago, by this host's clock, a batch stamped `made_us` was made: `None` for an
+/// unstamped batch. Hosts' clocks differ by their NTP error, so a negative age (the
+/// sender's clock ahead) counts as zero.
+pub fn age(made_us: u64) -> Option<Duration> {
+    (made_us != 0).then(|| Duration::from_micros(stamp().saturating_sub(made_us)))
 }
 
 /// The proof a member sends for `nonce`.
@@ -170,18 +186,32 @@ mod tests {
         assert!(!verify(b"s3cret", "ho", &n, &renamed));
     }
 
+    #[test]
+    fn a_batch_from_a_sender_that_does_not_stamp_has_no_age() {
+        let old: Batch = serde_json::from_str(r#"{"full":false,"impaired":false,"verdicts":[]}"#)
+            .expect("a batch without made_us still parses");
+        assert_eq!(age(old.made_us), None);
+        assert_eq!(
+            age(stamp() + 5_000_000),
+            Some(Duration::ZERO),
+            "clock ahead"
+        );
+    }
+
     #[tokio::test]
     async fn frames_cross_a_socket_and_oversized_ones_are_refused() {
         let (mut a, mut b) = tokio::io::duplex(1 << 16);
         let batch = Batch {
             full: true,
             impaired: false,
+            made_us: stamp(),
             verdicts: vec![("tcp://10.0.0.1:80".into(), letter(Health::Down))],
         };
         write_frame(&mut a, &batch).await.unwrap();
         let got: Batch = read_frame(&mut b).await.unwrap();
         assert_eq!(got, batch);
         assert_eq!(health(got.verdicts[0].1), Health::Down);
+        assert!(age(got.made_us).expect("stamped") < Duration::from_secs(60));
         a.write_u32(MAX_FRAME + 1).await.unwrap();
         assert!(matches!(
             read_frame::<Batch>(&mut b).await,

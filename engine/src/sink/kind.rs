@@ -196,6 +196,15 @@ pub fn plain_lists_only(policy: ho_config::RoutingPolicy) -> Result<(), &'static
     }
 }
 
+/// `takes_cnames` of a kind whose back end holds one CNAME per name, written from
+/// `TenantSnapshot::cname` (the first healthy host by priority): `all` and `failover`; a
+/// per-query pick (`weighted`, `geo`) is the embedded server's.
+pub fn one_cname_per_name(policy: ho_config::RoutingPolicy) -> Result<(), &'static str> {
+    plain_lists_only(policy).map_err(|_| {
+        " (a CNAME rrset names one host; a dns_server sink picks one per query by the policy)"
+    })
+}
+
 /// Deadline of one back-end request when a sink does not set `timeout`.
 pub fn default_timeout() -> std::time::Duration {
     std::time::Duration::from_secs(5)

@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use ho_engine::sink::kind::{
-    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
+    check_timeout, default_timeout, one_cname_per_name, BuildContext, KindFuture, Problems,
+    SinkSettings,
 };
 
 /// Cloudflare DNS records (API v4), with an ownership TXT record per managed name.
@@ -133,6 +134,12 @@ impl SinkSettings for CloudflareConfig {
 impl SinkSpec for CloudflareConfig {
     fn holds_reports(&self) -> bool {
         true
+    }
+
+    /// One CNAME per name to the first healthy host (`TenantSnapshot::cname`), the apex
+    /// included: Cloudflare flattens a CNAME there into the target's addresses.
+    fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        one_cname_per_name(policy)
     }
 
     /// The sink writes every waiting tenant in one round and paces its API requests itself

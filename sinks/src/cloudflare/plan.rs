@@ -1,7 +1,10 @@
 //! What one write of a tenant changes in a Cloudflare zone, decided from a listing: for each
 //! of its names, the ownership mark first (a name is ours only with our TXT mark at
 //! `_health-orchestrator.<name>`; one without it holding records, or with another owner's
-//! mark, is left alone and reported), then the A and AAAA records that differ.
+//! mark, is left alone and reported), then the A, AAAA and CNAME records that differ. An
+//! `answer = "cname"` tenant's names, the zone's apex included, hold one CNAME to the first
+//! healthy host (`TenantSnapshot::cname`): Cloudflare flattens a CNAME at the apex into the
+//! target's addresses (RFC 1912 2.4 forbids a CNAME there; Cloudflare answers A/AAAA).
 
 use std::net::IpAddr;
 
@@ -46,14 +49,53 @@ pub fn for_tenant(zone: &[DnsRecord], snapshot: &TenantSnapshot, owner: &str) ->
                 proxied: false,
             });
         }
+        let cname = snapshot.cname();
+        cname_changes(&mut planned.batch, at("CNAME", name), name, ttl, cname);
         for (rtype, v6) in [("A", false), ("AAAA", true)] {
             let wanted = snapshot.addresses.iter().map(|a| a.address);
-            let wanted: Vec<IpAddr> = wanted.filter(|a| a.is_ipv6() == v6).collect();
+            let wanted: Vec<IpAddr> = wanted
+                .filter(|a| a.is_ipv6() == v6 && cname.is_none())
+                .collect();
             let records = at(rtype, name);
             address_changes(&mut planned.batch, records, rtype, name, ttl, wanted);
         }
     }
     planned
+}
+
+/// Into `batch`: the delete of a CNAME at `name` that does not point at `host` with `ttl`,
+/// and the post of that CNAME when none does. A batch deletes before it posts, so the
+/// addresses a CNAME replaces go in the same batch (Cloudflare refuses a CNAME beside them,
+/// 81053).
+fn cname_changes<'a>(
+    batch: &mut Batch,
+    records: impl Iterator<Item = &'a DnsRecord>,
+    name: &str,
+    ttl: u32,
+    host: Option<&str>,
+) {
+    let mut held = false;
+    for record in records {
+        let same = host.is_some_and(|h| {
+            record.ttl == ttl && record.content.trim_end_matches('.').eq_ignore_ascii_case(h)
+        });
+        if same && !held {
+            held = true;
+        } else {
+            batch.deletes.push(Id {
+                id: record.id.clone(),
+            });
+        }
+    }
+    if let Some(host) = host.filter(|_| !held) {
+        batch.posts.push(NewRecord {
+            rtype: "CNAME",
+            name: name.to_owned(),
+            content: host.to_owned(),
+            ttl,
+            proxied: false,
+        });
+    }
 }
 
 /// Into `batch`: deletes of the `rtype` records at `name` that are not `wanted` at `ttl`,
@@ -184,5 +226,59 @@ mod tests {
         assert!(p.batch.is_empty());
         let theirs = for_tenant(&[mark], &snapshot(&["192.0.2.9"]), "us-1");
         assert_eq!(theirs.foreign, ["api.example.com"], "another owner's mark");
+    }
+
+    #[test]
+    fn a_cname_replaces_addresses_in_one_batch_and_moves_with_the_host() {
+        let mark = record(
+            "m",
+            "TXT",
+            "_health-orchestrator.api.example.com",
+            "\"heritage=health-orchestrator,owner=eu-1\"",
+            300,
+        );
+        let cname_to = |host: &str| {
+            let mut s = snapshot(&[]);
+            s.answer = ho_engine::snapshot::Answer::Cname;
+            s.addresses = vec![PublishedAddress::of_host(
+                host,
+                "192.0.2.1".parse().unwrap(),
+                0,
+                1,
+            )];
+            s
+        };
+        let zone = [
+            mark.clone(),
+            record("1", "A", "api.example.com", "192.0.2.1", 60),
+        ];
+        let p = for_tenant(&zone, &cname_to("lb-east.example.net"), "eu-1");
+        let deletes: Vec<&str> = p.batch.deletes.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(deletes, ["1"], "the address gives way");
+        let posts: Vec<(&str, &str)> = p
+            .batch
+            .posts
+            .iter()
+            .map(|r| (r.rtype, r.content.as_str()))
+            .collect();
+        assert_eq!(posts, [("CNAME", "lb-east.example.net")]);
+
+        let now = [
+            mark.clone(),
+            record("2", "CNAME", "api.example.com", "lb-east.example.net", 60),
+        ];
+        assert!(for_tenant(&now, &cname_to("lb-east.example.net"), "eu-1")
+            .batch
+            .is_empty());
+        let moved = for_tenant(&now, &cname_to("lb-west.example.net"), "eu-1");
+        assert_eq!(moved.batch.deletes.len(), 1);
+        assert_eq!(moved.batch.posts[0].content, "lb-west.example.net");
+        let back = for_tenant(&now, &snapshot(&["192.0.2.1"]), "eu-1");
+        assert_eq!(
+            back.batch.deletes.len(),
+            1,
+            "addresses again: the CNAME goes"
+        );
+        assert_eq!(back.batch.posts[0].rtype, "A");
     }
 }

@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use ho_engine::sink::kind::{
-    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
+    check_timeout, default_timeout, one_cname_per_name, BuildContext, KindFuture, Problems,
+    SinkSettings,
 };
 
 /// The PowerDNS Authoritative HTTP API: one rrset per domain and address family.
@@ -116,12 +117,7 @@ impl SinkSpec for PowerDnsConfig {
     /// A CNAME rrset holds one host: the first of the tenant's (`TenantSnapshot::cname`).
     /// A per-client CNAME would need a `LUA CNAME` record, not written yet.
     fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
-        match policy {
-            RoutingPolicy::All | RoutingPolicy::Failover => Ok(()),
-            RoutingPolicy::Weighted | RoutingPolicy::Geo => Err(
-                " (a CNAME rrset names one host; a dns_server sink picks one per query by the policy)",
-            ),
-        }
+        one_cname_per_name(policy)
     }
 
     /// Every domain must be inside the zone.

@@ -39,7 +39,7 @@ pub struct TenantChanges {
 /// Decides the changes for one tenant's `desired` names in `zone`.
 ///
 /// A name is ours only with our ownership record `_health-orchestrator.<name>` TXT. A name
-/// with A/AAAA records but no ownership record, or another owner's, is never touched, even
+/// with A/AAAA/CNAME records but no ownership record, or another owner's, is never touched, even
 /// when the tenant wants it. A free name is claimed with the ownership record in the same
 /// batch as its first records.
 pub fn for_tenant(
@@ -64,7 +64,7 @@ pub fn for_tenant(
         let managed: Vec<usize> = at(name)
             .iter()
             .copied()
-            .filter(|&i| matches!(zone[i].rtype.as_str(), "A" | "AAAA"))
+            .filter(|&i| matches!(zone[i].rtype.as_str(), "A" | "AAAA" | "CNAME"))
             .collect();
         let owner_name = format!("{OWNER_PREFIX}{name}");
         let owners: Vec<&str> = at(&owner_name)
@@ -76,7 +76,7 @@ pub fn for_tenant(
         match owners.as_slice() {
             [] if !managed.is_empty() => {
                 out.refused.push(format!(
-                    "{name} has A/AAAA records without an ownership record ({owner_name} TXT); left alone"
+                    "{name} has A/AAAA/CNAME records without an ownership record ({owner_name} TXT); left alone"
                 ));
                 continue;
             }
@@ -315,7 +315,7 @@ mod tests {
         assert!(c.groups.is_empty());
         assert_eq!(
             c.refused,
-            vec!["w. has A/AAAA records without an ownership record (_health-orchestrator.w. TXT); left alone"]
+            vec!["w. has A/AAAA/CNAME records without an ownership record (_health-orchestrator.w. TXT); left alone"]
         );
         let emptied = for_tenant(&zone, &want("w.", vec![]), "me");
         assert!(emptied.groups.is_empty());

@@ -9,7 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use ho_engine::sink::kind::{
-    check_timeout, default_timeout, BuildContext, KindFuture, Problems, SinkSettings,
+    check_timeout, default_timeout, one_cname_per_name, BuildContext, KindFuture, Problems,
+    SinkSettings,
 };
 
 /// AWS Route53 record sets, with an ownership TXT record per managed name.
@@ -118,6 +119,12 @@ impl SinkSpec for Route53Config {
 
     fn holds_reports(&self) -> bool {
         true
+    }
+
+    /// A name below the zone's apex holds one CNAME record set to the first healthy host
+    /// (`TenantSnapshot::cname`); the apex, which cannot hold a CNAME, holds its addresses.
+    fn takes_cnames(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
+        one_cname_per_name(policy)
     }
 
     /// The sink writes every waiting tenant in one round and paces its API requests itself

@@ -203,7 +203,7 @@ impl Writer {
         let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
         let tenants: Vec<&String> = round.keys().collect();
         for (t, tenant) in tenants.iter().enumerate() {
-            let want = records::desired(&round[*tenant], self.style);
+            let want = records::desired(&round[*tenant], self.style, &self.zone);
             let planned = changes::for_tenant(&zone, &want, &self.owner_id);
             let result = if !planned.refused.is_empty() {
                 Err(SinkError::permanent(planned.refused.join("; ")))

@@ -80,7 +80,7 @@ impl Location {
 pub struct RecordSet {
     /// Fully qualified, lower case, with the trailing dot.
     pub name: String,
-    /// `A`, `AAAA` or `TXT`.
+    /// `A`, `AAAA`, `CNAME` or `TXT`.
     pub rtype: String,
     /// Set identifier of routed record sets.
     pub set_id: Option<String>,
@@ -110,12 +110,33 @@ pub fn owner_record(name: &str, owner_id: &str) -> RecordSet {
 
 /// The record sets the tenant wants at each of its names (fully qualified), with the
 /// weighted names of a `geo` tenant's locations; a name mapping to an empty list must hold
-/// no A/AAAA record sets (a location's weighted name no longer used).
-pub fn desired(snapshot: &TenantSnapshot, style: RecordStyle) -> BTreeMap<String, Vec<RecordSet>> {
+/// no A/AAAA/CNAME record sets (a location's weighted name no longer used). An
+/// `answer = "cname"` tenant's names below the zone's `apex` hold one CNAME to the first
+/// healthy host (`TenantSnapshot::cname`); the apex holds the addresses. `apex`: the
+/// zone's name, with or without its trailing dot.
+pub fn desired(
+    snapshot: &TenantSnapshot,
+    style: RecordStyle,
+    apex: &str,
+) -> BTreeMap<String, Vec<RecordSet>> {
     let ttl = i64::try_from(snapshot.ttl.as_secs().max(1)).unwrap_or(i64::MAX);
     let mut out: BTreeMap<String, Vec<RecordSet>> = BTreeMap::new();
     for domain in &snapshot.domains {
         let name = format!("{}.", domain.trim_end_matches('.'));
+        let at_apex = name.eq_ignore_ascii_case(&format!("{}.", apex.trim_end_matches('.')));
+        if let Some(host) = snapshot.cname().filter(|_| !at_apex) {
+            let cname = RecordSet {
+                name: name.clone(),
+                rtype: "CNAME".into(),
+                set_id: None,
+                routing: Routing::Simple,
+                ttl,
+                values: vec![format!("{host}.")],
+                alias: None,
+            };
+            out.insert(name, vec![cname]);
+            continue;
+        }
         if snapshot.policy == RoutingPolicy::Geo {
             let locations = snapshot
                 .geos
@@ -286,7 +307,11 @@ mod tests {
 
     #[test]
     fn simple_style_puts_each_family_in_one_set() {
-        let d = desired(&snapshot(RoutingPolicy::All, TWO), RecordStyle::Simple);
+        let d = desired(
+            &snapshot(RoutingPolicy::All, TWO),
+            RecordStyle::Simple,
+            "example.org",
+        );
         assert_eq!(
             summary(&d["api.example.org."]),
             vec![
@@ -301,6 +326,7 @@ mod tests {
         let d = desired(
             &snapshot(RoutingPolicy::Failover, TWO),
             RecordStyle::Multivalue,
+            "example.org",
         );
         assert_eq!(
             summary(&d["api.example.org."]),
@@ -314,7 +340,11 @@ mod tests {
 
     #[test]
     fn weighted_sets_carry_the_weights() {
-        let d = desired(&snapshot(RoutingPolicy::Weighted, TWO), RecordStyle::Simple);
+        let d = desired(
+            &snapshot(RoutingPolicy::Weighted, TWO),
+            RecordStyle::Simple,
+            "example.org",
+        );
         assert_eq!(
             summary(&d["api.example.org."])[..2],
             [
@@ -329,7 +359,7 @@ mod tests {
         let mut s = snapshot(RoutingPolicy::Geo, &TWO[..2]);
         s.geos = vec!["DE".into(), "GB".into(), "IE".into()];
         s.addresses.retain(|a| a.address.to_string() != "10.0.0.1");
-        let d = desired(&s, RecordStyle::Simple);
+        let d = desired(&s, RecordStyle::Simple, "example.org");
         assert_eq!(
             summary(&d["api.example.org."]),
             vec![
@@ -344,7 +374,11 @@ mod tests {
 
     #[test]
     fn geo_sets_per_location_and_a_default_of_the_default_geo() {
-        let d = desired(&snapshot(RoutingPolicy::Geo, TWO), RecordStyle::Simple);
+        let d = desired(
+            &snapshot(RoutingPolicy::Geo, TWO),
+            RecordStyle::Simple,
+            "example.org",
+        );
         let sets = &d["api.example.org."];
         assert_eq!(
             summary(sets),
@@ -372,7 +406,7 @@ mod tests {
             ],
         );
         s.geos = vec!["DE".into(), "IE".into()];
-        let d = desired(&s, RecordStyle::Simple);
+        let d = desired(&s, RecordStyle::Simple, "example.org");
         let at_name: Vec<(Option<&str>, Option<&str>)> = d["api.example.org."]
             .iter()
             .map(|r| (r.set_id.as_deref(), r.alias.as_deref()))
@@ -418,7 +452,7 @@ mod tests {
                 ("gw-2", "10.0.0.2", 1, "IE"),
             ],
         );
-        let d = desired(&s, RecordStyle::Simple);
+        let d = desired(&s, RecordStyle::Simple, "example.org");
         assert_eq!(
             summary(&d["api.example.org."])[0],
             "A GEO-EU Geo(Continent(\"EU\")) [\"10.0.0.1\"] 30"
@@ -430,13 +464,18 @@ mod tests {
         let d = desired(
             &snapshot(RoutingPolicy::Geo, &[("gw-2", "10.0.0.2", 1, "DE")]),
             RecordStyle::Simple,
+            "example.org",
         );
         assert_eq!(d["api.example.org."][1].values, vec!["10.0.0.2"]);
     }
 
     #[test]
     fn no_address_means_no_sets() {
-        let d = desired(&snapshot(RoutingPolicy::All, &[]), RecordStyle::Multivalue);
+        let d = desired(
+            &snapshot(RoutingPolicy::All, &[]),
+            RecordStyle::Multivalue,
+            "example.org",
+        );
         assert!(d["api.example.org."].is_empty());
     }
 
@@ -448,5 +487,44 @@ mod tests {
             ho_engine::sink::ownership::owner_in(&r.values[0]),
             Some("eu-1")
         );
+    }
+
+    #[test]
+    fn a_cname_tenant_holds_one_cname_below_the_apex_and_addresses_at_it() {
+        let s = TenantSnapshot {
+            answer: ho_engine::snapshot::Answer::Cname,
+            ..TenantSnapshot::healthy(
+                "t",
+                &["api.example.org", "example.org"],
+                RoutingPolicy::Failover,
+                vec![
+                    PublishedAddress::of_host(
+                        "b.elb.example.net",
+                        "10.0.0.2".parse().unwrap(),
+                        0,
+                        1,
+                    ),
+                    PublishedAddress::of_host(
+                        "a.elb.example.net",
+                        "10.0.0.1".parse().unwrap(),
+                        0,
+                        1,
+                    ),
+                    PublishedAddress::of_host(
+                        "a.elb.example.net",
+                        "2001:db8::1".parse().unwrap(),
+                        0,
+                        1,
+                    ),
+                ],
+            )
+        };
+        let d = desired(&s, RecordStyle::Simple, "example.org.");
+        assert_eq!(
+            summary(&d["api.example.org."]),
+            vec!["CNAME - Simple [\"a.elb.example.net.\"] 30"],
+            "the first host by name within the tier, alone at the name"
+        );
+        assert_eq!(d["example.org."].len(), 2, "the apex: A and AAAA");
     }
 }

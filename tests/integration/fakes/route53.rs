@@ -113,7 +113,7 @@ impl Moto {
             .record_sets(zone)
             .await
             .iter()
-            .filter(|r| matches!(r.r#type().as_str(), "A" | "AAAA" | "TXT"))
+            .filter(|r| matches!(r.r#type().as_str(), "A" | "AAAA" | "CNAME" | "TXT"))
             .map(describe)
             .collect();
         lines.sort();

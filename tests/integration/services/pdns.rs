@@ -219,6 +219,17 @@ impl PdnsServer {
         assert_eq!(code, 204, "{answer}");
     }
 
+    /// Points `name` (in `zone`, both without the trailing dot) at one address, TTL 1 s: a
+    /// cloud's DNS answering for its load balancer's name.
+    pub fn point(&self, zone: &str, name: &str, address: &str) {
+        self.patch_zone(
+            &format!("{zone}."),
+            &format!(
+                "{{\"rrsets\": [{{\"name\": \"{name}.\", \"type\": \"A\", \"ttl\": 1, \"changetype\": \"REPLACE\", \"records\": [{{\"content\": \"{address}\", \"disabled\": false}}]}}]}}"
+            ),
+        );
+    }
+
     /// Asks the server through DNS: the sorted answers of `name` `rtype`.
     pub async fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
         self.dig_with(name, rtype, None).await
