@@ -55,6 +55,10 @@ pub enum Event {
         mode: &'static str,
         /// The published addresses.
         addresses: Vec<IpAddr>,
+        /// `answer = "cname"`: the published host names with their addresses, in the order a
+        /// sink holding one CNAME per name takes the first of (empty otherwise).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        hosts: Vec<HostAddresses>,
     },
     /// A sink wrote (or failed to write) a tenant.
     SinkWrite {
@@ -98,6 +102,9 @@ pub enum Event {
         stale: bool,
         /// What the server answered.
         served: Vec<IpAddr>,
+        /// The CNAME the server answered, when it answered one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        served_host: Option<String>,
         /// What was decided.
         intended: Vec<IpAddr>,
     },
@@ -144,10 +151,21 @@ impl Event {
     /// What it costs to keep: its addresses (a publish may carry thousands), at least 1.
     fn weight(&self) -> usize {
         match self {
-            Event::Publish { addresses, .. } => addresses.len().max(1),
+            Event::Publish {
+                addresses, hosts, ..
+            } => (addresses.len() + hosts.len()).max(1),
             _ => 1,
         }
     }
+}
+
+/// A published host name (`answer = "cname"`) and the addresses it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostAddresses {
+    /// The host name, lower case, without the trailing dot.
+    pub host: String,
+    /// Its published addresses.
+    pub addresses: Vec<IpAddr>,
 }
 
 /// Most events kept for late listeners (the page's timeline on load).

@@ -222,6 +222,26 @@ impl TenantSnapshot {
         hosts
     }
 
+    /// Every published host with all its published addresses, in [`Self::hosts`]' order.
+    pub fn host_addresses(&self) -> Vec<crate::events::HostAddresses> {
+        self.hosts()
+            .into_iter()
+            .filter_map(|first| {
+                let host = first.endpoint.host.as_deref()?;
+                let addresses = self
+                    .addresses
+                    .iter()
+                    .filter(|a| a.endpoint.host.as_deref() == Some(host))
+                    .map(|a| a.address)
+                    .collect();
+                Some(crate::events::HostAddresses {
+                    host: host.to_owned(),
+                    addresses,
+                })
+            })
+            .collect()
+    }
+
     /// The one host name a sink holding one CNAME per name publishes (the first of
     /// [`Self::hosts`]); `None` for an address tenant, or when nothing is published.
     pub fn cname(&self) -> Option<&str> {

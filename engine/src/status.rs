@@ -426,6 +426,9 @@ pub struct StaleName {
     pub tenant: String,
     /// What the server answered.
     pub served: Vec<IpAddr>,
+    /// The CNAME the server answered, when it answered one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_host: Option<String>,
     /// What was decided.
     pub intended: Vec<IpAddr>,
     /// Since when it differs.

@@ -3,7 +3,8 @@
 //! names), publishes a CNAME to the healthy one, through the embedded server (queried with
 //! `dig`) and through PowerDNS (the same server's second zone, read back through DNS); the
 //! zone's apex answers the addresses. The probes judge the addresses the names resolve to,
-//! and failover moves the CNAME.
+//! and failover moves the CNAME. The answer canary follows the CNAME: one edited by hand to
+//! a host the tenant does not publish now is reported stale.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -41,22 +42,35 @@ pub(crate) fn lb_endpoints(pdns: &PdnsServer) -> String {
 }
 
 fn config(pdns: &PdnsServer, listen: SocketAddr) -> String {
+    config_with(pdns, listen, "1s", "")
+}
+
+/// [`config`] with PowerDNS reconciled every `reconcile`, and `canary` (a TOML table's
+/// inner text, with `{pdns}` standing for PowerDNS's DNS port) on both sinks when given.
+fn config_with(pdns: &PdnsServer, listen: SocketAddr, reconcile: &str, canary: &str) -> String {
+    let canary_of = |address: Option<String>| match (canary.is_empty(), address) {
+        (true, _) => String::new(),
+        (false, None) => format!("canary = {{ {canary} }}\n"),
+        (false, Some(a)) => format!("canary = {{ address = \"{a}\", {canary} }}\n"),
+    };
     TestConfig::defaults(&Check::FAST)
         .with(&lb_endpoints(pdns))
         .with(&format!(
             "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\nanswer = \"cname\"\n\
              sinks = [\"dns\", \"pdns\"]\nttl = \"5s\"\n\n\
-             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"{ZONE}\"]\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{listen}\"]\nzones = [\"{ZONE}\"]\n{dns_canary}\n\
              [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {key:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
-             delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n",
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"{reconcile}\" }}\n{pdns_canary}",
             url = pdns.url(),
             key = pdns.key_file().display().to_string(),
+            dns_canary = canary_of(None),
+            pdns_canary = canary_of(Some(format!("{}:{DNS_PORT}", pdns.ip))),
         ))
         .render()
 }
 
-#[actix_rt::test]
-async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
+/// PowerDNS with the tenant's zone beside the load balancers' one.
+fn pdns_with_zone() -> PdnsServer {
     let pdns = PdnsServer::start(&format!("{LB_ZONE}."));
     let (code, body) = pdns.api(
         "POST",
@@ -64,6 +78,12 @@ async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
         &format!(r#"{{"name":"{ZONE}.","kind":"Native","nameservers":["ns1.{ZONE}."]}}"#),
     );
     assert_eq!(code, 201, "creating zone {ZONE}: {body}");
+    pdns
+}
+
+#[actix_rt::test]
+async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
+    let pdns = pdns_with_zone();
     let (mut east, west) = (gateway(), gateway());
     pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
     pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
@@ -108,4 +128,80 @@ async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
     wait_for_answer(server, &format!("api.{ZONE}"), &cname("east")).await;
     pdns.wait_for_answer(&format!("api.{ZONE}"), "CNAME", &cname("east"))
         .await;
+}
+
+/// The canary asks both back ends for the CNAME tenant's names: as decided, then PowerDNS's
+/// CNAME edited by hand to the standby balancer (a host the tenant does not publish while
+/// the preferred one is up) is reported stale with the host it serves, while the embedded
+/// server stays as decided; failing the preferred balancer over makes the edit the decision,
+/// and the report is withdrawn.
+#[actix_rt::test]
+async fn the_canary_follows_a_cname_and_reports_one_edited_by_hand() {
+    let pdns = pdns_with_zone();
+    let (mut east, west) = (gateway(), gateway());
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let dir = tempfile::tempdir().unwrap();
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let text = config_with(&pdns, server, "1h", "every = \"200ms\", grace = \"1s\"");
+    let engine = start_engine(dir.path(), &text).await;
+    let api = serve_api(&engine, None, None).await;
+    let api_name = format!("api.{ZONE}");
+    let cname = |lb: &str| vec![format!("lb-{lb}.{LB_ZONE}.")];
+    pdns.wait_for_answer(&api_name, "CNAME", &cname("east"))
+        .await;
+    for sink in ["dns", "pdns"] {
+        eventually_async(
+            &format!("{sink}: the canary sees the decision served"),
+            async || matched(api, sink).await >= 4.0,
+        )
+        .await;
+        assert!(stale(api, sink).await.is_empty(), "{sink}: nothing stale");
+    }
+
+    pdns.patch_zone(
+        &format!("{ZONE}."),
+        &format!(
+            "{{\"rrsets\": [{{\"name\": \"{api_name}.\", \"type\": \"CNAME\", \"ttl\": 5, \"changetype\": \"REPLACE\", \"records\": [{{\"content\": \"lb-west.{LB_ZONE}.\", \"disabled\": false}}]}}]}}"
+        ),
+    );
+    eventually_async("the hand edit reported stale", async || {
+        stale(api, "pdns").await == [(api_name.clone(), Some(format!("lb-west.{LB_ZONE}")))]
+    })
+    .await;
+    assert!(
+        stale(api, "dns").await.is_empty(),
+        "the embedded server is as decided"
+    );
+
+    east.set(Behaviour::Refuse).unwrap();
+    eventually_async("west is the decision: nothing stale", async || {
+        stale(api, "pdns").await.is_empty()
+    })
+    .await;
+}
+
+/// `/status`'s stale names of sink `sink`'s canary, with the CNAME each serves.
+async fn stale(api: SocketAddr, sink: &str) -> Vec<(String, Option<String>)> {
+    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
+    status["canaries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["sink"] == sink)
+        .flat_map(|c| c["stale"].as_array().cloned().unwrap_or_default())
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["served_host"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// The canary's questions to `sink` answered as decided so far.
+async fn matched(api: SocketAddr, sink: &str) -> f64 {
+    let sample =
+        format!("health_orchestrator_canary_queries_total{{sink=\"{sink}\",result=\"match\"}}");
+    metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
 }

@@ -30,6 +30,16 @@ pub enum AskError {
     Rcode(String),
 }
 
+/// One answer as the canary reads it.
+#[derive(Debug, Default)]
+pub struct Answered {
+    /// Its addresses, sorted (a server that follows a CNAME in its own zones adds the
+    /// target's).
+    pub addresses: Vec<IpAddr>,
+    /// The CNAME at the name asked (its target, lower case, no trailing dot).
+    pub cname: Option<String>,
+}
+
 /// Asks one server, over one UDP socket kept for every question (opened again after an
 /// error); late answers to an earlier question are told apart by their id.
 pub struct Asker {
@@ -46,19 +56,19 @@ impl Asker {
         }
     }
 
-    /// The addresses the server answers for `name` (`A` or `AAAA`); NXDOMAIN and NODATA
-    /// answer none.
-    pub async fn addresses(
+    /// What the server answers for `name` (`A` or `AAAA`): its addresses (NXDOMAIN and
+    /// NODATA answer none) and the CNAME at `name`, if there is one.
+    pub async fn answer(
         &mut self,
         name: &str,
         rtype: RecordType,
         deadline: Duration,
-    ) -> Result<Vec<IpAddr>, AskError> {
+    ) -> Result<Answered, AskError> {
         let qname = Name::from_str(&format!("{name}.")).map_err(|_| AskError::Name(name.into()))?;
         let id = fastrand::u16(..);
         let mut query = Message::query();
         query.metadata.id = id;
-        query.add_query(Query::query(qname, rtype));
+        query.add_query(Query::query(qname.clone(), rtype));
         let bytes = query
             .to_vec()
             .map_err(|e| AskError::Unreadable(e.to_string()))?;
@@ -74,7 +84,17 @@ impl Asker {
             ResponseCode::NoError | ResponseCode::NXDomain => {}
             other => return Err(AskError::Rcode(other.to_string())),
         }
-        let mut out: Vec<IpAddr> = answer
+        let cname = answer.answers.iter().find_map(|r| match &r.data {
+            RData::CNAME(target) if r.name == qname => Some(
+                target
+                    .0
+                    .to_ascii()
+                    .trim_end_matches('.')
+                    .to_ascii_lowercase(),
+            ),
+            _ => None,
+        });
+        let mut addresses: Vec<IpAddr> = answer
             .answers
             .iter()
             .filter_map(|r| match &r.data {
@@ -83,9 +103,9 @@ impl Asker {
                 _ => None,
             })
             .collect();
-        out.sort();
-        out.dedup();
-        Ok(out)
+        addresses.sort();
+        addresses.dedup();
+        Ok(Answered { addresses, cname })
     }
 
     async fn exchange(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {

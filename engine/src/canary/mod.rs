@@ -9,6 +9,11 @@
 //! tenant's names due at once and then re-asked quickly (20 ms, doubling) until they match,
 //! so the time from a decision to the served answer is measured to tens of milliseconds.
 //! It only ever asks the addresses in the config.
+//!
+//! An `answer = "cname"` tenant's name is served as decided when it answers a CNAME to a
+//! host the tenant publishes now, or (the apex, or a provider flattening a CNAME there)
+//! addresses of the decision; a CNAME to any other host is stale. What a resolver is handed
+//! through a CNAME is the addresses the host had when last published: the ledger's input.
 
 mod ask;
 mod watch;
@@ -34,6 +39,9 @@ pub struct Intended {
     pub seq: u64,
     /// The addresses, sorted.
     pub addresses: Arc<[IpAddr]>,
+    /// `answer = "cname"`: the host names a CNAME may point at now (lower case, no
+    /// trailing dot); empty otherwise.
+    pub hosts: Arc<[String]>,
     /// When it was decided (unix milliseconds).
     pub at: u64,
 }
@@ -58,6 +66,9 @@ pub struct Observation {
 pub(crate) struct Shared {
     /// Each tenant's latest decision.
     pub intended: Arc<Mutex<HashMap<String, Intended>>>,
+    /// Every host name ever published (`answer = "cname"`) with the addresses it had when
+    /// last published: what a CNAME served to it hands a resolver, the host down or not.
+    pub hosts: Arc<Mutex<HashMap<String, Arc<[IpAddr]>>>>,
     /// Bumped at each decision: the tasks look for tenants whose decision is new.
     pub decided: tokio_watch::Receiver<u64>,
     /// Each sink's canary as `/status` shows it.
@@ -92,9 +103,10 @@ pub fn start(
     mut plans: tokio_watch::Receiver<Arc<Plan>>,
 ) -> Board {
     let intended: Arc<Mutex<HashMap<String, Intended>>> = Arc::default();
+    let hosts: Arc<Mutex<HashMap<String, Arc<[IpAddr]>>>> = Arc::default();
     let (bump, decided) = tokio_watch::channel(0u64);
     let mut follow = events.follow();
-    let record = intended.clone();
+    let (record, known) = (intended.clone(), hosts.clone());
     let decisions = tokio::spawn(async move {
         while let Some(event) = follow.recv().await {
             if let Event::Publish {
@@ -102,14 +114,23 @@ pub fn start(
                 tenant,
                 seq,
                 addresses,
+                hosts,
                 ..
             } = &*event
             {
                 let mut sorted = addresses.clone();
                 sorted.sort();
+                let mut known = known.lock().expect("never poisoned");
+                for h in hosts {
+                    let mut addresses = h.addresses.clone();
+                    addresses.sort();
+                    known.insert(h.host.to_ascii_lowercase(), addresses.into());
+                }
+                drop(known);
                 let decision = Intended {
                     seq: *seq,
                     addresses: sorted.into(),
+                    hosts: hosts.iter().map(|h| h.host.to_ascii_lowercase()).collect(),
                     at: crate::clock::unix_millis(at.0),
                 };
                 record
@@ -123,6 +144,7 @@ pub fn start(
     let board = Board::default();
     let shared = Shared {
         intended,
+        hosts,
         decided,
         status: board.0.clone(),
         events: events.clone(),
@@ -183,7 +205,7 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
         let watched: Vec<Watched> = plan
             .tenants
             .iter()
-            .filter(|t| t.sinks.contains(sink) && t.answer == Answer::Addresses)
+            .filter(|t| t.sinks.contains(sink))
             .flat_map(|t| {
                 let v6 = t
                     .endpoints
@@ -193,11 +215,13 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
                     t.policy,
                     ho_config::RoutingPolicy::All | ho_config::RoutingPolicy::Failover
                 );
+                let cname = t.answer == Answer::Cname;
                 t.domains.iter().map(move |name| Watched {
                     tenant: t.name.clone(),
                     name: name.clone(),
                     v6,
                     exact,
+                    cname,
                 })
             })
             .collect();

@@ -30,6 +30,17 @@ pub struct Watched {
     /// The whole set is answered (`all`, `failover`); else (`weighted`, `geo`) an answer is
     /// a non-empty part of it.
     pub exact: bool,
+    /// `answer = "cname"`: a CNAME to a host the tenant publishes now is as decided.
+    pub cname: bool,
+}
+
+/// What a name is served, as the canary compares it.
+#[derive(Debug, Clone)]
+struct Served {
+    /// The addresses in the answer, sorted.
+    addresses: Arc<[IpAddr]>,
+    /// The CNAME at the name, if it answered one.
+    host: Option<String>,
 }
 
 /// One sink's canary: where, how often, and its names.
@@ -180,19 +191,18 @@ impl SinkCanary {
             }
         };
         let now_ms = crate::clock::unix_millis(std::time::SystemTime::now());
-        let _ = shared.observations.send(Observation {
-            sink: self.sink.clone(),
-            tenant: w.tenant.clone(),
-            name: w.name.clone(),
-            addresses: served.clone(),
-            at: now_ms,
-        });
-        let matches = if w.exact {
-            *served == *intended.addresses
-        } else {
-            served.iter().all(|a| intended.addresses.contains(a))
-                && served.is_empty() == intended.addresses.is_empty()
-        };
+        let (matches, handed) = judge(w, &served, intended, shared);
+        // A CNAME to a host never published: what it resolves to is unknown here, so the
+        // ledger keeps what it knew; the stale report names the host.
+        if let Some(addresses) = handed {
+            let _ = shared.observations.send(Observation {
+                sink: self.sink.clone(),
+                tenant: w.tenant.clone(),
+                name: w.name.clone(),
+                addresses,
+                at: now_ms,
+            });
+        }
         self.count(shared, if matches { "match" } else { "differs" });
         self.status(shared, |s| s.queries += 1);
         if matches {
@@ -225,7 +235,7 @@ impl SinkCanary {
         w: &Watched,
         p: &mut Progress,
         intended: &Intended,
-        served: &Arc<[IpAddr]>,
+        served: &Served,
         now_ms: u64,
     ) {
         if p.matched != 0 && p.matched != intended.seq {
@@ -254,7 +264,7 @@ impl SinkCanary {
         shared: &Shared,
         w: &Watched,
         stale: bool,
-        served: &[IpAddr],
+        served: &Served,
         intended: &Intended,
         since: u64,
     ) {
@@ -268,7 +278,7 @@ impl SinkCanary {
             .clone();
         if stale {
             gauge.inc();
-            tracing::warn!(sink = %self.sink, name = %w.name, ?served, intended = ?intended.addresses, "the served answer differs from the decision past the sink's canary grace");
+            tracing::warn!(sink = %self.sink, name = %w.name, served = ?served.addresses, served_host = ?served.host, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
             gauge.dec();
         }
@@ -278,7 +288,8 @@ impl SinkCanary {
             tenant: w.tenant.clone(),
             name: w.name.clone(),
             stale,
-            served: served.to_vec(),
+            served: served.addresses.to_vec(),
+            served_host: served.host.clone(),
             intended: intended.addresses.to_vec(),
         });
         self.status(shared, |s| {
@@ -287,7 +298,8 @@ impl SinkCanary {
                 s.stale.push(StaleName {
                     name: w.name.clone(),
                     tenant: w.tenant.clone(),
-                    served: served.to_vec(),
+                    served: served.addresses.to_vec(),
+                    served_host: served.host.clone(),
                     intended: intended.addresses.to_vec(),
                     since: crate::clock::at_unix_millis(since),
                 });
@@ -313,16 +325,51 @@ impl SinkCanary {
     }
 }
 
-/// The addresses served for `name` (a wildcard asked through a name it covers).
-async fn ask(asker: &mut ask::Asker, name: &str, v6: bool) -> Result<Arc<[IpAddr]>, ask::AskError> {
+/// What is served for `name` (a wildcard asked through a name it covers).
+async fn ask(asker: &mut ask::Asker, name: &str, v6: bool) -> Result<Served, ask::AskError> {
     let qname = match name.strip_prefix("*.") {
         Some(parent) => format!("ho-canary.{parent}"),
         None => name.to_owned(),
     };
-    let mut served = asker.addresses(&qname, RecordType::A, DEADLINE).await?;
-    if v6 {
-        served.extend(asker.addresses(&qname, RecordType::AAAA, DEADLINE).await?);
+    let mut answered = asker.answer(&qname, RecordType::A, DEADLINE).await?;
+    if v6 && answered.cname.is_none() {
+        let more = asker.answer(&qname, RecordType::AAAA, DEADLINE).await?;
+        answered.addresses.extend(more.addresses);
+        answered.cname = more.cname;
     }
-    served.sort();
-    Ok(served.into())
+    answered.addresses.sort();
+    Ok(Served {
+        addresses: answered.addresses.into(),
+        host: answered.cname,
+    })
+}
+
+/// Whether `served` is as `intended`, and the addresses it hands a resolver (`None`: a
+/// CNAME to a host never published, whose addresses are unknown here).
+fn judge(
+    w: &Watched,
+    served: &Served,
+    intended: &Intended,
+    shared: &Shared,
+) -> (bool, Option<Arc<[IpAddr]>>) {
+    if let Some(host) = &served.host {
+        let current = w.cname && intended.hosts.iter().any(|h| h == host);
+        let known = shared
+            .hosts
+            .lock()
+            .expect("never poisoned")
+            .get(host)
+            .cloned();
+        return (current, known);
+    }
+    let addresses = &served.addresses;
+    let matches = if w.exact && !w.cname {
+        **addresses == *intended.addresses
+    } else {
+        // A part of the set (a per-query pick), or a CNAME tenant's apex: the picked hosts'
+        // addresses, or the target's as a flattening provider resolved them.
+        addresses.iter().all(|a| intended.addresses.contains(a))
+            && addresses.is_empty() == intended.addresses.is_empty()
+    };
+    (matches, Some(addresses.clone()))
 }

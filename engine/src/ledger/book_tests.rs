@@ -29,6 +29,7 @@ fn publish(seq: u64, addresses: &[IpAddr], at: u64) -> Event {
         seq,
         mode: "healthy",
         addresses: addresses.to_vec(),
+        hosts: Vec::new(),
     }
 }
 

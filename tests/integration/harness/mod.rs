@@ -42,6 +42,15 @@ pub async fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// [`eventually`] for a condition that must ask something (an API, a server).
+pub async fn eventually_async(what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    let start = tokio::time::Instant::now();
+    while !ready().await {
+        assert!(start.elapsed() < LIMIT, "waited {LIMIT:?} for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Asserts `holds` at every look (every 20 ms) for `window`: that something does not
 /// happen, checked all along rather than once at the end of a sleep.
 pub async fn holds_for(what: &str, window: Duration, mut holds: impl FnMut() -> bool) {

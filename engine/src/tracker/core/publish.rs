@@ -226,6 +226,7 @@ impl TrackerCore {
             seq: snapshot.seq,
             mode: snapshot.mode.as_str(),
             addresses: snapshot.addresses.iter().map(|a| a.address).collect(),
+            hosts: snapshot.host_addresses(),
         });
         fx.push(Effect::Publish {
             sinks: tenant.sinks.clone(),
