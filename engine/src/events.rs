@@ -58,7 +58,7 @@ pub enum Event {
         /// `answer = "cname"`: the published host names with their addresses, in the order a
         /// sink holding one CNAME per name takes the first of (empty otherwise).
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        hosts: Vec<HostAddresses>,
+        hosts: Vec<crate::snapshot::HostAddresses>,
     },
     /// A sink wrote (or failed to write) a tenant.
     SinkWrite {
@@ -157,15 +157,6 @@ impl Event {
             _ => 1,
         }
     }
-}
-
-/// A published host name (`answer = "cname"`) and the addresses it resolved to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostAddresses {
-    /// The host name, lower case, without the trailing dot.
-    pub host: String,
-    /// Its published addresses.
-    pub addresses: Vec<IpAddr>,
 }
 
 /// Most events kept for late listeners (the page's timeline on load).

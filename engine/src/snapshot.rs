@@ -223,7 +223,7 @@ impl TenantSnapshot {
     }
 
     /// Every published host with all its published addresses, in [`Self::hosts`]' order.
-    pub fn host_addresses(&self) -> Vec<crate::events::HostAddresses> {
+    pub fn host_addresses(&self) -> Vec<HostAddresses> {
         self.hosts()
             .into_iter()
             .filter_map(|first| {
@@ -234,7 +234,7 @@ impl TenantSnapshot {
                     .filter(|a| a.endpoint.host.as_deref() == Some(host))
                     .map(|a| a.address)
                     .collect();
-                Some(crate::events::HostAddresses {
+                Some(HostAddresses {
                     host: host.to_owned(),
                     addresses,
                 })
@@ -249,6 +249,15 @@ impl TenantSnapshot {
             .first()
             .and_then(|a| a.endpoint.host.as_deref())
     }
+}
+
+/// A published host name (`answer = "cname"`) and the addresses it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostAddresses {
+    /// The host name, lower case, without the trailing dot.
+    pub host: String,
+    /// Its published addresses.
+    pub addresses: Vec<IpAddr>,
 }
 
 /// Most changes carried by one snapshot; a mass event keeps the latest ones.

@@ -162,6 +162,10 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     let both = vec![ip(&g1), ip(&g2)];
     wait_for_answer(server, NAME, &both).await;
     pdns.wait_for_answer(NAME, "A", &both).await;
+    // The night starts once both canaries saw the first answer: until then the ledger
+    // holds what they saw before the first write (nothing).
+    wait_questions(api, "pdns", "match", 1.0).await;
+    wait_questions(api, "dns", "match", 1.0).await;
     let start = SystemTime::now();
 
     // 1. gw-1 fails: dead from the fault until the last back end drops it.
