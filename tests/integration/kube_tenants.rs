@@ -235,7 +235,7 @@ async fn resources_are_admitted_isolated_discovered_reported_and_cleaned_up() {
     let (_, _, message) = condition(&kube, "team-a", "bad", "Accepted").unwrap();
     assert_eq!(
         message,
-        "spec.endpoints[0].addresses[0]: \"gw.example\" is not an IP address (DNS failover publishes exactly what it probed)"
+        "spec.endpoints[0].addresses[0]: \"gw.example\" is not an IP address (a load balancer's host name goes under hosts)"
     );
     let (_, _, message) = condition(&kube, "team-a", "dup", "Accepted").unwrap();
     assert!(message.contains("DNSFailover team-a/api"), "{message}");

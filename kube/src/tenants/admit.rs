@@ -9,7 +9,6 @@
 //! and contributes nothing to the config.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
 use std::path::Path;
 
 use ho_config::model::{EndpointConfig, NamespaceAllowance, TenantConfig};
@@ -436,14 +435,14 @@ fn tenant_config(
         .map(|t| duration("degraded_ttl", t))
         .transpose()?;
     Ok(TenantConfig {
-        answer: ho_config::Answer::Addresses,
+        answer: spec.answer.unwrap_or_default(),
         name: name.to_owned(),
         hosts_key: None,
         domains: spec.domains.clone(),
         endpoints: EndpointSelection::Names(
             found
                 .iter()
-                .map(|f| endpoint_name(name, f.address))
+                .map(|f| endpoint_name(name, &f.address))
                 .collect(),
         ),
         selector: BTreeMap::new(),
@@ -468,7 +467,7 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
         .map(|f| {
             let source = &resource.spec.endpoints[f.source];
             EndpointConfig {
-                name: endpoint_name(tenant, f.address),
+                name: endpoint_name(tenant, &f.address),
                 address: f.address.to_string(),
                 labels: source.labels.clone(),
                 weight: source.weight,
@@ -487,8 +486,9 @@ fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Ve
         .collect()
 }
 
-pub(super) fn endpoint_name(tenant: &str, address: IpAddr) -> String {
-    let address = address.to_string().replace(':', "-");
+/// The endpoint a resource's `target` (an address or a host name) becomes.
+pub(super) fn endpoint_name(tenant: &str, target: &impl std::fmt::Display) -> String {
+    let address = target.to_string().replace(':', "-");
     bounded_name(&format!("{tenant}_{address}"))
 }
 

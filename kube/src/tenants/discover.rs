@@ -125,10 +125,26 @@ pub fn node_matches(node: &Node, selector: &BTreeMap<String, String>) -> bool {
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
-/// One discovered address and the source (index in `spec.endpoints`) that found it.
+/// What one endpoint probes: an address, or a host name resolved at each probe round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Target {
+    Address(IpAddr),
+    Host(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Address(a) => a.fmt(f),
+            Target::Host(h) => f.write_str(h),
+        }
+    }
+}
+
+/// One discovered target and the source (index in `spec.endpoints`) that found it.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Found {
-    pub(super) address: IpAddr,
+    pub(super) address: Target,
     pub(super) source: usize,
 }
 
@@ -161,9 +177,10 @@ fn source_addresses(
     namespace: &str,
     world: &dyn Lookup,
     missing: &mut Vec<String>,
-) -> Result<Vec<IpAddr>, String> {
+) -> Result<Vec<Target>, String> {
     let set = [
         !source.addresses.is_empty(),
+        !source.hosts.is_empty(),
         source.gateway.is_some(),
         source.ingress.is_some(),
         source.service.is_some(),
@@ -171,13 +188,21 @@ fn source_addresses(
     ];
     if set.iter().filter(|s| **s).count() != 1 {
         return Err(format!(
-            "spec.endpoints[{i}]: set exactly one of addresses, gateway, ingress, service or nodes"
+            "spec.endpoints[{i}]: set exactly one of addresses, hosts, gateway, ingress, service or nodes"
         ));
     }
     let mut none = |what: String| {
         missing.push(what);
         Vec::new()
     };
+    if !source.hosts.is_empty() {
+        // Checked as the config checks an endpoint's host name, where its path is told.
+        return Ok(source
+            .hosts
+            .iter()
+            .map(|h| Target::Host(h.trim_end_matches('.').to_ascii_lowercase()))
+            .collect());
+    }
     let addresses = if let Some(reference) = &source.gateway {
         let (gateway_ns, name) = reference.split_once('/').unwrap_or((namespace, reference));
         match world.gateway(gateway_ns, name) {
@@ -220,10 +245,10 @@ fn source_addresses(
         let mut parsed = Vec::new();
         for (j, a) in source.addresses.iter().enumerate() {
             parsed.push(a.parse().map_err(|_| {
-                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (DNS failover publishes exactly what it probed)")
+                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")
             })?);
         }
         parsed
     };
-    Ok(addresses)
+    Ok(addresses.into_iter().map(Target::Address).collect())
 }

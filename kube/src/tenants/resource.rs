@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use ho_config::{CheckOverrides, OnAllUnhealthy, RoutingPolicy, WeightRule};
+use ho_config::{Answer, CheckOverrides, OnAllUnhealthy, RoutingPolicy, WeightRule};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -58,6 +58,11 @@ pub struct DNSFailoverSpec {
     /// Routing policy applied to the healthy set (default `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RoutingPolicy>,
+    /// `addresses` (default) or `cname`: a CNAME to the host name (a `hosts` source's) of
+    /// the endpoint the policy picks, where the sinks hold CNAMEs; the zone's apex answers
+    /// addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
     /// What to publish when every endpoint is unhealthy (default `publish_all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_all_unhealthy: Option<OnAllUnhealthy>,
@@ -84,15 +89,20 @@ pub struct DNSFailoverSpec {
     pub check: Option<CheckOverrides>,
 }
 
-/// One source of gateways: exactly one of `addresses`, `gateway`, `ingress`, `service` or
-/// `nodes`,
-/// with the labels, weight and priority every address it yields carries.
+/// One source of gateways: exactly one of `addresses`, `hosts`, `gateway`, `ingress`,
+/// `service` or `nodes`, with the labels, weight and priority every address it yields
+/// carries.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndpointSource {
     /// Static IP addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
+    /// Host names of load balancers (a cloud load balancer's DNS name): each is resolved
+    /// (the operator's `[resolver]`) and probed at every address it resolves to; with
+    /// `answer: cname` the name itself is published.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
     /// A Gateway API `Gateway`: its `status.addresses` of type `IPAddress`. `NAME` in the
     /// resource's namespace, or `NAMESPACE/NAME` for a shared Gateway one of whose listeners
     /// takes routes from all namespaces (`allowedRoutes.namespaces.from: All`).

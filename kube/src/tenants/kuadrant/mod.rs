@@ -365,7 +365,7 @@ impl Live {
                 });
             if let Some(s) = stand_in {
                 let tenant = tenant_name(&(ns.clone(), s.name_any()));
-                found.insert((ns, name), endpoint_name(&tenant, address));
+                found.insert((ns, name), endpoint_name(&tenant, &address));
             }
         }
         found
