@@ -22,4 +22,6 @@ pub mod watch;
 #[cfg(test)]
 mod admit_tests;
 #[cfg(test)]
+mod host_sources_tests;
+#[cfg(test)]
 mod last_accepted_tests;
