@@ -188,14 +188,7 @@ async fn accept_loop(listener: StdListener, shared: Arc<Shared>) {
     };
     // The task owns the listener, so aborting the task closes it.
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(_) => {
-                // Out of file descriptors or similar: back off instead of spinning.
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
+        let stream = crate::serve::accept(&listener).await;
         let shared = shared.clone();
         tokio::spawn(async move {
             let behaviour = shared.behaviour.lock().expect("not poisoned").clone();

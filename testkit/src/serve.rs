@@ -10,15 +10,7 @@ where
 {
     tokio::spawn(async move {
         loop {
-            // An accept error (EMFILE while a load test's farm holds every descriptor) is
-            // passing: the server stays up and takes the next connection.
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(_) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
+            let stream = accept(&listener).await;
             let handler = handler.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
@@ -31,4 +23,16 @@ where
             });
         }
     });
+}
+
+/// The next connection on `listener`. An accept error (EMFILE while a load test's farm holds
+/// every descriptor) is passing: it backs off 10 ms instead of spinning, and the server stays
+/// up to take the next connection.
+pub(crate) async fn accept(listener: &tokio::net::TcpListener) -> tokio::net::TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return stream,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    }
 }

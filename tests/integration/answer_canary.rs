@@ -90,13 +90,9 @@ fn edit_by_hand(pdns: &PdnsServer, addresses: &[String]) {
 
 /// `/status`'s stale names of sink `sink`'s canary.
 async fn stale(api: SocketAddr, sink: &str) -> Vec<String> {
-    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
-    status["canaries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["sink"] == sink)
-        .flat_map(|c| c["stale"].as_array().cloned().unwrap_or_default())
+    canary_stale(api, sink)
+        .await
+        .iter()
         .map(|s| s["name"].as_str().unwrap().to_owned())
         .collect()
 }
@@ -114,19 +110,12 @@ async fn wait_stale(api: SocketAddr, sink: &str, want: bool) -> Duration {
     start.elapsed()
 }
 
-/// The canary's questions to `sink` with `result` so far.
-async fn questions(api: SocketAddr, sink: &str, result: &str) -> f64 {
-    let sample =
-        format!("health_orchestrator_canary_queries_total{{sink=\"{sink}\",result=\"{result}\"}}");
-    metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
-}
-
 /// Polls until the canary asked `sink` `more` further questions answered with `result`:
 /// what a stretch of the script lasts, counted in the canary's own observations.
 async fn wait_questions(api: SocketAddr, sink: &str, result: &str, more: f64) {
     let start = tokio::time::Instant::now();
-    let from = questions(api, sink, result).await;
-    while questions(api, sink, result).await < from + more {
+    let from = canary_questions(api, sink, result).await;
+    while canary_questions(api, sink, result).await < from + more {
         assert!(start.elapsed() < LIMIT, "{sink}: no {result} answers");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

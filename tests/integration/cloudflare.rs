@@ -67,11 +67,9 @@ async fn foreign_names_are_left_alone_and_the_rest_is_written() {
 /// to the preferred balancer and nothing else, moved when that balancer fails.
 #[actix_rt::test]
 async fn a_cname_tenant_fails_over_at_every_name() {
-    use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
+    use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
     let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
-    let (mut east, west) = (gateway(), gateway());
-    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
-    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let (mut east, _west) = balancers(&pdns);
     let dir = tempfile::tempdir().unwrap();
     let server = Cloudflare::start("tenant-a.io").await;
     let token = dir.path().join("token");

@@ -21,8 +21,17 @@ const ZONE: &str = "example.org";
 /// The port every load balancer answers its health check on.
 pub(crate) const PORT: u16 = 18283;
 
+/// Two load balancers, `east` and `west`, each a gateway on a loopback address of its own
+/// that `pdns` answers `lb-east.`/`lb-west.` [`LB_ZONE`] with.
+pub(crate) fn balancers(pdns: &PdnsServer) -> (Gateway, Gateway) {
+    let (east, west) = (gateway(), gateway());
+    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
+    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    (east, west)
+}
+
 /// A load balancer's gateway on a loopback address of its own.
-pub(crate) fn gateway() -> Gateway {
+fn gateway() -> Gateway {
     Gateway::start(
         SocketAddr::new(IpAddr::V4(loopback_ip()), PORT),
         Behaviour::Healthy,
@@ -84,9 +93,7 @@ fn pdns_with_zone() -> PdnsServer {
 #[actix_rt::test]
 async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
     let pdns = pdns_with_zone();
-    let (mut east, west) = (gateway(), gateway());
-    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
-    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let (mut east, west) = balancers(&pdns);
     let dir = tempfile::tempdir().unwrap();
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let _engine = start_engine(dir.path(), &config(&pdns, server)).await;
@@ -138,9 +145,7 @@ async fn a_cname_tenant_fails_over_between_two_load_balancer_names() {
 #[actix_rt::test]
 async fn the_canary_follows_a_cname_and_reports_one_edited_by_hand() {
     let pdns = pdns_with_zone();
-    let (mut east, west) = (gateway(), gateway());
-    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
-    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let (mut east, _west) = balancers(&pdns);
     let dir = tempfile::tempdir().unwrap();
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let text = config_with(&pdns, server, "1h", "every = \"200ms\", grace = \"1s\"");
@@ -153,7 +158,7 @@ async fn the_canary_follows_a_cname_and_reports_one_edited_by_hand() {
     for sink in ["dns", "pdns"] {
         eventually_async(
             &format!("{sink}: the canary sees the decision served"),
-            async || matched(api, sink).await >= 4.0,
+            async || canary_questions(api, sink, "match").await >= 4.0,
         )
         .await;
         assert!(stale(api, sink).await.is_empty(), "{sink}: nothing stale");
@@ -183,13 +188,9 @@ async fn the_canary_follows_a_cname_and_reports_one_edited_by_hand() {
 
 /// `/status`'s stale names of sink `sink`'s canary, with the CNAME each serves.
 async fn stale(api: SocketAddr, sink: &str) -> Vec<(String, Option<String>)> {
-    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
-    status["canaries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["sink"] == sink)
-        .flat_map(|c| c["stale"].as_array().cloned().unwrap_or_default())
+    canary_stale(api, sink)
+        .await
+        .iter()
         .map(|s| {
             (
                 s["name"].as_str().unwrap().to_owned(),
@@ -197,11 +198,4 @@ async fn stale(api: SocketAddr, sink: &str) -> Vec<(String, Option<String>)> {
             )
         })
         .collect()
-}
-
-/// The canary's questions to `sink` answered as decided so far.
-async fn matched(api: SocketAddr, sink: &str) -> f64 {
-    let sample =
-        format!("health_orchestrator_canary_queries_total{{sink=\"{sink}\",result=\"match\"}}");
-    metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
 }

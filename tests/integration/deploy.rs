@@ -45,6 +45,21 @@ fn render_and_validate(dir: &str) -> String {
     String::from_utf8(rendered.stdout).unwrap()
 }
 
+/// `check-config` passes on deploy/kubernetes/config.toml with `env` as its environment layer.
+fn check_shipped_config(env: &[(&str, &std::ffi::OsStr)]) {
+    let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+        .args(["check-config", "--config"])
+        .arg(repo("deploy/kubernetes/config.toml"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        config.status.success(),
+        "{}",
+        String::from_utf8_lossy(&config.stderr)
+    );
+}
+
 #[test]
 fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
     let text = render_and_validate("deploy/kubernetes");
@@ -78,16 +93,7 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "{text}"
     );
 
-    let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
-        .args(["check-config", "--config"])
-        .arg(repo("deploy/kubernetes/config.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        config.status.success(),
-        "{}",
-        String::from_utf8_lossy(&config.stderr)
-    );
+    check_shipped_config(&[]);
     let shipped = std::fs::read_to_string(repo("deploy/kubernetes/config.toml")).unwrap();
     let first_line = shipped.lines().next().unwrap();
     assert!(
@@ -119,18 +125,10 @@ fn the_ring_overlay_renders_validates_and_turns_the_ring_on() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "not the real one").unwrap();
-    let config = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
-        .args(["check-config", "--config"])
-        .arg(repo("deploy/kubernetes/config.toml"))
-        .env("HO_RING__ENABLED", "true")
-        .env("HO_RING__SECRET_FILE", &secret)
-        .output()
-        .unwrap();
-    assert!(
-        config.status.success(),
-        "{}",
-        String::from_utf8_lossy(&config.stderr)
-    );
+    check_shipped_config(&[
+        ("HO_RING__ENABLED", "true".as_ref()),
+        ("HO_RING__SECRET_FILE", secret.as_os_str()),
+    ]);
 }
 
 /// deploy/kubernetes/crds.yaml is what `crds` generates from the types (regenerate it

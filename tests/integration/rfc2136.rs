@@ -3,7 +3,7 @@
 //! addresses and follows failover. (Convergence, outages, coalescing, lost
 //! state and restarts are the conformance suite's.)
 
-use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
+use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
 use crate::harness::*;
 use crate::services::dig::{dig1, wait_for_answer};
 use crate::services::dns_primary::{Flavor, Primary, KEY, ZONE};
@@ -133,9 +133,7 @@ async fn a_cname_replaces_addresses_and_follows_failover(flavor: Flavor) {
         "update add api.{ZONE}. 60 A 192.0.2.50\n\
          update add _health-orchestrator.api.{ZONE}. 60 TXT \"heritage=health-orchestrator,owner=health-orchestrator\""
     ));
-    let (mut east, west) = (gateway(), gateway());
-    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
-    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let (mut east, west) = balancers(&pdns);
     let dir = tempfile::tempdir().unwrap();
     let text = TestConfig::defaults(&Check::FAST)
         .with(&lb_endpoints(&pdns))

@@ -133,11 +133,9 @@ async fn a_wildcard_is_written_as_wildcard_record_sets() {
 /// CNAME, holds the healthy balancer's address.
 #[actix_rt::test]
 async fn a_cname_tenant_fails_over_between_load_balancer_names() {
-    use crate::cname_answers::{gateway, lb_endpoints, LB_ZONE};
+    use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
     let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
-    let (mut east, west) = (gateway(), gateway());
-    pdns.point(LB_ZONE, &format!("lb-east.{LB_ZONE}"), &ip(&east));
-    pdns.point(LB_ZONE, &format!("lb-west.{LB_ZONE}"), &ip(&west));
+    let (mut east, west) = balancers(&pdns);
     let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let dir = tempfile::tempdir().unwrap();

@@ -173,6 +173,17 @@ mod tests {
         s
     }
 
+    /// Owner `eu-1`'s mark at `api.example.com`.
+    fn eu1_mark() -> DnsRecord {
+        record(
+            "m",
+            "TXT",
+            "_health-orchestrator.api.example.com",
+            "\"heritage=health-orchestrator,owner=eu-1\"",
+            300,
+        )
+    }
+
     #[test]
     fn a_new_name_is_claimed_and_filled_in_one_batch() {
         let p = for_tenant(&[], &snapshot(&["192.0.2.1", "2001:db8::1"]), "eu-1");
@@ -195,13 +206,7 @@ mod tests {
 
     #[test]
     fn only_what_differs_changes_and_foreign_names_are_left_alone() {
-        let mark = record(
-            "m",
-            "TXT",
-            "_health-orchestrator.api.example.com",
-            "\"heritage=health-orchestrator,owner=eu-1\"",
-            300,
-        );
+        let mark = eu1_mark();
         let zone = [
             mark.clone(),
             record("1", "A", "api.example.com", "192.0.2.1", 60),
@@ -230,13 +235,7 @@ mod tests {
 
     #[test]
     fn a_cname_replaces_addresses_in_one_batch_and_moves_with_the_host() {
-        let mark = record(
-            "m",
-            "TXT",
-            "_health-orchestrator.api.example.com",
-            "\"heritage=health-orchestrator,owner=eu-1\"",
-            300,
-        );
+        let mark = eu1_mark();
         let cname_to = |host: &str| {
             let mut s = snapshot(&[]);
             s.answer = ho_engine::snapshot::Answer::Cname;

@@ -375,6 +375,26 @@ pub fn ip(g: &Gateway) -> String {
     g.addr().ip().to_string()
 }
 
+/// `/status`'s stale names (`canaries[].stale`) of sink `sink`'s answer canary.
+pub async fn canary_stale(api: std::net::SocketAddr, sink: &str) -> Vec<serde_json::Value> {
+    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
+    status["canaries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["sink"] == sink)
+        .flat_map(|c| c["stale"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+/// The answer canary's questions to `sink` answered with `result` (`match`, `differs`,
+/// `error`) so far.
+pub async fn canary_questions(api: std::net::SocketAddr, sink: &str, result: &str) -> f64 {
+    let sample =
+        format!("health_orchestrator_canary_queries_total{{sink=\"{sink}\",result=\"{result}\"}}");
+    metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
+}
+
 /// The value of sample `name` (with its labels, e.g. `x_total{a="b"}`) in a Prometheus
 /// text exposition; `None` when absent.
 pub fn metric(metrics: &str, name: &str) -> Option<f64> {
