@@ -9,5 +9,5 @@ pub mod server;
 mod update;
 pub mod wire;
 
-pub use server::DnsServerConfig;
+pub use server::{DnsServerConfig, ServerMetrics};
 pub use update::config::Rfc2136Config;

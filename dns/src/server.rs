@@ -25,6 +25,7 @@ pub mod fuzzing;
 mod geo;
 mod listen_error;
 mod listener;
+mod metrics;
 mod packet_cache;
 mod rate_limit;
 mod recall;
@@ -47,6 +48,7 @@ pub use config::DnsServerConfig;
 use config::ReportsConfig;
 use ho_engine::sink::kind::BuildContext;
 use listener::Listener;
+pub use metrics::ServerMetrics;
 use reports::DnsReports;
 
 /// The sink: writes snapshots into the authority its listeners answer from.
@@ -100,10 +102,11 @@ impl DnsServerSink {
             .map(|r| reports_store(r, ctx, &authority))
             .transpose()?;
         let authority = Arc::new(authority);
+        let server_metrics = ctx.metrics.set::<ServerMetrics>();
         let listeners = (config.listen.iter().enumerate())
             .map(|(i, addr)| {
                 let xdp = (config.xdp.as_ref().filter(|_| i == 0)).map(|x| (x, &config.listen[..]));
-                Listener::open(ctx.name, *addr, authority.clone(), ctx.metrics, xdp)
+                Listener::open(ctx.name, *addr, authority.clone(), &server_metrics, xdp)
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(ServerError::Listen)?;

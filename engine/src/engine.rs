@@ -172,6 +172,7 @@ impl Engine {
         // What operators set before a restart is read before anything starts: a file that
         // cannot be used stops the start with its error, before any actor runs.
         let kept = load_drains(&plan)?;
+        factory.register_metrics(&metrics);
         let (hosts, resolved) = Hosts::new(metrics.clone());
         let configured = Arc::new(plan);
         let plan = configured.with_resolved(&hosts.prepare(&configured).await?);

@@ -15,7 +15,18 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+/// Metrics a crate above the engine owns and updates (the DNS server's queries, say):
+/// registered into the process's one exposition by [`Metrics::set`], so a new series there
+/// is that crate's edit alone. Clones share their values, as prometheus-client's do.
+pub trait MetricSet: Clone + Default + Send + Sync + 'static {
+    /// Registers every metric of the set under the process's prefix.
+    fn register(&self, registry: &mut Registry);
+}
 
 /// `result` label: `ok` or a failure label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -84,7 +95,10 @@ fn latency_histogram() -> Histogram {
 
 /// Every metric the engine exports. Handles are cheap clones sharing one value.
 pub struct Metrics {
-    registry: Registry,
+    /// Behind a lock so other crates' [`MetricSet`]s register into it after start.
+    registry: Mutex<Registry>,
+    /// The [`MetricSet`]s made so far, by type.
+    sets: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     /// Probes by result label.
     pub probes: Family<ResultLabel, Counter>,
     /// Probe duration.
@@ -141,16 +155,6 @@ pub struct Metrics {
     pub vantage_impaired: Gauge,
     /// Times this replica became or stopped being the writer.
     pub leader_transitions: Counter,
-    /// Queries the embedded DNS server (`dns_server` sinks) answered, by type and rcode.
-    pub dns_queries: Family<DnsQueryLabels, Counter>,
-    /// Time from a query's arrival to its answer being sent (embedded DNS server).
-    pub dns_answer_seconds: Histogram,
-    /// UDP answers response rate limiting held back (`rate_limit` of a `dns_server` sink),
-    /// by action: `dropped`, or `slipped` (sent truncated so the client retries over TCP).
-    pub dns_rate_limited: Family<ActionLabel, Counter>,
-    /// UDP answers sent through the XDP socket (`xdp` of a `dns_server` sink) rather than
-    /// the ordinary UDP sockets: how much of the traffic takes the fast path.
-    pub dns_xdp_answers: Counter,
     /// Operator actions (drain, undrain, force-up, force-down, release) by result: `ok`,
     /// `refused` (no or wrong admin token, or a read-only API), `error`.
     pub operator_actions: Family<OperatorActionLabels, Counter>,
@@ -194,22 +198,6 @@ pub struct OperatorActionLabels {
 pub struct HeartbeatLabels {
     /// `ok`, `refused` (no or wrong token) or `unknown` (no such heartbeat endpoint).
     pub result: &'static str,
-}
-
-/// `action` label of a rate-limited DNS answer.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ActionLabel {
-    /// `dropped` or `slipped`.
-    pub action: &'static str,
-}
-
-/// `qtype`, `rcode` labels of a DNS query the embedded server answered.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DnsQueryLabels {
-    /// Query type (`A`, `AAAA`, ...; `other` beyond the common ones).
-    pub qtype: &'static str,
-    /// Response code (`NOERROR`, `NXDOMAIN`, `REFUSED`, ...).
-    pub rcode: &'static str,
 }
 
 /// `bound` label: which limit a probe waited for.
@@ -262,11 +250,7 @@ impl Metrics {
             leader: Gauge::default(),
             vantage_impaired: Gauge::default(),
             leader_transitions: Counter::default(),
-            dns_queries: Family::default(),
-            dns_rate_limited: Family::default(),
-            dns_xdp_answers: Counter::default(),
             // 10 us .. ~0.3 s: an answer from memory takes microseconds.
-            dns_answer_seconds: Histogram::new(exponential_buckets(0.00001, 2.0, 15)),
             operator_actions: Family::default(),
             heartbeats: Family::default(),
             host_lookups: Family::default(),
@@ -275,15 +259,19 @@ impl Metrics {
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
-            registry: Registry::default(),
+            registry: Mutex::default(),
+            sets: Mutex::default(),
         };
         m.register_verdicts(&mut registry);
         m.register_delivery_and_reloads(&mut registry);
         m.register_limits_and_leadership(&mut registry);
-        m.register_dns_and_clusters(&mut registry);
+        m.register_operators_and_clusters(&mut registry);
         m.answers.register(&mut registry);
         m.ring.register(&mut registry);
-        Metrics { registry, ..m }
+        Metrics {
+            registry: Mutex::new(registry),
+            ..m
+        }
     }
 
     /// Registers probes, their timing and the verdicts they lead to.
@@ -419,28 +407,8 @@ impl Metrics {
         );
     }
 
-    /// Registers the embedded DNS server, operator actions and several clusters.
-    fn register_dns_and_clusters(&self, registry: &mut Registry) {
-        registry.register(
-            "dns_queries",
-            "Queries the embedded DNS server answered, by query type and response code",
-            self.dns_queries.clone(),
-        );
-        registry.register(
-            "dns_answer_seconds",
-            "Time from a DNS query's arrival to its answer being sent (embedded server)",
-            self.dns_answer_seconds.clone(),
-        );
-        registry.register(
-            "dns_rate_limited",
-            "UDP answers response rate limiting dropped or sent truncated (slipped), by action",
-            self.dns_rate_limited.clone(),
-        );
-        registry.register(
-            "dns_xdp_answers",
-            "UDP answers the embedded DNS server sent through its XDP socket",
-            self.dns_xdp_answers.clone(),
-        );
+    /// Registers operator actions, heartbeats, host lookups and several clusters.
+    fn register_operators_and_clusters(&self, registry: &mut Registry) {
         registry.register(
             "operator_actions",
             "Operator actions (drain, undrain, force-up, force-down, release) by result",
@@ -473,11 +441,60 @@ impl Metrics {
         );
     }
 
+    /// This process's `T`: made and registered on the first call, shared by every later
+    /// one (a reload that rebuilds a DNS server keeps counting into the same series).
+    pub fn set<T: MetricSet>(&self) -> T {
+        let mut sets = self.sets.lock().expect("not poisoned");
+        let made = sets.entry(TypeId::of::<T>()).or_insert_with(|| {
+            let set = T::default();
+            set.register(&mut self.registry.lock().expect("not poisoned"));
+            Box::new(set)
+        });
+        made.downcast_ref::<T>()
+            .expect("stored under its own type id")
+            .clone()
+    }
+
     /// The OpenMetrics text exposition ([`to_classic`] gives the classic format).
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+        let registry = self.registry.lock().expect("not poisoned");
+        prometheus_client::encoding::text::encode(&mut out, &registry)
             .expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Elsewhere {
+        asked: Counter,
+    }
+
+    impl MetricSet for Elsewhere {
+        fn register(&self, registry: &mut Registry) {
+            registry.register("elsewhere_asked", "Asked elsewhere", self.asked.clone());
+        }
+    }
+
+    #[test]
+    fn a_set_is_registered_once_and_every_caller_counts_into_it() {
+        let metrics = Metrics::new();
+        assert!(!metrics.encode().contains("elsewhere_asked"));
+        metrics.set::<Elsewhere>().asked.inc();
+        metrics.set::<Elsewhere>().asked.inc_by(2);
+        let text = metrics.encode();
+        assert!(
+            text.contains("health_orchestrator_elsewhere_asked_total 3\n"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("# TYPE health_orchestrator_elsewhere_asked")
+                .count(),
+            1
+        );
     }
 }

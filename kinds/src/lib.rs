@@ -100,6 +100,10 @@ impl SinkFactory for Sinks {
                 })
         })
     }
+
+    fn register_metrics(&self, metrics: &Metrics) {
+        metrics.set::<ho_dns::ServerMetrics>();
+    }
 }
 
 /// What `run` would refuse in a valid `plan`: every sink's secrets, CA files, kubeconfig and

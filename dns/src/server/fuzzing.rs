@@ -7,12 +7,12 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use ho_config::RoutingPolicy;
-use ho_engine::metrics::Metrics;
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::answer::Authority;
 use super::config::{DnsServerConfig, RateLimitConfig, SoaConfig};
 use super::listener::{respond, Tally};
+use super::metrics::ServerMetrics;
 use super::records::Records;
 
 /// Identical answers a client network gets per second before rate limiting drops or
@@ -29,7 +29,7 @@ pub const ZONE: &str = "example.org";
 /// one IPv6 address).
 pub struct Responder {
     authority: Authority,
-    metrics: Metrics,
+    metrics: ServerMetrics,
     arrived: Instant,
 }
 
@@ -81,7 +81,7 @@ impl Responder {
         records.publish(&snapshot);
         Responder {
             authority: Authority::new(&config, records).expect("a valid server"),
-            metrics: Metrics::new(),
+            metrics: ServerMetrics::default(),
             arrived: Instant::now(),
         }
     }

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use ho_engine::metrics::{ActionLabel, DnsQueryLabels, Metrics};
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +22,7 @@ use tracing::{debug, info, warn};
 use super::answer::{Authority, Reply, Transfer};
 use super::config::XdpConfig;
 pub use super::listen_error::ListenError;
+use super::metrics::{ActionLabel, QueryLabels, ServerMetrics};
 use super::rate_limit::{truncated, Verdict};
 use super::xdp::XdpPath;
 
@@ -48,7 +48,7 @@ pub(super) struct Shared {
     authority: RwLock<Arc<Authority>>,
     pub(super) stop: AtomicBool,
     stop_tcp: tokio::sync::watch::Sender<bool>,
-    pub(super) metrics: Arc<Metrics>,
+    pub(super) metrics: ServerMetrics,
 }
 
 impl Shared {
@@ -62,7 +62,7 @@ impl Shared {
 /// 200,000 queries a second, updating shared counters per query makes the threads
 /// contend for them.
 pub(super) struct Tally<'a> {
-    metrics: &'a Metrics,
+    metrics: &'a ServerMetrics,
     /// Answers by (type, rcode): a handful of pairs, found faster by a scan than a hash.
     counts: Vec<((&'static str, &'static str), u64)>,
     latencies: Vec<f64>,
@@ -75,7 +75,7 @@ impl<'a> Tally<'a> {
     const BATCH: usize = 256;
     const MAX_AGE: Duration = Duration::from_secs(1);
 
-    pub(super) fn new(metrics: &'a Metrics) -> Tally<'a> {
+    pub(super) fn new(metrics: &'a ServerMetrics) -> Tally<'a> {
         Tally {
             metrics,
             counts: Vec::new(),
@@ -118,7 +118,7 @@ impl<'a> Tally<'a> {
         for (action, n) in ["dropped", "slipped"].into_iter().zip(self.limited) {
             if n > 0 {
                 self.metrics
-                    .dns_rate_limited
+                    .rate_limited
                     .get_or_create(&ActionLabel { action })
                     .inc_by(n);
             }
@@ -126,12 +126,12 @@ impl<'a> Tally<'a> {
         self.limited = [0; 2];
         for ((qtype, rcode), n) in self.counts.drain(..) {
             self.metrics
-                .dns_queries
-                .get_or_create(&DnsQueryLabels { qtype, rcode })
+                .queries
+                .get_or_create(&QueryLabels { qtype, rcode })
                 .inc_by(n);
         }
         for seconds in self.latencies.drain(..) {
-            self.metrics.dns_answer_seconds.observe(seconds);
+            self.metrics.answer_seconds.observe(seconds);
         }
         self.flushed = Instant::now();
     }
@@ -163,7 +163,7 @@ impl Listener {
         sink: &str,
         addr: SocketAddr,
         authority: Arc<Authority>,
-        metrics: &Arc<Metrics>,
+        metrics: &ServerMetrics,
         xdp: Option<(&XdpConfig, &[SocketAddr])>,
     ) -> Result<Arc<Listener>, ListenError> {
         let mut running = RUNNING.lock().expect("not poisoned");

@@ -143,4 +143,9 @@ pub trait SinkFactory: Send + Sync + 'static {
         plan: &'a Plan,
         metrics: &'a Arc<Metrics>,
     ) -> BuildFuture<'a>;
+
+    /// Registers the kinds' own [`MetricSet`](crate::metrics::MetricSet)s at start, so that
+    /// `/metrics` lists every series the program can export before a sink of that kind
+    /// exists (dashboards and alert rules see them from the first scrape).
+    fn register_metrics(&self, _metrics: &Metrics) {}
 }

@@ -182,7 +182,7 @@ fn serve(mut xsk: Xsk, shared: &Shared) {
         });
         // Counted before they leave, so whoever holds an answer sees it counted.
         if !answered.is_empty() {
-            shared.metrics.dns_xdp_answers.inc_by(answered.len() as u64);
+            shared.metrics.xdp_answers.inc_by(answered.len() as u64);
         }
         xsk.send();
         if taken == 0 {
