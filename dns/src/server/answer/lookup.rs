@@ -83,36 +83,25 @@ impl Authority {
         client: IpAddr,
         turn: usize,
     ) -> (bool, Variation) {
-        let Question {
-            name: qname,
-            qtype,
-            qclass,
-            dnssec_ok,
-        } = question;
-        let key = key_of(qname);
-        let Some(zone) = self.zone_answering(&key, qtype, qclass) else {
+        let key = key_of(question.name);
+        let Some(zone) = self.zone_answering(&key, question.qtype, question.qclass) else {
             response.metadata.response_code = ResponseCode::Refused;
             return (false, Variation::Fixed);
         };
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
-        let mut located = false;
-        let mut variation = Variation::Fixed;
-        // What exists at the name, for the NSEC of a signed negative answer.
-        let mut exists = true;
-        let mut types = Vec::new();
-        // A name that does not exist may be answered by a wildcard (RFC 4592). The answer
-        // is signed as the name's own (online signing): a validator sees a name that exists.
+        let mut found = Found::new();
         let challenge = match (&self.acme, records.get(&key)) {
             (Some(acme), None) => acme.texts(&key),
             _ => None,
         };
         let fixed = self.statics.get(&key);
         let missing = key != zone.apex
-            && !records.is_empty_non_terminal(&key)
             && challenge.is_none()
             && fixed.is_none()
-            && !self.statics.is_parent(&key);
+            && !(records.is_empty_non_terminal(&key) || self.statics.is_parent(&key));
+        // A name that does not exist may be answered by a wildcard (RFC 4592). The answer
+        // is signed as the name's own (online signing): a validator sees a name that exists.
         let entry = match records.get(&key) {
             None if missing => records.wildcard_for(&key, &zone.apex),
             found => found,
@@ -123,91 +112,107 @@ impl Authority {
                 response.metadata.response_code = ResponseCode::ServFail;
                 return (false, Variation::Fixed);
             }
-            Some(Entry::Ready(set)) if !set.hosts.is_empty() && key != zone.apex => {
-                // A CNAME answers every type (RFC 1034 3.6.2), and is the name's only data.
-                types.push(RecordType::CNAME);
-                let (picked, varies) = self.pick(set, &set.hosts, client, turn);
-                located |= set.policy == RoutingPolicy::Geo;
-                variation = variation.and(varies);
-                if let Some(host) = picked.first() {
-                    response.answers.push(Record::from_rdata(
-                        qname.clone(),
-                        set.ttl,
-                        RData::CNAME(CNAME(host.name.clone())),
-                    ));
-                }
-            }
             Some(Entry::Ready(set)) => {
-                for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
-                    if !wanted.is_empty() {
-                        types.push(family);
-                    }
-                    if qtype == family || qtype == RecordType::ANY {
-                        let (picked, varies) = self.pick(set, wanted, client, turn);
-                        located |= set.policy == RoutingPolicy::Geo;
-                        variation = variation.and(varies);
-                        for t in picked {
-                            response.answers.push(address_record(qname, set.ttl, t.ip));
-                        }
-                    }
-                }
+                let apex = key == zone.apex;
+                self.answer_published(response, &mut found, set, &question, apex, (client, turn));
             }
-            None if missing => {
-                response.metadata.response_code = ResponseCode::NXDomain;
-                exists = false;
-            }
+            None if missing => response.metadata.response_code = ResponseCode::NXDomain,
             None => {}
         }
-        for r in fixed.into_iter().flatten() {
-            let rtype = r.record_type();
-            if !types.contains(&rtype) {
-                types.push(rtype);
-            }
-            // A CNAME answers every type (RFC 1034 3.6.2); the others their own.
-            if qtype == rtype || qtype == RecordType::ANY || rtype == RecordType::CNAME {
-                let mut answer = r.clone();
-                answer.name = qname.clone();
-                response.answers.push(answer);
-            }
-        }
-        if let Some(texts) = &challenge {
-            types.push(RecordType::TXT);
-            if matches!(qtype, RecordType::TXT | RecordType::ANY) {
-                response
-                    .answers
-                    .extend(crate::server::acme::records(qname, texts));
-            }
-        }
-        if key == zone.apex {
-            types.extend([RecordType::SOA, RecordType::NS]);
-            if self.signer.is_some() {
-                types.push(RecordType::DNSKEY);
-            }
-            self.apex_records(response, zone, qname, qtype, records.serial());
-        }
-        if response.answers.is_empty() {
-            // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
-            response
-                .authorities
-                .push(self.soa_record(zone, records.serial()));
-        }
+        answer_kept(
+            response,
+            &mut found.types,
+            fixed,
+            challenge.as_deref(),
+            &question,
+        );
+        let serial = records.serial();
         drop(records);
-        if let Some(signer) = self.signer.as_ref().filter(|_| dnssec_ok) {
-            signer.sign(response, &zone.apex, &zone.name, qname, exists, &types);
+        if key == zone.apex {
+            self.answer_apex(response, &mut found.types, zone, &question, serial);
         }
-        (located, variation)
+        self.finish(response, zone, &question, &found.types, serial);
+        (found.located, found.variation)
     }
 
-    /// The SOA or NS records of `zone`'s apex, when asked for.
-    fn apex_records(
+    /// A negative answer's SOA, and the signatures when the query asked for them (`types`:
+    /// what exists at the name, for the NSEC of a signed negative answer).
+    fn finish(
         &self,
         response: &mut Message,
         zone: &Zone,
-        qname: &Name,
-        qtype: RecordType,
+        question: &Question<'_>,
+        types: &[RecordType],
         serial: u32,
     ) {
-        match qtype {
+        if response.answers.is_empty() {
+            // NODATA or NXDOMAIN: the SOA tells resolvers how long to remember it.
+            response.authorities.push(self.soa_record(zone, serial));
+        }
+        if let Some(signer) = self.signer.as_ref().filter(|_| question.dnssec_ok) {
+            let exists = response.metadata.response_code != ResponseCode::NXDomain;
+            let (apex, name) = (&zone.apex, &zone.name);
+            signer.sign(response, apex, name, question.name, exists, types);
+        }
+    }
+
+    /// The tenant's published `set` at the name: one CNAME below the apex when it publishes
+    /// host names (a CNAME answers every type, RFC 1034 3.6.2, and is the name's only
+    /// data), else its addresses of the type asked, picked by its policy for `client`.
+    fn answer_published(
+        &self,
+        response: &mut Message,
+        found: &mut Found,
+        set: &NameSet,
+        question: &Question<'_>,
+        apex: bool,
+        (client, turn): (IpAddr, usize),
+    ) {
+        if !set.hosts.is_empty() && !apex {
+            found.types.push(RecordType::CNAME);
+            let (picked, varies) = self.pick(set, &set.hosts, client, turn);
+            found.chose(set, varies);
+            if let Some(host) = picked.first() {
+                response.answers.push(Record::from_rdata(
+                    question.name.clone(),
+                    set.ttl,
+                    RData::CNAME(CNAME(host.name.clone())),
+                ));
+            }
+            return;
+        }
+        for (family, wanted) in [(RecordType::A, &set.v4), (RecordType::AAAA, &set.v6)] {
+            if !wanted.is_empty() {
+                found.types.push(family);
+            }
+            if question.qtype == family || question.qtype == RecordType::ANY {
+                let (picked, varies) = self.pick(set, wanted, client, turn);
+                found.chose(set, varies);
+                for t in picked {
+                    response
+                        .answers
+                        .push(address_record(question.name, set.ttl, t.ip));
+                }
+            }
+        }
+    }
+
+    /// The SOA, NS or DNSKEY records of `zone`'s apex, when asked for (and that they exist,
+    /// in `types`).
+    fn answer_apex(
+        &self,
+        response: &mut Message,
+        types: &mut Vec<RecordType>,
+        zone: &Zone,
+        question: &Question<'_>,
+        serial: u32,
+    ) {
+        types.extend([RecordType::SOA, RecordType::NS]);
+        if self.signer.is_some() {
+            types.push(RecordType::DNSKEY);
+        }
+        let qname = question.name;
+        match question.qtype {
             RecordType::SOA => response.answers.push(self.soa_record(zone, serial)),
             RecordType::DNSKEY => {
                 if let Some(signer) = &self.signer {
@@ -234,42 +239,10 @@ impl Authority {
                 weighted_pick(targets.iter().collect(), self.answers),
                 Variation::PerQuery,
             ),
-            RoutingPolicy::Geo => {
-                let here = self.locator.locate(client);
-                let of = |geo: Option<&str>| -> Vec<&'a T> {
-                    geo.map_or_else(Vec::new, |g| {
-                        targets.iter().filter(|t| t.geo() == Some(g)).collect()
-                    })
-                };
-                let mut chosen = of(here.geo.as_deref());
-                if chosen.is_empty() {
-                    // The client's continent, when the tenant has a location for it.
-                    chosen = of(here.geo.as_deref().and_then(continent_label));
-                }
-                if chosen.is_empty() {
-                    // No endpoint up where the client is (down, or none there): the
-                    // nearest location that has one.
-                    if let Some(position) = here.position() {
-                        let mut up: Vec<&str> = targets.iter().filter_map(Choice::geo).collect();
-                        up.sort_unstable();
-                        up.dedup();
-                        chosen = of(nearest(position, up));
-                    }
-                }
-                if chosen.is_empty() {
-                    chosen = of(set.default_geo.as_deref());
-                }
-                if chosen.is_empty() {
-                    chosen = targets.iter().collect();
-                }
-                if chosen.windows(2).any(|w| w[0].weight() != w[1].weight()) {
-                    // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
-                    chosen = weighted_pick(chosen, self.answers);
-                } else {
-                    rotate(&mut chosen, turn);
-                }
-                (chosen, Variation::PerQuery)
-            }
+            RoutingPolicy::Geo => (
+                self.pick_geo(set, targets, client, turn),
+                Variation::PerQuery,
+            ),
             RoutingPolicy::All | RoutingPolicy::Failover => {
                 let mut all: Vec<&T> = targets.iter().collect();
                 rotate(&mut all, turn);
@@ -284,6 +257,52 @@ impl Authority {
                 )
             }
         }
+    }
+
+    /// A `geo` set's targets for `client`: those of its location, else its continent's,
+    /// else the nearest location's with one up, else the default geo's, else all of them
+    /// (weights inside the chosen location drawn as a weighted tenant's).
+    fn pick_geo<'a, T: Choice>(
+        &self,
+        set: &NameSet,
+        targets: &'a [T],
+        client: IpAddr,
+        turn: usize,
+    ) -> Vec<&'a T> {
+        let here = self.locator.locate(client);
+        let of = |geo: Option<&str>| -> Vec<&'a T> {
+            geo.map_or_else(Vec::new, |g| {
+                targets.iter().filter(|t| t.geo() == Some(g)).collect()
+            })
+        };
+        let mut chosen = of(here.geo.as_deref());
+        if chosen.is_empty() {
+            // The client's continent, when the tenant has a location for it.
+            chosen = of(here.geo.as_deref().and_then(continent_label));
+        }
+        if chosen.is_empty() {
+            // No endpoint up where the client is (down, or none there): the
+            // nearest location that has one.
+            if let Some(position) = here.position() {
+                let mut up: Vec<&str> = targets.iter().filter_map(Choice::geo).collect();
+                up.sort_unstable();
+                up.dedup();
+                chosen = of(nearest(position, up));
+            }
+        }
+        if chosen.is_empty() {
+            chosen = of(set.default_geo.as_deref());
+        }
+        if chosen.is_empty() {
+            chosen = targets.iter().collect();
+        }
+        if chosen.windows(2).any(|w| w[0].weight() != w[1].weight()) {
+            // Weights inside the geo (Kuadrant): drawn like a weighted tenant.
+            chosen = weighted_pick(chosen, self.answers);
+        } else {
+            rotate(&mut chosen, turn);
+        }
+        chosen
     }
 
     /// The NS records of `zone`, owned by `owner` (the apex as asked).
@@ -359,6 +378,64 @@ fn weighted_pick<T: Choice>(mut left: Vec<&T>, count: usize) -> Vec<&T> {
         picked.push(left.swap_remove(i));
     }
     picked
+}
+
+/// What one question's answer gathered beside its records.
+struct Found {
+    /// The types that exist at the name (the NSEC of a signed negative answer lists them).
+    types: Vec<RecordType>,
+    /// The answer depended on the client's location.
+    located: bool,
+    /// How the answer varies between queries.
+    variation: Variation,
+}
+
+impl Found {
+    fn new() -> Found {
+        Found {
+            types: Vec::new(),
+            located: false,
+            variation: Variation::Fixed,
+        }
+    }
+
+    /// A pick from `set` that varies as `varies` says.
+    fn chose(&mut self, set: &NameSet, varies: Variation) {
+        self.located |= set.policy == RoutingPolicy::Geo;
+        self.variation = self.variation.and(varies);
+    }
+}
+
+/// The records kept beside the tenants' at the name: static records from the config (a
+/// CNAME answers every type, RFC 1034 3.6.2; the others their own) and ACME challenges
+/// taken by update.
+fn answer_kept(
+    response: &mut Message,
+    types: &mut Vec<RecordType>,
+    fixed: Option<&[Record]>,
+    challenge: Option<&[String]>,
+    question: &Question<'_>,
+) {
+    let qtype = question.qtype;
+    for r in fixed.into_iter().flatten() {
+        let rtype = r.record_type();
+        if !types.contains(&rtype) {
+            types.push(rtype);
+        }
+        if qtype == rtype || qtype == RecordType::ANY || rtype == RecordType::CNAME {
+            let mut answer = r.clone();
+            answer.name = question.name.clone();
+            response.answers.push(answer);
+        }
+    }
+    if let Some(texts) = challenge {
+        types.push(RecordType::TXT);
+        if matches!(qtype, RecordType::TXT | RecordType::ANY) {
+            response
+                .answers
+                .extend(crate::server::acme::records(question.name, texts));
+        }
+    }
 }
 
 fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {

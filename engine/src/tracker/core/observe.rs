@@ -21,8 +21,17 @@ use super::{Clock, Effect, TrackerCore, Wake, LOCAL_FAILURE_LOG};
 const SELF_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 impl TrackerCore {
-    /// `probe_cert_not_after_seconds` of `target`: when its certificate expires.
-    fn record_cert_expiry(&self, target: TargetIx, at: std::time::SystemTime) {
+    /// `probe_cert_not_after_seconds` of `target`: when its certificate expires. Set when
+    /// it changes (a first probe, a renewed certificate), not on every probe: the label is
+    /// the target's key, formatted.
+    fn record_cert_expiry(&self, target: TargetIx, obs: &Observation) {
+        let before = self.targets[target.0]
+            .last
+            .as_ref()
+            .and_then(|(r, _)| r.cert_not_after);
+        let Some(at) = obs.result.cert_not_after.filter(|at| before != Some(*at)) else {
+            return;
+        };
         let secs = crate::clock::since_epoch(at);
         self.metrics
             .probe_cert_not_after
@@ -32,8 +41,8 @@ impl TrackerCore {
             .set(i64::try_from(secs.as_secs()).unwrap_or(i64::MAX));
     }
 
-    /// Applies one probe result.
-    pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
+    /// Counts one probe in the metrics, whatever becomes of its result.
+    fn count_probe(&self, obs: &Observation) {
         let m = &self.metrics;
         m.probes
             .get_or_create(&ResultLabel {
@@ -45,6 +54,11 @@ impl TrackerCore {
             m.probe_connections_reused.inc();
         }
         m.probe_start_delay.observe(obs.start_delay.as_secs_f64());
+    }
+
+    /// Applies one probe result.
+    pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
+        self.count_probe(&obs);
         let Some(&target) = self.index_of.get(&obs.target) else {
             return;
         };
@@ -56,15 +70,7 @@ impl TrackerCore {
         {
             return;
         }
-        // Set when it changes (a first probe, a renewed certificate), not on every probe:
-        // the label is the target's key, formatted.
-        let before = self.targets[target.0]
-            .last
-            .as_ref()
-            .and_then(|(r, _)| r.cert_not_after);
-        if let Some(at) = obs.result.cert_not_after.filter(|at| before != Some(*at)) {
-            self.record_cert_expiry(target, at);
-        }
+        self.record_cert_expiry(target, &obs);
         let timing = self.plan.targets[target.0].check.timing;
         let state = &mut self.targets[target.0];
         let before = state.effective();
@@ -87,53 +93,13 @@ impl TrackerCore {
             }
             Judgement::Judged(transition) => transition,
         };
-        state.probes += 1;
-        if obs.result.ok() {
-            state.failing = 0;
-            state.failing_since = None;
-        } else {
-            state.failures += 1;
-            if state.failing == 0 {
-                state.failing_since = Some(now.wall);
-            }
-            state.failing = state.failing.saturating_add(1);
-        }
-        // A healthy answer says the weight in effect (its damper's), or none: configured.
-        let reweighed = obs.result.ok() && state.weight != obs.result.weight;
-        if reweighed {
-            state.weight = obs.result.weight;
-        }
+        let reweighed = state.count(&obs.result, now.wall);
         if let Some(t) = transition {
-            let hold_starts = t.to == Health::Down
-                && state
-                    .damping
-                    .as_mut()
-                    .is_some_and(|d| d.went_down(now.mono));
-            if hold_starts {
-                let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now.mono));
-                warn!(target = %self.plan.targets[target.0].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
-                self.metrics.damping_holds.inc();
-                self.schedule_release(target, now, fx);
-            }
-            if self.targets[target.0].shared.is_some() {
-                fx.push(Effect::Share {
-                    key: self.plan.targets[target.0].key(),
-                    health: t.to,
-                });
-                self.recombine(target, &obs.result.reason(), now);
-            } else {
-                self.on_transition(target, t, obs.result.reason(), now);
-            }
+            self.judged(target, t, obs.result.reason(), now, fx);
         }
         self.targets[target.0].last = Some((obs.result, now.wall));
         if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
-            warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
-            self.metrics.vantage_impaired.set(1);
-            self.announce_impaired(true);
-            fx.push(Effect::WakeAt {
-                at: now.mono + SELF_CHECK_EVERY,
-                wake: Wake::SelfCheck,
-            });
+            self.judge_self_impaired(now, fx);
         }
         let after = self.targets[target.0].effective();
         if before != after {
@@ -141,6 +107,51 @@ impl TrackerCore {
         } else if reweighed {
             self.reweighed(target, now, fx);
         }
+    }
+
+    /// A verdict change of `target`'s own hysteresis: flap damping may start holding it,
+    /// and the change is shared with the ring (`[ring]`) or recorded for its tenants.
+    fn judged(
+        &mut self,
+        target: TargetIx,
+        t: Transition,
+        reason: String,
+        now: Clock,
+        fx: &mut Vec<Effect>,
+    ) {
+        let state = &mut self.targets[target.0];
+        let hold_starts = t.to == Health::Down
+            && state
+                .damping
+                .as_mut()
+                .is_some_and(|d| d.went_down(now.mono));
+        if hold_starts {
+            let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now.mono));
+            warn!(target = %self.plan.targets[target.0].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
+            self.metrics.damping_holds.inc();
+            self.schedule_release(target, now, fx);
+        }
+        if self.targets[target.0].shared.is_some() {
+            fx.push(Effect::Share {
+                key: self.plan.targets[target.0].key(),
+                health: t.to,
+            });
+            self.recombine(target, &reason, now);
+        } else {
+            self.on_transition(target, t, reason, now);
+        }
+    }
+
+    /// A wave of first failures made the prober judge itself impaired: every withdrawal
+    /// and vote is held, and the self-check asks every second whether it may resume.
+    fn judge_self_impaired(&mut self, now: Clock, fx: &mut Vec<Effect>) {
+        warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
+        self.metrics.vantage_impaired.set(1);
+        self.announce_impaired(true);
+        fx.push(Effect::WakeAt {
+            at: now.mono + SELF_CHECK_EVERY,
+            wake: Wake::SelfCheck,
+        });
     }
 
     /// Whether an impaired prober may resume (see [`crate::brake::Brake::recovery`]): asked
@@ -245,6 +256,18 @@ impl TrackerCore {
         } else {
             reason
         };
+        self.record_change(target, t, &reason, span);
+    }
+
+    /// Keeps `target`'s verdict change, with `reason` and the transition's trace `span`,
+    /// for each of its tenants' next snapshot (the latest [`MAX_CHANGES`] per tenant).
+    fn record_change(
+        &mut self,
+        target: TargetIx,
+        t: Transition,
+        reason: &str,
+        span: opentelemetry::trace::SpanContext,
+    ) {
         for m in self.topology.tenants(target) {
             let ep = &self.plan.endpoints[m.endpoint.0];
             // A composite endpoint's change is its combined verdict's, when there is one,
@@ -258,7 +281,7 @@ impl TrackerCore {
                 let check = self.plan.targets[target.0].key();
                 (from, to, format!("{check}: {reason}"))
             } else {
-                (t.from, t.to, reason.clone())
+                (t.from, t.to, reason.to_owned())
             };
             let tenant = &mut self.tenants[m.tenant.0];
             if tenant.changes.len() == MAX_CHANGES {

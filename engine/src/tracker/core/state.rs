@@ -104,6 +104,27 @@ impl TargetState {
         }
     }
 
+    /// Counts a judged `result` that arrived at `wall`; whether it changed the weight in
+    /// effect (a healthy answer says its damper's, or none: the configured one).
+    pub(in crate::tracker) fn count(&mut self, result: &ProbeResult, wall: SystemTime) -> bool {
+        self.probes += 1;
+        if result.ok() {
+            self.failing = 0;
+            self.failing_since = None;
+        } else {
+            self.failures += 1;
+            if self.failing == 0 {
+                self.failing_since = Some(wall);
+            }
+            self.failing = self.failing.saturating_add(1);
+        }
+        let reweighed = result.ok() && self.weight != result.weight;
+        if reweighed {
+            self.weight = result.weight;
+        }
+        reweighed
+    }
+
     /// Whether flap damping holds the target out of DNS now.
     pub(in crate::tracker) fn damped(&self) -> bool {
         self.damping.as_ref().is_some_and(FlapDamping::suppressed)
