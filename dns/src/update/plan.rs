@@ -78,24 +78,14 @@ pub fn plan_name(
     ttl: u32,
     owner_id: &str,
 ) -> NamePlan {
-    let owners: Vec<&str> = current.marks.iter().filter_map(|m| owner_in(m)).collect();
-    let ours = owners.contains(&owner_id);
-    let has_data =
-        !current.v4.values.is_empty() || !current.v6.values.is_empty() || current.cname.is_some();
+    let ours = match whose(name, mark_name, current, owner_id) {
+        Ok(ours) => ours,
+        Err(why) => return NamePlan::Foreign(why),
+    };
     let (addresses, cname): (&[IpAddr], Option<&Name>) = match wanted {
         Wanted::Addresses(addresses) => (addresses, None),
         Wanted::Cname(target) => (&[], Some(target)),
     };
-    if !ours {
-        if let Some(other) = owners.first() {
-            return NamePlan::Foreign(format!("{name} is marked for owner \"{other}\""));
-        }
-        if !current.marks.is_empty() || has_data {
-            return NamePlan::Foreign(format!(
-                "{name} holds records without this orchestrator's ownership mark ({mark_name} TXT)"
-            ));
-        }
-    }
     let mut prerequisites = Vec::new();
     let mut updates = Vec::new();
     if ours {
@@ -110,19 +100,14 @@ pub fn plan_name(
         updates.push(mark_record(mark_name, OWNER_TTL, owner_id));
     }
     let mut changed = !ours;
-    let cname_same = match (&current.cname, cname) {
-        (Some(read), Some(target)) => read.target == *target && read.ttl == ttl,
-        (None, None) => true,
-        _ => false,
-    };
+    let cname_same = same_cname(current, cname, ttl);
+    // The CNAME as read is pinned; one leaving goes first.
     match &current.cname {
-        Some(read) => {
-            prerequisites.push(alias(name, 0, &read.target));
-            if !cname_same {
-                updates.push(delete_rrset(name, RecordType::CNAME));
-            }
-        }
+        Some(read) => prerequisites.push(alias(name, 0, &read.target)),
         None => prerequisites.push(absent(name, RecordType::CNAME)),
+    }
+    if current.cname.is_some() && !cname_same {
+        updates.push(delete_rrset(name, RecordType::CNAME));
     }
     for (rtype, read) in [
         (RecordType::A, &current.v4),
@@ -143,6 +128,35 @@ pub fn plan_name(
     } else {
         NamePlan::Unchanged
     }
+}
+
+/// Whether the CNAME as read is the one wanted (`cname` with `ttl`), or both are absent.
+fn same_cname(current: &Current, cname: Option<&Name>, ttl: u32) -> bool {
+    match (&current.cname, cname) {
+        (Some(read), Some(target)) => read.target == *target && read.ttl == ttl,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Whether `name` as `current` holds it is ours (true) or free (false) for `owner_id`;
+/// why not, when another owner's mark or unmarked records are there.
+fn whose(name: &Name, mark_name: &Name, current: &Current, owner_id: &str) -> Result<bool, String> {
+    let owners: Vec<&str> = current.marks.iter().filter_map(|m| owner_in(m)).collect();
+    if owners.contains(&owner_id) {
+        return Ok(true);
+    }
+    if let Some(other) = owners.first() {
+        return Err(format!("{name} is marked for owner \"{other}\""));
+    }
+    let has_data =
+        !current.v4.values.is_empty() || !current.v6.values.is_empty() || current.cname.is_some();
+    if !current.marks.is_empty() || has_data {
+        return Err(format!(
+            "{name} holds records without this orchestrator's ownership mark ({mark_name} TXT)"
+        ));
+    }
+    Ok(false)
 }
 
 /// One address family of one name, as an update sees it.

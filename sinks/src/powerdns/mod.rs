@@ -282,11 +282,6 @@ impl Inner {
         // Below the apex and at it (where a CNAME cannot be): computed once per snapshot.
         let below = render::wanted(snapshot, self.lua, false);
         let at_apex = render::wanted(snapshot, self.lua, true);
-        let owned = |r: &RrSet| {
-            r.comments
-                .iter()
-                .any(|c| c.account == ACCOUNT && c.content == self.mark)
-        };
         for domain in &snapshot.domains {
             let name = format!("{domain}.");
             let wanted = if name == self.zone { &at_apex } else { &below };
@@ -298,7 +293,7 @@ impl Inner {
             for (rtype, wanted) in wanted {
                 let rtype = *rtype;
                 let current = existing.get(&(name.clone(), rtype)).copied();
-                let mine = current.is_some_and(owned);
+                let mine = current.is_some_and(|r| self.owned(r));
                 if current.is_some() && !mine && !self.adopt {
                     theirs.push(format!("{name} {rtype}"));
                     continue;
@@ -316,7 +311,7 @@ impl Inner {
                     && !wanted.iter().any(|(t, _)| *t == r.rtype)
             });
             for r in beside {
-                if owned(r) || self.adopt {
+                if self.owned(r) || self.adopt {
                     // Before ours: PowerDNS checks each rrset of a PATCH against the zone as
                     // it goes, and an A beside a CNAME still there is refused.
                     ours.insert(0, RrSet::delete(&name, &r.rtype));
@@ -331,6 +326,13 @@ impl Inner {
             }
         }
         (changes, foreign)
+    }
+
+    /// Whether `r` carries this orchestrator's mark.
+    fn owned(&self, r: &RrSet) -> bool {
+        r.comments
+            .iter()
+            .any(|c| c.account == ACCOUNT && c.content == self.mark)
     }
 
     /// A REPLACE of `name`'s `rtype` rrset with `contents`, marked as ours.

@@ -147,58 +147,15 @@ pub fn desired(
                 out.entry(weighted_name(geo, &name)).or_default();
             }
         }
+        let at = NameSets {
+            snapshot,
+            style,
+            name: &name,
+            ttl,
+        };
         let mut sets = Vec::new();
-        for (rtype, v6) in [("A", false), ("AAAA", true)] {
-            let family: Vec<&PublishedAddress> = snapshot
-                .addresses
-                .iter()
-                .filter(|a| matches!(a.address, IpAddr::V6(_)) == v6)
-                .collect();
-            if family.is_empty() {
-                continue;
-            }
-            let set = |set_id: Option<String>, routing: Routing, list: &[&PublishedAddress]| {
-                let mut values: Vec<String> = list.iter().map(|a| a.address.to_string()).collect();
-                values.sort();
-                values.dedup();
-                RecordSet {
-                    name: name.clone(),
-                    rtype: rtype.into(),
-                    set_id,
-                    routing,
-                    ttl,
-                    values,
-                    alias: None,
-                }
-            };
-            let per_endpoint = |routing: &dyn Fn(&PublishedAddress) -> Routing| {
-                family
-                    .iter()
-                    .map(|a| set(Some(a.endpoint.name.clone()), routing(a), &[*a]))
-                    .collect::<Vec<_>>()
-            };
-            match snapshot.policy {
-                RoutingPolicy::All | RoutingPolicy::Failover => match style {
-                    RecordStyle::Simple => sets.push(set(None, Routing::Simple, &family)),
-                    RecordStyle::Multivalue => sets.extend(per_endpoint(&|_| Routing::MultiValue)),
-                },
-                RoutingPolicy::Weighted => {
-                    sets.extend(per_endpoint(&|a| Routing::Weighted(i64::from(a.weight))));
-                }
-                RoutingPolicy::Geo => {
-                    for (at, set) in geo_sets(
-                        &family,
-                        snapshot.default_geo.as_deref(),
-                        &snapshot.geos,
-                        &set,
-                    ) {
-                        match at {
-                            None => sets.push(set),
-                            Some(weighted) => out.entry(weighted).or_default().push(set),
-                        }
-                    }
-                }
-            }
+        for v6 in [false, true] {
+            at.family(v6, &mut sets, &mut out);
         }
         sets.sort();
         out.insert(name, sets);
@@ -207,6 +164,75 @@ pub fn desired(
         sets.sort();
     }
     out
+}
+
+/// One name's address record sets being made: the tenant, the record style, the name
+/// (fully qualified) and its TTL.
+struct NameSets<'a> {
+    snapshot: &'a TenantSnapshot,
+    style: RecordStyle,
+    name: &'a str,
+    ttl: i64,
+}
+
+impl NameSets<'_> {
+    /// The sets of one family (A, or AAAA when `v6`) by the tenant's policy, into `sets`
+    /// (the name's own) or `out` (a `geo` location's weighted name).
+    fn family(
+        &self,
+        v6: bool,
+        sets: &mut Vec<RecordSet>,
+        out: &mut BTreeMap<String, Vec<RecordSet>>,
+    ) {
+        let snapshot = self.snapshot;
+        let rtype = if v6 { "AAAA" } else { "A" };
+        let family: Vec<&PublishedAddress> = snapshot
+            .addresses
+            .iter()
+            .filter(|a| matches!(a.address, IpAddr::V6(_)) == v6)
+            .collect();
+        if family.is_empty() {
+            return;
+        }
+        let set = |set_id: Option<String>, routing: Routing, list: &[&PublishedAddress]| {
+            let mut values: Vec<String> = list.iter().map(|a| a.address.to_string()).collect();
+            values.sort();
+            values.dedup();
+            RecordSet {
+                name: self.name.to_owned(),
+                rtype: rtype.into(),
+                set_id,
+                routing,
+                ttl: self.ttl,
+                values,
+                alias: None,
+            }
+        };
+        let per_endpoint = |routing: &dyn Fn(&PublishedAddress) -> Routing| {
+            family
+                .iter()
+                .map(|a| set(Some(a.endpoint.name.clone()), routing(a), &[*a]))
+                .collect::<Vec<_>>()
+        };
+        match snapshot.policy {
+            RoutingPolicy::All | RoutingPolicy::Failover => match self.style {
+                RecordStyle::Simple => sets.push(set(None, Routing::Simple, &family)),
+                RecordStyle::Multivalue => sets.extend(per_endpoint(&|_| Routing::MultiValue)),
+            },
+            RoutingPolicy::Weighted => {
+                sets.extend(per_endpoint(&|a| Routing::Weighted(i64::from(a.weight))));
+            }
+            RoutingPolicy::Geo => {
+                let geos = &snapshot.geos;
+                for (at, set) in geo_sets(&family, snapshot.default_geo.as_deref(), geos, &set) {
+                    match at {
+                        None => sets.push(set),
+                        Some(weighted) => out.entry(weighted).or_default().push(set),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Builds one record set of a family: (set identifier, routing, addresses).
