@@ -4,11 +4,11 @@
 use std::net::IpAddr;
 
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{RData, RecordType, TSigner};
+use hickory_proto::rr::{RData, Record, RecordType, TSigner};
 use tracing::{debug, info};
 
 use super::lookup::key_of;
-use super::{Authority, Transfer};
+use super::{Authority, Transfer, Zone};
 use crate::server::transfer as xfr;
 use crate::wire::tsig_check::{self as tsig, Check};
 
@@ -59,21 +59,33 @@ impl Authority {
                 Transfer::Answer(m) | Transfer::NotReady(m) => Some(Transfer::NotReady(m)),
             };
         };
-        let soa = self.soa_record(zone, serial);
         let asked_from = (qtype == RecordType::IXFR)
-            .then(|| {
-                query.authorities.iter().find_map(|r| match &r.data {
-                    RData::SOA(s) => Some(s.serial),
-                    _ => None,
-                })
-            })
+            .then(|| ixfr_serial(&query))
             .flatten();
+        let since = asked_from.map(|s| (s, transfers.journal.at(&zone.apex, s)));
+        let list = self.transfer_records(zone, serial, &content, since);
+        debug!(%client, zone = %zone.apex, serial, ?asked_from, records = list.len(), "zone transfer");
+        send(xfr::messages(&query, &list)?)
+    }
+
+    /// The records of `zone` at `serial` (its `content`) a secondary is sent: the
+    /// difference from the serial it has (`since`, with that version's content when the
+    /// journal still holds it) between SOAs (IXFR, RFC 1995), the SOA alone when it is up
+    /// to date, else the whole zone between SOAs (AXFR).
+    fn transfer_records(
+        &self,
+        zone: &Zone,
+        serial: u32,
+        content: &xfr::journal::Content,
+        since: Option<(u32, Option<xfr::journal::Content>)>,
+    ) -> Vec<Record> {
+        let soa = self.soa_record(zone, serial);
         let mut list = vec![soa.clone()];
-        match asked_from.map(|s| (s, transfers.journal.at(&zone.apex, s))) {
+        match since {
             // Up to date: the SOA alone says so.
             Some((s, _)) if s == serial => {}
             Some((s, Some(old))) => {
-                let (deleted, added) = xfr::difference(&old, &content);
+                let (deleted, added) = xfr::difference(&old, content);
                 list.push(self.soa_record(zone, s));
                 list.extend(deleted);
                 list.push(soa.clone());
@@ -83,11 +95,18 @@ impl Authority {
             _ => {
                 let mut fixed = self.ns_records(zone, &zone.name);
                 fixed.extend(self.statics.of_zone(&zone.apex));
-                list.extend(xfr::zone_records(&fixed, &content));
+                list.extend(xfr::zone_records(&fixed, content));
                 list.push(soa);
             }
         }
-        debug!(%client, zone = %zone.apex, serial, ?asked_from, records = list.len(), "zone transfer");
-        send(xfr::messages(&query, &list)?)
+        list
     }
+}
+
+/// The serial an IXFR query says the secondary has (the SOA in its authority section).
+fn ixfr_serial(query: &Message) -> Option<u32> {
+    query.authorities.iter().find_map(|r| match &r.data {
+        RData::SOA(s) => Some(s.serial),
+        _ => None,
+    })
 }

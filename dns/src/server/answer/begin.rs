@@ -55,25 +55,7 @@ impl Authority {
         if query.metadata.message_type != MessageType::Query {
             return Err(None);
         }
-        // A signed query (a secondary's SOA check, a peer's report query) gets a signed
-        // answer.
-        let signed = if query.signature().is_some() {
-            match tsig::check(&self.keys(), request, &query, ho_engine::clock::unix_now()) {
-                Check::Refused(bytes) => {
-                    let reply = Reply {
-                        bytes,
-                        qtype: "other",
-                        rcode: "NOTAUTH",
-                        proven_client: false,
-                    };
-                    return Err(Some(per_query(reply)));
-                }
-                Check::Signed(s) => Some(s),
-                Check::Unsigned => None,
-            }
-        } else {
-            None
-        };
+        let signed = self.signature(request, &query)?;
         let mut response = Message::response(query.metadata.id, query.metadata.op_code);
         response.metadata.recursion_desired = query.metadata.recursion_desired;
         response.metadata.checking_disabled = query.metadata.checking_disabled;
@@ -110,6 +92,27 @@ impl Authority {
             response.metadata.response_code = code;
         }
         Err(finish(&mut response, qtype, limit).map(per_query))
+    }
+
+    /// The signature a signed query (a secondary's SOA check, a peer's report query) holds,
+    /// for a signed answer; NOTAUTH when it does not hold.
+    fn signature(&self, request: &[u8], query: &Message) -> Result<Option<Signed>, Early> {
+        if query.signature().is_none() {
+            return Ok(None);
+        }
+        match tsig::check(&self.keys(), request, query, ho_engine::clock::unix_now()) {
+            Check::Refused(bytes) => {
+                let reply = Reply {
+                    bytes,
+                    qtype: "other",
+                    rcode: "NOTAUTH",
+                    proven_client: false,
+                };
+                Err(Some(per_query(reply)))
+            }
+            Check::Signed(s) => Ok(Some(s)),
+            Check::Unsigned => Ok(None),
+        }
     }
 
     /// Answers EDNS with ours and returns the UDP payload size both sides allow (512

@@ -83,42 +83,10 @@ impl Query {
         mac[6..12].copy_from_slice(&dst);
         let mut sum = Sum::default();
         if self.v6 {
-            let (mut from, mut to) = ([0u8; 16], [0u8; 16]);
-            from.copy_from_slice(&ip[24..40]);
-            to.copy_from_slice(&ip[8..24]);
-            ip[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
-            ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            ip[6] = PROTO_UDP;
-            ip[7] = TTL;
-            ip[8..24].copy_from_slice(&from);
-            ip[24..40].copy_from_slice(&to);
-            sum.add(&from);
-            sum.add(&to);
-            sum.add(&u32::from(udp_len).to_be_bytes());
+            reply_ipv6(ip, udp_len, &mut sum);
         } else {
-            let (mut from, mut to) = ([0u8; 4], [0u8; 4]);
-            from.copy_from_slice(&ip[16..20]);
-            to.copy_from_slice(&ip[12..16]);
             let total = u16::try_from(IPV4 + UDP + message.len()).ok()?;
-            let header = &mut ip[..IPV4];
-            header[0] = 0x45;
-            header[1] = 0;
-            header[2..4].copy_from_slice(&total.to_be_bytes());
-            // Identification 0 and Don't Fragment: answers are kept under the path MTU
-            // (`max_udp_payload`), as the kernel does for a UDP socket's.
-            header[4..8].copy_from_slice(&[0, 0, 0x40, 0]);
-            header[8] = TTL;
-            header[9] = PROTO_UDP;
-            header[10..12].copy_from_slice(&[0, 0]);
-            header[12..16].copy_from_slice(&from);
-            header[16..20].copy_from_slice(&to);
-            let mut ip_sum = Sum::default();
-            ip_sum.add(header);
-            header[10..12].copy_from_slice(&ip_sum.finish().to_be_bytes());
-            sum.add(&from);
-            sum.add(&to);
-            sum.add(&[0, PROTO_UDP]);
-            sum.add(&udp_len.to_be_bytes());
+            reply_ipv4(ip, udp_len, total, &mut sum);
         }
         if self.v6 {
             sum.add(&[0, 0, 0, PROTO_UDP]);
@@ -140,6 +108,50 @@ impl Query {
         udp[6..8].copy_from_slice(&checksum.to_be_bytes());
         Some(end)
     }
+}
+
+/// Rewrites an IPv6 header in place to answer the query it carried (`udp_len`: the
+/// answer's UDP length), adding the UDP pseudo-header's addresses and length to `sum`.
+fn reply_ipv6(ip: &mut [u8], udp_len: u16, sum: &mut Sum) {
+    let (mut from, mut to) = ([0u8; 16], [0u8; 16]);
+    from.copy_from_slice(&ip[24..40]);
+    to.copy_from_slice(&ip[8..24]);
+    ip[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
+    ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    ip[6] = PROTO_UDP;
+    ip[7] = TTL;
+    ip[8..24].copy_from_slice(&from);
+    ip[24..40].copy_from_slice(&to);
+    sum.add(&from);
+    sum.add(&to);
+    sum.add(&u32::from(udp_len).to_be_bytes());
+}
+
+/// Rewrites an IPv4 header in place to answer the query it carried (`total`: the answer
+/// packet's length), with its own checksum; adds the UDP pseudo-header to `sum`.
+fn reply_ipv4(ip: &mut [u8], udp_len: u16, total: u16, sum: &mut Sum) {
+    let (mut from, mut to) = ([0u8; 4], [0u8; 4]);
+    from.copy_from_slice(&ip[16..20]);
+    to.copy_from_slice(&ip[12..16]);
+    let header = &mut ip[..IPV4];
+    header[0] = 0x45;
+    header[1] = 0;
+    header[2..4].copy_from_slice(&total.to_be_bytes());
+    // Identification 0 and Don't Fragment: answers are kept under the path MTU
+    // (`max_udp_payload`), as the kernel does for a UDP socket's.
+    header[4..8].copy_from_slice(&[0, 0, 0x40, 0]);
+    header[8] = TTL;
+    header[9] = PROTO_UDP;
+    header[10..12].copy_from_slice(&[0, 0]);
+    header[12..16].copy_from_slice(&from);
+    header[16..20].copy_from_slice(&to);
+    let mut ip_sum = Sum::default();
+    ip_sum.add(header);
+    header[10..12].copy_from_slice(&ip_sum.finish().to_be_bytes());
+    sum.add(&from);
+    sum.add(&to);
+    sum.add(&[0, PROTO_UDP]);
+    sum.add(&udp_len.to_be_bytes());
 }
 
 /// The Internet checksum (RFC 1071) over pieces added in order; every piece but the last

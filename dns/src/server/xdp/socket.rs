@@ -193,6 +193,70 @@ fn sockopt<T>(fd: RawFd, name: i32, value: &T) -> io::Result<()> {
     Ok(())
 }
 
+/// Registers `umem` as the socket's frame area.
+fn register_umem(raw: RawFd, umem: &Mapping) -> io::Result<()> {
+    let reg = libc::xdp_umem_reg {
+        addr: umem.at.as_ptr() as u64,
+        len: umem.len as u64,
+        chunk_size: FRAME as u32,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOBUFS) => io::Error::other(format!(
+            "its {} MiB of frames exceed the locked-memory limit (raise RLIMIT_MEMLOCK: \
+             LimitMEMLOCK=infinity under systemd)",
+            (FRAMES * FRAME) >> 20
+        )),
+        _ => e,
+    })
+}
+
+/// Where the kernel placed the four rings' producer, consumer and descriptors.
+fn mmap_offsets(raw: RawFd) -> io::Result<libc::xdp_mmap_offsets> {
+    // SAFETY: all-zero is a valid xdp_mmap_offsets; the kernel fills it.
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+    // SAFETY: `off` and `len` are live and sized as the option expects.
+    let r = unsafe {
+        libc::getsockopt(
+            raw,
+            libc::SOL_XDP,
+            libc::XDP_MMAP_OFFSETS,
+            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(off)
+}
+
+/// Binds the socket to queue `queue` of interface `ifindex`.
+fn bind(raw: RawFd, ifindex: u32, queue: u32) -> io::Result<()> {
+    let addr = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: libc::XDP_USE_NEED_WAKEUP,
+        sxdp_ifindex: ifindex,
+        sxdp_queue_id: queue,
+        sxdp_shared_umem_fd: 0,
+    };
+    // SAFETY: `addr` is a live sockaddr_xdp of the size passed.
+    let r = unsafe {
+        libc::bind(
+            raw,
+            (&addr as *const libc::sockaddr_xdp).cast(),
+            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl Xsk {
     /// A socket on queue `queue` of interface `ifindex`, its fill ring stocked.
     pub fn open(ifindex: u32, queue: u32) -> io::Result<Xsk> {
@@ -204,22 +268,7 @@ impl Xsk {
         // SAFETY: a new descriptor nobody else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let umem = Mapping::new(FRAMES * FRAME, -1, 0)?;
-        let reg = libc::xdp_umem_reg {
-            addr: umem.at.as_ptr() as u64,
-            len: umem.len as u64,
-            chunk_size: FRAME as u32,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        sockopt(raw, libc::XDP_UMEM_REG, &reg).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOBUFS) => io::Error::other(format!(
-                "its {} MiB of frames exceed the locked-memory limit (raise RLIMIT_MEMLOCK: \
-                 LimitMEMLOCK=infinity under systemd)",
-                (FRAMES * FRAME) >> 20
-            )),
-            _ => e,
-        })?;
+        register_umem(raw, &umem)?;
         for ring in [
             libc::XDP_UMEM_FILL_RING,
             libc::XDP_UMEM_COMPLETION_RING,
@@ -228,44 +277,12 @@ impl Xsk {
         ] {
             sockopt(raw, ring, &RING)?;
         }
-        // SAFETY: all-zero is a valid xdp_mmap_offsets; the kernel fills it.
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: `off` and `len` are live and sized as the option expects.
-        let r = unsafe {
-            libc::getsockopt(
-                raw,
-                libc::SOL_XDP,
-                libc::XDP_MMAP_OFFSETS,
-                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
-                &mut len,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let off = mmap_offsets(raw)?;
         let fill = Ring::map(raw, &off.fr, libc::XDP_UMEM_PGOFF_FILL_RING as i64)?;
         let completion = Ring::map(raw, &off.cr, libc::XDP_UMEM_PGOFF_COMPLETION_RING as i64)?;
         let rx = Ring::map(raw, &off.rx, libc::XDP_PGOFF_RX_RING)?;
         let tx = Ring::map(raw, &off.tx, libc::XDP_PGOFF_TX_RING)?;
-        let addr = libc::sockaddr_xdp {
-            sxdp_family: libc::AF_XDP as u16,
-            sxdp_flags: libc::XDP_USE_NEED_WAKEUP,
-            sxdp_ifindex: ifindex,
-            sxdp_queue_id: queue,
-            sxdp_shared_umem_fd: 0,
-        };
-        // SAFETY: `addr` is a live sockaddr_xdp of the size passed.
-        let r = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        bind(raw, ifindex, queue)?;
         let mut xsk = Xsk {
             fill,
             completion,
