@@ -41,7 +41,7 @@ use crate::tracker::{
 mod applier;
 mod start;
 
-use applier::{follow, Applier};
+use applier::Applier;
 use start::*;
 
 /// Why the engine cannot start or take a new plan.
@@ -169,18 +169,9 @@ impl Engine {
         factory: Arc<dyn SinkFactory>,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
-        // What operators set before a restart is read before anything starts: a file that
-        // cannot be used stops the start with its error, before any actor runs.
-        let kept = load_drains(&plan)?;
         factory.register_metrics(&metrics);
-        let (hosts, resolved) = Hosts::new(metrics.clone());
-        let configured = Arc::new(plan);
-        let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
-        let heartbeats = Heartbeats::default();
-        heartbeats.learn(&plan);
-        let feeds = Feeds::default();
-        let probes = make_probes(&plan.targets, &heartbeats, &feeds)?;
-        heartbeats.keep_in(plan.state_dir.as_deref());
+        let prepared = Prepared::of(plan, &metrics).await?;
+        let (kept, plan) = (prepared.kept, prepared.plan);
         let leadership = leadership_of(&plan, &metrics);
         let events = Events::default();
         let (sink_actors, stores) =
@@ -189,25 +180,22 @@ impl Engine {
         let (plans, answers) = start_answers(&plan, &events, &metrics, &leadership, &kept.1)?;
         let (ring, shares) = prepare_ring(&plan).await?.unzip();
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
-        let Deciders {
-            tracker,
-            coordinator,
-            discovered,
-            limits,
-        } = start_deciders(
+        let start = TrackerStart { kept, ring: shares };
+        let d = start_deciders(
             &plan,
             &sink_actors,
             &stores,
             &metrics,
             &leadership,
             &events,
-            TrackerStart { kept, ring: shares },
+            start,
         )?;
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let shared_plan = Arc::new(RwLock::new(plan.clone()));
+        let (hosts, heartbeats) = (prepared.hosts, prepared.heartbeats);
         let mut applier = Applier {
-            tracker: tracker.clone(),
+            tracker: d.tracker.clone(),
             sinks: sink_actors,
             api_sinks: api_sinks.clone(),
             metrics: metrics.clone(),
@@ -219,35 +207,25 @@ impl Engine {
             arbiters,
             origin: Instant::now(),
             tick,
-            limits,
+            limits: d.limits,
             leadership: leadership.clone(),
             events: events.clone(),
-            coordinator: coordinator.clone(),
+            coordinator: d.coordinator.clone(),
             stores,
-            configured,
-            discovered: discovered.clone(),
+            configured: prepared.configured,
+            discovered: d.discovered,
             hosts: hosts.clone(),
             plans,
-            resolved: resolved.clone(),
+            resolved: prepared.resolved,
             heartbeats: heartbeats.clone(),
-            feeds,
+            feeds: prepared.feeds,
             ownership: ring.as_ref().map(|r| r.ownership.clone()),
         };
-        applier.start_probers(&plan.targets, probes, ids);
+        applier.start_probers(&plan.targets, prepared.probes, ids);
+        let tracker = d.tracker;
         let ring = ring
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
-        let applier = Arc::new(tokio::sync::Mutex::new(applier));
-        follow(
-            Arc::downgrade(&applier),
-            discovered,
-            "the other clusters' reports",
-        );
-        follow(
-            Arc::downgrade(&applier),
-            resolved,
-            "the endpoints' host names",
-        );
-        hosts.follow();
+        let applier = applier.follow();
         Ok(Engine {
             tracker,
             metrics,
@@ -255,7 +233,7 @@ impl Engine {
             leadership,
             events,
             cluster: None,
-            coordinator,
+            coordinator: d.coordinator,
             plan: shared_plan,
             applier,
             heartbeats,

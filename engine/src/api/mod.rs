@@ -140,6 +140,37 @@ pub(super) fn text(
 
 pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
 
+/// The answer to an operator action (`POST /v1/endpoints/NAME/VERB`,
+/// `POST /v1/brake/release`); `None` for any other path.
+async fn operator_answer(
+    req: &Request<Incoming>,
+    peer: std::net::SocketAddr,
+    state: &ApiState,
+) -> Option<Response<Full<Bytes>>> {
+    let path = req.uri().path();
+    let action = path
+        .strip_prefix("/v1/endpoints/")
+        .and_then(|rest| rest.rsplit_once('/'))
+        .filter(|(name, _)| !name.is_empty())
+        .and_then(|(name, verb)| Some((name, OperatorAction::parse(verb)?)));
+    if action.is_none() && path != "/v1/brake/release" {
+        return None;
+    }
+    if req.method() != Method::POST {
+        return Some(text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n"));
+    }
+    if let Some(limited) = auth::rate_limited(state) {
+        return Some(limited);
+    }
+    let Some((name, action)) = action else {
+        return Some(operator::release_brake(req, peer, state).await);
+    };
+    Some(match operator::selection(name, req.uri().query()) {
+        Ok(endpoints) => operator::operator_action(req, peer, state, endpoints, action).await,
+        Err(message) => text(StatusCode::BAD_REQUEST, PLAIN, message),
+    })
+}
+
 /// Every answer but `/events`.
 pub(super) async fn answer(
     req: Request<Incoming>,
@@ -150,32 +181,8 @@ pub(super) async fn answer(
     if let Some(name) = path.strip_prefix("/v1/heartbeat/") {
         return heartbeat::heartbeat(&req, peer, state, name);
     }
-    let action = path
-        .strip_prefix("/v1/endpoints/")
-        .and_then(|rest| rest.rsplit_once('/'))
-        .filter(|(name, _)| !name.is_empty())
-        .and_then(|(name, verb)| Some((name, OperatorAction::parse(verb)?)));
-    if let Some((name, action)) = action {
-        if req.method() != Method::POST {
-            return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n");
-        }
-        if let Some(limited) = auth::rate_limited(state) {
-            return limited;
-        }
-        let endpoints = match operator::selection(name, req.uri().query()) {
-            Ok(endpoints) => endpoints,
-            Err(message) => return text(StatusCode::BAD_REQUEST, PLAIN, message),
-        };
-        return operator::operator_action(&req, peer, state, endpoints, action).await;
-    }
-    if path == "/v1/brake/release" {
-        if req.method() != Method::POST {
-            return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only POST\n");
-        }
-        if let Some(limited) = auth::rate_limited(state) {
-            return limited;
-        }
-        return operator::release_brake(&req, peer, state).await;
+    if let Some(answer) = operator_answer(&req, peer, state).await {
+        return answer;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");

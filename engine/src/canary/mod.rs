@@ -109,34 +109,8 @@ pub fn start(
     let (record, known) = (intended.clone(), hosts.clone());
     let decisions = tokio::spawn(async move {
         while let Some(event) = follow.recv().await {
-            if let Event::Publish {
-                at,
-                tenant,
-                seq,
-                addresses,
-                hosts,
-                ..
-            } = &*event
-            {
-                let mut sorted = addresses.clone();
-                sorted.sort();
-                let mut known = known.lock().expect("never poisoned");
-                for h in hosts {
-                    let mut addresses = h.addresses.clone();
-                    addresses.sort();
-                    known.insert(h.host.to_ascii_lowercase(), addresses.into());
-                }
-                drop(known);
-                let decision = Intended {
-                    seq: *seq,
-                    addresses: sorted.into(),
-                    hosts: hosts.iter().map(|h| h.host.to_ascii_lowercase()).collect(),
-                    at: crate::clock::unix_millis(at.0),
-                };
-                record
-                    .lock()
-                    .expect("never poisoned")
-                    .insert(tenant.clone(), decision);
+            if let Event::Publish { .. } = &*event {
+                learn(&event, &record, &known);
                 bump.send_modify(|n| *n += 1);
             }
         }
@@ -166,6 +140,48 @@ pub fn start(
         decisions.abort();
     });
     board
+}
+
+/// What a publish `event` intends: the tenant's sorted addresses, or the host names it
+/// points to (with each host's addresses as published, to judge a served CNAME by).
+fn learn(
+    event: &Event,
+    intended: &Mutex<HashMap<String, Intended>>,
+    hosts: &Mutex<HashMap<String, Arc<[IpAddr]>>>,
+) {
+    let Event::Publish {
+        at,
+        tenant,
+        seq,
+        addresses,
+        hosts: published,
+        ..
+    } = event
+    else {
+        return;
+    };
+    let mut sorted = addresses.clone();
+    sorted.sort();
+    let mut known = hosts.lock().expect("never poisoned");
+    for h in published {
+        let mut addresses = h.addresses.clone();
+        addresses.sort();
+        known.insert(h.host.to_ascii_lowercase(), addresses.into());
+    }
+    drop(known);
+    let decision = Intended {
+        seq: *seq,
+        addresses: sorted.into(),
+        hosts: published
+            .iter()
+            .map(|h| h.host.to_ascii_lowercase())
+            .collect(),
+        at: crate::clock::unix_millis(at.0),
+    };
+    intended
+        .lock()
+        .expect("never poisoned")
+        .insert(tenant.clone(), decision);
 }
 
 /// Starts, restarts or stops each sink's task for `plan`.

@@ -86,6 +86,26 @@ pub(super) fn follow<T: Send + Sync + 'static>(
 }
 
 impl Applier {
+    /// Shares the applier and has it recompose the running plan as the other clusters'
+    /// reports and the endpoints' host names change.
+    pub(super) fn follow(self) -> Arc<tokio::sync::Mutex<Applier>> {
+        let (discovered, resolved) = (self.discovered.clone(), self.resolved.clone());
+        let hosts = self.hosts.clone();
+        let applier = Arc::new(tokio::sync::Mutex::new(self));
+        follow(
+            Arc::downgrade(&applier),
+            discovered,
+            "the other clusters' reports",
+        );
+        follow(
+            Arc::downgrade(&applier),
+            resolved,
+            "the endpoints' host names",
+        );
+        hosts.follow();
+        applier
+    }
+
     /// Starts a prober for each of `targets`, with its probe and stable id.
     pub(super) fn start_probers(
         &mut self,

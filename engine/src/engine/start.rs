@@ -14,6 +14,50 @@ pub(super) struct Deciders {
     pub(super) limits: Arc<ProbeLimits>,
 }
 
+/// What a start reads and resolves before any actor runs.
+pub(super) struct Prepared {
+    /// The drain store and what operators set before a restart.
+    pub(super) kept: (DrainStore, crate::drain::OperatorState),
+    /// The plan as configured.
+    pub(super) configured: Arc<Plan>,
+    /// The plan to run: the configured one with its host names' addresses.
+    pub(super) plan: Plan,
+    pub(super) hosts: Hosts,
+    /// The host names' addresses as last resolved.
+    pub(super) resolved: watch::Receiver<crate::hosts::Resolved>,
+    pub(super) heartbeats: Heartbeats,
+    pub(super) feeds: Feeds,
+    /// One per target of `plan`, in the same order.
+    pub(super) probes: Vec<Probe>,
+}
+
+impl Prepared {
+    /// Reads what operators set before a restart first: a file that cannot be used stops
+    /// the start with its error, before any actor runs. Then the host names are looked up
+    /// and every target's probe built.
+    pub(super) async fn of(plan: Plan, metrics: &Arc<Metrics>) -> Result<Prepared, EngineError> {
+        let kept = load_drains(&plan)?;
+        let (hosts, resolved) = Hosts::new(metrics.clone());
+        let configured = Arc::new(plan);
+        let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
+        let heartbeats = Heartbeats::default();
+        heartbeats.learn(&plan);
+        let feeds = Feeds::default();
+        let probes = make_probes(&plan.targets, &heartbeats, &feeds)?;
+        heartbeats.keep_in(plan.state_dir.as_deref());
+        Ok(Prepared {
+            kept,
+            configured,
+            plan,
+            hosts,
+            resolved,
+            heartbeats,
+            feeds,
+            probes,
+        })
+    }
+}
+
 /// What the tracker starts with besides its plan, sinks and metrics.
 pub(super) struct TrackerStart {
     /// The drain store and what operators set before a restart.

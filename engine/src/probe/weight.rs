@@ -66,50 +66,7 @@ impl WeightSettings {
         problems: &mut Problems<'_>,
     ) -> Option<ReportedWeight> {
         let from = self.from.as_deref().unwrap_or(sources[0]);
-        let name = self.name.filter(|n| !n.is_empty());
-        let source = match (from, name) {
-            (f, _) if !sources.contains(&f) => {
-                problems.push(
-                    "reported_weight.from",
-                    format!("\"{f}\" is not one of {}", sources.join(", ")),
-                );
-                return None;
-            }
-            ("header", Some(name)) => {
-                if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    problems.push(
-                        "reported_weight.name",
-                        format!("\"{name}\" is not a header name"),
-                    );
-                }
-                WeightSource::Header(name)
-            }
-            ("json", Some(name)) => {
-                if !name.starts_with('/') {
-                    problems.push(
-                        "reported_weight.name",
-                        "a JSON Pointer starts with '/' (\"/weight\", \"/load/0\")",
-                    );
-                }
-                WeightSource::Json(name)
-            }
-            ("header" | "json", None) => {
-                problems.push(
-                    "reported_weight.name",
-                    format!("missing: the {from} holding the weight"),
-                );
-                return None;
-            }
-            (_, Some(_)) => {
-                problems.push(
-                    "reported_weight.name",
-                    format!("not used with from = \"{from}\""),
-                );
-                return None;
-            }
-            ("body", None) => WeightSource::Body,
-            (_, None) => WeightSource::Feed,
-        };
+        let source = weight_source(from, self.name, sources, problems)?;
         let (min, max) = (self.min.unwrap_or(1), self.max.unwrap_or(255));
         if min > max {
             problems.push(
@@ -128,6 +85,61 @@ impl WeightSettings {
             band,
         })
     }
+}
+
+/// Where the weight is read from: `from` (one of `sources`) and, for a header or a JSON
+/// document, the `name` that holds it.
+fn weight_source(
+    from: &str,
+    name: Option<String>,
+    sources: &[&str],
+    problems: &mut Problems<'_>,
+) -> Option<WeightSource> {
+    let name = name.filter(|n| !n.is_empty());
+    let source = match (from, name) {
+        (f, _) if !sources.contains(&f) => {
+            problems.push(
+                "reported_weight.from",
+                format!("\"{f}\" is not one of {}", sources.join(", ")),
+            );
+            return None;
+        }
+        ("header", Some(name)) => {
+            if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                problems.push(
+                    "reported_weight.name",
+                    format!("\"{name}\" is not a header name"),
+                );
+            }
+            WeightSource::Header(name)
+        }
+        ("json", Some(name)) => {
+            if !name.starts_with('/') {
+                problems.push(
+                    "reported_weight.name",
+                    "a JSON Pointer starts with '/' (\"/weight\", \"/load/0\")",
+                );
+            }
+            WeightSource::Json(name)
+        }
+        ("header" | "json", None) => {
+            problems.push(
+                "reported_weight.name",
+                format!("missing: the {from} holding the weight"),
+            );
+            return None;
+        }
+        (_, Some(_)) => {
+            problems.push(
+                "reported_weight.name",
+                format!("not used with from = \"{from}\""),
+            );
+            return None;
+        }
+        ("body", None) => WeightSource::Body,
+        (_, None) => WeightSource::Feed,
+    };
+    Some(source)
 }
 
 impl ReportedWeight {

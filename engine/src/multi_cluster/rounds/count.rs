@@ -15,20 +15,7 @@ impl RoundsCore {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        let wrote = match &written {
-            Some(Ok(())) => {
-                self.count_op("write", "ok");
-                true
-            }
-            Some(Err(e)) => {
-                self.count_op("write", "error");
-                if REPORT_WARNINGS.ready(WARN_EVERY) {
-                    warn!(error = %e, "could not write this cluster's reports");
-                }
-                false
-            }
-            None => false,
-        };
+        let wrote = self.count_write(written.as_ref());
         let rounds = self.rounds.entry(round.sink.clone()).or_default();
         let rrsets = match read {
             Ok(rrsets) => rrsets,
@@ -77,6 +64,25 @@ impl RoundsCore {
             });
         }
         self.announce_discovered(fx);
+    }
+
+    /// Counts this round's write of this cluster's reports, if it made one; whether it
+    /// succeeded.
+    fn count_write<E: std::fmt::Display>(&self, written: Option<&Result<(), E>>) -> bool {
+        match written {
+            Some(Ok(())) => {
+                self.count_op("write", "ok");
+                true
+            }
+            Some(Err(e)) => {
+                self.count_op("write", "error");
+                if REPORT_WARNINGS.ready(WARN_EVERY) {
+                    warn!(error = %e, "could not write this cluster's reports");
+                }
+                false
+            }
+            None => false,
+        }
     }
 
     fn count_op(&self, op: &'static str, result: &'static str) {
@@ -130,22 +136,8 @@ impl RoundsCore {
         if leads {
             reports.push(own);
         }
-        // Each report's age as this reader has watched it, handed to the vote as a stamp on
-        // this reader's wall clock.
         let now_ms = unix_ms(now.clock.wall);
-        let mut stamps = BTreeMap::new();
-        for r in &mut reports {
-            let (stamp, since) = match state.stamps.get(&r.cluster) {
-                Some(&(stamp, since)) if stamp == r.at_ms => {
-                    (stamp, (since + blind_for).min(now.clock.mono))
-                }
-                _ => (r.at_ms, now.clock.mono),
-            };
-            stamps.insert(r.cluster.clone(), (stamp, since));
-            let age = now.clock.mono.saturating_duration_since(since);
-            r.at_ms = now_ms.saturating_sub(age.as_millis() as u64);
-        }
-        state.stamps = stamps;
+        state.stamps = restamp(&mut reports, &state.stamps, now, blind_for);
         reports.extend(only_owned(&relayed, &reports, &owner, &own_cluster));
         let tally = Tally::count(
             &reports,
@@ -160,6 +152,12 @@ impl RoundsCore {
             .count();
         state.withdrawn = withdrawn;
         state.discovered = contributed(tenant, &tally, &own_cluster);
+        self.count_tally(tenant, &tally, new);
+        tally
+    }
+
+    /// The tenant's live voters, and the addresses a quorum `newly` withdrew.
+    fn count_tally(&self, tenant: &str, tally: &Tally, newly: usize) {
         let label = TenantLabel {
             tenant: tenant.to_owned(),
         };
@@ -167,13 +165,12 @@ impl RoundsCore {
             .cluster_live_voters
             .get_or_create(&label)
             .set(tally.live.len() as i64);
-        if new > 0 {
+        if newly > 0 {
             self.metrics
                 .cluster_quorum_withdrawals
                 .get_or_create(&label)
-                .inc_by(new as u64);
+                .inc_by(newly as u64);
         }
-        tally
     }
 
     /// Announces the addresses other clusters contribute, when they changed.
@@ -280,4 +277,29 @@ pub fn tally_without(plan: &Plan, leaving: &str, rrsets: Vec<Rrset>, now: System
         plan.multi_cluster.report_ttl,
         plan.multi_cluster.failure_threshold,
     )
+}
+
+/// Each report's age as this reader has watched it (since its stamp last changed here, by
+/// `seen`: cluster -> (stamp, since when)), handed to the vote as a stamp on this reader's
+/// wall clock; what was seen, for the next round.
+fn restamp(
+    reports: &mut [Report],
+    seen: &BTreeMap<String, (u64, tokio::time::Instant)>,
+    now: Now,
+    blind_for: Duration,
+) -> BTreeMap<String, (u64, tokio::time::Instant)> {
+    let now_ms = unix_ms(now.clock.wall);
+    let mut stamps = BTreeMap::new();
+    for r in reports {
+        let (stamp, since) = match seen.get(&r.cluster) {
+            Some(&(stamp, since)) if stamp == r.at_ms => {
+                (stamp, (since + blind_for).min(now.clock.mono))
+            }
+            _ => (r.at_ms, now.clock.mono),
+        };
+        stamps.insert(r.cluster.clone(), (stamp, since));
+        let age = now.clock.mono.saturating_duration_since(since);
+        r.at_ms = now_ms.saturating_sub(age.as_millis() as u64);
+    }
+    stamps
 }

@@ -11,27 +11,8 @@ use crate::probe::reuse;
 
 /// Checks the http keys and fills in their defaults.
 pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<HttpCheck> {
-    let req_path = merged.path.clone().unwrap_or_else(|| "/".into());
-    if !req_path.starts_with('/') || req_path.chars().any(|c| c.is_ascii_control() || c == ' ') {
-        errs.push(
-            "path",
-            format!(
-                "\"{req_path}\" must start with '/' and contain no spaces or control characters"
-            ),
-        );
-    }
-    let expect_status = merged.expect_status.clone().unwrap_or_else(|| vec![200]);
-    if expect_status.is_empty() {
-        errs.push("expect_status", "must list at least one status code");
-    }
-    for (i, s) in expect_status.iter().enumerate() {
-        if !(100..=599).contains(s) {
-            errs.push(
-                &format!("expect_status[{i}]"),
-                format!("{s} is not an HTTP status code"),
-            );
-        }
-    }
+    let req_path = request_path(merged.path.clone(), errs);
+    let expect_status = expected_status(merged.expect_status.clone(), errs);
     errs.host(merged.host.as_deref());
     let headers = check_headers(&merged, errs);
     let secret_headers = read_secret_headers(&merged, &headers, errs);
@@ -80,6 +61,35 @@ pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<Http
         follow_redirects,
         reported_weight,
     })
+}
+
+/// `path`, `/` unless set: it starts with '/' and holds no spaces or control characters.
+fn request_path(set: Option<String>, errs: &mut Problems<'_>) -> String {
+    let path = set.unwrap_or_else(|| "/".into());
+    if !path.starts_with('/') || path.chars().any(|c| c.is_ascii_control() || c == ' ') {
+        errs.push(
+            "path",
+            format!("\"{path}\" must start with '/' and contain no spaces or control characters"),
+        );
+    }
+    path
+}
+
+/// `expect_status`, 200 unless set: at least one code, each an HTTP status code.
+fn expected_status(set: Option<Vec<u16>>, errs: &mut Problems<'_>) -> Vec<u16> {
+    let codes = set.unwrap_or_else(|| vec![200]);
+    if codes.is_empty() {
+        errs.push("expect_status", "must list at least one status code");
+    }
+    for (i, s) in codes.iter().enumerate() {
+        if !(100..=599).contains(s) {
+            errs.push(
+                &format!("expect_status[{i}]"),
+                format!("{s} is not an HTTP status code"),
+            );
+        }
+    }
+    codes
 }
 
 /// Most redirects a check may follow (Kubernetes' httpGet probe follows 10).
