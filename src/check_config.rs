@@ -165,18 +165,20 @@ const STAND_IN: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(
 /// No cluster: every source a cluster resolves yields [`STAND_IN`].
 struct Offline;
 
+use ho_kube::tenants::discover::Target;
+
 impl ho_kube::tenants::discover::Lookup for Offline {
     fn gateway(&self, _: &str, _: &str) -> Option<ho_kube::tenants::discover::FoundGateway> {
         Some(ho_kube::tenants::discover::FoundGateway {
-            addresses: vec![STAND_IN],
+            addresses: vec![Target::Address(STAND_IN)],
             open_to_all_namespaces: true,
         })
     }
-    fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
-        Some(vec![STAND_IN])
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<Target>> {
+        Some(vec![Target::Address(STAND_IN)])
     }
-    fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
-        Some(vec![STAND_IN])
+    fn service(&self, _: &str, _: &str) -> Option<Vec<Target>> {
+        Some(vec![Target::Address(STAND_IN)])
     }
     fn nodes(
         &self,

@@ -208,10 +208,10 @@ impl ho_kube::tenants::discover::Lookup for NoCluster {
     fn gateway(&self, _: &str, _: &str) -> Option<ho_kube::tenants::discover::FoundGateway> {
         None
     }
-    fn ingress(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<ho_kube::tenants::discover::Target>> {
         None
     }
-    fn service(&self, _: &str, _: &str) -> Option<Vec<std::net::IpAddr>> {
+    fn service(&self, _: &str, _: &str) -> Option<Vec<ho_kube::tenants::discover::Target>> {
         None
     }
     fn nodes(

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ObjectMeta;
 
 use super::admit::{Admitter, Verdict};
-use super::discover::{FoundGateway, Lookup};
+use super::discover::{FoundGateway, Lookup, Target};
 use super::resource::{DNSFailover, DNSFailoverSpec, EndpointSource, NodeAddressType};
 
 /// The kinds admission validates with here: the sink kind the base config uses and every
@@ -71,22 +71,26 @@ pub(super) struct World {
     /// Gateways (namespace, name) taking routes from every namespace.
     pub(super) shared_gateways: Vec<(String, String)>,
     pub(super) nodes: Vec<(String, BTreeMap<String, String>, IpAddr)>,
+    /// Services (namespace, name) and what their load balancer status reports.
+    pub(super) services: BTreeMap<(String, String), Vec<Target>>,
 }
 
 impl Lookup for World {
     fn gateway(&self, namespace: &str, name: &str) -> Option<FoundGateway> {
         let key = (namespace.to_string(), name.to_string());
-        let addresses = self.gateways.get(&key)?.clone();
+        let addresses = self.gateways.get(&key)?.iter().copied();
+        let addresses = addresses.map(Target::Address).collect();
         Some(FoundGateway {
             addresses,
             open_to_all_namespaces: self.shared_gateways.contains(&key),
         })
     }
-    fn ingress(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
+    fn ingress(&self, _: &str, _: &str) -> Option<Vec<Target>> {
         None
     }
-    fn service(&self, _: &str, _: &str) -> Option<Vec<IpAddr>> {
-        None
+    fn service(&self, namespace: &str, name: &str) -> Option<Vec<Target>> {
+        let key = (namespace.to_string(), name.to_string());
+        self.services.get(&key).cloned()
     }
     fn nodes(
         &self,

@@ -1,5 +1,7 @@
-//! Gateways discovered, not typed: the addresses a Gateway, an Ingress, a LoadBalancer
-//! Service or a Node reports in its status. Pure functions over the objects; the watchers keep them.
+//! Gateways discovered, not typed: the addresses or host names a Gateway, an Ingress, a
+//! LoadBalancer Service or a Node reports in its status (a cloud load balancer that reports
+//! only a host name, as AWS's do, is resolved and probed at its addresses, or published as
+//! a CNAME with `answer: cname`). Pure functions over the objects; the watchers keep them.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -14,10 +16,12 @@ use super::resource::{DNSFailover, EndpointSource, NodeAddressType};
 pub trait Lookup {
     /// Gateway `namespace/name`; `None` when no such Gateway exists.
     fn gateway(&self, namespace: &str, name: &str) -> Option<FoundGateway>;
-    /// The load balancer IPs of Ingress `namespace/name`; `None` when it does not exist.
-    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
-    /// The ingress IPs of Service `namespace/name`; `None` when it does not exist.
-    fn service(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>>;
+    /// The load balancer IPs or host names of Ingress `namespace/name`; `None` when it
+    /// does not exist.
+    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<Target>>;
+    /// The ingress IPs or host names of Service `namespace/name`; `None` when it does not
+    /// exist.
+    fn service(&self, namespace: &str, name: &str) -> Option<Vec<Target>>;
     /// The chosen address of every Node carrying all of `selector`'s labels, by node name.
     fn nodes(
         &self,
@@ -29,8 +33,8 @@ pub trait Lookup {
 /// What a source reads of a Gateway.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FoundGateway {
-    /// Its `status.addresses[]` of type `IPAddress`.
-    pub addresses: Vec<IpAddr>,
+    /// Its `status.addresses[]` of type `IPAddress` and `Hostname`.
+    pub addresses: Vec<Target>,
     /// Whether a listener takes routes from every namespace (`allowedRoutes.namespaces.from:
     /// All`): only then may a resource in another namespace publish at its addresses, as
     /// only then could that namespace's routes attach to it.
@@ -56,9 +60,9 @@ impl FoundGateway {
     }
 }
 
-/// A Gateway's `status.addresses[]` of type `IPAddress` (the default type when unset);
-/// `Hostname` entries are skipped, since what is probed must be what is published.
-fn gateway_addresses(gateway: &DynamicObject) -> Vec<IpAddr> {
+/// A Gateway's `status.addresses[]`: those of type `IPAddress` (the default type when
+/// unset) and `Hostname`; other types (implementation-specific) are skipped.
+fn gateway_addresses(gateway: &DynamicObject) -> Vec<Target> {
     let Some(addresses) = gateway
         .data
         .pointer("/status/addresses")
@@ -66,44 +70,64 @@ fn gateway_addresses(gateway: &DynamicObject) -> Vec<IpAddr> {
     else {
         return Vec::new();
     };
-    addresses
-        .iter()
-        .filter(|a| {
-            a.get("type")
-                .and_then(|t| t.as_str())
-                .is_none_or(|t| t == "IPAddress")
-        })
-        .filter_map(|a| a.get("value")?.as_str()?.parse().ok())
-        .collect()
+    let typed = |a: &serde_json::Value| {
+        let value = a.get("value")?.as_str()?;
+        match a.get("type").and_then(|t| t.as_str()) {
+            None | Some("IPAddress") => value.parse().ok().map(Target::Address),
+            Some("Hostname") => host_target(value),
+            Some(_) => None,
+        }
+    };
+    addresses.iter().filter_map(typed).collect()
 }
 
-/// A Service's `status.loadBalancer.ingress[].ip` (entries with only a `hostname` are
-/// skipped, as for Gateways).
-pub fn service_addresses(service: &Service) -> Vec<IpAddr> {
+/// A Service's `status.loadBalancer.ingress[]`: each entry's `ip`, else its `hostname`.
+pub fn service_addresses(service: &Service) -> Vec<Target> {
     let entries = service
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|lb| lb.ingress.as_deref())
         .unwrap_or_default();
-    parsed_ips(entries.iter().map(|i| i.ip.as_deref()))
+    balancer_targets(
+        entries
+            .iter()
+            .map(|i| (i.ip.as_deref(), i.hostname.as_deref())),
+    )
 }
 
-/// An Ingress's `status.loadBalancer.ingress[].ip` (hostname-only entries skipped, as for
-/// Services).
-pub fn ingress_addresses(ingress: &Ingress) -> Vec<IpAddr> {
+/// An Ingress's `status.loadBalancer.ingress[]`: each entry's `ip`, else its `hostname`.
+pub fn ingress_addresses(ingress: &Ingress) -> Vec<Target> {
     let entries = ingress
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|lb| lb.ingress.as_deref())
         .unwrap_or_default();
-    parsed_ips(entries.iter().map(|i| i.ip.as_deref()))
+    balancer_targets(
+        entries
+            .iter()
+            .map(|i| (i.ip.as_deref(), i.hostname.as_deref())),
+    )
 }
 
-/// The entries' `ip` values that parse.
-fn parsed_ips<'a>(ips: impl Iterator<Item = Option<&'a str>>) -> Vec<IpAddr> {
-    ips.filter_map(|ip| ip?.parse().ok()).collect()
+/// Load balancer entries as (`ip`, `hostname`): the IP when one parses, else the host name.
+fn balancer_targets<'a>(
+    entries: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
+) -> Vec<Target> {
+    entries
+        .filter_map(|(ip, host)| match ip.and_then(|ip| ip.parse().ok()) {
+            Some(ip) => Some(Target::Address(ip)),
+            None => host.and_then(host_target),
+        })
+        .collect()
+}
+
+/// A host name as status reports it, lower-cased and without a trailing dot; `None` for
+/// an empty one.
+fn host_target(host: &str) -> Option<Target> {
+    let host = host.trim_end_matches('.');
+    (!host.is_empty()).then(|| Target::Host(host.to_ascii_lowercase()))
 }
 
 /// The Node's first address of `kind`, if it has one that parses.
@@ -127,8 +151,10 @@ pub fn node_matches(node: &Node, selector: &BTreeMap<String, String>) -> bool {
 
 /// What one endpoint probes: an address, or a host name resolved at each probe round.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Target {
+pub enum Target {
+    /// An IP address, probed and published as it is.
     Address(IpAddr),
+    /// A host name (a cloud load balancer's), probed at the addresses it resolves to.
     Host(String),
 }
 
@@ -197,11 +223,7 @@ fn source_addresses(
     };
     if !source.hosts.is_empty() {
         // Checked as the config checks an endpoint's host name, where its path is told.
-        return Ok(source
-            .hosts
-            .iter()
-            .map(|h| Target::Host(h.trim_end_matches('.').to_ascii_lowercase()))
-            .collect());
+        return Ok(source.hosts.iter().filter_map(|h| host_target(h)).collect());
     }
     let addresses = if let Some(reference) = &source.gateway {
         let (gateway_ns, name) = reference.split_once('/').unwrap_or((namespace, reference));
@@ -211,7 +233,7 @@ fn source_addresses(
                 return Err(format!("spec.endpoints[{i}].gateway: Gateway \"{reference}\" takes routes only from its own namespace (no listener has allowedRoutes.namespaces.from: All), so namespace {namespace} may not publish at its addresses"));
             }
             Some(g) if g.addresses.is_empty() => none(format!(
-                "Gateway \"{reference}\" has no IPAddress in its status yet"
+                "Gateway \"{reference}\" has no IPAddress or Hostname in its status yet"
             )),
             Some(g) => g.addresses,
         }
@@ -219,7 +241,7 @@ fn source_addresses(
         match world.ingress(namespace, name) {
             None => none(format!("Ingress \"{name}\" not found")),
             Some(a) if a.is_empty() => none(format!(
-                "Ingress \"{name}\" has no load balancer IP in its status yet"
+                "Ingress \"{name}\" has no load balancer IP or host name in its status yet"
             )),
             Some(a) => a,
         }
@@ -227,7 +249,7 @@ fn source_addresses(
         match world.service(namespace, name) {
             None => none(format!("Service \"{name}\" not found")),
             Some(a) if a.is_empty() => none(format!(
-                "Service \"{name}\" has no load balancer ingress IP yet"
+                "Service \"{name}\" has no load balancer ingress IP or host name yet"
             )),
             Some(a) => a,
         }
@@ -239,7 +261,7 @@ fn source_addresses(
                 source.node_address.unwrap_or_default().as_str()
             ))
         } else {
-            nodes.into_iter().map(|(_, a)| a).collect()
+            nodes.into_iter().map(|(_, a)| Target::Address(a)).collect()
         }
     } else {
         let mut parsed = Vec::new();
@@ -248,7 +270,7 @@ fn source_addresses(
                 format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")
             })?);
         }
-        parsed
+        parsed.into_iter().map(Target::Address).collect()
     };
-    Ok(addresses.into_iter().map(Target::Address).collect())
+    Ok(addresses)
 }

@@ -103,18 +103,20 @@ pub struct EndpointSource {
     /// `answer: cname` the name itself is published.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
-    /// A Gateway API `Gateway`: its `status.addresses` of type `IPAddress`. `NAME` in the
+    /// A Gateway API `Gateway`: its `status.addresses` of type `IPAddress`, and of type
+    /// `Hostname` as under `hosts`. `NAME` in the
     /// resource's namespace, or `NAMESPACE/NAME` for a shared Gateway one of whose listeners
     /// takes routes from all namespaces (`allowedRoutes.namespaces.from: All`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
     /// An `Ingress` (`networking.k8s.io/v1`) in the resource's namespace: its
-    /// `status.loadBalancer.ingress[].ip`, the addresses its controller serves it on (what
-    /// k8gb's Gslb resources point at).
+    /// `status.loadBalancer.ingress[]`, where its controller serves it (what k8gb's Gslb
+    /// resources point at): each entry's `ip`, else its `hostname` as under `hosts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress: Option<String>,
     /// A `Service` of type LoadBalancer in the resource's namespace: its
-    /// `status.loadBalancer.ingress[].ip`.
+    /// `status.loadBalancer.ingress[]`, each entry's `ip`, else its `hostname` as under
+    /// `hosts` (AWS's load balancers report only a host name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
     /// Nodes carrying every one of these labels (OpenOva's node-IP model): each node's

@@ -284,14 +284,14 @@ impl Lookup for Watched {
             .map(|g| discover::FoundGateway::of(&g))
     }
 
-    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+    fn ingress(&self, namespace: &str, name: &str) -> Option<Vec<discover::Target>> {
         let key = ObjectRef::new(name).within(namespace);
         self.ingresses
             .get(&key)
             .map(|i| discover::ingress_addresses(&i))
     }
 
-    fn service(&self, namespace: &str, name: &str) -> Option<Vec<IpAddr>> {
+    fn service(&self, namespace: &str, name: &str) -> Option<Vec<discover::Target>> {
         let key = ObjectRef::new(name).within(namespace);
         self.services
             .get(&key)
