@@ -181,7 +181,7 @@ impl Engine {
         let (ring, shares) = prepare_ring(&plan).await?.unzip();
         let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
         let start = TrackerStart { kept, ring: shares };
-        let d = start_deciders(
+        let deciders = start_deciders(
             &plan,
             &sink_actors,
             &stores,
@@ -195,7 +195,7 @@ impl Engine {
         let shared_plan = Arc::new(RwLock::new(plan.clone()));
         let (hosts, heartbeats) = (prepared.hosts, prepared.heartbeats);
         let mut applier = Applier {
-            tracker: d.tracker.clone(),
+            tracker: deciders.tracker.clone(),
             sinks: sink_actors,
             api_sinks: api_sinks.clone(),
             metrics: metrics.clone(),
@@ -207,13 +207,13 @@ impl Engine {
             arbiters,
             origin: Instant::now(),
             tick,
-            limits: d.limits,
+            limits: deciders.limits,
             leadership: leadership.clone(),
             events: events.clone(),
-            coordinator: d.coordinator.clone(),
+            coordinator: deciders.coordinator.clone(),
             stores,
             configured: prepared.configured,
-            discovered: d.discovered,
+            discovered: deciders.discovered,
             hosts: hosts.clone(),
             plans,
             resolved: prepared.resolved,
@@ -222,7 +222,7 @@ impl Engine {
             ownership: ring.as_ref().map(|r| r.ownership.clone()),
         };
         applier.start_probers(&plan.targets, prepared.probes, ids);
-        let tracker = d.tracker;
+        let tracker = deciders.tracker;
         let ring = ring
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
         let applier = applier.follow();
@@ -233,7 +233,7 @@ impl Engine {
             leadership,
             events,
             cluster: None,
-            coordinator: d.coordinator,
+            coordinator: deciders.coordinator,
             plan: shared_plan,
             applier,
             heartbeats,

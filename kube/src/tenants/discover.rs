@@ -223,7 +223,8 @@ fn source_addresses(
     };
     if !source.hosts.is_empty() {
         // Checked as the config checks an endpoint's host name, where its path is told.
-        return Ok(source.hosts.iter().filter_map(|h| host_target(h)).collect());
+        let host = |h: &String| Target::Host(h.trim_end_matches('.').to_ascii_lowercase());
+        return Ok(source.hosts.iter().map(host).collect());
     }
     let addresses = if let Some(reference) = &source.gateway {
         let (gateway_ns, name) = reference.split_once('/').unwrap_or((namespace, reference));
