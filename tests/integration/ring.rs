@@ -157,13 +157,13 @@ async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() 
         (1.6..=2.4).contains(&ratio),
         "three replicas probed x{ratio:.2} of one"
     );
+    // Every member takes a share. ("Fewer than all" would fail by chance: the targets' keys
+    // carry the gateways' random ports, and a member is among a target's two owners with
+    // probability 2/3, so it owns all 12 in (2/3)^12 = 0.8 % of runs; it owns none in
+    // (1/3)^12 = 0.0002 %.)
     for r in [&a, &b, &c] {
         let mine = r.probing().await.unwrap();
-        assert!(
-            mine < GATEWAYS as u64,
-            "{} probes all {mine} targets",
-            r.name
-        );
+        assert!(mine > 0, "{} probes none of the targets", r.name);
         wait_for_file(
             &r.hosts_file(),
             "every replica publishes every gateway",
