@@ -377,6 +377,15 @@ mod tests {
         assert_eq!(updates[0].dns_class, DNSClass::ANY);
     }
 
+    /// A name read holding a CNAME to `target`, with the marks of `owners`.
+    fn aliased(target: Name, ttl: u32, owners: &[&str]) -> Current {
+        Current {
+            cname: Some(Alias { ttl, target }),
+            marks: owners.iter().map(|o| mark_text(o)).collect(),
+            ..Current::default()
+        }
+    }
+
     fn lb(host: &str) -> Name {
         Name::from_ascii(host).unwrap()
     }
@@ -401,14 +410,7 @@ mod tests {
             (RecordType::A, DNSClass::ANY)
         );
         assert_eq!(updates[1].data, RData::CNAME(CNAME(target.clone())));
-        let now = Current {
-            cname: Some(Alias {
-                ttl: 30,
-                target: target.clone(),
-            }),
-            marks: vec![mark_text("me")],
-            ..Current::default()
-        };
+        let now = aliased(target.clone(), 30, &["me"]);
         assert_eq!(
             plan_name(&n, &m, &now, Wanted::Cname(&target), 30, "me"),
             NamePlan::Unchanged
@@ -418,14 +420,7 @@ mod tests {
     #[test]
     fn a_cname_moves_or_gives_way_to_addresses_pinned_as_read() {
         let (n, m) = names();
-        let now = Current {
-            cname: Some(Alias {
-                ttl: 30,
-                target: lb("lb-east.lb.test."),
-            }),
-            marks: vec![mark_text("me")],
-            ..Current::default()
-        };
+        let now = aliased(lb("lb-east.lb.test."), 30, &["me"]);
         let west = lb("lb-west.lb.test.");
         let NamePlan::Change {
             prerequisites,
@@ -468,13 +463,7 @@ mod tests {
     #[test]
     fn an_unmarked_cname_is_someone_elses() {
         let (n, m) = names();
-        let theirs = Current {
-            cname: Some(Alias {
-                ttl: 300,
-                target: lb("elsewhere.example.net."),
-            }),
-            ..Current::default()
-        };
+        let theirs = aliased(lb("elsewhere.example.net."), 300, &[]);
         assert!(matches!(
             plan_name(
                 &n,

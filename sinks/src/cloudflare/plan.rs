@@ -184,16 +184,17 @@ mod tests {
         )
     }
 
+    /// The (type, content) of every record `p` posts, in order.
+    fn posted(p: &Planned) -> Vec<(&str, &str)> {
+        let posts = p.batch.posts.iter();
+        posts.map(|r| (r.rtype, r.content.as_str())).collect()
+    }
+
     #[test]
     fn a_new_name_is_claimed_and_filled_in_one_batch() {
         let p = for_tenant(&[], &snapshot(&["192.0.2.1", "2001:db8::1"]), "eu-1");
         assert!(p.foreign.is_empty());
-        let posts: Vec<(&str, &str)> = p
-            .batch
-            .posts
-            .iter()
-            .map(|r| (r.rtype, r.content.as_str()))
-            .collect();
+        let posts = posted(&p);
         assert_eq!(
             posts,
             [
@@ -254,12 +255,7 @@ mod tests {
         let p = for_tenant(&zone, &cname_to("lb-east.example.net"), "eu-1");
         let deletes: Vec<&str> = p.batch.deletes.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(deletes, ["1"], "the address gives way");
-        let posts: Vec<(&str, &str)> = p
-            .batch
-            .posts
-            .iter()
-            .map(|r| (r.rtype, r.content.as_str()))
-            .collect();
+        let posts = posted(&p);
         assert_eq!(posts, [("CNAME", "lb-east.example.net")]);
 
         let now = [
