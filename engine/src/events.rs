@@ -98,6 +98,9 @@ pub enum Event {
         tenant: String,
         /// The name asked.
         name: String,
+        /// The location it was asked from as a client there (a `geo` name), if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        geo: Option<String>,
         /// Served otherwise than decided (`false`: as decided again).
         stale: bool,
         /// What the server answered.

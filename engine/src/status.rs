@@ -422,6 +422,9 @@ pub struct CanaryStatus {
 pub struct StaleName {
     /// The name.
     pub name: String,
+    /// The location it was asked from as a client there (a `geo` name), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geo: Option<String>,
     /// Its tenant.
     pub tenant: String,
     /// What the server answered.

@@ -60,9 +60,9 @@ fn config(
         .render()
 }
 
-/// PowerDNS's A rrset of [`NAME`] replaced by hand with `addresses`, its comments (the
-/// orchestrator's ownership mark) kept, as an operator's edit in PowerDNS-Admin would.
-fn edit_by_hand(pdns: &PdnsServer, addresses: &[String]) {
+/// PowerDNS's `rtype` rrset of [`NAME`] replaced by hand with `contents`, its comments
+/// (the orchestrator's ownership mark) kept, as an operator's edit in PowerDNS-Admin would.
+fn edit_by_hand(pdns: &PdnsServer, rtype: &str, contents: &[String]) {
     let (code, zone) = pdns.api(
         "GET",
         &format!("/api/v1/servers/localhost/zones/{ZONE}."),
@@ -74,18 +74,27 @@ fn edit_by_hand(pdns: &PdnsServer, addresses: &[String]) {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["name"] == format!("{NAME}.") && r["type"] == "A")
+        .find(|r| r["name"] == format!("{NAME}.") && r["type"] == rtype)
         .map(|r| r["comments"].clone())
         .expect("the orchestrator wrote the rrset");
-    let records: Vec<serde_json::Value> = addresses
+    let records: Vec<serde_json::Value> = contents
         .iter()
         .map(|a| serde_json::json!({ "content": a, "disabled": false }))
         .collect();
     let patch = serde_json::json!({ "rrsets": [{
-        "name": format!("{NAME}."), "type": "A", "ttl": 5, "changetype": "REPLACE",
+        "name": format!("{NAME}."), "type": rtype, "ttl": 5, "changetype": "REPLACE",
         "records": records, "comments": comments,
     }]});
     pdns.patch_zone(&format!("{ZONE}."), &patch.to_string());
+}
+
+/// `/status`'s canary of sink `sink`.
+async fn canary(api: SocketAddr, sink: &str) -> serde_json::Value {
+    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
+    (status["canaries"].as_array().into_iter().flatten())
+        .find(|c| c["sink"] == sink)
+        .cloned()
+        .unwrap_or_else(|| panic!("no canary of {sink} in {status}"))
 }
 
 /// `/status`'s stale names of sink `sink`'s canary.
@@ -167,7 +176,7 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     // 2. PowerDNS's zone is edited by hand to serve the dead address again: stale, and
     // dead again, until gw-1 heals.
     let edit = SystemTime::now();
-    edit_by_hand(&pdns, &both);
+    edit_by_hand(&pdns, "A", &both);
     let seen = wait_stale(api, "pdns", true).await;
     println!(
         "a hand edit serving a dead address: reported stale after {} ms",
@@ -253,4 +262,76 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     let badge = api_get(api, &format!("/badge/{NAME}/30d.svg")).await;
     assert!(badge.starts_with("<svg") && badge.contains('%'), "{badge}");
     drop((g1, g2));
+}
+
+/// A `geo` name is asked as a client in each location (EDNS Client Subnet), from the
+/// sink's `client_subnets` (PowerDNS's LUA `country()` with the geoip backend reading a
+/// City database) or the embedded server's own `geo.networks`. PowerDNS's LUA record
+/// edited by hand to hand every client the US address, with Ireland's up, is stale as
+/// asked from Ireland only: the canary's own question and the US client's are answered
+/// within the decision.
+#[actix_rt::test]
+async fn a_geo_name_is_asked_as_a_client_in_each_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::services::geoip::geoip_db(
+        dir.path(),
+        &[("10.20.0.0/16", "IE", None), ("10.21.0.0/16", "US", None)],
+    );
+    let pdns = PdnsServer::start_with_geoip(&format!("{ZONE}."), &db);
+    let (ie, us) = (gateway(), gateway());
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&format!(
+            "[[endpoints]]\nname = \"ie\"\naddress = \"{a}\"\ncheck = {{ port = {PORT} }}\nlabels = {{ geo = \"IE\" }}\n\n\
+             [[endpoints]]\nname = \"us\"\naddress = \"{b}\"\ncheck = {{ port = {PORT} }}\nlabels = {{ geo = \"US\" }}\n\n\
+             [[tenants]]\nname = \"shop\"\ndomains = [\"{NAME}\"]\nsinks = [\"dns\", \"pdns\"]\npolicy = \"geo\"\ndefault_geo = \"US\"\nttl = \"5s\"\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"{ZONE}\"]\n\
+             geo = {{ networks = {{ \"10.20.0.0/16\" = \"IE\", \"10.21.0.0/16\" = \"US\" }} }}\n\
+             canary = {{ every = \"{every}ms\", grace = \"{grace}s\" }}\n\n\
+             [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{url}\"\napi_key_file = {key:?}\nzone = \"{ZONE}\"\nlua = true\ntimeout = \"1s\"\n\
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1h\" }}\n\
+             canary = {{ address = \"{ip}:{DNS_PORT}\", every = \"{every}ms\", grace = \"{grace}s\", \
+             client_subnets = {{ IE = \"10.20.1.0/24\", US = \"10.21.1.0/24\" }} }}\n",
+            a = ip(&ie),
+            b = ip(&us),
+            every = EVERY.as_millis(),
+            grace = GRACE.as_secs(),
+            ip = pdns.ip,
+            url = pdns.url(),
+            key = pdns.key_file().display().to_string(),
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let api = serve_api(&engine, None, None).await;
+    for sink in ["dns", "pdns"] {
+        // The name from the canary itself, from Ireland and from the US.
+        assert_eq!(canary(api, sink).await["names"], 3, "{sink}");
+    }
+    pdns.wait_for_answer(NAME, "A", &[ip(&us)]).await;
+    assert_eq!(pdns.dig_from(NAME, "A", "10.20.1.0/24").await, [ip(&ie)]);
+    wait_questions(api, "pdns", "match", 3.0).await;
+    wait_questions(api, "dns", "match", 3.0).await;
+    assert!(canary_stale(api, "pdns").await.is_empty());
+
+    // A LUA record's content is a Lua expression: a quoted address.
+    edit_by_hand(&pdns, "LUA", &[format!("A \"'{}'\"", ip(&us))]);
+    let start = tokio::time::Instant::now();
+    let stale = loop {
+        let stale = canary_stale(api, "pdns").await;
+        if !stale.is_empty() {
+            break stale;
+        }
+        assert!(start.elapsed() < LIMIT, "the hand edit never seen");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(
+        (&stale[0]["name"], &stale[0]["geo"], &stale[0]["served"]),
+        (&NAME.into(), &"IE".into(), &serde_json::json!([ip(&us)])),
+        "{stale:?}"
+    );
+    wait_questions(api, "pdns", "differs", 2.0).await;
+    assert_eq!(canary_stale(api, "pdns").await.len(), 1);
+    assert!(canary_stale(api, "dns").await.is_empty());
+    drop(engine);
 }

@@ -421,6 +421,14 @@ pub struct Canary {
     /// Queries per second the canary may send this server at most.
     #[serde(default = "default_canary_rate")]
     pub max_queries_per_second: u32,
+    /// `geo` tenants' names are also asked as a client in each location (EDNS Client
+    /// Subnet, RFC 7871), location (as in endpoints' `labels.geo`) to a client network in
+    /// it, e.g. `{ IE = "10.1.7.0/24" }`: that location's answer must be its own addresses
+    /// up, or another location's when none is. The embedded server's `geo.networks` fill in
+    /// the locations not given here; a back end that locates by a database (PowerDNS's
+    /// geoip backend) needs them given.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_subnets: BTreeMap<String, String>,
 }
 
 impl Canary {
@@ -433,6 +441,7 @@ impl Canary {
             every: default_canary_every(),
             grace: default_canary_grace(),
             max_queries_per_second: default_canary_rate(),
+            client_subnets: BTreeMap::new(),
         }
     }
 }

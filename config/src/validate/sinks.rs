@@ -86,6 +86,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         None
     }
 
+    /// A client network in each location the kind's own settings place clients in (the
+    /// embedded server's `geo.networks`), by location: where the answer canary asks
+    /// `geo` names from unless the sink's `canary.client_subnets` says otherwise.
+    fn client_subnets(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
     /// Whether the clusters can keep their reports here (`[multi_cluster]`): a zone API
     /// they share (PowerDNS, Route53, Cloudflare, Cloud DNS, Azure DNS) or the embedded server with `reports`
     /// (each cluster's server holds its own and asks its peers'); not an output local to
@@ -199,7 +206,7 @@ pub(super) fn resolve_sinks(
                 );
             }
         }
-        let canary = canary_of(name, table.canary.as_ref(), spec.answers_at(), errs);
+        let canary = canary_of(name, table.canary.as_ref(), spec.as_ref(), errs);
         out.insert(
             name.clone(),
             PlannedSink {
@@ -216,17 +223,21 @@ pub(super) fn resolve_sinks(
     out
 }
 
-/// The sink's answer canary: its `canary` table with the kind's own DNS port filled in,
-/// the kind's port alone when there is no table, none when switched off or there is no
-/// address to ask.
+/// The sink's answer canary: its `canary` table with the kind's own DNS port and client
+/// subnets filled in, the kind's alone when there is no table, none when switched off or
+/// there is no address to ask.
 fn canary_of(
     name: &str,
     table: Option<&Canary>,
-    own: Option<std::net::SocketAddr>,
+    spec: &dyn SinkSpec,
     errs: &mut Errors,
 ) -> Option<Canary> {
+    let own = spec.answers_at();
     let Some(table) = table else {
-        return own.map(|a| Canary::at(Some(a)));
+        return own.map(|a| Canary {
+            client_subnets: spec.client_subnets(),
+            ..Canary::at(Some(a))
+        });
     };
     if !table.enabled {
         return None;
@@ -241,6 +252,22 @@ fn canary_of(
             "must be at least 1",
         );
     }
+    let mut client_subnets = spec.client_subnets();
+    for (geo, subnet) in &table.client_subnets {
+        if subnet.parse::<ipnet::IpNet>().is_err() {
+            errs.push(
+                format!("{path}.client_subnets.{geo}"),
+                format!("{subnet:?} is not a network (address/prefix, e.g. 10.1.7.0/24)"),
+            );
+        }
+        if geo.is_empty() {
+            errs.push(
+                format!("{path}.client_subnets"),
+                "a location must not be empty",
+            );
+        }
+        client_subnets.insert(geo.to_ascii_uppercase(), subnet.clone());
+    }
     let Some(address) = table.address.or(own) else {
         errs.push(
             format!("{path}.address"),
@@ -250,6 +277,7 @@ fn canary_of(
     };
     Some(Canary {
         address: Some(address),
+        client_subnets,
         ..table.clone()
     })
 }

@@ -467,6 +467,24 @@ impl SinkSpec for DnsServerConfig {
         Some(at)
     }
 
+    /// The most specific of `geo.networks` for each location: its clients are located
+    /// there whatever wider network holds them.
+    fn client_subnets(&self) -> BTreeMap<String, String> {
+        let mut best: BTreeMap<String, ipnet::IpNet> = BTreeMap::new();
+        for (net, geo) in &self.geo.networks {
+            let Ok(net) = net.parse::<ipnet::IpNet>() else {
+                continue;
+            };
+            let kept = best.entry(geo.clone()).or_insert(net);
+            if net.prefix_len() > kept.prefix_len() {
+                *kept = net;
+            }
+        }
+        best.into_iter()
+            .map(|(geo, net)| (geo, net.trunc().to_string()))
+            .collect()
+    }
+
     /// Each replica answers the queries sent to it, standby or not.
     fn shared(&self) -> bool {
         false

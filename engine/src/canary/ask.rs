@@ -5,8 +5,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
-use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::op::{Edns, Message, Query, ResponseCode};
+use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsOption};
 use hickory_proto::rr::{Name, RData, RecordType};
+use ipnet::IpNet;
 use tokio::net::{TcpStream, UdpSocket};
 
 /// Why a question got no usable answer.
@@ -56,12 +58,14 @@ impl Asker {
         }
     }
 
-    /// What the server answers for `name` (`A` or `AAAA`): its addresses (NXDOMAIN and
-    /// NODATA answer none) and the CNAME at `name`, if there is one.
+    /// What the server answers for `name` (`A` or `AAAA`), asked as a client in `client`
+    /// (EDNS Client Subnet) when given: its addresses (NXDOMAIN and NODATA answer none) and
+    /// the CNAME at `name`, if there is one.
     pub async fn answer(
         &mut self,
         name: &str,
         rtype: RecordType,
+        client: Option<IpNet>,
         deadline: Duration,
     ) -> Result<Answered, AskError> {
         let qname = Name::from_str(&format!("{name}.")).map_err(|_| AskError::Name(name.into()))?;
@@ -69,6 +73,16 @@ impl Asker {
         let mut query = Message::query();
         query.metadata.id = id;
         query.add_query(Query::query(qname.clone(), rtype));
+        if let Some(client) = client {
+            let mut edns = Edns::new();
+            edns.options_mut()
+                .insert(EdnsOption::Subnet(ClientSubnet::new(
+                    client.network(),
+                    client.prefix_len(),
+                    0,
+                )));
+            query.set_edns(edns);
+        }
         let bytes = query
             .to_vec()
             .map_err(|e| AskError::Unreadable(e.to_string()))?;

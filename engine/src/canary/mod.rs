@@ -30,7 +30,7 @@ use crate::events::{Event, Events};
 use crate::metrics::Metrics;
 use crate::status::CanaryStatus;
 
-use watch::{SinkCanary, Watched};
+use watch::{SinkCanary, Vantage, Watched};
 
 /// What a tenant decided last.
 #[derive(Debug, Clone)]
@@ -55,6 +55,8 @@ pub struct Observation {
     pub tenant: String,
     /// The name as published (a wildcard as written).
     pub name: String,
+    /// The location it was asked from (a `geo` name asked as a client there), if any.
+    pub geo: Option<String>,
     /// What was answered, sorted.
     pub addresses: Arc<[IpAddr]>,
     /// When.
@@ -222,24 +224,7 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
             .tenants
             .iter()
             .filter(|t| t.sinks.contains(sink))
-            .flat_map(|t| {
-                let v6 = t
-                    .endpoints
-                    .iter()
-                    .any(|&e| plan.endpoints[e].address.is_ipv6());
-                let exact = matches!(
-                    t.policy,
-                    ho_config::RoutingPolicy::All | ho_config::RoutingPolicy::Failover
-                );
-                let cname = t.answer == Answer::Cname;
-                t.domains.iter().map(move |name| Watched {
-                    tenant: t.name.clone(),
-                    name: name.clone(),
-                    v6,
-                    exact,
-                    cname,
-                })
-            })
+            .flat_map(|t| watched_names(plan, t, &canary.client_subnets))
             .collect();
         if watched.is_empty() {
             continue;
@@ -257,4 +242,59 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
         );
     }
     out
+}
+
+/// The questions tenant `t`'s names get: each name as asked from the canary, and a `geo`
+/// name also from each location of `client_subnets` the tenant has endpoints in.
+fn watched_names(
+    plan: &Plan,
+    t: &ho_config::plan::Tenant,
+    client_subnets: &BTreeMap<String, String>,
+) -> Vec<Watched> {
+    let v6 = t
+        .endpoints
+        .iter()
+        .any(|&e| plan.endpoints[e].address.is_ipv6());
+    let exact = matches!(
+        t.policy,
+        ho_config::RoutingPolicy::All | ho_config::RoutingPolicy::Failover
+    );
+    let cname = t.answer == Answer::Cname;
+    let mut vantages = vec![None];
+    if t.policy == ho_config::RoutingPolicy::Geo && !cname {
+        for (geo, client) in client_subnets {
+            let Ok(client) = client.parse::<ipnet::IpNet>() else {
+                continue;
+            };
+            let local: Arc<[IpAddr]> = (t.endpoints.iter())
+                .map(|&e| &plan.endpoints[e])
+                .filter(|e| {
+                    e.labels
+                        .get("geo")
+                        .is_some_and(|g| g.eq_ignore_ascii_case(geo))
+                })
+                .map(|e| e.address)
+                .collect();
+            if !local.is_empty() {
+                vantages.push(Some(Vantage {
+                    geo: geo.clone(),
+                    client,
+                    local,
+                }));
+            }
+        }
+    }
+    t.domains
+        .iter()
+        .flat_map(|name| {
+            vantages.iter().map(move |vantage| Watched {
+                tenant: t.name.clone(),
+                name: name.clone(),
+                v6,
+                exact,
+                cname,
+                vantage: vantage.clone(),
+            })
+        })
+        .collect()
 }

@@ -32,6 +32,20 @@ pub struct Watched {
     pub exact: bool,
     /// `answer = "cname"`: a CNAME to a host the tenant publishes now is as decided.
     pub cname: bool,
+    /// A `geo` name asked as a client in one location; `None`: asked as the canary itself.
+    pub vantage: Option<Vantage>,
+}
+
+/// Where a `geo` name is asked from, and what that location should be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vantage {
+    /// The location (as in endpoints' `labels.geo`, upper case).
+    pub geo: String,
+    /// The client subnet the question carries.
+    pub client: ipnet::IpNet,
+    /// The tenant's addresses in that location: while any is published, the location's
+    /// clients get only those; else another location's.
+    pub local: Arc<[IpAddr]>,
 }
 
 /// What a name is served, as the canary compares it.
@@ -178,14 +192,15 @@ impl SinkCanary {
     ) -> Instant {
         let w = &self.watched[i];
         p.asked = intended.seq;
-        let served = match ask(asker, &w.name, w.v6).await {
+        let client = w.vantage.as_ref().map(|v| v.client);
+        let served = match ask(asker, &w.name, w.v6, client).await {
             Ok(served) => served,
             Err(e) => {
                 self.count(shared, "error");
                 self.status(shared, |s| {
                     s.queries += 1;
                     s.errors += 1;
-                    s.last_error = Some(format!("{}: {e}", w.name));
+                    s.last_error = Some(format!("{}{}: {e}", w.name, from(w)));
                 });
                 return Instant::now() + self.period();
             }
@@ -199,6 +214,7 @@ impl SinkCanary {
                 sink: self.sink.clone(),
                 tenant: w.tenant.clone(),
                 name: w.name.clone(),
+                geo: w.vantage.as_ref().map(|v| v.geo.clone()),
                 addresses,
                 at: now_ms,
             });
@@ -278,7 +294,7 @@ impl SinkCanary {
             .clone();
         if stale {
             gauge.inc();
-            tracing::warn!(sink = %self.sink, name = %w.name, served = ?served.addresses, served_host = ?served.host, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
+            tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
             gauge.dec();
         }
@@ -287,16 +303,19 @@ impl SinkCanary {
             sink: self.sink.clone(),
             tenant: w.tenant.clone(),
             name: w.name.clone(),
+            geo: w.vantage.as_ref().map(|v| v.geo.clone()),
             stale,
             served: served.addresses.to_vec(),
             served_host: served.host.clone(),
             intended: intended.addresses.to_vec(),
         });
+        let geo = w.vantage.as_ref().map(|v| v.geo.clone());
         self.status(shared, |s| {
-            s.stale.retain(|n| n.name != w.name);
+            s.stale.retain(|n| n.name != w.name || n.geo != geo);
             if stale {
                 s.stale.push(StaleName {
                     name: w.name.clone(),
+                    geo,
                     tenant: w.tenant.clone(),
                     served: served.addresses.to_vec(),
                     served_host: served.host.clone(),
@@ -325,15 +344,32 @@ impl SinkCanary {
     }
 }
 
-/// What is served for `name` (a wildcard asked through a name it covers).
-async fn ask(asker: &mut ask::Asker, name: &str, v6: bool) -> Result<Served, ask::AskError> {
+/// " (as a client in IE)" for a name asked from a location; empty otherwise.
+fn from(w: &Watched) -> String {
+    w.vantage
+        .as_ref()
+        .map_or(String::new(), |v| format!(" (as a client in {})", v.geo))
+}
+
+/// What is served for `name` (a wildcard asked through a name it covers), to a client in
+/// `client` when given.
+async fn ask(
+    asker: &mut ask::Asker,
+    name: &str,
+    v6: bool,
+    client: Option<ipnet::IpNet>,
+) -> Result<Served, ask::AskError> {
     let qname = match name.strip_prefix("*.") {
         Some(parent) => format!("ho-canary.{parent}"),
         None => name.to_owned(),
     };
-    let mut answered = asker.answer(&qname, RecordType::A, DEADLINE).await?;
+    let mut answered = asker
+        .answer(&qname, RecordType::A, client, DEADLINE)
+        .await?;
     if v6 && answered.cname.is_none() {
-        let more = asker.answer(&qname, RecordType::AAAA, DEADLINE).await?;
+        let more = asker
+            .answer(&qname, RecordType::AAAA, client, DEADLINE)
+            .await?;
         answered.addresses.extend(more.addresses);
         answered.cname = more.cname;
     }
@@ -363,8 +399,18 @@ fn judge(
         return (current, known);
     }
     let addresses = &served.addresses;
+    let local: Vec<IpAddr> = match &w.vantage {
+        Some(v) => (intended.addresses.iter())
+            .filter(|a| v.local.contains(a))
+            .copied()
+            .collect(),
+        None => Vec::new(),
+    };
     let matches = if w.exact && !w.cname {
         **addresses == *intended.addresses
+    } else if !local.is_empty() {
+        // The client's location has addresses up: those, and only those.
+        !addresses.is_empty() && addresses.iter().all(|a| local.contains(a))
     } else {
         // A part of the set (a per-query pick), or a CNAME tenant's apex: the picked hosts'
         // addresses, or the target's as a flattening provider resolved them.

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use crate::canary::Observation;
 use crate::events::Event;
 
 /// What resolvers were handed for a name, as far as the orchestrator can tell.
@@ -99,6 +100,9 @@ pub struct TenantPlan {
     /// Its sinks whose served answer the canary observes: for these the canary's
     /// observation is what was served, not the write the sink reported.
     pub observed: BTreeSet<String>,
+    /// The locations its `geo` names are also asked from (each a served answer of its
+    /// own: one location handed a dead address is the name serving one).
+    pub vantages: BTreeSet<String>,
     /// Its endpoints' names.
     pub endpoints: Vec<String>,
     /// Its endpoints' addresses: a verdict change of one of them re-judges its names.
@@ -115,17 +119,27 @@ struct TenantServed {
     published: VecDeque<(u64, Arc<[IpAddr]>)>,
     /// What each sink reported writing.
     written: HashMap<String, Arc<[IpAddr]>>,
-    /// What the canary saw, by (sink, name).
-    observed: HashMap<(String, String), Arc<[IpAddr]>>,
+    /// What the canary saw, by (sink, name, location asked from).
+    observed: HashMap<(String, String, Option<String>), Arc<[IpAddr]>>,
 }
 
 impl TenantServed {
-    /// What `sink` serves for `name`, when known.
-    fn served(&self, sink: &str, name: &str, plan: &TenantPlan) -> Option<&Arc<[IpAddr]>> {
+    /// What `sink` serves for `name`, as far as known: what it reported writing, or what
+    /// the canary saw it answer from each place it asks from.
+    fn served<'a>(
+        &'a self,
+        sink: &'a str,
+        name: &'a str,
+        plan: &TenantPlan,
+    ) -> Box<dyn Iterator<Item = &'a Arc<[IpAddr]>> + 'a> {
         if plan.observed.contains(sink) {
-            self.observed.get(&(sink.to_owned(), name.to_owned()))
+            Box::new(
+                (self.observed.iter())
+                    .filter(move |((s, n, _), _)| s == sink && n == name)
+                    .map(|(_, served)| served),
+            )
         } else {
-            self.written.get(sink)
+            Box::new(self.written.get(sink).into_iter())
         }
     }
 }
@@ -178,8 +192,10 @@ impl Book {
         for plan in tenants {
             let entry = self.tenants.entry(plan.tenant.clone()).or_default();
             entry.written.retain(|sink, _| plan.sinks.contains(sink));
-            entry.observed.retain(|(sink, name), _| {
-                plan.observed.contains(sink) && plan.names.contains(name)
+            entry.observed.retain(|(sink, name, geo), _| {
+                plan.observed.contains(sink)
+                    && plan.names.contains(name)
+                    && geo.as_ref().is_none_or(|g| plan.vantages.contains(g))
             });
             entry.plan = Some(plan);
         }
@@ -299,21 +315,14 @@ impl Book {
         self.settle(|t| holding.contains(t), at)
     }
 
-    /// The canary saw `sink` serve `addresses` for `name` of `tenant` at `at`.
-    pub fn observed(
-        &mut self,
-        sink: &str,
-        tenant: &str,
-        name: &str,
-        addresses: Arc<[IpAddr]>,
-        at: u64,
-    ) -> Vec<Change> {
-        let Some(t) = self.tenants.get_mut(tenant) else {
+    /// The canary saw what `o` says was served.
+    pub fn observed(&mut self, o: &Observation) -> Vec<Change> {
+        let Some(t) = self.tenants.get_mut(&o.tenant) else {
             return Vec::new();
         };
-        t.observed
-            .insert((sink.to_owned(), name.to_owned()), addresses);
-        self.settle(|t| t == tenant, at)
+        let key = (o.sink.clone(), o.name.clone(), o.geo.clone());
+        t.observed.insert(key, o.addresses.clone());
+        self.settle(|t| t == o.tenant, o.at)
     }
 
     /// Works out the names of the tenants `which` picks again, each judged by the sinks
@@ -332,7 +341,7 @@ impl Book {
                 let sets: Vec<&Arc<[IpAddr]>> = plan
                     .sinks
                     .iter()
-                    .filter_map(|sink| served.served(sink, name, plan))
+                    .flat_map(|sink| served.served(sink, name, plan))
                     .collect();
                 let kind = if sets.is_empty() {
                     Served::Unknown

@@ -17,8 +17,22 @@ fn plan(observed: &[&str]) -> TenantPlan {
         names: vec!["shop.example.com".into()],
         sinks: vec!["zone".into(), "pdns".into()],
         observed: observed.iter().map(|s| (*s).to_owned()).collect(),
+        vantages: BTreeSet::new(),
         endpoints: vec!["a".into(), "b".into()],
         addresses: [ip(1), ip(2)].into(),
+    }
+}
+
+/// The canary saw PowerDNS answer `addresses` for the tenant's name at `at`, asked from
+/// `geo` when given.
+fn seen(addresses: &[IpAddr], geo: Option<&str>, at: u64) -> Observation {
+    Observation {
+        sink: "pdns".into(),
+        tenant: "shop".into(),
+        name: "shop.example.com".into(),
+        geo: geo.map(str::to_owned),
+        addresses: addresses.into(),
+        at,
     }
 }
 
@@ -110,10 +124,8 @@ fn an_observed_sink_is_judged_by_its_answers() {
     book.event(&publish(1, &[ip(1), ip(2)], 100));
     book.event(&written("zone", 1, 110));
     book.event(&written("pdns", 1, 120));
-    let both: Arc<[IpAddr]> = vec![ip(1), ip(2)].into();
-    assert!(book
-        .observed("pdns", "shop", "shop.example.com", both.clone(), 200)
-        .is_empty());
+    let both = [ip(1), ip(2)];
+    assert!(book.observed(&seen(&both, None, 200)).is_empty());
     book.event(&transition(ip(1), "down", 5_000, Some(4_500)));
     book.event(&publish(2, &[ip(2)], 5_010));
     book.event(&written("zone", 2, 5_012));
@@ -121,19 +133,40 @@ fn an_observed_sink_is_judged_by_its_answers() {
         book.event(&written("pdns", 2, 5_020)).is_empty(),
         "a write is not an answer"
     );
-    assert!(book
-        .observed("pdns", "shop", "shop.example.com", both, 6_000)
-        .is_empty());
-    let changes = book.observed(
-        "pdns",
-        "shop",
-        "shop.example.com",
-        vec![ip(2)].into(),
-        7_000,
-    );
+    assert!(book.observed(&seen(&both, None, 6_000)).is_empty());
+    let changes = book.observed(&seen(&[ip(2)], None, 7_000));
     assert_eq!(served(&changes), [(7_000, Served::Answered, false)]);
-    let changes = book.observed("pdns", "shop", "shop.example.com", Vec::new().into(), 8_000);
+    let changes = book.observed(&seen(&[], None, 8_000));
     assert_eq!(served(&changes), [(8_000, Served::Unanswered, false)]);
+}
+
+/// A `geo` name asked from each location is judged by every answer: one location handed a
+/// dead address is the name serving one, one handed nothing is the name unanswered; an
+/// answer from a location no longer asked from stops counting.
+#[test]
+fn a_geo_name_is_judged_by_each_locations_answer() {
+    let mut book = Book::default();
+    let mut tenant = plan(&["pdns"]);
+    tenant.sinks = vec!["pdns".into()];
+    tenant.vantages = ["IE".to_owned(), "US".to_owned()].into();
+    book.plan(vec![tenant.clone()], 0);
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    book.observed(&seen(&[ip(1)], Some("IE"), 200));
+    book.observed(&seen(&[ip(2)], Some("US"), 210));
+    book.observed(&seen(&[ip(2)], None, 220));
+    book.event(&transition(ip(1), "down", 5_000, Some(4_500)));
+    book.event(&publish(2, &[ip(2)], 5_010));
+    // The canary's own question and the US client get the live address; the Irish client
+    // is still handed the dead one.
+    let changes = book.observed(&seen(&[ip(2)], Some("US"), 6_000));
+    assert!(changes.is_empty(), "{changes:?}");
+    let changes = book.observed(&seen(&[ip(2)], Some("IE"), 7_000));
+    assert_eq!(served(&changes), [(7_000, Served::Answered, false)]);
+    let changes = book.observed(&seen(&[], Some("IE"), 8_000));
+    assert_eq!(served(&changes), [(8_000, Served::Unanswered, false)]);
+    tenant.vantages = ["US".to_owned()].into();
+    let changes = book.plan(vec![tenant], 9_000);
+    assert_eq!(served(&changes), [(9_000, Served::Answered, false)]);
 }
 
 /// An operator's hold marks the name's time as maintenance, whatever it serves; released,

@@ -188,7 +188,7 @@ impl Ledger {
             tokio::select! {
                 Some(event) = events.recv() => self.apply(|b| b.event(&event)),
                 Some(o) = observations.recv() => {
-                    self.apply(|b| b.observed(&o.sink, &o.tenant, &o.name, o.addresses, o.at));
+                    self.apply(|b| b.observed(&o));
                 }
                 changed = plans.changed() => {
                     if changed.is_err() {
@@ -395,6 +395,11 @@ fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
                 .iter()
                 .filter(|(_, c)| c.watched.iter().any(|w| w.tenant == t.name))
                 .map(|(sink, _)| sink.clone())
+                .collect(),
+            vantages: (canaried.values())
+                .flat_map(|c| &c.watched)
+                .filter(|w| w.tenant == t.name)
+                .filter_map(|w| Some(w.vantage.as_ref()?.geo.clone()))
                 .collect(),
             endpoints: t
                 .endpoints
