@@ -3,7 +3,7 @@
 //! from `health-orchestrator dnssec keygen`, through failover and a ZSK rollover.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -107,6 +107,26 @@ fn anchors(keys: &Path, out: &Path) {
     .unwrap();
 }
 
+/// Keys for `example.org` made by BIND's `dnssec-keygen` in `dir/keys` (a P-256 KSK, an
+/// Ed25519 ZSK) and `delv`'s trust anchor for them: the key folder and the anchor file.
+fn bind_keys(dir: &Path) -> (PathBuf, PathBuf) {
+    let keys = dir.join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let anchor_file = dir.join("anchors.conf");
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
+    );
+    run(
+        &keys,
+        "dnssec-keygen",
+        &["-q", "-a", "ED25519", "example.org"],
+    );
+    anchors(&keys, &anchor_file);
+    (keys, anchor_file)
+}
+
 /// Runs `program args` in `dir`, which must succeed.
 fn run(dir: &Path, program: &str, args: &[&str]) {
     let out = Command::new(program)
@@ -169,20 +189,7 @@ async fn wait_validated(server: SocketAddr, anchors: &Path, want: &[String]) -> 
 #[actix_rt::test]
 async fn bind_made_keys_sign_answers_that_delv_validates_through_a_failover() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let anchor_file = dir.path().join("anchors.conf");
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
-    );
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ED25519", "example.org"],
-    );
-    anchors(&keys, &anchor_file);
+    let (keys, anchor_file) = bind_keys(dir.path());
     let mut gws = gateways(2);
     let (_engine, server) = signing_engine(dir.path(), &keys, &gws).await;
     let both: Vec<String> = gws.iter().map(ip).collect();
@@ -305,20 +312,7 @@ async fn a_zsk_rollover_by_key_times_keeps_every_answer_valid() {
 #[actix_rt::test]
 async fn wildcard_names_answer_as_rfc_4592_says_and_validate() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let anchor_file = dir.path().join("anchors.conf");
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
-    );
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ED25519", "example.org"],
-    );
-    anchors(&keys, &anchor_file);
+    let (keys, anchor_file) = bind_keys(dir.path());
     let gws = gateways(2);
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let tail = format!(
@@ -377,20 +371,7 @@ async fn wildcard_names_answer_as_rfc_4592_says_and_validate() {
 #[actix_rt::test]
 async fn static_records_are_served_beside_the_tenants_and_validate() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let anchor_file = dir.path().join("anchors.conf");
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ECDSAP256SHA256", "-f", "KSK", "example.org"],
-    );
-    run(
-        &keys,
-        "dnssec-keygen",
-        &["-q", "-a", "ED25519", "example.org"],
-    );
-    anchors(&keys, &anchor_file);
+    let (keys, anchor_file) = bind_keys(dir.path());
     let gws = gateways(1);
     let server = SocketAddr::new(loopback_ip().into(), 5353);
     let statics = "@ 3600 IN MX 10 mail.example.org.\\n\
@@ -446,5 +427,61 @@ async fn static_records_are_served_beside_the_tenants_and_validate() {
     assert!(
         refused.contains("\"api.example.org\" has a static A record"),
         "{refused}"
+    );
+}
+
+/// An `answer = "cname"` tenant signed: its name answers a CNAME to the healthy load
+/// balancer's host name (resolved by a real `pdns_server`, as a cloud's DNS answers it) and
+/// the zone's apex, which cannot hold a CNAME, that balancer's addresses; both validate
+/// with `delv`, and so do both after failover moves them to the other balancer.
+#[actix_rt::test]
+async fn a_cname_tenant_signed_validates_through_a_failover() {
+    use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
+    let dir = tempfile::tempdir().unwrap();
+    let (keys, anchor_file) = bind_keys(dir.path());
+    let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
+    let (mut east, west) = balancers(&pdns);
+    let server = SocketAddr::new(loopback_ip().into(), 5353);
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(&pdns))
+        .with(&format!(
+            "[[tenants]]\nname = \"api\"\ndomains = [\"api.example.org\", \"example.org\"]\npolicy = \"failover\"\n\
+             answer = \"cname\"\nsinks = [\"dns\"]\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"example.org\"]\n\
+             dnssec = {{ keys = \"{}\" }}\n",
+            keys.display()
+        ))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    for (lb, address) in [("east", ip(&east)), ("west", ip(&west))] {
+        let cname = format!("CNAME\tlb-{lb}.{LB_ZONE}.");
+        let start = Instant::now();
+        loop {
+            let v = delv(server, &anchor_file, "api.example.org", "CNAME").await;
+            let apex = delv(server, &anchor_file, "example.org", "A").await;
+            if v.secure
+                && v.text.contains(&cname)
+                && apex.secure
+                && apex.addresses() == [address.clone()]
+            {
+                assert_eq!(v.signed_by("CNAME").len(), 1, "{}", v.text);
+                break;
+            }
+            assert!(
+                start.elapsed() < LIMIT,
+                "wanted a validated {cname} and apex {address}, got:\n{}\n{}",
+                v.text,
+                apex.text
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // East's address fails its probes: failover moves both to west.
+        east.set(Behaviour::Refuse).unwrap();
+    }
+    let nodata = delv(server, &anchor_file, "example.org", "AAAA").await;
+    assert!(
+        nodata.text.contains("negative response, fully validated"),
+        "{}",
+        nodata.text
     );
 }
