@@ -19,13 +19,13 @@ use crate::harness::*;
 /// The operator's config: one hosts-file sink, team-a may claim `team-a.io` and Nodes,
 /// team-b `team-b.io`; no tenant in the file.
 /// The orchestrator run with `config` in `dir`, logging at `info` to `dir/log`.
-fn run_operator(dir: &Path, config: &TestConfig) -> Running {
+pub(crate) fn run_operator(dir: &Path, config: &TestConfig) -> Running {
     let mut cmd = run_config(dir, config);
     cmd.env("RUST_LOG", "info");
     spawn_logged(&mut cmd, &dir.join("log"))
 }
 
-fn operator_config(dir: &Path, kube: SocketAddr, port: u16) -> TestConfig {
+pub(crate) fn operator_config(dir: &Path, kube: SocketAddr, port: u16) -> TestConfig {
     operator_config_as(dir, kube, port, TOKEN)
 }
 
@@ -43,7 +43,7 @@ fn operator_config_as(dir: &Path, kube: SocketAddr, port: u16, token: &str) -> T
         ))
 }
 
-fn failover(ns: &str, name: &str, domain: &str, endpoints: Value) -> Value {
+pub(crate) fn failover(ns: &str, name: &str, domain: &str, endpoints: Value) -> Value {
     json!({
         "apiVersion": "healthorchestrator.io/v1alpha1", "kind": "DNSFailover",
         "metadata": {"name": name, "namespace": ns},
@@ -98,7 +98,7 @@ fn condition(
     Some((s("status"), s("reason"), s("message")))
 }
 
-async fn wait_for_condition(
+pub(crate) async fn wait_for_condition(
     kube: &KubeApi,
     ns: &str,
     name: &str,
@@ -116,7 +116,7 @@ async fn wait_for_condition(
     last.unwrap().2
 }
 
-fn hosts(dir: &Path, tenant: &str) -> PathBuf {
+pub(crate) fn hosts(dir: &Path, tenant: &str) -> PathBuf {
     dir.join("hosts").join(format!("{tenant}.hosts"))
 }
 

@@ -47,6 +47,7 @@ mod image;
 mod k8gb_import;
 mod keep_alive;
 mod kuadrant_examples;
+mod kube_host_names;
 mod kube_tenants;
 mod leader_election;
 mod limits;
