@@ -39,6 +39,7 @@ use crate::tracker::{
 };
 
 mod applier;
+mod probers;
 mod start;
 
 use applier::Applier;
@@ -112,12 +113,6 @@ pub struct ReloadSummary {
     pub sinks_removed: Vec<String>,
 }
 
-/// A running prober.
-struct RunningProber {
-    id: TargetId,
-    handle: ProberHandle,
-}
-
 /// A running engine: the facade every caller uses (the binary, the demo, the tests). Its
 /// actors are private, so callers depend on these methods only. It follows what other
 /// clusters contribute by itself. Dropping it stops the probers, the tracker and the sink
@@ -171,26 +166,13 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         factory.register_metrics(&metrics);
         let prepared = Prepared::of(plan, &metrics).await?;
-        let (kept, plan) = (prepared.kept, prepared.plan);
-        let leadership = leadership_of(&plan, &metrics);
-        let events = Events::default();
-        let (sink_actors, stores) =
-            start_sinks(&plan, &*factory, &metrics, &leadership, &events).await?;
-        let plan = Arc::new(plan);
-        let (plans, answers) = start_answers(&plan, &events, &metrics, &leadership, &kept.1)?;
-        let (ring, shares) = prepare_ring(&plan).await?.unzip();
-        let ids: Vec<TargetId> = (0..plan.targets.len() as TargetId).collect();
-        let start = TrackerStart { kept, ring: shares };
-        let deciders = start_deciders(
-            &plan,
-            &sink_actors,
-            &stores,
-            &metrics,
-            &leadership,
-            &events,
-            start,
-        )?;
-        let (arbiters, tick) = prober_arbiters(&plan.targets);
+        let plan = Arc::new(prepared.plan);
+        let started = Deciding::start(&plan, &*factory, &metrics, prepared.kept).await?;
+        let (deciders, leadership, events) = (started.deciders, started.leadership, started.events);
+        let (ring, sink_actors) = (started.ring, started.sinks);
+        let ownership = ring.as_ref().map(|r| r.ownership.clone());
+        let probers =
+            probers::ProberPool::new(&plan, deciders.limits, deciders.tracker.clone(), ownership);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let shared_plan = Arc::new(RwLock::new(plan.clone()));
         let (hosts, heartbeats) = (prepared.hosts, prepared.heartbeats);
@@ -201,27 +183,20 @@ impl Engine {
             metrics: metrics.clone(),
             factory,
             plan: shared_plan.clone(),
-            probers: Vec::new(),
-            next_id: ids.len() as TargetId,
-            next_arbiter: 0,
-            arbiters,
-            origin: Instant::now(),
-            tick,
-            limits: deciders.limits,
+            probers,
             leadership: leadership.clone(),
             events: events.clone(),
             coordinator: deciders.coordinator.clone(),
-            stores,
+            stores: started.stores,
             configured: prepared.configured,
             discovered: deciders.discovered,
             hosts: hosts.clone(),
-            plans,
+            plans: started.plans,
             resolved: prepared.resolved,
             heartbeats: heartbeats.clone(),
             feeds: prepared.feeds,
-            ownership: ring.as_ref().map(|r| r.ownership.clone()),
         };
-        applier.start_probers(&plan.targets, prepared.probes, ids);
+        applier.probers.start(&plan, prepared.probes);
         let tracker = deciders.tracker;
         let ring = ring
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
@@ -238,7 +213,7 @@ impl Engine {
             applier,
             heartbeats,
             hosts,
-            answers,
+            answers: started.answers,
             ring,
         })
     }
@@ -268,9 +243,7 @@ impl Engine {
     /// many writes were still in flight at the deadline.
     pub async fn shutdown(self, deadline: Duration) -> usize {
         let applier = self.applier.lock().await;
-        for arbiter in &applier.arbiters {
-            arbiter.stop();
-        }
+        applier.probers.stop();
         self.tracker.do_send(Stop);
         let until = Instant::now() + deadline;
         loop {

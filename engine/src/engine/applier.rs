@@ -12,9 +12,9 @@ use std::sync::Weak;
 
 use tracing::warn;
 
+use super::probers::ProberPool;
 use super::*;
 use crate::hosts::{Hosts, Resolved};
-use crate::prober::Sampling;
 
 /// The part of a running engine a plan change rewrites.
 pub(super) struct Applier {
@@ -30,18 +30,8 @@ pub(super) struct Applier {
     pub(super) plan: Arc<RwLock<Arc<Plan>>>,
     /// The same plan for the answer canary and the ledger, which follow it.
     pub(super) plans: watch::Sender<Arc<Plan>>,
-    /// One per target of the plan, in the same order.
-    pub(super) probers: Vec<RunningProber>,
-    pub(super) next_id: TargetId,
-    /// Where new probers go, round robin.
-    pub(super) next_arbiter: usize,
-    pub(super) arbiters: Vec<Arbiter>,
-    /// Schedules' common origin, so probers started by a reload keep their stable phase.
-    pub(super) origin: Instant,
-    /// Probes start on this tick ([`schedule::tick_for`] the load at start).
-    pub(super) tick: Duration,
-    /// Bounds every probe; set at start (a reload does not change it).
-    pub(super) limits: Arc<ProbeLimits>,
+    /// One prober per target of the plan.
+    pub(super) probers: ProberPool,
     pub(super) leadership: Leadership,
     pub(super) events: Events,
     pub(super) coordinator: Addr<Coordinator>,
@@ -60,8 +50,6 @@ pub(super) struct Applier {
     pub(super) heartbeats: Heartbeats,
     /// External health feeds, shared by the probes of every plan.
     pub(super) feeds: crate::probe::Feeds,
-    /// `[ring]`: which targets this replica probes (each prober's gate).
-    pub(super) ownership: Option<Arc<crate::ring::ownership::Ownership>>,
 }
 
 /// Recomposes the running plan each time `changed` changes (what other clusters
@@ -104,57 +92,6 @@ impl Applier {
         );
         hosts.follow();
         applier
-    }
-
-    /// Starts a prober for each of `targets`, with its probe and stable id.
-    pub(super) fn start_probers(
-        &mut self,
-        targets: &[Target],
-        probes: Vec<Probe>,
-        ids: Vec<TargetId>,
-    ) {
-        for ((target, probe), id) in targets.iter().zip(probes).zip(ids) {
-            let prober = self.start_prober(target, probe, id);
-            self.probers.push(prober);
-        }
-        self.fit_grace(targets);
-    }
-
-    /// `[ring]`: a lost target is probed on for at least its longest check interval, so its
-    /// new owner's first probe comes before the old owner's last.
-    fn fit_grace(&self, targets: &[Target]) {
-        if let Some(ownership) = &self.ownership {
-            let longest = targets.iter().map(|t| t.check.timing.interval).max();
-            ownership.fit_grace(longest.unwrap_or_default());
-        }
-    }
-
-    fn start_prober(&mut self, target: &Target, probe: Probe, id: TargetId) -> RunningProber {
-        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
-        let timing = target.check.timing;
-        let recipient = self.tracker.clone().recipient();
-        let telemetry = &self.running().telemetry;
-        let share = if telemetry.otlp_endpoint.is_some() {
-            telemetry.probe_sample_ratio
-        } else {
-            0.0
-        };
-        // The key labels sampled spans; not kept when nothing is sampled.
-        let key = if share > 0.0 {
-            target.key()
-        } else {
-            String::new()
-        };
-        let sample = Sampling { share, key };
-        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
-        self.next_arbiter += 1;
-        let limits = self.limits.clone();
-        let mut prober = Prober::new(id, probe, schedule, &timing, recipient, sample, limits);
-        if let Some(ownership) = &self.ownership {
-            prober = prober.gated(ownership.gate(&target.key()));
-        }
-        let handle = prober.start(&arbiter.handle());
-        RunningProber { id, handle }
     }
 
     /// The plan running now.
@@ -234,11 +171,11 @@ impl Applier {
         let probes = make_probes(new_targets, &self.heartbeats, &self.feeds)?;
         self.heartbeats.learn(&plan);
         self.replace_sinks(&plan, &old_plan, built, &mut summary);
-        self.replace_probers(&plan, &old, probes, &mut summary);
+        self.probers.replace(&plan, &old, probes, &mut summary);
         let plan = Arc::new(plan);
         *self.plan.write().expect("not poisoned") = plan.clone();
         self.plans.send_replace(plan.clone());
-        let ids = self.probers.iter().map(|p| p.id).collect();
+        let ids = self.probers.ids();
         self.tracker.do_send(Reload {
             plan: plan.clone(),
             ids,
@@ -290,58 +227,13 @@ impl Applier {
         }
         *self.api_sinks.write().expect("not poisoned") = self.sinks.values().cloned().collect();
     }
-
-    /// Keeps the probers of targets that stay, starts new ones (`probes`: one per target of
-    /// `plan` not in `old`, in order), stops the rest.
-    fn replace_probers(
-        &mut self,
-        plan: &Plan,
-        old: &HashMap<&Target, usize>,
-        probes: Vec<Probe>,
-        summary: &mut ReloadSummary,
-    ) {
-        let mut running: Vec<Option<RunningProber>> = std::mem::take(&mut self.probers)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut probes = probes.into_iter();
-        let mut probers = Vec::with_capacity(plan.targets.len());
-        for target in &plan.targets {
-            let kept = old.get(target).and_then(|&i| running[i].take());
-            let prober = match kept {
-                Some(prober) => {
-                    summary.targets_kept += 1;
-                    prober
-                }
-                None => {
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    summary.targets_added += 1;
-                    let probe = probes.next().expect("one probe per new target");
-                    self.start_prober(target, probe, id)
-                }
-            };
-            probers.push(prober);
-        }
-        for removed in running.into_iter().flatten() {
-            removed.handle.stop();
-            summary.targets_removed += 1;
-        }
-        if let Some(ownership) = &self.ownership {
-            ownership.retain(&plan.targets.iter().map(Target::key).collect());
-        }
-        self.fit_grace(&plan.targets);
-        self.probers = probers;
-    }
 }
 
 /// Dropping the engine drops its applier: the probers' threads, the tracker and the sink
 /// actors stop.
 impl Drop for Applier {
     fn drop(&mut self) {
-        for arbiter in &self.arbiters {
-            arbiter.stop();
-        }
+        self.probers.stop();
         self.tracker.do_send(Stop);
         for sink in self.sinks.values() {
             sink.do_send(Stop);

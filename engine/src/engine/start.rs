@@ -66,6 +66,51 @@ pub(super) struct TrackerStart {
     pub(super) ring: Option<Sharing>,
 }
 
+/// The deciding side of a start, running before any probe: leadership, the sinks' actors,
+/// the answer canary and ledger, the ring's parts, and the tracker with its coordinator.
+pub(super) struct Deciding {
+    pub(super) leadership: Leadership,
+    pub(super) events: Events,
+    /// Sink actors and report stores by sink name.
+    pub(super) sinks: BTreeMap<String, Addr<SinkActor>>,
+    pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// Where the canary and the ledger follow plans.
+    pub(super) plans: watch::Sender<Arc<Plan>>,
+    pub(super) answers: Answers,
+    /// `[ring]`: what runs the ring once the tracker does.
+    pub(super) ring: Option<RingParts>,
+    pub(super) deciders: Deciders,
+}
+
+impl Deciding {
+    /// Starts the sinks of `plan` (built by `factory`), the answer canary and the ledger,
+    /// then the tracker with what operators `kept` and, under `[ring]`, its share.
+    pub(super) async fn start(
+        plan: &Arc<Plan>,
+        factory: &dyn SinkFactory,
+        metrics: &Arc<Metrics>,
+        kept: (DrainStore, crate::drain::OperatorState),
+    ) -> Result<Deciding, EngineError> {
+        let leadership = leadership_of(plan, metrics);
+        let events = Events::default();
+        let (sinks, stores) = start_sinks(plan, factory, metrics, &leadership, &events).await?;
+        let (plans, answers) = start_answers(plan, &events, metrics, &leadership, &kept.1)?;
+        let (ring, shares) = prepare_ring(plan).await?.unzip();
+        let start = TrackerStart { kept, ring: shares };
+        let deciders = start_deciders(plan, &sinks, &stores, metrics, &leadership, &events, start)?;
+        Ok(Deciding {
+            leadership,
+            events,
+            sinks,
+            stores,
+            plans,
+            answers,
+            ring,
+            deciders,
+        })
+    }
+}
+
 /// Starts the tracker of `plan` (its targets numbered in order, publishing to `sinks`, with
 /// what `start` gives it) and the coordinator of its report rounds over `stores`.
 pub(super) fn start_deciders(
@@ -208,19 +253,6 @@ pub(super) fn probe_limits(plan: &Plan, metrics: &Arc<Metrics>) -> Arc<ProbeLimi
     Arc::new(ProbeLimits::new(concurrency, metrics.clone()))
 }
 
-/// The prober threads for `targets`' probe rate and the start tick they share.
-pub(super) fn prober_arbiters(targets: &[Target]) -> (Vec<Arbiter>, std::time::Duration) {
-    let rate = probe_rate(targets);
-    let threads = prober_threads(rate);
-    let tick = schedule::tick_for(rate / threads as f64);
-    info!(
-        threads,
-        tick_ms = tick.as_secs_f64() * 1000.0,
-        "prober threads and start tick for the configured probe rate"
-    );
-    ((0..threads).map(|_| Arbiter::new()).collect(), tick)
-}
-
 /// Starts the actor of sink `name`; a shared back end under leader election is written
 /// only while `leadership` allows.
 pub(super) fn start_sink(
@@ -259,26 +291,6 @@ pub(super) fn identity(configured: Option<&String>) -> String {
 
 /// Probes per second one prober thread is given before a second one is started.
 ///
-/// One thread carries this many with room to spare (about a tenth of a core here at 2,000
-/// probes/s). Every extra thread wakes on its own, so a light load spread over more threads
-/// costs more wake-ups and context switches for the same probes (bench/README.md).
-pub(super) const PROBES_PER_THREAD: f64 = 10_000.0;
-
-/// Probes per second `targets` ask for at their intervals.
-pub(super) fn probe_rate(targets: &[Target]) -> f64 {
-    targets
-        .iter()
-        .map(|t| 1.0 / t.check.timing.interval.as_secs_f64().max(1e-3))
-        .sum()
-}
-
-/// Prober threads for `per_second` probes: one per [`PROBES_PER_THREAD`], at least one, at
-/// most one per core. Fixed at start, as is the tick: a reload that adds load keeps both.
-pub(super) fn prober_threads(per_second: f64) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
-}
-
 /// Starts the answer canary and the availability ledger on `plan`, before anything
 /// publishes, so they see every decision; the sender they follow plans on. They run on a
 /// thread of their own (`ho-answers`): a thousand questions a second, or a wave of
