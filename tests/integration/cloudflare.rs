@@ -62,6 +62,39 @@ async fn foreign_names_are_left_alone_and_the_rest_is_written() {
     assert_eq!(marks, ["_health-orchestrator.free.tenant-a.io"]);
 }
 
+/// A wildcard name is written as Cloudflare keeps one (`*` as the first label), its mark
+/// at `_health-orchestrator.*.<parent>` (a literal `*` to Cloudflare below the first
+/// label); a gateway down leaves its address out.
+#[actix_rt::test]
+async fn a_wildcard_is_written_with_its_mark_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Cloudflare::start("tenant-a.io").await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let mut gws = gateways(2);
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tenant("\"*.apps.tenant-a.io\""))
+        .with(&sink_table(&server, &token, "tenant-a.io"))
+        .render();
+    let _engine = start_engine(dir.path(), &text).await;
+    let mut ips: Vec<String> = gws.iter().map(ip).collect();
+    ips.sort();
+    eventually("both addresses at the wildcard", || {
+        server.addresses("*.apps.tenant-a.io") == Some(ips.clone())
+    })
+    .await;
+    let marks: Vec<String> = (server.records().into_iter())
+        .filter(|r| r.rtype == "TXT")
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(marks, ["_health-orchestrator.*.apps.tenant-a.io"]);
+    gws[0].set(ho_testkit::Behaviour::Refuse).unwrap();
+    eventually("gw-1 left out", || {
+        server.addresses("*.apps.tenant-a.io") == Some(vec![ip(&gws[1])])
+    })
+    .await;
+}
+
 /// `answer = "cname"`: two load balancers given by host name (resolved by a real
 /// `pdns_server`); every name, the apex included (Cloudflare flattens it), holds one CNAME
 /// to the preferred balancer and nothing else, moved when that balancer fails.

@@ -25,6 +25,61 @@ fn tenant(name: &str, domains: &str) -> String {
     format!("[[tenants]]\nname = \"{name}\"\ndomains = [{domains}]\nsinks = [\"edns\"]\nttl = \"60s\"\n\n")
 }
 
+/// Wildcards with `txt_wildcard_replacement`, as external-dns's
+/// `--txt-wildcard-replacement`: external-dns (owner `default`, stand-in `wildcard`) holds
+/// `*.web`, marked at `a-wildcard.web`; the orchestrator writes `*.apps` with its marks at
+/// `a-wildcard.apps` and `aaaa-wildcard.apps`, and leaves `*.web` alone as another
+/// owner's.
+#[actix_rt::test]
+async fn wildcards_are_marked_as_external_dns_marks_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ExternalDnsProvider::start(&["shared.test"], 0).await;
+    provider.insert("*.web.shared.test", "A", &["198.51.100.7"]);
+    provider.insert(
+        "a-wildcard.web.shared.test",
+        "TXT",
+        &["\"heritage=external-dns,external-dns/owner=default,external-dns/resource=ingress/shop/web\""],
+    );
+    let gws = gateways(1);
+    let text = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
+        .with(&tenant(
+            "t",
+            "\"*.apps.shared.test\", \"*.web.shared.test\"",
+        ))
+        .with(&format!(
+            "{}txt_wildcard_replacement = \"wildcard\"\n",
+            sink_table(&provider.url)
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let error = wait_for_sink_error(&engine, "edns", "the wildcard of another owner").await;
+    assert!(
+        error.contains("left alone") && error.contains("*.web.shared.test"),
+        "{error}"
+    );
+    eventually("*.apps written", || {
+        provider.addresses("*.apps.shared.test") == Some(vec![ip(&gws[0])])
+    })
+    .await;
+    let mut marks: Vec<String> = (provider.records().into_iter())
+        .filter(|r| r.record_type == "TXT")
+        .map(|r| r.dns_name)
+        .collect();
+    marks.sort();
+    assert_eq!(
+        marks,
+        [
+            "a-wildcard.apps.shared.test",
+            "a-wildcard.web.shared.test",
+            "aaaa-wildcard.apps.shared.test"
+        ]
+    );
+    assert_eq!(
+        provider.addresses("*.web.shared.test"),
+        Some(vec!["198.51.100.7".into()])
+    );
+}
+
 /// external-dns (owner `default`) holds `web`; someone else holds `legacy` by hand. The
 /// orchestrator writes `api` with registry marks external-dns reads as another owner's,
 /// and leaves both other names as they were, saying why.
@@ -138,6 +193,7 @@ async fn reports_round_trip_through_txt_record_sets() {
         max_requests_per_second: 50.0,
         max_changes: 500,
         timeout: Duration::from_secs(1),
+        txt_wildcard_replacement: None,
     };
     let sink = ExternalDnsWebhookSink::new(&config, "eu-1").unwrap();
     let store = sink.reports().expect("the sink holds reports");
@@ -208,6 +264,7 @@ async fn a_set_created_behind_the_views_back_is_never_overwritten() {
         max_requests_per_second: 50.0,
         max_changes: 500,
         timeout: Duration::from_secs(1),
+        txt_wildcard_replacement: None,
     };
     let sink = ExternalDnsWebhookSink::new(&config, "eu-1").unwrap();
     let snapshot = |tenant: &str, name: &str, seq: u64| {

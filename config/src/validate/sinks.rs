@@ -102,10 +102,11 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
     }
 
     /// Whether the kind publishes wildcard names (`*.apps.example.com`) as RFC 4592 means
-    /// them: the embedded server, PowerDNS, RFC 2136 primaries and Route53; the others refuse
-    /// them in the config.
-    fn takes_wildcards(&self) -> bool {
-        false
+    /// them (the embedded server, PowerDNS, RFC 2136 primaries, Route53, Cloudflare, an
+    /// external-dns provider told how to mark them): `Err` says what to do instead, after
+    /// "cannot publish wildcards".
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Err(": publish it through a dns_server, powerdns, rfc2136, route53 or cloudflare sink")
     }
 
     /// Whether the kind publishes `answer = "cname"` tenants of `policy`: `Err` says why

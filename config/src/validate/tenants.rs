@@ -290,7 +290,7 @@ impl Lookup<'_> {
                     );
                 }
             }
-            if !sink.spec.takes_wildcards() {
+            if let Err(hint) = sink.spec.takes_wildcards() {
                 for (di, d) in usage
                     .domains
                     .iter()
@@ -300,7 +300,7 @@ impl Lookup<'_> {
                     errs.push(
                         format!("{}.domains[{di}]", usage.path),
                         format!(
-                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards: publish it through a dns_server, powerdns, rfc2136 or route53 sink",
+                            "\"{d}\" is a wildcard, and sink \"{s}\" ({}) cannot publish wildcards{hint}",
                             sink.spec.kind()
                         ),
                     );

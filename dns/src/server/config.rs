@@ -494,8 +494,8 @@ impl SinkSpec for DnsServerConfig {
         self.reports.is_some()
     }
 
-    fn takes_wildcards(&self) -> bool {
-        true
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 
     /// It picks a host per query, by every policy.

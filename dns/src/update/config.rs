@@ -80,8 +80,8 @@ impl SinkSpec for Rfc2136Config {
     /// A wildcard is an ordinary owner name to an update (RFC 2136 2.5), and the primary
     /// and its secondaries answer it as RFC 4592 says; its mark sits at
     /// `_health-orchestrator.*.<parent>`, where `*` is a plain label.
-    fn takes_wildcards(&self) -> bool {
-        true
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 
     /// A name below the zone's apex holds one CNAME to the first healthy host

@@ -153,6 +153,13 @@ impl SinkSpec for CloudflareConfig {
         Self::KIND
     }
 
+    /// Cloudflare answers a `*` first label as a wildcard (RFC 4592, several levels deep);
+    /// the mark at `_health-orchestrator.*.<parent>` is an ordinary name to it, where a `*`
+    /// below the first label is a literal character.
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
     /// Cloudflare's DNS answers every record of a name alike: per-client answers are its
     /// Load Balancing product, not records.
     fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {

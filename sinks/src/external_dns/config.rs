@@ -32,6 +32,13 @@ pub struct ExternalDnsWebhookConfig {
     #[serde(default = "default_timeout", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub timeout: Duration,
+    /// What stands for a wildcard's `*` in the TXT registry's mark names (a label such as
+    /// `wildcard`: `*.apps.example.com`'s A mark is `a-wildcard.apps.example.com`), as
+    /// external-dns's `--txt-wildcard-replacement`; give the same as any external-dns on the
+    /// zone. Wildcard names need it: a mark named `a-*.apps...` is refused by most
+    /// providers.
+    #[serde(default)]
+    pub txt_wildcard_replacement: Option<String>,
 }
 
 fn default_rate() -> f64 {
@@ -56,6 +63,19 @@ impl SinkSettings for ExternalDnsWebhookConfig {
             p.at("max_changes", "must be at least 1");
         }
         check_timeout(self.timeout, p);
+        if let Some(stand_in) = &self.txt_wildcard_replacement {
+            let label = !stand_in.is_empty()
+                && stand_in.len() <= 63
+                && stand_in
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            if !label {
+                p.at(
+                    "txt_wildcard_replacement",
+                    format!("{stand_in:?} must be one DNS label (letters, digits, '-'), e.g. \"wildcard\""),
+                );
+            }
+        }
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {
@@ -87,6 +107,17 @@ impl SinkSpec for ExternalDnsWebhookConfig {
             RoutingPolicy::All | RoutingPolicy::Failover => Ok(()),
             RoutingPolicy::Weighted | RoutingPolicy::Geo => Err(
                 " (an external-dns provider answers every target of a record set alike; publish weighted or geo names through a route53, dns_server or powerdns (lua = true) sink)",
+            ),
+        }
+    }
+
+    /// A provider keeps `*.apps.example.com` as a wildcard record set; its registry mark
+    /// needs a stand-in for the `*`.
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        match self.txt_wildcard_replacement {
+            Some(_) => Ok(()),
+            None => Err(
+                " without txt_wildcard_replacement (as external-dns's --txt-wildcard-replacement, e.g. \"wildcard\"): its TXT registry cannot name a mark for it otherwise",
             ),
         }
     }

@@ -63,7 +63,8 @@ struct Inner {
     client: HttpClient,
     /// The provider's base URL, without a trailing slash.
     url: String,
-    owner_id: String,
+    /// Its owner id and wildcard stand-in in external-dns's TXT registry.
+    registry: plan::Registry,
     bucket: TokenBucket,
     /// Most record sets changed in one `POST /records`.
     max_changes: usize,
@@ -86,7 +87,10 @@ impl ExternalDnsWebhookSink {
             rounds: Arc::new(Rounds::new(Inner {
                 client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
                 url: config.url.trim_end_matches('/').to_owned(),
-                owner_id: owner_id.to_owned(),
+                registry: plan::Registry {
+                    owner: owner_id.to_owned(),
+                    wildcard: config.txt_wildcard_replacement.clone(),
+                },
                 bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
                 max_changes: config.max_changes,
                 filter: None,
@@ -292,7 +296,7 @@ impl Inner {
                 .map(String::as_str)
                 .collect();
             if refused.is_empty() {
-                parts.push((tenant, plan::wanted(&listed, snapshot, &self.owner_id)));
+                parts.push((tenant, plan::wanted(&listed, snapshot, &self.registry)));
             } else {
                 results.insert(
                     tenant.clone(),

@@ -28,10 +28,27 @@ pub enum Owner {
     Foreign,
 }
 
-/// The registry's TXT name for record type `record_type` at `name` (external-dns's new
-/// format without a prefix: the type, lower case, and a dash before the first label).
-pub fn mark_name(record_type: &str, name: &str) -> String {
-    format!("{}-{name}", record_type.to_ascii_lowercase())
+/// This sink's place in external-dns's TXT registry.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    /// The owner id its marks carry (`--txt-owner-id`).
+    pub owner: String,
+    /// What stands for a wildcard's `*` in its marks' names, as external-dns's
+    /// `--txt-wildcard-replacement`: `a-*.apps...` is refused by most providers.
+    pub wildcard: Option<String>,
+}
+
+impl Registry {
+    /// The registry's TXT name for record type `record_type` at `name` (external-dns's new
+    /// format without a prefix: the type, lower case, and a dash before the first label,
+    /// a wildcard's `*` replaced).
+    pub fn mark_name(&self, record_type: &str, name: &str) -> String {
+        let name = match (name.strip_prefix("*."), &self.wildcard) {
+            (Some(parent), Some(stand_in)) => format!("{stand_in}.{parent}"),
+            _ => name.to_owned(),
+        };
+        format!("{}-{name}", record_type.to_ascii_lowercase())
+    }
 }
 
 /// The registry's TXT text for `owner`, quoted as external-dns writes it.
@@ -56,11 +73,12 @@ pub fn owner_in(text: &str) -> Option<&str> {
     heritage.then_some(owner.unwrap_or(""))
 }
 
-/// Whose `name` is in `listed`, for `owner`.
-pub fn owner_of(listed: &[Endpoint], name: &str, owner: &str) -> Owner {
+/// Whose `name` is in `listed`, for `registry`'s owner.
+pub fn owner_of(listed: &[Endpoint], name: &str, registry: &Registry) -> Owner {
+    let owner = registry.owner.as_str();
     let mut mark_names: Vec<String> = ["A", "AAAA", "CNAME"]
         .iter()
-        .map(|t| mark_name(t, name))
+        .map(|t| registry.mark_name(t, name))
         .collect();
     mark_names.push(name.to_owned());
     let owners: Vec<&str> = listed
@@ -97,21 +115,21 @@ pub struct Wanted {
     pub marks: Vec<Endpoint>,
 }
 
-/// What `snapshot` wants of `listed`, as owner `owner`.
-pub fn wanted(listed: &[Endpoint], snapshot: &TenantSnapshot, owner: &str) -> Wanted {
+/// What `snapshot` wants of `listed`, as `registry`'s owner.
+pub fn wanted(listed: &[Endpoint], snapshot: &TenantSnapshot, registry: &Registry) -> Wanted {
     let ttl = u32::try_from(snapshot.ttl.as_secs()).unwrap_or(u32::MAX);
     let mut wanted = Wanted::default();
     for name in &snapshot.domains {
-        match owner_of(listed, name, owner) {
+        match owner_of(listed, name, registry) {
             Owner::Foreign => {
                 wanted.foreign.push(name.clone());
                 continue;
             }
             Owner::Free => wanted.marks.extend(TYPES.iter().map(|(t, _)| {
                 Endpoint::new(
-                    &mark_name(t, name),
+                    &registry.mark_name(t, name),
                     "TXT",
-                    vec![mark_text(owner, &snapshot.tenant)],
+                    vec![mark_text(&registry.owner, &snapshot.tenant)],
                     0,
                 )
             })),
@@ -193,7 +211,11 @@ mod tests {
     }
 
     fn plan(listed: &[Endpoint], addresses: &[&str], owner: &str) -> (Changes, Vec<String>) {
-        let w = wanted(listed, &snapshot(addresses), owner);
+        let registry = Registry {
+            owner: owner.to_owned(),
+            wildcard: None,
+        };
+        let w = wanted(listed, &snapshot(addresses), &registry);
         (changes(listed, &w.names, &w.records, &w.marks), w.foreign)
     }
 
@@ -274,6 +296,31 @@ mod tests {
             Some("default")
         );
         assert_eq!(owner_in("\"v=spf1 -all\""), None);
-        assert_eq!(mark_name("AAAA", "api.example.com"), "aaaa-api.example.com");
+        let plain = Registry {
+            owner: "eu-1".into(),
+            wildcard: None,
+        };
+        assert_eq!(
+            plain.mark_name("AAAA", "api.example.com"),
+            "aaaa-api.example.com"
+        );
+    }
+
+    /// A wildcard's marks are named as external-dns names them with
+    /// `--txt-wildcard-replacement`, so one deployment's marks are the other's.
+    #[test]
+    fn a_wildcards_marks_carry_the_replacement() {
+        let registry = Registry {
+            owner: "eu-1".into(),
+            wildcard: Some("wildcard".into()),
+        };
+        assert_eq!(
+            registry.mark_name("A", "*.apps.example.com"),
+            "a-wildcard.apps.example.com"
+        );
+        assert_eq!(
+            registry.mark_name("A", "api.example.com"),
+            "a-api.example.com"
+        );
     }
 }

@@ -93,8 +93,8 @@ impl SinkSettings for PowerDnsConfig {
 impl SinkSpec for PowerDnsConfig {
     /// PowerDNS serves wildcard rrsets (`*.apps.example.com.`) as RFC 4592 says: for names
     /// that do not exist, never for one that does.
-    fn takes_wildcards(&self) -> bool {
-        true
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 
     fn holds_reports(&self) -> bool {

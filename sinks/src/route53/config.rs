@@ -113,8 +113,8 @@ impl SinkSettings for Route53Config {
 impl SinkSpec for Route53Config {
     /// Route53 keeps `*.apps.example.com` as a wildcard record set (listed back as
     /// `\\052.apps...`, read as `*`), answered as RFC 4592 says.
-    fn takes_wildcards(&self) -> bool {
-        true
+    fn takes_wildcards(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 
     fn holds_reports(&self) -> bool {
