@@ -169,6 +169,48 @@ async fn a_cname_tenant_fails_over_between_load_balancer_names() {
     wait_for_records(&moto, &zone, &want("east", &east), "back to east").await;
 }
 
+/// `answer = "cname"` with the load balancers' hosted zone in `alias_zones`: the apex holds
+/// A and AAAA aliases of the preferred balancer's name (in that hosted zone, as Route53
+/// aliases an ELB), moved when it fails; the name below the apex its CNAME.
+#[actix_rt::test]
+async fn a_cname_tenants_apex_aliases_the_load_balancer() {
+    use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
+    let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
+    let (mut east, _west) = balancers(&pdns);
+    let moto = Moto::start().await;
+    let zone = moto.create_zone(ZONE).await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = TestConfig::defaults(&Check::FAST)
+        .with(&lb_endpoints(&pdns))
+        .with(&format!(
+            "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\n\
+             answer = \"cname\"\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
+            sink_table(
+                &moto.url,
+                &zone,
+                &format!("alias_zones = {{ \"{LB_ZONE}\" = \"ZLBTEST0123\" }}\n")
+            )
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let want = |lb: &str| {
+        vec![
+            format!("api.{ZONE}. CNAME lb-{lb}.{LB_ZONE}."),
+            format!("{ZONE}. A alias=lb-{lb}.{LB_ZONE}.@ZLBTEST0123 "),
+            format!("{ZONE}. AAAA alias=lb-{lb}.{LB_ZONE}.@ZLBTEST0123 "),
+            owner(&format!("api.{ZONE}")),
+            owner(ZONE),
+        ]
+    };
+    wait_for_records(&moto, &zone, &want("east"), "the apex aliases east").await;
+    eventually("a reconcile round that changes nothing", || {
+        sink_writes_with(&engine, "r53", "unchanged") > 0
+    })
+    .await;
+    east.set(Behaviour::Refuse).unwrap();
+    wait_for_records(&moto, &zone, &want("west"), "the apex aliases west").await;
+}
+
 /// `weighted` and `geo` tenants in one zone: weighted record sets from endpoint weights,
 /// geolocation record sets from the `geo` label with a default location.
 #[actix_rt::test]
@@ -264,7 +306,7 @@ async fn weights_inside_a_geo_are_a_record_tree_of_aliases() {
             format!("{tree} A id=gw-1 weight=30 {a}"),
             format!("{tree} A id=gw-2 weight=10 {b}"),
             owner(&format!("de._weighted.g.{ZONE}")),
-            format!("g.{ZONE}. A id=DE geo=DE alias={tree} "),
+            format!("g.{ZONE}. A id=DE geo=DE alias={tree}@{zone} "),
             format!("g.{ZONE}. A id=IE geo=IE {c}"),
             format!("g.{ZONE}. A id=default geo=* {c}"),
             owner(&format!("g.{ZONE}")),

@@ -9,7 +9,7 @@ use aws_sdk_route53::types::{
 use aws_sdk_route53::Client;
 use ho_engine::sink::SinkError;
 
-use super::records::{Location, RecordSet, Routing};
+use super::records::{Alias, Location, RecordSet, Routing};
 
 /// Pages of a zone listing read at most, so a misbehaving endpoint that keeps answering
 /// "truncated" cannot loop forever (300 record sets per page: 3 million record sets).
@@ -107,8 +107,8 @@ pub async fn change(
     Ok(())
 }
 
-/// The comparable form of a listed record set.
-pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
+/// The comparable form of a record set listed in zone `zone_id`.
+pub fn from_sdk(set: &ResourceRecordSet, zone_id: &str) -> RecordSet {
     let unsupported = set.health_check_id().is_some()
         || set.region().is_some()
         || set.failover().is_some()
@@ -147,9 +147,12 @@ pub fn from_sdk(set: &ResourceRecordSet) -> RecordSet {
         routing,
         ttl: set.ttl().unwrap_or(0),
         values,
-        alias: set
-            .alias_target()
-            .map(|a| fqdn(&a.dns_name().to_ascii_lowercase())),
+        alias: set.alias_target().map(|a| Alias {
+            name: fqdn(&a.dns_name().to_ascii_lowercase()),
+            zone: Some(a.hosted_zone_id())
+                .filter(|z| z.trim_start_matches("/hostedzone/") != zone_id)
+                .map(str::to_owned),
+        }),
     }
 }
 
@@ -181,8 +184,8 @@ fn fqdn(name: &str) -> String {
     format!("{}.", name.trim_end_matches('.'))
 }
 
-/// The SDK form of a record set this sink writes into zone `zone_id` (an alias answers
-/// from a name of the same zone).
+/// The SDK form of a record set this sink writes into zone `zone_id` (an alias without a
+/// zone of its own answers from a name of this one).
 pub fn to_sdk(set: &RecordSet, zone_id: &str) -> ResourceRecordSet {
     let mut b = ResourceRecordSet::builder()
         .name(&set.name)
@@ -191,8 +194,8 @@ pub fn to_sdk(set: &RecordSet, zone_id: &str) -> ResourceRecordSet {
     b = match &set.alias {
         Some(target) => b.alias_target(
             AliasTarget::builder()
-                .hosted_zone_id(zone_id)
-                .dns_name(target)
+                .hosted_zone_id(target.zone.as_deref().unwrap_or(zone_id))
+                .dns_name(&target.name)
                 .evaluate_target_health(false)
                 .build()
                 .expect("zone, name and evaluation are set"),
@@ -328,11 +331,11 @@ mod tests {
             }),
             ttl: 0,
             values: Vec::new(),
-            alias: Some("ie._weighted.api.example.org.".into()),
+            alias: Some(Alias::here("ie._weighted.api.example.org.")),
             ..continent.clone()
         };
         for set in [continent, alias] {
-            assert_eq!(from_sdk(&to_sdk(&set, "Z0123")), set);
+            assert_eq!(from_sdk(&to_sdk(&set, "Z0123"), "Z0123"), set);
         }
     }
 }

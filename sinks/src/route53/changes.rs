@@ -199,7 +199,7 @@ pub fn pack<T>(groups: Vec<Vec<T>>, cost: impl Fn(&T) -> (usize, usize)) -> Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::Routing;
+    use super::super::records::{Alias, Routing};
     use super::*;
 
     fn a(name: &str, id: &str, value: &str) -> RecordSet {
@@ -237,7 +237,7 @@ mod tests {
     fn weighted_names_are_written_before_the_names_aliasing_them() {
         let tree = "ie._weighted.api.";
         let mut alias = a("api.", "IE", "");
-        (alias.values, alias.alias) = (Vec::new(), Some(tree.into()));
+        (alias.values, alias.alias) = (Vec::new(), Some(Alias::here(tree)));
         let mut desired = want("api.", vec![alias]);
         desired.insert(tree.into(), vec![a(tree, "gw-1", "10.0.0.1")]);
         let c = for_tenant(&[], &desired, "me");

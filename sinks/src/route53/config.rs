@@ -43,6 +43,14 @@ pub struct Route53Config {
     #[serde(default = "default_timeout", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub timeout: Duration,
+    /// Host-name suffixes an `answer = "cname"` tenant's apex may alias, each with the
+    /// hosted zone id of the AWS targets under it: an ELB's canonical hosted zone id in its
+    /// region (AWS's "Elastic Load Balancing endpoints" table, or `aws elbv2
+    /// describe-load-balancers`), e.g. `{ "us-east-1.elb.amazonaws.com" = "Z35SXDOTRQ7X7K" }`.
+    /// The apex then holds A and AAAA aliases of the host the policy picks, which follow its
+    /// addresses as they rotate; a host matching none is published as its addresses.
+    #[serde(default)]
+    pub alias_zones: std::collections::BTreeMap<String, String>,
 }
 
 /// Route53 record shape for tenants without per-client routing.
@@ -94,6 +102,18 @@ impl SinkSettings for Route53Config {
             p.at("max_requests_per_second", "must be a number above 0");
         }
         check_timeout(self.timeout, p);
+        for (suffix, zone) in &self.alias_zones {
+            if let Err(e) = normalize_domain(suffix) {
+                p.at(&format!("alias_zones.\"{suffix}\""), e);
+            }
+            let id = zone.trim_start_matches("/hostedzone/");
+            if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                p.at(
+                    &format!("alias_zones.\"{suffix}\""),
+                    format!("{zone:?} is not a hosted zone id (letters and digits, e.g. Z35SXDOTRQ7X7K)"),
+                );
+            }
+        }
     }
 
     fn build<'a>(&'a self, ctx: BuildContext<'a>) -> KindFuture<'a> {

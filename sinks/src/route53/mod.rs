@@ -66,6 +66,8 @@ struct Writer {
     zone: String,
     owner_id: String,
     style: RecordStyle,
+    /// What the apex may alias (`alias_zones`).
+    aliases: records::AliasZones,
     bucket: TokenBucket,
     /// The zone's name matched `zone` at the first round.
     zone_checked: bool,
@@ -125,6 +127,7 @@ impl Route53Sink {
                 zone: format!("{}.", config.zone),
                 owner_id: owner_id.to_string(),
                 style: config.record_style,
+                aliases: records::AliasZones(config.alias_zones.clone()),
                 // A burst of one second's worth, then the rate.
                 bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
                 zone_checked: false,
@@ -157,7 +160,7 @@ impl ZoneView {
     fn apply(&mut self, changes: Vec<(ChangeAction, aws_sdk_route53::types::ResourceRecordSet)>) {
         // As the rounds compare names: unescaped, lower case.
         let key = |s: &aws_sdk_route53::types::ResourceRecordSet| {
-            let r = api::from_sdk(s);
+            let r = api::from_sdk(s, "");
             (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
         };
         let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
@@ -198,12 +201,14 @@ impl Writer {
                 sets: self.list_zone().await?,
             },
         };
-        let zone: Vec<RecordSet> = listed.sets.iter().map(api::from_sdk).collect();
+        let zone: Vec<RecordSet> = (listed.sets.iter())
+            .map(|s| api::from_sdk(s, &self.zone_id))
+            .collect();
         let mut results = BTreeMap::new();
         let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
         let tenants: Vec<&String> = round.keys().collect();
         for (t, tenant) in tenants.iter().enumerate() {
-            let want = records::desired(&round[*tenant], self.style, &self.zone);
+            let want = records::desired(&round[*tenant], self.style, &self.zone, &self.aliases);
             let planned = changes::for_tenant(&zone, &want, &self.owner_id);
             let result = if !planned.refused.is_empty() {
                 Err(SinkError::permanent(planned.refused.join("; ")))

@@ -90,9 +90,49 @@ pub struct RecordSet {
     pub ttl: i64,
     /// Values, sorted (none for an alias).
     pub values: Vec<String>,
-    /// The name an alias set answers from (in this zone, fully qualified, lower case):
-    /// a location's set pointing at its weighted sets.
-    pub alias: Option<String>,
+    /// What an alias set answers from: a location's set pointing at its weighted sets, or
+    /// an `answer = "cname"` tenant's apex pointing at an AWS load balancer.
+    pub alias: Option<Alias>,
+}
+
+/// An alias record set's target.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Alias {
+    /// Fully qualified, lower case.
+    pub name: String,
+    /// The hosted zone the target lives in; `None`: this zone.
+    pub zone: Option<String>,
+}
+
+impl Alias {
+    /// A name of this zone.
+    pub fn here(name: &str) -> Alias {
+        Alias {
+            name: name.to_owned(),
+            zone: None,
+        }
+    }
+}
+
+/// Host names the apex may alias, by suffix (`us-east-1.elb.amazonaws.com`), each with the
+/// hosted zone id of the AWS targets under it (an ELB's canonical hosted zone id in its
+/// region): `alias_zones` in the sink's config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AliasZones(pub BTreeMap<String, String>);
+
+impl AliasZones {
+    /// The hosted zone of `host`'s longest matching suffix, if any.
+    pub fn of(&self, host: &str) -> Option<&str> {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.0
+            .iter()
+            .filter(|(suffix, _)| {
+                let suffix = suffix.trim_end_matches('.').to_ascii_lowercase();
+                host == suffix || host.ends_with(&format!(".{suffix}"))
+            })
+            .max_by_key(|(suffix, _)| suffix.len())
+            .map(|(_, zone)| zone.as_str())
+    }
 }
 
 /// The ownership record of `name` for `owner_id`.
@@ -112,12 +152,15 @@ pub fn owner_record(name: &str, owner_id: &str) -> RecordSet {
 /// weighted names of a `geo` tenant's locations; a name mapping to an empty list must hold
 /// no A/AAAA/CNAME record sets (a location's weighted name no longer used). An
 /// `answer = "cname"` tenant's names below the zone's `apex` hold one CNAME to the first
-/// healthy host (`TenantSnapshot::cname`); the apex holds the addresses. `apex`: the
-/// zone's name, with or without its trailing dot.
+/// healthy host (`TenantSnapshot::cname`); the apex, which cannot hold a CNAME, holds A and
+/// AAAA aliases of that host where `aliases` names its hosted zone (an AWS load
+/// balancer), else the addresses. `apex`: the zone's name, with or without its trailing
+/// dot.
 pub fn desired(
     snapshot: &TenantSnapshot,
     style: RecordStyle,
     apex: &str,
+    aliases: &AliasZones,
 ) -> BTreeMap<String, Vec<RecordSet>> {
     let ttl = i64::try_from(snapshot.ttl.as_secs().max(1)).unwrap_or(i64::MAX);
     let mut out: BTreeMap<String, Vec<RecordSet>> = BTreeMap::new();
@@ -135,6 +178,26 @@ pub fn desired(
                 alias: None,
             };
             out.insert(name, vec![cname]);
+            continue;
+        }
+        let apex_alias = snapshot
+            .cname()
+            .filter(|_| at_apex)
+            .and_then(|host| Some((host, aliases.of(host)?)));
+        if let Some((host, zone)) = apex_alias {
+            let alias = |rtype: &str| RecordSet {
+                name: name.clone(),
+                rtype: rtype.into(),
+                set_id: None,
+                routing: Routing::Simple,
+                ttl: 0,
+                values: Vec::new(),
+                alias: Some(Alias {
+                    name: format!("{}.", host.trim_end_matches('.').to_ascii_lowercase()),
+                    zone: Some(zone.to_owned()),
+                }),
+            };
+            out.insert(name.clone(), vec![alias("A"), alias("AAAA")]);
             continue;
         }
         if snapshot.policy == RoutingPolicy::Geo {
@@ -265,7 +328,7 @@ fn geo_sets(
         }
         let mut alias = set(Some(id.to_owned()), routing, &[]);
         let weighted = weighted_name(id, &alias.name);
-        (alias.ttl, alias.alias) = (0, Some(weighted.clone()));
+        (alias.ttl, alias.alias) = (0, Some(Alias::here(&weighted)));
         for a in list {
             let mut one = set(
                 Some(a.endpoint.name.clone()),
@@ -337,6 +400,7 @@ mod tests {
             &snapshot(RoutingPolicy::All, TWO),
             RecordStyle::Simple,
             "example.org",
+            &AliasZones::default(),
         );
         assert_eq!(
             summary(&d["api.example.org."]),
@@ -353,6 +417,7 @@ mod tests {
             &snapshot(RoutingPolicy::Failover, TWO),
             RecordStyle::Multivalue,
             "example.org",
+            &AliasZones::default(),
         );
         assert_eq!(
             summary(&d["api.example.org."]),
@@ -370,6 +435,7 @@ mod tests {
             &snapshot(RoutingPolicy::Weighted, TWO),
             RecordStyle::Simple,
             "example.org",
+            &AliasZones::default(),
         );
         assert_eq!(
             summary(&d["api.example.org."])[..2],
@@ -385,7 +451,12 @@ mod tests {
         let mut s = snapshot(RoutingPolicy::Geo, &TWO[..2]);
         s.geos = vec!["DE".into(), "GB".into(), "IE".into()];
         s.addresses.retain(|a| a.address.to_string() != "10.0.0.1");
-        let d = desired(&s, RecordStyle::Simple, "example.org");
+        let d = desired(
+            &s,
+            RecordStyle::Simple,
+            "example.org",
+            &AliasZones::default(),
+        );
         assert_eq!(
             summary(&d["api.example.org."]),
             vec![
@@ -404,6 +475,7 @@ mod tests {
             &snapshot(RoutingPolicy::Geo, TWO),
             RecordStyle::Simple,
             "example.org",
+            &AliasZones::default(),
         );
         let sets = &d["api.example.org."];
         assert_eq!(
@@ -432,10 +504,20 @@ mod tests {
             ],
         );
         s.geos = vec!["DE".into(), "IE".into()];
-        let d = desired(&s, RecordStyle::Simple, "example.org");
+        let d = desired(
+            &s,
+            RecordStyle::Simple,
+            "example.org",
+            &AliasZones::default(),
+        );
         let at_name: Vec<(Option<&str>, Option<&str>)> = d["api.example.org."]
             .iter()
-            .map(|r| (r.set_id.as_deref(), r.alias.as_deref()))
+            .map(|r| {
+                (
+                    r.set_id.as_deref(),
+                    r.alias.as_ref().map(|a| a.name.as_str()),
+                )
+            })
             .collect();
         assert_eq!(
             at_name,
@@ -478,7 +560,12 @@ mod tests {
                 ("gw-2", "10.0.0.2", 1, "IE"),
             ],
         );
-        let d = desired(&s, RecordStyle::Simple, "example.org");
+        let d = desired(
+            &s,
+            RecordStyle::Simple,
+            "example.org",
+            &AliasZones::default(),
+        );
         assert_eq!(
             summary(&d["api.example.org."])[0],
             "A GEO-EU Geo(Continent(\"EU\")) [\"10.0.0.1\"] 30"
@@ -491,6 +578,7 @@ mod tests {
             &snapshot(RoutingPolicy::Geo, &[("gw-2", "10.0.0.2", 1, "DE")]),
             RecordStyle::Simple,
             "example.org",
+            &AliasZones::default(),
         );
         assert_eq!(d["api.example.org."][1].values, vec!["10.0.0.2"]);
     }
@@ -501,6 +589,7 @@ mod tests {
             &snapshot(RoutingPolicy::All, &[]),
             RecordStyle::Multivalue,
             "example.org",
+            &AliasZones::default(),
         );
         assert!(d["api.example.org."].is_empty());
     }
@@ -545,12 +634,39 @@ mod tests {
                 ],
             )
         };
-        let d = desired(&s, RecordStyle::Simple, "example.org.");
+        let d = desired(
+            &s,
+            RecordStyle::Simple,
+            "example.org.",
+            &AliasZones::default(),
+        );
         assert_eq!(
             summary(&d["api.example.org."]),
             vec!["CNAME - Simple [\"a.elb.example.net.\"] 30"],
             "the first host by name within the tier, alone at the name"
         );
         assert_eq!(d["example.org."].len(), 2, "the apex: A and AAAA");
+        assert!(d["example.org."].iter().all(|r| r.alias.is_none()));
+
+        // With the load balancers' hosted zone known, the apex aliases the same host.
+        let aliases = AliasZones(
+            [
+                ("elb.example.net".to_owned(), "ZWIDE".to_owned()),
+                ("a.elb.example.net".to_owned(), "ZNARROW".to_owned()),
+            ]
+            .into(),
+        );
+        let d = desired(&s, RecordStyle::Simple, "example.org.", &aliases);
+        let apex: Vec<(&str, Option<&Alias>, i64)> = d["example.org."]
+            .iter()
+            .map(|r| (r.rtype.as_str(), r.alias.as_ref(), r.ttl))
+            .collect();
+        let to = Alias {
+            name: "a.elb.example.net.".into(),
+            zone: Some("ZNARROW".into()),
+        };
+        assert_eq!(apex, [("A", Some(&to), 0), ("AAAA", Some(&to), 0)]);
+        assert_eq!(aliases.of("b.elb.example.net"), Some("ZWIDE"));
+        assert_eq!(aliases.of("elb.example.net.evil.test"), None);
     }
 }

@@ -177,7 +177,7 @@ impl Moto {
     }
 }
 
-/// "NAME TYPE id=.. weight=.. geo=.. multivalue values".
+/// "NAME TYPE id=.. weight=.. geo=.. multivalue alias=TARGET@ZONE values".
 pub fn describe(r: &ResourceRecordSet) -> String {
     let mut values: Vec<&str> = r.resource_records().iter().map(|v| v.value()).collect();
     values.sort();
@@ -201,7 +201,11 @@ pub fn describe(r: &ResourceRecordSet) -> String {
         line.push_str(" multivalue");
     }
     if let Some(alias) = r.alias_target() {
-        line.push_str(&format!(" alias={}", alias.dns_name()));
+        line.push_str(&format!(
+            " alias={}@{}",
+            alias.dns_name(),
+            alias.hosted_zone_id()
+        ));
     }
     line.push_str(&format!(" {}", values.join(",")));
     line
