@@ -48,6 +48,7 @@ mod k8gb_import;
 mod keep_alive;
 mod kuadrant_examples;
 mod kube_host_names;
+mod kube_kuadrant;
 mod kube_tenants;
 mod leader_election;
 mod limits;
