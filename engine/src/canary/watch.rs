@@ -200,7 +200,7 @@ impl SinkCanary {
                 self.status(shared, |s| {
                     s.queries += 1;
                     s.errors += 1;
-                    s.last_error = Some(format!("{}{}: {e}", w.name, from(w)));
+                    s.last_error = Some(format!("{}{}: {e}", w.name, asked_from(w)));
                 });
                 return Instant::now() + self.period();
             }
@@ -345,7 +345,7 @@ impl SinkCanary {
 }
 
 /// " (as a client in IE)" for a name asked from a location; empty otherwise.
-fn from(w: &Watched) -> String {
+fn asked_from(w: &Watched) -> String {
     w.vantage
         .as_ref()
         .map_or(String::new(), |v| format!(" (as a client in {})", v.geo))
