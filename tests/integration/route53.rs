@@ -127,15 +127,23 @@ async fn a_wildcard_is_written_as_wildcard_record_sets() {
     wait_for_records(&moto, &zone, &without, "gw-1 removed").await;
 }
 
-/// `answer = "cname"`: two load balancers given by host name (resolved by a real
-/// `pdns_server`, as a cloud's DNS answers for them); the name below the apex is one CNAME
-/// record set to the preferred one, moved when it fails; the apex, which cannot hold a
-/// CNAME, holds the healthy balancer's address.
-#[actix_rt::test]
-async fn a_cname_tenant_fails_over_between_load_balancer_names() {
+/// An `answer = "cname"` failover tenant at `api.` and the zone's apex over two load
+/// balancers' host names (resolved by a real `pdns_server`, as a cloud's DNS answers for
+/// them, `east` preferred), written to moto by a route53 sink with `extra` settings.
+struct CnameTenant {
+    east: Gateway,
+    west: Gateway,
+    moto: Moto,
+    zone: String,
+    engine: Engine,
+    _pdns: crate::services::pdns::PdnsServer,
+    _dir: tempfile::TempDir,
+}
+
+async fn cname_tenant(extra: &str) -> CnameTenant {
     use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
     let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
-    let (mut east, west) = balancers(&pdns);
+    let (east, west) = balancers(&pdns);
     let moto = Moto::start().await;
     let zone = moto.create_zone(ZONE).await;
     let dir = tempfile::tempdir().unwrap();
@@ -144,10 +152,28 @@ async fn a_cname_tenant_fails_over_between_load_balancer_names() {
         .with(&format!(
             "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\n\
              answer = \"cname\"\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
-            sink_table(&moto.url, &zone, "")
+            sink_table(&moto.url, &zone, extra)
         ))
         .render();
-    let _engine = start_engine(dir.path(), &text).await;
+    let engine = start_engine(dir.path(), &text).await;
+    CnameTenant {
+        east,
+        west,
+        moto,
+        zone,
+        engine,
+        _pdns: pdns,
+        _dir: dir,
+    }
+}
+
+/// `answer = "cname"`: the name below the apex is one CNAME record set to the preferred
+/// load balancer, moved when it fails; the apex, which cannot hold a CNAME, holds the
+/// healthy balancer's address.
+#[actix_rt::test]
+async fn a_cname_tenant_fails_over_between_load_balancer_names() {
+    use crate::cname_answers::LB_ZONE;
+    let mut t = cname_tenant("").await;
     let want = |lb: &str, g: &Gateway| {
         vec![
             format!("api.{ZONE}. CNAME lb-{lb}.{LB_ZONE}."),
@@ -156,17 +182,18 @@ async fn a_cname_tenant_fails_over_between_load_balancer_names() {
             owner(ZONE),
         ]
     };
-    wait_for_records(&moto, &zone, &want("east", &east), "a CNAME to east").await;
-    east.set(Behaviour::Refuse).unwrap();
+    let (moto, zone) = (&t.moto, &t.zone);
+    wait_for_records(moto, zone, &want("east", &t.east), "a CNAME to east").await;
+    t.east.set(Behaviour::Refuse).unwrap();
     wait_for_records(
-        &moto,
-        &zone,
-        &want("west", &west),
+        moto,
+        zone,
+        &want("west", &t.west),
         "the CNAME moved to west",
     )
     .await;
-    east.set(Behaviour::Healthy).unwrap();
-    wait_for_records(&moto, &zone, &want("east", &east), "back to east").await;
+    t.east.set(Behaviour::Healthy).unwrap();
+    wait_for_records(moto, zone, &want("east", &t.east), "back to east").await;
 }
 
 /// `answer = "cname"` with the load balancers' hosted zone in `alias_zones`: the apex holds
@@ -174,25 +201,11 @@ async fn a_cname_tenant_fails_over_between_load_balancer_names() {
 /// aliases an ELB), moved when it fails; the name below the apex its CNAME.
 #[actix_rt::test]
 async fn a_cname_tenants_apex_aliases_the_load_balancer() {
-    use crate::cname_answers::{balancers, lb_endpoints, LB_ZONE};
-    let pdns = crate::services::pdns::PdnsServer::start(&format!("{LB_ZONE}."));
-    let (mut east, _west) = balancers(&pdns);
-    let moto = Moto::start().await;
-    let zone = moto.create_zone(ZONE).await;
-    let dir = tempfile::tempdir().unwrap();
-    let text = TestConfig::defaults(&Check::FAST)
-        .with(&lb_endpoints(&pdns))
-        .with(&format!(
-            "[[tenants]]\nname = \"api\"\ndomains = [\"api.{ZONE}\", \"{ZONE}\"]\npolicy = \"failover\"\n\
-             answer = \"cname\"\nsinks = [\"r53\"]\nttl = \"30s\"\n\n{}",
-            sink_table(
-                &moto.url,
-                &zone,
-                &format!("alias_zones = {{ \"{LB_ZONE}\" = \"ZLBTEST0123\" }}\n")
-            )
-        ))
-        .render();
-    let engine = start_engine(dir.path(), &text).await;
+    use crate::cname_answers::LB_ZONE;
+    let mut t = cname_tenant(&format!(
+        "alias_zones = {{ \"{LB_ZONE}\" = \"ZLBTEST0123\" }}\n"
+    ))
+    .await;
     let want = |lb: &str| {
         vec![
             format!("api.{ZONE}. CNAME lb-{lb}.{LB_ZONE}."),
@@ -202,13 +215,14 @@ async fn a_cname_tenants_apex_aliases_the_load_balancer() {
             owner(ZONE),
         ]
     };
-    wait_for_records(&moto, &zone, &want("east"), "the apex aliases east").await;
+    let (moto, zone) = (&t.moto, &t.zone);
+    wait_for_records(moto, zone, &want("east"), "the apex aliases east").await;
     eventually("a reconcile round that changes nothing", || {
-        sink_writes_with(&engine, "r53", "unchanged") > 0
+        sink_writes_with(&t.engine, "r53", "unchanged") > 0
     })
     .await;
-    east.set(Behaviour::Refuse).unwrap();
-    wait_for_records(&moto, &zone, &want("west"), "the apex aliases west").await;
+    t.east.set(Behaviour::Refuse).unwrap();
+    wait_for_records(moto, zone, &want("west"), "the apex aliases west").await;
 }
 
 /// `weighted` and `geo` tenants in one zone: weighted record sets from endpoint weights,

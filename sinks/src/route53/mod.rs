@@ -160,7 +160,7 @@ impl ZoneView {
     fn apply(&mut self, changes: Vec<(ChangeAction, aws_sdk_route53::types::ResourceRecordSet)>) {
         // As the rounds compare names: unescaped, lower case.
         let key = |s: &aws_sdk_route53::types::ResourceRecordSet| {
-            let r = api::from_sdk(s, "");
+            let r = api::from_sdk(s);
             (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
         };
         let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
@@ -202,7 +202,7 @@ impl Writer {
             },
         };
         let zone: Vec<RecordSet> = (listed.sets.iter())
-            .map(|s| api::from_sdk(s, &self.zone_id))
+            .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
             .collect();
         let mut results = BTreeMap::new();
         let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();

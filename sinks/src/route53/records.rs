@@ -95,6 +95,19 @@ pub struct RecordSet {
     pub alias: Option<Alias>,
 }
 
+impl RecordSet {
+    /// As compared with what this sink wants, listed in zone `zone_id`: an alias into that
+    /// zone is one of [`Alias::here`].
+    pub fn listed_in(mut self, zone_id: &str) -> RecordSet {
+        if let Some(alias) = &mut self.alias {
+            if alias.zone.as_deref() == Some(zone_id) {
+                alias.zone = None;
+            }
+        }
+        self
+    }
+}
+
 /// An alias record set's target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Alias {

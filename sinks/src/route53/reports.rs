@@ -61,7 +61,7 @@ impl ReportStore for Route53Reports {
             let listed = shared.writer().await.list_zone().await?;
             Ok(listed
                 .iter()
-                .map(|s| api::from_sdk(s, ""))
+                .map(api::from_sdk)
                 .filter(|s| {
                     s.rtype == "TXT" && suffixes.iter().any(|x| s.name.ends_with(x.as_str()))
                 })
