@@ -60,34 +60,6 @@ fn config(
         .render()
 }
 
-/// PowerDNS's `rtype` rrset of [`NAME`] replaced by hand with `contents`, its comments
-/// (the orchestrator's ownership mark) kept, as an operator's edit in PowerDNS-Admin would.
-fn edit_by_hand(pdns: &PdnsServer, rtype: &str, contents: &[String]) {
-    let (code, zone) = pdns.api(
-        "GET",
-        &format!("/api/v1/servers/localhost/zones/{ZONE}."),
-        "",
-    );
-    assert_eq!(code, 200, "{zone}");
-    let zone: serde_json::Value = serde_json::from_str(&zone).unwrap();
-    let comments = zone["rrsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == format!("{NAME}.") && r["type"] == rtype)
-        .map(|r| r["comments"].clone())
-        .expect("the orchestrator wrote the rrset");
-    let records: Vec<serde_json::Value> = contents
-        .iter()
-        .map(|a| serde_json::json!({ "content": a, "disabled": false }))
-        .collect();
-    let patch = serde_json::json!({ "rrsets": [{
-        "name": format!("{NAME}."), "type": rtype, "ttl": 5, "changetype": "REPLACE",
-        "records": records, "comments": comments,
-    }]});
-    pdns.patch_zone(&format!("{ZONE}."), &patch.to_string());
-}
-
 /// `/status`'s canary of sink `sink`.
 async fn canary(api: SocketAddr, sink: &str) -> serde_json::Value {
     let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
@@ -117,17 +89,6 @@ async fn wait_stale(api: SocketAddr, sink: &str, want: bool) -> Duration {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     start.elapsed()
-}
-
-/// Polls until the canary asked `sink` `more` further questions answered with `result`:
-/// what a stretch of the script lasts, counted in the canary's own observations.
-async fn wait_questions(api: SocketAddr, sink: &str, result: &str, more: f64) {
-    let start = tokio::time::Instant::now();
-    let from = canary_questions(api, sink, result).await;
-    while canary_questions(api, sink, result).await < from + more {
-        assert!(start.elapsed() < LIMIT, "{sink}: no {result} answers");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn rfc3339(t: SystemTime) -> String {
@@ -176,7 +137,7 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     // 2. PowerDNS's zone is edited by hand to serve the dead address again: stale, and
     // dead again, until gw-1 heals.
     let edit = SystemTime::now();
-    edit_by_hand(&pdns, "A", &both);
+    pdns.edit_by_hand(ZONE, &pdns.marks(ZONE), &[(NAME, "A", both.clone())]);
     let seen = wait_stale(api, "pdns", true).await;
     println!(
         "a hand edit serving a dead address: reported stale after {} ms",
@@ -314,7 +275,11 @@ async fn a_geo_name_is_asked_as_a_client_in_each_location() {
     assert!(canary_stale(api, "pdns").await.is_empty());
 
     // A LUA record's content is a Lua expression: a quoted address.
-    edit_by_hand(&pdns, "LUA", &[format!("A \"'{}'\"", ip(&us))]);
+    pdns.edit_by_hand(
+        ZONE,
+        &pdns.marks(ZONE),
+        &[(NAME, "LUA", vec![format!("A \"'{}'\"", ip(&us))])],
+    );
     let start = tokio::time::Instant::now();
     let stale = loop {
         let stale = canary_stale(api, "pdns").await;

@@ -10,6 +10,7 @@ mod harness;
 mod services;
 
 mod answer_canary;
+mod answer_night;
 mod api;
 mod architecture;
 mod azure_dns;

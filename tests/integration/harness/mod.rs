@@ -395,6 +395,17 @@ pub async fn canary_questions(api: std::net::SocketAddr, sink: &str, result: &st
     metric(&api_get(api, "/metrics").await, &sample).unwrap_or(0.0)
 }
 
+/// Polls until the canary asked `sink` `more` further questions answered with `result`:
+/// what a stretch of a script lasts, counted in the canary's own observations.
+pub async fn wait_questions(api: std::net::SocketAddr, sink: &str, result: &str, more: f64) {
+    let from = canary_questions(api, sink, result).await;
+    eventually_async(
+        &format!("{more} more {result} answers from {sink}"),
+        async || canary_questions(api, sink, result).await >= from + more,
+    )
+    .await;
+}
+
 /// The value of sample `name` (with its labels, e.g. `x_total{a="b"}`) in a Prometheus
 /// text exposition; `None` when absent.
 pub fn metric(metrics: &str, name: &str) -> Option<f64> {

@@ -219,6 +219,62 @@ impl PdnsServer {
         assert_eq!(code, 204, "{answer}");
     }
 
+    /// The comments of every rrset of `zone` (no trailing dot), by `"name. TYPE"`: the
+    /// orchestrator's ownership marks, which an operator's edit keeps.
+    pub fn marks(&self, zone: &str) -> Marks {
+        let (code, body) = self.api(
+            "GET",
+            &format!("/api/v1/servers/localhost/zones/{zone}."),
+            "",
+        );
+        assert_eq!(code, 200, "{body}");
+        let zone: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let rrsets = zone["rrsets"].as_array().cloned().unwrap_or_default();
+        Marks(
+            rrsets
+                .into_iter()
+                .map(|r| {
+                    (
+                        format!(
+                            "{} {}",
+                            r["name"].as_str().unwrap(),
+                            r["type"].as_str().unwrap()
+                        ),
+                        r["comments"].clone(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// Edits `zone` (no trailing dot) behind the orchestrator's back, in one call, as an
+    /// operator in PowerDNS-Admin would: each `(name, rtype, contents)` rrset is replaced
+    /// with `contents`, its comments from `marks` kept, or deleted when `contents` is empty.
+    pub fn edit_by_hand(&self, zone: &str, marks: &Marks, edits: &[(&str, &str, Vec<String>)]) {
+        let rrsets: Vec<serde_json::Value> = edits
+            .iter()
+            .map(|(name, rtype, contents)| {
+                let name = format!("{name}.");
+                if contents.is_empty() {
+                    return serde_json::json!({ "name": name, "type": rtype, "changetype": "DELETE" });
+                }
+                let records: Vec<serde_json::Value> = contents
+                    .iter()
+                    .map(|a| serde_json::json!({ "content": a, "disabled": false }))
+                    .collect();
+                let comments = marks.0.get(&format!("{name} {rtype}")).cloned().unwrap_or_else(|| panic!("no rrset {name} {rtype} to edit"));
+                serde_json::json!({
+                    "name": name, "type": rtype, "ttl": 5, "changetype": "REPLACE",
+                    "records": records, "comments": comments,
+                })
+            })
+            .collect();
+        self.patch_zone(
+            &format!("{zone}."),
+            &serde_json::json!({ "rrsets": rrsets }).to_string(),
+        );
+    }
+
     /// Points `name` (in `zone`, both without the trailing dot) at one address, TTL 1 s: a
     /// cloud's DNS answering for its load balancer's name.
     pub fn point(&self, zone: &str, name: &str, address: &str) {
@@ -271,6 +327,9 @@ impl PdnsServer {
         }
     }
 }
+
+/// The comments of a zone's rrsets, read by [`PdnsServer::marks`].
+pub struct Marks(std::collections::BTreeMap<String, serde_json::Value>);
 
 impl Drop for PdnsServer {
     fn drop(&mut self) {
