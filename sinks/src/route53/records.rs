@@ -180,37 +180,8 @@ pub fn desired(
     for domain in &snapshot.domains {
         let name = format!("{}.", domain.trim_end_matches('.'));
         let at_apex = name.eq_ignore_ascii_case(&format!("{}.", apex.trim_end_matches('.')));
-        if let Some(host) = snapshot.cname().filter(|_| !at_apex) {
-            let cname = RecordSet {
-                name: name.clone(),
-                rtype: "CNAME".into(),
-                set_id: None,
-                routing: Routing::Simple,
-                ttl,
-                values: vec![format!("{host}.")],
-                alias: None,
-            };
-            out.insert(name, vec![cname]);
-            continue;
-        }
-        let apex_alias = snapshot
-            .cname()
-            .filter(|_| at_apex)
-            .and_then(|host| Some((host, aliases.of(host)?)));
-        if let Some((host, zone)) = apex_alias {
-            let alias = |rtype: &str| RecordSet {
-                name: name.clone(),
-                rtype: rtype.into(),
-                set_id: None,
-                routing: Routing::Simple,
-                ttl: 0,
-                values: Vec::new(),
-                alias: Some(Alias {
-                    name: format!("{}.", host.trim_end_matches('.').to_ascii_lowercase()),
-                    zone: Some(zone.to_owned()),
-                }),
-            };
-            out.insert(name.clone(), vec![alias("A"), alias("AAAA")]);
+        if let Some(sets) = cname_sets(snapshot, &name, at_apex, ttl, aliases) {
+            out.insert(name, sets);
             continue;
         }
         if snapshot.policy == RoutingPolicy::Geo {
@@ -240,6 +211,42 @@ pub fn desired(
         sets.sort();
     }
     out
+}
+
+/// What an `answer = "cname"` tenant's `name` holds: a CNAME to the picked host below the
+/// apex, A and AAAA aliases of it at the apex when `aliases` names the host's hosted zone;
+/// `None` for the addresses (any other tenant, or an apex whose host has no alias zone).
+fn cname_sets(
+    snapshot: &TenantSnapshot,
+    name: &str,
+    at_apex: bool,
+    ttl: i64,
+    aliases: &AliasZones,
+) -> Option<Vec<RecordSet>> {
+    let host = snapshot.cname()?;
+    let set = |rtype: &str, ttl, values, alias| RecordSet {
+        name: name.to_owned(),
+        rtype: rtype.into(),
+        set_id: None,
+        routing: Routing::Simple,
+        ttl,
+        values,
+        alias,
+    };
+    if !at_apex {
+        return Some(vec![set("CNAME", ttl, vec![format!("{host}.")], None)]);
+    }
+    let zone = aliases.of(host)?;
+    let alias = || {
+        Some(Alias {
+            name: format!("{}.", host.trim_end_matches('.').to_ascii_lowercase()),
+            zone: Some(zone.to_owned()),
+        })
+    };
+    Some(vec![
+        set("A", 0, Vec::new(), alias()),
+        set("AAAA", 0, Vec::new(), alias()),
+    ])
 }
 
 /// One name's address record sets being made: the tenant, the record style, the name
