@@ -29,6 +29,7 @@ use crate::probe_limits::ProbeLimits;
 use crate::prober::{Prober, ProberHandle};
 use crate::ring::run::{RingHandle, RingParts};
 use crate::schedule::{self, Schedule};
+use crate::sink::listing::Listings;
 use crate::sink::reports::ReportStore;
 use crate::sink::{Sink, SinkBuildError, SinkFactory};
 use crate::status::ClusterStatus;
@@ -188,6 +189,7 @@ impl Engine {
             events: events.clone(),
             coordinator: deciders.coordinator.clone(),
             stores: started.stores,
+            listings: started.listings,
             configured: prepared.configured,
             discovered: deciders.discovered,
             hosts: hosts.clone(),

@@ -300,3 +300,92 @@ async fn a_geo_name_is_asked_as_a_client_in_each_location() {
     assert!(canary_stale(api, "dns").await.is_empty());
     drop(engine);
 }
+
+/// A Route53 zone has no DNS port the canary can be sure to reach: it reads the zone's
+/// listing instead. A record set added by hand (another tool's multivalue set handing out
+/// an address never decided) is reported stale within the grace plus one period, with the
+/// address it serves, and the report is withdrawn once the set is removed; reconciles are
+/// an hour apart, so only the canary can have seen it. moto's Route53 server stands in for
+/// AWS (see [`crate::fakes::route53`]).
+#[actix_rt::test]
+async fn a_route53_zone_is_read_through_its_listing() {
+    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
+    const R53_ZONE: &str = "r53.example.com";
+    let moto = crate::fakes::route53::Moto::start().await;
+    let zone = moto.create_zone(R53_ZONE).await;
+    let (g1, g2) = (gateway(), gateway());
+    let name = format!("api.{R53_ZONE}");
+    let dir = tempfile::tempdir().unwrap();
+    let text = TestConfig::new(&Check::FAST, &[&g1, &g2])
+        .with(&format!(
+            "[[tenants]]\nname = \"a\"\ndomains = [\"{name}\"]\nsinks = [\"r53\"]\n\n\
+             [sinks.r53]\nkind = \"route53\"\nhosted_zone_id = \"{zone}\"\nzone = \"{R53_ZONE}\"\n\
+             region = \"us-east-1\"\nendpoint_url = \"{url}\"\ntimeout = \"2s\"\n\
+             canary = {{ every = \"{every}ms\", grace = \"{grace}s\" }}\n\
+             delivery = {{ backoff_min = \"50ms\", backoff_max = \"300ms\", reconcile_interval = \"1h\" }}\n",
+            url = moto.url,
+            every = EVERY.as_millis(),
+            grace = GRACE.as_secs(),
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let api = serve_api(&engine, None, None).await;
+    // Served as decided for longer than the grace: an edit now is a drift nobody decided.
+    wait_questions(api, "r53", "match", 1.0).await;
+    wait_questions(
+        api,
+        "r53",
+        "match",
+        (GRACE.as_secs_f64() / EVERY.as_secs_f64()).ceil(),
+    )
+    .await;
+    assert_eq!(canary(api, "r53").await["address"], "listing");
+
+    let rogue = ResourceRecordSet::builder()
+        .name(format!("{name}."))
+        .r#type(RrType::A)
+        .set_identifier("another-tool")
+        .multi_value_answer(true)
+        .ttl(60)
+        .resource_records(
+            ResourceRecord::builder()
+                .value("192.0.2.99")
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    moto.put(&zone, rogue.clone()).await;
+    let start = tokio::time::Instant::now();
+    let stale = loop {
+        let stale = canary_stale(api, "r53").await;
+        if !stale.is_empty() {
+            break stale;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "the hand-added set was never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let seen = start.elapsed();
+    println!(
+        "a set added by hand to Route53: reported stale after {} ms",
+        seen.as_millis()
+    );
+    assert!(
+        seen <= GRACE + EVERY + Duration::from_millis(300),
+        "{seen:?}"
+    );
+    assert_eq!(stale[0]["name"], name.as_str());
+    let served: Vec<&str> = (stale[0]["served"].as_array().unwrap().iter())
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(served.contains(&"192.0.2.99"), "{stale:?}");
+
+    moto.remove(&zone, rogue).await;
+    eventually_async("the report withdrawn", async || {
+        canary_stale(api, "r53").await.is_empty()
+    })
+    .await;
+}

@@ -86,6 +86,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         None
     }
 
+    /// Whether the answer canary can read what this kind serves through the back end's own
+    /// listing when no `canary.address` is given (a cloud provider's hosted zone, whose
+    /// name servers it cannot be sure to reach).
+    fn canary_reads_listing(&self) -> bool {
+        false
+    }
+
     /// A client network in each location the kind's own settings place clients in (the
     /// embedded server's `geo.networks`), by location: where the answer canary asks
     /// `geo` names from unless the sink's `canary.client_subnets` says otherwise.
@@ -269,15 +276,22 @@ fn canary_of(
         }
         client_subnets.insert(geo.to_ascii_uppercase(), subnet.clone());
     }
-    let Some(address) = table.address.or(own) else {
+    let address = table.address.or(own);
+    if address.is_none() && !spec.canary_reads_listing() {
         errs.push(
             format!("{path}.address"),
             "needed: this kind has no DNS port of its own; give the DNS server that answers what it writes",
         );
         return None;
-    };
+    }
+    if address.is_none() && !table.client_subnets.is_empty() {
+        errs.push(
+            format!("{path}.client_subnets"),
+            "a listing is read, not asked from a place: give `address` (a name server of the zone) to ask geo names as clients",
+        );
+    }
     Some(Canary {
-        address: Some(address),
+        address,
         client_subnets,
         ..table.clone()
     })

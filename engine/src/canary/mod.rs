@@ -10,12 +10,19 @@
 //! so the time from a decision to the served answer is measured to tens of milliseconds.
 //! It only ever asks the addresses in the config.
 //!
+//! A kind with no DNS port to ask (a cloud provider's hosted zone) is read through its own
+//! listing instead ([`crate::sink::listing`]): one listing per period answers every name,
+//! re-read at most once a second while a decision waits to be seen. It sees what the
+//! provider's API holds (a hand edit, a write that never landed), not its name servers'
+//! propagation.
+//!
 //! An `answer = "cname"` tenant's name is served as decided when it answers a CNAME to a
 //! host the tenant publishes now, or (the apex, or a provider flattening a CNAME there)
 //! addresses of the decision; a CNAME to any other host is stale. What a resolver is handed
 //! through a CNAME is the addresses the host had when last published: the ledger's input.
 
 mod ask;
+mod read;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -28,8 +35,10 @@ use tokio::task::AbortHandle;
 
 use crate::events::{Event, Events};
 use crate::metrics::Metrics;
+use crate::sink::listing::Listings;
 use crate::status::CanaryStatus;
 
+pub use read::Source;
 use watch::{SinkCanary, Vantage, Watched};
 
 /// What a tenant decided last.
@@ -81,6 +90,8 @@ pub(crate) struct Shared {
     pub metrics: Arc<Metrics>,
     /// Where observations go (the ledger).
     pub observations: mpsc::UnboundedSender<Observation>,
+    /// The sinks' listings, for canaries that read one.
+    pub listings: Listings,
 }
 
 /// Every sink's canary as `/status` shows it; cheap to clone.
@@ -97,11 +108,12 @@ impl Board {
 
 /// Starts the canaries of `plans`' sinks and follows plan changes, restarting only the
 /// sinks whose canary or names changed; everything stops when the plans' sender is
-/// dropped (the engine stopped). Observations go to `observations` (the ledger).
+/// dropped (the engine stopped). Observations go to `observations` (the ledger); sinks
+/// read through their listing find it in `listings`.
 pub fn start(
     events: &Events,
     metrics: Arc<Metrics>,
-    observations: mpsc::UnboundedSender<Observation>,
+    (observations, listings): (mpsc::UnboundedSender<Observation>, Listings),
     mut plans: tokio_watch::Receiver<Arc<Plan>>,
 ) -> Board {
     let intended: Arc<Mutex<HashMap<String, Intended>>> = Arc::default();
@@ -126,6 +138,7 @@ pub fn start(
         events: events.clone(),
         metrics,
         observations,
+        listings,
     };
     tokio::spawn(async move {
         let mut tasks: HashMap<String, (SinkCanary, AbortHandle)> = HashMap::new();
@@ -217,14 +230,18 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
         let Some(canary) = &planned.canary else {
             continue;
         };
-        let Some(address) = canary.address else {
-            continue;
+        // Validation leaves a canary without an address only on kinds with a listing.
+        let source = canary.address.map_or(Source::Listing, Source::Dns);
+        let client_subnets = match source {
+            Source::Dns(_) => canary.client_subnets.clone(),
+            // A listing holds every location's records; it is asked from nowhere.
+            Source::Listing => BTreeMap::new(),
         };
         let watched: Vec<Watched> = plan
             .tenants
             .iter()
             .filter(|t| t.sinks.contains(sink))
-            .flat_map(|t| watched_names(plan, t, &canary.client_subnets))
+            .flat_map(|t| watched_names(plan, t, &client_subnets))
             .collect();
         if watched.is_empty() {
             continue;
@@ -233,7 +250,7 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
             sink.clone(),
             SinkCanary {
                 sink: sink.clone(),
-                address,
+                source,
                 every: canary.every,
                 grace: canary.grace,
                 rate: canary.max_queries_per_second,

@@ -2,20 +2,17 @@
 //! reported when the served answer and the decision disagree.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hickory_proto::rr::RecordType;
 use tokio::time::Instant;
 
-use super::{ask, Intended, Observation, Shared};
+use super::read::{Question, Reader, Served, Source};
+use super::{Intended, Observation, Shared};
 use crate::events::Event;
 use crate::metrics::{SinkLabel, SinkResultLabels};
 use crate::status::{CanaryStatus, StaleName};
-
-/// How long one question may take.
-const DEADLINE: Duration = Duration::from_secs(1);
 
 /// The first re-check after a decision; doubled each time until the answer matches.
 const FAST: Duration = Duration::from_millis(20);
@@ -48,20 +45,11 @@ pub struct Vantage {
     pub local: Arc<[IpAddr]>,
 }
 
-/// What a name is served, as the canary compares it.
-#[derive(Debug, Clone)]
-struct Served {
-    /// The addresses in the answer, sorted.
-    addresses: Arc<[IpAddr]>,
-    /// The CNAME at the name, if it answered one.
-    host: Option<String>,
-}
-
 /// One sink's canary: where, how often, and its names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinkCanary {
     pub sink: String,
-    pub address: SocketAddr,
+    pub source: Source,
     pub every: Duration,
     pub grace: Duration,
     pub rate: u32,
@@ -105,10 +93,10 @@ impl SinkCanary {
         // Questions go out at most one per `gap`, caught up after a slow one (timer ticks
         // are a millisecond), never in a burst of more than 100 ms's worth.
         let mut next_send = start;
-        let mut asker = ask::Asker::new(self.address);
+        let mut reader = Reader::new(self.source, &self.sink, self.every);
         self.status(&shared, |s| {
             s.sink = self.sink.clone();
-            s.address = self.address.to_string();
+            s.address = self.source.to_string();
             s.names = self.watched.len();
         });
         loop {
@@ -132,7 +120,7 @@ impl SinkCanary {
                 .cloned();
             let next = match intended {
                 Some(intended) => {
-                    self.check(&shared, &mut asker, i, &mut progress[i], &intended)
+                    self.check(&shared, &mut reader, i, &mut progress[i], &intended)
                         .await
                 }
                 // Nothing decided yet: asked again in one period.
@@ -185,15 +173,20 @@ impl SinkCanary {
     async fn check(
         &self,
         shared: &Shared,
-        asker: &mut ask::Asker,
+        reader: &mut Reader,
         i: usize,
         p: &mut Progress,
         intended: &Intended,
     ) -> Instant {
         let w = &self.watched[i];
         p.asked = intended.seq;
-        let client = w.vantage.as_ref().map(|v| v.client);
-        let served = match ask(asker, &w.name, w.v6, client).await {
+        let question = Question {
+            name: &w.name,
+            v6: w.v6,
+            client: w.vantage.as_ref().map(|v| v.client),
+            decided_at: intended.at,
+        };
+        let served = match reader.served(&shared.listings, &question).await {
             Ok(served) => served,
             Err(e) => {
                 self.count(shared, "error");
@@ -349,35 +342,6 @@ fn asked_from(w: &Watched) -> String {
     w.vantage
         .as_ref()
         .map_or(String::new(), |v| format!(" (as a client in {})", v.geo))
-}
-
-/// What is served for `name` (a wildcard asked through a name it covers), to a client in
-/// `client` when given.
-async fn ask(
-    asker: &mut ask::Asker,
-    name: &str,
-    v6: bool,
-    client: Option<ipnet::IpNet>,
-) -> Result<Served, ask::AskError> {
-    let qname = match name.strip_prefix("*.") {
-        Some(parent) => format!("ho-canary.{parent}"),
-        None => name.to_owned(),
-    };
-    let mut answered = asker
-        .answer(&qname, RecordType::A, client, DEADLINE)
-        .await?;
-    if v6 && answered.cname.is_none() {
-        let more = asker
-            .answer(&qname, RecordType::AAAA, client, DEADLINE)
-            .await?;
-        answered.addresses.extend(more.addresses);
-        answered.cname = more.cname;
-    }
-    answered.addresses.sort();
-    Ok(Served {
-        addresses: answered.addresses.into(),
-        host: answered.cname,
-    })
 }
 
 /// Whether `served` is as `intended`, and the addresses it hands a resolver (`None`: a

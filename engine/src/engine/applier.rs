@@ -37,6 +37,8 @@ pub(super) struct Applier {
     pub(super) coordinator: Addr<Coordinator>,
     /// Report stores of the running sinks that have one, by sink name.
     pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// Listings of the running sinks that have one, which the canary reads.
+    pub(super) listings: Listings,
     /// The plan as configured; the running plan is it plus the addresses of its host
     /// names and the discovered endpoints ([`Applier::effective`]).
     pub(super) configured: Arc<Plan>,
@@ -209,7 +211,9 @@ impl Applier {
             }
         }
         self.stores.retain(|name, _| plan.sinks.contains_key(name));
+        self.listings.retain(|name| plan.sinks.contains_key(name));
         for (name, sink) in built {
+            self.listings.set(&name, sink.listing());
             match sink.reports() {
                 Some(store) => self.stores.insert(name.clone(), store),
                 None => self.stores.remove(&name),

@@ -74,6 +74,8 @@ pub(super) struct Deciding {
     /// Sink actors and report stores by sink name.
     pub(super) sinks: BTreeMap<String, Addr<SinkActor>>,
     pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// The sinks' listings, which the canary reads.
+    pub(super) listings: Listings,
     /// Where the canary and the ledger follow plans.
     pub(super) plans: watch::Sender<Arc<Plan>>,
     pub(super) answers: Answers,
@@ -93,8 +95,11 @@ impl Deciding {
     ) -> Result<Deciding, EngineError> {
         let leadership = leadership_of(plan, metrics);
         let events = Events::default();
-        let (sinks, stores) = start_sinks(plan, factory, metrics, &leadership, &events).await?;
-        let (plans, answers) = start_answers(plan, &events, metrics, &leadership, &kept.1)?;
+        let listings = Listings::default();
+        let (sinks, stores) =
+            start_sinks(plan, factory, metrics, (&leadership, &events), &listings).await?;
+        let (plans, answers) =
+            start_answers(plan, &events, metrics, &leadership, &kept.1, &listings)?;
         let (ring, shares) = prepare_ring(plan).await?.unzip();
         let start = TrackerStart { kept, ring: shares };
         let deciders = start_deciders(plan, &sinks, &stores, metrics, &leadership, &events, start)?;
@@ -103,6 +108,7 @@ impl Deciding {
             events,
             sinks,
             stores,
+            listings,
             plans,
             answers,
             ring,
@@ -211,14 +217,15 @@ pub(super) fn load_drains(
     Ok((drains, state))
 }
 
-/// Builds and starts the actor of every sink of `plan`; also returns the report stores of
-/// the sinks that hold them (`[multi_cluster]`).
+/// Builds and starts the actor of every sink of `plan` (writing under `leadership`,
+/// announcing on `events`), with their listings in `listings`; also returns the report
+/// stores of the sinks that hold them (`[multi_cluster]`).
 pub(super) async fn start_sinks(
     plan: &Plan,
     factory: &dyn SinkFactory,
     metrics: &Arc<Metrics>,
-    leadership: &Leadership,
-    events: &Events,
+    (leadership, events): (&Leadership, &Events),
+    listings: &Listings,
 ) -> Result<SinkActors, EngineError> {
     let mut actors = BTreeMap::new();
     let mut stores = BTreeMap::new();
@@ -227,6 +234,7 @@ pub(super) async fn start_sinks(
         if let Some(store) = sink.reports() {
             stores.insert(name.clone(), store);
         }
+        listings.set(name, sink.listing());
         actors.insert(
             name.clone(),
             start_sink(name, config, sink, metrics, leadership, events),
@@ -302,8 +310,10 @@ pub(super) fn start_answers(
     metrics: &Arc<Metrics>,
     leadership: &Leadership,
     kept: &crate::drain::OperatorState,
+    listings: &Listings,
 ) -> Result<(watch::Sender<Arc<Plan>>, Answers), EngineError> {
     let (plans, following) = watch::channel(plan.clone());
+    let listings = listings.clone();
     let (events, metrics, leadership) = (events.clone(), metrics.clone(), leadership.clone());
     let held = kept.held();
     let (started, answers) = std::sync::mpsc::channel();
@@ -317,8 +327,12 @@ pub(super) fn start_answers(
             runtime.block_on(async move {
                 let (observed, observations) = tokio::sync::mpsc::unbounded_channel();
                 let mut until = following.clone();
-                let canaries =
-                    crate::canary::start(&events, metrics.clone(), observed, following.clone());
+                let canaries = crate::canary::start(
+                    &events,
+                    metrics.clone(),
+                    (observed, listings),
+                    following.clone(),
+                );
                 let ledger =
                     Ledger::start(&events, observations, following, held, leadership, metrics);
                 let ok = ledger.is_ok();

@@ -6,12 +6,14 @@
 //!
 //! Beside the contract, what every crate that holds sink kinds shares: how a kind is
 //! registered ([`kind`]), how a written record is marked ours ([`ownership`]), the hosts
-//! file format ([`hosts_format`]), the nearest-location fallback of geo answers ([`geo`]) and
-//! where several clusters keep their reports ([`reports`]).
+//! file format ([`hosts_format`]), the nearest-location fallback of geo answers ([`geo`]),
+//! where several clusters keep their reports ([`reports`]) and how a back end's zone is read
+//! back for the answer canary ([`listing`]).
 
 pub mod geo;
 pub mod hosts_format;
 pub mod kind;
+pub mod listing;
 pub mod ownership;
 pub mod reports;
 mod setup;
@@ -110,6 +112,12 @@ pub trait Sink: Send + Sync + 'static {
     /// Where the clusters keep their reports in this sink's zone (`[multi_cluster]`), for
     /// kinds whose spec answers `holds_reports`.
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        None
+    }
+
+    /// What the back end serves, read through its own API, for kinds whose zone has no DNS
+    /// port the answer canary can ask (see [`listing`]).
+    fn listing(&self) -> Option<Arc<dyn listing::Listing>> {
         None
     }
 }

@@ -137,6 +137,10 @@ impl SinkSpec for Route53Config {
         Ok(())
     }
 
+    fn canary_reads_listing(&self) -> bool {
+        true
+    }
+
     fn holds_reports(&self) -> bool {
         true
     }

@@ -28,6 +28,7 @@ pub mod config;
 
 mod api;
 mod changes;
+mod listing;
 mod records;
 mod reports;
 
@@ -41,6 +42,7 @@ use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::types::ChangeAction;
 use aws_sdk_route53::Client;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
@@ -145,6 +147,10 @@ impl Sink for Route53Sink {
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
         Some(Arc::new(reports::Route53Reports(self.rounds.clone())))
+    }
+
+    fn listing(&self) -> Option<Arc<dyn Listing>> {
+        Some(Arc::new(listing::Route53Listing(self.rounds.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {

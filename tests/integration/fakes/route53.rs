@@ -122,7 +122,23 @@ impl Moto {
 
     /// Creates a record set directly, as another tool would.
     pub async fn put(&self, zone: &str, set: ResourceRecordSet) {
-        use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch};
+        self.change(zone, aws_sdk_route53::types::ChangeAction::Create, set)
+            .await;
+    }
+
+    /// Deletes one record set directly, as another tool would.
+    pub async fn remove(&self, zone: &str, set: ResourceRecordSet) {
+        self.change(zone, aws_sdk_route53::types::ChangeAction::Delete, set)
+            .await;
+    }
+
+    async fn change(
+        &self,
+        zone: &str,
+        action: aws_sdk_route53::types::ChangeAction,
+        set: ResourceRecordSet,
+    ) {
+        use aws_sdk_route53::types::{Change, ChangeBatch};
         self.client()
             .change_resource_record_sets()
             .hosted_zone_id(zone)
@@ -130,7 +146,7 @@ impl Moto {
                 ChangeBatch::builder()
                     .changes(
                         Change::builder()
-                            .action(ChangeAction::Create)
+                            .action(action)
                             .resource_record_set(set)
                             .build()
                             .unwrap(),

@@ -1,0 +1,152 @@
+//! Where a canary reads what a name is served: the DNS server in front of the back end,
+//! asked as a resolver asks, or the back end's own listing.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use hickory_proto::rr::RecordType;
+use tokio::time::Instant;
+
+use super::ask;
+use crate::sink::listing::{Listed, Listings};
+
+/// How long one question may take.
+const DEADLINE: Duration = Duration::from_secs(1);
+
+/// A listing older than a decision is read again, but not more often than this: one
+/// listing may be many paged requests against an account-wide API limit.
+const REREAD: Duration = Duration::from_secs(1);
+
+/// Where a sink's canary reads what is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Asks this DNS server, as a resolver would.
+    Dns(SocketAddr),
+    /// Reads the sink's listing ([`crate::sink::listing`]).
+    Listing,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Dns(address) => write!(f, "{address}"),
+            Source::Listing => f.write_str("listing"),
+        }
+    }
+}
+
+/// What a name is served, as the canary compares it.
+#[derive(Debug, Clone)]
+pub(super) struct Served {
+    /// The addresses in the answer, sorted.
+    pub addresses: Arc<[IpAddr]>,
+    /// The CNAME at the name, if it answered one.
+    pub host: Option<String>,
+}
+
+/// Why nothing usable was read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ReadError {
+    /// The DNS question failed.
+    #[error(transparent)]
+    Ask(#[from] ask::AskError),
+    /// The listing failed.
+    #[error("listing: {0}")]
+    Listing(String),
+    /// The sink (being rebuilt by a reload) has no listing now.
+    #[error("the sink has no listing")]
+    NoListing,
+}
+
+/// One name's question.
+pub(super) struct Question<'a> {
+    /// The name as published (a wildcard as written).
+    pub name: &'a str,
+    /// Ask AAAA as well.
+    pub v6: bool,
+    /// Asked as a client in this network (EDNS Client Subnet).
+    pub client: Option<ipnet::IpNet>,
+    /// When the decision it is compared with was made (unix ms).
+    pub decided_at: u64,
+}
+
+/// A sink canary's reader.
+pub(super) enum Reader {
+    /// One UDP socket kept for every question.
+    Dns(ask::Asker),
+    /// The last listing: when it was started (monotonic, unix ms) and what it held.
+    Listing {
+        sink: String,
+        every: Duration,
+        last: Option<(Instant, u64, Arc<Listed>)>,
+    },
+}
+
+impl Reader {
+    /// A reader of `source` for sink `sink`, whose names are read once in `every`.
+    pub fn new(source: Source, sink: &str, every: Duration) -> Reader {
+        match source {
+            Source::Dns(address) => Reader::Dns(ask::Asker::new(address)),
+            Source::Listing => Reader::Listing {
+                sink: sink.to_owned(),
+                every,
+                last: None,
+            },
+        }
+    }
+
+    /// What `q.name` is served.
+    pub async fn served(
+        &mut self,
+        listings: &Listings,
+        q: &Question<'_>,
+    ) -> Result<Served, ReadError> {
+        match self {
+            Reader::Dns(asker) => Ok(ask_dns(asker, q).await?),
+            Reader::Listing { sink, every, last } => {
+                let fresh = last.as_ref().is_some_and(|(at, ms, _)| {
+                    at.elapsed() < *every && (*ms >= q.decided_at || at.elapsed() < REREAD)
+                });
+                if !fresh {
+                    let listing = listings.get(sink).ok_or(ReadError::NoListing)?;
+                    let (at, ms) = (Instant::now(), crate::clock::unix_millis(SystemTime::now()));
+                    let listed = listing
+                        .list()
+                        .await
+                        .map_err(|e| ReadError::Listing(e.message))?;
+                    *last = Some((at, ms, Arc::new(listed)));
+                }
+                let (_, _, listed) = last.as_ref().expect("just listed");
+                let held = listed.get(q.name).cloned().unwrap_or_default();
+                Ok(Served {
+                    addresses: held.addresses.into(),
+                    host: held.host,
+                })
+            }
+        }
+    }
+}
+
+/// What the DNS server serves for `q.name` (a wildcard asked through a name it covers).
+async fn ask_dns(asker: &mut ask::Asker, q: &Question<'_>) -> Result<Served, ask::AskError> {
+    let qname = match q.name.strip_prefix("*.") {
+        Some(parent) => format!("ho-canary.{parent}"),
+        None => q.name.to_owned(),
+    };
+    let mut answered = asker
+        .answer(&qname, RecordType::A, q.client, DEADLINE)
+        .await?;
+    if q.v6 && answered.cname.is_none() {
+        let more = asker
+            .answer(&qname, RecordType::AAAA, q.client, DEADLINE)
+            .await?;
+        answered.addresses.extend(more.addresses);
+        answered.cname = more.cname;
+    }
+    answered.addresses.sort();
+    Ok(Served {
+        addresses: answered.addresses.into(),
+        host: answered.cname,
+    })
+}
