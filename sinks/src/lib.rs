@@ -25,6 +25,7 @@ mod external_dns;
 mod google;
 mod hosts_file;
 pub mod http;
+mod listing;
 mod powerdns;
 mod rounds;
 mod route53;

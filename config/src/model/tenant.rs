@@ -401,7 +401,8 @@ pub struct SinkTable {
 pub struct Canary {
     /// The DNS server (`host:port`, UDP) that answers for the sink's names: PowerDNS's
     /// port, a secondary, the CoreDNS reading a hosts file or ConfigMap. Unset: the kind's
-    /// own (the embedded server's listener, an RFC 2136 primary).
+    /// own (the embedded server's listener, an RFC 2136 primary), or the zone's listing
+    /// through the provider's API (route53, cloudflare, google_cloud_dns, azure_dns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub address: Option<std::net::SocketAddr>,

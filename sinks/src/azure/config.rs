@@ -163,6 +163,10 @@ impl SinkSettings for AzureDnsConfig {
 }
 
 impl SinkSpec for AzureDnsConfig {
+    fn canary_reads_listing(&self) -> bool {
+        true
+    }
+
     fn holds_reports(&self) -> bool {
         true
     }

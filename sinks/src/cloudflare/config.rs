@@ -132,6 +132,10 @@ impl SinkSettings for CloudflareConfig {
 }
 
 impl SinkSpec for CloudflareConfig {
+    fn canary_reads_listing(&self) -> bool {
+        true
+    }
+
     fn holds_reports(&self) -> bool {
         true
     }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
+use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
@@ -36,6 +37,7 @@ use tokio::time::Instant;
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
+use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
@@ -95,6 +97,10 @@ impl Sink for CloudflareSink {
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
         Some(Arc::new(reports::CloudflareReports(self.rounds.clone())))
+    }
+
+    fn listing(&self) -> Option<Arc<dyn Listing>> {
+        Some(Arc::new(ZoneListing(self.rounds.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
@@ -237,6 +243,18 @@ impl Inner {
             }
         }
         Ok(results)
+    }
+}
+
+impl ListsRecords for Inner {
+    fn records(&mut self) -> RecordsFuture<'_> {
+        Box::pin(async move {
+            let listed = self.list().await?;
+            Ok(listed
+                .into_iter()
+                .map(|r| (r.name, r.rtype, r.content))
+                .collect())
+        })
     }
 }
 

@@ -133,6 +133,10 @@ impl SinkSettings for GoogleCloudDnsConfig {
 }
 
 impl SinkSpec for GoogleCloudDnsConfig {
+    fn canary_reads_listing(&self) -> bool {
+        true
+    }
+
     fn holds_reports(&self) -> bool {
         true
     }

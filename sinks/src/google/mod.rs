@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
+use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
@@ -36,6 +37,7 @@ use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
+use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
 use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::sink::SetupError;
 
@@ -98,6 +100,10 @@ impl Sink for GoogleCloudDnsSink {
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
         Some(Arc::new(reports::GoogleReports(self.rounds.clone())))
+    }
+
+    fn listing(&self) -> Option<Arc<dyn Listing>> {
+        Some(Arc::new(ZoneListing(self.rounds.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
@@ -255,6 +261,23 @@ impl Inner {
             }
         }
         Ok(results)
+    }
+}
+
+impl ListsRecords for Inner {
+    fn records(&mut self) -> RecordsFuture<'_> {
+        Box::pin(async move {
+            let listed = self.list().await?;
+            Ok(listed
+                .into_iter()
+                .flat_map(|r| {
+                    let (name, rtype) = (r.name, r.rtype);
+                    r.data
+                        .into_iter()
+                        .map(move |d| (name.clone(), rtype.clone(), d))
+                })
+                .collect())
+        })
     }
 }
 

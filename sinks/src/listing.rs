@@ -1,0 +1,109 @@
+//! The zones of the HTTP-API kinds read back for the answer canary (Cloudflare, Cloud DNS,
+//! Azure DNS): one listing of the zone, through the writer so it is paced with the writes,
+//! turned into what each name answers. Route53, whose aliases point into the zone, reads
+//! its own (`route53/listing.rs`).
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use ho_engine::sink::listing::{Listed, Listing, ListingFuture};
+use ho_engine::sink::SinkError;
+
+use crate::rounds::{RoundWriter, Rounds};
+
+/// One listed record: its name (lower case or not, with or without the trailing dot), its
+/// type, one datum.
+pub(crate) type Record = (String, String, String);
+
+/// The future [`ListsRecords::records`] returns.
+pub(crate) type RecordsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<Record>, SinkError>> + Send + 'a>>;
+
+/// A kind's writer that can list its zone's records.
+pub(crate) trait ListsRecords: RoundWriter + 'static {
+    /// Every record of the zone, one datum each.
+    fn records(&mut self) -> RecordsFuture<'_>;
+}
+
+/// The listing of a kind whose writer lists its records.
+pub(crate) struct ZoneListing<W>(pub(crate) Arc<Rounds<W>>);
+
+impl<W: ListsRecords> Listing for ZoneListing<W> {
+    fn list(&self) -> ListingFuture {
+        let rounds = self.0.clone();
+        Box::pin(async move {
+            let records = rounds.writer().await.records().await?;
+            Ok(served(records))
+        })
+    }
+}
+
+fn key(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// What each name answers: its A and AAAA data (a datum a weighted policy prefixes with
+/// `weight:` read past it), the host its CNAME names; other types left out.
+pub(crate) fn served(records: impl IntoIterator<Item = Record>) -> Listed {
+    let mut listed = Listed::new();
+    for (name, rtype, datum) in records {
+        match rtype.as_str() {
+            "A" | "AAAA" => {
+                let address = datum.parse::<IpAddr>().ok().or_else(|| {
+                    let (_, rest) = datum.split_once(':')?;
+                    rest.parse().ok()
+                });
+                if let Some(a) = address {
+                    listed.entry(key(&name)).or_default().addresses.push(a);
+                }
+            }
+            "CNAME" => listed.entry(key(&name)).or_default().host = Some(key(&datum)),
+            _ => {}
+        }
+    }
+    for name in listed.values_mut() {
+        name.addresses.sort();
+        name.addresses.dedup();
+    }
+    listed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, rtype: &str, datum: &str) -> Record {
+        (name.into(), rtype.into(), datum.into())
+    }
+
+    #[test]
+    fn each_name_answers_its_addresses_or_its_host() {
+        let listed = served([
+            record("API.example.com.", "A", "192.0.2.2"),
+            record("api.example.com", "A", "192.0.2.1"),
+            record("api.example.com", "AAAA", "2001:db8::1"),
+            // Cloud DNS's weighted items.
+            record("w.example.com", "A", "3:192.0.2.3"),
+            record("w.example.com", "AAAA", "0.5:2001:db8::2"),
+            record("w.example.com", "A", "(another routing policy)"),
+            record("www.example.com", "CNAME", "LB-1.example.net."),
+            record("_health-orchestrator.api.example.com", "TXT", "\"x\""),
+        ]);
+        let ips = |l: &[&str]| -> Vec<IpAddr> { l.iter().map(|a| a.parse().unwrap()).collect() };
+        assert_eq!(
+            listed["api.example.com"].addresses,
+            ips(&["192.0.2.1", "192.0.2.2", "2001:db8::1"])
+        );
+        assert_eq!(
+            listed["w.example.com"].addresses,
+            ips(&["192.0.2.3", "2001:db8::2"])
+        );
+        assert_eq!(
+            listed["www.example.com"].host.as_deref(),
+            Some("lb-1.example.net")
+        );
+        assert_eq!(listed.len(), 3);
+    }
+}
