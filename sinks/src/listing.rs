@@ -13,9 +13,9 @@ use ho_engine::sink::SinkError;
 
 use crate::rounds::{RoundWriter, Rounds};
 
-/// One listed record: its name (lower case or not, with or without the trailing dot), its
-/// type, one datum.
-pub(crate) type Record = (String, String, String);
+/// One listed record set: its name (lower case or not, with or without the trailing dot),
+/// its type, its data.
+pub(crate) type Record = (String, String, Vec<String>);
 
 /// The future [`ListsRecords::records`] returns.
 pub(crate) type RecordsFuture<'a> =
@@ -23,7 +23,7 @@ pub(crate) type RecordsFuture<'a> =
 
 /// A kind's writer that can list its zone's records.
 pub(crate) trait ListsRecords: RoundWriter + 'static {
-    /// Every record of the zone, one datum each.
+    /// Every record set of the zone.
     fn records(&mut self) -> RecordsFuture<'_>;
 }
 
@@ -48,21 +48,28 @@ fn key(name: &str) -> String {
 /// `weight:` read past it), the host its CNAME names; other types left out.
 pub(crate) fn served(records: impl IntoIterator<Item = Record>) -> Listed {
     let mut listed = Listed::new();
-    for (name, rtype, datum) in records {
-        match rtype.as_str() {
-            "A" | "AAAA" => {
-                let address = datum.parse::<IpAddr>().ok().or_else(|| {
-                    let (_, rest) = datum.split_once(':')?;
-                    rest.parse().ok()
-                });
-                if let Some(a) = address {
-                    listed.entry(key(&name)).or_default().addresses.push(a);
+    for (name, rtype, data) in records {
+        for datum in data {
+            match rtype.as_str() {
+                "A" | "AAAA" => {
+                    let address = datum.parse::<IpAddr>().ok().or_else(|| {
+                        let (_, rest) = datum.split_once(':')?;
+                        rest.parse().ok()
+                    });
+                    if let Some(a) = address {
+                        listed.entry(key(&name)).or_default().addresses.push(a);
+                    }
                 }
+                "CNAME" => listed.entry(key(&name)).or_default().host = Some(key(&datum)),
+                _ => {}
             }
-            "CNAME" => listed.entry(key(&name)).or_default().host = Some(key(&datum)),
-            _ => {}
         }
     }
+    sorted(listed)
+}
+
+/// `listed` with each name's addresses sorted, each once.
+pub(crate) fn sorted(mut listed: Listed) -> Listed {
     for name in listed.values_mut() {
         name.addresses.sort();
         name.addresses.dedup();
@@ -75,7 +82,7 @@ mod tests {
     use super::*;
 
     fn record(name: &str, rtype: &str, datum: &str) -> Record {
-        (name.into(), rtype.into(), datum.into())
+        (name.into(), rtype.into(), vec![datum.into()])
     }
 
     #[test]
@@ -85,9 +92,12 @@ mod tests {
             record("api.example.com", "A", "192.0.2.1"),
             record("api.example.com", "AAAA", "2001:db8::1"),
             // Cloud DNS's weighted items.
-            record("w.example.com", "A", "3:192.0.2.3"),
+            (
+                "w.example.com".into(),
+                "A".into(),
+                vec!["3:192.0.2.3".into(), "(another routing policy)".into()],
+            ),
             record("w.example.com", "AAAA", "0.5:2001:db8::2"),
-            record("w.example.com", "A", "(another routing policy)"),
             record("www.example.com", "CNAME", "LB-1.example.net."),
             record("_health-orchestrator.api.example.com", "TXT", "\"x\""),
         ]);

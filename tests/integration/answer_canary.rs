@@ -69,28 +69,6 @@ async fn canary(api: SocketAddr, sink: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no canary of {sink} in {status}"))
 }
 
-/// `/status`'s stale names of sink `sink`'s canary.
-async fn stale(api: SocketAddr, sink: &str) -> Vec<String> {
-    canary_stale(api, sink)
-        .await
-        .iter()
-        .map(|s| s["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// Polls until `/status` says whether [`NAME`] is stale at `sink`; how long it took.
-async fn wait_stale(api: SocketAddr, sink: &str, want: bool) -> Duration {
-    let start = tokio::time::Instant::now();
-    while stale(api, sink).await.contains(&NAME.to_owned()) != want {
-        assert!(
-            start.elapsed() < LIMIT,
-            "{sink}: {NAME} never became stale={want}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    start.elapsed()
-}
-
 fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -138,7 +116,7 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     // dead again, until gw-1 heals.
     let edit = SystemTime::now();
     pdns.edit_by_hand(ZONE, &pdns.marks(ZONE), &[(NAME, "A", both.clone())]);
-    let seen = wait_stale(api, "pdns", true).await;
+    let seen = wait_stale(api, "pdns", &[NAME.to_owned()], true).await;
     println!(
         "a hand edit serving a dead address: reported stale after {} ms",
         seen.as_millis()
@@ -148,14 +126,14 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
         "stale reported after {seen:?}, past grace + one canary period"
     );
     assert!(
-        stale(api, "dns").await.is_empty(),
+        canary_stale(api, "dns").await.is_empty(),
         "the embedded server serves the decision"
     );
     // The stale answer stays for two more of the canary's questions.
     wait_questions(api, "pdns", "differs", 2.0).await;
     let heal = SystemTime::now();
     g1.set(Behaviour::Healthy).unwrap();
-    wait_stale(api, "pdns", false).await;
+    wait_stale(api, "pdns", &[NAME.to_owned()], false).await;
     let second = heal.duration_since(edit).unwrap();
 
     // 3. An operator drains gw-2 for a while: maintenance.
@@ -309,7 +287,6 @@ async fn a_geo_name_is_asked_as_a_client_in_each_location() {
 /// AWS (see [`crate::fakes::route53`]).
 #[actix_rt::test]
 async fn a_route53_zone_is_read_through_its_listing() {
-    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
     const R53_ZONE: &str = "r53.example.com";
     let moto = crate::fakes::route53::Moto::start().await;
     let zone = moto.create_zone(R53_ZONE).await;
@@ -341,34 +318,14 @@ async fn a_route53_zone_is_read_through_its_listing() {
     .await;
     assert_eq!(canary(api, "r53").await["address"], "listing");
 
-    let rogue = ResourceRecordSet::builder()
-        .name(format!("{name}."))
-        .r#type(RrType::A)
+    let rogue = crate::fakes::route53::a_set(&format!("{name}."), "192.0.2.99")
         .set_identifier("another-tool")
         .multi_value_answer(true)
-        .ttl(60)
-        .resource_records(
-            ResourceRecord::builder()
-                .value("192.0.2.99")
-                .build()
-                .unwrap(),
-        )
         .build()
         .unwrap();
     moto.put(&zone, rogue.clone()).await;
-    let start = tokio::time::Instant::now();
-    let stale = loop {
-        let stale = canary_stale(api, "r53").await;
-        if !stale.is_empty() {
-            break stale;
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "the hand-added set was never reported"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let seen = start.elapsed();
+    let seen = wait_stale(api, "r53", std::slice::from_ref(&name), true).await;
+    let stale = canary_stale(api, "r53").await;
     println!(
         "a set added by hand to Route53: reported stale after {} ms",
         seen.as_millis()
@@ -384,8 +341,5 @@ async fn a_route53_zone_is_read_through_its_listing() {
     assert!(served.contains(&"192.0.2.99"), "{stale:?}");
 
     moto.remove(&zone, rogue).await;
-    eventually_async("the report withdrawn", async || {
-        canary_stale(api, "r53").await.is_empty()
-    })
-    .await;
+    wait_stale(api, "r53", &[name], false).await;
 }

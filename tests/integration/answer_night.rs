@@ -145,27 +145,6 @@ async fn when_served(
     done.into_iter().map(Option::unwrap).collect()
 }
 
-/// Polls `/status` until every one of `names` is (or none is) stale at PowerDNS; how long
-/// that took.
-async fn wait_stale(api: SocketAddr, names: &[String], want: bool) -> Duration {
-    let start = Instant::now();
-    loop {
-        let stale: Vec<String> = canary_stale(api, "pdns")
-            .await
-            .iter()
-            .map(|s| s["name"].as_str().unwrap().to_owned())
-            .collect();
-        if names.iter().all(|n| stale.contains(n) == want) {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < LIMIT,
-            "stale={want} never held: {stale:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Holds a stretch of the script for [`HOLD`] of the canary's questions to each of the
 /// `names` it changed, answered with `result` at PowerDNS.
 async fn hold(api: SocketAddr, result: &str, names: usize) {
@@ -229,7 +208,7 @@ async fn a_night_at_a_thousand_gateways_is_accounted_for_per_name() {
     };
     let edited = SystemTime::now();
     pdns.edit_by_hand(ZONE, &marks, &edits(&[]));
-    let reported = wait_stale(api, &stale, true).await;
+    let reported = wait_stale(api, "pdns", &stale, true).await;
     println!(
         "20 names served a dead address by hand: all reported stale after {} ms",
         reported.as_millis()
@@ -245,7 +224,7 @@ async fn a_night_at_a_thousand_gateways_is_accounted_for_per_name() {
         truth[i].dead += since(edited, undone);
         truth[i].stretches += 1;
     }
-    wait_stale(api, &stale, false).await;
+    wait_stale(api, "pdns", &stale, false).await;
 
     // 3. 20 names are deleted from PowerDNS by hand, then put back.
     let deleted: Vec<String> = DELETED.map(name).collect();
@@ -253,7 +232,7 @@ async fn a_night_at_a_thousand_gateways_is_accounted_for_per_name() {
         deleted.iter().map(|n| (n.as_str(), "A", vec![])).collect();
     let at = SystemTime::now();
     pdns.edit_by_hand(ZONE, &marks, &gone);
-    let reported = wait_stale(api, &deleted, true).await;
+    let reported = wait_stale(api, "pdns", &deleted, true).await;
     assert!(
         reported <= GRACE + EVERY + Duration::from_millis(300),
         "unanswered names reported after {reported:?}"
@@ -268,7 +247,7 @@ async fn a_night_at_a_thousand_gateways_is_accounted_for_per_name() {
         truth[i].unanswered += since(at, restored);
         truth[i].stretches += 1;
     }
-    wait_stale(api, &deleted, false).await;
+    wait_stale(api, "pdns", &deleted, false).await;
 
     // 4. An operator drains a gateway of each of 20 names, then undrains them.
     let (code, body) = api_request(

@@ -514,7 +514,6 @@ async fn concurrent_tenants_share_one_listing_and_one_batch() {
 /// always lists, which `conformance::route53_conforms` holds (case 4).
 #[actix_rt::test]
 async fn rounds_decide_from_the_sinks_view_and_list_again_after_a_refusal() {
-    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
     use ho_engine::sink::{Applied, Sink};
     use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
     use std::sync::Arc;
@@ -557,16 +556,7 @@ async fn rounds_decide_from_the_sinks_view_and_list_again_after_a_refusal() {
     assert_eq!(proxy.changes(), 2);
 
     // Someone else takes u behind the sink's back.
-    let foreign = ResourceRecordSet::builder()
-        .name(format!("u.{ZONE}."))
-        .r#type(RrType::A)
-        .ttl(60)
-        .resource_records(
-            ResourceRecord::builder()
-                .value("192.0.2.99")
-                .build()
-                .unwrap(),
-        )
+    let foreign = crate::fakes::route53::a_set(&format!("u.{ZONE}."), "192.0.2.99")
         .build()
         .unwrap();
     moto.put(&zone, foreign).await;

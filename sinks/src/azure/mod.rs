@@ -297,12 +297,7 @@ impl ListsRecords for Inner {
             let listed = self.list().await?;
             Ok(listed
                 .into_iter()
-                .flat_map(|r| {
-                    let (name, rtype) = (r.name, r.rtype);
-                    r.data
-                        .into_iter()
-                        .map(move |d| (name.clone(), rtype.clone(), d))
-                })
+                .map(|r| (r.name, r.rtype, r.data))
                 .collect())
         })
     }

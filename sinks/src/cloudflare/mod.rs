@@ -250,9 +250,8 @@ impl ListsRecords for Inner {
     fn records(&mut self) -> RecordsFuture<'_> {
         Box::pin(async move {
             let listed = self.list().await?;
-            Ok(listed
-                .into_iter()
-                .map(|r| (r.name, r.rtype, r.content))
+            Ok((listed.into_iter())
+                .map(|r| (r.name, r.rtype, vec![r.content]))
                 .collect())
         })
     }

@@ -69,11 +69,7 @@ fn served(sets: impl IntoIterator<Item = RecordSet>) -> Listed {
             None => entry.host = Some(key(&alias.name)),
         }
     }
-    for name in listed.values_mut() {
-        name.addresses.sort();
-        name.addresses.dedup();
-    }
-    listed
+    crate::listing::sorted(listed)
 }
 
 #[cfg(test)]

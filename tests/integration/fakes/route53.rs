@@ -160,6 +160,20 @@ impl Moto {
     }
 }
 
+/// An A record set of `name` (fully qualified, with the trailing dot) holding `address`,
+/// TTL 60, as another tool writes one; routing is the caller's to add.
+pub fn a_set(
+    name: &str,
+    address: &str,
+) -> aws_sdk_route53::types::builders::ResourceRecordSetBuilder {
+    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
+    ResourceRecordSet::builder()
+        .name(name)
+        .r#type(RrType::A)
+        .ttl(60)
+        .resource_records(ResourceRecord::builder().value(address).build().unwrap())
+}
+
 impl Moto {
     /// Deletes every record set of type `rtype` at `name`, as another tool would.
     pub async fn delete(&self, zone: &str, name: &str, rtype: &str) {

@@ -387,6 +387,30 @@ pub async fn canary_stale(api: std::net::SocketAddr, sink: &str) -> Vec<serde_js
         .collect()
 }
 
+/// Polls `/status` until each of `names` is stale at `sink`'s canary (`want`), or none is
+/// (`!want`); how long that took.
+pub async fn wait_stale(
+    api: std::net::SocketAddr,
+    sink: &str,
+    names: &[String],
+    want: bool,
+) -> Duration {
+    let start = tokio::time::Instant::now();
+    loop {
+        let stale: Vec<String> = (canary_stale(api, sink).await.iter())
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect();
+        if names.iter().all(|n| stale.contains(n) == want) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{sink}: stale={want} never held for {names:?}: {stale:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The answer canary's questions to `sink` answered with `result` (`match`, `differs`,
 /// `error`) so far.
 pub async fn canary_questions(api: std::net::SocketAddr, sink: &str, result: &str) -> f64 {
