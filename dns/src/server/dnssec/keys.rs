@@ -323,9 +323,13 @@ fn signing_key(
             };
             // DNSKEY holds x | y; ring wants the uncompressed point (0x04 | x | y).
             let point = [&[4u8][..], public].concat();
+            // BIND writes the scalar without leading zero bytes; ring wants its full size
+            // (half the point's x | y).
+            let mut scalar = vec![0u8; (public.len() / 2).saturating_sub(secret.len())];
+            scalar.extend_from_slice(secret);
             let pair = EcdsaKeyPair::from_private_key_and_public_key(
                 curve,
-                secret,
+                &scalar,
                 &point,
                 &SystemRandom::new(),
             )
@@ -505,86 +509,5 @@ fn der(bytes: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_and_write_as_bind_does() {
-        let t = parse_time("20261126014253").unwrap();
-        assert_eq!(format_time(t), "20261126014253");
-        assert!(parse_time("2026-11-26").is_err());
-        let timing = Timing {
-            publish: Some(10),
-            activate: Some(20),
-            inactive: Some(30),
-            delete: Some(40),
-        };
-        assert!(!timing.published(9));
-        assert!(timing.published(10) && !timing.active(10));
-        assert!(timing.active(20) && timing.active(29));
-        assert!(!timing.active(30) && timing.published(39));
-        assert!(!timing.published(40));
-        assert_eq!(timing.next_change(20), Some(30));
-        assert_eq!(timing.next_change(40), None);
-        assert!(
-            Timing::default().active(0),
-            "no times: published and signing"
-        );
-    }
-
-    #[test]
-    fn a_generated_key_reads_back_and_signs() {
-        let dir = tempfile::tempdir().unwrap();
-        for algorithm in [
-            Algorithm::ECDSAP256SHA256,
-            Algorithm::ECDSAP384SHA384,
-            Algorithm::ED25519,
-        ] {
-            let new = NewKey {
-                zone: "Example.org.".into(),
-                algorithm,
-                ksk: true,
-                timing: Timing::default(),
-            };
-            let path = generate(&new, dir.path(), SystemTime::now()).unwrap();
-            let key = read_key(&path).unwrap();
-            assert_eq!(key.zone, "example.org");
-            assert!(key.is_ksk());
-            assert_eq!(key.signer.algorithm(), algorithm);
-            assert!(key.ds().unwrap().starts_with("example.org. IN DS "));
-            let public = key.signer.to_public_key().unwrap();
-            assert_eq!(
-                public.public_bytes(),
-                key.dnskey.public_key().public_bytes()
-            );
-            assert!(
-                generate(&new, dir.path(), SystemTime::now()).is_ok(),
-                "a second key of the same zone gets its own tag"
-            );
-        }
-        assert_eq!(read_dir(dir.path()).unwrap().len(), 6);
-    }
-
-    #[test]
-    fn a_private_key_that_does_not_match_its_public_key_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let new = NewKey {
-            zone: "example.org".into(),
-            algorithm: Algorithm::ED25519,
-            ksk: false,
-            timing: Timing::default(),
-        };
-        let a = generate(&new, dir.path(), SystemTime::now()).unwrap();
-        let b = generate(&new, dir.path(), SystemTime::now()).unwrap();
-        std::fs::copy(b.with_extension("key"), a.with_extension("key")).unwrap();
-        let err = read_key(&a).err().unwrap().to_string();
-        assert!(err.contains("does not match"), "{err}");
-        std::fs::write(
-            b.with_extension("private"),
-            "Private-key-format: v1.3\nAlgorithm: 8 (RSASHA256)\n",
-        )
-        .unwrap();
-        let err = read_key(&b).err().unwrap().to_string();
-        assert!(err.contains("algorithm 8 is not supported"), "{err}");
-    }
-}
+#[path = "keys_tests.rs"]
+mod tests;
