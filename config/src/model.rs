@@ -98,12 +98,22 @@ pub struct LedgerConfig {
     #[serde(default = "default_ledger_retention", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub retention: Duration,
+    /// Whether a replica records while it is not the writer: its own view (what the
+    /// canary sees each back end answer, what it writes to its local outputs), so that
+    /// a new writer's ledger already holds the time before it took over. For replicas
+    /// with a `state_dir` each (a StatefulSet's volumes). Off by default because
+    /// replicas that mount one `state_dir` must not both append to it: there only the
+    /// writer records, and a standby that finds another replica's recent mark in the
+    /// folder defers to it even when this is on.
+    #[serde(default)]
+    pub standbys_record: bool,
 }
 
 impl Default for LedgerConfig {
     fn default() -> Self {
         LedgerConfig {
             retention: default_ledger_retention(),
+            standbys_record: false,
         }
     }
 }

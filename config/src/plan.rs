@@ -40,9 +40,8 @@ pub struct Plan {
     pub api_heartbeat_token_file: Option<PathBuf>,
     /// Where drains are kept across restarts (set whenever `api_admin_token_file` is).
     pub state_dir: Option<PathBuf>,
-    /// How long the availability ledger keeps history.
-    #[serde(with = "humantime_serde")]
-    pub ledger_retention: Duration,
+    /// The availability ledger's settings (checked).
+    pub ledger: crate::model::LedgerConfig,
     /// Cluster identity settings (checked).
     pub cluster: crate::model::ClusterConfig,
     /// Voting among clusters (checked; applies to tenants with `multi_cluster`).

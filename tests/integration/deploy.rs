@@ -68,7 +68,7 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "ServiceAccount",
         "Role",
         "RoleBinding",
-        "Deployment",
+        "StatefulSet",
         "Service",
         "PodDisruptionBudget",
         "CustomResourceDefinition",

@@ -7,19 +7,22 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
-use crate::services::pdns::PdnsServer;
+use crate::services::pdns::{PdnsServer, DNS_PORT};
 
 const ZONE: &str = "tenant-a.io.";
 const LEASE: &str = "3s";
 const LEASE_DURATION: Duration = Duration::from_secs(3);
 const RENEW_DEADLINE: Duration = Duration::from_secs(2);
+/// The probes' interval ([`Check::FAST`]) and the canary's period, with `ledger`.
+const INTERVAL: Duration = Duration::from_millis(200);
+const CANARY_EVERY: Duration = Duration::from_millis(200);
 
 /// One replica: its process, API address, folder and API token.
 struct Replica {
@@ -30,12 +33,23 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(name: &str, kube: SocketAddr, pdns: &PdnsServer, gws: &[Gateway]) -> Replica {
+    /// Replica `name`; with `ledger`, it keeps its own `state_dir` and ledger, records while
+    /// on standby (`[ledger] standbys_record`), its canary asks PowerDNS every 200 ms and it
+    /// reconciles PowerDNS hourly (not every second).
+    fn start(
+        name: &str,
+        kube: SocketAddr,
+        pdns: &PdnsServer,
+        gws: &[Gateway],
+        ledger: bool,
+    ) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let token = format!("test-{name}");
         let kubeconfig = KubeApi::kubeconfig_with(kube, dir.path(), &token);
         let api = SocketAddr::new(loopback_ip().into(), 8080);
         let hosts = dir.path().join("hosts");
+        // With its own ledger, a hand edit stays until the test undoes it.
+        let reconcile = if ledger { "1h" } else { "1s" };
         let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
             .set("api.listen", api.to_string())
             .with(&format!(
@@ -43,13 +57,24 @@ impl Replica {
                  lease_duration = \"{LEASE}\"\nrenew_deadline = \"2s\"\nretry_period = \"300ms\"\nkubeconfig = {:?}\n\n\
                  [[tenants]]\nname = \"a\"\ndomains = [\"api.tenant-a.io\"]\nsinks = [\"pdns\", \"local\"]\nttl = \"5s\"\n\n\
                  [sinks.pdns]\nkind = \"powerdns\"\nurl = \"{}\"\napi_key_file = {:?}\nzone = \"{ZONE}\"\ntimeout = \"1s\"\n\
-                 delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"1s\" }}\n\n\
+                 delivery = {{ backoff_min = \"50ms\", backoff_max = \"500ms\", reconcile_interval = \"{reconcile}\" }}\n\n\
                  [sinks.local]\nkind = \"hosts_file\"\ndir = {:?}\n",
                 kubeconfig.display().to_string(),
                 pdns.url(),
                 pdns.key_file().display().to_string(),
                 hosts.display().to_string()
             ));
+        let config = if ledger {
+            config.with(&format!(
+                "state_dir = {:?}\n[ledger]\nstandbys_record = true\n\n\
+                 [sinks.pdns.canary]\naddress = \"{}:{DNS_PORT}\"\nevery = \"{}ms\"\ngrace = \"1s\"\n",
+                dir.path().join("state").display().to_string(),
+                pdns.ip,
+                CANARY_EVERY.as_millis()
+            ))
+        } else {
+            config
+        };
         let mut cmd = run_config(dir.path(), &config);
         cmd.env("RUST_LOG", "info");
         let process = spawn_logged(&mut cmd, &dir.path().join("log"));
@@ -100,6 +125,17 @@ impl Replica {
         }
     }
 
+    /// The name's ledger over `[from, to)`, once the replica answers.
+    async fn availability(&self, from: SystemTime, to: SystemTime) -> serde_json::Value {
+        let path = format!(
+            "/v1/availability?name=api.tenant-a.io&from={}&to={}&intervals=true",
+            humantime::format_rfc3339_millis(from),
+            humantime::format_rfc3339_millis(to)
+        );
+        let body = self.get(&path).await.expect("the replica answers");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+
     fn kill(&mut self) {
         drop(self.process.take());
     }
@@ -113,15 +149,16 @@ struct Setup {
     kube_addr: SocketAddr,
 }
 
-/// The setup with replica `a` leading and `b` on standby.
-async fn two_replicas() -> (Setup, Replica, Replica) {
+/// The setup with replica `a` leading and `b` on standby (each with its own ledger when
+/// `ledger`).
+async fn two_replicas(ledger: bool) -> (Setup, Replica, Replica) {
     let pdns = PdnsServer::start(ZONE);
     let gws = gateways(2);
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
-    let a = Replica::start("a", kube_addr, &pdns, &gws);
+    let a = Replica::start("a", kube_addr, &pdns, &gws, ledger);
     a.wait_for_role("leader").await;
-    let b = Replica::start("b", kube_addr, &pdns, &gws);
+    let b = Replica::start("b", kube_addr, &pdns, &gws, ledger);
     b.wait_for_role("standby").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -163,7 +200,7 @@ async fn one_replica_writes_and_a_killed_leader_is_replaced() {
         },
         a,
         b,
-    ) = two_replicas().await;
+    ) = two_replicas(false).await;
     gws[0].set(Behaviour::Refuse).unwrap();
     let second = vec![ip(&gws[1])];
     pdns.wait_for_answer("api.tenant-a.io", "A", &second).await;
@@ -204,7 +241,7 @@ async fn one_replica_writes_and_a_killed_leader_is_replaced() {
             .await;
         gws[1].set(Behaviour::Healthy).unwrap();
         let name = if trial % 2 == 0 { "c" } else { "d" };
-        let fresh = Replica::start(&format!("{name}{trial}"), kube_addr, &pdns, &gws);
+        let fresh = Replica::start(&format!("{name}{trial}"), kube_addr, &pdns, &gws, false);
         fresh.wait_for_role("standby").await;
         (leader, standby) = (standby, fresh);
     }
@@ -231,7 +268,7 @@ async fn an_api_outage_fences_the_leader_until_one_reacquires() {
         },
         a,
         b,
-    ) = two_replicas().await;
+    ) = two_replicas(false).await;
     kube.set_unavailable(true);
     let out = Instant::now();
     a.wait_for_role("standby").await;
@@ -270,7 +307,7 @@ async fn an_api_outage_fences_the_leader_until_one_reacquires() {
 /// its next attempt instead of after lease_duration.
 #[tokio::test]
 async fn sigterm_hands_the_lease_over_at_once() {
-    let (setup, mut a, b) = two_replicas().await;
+    let (setup, mut a, b) = two_replicas(false).await;
     let kube = &setup.kube;
     let before = b.pdns_writes().await;
     let mut process = a.process.take().unwrap();
@@ -300,7 +337,7 @@ async fn a_partitioned_old_leader_never_writes_again() {
         },
         a,
         b,
-    ) = two_replicas().await;
+    ) = two_replicas(false).await;
     kube.set_partitioned(&a.token, true);
     b.wait_for_role("leader").await;
     let writes_a = a.pdns_writes().await;
@@ -317,4 +354,78 @@ async fn a_partitioned_old_leader_never_writes_again() {
     assert_eq!(a.pdns_writes().await, writes_a, "the old leader wrote");
     assert_eq!(a.role().await.as_deref(), Some("standby"));
     assert_eq!(kube.lease_holder("dns", "ho").as_deref(), Some("b"));
+}
+
+/// Replicas with a `state_dir` each and `[ledger] standbys_record`: the standby keeps a
+/// ledger of its own from what its canary sees PowerDNS answer and what it writes to its
+/// own hosts file. A gateway is down; PowerDNS is edited by hand to serve it again for
+/// four of each canary's questions, then put back, once under each leader. After the first
+/// leader is killed, the new writer's ledger holds the stretch served under the old one
+/// (within one probe interval plus one canary period of the script's, as the old leader's
+/// own does), continues across the takeover with no unknown time, and records the next.
+#[tokio::test]
+async fn a_new_writer_with_a_state_dir_of_its_own_continues_the_ledger() {
+    let (Setup { pdns, mut gws, .. }, mut a, b) = two_replicas(true).await;
+    gws[0].set(Behaviour::Refuse).unwrap();
+    let (all, up): (Vec<String>, Vec<String>) = (gws.iter().map(ip).collect(), vec![ip(&gws[1])]);
+    pdns.wait_for_answer("api.tenant-a.io", "A", &up).await;
+    for r in [&a, &b] {
+        wait_for_file(&r.hosts_file(), "gw-0 judged down", |c| addresses(c) == up).await;
+    }
+    // Both canaries saw PowerDNS drop it: the night starts with the name answered.
+    tokio::time::sleep(2 * CANARY_EVERY).await;
+    let start = SystemTime::now();
+    // PowerDNS serves the dead gateway again while the replicas alive ask four times.
+    let zone = ZONE.trim_end_matches('.');
+    let stale = async |replicas: &[&Replica]| {
+        let edit = |to: &Vec<String>| [("api.tenant-a.io", "A", to.clone())];
+        pdns.edit_by_hand(zone, &pdns.marks(zone), &edit(&all));
+        let edited = Instant::now();
+        pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
+        for r in replicas {
+            wait_questions(r.api, "pdns", "differs", 4.0).await;
+        }
+        pdns.edit_by_hand(zone, &pdns.marks(zone), &edit(&up));
+        pdns.wait_for_answer("api.tenant-a.io", "A", &up).await;
+        let served = edited.elapsed();
+        // The canaries saw it put back: the stretch is closed in every ledger.
+        for r in replicas {
+            wait_questions(r.api, "pdns", "match", 1.0).await;
+        }
+        served
+    };
+    let mut truth = stale(&[&a, &b]).await;
+    let before = SystemTime::now();
+    let (old, new) = (
+        a.availability(start, before).await,
+        b.availability(start, before).await,
+    );
+    let dead = |v: &serde_json::Value| v["seconds_dead_address"].as_f64().unwrap();
+    println!(
+        "under the old leader: dead {:.3} s in its ledger, {:.3} s in the standby's, script {:.3} s",
+        dead(&old),
+        dead(&new),
+        truth.as_secs_f64()
+    );
+    let bound = (INTERVAL + CANARY_EVERY).as_secs_f64();
+    for v in [&old, &new] {
+        assert!((dead(v) - truth.as_secs_f64()).abs() <= bound, "{v}");
+        assert_eq!(v["seconds_unknown"].as_f64(), Some(0.0), "{v}");
+    }
+
+    a.kill();
+    b.wait_for_role("leader").await;
+    truth += stale(&[&b]).await;
+    let night = b.availability(start, SystemTime::now()).await;
+    println!(
+        "across the takeover: dead {:.3} s in the new writer's ledger, script {:.3} s",
+        dead(&night),
+        truth.as_secs_f64()
+    );
+    assert!(
+        (dead(&night) - truth.as_secs_f64()).abs() <= 2.0 * bound,
+        "{night}"
+    );
+    assert_eq!(night["seconds_unknown"].as_f64(), Some(0.0), "{night}");
+    assert_eq!(night["seconds_unanswered"].as_f64(), Some(0.0), "{night}");
 }

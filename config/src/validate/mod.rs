@@ -185,7 +185,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         api_admin_token_file: config.api.admin_token_file.clone(),
         api_heartbeat_token_file: config.api.heartbeat_token_file.clone(),
         state_dir: config.state_dir.clone(),
-        ledger_retention: config.ledger.retention,
+        ledger: config.ledger.clone(),
         cluster: config.cluster.clone(),
         multi_cluster: config.multi_cluster.clone(),
         api_max_requests_per_second: config.api.max_requests_per_second,

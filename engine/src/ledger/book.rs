@@ -100,6 +100,10 @@ pub struct TenantPlan {
     /// Its sinks whose served answer the canary observes: for these the canary's
     /// observation is what was served, not the write the sink reported.
     pub observed: BTreeSet<String>,
+    /// Its sinks that only the writer writes (back ends the replicas share): while this
+    /// replica is not the writer, what it last wrote to them is no longer known to be
+    /// served.
+    pub shared: BTreeSet<String>,
     /// The locations its `geo` names are also asked from (each a served answer of its
     /// own: one location handed a dead address is the name serving one).
     pub vantages: BTreeSet<String>,
@@ -124,13 +128,15 @@ struct TenantServed {
 }
 
 impl TenantServed {
-    /// What `sink` serves for `name`, as far as known: what it reported writing, or what
-    /// the canary saw it answer from each place it asks from.
+    /// What `sink` serves for `name`, as far as known: what it reported writing (while
+    /// this replica writes it), or what the canary saw it answer from each place it asks
+    /// from.
     fn served<'a>(
         &'a self,
         sink: &'a str,
         name: &'a str,
         plan: &TenantPlan,
+        writer: bool,
     ) -> Box<dyn Iterator<Item = &'a Arc<[IpAddr]>> + 'a> {
         if plan.observed.contains(sink) {
             Box::new(
@@ -138,14 +144,15 @@ impl TenantServed {
                     .filter(move |((s, n, _), _)| s == sink && n == name)
                     .map(|(_, served)| served),
             )
-        } else {
+        } else if writer || !plan.shared.contains(sink) {
             Box::new(self.written.get(sink).into_iter())
+        } else {
+            Box::new(std::iter::empty())
         }
     }
 }
 
 /// The conditions of every name, kept current from events and observations.
-#[derive(Default)]
 pub struct Book {
     tenants: BTreeMap<String, TenantServed>,
     /// Addresses with a target judged down: the target's key and its first counted failure.
@@ -154,15 +161,29 @@ pub struct Book {
     held: BTreeSet<String>,
     /// Each name's condition and since when.
     current: BTreeMap<String, (Condition, u64)>,
+    /// Whether this replica writes the shared back ends (always, without an election).
+    writer: bool,
 }
 
 impl Book {
     /// A book that knows the endpoints operators hold at start (kept across restarts).
     pub fn new(held: Vec<String>) -> Book {
         Book {
+            tenants: BTreeMap::new(),
+            dead: HashMap::new(),
             held: held.into_iter().collect(),
-            ..Book::default()
+            current: BTreeMap::new(),
+            writer: true,
         }
+    }
+
+    /// This replica became the writer, or stopped being it, at `at`.
+    pub fn role(&mut self, writer: bool, at: u64) -> Vec<Change> {
+        if self.writer == writer {
+            return Vec::new();
+        }
+        self.writer = writer;
+        self.settle(|_| true, at)
     }
 
     /// Each name's condition now, and since when.
@@ -341,7 +362,7 @@ impl Book {
                 let sets: Vec<&Arc<[IpAddr]>> = plan
                     .sinks
                     .iter()
-                    .flat_map(|sink| served.served(sink, name, plan))
+                    .flat_map(|sink| served.served(sink, name, plan, self.writer))
                     .collect();
                 let kind = if sets.is_empty() {
                     Served::Unknown

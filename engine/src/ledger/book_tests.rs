@@ -17,6 +17,7 @@ fn plan(observed: &[&str]) -> TenantPlan {
         names: vec!["shop.example.com".into()],
         sinks: vec!["zone".into(), "pdns".into()],
         observed: observed.iter().map(|s| (*s).to_owned()).collect(),
+        shared: ["pdns".to_owned()].into(),
         vantages: BTreeSet::new(),
         endpoints: vec!["a".into(), "b".into()],
         addresses: [ip(1), ip(2)].into(),
@@ -83,7 +84,7 @@ fn served(changes: &[Change]) -> Vec<(u64, Served, bool)> {
 /// verdict), and answers again when the last sink's write drops the address.
 #[test]
 fn a_dead_address_counts_from_its_first_failure_until_the_last_sink_drops_it() {
-    let mut book = Book::default();
+    let mut book = Book::new(Vec::new());
     assert!(book.plan(vec![plan(&[])], 0).is_empty());
     book.event(&publish(1, &[ip(1), ip(2)], 100));
     assert_eq!(
@@ -119,7 +120,7 @@ fn a_dead_address_counts_from_its_first_failure_until_the_last_sink_drops_it() {
 /// that took the write and kept answering the dead address stays "dead" until seen.
 #[test]
 fn an_observed_sink_is_judged_by_its_answers() {
-    let mut book = Book::default();
+    let mut book = Book::new(Vec::new());
     book.plan(vec![plan(&["pdns"])], 0);
     book.event(&publish(1, &[ip(1), ip(2)], 100));
     book.event(&written("zone", 1, 110));
@@ -145,7 +146,7 @@ fn an_observed_sink_is_judged_by_its_answers() {
 /// answer from a location no longer asked from stops counting.
 #[test]
 fn a_geo_name_is_judged_by_each_locations_answer() {
-    let mut book = Book::default();
+    let mut book = Book::new(Vec::new());
     let mut tenant = plan(&["pdns"]);
     tenant.sinks = vec!["pdns".into()];
     tenant.vantages = ["IE".to_owned(), "US".to_owned()].into();
@@ -202,7 +203,7 @@ fn held_endpoints_make_maintenance_and_failed_writes_change_nothing() {
 /// never dates a change before the name's previous one.
 #[test]
 fn a_removed_name_becomes_unknown_and_history_is_never_reordered() {
-    let mut book = Book::default();
+    let mut book = Book::new(Vec::new());
     book.plan(vec![plan(&[])], 0);
     book.event(&publish(1, &[ip(1)], 100));
     book.event(&written("zone", 1, 110));
@@ -220,4 +221,42 @@ fn condition_codes_round_trip() {
         assert_eq!(Condition::of_code(code).map(Condition::code), Some(code));
     }
     assert_eq!(Condition::of_code(8), None);
+}
+
+/// A replica that stops being the writer no longer knows what the shared back end serves
+/// (the new writer writes it): the name is judged by its local output and what the canary
+/// sees; written again after it takes the role back, PowerDNS counts once more.
+#[test]
+fn a_standby_judges_a_shared_back_end_only_by_what_the_canary_sees() {
+    let mut book = Book::new(Vec::new());
+    book.plan(vec![plan(&[])], 0);
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    book.event(&written("zone", 1, 110));
+    book.event(&written("pdns", 1, 120));
+    book.event(&transition(ip(1), "down", 5_000, Some(4_000)));
+    book.event(&publish(2, &[ip(2)], 5_010));
+    book.event(&written("zone", 2, 5_020));
+    // Demoted before its PowerDNS write: only the local zone counts, which dropped it.
+    assert_eq!(
+        served(&book.role(false, 5_030)),
+        [(5_030, Served::Answered, false)]
+    );
+    assert!(book.role(false, 5_040).is_empty(), "no change, no record");
+    // Back as the writer: what it last wrote to PowerDNS (the dead address) counts again.
+    assert_eq!(
+        served(&book.role(true, 9_000)),
+        [(9_000, Served::DeadAddress, false)]
+    );
+
+    // With the canary on PowerDNS, its answer counts whatever the role.
+    let mut book = Book::new(Vec::new());
+    book.plan(vec![plan(&["pdns"])], 0);
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    book.event(&written("zone", 1, 110));
+    book.observed(&seen(&[ip(1), ip(2)], None, 120));
+    assert!(book.role(false, 200).is_empty());
+    assert_eq!(
+        served(&book.event(&transition(ip(1), "down", 5_000, Some(4_000)))),
+        [(4_000, Served::DeadAddress, false)]
+    );
 }

@@ -11,6 +11,7 @@
 //! of the time each was the writer.
 
 pub mod book;
+mod handover;
 pub mod store;
 pub mod tally;
 
@@ -28,6 +29,7 @@ use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, WindowLabels};
 use book::{Book, Change, Condition, TenantPlan};
+use handover::take_over;
 use store::{Store, StoreError};
 use tally::{spans, Figures, Interval, Tally};
 
@@ -66,9 +68,54 @@ struct Inner {
     recent: HashMap<String, Vec<(u64, Condition)>>,
     /// Whether this replica recorded at its last check.
     writing: bool,
+    /// When this ledger started following (unix ms): it knows the time since.
+    started: u64,
+    /// Whether it records while not the writer (`ledger.standbys_record`).
+    standbys_record: bool,
+    /// This replica's identity in the folder's mark.
+    me: String,
+    /// The other replica it defers to, once logged.
+    deferred_to: Option<String>,
     retention: Duration,
     last_prune: u64,
     last_gauges: u64,
+}
+
+impl Inner {
+    /// Keeps `changes` in the recent history.
+    fn remember(&mut self, changes: &[Change]) {
+        for c in changes {
+            let list = self.recent.entry(c.name.clone()).or_default();
+            list.retain(|(t, _)| *t < c.at);
+            list.push((c.at, c.condition));
+        }
+    }
+
+    /// Appends `changes` to the store.
+    fn append(&mut self, changes: &[Change]) {
+        if let (false, Some(store)) = (changes.is_empty(), &mut self.store) {
+            if let Err(e) = store.append(changes) {
+                tracing::error!("availability ledger: {e}");
+            }
+        }
+    }
+
+    /// Whether this replica, not the writer, leaves the folder to another replica that
+    /// marked it recently (one `state_dir` mounted by several: two appending to one file
+    /// would garble it). Logged once per replica deferred to.
+    fn defers(&mut self, now: u64) -> bool {
+        let mark = self.store.as_ref().and_then(Store::alive);
+        let Some(other) = handover::other_recorder(mark, &self.me, now) else {
+            return false;
+        };
+        if self.deferred_to.as_deref() != Some(other.as_str()) {
+            tracing::error!(
+                "availability ledger: replica {other:?} records into this state_dir too; it is shared, so set [ledger] standbys_record = false (this replica records only while it is the writer)"
+            );
+            self.deferred_to = Some(other);
+        }
+        true
+    }
 }
 
 /// What resolvers are handed, as the API reads it: each sink's canary and the ledger.
@@ -160,7 +207,11 @@ impl Ledger {
             store,
             recent,
             writing: false,
-            retention: plan.ledger_retention,
+            started: now_ms(),
+            standbys_record: plan.ledger.standbys_record,
+            me: leadership.identity().unwrap_or("single").to_owned(),
+            deferred_to: None,
+            retention: plan.ledger.retention,
             last_prune: 0,
             last_gauges: 0,
         })));
@@ -184,6 +235,7 @@ impl Ledger {
         metrics: Arc<Metrics>,
     ) {
         let mut tick = tokio::time::interval(TICK);
+        let mut became_writer = leadership.subscribe();
         loop {
             tokio::select! {
                 Some(event) = events.recv() => self.apply(|b| b.event(&event)),
@@ -198,6 +250,7 @@ impl Ledger {
                     self.apply(|b| b.plan(tenants_of(&plan), now_ms()));
                 }
                 _ = tick.tick() => self.tick(leadership.may_write(), &metrics),
+                Ok(()) = became_writer.changed() => self.tick(leadership.may_write(), &metrics),
                 else => return,
             }
         }
@@ -207,39 +260,35 @@ impl Ledger {
     fn apply(&self, step: impl FnOnce(&mut Book) -> Vec<Change>) {
         let mut inner = self.lock();
         let changes = step(&mut inner.book);
-        if changes.is_empty() {
-            return;
-        }
-        for c in &changes {
-            let list = inner.recent.entry(c.name.clone()).or_default();
-            list.retain(|(t, _)| *t < c.at);
-            list.push((c.at, c.condition));
-        }
+        inner.remember(&changes);
         if inner.writing {
-            if let Some(store) = &mut inner.store {
-                if let Err(e) = store.append(&changes) {
-                    tracing::error!("availability ledger: {e}");
-                }
-            }
+            inner.append(&changes);
         }
     }
 
-    /// Notes it is recording, starts recording when it became the writer, prunes once a
-    /// day and refreshes the gauges.
+    /// Notes it is recording, starts recording when it became the writer (or, with
+    /// `standbys_record`, whenever no other replica records into its folder), prunes once
+    /// a day and refreshes the gauges.
     fn tick(&self, writer: bool, metrics: &Metrics) {
         let now = now_ms();
         let mut inner = self.lock();
         let inner = &mut *inner;
-        if writer && !inner.writing {
+        let changes = inner.book.role(writer, now);
+        inner.remember(&changes);
+        let records = writer || (inner.standbys_record && !inner.defers(now));
+        if records && !inner.writing {
             if let Some(store) = &mut inner.store {
-                if let Err(e) = take_over(store, &inner.book, now) {
+                let current = inner.book.current();
+                if let Err(e) = take_over(store, &inner.recent, current, inner.started) {
                     tracing::error!("availability ledger: {e}");
                 }
             }
+        } else if inner.writing && !changes.is_empty() {
+            inner.append(&changes);
         }
-        inner.writing = writer;
-        if let (true, Some(store)) = (writer, &mut inner.store) {
-            if let Err(e) = store.mark_alive(now) {
+        inner.writing = records;
+        if let (true, Some(store)) = (records, &mut inner.store) {
+            if let Err(e) = store.mark_alive(now, &inner.me) {
                 tracing::error!("availability ledger: {e}");
             }
             if now.saturating_sub(inner.last_prune) >= 86_400_000 {
@@ -345,43 +394,6 @@ impl Ledger {
     }
 }
 
-/// This replica became the writer at `now`: when nobody recorded for a while (a stop, a
-/// writer gone without a successor), that time is marked unknown; then every name whose
-/// condition differs from its file's last record is recorded as it stands.
-fn take_over(store: &mut Store, book: &Book, now: u64) -> Result<(), StoreError> {
-    let alive = store.alive();
-    let unrecorded = alive.is_some_and(|a| now.saturating_sub(a) > UNRECORDED);
-    let mut changes = Vec::new();
-    for name in store.names()? {
-        let last = store.read(&name)?.last().copied();
-        if let (true, Some((at, c))) = (unrecorded, last) {
-            if c != Condition::UNKNOWN {
-                changes.push(Change {
-                    name,
-                    tenant: String::new(),
-                    at: alive.unwrap_or(now).max(at),
-                    condition: Condition::UNKNOWN,
-                });
-            }
-        }
-    }
-    store.append(&changes)?;
-    let mut current = Vec::new();
-    for (name, condition, since) in book.current() {
-        let last = store.read(name)?.last().copied();
-        if last.map(|(_, c)| c) != Some(condition) {
-            let at = since.max(last.map_or(0, |(t, _)| t));
-            current.push(Change {
-                name: name.to_owned(),
-                tenant: String::new(),
-                at: if unrecorded { at.max(now) } else { at },
-                condition,
-            });
-        }
-    }
-    store.append(&current)
-}
-
 /// The tenants of `plan` as the book needs them.
 fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
     let canaried = crate::canary::canaried(plan);
@@ -395,6 +407,10 @@ fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
                 .iter()
                 .filter(|(_, c)| c.watched.iter().any(|w| w.tenant == t.name))
                 .map(|(sink, _)| sink.clone())
+                .collect(),
+            shared: (t.sinks.iter())
+                .filter(|s| plan.sinks.get(*s).is_some_and(|p| p.spec.shared()))
+                .cloned()
                 .collect(),
             vantages: (canaried.values())
                 .flat_map(|c| &c.watched)

@@ -32,6 +32,15 @@ fn at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     }
 }
 
+/// The note of who recorded last, and until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// Until when (unix milliseconds).
+    pub at: u64,
+    /// The replica's identity.
+    pub by: String,
+}
+
 /// The ledger's files.
 pub struct Store {
     names: PathBuf,
@@ -198,16 +207,30 @@ impl Store {
         Ok(())
     }
 
-    /// Notes that the ledger was recording up to `now`: after a stop, the time from the
-    /// last such note to the next start is not known.
-    pub fn mark_alive(&self, now: u64) -> Result<(), StoreError> {
-        fs::write(&self.alive, now.to_le_bytes()).map_err(at(&self.alive))
+    /// Notes that replica `by` was recording up to `now`: after a stop, the time from the
+    /// last such note to the next start is not known, and a standby that finds another
+    /// replica's recent note defers to it.
+    pub fn mark_alive(&self, now: u64, by: &str) -> Result<(), StoreError> {
+        let mut bytes = now.to_le_bytes().to_vec();
+        bytes.extend_from_slice(by.as_bytes());
+        fs::write(&self.alive, bytes).map_err(at(&self.alive))
     }
 
-    /// The last [`Store::mark_alive`], if any.
-    pub fn alive(&self) -> Option<u64> {
+    /// The last [`Store::mark_alive`], if any (`by` is empty in a note written before
+    /// notes named the replica).
+    pub fn alive(&self) -> Option<Mark> {
         let bytes = fs::read(&self.alive).ok()?;
-        Some(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?))
+        Some(Mark {
+            at: u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?),
+            by: String::from_utf8_lossy(&bytes[8..]).into_owned(),
+        })
+    }
+
+    /// Forgets each name's latest record, so the next append reads it from the file
+    /// again: another replica may have appended since (one folder mounted by several,
+    /// while this one was not the writer).
+    pub fn forget_tails(&mut self) {
+        self.last.clear();
     }
 
     /// Bytes on disk in all.
@@ -328,8 +351,12 @@ mod tests {
             .append(&[change("a.example.com", t0 + 5_000, Served::Unanswered)])
             .unwrap();
         assert_eq!(store.read("a.example.com").unwrap().len(), 3);
-        store.mark_alive(t0 + 6_000).unwrap();
-        assert_eq!(store.alive(), Some(t0 + 6_000));
+        store.mark_alive(t0 + 6_000, "ho-0").unwrap();
+        let mark = Mark {
+            at: t0 + 6_000,
+            by: "ho-0".into(),
+        };
+        assert_eq!(store.alive(), Some(mark));
     }
 
     #[test]
