@@ -108,6 +108,10 @@ pub enum Event {
         /// The CNAME the server answered, when it answered one.
         #[serde(skip_serializing_if = "Option::is_none")]
         served_host: Option<String>,
+        /// The error code the server answered instead of records (`SERVFAIL`, `REFUSED`):
+        /// it served nothing.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        served_rcode: Option<String>,
         /// What was decided.
         intended: Vec<IpAddr>,
     },

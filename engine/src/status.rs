@@ -432,6 +432,10 @@ pub struct StaleName {
     /// The CNAME the server answered, when it answered one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub served_host: Option<String>,
+    /// The error code the server answered instead of records (`SERVFAIL`, `REFUSED`):
+    /// it served nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_rcode: Option<String>,
     /// What was decided.
     pub intended: Vec<IpAddr>,
     /// Since when it differs.

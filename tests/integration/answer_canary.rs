@@ -4,7 +4,8 @@
 //! address again (a stale back end), the gateway heals, an operator drains the other one —
 //! and the ledger's seconds of "served a dead address" and of maintenance are compared with
 //! the script's own clock; the stale back end must be reported within the grace plus one
-//! canary period. A restart on the same `state_dir` keeps every interval.
+//! canary period. A restart on the same `state_dir` keeps every interval. A back end that
+//! refuses the name is "unanswered".
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
@@ -201,6 +202,67 @@ async fn the_ledger_matches_a_scripted_night_and_the_canary_reports_a_stale_back
     let badge = api_get(api, &format!("/badge/{NAME}/30d.svg")).await;
     assert!(badge.starts_with("<svg") && badge.contains('%'), "{badge}");
     drop((g1, g2));
+}
+
+/// A back end that answers REFUSED (PowerDNS once its zone is deleted) hands resolvers
+/// nothing: the canary reports the name stale with the error code, and the ledger counts
+/// it unanswered from the deletion until the zone is back (within one probe interval plus
+/// one canary period of the script's clock).
+#[actix_rt::test]
+async fn a_back_end_refusing_the_name_answers_nothing() {
+    let pdns = PdnsServer::start(&format!("{ZONE}."));
+    let (g1, g2) = (gateway(), gateway());
+    let dir = tempfile::tempdir().unwrap();
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let text = config(&pdns, server, [&g1, &g2], &dir.path().join("state"));
+    let engine = start_engine(dir.path(), &text).await;
+    let api = serve_api(&engine, None, None).await;
+    let both = vec![ip(&g1), ip(&g2)];
+    pdns.wait_for_answer(NAME, "A", &both).await;
+    wait_questions(api, "pdns", "match", 1.0).await;
+    let start = SystemTime::now();
+
+    let zone = format!("/api/v1/servers/localhost/zones/{ZONE}.");
+    let (code, body) = pdns.api("DELETE", &zone, "");
+    assert_eq!(code, 204, "{body}");
+    let deleted = SystemTime::now();
+    wait_stale(api, "pdns", &[NAME.to_owned()], true).await;
+    let stale = canary_stale(api, "pdns").await;
+    assert_eq!(
+        (&stale[0]["served"], &stale[0]["served_rcode"]),
+        (&serde_json::json!([]), &"REFUSED".into()),
+        "{stale:?}"
+    );
+    wait_questions(api, "pdns", "differs", 3.0).await;
+    let records: Vec<serde_json::Value> = (both.iter())
+        .map(|a| serde_json::json!({"content": a, "disabled": false}))
+        .collect();
+    let again = serde_json::json!({
+        "name": format!("{ZONE}."), "kind": "Native", "nameservers": [],
+        "rrsets": [{"name": format!("{NAME}."), "type": "A", "ttl": 5, "changetype": "REPLACE", "records": records}],
+    });
+    let (code, body) = pdns.api(
+        "POST",
+        "/api/v1/servers/localhost/zones",
+        &again.to_string(),
+    );
+    assert_eq!(code, 201, "{body}");
+    pdns.wait_for_answer(NAME, "A", &both).await;
+    let truth = deleted.elapsed().unwrap();
+    wait_stale(api, "pdns", &[NAME.to_owned()], false).await;
+
+    let night = figures(api, start, SystemTime::now()).await;
+    let unanswered = secs(&night, "seconds_unanswered");
+    println!(
+        "refused: unanswered {unanswered:.3} s in the ledger, script {:.3} s",
+        truth.as_secs_f64()
+    );
+    assert!(
+        (unanswered - truth.as_secs_f64()).abs() <= (INTERVAL + EVERY).as_secs_f64(),
+        "{night}"
+    );
+    assert_eq!(secs(&night, "seconds_dead_address"), 0.0, "{night}");
+    drop(engine);
 }
 
 /// A `geo` name is asked as a client in each location (EDNS Client Subnet), from the

@@ -26,8 +26,8 @@ pub enum AskError {
     /// An answer that does not parse.
     #[error("unreadable answer: {0}")]
     Unreadable(String),
-    /// An answer with an error code other than NXDOMAIN (SERVFAIL, REFUSED, ...): the
-    /// server does not hold the name; not the same as an empty answer.
+    /// An answer with an error code that says the question was not understood (FORMERR,
+    /// NOTIMP, ...): nothing is known of what the name serves.
     #[error("rcode {0}")]
     Rcode(String),
 }
@@ -40,6 +40,19 @@ pub struct Answered {
     pub addresses: Vec<IpAddr>,
     /// The CNAME at the name asked (its target, lower case, no trailing dot).
     pub cname: Option<String>,
+    /// SERVFAIL or REFUSED: the server holds no answer for the name, which a resolver
+    /// that has only this server passes on as a failure: the name answers nothing.
+    pub failed: Option<&'static str>,
+}
+
+impl Answered {
+    /// The server answered error code `rcode` instead of records.
+    fn failed(rcode: &'static str) -> Answered {
+        Answered {
+            failed: Some(rcode),
+            ..Answered::default()
+        }
+    }
 }
 
 /// Asks one server, over one UDP socket kept for every question (opened again after an
@@ -59,8 +72,8 @@ impl Asker {
     }
 
     /// What the server answers for `name` (`A` or `AAAA`), asked as a client in `client`
-    /// (EDNS Client Subnet) when given: its addresses (NXDOMAIN and NODATA answer none) and
-    /// the CNAME at `name`, if there is one.
+    /// (EDNS Client Subnet) when given: its addresses (NXDOMAIN, NODATA, SERVFAIL and
+    /// REFUSED answer none) and the CNAME at `name`, if there is one.
     pub async fn answer(
         &mut self,
         name: &str,
@@ -96,6 +109,8 @@ impl Asker {
         };
         match answer.metadata.response_code {
             ResponseCode::NoError | ResponseCode::NXDomain => {}
+            ResponseCode::ServFail => return Ok(Answered::failed("SERVFAIL")),
+            ResponseCode::Refused => return Ok(Answered::failed("REFUSED")),
             other => return Err(AskError::Rcode(other.to_string())),
         }
         let cname = answer.answers.iter().find_map(|r| match &r.data {
@@ -119,7 +134,11 @@ impl Asker {
             .collect();
         addresses.sort();
         addresses.dedup();
-        Ok(Answered { addresses, cname })
+        Ok(Answered {
+            addresses,
+            cname,
+            failed: None,
+        })
     }
 
     async fn exchange(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {

@@ -43,6 +43,8 @@ pub(super) struct Served {
     pub addresses: Arc<[IpAddr]>,
     /// The CNAME at the name, if it answered one.
     pub host: Option<String>,
+    /// The error code a DNS server answered instead (SERVFAIL, REFUSED): served nothing.
+    pub failed: Option<String>,
 }
 
 /// Why nothing usable was read.
@@ -122,6 +124,7 @@ impl Reader {
                 Ok(Served {
                     addresses: held.addresses.into(),
                     host: held.host,
+                    failed: None,
                 })
             }
         }
@@ -137,16 +140,22 @@ async fn ask_dns(asker: &mut ask::Asker, q: &Question<'_>) -> Result<Served, ask
     let mut answered = asker
         .answer(&qname, RecordType::A, q.client, DEADLINE)
         .await?;
-    if q.v6 && answered.cname.is_none() {
+    if q.v6 && answered.cname.is_none() && answered.failed.is_none() {
         let more = asker
             .answer(&qname, RecordType::AAAA, q.client, DEADLINE)
             .await?;
         answered.addresses.extend(more.addresses);
         answered.cname = more.cname;
+        answered.failed = more.failed;
     }
     answered.addresses.sort();
+    if answered.failed.is_some() {
+        answered.addresses.clear();
+        answered.cname = None;
+    }
     Ok(Served {
         addresses: answered.addresses.into(),
         host: answered.cname,
+        failed: answered.failed.map(str::to_owned),
     })
 }

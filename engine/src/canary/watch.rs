@@ -287,7 +287,7 @@ impl SinkCanary {
             .clone();
         if stale {
             gauge.inc();
-            tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
+            tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, served_rcode = ?served.failed, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
             gauge.dec();
         }
@@ -300,6 +300,7 @@ impl SinkCanary {
             stale,
             served: served.addresses.to_vec(),
             served_host: served.host.clone(),
+            served_rcode: served.failed.clone(),
             intended: intended.addresses.to_vec(),
         });
         let geo = w.vantage.as_ref().map(|v| v.geo.clone());
@@ -312,6 +313,7 @@ impl SinkCanary {
                     tenant: w.tenant.clone(),
                     served: served.addresses.to_vec(),
                     served_host: served.host.clone(),
+                    served_rcode: served.failed.clone(),
                     intended: intended.addresses.to_vec(),
                     since: crate::clock::at_unix_millis(since),
                 });
