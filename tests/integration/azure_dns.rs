@@ -224,3 +224,18 @@ async fn tenants_changing_at_once_share_listings() {
     );
     assert_eq!(load(&server.tokens_issued), 1, "the token is kept");
 }
+
+/// Azure DNS's zone is read through its listing by the canary: records the provider lost
+/// make the name stale, served nothing; put back by hand, the report is withdrawn.
+#[actix_rt::test]
+async fn the_canary_reads_the_zone_through_its_listing() {
+    let server = AzureDns::start("tenant-a.io").await;
+    listing_canary_sees_lost_records(
+        "az",
+        &format!("[sinks.az]\n{}", managed_identity_keys(&server)),
+        &gateways(2),
+        || server.lose("api.tenant-a.io"),
+        |address| server.insert("A", "api.tenant-a.io", address),
+    )
+    .await;
+}

@@ -217,3 +217,18 @@ async fn tenants_changing_at_once_share_rounds() {
     );
     assert_eq!(load(&server.tokens_issued), 1, "the token is kept");
 }
+
+/// Cloud DNS's zone is read through its listing by the canary: records the provider lost
+/// make the name stale, served nothing; put back by hand, the report is withdrawn.
+#[actix_rt::test]
+async fn the_canary_reads_the_zone_through_its_listing() {
+    let server = GoogleDns::start("tenant-a.io").await;
+    listing_canary_sees_lost_records(
+        "gc",
+        &sink_table(&server, None),
+        &gateways(2),
+        || server.lose("api.tenant-a.io"),
+        |address| server.insert("A", "api.tenant-a.io", address),
+    )
+    .await;
+}

@@ -3,6 +3,7 @@
 //! the test, TLS material.
 
 mod config;
+mod listing_canary;
 mod net;
 mod netns;
 mod pki;
@@ -21,6 +22,7 @@ use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
 pub use config::{Check, TestConfig};
+pub use listing_canary::listing_canary_sees_lost_records;
 pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};
 pub use netns::{run_checked, VethNamespace};
 pub use pki::{test_pki, test_pki_with, TestPki};
