@@ -33,15 +33,14 @@ struct Replica {
 }
 
 impl Replica {
-    /// Replica `name`; with `ledger`, it keeps its own `state_dir` and ledger, records while
-    /// on standby (`[ledger] standbys_record`), its canary asks PowerDNS every 200 ms and it
+    /// Replica `name`; with a `ledger`, its canary asks PowerDNS every 200 ms and it
     /// reconciles PowerDNS hourly (not every second).
     fn start(
         name: &str,
         kube: SocketAddr,
         pdns: &PdnsServer,
         gws: &[Gateway],
-        ledger: bool,
+        ledger: &Ledger,
     ) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let token = format!("test-{name}");
@@ -49,7 +48,11 @@ impl Replica {
         let api = SocketAddr::new(loopback_ip().into(), 8080);
         let hosts = dir.path().join("hosts");
         // With its own ledger, a hand edit stays until the test undoes it.
-        let reconcile = if ledger { "1h" } else { "1s" };
+        let reconcile = if matches!(ledger, Ledger::None) {
+            "1s"
+        } else {
+            "1h"
+        };
         let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
             .set("api.listen", api.to_string())
             .with(&format!(
@@ -64,16 +67,20 @@ impl Replica {
                 pdns.key_file().display().to_string(),
                 hosts.display().to_string()
             ));
-        let config = if ledger {
-            config.with(&format!(
-                "state_dir = {:?}\n[ledger]\nstandbys_record = true\n\n\
+        let (state, standbys_record) = match ledger {
+            Ledger::None => (None, false),
+            Ledger::Own => (Some(dir.path().join("state")), true),
+            Ledger::Shared(state) => (Some(state.clone()), false),
+        };
+        let config = match state {
+            Some(state) => config.with(&format!(
+                "state_dir = {:?}\n[ledger]\nstandbys_record = {standbys_record}\n\n\
                  [sinks.pdns.canary]\naddress = \"{}:{DNS_PORT}\"\nevery = \"{}ms\"\ngrace = \"1s\"\n",
-                dir.path().join("state").display().to_string(),
+                state.display().to_string(),
                 pdns.ip,
                 CANARY_EVERY.as_millis()
-            ))
-        } else {
-            config
+            )),
+            None => config,
         };
         let mut cmd = run_config(dir.path(), &config);
         cmd.env("RUST_LOG", "info");
@@ -149,16 +156,25 @@ struct Setup {
     kube_addr: SocketAddr,
 }
 
-/// The setup with replica `a` leading and `b` on standby (each with its own ledger when
-/// `ledger`).
-async fn two_replicas(ledger: bool) -> (Setup, Replica, Replica) {
+/// Where a replica keeps its availability ledger.
+enum Ledger {
+    /// Nowhere (no `state_dir`).
+    None,
+    /// In a `state_dir` of its own, recording on standby too (`[ledger] standbys_record`).
+    Own,
+    /// In a `state_dir` every replica mounts: only the writer records.
+    Shared(PathBuf),
+}
+
+/// The setup with replica `a` leading and `b` on standby, each keeping `ledger`.
+async fn two_replicas(ledger: Ledger) -> (Setup, Replica, Replica) {
     let pdns = PdnsServer::start(ZONE);
     let gws = gateways(2);
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
-    let a = Replica::start("a", kube_addr, &pdns, &gws, ledger);
+    let a = Replica::start("a", kube_addr, &pdns, &gws, &ledger);
     a.wait_for_role("leader").await;
-    let b = Replica::start("b", kube_addr, &pdns, &gws, ledger);
+    let b = Replica::start("b", kube_addr, &pdns, &gws, &ledger);
     b.wait_for_role("standby").await;
     let all: Vec<String> = gws.iter().map(ip).collect();
     pdns.wait_for_answer("api.tenant-a.io", "A", &all).await;
@@ -200,7 +216,7 @@ async fn one_replica_writes_and_a_killed_leader_is_replaced() {
         },
         a,
         b,
-    ) = two_replicas(false).await;
+    ) = two_replicas(Ledger::None).await;
     gws[0].set(Behaviour::Refuse).unwrap();
     let second = vec![ip(&gws[1])];
     pdns.wait_for_answer("api.tenant-a.io", "A", &second).await;
@@ -241,7 +257,13 @@ async fn one_replica_writes_and_a_killed_leader_is_replaced() {
             .await;
         gws[1].set(Behaviour::Healthy).unwrap();
         let name = if trial % 2 == 0 { "c" } else { "d" };
-        let fresh = Replica::start(&format!("{name}{trial}"), kube_addr, &pdns, &gws, false);
+        let fresh = Replica::start(
+            &format!("{name}{trial}"),
+            kube_addr,
+            &pdns,
+            &gws,
+            &Ledger::None,
+        );
         fresh.wait_for_role("standby").await;
         (leader, standby) = (standby, fresh);
     }
@@ -268,7 +290,7 @@ async fn an_api_outage_fences_the_leader_until_one_reacquires() {
         },
         a,
         b,
-    ) = two_replicas(false).await;
+    ) = two_replicas(Ledger::None).await;
     kube.set_unavailable(true);
     let out = Instant::now();
     a.wait_for_role("standby").await;
@@ -307,7 +329,7 @@ async fn an_api_outage_fences_the_leader_until_one_reacquires() {
 /// its next attempt instead of after lease_duration.
 #[tokio::test]
 async fn sigterm_hands_the_lease_over_at_once() {
-    let (setup, mut a, b) = two_replicas(false).await;
+    let (setup, mut a, b) = two_replicas(Ledger::None).await;
     let kube = &setup.kube;
     let before = b.pdns_writes().await;
     let mut process = a.process.take().unwrap();
@@ -337,7 +359,7 @@ async fn a_partitioned_old_leader_never_writes_again() {
         },
         a,
         b,
-    ) = two_replicas(false).await;
+    ) = two_replicas(Ledger::None).await;
     kube.set_partitioned(&a.token, true);
     b.wait_for_role("leader").await;
     let writes_a = a.pdns_writes().await;
@@ -358,14 +380,27 @@ async fn a_partitioned_old_leader_never_writes_again() {
 
 /// Replicas with a `state_dir` each and `[ledger] standbys_record`: the standby keeps a
 /// ledger of its own from what its canary sees PowerDNS answer and what it writes to its
-/// own hosts file. A gateway is down; PowerDNS is edited by hand to serve it again for
-/// four of each canary's questions, then put back, once under each leader. After the first
-/// leader is killed, the new writer's ledger holds the stretch served under the old one
-/// (within one probe interval plus one canary period of the script's, as the old leader's
-/// own does), continues across the takeover with no unknown time, and records the next.
+/// own hosts file, so the new writer's ledger holds the time before it took over.
 #[tokio::test]
 async fn a_new_writer_with_a_state_dir_of_its_own_continues_the_ledger() {
-    let (Setup { pdns, mut gws, .. }, mut a, b) = two_replicas(true).await;
+    a_new_writer_continues_the_ledger(Ledger::Own).await;
+}
+
+/// Replicas mounting one `state_dir`: only the writer records; the new writer appends what
+/// it saw since the old one's last record, so the ledger has no gap.
+#[tokio::test]
+async fn a_new_writer_sharing_the_state_dir_continues_the_ledger() {
+    let shared = tempfile::tempdir().unwrap();
+    a_new_writer_continues_the_ledger(Ledger::Shared(shared.path().to_owned())).await;
+}
+
+/// A gateway is down; PowerDNS is edited by hand to serve it again for four of each
+/// canary's questions, then put back, once under each leader. Both replicas' ledgers hold
+/// the first stretch within one probe interval plus one canary period of the script's;
+/// after the first leader is killed, the new writer's ledger continues across the takeover
+/// with no unknown time and records the next.
+async fn a_new_writer_continues_the_ledger(ledger: Ledger) {
+    let (Setup { pdns, mut gws, .. }, mut a, b) = two_replicas(ledger).await;
     gws[0].set(Behaviour::Refuse).unwrap();
     let (all, up): (Vec<String>, Vec<String>) = (gws.iter().map(ip).collect(), vec![ip(&gws[1])]);
     pdns.wait_for_answer("api.tenant-a.io", "A", &up).await;
@@ -415,12 +450,23 @@ async fn a_new_writer_with_a_state_dir_of_its_own_continues_the_ledger() {
 
     a.kill();
     b.wait_for_role("leader").await;
-    truth += stale(&[&b]).await;
-    let night = b.availability(start, SystemTime::now()).await;
+    let second = stale(&[&b]).await;
+    truth += second;
+    let end = SystemTime::now();
+    let (after, night) = (
+        b.availability(before, end).await,
+        b.availability(start, end).await,
+    );
     println!(
-        "across the takeover: dead {:.3} s in the new writer's ledger, script {:.3} s",
+        "under the new leader: dead {:.3} s in its ledger, script {:.3} s; across the takeover: {:.3} s, script {:.3} s",
+        dead(&after),
+        second.as_secs_f64(),
         dead(&night),
         truth.as_secs_f64()
+    );
+    assert!(
+        (dead(&after) - second.as_secs_f64()).abs() <= bound,
+        "{after}"
     );
     assert!(
         (dead(&night) - truth.as_secs_f64()).abs() <= 2.0 * bound,
