@@ -9,6 +9,7 @@
 #
 #   bench/dns/dnsperf.sh [ROUNDS] [DURATION]   (after cargo build --profile dist)
 #   DNSSEC=1 bench/dns/dnsperf.sh [ROUNDS] [DURATION]
+#   BIN=path/to/health-orchestrator bench/dns/dnsperf.sh ...   (another build: an A/B)
 #
 # With DNSSEC=1 every query carries the DO bit and every server signs: ours online with
 # one ECDSA P-256 key (`dnssec keygen`), Knot with its default policy (ECDSA P-256 KSK +
@@ -33,7 +34,7 @@ PDNS_PORT=5392
 KNOT_PORT=5393
 PLAIN_PORT=5394
 DNSSEC=${DNSSEC:-0}
-BIN=target/dist/health-orchestrator
+BIN=${BIN:-target/dist/health-orchestrator}
 [[ -x $BIN ]] || { echo "build first: cargo build --profile dist" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "dnsperf is missing (apt-get install dnsperf)" >&2; exit 1; }
 [[ -x /usr/sbin/pdns_server ]] || { echo "pdns_server is missing (apt-get install pdns-server)" >&2; exit 1; }

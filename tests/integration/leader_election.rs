@@ -408,7 +408,9 @@ async fn a_new_writer_continues_the_ledger(ledger: Ledger) {
         wait_for_file(&r.hosts_file(), "gw-0 judged down", |c| addresses(c) == up).await;
     }
     // Both canaries saw PowerDNS drop it: the night starts with the name answered.
-    tokio::time::sleep(2 * CANARY_EVERY).await;
+    for r in [&a, &b] {
+        wait_questions(r.api, "pdns", "match", 2.0).await;
+    }
     let start = SystemTime::now();
     // PowerDNS serves the dead gateway again while the replicas alive ask four times.
     let zone = ZONE.trim_end_matches('.');
