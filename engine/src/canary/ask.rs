@@ -107,38 +107,7 @@ impl Asker {
             }
             Err(_) => return Err(AskError::Timeout(deadline)),
         };
-        match answer.metadata.response_code {
-            ResponseCode::NoError | ResponseCode::NXDomain => {}
-            ResponseCode::ServFail => return Ok(Answered::failed("SERVFAIL")),
-            ResponseCode::Refused => return Ok(Answered::failed("REFUSED")),
-            other => return Err(AskError::Rcode(other.to_string())),
-        }
-        let cname = answer.answers.iter().find_map(|r| match &r.data {
-            RData::CNAME(target) if r.name == qname => Some(
-                target
-                    .0
-                    .to_ascii()
-                    .trim_end_matches('.')
-                    .to_ascii_lowercase(),
-            ),
-            _ => None,
-        });
-        let mut addresses: Vec<IpAddr> = answer
-            .answers
-            .iter()
-            .filter_map(|r| match &r.data {
-                RData::A(a) => Some(IpAddr::V4(a.0)),
-                RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-                _ => None,
-            })
-            .collect();
-        addresses.sort();
-        addresses.dedup();
-        Ok(Answered {
-            addresses,
-            cname,
-            failed: None,
-        })
+        read(&answer, &qname)
     }
 
     async fn exchange(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {
@@ -174,6 +143,42 @@ impl Asker {
             }
         }
     }
+}
+
+/// What `answer` to a question for `qname` says the name serves.
+fn read(answer: &Message, qname: &Name) -> Result<Answered, AskError> {
+    match answer.metadata.response_code {
+        ResponseCode::NoError | ResponseCode::NXDomain => {}
+        ResponseCode::ServFail => return Ok(Answered::failed("SERVFAIL")),
+        ResponseCode::Refused => return Ok(Answered::failed("REFUSED")),
+        other => return Err(AskError::Rcode(other.to_string())),
+    }
+    let cname = answer.answers.iter().find_map(|r| match &r.data {
+        RData::CNAME(target) if r.name == *qname => Some(
+            target
+                .0
+                .to_ascii()
+                .trim_end_matches('.')
+                .to_ascii_lowercase(),
+        ),
+        _ => None,
+    });
+    let mut addresses: Vec<IpAddr> = answer
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+            _ => None,
+        })
+        .collect();
+    addresses.sort();
+    addresses.dedup();
+    Ok(Answered {
+        addresses,
+        cname,
+        failed: None,
+    })
 }
 
 async fn over_tcp(server: SocketAddr, query: &[u8]) -> Result<Message, AskError> {

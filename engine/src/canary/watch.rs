@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::read::{Question, Reader, Served, Source};
+use super::read::{Question, ReadError, Reader, Served, Source};
 use super::{Intended, Observation, Shared};
 use crate::events::Event;
 use crate::metrics::{SinkLabel, SinkResultLabels};
@@ -189,12 +189,7 @@ impl SinkCanary {
         let served = match reader.served(&shared.listings, &question).await {
             Ok(served) => served,
             Err(e) => {
-                self.count(shared, "error");
-                self.status(shared, |s| {
-                    s.queries += 1;
-                    s.errors += 1;
-                    s.last_error = Some(format!("{}{}: {e}", w.name, asked_from(w)));
-                });
+                self.failed(shared, w, &e);
                 return Instant::now() + self.period();
             }
         };
@@ -234,6 +229,16 @@ impl SinkCanary {
             p.fast = (p.fast * 2).min(self.period());
             Instant::now() + wait
         }
+    }
+
+    /// Name `w`'s question got no usable answer: counted, and the last error kept.
+    fn failed(&self, shared: &Shared, w: &Watched, e: &ReadError) {
+        self.count(shared, "error");
+        self.status(shared, |s| {
+            s.queries += 1;
+            s.errors += 1;
+            s.last_error = Some(format!("{}{}: {e}", w.name, asked_from(w)));
+        });
     }
 
     /// Name `w` is served as decided: the propagation of a new decision is measured and a

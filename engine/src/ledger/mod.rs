@@ -4,11 +4,11 @@
 //! observations ([`book`]), kept as changes (not samples) under `<state_dir>/ledger/`
 //! ([`store`]) for `ledger.retention`, and read back as availability figures ([`tally`]).
 //!
-//! With several replicas only the writer (the holder of the writer Lease) records; each
-//! replica works the conditions out all the time, so a new writer continues from what it
-//! knows at once. The files are the shared store: replicas that share `state_dir` (a
-//! volume mounted by each) continue one ledger; replicas with a folder each keep a ledger
-//! of the time each was the writer.
+//! With several replicas every one works the conditions out all the time; the writer (the
+//! holder of the writer Lease) records, and with `[ledger] standbys_record` (a `state_dir`
+//! each) the standbys record their own view too. A replica that starts recording first
+//! appends what it saw since the folder's last record (module `handover`), so a new writer
+//! continues the ledger whether the replicas share one folder or keep one each.
 
 pub mod book;
 mod handover;
