@@ -43,7 +43,8 @@ pub(super) struct Served {
     pub addresses: Arc<[IpAddr]>,
     /// The CNAME at the name, if it answered one.
     pub host: Option<String>,
-    /// The error code a DNS server answered instead (SERVFAIL, REFUSED): served nothing.
+    /// The error code a DNS server answered instead of records (SERVFAIL, REFUSED): to the
+    /// `A` question, the name served nothing; to the `AAAA` one, its IPv4 addresses stand.
     pub failed: Option<String>,
 }
 
@@ -149,10 +150,6 @@ async fn ask_dns(asker: &mut ask::Asker, q: &Question<'_>) -> Result<Served, ask
         answered.failed = more.failed;
     }
     answered.addresses.sort();
-    if answered.failed.is_some() {
-        answered.addresses.clear();
-        answered.cname = None;
-    }
     Ok(Served {
         addresses: answered.addresses.into(),
         host: answered.cname,
