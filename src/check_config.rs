@@ -46,7 +46,10 @@ fn resolved(plan: Plan) -> Result<Plan, ExitCode> {
         .enable_all()
         .build()
         .expect("a runtime for the lookups");
-    match runtime.block_on(ho_engine::hosts::check(&plan)) {
+    match runtime.block_on(ho_engine::hosts::check(
+        &plan,
+        std::sync::Arc::new(ho_dns::Client),
+    )) {
         Ok(()) => Ok(plan),
         Err(e) => {
             eprintln!("{e}");

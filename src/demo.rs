@@ -177,7 +177,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(&config_file, config_text(&dir, &gateways, dns))?;
         let plan = ho_kinds::load_plan(&[&config_file]).map_err(|e| anyhow::anyhow!("{e}"))?;
         let started = Instant::now();
-        let engine = Engine::start(plan, std::sync::Arc::new(ho_kinds::Sinks::default())).await?;
+        let engine = Engine::start(plan, ho_kinds::parts(ho_kinds::Sinks::default())).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let api_url = format!("http://{}", listener.local_addr()?);
         actix::spawn(ho_engine::api::serve(listener, engine.api_state(Default::default())));

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use ho_config::{CheckCatalog, CheckOverrides, Target};
-use ho_engine::probe::{parse_url, Checks, Probe, ProbeContext};
+use ho_engine::probe::{Probe, ProbeContext};
+use ho_kinds::CHECK_KINDS;
 
 /// Arguments of `probe`.
 #[derive(clap::Args)]
@@ -124,7 +125,9 @@ impl ProbeArgs {
 
 /// Probes once; exit 0 if healthy, 1 if not.
 pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
-    let parsed = parse_url(&args.target).map_err(anyhow::Error::msg)?;
+    let parsed = CHECK_KINDS
+        .parse_url(&args.target)
+        .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -145,11 +148,11 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         };
         let mut overrides = args.check(parsed.check, host)?;
         let kind = overrides.kind.clone().unwrap_or_default();
-        let uses_port = Checks.uses_port(&kind);
+        let uses_port = CHECK_KINDS.uses_port(&kind);
         if uses_port {
             overrides.port = Some(parsed.port);
         }
-        let check = ho_config::resolve_standalone_check(&overrides, &Checks)
+        let check = ho_config::resolve_standalone_check(&overrides, &CHECK_KINDS)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let target = Target {
             address,

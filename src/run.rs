@@ -76,8 +76,8 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
         let ring = plan.ring.clone();
         let kubernetes = plan.kubernetes.clone();
         let plan_state_dir = plan.state_dir.clone();
-        let sinks = Arc::new(ho_kinds::Sinks::default());
-        let mut engine = match Engine::start_with(plan, sinks, metrics).await {
+        let parts = ho_kinds::parts(ho_kinds::Sinks::default());
+        let mut engine = match Engine::start_with(plan, parts, metrics).await {
             Ok(engine) => engine,
             // What the preflight could not see (a socket the DNS server cannot bind, a state
             // file changed since) is a config problem too.

@@ -1,4 +1,4 @@
-//! The engine facade: builds the probes and (through a [`SinkFactory`]) the sinks, starts
+//! The engine facade: builds the probes and (through the [`Parts`] it is handed) the sinks, starts
 //! the sink actors, the tracker and one prober per target spread over one arbiter (thread)
 //! per core; applies config reloads as a diff. Its actors stay private.
 
@@ -14,6 +14,7 @@ use tracing::info;
 
 use crate::api::{ApiState, ApiTokens};
 use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
+use crate::dns_client::DnsClient;
 use crate::drain::DrainStore;
 use crate::events::Events;
 use crate::heartbeats::Heartbeats;
@@ -144,12 +145,22 @@ pub struct Engine {
     ring: Option<RingHandle>,
 }
 
+/// What the crates above the engine hand it (`ho_kinds::parts` makes it): how to build the
+/// sinks of every kind, and how to ask DNS servers (`ho-dns`).
+#[derive(Clone)]
+pub struct Parts {
+    /// Builds the sinks, at start and on every reload.
+    pub sinks: Arc<dyn SinkFactory>,
+    /// Looks endpoints' host names up and asks the canaries' questions.
+    pub dns: Arc<dyn DnsClient>,
+}
+
 impl Engine {
-    /// Starts everything for `plan`, building its sinks with `factory`. Must run inside an
+    /// Starts everything for `plan`, building its sinks with `parts`. Must run inside an
     /// actix system; the tracker and the sink actors live on the current arbiter, probers
     /// on their own arbiters.
-    pub async fn start(plan: Plan, factory: Arc<dyn SinkFactory>) -> Result<Engine, EngineError> {
-        Engine::start_with(plan, factory, Arc::new(Metrics::new())).await
+    pub async fn start(plan: Plan, parts: Parts) -> Result<Engine, EngineError> {
+        Engine::start_with(plan, parts, Arc::new(Metrics::new())).await
     }
 
     /// Whether the state files a start reads (what operators set: `drains.json`) can be
@@ -162,13 +173,13 @@ impl Engine {
     /// dropped spans in them).
     pub async fn start_with(
         plan: Plan,
-        factory: Arc<dyn SinkFactory>,
+        parts: Parts,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
-        factory.register_metrics(&metrics);
-        let prepared = Prepared::of(plan, &metrics).await?;
+        parts.sinks.register_metrics(&metrics);
+        let prepared = Prepared::of(plan, &metrics, parts.dns.clone()).await?;
         let plan = Arc::new(prepared.plan);
-        let started = Deciding::start(&plan, &*factory, &metrics, prepared.kept).await?;
+        let started = Deciding::start(&plan, &parts, &metrics, prepared.kept).await?;
         let (deciders, leadership, events) = (started.deciders, started.leadership, started.events);
         let (ring, sink_actors) = (started.ring, started.sinks);
         let ownership = ring.as_ref().map(|r| r.ownership.clone());
@@ -182,7 +193,7 @@ impl Engine {
             sinks: sink_actors,
             api_sinks: api_sinks.clone(),
             metrics: metrics.clone(),
-            factory,
+            factory: parts.sinks,
             plan: shared_plan.clone(),
             probers,
             leadership: leadership.clone(),

@@ -19,6 +19,7 @@ pub mod clock;
 mod composite;
 mod damping;
 mod delivery;
+pub mod dns_client;
 mod drain;
 mod events;
 pub mod heartbeats;
@@ -49,4 +50,4 @@ mod engine;
 mod outbox;
 
 pub use drain::{Forced, OperatorState};
-pub use engine::{Adopter, Engine, EngineError, ReloadSummary};
+pub use engine::{Adopter, Engine, EngineError, Parts, ReloadSummary};

@@ -1,6 +1,7 @@
 //! Every kind the program knows, in one place: the sink kinds of `ho-dns`, `ho-sinks` and
-//! `ho-kube` and the engine's check kinds, as validation ([`CATALOG`], [`load_plan`]), the
-//! engine ([`Sinks`], the sink factory), `check-config` ([`preflight`]) and editors
+//! `ho-kube` and the check kinds of the engine and `ho-dns`, as validation ([`CATALOG`],
+//! [`load_plan`]), the engine ([`parts`]: the sink factory and the DNS client),
+//! `check-config` ([`preflight`]), `probe` URLs ([`CHECK_KINDS`]) and editors
 //! ([`schema::config_schema`]) take them. Adding a sink kind is: its folder in the crate
 //! that speaks its protocol (its settings type implementing
 //! [`ho_engine::sink::kind::SinkSettings`], the writer beside it), one line in
@@ -21,6 +22,22 @@
 //! | `azure_dns` | `ho-sinks` |
 //! | `external_dns_webhook` | `ho-sinks` |
 //! | `dns_endpoint` | `ho-kube` |
+//!
+//! Adding a check kind is its settings type implementing
+//! [`ho_engine::probe::CheckSettings`] in the crate that speaks its protocol, and one line
+//! in [`CHECK_KINDS`].
+//!
+//! | check kind | crate |
+//! |---|---|
+//! | `http` | `ho-engine` |
+//! | `https` | `ho-engine` |
+//! | `tcp` | `ho-engine` |
+//! | `dns` | `ho-dns` |
+//! | `grpc` | `ho-engine` |
+//! | `grpcs` | `ho-engine` |
+//! | `icmp` | `ho-engine` |
+//! | `heartbeat` | `ho-engine` |
+//! | `feed` | `ho-engine` |
 
 pub mod schema;
 
@@ -29,9 +46,11 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use ho_config::{FieldError, Kinds, Plan};
 use ho_engine::metrics::Metrics;
+use ho_engine::probe::{kinds, CheckList};
 use ho_engine::secret::Secret;
 use ho_engine::sink::kind::{BuildContext, Extensions, KindList, Registered};
 use ho_engine::sink::{BuildFuture, SinkBuildError, SinkFactory};
+use ho_engine::Parts;
 
 /// Every sink kind this program knows, in the order error messages list them.
 pub const SINK_KINDS: KindList = KindList(&[
@@ -49,12 +68,33 @@ pub const SINK_KINDS: KindList = KindList(&[
     &Registered::<ho_kube::DnsEndpointConfig>::KIND,
 ]);
 
-/// The component kinds of this program, as validation takes them: every sink kind and the
-/// engine's check kinds.
+/// Every check kind this program knows, in the order error messages list them.
+pub const CHECK_KINDS: CheckList = CheckList(&[
+    kinds::HTTP,
+    kinds::HTTPS,
+    kinds::TCP,
+    ho_dns::DNS_CHECK,
+    kinds::GRPC,
+    kinds::GRPCS,
+    kinds::ICMP,
+    kinds::HEARTBEAT,
+    kinds::FEED,
+]);
+
+/// The component kinds of this program, as validation takes them: every sink kind and
+/// every check kind.
 pub const CATALOG: Kinds<'static> = Kinds {
     sinks: &SINK_KINDS,
-    checks: &ho_engine::probe::Checks,
+    checks: &CHECK_KINDS,
 };
+
+/// What the engine is handed: `sinks` builds the sinks, `ho-dns` asks DNS servers.
+pub fn parts(sinks: Sinks) -> Parts {
+    Parts {
+        sinks: Arc::new(sinks),
+        dns: Arc::new(ho_dns::Client),
+    }
+}
 
 /// Builds the sinks for the engine, at start and on every reload.
 #[derive(Default)]

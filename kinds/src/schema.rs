@@ -55,7 +55,7 @@ pub fn config_schema() -> Value {
     let check = definitions
         .get_mut("CheckOverrides")
         .expect("the check table is a definition");
-    ho_engine::probe::with_check_fields(check, SchemaSettings::draft07());
+    crate::CHECK_KINDS.with_check_fields(check, SchemaSettings::draft07());
     check["additionalProperties"] = json!(false);
     definitions.insert(
         "SinkTable".into(),

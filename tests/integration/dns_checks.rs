@@ -138,7 +138,7 @@ async fn dns_check_keys_are_checked_where_they_are_written() {
             .with("query_type", "BOGUS")
             .with("expect_rcode", "FINE")
             .with("path", "/healthz"),
-        &ho_engine::probe::Checks,
+        &ho_kinds::CHECK_KINDS,
     )
     .unwrap_err()
     .to_string();

@@ -7,7 +7,6 @@
 //! traffic stays between the two ends of the pair.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ho_testkit::Behaviour;
@@ -158,7 +157,8 @@ async fn queries_crossing_the_interface_are_answered_through_xdp_and_follow_heal
     std::fs::write(&file, &text).unwrap();
     let plan = ho_kinds::load_plan(&[&file]).unwrap();
     let aws = crate::fakes::route53::sdk_config();
-    let refused = ho_engine::Engine::start(plan, Arc::new(ho_kinds::Sinks::with_aws(aws))).await;
+    let refused =
+        ho_engine::Engine::start(plan, ho_kinds::parts(ho_kinds::Sinks::with_aws(aws))).await;
     let error = refused
         .err()
         .expect("a second XDP program is refused")

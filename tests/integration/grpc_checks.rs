@@ -11,7 +11,7 @@ use ho_engine::probe::{Failure, Probe, ProbeContext, ProbeResult};
 use crate::harness::{binary, probe_within, test_pki};
 use crate::services::grpc_health::GrpcHealth;
 use ho_config::Target;
-use ho_engine::probe::Checks;
+use ho_kinds::CHECK_KINDS as Checks;
 
 async fn probe(server: &GrpcHealth, check: CheckOverrides) -> ProbeResult {
     // grpcio's first call on a connection takes a few ms more than later ones.

@@ -141,8 +141,7 @@ async fn a_name_that_never_resolved_stops_the_start() {
     let file = dir.path().join("config.toml");
     std::fs::write(&file, config(&pdns, dir.path())).unwrap();
     let plan = ho_kinds::load_plan(&[&file]).unwrap();
-    let started =
-        ho_engine::Engine::start(plan, std::sync::Arc::new(ho_kinds::Sinks::default())).await;
+    let started = ho_engine::Engine::start(plan, ho_kinds::parts(ho_kinds::Sinks::default())).await;
     let Err(e) = started else {
         panic!("started without the name's addresses");
     };

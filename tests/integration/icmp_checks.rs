@@ -92,7 +92,7 @@ async fn an_icmp_check_takes_no_port() {
             interval: Some(Duration::from_secs(1)),
             ..CheckOverrides::of_kind("icmp")
         },
-        &ho_engine::probe::Checks,
+        &ho_kinds::CHECK_KINDS,
     )
     .unwrap_err()
     .to_string();

@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ho_config::{CheckOverrides, Target};
-use ho_engine::probe::{Checks, Failure, KeptConnection, Probe, ProbeContext};
+use ho_engine::probe::{Failure, KeptConnection, Probe, ProbeContext};
+use ho_kinds::CHECK_KINDS as Checks;
 use ho_testkit::{Behaviour, Gateway};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;

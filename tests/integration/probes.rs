@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_config::CheckOverrides;
-use ho_engine::probe::{Checks, Failure, ProbeResult};
+use ho_engine::probe::{Failure, ProbeResult};
+use ho_kinds::CHECK_KINDS as Checks;
 use ho_testkit::{Behaviour, Gateway};
 
 use crate::harness::{loopback, loopback_ip, probe_within};

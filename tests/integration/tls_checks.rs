@@ -222,7 +222,7 @@ async fn every_target_resumes_its_tls_session() {
                 .with("path", "/healthz")
                 .with("insecure", true)
         };
-        let spec = ho_config::resolve_standalone_check(&check, &ho_engine::probe::Checks).unwrap();
+        let spec = ho_config::resolve_standalone_check(&check, &ho_kinds::CHECK_KINDS).unwrap();
         targets.push(ho_config::Target {
             address: addr.ip(),
             check: spec.into(),

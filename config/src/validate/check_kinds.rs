@@ -98,19 +98,28 @@ impl<T: PartialEq + Hash + Serialize + Any> SameCheck for T {
     }
 }
 
-/// A check's kind-specific part in the plan: shared, compared and hashed by value.
+/// A check's kind-specific part in the plan: shared, compared and hashed by value. It
+/// carries the registration of the kind that resolved it, so the program that probes it
+/// finds that kind again without a list of kinds of its own (kinds are registered in more
+/// than one crate).
 #[derive(Clone)]
-pub struct KindCheck(Arc<dyn ResolvedCheck>);
+pub struct KindCheck(Arc<dyn ResolvedCheck>, Arc<dyn Any + Send + Sync>);
 
 impl KindCheck {
-    /// Wraps a kind's resolved settings.
-    pub fn new(check: impl ResolvedCheck) -> KindCheck {
-        KindCheck(Arc::new(check))
+    /// Wraps a kind's resolved settings and `origin`, the registration that resolved them
+    /// (compared by neither: the kind's name and settings say it all).
+    pub fn new(check: impl ResolvedCheck, origin: impl Any + Send + Sync) -> KindCheck {
+        KindCheck(Arc::new(check), Arc::new(origin))
     }
 
     /// The resolved settings.
     pub fn get(&self) -> &dyn ResolvedCheck {
         &*self.0
+    }
+
+    /// The registration that resolved the settings, as [`KindCheck::new`] was given it.
+    pub fn origin<T: 'static>(&self) -> Option<&T> {
+        self.1.downcast_ref::<T>()
     }
 
     /// The settings as the kind's own type, for the kind that resolved them.

@@ -21,7 +21,6 @@
 //! addresses of the decision; a CNAME to any other host is stale. What a resolver is handed
 //! through a CNAME is the addresses the host had when last published: the ledger's input.
 
-mod ask;
 mod read;
 mod watch;
 
@@ -33,6 +32,7 @@ use ho_config::{Answer, Plan};
 use tokio::sync::{mpsc, watch as tokio_watch};
 use tokio::task::AbortHandle;
 
+use crate::dns_client::DnsClient;
 use crate::events::{Event, Events};
 use crate::metrics::Metrics;
 use crate::sink::listing::Listings;
@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     pub observations: mpsc::UnboundedSender<Observation>,
     /// The sinks' listings, for canaries that read one.
     pub listings: Listings,
+    /// What asks the DNS servers.
+    pub dns: Arc<dyn DnsClient>,
 }
 
 /// Every sink's canary as `/status` shows it; cheap to clone.
@@ -109,11 +111,12 @@ impl Board {
 /// Starts the canaries of `plans`' sinks and follows plan changes, restarting only the
 /// sinks whose canary or names changed; everything stops when the plans' sender is
 /// dropped (the engine stopped). Observations go to `observations` (the ledger); sinks
-/// read through their listing find it in `listings`.
+/// read through their listing find it in `listings`; DNS servers are asked through `dns`.
 pub fn start(
     events: &Events,
     metrics: Arc<Metrics>,
     (observations, listings): (mpsc::UnboundedSender<Observation>, Listings),
+    dns: Arc<dyn DnsClient>,
     mut plans: tokio_watch::Receiver<Arc<Plan>>,
 ) -> Board {
     let intended: Arc<Mutex<HashMap<String, Intended>>> = Arc::default();
@@ -139,6 +142,7 @@ pub fn start(
         metrics,
         observations,
         listings,
+        dns,
     };
     tokio::spawn(async move {
         let mut tasks: HashMap<String, (SinkCanary, AbortHandle)> = HashMap::new();

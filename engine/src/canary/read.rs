@@ -5,10 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use hickory_proto::rr::RecordType;
 use tokio::time::Instant;
 
-use super::ask;
+use crate::dns_client::{AddressType, AskError, Asker, DnsClient};
 use crate::sink::listing::{Listed, Listings};
 
 /// How long one question may take.
@@ -53,7 +52,7 @@ pub(super) struct Served {
 pub(super) enum ReadError {
     /// The DNS question failed.
     #[error(transparent)]
-    Ask(#[from] ask::AskError),
+    Ask(#[from] AskError),
     /// The listing failed.
     #[error("listing: {0}")]
     Listing(String),
@@ -77,7 +76,7 @@ pub(super) struct Question<'a> {
 /// A sink canary's reader.
 pub(super) enum Reader {
     /// One UDP socket kept for every question.
-    Dns(ask::Asker),
+    Dns(Box<dyn Asker>),
     /// The last listing: when it was started (monotonic, unix ms) and what it held.
     Listing {
         sink: String,
@@ -87,10 +86,11 @@ pub(super) enum Reader {
 }
 
 impl Reader {
-    /// A reader of `source` for sink `sink`, whose names are read once in `every`.
-    pub fn new(source: Source, sink: &str, every: Duration) -> Reader {
+    /// A reader of `source` for sink `sink`, whose names are read once in `every`; DNS
+    /// servers are asked through `dns`.
+    pub fn new(source: Source, sink: &str, every: Duration, dns: &dyn DnsClient) -> Reader {
         match source {
-            Source::Dns(address) => Reader::Dns(ask::Asker::new(address)),
+            Source::Dns(address) => Reader::Dns(dns.asker(address)),
             Source::Listing => Reader::Listing {
                 sink: sink.to_owned(),
                 every,
@@ -106,7 +106,7 @@ impl Reader {
         q: &Question<'_>,
     ) -> Result<Served, ReadError> {
         match self {
-            Reader::Dns(asker) => Ok(ask_dns(asker, q).await?),
+            Reader::Dns(asker) => Ok(ask_dns(&mut **asker, q).await?),
             Reader::Listing { sink, every, last } => {
                 let fresh = last.as_ref().is_some_and(|(at, ms, _)| {
                     at.elapsed() < *every && (*ms >= q.decided_at || at.elapsed() < REREAD)
@@ -133,17 +133,17 @@ impl Reader {
 }
 
 /// What the DNS server serves for `q.name` (a wildcard asked through a name it covers).
-async fn ask_dns(asker: &mut ask::Asker, q: &Question<'_>) -> Result<Served, ask::AskError> {
+async fn ask_dns(asker: &mut dyn Asker, q: &Question<'_>) -> Result<Served, AskError> {
     let qname = match q.name.strip_prefix("*.") {
         Some(parent) => format!("ho-canary.{parent}"),
         None => q.name.to_owned(),
     };
     let mut answered = asker
-        .answer(&qname, RecordType::A, q.client, DEADLINE)
+        .answer(&qname, AddressType::A, q.client, DEADLINE)
         .await?;
     if q.v6 && answered.cname.is_none() && answered.failed.is_none() {
         let more = asker
-            .answer(&qname, RecordType::AAAA, q.client, DEADLINE)
+            .answer(&qname, AddressType::Aaaa, q.client, DEADLINE)
             .await?;
         answered.addresses.extend(more.addresses);
         answered.cname = more.cname;

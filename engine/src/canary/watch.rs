@@ -93,7 +93,7 @@ impl SinkCanary {
         // Questions go out at most one per `gap`, caught up after a slow one (timer ticks
         // are a millisecond), never in a burst of more than 100 ms's worth.
         let mut next_send = start;
-        let mut reader = Reader::new(self.source, &self.sink, self.every);
+        let mut reader = Reader::new(self.source, &self.sink, self.every, &*shared.dns);
         self.status(&shared, |s| {
             s.sink = self.sink.clone();
             s.address = self.source.to_string();

@@ -35,9 +35,13 @@ impl Prepared {
     /// Reads what operators set before a restart first: a file that cannot be used stops
     /// the start with its error, before any actor runs. Then the host names are looked up
     /// and every target's probe built.
-    pub(super) async fn of(plan: Plan, metrics: &Arc<Metrics>) -> Result<Prepared, EngineError> {
+    pub(super) async fn of(
+        plan: Plan,
+        metrics: &Arc<Metrics>,
+        dns: Arc<dyn DnsClient>,
+    ) -> Result<Prepared, EngineError> {
         let kept = load_drains(&plan)?;
-        let (hosts, resolved) = Hosts::new(metrics.clone());
+        let (hosts, resolved) = Hosts::new(metrics.clone(), dns);
         let configured = Arc::new(plan);
         let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
         let heartbeats = Heartbeats::default();
@@ -85,21 +89,34 @@ pub(super) struct Deciding {
 }
 
 impl Deciding {
-    /// Starts the sinks of `plan` (built by `factory`), the answer canary and the ledger,
+    /// Starts the sinks of `plan` (built by `parts`), the answer canary and the ledger,
     /// then the tracker with what operators `kept` and, under `[ring]`, its share.
     pub(super) async fn start(
         plan: &Arc<Plan>,
-        factory: &dyn SinkFactory,
+        parts: &Parts,
         metrics: &Arc<Metrics>,
         kept: (DrainStore, crate::drain::OperatorState),
     ) -> Result<Deciding, EngineError> {
         let leadership = leadership_of(plan, metrics);
         let events = Events::default();
         let listings = Listings::default();
-        let (sinks, stores) =
-            start_sinks(plan, factory, metrics, (&leadership, &events), &listings).await?;
-        let (plans, answers) =
-            start_answers(plan, &events, metrics, &leadership, &kept.1, &listings)?;
+        let (sinks, stores) = start_sinks(
+            plan,
+            &*parts.sinks,
+            metrics,
+            (&leadership, &events),
+            &listings,
+        )
+        .await?;
+        let (plans, answers) = start_answers(
+            plan,
+            &events,
+            metrics,
+            &leadership,
+            &kept.1,
+            &listings,
+            parts.dns.clone(),
+        )?;
         let (ring, shares) = prepare_ring(plan).await?.unzip();
         let start = TrackerStart { kept, ring: shares };
         let deciders = start_deciders(plan, &sinks, &stores, metrics, &leadership, &events, start)?;
@@ -311,6 +328,7 @@ pub(super) fn start_answers(
     leadership: &Leadership,
     kept: &crate::drain::OperatorState,
     listings: &Listings,
+    dns: Arc<dyn DnsClient>,
 ) -> Result<(watch::Sender<Arc<Plan>>, Answers), EngineError> {
     let (plans, following) = watch::channel(plan.clone());
     let listings = listings.clone();
@@ -331,6 +349,7 @@ pub(super) fn start_answers(
                     &events,
                     metrics.clone(),
                     (observed, listings),
+                    dns,
                     following.clone(),
                 );
                 let ledger =

@@ -10,9 +10,10 @@
 //! addresses leave as their probes fail. A new set of addresses replaces the old at once
 //! (addresses the name no longer has stop being probed and published).
 //!
-//! - [`lookup`]: one lookup of one name.
+//! The lookups themselves are a [`DnsClient`]'s (`ho-dns`); the resolvers asked are
+//! `[resolver] servers`, else [`resolv_conf`]'s.
 
-pub mod lookup;
+pub mod resolv_conf;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -24,8 +25,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::dns_client::{DnsClient, Found, LookupError};
 use crate::metrics::{Metrics, ResultLabel};
-use lookup::Found;
 
 /// An endpoint's host name does not resolve, or the system's resolvers cannot be read: a
 /// plan is not run without every endpoint's addresses, or its gateways would leave DNS.
@@ -33,7 +34,7 @@ use lookup::Found;
 pub enum HostsError {
     /// The system's resolvers cannot be read.
     #[error(transparent)]
-    Resolvers(lookup::LookupError),
+    Resolvers(LookupError),
     /// An endpoint's host name does not resolve.
     #[error("endpoint \"{endpoint}\": host name {host} does not resolve: {source} (a plan runs only once every endpoint's name resolves, so no gateway leaves DNS for want of a lookup)")]
     Unresolved {
@@ -43,14 +44,14 @@ pub enum HostsError {
         host: String,
         /// Why it has no addresses.
         #[source]
-        source: lookup::LookupError,
+        source: LookupError,
     },
 }
 
 /// Looks every endpoint's host name up once, as a start does (the same resolver, the same
 /// errors): what `check-config` asks, so it judges a config as `run` does.
-pub async fn check(plan: &Plan) -> Result<(), HostsError> {
-    let (hosts, _) = Hosts::new(Arc::new(Metrics::new()));
+pub async fn check(plan: &Plan, dns: Arc<dyn DnsClient>) -> Result<(), HostsError> {
+    let (hosts, _) = Hosts::new(Arc::new(Metrics::new()), dns);
     hosts.prepare(plan).await.map(|_| ())
 }
 
@@ -88,7 +89,7 @@ impl Entry {
     fn take(
         &mut self,
         name: &str,
-        result: Result<Found, lookup::LookupError>,
+        result: Result<Found, LookupError>,
         settings: &ResolverConfig,
         now: Instant,
     ) -> &'static str {
@@ -134,11 +135,16 @@ struct Shared {
     state: Mutex<State>,
     resolved: watch::Sender<Resolved>,
     metrics: Arc<Metrics>,
+    /// What asks the resolvers.
+    dns: Arc<dyn DnsClient>,
 }
 
 impl Hosts {
     /// No names yet; the receiver sees every change of addresses.
-    pub(crate) fn new(metrics: Arc<Metrics>) -> (Hosts, watch::Receiver<Resolved>) {
+    pub(crate) fn new(
+        metrics: Arc<Metrics>,
+        dns: Arc<dyn DnsClient>,
+    ) -> (Hosts, watch::Receiver<Resolved>) {
         let (tx, rx) = watch::channel(Resolved::new());
         let hosts = Hosts(Arc::new(Shared {
             state: Mutex::new(State {
@@ -148,6 +154,7 @@ impl Hosts {
             }),
             resolved: tx,
             metrics,
+            dns,
         }));
         (hosts, rx)
     }
@@ -159,7 +166,7 @@ impl Hosts {
         let servers = match (&plan.resolver.servers, names.is_empty()) {
             (_, true) => Vec::new(),
             (given, false) if !given.is_empty() => given.clone(),
-            _ => lookup::system_servers().map_err(HostsError::Resolvers)?,
+            _ => resolv_conf::system_servers().map_err(HostsError::Resolvers)?,
         };
         let new: Vec<String> = {
             let state = self.0.state.lock().expect("not poisoned");
@@ -212,7 +219,7 @@ impl Hosts {
         let timeout = plan.resolver.timeout;
         let found = futures_util::future::join_all(
             new.iter()
-                .map(|name| lookup::lookup(name, servers, timeout)),
+                .map(|name| self.0.dns.lookup(name, servers, timeout)),
         )
         .await;
         let mut added = Vec::new();
@@ -299,7 +306,7 @@ impl Hosts {
         }
         let found = futures_util::future::join_all(
             due.iter()
-                .map(|name| lookup::lookup(name, &servers, timeout)),
+                .map(|name| self.0.dns.lookup(name, &servers, timeout)),
         )
         .await;
         let mut state = self.0.state.lock().expect("not poisoned");

@@ -32,7 +32,9 @@ use tokio::time::Instant;
 use super::registry::{CheckSettings, Prepare, Problems};
 use super::weight::{Damper, ReportedWeight, WeightSettings};
 use super::Progress;
-use super::{Attempt, Dial, Failure, KeptConnection, ProbeContext, ProbeError, ProbeKind};
+use super::{
+    Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
+};
 
 /// The largest feed read: 4 MiB (a few hundred thousand addresses).
 const MAX_FEED: usize = 4 << 20;
@@ -294,8 +296,8 @@ impl Prepare for FeedCheck {
         &self,
         target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(FeedProbe {
+    ) -> Result<PreparedProbe, ProbeError> {
+        Ok(PreparedProbe::new(FeedProbe {
             state: ctx.feeds.of(self),
             source: self.source.clone(),
             max_age: self.max_age,

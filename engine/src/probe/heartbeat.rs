@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::{ResolvedCheck, Target};
@@ -14,7 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::registry::{CheckSettings, Prepare, Problems};
-use super::{Attempt, Dial, Failure, KeptConnection, ProbeContext, ProbeError, ProbeKind};
+use super::{
+    Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
+};
 use super::{Progress, SecretValue};
 use crate::heartbeats::Heartbeats;
 
@@ -130,8 +131,8 @@ impl Prepare for HeartbeatCheck {
         &self,
         _target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(HeartbeatProbe {
+    ) -> Result<PreparedProbe, ProbeError> {
+        Ok(PreparedProbe::new(HeartbeatProbe {
             board: ctx.heartbeats.clone(),
             ttl: self.ttl,
         }))

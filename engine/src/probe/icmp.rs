@@ -7,7 +7,6 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use ho_config::{ResolvedCheck, Target};
 use schemars::JsonSchema;
@@ -16,7 +15,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use super::registry::{CheckSettings, Prepare, Problems};
 use super::{
-    Attempt, Dial, Failure, KeptConnection, ProbeContext, ProbeError, ProbeKind, Progress,
+    Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
+    Progress,
 };
 
 /// Payload of an echo request: ping's default size.
@@ -128,9 +128,9 @@ impl Prepare for IcmpSettings {
         &self,
         target: &Target,
         _ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+    ) -> Result<PreparedProbe, ProbeError> {
         // A socket now, so a host that forbids them is told at start, not per probe.
         ping_socket(target.address).map_err(|e| ProbeError::Host(not_allowed(&e)))?;
-        Ok(Arc::new(IcmpEcho))
+        Ok(PreparedProbe::new(IcmpEcho))
     }
 }

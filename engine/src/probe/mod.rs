@@ -8,7 +8,7 @@
 //! ([`KeptConnection`]).
 
 mod connect;
-mod dns;
+pub mod dns;
 mod feed;
 mod grpc;
 mod heartbeat;
@@ -34,7 +34,6 @@ use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 
 pub use crate::tls_client::TlsError;
-pub(crate) use dns::exchange_framed;
 
 /// Why a target's probe cannot be prepared (at start-up or reload, not per probe).
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +51,10 @@ pub use feed::{FeedCheck, Feeds};
 pub use heartbeat::HeartbeatCheck;
 pub use http::{HttpCheck, HttpsCheck, SecretValue};
 pub use outcome::{Failure, ProbeResult};
-pub use registry::{parse_url, with_check_fields, Checks, UrlTarget};
+pub use registry::{
+    kinds, CheckKind, CheckList, CheckSettings, Prepare, Problems, Registered, UrlError, UrlTarget,
+    BUILT_IN,
+};
 pub use tls::TlsCache;
 
 /// What preparing probes shares between targets: TLS client configurations and session
@@ -66,6 +68,18 @@ pub struct ProbeContext {
     pub heartbeats: crate::heartbeats::Heartbeats,
     /// External health feeds, each fetched once per interval for all its endpoints.
     pub feeds: feed::Feeds,
+}
+
+/// A kind's attempt for one target, prepared once by [`Prepare::prepare`]. The engine's
+/// kinds make theirs in their modules; a kind registered by another crate makes one through
+/// a constructor of the probe path's ([`PreparedProbe::dns`]).
+#[derive(Clone)]
+pub struct PreparedProbe(Arc<dyn ProbeKind>);
+
+impl PreparedProbe {
+    fn new(kind: impl ProbeKind + 'static) -> PreparedProbe {
+        PreparedProbe(Arc::new(kind))
+    }
 }
 
 /// A ready-to-run health check for one target: everything parsed and allocated once.
@@ -175,7 +189,7 @@ impl Progress {
 impl Probe {
     /// Builds the probe for `target` with what `ctx` shares between targets.
     pub fn new(target: &Target, ctx: &mut ProbeContext) -> Result<Probe, ProbeError> {
-        let kind = registry::probe_for(target, ctx)?;
+        let PreparedProbe(kind) = registry::probe_for(target, ctx)?;
         Ok(Probe {
             dial: Dial {
                 addr: SocketAddr::new(target.address, target.check.port),
@@ -230,7 +244,7 @@ mod tests {
         };
         let target = Target {
             address: "127.0.0.1".parse().unwrap(),
-            check: ho_config::resolve_standalone_check(&check, &Checks)
+            check: ho_config::resolve_standalone_check(&check, &BUILT_IN)
                 .unwrap()
                 .into(),
         };

@@ -1,24 +1,29 @@
-//! The one place check kinds are registered. Adding a check kind is its module under
-//! `probe/` (its settings type implementing [`CheckSettings`], its attempt implementing
-//! `ProbeKind`) and one line in [`KINDS`]: validation, the config schema, the CRD and
-//! `health-orchestrator probe` learn the kind from here.
+//! How a check kind is registered. A check kind is its settings type implementing
+//! [`CheckSettings`] and its resolved settings implementing [`Prepare`]; the program's list
+//! of kinds ([`CheckList`], made in `ho-kinds`) is what validation, the config schema, the
+//! CRD and `health-orchestrator probe` learn the kinds from. A resolved check carries the
+//! registration that resolved it, so probing needs no list.
+//!
+//! The kinds the engine holds itself ([`BUILT_IN`]):
 //!
 //! | kind | module |
 //! |---|---|
 //! | `http` | `http/` |
 //! | `https` | `http/` (with `tls/`) |
 //! | `tcp` | `tcp.rs` |
-//! | `dns` | `dns/` |
 //! | `grpc` | `grpc/` |
 //! | `grpcs` | `grpc/` (with `tls/`) |
 //! | `icmp` | `icmp.rs` |
 //! | `heartbeat` | `heartbeat.rs` |
 //! | `feed` | `feed.rs` |
+//!
+//! The `dns` kind's settings live in `ho-dns`, which speaks DNS messages; its attempt is
+//! the engine's ([`super::dns`]).
 
 use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use ho_config::validate::parse_keys;
 use ho_config::{CheckCatalog, FieldError, KindCheck, KindSettings, ResolvedCheck, Target};
@@ -27,23 +32,47 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{ProbeContext, ProbeError, ProbeKind};
+use super::{PreparedProbe, ProbeContext, ProbeError};
 
-/// Every check kind this program knows, in the order error messages list them.
-const KINDS: &[&dyn Kind] = &[
-    &Registered::<super::http::HttpSettings>::KIND,
-    &Registered::<super::http::HttpsSettings>::KIND,
-    &Registered::<super::tcp::TcpSettings>::KIND,
-    &Registered::<super::dns::DnsSettings>::KIND,
-    &Registered::<super::grpc::GrpcSettings>::KIND,
-    &Registered::<super::grpc::GrpcsSettings>::KIND,
-    &Registered::<super::icmp::IcmpSettings>::KIND,
-    &Registered::<super::heartbeat::HeartbeatSettings>::KIND,
-    &Registered::<super::feed::FeedSettings>::KIND,
-];
+/// The engine's own check kinds, one constant each: `ho-kinds` lists them with the kinds of
+/// other crates in the order error messages name them.
+pub mod kinds {
+    use super::{CheckKind, Registered};
+    use crate::probe::{feed, grpc, heartbeat, http, icmp, tcp};
+
+    /// `http`.
+    pub const HTTP: &dyn CheckKind = &Registered::<http::HttpSettings>::KIND;
+    /// `https`.
+    pub const HTTPS: &dyn CheckKind = &Registered::<http::HttpsSettings>::KIND;
+    /// `tcp`.
+    pub const TCP: &dyn CheckKind = &Registered::<tcp::TcpSettings>::KIND;
+    /// `grpc`.
+    pub const GRPC: &dyn CheckKind = &Registered::<grpc::GrpcSettings>::KIND;
+    /// `grpcs`.
+    pub const GRPCS: &dyn CheckKind = &Registered::<grpc::GrpcsSettings>::KIND;
+    /// `icmp`.
+    pub const ICMP: &dyn CheckKind = &Registered::<icmp::IcmpSettings>::KIND;
+    /// `heartbeat`.
+    pub const HEARTBEAT: &dyn CheckKind = &Registered::<heartbeat::HeartbeatSettings>::KIND;
+    /// `feed`.
+    pub const FEED: &dyn CheckKind = &Registered::<feed::FeedSettings>::KIND;
+}
+
+/// The kinds the engine holds itself: what an engine embedded without the other crates
+/// (and its own tests) can probe.
+pub const BUILT_IN: CheckList = CheckList(&[
+    kinds::HTTP,
+    kinds::HTTPS,
+    kinds::TCP,
+    kinds::GRPC,
+    kinds::GRPCS,
+    kinds::ICMP,
+    kinds::HEARTBEAT,
+    kinds::FEED,
+]);
 
 /// A check kind's own keys: what the registry needs to parse, resolve and probe with them.
-pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'static {
+pub trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'static {
     /// The `kind` name in the config, and the URL scheme `health-orchestrator probe` takes.
     const KIND: &'static str;
 
@@ -76,17 +105,14 @@ pub(super) trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'stati
 
 /// A kind's resolved settings, which prepare its attempt for each target (two kinds that
 /// resolve to one type, such as grpc and grpcs, share it).
-pub(super) trait Prepare: ResolvedCheck + PartialEq + Hash + Serialize {
+pub trait Prepare: ResolvedCheck + PartialEq + Hash + Serialize {
     /// The attempt for one target, prepared once.
-    fn prepare(
-        &self,
-        target: &Target,
-        ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
+    fn prepare(&self, target: &Target, ctx: &mut ProbeContext)
+        -> Result<PreparedProbe, ProbeError>;
 }
 
 /// Problems found in one check table's own keys, located under its path.
-pub(super) struct Problems<'a> {
+pub struct Problems<'a> {
     path: &'a str,
     errors: Vec<FieldError>,
 }
@@ -116,33 +142,49 @@ impl Problems<'_> {
     }
 }
 
-/// One registered kind, whatever its settings type.
-trait Kind: Sync {
+/// One registered kind, whatever its settings type: made by [`Registered`], listed in a
+/// [`CheckList`].
+pub trait CheckKind: Sync {
+    /// The `kind` name.
     fn name(&self) -> &'static str;
+    /// The port a check probes when none is set.
     fn default_port(&self) -> Option<u16>;
+    /// The port a `probe` URL without one gets.
     fn url_port(&self) -> Option<u16>;
+    /// Whether the kind has ports at all.
     fn uses_port(&self) -> bool;
     /// The JSON Schema of the kind's keys, subschemas inlined (draft-07 or OpenAPI 3).
     fn schema(&self, settings: SchemaSettings) -> Value;
-    fn resolve(&self, settings: KindSettings, path: &str) -> Result<KindCheck, Vec<FieldError>>;
+    /// Parses and resolves a check table's own keys (errors located under `path`).
+    fn resolve(
+        &'static self,
+        settings: KindSettings,
+        path: &str,
+    ) -> Result<KindCheck, Vec<FieldError>>;
+    /// The attempt for `target`, whose check this kind resolved.
     fn probe(
         &self,
         check: &KindCheck,
         target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError>;
-    fn url_keys(&self, rest: &str) -> Result<KindSettings, String>;
+    ) -> Result<PreparedProbe, ProbeError>;
+    /// The keys the part of a `probe` URL after its authority sets.
+    fn url_keys(&self, rest: &str) -> Result<KindSettings, UrlError>;
 }
 
-/// The registration of the kind whose settings are `T`: one generic [`Kind`] for every
-/// [`CheckSettings`], so registering a kind is one line in [`KINDS`].
-struct Registered<T>(PhantomData<fn() -> T>);
+/// The registration of the kind whose settings are `T`: one generic [`CheckKind`] for every
+/// [`CheckSettings`], so registering a kind is one line in a [`CheckList`].
+pub struct Registered<T>(PhantomData<fn() -> T>);
 
 impl<T> Registered<T> {
-    const KIND: Registered<T> = Registered(PhantomData);
+    /// The registration.
+    pub const KIND: Registered<T> = Registered(PhantomData);
 }
 
-impl<T: CheckSettings> Kind for Registered<T> {
+/// What a resolved check carries to find its kind again ([`KindCheck::origin`]).
+struct Origin(&'static dyn CheckKind);
+
+impl<T: CheckSettings> CheckKind for Registered<T> {
     fn name(&self) -> &'static str {
         T::KIND
     }
@@ -167,14 +209,18 @@ impl<T: CheckSettings> Kind for Registered<T> {
             .to_value()
     }
 
-    fn resolve(&self, settings: KindSettings, path: &str) -> Result<KindCheck, Vec<FieldError>> {
+    fn resolve(
+        &'static self,
+        settings: KindSettings,
+        path: &str,
+    ) -> Result<KindCheck, Vec<FieldError>> {
         let parsed: T = parse_keys(&settings, path)?;
         let mut problems = Problems {
             path,
             errors: Vec::new(),
         };
         match parsed.resolve(&mut problems) {
-            Some(resolved) if problems.is_empty() => Ok(KindCheck::new(resolved)),
+            Some(resolved) if problems.is_empty() => Ok(KindCheck::new(resolved, Origin(self))),
             _ => Err(problems.errors),
         }
     }
@@ -184,73 +230,80 @@ impl<T: CheckSettings> Kind for Registered<T> {
         check: &KindCheck,
         target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+    ) -> Result<PreparedProbe, ProbeError> {
         let check = check
             .downcast::<T::Resolved>()
             .expect("a check is probed by the kind that resolved it");
         check.prepare(target, ctx)
     }
 
-    fn url_keys(&self, rest: &str) -> Result<KindSettings, String> {
-        T::url_keys(rest)
+    fn url_keys(&self, rest: &str) -> Result<KindSettings, UrlError> {
+        T::url_keys(rest).map_err(UrlError)
     }
 }
 
-/// The kind named `name`, which validation made sure exists.
-fn kind(name: &str) -> &'static dyn Kind {
-    *KINDS
-        .iter()
-        .find(|k| k.name() == name)
-        .expect("validation resolves only registered kinds")
-}
-
-/// The attempt for `target`, prepared by its check's kind.
+/// The attempt for `target`, prepared by the kind that resolved its check.
 pub(super) fn probe_for(
     target: &Target,
     ctx: &mut ProbeContext,
-) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+) -> Result<PreparedProbe, ProbeError> {
     let check = &target.check.settings;
-    kind(check.get().kind()).probe(check, target, ctx)
+    let Origin(kind) = check
+        .origin::<Origin>()
+        .expect("checks are resolved by a registered kind");
+    kind.probe(check, target, ctx)
 }
 
-/// The check kinds, as validation asks for them (`ho_config::Kinds::checks`).
-pub struct Checks;
+/// A program's check kinds, in the order error messages list them: what validation asks
+/// (`ho_config::Kinds::checks`), the schema shows and `probe` URLs name.
+#[derive(Clone, Copy)]
+pub struct CheckList(pub &'static [&'static dyn CheckKind]);
 
-impl CheckCatalog for Checks {
+impl CheckList {
+    /// The kind named `name`.
+    fn find(&self, name: &str) -> Option<&'static dyn CheckKind> {
+        self.0.iter().find(|k| k.name() == name).copied()
+    }
+
+    /// The kind named `name`, which validation made sure exists.
+    fn kind(&self, name: &str) -> &'static dyn CheckKind {
+        self.find(name)
+            .expect("validation resolves only registered kinds")
+    }
+}
+
+impl CheckCatalog for CheckList {
     fn kinds(&self) -> Vec<&'static str> {
-        KINDS.iter().map(|k| k.name()).collect()
+        self.0.iter().map(|k| k.name()).collect()
     }
 
     fn reads(&self, kind: &str) -> &[String] {
-        static READS: OnceLock<BTreeMap<&'static str, Vec<String>>> = OnceLock::new();
-        let reads = READS.get_or_init(|| {
-            KINDS
-                .iter()
-                .map(|k| {
-                    let schema = k.schema(SchemaSettings::draft07());
-                    let keys = schema["properties"]
-                        .as_object()
-                        .map(|p| p.keys().cloned().collect())
-                        .unwrap_or_default();
-                    (k.name(), keys)
-                })
-                .collect()
-        });
-        reads.get(kind).map_or(&[], Vec::as_slice)
+        // Read from each kind's schema once; a program has a handful of kinds, each of
+        // whose key lists lives as long as the program.
+        static READS: OnceLock<Mutex<BTreeMap<&'static str, &'static [String]>>> = OnceLock::new();
+        let Some(found) = self.find(kind) else {
+            return &[];
+        };
+        let mut reads = READS
+            .get_or_init(Mutex::default)
+            .lock()
+            .expect("not poisoned");
+        reads.entry(found.name()).or_insert_with(|| {
+            let schema = found.schema(SchemaSettings::draft07());
+            let keys: Vec<String> = schema["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            Vec::leak(keys)
+        })
     }
 
     fn default_port(&self, kind_name: &str) -> Option<u16> {
-        KINDS
-            .iter()
-            .find(|k| k.name() == kind_name)
-            .and_then(|k| k.default_port())
+        self.find(kind_name).and_then(|k| k.default_port())
     }
 
     fn uses_port(&self, kind_name: &str) -> bool {
-        KINDS
-            .iter()
-            .find(|k| k.name() == kind_name)
-            .is_none_or(|k| k.uses_port())
+        self.find(kind_name).is_none_or(|k| k.uses_port())
     }
 
     fn resolve(
@@ -259,15 +312,15 @@ impl CheckCatalog for Checks {
         settings: KindSettings,
         path: &str,
     ) -> Result<KindCheck, Vec<FieldError>> {
-        kind(kind_name).resolve(settings, path)
+        self.kind(kind_name).resolve(settings, path)
     }
 }
 
 /// The schema of every kind's keys, each tagged with the kinds that read it (`x-kinds`): a
 /// check table holds the common keys plus these.
-fn check_fields_schema(settings: SchemaSettings) -> Map<String, Value> {
+fn check_fields_schema(list: &CheckList, settings: SchemaSettings) -> Map<String, Value> {
     let mut fields = Map::new();
-    for k in KINDS {
+    for k in list.0 {
         let schema = k.schema(settings.clone());
         let Some(properties) = schema["properties"].as_object() else {
             continue;
@@ -290,19 +343,27 @@ fn check_fields_schema(settings: SchemaSettings) -> Map<String, Value> {
     fields
 }
 
-/// Adds every check kind's keys to a check table's schema (the node the config's
-/// `x-check-table` tag marks: the config schema's definition, or the CRD's inlined copies),
-/// lists the kinds as `kind`'s values, and removes the tag.
-pub fn with_check_fields(table: &mut Value, settings: SchemaSettings) {
-    if let Some(map) = table.as_object_mut() {
-        map.remove("x-check-table");
-    }
-    let fields = check_fields_schema(settings);
-    if let Some(properties) = table["properties"].as_object_mut() {
-        if let Some(kind) = properties.get_mut("kind") {
-            kind["enum"] = json!(Checks.kinds());
+impl CheckList {
+    /// Adds every check kind's keys to a check table's schema (the node the config's
+    /// `x-check-table` tag marks: the config schema's definition, or the CRD's inlined
+    /// copies), lists the kinds as `kind`'s values, and removes the tag.
+    pub fn with_check_fields(&self, table: &mut Value, settings: SchemaSettings) {
+        if let Some(map) = table.as_object_mut() {
+            map.remove("x-check-table");
         }
-        properties.extend(fields);
+        let fields = check_fields_schema(self, settings);
+        if let Some(properties) = table["properties"].as_object_mut() {
+            if let Some(kind) = properties.get_mut("kind") {
+                kind["enum"] = json!(self.kinds());
+            }
+            properties.extend(fields);
+        }
+    }
+
+    /// Parses `SCHEME://HOST[:PORT][REST]`, where a scheme is a kind name, or `HOST:PORT`
+    /// (a TCP connect); IPv6 addresses in brackets.
+    pub fn parse_url(&self, text: &str) -> Result<UrlTarget, UrlError> {
+        read_url(self, text).map_err(UrlError)
     }
 }
 
@@ -318,26 +379,20 @@ pub struct UrlTarget {
     pub check: ho_config::CheckOverrides,
 }
 
-/// Parses `SCHEME://HOST[:PORT][REST]`, where a scheme is a kind name, or `HOST:PORT` (a
-/// TCP connect); IPv6 addresses in brackets.
-pub fn parse_url(text: &str) -> Result<UrlTarget, UrlError> {
-    read_url(text).map_err(UrlError)
-}
-
-/// [`parse_url`] with its reason as text.
-fn read_url(text: &str) -> Result<UrlTarget, String> {
+/// [`CheckList::parse_url`] with its reason as text.
+fn read_url(list: &CheckList, text: &str) -> Result<UrlTarget, String> {
     let (kind, rest) = match text.split_once("://") {
-        Some((scheme, rest)) => match KINDS.iter().find(|k| k.name() == scheme) {
-            Some(kind) => (*kind, rest),
+        Some((scheme, rest)) => match list.find(scheme) {
+            Some(kind) => (kind, rest),
             None => {
-                let names: Vec<&str> = KINDS.iter().map(|k| k.name()).collect();
+                let names = list.kinds();
                 return Err(format!(
                     "unsupported scheme {scheme:?}: use {} or HOST:PORT",
                     names.join(", ")
                 ));
             }
         },
-        None => (kind("tcp"), text),
+        None => (list.find("tcp").ok_or("give a SCHEME://")?, text),
     };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, rest) = rest.split_at(end);
@@ -362,7 +417,7 @@ fn read_url(text: &str) -> Result<UrlTarget, String> {
         return Err(format!("missing host in {text:?}"));
     }
     let mut check = ho_config::CheckOverrides::of_kind(kind.name());
-    check.settings = kind.url_keys(rest)?;
+    check.settings = kind.url_keys(rest).map_err(|UrlError(e)| e)?;
     Ok(UrlTarget {
         host: host.to_owned(),
         port,
@@ -381,32 +436,32 @@ mod tests {
 
     #[test]
     fn urls_name_their_kind_host_port_and_keys() {
-        let t = parse_url("http://127.0.0.1:8080/healthz").unwrap();
+        let t = BUILT_IN.parse_url("http://127.0.0.1:8080/healthz").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("127.0.0.1", 8080));
         assert_eq!(t.check.kind.as_deref(), Some("http"));
         assert_eq!(
             t.check.settings["path"],
             figment::value::Value::from("/healthz")
         );
-        let t = parse_url("https://[::1]/ready").unwrap();
+        let t = BUILT_IN.parse_url("https://[::1]/ready").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 443));
         assert_eq!(t.check.kind.as_deref(), Some("https"));
-        let t = parse_url("10.0.0.1:5432").unwrap();
+        let t = BUILT_IN.parse_url("10.0.0.1:5432").unwrap();
         assert_eq!((t.port, t.check.kind.as_deref()), (5432, Some("tcp")));
         assert!(t.check.settings.is_empty());
-        assert!(parse_url("10.0.0.1").is_err());
-        assert!(parse_url("tcp://10.0.0.1:5432/x").is_err());
-        assert!(parse_url("ftp://x/").is_err());
+        assert!(BUILT_IN.parse_url("10.0.0.1").is_err());
+        assert!(BUILT_IN.parse_url("tcp://10.0.0.1:5432/x").is_err());
+        assert!(BUILT_IN.parse_url("ftp://x/").is_err());
     }
 
     #[test]
     fn every_kind_reads_its_keys_and_only_http_kinds_read_path() {
-        let checks = Checks;
+        let checks = BUILT_IN;
         assert!(checks.reads("http").iter().any(|k| k == "path"));
         assert!(checks.reads("https").iter().any(|k| k == "insecure"));
         assert!(!checks.reads("http").iter().any(|k| k == "insecure"));
         assert!(checks.reads("tcp").is_empty());
-        let fields = check_fields_schema(SchemaSettings::draft07());
+        let fields = check_fields_schema(&BUILT_IN, SchemaSettings::draft07());
         assert_eq!(
             fields["insecure"]["x-kinds"],
             json!(["https", "grpcs", "feed"])

@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use ho_config::{ResolvedCheck, Target};
 use schemars::JsonSchema;
@@ -10,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::connect::{self, SocketSetup};
 use super::registry::{CheckSettings, Prepare, Problems};
-use super::{Attempt, Dial, KeptConnection, ProbeContext, ProbeError, ProbeKind, Progress};
+use super::{
+    Attempt, Dial, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind, Progress,
+};
 
 /// `kind = "tcp"`: a connect, nothing more; the kind has no keys of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
@@ -61,7 +62,7 @@ impl Prepare for TcpSettings {
         &self,
         _target: &Target,
         _ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(TcpConnect))
+    ) -> Result<PreparedProbe, ProbeError> {
+        Ok(PreparedProbe::new(TcpConnect))
     }
 }

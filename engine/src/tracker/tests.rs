@@ -45,7 +45,7 @@ pub(crate) fn plan(n: usize, tenant: &str, check: &str) -> Arc<Plan> {
     .unwrap();
     let kinds = ho_config::Kinds {
         sinks: &TestSinks,
-        checks: &crate::probe::Checks,
+        checks: &crate::probe::BUILT_IN,
     };
     Arc::new(ho_config::validate(&config, &kinds).unwrap_or_else(|e| panic!("{e}\n{text}")))
 }

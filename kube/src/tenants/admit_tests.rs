@@ -18,7 +18,7 @@ pub(super) const CATALOG: ho_config::Kinds<'static> = ho_config::Kinds {
     sinks: &ho_engine::sink::kind::KindList(&[&ho_engine::sink::kind::Registered::<
         crate::CorednsConfigMapConfig,
     >::KIND]),
-    checks: &ho_engine::probe::Checks,
+    checks: &ho_engine::probe::BUILT_IN,
 };
 
 const BASE: &str = r#"

@@ -8,10 +8,13 @@ use kube::CustomResourceExt;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
+use ho_engine::probe::CheckList;
+
 use super::resource::DNSFailover;
 
-/// The `DNSFailover` CRD as `kubectl apply` takes it.
-pub fn crd() -> CustomResourceDefinition {
+/// The `DNSFailover` CRD as `kubectl apply` takes it, its check tables holding the keys of
+/// every kind in `checks`.
+pub fn crd(checks: &CheckList) -> CustomResourceDefinition {
     let mut value = serde_json::to_value(DNSFailover::crd()).expect("a CRD serializes");
     if let Some(versions) = value
         .pointer_mut("/spec/versions")
@@ -19,7 +22,7 @@ pub fn crd() -> CustomResourceDefinition {
     {
         for version in versions {
             if let Some(schema) = version.pointer_mut("/schema/openAPIV3Schema") {
-                structural(schema);
+                structural(schema, checks);
                 schema["description"] = json!(
                     "A set of domains published to the healthy subset of the gateways a team names or the orchestrator discovers (health-orchestrator)."
                 );
@@ -30,9 +33,9 @@ pub fn crd() -> CustomResourceDefinition {
 }
 
 /// Rewrites one schema node and its children.
-fn structural(node: &mut Value) {
+fn structural(node: &mut Value, checks: &CheckList) {
     if is_check_table(node) {
-        ho_engine::probe::with_check_fields(node, SchemaSettings::openapi3());
+        checks.with_check_fields(node, SchemaSettings::openapi3());
         super::field_names::camel_case_schema(node);
     }
     let Some(map) = node.as_object_mut() else {
@@ -60,12 +63,14 @@ fn structural(node: &mut Value) {
     }
     for key in ["properties", "patternProperties"] {
         if let Some(Value::Object(children)) = map.get_mut(key) {
-            children.values_mut().for_each(structural);
+            children
+                .values_mut()
+                .for_each(|child| structural(child, checks));
         }
     }
     for key in ["items", "additionalProperties"] {
         if let Some(child) = map.get_mut(key) {
-            structural(child);
+            structural(child, checks);
         }
     }
 }
@@ -151,7 +156,7 @@ mod tests {
 
     #[test]
     fn the_crd_is_structural() {
-        let value = serde_json::to_value(crd()).unwrap();
+        let value = serde_json::to_value(crd(&ho_engine::probe::BUILT_IN)).unwrap();
         let mut problems = Vec::new();
         for version in value["spec"]["versions"].as_array().unwrap() {
             check(&version["schema"]["openAPIV3Schema"], "", &mut problems);

@@ -12,7 +12,6 @@ mod rounds;
 mod source_tree;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ho_engine::hysteresis::Health;
@@ -106,7 +105,7 @@ pub async fn start_engine(dir: &Path, text: &str) -> Engine {
     std::fs::write(&file, text).unwrap();
     let plan = ho_kinds::load_plan(&[&file]).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let aws = crate::fakes::route53::sdk_config();
-    Engine::start(plan, Arc::new(ho_kinds::Sinks::with_aws(aws)))
+    Engine::start(plan, ho_kinds::parts(ho_kinds::Sinks::with_aws(aws)))
         .await
         .unwrap()
 }

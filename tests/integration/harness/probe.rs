@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_config::{CheckOverrides, Target};
-use ho_engine::probe::{Checks, Probe, ProbeContext, ProbeResult};
+use ho_engine::probe::{Probe, ProbeContext, ProbeResult};
+use ho_kinds::CHECK_KINDS as Checks;
 
 /// One probe of `addr` with `check` (port and interval filled in; port 0 for a kind
 /// without ports), cut at `timeout` unless `check` sets its own.

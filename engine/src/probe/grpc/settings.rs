@@ -2,7 +2,6 @@
 //! about, the authority sent, and (grpcs) whom to trust.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use ho_config::{KindSettings, ResolvedCheck, Target};
 use schemars::JsonSchema;
@@ -12,7 +11,7 @@ use super::GrpcProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::reuse;
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
-use crate::probe::{ProbeContext, ProbeError, ProbeKind};
+use crate::probe::{PreparedProbe, ProbeContext, ProbeError};
 
 /// `kind = "grpc"`: the gRPC health protocol (`grpc.health.v1.Health/Check`) over
 /// HTTP/2 in clear text; healthy when the answer is SERVING. The readiness signal of
@@ -143,7 +142,7 @@ impl Prepare for GrpcCheck {
         &self,
         target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+    ) -> Result<PreparedProbe, ProbeError> {
         let tls = match &self.tls {
             Some(trust) => {
                 Some(
@@ -154,6 +153,6 @@ impl Prepare for GrpcCheck {
             None => None,
         };
         let addr = SocketAddr::new(target.address, target.check.port);
-        Ok(Arc::new(GrpcProbe::new(self, addr, tls)))
+        Ok(PreparedProbe::new(GrpcProbe::new(self, addr, tls)))
     }
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ho_config::{KindSettings, ResolvedCheck, Target};
@@ -17,7 +16,7 @@ use super::HttpProbe;
 use crate::probe::registry::{CheckSettings, Prepare, Problems};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::weight::{ReportedWeight, WeightSettings};
-use crate::probe::{ProbeContext, ProbeError, ProbeKind};
+use crate::probe::{PreparedProbe, ProbeContext, ProbeError};
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
 /// matches, if asked).
@@ -282,9 +281,9 @@ impl Prepare for HttpCheck {
         &self,
         target: &Target,
         _ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+    ) -> Result<PreparedProbe, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
-        Ok(Arc::new(HttpProbe::new(self, addr, None)))
+        Ok(PreparedProbe::new(HttpProbe::new(self, addr, None)))
     }
 }
 
@@ -293,7 +292,7 @@ impl Prepare for HttpsCheck {
         &self,
         target: &Target,
         ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
+    ) -> Result<PreparedProbe, ProbeError> {
         let addr = SocketAddr::new(target.address, target.check.port);
         let tls = ctx.tls.target(
             &self.tls,
@@ -301,6 +300,10 @@ impl Prepare for HttpsCheck {
             self.http.host.as_deref(),
             target.address,
         )?;
-        Ok(Arc::new(HttpProbe::new(&self.http, addr, Some(tls))))
+        Ok(PreparedProbe::new(HttpProbe::new(
+            &self.http,
+            addr,
+            Some(tls),
+        )))
     }
 }

@@ -8,73 +8,44 @@ use std::time::Duration;
 use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsOption};
 use hickory_proto::rr::{Name, RData, RecordType};
+use ho_engine::dns_client::{AddressType, Answered, AskError, Asker, Asking};
 use ipnet::IpNet;
-use tokio::net::{TcpStream, UdpSocket};
-
-/// Why a question got no usable answer.
-#[derive(Debug, thiserror::Error)]
-pub enum AskError {
-    /// The name cannot be asked (not a DNS name).
-    #[error("{0:?} is not a DNS name")]
-    Name(String),
-    /// No answer within the deadline.
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    /// The socket failed.
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    /// An answer that does not parse.
-    #[error("unreadable answer: {0}")]
-    Unreadable(String),
-    /// An answer with an error code that says the question was not understood (FORMERR,
-    /// NOTIMP, ...): nothing is known of what the name serves.
-    #[error("rcode {0}")]
-    Rcode(String),
-}
-
-/// One answer as the canary reads it.
-#[derive(Debug, Default)]
-pub struct Answered {
-    /// Its addresses, sorted (a server that follows a CNAME in its own zones adds the
-    /// target's).
-    pub addresses: Vec<IpAddr>,
-    /// The CNAME at the name asked (its target, lower case, no trailing dot).
-    pub cname: Option<String>,
-    /// SERVFAIL or REFUSED: the server holds no answer for the name, which a resolver
-    /// that has only this server passes on as a failure: the name answers nothing.
-    pub failed: Option<&'static str>,
-}
-
-impl Answered {
-    /// The server answered error code `rcode` instead of records.
-    fn failed(rcode: &'static str) -> Answered {
-        Answered {
-            failed: Some(rcode),
-            ..Answered::default()
-        }
-    }
-}
+use tokio::net::UdpSocket;
 
 /// Asks one server, over one UDP socket kept for every question (opened again after an
 /// error); late answers to an earlier question are told apart by their id.
-pub struct Asker {
+pub struct ServerAsker {
     server: SocketAddr,
     socket: Option<UdpSocket>,
 }
 
-impl Asker {
+impl Asker for ServerAsker {
+    fn answer<'a>(
+        &'a mut self,
+        name: &'a str,
+        rtype: AddressType,
+        client: Option<IpNet>,
+        deadline: Duration,
+    ) -> Asking<'a, Result<Answered, AskError>> {
+        let rtype = match rtype {
+            AddressType::A => RecordType::A,
+            AddressType::Aaaa => RecordType::AAAA,
+        };
+        Box::pin(self.ask(name, rtype, client, deadline))
+    }
+}
+
+impl ServerAsker {
     /// Asks `server`.
-    pub fn new(server: SocketAddr) -> Asker {
-        Asker {
+    pub fn new(server: SocketAddr) -> ServerAsker {
+        ServerAsker {
             server,
             socket: None,
         }
     }
 
-    /// What the server answers for `name` (`A` or `AAAA`), asked as a client in `client`
-    /// (EDNS Client Subnet) when given: its addresses (NXDOMAIN, NODATA, SERVFAIL and
-    /// REFUSED answer none) and the CNAME at `name`, if there is one.
-    pub async fn answer(
+    /// [`Asker::answer`], for one record type.
+    async fn ask(
         &mut self,
         name: &str,
         rtype: RecordType,
@@ -113,7 +84,7 @@ impl Asker {
     async fn exchange(&mut self, query: &[u8], id: u16) -> Result<Message, AskError> {
         let answer = self.over_udp(query, id).await?;
         if answer.metadata.truncation {
-            over_tcp(self.server, query).await
+            over_tcp(self.server, query, id).await
         } else {
             Ok(answer)
         }
@@ -181,8 +152,8 @@ fn read(answer: &Message, qname: &Name) -> Result<Answered, AskError> {
     })
 }
 
-async fn over_tcp(server: SocketAddr, query: &[u8]) -> Result<Message, AskError> {
-    let mut stream = TcpStream::connect(server).await?;
-    let answer = crate::probe::exchange_framed(&mut stream, query).await?;
+/// The question again over TCP.
+async fn over_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, AskError> {
+    let answer = super::over_tcp(server, query, id).await?;
     Message::from_vec(&answer).map_err(|e| AskError::Unreadable(e.to_string()))
 }

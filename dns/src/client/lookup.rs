@@ -8,70 +8,8 @@ use std::time::Duration;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
-
-/// What a name resolved to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    /// Its addresses, sorted, each once.
-    pub addresses: Vec<IpAddr>,
-    /// The shortest TTL among the records used.
-    pub ttl: Duration,
-}
-
-/// Why a host name has no addresses, or no resolver can be asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LookupError {
-    /// `/etc/resolv.conf` cannot be read.
-    #[error("/etc/resolv.conf: {0} (set [resolver] servers)")]
-    ResolvConf(String),
-    /// `/etc/resolv.conf` names no usable resolver.
-    #[error("/etc/resolv.conf names no nameserver (set [resolver] servers)")]
-    NoNameserver,
-    /// The host is not a DNS name.
-    #[error("{host}: {reason}")]
-    Name {
-        /// The host as written.
-        host: String,
-        /// Why it is not a name.
-        reason: String,
-    },
-    /// No resolver to ask.
-    #[error("no resolver configured")]
-    NoServer,
-    /// The last resolver asked gave no addresses: no answer, a negative one, or none usable.
-    #[error("{server}: {reason}")]
-    Unanswered {
-        /// The resolver.
-        server: SocketAddr,
-        /// What it answered, or why it did not.
-        reason: String,
-    },
-}
-
-/// The recursive resolvers of `/etc/resolv.conf` (its `nameserver` lines, port 53).
-pub fn system_servers() -> Result<Vec<SocketAddr>, LookupError> {
-    let text = std::fs::read_to_string("/etc/resolv.conf")
-        .map_err(|e| LookupError::ResolvConf(e.to_string()))?;
-    let servers = nameservers(&text);
-    if servers.is_empty() {
-        return Err(LookupError::NoNameserver);
-    }
-    Ok(servers)
-}
-
-fn nameservers(resolv_conf: &str) -> Vec<SocketAddr> {
-    resolv_conf
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("nameserver"))
-        .filter_map(|rest| {
-            // A link-local v6 server carries its zone (`fe80::1%eth0`): not supported.
-            IpAddr::from_str(rest.trim()).ok()
-        })
-        .map(|ip| SocketAddr::new(ip, 53))
-        .collect()
-}
+use ho_engine::dns_client::{Found, LookupError};
+use tokio::net::UdpSocket;
 
 /// `host`'s addresses from the first of `servers` that answers within `timeout`.
 pub async fn lookup(
@@ -162,25 +100,10 @@ async fn ask(server: SocketAddr, name: &Name, rtype: RecordType) -> Result<Answe
 }
 
 async fn ask_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, String> {
-    let mut stream = TcpStream::connect(server)
+    let answer = super::over_tcp(server, query, id)
         .await
         .map_err(|e| e.to_string())?;
-    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
-    framed.extend_from_slice(query);
-    stream.write_all(&framed).await.map_err(|e| e.to_string())?;
-    loop {
-        let n = stream.read_u16().await.map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; usize::from(n)];
-        stream
-            .read_exact(&mut buf)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Ok(m) = Message::from_vec(&buf) {
-            if m.metadata.id == id {
-                return Ok(m);
-            }
-        }
-    }
+    Message::from_vec(&answer).map_err(|e| e.to_string())
 }
 
 /// The `rtype` addresses of `answer` and the shortest TTL of its answer section (the
@@ -209,18 +132,6 @@ mod tests {
     use super::*;
     use hickory_proto::rr::rdata::{A, CNAME};
     use hickory_proto::rr::Record;
-
-    #[test]
-    fn resolv_conf_nameservers_are_read() {
-        let text = "search svc.cluster.local\nnameserver 10.96.0.10\n# nameserver 1.1.1.1\nnameserver  2001:db8::53\nnameserver fe80::1%eth0\noptions ndots:5\n";
-        assert_eq!(
-            nameservers(text),
-            vec![
-                "10.96.0.10:53".parse::<SocketAddr>().unwrap(),
-                "[2001:db8::53]:53".parse().unwrap()
-            ]
-        );
-    }
 
     #[test]
     fn a_cname_chain_counts_its_shortest_ttl_and_only_addresses_of_the_type_asked() {

@@ -1,18 +1,24 @@
-//! The `dns` kind's keys as written ([`DnsSettings`]) and resolved ([`DnsCheck`]): the
-//! question asked, over which transport, and which answer counts as healthy.
+//! The `dns` check kind: its keys as written ([`DnsSettings`]) and resolved ([`DnsCheck`]),
+//! the question encoded once and the verdict on an answer ([`DnsQuestion`]). The attempt
+//! (sockets, deadline, UDP then TCP on truncation) is the engine's probe path's.
 
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RecordType};
 use ho_config::{KindSettings, ResolvedCheck, Target};
+use ho_engine::probe::dns::{DnsAnswer, DnsQuestion};
+use ho_engine::probe::{
+    CheckKind, CheckSettings, Failure, Prepare, PreparedProbe, ProbeContext, ProbeError, Problems,
+    Registered,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::DnsProbe;
-use crate::probe::registry::{CheckSettings, Prepare, Problems};
-use crate::probe::{ProbeContext, ProbeError, ProbeKind};
+/// The `dns` check kind's registration, listed in `ho-kinds`.
+pub const DNS_CHECK: &dyn CheckKind = &Registered::<DnsSettings>::KIND;
 
 /// `kind = "dns"`: one query to the endpoint as a DNS server, healthy when it answers with
 /// the expected rcode (and the expected data, if asked). For gateways that are resolvers
@@ -56,7 +62,7 @@ pub struct DnsCheck {
 }
 
 /// Rcodes by the mnemonics operators write (RFC 1035, 2136, 6891).
-pub(super) const RCODES: &[(&str, u16)] = &[
+const RCODES: &[(&str, u16)] = &[
     ("NOERROR", 0),
     ("FORMERR", 1),
     ("SERVFAIL", 2),
@@ -71,7 +77,7 @@ pub(super) const RCODES: &[(&str, u16)] = &[
 ];
 
 /// An rcode's mnemonic, or its number.
-pub(super) fn rcode_name(code: u16) -> String {
+fn rcode_name(code: u16) -> String {
     RCODES
         .iter()
         .find(|(_, c)| *c == code)
@@ -185,7 +191,79 @@ impl Prepare for DnsCheck {
         &self,
         _target: &Target,
         _ctx: &mut ProbeContext,
-    ) -> Result<Arc<dyn ProbeKind>, ProbeError> {
-        Ok(Arc::new(DnsProbe::new(self)))
+    ) -> Result<PreparedProbe, ProbeError> {
+        Ok(PreparedProbe::dns(Arc::new(Question::new(self)), self.tcp))
     }
+}
+
+/// A DNS check's message: the query encoded once (its id is set per probe) and what the
+/// answer must say.
+struct Question {
+    query: Vec<u8>,
+    expect_rcode: u16,
+    answer_contains: Option<String>,
+}
+
+impl Question {
+    fn new(check: &DnsCheck) -> Question {
+        let name = Name::from_str(&check.query_name).expect("validated name");
+        let rtype = RecordType::from_str(&check.query_type).expect("validated type");
+        let mut query = Message::query();
+        query.metadata.recursion_desired = check.recursion_desired;
+        query.add_query(Query::query(name, rtype));
+        Question {
+            query: query.to_vec().expect("a query with one question encodes"),
+            expect_rcode: check.expect_rcode,
+            answer_contains: check.answer_contains.clone(),
+        }
+    }
+
+    /// The rcode, then the answer data.
+    fn judge(&self, answer: &Message) -> Result<(), Failure> {
+        let rcode = u16::from(answer.metadata.response_code);
+        if rcode != self.expect_rcode {
+            return Err(Failure::Answer {
+                label: "rcode",
+                detail: format!("rcode {}", rcode_name(rcode)),
+            });
+        }
+        let Some(wanted) = &self.answer_contains else {
+            return Ok(());
+        };
+        let found = answer
+            .answers
+            .iter()
+            .any(|r| same_data(&r.data.to_string(), wanted));
+        if found {
+            Ok(())
+        } else {
+            Err(Failure::Answer {
+                label: "answer",
+                detail: format!("answer without {wanted}"),
+            })
+        }
+    }
+}
+
+impl DnsQuestion for Question {
+    fn query(&self) -> &[u8] {
+        &self.query
+    }
+
+    fn read(&self, answer: &[u8]) -> Result<DnsAnswer, Failure> {
+        let answer = Message::from_vec(answer)
+            .map_err(|e| Failure::Protocol(format!("unreadable DNS answer: {e}")))?;
+        Ok(DnsAnswer {
+            id: answer.metadata.id,
+            truncated: answer.metadata.truncation,
+            verdict: self.judge(&answer),
+        })
+    }
+}
+
+/// Record data compared as DNS writes it; names without case or the final dot.
+fn same_data(found: &str, wanted: &str) -> bool {
+    found
+        .trim_end_matches('.')
+        .eq_ignore_ascii_case(wanted.trim_end_matches('.'))
 }
