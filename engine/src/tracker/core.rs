@@ -7,10 +7,11 @@
 //! The core's interface is in `effects.rs`, what it keeps per target and tenant in
 //! `state.rs`; the decision of a tenant lives here, the observation path in `observe.rs`, a
 //! reload's adoption of a new plan in `reload.rs`, the way from a decision to a snapshot in
-//! `publish.rs`.
+//! `publish.rs`. Which target an observation, a timer or a ring stream names is the
+//! [`TargetIds`]'s (`../index.rs`), renumbered by each reload.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use ho_config::Plan;
@@ -28,7 +29,7 @@ use crate::probe_limits::Throttle;
 use crate::selection::{decide, locations, published_addresses, Decision};
 use crate::snapshot::EndpointMeta;
 
-use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
+use super::index::{EndpointIx, TargetIds, TargetIx, TenantIx, Topology};
 use super::pacing::Pace;
 use super::report;
 
@@ -48,11 +49,8 @@ static LOCAL_FAILURE_LOG: Throttle = Throttle::new();
 /// Hysteresis, flap damping and the per-tenant decision, for one plan at a time.
 pub struct TrackerCore {
     pub(super) plan: Arc<Plan>,
-    /// The stable id of each plan target (index = target index).
-    ids: Vec<TargetId>,
-    /// Target index of each id; observations of ids not in the plan (a prober removed by a
-    /// reload, still finishing a probe) are ignored.
-    index_of: HashMap<TargetId, TargetIx>,
+    /// Which target an observation, a timer or a ring stream names.
+    ids: TargetIds,
     pub(super) targets: Vec<TargetState>,
     pub(super) tenants: Vec<TenantState>,
     topology: Topology,
@@ -69,8 +67,6 @@ pub struct TrackerCore {
     /// `[ring]`: verdicts are shared with the other members ([`TrackerCore::share_verdicts`]);
     /// which targets this replica probes.
     ring: Option<Arc<crate::ring::ownership::Ownership>>,
-    /// With `[ring]`: target index by key, as the members' streams name targets.
-    by_key: HashMap<String, TargetIx>,
 }
 
 impl TrackerCore {
@@ -79,8 +75,7 @@ impl TrackerCore {
     pub fn new(plan: Arc<Plan>, ids: Vec<TargetId>, metrics: Arc<Metrics>, now: Clock) -> Self {
         let mut core = TrackerCore {
             plan: plan.clone(),
-            ids: Vec::new(),
-            index_of: HashMap::new(),
+            ids: TargetIds::default(),
             targets: Vec::new(),
             tenants: Vec::new(),
             topology: Topology::default(),
@@ -91,7 +86,6 @@ impl TrackerCore {
             events: Events::default(),
             brake: Brake::new(plan.brake),
             ring: None,
-            by_key: HashMap::new(),
         };
         core.adopt(plan, ids, now);
         core
@@ -275,7 +269,7 @@ impl TrackerCore {
                 }
             }
             Wake::DampingRelease(id) => {
-                let Some(&target) = self.index_of.get(&id) else {
+                let Some(target) = self.ids.index(id) else {
                     return;
                 };
                 let before = self.targets[target.0].effective();

@@ -6,7 +6,11 @@
 //! `Plan::endpoints`, and a tenant holds at most one endpoint per address, hence at most
 //! one per target. Newtypes keep the three index spaces apart.
 
+use std::collections::HashMap;
+
 use ho_config::Plan;
+
+use crate::observation::TargetId;
 
 /// Index into `Plan::targets` (and the tracker's per-target state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,5 +77,66 @@ impl Topology {
     /// The tenants that include `target`, each with its endpoint there.
     pub fn tenants(&self, target: TargetIx) -> &[Membership] {
         &self.tenants_of_target[target.0]
+    }
+}
+
+/// Which target an observation, a timer or a ring member's stream names: each plan target's
+/// stable id (what probers and timers carry, kept across reloads) and, under `[ring]`, its
+/// key (what members' streams carry). Observations of ids not in the plan (a prober removed
+/// by a reload, still finishing a probe) find no target and are ignored.
+#[derive(Debug, Default)]
+pub struct TargetIds {
+    /// The stable id of each plan target (index = target index).
+    ids: Vec<TargetId>,
+    /// Target index of each id.
+    index_of: HashMap<TargetId, TargetIx>,
+    /// `[ring]`: target index of each key.
+    by_key: HashMap<String, TargetIx>,
+}
+
+impl TargetIds {
+    /// The targets of a plan, numbered by `ids` (one per target, in order); keys come with
+    /// [`TargetIds::index_keys`].
+    pub fn of(ids: Vec<TargetId>) -> TargetIds {
+        let index_of = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (*id, TargetIx(i)))
+            .collect();
+        TargetIds {
+            ids,
+            index_of,
+            by_key: HashMap::new(),
+        }
+    }
+
+    /// Indexes the targets of `plan` (the plan these ids number) by key as well.
+    pub fn index_keys(&mut self, plan: &Plan) {
+        self.by_key = plan
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.key(), TargetIx(i)))
+            .collect();
+    }
+
+    /// The target with stable id `id`.
+    pub fn index(&self, id: TargetId) -> Option<TargetIx> {
+        self.index_of.get(&id).copied()
+    }
+
+    /// The target keyed `key` (`[ring]`).
+    pub fn by_key(&self, key: &str) -> Option<TargetIx> {
+        self.by_key.get(key).copied()
+    }
+
+    /// The stable id of `target`.
+    pub fn id(&self, target: TargetIx) -> TargetId {
+        self.ids[target.0]
+    }
+
+    /// The ids in target order, given up (a reload renumbers).
+    pub fn into_ids(self) -> Vec<TargetId> {
+        self.ids
     }
 }

@@ -59,7 +59,7 @@ impl TrackerCore {
     /// Applies one probe result.
     pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
         self.count_probe(&obs);
-        let Some(&target) = self.index_of.get(&obs.target) else {
+        let Some(target) = self.ids.index(obs.target) else {
             return;
         };
         // `[ring]`: a probe finishing after this replica stopped probing the target.
@@ -211,7 +211,7 @@ impl TrackerCore {
         if let Some(wait) = due {
             fx.push(Effect::WakeAt {
                 at: now.mono + wait,
-                wake: Wake::DampingRelease(self.ids[target.0]),
+                wake: Wake::DampingRelease(self.ids.id(target)),
             });
         }
     }

@@ -13,7 +13,7 @@ use crate::metrics::{TargetLabel, TenantLabel};
 use crate::observation::TargetId;
 use crate::snapshot::{EndpointMeta, PublishMode, TenantSnapshot};
 
-use super::super::index::{EndpointIx, TargetIx, TenantIx, Topology};
+use super::super::index::{EndpointIx, TargetIds, TenantIx, Topology};
 use super::super::report;
 use super::publish::next_seq;
 use super::{Clock, Effect, TargetState, TenantState, TrackerCore, Wake};
@@ -62,8 +62,9 @@ impl TrackerCore {
     /// Makes `plan` current, keeping the state of targets (by id) and tenants (by name)
     /// that stay.
     pub(super) fn adopt(&mut self, plan: Arc<Plan>, ids: Vec<TargetId>, now: Clock) {
+        let old_ids = std::mem::take(&mut self.ids).into_ids();
         let mut old_targets: HashMap<TargetId, TargetState> =
-            self.ids.drain(..).zip(self.targets.drain(..)).collect();
+            old_ids.into_iter().zip(self.targets.drain(..)).collect();
         let old_tenants: HashMap<String, TenantState> = self
             .plan
             .tenants
@@ -88,12 +89,7 @@ impl TrackerCore {
                     .unwrap_or_else(|| TargetState::new(target.check.timing.damping, now.mono))
             })
             .collect();
-        self.index_of = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (*id, TargetIx(i)))
-            .collect();
-        self.ids = ids;
+        self.ids = TargetIds::of(ids);
         self.topology = Topology::of(&plan);
         self.plan = plan;
         self.index_shared();

@@ -4,7 +4,6 @@
 //! logged, counted and announced are the combined verdict's. This replica's own verdict
 //! changes go out as [`Effect::Share`].
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use tracing::info;
@@ -38,13 +37,7 @@ impl TrackerCore {
                 shared
             });
         }
-        self.by_key = self
-            .plan
-            .targets
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.key(), TargetIx(i)))
-            .collect::<HashMap<_, _>>();
+        self.ids.index_keys(&self.plan);
     }
 
     /// Verdicts member `from` streamed: all it has (`full`: any target it does not list has
@@ -63,7 +56,7 @@ impl TrackerCore {
             touched.extend(self.drop_member(from));
         }
         for (key, vantage) in verdicts {
-            let Some(&t) = self.by_key.get(&key) else {
+            let Some(t) = self.ids.by_key(&key) else {
                 continue;
             };
             let Some(shared) = self.targets[t.0].shared.as_mut() else {
@@ -96,7 +89,7 @@ impl TrackerCore {
     /// own verdict (a later owner starts afresh) and tells the others.
     pub fn probing(&mut self, keys: &[String], on: bool, now: Clock, fx: &mut Vec<Effect>) {
         for key in keys {
-            let Some(&t) = self.by_key.get(key) else {
+            let Some(t) = self.ids.by_key(key) else {
                 continue;
             };
             let state = &mut self.targets[t.0];
