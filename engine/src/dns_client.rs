@@ -1,7 +1,7 @@
 //! What the engine asks of DNS servers as a client, answered by `ho-dns`, the crate that
 //! speaks DNS messages: a host name's addresses from a recursive resolver (endpoints given
 //! by name, [`crate::hosts`]) and what the DNS server in front of a back end answers for a
-//! name (the answer canary, [`crate::canary`]). The `dns` check kind's seam is the probe
+//! name (the answer canary, `canary`). The `dns` check kind's seam is the probe
 //! path's own ([`crate::probe::dns`]).
 
 use std::future::Future;

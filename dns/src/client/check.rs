@@ -12,7 +12,7 @@ use ho_config::{KindSettings, ResolvedCheck, Target};
 use ho_engine::probe::dns::{DnsAnswer, DnsQuestion};
 use ho_engine::probe::{
     CheckKind, CheckSettings, Failure, Prepare, PreparedProbe, ProbeContext, ProbeError, Problems,
-    Registered,
+    Registered, UrlError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -159,31 +159,36 @@ impl CheckSettings for DnsSettings {
     }
 
     /// `/NAME?type=A&tcp=1&rcode=NOERROR&contains=ADDR`.
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        let rest = rest.strip_prefix('/').unwrap_or(rest);
-        let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
-        if name.is_empty() {
-            return Err("a dns target names the name to ask: dns://SERVER/NAME?type=A".into());
-        }
-        let mut keys = KindSettings::from([("query_name".to_owned(), name.into())]);
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let (key, value) = match key {
-                "type" => ("query_type", value.into()),
-                "tcp" => ("tcp", matches!(value, "1" | "true" | "").into()),
-                "rcode" => ("expect_rcode", value.into()),
-                "contains" => ("answer_contains", value.into()),
-                "rd" => ("recursion_desired", matches!(value, "1" | "true").into()),
-                other => {
-                    return Err(format!(
-                        "unknown dns URL parameter {other:?}: type, tcp, rcode, contains, rd"
-                    ))
-                }
-            };
-            keys.insert(key.to_owned(), value);
-        }
-        Ok(keys)
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
+        url_keys(rest).map_err(UrlError)
     }
+}
+
+/// [`DnsSettings`]'s `probe` URL keys, with the reason they are refused as text.
+fn url_keys(rest: &str) -> Result<KindSettings, String> {
+    let rest = rest.strip_prefix('/').unwrap_or(rest);
+    let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if name.is_empty() {
+        return Err("a dns target names the name to ask: dns://SERVER/NAME?type=A".into());
+    }
+    let mut keys = KindSettings::from([("query_name".to_owned(), name.into())]);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (key, value) = match key {
+            "type" => ("query_type", value.into()),
+            "tcp" => ("tcp", matches!(value, "1" | "true" | "").into()),
+            "rcode" => ("expect_rcode", value.into()),
+            "contains" => ("answer_contains", value.into()),
+            "rd" => ("recursion_desired", matches!(value, "1" | "true").into()),
+            other => {
+                return Err(format!(
+                    "unknown dns URL parameter {other:?}: type, tcp, rcode, contains, rd"
+                ))
+            }
+        };
+        keys.insert(key.to_owned(), value);
+    }
+    Ok(keys)
 }
 
 impl Prepare for DnsCheck {

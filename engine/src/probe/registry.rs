@@ -95,10 +95,13 @@ pub trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'static {
 
     /// The keys the part of a `probe` URL after its authority sets (`/healthz` for http);
     /// an error when the kind takes nothing there, as kinds without keys (tcp, icmp) do.
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
         match rest {
             "" | "/" => Ok(KindSettings::new()),
-            _ => Err(format!("{} targets take no path: {rest:?}", Self::KIND)),
+            _ => Err(UrlError(format!(
+                "{} targets take no path: {rest:?}",
+                Self::KIND
+            ))),
         }
     }
 }
@@ -238,7 +241,7 @@ impl<T: CheckSettings> CheckKind for Registered<T> {
     }
 
     fn url_keys(&self, rest: &str) -> Result<KindSettings, UrlError> {
-        T::url_keys(rest).map_err(UrlError)
+        T::url_keys(rest)
     }
 }
 

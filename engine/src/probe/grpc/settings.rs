@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::GrpcProbe;
-use crate::probe::registry::{CheckSettings, Prepare, Problems};
+use crate::probe::registry::{CheckSettings, Prepare, Problems, UrlError};
 use crate::probe::reuse;
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::{PreparedProbe, ProbeContext, ProbeError};
@@ -116,8 +116,8 @@ impl CheckSettings for GrpcSettings {
         Some(self.resolve_with(None, problems))
     }
 
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        service_key(rest)
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
+        service_key(rest).map_err(UrlError)
     }
 }
 
@@ -132,8 +132,8 @@ impl CheckSettings for GrpcsSettings {
         Some(self.grpc.resolve_with(Some(tls), problems))
     }
 
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        service_key(rest)
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
+        service_key(rest).map_err(UrlError)
     }
 }
 

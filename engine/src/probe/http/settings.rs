@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::HttpProbe;
-use crate::probe::registry::{CheckSettings, Prepare, Problems};
+use crate::probe::registry::{CheckSettings, Prepare, Problems, UrlError};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::weight::{ReportedWeight, WeightSettings};
 use crate::probe::{PreparedProbe, ProbeContext, ProbeError};
@@ -247,8 +247,8 @@ impl CheckSettings for HttpSettings {
         super::resolve::http(self, problems)
     }
 
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        path_key(rest)
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
+        Ok(path_key(rest))
     }
 }
 
@@ -265,15 +265,15 @@ impl CheckSettings for HttpsSettings {
         Some(HttpsCheck { http, tls })
     }
 
-    fn url_keys(rest: &str) -> Result<KindSettings, String> {
-        path_key(rest)
+    fn url_keys(rest: &str) -> Result<KindSettings, UrlError> {
+        Ok(path_key(rest))
     }
 }
 
 /// A `probe` URL's path (`/` when it has none).
-fn path_key(rest: &str) -> Result<KindSettings, String> {
+fn path_key(rest: &str) -> KindSettings {
     let path = if rest.is_empty() { "/" } else { rest };
-    Ok(KindSettings::from([("path".to_owned(), path.into())]))
+    KindSettings::from([("path".to_owned(), path.into())])
 }
 
 impl Prepare for HttpCheck {
