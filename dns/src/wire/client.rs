@@ -44,21 +44,13 @@ impl Connection {
     ) -> Result<Vec<u8>, SinkError> {
         let server = self.server;
         let io = |e: std::io::Error| SinkError::retriable(format!("{what} to {server}: {e}"));
-        let len = u16::try_from(message.len())
-            .map_err(|_| SinkError::permanent(format!("{what}: message over 64 KiB")))?;
+        if message.len() > usize::from(u16::MAX) {
+            return Err(SinkError::permanent(format!("{what}: message over 64 KiB")));
+        }
         let run = async {
-            let mut framed = Vec::with_capacity(message.len() + 2);
-            framed.extend_from_slice(&len.to_be_bytes());
-            framed.extend_from_slice(message);
-            self.stream.write_all(&framed).await.map_err(io)?;
-            loop {
-                let n = self.stream.read_u16().await.map_err(io)?;
-                let mut buf = vec![0u8; usize::from(n)];
-                self.stream.read_exact(&mut buf).await.map_err(io)?;
-                if buf.len() >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
-                    return Ok(buf);
-                }
-            }
+            exchange_framed(&mut self.stream, message, id)
+                .await
+                .map_err(io)
         };
         tokio::time::timeout(self.timeout, run).await.map_err(|_| {
             SinkError::retriable(format!(
@@ -249,5 +241,30 @@ fn explain(rcode: ResponseCode, answer: &Message, what: &str, zone: &str) -> Sin
             SinkError::permanent(format!("{what}: NOTZONE: {zone} is not a zone on the server"))
         }
         other => SinkError::retriable(format!("{what}: {other}")),
+    }
+}
+
+/// `message` (whose id is `id`) sent on `stream` and the answer with that id read back,
+/// unparsed; each message framed by its two-byte length (RFC 1035 4.2.2). Answers with
+/// another id (a late one to an earlier question) are skipped. The caller bounds the wait.
+pub async fn exchange_framed(
+    stream: &mut TcpStream,
+    message: &[u8],
+    id: u16,
+) -> std::io::Result<Vec<u8>> {
+    let len = u16::try_from(message.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "message over 64 KiB")
+    })?;
+    let mut framed = Vec::with_capacity(message.len() + 2);
+    framed.extend_from_slice(&len.to_be_bytes());
+    framed.extend_from_slice(message);
+    stream.write_all(&framed).await?;
+    loop {
+        let n = stream.read_u16().await?;
+        let mut answer = vec![0u8; usize::from(n)];
+        stream.read_exact(&mut answer).await?;
+        if answer.get(..2) == Some(&id.to_be_bytes()[..]) {
+            return Ok(answer);
+        }
     }
 }
