@@ -1,15 +1,16 @@
 //! Config reload while running: on SIGHUP, and with `[reload] watch = true` whenever a
 //! config file's content changes. The new config is validated first; an invalid one is
 //! logged with every error and counted (`config_reloads_total{result="invalid"}`), and the
-//! running config stays. A valid one is applied by [`Engine::reload`] as a diff.
+//! running config stays. A valid one is applied by [`Engine::reload`] as a diff (by
+//! [`Engine::reload_config`], merged with the `DNSFailover` resources, when the engine
+//! follows them).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use ho_config::Plan;
 use ho_engine::metrics::ResultLabel;
-use ho_engine::Engine;
-use ho_kube::tenants::controller::Controller;
+use ho_engine::{Engine, ReloadError, ReloadSummary};
 use tracing::{error, info, warn};
 
 /// The config files of a running process and a digest of what they held at the last
@@ -17,14 +18,18 @@ use tracing::{error, info, warn};
 pub struct Reloader {
     files: Vec<PathBuf>,
     seen: u64,
+    /// Whether the engine follows `DNSFailover` resources, merged onto the files' config.
+    tenants: bool,
 }
 
 impl Reloader {
-    /// Remembers the files' current content.
-    pub fn new(files: &[PathBuf]) -> Reloader {
+    /// Remembers the files' current content; `tenants`: whether the engine follows
+    /// resources (`[kubernetes] tenants`), which then merge onto each new config.
+    pub fn new(files: &[PathBuf], tenants: bool) -> Reloader {
         Reloader {
             files: files.to_vec(),
             seen: digest(files),
+            tenants,
         }
     }
 
@@ -33,39 +38,15 @@ impl Reloader {
         digest(&self.files) != self.seen
     }
 
-    /// Loads, validates and applies the config, with the `DNSFailover` resources merged
-    /// on top when `tenants` runs; `why` names the trigger in logs. Whatever the outcome,
-    /// the parse's freed pages go back to the kernel.
-    pub async fn reload(
-        &mut self,
-        engine: &mut Engine,
-        why: &str,
-        tenants: Option<&mut Controller>,
-    ) {
-        self.load_and_apply(engine, why, tenants).await;
+    /// Loads, validates and applies the config, with the resources merged on top when the
+    /// engine follows them; `why` names the trigger in logs. Whatever the outcome, the
+    /// parse's freed pages go back to the kernel.
+    pub async fn reload(&mut self, engine: &mut Engine, why: &str) {
+        self.load_and_apply(engine, why).await;
         crate::heap::release_freed_pages();
     }
 
-    /// The resources (or the gateways they name) changed: applies the new merge, if it
-    /// changes anything, and brings their statuses up to date.
-    pub async fn resources_changed(&mut self, engine: &mut Engine, tenants: &mut Controller) {
-        match tenants.round(engine).await {
-            Some(Ok(plan)) => self.apply(engine, plan, "resources").await,
-            Some(Err(e)) => {
-                error!("the resources' tenants do not merge with the config files; the running config stays:\n{e}");
-                count(engine, "invalid");
-            }
-            None => {}
-        }
-        tenants.report(engine).await;
-    }
-
-    async fn load_and_apply(
-        &mut self,
-        engine: &mut Engine,
-        why: &str,
-        tenants: Option<&mut Controller>,
-    ) {
+    async fn load_and_apply(&mut self, engine: &mut Engine, why: &str) {
         self.seen = digest(&self.files);
         let loaded = crate::config_files::plan(&self.files);
         for note in &loaded.notes {
@@ -82,61 +63,24 @@ impl Reloader {
                 return;
             }
         };
-        let plan = match (tenants, crate::config_files::config(&self.files).result) {
-            (Some(tenants), Ok(base)) => {
-                tenants.set_base(base);
-                match tenants.round(engine).await {
-                    Some(Ok(merged)) => merged,
-                    Some(Err(e)) => {
-                        error!(trigger = why, "the resources' tenants do not merge with the new config; the running config stays:\n{e}");
-                        count(engine, "invalid");
-                        return;
-                    }
-                    None => return,
-                }
-            }
-            _ => plan,
-        };
-        self.apply(engine, plan, why).await;
-    }
-
-    async fn apply(&mut self, engine: &mut Engine, plan: Plan, why: &str) {
         let started = Instant::now();
-        let unchanged_listen = engine.plan().api_listen == plan.api_listen;
-        let unchanged_telemetry = engine.plan().telemetry == plan.telemetry;
-        let unchanged_election = engine.plan().leader_election == plan.leader_election;
-        let unchanged_watch = engine.plan().kubernetes.tenants == plan.kubernetes.tenants
-            && engine.plan().kubernetes.kubeconfig == plan.kubernetes.kubeconfig;
-        let unverified = plan.unverified_tls();
-        let unverified_changed = engine.plan().unverified_tls() != unverified;
-        match engine.reload(plan).await {
+        let before = engine.plan();
+        let applied = match (
+            self.tenants,
+            crate::config_files::config(&self.files).result,
+        ) {
+            (true, Ok(base)) => engine.reload_config(plan, base).await,
+            _ => engine.reload(plan).await.map_err(ReloadError::from),
+        };
+        match applied {
             Ok(summary) => {
                 count(engine, "ok");
-                info!(
-                    trigger = why,
-                    took_ms = started.elapsed().as_secs_f64() * 1000.0,
-                    kept = summary.targets_kept,
-                    added = summary.targets_added,
-                    removed = summary.targets_removed,
-                    sinks_rebuilt = ?summary.sinks_rebuilt,
-                    sinks_removed = ?summary.sinks_removed,
-                    "config reload applied"
-                );
-                if !unchanged_listen {
-                    warn!("api.listen changed: it takes effect at the next restart");
-                }
-                if !unchanged_telemetry {
-                    warn!("[telemetry] changed: it takes effect at the next restart");
-                }
-                if !unchanged_watch {
-                    warn!("[kubernetes] tenants or kubeconfig changed: it takes effect at the next restart (allowances apply now)");
-                }
-                if !unchanged_election {
-                    warn!("[leader_election] changed: it takes effect at the next restart");
-                }
-                if unverified_changed {
-                    crate::run::warn_unverified_tls(&unverified);
-                }
+                log_applied(why, started, &summary);
+                warn_restart_only(&before, &engine.plan());
+            }
+            Err(ReloadError::Merge(e)) => {
+                error!(trigger = why, "the resources' tenants do not merge with the new config; the running config stays:\n{e}");
+                count(engine, "invalid");
             }
             Err(e) => {
                 error!(
@@ -146,6 +90,41 @@ impl Reloader {
                 count(engine, "error");
             }
         }
+    }
+}
+
+fn log_applied(why: &str, started: Instant, summary: &ReloadSummary) {
+    info!(
+        trigger = why,
+        took_ms = started.elapsed().as_secs_f64() * 1000.0,
+        kept = summary.targets_kept,
+        added = summary.targets_added,
+        removed = summary.targets_removed,
+        sinks_rebuilt = ?summary.sinks_rebuilt,
+        sinks_removed = ?summary.sinks_removed,
+        "config reload applied"
+    );
+}
+
+/// Says which changed settings wait for a restart (a reload does not apply them).
+fn warn_restart_only(before: &Plan, after: &Plan) {
+    if before.api_listen != after.api_listen {
+        warn!("api.listen changed: it takes effect at the next restart");
+    }
+    if before.telemetry != after.telemetry {
+        warn!("[telemetry] changed: it takes effect at the next restart");
+    }
+    if before.kubernetes.tenants != after.kubernetes.tenants
+        || before.kubernetes.kubeconfig != after.kubernetes.kubeconfig
+    {
+        warn!("[kubernetes] tenants or kubeconfig changed: it takes effect at the next restart (allowances apply now)");
+    }
+    if before.leader_election != after.leader_election {
+        warn!("[leader_election] changed: it takes effect at the next restart");
+    }
+    let unverified = after.unverified_tls();
+    if before.unverified_tls() != unverified {
+        crate::run::warn_unverified_tls(&unverified);
     }
 }
 

@@ -137,15 +137,11 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             }
             None => None,
         };
-        let mut reloader = Reloader::new(files);
-        let mut tenants = match kubernetes.tenants {
-            true => Some(start_tenants(files, &kubernetes, &engine).await?),
-            false => None,
-        };
-        if let Some(tenants) = tenants.as_mut() {
-            reloader.resources_changed(&mut engine, tenants).await;
+        let mut reloader = Reloader::new(files, kubernetes.tenants);
+        if kubernetes.tenants {
+            let tenants = start_tenants(files, &kubernetes, &engine).await?;
+            engine.follow_tenants(Box::new(tenants)).await;
         }
-        let mut statuses = tokio::time::interval(Duration::from_secs(1));
         let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut watch = watch;
@@ -154,20 +150,10 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             tokio::select! {
                 r = tokio::signal::ctrl_c() => { r.context("waiting for SIGINT")?; break; }
                 _ = term.recv() => break,
-                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP", tenants.as_mut()).await,
+                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP").await,
                 _ = poll.tick(), if watch.is_some() => {
                     if reloader.changed() {
-                        reloader.reload(&mut engine, "file change", tenants.as_mut()).await;
-                    }
-                }
-                Some(()) = resources_changed(&tenants) => {
-                    if let Some(tenants) = tenants.as_mut() {
-                        reloader.resources_changed(&mut engine, tenants).await;
-                    }
-                }
-                _ = statuses.tick(), if tenants.is_some() => {
-                    if let Some(tenants) = tenants.as_mut() {
-                        tenants.report(&engine).await;
+                        reloader.reload(&mut engine, "file change").await;
                     }
                 }
             }
@@ -233,7 +219,7 @@ fn advertised(ring: &ho_config::RingConfig) -> String {
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connects to the API server and starts watching `DNSFailover` resources on top of the
-/// config files (`[kubernetes] tenants = true`).
+/// config files (`[kubernetes] tenants = true`); the engine follows them from then on.
 async fn start_tenants(
     files: &[PathBuf],
     kubernetes: &ho_config::model::KubernetesConfig,
@@ -257,17 +243,6 @@ async fn start_tenants(
         kuadrant,
     )
     .await)
-}
-
-/// Resolves when the watches saw a change; never without `[kubernetes] tenants`.
-async fn resources_changed(tenants: &Option<Controller>) -> Option<()> {
-    match tenants {
-        Some(tenants) => {
-            tenants.changed().await;
-            Some(())
-        }
-        None => std::future::pending().await,
-    }
 }
 
 /// Says, once, what runs without TLS verification.

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::prelude::*;
-use ho_config::{Discovered, Plan, PlannedSink, Target};
+use ho_config::{Config, Discovered, Plan, PlannedSink, Target};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::info;
@@ -43,9 +43,14 @@ use crate::tracker::{
 mod applier;
 mod probers;
 mod start;
+mod tenant_source;
 
 use applier::Applier;
 use start::*;
+use std::future::Future;
+use std::pin::Pin;
+use tenant_source::Following;
+pub use tenant_source::{EngineReader, Merge, ReloadError, SourceFuture, TenantSource};
 
 /// Why the engine cannot start or take a new plan.
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +128,10 @@ pub struct Engine {
     tracker: Addr<HealthTracker>,
     metrics: Arc<Metrics>,
     api_sinks: Arc<RwLock<Vec<Addr<SinkActor>>>>,
+    /// What a tenant source reads (and `/status`'s overview).
+    reader: EngineReader,
+    /// The tenant source followed beside the config files ([`Engine::follow_tenants`]).
+    tenants: Option<Following>,
     /// Whether shared sinks may write now (leader election); set at start.
     leadership: Leadership,
     /// Transitions, publishes and sink writes as they happen (`/events`).
@@ -215,6 +224,11 @@ impl Engine {
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
         let applier = applier.follow();
         Ok(Engine {
+            reader: EngineReader {
+                tracker: tracker.clone(),
+                sinks: api_sinks.clone(),
+            },
+            tenants: None,
             tracker,
             metrics,
             api_sinks,
@@ -251,10 +265,34 @@ impl Engine {
         self.applier.lock().await.reload(plan).await
     }
 
+    /// Follows `source`'s tenants beside the config files from now on: applies its first
+    /// merge, then each change (see [`TenantSource`]); its reports run once a second.
+    pub async fn follow_tenants(&mut self, source: Box<dyn TenantSource>) {
+        let reader = self.reader.clone();
+        self.tenants =
+            Some(Following::start(source, &self.applier, reader, self.metrics.clone()).await);
+    }
+
+    /// A reload of the config files: `plan` is `config` validated. With a followed tenant
+    /// source its tenants are merged onto `config` and the merge is applied; without one,
+    /// `plan` is (as [`Engine::reload`]). Either way nothing changes unless all of it is
+    /// valid.
+    pub async fn reload_config(
+        &mut self,
+        plan: Plan,
+        config: Config,
+    ) -> Result<ReloadSummary, ReloadError> {
+        match &self.tenants {
+            Some(source) => source.reload(config, &self.applier, &self.reader).await,
+            None => Ok(self.reload(plan).await?),
+        }
+    }
+
     /// Stops probing at once, lets sink writes in flight finish (none start) until
     /// `deadline`, then stops everything. Published records stay as they are. Returns how
     /// many writes were still in flight at the deadline.
-    pub async fn shutdown(self, deadline: Duration) -> usize {
+    pub async fn shutdown(mut self, deadline: Duration) -> usize {
+        self.tenants = None;
         let applier = self.applier.lock().await;
         applier.probers.stop();
         self.tracker.do_send(Stop);
@@ -290,13 +328,7 @@ impl Engine {
     /// for every tenant each second, without the per-endpoint detail; `None` once the
     /// engine has stopped.
     pub async fn overview(&self) -> Option<Overview> {
-        let tenants = self.tracker.send(GetSummaries).await.ok()?;
-        let actors = self.api_sinks.read().expect("not poisoned").clone();
-        let mut sinks = Vec::with_capacity(actors.len());
-        for sink in &actors {
-            sinks.push(sink.send(GetSinkStatus).await.ok()?);
-        }
-        Some(Overview { tenants, sinks })
+        self.reader.overview().await
     }
 
     /// Shares what operators set with the other replicas: every later action is handed to
@@ -324,7 +356,7 @@ impl Engine {
         &self,
         names: std::collections::HashSet<String>,
     ) -> Option<Vec<crate::status::EndpointStatus>> {
-        self.tracker.send(GetEndpoints(names)).await.ok()
+        self.reader.endpoints(names).await
     }
 
     /// One sink's part of `/status`; `None` if no such sink runs.

@@ -50,4 +50,7 @@ mod engine;
 mod outbox;
 
 pub use drain::{Forced, OperatorState};
-pub use engine::{Adopter, Engine, EngineError, Parts, ReloadSummary};
+pub use engine::{
+    Adopter, Engine, EngineError, EngineReader, Merge, Parts, ReloadError, ReloadSummary,
+    SourceFuture, TenantSource,
+};

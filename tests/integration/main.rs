@@ -67,6 +67,7 @@ mod ring;
 mod route53;
 mod security;
 mod status_page;
+mod tenant_source;
 mod tls_checks;
 mod vantage;
 mod webhook;

@@ -1,6 +1,7 @@
-//! The controller: each change the watches see becomes one admission round, whose merged
-//! config the binary applies through the same diff-applied reload as a config file change;
-//! each round and each second, statuses and finalizers follow what the engine did.
+//! The controller: the engine's [`TenantSource`] for `DNSFailover` resources (and Kuadrant's).
+//! The engine follows it: each change the watches see becomes one admission round, whose
+//! merged config the engine applies through the same diff-applied reload as a config file
+//! change; each round and each second, statuses and finalizers follow what the engine did.
 //!
 //! Only the writer replica (the Lease holder, or the only replica) writes statuses and
 //! finalizers; every replica admits, so a standby probes the same tenants and takes over
@@ -8,12 +9,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ho_config::validate::{validate, Kinds, ValidationErrors};
-use ho_config::{Config, Plan};
+use ho_config::validate::{validate, Kinds};
+use ho_config::Config;
 use ho_engine::leadership::Leadership;
-use ho_engine::Engine;
+use ho_engine::{EngineReader, Merge, SourceFuture, TenantSource};
 use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -84,21 +86,10 @@ impl Controller {
         }
     }
 
-    /// Waits for the next change of resources, Gateways, Services or Nodes.
-    pub async fn changed(&self) {
-        self.watched.changed().await
-    }
-
-    /// The config files changed (a reload): the next round merges onto `base`.
-    pub fn set_base(&mut self, base: Config) {
-        self.base = base;
-        self.applied = None;
-    }
-
     /// One admission round: the merged plan when what the resources contribute changed
-    /// since the last plan handed out (always after [`Controller::set_base`]), `None` when
-    /// nothing did. An `Err` leaves the running config as it is.
-    pub async fn round(&mut self, engine: &Engine) -> Option<Result<Plan, ValidationErrors>> {
+    /// since the last plan handed out (always after a rebase); unchanged when nothing did or
+    /// the engine stopped answering.
+    async fn round(&mut self, engine: &EngineReader) -> Merge {
         let started = std::time::Instant::now();
         let all = self.watched.resources.state();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
@@ -109,7 +100,10 @@ impl Controller {
         // The engine's overview is only needed to tell which deleted resources this process
         // never ran.
         let status = match deleting {
-            true => Some(engine.overview().await?),
+            true => match engine.overview().await {
+                Some(status) => Some(status),
+                None => return Merge::Unchanged,
+            },
             false => None,
         };
         let view = status.as_ref().map(EngineView::new);
@@ -157,28 +151,29 @@ impl Controller {
         self.verdicts = admission.verdicts;
         let digest = digest(&admission.config);
         if self.applied == Some(digest) {
-            return None;
+            return Merge::Unchanged;
         }
-        let plan = validate(&admission.config, &self.catalog);
-        if plan.is_ok() {
-            self.applied = Some(digest);
-            let accepted = self
-                .verdicts
-                .values()
-                .filter(|v| matches!(v, Verdict::Accepted { .. } | Verdict::KeptLast { .. }))
-                .count();
-            info!(
-                resources = self.verdicts.len(),
-                accepted,
-                took_ms = started.elapsed().as_secs_f64() * 1000.0,
-                "DNSFailover resources admitted"
-            );
-        }
-        Some(plan)
+        let plan = match validate(&admission.config, &self.catalog) {
+            Ok(plan) => plan,
+            Err(e) => return Merge::Invalid(e),
+        };
+        self.applied = Some(digest);
+        let accepted = self
+            .verdicts
+            .values()
+            .filter(|v| matches!(v, Verdict::Accepted { .. } | Verdict::KeptLast { .. }))
+            .count();
+        info!(
+            resources = self.verdicts.len(),
+            accepted,
+            took_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "DNSFailover resources admitted"
+        );
+        Merge::Plan(Box::new(plan))
     }
 
     /// Brings statuses and finalizers up to date with the engine (the writer only).
-    pub async fn report(&mut self, engine: &Engine) {
+    async fn report_now(&mut self, engine: &EngineReader) {
         if !self.leadership.may_write() {
             return;
         }
@@ -258,6 +253,25 @@ impl Controller {
             }
             Err(e) => debug!(resource = %r.name_any(), "finalizer not changed yet: {e}"),
         }
+    }
+}
+
+impl TenantSource for Controller {
+    fn changes(&self) -> Arc<tokio::sync::Notify> {
+        self.watched.changes()
+    }
+
+    fn rebase(&mut self, base: Config) {
+        self.base = base;
+        self.applied = None;
+    }
+
+    fn merge<'a>(&'a mut self, engine: &'a EngineReader) -> SourceFuture<'a, Merge> {
+        Box::pin(self.round(engine))
+    }
+
+    fn report<'a>(&'a mut self, engine: &'a EngineReader) -> SourceFuture<'a, ()> {
+        Box::pin(self.report_now(engine))
     }
 }
 

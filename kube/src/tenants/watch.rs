@@ -135,9 +135,10 @@ impl Watched {
         }
     }
 
-    /// Waits for the next change (cancel-safe; changes while nobody waits are kept).
-    pub async fn changed(&self) {
-        self.changes.notified().await
+    /// The change signal, raised on every change; a change while nobody waits is kept for
+    /// the next wait.
+    pub fn changes(&self) -> Arc<Notify> {
+        self.changes.clone()
     }
 
     /// Raises the change signal: the controller has more to do without a new event.
