@@ -4,11 +4,11 @@
 //! (send a snapshot, tell a sink to forget a tenant, wake me later). Tested with a fake
 //! clock in `tests.rs`.
 //!
-//! The core's interface is in `effects.rs`, what it keeps per target and tenant in
-//! `state.rs`; the decision of a tenant lives here, the observation path in `observe.rs`, a
-//! reload's adoption of a new plan in `reload.rs`, the way from a decision to a snapshot in
-//! `publish.rs`. Which target an observation, a timer or a ring stream names is the
-//! [`TargetIds`]'s (`../index.rs`), renumbered by each reload.
+//! Each target's verdict is the [`Verdicts`]' (`../verdicts.rs`: hysteresis, flap damping,
+//! the ring's combination), which knows nothing of tenants. The core's interface is in
+//! `effects.rs`, what it keeps per tenant in `state.rs`; the decision of a tenant lives here,
+//! what a probe result means for the tenants in `observe.rs`, a reload's adoption of a new
+//! plan in `reload.rs`, the way from a decision to a snapshot in `publish.rs`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,7 +19,6 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::brake::Brake;
-use crate::composite::combine;
 use crate::drain::{Forced, OperatorState};
 use crate::events::{Event, Events};
 use crate::hysteresis::Health;
@@ -29,7 +28,7 @@ use crate::probe_limits::Throttle;
 use crate::selection::{decide, locations, published_addresses, Decision};
 use crate::snapshot::EndpointMeta;
 
-use super::index::{EndpointIx, TargetIds, TargetIx, TenantIx, Topology};
+use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::Pace;
 use super::report;
 
@@ -39,19 +38,19 @@ mod publish;
 mod reload;
 mod shared;
 mod state;
+use super::verdicts::Verdicts;
 pub use crate::clock::Clock;
 pub use effects::{Effect, Wake};
-pub(super) use state::{TargetState, TenantState};
+pub(super) use state::TenantState;
 
 /// Paces the warning about probes that failed for lack of local resources.
 static LOCAL_FAILURE_LOG: Throttle = Throttle::new();
 
-/// Hysteresis, flap damping and the per-tenant decision, for one plan at a time.
+/// The per-tenant decision over every target's verdict, for one plan at a time.
 pub struct TrackerCore {
     pub(super) plan: Arc<Plan>,
-    /// Which target an observation, a timer or a ring stream names.
-    ids: TargetIds,
-    pub(super) targets: Vec<TargetState>,
+    /// Every target's verdict (hysteresis, flap damping, the ring's).
+    pub(super) verdicts: Verdicts,
     pub(super) tenants: Vec<TenantState>,
     topology: Topology,
     /// Endpoint metadata shared by every snapshot.
@@ -64,9 +63,6 @@ pub struct TrackerCore {
     pub(super) events: Events,
     /// The blast-radius brake (`[brake]`).
     pub(super) brake: Brake,
-    /// `[ring]`: verdicts are shared with the other members ([`TrackerCore::share_verdicts`]);
-    /// which targets this replica probes.
-    ring: Option<Arc<crate::ring::ownership::Ownership>>,
 }
 
 impl TrackerCore {
@@ -75,8 +71,7 @@ impl TrackerCore {
     pub fn new(plan: Arc<Plan>, ids: Vec<TargetId>, metrics: Arc<Metrics>, now: Clock) -> Self {
         let mut core = TrackerCore {
             plan: plan.clone(),
-            ids: TargetIds::default(),
-            targets: Vec::new(),
+            verdicts: Verdicts::default(),
             tenants: Vec::new(),
             topology: Topology::default(),
             endpoint_meta: Vec::new(),
@@ -85,7 +80,6 @@ impl TrackerCore {
             operator: OperatorState::default(),
             events: Events::default(),
             brake: Brake::new(plan.brake),
-            ring: None,
         };
         core.adopt(plan, ids, now);
         core
@@ -237,11 +231,7 @@ impl TrackerCore {
 
     /// Whether `/readyz` passes: every target has a verdict, or the grace passed.
     pub fn ready(&self) -> bool {
-        self.grace_over
-            || self
-                .targets
-                .iter()
-                .all(|t| t.hysteresis.state() != Health::Unknown)
+        self.grace_over || self.verdicts.all_known()
     }
 
     /// Applies probe results, in the order they were made.
@@ -269,12 +259,12 @@ impl TrackerCore {
                 }
             }
             Wake::DampingRelease(id) => {
-                let Some(target) = self.ids.index(id) else {
+                let Some(target) = self.verdicts.index(id) else {
                     return;
                 };
-                let before = self.targets[target.0].effective();
+                let before = self.verdicts.effective(target);
                 self.schedule_release(target, now, fx);
-                let after = self.targets[target.0].effective();
+                let after = self.verdicts.effective(target);
                 if before != after {
                     info!(target = %self.plan.targets[target.0].key(), state = after.as_str(), "flap damping released the endpoint: its verdict counts again");
                     self.effective_changed(target, before, now, fx);
@@ -285,11 +275,7 @@ impl TrackerCore {
 
     fn grace_over(&mut self, now: Clock, fx: &mut Vec<Effect>) {
         self.grace_over = true;
-        let unknown = self
-            .targets
-            .iter()
-            .filter(|t| t.hysteresis.state() == Health::Unknown)
-            .count();
+        let unknown = self.verdicts.unknown();
         if unknown > 0 {
             warn!(
                 unknown,
@@ -334,9 +320,7 @@ impl TrackerCore {
 
     /// The endpoint's verdict: its check's effective health, or its checks' combined.
     pub(super) fn verdict(&self, endpoint: EndpointIx) -> Health {
-        combine(&self.plan.endpoints[endpoint.0], |t| {
-            self.targets[t].effective()
-        })
+        self.verdicts.endpoint(&self.plan.endpoints[endpoint.0])
     }
 
     /// The endpoint's verdict had `target`'s effective health been `was` (what it was
@@ -347,13 +331,8 @@ impl TrackerCore {
         target: TargetIx,
         was: Health,
     ) -> Health {
-        combine(&self.plan.endpoints[endpoint.0], |t| {
-            if t == target.0 {
-                was
-            } else {
-                self.targets[t].effective()
-            }
-        })
+        self.verdicts
+            .endpoint_before(&self.plan.endpoints[endpoint.0], target, was)
     }
 
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
@@ -444,9 +423,7 @@ impl TrackerCore {
     /// The weight endpoint `e` reported through its check (the first of its checks that
     /// reports one), if any.
     pub(super) fn reported_weight(&self, e: EndpointIx) -> Option<u32> {
-        self.plan.endpoints[e.0]
-            .targets()
-            .find_map(|t| self.targets[t].weight)
+        self.verdicts.reported_weight(&self.plan.endpoints[e.0])
     }
 
     /// The one wait-for-verdicts rule: a tenant with endpoints still `unknown` holds its

@@ -15,6 +15,9 @@ mod report;
 mod ring_tests;
 #[cfg(test)]
 pub(crate) mod tests;
+mod verdicts;
+#[cfg(test)]
+mod verdicts_tests;
 mod view;
 
 use std::collections::BTreeMap;

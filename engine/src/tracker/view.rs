@@ -12,8 +12,10 @@ use crate::status::{
     TenantEndpointStatus, TenantStatus, TenantSummary, Timestamp, TrackerStatus, Why,
 };
 
-use super::core::{Clock, TargetState, TenantState, TrackerCore};
+use super::core::{Clock, TenantState, TrackerCore};
 use super::index::EndpointIx;
+use super::index::TargetIx;
+use super::verdicts::TargetState;
 
 impl TrackerCore {
     /// The `/status` view at `now`.
@@ -72,7 +74,7 @@ impl TrackerCore {
 
     fn endpoint_view(&self, e: usize, now: Clock) -> EndpointStatus {
         let ep = &self.plan.endpoints[e];
-        let t = &self.targets[ep.target];
+        let t = self.verdicts.get(TargetIx(ep.target));
         EndpointStatus {
             name: ep.name.clone(),
             address: ep.address,
@@ -111,8 +113,8 @@ impl TrackerCore {
                     .targets()
                     .map(|i| CheckStatus {
                         target: self.plan.targets[i].key(),
-                        state: self.targets[i].effective(),
-                        last: last_probe(&self.targets[i]),
+                        state: self.verdicts.effective(TargetIx(i)),
+                        last: last_probe(self.verdicts.get(TargetIx(i))),
                     })
                     .collect(),
             }),
@@ -154,7 +156,9 @@ impl TrackerCore {
                             let ep = &self.plan.endpoints[e];
                             let published = published_set.contains(&ep.address);
                             let health = self.health_of(EndpointIx(e));
-                            let damped = ep.targets().any(|i| self.targets[i].damped());
+                            let damped = ep
+                                .targets()
+                                .any(|i| self.verdicts.get(TargetIx(i)).damped());
                             let drained = self.operator.drained.contains(&ep.name);
                             TenantEndpointStatus {
                                 name: ep.name.clone(),

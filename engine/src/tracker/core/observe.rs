@@ -7,13 +7,14 @@ use tracing::{info, warn};
 
 use crate::brake::Recovery;
 use crate::events::Event;
-use crate::hysteresis::{Health, Judgement, Transition};
+use crate::hysteresis::Transition;
 use crate::metrics::{ResultLabel, TargetLabel};
 use crate::observation::Observation;
 use crate::snapshot::{VerdictChange, MAX_CHANGES};
 
 use super::super::index::{TargetIx, TenantIx};
 use super::super::report;
+use super::super::verdicts::Judged;
 use super::{Clock, Effect, TrackerCore, Wake, LOCAL_FAILURE_LOG};
 
 /// How often an impaired prober counts its failing targets (each count is one pass over
@@ -25,7 +26,9 @@ impl TrackerCore {
     /// it changes (a first probe, a renewed certificate), not on every probe: the label is
     /// the target's key, formatted.
     fn record_cert_expiry(&self, target: TargetIx, obs: &Observation) {
-        let before = self.targets[target.0]
+        let before = self
+            .verdicts
+            .get(target)
             .last
             .as_ref()
             .and_then(|(r, _)| r.cert_not_after);
@@ -59,79 +62,62 @@ impl TrackerCore {
     /// Applies one probe result.
     pub(super) fn observe_one(&mut self, obs: Observation, now: Clock, fx: &mut Vec<Effect>) {
         self.count_probe(&obs);
-        let Some(target) = self.ids.index(obs.target) else {
+        let Some(target) = self.verdicts.index(obs.target) else {
             return;
         };
         // `[ring]`: a probe finishing after this replica stopped probing the target.
-        if self.targets[target.0]
-            .shared
-            .as_ref()
-            .is_some_and(|s| !s.local)
-        {
+        if self.verdicts.probed_elsewhere(target) {
             return;
         }
         self.record_cert_expiry(target, &obs);
         let timing = self.plan.targets[target.0].check.timing;
-        let state = &mut self.targets[target.0];
-        let before = state.effective();
-        // An up target's first failure: what the self-check counts (before the verdict
-        // changes, so a wave is judged before its withdrawals are decided). First among the
-        // results judged: one this machine caused (kept as the latest, not judged) must not
-        // hide the real failure after it, or a busy machine turns the self-check off.
-        let starts_failing = !obs.result.ok() && before == Health::Up && state.failing == 0;
-        let transition = match state.hysteresis.judge(&obs.result, &timing) {
-            Judgement::NotJudged => {
+        let counted = match self
+            .verdicts
+            .judge(target, obs.result, &timing, (now.mono, now.wall))
+        {
+            Judged::NotJudged => {
                 if LOCAL_FAILURE_LOG.ready(Duration::from_secs(60)) {
                     warn!(
                         target = %self.plan.targets[target.0].key(),
-                        reason = %obs.result.reason(),
+                        reason = %self.verdicts.latest_reason(target),
                         "a probe could not run for lack of local resources; not counted against the endpoint (probes_total{{result=\"local\"}}; logged at most once a minute)"
                     );
                 }
-                state.last = Some((obs.result, now.wall));
                 return;
             }
-            Judgement::Judged(transition) => transition,
+            Judged::Counted(counted) => counted,
         };
-        let reweighed = state.count(&obs.result, now.wall);
-        if let Some(t) = transition {
-            self.judged(target, t, obs.result.reason(), now, fx);
+        if let Some(t) = counted.transition {
+            self.judged(target, t, counted.hold, now, fx);
         }
-        self.targets[target.0].last = Some((obs.result, now.wall));
-        if starts_failing && self.brake.went_down(now.mono, self.targets.len()) {
+        if counted.starts_failing && self.brake.went_down(now.mono, self.verdicts.len()) {
             self.judge_self_impaired(now, fx);
         }
-        let after = self.targets[target.0].effective();
-        if before != after {
-            self.effective_changed(target, before, now, fx);
-        } else if reweighed {
+        let after = self.verdicts.effective(target);
+        if counted.before != after {
+            self.effective_changed(target, counted.before, now, fx);
+        } else if counted.reweighed {
             self.reweighed(target, now, fx);
         }
     }
 
-    /// A verdict change of `target`'s own hysteresis: flap damping may start holding it,
-    /// and the change is shared with the ring (`[ring]`) or recorded for its tenants.
+    /// A verdict change of `target`'s own hysteresis (`hold`: flap damping started holding
+    /// it, with this penalty): shared with the ring (`[ring]`) or recorded for its tenants.
     fn judged(
         &mut self,
         target: TargetIx,
         t: Transition,
-        reason: String,
+        hold: Option<f64>,
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
-        let state = &mut self.targets[target.0];
-        let hold_starts = t.to == Health::Down
-            && state
-                .damping
-                .as_mut()
-                .is_some_and(|d| d.went_down(now.mono));
-        if hold_starts {
-            let penalty = state.damping.as_ref().map_or(0.0, |d| d.penalty(now.mono));
+        if let Some(penalty) = hold {
             warn!(target = %self.plan.targets[target.0].key(), penalty = penalty.round(), "flapping: flap damping holds the endpoint out of DNS until its penalty decays below reuse");
             self.metrics.damping_holds.inc();
             self.schedule_release(target, now, fx);
         }
-        if self.targets[target.0].shared.is_some() {
+        let reason = self.verdicts.latest_reason(target);
+        if self.verdicts.shared(target) {
             fx.push(Effect::Share {
                 key: self.plan.targets[target.0].key(),
                 health: t.to,
@@ -145,7 +131,7 @@ impl TrackerCore {
     /// A wave of first failures made the prober judge itself impaired: every withdrawal
     /// and vote is held, and the self-check asks every second whether it may resume.
     fn judge_self_impaired(&mut self, now: Clock, fx: &mut Vec<Effect>) {
-        warn!(targets = self.targets.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
+        warn!(targets = self.verdicts.len(), "this prober judges itself impaired: a wave of its targets started failing at once, more likely its own network than that many gateways; every withdrawal and vote is held until fewer fail or an operator releases the brake (POST /v1/brake/release)");
         self.metrics.vantage_impaired.set(1);
         self.announce_impaired(true);
         fx.push(Effect::WakeAt {
@@ -161,8 +147,8 @@ impl TrackerCore {
         if self.brake.impaired_since().is_none() {
             return;
         }
-        let failing = self.failing_targets();
-        let next = match self.brake.recovery(failing, self.targets.len(), now.mono) {
+        let failing = self.verdicts.failing();
+        let next = match self.brake.recovery(failing, self.verdicts.len(), now.mono) {
             Recovery::Now => return self.resume(now, fx),
             Recovery::No => now.mono + SELF_CHECK_EVERY,
             Recovery::At(at) => at.min(now.mono + SELF_CHECK_EVERY),
@@ -183,35 +169,22 @@ impl TrackerCore {
         }
     }
 
-    /// Targets failing: down, or failing now (a wave is judged on first failures, before
-    /// verdicts change); results this machine caused are not the targets' failures.
-    fn failing_targets(&self) -> usize {
-        self.targets
-            .iter()
-            .filter(|t| t.effective() == Health::Down || t.failing > 0)
-            .count()
-    }
-
     /// Tells `/events` (and the page) that the prober judged itself impaired or resumed.
     fn announce_impaired(&self, impaired: bool) {
         self.events.emit(|| Event::Impaired {
             at: crate::events::now(),
             impaired,
-            failing: self.failing_targets(),
-            targets: self.targets.len(),
+            failing: self.verdicts.failing(),
+            targets: self.verdicts.len(),
         });
     }
 
     /// Asks for the check that ends a flap-damping hold of `target`.
     pub(super) fn schedule_release(&mut self, target: TargetIx, now: Clock, fx: &mut Vec<Effect>) {
-        let due = self.targets[target.0]
-            .damping
-            .as_mut()
-            .and_then(|d| d.release_due(now.mono));
-        if let Some(wait) = due {
+        if let Some(wait) = self.verdicts.release_due(target, now.mono) {
             fx.push(Effect::WakeAt {
                 at: now.mono + wait,
-                wake: Wake::DampingRelease(self.ids.id(target)),
+                wake: Wake::DampingRelease(self.verdicts.id(target)),
             });
         }
     }
@@ -224,22 +197,16 @@ impl TrackerCore {
         reason: String,
         now: Clock,
     ) {
-        let state = &mut self.targets[target.0];
-        state.transitions += 1;
-        if let (Health::Down, Some(since)) = (t.from, state.since) {
-            state.downtime += now.wall.duration_since(since).unwrap_or_default();
-        }
-        state.since = Some(now.wall);
+        let failing_since = self
+            .verdicts
+            .record(target, t, now.wall)
+            .map(crate::clock::Timestamp);
         let names: Vec<&str> = self
             .topology
             .endpoints(target)
             .iter()
             .map(|&e| self.plan.endpoints[e.0].name.as_str())
             .collect();
-        let failing_since = (t.to == Health::Down)
-            .then_some(self.targets[target.0].failing_since)
-            .flatten()
-            .map(crate::clock::Timestamp);
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
             at: crate::events::now(),
@@ -251,7 +218,7 @@ impl TrackerCore {
             failing_since,
             reason: reason.clone(),
         });
-        let reason = if self.targets[target.0].damped() {
+        let reason = if self.verdicts.get(target).damped() {
             format!("{reason} (held out of DNS by flap damping)")
         } else {
             reason

@@ -13,10 +13,10 @@ use crate::metrics::{TargetLabel, TenantLabel};
 use crate::observation::TargetId;
 use crate::snapshot::{EndpointMeta, PublishMode, TenantSnapshot};
 
-use super::super::index::{EndpointIx, TargetIds, TenantIx, Topology};
+use super::super::index::{EndpointIx, TenantIx, Topology};
 use super::super::report;
 use super::publish::next_seq;
-use super::{Clock, Effect, TargetState, TenantState, TrackerCore, Wake};
+use super::{Clock, Effect, TenantState, TrackerCore, Wake};
 
 impl TrackerCore {
     /// Replaces the plan (a config reload). Targets with an id the core already knows keep
@@ -62,9 +62,6 @@ impl TrackerCore {
     /// Makes `plan` current, keeping the state of targets (by id) and tenants (by name)
     /// that stay.
     pub(super) fn adopt(&mut self, plan: Arc<Plan>, ids: Vec<TargetId>, now: Clock) {
-        let old_ids = std::mem::take(&mut self.ids).into_ids();
-        let mut old_targets: HashMap<TargetId, TargetState> =
-            old_ids.into_iter().zip(self.targets.drain(..)).collect();
         let old_tenants: HashMap<String, TenantState> = self
             .plan
             .tenants
@@ -80,19 +77,9 @@ impl TrackerCore {
         {
             self.brake.forget(gone);
         }
-        self.targets = ids
-            .iter()
-            .zip(&plan.targets)
-            .map(|(id, target)| {
-                old_targets
-                    .remove(id)
-                    .unwrap_or_else(|| TargetState::new(target.check.timing.damping, now.mono))
-            })
-            .collect();
-        self.ids = TargetIds::of(ids);
+        self.verdicts.adopt(&plan, ids, now.mono);
         self.topology = Topology::of(&plan);
         self.plan = plan;
-        self.index_shared();
         for (e, ep) in self.plan.endpoints.iter().enumerate() {
             let up = self.verdict(EndpointIx(e)) == Health::Up;
             self.metrics

@@ -6,38 +6,18 @@
 
 use std::sync::Arc;
 
-use tracing::info;
-
-use crate::hysteresis::{Health, Hysteresis, Transition};
-use crate::ring::combine::{combine, Vantage};
+use crate::hysteresis::Health;
+use crate::ring::combine::Vantage;
 use crate::ring::ownership::Ownership;
 
 use super::super::index::TargetIx;
-use super::state::Shared;
 use super::{Clock, Effect, TrackerCore};
 
 impl TrackerCore {
     /// Turns shared verdicts on (at start, before any observation): every target starts
     /// with no verdict, probed here as `ownership` says.
     pub fn share_verdicts(&mut self, ownership: Arc<Ownership>) {
-        self.ring = Some(ownership);
-        self.index_shared();
-    }
-
-    /// Gives every new target a [`Shared`] (probed here as the ownership says) and indexes
-    /// targets by key (after a plan change).
-    pub(super) fn index_shared(&mut self) {
-        let Some(ownership) = &self.ring else {
-            return;
-        };
-        for (t, target) in self.targets.iter_mut().zip(&self.plan.targets) {
-            t.shared.get_or_insert_with(|| {
-                let mut shared = Shared::new();
-                shared.local = ownership.probes(&target.key());
-                shared
-            });
-        }
-        self.ids.index_keys(&self.plan);
+        self.verdicts.share(ownership, &self.plan);
     }
 
     /// Verdicts member `from` streamed: all it has (`full`: any target it does not list has
@@ -53,21 +33,9 @@ impl TrackerCore {
         let member: Arc<str> = Arc::from(from);
         let mut touched: Vec<TargetIx> = Vec::new();
         if full {
-            touched.extend(self.drop_member(from));
+            touched.extend(self.verdicts.drop_member(from));
         }
-        for (key, vantage) in verdicts {
-            let Some(t) = self.ids.by_key(&key) else {
-                continue;
-            };
-            let Some(shared) = self.targets[t.0].shared.as_mut() else {
-                continue;
-            };
-            shared.peers.retain(|(m, _)| **m != *from);
-            if vantage.health != Health::Unknown {
-                shared.peers.push((member.clone(), vantage));
-            }
-            touched.push(t);
-        }
+        touched.extend(self.verdicts.set_peer(&member, verdicts));
         touched.sort_unstable_by_key(|t| t.0);
         touched.dedup();
         let reason = format!("verdict of ring member {from}");
@@ -80,7 +48,7 @@ impl TrackerCore {
     /// its last verdict until its new owner's first).
     pub fn forget_member(&mut self, member: &str, now: Clock, fx: &mut Vec<Effect>) {
         let reason = format!("ring member {member} left");
-        for t in self.drop_member(member) {
+        for t in self.verdicts.drop_member(member) {
             self.recombine_and_apply(t, &reason, now, fx);
         }
     }
@@ -89,16 +57,7 @@ impl TrackerCore {
     /// own verdict (a later owner starts afresh) and tells the others.
     pub fn probing(&mut self, keys: &[String], on: bool, now: Clock, fx: &mut Vec<Effect>) {
         for key in keys {
-            let Some(t) = self.ids.by_key(key) else {
-                continue;
-            };
-            let state = &mut self.targets[t.0];
-            let Some(shared) = state.shared.as_mut() else {
-                continue;
-            };
-            shared.local = on;
-            if !on {
-                state.hysteresis = Hysteresis::new();
+            if let Some(t) = self.verdicts.set_local(key, on) {
                 fx.push(Effect::Share {
                     key: key.clone(),
                     health: Health::Unknown,
@@ -108,55 +67,21 @@ impl TrackerCore {
         }
     }
 
-    /// Removes `member`'s verdicts; the targets it had one for.
-    fn drop_member(&mut self, member: &str) -> Vec<TargetIx> {
-        let mut touched = Vec::new();
-        for (i, t) in self.targets.iter_mut().enumerate() {
-            if let Some(shared) = t.shared.as_mut() {
-                let before = shared.peers.len();
-                shared.peers.retain(|(m, _)| **m != *member);
-                if shared.peers.len() != before {
-                    touched.push(TargetIx(i));
-                }
-            }
-        }
-        touched
-    }
-
     /// Recombines `target` and, if its effective health changed, re-decides its tenants.
     fn recombine_and_apply(&mut self, t: TargetIx, reason: &str, now: Clock, fx: &mut Vec<Effect>) {
-        let before = self.targets[t.0].effective();
+        let before = self.verdicts.effective(t);
         self.recombine(t, reason, now);
-        if self.targets[t.0].effective() != before {
+        if self.verdicts.effective(t) != before {
             self.effective_changed(t, before, now, fx);
         }
     }
 
     /// Combines `target`'s verdicts; a change of the combined verdict is a transition.
     pub(super) fn recombine(&mut self, t: TargetIx, reason: &str, now: Clock) {
-        let state = &mut self.targets[t.0];
-        let own = state.hysteresis.state();
-        let Some(shared) = state.shared.as_mut() else {
-            return;
-        };
-        let local = shared.local.then_some(Vantage {
-            health: own,
-            impaired: false,
-        });
-        let peers = shared.peers.iter().map(|(_, v)| *v);
-        let to = combine(peers.chain(local), shared.combined);
-        let from = std::mem::replace(&mut shared.combined, to);
-        let unowned = shared.peers.is_empty() && !shared.local && to != Health::Unknown;
-        match (unowned, shared.unowned_since) {
-            (true, None) => {
-                info!(target = %self.plan.targets[t.0].key(), "no ring member probes the target: its last verdict stands until a new owner's first");
-                shared.unowned_since = Some(now.wall);
-            }
-            (false, Some(_)) => shared.unowned_since = None,
-            _ => {}
-        }
-        if from != to {
-            self.on_transition(t, Transition { from, to }, reason.to_owned(), now);
+        let plan = &self.plan;
+        let key = || plan.targets[t.0].key();
+        if let Some(transition) = self.verdicts.recombine(t, key, now.wall) {
+            self.on_transition(t, transition, reason.to_owned(), now);
         }
     }
 }

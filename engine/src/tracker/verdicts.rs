@@ -1,0 +1,343 @@
+//! Each target's verdict, and nothing about tenants: the hysteresis a probe result is
+//! judged by, flap damping, the counts `/status` shows and, under `[ring]`, the other
+//! members' verdicts combined with this replica's own. The core ([`super::TrackerCore`])
+//! asks it what a result did to a target and decides what that means for the tenants.
+//!
+//! Targets are held by stable id ([`TargetIds`]), so a reload keeps the verdict of every
+//! target it keeps.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use ho_config::{Endpoint, Plan, Timing};
+use tokio::time::Instant;
+use tracing::info;
+
+use crate::composite::combine;
+use crate::hysteresis::{Health, Hysteresis, Judgement, Transition};
+use crate::observation::TargetId;
+use crate::probe::ProbeResult;
+use crate::ring::combine::Vantage;
+use crate::ring::ownership::Ownership;
+
+use super::index::{TargetIds, TargetIx};
+
+mod target;
+pub(super) use target::{Shared, TargetState};
+
+/// Every target's verdict, in plan order.
+#[derive(Default)]
+pub(super) struct Verdicts {
+    /// Which target an observation, a timer or a ring stream names.
+    ids: TargetIds,
+    /// One per plan target, in the same order.
+    targets: Vec<TargetState>,
+    /// `[ring]`: which targets this replica probes; set, verdicts are shared.
+    ring: Option<Arc<Ownership>>,
+}
+
+/// What one probe result did to its target.
+pub(super) enum Judged {
+    /// The result says more about this machine than about the target (see
+    /// [`Judgement::NotJudged`]): kept as the latest, counted against nothing.
+    NotJudged,
+    /// The result counted.
+    Counted(Counted),
+}
+
+/// A result that counted (see [`Verdicts::judge`]).
+pub(super) struct Counted {
+    /// The target's effective health before the result.
+    pub(super) before: Health,
+    /// An up target's first failure: what the prober's self-check counts.
+    pub(super) starts_failing: bool,
+    /// Its own verdict's change, if any.
+    pub(super) transition: Option<Transition>,
+    /// Flap damping started holding the target out, with this penalty.
+    pub(super) hold: Option<f64>,
+    /// The weight in effect changed.
+    pub(super) reweighed: bool,
+}
+
+impl Verdicts {
+    /// Makes `plan` (its targets numbered by `ids`) current: targets with a known id keep
+    /// their state, new ones start `unknown`.
+    pub(super) fn adopt(&mut self, plan: &Plan, ids: Vec<TargetId>, now: Instant) {
+        let old_ids = std::mem::take(&mut self.ids).into_ids();
+        let mut old: HashMap<TargetId, TargetState> =
+            old_ids.into_iter().zip(self.targets.drain(..)).collect();
+        self.targets = ids
+            .iter()
+            .zip(&plan.targets)
+            .map(|(id, target)| {
+                old.remove(id)
+                    .unwrap_or_else(|| TargetState::new(target.check.timing.damping, now))
+            })
+            .collect();
+        self.ids = TargetIds::of(ids);
+        self.index_shared(plan);
+    }
+
+    /// Turns shared verdicts on (at start, before any observation): every target starts
+    /// with no verdict, probed here as `ownership` says.
+    pub(super) fn share(&mut self, ownership: Arc<Ownership>, plan: &Plan) {
+        self.ring = Some(ownership);
+        self.index_shared(plan);
+    }
+
+    /// Gives every new target a [`Shared`] (probed here as the ownership says) and indexes
+    /// targets by key.
+    fn index_shared(&mut self, plan: &Plan) {
+        let Some(ownership) = &self.ring else {
+            return;
+        };
+        for (t, target) in self.targets.iter_mut().zip(&plan.targets) {
+            t.shared.get_or_insert_with(|| {
+                let mut shared = Shared::new();
+                shared.local = ownership.probes(&target.key());
+                shared
+            });
+        }
+        self.ids.index_keys(plan);
+    }
+
+    /// The target with stable id `id`.
+    pub(super) fn index(&self, id: TargetId) -> Option<TargetIx> {
+        self.ids.index(id)
+    }
+
+    /// The stable id of `target`.
+    pub(super) fn id(&self, target: TargetIx) -> TargetId {
+        self.ids.id(target)
+    }
+
+    /// What is known of `target`.
+    pub(super) fn get(&self, target: TargetIx) -> &TargetState {
+        &self.targets[target.0]
+    }
+
+    /// How many targets there are.
+    pub(super) fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Whether every target has a verdict.
+    pub(super) fn all_known(&self) -> bool {
+        self.targets
+            .iter()
+            .all(|t| t.hysteresis.state() != Health::Unknown)
+    }
+
+    /// How many targets have no verdict yet.
+    pub(super) fn unknown(&self) -> usize {
+        self.targets
+            .iter()
+            .filter(|t| t.hysteresis.state() == Health::Unknown)
+            .count()
+    }
+
+    /// Targets failing: down, or failing now (a wave is judged on first failures, before
+    /// verdicts change); results this machine caused are not the targets' failures.
+    pub(super) fn failing(&self) -> usize {
+        self.targets
+            .iter()
+            .filter(|t| t.effective() == Health::Down || t.failing > 0)
+            .count()
+    }
+
+    /// The health of `target` that decides publication.
+    pub(super) fn effective(&self, target: TargetIx) -> Health {
+        self.targets[target.0].effective()
+    }
+
+    /// The verdict of endpoint `ep`: its check's effective health, or its checks' combined.
+    pub(super) fn endpoint(&self, ep: &Endpoint) -> Health {
+        combine(ep, |t| self.targets[t].effective())
+    }
+
+    /// [`Verdicts::endpoint`] had `target`'s effective health been `was`.
+    pub(super) fn endpoint_before(&self, ep: &Endpoint, target: TargetIx, was: Health) -> Health {
+        combine(ep, |t| match t == target.0 {
+            true => was,
+            false => self.targets[t].effective(),
+        })
+    }
+
+    /// The weight `ep` reported through its check (the first of its checks that reports
+    /// one), if any.
+    pub(super) fn reported_weight(&self, ep: &Endpoint) -> Option<u32> {
+        ep.targets().find_map(|t| self.targets[t].weight)
+    }
+
+    /// Whether `target`'s verdict is another member's now (`[ring]`: this replica stopped
+    /// probing it): a probe of it finishing late counts for nothing.
+    pub(super) fn probed_elsewhere(&self, target: TargetIx) -> bool {
+        self.targets[target.0]
+            .shared
+            .as_ref()
+            .is_some_and(|s| !s.local)
+    }
+
+    /// Whether `target`'s verdicts are shared with the ring.
+    pub(super) fn shared(&self, target: TargetIx) -> bool {
+        self.targets[target.0].shared.is_some()
+    }
+
+    /// Judges `result` of `target`, arrived at `wall`, by its check's `timing`; it becomes
+    /// the target's latest.
+    pub(super) fn judge(
+        &mut self,
+        target: TargetIx,
+        result: ProbeResult,
+        timing: &Timing,
+        now: (Instant, SystemTime),
+    ) -> Judged {
+        let state = &mut self.targets[target.0];
+        let before = state.effective();
+        // First among the results judged: one this machine caused (kept as the latest, not
+        // judged) must not hide the real failure after it, or a busy machine turns the
+        // self-check off.
+        let starts_failing = !result.ok() && before == Health::Up && state.failing == 0;
+        let transition = match state.hysteresis.judge(&result, timing) {
+            Judgement::NotJudged => {
+                state.last = Some((result, now.1));
+                return Judged::NotJudged;
+            }
+            Judgement::Judged(transition) => transition,
+        };
+        let reweighed = state.count(&result, now.1);
+        state.last = Some((result, now.1));
+        let hold_starts = transition.is_some_and(|t| t.to == Health::Down)
+            && state.damping.as_mut().is_some_and(|d| d.went_down(now.0));
+        let hold = hold_starts.then(|| state.damping.as_ref().map_or(0.0, |d| d.penalty(now.0)));
+        Judged::Counted(Counted {
+            before,
+            starts_failing,
+            transition,
+            hold,
+            reweighed,
+        })
+    }
+
+    /// Why `target`'s latest result is what it is (`ok`, or the failure).
+    pub(super) fn latest_reason(&self, target: TargetIx) -> String {
+        self.targets[target.0]
+            .last
+            .as_ref()
+            .map_or_else(String::new, |(r, _)| r.reason())
+    }
+
+    /// When flap damping's hold of `target` may end, from `now`.
+    pub(super) fn release_due(
+        &mut self,
+        target: TargetIx,
+        now: Instant,
+    ) -> Option<std::time::Duration> {
+        self.targets[target.0]
+            .damping
+            .as_mut()
+            .and_then(|d| d.release_due(now))
+    }
+
+    /// Counts `target`'s verdict change `t` at `wall`; when it went down, since when the
+    /// target has been failing.
+    pub(super) fn record(
+        &mut self,
+        target: TargetIx,
+        t: Transition,
+        wall: SystemTime,
+    ) -> Option<SystemTime> {
+        let state = &mut self.targets[target.0];
+        state.transitions += 1;
+        if let (Health::Down, Some(since)) = (t.from, state.since) {
+            state.downtime += wall.duration_since(since).unwrap_or_default();
+        }
+        state.since = Some(wall);
+        (t.to == Health::Down)
+            .then_some(state.failing_since)
+            .flatten()
+    }
+
+    /// Member `from`'s verdicts, by target key (`Unknown`: it stopped probing the target);
+    /// the targets they touched.
+    pub(super) fn set_peer(
+        &mut self,
+        from: &Arc<str>,
+        verdicts: Vec<(String, Vantage)>,
+    ) -> Vec<TargetIx> {
+        let mut touched = Vec::new();
+        for (key, vantage) in verdicts {
+            let Some(t) = self.ids.by_key(&key) else {
+                continue;
+            };
+            let Some(shared) = self.targets[t.0].shared.as_mut() else {
+                continue;
+            };
+            shared.peers.retain(|(m, _)| **m != **from);
+            if vantage.health != Health::Unknown {
+                shared.peers.push((from.clone(), vantage));
+            }
+            touched.push(t);
+        }
+        touched
+    }
+
+    /// Removes `member`'s verdicts; the targets it had one for.
+    pub(super) fn drop_member(&mut self, member: &str) -> Vec<TargetIx> {
+        let mut touched = Vec::new();
+        for (i, t) in self.targets.iter_mut().enumerate() {
+            if let Some(shared) = t.shared.as_mut() {
+                let before = shared.peers.len();
+                shared.peers.retain(|(m, _)| **m != *member);
+                if shared.peers.len() != before {
+                    touched.push(TargetIx(i));
+                }
+            }
+        }
+        touched
+    }
+
+    /// This replica started (`on`) or stopped probing the target keyed `key`; the target,
+    /// when it stopped (its own verdict is forgotten: a later owner starts afresh).
+    pub(super) fn set_local(&mut self, key: &str, on: bool) -> Option<TargetIx> {
+        let t = self.ids.by_key(key)?;
+        let state = &mut self.targets[t.0];
+        let shared = state.shared.as_mut()?;
+        shared.local = on;
+        if on {
+            return None;
+        }
+        state.hysteresis = Hysteresis::new();
+        Some(t)
+    }
+
+    /// Combines `target`'s verdicts (its key: `key`); the combined verdict's change, if any.
+    pub(super) fn recombine(
+        &mut self,
+        t: TargetIx,
+        key: impl FnOnce() -> String,
+        wall: SystemTime,
+    ) -> Option<Transition> {
+        let state = &mut self.targets[t.0];
+        let own = state.hysteresis.state();
+        let shared = state.shared.as_mut()?;
+        let local = shared.local.then_some(Vantage {
+            health: own,
+            impaired: false,
+        });
+        let peers = shared.peers.iter().map(|(_, v)| *v);
+        let to = crate::ring::combine::combine(peers.chain(local), shared.combined);
+        let from = std::mem::replace(&mut shared.combined, to);
+        let unowned = shared.peers.is_empty() && !shared.local && to != Health::Unknown;
+        match (unowned, shared.unowned_since) {
+            (true, None) => {
+                info!(target = %key(), "no ring member probes the target: its last verdict stands until a new owner's first");
+                shared.unowned_since = Some(wall);
+            }
+            (false, Some(_)) => shared.unowned_since = None,
+            _ => {}
+        }
+        (from != to).then_some(Transition { from, to })
+    }
+}
