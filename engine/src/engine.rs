@@ -47,8 +47,6 @@ mod tenant_source;
 
 use applier::Applier;
 use start::*;
-use std::future::Future;
-use std::pin::Pin;
 use tenant_source::Following;
 pub use tenant_source::{EngineReader, Merge, ReloadError, SourceFuture, TenantSource};
 

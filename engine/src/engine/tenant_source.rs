@@ -7,6 +7,8 @@
 //! A merge that does not validate leaves the running plan as it is: the tenants accepted
 //! before keep serving until a valid merge replaces them.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Weak;
 
 use ho_config::validate::ValidationErrors;
