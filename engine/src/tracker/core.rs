@@ -4,14 +4,18 @@
 //! (send a snapshot, tell a sink to forget a tenant, wake me later). Tested with a fake
 //! clock in `tests.rs`.
 //!
-//! Each target's verdict is the [`Verdicts`]' (`../verdicts.rs`: hysteresis, flap damping,
-//! the ring's combination), which knows nothing of tenants. The core's interface is in
-//! `effects.rs`, what it keeps per tenant in `state.rs`; the decision of a tenant lives here,
-//! what a probe result means for the tenants in `observe.rs`, a reload's adoption of a new
-//! plan in `reload.rs`, the way from a decision to a snapshot in `publish.rs`.
+//! The core's parts, each its own struct: every target's verdict is the [`Verdicts`]'
+//! (`../verdicts.rs`: hysteresis, flap damping, the ring's combination), which knows
+//! nothing of tenants; what an endpoint counts as when a tenant is decided is read through a
+//! [`HealthView`] (`../health.rs`: forced health, drains, weights), which changes nothing;
+//! from a decision to a snapshot is the [`Publisher`]'s (`../publisher.rs`: the brake, seq,
+//! changes carried), which knows nothing of verdicts. The core joins them: which tenants a
+//! verdict change touches, their counts and pacing, when they wait, and the votes of
+//! `[multi_cluster]` tenants. Its interface is in `effects.rs`, what it keeps per tenant in
+//! `state.rs`; what a probe result means for the tenants is in `observe.rs`, what operators
+//! set in `operator.rs`, a reload's adoption of a new plan in `reload.rs`, the ring's
+//! verdicts in `shared.rs`.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use ho_config::Plan;
@@ -20,25 +24,27 @@ use tracing::{info, warn};
 
 use crate::brake::Brake;
 use crate::drain::{Forced, OperatorState};
-use crate::events::{Event, Events};
+use crate::events::Events;
 use crate::hysteresis::Health;
 use crate::metrics::{Metrics, TenantLabel};
+use crate::multi_cluster::vote::{self, Tally};
 use crate::observation::{Observation, TargetId};
 use crate::probe_limits::Throttle;
-use crate::selection::{decide, locations, published_addresses, Decision};
-use crate::snapshot::EndpointMeta;
+use crate::snapshot::{EndpointMeta, TenantSnapshot};
 
+use super::health::HealthView;
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::Pace;
+use super::publisher::{Decided, Publisher};
 use super::report;
+use super::verdicts::Verdicts;
 
 mod effects;
 mod observe;
-mod publish;
+mod operator;
 mod reload;
 mod shared;
 mod state;
-use super::verdicts::Verdicts;
 pub use crate::clock::Clock;
 pub use effects::{Effect, Wake};
 pub(super) use state::TenantState;
@@ -51,7 +57,10 @@ pub struct TrackerCore {
     pub(super) plan: Arc<Plan>,
     /// Every target's verdict (hysteresis, flap damping, the ring's).
     pub(super) verdicts: Verdicts,
+    /// Each tenant's counts, pacing and vote (by [`TenantIx`]).
     pub(super) tenants: Vec<TenantState>,
+    /// What each tenant published, and the brake.
+    publisher: Publisher,
     topology: Topology,
     /// Endpoint metadata shared by every snapshot.
     endpoint_meta: Vec<Arc<EndpointMeta>>,
@@ -59,27 +68,31 @@ pub struct TrackerCore {
     pub(super) grace_over: bool,
     /// What operators set: drained endpoints, forced health (see [`crate::drain`]).
     pub(super) operator: OperatorState,
-    /// Where transitions and publishes are announced (`/events`).
+    /// Where transitions and operators' holds are announced (`/events`).
     pub(super) events: Events,
-    /// The blast-radius brake (`[brake]`).
-    pub(super) brake: Brake,
 }
 
 impl TrackerCore {
-    /// A core for `plan` (`ids`: each target's stable id). Call [`TrackerCore::start`]
-    /// once the shell can carry out effects.
-    pub fn new(plan: Arc<Plan>, ids: Vec<TargetId>, metrics: Arc<Metrics>, now: Clock) -> Self {
+    /// A core for `plan` (`ids`: each target's stable id) that announces on `events`. Call
+    /// [`TrackerCore::start`] once the shell can carry out effects.
+    pub fn new(
+        plan: Arc<Plan>,
+        ids: Vec<TargetId>,
+        metrics: Arc<Metrics>,
+        events: Events,
+        now: Clock,
+    ) -> Self {
         let mut core = TrackerCore {
             plan: plan.clone(),
             verdicts: Verdicts::default(),
             tenants: Vec::new(),
+            publisher: Publisher::new(Brake::new(plan.brake), metrics.clone(), events.clone()),
             topology: Topology::default(),
             endpoint_meta: Vec::new(),
             metrics,
             grace_over: false,
             operator: OperatorState::default(),
-            events: Events::default(),
-            brake: Brake::new(plan.brake),
+            events,
         };
         core.adopt(plan, ids, now);
         core
@@ -91,142 +104,6 @@ impl TrackerCore {
             at: now.mono + self.plan.startup_grace,
             wake: Wake::GraceOver,
         });
-    }
-
-    /// The names of the endpoints `selection` picks, in configuration order.
-    pub(super) fn selected(&self, selection: &super::Selection) -> Vec<String> {
-        self.plan
-            .endpoints
-            .iter()
-            .filter(|e| match selection {
-                super::Selection::Name(name) => &e.name == name,
-                super::Selection::Labels(labels) => {
-                    labels.iter().all(|(k, v)| e.labels.get(k) == Some(v))
-                }
-            })
-            .map(|e| e.name.clone())
-            .collect()
-    }
-
-    /// The drained endpoint names.
-    pub fn drained(&self) -> &BTreeSet<String> {
-        &self.operator.drained
-    }
-
-    /// Replaces the drained set and re-decides every tenant with an endpoint whose drain
-    /// changed.
-    pub fn set_drained(&mut self, drained: BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
-        let changed: BTreeSet<String> = drained
-            .symmetric_difference(&self.operator.drained)
-            .cloned()
-            .collect();
-        self.operator.drained = drained;
-        self.refresh_tenants_of(&changed, now, fx);
-    }
-
-    /// The endpoints whose health an operator forced.
-    pub fn forced(&self) -> &BTreeMap<String, Forced> {
-        &self.operator.forced
-    }
-
-    /// Replaces the forced health and re-decides every tenant with an endpoint whose
-    /// forced health changed.
-    pub fn set_forced(
-        &mut self,
-        forced: BTreeMap<String, Forced>,
-        now: Clock,
-        fx: &mut Vec<Effect>,
-    ) {
-        let changed: BTreeSet<String> = forced
-            .iter()
-            .filter(|(name, f)| self.operator.forced.get(*name) != Some(f))
-            .map(|(name, _)| name.clone())
-            .chain(
-                self.operator
-                    .forced
-                    .keys()
-                    .filter(|n| !forced.contains_key(*n))
-                    .cloned(),
-            )
-            .collect();
-        self.operator.forced = forced;
-        self.refresh_tenants_of(&changed, now, fx);
-    }
-
-    /// Replaces what operators set (drains and forced health), re-decides the tenants it
-    /// touches and tells listeners which endpoints are held by hand now (the availability
-    /// ledger counts their names' time as maintenance).
-    pub fn set_operator(&mut self, state: OperatorState, now: Clock, fx: &mut Vec<Effect>) {
-        self.set_drained(state.drained, now, fx);
-        self.set_forced(state.forced, now, fx);
-        let held = self.operator.held();
-        self.events.emit(|| Event::Held {
-            at: crate::events::now(),
-            endpoints: held,
-        });
-    }
-
-    /// Lets every withdrawal the brake holds go through now (an operator's release): the
-    /// tenants holding some are decided again with the brake off; the addresses released.
-    pub fn release_brake(&mut self, now: Clock, fx: &mut Vec<Effect>) -> usize {
-        let holding: Vec<(String, usize)> = self
-            .brake
-            .held()
-            .iter()
-            .map(|(t, n)| (t.clone(), *n))
-            .collect();
-        let was_impaired = self.brake.impaired_since().is_some();
-        self.brake.set_released(true);
-        if was_impaired {
-            self.resume(now, fx);
-        } else {
-            for (tenant, _) in &holding {
-                if let Some(ti) = self.tenant_index(tenant) {
-                    self.refresh(ti, now.mono, now, fx);
-                }
-            }
-        }
-        self.brake.set_released(false);
-        holding.iter().map(|(_, n)| n).sum()
-    }
-
-    /// Re-decides every tenant with an endpoint named in `names`.
-    fn refresh_tenants_of(&mut self, names: &BTreeSet<String>, now: Clock, fx: &mut Vec<Effect>) {
-        let affected: Vec<TenantIx> = self
-            .plan
-            .tenants
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| {
-                t.endpoints
-                    .iter()
-                    .any(|&e| names.contains(&self.plan.endpoints[e].name))
-            })
-            .map(|(i, _)| TenantIx(i))
-            .collect();
-        for ti in affected {
-            self.refresh(ti, now.mono, now, fx);
-        }
-    }
-
-    /// The endpoints `tenant` decides from: all but the drained ones, or all of them when
-    /// every one is drained (a drain never empties a name).
-    pub(super) fn members<'t>(&self, tenant: &'t ho_config::Tenant) -> Cow<'t, [usize]> {
-        if self.operator.drained.is_empty() {
-            // The common case, on every decision: no copy.
-            return Cow::Borrowed(&tenant.endpoints);
-        }
-        let kept: Vec<usize> = tenant
-            .endpoints
-            .iter()
-            .copied()
-            .filter(|&e| !self.operator.drained.contains(&self.plan.endpoints[e].name))
-            .collect();
-        if kept.is_empty() {
-            Cow::Borrowed(&tenant.endpoints)
-        } else {
-            Cow::Owned(kept)
-        }
     }
 
     /// Whether `/readyz` passes: every target has a verdict, or the grace passed.
@@ -283,7 +160,7 @@ impl TrackerCore {
             );
         }
         for ti in (0..self.tenants.len()).map(TenantIx) {
-            if self.tenants[ti.0].last_snapshot.is_none() {
+            if self.publisher.last(ti).is_none() {
                 self.refresh(ti, now.mono, now, fx);
             }
         }
@@ -297,42 +174,23 @@ impl TrackerCore {
             .map(TenantIx)
     }
 
-    /// The health that decides whether `endpoint` is published: an operator's forced health,
-    /// else the verdict.
-    pub(super) fn health_of(&self, endpoint: EndpointIx) -> Health {
-        self.health_with(endpoint, true)
-    }
-
-    /// [`Self::health_of`], with a forced-down endpoint decided by its verdict unless
-    /// `honour_down` (a tenant whose every member is forced down ignores the force-downs:
-    /// no override empties a name).
-    fn health_with(&self, endpoint: EndpointIx, honour_down: bool) -> Health {
-        match self
-            .operator
-            .forced
-            .get(&self.plan.endpoints[endpoint.0].name)
-        {
-            Some(Forced::Up) => Health::Up,
-            Some(Forced::Down) if honour_down => Health::Down,
-            _ => self.verdict(endpoint),
+    /// The plan, verdicts and operator's state, as a decision reads them.
+    pub(super) fn health(&self) -> HealthView<'_> {
+        HealthView {
+            plan: &self.plan,
+            verdicts: &self.verdicts,
+            operator: &self.operator,
         }
     }
 
-    /// The endpoint's verdict: its check's effective health, or its checks' combined.
-    pub(super) fn verdict(&self, endpoint: EndpointIx) -> Health {
-        self.verdicts.endpoint(&self.plan.endpoints[endpoint.0])
+    /// What tenant `ti` published last.
+    pub(super) fn last_published(&self, ti: TenantIx) -> Option<&Arc<TenantSnapshot>> {
+        self.publisher.last(ti)
     }
 
-    /// The endpoint's verdict had `target`'s effective health been `was` (what it was
-    /// before the change being applied).
-    pub(super) fn verdict_before(
-        &self,
-        endpoint: EndpointIx,
-        target: TargetIx,
-        was: Health,
-    ) -> Health {
-        self.verdicts
-            .endpoint_before(&self.plan.endpoints[endpoint.0], target, was)
+    /// The blast-radius brake (`[brake]`).
+    pub(super) fn brake(&self) -> &Brake {
+        &self.publisher.brake
     }
 
     /// Keeps the per-tenant counts and the `node_status` gauge in step with a change of
@@ -351,7 +209,10 @@ impl TrackerCore {
             .topology
             .endpoints(target)
             .iter()
-            .map(|&e| (e, self.verdict_before(e, target, from), self.verdict(e)))
+            .map(|&e| {
+                let health = self.health();
+                (e, health.verdict_before(e, target, from), health.verdict(e))
+            })
             .filter(|(_, was, is)| was != is)
             .collect();
         let mut held = false;
@@ -420,12 +281,6 @@ impl TrackerCore {
         }
     }
 
-    /// The weight endpoint `e` reported through its check (the first of its checks that
-    /// reports one), if any.
-    pub(super) fn reported_weight(&self, e: EndpointIx) -> Option<u32> {
-        self.verdicts.reported_weight(&self.plan.endpoints[e.0])
-    }
-
     /// The one wait-for-verdicts rule: a tenant with endpoints still `unknown` holds its
     /// decision until the start-up grace ends, and a tenant a reload added (nothing
     /// published yet) until its own grace ends. A tenant already published never waits
@@ -433,7 +288,7 @@ impl TrackerCore {
     fn waits_for_verdicts(&self, ti: TenantIx, now: Instant) -> bool {
         let state = &self.tenants[ti.0];
         let new_tenant_waiting =
-            state.last_snapshot.is_none() && state.wait_until.is_some_and(|until| now < until);
+            self.publisher.last(ti).is_none() && state.wait_until.is_some_and(|until| now < until);
         state.unknown > 0 && (!self.grace_over || new_tenant_waiting)
     }
 
@@ -452,40 +307,45 @@ impl TrackerCore {
         }
         self.tenants[ti.0].pacing.decided(now.mono);
         if tenant.multi_cluster {
-            if self.brake.impaired_since().is_some() {
+            if self.publisher.brake.impaired_since().is_some() {
                 // An impaired prober votes nothing new: its last view stands.
                 return;
             }
-            let view = self.local_view(ti);
+            let view = self.health().local_view(ti);
             if self.tenants[ti.0].last_view.as_ref() != Some(&view) {
                 self.tenants[ti.0].last_view = Some(view.clone());
                 fx.push(Effect::Vote(view));
             }
             return;
         }
-        let members = self.members(tenant);
-        let honour_down = members.iter().any(|&e| {
-            self.operator.forced.get(&self.plan.endpoints[e].name) != Some(&Forced::Down)
-        });
-        let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
-            self.health_with(EndpointIx(e), honour_down)
-        }) {
-            Decision::KeepLast => return,
-            Decision::Publish { endpoints, mode } => (endpoints, mode),
+        let Some(decided) = self.health().decide(ti, &self.endpoint_meta) else {
+            return;
         };
-        let addresses = published_addresses(
-            tenant,
-            &self.plan.endpoints,
-            &self.endpoint_meta,
-            &endpoints,
-            |e| self.reported_weight(EndpointIx(e)),
-        );
-        let decided = publish::Decided {
+        self.publisher
+            .publish(&self.plan.tenants[ti.0], ti, decided, cause_at, now, fx);
+    }
+
+    /// Publishes the tally of a voting tenant (see [`crate::multi_cluster`]): the set the
+    /// vote over the clusters' reports gives, with the tenant's policy applied.
+    pub fn voted(&mut self, tenant: &str, tally: Arc<Tally>, now: Clock, fx: &mut Vec<Effect>) {
+        let Some(ti) = self.tenant_index(tenant) else {
+            return;
+        };
+        let t = &self.plan.tenants[ti.0];
+        if !t.multi_cluster {
+            return;
+        }
+        self.tenants[ti.0].votes = Some(tally.clone());
+        let Some((addresses, mode)) = vote::publishable(t, &tally) else {
+            return;
+        };
+        let decided = Decided {
             addresses,
             mode,
-            geos: locations(tenant, &self.plan.endpoints),
-            votes: None,
+            ttl: self.health().ttl(ti),
+            geos: vote::locations(t, &tally),
+            votes: Some(tally),
         };
-        self.publish(ti, decided, cause_at, now, fx);
+        self.publisher.publish(t, ti, decided, now.mono, now, fx);
     }
 }

@@ -80,6 +80,22 @@ impl Topology {
     }
 }
 
+/// Per-tenant state of plan `old` (`states`, by [`TenantIx`]) laid out for plan `new`:
+/// each tenant's kept by name, a new tenant's starting empty. Tenants are keyed by name
+/// across reloads, since a reload may move or remove them.
+pub fn carry_by_name<T: Default>(old: &Plan, states: Vec<T>, new: &Plan) -> Vec<T> {
+    let mut by_name: HashMap<&str, T> = old
+        .tenants
+        .iter()
+        .map(|t| t.name.as_str())
+        .zip(states)
+        .collect();
+    new.tenants
+        .iter()
+        .map(|t| by_name.remove(t.name.as_str()).unwrap_or_default())
+        .collect()
+}
+
 /// Which target an observation, a timer or a ring member's stream names: each plan target's
 /// stable id (what probers and timers carry, kept across reloads) and, under `[ring]`, its
 /// key (what members' streams carry). Observations of ids not in the plan (a prober removed

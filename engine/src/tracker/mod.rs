@@ -7,9 +7,15 @@
 //! module is the thin actor around it that feeds it and carries out its effects.
 
 mod core;
+mod health;
+#[cfg(test)]
+mod health_tests;
 mod index;
 mod operator;
 mod pacing;
+mod publisher;
+#[cfg(test)]
+mod publisher_tests;
 mod report;
 #[cfg(test)]
 mod ring_tests;
@@ -165,8 +171,7 @@ impl HealthTracker {
             coordinator,
             ring,
         } = around;
-        let mut core = TrackerCore::new(plan, ids, metrics, Clock::now());
-        core.events = events;
+        let mut core = TrackerCore::new(plan, ids, metrics, events, Clock::now());
         let shares = ring.map(|ring| {
             core.share_verdicts(ring.ownership);
             ring.shares

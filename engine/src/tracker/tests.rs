@@ -117,7 +117,13 @@ impl Harness {
         };
         let ids = (0..plan.targets.len() as TargetId).collect();
         let mut h = Harness {
-            core: TrackerCore::new(plan, ids, Arc::new(Metrics::new()), now),
+            core: TrackerCore::new(
+                plan,
+                ids,
+                Arc::new(Metrics::new()),
+                crate::events::Events::default(),
+                now,
+            ),
             now,
             timers: Vec::new(),
             published: Vec::new(),
@@ -635,12 +641,12 @@ fn the_brake_withdraws_at_most_its_limit_per_window() {
     }
     h.advance(Duration::from_secs(1));
     assert_eq!(h.hosts(), [1, 2, 5, 6], "two withdrawn, two held");
-    assert_eq!(h.core.brake.held().get("t"), Some(&2));
+    assert_eq!(h.core.brake().held().get("t"), Some(&2));
     h.advance(Duration::from_secs(30));
     assert_eq!(h.hosts(), [1, 2, 5, 6], "the window is still full");
     h.advance(Duration::from_secs(30));
     assert_eq!(h.hosts(), [1, 2], "the window freed up: the rest withdrawn");
-    assert!(h.core.brake.held().is_empty());
+    assert!(h.core.brake().held().is_empty());
 }
 
 /// An operator's release lets every held withdrawal through at once.
@@ -673,7 +679,7 @@ fn a_wave_of_failures_is_held_as_the_probers_own_until_it_passes() {
     fail_at_once(&mut h, 20);
     assert!(h.core.status(h.now).impaired);
     assert_eq!(h.hosts().len(), 30, "every withdrawal held");
-    assert_eq!(h.core.brake.held().get("t"), Some(&20));
+    assert_eq!(h.core.brake().held().get("t"), Some(&20));
     // 13 recover: 7 of 30 still down, fewer than a quarter; after a window of that (10 s,
     // every target probed again meanwhile) withdrawals go on.
     let back: Vec<(TargetId, bool)> = (0..13).map(|t| (t, true)).collect();

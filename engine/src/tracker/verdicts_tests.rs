@@ -22,7 +22,12 @@ fn result(outcome: Result<(), Failure>) -> ProbeResult {
 }
 
 /// Judges `outcome` of target `t`, with the check's timing of the plan (rise 1, fall 2).
-fn judge(v: &mut Verdicts, t: usize, outcome: Result<(), Failure>, at: Instant) -> Judged {
+pub(super) fn judge(
+    v: &mut Verdicts,
+    t: usize,
+    outcome: Result<(), Failure>,
+    at: Instant,
+) -> Judged {
     let timing = plan(2, "", "").targets[t].check.timing;
     v.judge(
         TargetIx(t),
@@ -32,7 +37,7 @@ fn judge(v: &mut Verdicts, t: usize, outcome: Result<(), Failure>, at: Instant) 
     )
 }
 
-fn counted(judged: Judged) -> super::verdicts::Counted {
+pub(super) fn counted(judged: Judged) -> super::verdicts::Counted {
     match judged {
         Judged::Counted(c) => c,
         Judged::NotJudged => panic!("not judged"),

@@ -3,18 +3,19 @@
 
 use std::collections::HashSet;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use ho_config::RoutingPolicy;
 
 use crate::hysteresis::Health;
+use crate::snapshot::TenantSnapshot;
 use crate::status::{
     CheckStatus, CompositeStatus, DampingStatus, EndpointStatus, LastProbe, PublishedStatus,
     TenantEndpointStatus, TenantStatus, TenantSummary, Timestamp, TrackerStatus, Why,
 };
 
-use super::core::{Clock, TenantState, TrackerCore};
-use super::index::EndpointIx;
-use super::index::TargetIx;
+use super::core::{Clock, TrackerCore};
+use super::index::{EndpointIx, TargetIx, TenantIx};
 use super::verdicts::TargetState;
 
 impl TrackerCore {
@@ -22,7 +23,7 @@ impl TrackerCore {
     pub fn status(&self, now: Clock) -> TrackerStatus {
         TrackerStatus {
             ready: self.ready(),
-            impaired: self.brake.impaired_since().is_some(),
+            impaired: self.brake().impaired_since().is_some(),
             endpoints: self.endpoint_views(now),
             tenants: self.tenant_views(),
         }
@@ -33,17 +34,17 @@ impl TrackerCore {
         self.plan
             .tenants
             .iter()
-            .zip(&self.tenants)
-            .map(|(t, s)| {
+            .enumerate()
+            .map(|(ti, t)| {
                 let mut summary = TenantSummary {
                     name: t.name.clone(),
-                    published: published(s),
+                    published: published(self.last_published(TenantIx(ti))),
                     healthy: 0,
                     unhealthy: 0,
                     unknown: 0,
                 };
                 for &e in &t.endpoints {
-                    match self.health_of(EndpointIx(e)) {
+                    match self.health().health_of(EndpointIx(e)) {
                         Health::Up => summary.healthy += 1,
                         Health::Down => summary.unhealthy += 1,
                         Health::Unknown => summary.unknown += 1,
@@ -79,7 +80,7 @@ impl TrackerCore {
             name: ep.name.clone(),
             address: ep.address,
             target: self.plan.targets[ep.target].key(),
-            state: self.verdict(EndpointIx(e)),
+            state: self.health().verdict(EndpointIx(e)),
             since: t.since.map(Timestamp),
             consecutive_successes: t.hysteresis.successes(),
             consecutive_failures: t.hysteresis.failures(),
@@ -105,7 +106,7 @@ impl TrackerCore {
                 penalty: d.penalty(now.mono).round(),
                 held: d.suppressed(),
             }),
-            reported_weight: self.reported_weight(EndpointIx(e)),
+            reported_weight: self.health().reported_weight(EndpointIx(e)),
             composite: ep.composite.as_ref().map(|c| CompositeStatus {
                 needed: c.needed(),
                 must_pass: c.must_pass,
@@ -136,9 +137,10 @@ impl TrackerCore {
             .tenants
             .iter()
             .zip(&self.tenants)
-            .map(|(t, s)| {
-                let published_set: HashSet<IpAddr> = s
-                    .last_snapshot
+            .enumerate()
+            .map(|(ti, (t, s))| {
+                let last = self.last_published(TenantIx(ti));
+                let published_set: HashSet<IpAddr> = last
                     .iter()
                     .flat_map(|p| p.addresses.iter().map(|a| a.address))
                     .collect();
@@ -155,7 +157,7 @@ impl TrackerCore {
                         .map(|&e| {
                             let ep = &self.plan.endpoints[e];
                             let published = published_set.contains(&ep.address);
-                            let health = self.health_of(EndpointIx(e));
+                            let health = self.health().health_of(EndpointIx(e));
                             let damped = ep
                                 .targets()
                                 .any(|i| self.verdicts.get(TargetIx(i)).damped());
@@ -183,8 +185,8 @@ impl TrackerCore {
                         })
                         .collect(),
                     votes: s.votes.clone(),
-                    brake_held: self.brake.held().get(&t.name).copied().unwrap_or(0),
-                    published: published(s),
+                    brake_held: self.brake().held().get(&t.name).copied().unwrap_or(0),
+                    published: published(last),
                 }
             })
             .collect()
@@ -202,8 +204,8 @@ fn last_probe(t: &TargetState) -> Option<LastProbe> {
 }
 
 /// What a tenant publishes now, as `/status` shows it.
-fn published(state: &TenantState) -> Option<PublishedStatus> {
-    state.last_snapshot.as_ref().map(|p| PublishedStatus {
+fn published(last: Option<&Arc<TenantSnapshot>>) -> Option<PublishedStatus> {
+    last.map(|p| PublishedStatus {
         seq: p.seq,
         mode: p.mode,
         addresses: p.addresses.iter().map(|a| a.address).collect(),

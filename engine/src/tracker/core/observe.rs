@@ -10,8 +10,9 @@ use crate::events::Event;
 use crate::hysteresis::Transition;
 use crate::metrics::{ResultLabel, TargetLabel};
 use crate::observation::Observation;
-use crate::snapshot::{VerdictChange, MAX_CHANGES};
+use crate::snapshot::VerdictChange;
 
+use super::super::health::HealthView;
 use super::super::index::{TargetIx, TenantIx};
 use super::super::report;
 use super::super::verdicts::Judged;
@@ -90,7 +91,12 @@ impl TrackerCore {
         if let Some(t) = counted.transition {
             self.judged(target, t, counted.hold, now, fx);
         }
-        if counted.starts_failing && self.brake.went_down(now.mono, self.verdicts.len()) {
+        if counted.starts_failing
+            && self
+                .publisher
+                .brake
+                .went_down(now.mono, self.verdicts.len())
+        {
             self.judge_self_impaired(now, fx);
         }
         let after = self.verdicts.effective(target);
@@ -144,11 +150,15 @@ impl TrackerCore {
     /// every [`SELF_CHECK_EVERY`] from the moment it judged itself impaired (a wave may pass
     /// without any verdict changing), one chain of wake-ups at a time.
     pub(in crate::tracker) fn check_recovery(&mut self, now: Clock, fx: &mut Vec<Effect>) {
-        if self.brake.impaired_since().is_none() {
+        if self.publisher.brake.impaired_since().is_none() {
             return;
         }
         let failing = self.verdicts.failing();
-        let next = match self.brake.recovery(failing, self.verdicts.len(), now.mono) {
+        let next = match self
+            .publisher
+            .brake
+            .recovery(failing, self.verdicts.len(), now.mono)
+        {
             Recovery::Now => return self.resume(now, fx),
             Recovery::No => now.mono + SELF_CHECK_EVERY,
             Recovery::At(at) => at.min(now.mono + SELF_CHECK_EVERY),
@@ -227,7 +237,7 @@ impl TrackerCore {
     }
 
     /// Keeps `target`'s verdict change, with `reason` and the transition's trace `span`,
-    /// for each of its tenants' next snapshot (the latest [`MAX_CHANGES`] per tenant).
+    /// for each of its tenants' next snapshot.
     fn record_change(
         &mut self,
         target: TargetIx,
@@ -235,13 +245,19 @@ impl TrackerCore {
         reason: &str,
         span: opentelemetry::trace::SpanContext,
     ) {
+        // Borrowed by field: the publisher is written while the view is read.
+        let health = HealthView {
+            plan: &self.plan,
+            verdicts: &self.verdicts,
+            operator: &self.operator,
+        };
         for m in self.topology.tenants(target) {
             let ep = &self.plan.endpoints[m.endpoint.0];
             // A composite endpoint's change is its combined verdict's, when there is one,
             // with the check that made it named.
             let (from, to, reason) = if ep.composite.is_some() {
-                let from = self.verdict_before(m.endpoint, target, t.from);
-                let to = self.verdict(m.endpoint);
+                let from = health.verdict_before(m.endpoint, target, t.from);
+                let to = health.verdict(m.endpoint);
                 if from == to {
                     continue;
                 }
@@ -250,18 +266,17 @@ impl TrackerCore {
             } else {
                 (t.from, t.to, reason.to_owned())
             };
-            let tenant = &mut self.tenants[m.tenant.0];
-            if tenant.changes.len() == MAX_CHANGES {
-                tenant.changes.pop_front();
-            }
-            tenant.changes.push_back(VerdictChange {
-                endpoint: ep.name.clone(),
-                address: ep.address,
-                from,
-                to,
-                reason,
-                trace: span.clone(),
-            });
+            self.publisher.note_change(
+                m.tenant,
+                VerdictChange {
+                    endpoint: ep.name.clone(),
+                    address: ep.address,
+                    from,
+                    to,
+                    reason,
+                    trace: span.clone(),
+                },
+            );
         }
     }
 }
