@@ -205,14 +205,12 @@ impl TrackerCore {
     ) {
         // Each endpoint on the target, with its verdict before and after: a check's change
         // is its endpoint's unless other checks of a composite endpoint outweigh it.
+        let health = self.health();
         let changed: Vec<(EndpointIx, Health, Health)> = self
             .topology
             .endpoints(target)
             .iter()
-            .map(|&e| {
-                let health = self.health();
-                (e, health.verdict_before(e, target, from), health.verdict(e))
-            })
+            .map(|&e| (e, health.verdict_before(e, target, from), health.verdict(e)))
             .filter(|(_, was, is)| was != is)
             .collect();
         let mut held = false;
@@ -241,21 +239,8 @@ impl TrackerCore {
             let Some(&(_, was, is)) = changed.iter().find(|c| c.0 == membership.endpoint) else {
                 continue;
             };
-            let ti = membership.tenant;
-            let tenant = &mut self.tenants[ti.0];
-            if was == Health::Unknown {
-                tenant.unknown -= 1;
-            }
-            if was == Health::Up {
-                tenant.healthy -= 1;
-            }
-            if is == Health::Unknown {
-                tenant.unknown += 1;
-            }
-            if is == Health::Up {
-                tenant.healthy += 1;
-            }
-            self.request_decision(ti, now, fx);
+            self.tenants[membership.tenant.0].recount(was, is);
+            self.request_decision(membership.tenant, now, fx);
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::hysteresis::Health;
 use crate::multi_cluster::vote::Tally;
 use crate::multi_cluster::LocalView;
 
@@ -27,4 +28,22 @@ pub(in crate::tracker) struct TenantState {
     /// Set by a reload that gave the tenant endpoints without a verdict: a tenant that has
     /// published nothing yet waits for them until then, as at start-up.
     pub(in crate::tracker) wait_until: Option<Instant>,
+}
+
+impl TenantState {
+    /// One of the tenant's endpoints went from verdict `was` to `is`.
+    pub(in crate::tracker) fn recount(&mut self, was: Health, is: Health) {
+        if was == Health::Unknown {
+            self.unknown -= 1;
+        }
+        if was == Health::Up {
+            self.healthy -= 1;
+        }
+        if is == Health::Unknown {
+            self.unknown += 1;
+        }
+        if is == Health::Up {
+            self.healthy += 1;
+        }
+    }
 }
