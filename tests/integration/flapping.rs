@@ -159,6 +159,28 @@ async fn without_damping_dns_changes_only_with_the_verdict() {
     }
 }
 
+/// Waits for `file` to hold `only_steady`; past [`LIMIT`] fails with what `/status` says of
+/// each endpoint, so a failure tells a hold never published from a steady endpoint that went
+/// down too (both down publish both, fail-open).
+async fn hold_written(engine: &Engine, file: &std::path::Path, only_steady: &[String]) {
+    let start = Instant::now();
+    loop {
+        let content = std::fs::read_to_string(file).unwrap_or_default();
+        if addresses(&content) == only_steady {
+            return;
+        }
+        if start.elapsed() >= LIMIT {
+            let status = engine.status().await.unwrap().tracker;
+            panic!(
+                "timed out waiting for the hold written; {} holds:\n{content}\n/status:\n{}",
+                file.display(),
+                serde_json::to_string_pretty(&status).unwrap()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// With flap damping the third down within seconds holds the endpoint out: after that,
 /// DNS stays still however much it keeps flapping (two more downs are awaited), and
 /// `/status` says why.
@@ -184,7 +206,7 @@ async fn damping_holds_a_noisy_endpoint_out_and_dns_stays_still() {
         // up for longer than the next flaps take).
         let file = dir.path().join("t.hosts");
         let only_steady = [steady.ip().to_string()];
-        wait_for_file(&file, "the hold written", |c| addresses(c) == only_steady).await;
+        hold_written(&engine, &file, &only_steady).await;
         // The endpoint keeps flapping while held.
         let (updates, downs, _) =
             churn_until(&engine, kind, |(_, downs, _)| downs >= at_hold.1 + 2.0).await;
