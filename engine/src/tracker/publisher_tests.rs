@@ -67,34 +67,36 @@ fn sent(fx: &[Effect]) -> Vec<Arc<TenantSnapshot>> {
         .collect()
 }
 
+/// Publishes `chosen` of `plan` for its tenant through `p`: the snapshots sent.
+fn publish(
+    p: &mut Publisher,
+    plan: &ho_config::Plan,
+    chosen: &[usize],
+) -> Vec<Arc<TenantSnapshot>> {
+    let mut fx = Vec::new();
+    p.publish(
+        &plan.tenants[0],
+        TenantIx(0),
+        decided(plan, chosen),
+        Instant::now(),
+        clock(),
+        &mut fx,
+    );
+    sent(&fx)
+}
+
 #[test]
 fn an_unchanged_outcome_is_not_sent_again_and_the_next_carries_the_changes_noted() {
     let plan = plan(2, "", "");
     let mut p = publisher(&plan);
-    let tenant = &plan.tenants[0];
     let t = TenantIx(0);
-    let mut fx = Vec::new();
-    p.publish(
-        tenant,
-        t,
-        decided(&plan, &[0, 1]),
-        Instant::now(),
-        clock(),
-        &mut fx,
-    );
-    let first = sent(&fx);
+    let first = publish(&mut p, &plan, &[0, 1]);
     assert_eq!(first.len(), 1);
     assert_eq!(first[0].addresses.len(), 2);
-    fx.clear();
-    p.publish(
-        tenant,
-        t,
-        decided(&plan, &[0, 1]),
-        Instant::now(),
-        clock(),
-        &mut fx,
+    assert!(
+        publish(&mut p, &plan, &[0, 1]).is_empty(),
+        "the same records are not sent again"
     );
-    assert!(sent(&fx).is_empty(), "the same records are not sent again");
     for i in 0..MAX_CHANGES + 2 {
         p.note_change(
             t,
@@ -108,15 +110,7 @@ fn an_unchanged_outcome_is_not_sent_again_and_the_next_carries_the_changes_noted
             },
         );
     }
-    p.publish(
-        tenant,
-        t,
-        decided(&plan, &[0]),
-        Instant::now(),
-        clock(),
-        &mut fx,
-    );
-    let next = sent(&fx);
+    let next = publish(&mut p, &plan, &[0]);
     assert_eq!(next.len(), 1);
     assert!(next[0].seq > first[0].seq);
     assert_eq!(next[0].addresses.len(), 1);
@@ -130,18 +124,10 @@ fn a_removed_tenant_is_withdrawn_when_it_asked_and_forgotten_otherwise() {
     for cleanup in [true, false] {
         let plan = plan(1, &format!("cleanup_on_remove = {cleanup}"), "");
         let mut p = publisher(&plan);
-        let mut fx = Vec::new();
         let t = TenantIx(0);
-        p.publish(
-            &plan.tenants[0],
-            t,
-            decided(&plan, &[0]),
-            Instant::now(),
-            clock(),
-            &mut fx,
-        );
+        publish(&mut p, &plan, &[0]);
         let last = p.last(t).unwrap().seq;
-        fx.clear();
+        let mut fx = Vec::new();
         let mut without = plan.as_ref().clone();
         without.tenants.clear();
         p.retire_removed(&plan, &without, clock(), &mut fx);
