@@ -6,22 +6,33 @@
 //! checks are up, down once too few can still be, unknown in between, so a composite
 //! endpoint waits at start-up exactly as a single check does.
 
-use ho_config::Endpoint;
+use ho_config::{Composite, Endpoint};
 
 use crate::hysteresis::Health;
 
 /// The verdict of `endpoint` given each target's health (`health(target index)`): its
 /// one check's, or its checks' combined.
 pub fn combine(endpoint: &Endpoint, health: impl Fn(usize) -> Health) -> Health {
-    let first = health(endpoint.target);
-    let Some(composite) = &endpoint.composite else {
+    let also = (endpoint.composite.iter()).flat_map(|c| c.also.iter().map(|&t| health(t)));
+    combine_healths(health(endpoint.target), also, endpoint.composite.as_ref())
+}
+
+/// The verdict of an endpoint whose first check (`Endpoint::target`) is `first` and whose
+/// other checks (`Composite::also`, in order) are `also`: the first alone without a
+/// `composite`. The tracker and the availability ledger judge endpoints by this one rule.
+pub fn combine_healths(
+    first: Health,
+    also: impl Iterator<Item = Health>,
+    composite: Option<&Composite>,
+) -> Health {
+    let Some(composite) = composite else {
         return first;
     };
     if composite.must_pass && first == Health::Down {
         return Health::Down;
     }
     let (mut up, mut unknown) = (0, 0);
-    for h in std::iter::once(first).chain(composite.also.iter().map(|&t| health(t))) {
+    for h in std::iter::once(first).chain(also) {
         match h {
             Health::Up => up += 1,
             Health::Unknown => unknown += 1,

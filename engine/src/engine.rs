@@ -72,9 +72,6 @@ pub enum EngineError {
     /// endpoint's addresses, or its gateways would leave DNS.
     #[error(transparent)]
     Host(#[from] crate::hosts::HostsError),
-    /// The availability ledger under `state_dir` cannot be opened or read.
-    #[error("availability ledger: {0}")]
-    Ledger(#[from] crate::ledger::store::StoreError),
     /// `[ring]` cannot start.
     #[error("ring: {0}")]
     Ring(RingError),

@@ -134,6 +134,19 @@ pub enum Event {
         /// Targets in all.
         targets: usize,
     },
+    /// An optional part (the availability ledger) cannot do its work as configured, or can
+    /// again; probing and publishing go on either way.
+    Degraded {
+        /// When (RFC 3339).
+        at: Timestamp,
+        /// Which part (`ledger`).
+        part: &'static str,
+        /// Degraded from now on (`false`: recovered).
+        degraded: bool,
+        /// Why (empty when recovered).
+        #[serde(skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
 }
 
 /// Now, for [`Event`] timestamps.
@@ -151,7 +164,8 @@ impl Event {
             | Event::Impaired { at, .. }
             | Event::Operator { at, .. }
             | Event::Held { at, .. }
-            | Event::Canary { at, .. } => *at,
+            | Event::Canary { at, .. }
+            | Event::Degraded { at, .. } => *at,
         }
     }
 

@@ -42,6 +42,19 @@ pub struct Status {
     /// `[ring]`: the members sharing the probing and this replica's part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ring: Option<RingStatus>,
+    /// The availability ledger: recording, or degraded and why.
+    pub ledger: LedgerStatus,
+}
+
+/// The availability ledger as `/status` shows it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LedgerStatus {
+    /// `recording` (to `state_dir`), `memory` (no `state_dir`: the last 30 days in
+    /// memory), or `degraded` (it cannot record as configured: see `problems`).
+    pub state: &'static str,
+    /// What keeps it from recording as configured, newest last (at most 20).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// The ring as `/status` shows it.

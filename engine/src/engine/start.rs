@@ -116,7 +116,7 @@ impl Deciding {
             &kept.1,
             &listings,
             parts.dns.clone(),
-        )?;
+        );
         let (ring, shares) = prepare_ring(plan).await?.unzip();
         let start = TrackerStart { kept, ring: shares };
         let deciders = start_deciders(plan, &sinks, &stores, metrics, &leadership, &events, start)?;
@@ -329,7 +329,7 @@ pub(super) fn start_answers(
     kept: &crate::drain::OperatorState,
     listings: &Listings,
     dns: Arc<dyn DnsClient>,
-) -> Result<(watch::Sender<Arc<Plan>>, Answers), EngineError> {
+) -> (watch::Sender<Arc<Plan>>, Answers) {
     let (plans, following) = watch::channel(plan.clone());
     let listings = listings.clone();
     let (events, metrics, leadership) = (events.clone(), metrics.clone(), leadership.clone());
@@ -354,16 +354,15 @@ pub(super) fn start_answers(
                 );
                 let ledger =
                     Ledger::start(&events, observations, following, held, leadership, metrics);
-                let ok = ledger.is_ok();
-                let _ = started.send(ledger.map(|ledger| Answers { ledger, canaries }));
-                while ok && until.changed().await.is_ok() {}
+                let _ = started.send(Answers { ledger, canaries });
+                while until.changed().await.is_ok() {}
             });
         })
         .expect("a thread starts");
     let answers = answers
         .recv()
-        .expect("the answers thread reports its start")?;
-    Ok((plans, answers))
+        .expect("the answers thread reports its start");
+    (plans, answers)
 }
 
 /// `[ring]`, prepared before the probers start (their gates read the ownership): this

@@ -7,8 +7,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use ho_config::Composite;
+
 use crate::canary::Observation;
+use crate::composite::combine_healths;
 use crate::events::Event;
+use crate::hysteresis::Health;
 
 /// What resolvers were handed for a name, as far as the orchestrator can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -16,16 +20,31 @@ pub enum Served {
     /// Not known: before the first write of the name, or while the orchestrator was not
     /// recording (stopped, or not the writer). Left out of every availability figure.
     Unknown = 0,
-    /// Addresses, none of them of an endpoint judged down.
+    /// Addresses, each one the decision in force included and none of them of one of the
+    /// name's own endpoints judged down.
     Answered = 1,
-    /// At least one address of an endpoint that was down (from the first failed probe
-    /// that counted toward the verdict until the served answer dropped it).
+    /// At least one address whose endpoint of the name's tenant was judged down by its own
+    /// checks (from the first failed probe that counted toward the verdict until the served
+    /// answer dropped it). Another tenant's endpoint failing at the same address, or a check
+    /// this tenant does not use, is not this name's concern.
     DeadAddress = 2,
     /// Nothing: a back end held no address for the name.
     Unanswered = 3,
+    /// At least one address no decision in force included: an edit by hand, another
+    /// writer, a back end serving a stale copy. Counted against availability like a dead
+    /// address, since resolvers were handed an address nobody checked for this name.
+    WrongAddress = 4,
 }
 
 impl Served {
+    /// Every condition that is known, the figures' denominator.
+    pub const KNOWN: [Served; 4] = [
+        Served::Answered,
+        Served::DeadAddress,
+        Served::Unanswered,
+        Served::WrongAddress,
+    ];
+
     /// The name used in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,6 +52,7 @@ impl Served {
             Served::Answered => "answered",
             Served::DeadAddress => "dead_address",
             Served::Unanswered => "unanswered",
+            Served::WrongAddress => "wrong_address",
         }
     }
 }
@@ -55,22 +75,33 @@ impl Condition {
         maintenance: false,
     };
 
-    /// One byte: the served kind in the low two bits, maintenance in the third.
+    /// Four bits: the served kind in the low three, maintenance in the fourth.
     pub fn code(self) -> u8 {
-        self.served as u8 | (u8::from(self.maintenance) << 2)
+        self.served as u8 | (u8::from(self.maintenance) << 3)
     }
 
-    /// The condition of [`Condition::code`]; `None` for a byte no version wrote.
+    /// The condition of [`Condition::code`]; `None` for a code no version wrote.
     pub fn of_code(code: u8) -> Option<Condition> {
-        let served = match code & 3 {
+        let served = match code & 7 {
             0 => Served::Unknown,
             1 => Served::Answered,
             2 => Served::DeadAddress,
-            _ => Served::Unanswered,
+            3 => Served::Unanswered,
+            4 => Served::WrongAddress,
+            _ => return None,
         };
-        (code < 8).then_some(Condition {
+        (code < 16).then_some(Condition {
             served,
+            maintenance: code & 8 != 0,
+        })
+    }
+
+    /// The condition of a code of the first file format (`HOL1`: the served kind in two
+    /// bits, maintenance in the third, no wrong address).
+    pub fn of_code_v1(code: u8) -> Option<Condition> {
+        (code < 8).then(|| Condition {
             maintenance: code & 4 != 0,
+            ..Condition::of_code(code & 3).expect("0..4 are conditions")
         })
     }
 }
@@ -107,10 +138,48 @@ pub struct TenantPlan {
     /// The locations its `geo` names are also asked from (each a served answer of its
     /// own: one location handed a dead address is the name serving one).
     pub vantages: BTreeSet<String>,
-    /// Its endpoints' names.
-    pub endpoints: Vec<String>,
-    /// Its endpoints' addresses: a verdict change of one of them re-judges its names.
-    pub addresses: BTreeSet<IpAddr>,
+    /// Its endpoints (at most one per address: the plan's invariant).
+    pub endpoints: Vec<EndpointPlan>,
+}
+
+/// One endpoint of a tenant as the ledger judges it: by its own checks, combined as the
+/// tracker combines them, so a name is never charged for a check it does not use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointPlan {
+    /// The endpoint's name (what operators hold).
+    pub name: String,
+    /// Its address.
+    pub address: IpAddr,
+    /// Its checks' target keys: `Endpoint::target`'s first, then `Composite::also`'s.
+    pub checks: Vec<String>,
+    /// How its checks combine (none: its one check decides).
+    pub composite: Option<Composite>,
+}
+
+impl EndpointPlan {
+    /// When the endpoint became down by its own checks, given each of its checks judged
+    /// down (by target key) and its first counted failure (`None`: not down). For several checks, the first failure
+    /// of the check that tipped the combination.
+    fn down_since(&self, down: &HashMap<String, u64>) -> Option<u64> {
+        let mut failing: Vec<u64> = self
+            .checks
+            .iter()
+            .filter_map(|k| down.get(k).copied())
+            .collect();
+        failing.sort_unstable();
+        failing.into_iter().find(|&until| {
+            let health = |k: &String| match down.get(k) {
+                Some(&since) if since <= until => Health::Down,
+                _ => Health::Up,
+            };
+            let (first, also) = self.checks.split_first().expect("an endpoint has a check");
+            combine_healths(
+                health(first),
+                also.iter().map(health),
+                self.composite.as_ref(),
+            ) == Health::Down
+        })
+    }
 }
 
 /// Published sets kept per tenant for writes that report an older sequence number.
@@ -121,8 +190,8 @@ const PUBLISHED_KEPT: usize = 32;
 struct TenantServed {
     plan: Option<TenantPlan>,
     published: VecDeque<(u64, Arc<[IpAddr]>)>,
-    /// What each sink reported writing.
-    written: HashMap<String, Arc<[IpAddr]>>,
+    /// What each sink reported writing, and the sequence number of that write.
+    written: HashMap<String, (u64, Arc<[IpAddr]>)>,
     /// What the canary saw, by (sink, name, location asked from).
     observed: HashMap<(String, String, Option<String>), Arc<[IpAddr]>>,
 }
@@ -145,18 +214,39 @@ impl TenantServed {
                     .map(|(_, served)| served),
             )
         } else if writer || !plan.shared.contains(sink) {
-            Box::new(self.written.get(sink).into_iter())
+            Box::new(self.written.get(sink).map(|(_, set)| set).into_iter())
         } else {
             Box::new(std::iter::empty())
         }
+    }
+
+    /// Whether `address`, served by `sink`, is one a decision in force included: the
+    /// sink's last reported write or any decision since (a write on its way). `None`
+    /// before any decision is known (nothing to compare with, as after a restart).
+    fn decided(&self, sink: &str, address: &IpAddr) -> Option<bool> {
+        if self.published.is_empty() {
+            return None;
+        }
+        let from = self.written.get(sink).map_or(0, |(seq, _)| *seq);
+        Some(
+            (self.published.iter())
+                .filter(|(seq, _)| *seq >= from)
+                .any(|(_, set)| set.contains(address)),
+        )
     }
 }
 
 /// The conditions of every name, kept current from events and observations.
 pub struct Book {
     tenants: BTreeMap<String, TenantServed>,
-    /// Addresses with a target judged down: the target's key and its first counted failure.
-    dead: HashMap<IpAddr, BTreeMap<String, u64>>,
+    /// Checks judged down, by endpoint: each check's target key and its first counted
+    /// failure. Kept per endpoint, since two endpoints' checks may share a key (one URL
+    /// asked with two `Host` headers).
+    down: HashMap<String, HashMap<String, u64>>,
+    /// The tenants each target key judges an endpoint of: a transition re-judges only
+    /// those, so a wave of a thousand transitions does not re-judge every name a thousand
+    /// times.
+    judged_by: HashMap<String, BTreeSet<String>>,
     /// Endpoints an operator holds.
     held: BTreeSet<String>,
     /// Each name's condition and since when.
@@ -170,7 +260,8 @@ impl Book {
     pub fn new(held: Vec<String>) -> Book {
         Book {
             tenants: BTreeMap::new(),
-            dead: HashMap::new(),
+            down: HashMap::new(),
+            judged_by: HashMap::new(),
             held: held.into_iter().collect(),
             current: BTreeMap::new(),
             writer: true,
@@ -220,6 +311,16 @@ impl Book {
             });
             entry.plan = Some(plan);
         }
+        self.judged_by.clear();
+        for (tenant, served) in &self.tenants {
+            let checks = (served.plan.iter())
+                .flat_map(|p| &p.endpoints)
+                .flat_map(|e| &e.checks);
+            for key in checks {
+                let tenants = self.judged_by.entry(key.clone()).or_default();
+                tenants.insert(tenant.clone());
+            }
+        }
         let names: BTreeSet<String> = self
             .tenants
             .values()
@@ -255,13 +356,14 @@ impl Book {
         match event {
             Event::Transition {
                 target,
-                address,
+                endpoints,
                 to,
                 failing_since,
                 ..
             } => {
                 let since = failing_since.map(|s| crate::clock::unix_millis(s.0));
-                self.transition(target, *address, *to == "down", since.unwrap_or(at), at)
+                let down = *to == "down";
+                self.transition(target, endpoints, down, since.unwrap_or(at), at)
             }
             Event::Publish {
                 tenant,
@@ -290,7 +392,7 @@ impl Book {
                 let Some((_, set)) = t.published.iter().find(|(s, _)| s == seq) else {
                     return Vec::new();
                 };
-                t.written.insert(sink.clone(), set.clone());
+                t.written.insert(sink.clone(), (*seq, set.clone()));
                 self.settle(|t| t == tenant.as_str(), at)
             }
             Event::Held { endpoints, .. } => {
@@ -301,39 +403,32 @@ impl Book {
         }
     }
 
-    /// Target `target` of `address` went down (first counted failure at `since`) or up (at
-    /// `at`): only the tenants holding the address are judged again, so a wave of a
-    /// thousand transitions does not re-judge every name a thousand times.
+    /// Target `target` of `endpoints` went down (first counted failure at `since`) or up
+    /// (at `at`): only the tenants with an endpoint it judges are judged again.
     fn transition(
         &mut self,
         target: &str,
-        address: IpAddr,
+        endpoints: &[String],
         down: bool,
         since: u64,
         at: u64,
     ) -> Vec<Change> {
-        let targets = self.dead.entry(address).or_default();
-        let at = if down {
-            targets.insert(target.to_owned(), since);
-            since
-        } else {
-            targets.remove(target);
-            if targets.is_empty() {
-                self.dead.remove(&address);
+        for endpoint in endpoints {
+            let checks = self.down.entry(endpoint.clone()).or_default();
+            if down {
+                checks.insert(target.to_owned(), since);
+            } else {
+                checks.remove(target);
+                if checks.is_empty() {
+                    self.down.remove(endpoint);
+                }
             }
-            at
+        }
+        let at = if down { since } else { at };
+        let Some(tenants) = self.judged_by.get(target).cloned() else {
+            return Vec::new();
         };
-        let holding: BTreeSet<String> = self
-            .tenants
-            .iter()
-            .filter(|(_, t)| {
-                t.plan
-                    .as_ref()
-                    .is_some_and(|p| p.addresses.contains(&address))
-            })
-            .map(|(name, _)| name.clone())
-            .collect();
-        self.settle(|t| holding.contains(t), at)
+        self.settle(|t| tenants.contains(t), at)
     }
 
     /// The canary saw what `o` says was served.
@@ -357,26 +452,15 @@ impl Book {
                 continue;
             }
             let Some(plan) = &served.plan else { continue };
-            let maintenance = plan.endpoints.iter().any(|e| self.held.contains(e));
+            let maintenance = plan.endpoints.iter().any(|e| self.held.contains(&e.name));
+            let dead: BTreeSet<IpAddr> = (plan.endpoints.iter())
+                .filter(|e| {
+                    (self.down.get(&e.name)).is_some_and(|checks| e.down_since(checks).is_some())
+                })
+                .map(|e| e.address)
+                .collect();
             for name in &plan.names {
-                let sets: Vec<&Arc<[IpAddr]>> = plan
-                    .sinks
-                    .iter()
-                    .flat_map(|sink| served.served(sink, name, plan, self.writer))
-                    .collect();
-                let kind = if sets.is_empty() {
-                    Served::Unknown
-                } else if sets.iter().any(|s| s.is_empty()) {
-                    Served::Unanswered
-                } else if sets
-                    .iter()
-                    .flat_map(|s| s.iter())
-                    .any(|a| self.dead.contains_key(a))
-                {
-                    Served::DeadAddress
-                } else {
-                    Served::Answered
-                };
+                let kind = self.judge(served, plan, name, &dead);
                 let condition = Condition {
                     served: kind,
                     maintenance: maintenance && kind != Served::Unknown,
@@ -398,6 +482,37 @@ impl Book {
             }
         }
         changes
+    }
+
+    /// What `name` serves, from every sink whose answer is known: nothing anywhere beats a
+    /// dead address, which beats an address no decision included.
+    fn judge(
+        &self,
+        served: &TenantServed,
+        plan: &TenantPlan,
+        name: &str,
+        dead: &BTreeSet<IpAddr>,
+    ) -> Served {
+        let sets: Vec<(&str, &Arc<[IpAddr]>)> = (plan.sinks.iter())
+            .flat_map(|sink| {
+                (served.served(sink, name, plan, self.writer)).map(move |set| (sink.as_str(), set))
+            })
+            .collect();
+        let addresses = || {
+            sets.iter()
+                .flat_map(|(sink, set)| set.iter().map(move |a| (*sink, a)))
+        };
+        if sets.is_empty() {
+            Served::Unknown
+        } else if sets.iter().any(|(_, s)| s.is_empty()) {
+            Served::Unanswered
+        } else if addresses().any(|(_, a)| dead.contains(a)) {
+            Served::DeadAddress
+        } else if addresses().any(|(sink, a)| served.decided(sink, a) == Some(false)) {
+            Served::WrongAddress
+        } else {
+            Served::Answered
+        }
     }
 }
 

@@ -19,9 +19,25 @@ fn plan(observed: &[&str]) -> TenantPlan {
         observed: observed.iter().map(|s| (*s).to_owned()).collect(),
         shared: ["pdns".to_owned()].into(),
         vantages: BTreeSet::new(),
-        endpoints: vec!["a".into(), "b".into()],
-        addresses: [ip(1), ip(2)].into(),
+        endpoints: vec![endpoint("a", ip(1)), endpoint("b", ip(2))],
     }
+}
+
+/// An endpoint judged by one TCP check on port 443.
+fn endpoint(name: &str, address: IpAddr) -> EndpointPlan {
+    EndpointPlan {
+        name: name.into(),
+        address,
+        checks: vec![format!("tcp://{address}:443")],
+        composite: None,
+    }
+}
+
+/// The endpoint `plan` has at `address` (another tenant's otherwise).
+fn endpoint_at(address: IpAddr) -> String {
+    let names = [(ip(1), "a"), (ip(2), "b")];
+    let name = names.iter().find(|(a, _)| *a == address).map(|(_, n)| *n);
+    name.unwrap_or("elsewhere").to_owned()
 }
 
 /// The canary saw PowerDNS answer `addresses` for the tenant's name at `at`, asked from
@@ -63,7 +79,7 @@ fn transition(address: IpAddr, to: &'static str, at: u64, since: Option<u64>) ->
     Event::Transition {
         at: ts(at),
         target: format!("tcp://{address}:443"),
-        endpoints: vec!["a".into()],
+        endpoints: vec![endpoint_at(address)],
         address,
         from: if to == "down" { "up" } else { "down" },
         to,
@@ -217,10 +233,16 @@ fn a_removed_name_becomes_unknown_and_history_is_never_reordered() {
 
 #[test]
 fn condition_codes_round_trip() {
-    for code in 0..8 {
-        assert_eq!(Condition::of_code(code).map(Condition::code), Some(code));
+    for code in 0..16 {
+        let valid = code & 7 <= 4;
+        let back = Condition::of_code(code).map(Condition::code);
+        assert_eq!(back, valid.then_some(code), "code {code}");
     }
-    assert_eq!(Condition::of_code(8), None);
+    assert_eq!(Condition::of_code(16), None);
+    // The first format's codes: served in two bits, maintenance in the third.
+    let v1 = Condition::of_code_v1(6).unwrap();
+    assert_eq!((v1.served, v1.maintenance), (Served::DeadAddress, true));
+    assert_eq!(Condition::of_code_v1(8), None);
 }
 
 /// A replica that stops being the writer no longer knows what the shared back end serves

@@ -12,13 +12,13 @@ use super::UNRECORDED;
 /// marked unknown; then each name gets what this replica saw since the file's last record
 /// (kept in `recent` whether or not it recorded: the time between becoming the writer and
 /// this call, a writer that stopped marking a while before its successor took over), and
-/// its condition now where the file still differs.
+/// its condition now where the file still differs. Returns the changes to append.
 pub(super) fn take_over<'a>(
     store: &mut Store,
     recent: &HashMap<String, Vec<(u64, Condition)>>,
     current: impl IntoIterator<Item = (&'a str, Condition, u64)>,
     started: u64,
-) -> Result<(), StoreError> {
+) -> Result<Vec<Change>, StoreError> {
     store.forget_tails();
     let gap = (store.alive().map(|m| m.at)).filter(|a| started.saturating_sub(*a) > UNRECORDED);
     let mut names: Vec<String> = store.names()?;
@@ -56,7 +56,7 @@ pub(super) fn take_over<'a>(
             add(since, condition, &mut last);
         }
     }
-    store.append(&changes)
+    Ok(changes)
 }
 
 /// The replica other than `me` that marked the folder recently (recording into it now),
@@ -105,7 +105,8 @@ mod tests {
             NAME.to_owned(),
             vec![(1_000, ANSWERED), (12_000, DEAD), (14_000, ANSWERED)],
         )]);
-        take_over(&mut store, &recent, [(NAME, ANSWERED, 14_000)], 0).unwrap();
+        let changes = take_over(&mut store, &recent, [(NAME, ANSWERED, 14_000)], 0).unwrap();
+        store.append(&changes).unwrap();
         assert_eq!(
             store.read(NAME).unwrap(),
             [(5_000, ANSWERED), (12_000, DEAD), (14_000, ANSWERED)]
@@ -117,7 +118,8 @@ mod tests {
     fn time_nobody_recorded_is_unknown() {
         let (_dir, mut store) = folder();
         let recent = HashMap::from([(NAME.to_owned(), vec![(100_500, DEAD)])]);
-        take_over(&mut store, &recent, [(NAME, DEAD, 100_500)], 100_000).unwrap();
+        let changes = take_over(&mut store, &recent, [(NAME, DEAD, 100_500)], 100_000).unwrap();
+        store.append(&changes).unwrap();
         assert_eq!(
             store.read(NAME).unwrap(),
             [
@@ -134,7 +136,8 @@ mod tests {
     fn a_view_that_differs_from_the_last_record_holds_from_it() {
         let (_dir, mut store) = folder();
         let recent = HashMap::from([(NAME.to_owned(), vec![(1_000, DEAD)])]);
-        take_over(&mut store, &recent, [(NAME, DEAD, 1_000)], 0).unwrap();
+        let changes = take_over(&mut store, &recent, [(NAME, DEAD, 1_000)], 0).unwrap();
+        store.append(&changes).unwrap();
         assert_eq!(
             store.read(NAME).unwrap(),
             [(5_000, ANSWERED), (5_000, DEAD)]

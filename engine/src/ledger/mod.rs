@@ -11,6 +11,7 @@
 //! continues the ledger whether the replicas share one folder or keep one each.
 
 pub mod book;
+mod format;
 mod handover;
 pub mod store;
 pub mod tally;
@@ -28,9 +29,9 @@ use crate::clock::Timestamp;
 use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, WindowLabels};
-use book::{Book, Change, Condition, TenantPlan};
+use book::{Book, Change, Condition, EndpointPlan, TenantPlan};
 use handover::take_over;
-use store::{Store, StoreError};
+use store::{Store, StoreError, Unwritten};
 use tally::{spans, Figures, Interval, Tally};
 
 /// History kept in memory for the gauges (and for queries without a `state_dir`).
@@ -60,10 +61,27 @@ fn now_ms() -> u64 {
     crate::clock::unix_millis(SystemTime::now())
 }
 
+/// Most changes kept for a store that cannot take them (each name's file retried at every
+/// tick): a day of a thousand names failing over every few minutes.
+const PENDING: usize = 500_000;
+
+/// Most problems `/status` lists.
+const PROBLEMS: usize = 20;
+
 /// The ledger's state, shared by its task and the API.
 struct Inner {
     book: Book,
     store: Option<Store>,
+    /// Where the store should be (`None`: no `state_dir`, memory only): opened again at
+    /// every tick while it could not be.
+    folder: Option<std::path::PathBuf>,
+    /// Changes the store could not take yet, oldest first.
+    pending: Vec<Change>,
+    /// What keeps the ledger from recording as configured, newest last; empty once it
+    /// records again.
+    problems: Vec<String>,
+    metrics: Arc<Metrics>,
+    events: Events,
     /// Each name's changes over the last [`RECENT`], oldest first.
     recent: HashMap<String, Vec<(u64, Condition)>>,
     /// Whether this replica recorded at its last check.
@@ -91,12 +109,188 @@ impl Inner {
         }
     }
 
-    /// Appends `changes` to the store.
+    /// Appends `changes` to the store, after any it could not take before; what it cannot
+    /// take now waits for the next tick (at most [`PENDING`], the oldest dropped).
     fn append(&mut self, changes: &[Change]) {
-        if let (false, Some(store)) = (changes.is_empty(), &mut self.store) {
-            if let Err(e) = store.append(changes) {
-                tracing::error!("availability ledger: {e}");
+        self.pending.extend_from_slice(changes);
+        let Some(store) = &mut self.store else {
+            return self.bound_pending();
+        };
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let result = store.append(&pending);
+        let troubles = store.troubles();
+        for t in troubles {
+            self.problem(t.to_string());
+        }
+        match result {
+            Ok(()) => self.recovered(),
+            Err(Unwritten { error, changes }) => {
+                self.metrics.answers.ledger_write_failures.inc();
+                self.problem(format!(
+                    "cannot append to {error}; retried every {}s",
+                    TICK.as_secs()
+                ));
+                self.pending = changes;
+                self.bound_pending();
             }
+        }
+    }
+
+    fn bound_pending(&mut self) {
+        if self.pending.len() > PENDING {
+            let dropped = self.pending.len() - PENDING;
+            self.pending.drain(..dropped);
+            self.problem(format!(
+                "{dropped} changes not recorded: the store took none for too long"
+            ));
+        }
+    }
+
+    /// Notes what keeps the ledger from recording as configured: logged, in `/status`, the
+    /// degraded gauge and an event (once per change of state).
+    fn problem(&mut self, what: String) {
+        if self.problems.last() == Some(&what) {
+            return;
+        }
+        tracing::error!("availability ledger degraded (probing and publishing go on): {what}");
+        if self.problems.is_empty() {
+            self.metrics.answers.ledger_degraded.set(1);
+            self.events.emit(|| crate::events::Event::Degraded {
+                at: crate::events::now(),
+                part: "ledger",
+                degraded: true,
+                reason: what.clone(),
+            });
+        }
+        self.problems.push(what);
+        if self.problems.len() > PROBLEMS {
+            self.problems.remove(0);
+        }
+    }
+
+    /// The store took every change: the ledger records as configured again.
+    fn recovered(&mut self) {
+        if self.problems.is_empty() || self.store.is_none() {
+            return;
+        }
+        tracing::info!("availability ledger records again");
+        self.problems.clear();
+        self.metrics.answers.ledger_degraded.set(0);
+        self.events.emit(|| crate::events::Event::Degraded {
+            at: crate::events::now(),
+            part: "ledger",
+            degraded: false,
+            reason: String::new(),
+        });
+    }
+
+    /// Notes the role, starts recording when it became the writer (or, with
+    /// `standbys_record`, whenever no other replica records into its folder), retries what
+    /// the store could not take, marks the folder and prunes it once a day.
+    fn keep_recording(&mut self, writer: bool, now: u64) {
+        let changes = self.book.role(writer, now);
+        self.remember(&changes);
+        let records = writer || (self.standbys_record && !self.defers(now));
+        let mut failed = Vec::new();
+        if records && !self.writing {
+            if let Some(store) = &mut self.store {
+                match take_over(store, &self.recent, self.book.current(), self.started) {
+                    Ok(missed) => self.pending.extend(missed),
+                    Err(e) => failed.push(format!("cannot take over recording: {e}")),
+                }
+            }
+        } else if self.writing {
+            self.pending.extend(changes);
+        }
+        self.writing = records;
+        if let (true, Some(store)) = (records, &mut self.store) {
+            if let Err(e) = store.mark_alive(now, &self.me) {
+                failed.push(unwritable(&e));
+            }
+            if now.saturating_sub(self.last_prune) >= 86_400_000 {
+                self.last_prune = now;
+                let before = now.saturating_sub(self.retention.as_millis() as u64);
+                if let Err(e) = store.prune(before) {
+                    failed.push(format!("cannot prune {e}"));
+                }
+            }
+        }
+        for f in failed {
+            self.problem(f);
+        }
+        if records {
+            self.append(&[]);
+        }
+    }
+
+    /// Works the availability gauges out again, at most every [`GAUGES_EVERY`].
+    fn gauges(&mut self, now: u64, metrics: &Metrics) {
+        if now.saturating_sub(self.last_gauges) < GAUGES_EVERY {
+            return;
+        }
+        self.last_gauges = now;
+        let since = now.saturating_sub(RECENT.as_millis() as u64);
+        for (name, changes) in &mut self.recent {
+            let cut = changes
+                .partition_point(|(t, _)| *t < since)
+                .saturating_sub(1);
+            changes.drain(..cut);
+            for (window, ms) in WINDOWS {
+                let figures = Tally::of(&spans(changes, now.saturating_sub(ms), now)).figures();
+                let gauge = metrics
+                    .answers
+                    .name_availability
+                    .get_or_create(&WindowLabels {
+                        name: name.clone(),
+                        window,
+                    });
+                gauge.set(figures.availability.unwrap_or(f64::NAN));
+            }
+        }
+    }
+
+    /// The last [`RECENT`] of every name the store holds, for the gauges.
+    fn load_recent(&mut self) {
+        let Some(store) = &mut self.store else { return };
+        let since = now_ms().saturating_sub(RECENT.as_millis() as u64);
+        let mut failed = Vec::new();
+        for name in store.names().unwrap_or_else(|e| {
+            failed.push(format!("cannot list {e}"));
+            Vec::new()
+        }) {
+            match store.read(&name) {
+                Ok(changes) => {
+                    let cut = changes
+                        .partition_point(|(t, _)| *t < since)
+                        .saturating_sub(1);
+                    self.recent.insert(name, changes[cut..].to_vec());
+                }
+                Err(e) => failed.push(format!("cannot read {e}")),
+            }
+        }
+        failed.extend(store.troubles().iter().map(ToString::to_string));
+        for f in failed {
+            self.problem(f);
+        }
+    }
+
+    /// Opens the store when it could not be opened before.
+    fn reopen(&mut self) {
+        let (None, Some(folder)) = (&self.store, &self.folder) else {
+            return;
+        };
+        match Store::open(folder) {
+            Ok(store) => {
+                tracing::info!(
+                    "availability ledger: {} can be written now",
+                    folder.display()
+                );
+                self.store = Some(store);
+            }
+            Err(e) => self.problem(unwritable(&e)),
         }
     }
 
@@ -184,28 +378,17 @@ impl Ledger {
         held: Vec<String>,
         leadership: Leadership,
         metrics: Arc<Metrics>,
-    ) -> Result<Ledger, StoreError> {
+    ) -> Ledger {
         let plan = plans.borrow().clone();
-        let store = plan
-            .state_dir
-            .as_deref()
-            .map(|d| Store::open(&d.join("ledger")))
-            .transpose()?;
-        let mut recent = HashMap::new();
-        if let Some(store) = &store {
-            let since = now_ms().saturating_sub(RECENT.as_millis() as u64);
-            for name in store.names()? {
-                let changes = store.read(&name)?;
-                let cut = changes
-                    .partition_point(|(t, _)| *t < since)
-                    .saturating_sub(1);
-                recent.insert(name, changes[cut..].to_vec());
-            }
-        }
-        let ledger = Ledger(Arc::new(Mutex::new(Inner {
+        let mut inner = Inner {
             book: Book::new(held),
-            store,
-            recent,
+            store: None,
+            folder: plan.state_dir.as_deref().map(|d| d.join("ledger")),
+            pending: Vec::new(),
+            problems: Vec::new(),
+            metrics: metrics.clone(),
+            events: events.clone(),
+            recent: HashMap::new(),
             writing: false,
             started: now_ms(),
             standbys_record: plan.ledger.standbys_record,
@@ -214,7 +397,10 @@ impl Ledger {
             retention: plan.ledger.retention,
             last_prune: 0,
             last_gauges: 0,
-        })));
+        };
+        inner.reopen();
+        inner.load_recent();
+        let ledger = Ledger(Arc::new(Mutex::new(inner)));
         ledger.apply(|b| b.plan(tenants_of(&plan), now_ms()));
         tokio::spawn(ledger.clone().follow(
             events.follow(),
@@ -223,7 +409,7 @@ impl Ledger {
             leadership,
             metrics,
         ));
-        Ok(ledger)
+        ledger
     }
 
     async fn follow(
@@ -272,59 +458,27 @@ impl Ledger {
     fn tick(&self, writer: bool, metrics: &Metrics) {
         let now = now_ms();
         let mut inner = self.lock();
-        let inner = &mut *inner;
-        let changes = inner.book.role(writer, now);
-        inner.remember(&changes);
-        let records = writer || (inner.standbys_record && !inner.defers(now));
-        if records && !inner.writing {
-            if let Some(store) = &mut inner.store {
-                let current = inner.book.current();
-                if let Err(e) = take_over(store, &inner.recent, current, inner.started) {
-                    tracing::error!("availability ledger: {e}");
-                }
-            }
-        } else if inner.writing && !changes.is_empty() {
-            inner.append(&changes);
-        }
-        inner.writing = records;
-        if let (true, Some(store)) = (records, &mut inner.store) {
-            if let Err(e) = store.mark_alive(now, &inner.me) {
-                tracing::error!("availability ledger: {e}");
-            }
-            if now.saturating_sub(inner.last_prune) >= 86_400_000 {
-                inner.last_prune = now;
-                if let Err(e) = store.prune(now.saturating_sub(inner.retention.as_millis() as u64))
-                {
-                    tracing::error!("availability ledger: {e}");
-                }
-            }
-        }
-        if now.saturating_sub(inner.last_gauges) < GAUGES_EVERY {
-            return;
-        }
-        inner.last_gauges = now;
-        let since = now.saturating_sub(RECENT.as_millis() as u64);
-        for (name, changes) in &mut inner.recent {
-            let cut = changes
-                .partition_point(|(t, _)| *t < since)
-                .saturating_sub(1);
-            changes.drain(..cut);
-            for (window, ms) in WINDOWS {
-                let figures = Tally::of(&spans(changes, now.saturating_sub(ms), now)).figures();
-                let gauge = metrics
-                    .answers
-                    .name_availability
-                    .get_or_create(&WindowLabels {
-                        name: name.clone(),
-                        window,
-                    });
-                gauge.set(figures.availability.unwrap_or(f64::NAN));
-            }
-        }
+        inner.reopen();
+        inner.keep_recording(writer, now);
+        inner.gauges(now, metrics);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the ledger records as configured, for `/status`.
+    pub fn status(&self) -> crate::status::LedgerStatus {
+        let inner = self.lock();
+        let state = match (&inner.folder, inner.problems.is_empty()) {
+            (_, false) => "degraded",
+            (None, true) => "memory",
+            (Some(_), true) => "recording",
+        };
+        crate::status::LedgerStatus {
+            state,
+            problems: inner.problems.clone(),
+        }
     }
 
     /// Every name the ledger knows (configured now or with history).
@@ -349,8 +503,8 @@ impl Ledger {
         to: u64,
         detail: Detail,
     ) -> Result<NameAvailability, StoreError> {
-        let inner = self.lock();
-        let changes = match &inner.store {
+        let mut inner = self.lock();
+        let changes = match &mut inner.store {
             Some(store) => store.read(name)?,
             None => inner.recent.get(name).cloned().unwrap_or_default(),
         };
@@ -394,6 +548,27 @@ impl Ledger {
     }
 }
 
+/// `endpoint` as the book judges it: its checks by target key.
+fn endpoint_of(plan: &Plan, endpoint: &ho_config::Endpoint) -> EndpointPlan {
+    let also = endpoint.composite.iter().flat_map(|c| &c.also);
+    EndpointPlan {
+        name: endpoint.name.clone(),
+        address: endpoint.address,
+        checks: std::iter::once(&endpoint.target)
+            .chain(also)
+            .map(|&t| plan.targets[t].key())
+            .collect(),
+        composite: endpoint.composite.clone(),
+    }
+}
+
+/// The problem of a ledger folder that cannot be created or written.
+fn unwritable(e: &StoreError) -> String {
+    format!(
+        "cannot write {e}: the ledger keeps the last 30 days in memory until it can (make state_dir writable by this user: in Kubernetes, the pod's securityContext.fsGroup)"
+    )
+}
+
 /// The tenants of `plan` as the book needs them.
 fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
     let canaried = crate::canary::canaried(plan);
@@ -417,15 +592,8 @@ fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
                 .filter(|w| w.tenant == t.name)
                 .filter_map(|w| Some(w.vantage.as_ref()?.geo.clone()))
                 .collect(),
-            endpoints: t
-                .endpoints
-                .iter()
-                .map(|&e| plan.endpoints[e].name.clone())
-                .collect(),
-            addresses: t
-                .endpoints
-                .iter()
-                .map(|&e| plan.endpoints[e].address)
+            endpoints: (t.endpoints.iter())
+                .map(|&e| endpoint_of(plan, &plan.endpoints[e]))
                 .collect(),
         })
         .collect()

@@ -50,7 +50,7 @@ pub fn spans(changes: &[(u64, Condition)], from: u64, to: u64) -> Vec<Span> {
 /// Milliseconds spent in each condition.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
-    ms: [u64; 8],
+    ms: [u64; 16],
 }
 
 impl Tally {
@@ -83,7 +83,12 @@ impl Tally {
     fn availability(&self, outside_maintenance: bool) -> Option<f64> {
         let only = outside_maintenance.then_some(false);
         let good = self.ms(Served::Answered, only);
-        let known = good + self.ms(Served::DeadAddress, only) + self.ms(Served::Unanswered, only);
+        let bad = [
+            Served::DeadAddress,
+            Served::Unanswered,
+            Served::WrongAddress,
+        ];
+        let known = good + bad.iter().map(|&s| self.ms(s, only)).sum::<u64>();
         (known > 0).then(|| good as f64 / known as f64)
     }
 
@@ -96,8 +101,8 @@ impl Tally {
             seconds_answered: secs(Served::Answered, None),
             seconds_dead_address: secs(Served::DeadAddress, None),
             seconds_unanswered: secs(Served::Unanswered, None),
-            seconds_maintenance: [Served::Answered, Served::DeadAddress, Served::Unanswered]
-                .into_iter()
+            seconds_wrong_address: secs(Served::WrongAddress, None),
+            seconds_maintenance: (Served::KNOWN.into_iter())
                 .map(|s| secs(s, Some(true)))
                 .sum(),
             seconds_unknown: secs(Served::Unknown, None),
@@ -119,6 +124,8 @@ pub struct Figures {
     pub seconds_dead_address: f64,
     /// Seconds a back end answered nothing.
     pub seconds_unanswered: f64,
+    /// Seconds an address no decision in force included was served.
+    pub seconds_wrong_address: f64,
     /// Seconds an operator held one of its endpoints (in the three above as well).
     pub seconds_maintenance: f64,
     /// Seconds not recorded (the orchestrator stopped, or before the name's first write).

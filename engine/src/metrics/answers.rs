@@ -31,6 +31,11 @@ pub struct AnswerMetrics {
     pub answer_propagation: Family<SinkLabel, Histogram, fn() -> Histogram>,
     /// Availability per name over the last hour, day and 30 days.
     pub name_availability: Family<WindowLabels, Gauge<f64, AtomicU64>>,
+    /// 1 while the ledger cannot record as configured (its folder unwritable, a file
+    /// unusable, writes failing); probing and publishing go on regardless.
+    pub ledger_degraded: Gauge,
+    /// Ledger appends that failed (each retried at the next tick).
+    pub ledger_write_failures: Counter,
 }
 
 impl Default for AnswerMetrics {
@@ -41,6 +46,8 @@ impl Default for AnswerMetrics {
             canary_stale_names: Family::default(),
             answer_propagation: Family::new_with_constructor(latency_histogram),
             name_availability: Family::default(),
+            ledger_degraded: Gauge::default(),
+            ledger_write_failures: Counter::default(),
         }
     }
 }
@@ -67,6 +74,16 @@ impl AnswerMetrics {
             "name_availability_ratio",
             "Share of the known time a name answered with live addresses only (the availability ledger), by window",
             self.name_availability.clone(),
+        );
+        registry.register(
+            "ledger_degraded",
+            "1 while the availability ledger cannot record as configured (state_dir unwritable, a file unusable, writes failing); probing and publishing go on",
+            self.ledger_degraded.clone(),
+        );
+        registry.register(
+            "ledger_write_failures",
+            "Availability ledger appends that failed (retried at the next tick)",
+            self.ledger_write_failures.clone(),
         );
     }
 }
