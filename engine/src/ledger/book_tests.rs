@@ -282,3 +282,221 @@ fn a_standby_judges_a_shared_back_end_only_by_what_the_canary_sees() {
         [(4_000, Served::DeadAddress, false)]
     );
 }
+
+/// One tenant of the generated script: its name, its checks (endpoint, address, target key)
+/// and its only sink, which the canary observes.
+struct Scripted {
+    tenant: &'static str,
+    name: &'static str,
+    checks: [(&'static str, IpAddr, String); 2],
+}
+
+/// A small xorshift: the script is the same for a seed on every run.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Two tenants on one gateway address, one checked by HTTP and one by TCP (as a web name
+/// and a mail name on one host), each with a second gateway of its own, their answers
+/// observed by the canary, through seeded sequences of checks failing and recovering,
+/// decisions written and seen, and hand edits to an address nobody probes. After every
+/// step each name's condition is what the script says, worked out here from the script
+/// alone: a name is dead only when one of its own endpoints' checks is down, wrong when it
+/// serves an address its tenant's last decision left out.
+#[test]
+fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
+    let shared = IpAddr::from([127, 0, 0, 10]);
+    let tenants = [
+        Scripted {
+            tenant: "web",
+            name: "www.example.com",
+            checks: [
+                ("web-a", shared, format!("http://{shared}:80/healthz")),
+                ("web-b", ip(21), format!("http://{}:80/healthz", ip(21))),
+            ],
+        },
+        Scripted {
+            tenant: "mail",
+            name: "smtp.example.com",
+            checks: [
+                ("mail-a", shared, format!("tcp://{shared}:25")),
+                ("mail-b", ip(31), format!("tcp://{}:25", ip(31))),
+            ],
+        },
+    ];
+    let unprobed = IpAddr::from([127, 0, 7, 9]);
+    for seed in 1..=200u64 {
+        let mut rng = Seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut book = Book::new(Vec::new());
+        let plans = tenants.iter().map(|t| TenantPlan {
+            tenant: t.tenant.into(),
+            names: vec![t.name.into()],
+            sinks: vec!["dns".into()],
+            observed: ["dns".to_owned()].into(),
+            shared: BTreeSet::new(),
+            vantages: BTreeSet::new(),
+            endpoints: (t.checks.iter())
+                .map(|(e, a, key)| EndpointPlan {
+                    name: (*e).into(),
+                    address: *a,
+                    checks: vec![key.clone()],
+                    composite: None,
+                })
+                .collect(),
+        });
+        book.plan(plans.collect(), 0);
+        // The script's own state: which checks are down, each tenant's decision (none
+        // before its first: nothing to call an answer wrong against) and what its name is
+        // seen answering.
+        let mut down = [[false; 2]; 2];
+        let mut decided: [Option<Vec<IpAddr>>; 2] = [None, None];
+        let mut seen_now: [Option<Vec<IpAddr>>; 2] = [None, None];
+        let mut seq = 0;
+        for step in 1..=60u64 {
+            let at = step * 1_000;
+            let t = rng.below(2) as usize;
+            let tenant = &tenants[t];
+            match rng.below(4) {
+                0 => {
+                    let c = rng.below(2) as usize;
+                    down[t][c] = !down[t][c];
+                    let (endpoint, address, key) = &tenant.checks[c];
+                    book.event(&Event::Transition {
+                        at: ts(at),
+                        target: key.clone(),
+                        endpoints: vec![(*endpoint).into()],
+                        address: *address,
+                        from: if down[t][c] { "up" } else { "down" },
+                        to: if down[t][c] { "down" } else { "up" },
+                        failing_since: down[t][c].then(|| ts(at - 300)),
+                        reason: "scripted".into(),
+                    });
+                }
+                1 | 2 => {
+                    let up: Vec<IpAddr> = (0..2)
+                        .filter(|&c| !down[t][c])
+                        .map(|c| tenant.checks[c].1)
+                        .collect();
+                    let set = if up.is_empty() {
+                        vec![tenant.checks[0].1, tenant.checks[1].1]
+                    } else {
+                        up
+                    };
+                    seq += 1;
+                    book.event(&Event::Publish {
+                        at: ts(at),
+                        tenant: tenant.tenant.into(),
+                        seq,
+                        mode: "healthy",
+                        addresses: set.clone(),
+                        hosts: Vec::new(),
+                    });
+                    book.event(&Event::SinkWrite {
+                        at: ts(at + 10),
+                        sink: "dns".into(),
+                        tenant: tenant.tenant.into(),
+                        seq,
+                        result: "changed",
+                        error: None,
+                    });
+                    book.observed(&answer(tenant, &set, at + 20));
+                    decided[t] = Some(set.clone());
+                    seen_now[t] = Some(set);
+                }
+                _ => {
+                    // A hand edit: the decided set with one address swapped for one
+                    // nobody probes, or the name emptied.
+                    let mut set = decided[t].clone().unwrap_or_default();
+                    if rng.below(3) == 0 {
+                        set.clear()
+                    } else if let Some(first) = set.first_mut() {
+                        *first = unprobed
+                    } else {
+                        set.push(unprobed)
+                    }
+                    book.observed(&answer(tenant, &set, at + 20));
+                    seen_now[t] = Some(set);
+                }
+            }
+            for (t, tenant) in tenants.iter().enumerate() {
+                let expected = match &seen_now[t] {
+                    None => None,
+                    Some(s) if s.is_empty() => Some(Served::Unanswered),
+                    Some(s) if (0..2).any(|c| down[t][c] && s.contains(&tenant.checks[c].1)) => {
+                        Some(Served::DeadAddress)
+                    }
+                    Some(s)
+                        if (decided[t].as_ref())
+                            .is_some_and(|d| s.iter().any(|a| !d.contains(a))) =>
+                    {
+                        Some(Served::WrongAddress)
+                    }
+                    Some(_) => Some(Served::Answered),
+                };
+                let got = book
+                    .current()
+                    .find(|(n, _, _)| *n == tenant.name)
+                    .map(|(_, c, _)| c.served);
+                assert_eq!(got, expected, "seed {seed}, step {step}, {}: down {down:?}, decided {decided:?}, seen {seen_now:?}", tenant.name);
+            }
+        }
+    }
+}
+
+/// The canary saw `tenant`'s name answer `set` at `at`.
+fn answer(tenant: &Scripted, set: &[IpAddr], at: u64) -> Observation {
+    Observation {
+        sink: "dns".into(),
+        tenant: tenant.tenant.into(),
+        name: tenant.name.into(),
+        geo: None,
+        addresses: set.into(),
+        at,
+    }
+}
+
+/// An endpoint of two checks of which either may pass (`require = "any"`) is dead only
+/// when both fail, from the first failure of the one that failed last.
+#[test]
+fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
+    let mut tenant = plan(&[]);
+    tenant.sinks = vec!["zone".into()];
+    tenant.endpoints[0]
+        .checks
+        .push("http://192.0.2.1:80/".into());
+    tenant.endpoints[0].composite = Some(Composite {
+        also: vec![7],
+        require: ho_config::Require::Any,
+        must_pass: false,
+    });
+    let mut book = Book::new(Vec::new());
+    book.plan(vec![tenant], 0);
+    book.event(&publish(1, &[ip(1), ip(2)], 100));
+    book.event(&written("zone", 1, 110));
+    let check = |key: &str, to: &'static str, at: u64| Event::Transition {
+        at: ts(at),
+        target: key.into(),
+        endpoints: vec!["a".into()],
+        address: ip(1),
+        from: if to == "down" { "up" } else { "down" },
+        to,
+        failing_since: (to == "down").then(|| ts(at - 500)),
+        reason: "refused".into(),
+    };
+    assert!(
+        book.event(&check("tcp://192.0.2.1:443", "down", 2_000))
+            .is_empty(),
+        "the other check passes"
+    );
+    let changes = book.event(&check("http://192.0.2.1:80/", "down", 4_000));
+    assert_eq!(served(&changes), [(3_500, Served::DeadAddress, false)]);
+    let changes = book.event(&check("tcp://192.0.2.1:443", "up", 6_000));
+    assert_eq!(served(&changes), [(6_000, Served::Answered, false)]);
+}
