@@ -14,6 +14,12 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
     }
     match plan {
         Ok(plan) => {
+            if let Some(Err(e)) = plan.state_dir.as_deref().map(writable) {
+                eprintln!(
+                    "state_dir: {e}: `run` would start with operator drains that cannot be saved and the availability ledger degraded (make it writable by the user that runs the orchestrator: in Kubernetes, the pod's securityContext.fsGroup)"
+                );
+                return ExitCode::from(2);
+            }
             println!(
                 "ok: {}, {}, {}",
                 counted(plan.endpoints.len(), "endpoint")
@@ -25,6 +31,19 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
         }
         Err(code) => code,
     }
+}
+
+/// Whether this user can write under `dir`: in it, or where it would be created (its
+/// nearest existing ancestor). A file is made and removed there; nothing else is left.
+fn writable(dir: &std::path::Path) -> Result<(), String> {
+    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
+    if !existing.is_dir() {
+        return Err(format!("{} is not a folder", existing.display()));
+    }
+    let probe = existing.join(format!(".check-config-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in {}: {e}", existing.display()))
 }
 
 /// `n` things, in the singular for one.

@@ -43,7 +43,8 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
     warn_unverified_tls(&plan.unverified_tls());
     let metrics = Arc::new(Metrics::new());
     let telemetry = crate::telemetry::init(&plan.telemetry, &metrics)?;
-    actix_rt::System::new().block_on(async move {
+    let system = actix_rt::System::new();
+    let served = system.block_on(async move {
         let listener = tokio::net::TcpListener::bind(plan.api_listen)
             .await
             .with_context(|| format!("api.listen {}", plan.api_listen))?;
@@ -198,7 +199,12 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
             telemetry.shutdown(deadline.saturating_sub(started.elapsed()));
         }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // A start that failed half way leaves actors spawned but never polled. Dropped so,
+    // actix starts each one as the runtime goes away, outside it, and its first timer
+    // panics; started here, inside the runtime, they stop quietly when it goes.
+    system.block_on(tokio::task::yield_now());
+    served
 }
 
 /// Where the other ring members reach this replica's verdict stream: `advertise`, else

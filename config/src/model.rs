@@ -94,7 +94,8 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerConfig {
-    /// How long history is kept.
+    /// How long history is kept: 25 months by default, so a month can be compared with the
+    /// same month a year and more before (as Checkly keeps 25 months of aggregates).
     #[serde(default = "default_ledger_retention", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub retention: Duration,
@@ -119,7 +120,8 @@ impl Default for LedgerConfig {
 }
 
 fn default_ledger_retention() -> Duration {
-    Duration::from_secs(400 * 86_400)
+    // humantime's month: 30.44 days.
+    Duration::from_secs(25 * 2_630_016)
 }
 
 /// `[resolver]`: endpoints whose `address` is a host name (a cloud load balancer's) are

@@ -32,13 +32,21 @@ pub fn config_schema() -> Value {
     let definitions = root["definitions"]
         .as_object_mut()
         .expect("the root schema has definitions");
+    // The keys every sink table takes besides its kind's (`delivery`, `canary`), as the
+    // config type declares them: a key added there cannot go missing here.
+    let common = definitions["SinkTable"]["properties"]
+        .as_object()
+        .expect("the sink table has properties")
+        .clone();
     let mut choices = Vec::new();
     for (kind, name) in kinds {
         let mut table = definitions
             .remove(&name)
             .expect("the kind's definition was generated");
+        for (key, schema) in &common {
+            table["properties"][key] = schema.clone();
+        }
         table["properties"]["kind"] = json!({ "const": kind, "description": "The sink kind." });
-        table["properties"]["delivery"] = json!({ "$ref": "#/definitions/Delivery" });
         let required = table
             .as_object_mut()
             .expect("a settings schema is an object")

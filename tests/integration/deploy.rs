@@ -88,6 +88,12 @@ fn kubernetes_manifests_render_validate_and_carry_a_valid_config() {
         "{text}"
     );
     assert!(text.contains("replicas: 2\n"), "{text}");
+    // The non-root user can write its state volume (drains, the ledger): the pod's group
+    // owns it from the mount on.
+    assert!(
+        text.contains("fsGroup: 65532\n") && text.contains("runAsGroup: 65532\n"),
+        "{text}"
+    );
     assert!(
         text.contains("topologyKey: kubernetes.io/hostname"),
         "{text}"
@@ -314,7 +320,7 @@ fn alert_rules_fire_and_stay_silent() {
         .collect();
     let untested: Vec<&&str> = alerts.iter().filter(|a| !fired.contains(**a)).collect();
     assert!(untested.is_empty(), "alerts no test fires: {untested:?}");
-    assert_eq!(alerts.len(), 13);
+    assert_eq!(alerts.len(), 14);
     let mut rules = serde_yaml::Mapping::new();
     rules.insert("groups".into(), rule["spec"]["groups"].clone());
     let dir = tempfile::tempdir().unwrap();

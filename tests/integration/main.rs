@@ -52,6 +52,7 @@ mod kube_host_names;
 mod kube_kuadrant;
 mod kube_tenants;
 mod leader_election;
+mod ledger_faults;
 mod limits;
 mod loadtest;
 mod misbehaviour;
