@@ -19,6 +19,7 @@ mod cli;
 mod cloudflare;
 mod cname_answers;
 mod composite;
+mod config_schema_keys;
 mod conformance;
 mod coredns_configmap;
 mod crash;
