@@ -6,7 +6,7 @@
 //! user cannot write, which `check-config` refuses; a malformed drains file still stops
 //! `run`, with its way out and no panic.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -19,11 +19,8 @@ use crate::services::dig::wait_for_answer;
 
 const ZONE: &str = "example.org";
 const NAME: &str = "shop.example.org";
-const PORT: u16 = 18293;
-
 fn gateway() -> Gateway {
-    let addr = SocketAddr::new(IpAddr::V4(loopback_ip()), PORT);
-    Gateway::start(addr, Behaviour::Healthy).unwrap()
+    Gateway::start(loopback(), Behaviour::Healthy).unwrap()
 }
 
 /// One tenant on the embedded server at `server`, its ledger under `state`.
@@ -164,7 +161,7 @@ async fn wait_until(what: &str, done: impl Fn() -> bool) {
 
 /// `cmd` run as the unprivileged user `nobody` (as the shipped image runs, on a volume
 /// owned by root).
-fn as_nobody(mut cmd: std::process::Command) -> std::process::Command {
+fn as_nobody(cmd: std::process::Command) -> std::process::Command {
     let program = cmd.get_program().to_owned();
     let mut wrapped = std::process::Command::new("setpriv");
     wrapped
@@ -192,7 +189,7 @@ async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alo
     std::fs::create_dir(&state).unwrap();
     let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
     let api = SocketAddr::new(loopback_ip().into(), free_port_pair());
-    let config = config(&gw, server, &state).with(&format!("api.listen = \"{api}\""));
+    let config = config(&gw, server, &state).set("api.listen", api.to_string());
     let mut cmd = run_config(dir.path(), &config);
     std::fs::set_permissions(
         dir.path().join("config.toml"),
@@ -215,6 +212,12 @@ async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alo
     let log = dir.path().join("run.log");
     cmd.stderr(std::fs::File::create(&log).unwrap());
     let _running = Running(as_nobody(cmd).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while try_api_get(api, "/healthz").await.is_none() {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "run did not come up: {said}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     wait_for_answer(server, NAME, &[ip(&gw)]).await;
     let ledger = wait_ledger(api, "degraded", "fsGroup").await;
     assert!(ledger.to_string().contains("cannot write"), "{ledger}");
@@ -224,8 +227,8 @@ async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alo
 
 /// A malformed drains file still stops `run` (starting without it would publish endpoints
 /// an operator took out): exit 2 with the file and the way out, and no panic on the way.
-#[test]
-fn a_malformed_drains_file_stops_run_with_its_way_out_and_no_panic() {
+#[actix_rt::test]
+async fn a_malformed_drains_file_stops_run_with_its_way_out_and_no_panic() {
     let gw = gateway();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");

@@ -77,9 +77,10 @@ struct Inner {
     folder: Option<std::path::PathBuf>,
     /// Changes the store could not take yet, oldest first.
     pending: Vec<Change>,
-    /// What keeps the ledger from recording as configured, newest last; empty once it
-    /// records again.
-    problems: Vec<String>,
+    /// What keeps the ledger from recording as configured, newest last, each with whether
+    /// it stays (a file moved aside or left alone: that name's figures miss time for good)
+    /// or goes once the store takes every change again.
+    problems: Vec<(String, bool)>,
     metrics: Arc<Metrics>,
     events: Events,
     /// Each name's changes over the last [`RECENT`], oldest first.
@@ -123,7 +124,7 @@ impl Inner {
         let result = store.append(&pending);
         let troubles = store.troubles();
         for t in troubles {
-            self.problem(t.to_string());
+            self.note(t.to_string(), true);
         }
         match result {
             Ok(()) => self.recovered(),
@@ -149,10 +150,16 @@ impl Inner {
         }
     }
 
-    /// Notes what keeps the ledger from recording as configured: logged, in `/status`, the
-    /// degraded gauge and an event (once per change of state).
+    /// Notes what keeps the ledger from recording as configured until the store takes
+    /// every change again.
     fn problem(&mut self, what: String) {
-        if self.problems.last() == Some(&what) {
+        self.note(what, false);
+    }
+
+    /// Notes a problem, `sticky` when it stays for the process's life: logged, in
+    /// `/status`, the degraded gauge and an event (once per change of state).
+    fn note(&mut self, what: String, sticky: bool) {
+        if self.problems.last().is_some_and(|(p, _)| *p == what) {
             return;
         }
         tracing::error!("availability ledger degraded (probing and publishing go on): {what}");
@@ -165,7 +172,7 @@ impl Inner {
                 reason: what.clone(),
             });
         }
-        self.problems.push(what);
+        self.problems.push((what, sticky));
         if self.problems.len() > PROBLEMS {
             self.problems.remove(0);
         }
@@ -173,11 +180,18 @@ impl Inner {
 
     /// The store took every change: the ledger records as configured again.
     fn recovered(&mut self) {
-        if self.problems.is_empty() || self.store.is_none() {
+        let before = self.problems.len();
+        if before == 0 || self.store.is_none() {
+            return;
+        }
+        self.problems.retain(|(_, sticky)| *sticky);
+        if self.problems.len() == before {
             return;
         }
         tracing::info!("availability ledger records again");
-        self.problems.clear();
+        if !self.problems.is_empty() {
+            return;
+        }
         self.metrics.answers.ledger_degraded.set(0);
         self.events.emit(|| crate::events::Event::Degraded {
             at: crate::events::now(),
@@ -271,9 +285,12 @@ impl Inner {
                 Err(e) => failed.push(format!("cannot read {e}")),
             }
         }
-        failed.extend(store.troubles().iter().map(ToString::to_string));
+        let troubles = store.troubles();
         for f in failed {
             self.problem(f);
+        }
+        for t in troubles {
+            self.note(t.to_string(), true);
         }
     }
 
@@ -477,7 +494,7 @@ impl Ledger {
         };
         crate::status::LedgerStatus {
             state,
-            problems: inner.problems.clone(),
+            problems: inner.problems.iter().map(|(p, _)| p.clone()).collect(),
         }
     }
 
