@@ -245,3 +245,30 @@ async fn a_malformed_drains_file_stops_run_with_its_way_out_and_no_panic() {
     );
     assert!(!said.contains("panicked"), "{said}");
 }
+
+/// A start that fails half way (here the ring's port taken, after the sinks started) exits
+/// with its error, never with a panic of the actors it leaves behind.
+#[actix_rt::test]
+async fn a_start_that_fails_half_way_exits_with_its_error_and_no_panic() {
+    let gw = gateway();
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind(loopback()).unwrap();
+    let secret = dir.path().join("ring.secret");
+    std::fs::write(&secret, "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTMyYg==").unwrap();
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let config = config(&gw, server, &dir.path().join("state"))
+        .set("ring.enabled", true)
+        .set("ring.listen", taken.local_addr().unwrap().to_string())
+        .set("ring.secret_file", secret.display().to_string());
+    let out = run_config(dir.path(), &config)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("ring: listen") && said.contains("in use"),
+        "{said}"
+    );
+    assert!(!said.contains("panicked"), "{said}");
+}

@@ -301,10 +301,10 @@ impl Inner {
         };
         match Store::open(folder) {
             Ok(store) => {
-                tracing::info!(
-                    "availability ledger: {} can be written now",
-                    folder.display()
-                );
+                if !self.problems.is_empty() {
+                    let folder = folder.display();
+                    tracing::info!("availability ledger: {folder} can be written now");
+                }
                 self.store = Some(store);
             }
             Err(e) => self.problem(unwritable(&e)),
