@@ -54,6 +54,7 @@ mod kube_kuadrant;
 mod kube_tenants;
 mod leader_election;
 mod ledger_faults;
+mod ledger_names;
 mod limits;
 mod loadtest;
 mod misbehaviour;
