@@ -102,6 +102,10 @@ pub struct Answered {
     /// SERVFAIL or REFUSED: the server holds no answer for the name, which a resolver
     /// that has only this server passes on as a failure: the name answers nothing.
     pub failed: Option<&'static str>,
+    /// No answer but a referral: the name lies below a delegation to other name servers
+    /// (`below a delegation at NAME (NS ...)`), which resolvers follow instead (a zone cut
+    /// over to or from another system).
+    pub referral: Option<String>,
 }
 
 impl Answered {

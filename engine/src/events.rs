@@ -112,6 +112,10 @@ pub enum Event {
         /// it served nothing.
         #[serde(skip_serializing_if = "Option::is_none")]
         served_rcode: Option<String>,
+        /// The delegation the server referred the question to instead of answering
+        /// (`below a delegation at NAME (NS ...)`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        served_referral: Option<String>,
         /// What was decided.
         intended: Vec<IpAddr>,
     },

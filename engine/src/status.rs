@@ -449,6 +449,10 @@ pub struct StaleName {
     /// it served nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub served_rcode: Option<String>,
+    /// The delegation the server referred the question to instead of answering
+    /// (`below a delegation at NAME (NS ...)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_referral: Option<String>,
     /// What was decided.
     pub intended: Vec<IpAddr>,
     /// Since when it differs.

@@ -145,15 +145,83 @@ fn read(answer: &Message, qname: &Name) -> Result<Answered, AskError> {
         .collect();
     addresses.sort();
     addresses.dedup();
+    let referral = (addresses.is_empty() && cname.is_none() && !answer.metadata.authoritative)
+        .then(|| referral(answer, qname))
+        .flatten();
     Ok(Answered {
         addresses,
         cname,
         failed: None,
+        referral,
     })
+}
+
+/// The delegation an answer without records points at, if it is one: NS records in the
+/// authority section for the name or one above it.
+fn referral(answer: &Message, qname: &Name) -> Option<String> {
+    let mut cut = None;
+    let mut servers = Vec::new();
+    for r in &answer.authorities {
+        if let RData::NS(ns) = &r.data {
+            if r.name.zone_of(qname) {
+                cut.get_or_insert_with(|| r.name.to_ascii().trim_end_matches('.').to_owned());
+                servers.push(ns.0.to_ascii().trim_end_matches('.').to_owned());
+            }
+        }
+    }
+    servers.sort();
+    Some(format!(
+        "below a delegation at {} (NS {})",
+        cut?,
+        servers.join(", ")
+    ))
 }
 
 /// The question again over TCP.
 async fn over_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, AskError> {
     let answer = super::over_tcp(server, query, id).await?;
     Message::from_vec(&answer).map_err(|e| AskError::Unreadable(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::op::OpCode;
+    use hickory_proto::rr::rdata::{A, NS};
+    use hickory_proto::rr::Record;
+
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        Name::from_str(s).unwrap()
+    }
+
+    /// A server that hands the question to another zone's servers (NOERROR, nothing
+    /// answered, NS below or at the zone cut, not authoritative) is said to refer it, with
+    /// the cut and its servers; an authoritative empty answer, or one with records, is not.
+    #[test]
+    fn a_referral_names_the_delegation() {
+        let qname = name("app.team.example.org.");
+        let mut m = Message::response(7, OpCode::Query);
+        for ns in ["ns2.k8gb.example.net.", "ns1.k8gb.example.net."] {
+            let record =
+                Record::from_rdata(name("team.example.org."), 300, RData::NS(NS(name(ns))));
+            m.authorities.push(record);
+        }
+        let read_once = |m: &Message| read(m, &qname).unwrap();
+        assert_eq!(
+            read_once(&m).referral.as_deref(),
+            Some("below a delegation at team.example.org (NS ns1.k8gb.example.net, ns2.k8gb.example.net)")
+        );
+        let mut authoritative = m.clone();
+        authoritative.metadata.authoritative = true;
+        assert_eq!(
+            read_once(&authoritative).referral,
+            None,
+            "our own zone's empty answer"
+        );
+        let mut answered = m.clone();
+        let a = Record::from_rdata(qname.clone(), 30, RData::A(A::new(192, 0, 2, 1)));
+        answered.answers.push(a);
+        assert_eq!(read_once(&answered).referral, None);
+    }
 }

@@ -45,6 +45,8 @@ pub(super) struct Served {
     /// The error code a DNS server answered instead of records (SERVFAIL, REFUSED): to the
     /// `A` question, the name served nothing; to the `AAAA` one, its IPv4 addresses stand.
     pub failed: Option<String>,
+    /// The delegation the server referred the question to instead of answering it.
+    pub referral: Option<String>,
 }
 
 /// Why nothing usable was read.
@@ -126,6 +128,7 @@ impl Reader {
                     addresses: held.addresses.into(),
                     host: held.host,
                     failed: None,
+                    referral: None,
                 })
             }
         }
@@ -148,11 +151,13 @@ async fn ask_dns(asker: &mut dyn Asker, q: &Question<'_>) -> Result<Served, AskE
         answered.addresses.extend(more.addresses);
         answered.cname = more.cname;
         answered.failed = more.failed;
+        answered.referral = answered.referral.or(more.referral);
     }
     answered.addresses.sort();
     Ok(Served {
         addresses: answered.addresses.into(),
         host: answered.cname,
         failed: answered.failed.map(str::to_owned),
+        referral: answered.referral,
     })
 }

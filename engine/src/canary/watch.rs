@@ -292,7 +292,7 @@ impl SinkCanary {
             .clone();
         if stale {
             gauge.inc();
-            tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, served_rcode = ?served.failed, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
+            tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, served_rcode = ?served.failed, served_referral = ?served.referral, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
             gauge.dec();
         }
@@ -306,6 +306,7 @@ impl SinkCanary {
             served: served.addresses.to_vec(),
             served_host: served.host.clone(),
             served_rcode: served.failed.clone(),
+            served_referral: served.referral.clone(),
             intended: intended.addresses.to_vec(),
         });
         let geo = w.vantage.as_ref().map(|v| v.geo.clone());
@@ -319,6 +320,7 @@ impl SinkCanary {
                     served: served.addresses.to_vec(),
                     served_host: served.host.clone(),
                     served_rcode: served.failed.clone(),
+                    served_referral: served.referral.clone(),
                     intended: intended.addresses.to_vec(),
                     since: crate::clock::at_unix_millis(since),
                 });
