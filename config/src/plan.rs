@@ -458,6 +458,39 @@ pub struct Tenant {
     pub default_geo: Option<String>,
     /// The clusters vote on its addresses through the reports in its shared-zone sinks.
     pub multi_cluster: bool,
+    /// Its availability objective, if it has one.
+    pub slo: Option<Slo>,
+    /// The Kubernetes resource it stands for (namespace, name), if any.
+    pub resource: Option<(String, String)>,
+}
+
+/// An availability objective: the share of known time its names must answer with live,
+/// decided addresses only.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Slo {
+    /// The share, above 0 and below 1 (`0.999`).
+    pub objective: f64,
+    /// Over what.
+    pub window: SloWindow,
+}
+
+/// The window an objective is kept over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SloWindow {
+    /// The last so long.
+    Rolling(#[serde(with = "humantime_serde")] Duration),
+    /// The calendar month (UTC).
+    Month,
+}
+
+impl SloWindow {
+    /// As metrics and alerts label it (`30d`, `month`).
+    pub fn label(&self) -> String {
+        match self {
+            SloWindow::Rolling(d) => humantime::format_duration(*d).to_string(),
+            SloWindow::Month => "month".to_owned(),
+        }
+    }
 }
 
 /// A validated sink: the table as written (what a reload compares) and its kind's parsed,

@@ -175,6 +175,8 @@ mod tests {
             weighs: true,
             default_geo: None,
             multi_cluster: false,
+            slo: None,
+            resource: None,
         }
     }
 

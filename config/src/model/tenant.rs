@@ -360,6 +360,20 @@ pub struct TenantConfig {
     /// enabled`); `false` keeps a tenant single-vantage while others vote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multi_cluster: Option<bool>,
+    /// The availability objective of its names (`"99.9%"`), as the ledger counts it: the
+    /// shipped alert rules page on its burn rate and `/v1/availability` reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    /// The window `slo` is kept over: a rolling duration (`"30d"`, the default) or
+    /// `"month"` (the calendar month, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_window: Option<String>,
+    /// The Kubernetes resource this tenant stands for (namespace, name), which its SLO
+    /// alerts are labelled with so Alertmanager routes them to the team; none for a tenant
+    /// of the TOML config.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub resource: Option<(String, String)>,
 }
 
 fn default_ttl() -> Duration {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::{Answer, Config, EndpointSelection, RoutingPolicy, TenantConfig};
 use crate::names::{check_object_name, is_wildcard, normalize_tenant_domain};
-use crate::plan::{PlannedSink, Tenant};
+use crate::plan::{PlannedSink, Slo, SloWindow, Tenant};
 
 use super::sinks::TenantUse;
 use super::{list_names, Errors};
@@ -108,6 +108,8 @@ pub(super) fn resolve_tenants(
                     && (!t.weights.is_empty() || t.default_weight.is_some())),
             default_geo: t.default_geo.clone(),
             multi_cluster: t.multi_cluster.unwrap_or(config.multi_cluster.enabled),
+            slo: slo(t, &path, errs),
+            resource: t.resource.clone(),
         });
     }
     out
@@ -422,6 +424,39 @@ fn check_answer(
             format!("{path}.answer"),
             "answer = \"cname\" cannot vote across clusters (the clusters report addresses, not host names): set multi_cluster = false on this tenant",
         );
+    }
+}
+
+/// `slo` (a percentage, `"99.9%"`, or a share, `0.999`, strictly between 0 and 100 %)
+/// and `slo_window` (a duration of at least a day, or `"month"`).
+fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
+    let window = match t.slo_window.as_deref() {
+        None => SloWindow::Rolling(Duration::from_secs(30 * 86_400)),
+        Some("month") => SloWindow::Month,
+        Some(text) => match humantime::parse_duration(text) {
+            Ok(d) if d >= Duration::from_secs(86_400) => SloWindow::Rolling(d),
+            _ => {
+                let why = format!(
+                    "\"{text}\" is neither a duration of at least 1d (\"30d\") nor \"month\""
+                );
+                errs.push(format!("{path}.slo_window"), why);
+                return None;
+            }
+        },
+    };
+    let text = t.slo.as_deref()?;
+    let share = match text.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.trim().parse::<f64>(),
+    };
+    match share {
+        Ok(objective) if objective > 0.0 && objective < 1.0 => Some(Slo { objective, window }),
+        _ => {
+            let why =
+                format!("\"{text}\" is not an objective: write a percentage below 100, \"99.9%\"");
+            errs.push(format!("{path}.slo"), why);
+            None
+        }
     }
 }
 

@@ -11,8 +11,10 @@
 //! continues the ledger whether the replicas share one folder or keep one each.
 
 pub mod book;
+mod degraded;
 mod format;
 mod handover;
+mod slo;
 pub mod store;
 pub mod tally;
 
@@ -30,6 +32,7 @@ use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, WindowLabels};
 use book::{Book, Change, Condition, EndpointPlan, TenantPlan};
+use degraded::unwritable;
 use handover::take_over;
 use store::{Store, StoreError, Unwritten};
 use tally::{spans, Figures, Interval, Tally};
@@ -83,6 +86,8 @@ struct Inner {
     problems: Vec<(String, bool)>,
     metrics: Arc<Metrics>,
     events: Events,
+    /// Each tenant's seconds per condition, for its SLO.
+    accounts: slo::Accounts,
     /// Each name's changes over the last [`RECENT`], oldest first.
     recent: HashMap<String, Vec<(u64, Condition)>>,
     /// Whether this replica recorded at its last check.
@@ -103,6 +108,7 @@ struct Inner {
 impl Inner {
     /// Keeps `changes` in the recent history.
     fn remember(&mut self, changes: &[Change]) {
+        self.accounts.changed(changes);
         for c in changes {
             let list = self.recent.entry(c.name.clone()).or_default();
             list.retain(|(t, _)| *t < c.at);
@@ -148,57 +154,6 @@ impl Inner {
                 "{dropped} changes not recorded: the store took none for too long"
             ));
         }
-    }
-
-    /// Notes what keeps the ledger from recording as configured until the store takes
-    /// every change again.
-    fn problem(&mut self, what: String) {
-        self.note(what, false);
-    }
-
-    /// Notes a problem, `sticky` when it stays for the process's life: logged, in
-    /// `/status`, the degraded gauge and an event (once per change of state).
-    fn note(&mut self, what: String, sticky: bool) {
-        if self.problems.last().is_some_and(|(p, _)| *p == what) {
-            return;
-        }
-        tracing::error!("availability ledger degraded (probing and publishing go on): {what}");
-        if self.problems.is_empty() {
-            self.metrics.answers.ledger_degraded.set(1);
-            self.events.emit(|| crate::events::Event::Degraded {
-                at: crate::events::now(),
-                part: "ledger",
-                degraded: true,
-                reason: what.clone(),
-            });
-        }
-        self.problems.push((what, sticky));
-        if self.problems.len() > PROBLEMS {
-            self.problems.remove(0);
-        }
-    }
-
-    /// The store took every change: the ledger records as configured again.
-    fn recovered(&mut self) {
-        let before = self.problems.len();
-        if before == 0 || self.store.is_none() {
-            return;
-        }
-        self.problems.retain(|(_, sticky)| *sticky);
-        if self.problems.len() == before {
-            return;
-        }
-        tracing::info!("availability ledger records again");
-        if !self.problems.is_empty() {
-            return;
-        }
-        self.metrics.answers.ledger_degraded.set(0);
-        self.events.emit(|| crate::events::Event::Degraded {
-            at: crate::events::now(),
-            part: "ledger",
-            degraded: false,
-            reason: String::new(),
-        });
     }
 
     /// Notes the role, starts recording when it became the writer (or, with
@@ -263,51 +218,6 @@ impl Inner {
                     });
                 gauge.set(figures.availability.unwrap_or(f64::NAN));
             }
-        }
-    }
-
-    /// The last [`RECENT`] of every name the store holds, for the gauges.
-    fn load_recent(&mut self) {
-        let Some(store) = &mut self.store else { return };
-        let since = now_ms().saturating_sub(RECENT.as_millis() as u64);
-        let mut failed = Vec::new();
-        for name in store.names().unwrap_or_else(|e| {
-            failed.push(format!("cannot list {e}"));
-            Vec::new()
-        }) {
-            match store.read(&name) {
-                Ok(changes) => {
-                    let cut = changes
-                        .partition_point(|(t, _)| *t < since)
-                        .saturating_sub(1);
-                    self.recent.insert(name, changes[cut..].to_vec());
-                }
-                Err(e) => failed.push(format!("cannot read {e}")),
-            }
-        }
-        let troubles = store.troubles();
-        for f in failed {
-            self.problem(f);
-        }
-        for t in troubles {
-            self.note(t.to_string(), true);
-        }
-    }
-
-    /// Opens the store when it could not be opened before.
-    fn reopen(&mut self) {
-        let (None, Some(folder)) = (&self.store, &self.folder) else {
-            return;
-        };
-        match Store::open(folder) {
-            Ok(store) => {
-                if !self.problems.is_empty() {
-                    let folder = folder.display();
-                    tracing::info!("availability ledger: {folder} can be written now");
-                }
-                self.store = Some(store);
-            }
-            Err(e) => self.problem(unwritable(&e)),
         }
     }
 
@@ -405,6 +315,7 @@ impl Ledger {
             problems: Vec::new(),
             metrics: metrics.clone(),
             events: events.clone(),
+            accounts: slo::Accounts::new(metrics.clone()),
             recent: HashMap::new(),
             writing: false,
             started: now_ms(),
@@ -418,6 +329,7 @@ impl Ledger {
         inner.reopen();
         inner.load_recent();
         let ledger = Ledger(Arc::new(Mutex::new(inner)));
+        ledger.lock().accounts.plan(&plan);
         ledger.apply(|b| b.plan(tenants_of(&plan), now_ms()));
         tokio::spawn(ledger.clone().follow(
             events.follow(),
@@ -450,6 +362,7 @@ impl Ledger {
                         return;
                     }
                     let plan = plans.borrow_and_update().clone();
+                    self.lock().accounts.plan(&plan);
                     self.apply(|b| b.plan(tenants_of(&plan), now_ms()));
                 }
                 _ = tick.tick() => self.tick(leadership.may_write(), &metrics),
@@ -477,6 +390,7 @@ impl Ledger {
         let mut inner = self.lock();
         inner.reopen();
         inner.keep_recording(writer, now);
+        inner.accounts.tick(now);
         inner.gauges(now, metrics);
     }
 
@@ -577,13 +491,6 @@ fn endpoint_of(plan: &Plan, endpoint: &ho_config::Endpoint) -> EndpointPlan {
             .collect(),
         composite: endpoint.composite.clone(),
     }
-}
-
-/// The problem of a ledger folder that cannot be created or written.
-fn unwritable(e: &StoreError) -> String {
-    format!(
-        "cannot write {e}: the ledger keeps the last 30 days in memory until it can (make state_dir writable by this user: in Kubernetes, the pod's securityContext.fsGroup)"
-    )
 }
 
 /// The tenants of `plan` as the book needs them.

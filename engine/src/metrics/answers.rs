@@ -21,6 +21,33 @@ pub struct WindowLabels {
     pub window: &'static str,
 }
 
+/// `tenant`, `namespace`, `name` (the resource a Kubernetes tenant stands for; empty for
+/// a tenant of the TOML config) and `served` of a tenant's counted seconds.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TenantServedLabels {
+    /// The tenant.
+    pub tenant: String,
+    /// Its resource's namespace.
+    pub namespace: String,
+    /// Its resource's name.
+    pub name: String,
+    /// `answered`, `dead_address`, `wrong_address` or `unanswered`.
+    pub served: &'static str,
+}
+
+/// `tenant`, `namespace`, `name` and `window` of an objective.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SloLabels {
+    /// The tenant.
+    pub tenant: String,
+    /// Its resource's namespace.
+    pub namespace: String,
+    /// Its resource's name.
+    pub name: String,
+    /// The window it is kept over (`30d`, `month`).
+    pub window: String,
+}
+
 /// The canary's and the ledger's metrics.
 pub struct AnswerMetrics {
     /// Canary queries by sink and result (`match`, `differs`, `error`).
@@ -36,6 +63,11 @@ pub struct AnswerMetrics {
     pub ledger_degraded: Gauge,
     /// Ledger appends that failed (each retried at the next tick).
     pub ledger_write_failures: Counter,
+    /// Seconds each tenant's names served each way, summed over its names, outside
+    /// maintenance: the error ratio its SLO's burn-rate alerts read.
+    pub tenant_served_seconds: Family<TenantServedLabels, Counter<f64, AtomicU64>>,
+    /// Each tenant's availability objective (`0.999`).
+    pub slo_objective: Family<SloLabels, Gauge<f64, AtomicU64>>,
 }
 
 impl Default for AnswerMetrics {
@@ -48,6 +80,8 @@ impl Default for AnswerMetrics {
             name_availability: Family::default(),
             ledger_degraded: Gauge::default(),
             ledger_write_failures: Counter::default(),
+            tenant_served_seconds: Family::default(),
+            slo_objective: Family::default(),
         }
     }
 }
@@ -84,6 +118,16 @@ impl AnswerMetrics {
             "ledger_write_failures",
             "Availability ledger appends that failed (retried at the next tick)",
             self.ledger_write_failures.clone(),
+        );
+        registry.register(
+            "tenant_served_seconds",
+            "Seconds a tenant's names served live decided addresses (answered), a dead address, an undecided address or nothing, summed over its names, outside maintenance (the availability ledger)",
+            self.tenant_served_seconds.clone(),
+        );
+        registry.register(
+            "slo_objective_ratio",
+            "A tenant's availability objective (slo), with the window it is kept over",
+            self.slo_objective.clone(),
         );
     }
 }

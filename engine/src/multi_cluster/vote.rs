@@ -292,6 +292,8 @@ mod tests {
             weighs: false,
             default_geo: None,
             multi_cluster: true,
+            slo: None,
+            resource: None,
         }
     }
 

@@ -458,6 +458,9 @@ fn tenant_config(
         default_weight: spec.default_weight,
         default_geo: spec.default_geo.clone(),
         multi_cluster: None,
+        slo: None,
+        slo_window: None,
+        resource: Some(key(resource)),
     })
 }
 
