@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ho_config::Plan;
-use serde::Deserialize;
 
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
@@ -104,10 +103,8 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
         }
     };
     let mut parsed = Vec::new();
-    for file in resources {
-        let text = std::fs::read_to_string(file)?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = serde_yaml::Value::deserialize(doc)?;
+    for crate::documents::Document { file, value } in crate::documents::read(resources)? {
+        {
             if value.get("kind").and_then(|k| k.as_str()) != Some("DNSFailover") {
                 continue;
             }

@@ -5,6 +5,7 @@ mod cluster_leave;
 mod config_files;
 mod demo;
 mod dnssec_cmd;
+mod documents;
 mod heap;
 mod import;
 mod logging;

@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use serde_yaml::Value;
 
 /// The systems `import` reads.
@@ -140,21 +139,13 @@ pub fn openova_file(path: &std::path::Path) -> anyhow::Result<Imported> {
     }
 }
 
-/// Every YAML document of `files`, empty ones left out.
+/// Every object of `files` (a `kind: List`, as `kubectl get -o yaml` prints, stands for its
+/// items), empty documents left out.
 fn read_documents(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
-    let mut docs = Vec::new();
-    for file in files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = Value::deserialize(doc)
-                .with_context(|| format!("{} is not YAML", file.display()))?;
-            if !value.is_null() {
-                docs.push(value);
-            }
-        }
-    }
-    Ok(docs)
+    Ok(crate::documents::read(files)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
