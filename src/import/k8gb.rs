@@ -20,6 +20,7 @@
 //! This cluster's geo tag is the Gslb's `status.geoTag` (exported with the resource) or
 //! `--geo-tag`. An Ingress annotated `k8gb.io/strategy` is a Gslb, as k8gb makes one of it.
 
+mod selector;
 mod target;
 
 use std::collections::BTreeSet;

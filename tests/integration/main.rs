@@ -45,6 +45,7 @@ mod heartbeats;
 mod host_endpoints;
 mod icmp_checks;
 mod image;
+mod k8gb_export;
 mod k8gb_import;
 mod keep_alive;
 mod kuadrant_examples;

@@ -1,0 +1,238 @@
+//! `import --from k8gb` on what users export from a cluster running k8gb: the `kind: List`
+//! that `kubectl get gslb,ingress -o yaml` prints (also split into documents and nested),
+//! Gslbs selecting their Ingress by labels as k8gb's tutorials write them, the Ingress
+//! k8gb owns for an embedded-ingress Gslb, and strategies an external-dns sink cannot
+//! carry. Expected resources are read off the fixtures here, not computed by the import.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_yaml::Value;
+
+use crate::cli::repo;
+
+fn fixture(name: &str) -> PathBuf {
+    repo(&format!("tests/fixtures/k8gb/{name}"))
+}
+
+/// (exit code, stdout, stderr) of the binary run with `args`.
+fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `import --from k8gb ARGS FILES`.
+fn import(args: &[&str], files: &[&Path]) -> (i32, String, String) {
+    let mut all: Vec<&std::ffi::OsStr> = ["import", "--from", "k8gb"]
+        .iter()
+        .chain(args)
+        .map(std::ffi::OsStr::new)
+        .collect();
+    all.extend(files.iter().map(|f| f.as_os_str()));
+    run(&all)
+}
+
+/// An operator config allowing namespace `test-gslb` `cloud.example.com` on sink `dns`
+/// (the embedded server) and `edns` (an external-dns webhook provider).
+fn base(dir: &Path) -> PathBuf {
+    let file = dir.join("base.toml");
+    std::fs::write(
+        &file,
+        "[sinks.dns]\nkind = \"dns_server\"\nlisten = [\"127.0.0.1:0\"]\nzones = [\"cloud.example.com\"]\n\n\
+         [sinks.edns]\nkind = \"external_dns_webhook\"\nurl = \"http://127.0.0.1:8888\"\n\n\
+         [kubernetes]\ntenants = true\n\n[[kubernetes.allow]]\nnamespace = \"test-gslb\"\n\
+         domains = [\"cloud.example.com\"]\nsinks = [\"dns\", \"edns\"]\n",
+    )
+    .unwrap();
+    file
+}
+
+/// `check-config --resource` of `yaml` against [`base`]: (exit code, stdout, stderr).
+fn check(yaml: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let resources = dir.path().join("resources.yaml");
+    std::fs::write(&resources, yaml).unwrap();
+    let config = base(dir.path());
+    run(&[
+        "check-config".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--resource".as_ref(),
+        resources.as_os_str(),
+    ])
+}
+
+/// The DNSFailovers of an import's output, by name.
+fn resources(yaml: &str) -> BTreeMap<String, Value> {
+    serde_yaml::Deserializer::from_str(yaml)
+        .map(|doc| {
+            let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let name = value["metadata"]["name"].as_str().unwrap().to_owned();
+            (name, value)
+        })
+        .collect()
+}
+
+/// The items of a `kind: List` fixture.
+fn items(name: &str) -> Vec<Value> {
+    let list: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    assert_eq!(list["kind"], "List");
+    list["items"].as_sequence().unwrap().clone()
+}
+
+fn of_kind<'a>(items: &'a [Value], kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    items.iter().filter(move |i| i["kind"] == kind)
+}
+
+/// The hosts of an Ingress's rules, in order.
+fn hosts(ingress_spec: &Value) -> Vec<String> {
+    ingress_spec["rules"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// What `kubectl get gslb,ingress -n test-gslb -o yaml` prints: one `kind: List`. Every
+/// Gslb in it becomes a DNSFailover named like it, whose source is the Ingress k8gb reads
+/// (the embedded one's, named like the Gslb; the one its `matchLabels` select) with that
+/// Ingress's hosts, and `check-config --resource` accepts them all. The same objects as
+/// separate documents, or nested in a second list, import alike.
+#[test]
+fn k8gb_kubectl_list_export_imports_and_is_accepted() {
+    let items = items("exported-list-eu.yaml");
+    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&fixture("exported-list-eu.yaml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let got = resources(&yaml);
+    let gslbs: Vec<&Value> = of_kind(&items, "Gslb").collect();
+    assert_eq!(got.len(), gslbs.len(), "{yaml}");
+    for gslb in gslbs {
+        let name = gslb["metadata"]["name"].as_str().unwrap();
+        let spec = &got[name]["spec"];
+        let (ingress, rules) = match gslb["spec"].get("ingress") {
+            Some(embedded) => (name.to_owned(), hosts(embedded)),
+            None => {
+                let labels = &gslb["spec"]["resourceRef"]["matchLabels"];
+                let selected: Vec<&Value> = of_kind(&items, "Ingress")
+                    .filter(|i| {
+                        labels.as_mapping().unwrap().iter().all(|(k, v)| {
+                            i["metadata"]["labels"].get(k.as_str().unwrap()) == Some(v)
+                        })
+                    })
+                    .collect();
+                assert_eq!(selected.len(), 1, "the fixture selects one Ingress");
+                let ingress = selected[0];
+                let n = ingress["metadata"]["name"].as_str().unwrap().to_owned();
+                (n, hosts(&ingress["spec"]))
+            }
+        };
+        assert_eq!(
+            spec["endpoints"][0]["ingress"].as_str(),
+            Some(ingress.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            spec["endpoints"][0]["labels"]["geo"],
+            gslb["status"]["geoTag"]
+        );
+        let domains: Vec<String> = serde_yaml::from_value(spec["domains"].clone()).unwrap();
+        assert_eq!(domains, rules, "{name}");
+        let ttl = gslb["spec"]["strategy"]["dnsTtlSeconds"].as_u64().unwrap();
+        assert_eq!(spec["ttl"].as_str(), Some(format!("{ttl}s").as_str()));
+    }
+    let (code, stdout, stderr) = check(&yaml);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for name in got.keys() {
+        assert!(
+            stdout.contains(&format!("test-gslb/{name}: accepted")),
+            "{stdout}"
+        );
+    }
+
+    // The same objects as documents of one file, the Ingresses nested in a list of their own.
+    let dir = tempfile::tempdir().unwrap();
+    let split = dir.path().join("split.yaml");
+    let mut text = String::new();
+    for gslb in of_kind(&items, "Gslb") {
+        text += &format!("---\n{}", serde_yaml::to_string(gslb).unwrap());
+    }
+    let ingresses: Vec<Value> = of_kind(&items, "Ingress").cloned().collect();
+    let nested = serde_yaml::to_string(
+        &serde_yaml::from_str::<Value>(&format!(
+            "{{apiVersion: v1, kind: List, items: [{{apiVersion: v1, kind: List, items: {}}}]}}",
+            serde_json::to_string(&ingresses).unwrap()
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    text += &format!("---\n{nested}");
+    std::fs::write(&split, text).unwrap();
+    let (code, split_yaml, stderr) = import(&["--sink", "dns"], &[&split]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(resources(&split_yaml), got);
+}
+
+/// `resourceRef.matchLabels` and `matchExpressions`, as k8gb's tutorials write them: the
+/// one Ingress of the Gslb's namespace they select is the source, said as chosen now; none
+/// or several are refused naming the selector and the Ingresses given.
+#[test]
+fn k8gb_match_labels_select_the_one_ingress_or_say_which() {
+    let file = fixture("matchlabels-tutorial.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let gslb = docs.iter().find(|d| d["kind"] == "Gslb").unwrap();
+    let wanted_tier = gslb["spec"]["resourceRef"]["matchExpressions"][0]["values"][0].clone();
+    let selected = docs
+        .iter()
+        .find(|d| d["kind"] == "Ingress" && d["metadata"]["labels"]["tier"] == wanted_tier)
+        .unwrap();
+    let (code, yaml, stderr) = import(&["--geo-tag", "eu", "--sink", "dns"], &[&file]);
+    assert_eq!(code, 0, "{stderr}");
+    let got = resources(&yaml);
+    let spec = &got[gslb["metadata"]["name"].as_str().unwrap()]["spec"];
+    assert_eq!(
+        spec["endpoints"][0]["ingress"],
+        selected["metadata"]["name"]
+    );
+    let domains: Vec<String> = serde_yaml::from_value(spec["domains"].clone()).unwrap();
+    assert_eq!(domains, hosts(&selected["spec"]));
+    assert!(yaml.contains("# NOT CARRIED OVER: Gslb test-gslb/podinfo: resourceRef's label selector: the DNSFailover names the Ingress it selects now, podinfo,"), "{yaml}");
+    let (code, stdout, stderr) = check(&yaml);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+
+    // Without the expression both Ingresses match; with a label neither carries, none does.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            text.replace("    matchExpressions:\n      - key: tier\n        operator: In\n        values: [frontend]\n", ""),
+            "resourceRef selects its Ingress by labels (app=podinfo), which 2 Ingress objects carry (podinfo, podinfo-canary); k8gb refuses that too",
+        ),
+        (
+            text.replace("values: [frontend]", "values: [backend]"),
+            "no Ingress given in namespace test-gslb carries them (given: podinfo [app=podinfo,tier=frontend], podinfo-canary [app=podinfo,tier=canary]): pass the Ingress it selects (kubectl get ingress -n test-gslb -l 'app=podinfo,tier in (backend)' -o yaml)",
+        ),
+        (
+            text.replace("operator: In", "operator: Exists"),
+            "resourceRef.matchExpressions[0]: Exists and DoesNotExist take no values",
+        ),
+    ];
+    for (variant, expected) in cases {
+        let file = dir.path().join("variant.yaml");
+        std::fs::write(&file, variant).unwrap();
+        let (code, _, stderr) = import(&["--geo-tag", "eu"], &[&file]);
+        assert_eq!(code, 1, "{expected}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
