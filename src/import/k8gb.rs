@@ -20,6 +20,7 @@
 //! This cluster's geo tag is the Gslb's `status.geoTag` (exported with the resource) or
 //! `--geo-tag`. An Ingress annotated `k8gb.io/strategy` is a Gslb, as k8gb makes one of it.
 
+mod owners;
 mod selector;
 mod target;
 
@@ -112,11 +113,12 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             ));
         }
     }
-    let mut to_do = vec![
+    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
+    to_do.extend([
         format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
         "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
         "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
-    ];
+    ]);
     if geo_tags.len() > 1 {
         bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
     }

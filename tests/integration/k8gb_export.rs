@@ -236,3 +236,116 @@ fn k8gb_match_labels_select_the_one_ingress_or_say_which() {
         assert!(stderr.contains(expected), "{stderr}");
     }
 }
+
+/// k8gb owns the Ingress it makes of an embedded `spec.ingress`: the import says, before
+/// any other step, that deleting the Gslb deletes that Ingress and prints the `kubectl
+/// patch` to run first, which (applied here to the exported Ingress) removes the Gslb's
+/// reference and nothing else. An Ingress no Gslb owns gets no such step; an embedded-ingress
+/// Gslb exported without its Ingress gets one all the same.
+#[test]
+fn k8gb_owned_ingress_is_released_before_the_gslb_goes() {
+    let items = items("exported-list-eu.yaml");
+    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&fixture("exported-list-eu.yaml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let to_do: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TO DO: "))
+        .collect();
+    let owned: Vec<&Value> = of_kind(&items, "Ingress")
+        .filter(|i| i["metadata"].get("ownerReferences").is_some())
+        .collect();
+    assert_eq!(owned.len(), 1, "the fixture has one Ingress k8gb owns");
+    let ingress = owned[0];
+    let (name, ns) = (
+        ingress["metadata"]["name"].as_str().unwrap(),
+        ingress["metadata"]["namespace"].as_str().unwrap(),
+    );
+    let owner = &ingress["metadata"]["ownerReferences"][0];
+    let gslb = owner["name"].as_str().unwrap();
+    let steps: Vec<&&str> = to_do
+        .iter()
+        .filter(|s| s.starts_with("before deleting Gslb"))
+        .collect();
+    assert_eq!(steps.len(), 1, "{yaml}");
+    let step = steps[0];
+    assert!(
+        step.starts_with(&format!(
+            "before deleting Gslb {gslb}: Ingress {name} -n {ns} names it as its owner"
+        )),
+        "{step}"
+    );
+    assert!(
+        step.contains("garbage collector delete the Ingress"),
+        "{step}"
+    );
+    assert!(
+        step.contains(&format!(
+            "DNSFailover {gslb} keeps publishing the addresses"
+        )),
+        "{step}"
+    );
+    assert!(
+        step.contains(&format!(
+            "kubectl delete gslb {gslb} -n {ns} --cascade=orphan"
+        )),
+        "{step}"
+    );
+    let apply = to_do
+        .iter()
+        .position(|s| s.starts_with("apply in this cluster"))
+        .unwrap();
+    assert!(
+        to_do.iter().position(|s| s == step).unwrap() < apply,
+        "{yaml}"
+    );
+
+    // The printed patch, applied to the exported Ingress: the test passes on its uid and the
+    // owner reference goes, nothing else changes.
+    let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
+    let patch = step
+        .split_once(&prefix)
+        .unwrap()
+        .1
+        .split_once('\'')
+        .unwrap()
+        .0;
+    let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
+    let mut object: serde_json::Value = serde_json::to_value(ingress).unwrap();
+    for op in patch.as_array().unwrap() {
+        let path = op["path"].as_str().unwrap();
+        match op["op"].as_str().unwrap() {
+            "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
+            "remove" => {
+                let (parent, key) = path.rsplit_once('/').unwrap();
+                object
+                    .pointer_mut(parent)
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap()
+                    .remove(key)
+                    .unwrap();
+            }
+            other => panic!("unexpected op {other}"),
+        }
+    }
+    let mut expected = serde_json::to_value(ingress).unwrap();
+    expected["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    assert_eq!(object, expected);
+
+    // An embedded-ingress Gslb from k8gb's own examples, its Ingress not exported.
+    let file = fixture("k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml");
+    let gslb: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let gslb = gslb["metadata"]["name"].as_str().unwrap();
+    let (code, yaml, stderr) = import(&["--geo-tag", "eu", "--namespace", "test-gslb"], &[&file]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        yaml.contains(&format!(
+            "# TO DO: before deleting Gslb {gslb}: Ingress {gslb} -n test-gslb is owned by it"
+        )),
+        "{yaml}"
+    );
+    assert!(yaml.contains(&format!(r#"kubectl patch ingress {gslb} -n test-gslb --type=json -p '[{{"op":"remove","path":"/metadata/ownerReferences"}}]'"#)), "{yaml}");
+}

@@ -165,9 +165,11 @@ fn requirements(reference: &Value, at: &str) -> Result<Vec<Requirement>, SelectE
             (Some("Exists" | "DoesNotExist"), false) => {
                 return Err(problem("Exists and DoesNotExist take no values"))
             }
-            (other, _) => return Err(problem(&format!(
+            (other, _) => {
+                return Err(problem(&format!(
                 "operator {other:?}: Kubernetes' operators are In, NotIn, Exists and DoesNotExist"
-            ))),
+            )))
+            }
         };
         out.push(requirement);
     }
