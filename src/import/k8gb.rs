@@ -255,8 +255,13 @@ fn failovers_of(
             source.insert("priority".into(), if tag == primary { 1 } else { 2 }.into());
         }
         "geoip" => {
-            need_tag("the geoip strategy")?;
+            let tag = need_tag("the geoip strategy")?;
+            let default = text(&strategy, "primaryGeoTag")
+                .filter(|t| !t.is_empty())
+                .unwrap_or(tag);
             spec_out.insert("policy".into(), "geo".into());
+            spec_out.insert("defaultGeo".into(), default.into());
+            notes.push(format!("{at}: k8gb answers clients its GeoIP database does not place with every cluster's addresses; here they get defaultGeo {default}'s (the primaryGeoTag, else this cluster's tag: give every cluster's resource the same)"));
         }
         other => bail!("{at}.spec.strategy.type {other:?}: k8gb's strategies are roundRobin, failover and geoip"),
     }
