@@ -22,6 +22,7 @@
 
 mod owners;
 mod selector;
+pub mod sinks;
 mod target;
 
 use std::collections::BTreeSet;
@@ -42,6 +43,9 @@ pub struct Options {
     pub sinks: Vec<String>,
     /// The namespace of documents that name none (kubectl's `-n`).
     pub namespace: Option<String>,
+    /// The sinks as the operator's config has them (`--config`), to refuse at import a
+    /// strategy they cannot carry.
+    pub carried: Option<sinks::Sinks>,
 }
 
 /// The DNSFailover resources equivalent to the Gslbs among `docs`, what could not be
@@ -86,9 +90,17 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         if let Some(tag) = geo_tag {
             geo_tags.insert(tag.to_owned());
         }
-        resources.extend(failovers_of(
+        let made = failovers_of(
             &gslb, doc, name, namespace, geo_tag, &documents, options, &mut notes,
-        )?);
+        )?;
+        if let Some(sinks) = &options.carried {
+            let strategy = gslb.get("spec").and_then(|s| s.get("strategy"));
+            let strategy = strategy.and_then(|s| text(s, "type")).unwrap_or_default();
+            for policy in made.iter().filter_map(|r| r.spec.policy) {
+                sinks.carry(&format!("Gslb {namespace}/{name}"), strategy, policy)?;
+            }
+        }
+        resources.extend(made);
     }
     if resources.is_empty() {
         bail!("no Gslb among the documents (kind Gslb, or an Ingress annotated k8gb.io/strategy)");
@@ -122,17 +134,28 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
     if geo_tags.len() > 1 {
         bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
     }
-    if resources
-        .iter()
-        .any(|r| r.spec.policy == Some(ho_config::RoutingPolicy::Geo))
-    {
-        to_do.push("geoip: k8gb locates clients with its GeoIP database's geo tags; map client networks to each cluster's geo tag with the dns_server sink's `geo.networks` (tags that are country or continent codes also work with `geo.geoip_db`)".into());
-    }
+    to_do.extend(policy_steps(&resources, options));
     Ok(Imported {
         resources,
         not_carried: notes,
         to_do,
     })
+}
+
+/// What the policies of `resources` ask of the operator: geo tags for geoip, and (unless
+/// the import checked the sinks against the config) sinks that carry weights or
+/// locations.
+fn policy_steps(resources: &[DNSFailover], options: &Options) -> Vec<String> {
+    use ho_config::RoutingPolicy::{Geo, Weighted};
+    let has = |p| resources.iter().any(|r| r.spec.policy == Some(p));
+    let mut steps = Vec::new();
+    if has(Geo) {
+        steps.push("geoip: k8gb locates clients with its GeoIP database's geo tags; map client networks to each cluster's geo tag with the dns_server sink's `geo.networks` (tags that are country or continent codes also work with `geo.geoip_db`)".into());
+    }
+    if (has(Geo) || has(Weighted)) && options.carried.is_none() {
+        steps.push(format!("policy weighted (strategy.weight) and geo (geoip) need sinks that carry weights or locations (dns_server, route53, powerdns with lua = true): an external-dns sink (external_dns_webhook, dns_endpoint) refuses them; pass --config to have the import check the sinks {:?}", options.sinks));
+    }
+    steps
 }
 
 /// The Gslb `doc` is, or an Ingress annotated as one (k8gb makes a Gslb of it); `None`

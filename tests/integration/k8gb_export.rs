@@ -41,15 +41,17 @@ fn import(args: &[&str], files: &[&Path]) -> (i32, String, String) {
 }
 
 /// An operator config allowing namespace `test-gslb` `cloud.example.com` on sink `dns`
-/// (the embedded server) and `edns` (an external-dns webhook provider).
+/// (the embedded server), `edns` (an external-dns webhook provider) and `crd` (external-dns
+/// DNSEndpoint objects).
 fn base(dir: &Path) -> PathBuf {
     let file = dir.join("base.toml");
     std::fs::write(
         &file,
         "[sinks.dns]\nkind = \"dns_server\"\nlisten = [\"127.0.0.1:0\"]\nzones = [\"cloud.example.com\"]\n\n\
          [sinks.edns]\nkind = \"external_dns_webhook\"\nurl = \"http://127.0.0.1:8888\"\n\n\
+         [sinks.crd]\nkind = \"dns_endpoint\"\nnamespace = \"external-dns\"\n\n\
          [kubernetes]\ntenants = true\n\n[[kubernetes.allow]]\nnamespace = \"test-gslb\"\n\
-         domains = [\"cloud.example.com\"]\nsinks = [\"dns\", \"edns\"]\n",
+         domains = [\"cloud.example.com\"]\nsinks = [\"dns\", \"edns\", \"crd\"]\n",
     )
     .unwrap();
     file
@@ -348,4 +350,113 @@ fn k8gb_owned_ingress_is_released_before_the_gslb_goes() {
         "{yaml}"
     );
     assert!(yaml.contains(&format!(r#"kubectl patch ingress {gslb} -n test-gslb --type=json -p '[{{"op":"remove","path":"/metadata/ownerReferences"}}]'"#)), "{yaml}");
+}
+
+/// A weighted roundRobin Gslb (k8gb's own example) and a geoip one become `weighted` and
+/// `geo` resources, which an external-dns sink cannot carry: given the config, the import
+/// refuses them for `edns` (external_dns_webhook) and `crd` (dns_endpoint) saying what to
+/// do, and imports them for `dns` (dns_server), which `check-config --resource` accepts; a
+/// failover Gslb goes to an external-dns sink as it is. Without the config the import says
+/// to check, and `check-config --resource` refuses what it printed.
+#[test]
+fn k8gb_weighted_and_geoip_for_an_external_dns_sink_are_refused_at_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = base(dir.path());
+    let weighted = fixture("roundrobin-weight1.yaml");
+    let weighted_text = std::fs::read_to_string(&weighted).unwrap();
+    assert!(
+        weighted_text.contains("weight:"),
+        "k8gb's example is weighted"
+    );
+    let geoip = dir.path().join("geoip.yaml");
+    std::fs::write(
+        &geoip,
+        weighted_text
+            .replace("type: roundRobin", "type: geoip")
+            .replace("    weight:\n      eu: 5\n      us: 5\n", ""),
+    )
+    .unwrap();
+    let failover = fixture("k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml");
+    let args = |sink: &'static str| -> Vec<String> {
+        [
+            "--geo-tag",
+            "eu",
+            "--namespace",
+            "test-gslb",
+            "--sink",
+            sink,
+            "--config",
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        .chain([config.display().to_string()])
+        .collect()
+    };
+    let with = |sink: &'static str, file: &Path| {
+        let args = args(sink);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        import(&args, &[file])
+    };
+    for (sink, kind) in [("edns", "external_dns_webhook"), ("crd", "dns_endpoint")] {
+        let (code, _, stderr) = with(sink, &weighted);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(&format!("strategy roundRobin becomes policy weighted, which sink \"{sink}\" ({kind}) cannot carry")), "{stderr}");
+        assert!(
+            stderr.contains("drop strategy.weight from the Gslb"),
+            "{stderr}"
+        );
+        let (code, _, stderr) = with(sink, &geoip);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "strategy geoip becomes policy geo, which sink \"{sink}\" ({kind}) cannot carry"
+            )),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("--sink NAME: dns_server, route53, or powerdns with lua = true"),
+            "{stderr}"
+        );
+        let (code, yaml, stderr) = with(sink, &failover);
+        assert_eq!(code, 0, "{stderr}");
+        let (code, stdout, stderr) = check(&yaml);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+    }
+    for file in [&weighted, &geoip] {
+        let (code, yaml, stderr) = with("dns", file);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!yaml.contains("pass --config"), "{yaml}");
+        if file == &geoip {
+            // Clients k8gb's GeoIP database does not place get this cluster's addresses.
+            assert!(yaml.contains("  defaultGeo: eu\n"), "{yaml}");
+        }
+        let (code, stdout, stderr) = check(&yaml);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+    }
+
+    // Without the config: a step says to check, and check-config refuses what was printed.
+    let (code, yaml, stderr) = import(
+        &[
+            "--geo-tag",
+            "eu",
+            "--namespace",
+            "test-gslb",
+            "--sink",
+            "edns",
+        ],
+        &[&weighted],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        yaml.contains(
+            "an external-dns sink (external_dns_webhook, dns_endpoint) refuses them; pass --config"
+        ),
+        "{yaml}"
+    );
+    let (code, _, stderr) = check(&yaml);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("cannot express policy \"weighted\""),
+        "{stderr}"
+    );
 }
