@@ -79,6 +79,9 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             .with_context(|| {
             format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
         })?;
+        if let Err(e) = ho_config::names::check_kube_name(namespace, 63) {
+            bail!("Gslb {namespace}/{name}: metadata.namespace {e}; a template's placeholder? Import the Gslb as the cluster has it (kubectl get gslb -n NAMESPACE -o yaml)");
+        }
         if !seen.insert((namespace, name)) {
             bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
         }
@@ -217,6 +220,11 @@ fn failovers_of(
         );
     }
     let mut target = target::resolve(gslb, name, namespace, docs, notes)?;
+    for (host, _) in &target.hosts {
+        if let Err(e) = ho_config::names::normalize_domain(host.trim_start_matches("*.")) {
+            bail!("{at}: host {e}; a template's placeholder? Import the resources as the cluster has them (kubectl get gslb,ingress -n {namespace} -o yaml)");
+        }
+    }
     if let Some(ips) = target::exposed_ips_annotation(gslb) {
         notes.push(format!(
             "{at}: k8gb.io/exposed-ip-addresses ({}) replaces what the target reports, as in k8gb",

@@ -460,3 +460,37 @@ fn k8gb_weighted_and_geoip_for_an_external_dns_sink_are_refused_at_import() {
         "{stderr}"
     );
 }
+
+/// k8gb's repository holds templates (chainsaw's `($namespace)`, `__GSLB_DOMAIN__`): the
+/// import refuses them saying to import what the cluster has, rather than printing
+/// resources `check-config --resource` would refuse.
+#[test]
+fn k8gb_templates_are_refused_at_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture(
+        "k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml",
+    ))
+    .unwrap();
+    let cases = [
+        (
+            text.replace("namespace: test-gslb", "namespace: ($namespace)"),
+            "Gslb ($namespace)/failover-ingress: metadata.namespace \"($namespace)\" is not a Kubernetes name",
+        ),
+        (
+            text.replace("failover.cloud.example.com", "failover.__GSLB_DOMAIN__"),
+            "host \"failover.__GSLB_DOMAIN__\" is not a valid domain name",
+        ),
+    ];
+    for (variant, expected) in cases {
+        assert_ne!(variant, text);
+        let file = dir.path().join("template.yaml");
+        std::fs::write(&file, variant).unwrap();
+        let (code, _, stderr) = import(&["--geo-tag", "eu"], &[&file]);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(
+            stderr.contains("a template's placeholder? Import"),
+            "{stderr}"
+        );
+    }
+}
