@@ -69,22 +69,7 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         let Some(gslb) = as_gslb(doc)? else {
             continue;
         };
-        let meta = doc.get("metadata");
-        let name = meta
-            .and_then(|m| text(m, "name"))
-            .context("a Gslb without metadata.name")?;
-        let namespace = meta
-            .and_then(|m| text(m, "namespace"))
-            .or(options.namespace.as_deref())
-            .with_context(|| {
-            format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
-        })?;
-        if let Err(e) = ho_config::names::check_kube_name(namespace, 63) {
-            bail!("Gslb {namespace}/{name}: metadata.namespace {e}; a template's placeholder? Import the Gslb as the cluster has it (kubectl get gslb -n NAMESPACE -o yaml)");
-        }
-        if !seen.insert((namespace, name)) {
-            bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
-        }
+        let (namespace, name) = identity(doc, options, &mut seen)?;
         let geo_tag = doc
             .get("status")
             .and_then(|s| text(s, "geoTag"))
@@ -108,6 +93,27 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
     if resources.is_empty() {
         bail!("no Gslb among the documents (kind Gslb, or an Ingress annotated k8gb.io/strategy)");
     }
+    notes.extend(unread_kinds(docs));
+    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
+    to_do.extend([
+        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
+        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
+        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
+    ]);
+    if geo_tags.len() > 1 {
+        bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
+    }
+    to_do.extend(policy_steps(&resources, options));
+    Ok(Imported {
+        resources,
+        not_carried: notes,
+        to_do,
+    })
+}
+
+/// The documents of kinds a Gslb does not read, as notes.
+fn unread_kinds(docs: &[Value]) -> Vec<String> {
+    let mut notes = Vec::new();
     for doc in docs {
         let kind = text(doc, "kind").unwrap_or("(none)");
         if !matches!(
@@ -128,21 +134,33 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             ));
         }
     }
-    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
-    to_do.extend([
-        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
-        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
-        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
-    ]);
-    if geo_tags.len() > 1 {
-        bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
+    notes
+}
+
+/// A Gslb's namespace (its own, else `--namespace`) and name; refused when either is
+/// missing, the namespace is a template's, or the Gslb was seen before.
+fn identity<'d>(
+    doc: &'d Value,
+    options: &'d Options,
+    seen: &mut BTreeSet<(&'d str, &'d str)>,
+) -> anyhow::Result<(&'d str, &'d str)> {
+    let meta = doc.get("metadata");
+    let name = meta
+        .and_then(|m| text(m, "name"))
+        .context("a Gslb without metadata.name")?;
+    let namespace = meta
+        .and_then(|m| text(m, "namespace"))
+        .or(options.namespace.as_deref())
+        .with_context(|| {
+            format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
+        })?;
+    if let Err(e) = ho_config::names::check_kube_name(namespace, 63) {
+        bail!("Gslb {namespace}/{name}: metadata.namespace {e}; a template's placeholder? Import the Gslb as the cluster has it (kubectl get gslb -n NAMESPACE -o yaml)");
     }
-    to_do.extend(policy_steps(&resources, options));
-    Ok(Imported {
-        resources,
-        not_carried: notes,
-        to_do,
-    })
+    if !seen.insert((namespace, name)) {
+        bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
+    }
+    Ok((namespace, name))
 }
 
 /// What the policies of `resources` ask of the operator: geo tags for geoip, and (unless

@@ -105,11 +105,33 @@ fn hosts(ingress_spec: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The Ingress the fixture's Gslb reads, by name, and its hosts: the embedded one (named
+/// like the Gslb), else the one Ingress whose labels hold all of `matchLabels`.
+fn expected_source(gslb: &Value, items: &[Value]) -> (String, Vec<String>) {
+    let name = gslb["metadata"]["name"].as_str().unwrap();
+    if let Some(embedded) = gslb["spec"].get("ingress") {
+        return (name.to_owned(), hosts(embedded));
+    }
+    let labels = gslb["spec"]["resourceRef"]["matchLabels"]
+        .as_mapping()
+        .unwrap();
+    let selected: Vec<&Value> = of_kind(items, "Ingress")
+        .filter(|i| {
+            labels
+                .iter()
+                .all(|(k, v)| i["metadata"]["labels"].get(k.as_str().unwrap()) == Some(v))
+        })
+        .collect();
+    assert_eq!(selected.len(), 1, "the fixture selects one Ingress");
+    let ingress = selected[0];
+    let n = ingress["metadata"]["name"].as_str().unwrap().to_owned();
+    (n, hosts(&ingress["spec"]))
+}
+
 /// What `kubectl get gslb,ingress -n test-gslb -o yaml` prints: one `kind: List`. Every
 /// Gslb in it becomes a DNSFailover named like it, whose source is the Ingress k8gb reads
 /// (the embedded one's, named like the Gslb; the one its `matchLabels` select) with that
-/// Ingress's hosts, and `check-config --resource` accepts them all. The same objects as
-/// separate documents, or nested in a second list, import alike.
+/// Ingress's hosts, and `check-config --resource` accepts them all.
 #[test]
 fn k8gb_kubectl_list_export_imports_and_is_accepted() {
     let items = items("exported-list-eu.yaml");
@@ -121,23 +143,7 @@ fn k8gb_kubectl_list_export_imports_and_is_accepted() {
     for gslb in gslbs {
         let name = gslb["metadata"]["name"].as_str().unwrap();
         let spec = &got[name]["spec"];
-        let (ingress, rules) = match gslb["spec"].get("ingress") {
-            Some(embedded) => (name.to_owned(), hosts(embedded)),
-            None => {
-                let labels = &gslb["spec"]["resourceRef"]["matchLabels"];
-                let selected: Vec<&Value> = of_kind(&items, "Ingress")
-                    .filter(|i| {
-                        labels.as_mapping().unwrap().iter().all(|(k, v)| {
-                            i["metadata"]["labels"].get(k.as_str().unwrap()) == Some(v)
-                        })
-                    })
-                    .collect();
-                assert_eq!(selected.len(), 1, "the fixture selects one Ingress");
-                let ingress = selected[0];
-                let n = ingress["metadata"]["name"].as_str().unwrap().to_owned();
-                (n, hosts(&ingress["spec"]))
-            }
-        };
+        let (ingress, rules) = expected_source(gslb, &items);
         assert_eq!(
             spec["endpoints"][0]["ingress"].as_str(),
             Some(ingress.as_str()),
@@ -160,8 +166,16 @@ fn k8gb_kubectl_list_export_imports_and_is_accepted() {
             "{stdout}"
         );
     }
+}
 
-    // The same objects as documents of one file, the Ingresses nested in a list of their own.
+/// The same objects as documents of one file, the Ingresses nested in a list inside a
+/// list, import as the one `kind: List` does.
+#[test]
+fn k8gb_documents_and_nested_lists_import_as_the_list_does() {
+    let items = items("exported-list-eu.yaml");
+    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&fixture("exported-list-eu.yaml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let got = resources(&yaml);
     let dir = tempfile::tempdir().unwrap();
     let split = dir.path().join("split.yaml");
     let mut text = String::new();
@@ -300,130 +314,81 @@ fn k8gb_owned_ingress_is_released_before_the_gslb_goes() {
         to_do.iter().position(|s| s == step).unwrap() < apply,
         "{yaml}"
     );
+}
 
-    // The printed patch, applied to the exported Ingress: the test passes on its uid and the
-    // owner reference goes, nothing else changes.
-    let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
-    let patch = step
-        .split_once(&prefix)
-        .unwrap()
-        .1
-        .split_once('\'')
-        .unwrap()
-        .0;
-    let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
-    let mut object: serde_json::Value = serde_json::to_value(ingress).unwrap();
-    for op in patch.as_array().unwrap() {
-        let path = op["path"].as_str().unwrap();
-        match op["op"].as_str().unwrap() {
-            "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
-            "remove" => {
-                let (parent, key) = path.rsplit_once('/').unwrap();
-                object
-                    .pointer_mut(parent)
-                    .unwrap()
-                    .as_object_mut()
-                    .unwrap()
-                    .remove(key)
-                    .unwrap();
-            }
-            other => panic!("unexpected op {other}"),
-        }
-    }
-    let mut expected = serde_json::to_value(ingress).unwrap();
-    expected["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("ownerReferences");
-    assert_eq!(object, expected);
+/// k8gb's weighted roundRobin example, and it as a geoip Gslb (its weights taken out), in
+/// `dir`.
+fn weighted_and_geoip(dir: &Path) -> (PathBuf, PathBuf) {
+    let weighted = fixture("roundrobin-weight1.yaml");
+    let text = std::fs::read_to_string(&weighted).unwrap();
+    assert!(text.contains("weight:"), "k8gb's example is weighted");
+    let geoip = dir.join("geoip.yaml");
+    let geo = text
+        .replace("type: roundRobin", "type: geoip")
+        .replace("    weight:\n      eu: 5\n      us: 5\n", "");
+    assert!(!geo.contains("weight:"));
+    std::fs::write(&geoip, geo).unwrap();
+    (weighted, geoip)
+}
 
-    // An embedded-ingress Gslb from k8gb's own examples, its Ingress not exported.
-    let file = fixture("k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml");
-    let gslb: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let gslb = gslb["metadata"]["name"].as_str().unwrap();
-    let (code, yaml, stderr) = import(&["--geo-tag", "eu", "--namespace", "test-gslb"], &[&file]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        yaml.contains(&format!(
-            "# TO DO: before deleting Gslb {gslb}: Ingress {gslb} -n test-gslb is owned by it"
-        )),
-        "{yaml}"
-    );
-    assert!(yaml.contains(&format!(r#"kubectl patch ingress {gslb} -n test-gslb --type=json -p '[{{"op":"remove","path":"/metadata/ownerReferences"}}]'"#)), "{yaml}");
+/// `import --from k8gb` of `file` as cluster `eu` for `sink`, given the config `config`.
+fn import_for(sink: &str, config: &Path, file: &Path) -> (i32, String, String) {
+    let config = config.display().to_string();
+    let args = [
+        "--geo-tag",
+        "eu",
+        "--namespace",
+        "test-gslb",
+        "--sink",
+        sink,
+    ];
+    let args: Vec<&str> = args.into_iter().chain(["--config", &config]).collect();
+    import(&args, &[file])
 }
 
 /// A weighted roundRobin Gslb (k8gb's own example) and a geoip one become `weighted` and
 /// `geo` resources, which an external-dns sink cannot carry: given the config, the import
 /// refuses them for `edns` (external_dns_webhook) and `crd` (dns_endpoint) saying what to
-/// do, and imports them for `dns` (dns_server), which `check-config --resource` accepts; a
-/// failover Gslb goes to an external-dns sink as it is. Without the config the import says
-/// to check, and `check-config --resource` refuses what it printed.
+/// do; a failover Gslb goes to either as it is, and `check-config --resource` accepts it.
 #[test]
 fn k8gb_weighted_and_geoip_for_an_external_dns_sink_are_refused_at_import() {
     let dir = tempfile::tempdir().unwrap();
     let config = base(dir.path());
-    let weighted = fixture("roundrobin-weight1.yaml");
-    let weighted_text = std::fs::read_to_string(&weighted).unwrap();
-    assert!(
-        weighted_text.contains("weight:"),
-        "k8gb's example is weighted"
-    );
-    let geoip = dir.path().join("geoip.yaml");
-    std::fs::write(
-        &geoip,
-        weighted_text
-            .replace("type: roundRobin", "type: geoip")
-            .replace("    weight:\n      eu: 5\n      us: 5\n", ""),
-    )
-    .unwrap();
+    let (weighted, geoip) = weighted_and_geoip(dir.path());
     let failover = fixture("k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml");
-    let args = |sink: &'static str| -> Vec<String> {
-        [
-            "--geo-tag",
-            "eu",
-            "--namespace",
-            "test-gslb",
-            "--sink",
-            sink,
-            "--config",
-        ]
-        .map(str::to_owned)
-        .into_iter()
-        .chain([config.display().to_string()])
-        .collect()
-    };
-    let with = |sink: &'static str, file: &Path| {
-        let args = args(sink);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        import(&args, &[file])
-    };
     for (sink, kind) in [("edns", "external_dns_webhook"), ("crd", "dns_endpoint")] {
-        let (code, _, stderr) = with(sink, &weighted);
+        let (code, _, stderr) = import_for(sink, &config, &weighted);
         assert_eq!(code, 1, "{stderr}");
-        assert!(stderr.contains(&format!("strategy roundRobin becomes policy weighted, which sink \"{sink}\" ({kind}) cannot carry")), "{stderr}");
+        let refused = format!("strategy roundRobin becomes policy weighted, which sink \"{sink}\" ({kind}) cannot carry");
+        assert!(stderr.contains(&refused), "{stderr}");
         assert!(
             stderr.contains("drop strategy.weight from the Gslb"),
             "{stderr}"
         );
-        let (code, _, stderr) = with(sink, &geoip);
+        let (code, _, stderr) = import_for(sink, &config, &geoip);
         assert_eq!(code, 1, "{stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "strategy geoip becomes policy geo, which sink \"{sink}\" ({kind}) cannot carry"
-            )),
-            "{stderr}"
+        let refused = format!(
+            "strategy geoip becomes policy geo, which sink \"{sink}\" ({kind}) cannot carry"
         );
-        assert!(
-            stderr.contains("--sink NAME: dns_server, route53, or powerdns with lua = true"),
-            "{stderr}"
-        );
-        let (code, yaml, stderr) = with(sink, &failover);
+        assert!(stderr.contains(&refused), "{stderr}");
+        let instead = "--sink NAME: dns_server, route53, or powerdns with lua = true";
+        assert!(stderr.contains(instead), "{stderr}");
+        let (code, yaml, stderr) = import_for(sink, &config, &failover);
         assert_eq!(code, 0, "{stderr}");
         let (code, stdout, stderr) = check(&yaml);
         assert_eq!(code, 0, "{stdout}{stderr}");
     }
+}
+
+/// The same Gslbs for the embedded server (`dns`) import, the geoip one with this cluster
+/// as its default geo, and `check-config --resource` accepts them.
+#[test]
+fn k8gb_weighted_and_geoip_for_the_embedded_server_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = base(dir.path());
+    let (weighted, geoip) = weighted_and_geoip(dir.path());
     for file in [&weighted, &geoip] {
-        let (code, yaml, stderr) = with("dns", file);
+        let (code, yaml, stderr) = import_for("dns", &config, file);
         assert_eq!(code, 0, "{stderr}");
         assert!(!yaml.contains("pass --config"), "{yaml}");
         if file == &geoip {
@@ -433,32 +398,29 @@ fn k8gb_weighted_and_geoip_for_an_external_dns_sink_are_refused_at_import() {
         let (code, stdout, stderr) = check(&yaml);
         assert_eq!(code, 0, "{stdout}{stderr}");
     }
+}
 
-    // Without the config: a step says to check, and check-config refuses what was printed.
-    let (code, yaml, stderr) = import(
-        &[
-            "--geo-tag",
-            "eu",
-            "--namespace",
-            "test-gslb",
-            "--sink",
-            "edns",
-        ],
-        &[&weighted],
-    );
+/// Without the config the import cannot know the sink's kind: a step says to check, and
+/// `check-config --resource` refuses what it printed for an external-dns sink.
+#[test]
+fn k8gb_weighted_without_the_config_says_to_check_the_sinks() {
+    let args = [
+        "--geo-tag",
+        "eu",
+        "--namespace",
+        "test-gslb",
+        "--sink",
+        "edns",
+    ];
+    let (code, yaml, stderr) = import(&args, &[&fixture("roundrobin-weight1.yaml")]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        yaml.contains(
-            "an external-dns sink (external_dns_webhook, dns_endpoint) refuses them; pass --config"
-        ),
-        "{yaml}"
-    );
+    let step =
+        "an external-dns sink (external_dns_webhook, dns_endpoint) refuses them; pass --config";
+    assert!(yaml.contains(step), "{yaml}");
     let (code, _, stderr) = check(&yaml);
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("cannot express policy \"weighted\""),
-        "{stderr}"
-    );
+    let refused = "cannot express policy \"weighted\"";
+    assert!(stderr.contains(refused), "{stderr}");
 }
 
 /// k8gb's repository holds templates (chainsaw's `($namespace)`, `__GSLB_DOMAIN__`): the
@@ -493,4 +455,83 @@ fn k8gb_templates_are_refused_at_import() {
             "{stderr}"
         );
     }
+}
+
+/// The owned Ingress of the export and the `# TO DO` step the import prints for it.
+fn owned_ingress_step() -> (Value, String) {
+    let items = items("exported-list-eu.yaml");
+    let owned: Vec<&Value> = of_kind(&items, "Ingress")
+        .filter(|i| i["metadata"].get("ownerReferences").is_some())
+        .collect();
+    assert_eq!(owned.len(), 1, "the fixture has one Ingress k8gb owns");
+    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&fixture("exported-list-eu.yaml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let steps: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TO DO: before deleting Gslb"))
+        .collect();
+    assert_eq!(steps.len(), 1, "{yaml}");
+    (owned[0].clone(), steps[0].to_owned())
+}
+
+/// The `kubectl patch` the import prints, applied to the exported Ingress: its test passes
+/// on the owner's uid and the owner reference goes; nothing else changes.
+#[test]
+fn k8gb_owned_ingress_patch_removes_only_the_reference() {
+    let (ingress, step) = owned_ingress_step();
+    let (name, ns) = (
+        ingress["metadata"]["name"].as_str().unwrap(),
+        ingress["metadata"]["namespace"].as_str().unwrap(),
+    );
+    let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
+    let patch = step
+        .split_once(&prefix)
+        .unwrap()
+        .1
+        .split_once('\'')
+        .unwrap()
+        .0;
+    let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
+    let mut object: serde_json::Value = serde_json::to_value(&ingress).unwrap();
+    for op in patch.as_array().unwrap() {
+        let path = op["path"].as_str().unwrap();
+        match op["op"].as_str().unwrap() {
+            "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
+            "remove" => {
+                let (parent, key) = path.rsplit_once('/').unwrap();
+                object
+                    .pointer_mut(parent)
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap()
+                    .remove(key)
+                    .unwrap();
+            }
+            other => panic!("unexpected op {other}"),
+        }
+    }
+    let mut expected = serde_json::to_value(&ingress).unwrap();
+    expected["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    assert_eq!(object, expected);
+}
+
+/// An embedded-ingress Gslb from k8gb's own examples, exported without its Ingress: the
+/// step is said all the same, without a uid to test.
+#[test]
+fn k8gb_embedded_gslb_without_its_ingress_is_said_owned() {
+    let file = fixture("k8gb.absa.oss_v1beta1_gslb_cr_failover_ingress.yaml");
+    let gslb: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let gslb = gslb["metadata"]["name"].as_str().unwrap();
+    let (code, yaml, stderr) = import(&["--geo-tag", "eu", "--namespace", "test-gslb"], &[&file]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        yaml.contains(&format!(
+            "# TO DO: before deleting Gslb {gslb}: Ingress {gslb} -n test-gslb is owned by it"
+        )),
+        "{yaml}"
+    );
+    assert!(yaml.contains(&format!(r#"kubectl patch ingress {gslb} -n test-gslb --type=json -p '[{{"op":"remove","path":"/metadata/ownerReferences"}}]'"#)), "{yaml}");
 }

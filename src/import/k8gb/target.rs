@@ -95,17 +95,8 @@ pub(super) fn resolve(
         bail!("Gslb {namespace}/{name} has neither spec.ingress nor spec.resourceRef: k8gb would not know its addresses either");
     };
     let kind = text(reference, "kind").unwrap_or_default();
-    let selected;
-    let (ref_ns, ref_name) = match text(reference, "name") {
-        Some(ref_name) => (text(reference, "namespace").unwrap_or(namespace), ref_name),
-        None => {
-            // k8gb lists the kind in the Gslb's own namespace by the selector.
-            let at = format!("Gslb {namespace}/{name}");
-            selected = super::selector::select(reference, kind, namespace, docs, &at)?;
-            notes.push(format!("{at}: resourceRef's label selector: the DNSFailover names the {kind} it selects now, {selected}, and does not follow the labels to another"));
-            (namespace, selected.as_str())
-        }
-    };
+    let (ref_ns, ref_name) = referenced(reference, name, namespace, docs, notes)?;
+    let (ref_ns, ref_name) = (ref_ns.as_str(), ref_name.as_str());
     if ref_ns != namespace && kind != "VirtualService" {
         bail!("Gslb {namespace}/{name}: resourceRef names {kind} {ref_ns}/{ref_name} in another namespace; a DNSFailover reads sources in its own namespace");
     }
@@ -144,6 +135,26 @@ pub(super) fn resolve(
         }
         other => bail!("{at}: k8gb resolves Ingress, Service, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute and VirtualService references, not {other:?}"),
     }
+}
+
+/// The namespace and name of the object `reference` names, or the one object its label
+/// selector matches: k8gb lists the kind in the Gslb's own namespace by the selector.
+fn referenced(
+    reference: &Value,
+    name: &str,
+    namespace: &str,
+    docs: &Documents,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(String, String)> {
+    if let Some(ref_name) = text(reference, "name") {
+        let ref_ns = text(reference, "namespace").unwrap_or(namespace);
+        return Ok((ref_ns.to_owned(), ref_name.to_owned()));
+    }
+    let kind = text(reference, "kind").unwrap_or_default();
+    let at = format!("Gslb {namespace}/{name}");
+    let selected = super::selector::select(reference, kind, namespace, docs, &at)?;
+    notes.push(format!("{at}: resourceRef's label selector: the DNSFailover names the {kind} it selects now, {selected}, and does not follow the labels to another"));
+    Ok((namespace.to_owned(), selected))
 }
 
 /// An Ingress (embedded in the Gslb or referenced): each rule's host, checked by a request
