@@ -254,8 +254,28 @@ fn failovers_of(
         bail!("{at}: k8gb.io/exposed-hostnames publishes host names; a DNSFailover publishes the addresses it probes (a [[tenants]] entry with host-name endpoints carries them)");
     }
     let strategy = spec.get("strategy").cloned().unwrap_or_default();
+    strategy_notes(&strategy, &at, notes);
+    let mut source = target.source.as_object().cloned().unwrap_or_default();
+    if let Some(tag) = geo_tag {
+        source.insert("labels".into(), json!({"geo": tag}));
+    }
+    let mut spec_out = Map::new();
+    apply_strategy(&strategy, &at, geo_tag, &mut source, &mut spec_out, notes)?;
+    let ttl = strategy
+        .get("dnsTtlSeconds")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0)
+        .unwrap_or(DEFAULT_TTL_SECONDS);
+    spec_out.insert("sinks".into(), json!(options.sinks));
+    spec_out.insert("endpoints".into(), json!([Json::Object(source)]));
+    spec_out.insert("ttl".into(), format!("{ttl}s").into());
+    per_check(target.hosts, name, namespace, &spec_out, &at)
+}
+
+/// Notes on a strategy's keys without an equivalent.
+fn strategy_notes(strategy: &Value, at: &str, notes: &mut Vec<String>) {
     unknown_keys(
-        &strategy,
+        strategy,
         &[
             "type",
             "weight",
@@ -271,18 +291,25 @@ fn failovers_of(
             "{at}.spec.strategy.splitBrainThresholdSeconds (deprecated in k8gb and unused)"
         ));
     }
-    let kind = text(&strategy, "type").with_context(|| {
+}
+
+/// The policy a strategy becomes, into `spec_out`, and this cluster's place in it (weight,
+/// tier, geo label) into `source`.
+fn apply_strategy(
+    strategy: &Value,
+    at: &str,
+    geo_tag: Option<&str>,
+    source: &mut Map<String, Json>,
+    spec_out: &mut Map<String, Json>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let kind = text(strategy, "type").with_context(|| {
         format!("{at}.spec.strategy.type is required (roundRobin, failover or geoip)")
     })?;
     let need_tag = |why: &str| {
         geo_tag.with_context(|| format!("{at}: {why} needs this cluster's geo tag: export the Gslb with its status (kubectl get gslb -o yaml) or pass --geo-tag (k8gb's clusterGeoTag)"))
     };
-    let mut source = target.source.as_object().cloned().unwrap_or_default();
-    if let Some(tag) = geo_tag {
-        source.insert("labels".into(), json!({"geo": tag}));
-    }
     let weights = strategy.get("weight").and_then(Value::as_mapping);
-    let mut spec_out = Map::new();
     match kind {
         "roundRobin" => {
             if let Some(weights) = weights.filter(|w| !w.is_empty()) {
@@ -296,7 +323,7 @@ fn failovers_of(
             }
         }
         "failover" => {
-            let primary = text(&strategy, "primaryGeoTag")
+            let primary = text(strategy, "primaryGeoTag")
                 .filter(|t| !t.is_empty())
                 .with_context(|| format!("{at}: the failover strategy requires strategy.primaryGeoTag (k8gb refuses it too)"))?;
             let tag = need_tag("the failover strategy")?;
@@ -305,7 +332,7 @@ fn failovers_of(
         }
         "geoip" => {
             let tag = need_tag("the geoip strategy")?;
-            let default = text(&strategy, "primaryGeoTag")
+            let default = text(strategy, "primaryGeoTag")
                 .filter(|t| !t.is_empty())
                 .unwrap_or(tag);
             spec_out.insert("policy".into(), "geo".into());
@@ -319,16 +346,20 @@ fn failovers_of(
             "{at}.spec.strategy.weight (k8gb weighs roundRobin only)"
         ));
     }
-    let ttl = strategy
-        .get("dnsTtlSeconds")
-        .and_then(Value::as_u64)
-        .filter(|t| *t > 0)
-        .unwrap_or(DEFAULT_TTL_SECONDS);
-    spec_out.insert("sinks".into(), json!(options.sinks));
-    spec_out.insert("endpoints".into(), json!([Json::Object(source)]));
-    spec_out.insert("ttl".into(), format!("{ttl}s").into());
+    Ok(())
+}
+
+/// One resource per distinct check among `hosts` (k8gb judges each host by its own
+/// Services), the first named like the Gslb, the others after their first host.
+fn per_check(
+    hosts: Vec<(String, Option<Json>)>,
+    name: &str,
+    namespace: &str,
+    spec_out: &Map<String, Json>,
+    at: &str,
+) -> anyhow::Result<Vec<DNSFailover>> {
     let mut groups: Vec<(Option<Json>, Vec<String>)> = Vec::new();
-    for (host, check) in target.hosts {
+    for (host, check) in hosts {
         match groups.iter_mut().find(|(c, _)| *c == check) {
             Some((_, hosts)) => hosts.push(host),
             None => groups.push((check, vec![host])),
