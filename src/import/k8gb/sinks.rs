@@ -21,16 +21,21 @@ pub enum SinkError {
     #[error("--sink {name}: the config has no sink of that name (its sinks: {known})")]
     Unknown { name: String, known: String },
     /// A sink cannot carry the policy the Gslb's strategy becomes.
-    #[error("{at}: strategy {strategy} becomes policy {policy}, which sink \"{sink}\" ({kind}) cannot carry{hint}. Either import it for a sink that can (--sink NAME: dns_server, route53, or powerdns with lua = true), or {instead}")]
-    Cannot {
-        at: String,
-        strategy: String,
-        policy: String,
-        sink: String,
-        kind: &'static str,
-        hint: &'static str,
-        instead: &'static str,
-    },
+    #[error(transparent)]
+    Cannot(Box<Cannot>),
+}
+
+/// A sink that cannot carry the policy a Gslb's strategy becomes, and what to do instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: strategy {strategy} becomes policy {policy}, which sink \"{sink}\" ({kind}) cannot carry{hint}. Either import it for a sink that can (--sink NAME: dns_server, route53, or powerdns with lua = true), or {instead}")]
+pub struct Cannot {
+    at: String,
+    strategy: String,
+    policy: String,
+    sink: String,
+    kind: &'static str,
+    hint: &'static str,
+    instead: &'static str,
 }
 
 /// The sinks named, as the config's kinds parse them.
@@ -67,7 +72,7 @@ impl Sinks {
                     RoutingPolicy::Weighted => "drop strategy.weight from the Gslb before importing it: roundRobin then publishes every healthy address alike, which an external-dns sink carries",
                     _ => "change the Gslb's strategy before importing it to roundRobin (every healthy address) or failover (primaryGeoTag first), which an external-dns sink carries",
                 };
-                return Err(SinkError::Cannot {
+                return Err(SinkError::Cannot(Box::new(Cannot {
                     at: at.to_owned(),
                     strategy: strategy.to_owned(),
                     policy: serde_json::to_value(policy)
@@ -78,7 +83,7 @@ impl Sinks {
                     kind: spec.kind(),
                     hint,
                     instead,
-                });
+                })));
             }
         }
         Ok(())
