@@ -30,7 +30,7 @@ struct Read {
 }
 
 /// Exit 0 when every resource is accepted as written; 2 when any is refused, has a key the
-/// API server would not keep, or the files hold no DNSFailover.
+/// API server would not keep, or a file holds no DNSFailover.
 pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let base = match crate::config_files::config(files).result {
         Ok(base) => base,
@@ -41,17 +41,11 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
     };
     let documents = documents::read(resources)?;
     let read = read(&documents);
+    let empty = without_failovers(resources, &documents);
+    for line in &empty {
+        eprintln!("{line}");
+    }
     if read.count == 0 {
-        let kinds: BTreeSet<&str> = documents
-            .iter()
-            .filter_map(|d| d.value.get("kind")?.as_str())
-            .collect();
-        let names: Vec<String> = resources.iter().map(|f| f.display().to_string()).collect();
-        eprintln!(
-            "no DNSFailover among the documents of {} (kinds found: {}): nothing to judge",
-            names.join(", "),
-            kinds.into_iter().collect::<Vec<_>>().join(", ")
-        );
         return Ok(ExitCode::from(2));
     }
     for problem in &read.unreadable {
@@ -59,7 +53,7 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
     }
     let refs: Vec<&DNSFailover> = read.resources.iter().collect();
     let admission = Admitter::default().admit(&base, &refs, &Offline, &ho_kinds::CATALOG);
-    let mut failed = !read.unreadable.is_empty();
+    let mut failed = !read.unreadable.is_empty() || !empty.is_empty();
     for (key, verdict) in &admission.verdicts {
         let keys = read.keys.get(key).map(Vec::as_slice).unwrap_or_default();
         failed |= report(key, verdict, keys);
@@ -69,6 +63,32 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A line for each file holding no DNSFailover (a Gslb export given by mistake, an
+/// empty file), naming the kinds it holds.
+fn without_failovers(files: &[PathBuf], documents: &[Document]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in files {
+        let kinds: BTreeSet<&str> = documents
+            .iter()
+            .filter(|d| d.file == *file)
+            .filter_map(|d| d.value.get("kind")?.as_str())
+            .collect();
+        if !kinds.contains("DNSFailover") {
+            let kinds: Vec<&str> = kinds.into_iter().collect();
+            lines.push(format!(
+                "{}: no DNSFailover among its documents (kinds found: {}): nothing to judge",
+                file.display(),
+                if kinds.is_empty() {
+                    "none".to_owned()
+                } else {
+                    kinds.join(", ")
+                }
+            ));
+        }
+    }
+    lines
 }
 
 /// Prints one resource's verdict with the problems of its keys; whether it failed.

@@ -13,17 +13,21 @@ const BASE: &str = "[sinks.dns]\nkind = \"dns_server\"\nlisten = [\"127.0.0.1:0\
 
 /// (exit code, stdout, stderr) of `check-config --resource` of `resources` against [`BASE`].
 fn check(dir: &Path, resources: &str) -> (i32, String, String) {
+    check_files(dir, &[resources])
+}
+
+/// [`check`] of several files, one `--resource` each.
+fn check_files(dir: &Path, files: &[&str]) -> (i32, String, String) {
     let config = dir.join("base.toml");
     std::fs::write(&config, BASE).unwrap();
-    let file = dir.join("resources.yaml");
-    std::fs::write(&file, resources).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
-        .args(["check-config", "--config"])
-        .arg(&config)
-        .arg("--resource")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_health-orchestrator"));
+    command.args(["check-config", "--config"]).arg(&config);
+    for (i, text) in files.iter().enumerate() {
+        let file = dir.join(format!("resources{i}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        command.arg("--resource").arg(file);
+    }
+    let out = command.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -92,9 +96,9 @@ fn check_config_resource_says_refused_check_keys_camel_case() {
 }
 
 /// A file without a DNSFailover (k8gb's export given by mistake, or nothing) is a failure
-/// naming what it held; DNSFailovers inside `kind: List` are read.
+/// naming what it held, also beside a file whose resources are accepted.
 #[test]
-fn check_config_resource_fails_without_a_dnsfailover_and_reads_lists() {
+fn check_config_resource_fails_on_a_file_without_a_dnsfailover() {
     let dir = tempfile::tempdir().unwrap();
     let export = std::fs::read_to_string(crate::cli::repo(
         "tests/fixtures/k8gb/exported-list-eu.yaml",
@@ -102,19 +106,32 @@ fn check_config_resource_fails_without_a_dnsfailover_and_reads_lists() {
     .unwrap();
     let (code, _, stderr) = check(dir.path(), &export);
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("no DNSFailover among the documents of"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("(kinds found: Gslb, Ingress)"), "{stderr}");
+    let said = "resources0.yaml: no DNSFailover among its documents (kinds found: Gslb, Ingress)";
+    assert!(stderr.contains(said), "{stderr}");
     let (code, _, stderr) = check(dir.path(), "");
     assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("(kinds found: none)"), "{stderr}");
 
-    let one = resource(
+    let (code, stdout, stderr) = check_files(dir.path(), &[&api(), &export]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.contains("team-a/api: accepted"), "{stdout}");
+    let said = "resources1.yaml: no DNSFailover among its documents (kinds found: Gslb, Ingress)";
+    assert!(stderr.contains(said), "{stderr}");
+}
+
+/// A valid DNSFailover `team-a/api`.
+fn api() -> String {
+    resource(
         "api",
         "  domains: [api.team-a.example.org]\n  sinks: [dns]\n  endpoints: [{addresses: [192.0.2.10]}]\n",
-    );
-    let item: serde_yaml::Value = serde_yaml::from_str(&one).unwrap();
+    )
+}
+
+/// DNSFailovers inside `kind: List` (`kubectl get dnsfailover -o yaml`) are read.
+#[test]
+fn check_config_resource_reads_a_kubectl_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let item: serde_yaml::Value = serde_yaml::from_str(&api()).unwrap();
     let list = serde_yaml::to_string(&serde_yaml::Value::Mapping(
         [
             ("apiVersion".into(), "v1".into()),
