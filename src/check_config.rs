@@ -4,7 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ho_config::Plan;
-use serde::Deserialize;
+
+mod resources;
+mod spelling;
+
+pub use resources::check_resources;
 
 /// Exit 0 with a one-line summary, or 2 with every problem on its own line.
 pub fn check_config(files: &[PathBuf]) -> ExitCode {
@@ -104,109 +108,4 @@ pub fn load_checked(files: &[PathBuf]) -> (Result<Plan, ExitCode>, Vec<String>) 
             Err(ExitCode::from(2))
         });
     (checked, loaded.notes)
-}
-
-/// `check-config --resource FILE`: each DNSFailover in `resources` judged as admission
-/// judges it against the config `files` (allowance, claims, the spec as `check-config`
-/// validates it), one line each; exit 2 when any is refused. Sources a cluster resolves
-/// (`gateway`, `ingress`, `service`, `nodes`) cannot be looked up offline: they are said, and
-/// judged as if they yielded [`STAND_IN`] (a shared Gateway as if it took routes from every
-/// namespace), so the rest of the resource is judged as admission would.
-pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    use ho_kube::tenants::admit::{Admitter, Verdict};
-    use ho_kube::tenants::resource::DNSFailover;
-    let base = match crate::config_files::config(files).result {
-        Ok(base) => base,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let mut parsed = Vec::new();
-    for file in resources {
-        let text = std::fs::read_to_string(file)?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = serde_yaml::Value::deserialize(doc)?;
-            if value.get("kind").and_then(|k| k.as_str()) != Some("DNSFailover") {
-                continue;
-            }
-            let mut resource: DNSFailover = serde_yaml::from_value(value)
-                .map_err(|e| anyhow::anyhow!("{}: not a DNSFailover: {e}", file.display()))?;
-            let name = resource.metadata.name.clone().unwrap_or_default();
-            if resource.metadata.namespace.is_none() {
-                anyhow::bail!("{}: DNSFailover {name} names no metadata.namespace (admission judges it in its namespace)", file.display());
-            }
-            for (i, source) in resource.spec.endpoints.iter().enumerate() {
-                let offline = [
-                    source.gateway.as_ref().map(|g| format!("gateway {g}")),
-                    source.ingress.as_ref().map(|i| format!("ingress {i}")),
-                    source.service.as_ref().map(|s| format!("service {s}")),
-                    source.nodes.as_ref().map(|_| "nodes".to_owned()),
-                ];
-                for what in offline.into_iter().flatten() {
-                    println!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged with the stand-in address {STAND_IN}");
-                }
-                if source.gateway.as_ref().is_some_and(|g| g.contains('/')) {
-                    println!("{name}: spec.endpoints[{i}]: whether that Gateway takes routes from every namespace is checked in the cluster");
-                }
-            }
-            resource.metadata.creation_timestamp = None;
-            parsed.push(resource);
-        }
-    }
-    let refs: Vec<&DNSFailover> = parsed.iter().collect();
-    let admission = Admitter::default().admit(&base, &refs, &Offline, &ho_kinds::CATALOG);
-    let mut refused = false;
-    for (key, verdict) in &admission.verdicts {
-        match verdict {
-            Verdict::Accepted { .. } => println!("{}/{}: accepted", key.0, key.1),
-            Verdict::Waiting { message } => println!(
-                "{}/{}: accepted, nothing to publish yet: {message}",
-                key.0, key.1
-            ),
-            Verdict::Refused { reason, message }
-            | Verdict::KeptLast {
-                reason, message, ..
-            } => {
-                refused = true;
-                eprintln!("{}/{}: refused ({reason}): {message}", key.0, key.1);
-            }
-        }
-    }
-    Ok(if refused {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// The address sources a cluster resolves stand for offline (TEST-NET-2, RFC 5737: never a
-/// real gateway).
-const STAND_IN: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 1));
-
-/// No cluster: every source a cluster resolves yields [`STAND_IN`].
-struct Offline;
-
-use ho_kube::tenants::discover::Target;
-
-impl ho_kube::tenants::discover::Lookup for Offline {
-    fn gateway(&self, _: &str, _: &str) -> Option<ho_kube::tenants::discover::FoundGateway> {
-        Some(ho_kube::tenants::discover::FoundGateway {
-            addresses: vec![Target::Address(STAND_IN)],
-            open_to_all_namespaces: true,
-        })
-    }
-    fn ingress(&self, _: &str, _: &str) -> Option<Vec<Target>> {
-        Some(vec![Target::Address(STAND_IN)])
-    }
-    fn service(&self, _: &str, _: &str) -> Option<Vec<Target>> {
-        Some(vec![Target::Address(STAND_IN)])
-    }
-    fn nodes(
-        &self,
-        _: &std::collections::BTreeMap<String, String>,
-        _: ho_kube::tenants::resource::NodeAddressType,
-    ) -> Vec<(String, std::net::IpAddr)> {
-        vec![("stand-in".into(), STAND_IN)]
-    }
 }

@@ -5,6 +5,7 @@ mod cluster_leave;
 mod config_files;
 mod demo;
 mod dnssec_cmd;
+mod documents;
 mod heap;
 mod import;
 mod logging;
@@ -96,6 +97,10 @@ enum Command {
         /// applied).
         #[arg(long)]
         namespace: Option<String>,
+        /// k8gb: the operator's TOML config (repeat to layer files): the sinks named are
+        /// checked to carry each Gslb's strategy, which is refused here if they cannot.
+        #[arg(long = "config", short = 'c', value_name = "FILE")]
+        config: Vec<PathBuf>,
     },
 }
 
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
             geo_tag,
             sinks,
             namespace,
+            config,
         } => import::import(
             from,
             &files,
@@ -144,6 +150,7 @@ fn main() -> ExitCode {
                 geo_tag,
                 sinks,
                 namespace,
+                config,
             },
         ),
         Command::Crds => {

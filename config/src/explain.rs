@@ -24,7 +24,7 @@ pub fn explain(kind: &Kind) -> String {
 }
 
 /// `found` is not one of `expected`: the closest one if it is a likely typo, else the list.
-pub(crate) fn unknown(what: &str, found: &str, expected: &[&str]) -> String {
+pub fn unknown(what: &str, found: &str, expected: &[&str]) -> String {
     let closest = expected
         .iter()
         .map(|e| (distance(found, e), *e))

@@ -20,6 +20,9 @@
 //! This cluster's geo tag is the Gslb's `status.geoTag` (exported with the resource) or
 //! `--geo-tag`. An Ingress annotated `k8gb.io/strategy` is a Gslb, as k8gb makes one of it.
 
+mod owners;
+mod selector;
+pub mod sinks;
 mod target;
 
 use std::collections::BTreeSet;
@@ -40,6 +43,9 @@ pub struct Options {
     pub sinks: Vec<String>,
     /// The namespace of documents that name none (kubectl's `-n`).
     pub namespace: Option<String>,
+    /// The sinks as the operator's config has them (`--config`), to refuse at import a
+    /// strategy they cannot carry.
+    pub carried: Option<sinks::Sinks>,
 }
 
 /// The DNSFailover resources equivalent to the Gslbs among `docs`, what could not be
@@ -63,19 +69,7 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         let Some(gslb) = as_gslb(doc)? else {
             continue;
         };
-        let meta = doc.get("metadata");
-        let name = meta
-            .and_then(|m| text(m, "name"))
-            .context("a Gslb without metadata.name")?;
-        let namespace = meta
-            .and_then(|m| text(m, "namespace"))
-            .or(options.namespace.as_deref())
-            .with_context(|| {
-            format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
-        })?;
-        if !seen.insert((namespace, name)) {
-            bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
-        }
+        let (namespace, name) = identity(doc, options, &mut seen)?;
         let geo_tag = doc
             .get("status")
             .and_then(|s| text(s, "geoTag"))
@@ -84,13 +78,42 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         if let Some(tag) = geo_tag {
             geo_tags.insert(tag.to_owned());
         }
-        resources.extend(failovers_of(
+        let made = failovers_of(
             &gslb, doc, name, namespace, geo_tag, &documents, options, &mut notes,
-        )?);
+        )?;
+        if let Some(sinks) = &options.carried {
+            let strategy = gslb.get("spec").and_then(|s| s.get("strategy"));
+            let strategy = strategy.and_then(|s| text(s, "type")).unwrap_or_default();
+            for policy in made.iter().filter_map(|r| r.spec.policy) {
+                sinks.carry(&format!("Gslb {namespace}/{name}"), strategy, policy)?;
+            }
+        }
+        resources.extend(made);
     }
     if resources.is_empty() {
         bail!("no Gslb among the documents (kind Gslb, or an Ingress annotated k8gb.io/strategy)");
     }
+    notes.extend(unread_kinds(docs));
+    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
+    to_do.extend([
+        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
+        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
+        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
+    ]);
+    if geo_tags.len() > 1 {
+        bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
+    }
+    to_do.extend(policy_steps(&resources, options));
+    Ok(Imported {
+        resources,
+        not_carried: notes,
+        to_do,
+    })
+}
+
+/// The documents of kinds a Gslb does not read, as notes.
+fn unread_kinds(docs: &[Value]) -> Vec<String> {
+    let mut notes = Vec::new();
     for doc in docs {
         let kind = text(doc, "kind").unwrap_or("(none)");
         if !matches!(
@@ -111,25 +134,49 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             ));
         }
     }
-    let mut to_do = vec![
-        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
-        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
-        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
-    ];
-    if geo_tags.len() > 1 {
-        bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
+    notes
+}
+
+/// A Gslb's namespace (its own, else `--namespace`) and name; refused when either is
+/// missing, the namespace is a template's, or the Gslb was seen before.
+fn identity<'d>(
+    doc: &'d Value,
+    options: &'d Options,
+    seen: &mut BTreeSet<(&'d str, &'d str)>,
+) -> anyhow::Result<(&'d str, &'d str)> {
+    let meta = doc.get("metadata");
+    let name = meta
+        .and_then(|m| text(m, "name"))
+        .context("a Gslb without metadata.name")?;
+    let namespace = meta
+        .and_then(|m| text(m, "namespace"))
+        .or(options.namespace.as_deref())
+        .with_context(|| {
+            format!("Gslb {name} names no metadata.namespace: pass --namespace (kubectl's -n when it was applied; the DNSFailover goes there)")
+        })?;
+    if let Err(e) = ho_config::names::check_kube_name(namespace, 63) {
+        bail!("Gslb {namespace}/{name}: metadata.namespace {e}; a template's placeholder? Import the Gslb as the cluster has it (kubectl get gslb -n NAMESPACE -o yaml)");
     }
-    if resources
-        .iter()
-        .any(|r| r.spec.policy == Some(ho_config::RoutingPolicy::Geo))
-    {
-        to_do.push("geoip: k8gb locates clients with its GeoIP database's geo tags; map client networks to each cluster's geo tag with the dns_server sink's `geo.networks` (tags that are country or continent codes also work with `geo.geoip_db`)".into());
+    if !seen.insert((namespace, name)) {
+        bail!("Gslb {namespace}/{name} appears twice: import one cluster's resources at a time (each cluster runs its own DNSFailover)");
     }
-    Ok(Imported {
-        resources,
-        not_carried: notes,
-        to_do,
-    })
+    Ok((namespace, name))
+}
+
+/// What the policies of `resources` ask of the operator: geo tags for geoip, and (unless
+/// the import checked the sinks against the config) sinks that carry weights or
+/// locations.
+fn policy_steps(resources: &[DNSFailover], options: &Options) -> Vec<String> {
+    use ho_config::RoutingPolicy::{Geo, Weighted};
+    let has = |p| resources.iter().any(|r| r.spec.policy == Some(p));
+    let mut steps = Vec::new();
+    if has(Geo) {
+        steps.push("geoip: k8gb locates clients with its GeoIP database's geo tags; map client networks to each cluster's geo tag with the dns_server sink's `geo.networks` (tags that are country or continent codes also work with `geo.geoip_db`)".into());
+    }
+    if (has(Geo) || has(Weighted)) && options.carried.is_none() {
+        steps.push(format!("policy weighted (strategy.weight) and geo (geoip) need sinks that carry weights or locations (dns_server, route53, powerdns with lua = true): an external-dns sink (external_dns_webhook, dns_endpoint) refuses them; pass --config to have the import check the sinks {:?}", options.sinks));
+    }
+    steps
 }
 
 /// The Gslb `doc` is, or an Ingress annotated as one (k8gb makes a Gslb of it); `None`
@@ -191,6 +238,11 @@ fn failovers_of(
         );
     }
     let mut target = target::resolve(gslb, name, namespace, docs, notes)?;
+    for (host, _) in &target.hosts {
+        if let Err(e) = ho_config::names::normalize_domain(host.trim_start_matches("*.")) {
+            bail!("{at}: host {e}; a template's placeholder? Import the resources as the cluster has them (kubectl get gslb,ingress -n {namespace} -o yaml)");
+        }
+    }
     if let Some(ips) = target::exposed_ips_annotation(gslb) {
         notes.push(format!(
             "{at}: k8gb.io/exposed-ip-addresses ({}) replaces what the target reports, as in k8gb",
@@ -202,8 +254,28 @@ fn failovers_of(
         bail!("{at}: k8gb.io/exposed-hostnames publishes host names; a DNSFailover publishes the addresses it probes (a [[tenants]] entry with host-name endpoints carries them)");
     }
     let strategy = spec.get("strategy").cloned().unwrap_or_default();
+    strategy_notes(&strategy, &at, notes);
+    let mut source = target.source.as_object().cloned().unwrap_or_default();
+    if let Some(tag) = geo_tag {
+        source.insert("labels".into(), json!({"geo": tag}));
+    }
+    let mut spec_out = Map::new();
+    apply_strategy(&strategy, &at, geo_tag, &mut source, &mut spec_out, notes)?;
+    let ttl = strategy
+        .get("dnsTtlSeconds")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0)
+        .unwrap_or(DEFAULT_TTL_SECONDS);
+    spec_out.insert("sinks".into(), json!(options.sinks));
+    spec_out.insert("endpoints".into(), json!([Json::Object(source)]));
+    spec_out.insert("ttl".into(), format!("{ttl}s").into());
+    per_check(target.hosts, name, namespace, &spec_out, &at)
+}
+
+/// Notes on a strategy's keys without an equivalent.
+fn strategy_notes(strategy: &Value, at: &str, notes: &mut Vec<String>) {
     unknown_keys(
-        &strategy,
+        strategy,
         &[
             "type",
             "weight",
@@ -219,18 +291,25 @@ fn failovers_of(
             "{at}.spec.strategy.splitBrainThresholdSeconds (deprecated in k8gb and unused)"
         ));
     }
-    let kind = text(&strategy, "type").with_context(|| {
+}
+
+/// The policy a strategy becomes, into `spec_out`, and this cluster's place in it (weight,
+/// tier, geo label) into `source`.
+fn apply_strategy(
+    strategy: &Value,
+    at: &str,
+    geo_tag: Option<&str>,
+    source: &mut Map<String, Json>,
+    spec_out: &mut Map<String, Json>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let kind = text(strategy, "type").with_context(|| {
         format!("{at}.spec.strategy.type is required (roundRobin, failover or geoip)")
     })?;
     let need_tag = |why: &str| {
         geo_tag.with_context(|| format!("{at}: {why} needs this cluster's geo tag: export the Gslb with its status (kubectl get gslb -o yaml) or pass --geo-tag (k8gb's clusterGeoTag)"))
     };
-    let mut source = target.source.as_object().cloned().unwrap_or_default();
-    if let Some(tag) = geo_tag {
-        source.insert("labels".into(), json!({"geo": tag}));
-    }
     let weights = strategy.get("weight").and_then(Value::as_mapping);
-    let mut spec_out = Map::new();
     match kind {
         "roundRobin" => {
             if let Some(weights) = weights.filter(|w| !w.is_empty()) {
@@ -244,7 +323,7 @@ fn failovers_of(
             }
         }
         "failover" => {
-            let primary = text(&strategy, "primaryGeoTag")
+            let primary = text(strategy, "primaryGeoTag")
                 .filter(|t| !t.is_empty())
                 .with_context(|| format!("{at}: the failover strategy requires strategy.primaryGeoTag (k8gb refuses it too)"))?;
             let tag = need_tag("the failover strategy")?;
@@ -252,8 +331,13 @@ fn failovers_of(
             source.insert("priority".into(), if tag == primary { 1 } else { 2 }.into());
         }
         "geoip" => {
-            need_tag("the geoip strategy")?;
+            let tag = need_tag("the geoip strategy")?;
+            let default = text(strategy, "primaryGeoTag")
+                .filter(|t| !t.is_empty())
+                .unwrap_or(tag);
             spec_out.insert("policy".into(), "geo".into());
+            spec_out.insert("defaultGeo".into(), default.into());
+            notes.push(format!("{at}: k8gb answers clients its GeoIP database does not place with every cluster's addresses; here they get defaultGeo {default}'s (the primaryGeoTag, else this cluster's tag: give every cluster's resource the same)"));
         }
         other => bail!("{at}.spec.strategy.type {other:?}: k8gb's strategies are roundRobin, failover and geoip"),
     }
@@ -262,16 +346,20 @@ fn failovers_of(
             "{at}.spec.strategy.weight (k8gb weighs roundRobin only)"
         ));
     }
-    let ttl = strategy
-        .get("dnsTtlSeconds")
-        .and_then(Value::as_u64)
-        .filter(|t| *t > 0)
-        .unwrap_or(DEFAULT_TTL_SECONDS);
-    spec_out.insert("sinks".into(), json!(options.sinks));
-    spec_out.insert("endpoints".into(), json!([Json::Object(source)]));
-    spec_out.insert("ttl".into(), format!("{ttl}s").into());
+    Ok(())
+}
+
+/// One resource per distinct check among `hosts` (k8gb judges each host by its own
+/// Services), the first named like the Gslb, the others after their first host.
+fn per_check(
+    hosts: Vec<(String, Option<Json>)>,
+    name: &str,
+    namespace: &str,
+    spec_out: &Map<String, Json>,
+    at: &str,
+) -> anyhow::Result<Vec<DNSFailover>> {
     let mut groups: Vec<(Option<Json>, Vec<String>)> = Vec::new();
-    for (host, check) in target.hosts {
+    for (host, check) in hosts {
         match groups.iter_mut().find(|(c, _)| *c == check) {
             Some((_, hosts)) => hosts.push(host),
             None => groups.push((check, vec![host])),

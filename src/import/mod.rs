@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use serde_yaml::Value;
 
 /// The systems `import` reads.
@@ -45,6 +44,8 @@ pub struct Options {
     pub sinks: Vec<String>,
     /// k8gb: the namespace of documents that name none.
     pub namespace: Option<String>,
+    /// k8gb: the operator's config, whose sinks are checked to carry each policy.
+    pub config: Vec<PathBuf>,
 }
 
 /// What an import produced: the config, what it could not carry over, and what the
@@ -67,22 +68,30 @@ pub struct Imported {
 
 /// Prints the imported config, or every problem that stops the import.
 pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Result<ExitCode> {
-    let k8gb_only =
-        options.geo_tag.is_some() || !options.sinks.is_empty() || options.namespace.is_some();
+    let k8gb_only = options.geo_tag.is_some()
+        || !options.sinks.is_empty()
+        || options.namespace.is_some()
+        || !options.config.is_empty();
     if from != Source::K8gb && k8gb_only {
-        bail!("--geo-tag, --sink and --namespace are for --from k8gb (the other imports print a config with its own sinks)");
+        bail!("--geo-tag, --sink, --namespace and --config are for --from k8gb (the other imports print a config with its own sinks)");
     }
     let imported = match from {
         Source::K8gb => {
             let defaulted = options.sinks.is_empty();
+            let sinks = if defaulted {
+                vec!["dns".into()]
+            } else {
+                options.sinks
+            };
+            let carried = match options.config.as_slice() {
+                [] => None,
+                files => Some(k8gb::sinks::Sinks::load(files, &sinks)?),
+            };
             let options = k8gb::Options {
                 geo_tag: options.geo_tag,
                 namespace: options.namespace,
-                sinks: if defaulted {
-                    vec!["dns".into()]
-                } else {
-                    options.sinks
-                },
+                sinks,
+                carried,
             };
             let mut imported = k8gb::convert(&read_documents(files)?, &options)?;
             if defaulted {
@@ -140,21 +149,13 @@ pub fn openova_file(path: &std::path::Path) -> anyhow::Result<Imported> {
     }
 }
 
-/// Every YAML document of `files`, empty ones left out.
+/// Every object of `files` (a `kind: List`, as `kubectl get -o yaml` prints, stands for its
+/// items), empty documents left out.
 fn read_documents(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
-    let mut docs = Vec::new();
-    for file in files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = Value::deserialize(doc)
-                .with_context(|| format!("{} is not YAML", file.display()))?;
-            if !value.is_null() {
-                docs.push(value);
-            }
-        }
-    }
-    Ok(docs)
+    Ok(crate::documents::read(files)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

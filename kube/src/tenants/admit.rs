@@ -18,7 +18,7 @@ use kube::ResourceExt;
 
 use super::claims::Claims;
 use super::discover::{discover, Found, Lookup};
-use super::field_names::{check_path, resource_field};
+use super::field_names::{check_path, key_reason, resource_field};
 use super::last_accepted::LastAccepted;
 use super::resource::DNSFailover;
 
@@ -199,43 +199,29 @@ impl Admitter {
                 ),
             );
         };
-        if let Some(refusal) = check_allowance(resource, allow) {
-            return refusal;
-        }
+        // Every problem at once: the allowance's, discovery's, validation's.
+        let mut refusals = check_allowance(resource, allow);
         let (found, missing) = match discover(resource, &k.0, world) {
             Ok(found) => found,
-            Err(message) => return refuse("Invalid", message),
+            Err(message) => {
+                refusals.push(("Invalid", message));
+                return joined(refusals);
+            }
         };
         let kept_last = found.is_empty();
         let found = match self.found_or_last(k, found, &missing) {
             Ok(found) => found,
-            Err(waiting) => return waiting,
+            Err(waiting) if refusals.is_empty() => return waiting,
+            Err(_) => return joined(refusals),
         };
         let tenant = tenant_name(k);
-        let spec = (resource.metadata.uid.clone(), resource.metadata.generation);
-        match self
-            .checked
-            .get(k)
-            .filter(|c| c.spec == spec && c.found == found)
-        {
-            Some(c) => {
-                alone.tenants = vec![c.tenant.clone()];
-                alone.endpoints = c.endpoints.clone();
-            }
-            None => {
-                if let Err(refusal) = Self::validate(resource, &tenant, &found, alone, catalog) {
-                    return refusal;
-                }
-                self.checked.insert(
-                    k.clone(),
-                    Checked {
-                        spec,
-                        found: found.clone(),
-                        tenant: alone.tenants[0].clone(),
-                        endpoints: alone.endpoints.clone(),
-                    },
-                );
-            }
+        if let Err(message) = self.validated(resource, k, &tenant, &found, alone, catalog) {
+            refusals.push(("Invalid", message));
+        }
+        if !refusals.is_empty() {
+            alone.tenants.clear();
+            alone.endpoints.clear();
+            return joined(refusals);
         }
         if let Err(refusal) = claims.claim(k, &tenant, &alone.tenants[0].domains) {
             alone.tenants.clear();
@@ -248,6 +234,40 @@ impl Admitter {
 }
 
 impl Admitter {
+    /// Leaves the resource's tenant and endpoints in `alone` when they validate: from the
+    /// cache when neither the resource nor what was found changed, else validated now.
+    fn validated(
+        &mut self,
+        resource: &DNSFailover,
+        k: &Key,
+        tenant: &str,
+        found: &[Found],
+        alone: &mut Config,
+        catalog: &Kinds<'_>,
+    ) -> Result<(), String> {
+        let spec = (resource.metadata.uid.clone(), resource.metadata.generation);
+        if let Some(c) = self
+            .checked
+            .get(k)
+            .filter(|c| c.spec == spec && c.found == found)
+        {
+            alone.tenants = vec![c.tenant.clone()];
+            alone.endpoints = c.endpoints.clone();
+            return Ok(());
+        }
+        Self::validate(resource, tenant, found, alone, catalog)?;
+        self.checked.insert(
+            k.clone(),
+            Checked {
+                spec,
+                found: found.to_vec(),
+                tenant: alone.tenants[0].clone(),
+                endpoints: alone.endpoints.clone(),
+            },
+        );
+        Ok(())
+    }
+
     /// What resource `k`'s `verdict` publishes, merged into `config` from `alone`: an
     /// acceptance is remembered as the last accepted `generation`; a refusal falls back on
     /// the last accepted generation when there is one.
@@ -304,9 +324,8 @@ impl Admitter {
         found: &[Found],
         alone: &mut Config,
         catalog: &Kinds<'_>,
-    ) -> Result<(), Verdict> {
-        let config =
-            tenant_config(resource, tenant, found).map_err(|message| refuse("Invalid", message))?;
+    ) -> Result<(), String> {
+        let config = tenant_config(resource, tenant, found)?;
         alone.tenants = vec![config];
         alone.endpoints = endpoint_configs(resource, tenant, found);
         if let Err(errors) = validate(alone, catalog) {
@@ -316,12 +335,17 @@ impl Admitter {
                 .iter()
                 .map(|e| {
                     let own = |s: usize| resource.spec.endpoints[s].check.is_some();
-                    format!("{}: {}", locate(&e.path, &sources, &own), e.reason)
+                    let at = locate(&e.path, &sources, &own);
+                    let reason = match at.contains(".check") {
+                        true => key_reason(&e.reason),
+                        false => e.reason.clone(),
+                    };
+                    format!("{at}: {reason}")
                 })
                 .collect();
             alone.tenants.clear();
             alone.endpoints.clear();
-            return Err(refuse("Invalid", lines.join("\n")));
+            return Err(lines.join("\n"));
         }
         Ok(())
     }
@@ -341,6 +365,13 @@ pub(super) fn refuse(reason: &'static str, message: String) -> Verdict {
     Verdict::Refused { reason, message }
 }
 
+/// Several refusals as one: the first one's reason, every message on its own line.
+fn joined(refusals: Vec<(&'static str, String)>) -> Verdict {
+    let reason = refusals.first().map_or("Invalid", |(r, _)| *r);
+    let lines: Vec<String> = refusals.into_iter().map(|(_, m)| m).collect();
+    refuse(reason, lines.join("\n"))
+}
+
 /// The tenant a resource becomes: `namespace_name` (Kubernetes names hold no `_`, so it
 /// is unique), within the config's 63 characters; sinks' ownership marks carry it.
 pub fn tenant_name(k: &Key) -> String {
@@ -355,20 +386,25 @@ pub fn key(resource: &DNSFailover) -> Key {
     )
 }
 
-/// Domains under an allowed suffix, sinks the namespace may use, Nodes only when granted.
-fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option<Verdict> {
+/// Domains under an allowed suffix, sinks the namespace may use, Nodes only when granted:
+/// every one that is not, as a reason and a message.
+fn check_allowance(
+    resource: &DNSFailover,
+    allow: &NamespaceAllowance,
+) -> Vec<(&'static str, String)> {
     let suffixes: Vec<String> = allow
         .domains
         .iter()
         .filter_map(|d| ho_config::names::normalize_domain(d).ok())
         .collect();
+    let mut refusals = Vec::new();
     for (i, raw) in resource.spec.domains.iter().enumerate() {
         let Ok(domain) = ho_config::names::normalize_domain(raw) else {
             continue; // the validation says why, with the path
         };
         let under = |s: &String| domain == *s || domain.ends_with(&format!(".{s}"));
         if !suffixes.iter().any(under) {
-            return Some(refuse(
+            refusals.push((
                 "DomainNotAllowed",
                 format!(
                     "spec.domains[{i}]: \"{domain}\" is not under a suffix namespace \"{}\" may claim ({})",
@@ -380,7 +416,7 @@ fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option
     }
     for (i, sink) in resource.spec.sinks.iter().enumerate() {
         if !allow.sinks.contains(sink) {
-            return Some(refuse(
+            refusals.push((
                 "SinkNotAllowed",
                 format!(
                     "spec.sinks[{i}]: namespace \"{}\" may not publish to sink \"{sink}\" (allowed: {})",
@@ -395,16 +431,16 @@ fn check_allowance(resource: &DNSFailover, allow: &NamespaceAllowance) -> Option
         .endpoints
         .iter()
         .position(|s| s.nodes.is_some());
-    match wants_nodes {
-        Some(i) if !allow.nodes => Some(refuse(
+    if let Some(i) = wants_nodes.filter(|_| !allow.nodes) {
+        refusals.push((
             "NodesNotAllowed",
             format!(
                 "spec.endpoints[{i}].nodes: namespace \"{}\" may not select Nodes (the platform team grants it with nodes = true)",
                 allow.namespace
             ),
-        )),
-        _ => None,
+        ));
     }
+    refusals
 }
 
 /// The `[[tenants]]` entry the resource stands for. Deleting the resource withdraws its

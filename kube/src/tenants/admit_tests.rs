@@ -547,3 +547,33 @@ fn a_shared_gateway_in_another_namespace_is_used_only_when_it_takes_routes_from_
         "{message}"
     );
 }
+
+/// A resource wrong in several ways is refused once with every problem, each on its line:
+/// the allowance's (a domain, a sink) and the validation's (a check value), with the first
+/// one's reason.
+#[test]
+fn every_problem_of_a_resource_is_said_at_once() {
+    let mut r = resource(
+        "team-a",
+        "many",
+        1,
+        &["api.team-b.io"],
+        vec![addresses(&["192.0.2.20"])],
+    );
+    r.spec.sinks = vec!["other".into()];
+    r.spec.check =
+        Some(serde_json::from_value(serde_json::json!({"kind": "http", "rise": 0})).unwrap());
+    let a = Admitter::default().admit(&base(), &[&r], &World::default(), &CATALOG);
+    let (reason, message) = refusal(verdict(&a, "team-a", "many"));
+    assert_eq!(reason, "DomainNotAllowed");
+    let paths: Vec<&str> = message
+        .lines()
+        .filter_map(|l| l.split_once(": ").map(|(path, _)| path))
+        .collect();
+    assert_eq!(
+        paths,
+        ["spec.domains[0]", "spec.sinks[0]", "spec.check.rise"],
+        "{message}"
+    );
+    assert!(a.config.tenants.iter().all(|t| t.name != "team-a_many"));
+}

@@ -61,6 +61,36 @@ pub fn check_path(path: &str) -> String {
     format!(".{}{tail}", resource_field(key))
 }
 
+/// A refusal of a key below a check table (`unknown key `fast_intervl`; did you mean
+/// `fast_interval`?`, or the list of keys expected) in the resource's spelling: the key
+/// as it would be written and the keys to write instead, camelCase. Other reasons are
+/// kept.
+pub fn key_reason(reason: &str) -> String {
+    let Some(rest) = reason.strip_prefix("unknown key ") else {
+        return reason.to_owned();
+    };
+    let (named, list) = match rest.split_once("; expected one of: ") {
+        Some((named, list)) => (named, Some(list)),
+        None => (rest, None),
+    };
+    // Backticks alternate: every odd part is a key.
+    let parts: Vec<String> = named
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| match i % 2 {
+            1 => resource_field(part),
+            _ => part.to_owned(),
+        })
+        .collect();
+    let mut out = format!("unknown key {}", parts.join("`"));
+    if let Some(list) = list {
+        let keys: Vec<String> = list.split(", ").map(resource_field).collect();
+        out.push_str("; expected one of: ");
+        out.push_str(&keys.join(", "));
+    }
+    out
+}
+
 /// Tables inside a check table whose keys are field names too (the rest hold user data,
 /// such as `headers`, whose keys are kept as written).
 const NESTED: &[&str] = &["damping"];
@@ -199,6 +229,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("fast_interval is given twice"), "{e}");
+    }
+
+    #[test]
+    fn refused_check_keys_are_said_camel_case() {
+        assert_eq!(
+            key_reason("unknown key `fast_intervl`; did you mean `fast_interval`?"),
+            "unknown key `fastIntervl`; did you mean `fastInterval`?"
+        );
+        assert_eq!(
+            key_reason("unknown key `bogus_key`; expected one of: fall, fast_interval"),
+            "unknown key `bogusKey`; expected one of: fall, fastInterval"
+        );
+        assert_eq!(key_reason("must be at least 1"), "must be at least 1");
     }
 
     #[test]

@@ -41,9 +41,23 @@ pub(super) struct Documents<'a>(pub &'a [Value]);
 
 impl<'a> Documents<'a> {
     fn find(&self, kinds: &[&str], namespace: &str, name: &str) -> Option<&'a Value> {
-        self.0.iter().find(|d| {
-            text(d, "kind").is_some_and(|k| kinds.contains(&k))
-                && d.get("metadata").and_then(|m| text(m, "name")) == Some(name)
+        kinds
+            .iter()
+            .flat_map(|kind| self.of_kind(kind, namespace))
+            .find(|d| d.get("metadata").and_then(|m| text(m, "name")) == Some(name))
+    }
+
+    /// The documents of `kind` in `namespace` (those naming none are taken to be in it).
+    pub(super) fn of_kind<'k>(
+        &self,
+        kind: &'k str,
+        namespace: &'k str,
+    ) -> impl Iterator<Item = &'a Value> + 'k
+    where
+        'a: 'k,
+    {
+        self.0.iter().filter(move |d| {
+            text(d, "kind") == Some(kind)
                 && d.get("metadata")
                     .and_then(|m| text(m, "namespace"))
                     .unwrap_or(namespace)
@@ -81,10 +95,8 @@ pub(super) fn resolve(
         bail!("Gslb {namespace}/{name} has neither spec.ingress nor spec.resourceRef: k8gb would not know its addresses either");
     };
     let kind = text(reference, "kind").unwrap_or_default();
-    let ref_ns = text(reference, "namespace").unwrap_or(namespace);
-    let Some(ref_name) = text(reference, "name") else {
-        bail!("Gslb {namespace}/{name}: resourceRef selects its {kind} by labels; pass the {kind} it selects and name it in resourceRef.name (a DNSFailover source names one object)");
-    };
+    let (ref_ns, ref_name) = referenced(reference, name, namespace, docs, notes)?;
+    let (ref_ns, ref_name) = (ref_ns.as_str(), ref_name.as_str());
     if ref_ns != namespace && kind != "VirtualService" {
         bail!("Gslb {namespace}/{name}: resourceRef names {kind} {ref_ns}/{ref_name} in another namespace; a DNSFailover reads sources in its own namespace");
     }
@@ -123,6 +135,26 @@ pub(super) fn resolve(
         }
         other => bail!("{at}: k8gb resolves Ingress, Service, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute and VirtualService references, not {other:?}"),
     }
+}
+
+/// The namespace and name of the object `reference` names, or the one object its label
+/// selector matches: k8gb lists the kind in the Gslb's own namespace by the selector.
+fn referenced(
+    reference: &Value,
+    name: &str,
+    namespace: &str,
+    docs: &Documents,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(String, String)> {
+    if let Some(ref_name) = text(reference, "name") {
+        let ref_ns = text(reference, "namespace").unwrap_or(namespace);
+        return Ok((ref_ns.to_owned(), ref_name.to_owned()));
+    }
+    let kind = text(reference, "kind").unwrap_or_default();
+    let at = format!("Gslb {namespace}/{name}");
+    let selected = super::selector::select(reference, kind, namespace, docs, &at)?;
+    notes.push(format!("{at}: resourceRef's label selector: the DNSFailover names the {kind} it selects now, {selected}, and does not follow the labels to another"));
+    Ok((namespace.to_owned(), selected))
 }
 
 /// An Ingress (embedded in the Gslb or referenced): each rule's host, checked by a request
