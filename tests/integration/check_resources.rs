@@ -146,3 +146,27 @@ fn check_config_resource_reads_a_kubectl_list() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("team-a/api: accepted"), "{stdout}");
 }
+
+/// A DNSFailover's `slo` and `sloWindow`: an objective is accepted, one of 100 % or more
+/// and a window that is neither a duration of a day or more nor `month` are refused,
+/// each named in the resource's spelling.
+#[test]
+fn check_config_resource_judges_the_objective() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |slo: &str, window: &str| {
+        format!("  domains: [shop.team-a.example.org]\n  sinks: [dns]\n  endpoints: [{{addresses: [192.0.2.12]}}]\n  slo: \"{slo}\"\n  sloWindow: {window}\n")
+    };
+    let (code, stdout, stderr) = check(dir.path(), &resource("shop", &spec("99.9%", "month")));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = check(dir.path(), &resource("shop", &spec("100%", "2h")));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("spec.slo:") && said.contains("\"100%\" is not an objective"),
+        "{said}"
+    );
+    assert!(
+        said.contains("spec.sloWindow") && said.contains("\"2h\""),
+        "{said}"
+    );
+}

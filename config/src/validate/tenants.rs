@@ -431,16 +431,16 @@ fn check_answer(
 /// and `slo_window` (a duration of at least a day, or `"month"`).
 fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
     let window = match t.slo_window.as_deref() {
-        None => SloWindow::Rolling(Duration::from_secs(30 * 86_400)),
-        Some("month") => SloWindow::Month,
+        None => Some(SloWindow::Rolling(Duration::from_secs(30 * 86_400))),
+        Some("month") => Some(SloWindow::Month),
         Some(text) => match humantime::parse_duration(text) {
-            Ok(d) if d >= Duration::from_secs(86_400) => SloWindow::Rolling(d),
+            Ok(d) if d >= Duration::from_secs(86_400) => Some(SloWindow::Rolling(d)),
             _ => {
                 let why = format!(
                     "\"{text}\" is neither a duration of at least 1d (\"30d\") nor \"month\""
                 );
                 errs.push(format!("{path}.slo_window"), why);
-                return None;
+                None
             }
         },
     };
@@ -450,7 +450,9 @@ fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
         None => text.trim().parse::<f64>(),
     };
     match share {
-        Ok(objective) if objective > 0.0 && objective < 1.0 => Some(Slo { objective, window }),
+        Ok(objective) if objective > 0.0 && objective < 1.0 => {
+            window.map(|window| Slo { objective, window })
+        }
         _ => {
             let why =
                 format!("\"{text}\" is not an objective: write a percentage below 100, \"99.9%\"");

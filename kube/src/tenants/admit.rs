@@ -494,8 +494,8 @@ fn tenant_config(
         default_weight: spec.default_weight,
         default_geo: spec.default_geo.clone(),
         multi_cluster: None,
-        slo: None,
-        slo_window: None,
+        slo: spec.slo.clone(),
+        slo_window: spec.slo_window.clone(),
         resource: Some(key(resource)),
     })
 }

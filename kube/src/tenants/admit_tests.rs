@@ -127,6 +127,8 @@ pub(super) fn resource(
             weights: Vec::new(),
             default_weight: None,
             default_geo: None,
+            slo: None,
+            slo_window: None,
             check: None,
             answer: None,
         },

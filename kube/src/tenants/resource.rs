@@ -78,6 +78,14 @@ pub struct DNSFailoverSpec {
     /// `geo` only: the geo answered to clients no endpoint matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_geo: Option<String>,
+    /// Availability objective of the names, as the orchestrator's ledger counts it
+    /// (`"99.9%"`): the shipped rules alert on its burn rate, labelled with this resource's
+    /// namespace and name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    /// The window `slo` is kept over: a duration (`30d`, the default) or `month`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_window: Option<String>,
     /// Overrides of the operator's `[defaults.check]` for this resource's endpoints (its
     /// keys camelCase: `fastInterval`, `expectStatus`).
     #[serde(
