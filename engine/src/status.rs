@@ -39,6 +39,9 @@ pub struct Status {
     /// canary).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub canaries: Vec<CanaryStatus>,
+    /// The sinks no canary asks, each with why (and what to set to have one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub canaries_off: Vec<CanaryOff>,
     /// `[ring]`: the members sharing the probing and this replica's part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ring: Option<RingStatus>,
@@ -428,6 +431,15 @@ pub struct CanaryStatus {
     /// The latest time from a decision to the canary seeing it served (seconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_propagation_seconds: Option<f64>,
+}
+
+/// A sink no answer canary asks.
+#[derive(Debug, Clone, Serialize)]
+pub struct CanaryOff {
+    /// The sink.
+    pub sink: String,
+    /// Why: turned off, no tenant publishes to it, or no DNS port the kind knows of.
+    pub reason: String,
 }
 
 /// A name served otherwise than decided.

@@ -405,3 +405,34 @@ async fn a_route53_zone_is_read_through_its_listing() {
     moto.remove(&zone, rogue).await;
     wait_stale(api, "r53", &[name], false).await;
 }
+
+/// `/status` says which sinks no canary asks and why: a hosts file (no DNS server of its
+/// own), and the embedded server with its canary turned off.
+#[actix_rt::test]
+async fn status_says_where_the_canary_is_off_and_why() {
+    let g = gateway();
+    let dir = tempfile::tempdir().unwrap();
+    let server = SocketAddr::new(loopback_ip().into(), free_port_pair());
+    let text = TestConfig::new(&Check::FAST, &[&g])
+        .with(&format!(
+            "[[tenants]]\nname = \"shop\"\ndomains = [\"{NAME}\"]\nsinks = [\"dns\", \"local\"]\n\n\
+             [sinks.dns]\nkind = \"dns_server\"\nlisten = [\"{server}\"]\nzones = [\"{ZONE}\"]\ncanary = {{ enabled = false }}\n\n\
+             [sinks.local]\nkind = \"hosts_file\"\ndir = {dir:?}\n",
+            dir = dir.path().join("hosts").display().to_string(),
+        ))
+        .render();
+    let engine = start_engine(dir.path(), &text).await;
+    let api = serve_api(&engine, None, None).await;
+    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
+    let off: Vec<(&str, &str)> = (status["canaries_off"].as_array().into_iter().flatten())
+        .map(|o| (o["sink"].as_str().unwrap(), o["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(off.len(), 2, "{status}");
+    assert_eq!(off[0], ("dns", "turned off (canary.enabled = false)"));
+    assert_eq!(off[1].0, "local");
+    assert!(off[1].1.contains("give canary.address"), "{off:?}");
+    assert!(
+        status["canaries"].as_array().is_none_or(|c| c.is_empty()),
+        "{status}"
+    );
+}

@@ -89,6 +89,7 @@ pub(crate) async fn status(state: &ApiState) -> Option<Status> {
         cluster: state.cluster.clone(),
         hosts: state.hosts.status(),
         canaries: state.answers.canaries.status(),
+        canaries_off: state.answers.canaries.off(),
         ledger: state.answers.ledger.status(),
         ring: state
             .ring

@@ -36,7 +36,7 @@ use crate::dns_client::DnsClient;
 use crate::events::{Event, Events};
 use crate::metrics::Metrics;
 use crate::sink::listing::Listings;
-use crate::status::CanaryStatus;
+use crate::status::{CanaryOff, CanaryStatus};
 
 pub use read::Source;
 use watch::{SinkCanary, Vantage, Watched};
@@ -96,15 +96,34 @@ pub(crate) struct Shared {
     pub dns: Arc<dyn DnsClient>,
 }
 
-/// Every sink's canary as `/status` shows it; cheap to clone.
+/// Every sink's canary as `/status` shows it, and the sinks without one and why; cheap
+/// to clone.
 #[derive(Clone, Default)]
-pub struct Board(Arc<Mutex<BTreeMap<String, CanaryStatus>>>);
+pub struct Board(
+    Arc<Mutex<BTreeMap<String, CanaryStatus>>>,
+    Arc<Mutex<Vec<CanaryOff>>>,
+);
 
 impl Board {
     /// Every sink's canary, by sink name.
     pub fn status(&self) -> Vec<CanaryStatus> {
         let status = self.0.lock().expect("never poisoned");
         status.values().cloned().collect()
+    }
+
+    /// The sinks no canary asks, each with why.
+    pub fn off(&self) -> Vec<CanaryOff> {
+        self.1.lock().expect("never poisoned").clone()
+    }
+}
+
+/// Why no canary asks `planned` (a sink `canaried` leaves out).
+fn off_reason(planned: &ho_config::PlannedSink) -> String {
+    match &planned.table.canary {
+        Some(c) if !c.enabled => "turned off (canary.enabled = false)".into(),
+        Some(_) | None if planned.canary.is_some() => "no tenant publishes to it".into(),
+        _ if planned.spec.canary_reads_listing() => "this kind has no DNS port of its own: give canary.address (the DNS server that answers what it writes), or canary = { every = \"30s\" } to read its listing".into(),
+        _ => "this kind has no DNS port of its own: give canary.address, the DNS server that answers what it writes".into(),
     }
 }
 
@@ -133,6 +152,7 @@ pub fn start(
         }
     });
     let board = Board::default();
+    let off = board.1.clone();
     let shared = Shared {
         intended,
         hosts,
@@ -149,6 +169,14 @@ pub fn start(
         loop {
             let plan = plans.borrow_and_update().clone();
             retask(&mut tasks, &plan, &shared);
+            let asked = canaried(&plan);
+            *off.lock().expect("never poisoned") = (plan.sinks.iter())
+                .filter(|(sink, _)| !asked.contains_key(*sink))
+                .map(|(sink, planned)| CanaryOff {
+                    sink: sink.clone(),
+                    reason: off_reason(planned),
+                })
+                .collect();
             if plans.changed().await.is_err() {
                 break;
             }
