@@ -67,6 +67,8 @@ fn selection(c: &mut Criterion) {
         weighs: false,
         default_geo: None,
         multi_cluster: false,
+        slo: None,
+        resource: None,
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
         .map(|i| ho_config::Endpoint {
@@ -143,6 +145,8 @@ fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
             weighs: false,
             default_geo: None,
             multi_cluster: false,
+            slo: None,
+            resource: None,
         })
         .collect();
     let health = |i: usize| {
