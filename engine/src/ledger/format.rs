@@ -1,16 +1,22 @@
 //! The bytes of one ledger file: a four-byte mark of the format, then one varint per change
-//! of the name's condition (the milliseconds since the previous record, shifted left by the
-//! width of a condition's code, or'ed with the code). A name changing once an hour keeps 4
-//! bytes a change; a failure and its recovery seconds apart keep 3 each.
+//! of the name's condition: the time since the previous record, shifted left past a unit
+//! bit and the condition's four-bit code. The time is in milliseconds under [`FINE`] (70
+//! minutes), in tenths of a second above it: a change that far from the one before (the
+//! start of a failure after a quiet day) needs no finer time than the probes have, and so
+//! every change keeps 4 bytes or less up to 9 days apart, 3 within a minute of the last.
 //!
-//! `HOL2` (written today) holds four-bit codes, wrong addresses among them; `HOL1` (the
-//! first format, three-bit codes) is read and rewritten as `HOL2` at the next append. A
-//! mark of a later format is left alone: a newer replica sharing the folder owns it.
+//! `HOL2` (written today) holds those; `HOL1` (the first format: milliseconds, three-bit
+//! codes, no wrong addresses) is read and rewritten as `HOL2` at the next append. A mark of
+//! a later format is left alone: a newer replica sharing the folder owns it.
 
 use super::book::Condition;
 
 /// The format this version writes.
 pub(super) const MAGIC: &[u8; 4] = b"HOL2";
+
+/// Deltas below this many milliseconds are kept to the millisecond; longer ones to the
+/// tenth of a second.
+const FINE: u64 = 1 << 22;
 
 /// The first format.
 const MAGIC_V1: &[u8; 4] = b"HOL1";
@@ -53,15 +59,15 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Parsed, Unreadable> {
             used: 0,
         });
     }
-    let (shift, of_code, current): (u32, fn(u8) -> Option<Condition>, bool) = match bytes.get(..4) {
-        Some(m) if m == MAGIC => (4, Condition::of_code, true),
-        Some(m) if m == MAGIC_V1 => (3, Condition::of_code_v1, false),
+    let (layout, current) = match bytes.get(..4) {
+        Some(m) if m == MAGIC => (Layout::CURRENT, true),
+        Some(m) if m == MAGIC_V1 => (Layout::FIRST, false),
         Some(m) if m.starts_with(b"HOL") && m[3].is_ascii_digit() => {
             return Err(Unreadable::Newer(String::from_utf8_lossy(m).into_owned()))
         }
         _ => return Err(Unreadable::Foreign),
     };
-    let (records, used) = decode(&bytes[4..], shift, of_code);
+    let (records, used) = decode(&bytes[4..], layout);
     Ok(Parsed {
         records,
         current,
@@ -86,26 +92,60 @@ pub(super) fn append(
     let mut written = None;
     for &(t, c) in records {
         let base = last.unwrap_or(0);
-        let t = t.max(base);
-        put_varint(out, ((t - base) << 4) | u64::from(c.code()));
-        last = Some(t);
-        written = Some((t, c));
+        let delta = t.saturating_sub(base);
+        let (value, kept) = if delta < FINE {
+            (delta << 5, delta)
+        } else {
+            let tenths = (delta + 50) / 100;
+            ((tenths << 5) | 16, tenths * 100)
+        };
+        put_varint(out, value | u64::from(c.code()));
+        last = Some(base + kept);
+        written = Some((base + kept, c));
     }
     written
 }
 
+/// How a format lays out a record's value.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Bits below the time.
+    shift: u32,
+    /// The bit saying the time is in tenths of a second, if the format has one.
+    coarse: Option<u64>,
+    /// The code's condition.
+    of_code: fn(u8) -> Option<Condition>,
+    /// The code's bits.
+    code_mask: u64,
+}
+
+impl Layout {
+    const CURRENT: Layout = Layout {
+        shift: 5,
+        coarse: Some(16),
+        of_code: Condition::of_code,
+        code_mask: 15,
+    };
+    const FIRST: Layout = Layout {
+        shift: 3,
+        coarse: None,
+        of_code: Condition::of_code_v1,
+        code_mask: 7,
+    };
+}
+
 /// The records of a body, and the bytes they took (less than the body when the last
 /// record was cut short or a code is not a condition).
-fn decode(body: &[u8], shift: u32, of_code: fn(u8) -> Option<Condition>) -> (Records, usize) {
+fn decode(body: &[u8], layout: Layout) -> (Records, usize) {
     let mut out = Vec::new();
     let mut t = 0u64;
     let mut pos = 0;
-    let mask = (1u64 << shift) - 1;
     while let Some((value, len)) = get_varint(&body[pos..]) {
-        let Some(c) = of_code((value & mask) as u8) else {
+        let Some(c) = (layout.of_code)((value & layout.code_mask) as u8) else {
             break;
         };
-        t += value >> shift;
+        let coarse = layout.coarse.is_some_and(|bit| value & bit != 0);
+        t += (value >> layout.shift) * if coarse { 100 } else { 1 };
         out.push((t, c));
         pos += len;
     }
@@ -143,8 +183,10 @@ mod tests {
         }
     }
 
-    /// Every condition, maintenance or not, at seeded intervals, reads back as written; a
-    /// file of the first format reads as it did; a later one and a foreign one are told apart.
+    /// Every condition, maintenance or not, at seeded intervals, reads back as written (to
+    /// the millisecond within 70 minutes of the change before, to the nearest tenth of a
+    /// second beyond); a file of the first format reads as it did; a later one and a
+    /// foreign one are told apart.
     #[test]
     fn records_round_trip_and_formats_are_told_apart() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -163,16 +205,25 @@ mod tests {
         ];
         let mut t = 1_790_000_000_000;
         let mut records = Vec::new();
+        let mut kept = Vec::new();
         for _ in 0..2_000 {
-            t += next() % 90_000_000;
+            let delta = next() % 90_000_000;
+            t += delta;
             let served = kinds[(next() % kinds.len() as u64) as usize];
-            records.push((t, condition(served, next() % 2 == 0)));
+            let c = condition(served, next() % 2 == 0);
+            records.push((t, c));
+            let last = kept.last().map_or(0, |(k, _)| *k);
+            let rounded = match t - last {
+                d if d < FINE => t,
+                d => last + (d + 50) / 100 * 100,
+            };
+            kept.push((rounded, c));
         }
         let bytes = encode(&records);
         let parsed = parse(&bytes).unwrap();
         assert_eq!(
             (parsed.records, parsed.current, parsed.used),
-            (records, true, bytes.len())
+            (kept, true, bytes.len())
         );
 
         // HOL1: 4,000 ms later, dead address in maintenance (code 2 | 4).
@@ -225,6 +276,13 @@ mod tests {
             records.len()
         );
         assert!(per_change <= 4.0, "{per_change}");
-        assert_eq!(parse(&encode(&records)).unwrap().records, records);
+        let back = parse(&encode(&records)).unwrap().records;
+        assert_eq!(back.len(), records.len());
+        for ((t, c), (kept, back)) in records.iter().zip(&back) {
+            assert!(
+                t.abs_diff(*kept) <= 50 && c == back,
+                "{t} {c:?} came back {kept} {back:?}"
+            );
+        }
     }
 }
