@@ -158,6 +158,14 @@ impl Watched {
             let _ = self.services.wait_until_ready().await;
             let _ = self.nodes.wait_until_ready().await;
             let _ = self.gateways.wait_until_ready().await;
+            // Kuadrant's records publish nothing new until all its kinds are listed.
+            for store in self
+                .kuadrant
+                .iter()
+                .flat_map(|k| k.others.iter().chain([&k.records]))
+            {
+                let _ = store.wait_until_ready().await;
+            }
         };
         if tokio::time::timeout(grace, all).await.is_err() {
             let resources =

@@ -22,6 +22,9 @@ use super::translate::PolicyOutcome;
 pub struct PolicyFacts<'a> {
     /// Its outcome in the namespace's translation, or why the namespace did not translate.
     pub outcome: Option<&'a Result<PolicyOutcome, String>>,
+    /// The records made from its Gateway's listeners that are refused, with why: they have
+    /// no object of their own, so the policy's status names them.
+    pub refused: &'a [(String, String)],
     /// Whether the Gateway its `targetRef` names exists (`None`: it names none).
     pub target_exists: Option<bool>,
     /// Whether each record it governs is ready (its `Ready` condition is `True`).
@@ -65,7 +68,10 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
             ));
         }
         Some((reason, message)) => {
-            let message = format!("{message}; the DNS it published before is kept");
+            let message = format!(
+                "{message}; {}the DNS it published before is kept",
+                refused_records(facts.refused)
+            );
             conditions.push(condition(&previous, at, "Accepted", false, reason, message));
         }
         None => {
@@ -73,7 +79,12 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
             conditions.push(condition(
                 &previous, at, "Accepted", true, "Accepted", accepted,
             ));
-            conditions.push(enforced(records, facts.ready, &previous, at));
+            let mut enforced = enforced(records, facts.ready, &previous, at);
+            if !facts.refused.is_empty() {
+                enforced.message =
+                    format!("{}; {}", enforced.message, refused_records(facts.refused));
+            }
+            conditions.push(enforced);
         }
     }
     json!({
@@ -81,6 +92,14 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
         "conditions": conditions,
         "totalRecords": records.len(),
     })
+}
+
+/// The refused records made from listeners, each with why, as a clause of a message.
+fn refused_records(refused: &[(String, String)]) -> String {
+    refused
+        .iter()
+        .map(|(record, why)| format!("DNSRecord {record} (from a listener) is refused: {why}; "))
+        .collect()
 }
 
 /// `Enforced`: every governed record ready, some of them, or none.
@@ -205,6 +224,7 @@ mod tests {
         ] {
             let is_ready = |r: &str| ready.contains(&r);
             let facts = PolicyFacts {
+                refused: &[],
                 outcome: Some(&outcome),
                 target_exists: Some(true),
                 ready: &is_ready,
@@ -236,6 +256,7 @@ mod tests {
             ),
         ] {
             let facts = PolicyFacts {
+                refused: &[],
                 outcome: Some(outcome),
                 target_exists: exists,
                 ready: &ready,
