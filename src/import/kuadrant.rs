@@ -148,7 +148,8 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
             tenants.push(t);
         }
     }
-    if records.is_empty() {
+    // Live, a tenant is a record's: probes alone publish nothing (and cannot fail it).
+    if records.is_empty() && mode == Mode::Import {
         tenants = tenants_of_probes(&endpoints)?;
         for t in &mut tenants {
             policies
@@ -157,7 +158,9 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
                 .apply(t, &mut endpoints, &mut to_do);
         }
     }
-    if tenants.is_empty() && !unpublished.is_empty() {
+    // Live, each record's refusal is its own (it keeps its last accepted answer): failing
+    // the namespace would refuse every other record and policy in it too.
+    if mode == Mode::Import && tenants.is_empty() && !unpublished.is_empty() {
         bail!(
             "{}",
             unpublished.into_values().collect::<Vec<_>>().join("\n")
@@ -166,7 +169,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     for reason in unpublished.values() {
         notes.push(reason.clone());
     }
-    if endpoints.list.is_empty() {
+    if mode == Mode::Import && endpoints.list.is_empty() {
         bail!("no addresses: pass the DNSRecord or DNSHealthCheckProbe documents with the DNSPolicy (a policy alone names no gateway)");
     }
     let mut used = BTreeSet::new();
