@@ -91,7 +91,11 @@ fn kept_because(
     view: &View<'_>,
 ) -> Option<String> {
     let gateway = find(view.gateways, ns, &listener.gateway)?;
-    let policy = listener.policy.as_deref()?;
+    // A record refused before its policy was known is its Gateway's policy's.
+    let policy = match listener.policy.as_deref() {
+        Some(policy) => policy,
+        None => targeting(view, ns, &listener.gateway)?,
+    };
     let policy_objects: Vec<Arc<DynamicObject>> = view
         .others
         .iter()
