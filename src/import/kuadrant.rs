@@ -36,6 +36,8 @@ mod checks;
 mod gateways;
 mod policy;
 mod records;
+#[cfg(test)]
+mod sequences;
 
 use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
