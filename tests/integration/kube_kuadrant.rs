@@ -350,3 +350,116 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
         "opted out"
     );
 }
+
+/// The default policy's path through a refused edit: a Gateway with two listeners gets its
+/// default DNSPolicy, which publishes both hostnames; the policy edited into a protocol
+/// Kuadrant's probes do not speak is refused, its status saying why and naming each
+/// listener's record it keeps, while both names answer byte for byte as before (a hosts
+/// file read every 20 ms); the edit reverted, the policy is accepted again with exactly the
+/// files and conditions from before; the policy deleted, both names are withdrawn. Runs
+/// against the Kubernetes API test server.
+#[tokio::test]
+async fn kuadrant_listener_names_survive_a_refused_policy_edit_and_leave_on_its_deletion() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let port = gws[0].addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, port)
+        .set("kubernetes.kuadrant", true)
+        .set("kubernetes.kuadrant_default_policy", true);
+    let _process = run_operator(dir.path(), &config);
+    let mut gw = gateway("team-a", "gw-l", &[gws[0].addr().ip(), gws[1].addr().ip()]);
+    gw["spec"]["listeners"] = json!([
+        {"name": "api", "hostname": "api-l.team-a.io", "port": 443, "protocol": "HTTPS"},
+        {"name": "web", "hostname": "web-l.team-a.io", "port": 443, "protocol": "HTTPS"},
+    ]);
+    kube.apply(gw);
+    let files = [
+        hosts(dir.path(), "team-a_dnsrecord.gw-l-api"),
+        hosts(dir.path(), "team-a_dnsrecord.gw-l-web"),
+    ];
+    for file in &files {
+        wait_for_file(file, "the default policy's listener", |c| {
+            addresses(c).len() == 2
+        })
+        .await;
+    }
+    let accepted = || {
+        let policy = kube.object("dnspolicies", "team-a", "gw-l-dns")?;
+        let conditions = policy["status"]["conditions"].as_array()?.clone();
+        let c = conditions.iter().find(|c| c["type"] == "Accepted")?;
+        Some((
+            c["status"].clone(),
+            c["reason"].clone(),
+            c["message"].clone(),
+            conditions,
+        ))
+    };
+    eventually("the default policy accepted", || {
+        accepted().is_some_and(|(s, _, _, _)| s == "True")
+    })
+    .await;
+    let read = |files: &[std::path::PathBuf]| -> Vec<String> {
+        files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+            .collect()
+    };
+    let (published, conditions) = (read(&files), accepted().unwrap().3);
+    let original = kube.object("dnspolicies", "team-a", "gw-l-dns").unwrap();
+
+    let mut broken = original.clone();
+    broken["spec"]["healthCheck"] = json!({"path": "/healthz", "port": port, "protocol": "UDP"});
+    kube.apply(broken);
+    eventually(
+        "the policy refused, naming why and the records it keeps",
+        || {
+            accepted().is_some_and(|(s, r, m, _)| {
+                let m = m.as_str().unwrap_or_default().to_owned();
+                s == "False"
+                    && r == "Invalid"
+                    && m.contains("\"UDP\"")
+                    && m.contains("DNSRecord gw-l-api (from a listener) is refused")
+                    && m.contains("DNSRecord gw-l-web (from a listener) is refused")
+                    && m.ends_with("the DNS it published before is kept")
+            })
+        },
+    )
+    .await;
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(1500) {
+        assert_eq!(
+            read(&files),
+            published,
+            "a listener's name changed while refused"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    kube.apply(original);
+    eventually("the reverted policy accepted again", || {
+        accepted().is_some_and(|(s, _, _, _)| s == "True")
+    })
+    .await;
+    assert_eq!(read(&files), published, "the files from before the edit");
+    eventually("the conditions from before the edit", || {
+        accepted().is_some_and(|(_, _, _, now)| {
+            let strip = |cs: &[Value]| -> Vec<Value> {
+                cs.iter()
+                    .map(|c| json!([c["type"], c["status"], c["reason"], c["message"]]))
+                    .collect()
+            };
+            strip(&now) == strip(&conditions)
+        })
+    })
+    .await;
+
+    kube.delete("dnspolicies", "team-a", "gw-l-dns");
+    for file in &files {
+        wait_for_file(file, "the listener's name withdrawn", |c| {
+            addresses(c).is_empty()
+        })
+        .await;
+    }
+}
