@@ -94,7 +94,8 @@ impl Controller {
         let all = self.watched.resources.state();
         let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
-            kuadrant.refresh(&self.base, &self.watched.gateway_objects(), &kept);
+            let gateways = self.watched.listed_gateways();
+            kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
         }
         let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some())
             || self.kuadrant.as_ref().is_some_and(|k| k.core().deleting());

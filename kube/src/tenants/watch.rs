@@ -177,6 +177,16 @@ impl Watched {
     }
 }
 
+/// Whether `store` has had its first list.
+pub(crate) fn listed<K>(store: &Store<K>) -> bool
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    use futures_util::FutureExt;
+    store.wait_until_ready().now_or_never().is_some()
+}
+
 /// What of an object admission reads, as a value that changes when that does.
 type Relevant<K> = fn(&K) -> serde_json::Value;
 
@@ -282,6 +292,11 @@ impl Watched {
     /// The Gateways now, every namespace.
     pub fn gateway_objects(&self) -> Vec<Arc<DynamicObject>> {
         self.gateways.state()
+    }
+
+    /// The Gateways, once listed (`None` before: an empty store is not "no Gateways").
+    pub fn listed_gateways(&self) -> Option<Vec<Arc<DynamicObject>>> {
+        listed(&self.gateways).then(|| self.gateways.state())
     }
 }
 

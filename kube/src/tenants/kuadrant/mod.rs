@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use ho_config::Config;
 use ho_engine::leadership::Leadership;
 use ho_engine::status::EndpointStatus;
@@ -38,7 +37,7 @@ use super::discover::Lookup;
 use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus, FINALIZER};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
-use super::watch::KuadrantStores;
+use super::watch::{listed, KuadrantStores};
 use round::{being_deleted, holds_finalizer};
 use status::{policy_status, probe_status, PolicyFacts};
 
@@ -84,11 +83,17 @@ impl Live {
         }
     }
 
-    /// Translates the records as they are now, with the `gateways` policies target, each
-    /// namespace publishing through the sinks its allowance names; `kept`: the keys
-    /// admission keeps a last accepted generation of. Until each of Kuadrant's kinds is
-    /// listed, what the last complete view became stands.
-    pub fn refresh(&mut self, base: &Config, gateways: &[Arc<DynamicObject>], kept: &[Key]) {
+    /// Translates the records as they are now, with the `gateways` policies target (`None`:
+    /// not listed yet), each namespace publishing through the sinks its allowance names;
+    /// `kept`: the keys admission keeps a last accepted generation of. Until each of
+    /// Kuadrant's kinds and the Gateways are listed, what the last complete view became
+    /// stands.
+    pub fn refresh(
+        &mut self,
+        base: &Config,
+        gateways: Option<&[Arc<DynamicObject>]>,
+        kept: &[Key],
+    ) {
         let allowance = |ns: &str| base.kubernetes.allow.iter().find(|a| a.namespace == ns);
         let sinks = |ns: &str| allowance(ns).map(|a| a.sinks.clone()).unwrap_or_default();
         let domain = |ns: &str, host: &str| {
@@ -104,16 +109,16 @@ impl Live {
             sinks: &sinks,
             domain: &domain,
         };
-        let listed = std::iter::once(&self.stores.records)
+        let complete = std::iter::once(&self.stores.records)
             .chain(&self.stores.others)
-            .all(|s| s.wait_until_ready().now_or_never().is_some());
+            .all(listed);
         let (records, others) = (self.stores.records.state(), self.stores.other_documents());
-        let view = View {
+        let view = gateways.filter(|_| complete).map(|gateways| View {
             records: &records,
             others: &others,
             gateways,
-        };
-        self.core.refresh(listed.then_some(&view), &allowed, kept);
+        });
+        self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
     /// The pure side: the records, policies, stand-ins and refusals.
