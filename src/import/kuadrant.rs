@@ -84,7 +84,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     }
     let made = gateways::listener_records(&gateways, &policies, &records, &mut notes);
     records.extend(made.iter());
-    let mut endpoints = Endpoints::default();
+    let mut endpoints = Endpoints::new(mode == Mode::Live);
     let refused_probes = read_probes(&probes, &mut endpoints, &mut notes, mode)?;
     // The first policy's check is the default; addresses checked otherwise say so.
     let default_check = policies.first().unwrap_or(&fallback).check.clone();
@@ -134,7 +134,15 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         if policy.is_none() && !policies.is_empty() {
             notes.push(format!("DNSRecord {name}: none of the DNSPolicies targets its Gateway; its addresses are published round robin"));
         }
-        let check = record_check(record, name, policy.unwrap_or(&fallback), &mut notes)?;
+        let check = match record_check(record, name, policy.unwrap_or(&fallback), &mut notes) {
+            Ok(check) => check,
+            // Live, a record's own bad health check refuses that record alone.
+            Err(e) if mode == Mode::Live => {
+                unpublished.insert(name.to_owned(), format!("{e:#}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         for mut t in made {
             policy
                 .unwrap_or(&fallback)
