@@ -39,6 +39,7 @@ pub(super) enum Spec {
         host: String,
         targets: Vec<String>,
         ttl: u32,
+        protocol: &'static str,
     },
     Probe {
         address: &'static str,
@@ -74,8 +75,14 @@ impl Spec {
         match self {
             Spec::Gateway { addresses, .. } => !addresses.is_empty(),
             Spec::Policy { protocol, .. } | Spec::Probe { protocol, .. } => *protocol != "UDP",
-            Spec::Record { host, targets, .. } => {
-                !host.contains("..")
+            Spec::Record {
+                host,
+                targets,
+                protocol,
+                ..
+            } => {
+                *protocol != "UDP"
+                    && !host.contains("..")
                     && targets
                         .iter()
                         .all(|t| t.parse::<std::net::Ipv4Addr>().is_ok())
@@ -112,6 +119,7 @@ pub(super) fn valid(rng: &mut fastrand::Rng, obj: Obj) -> Spec {
                 .map(|a| POOL[a].to_owned())
                 .collect(),
             ttl: [30, 60][rng.usize(..2)],
+            protocol: ["HTTP", "HTTPS"][rng.usize(..2)],
         },
         Obj::Probe(_) => Spec::Probe {
             address: POOL[rng.usize(..POOL.len())],
@@ -128,9 +136,15 @@ pub(super) fn broken(rng: &mut fastrand::Rng, spec: &Spec) -> Spec {
         // breaks is the status: a Gateway controller that lost its addresses for a while.
         Spec::Gateway { addresses, .. } => addresses.clear(),
         Spec::Policy { protocol, .. } | Spec::Probe { protocol, .. } => *protocol = "UDP",
-        Spec::Record { host, targets, .. } => match rng.bool() {
-            true => *host = host.replacen('.', "..", 1),
-            false => targets[0] = "300.1.1.1".to_owned(),
+        Spec::Record {
+            host,
+            targets,
+            protocol,
+            ..
+        } => match rng.usize(..3) {
+            0 => *host = host.replacen('.', "..", 1),
+            1 => targets[0] = "300.1.1.1".to_owned(),
+            _ => *protocol = "UDP",
         },
     }
     spec
@@ -237,14 +251,22 @@ fn document(obj: Obj, spec: &Spec) -> (usize, Value) {
                 },
             }),
         ),
-        (Obj::Record(i), Spec::Record { host, targets, ttl }) => (
+        (
+            Obj::Record(i),
+            Spec::Record {
+                host,
+                targets,
+                ttl,
+                protocol,
+            },
+        ) => (
             0,
             json!({
                 "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSRecord",
                 "metadata": {"name": format!("rec{i}")},
                 "spec": {"rootHost": host, "endpoints": [
                     {"dnsName": host, "recordType": "A", "recordTTL": ttl, "targets": targets}
-                ]},
+                ], "healthCheck": {"path": "/healthz", "port": 443, "protocol": protocol}},
             }),
         ),
         (Obj::Probe(i), Spec::Probe { address, protocol }) => (
