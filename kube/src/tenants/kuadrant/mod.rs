@@ -9,6 +9,8 @@
 mod carry;
 mod gateways;
 mod round;
+#[cfg(test)]
+mod round_tests;
 mod status;
 mod translate;
 
