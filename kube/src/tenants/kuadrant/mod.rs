@@ -4,7 +4,10 @@
 //! enter admission as `DNSFailover`s would (named `dnsrecord.NAME`), under the namespace's
 //! allowance; what became of each is written to the record's conditions, and the policies
 //! and probes get the status Kuadrant's controllers write ([`status`]). The translation is
-//! the binary's (it owns the import), handed in as a [`Translate`].
+//! the binary's (it owns the import), handed in as a [`Translate`]. The pure side of a
+//! round is [`Core`]: it keeps each record's origin, so a record made from a listener is
+//! carried through a refusal of what it depends on (`carry`) and withdrawn only by a
+//! deletion or an accepted edit that drops it.
 
 mod carry;
 mod gateways;
