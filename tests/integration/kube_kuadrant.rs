@@ -350,3 +350,118 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
         "opted out"
     );
 }
+
+/// The default policy's path through a refused edit: a Gateway with two listeners gets its
+/// default DNSPolicy, which publishes both hostnames; the policy edited into a protocol
+/// Kuadrant's probes do not speak is refused, its status saying why and naming each
+/// listener's record it keeps, while both names answer byte for byte as before (hosts
+/// files read every 20 ms); the edit reverted, the policy is accepted again with exactly the
+/// files and conditions from before; the policy deleted, both names are withdrawn. Runs
+/// against the Kubernetes API test server.
+#[tokio::test]
+async fn kuadrant_listener_names_survive_a_refused_policy_edit_and_leave_on_its_deletion() {
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let gws = three_gateways();
+    let port = gws[0].addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = operator_config(dir.path(), kube_addr, port)
+        .set("kubernetes.kuadrant", true)
+        .set("kubernetes.kuadrant_default_policy", true);
+    let _process = run_operator(dir.path(), &config);
+    let mut gw = gateway("team-a", "gw-l", &[gws[0].addr().ip(), gws[1].addr().ip()]);
+    gw["spec"]["listeners"] = json!([
+        {"name": "api", "hostname": "api-l.team-a.io", "port": 443, "protocol": "HTTPS"},
+        {"name": "web", "hostname": "web-l.team-a.io", "port": 443, "protocol": "HTTPS"},
+    ]);
+    kube.apply(gw);
+    let files = ["api", "web"].map(|l| hosts(dir.path(), &format!("team-a_dnsrecord.gw-l-{l}")));
+    for file in &files {
+        wait_for_file(file, "the default policy's listener", |c| {
+            addresses(c).len() == 2
+        })
+        .await;
+    }
+    let accepted = || accepted_condition(&kube, "gw-l-dns");
+    eventually("the default policy accepted", || {
+        accepted().is_some_and(|c| c[1] == "True")
+    })
+    .await;
+    let (published, conditions) = (read_all(&files), policy_conditions(&kube, "gw-l-dns"));
+    let original = kube.object("dnspolicies", "team-a", "gw-l-dns").unwrap();
+
+    let mut broken = original.clone();
+    broken["spec"]["healthCheck"] = json!({"path": "/healthz", "port": port, "protocol": "UDP"});
+    kube.apply(broken);
+    eventually(
+        "the policy refused, naming why and the records it keeps",
+        || {
+            accepted().is_some_and(|c| {
+                let m = c[3].as_str().unwrap_or_default();
+                c[1] == "False"
+                    && c[2] == "Invalid"
+                    && m.contains("\"UDP\"")
+                    && ["api", "web"].iter().all(|l| {
+                        m.contains(&format!("DNSRecord gw-l-{l} (from a listener) is refused"))
+                    })
+                    && m.ends_with("the DNS it published before is kept")
+            })
+        },
+    )
+    .await;
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(1500) {
+        assert_eq!(
+            read_all(&files),
+            published,
+            "a listener's name changed while refused"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    kube.apply(original);
+    eventually("the conditions from before the edit", || {
+        policy_conditions(&kube, "gw-l-dns") == conditions
+    })
+    .await;
+    assert_eq!(
+        read_all(&files),
+        published,
+        "the files from before the edit"
+    );
+    kube.delete("dnspolicies", "team-a", "gw-l-dns");
+    for file in &files {
+        wait_for_file(file, "the listener's name withdrawn", |c| {
+            addresses(c).is_empty()
+        })
+        .await;
+    }
+}
+
+/// The files' contents, in order.
+fn read_all(files: &[std::path::PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect()
+}
+
+/// Policy `name`'s conditions (of `team-a`) as `[type, status, reason, message]`.
+fn policy_conditions(kube: &KubeApi, name: &str) -> Vec<Value> {
+    let policy = kube
+        .object("dnspolicies", "team-a", name)
+        .unwrap_or_default();
+    policy["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| json!([c["type"], c["status"], c["reason"], c["message"]]))
+        .collect()
+}
+
+/// Policy `name`'s `Accepted` condition, as [`policy_conditions`] gives it.
+fn accepted_condition(kube: &KubeApi, name: &str) -> Option<Value> {
+    policy_conditions(kube, name)
+        .into_iter()
+        .find(|c| c[0] == "Accepted")
+}

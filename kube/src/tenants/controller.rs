@@ -92,11 +92,13 @@ impl Controller {
     async fn round(&mut self, engine: &EngineReader) -> Merge {
         let started = std::time::Instant::now();
         let all = self.watched.resources.state();
+        let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
-            kuadrant.refresh(&self.base, &self.watched.gateway_objects());
+            let gateways = self.watched.listed_gateways();
+            kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
         }
         let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some())
-            || self.kuadrant.as_ref().is_some_and(|k| k.deleting());
+            || self.kuadrant.as_ref().is_some_and(|k| k.core().deleting());
         // The engine's overview is only needed to tell which deleted resources this process
         // never ran.
         let status = match deleting {
@@ -131,19 +133,18 @@ impl Controller {
                         .is_some_and(|v| stand_ins.iter().all(|k| !v.known(&tenant_name(k))));
                     unknown && revived.insert(record.clone())
                 };
-                input.extend(kuadrant.stand_ins(&mut revive));
+                input.extend(kuadrant.core().stand_ins(&mut revive));
             }
             if self.revived.len() != before {
                 self.watched.poke();
             }
-            live.extend(kuadrant.record_keys());
+            live.extend(kuadrant.core().record_keys());
         }
         self.revived.retain(|k| live.contains(k));
-        let kept = self.admitter.kept();
         let refused = self
             .kuadrant
             .iter()
-            .flat_map(|k| k.refusals(&kept))
+            .flat_map(|k| k.core().refusals(&kept))
             .collect();
         let admission =
             self.admitter

@@ -158,6 +158,14 @@ impl Watched {
             let _ = self.services.wait_until_ready().await;
             let _ = self.nodes.wait_until_ready().await;
             let _ = self.gateways.wait_until_ready().await;
+            // Kuadrant's records publish nothing new until all its kinds are listed.
+            for store in self
+                .kuadrant
+                .iter()
+                .flat_map(|k| k.others.iter().chain([&k.records]))
+            {
+                let _ = store.wait_until_ready().await;
+            }
         };
         if tokio::time::timeout(grace, all).await.is_err() {
             let resources =
@@ -167,6 +175,16 @@ impl Watched {
             }
         }
     }
+}
+
+/// Whether `store` has had its first list.
+pub(crate) fn listed<K>(store: &Store<K>) -> bool
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    use futures_util::FutureExt;
+    store.wait_until_ready().now_or_never().is_some()
 }
 
 /// What of an object admission reads, as a value that changes when that does.
@@ -274,6 +292,11 @@ impl Watched {
     /// The Gateways now, every namespace.
     pub fn gateway_objects(&self) -> Vec<Arc<DynamicObject>> {
         self.gateways.state()
+    }
+
+    /// The Gateways, once listed (`None` before: an empty store is not "no Gateways").
+    pub fn listed_gateways(&self) -> Option<Vec<Arc<DynamicObject>>> {
+        listed(&self.gateways).then(|| self.gateways.state())
     }
 }
 

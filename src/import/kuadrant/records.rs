@@ -6,7 +6,7 @@
 //! is a `Hostname`) becomes an endpoint given by that name, in a tenant answering
 //! `cname`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
@@ -15,9 +15,22 @@ use super::*;
 #[derive(Default)]
 pub(super) struct Endpoints {
     pub(super) list: Vec<(String, Table)>,
+    /// Live: a record's endpoints are its own (a probe's are shared), so one record's check,
+    /// weight or refusal never reaches another record that names the same address.
+    per_record: bool,
+    /// Which record made each endpoint not made by a probe, by endpoint name.
+    made_by: BTreeMap<String, String>,
 }
 
 impl Endpoints {
+    /// No endpoints yet; `per_record`: each record's endpoints are its own (live).
+    pub(super) fn new(per_record: bool) -> Endpoints {
+        Endpoints {
+            per_record,
+            ..Endpoints::default()
+        }
+    }
+
     pub(super) fn probe(&mut self, doc: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
         let name = doc
             .get("metadata")
@@ -44,10 +57,16 @@ impl Endpoints {
     /// The endpoint of `address` (an IP address or a host name), made from a record
     /// (named `record-N`) if no probe names it.
     pub(super) fn of_address(&mut self, address: &str, record: &str) -> String {
-        if let Some((_, t)) = self.list.iter().find(|(a, _)| a == address) {
+        let found = self.list.iter().find(|(a, t)| {
+            let name = t["name"].as_str().unwrap_or_default();
+            a == address
+                && (!self.per_record || self.made_by.get(name).is_none_or(|by| by == record))
+        });
+        if let Some((_, t)) = found {
             return t["name"].as_str().unwrap_or_default().to_owned();
         }
         let name = format!("{record}-{}", self.list.len() + 1);
+        self.made_by.insert(name.clone(), record.to_owned());
         let mut ep = Table::new();
         ep.insert("name".into(), name.clone().into());
         ep.insert("address".into(), address.into());

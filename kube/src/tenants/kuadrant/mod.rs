@@ -4,9 +4,16 @@
 //! enter admission as `DNSFailover`s would (named `dnsrecord.NAME`), under the namespace's
 //! allowance; what became of each is written to the record's conditions, and the policies
 //! and probes get the status Kuadrant's controllers write ([`status`]). The translation is
-//! the binary's (it owns the import), handed in as a [`Translate`].
+//! the binary's (it owns the import), handed in as a [`Translate`]. The pure side of a
+//! round is [`Core`]: it keeps each record's origin, so a record made from a listener is
+//! carried through a refusal of what it depends on (`carry`) and withdrawn only by a
+//! deletion or an accepted edit that drops it.
 
+mod carry;
 mod gateways;
+mod round;
+#[cfg(test)]
+mod round_tests;
 mod status;
 mod translate;
 
@@ -24,9 +31,10 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 pub use gateways::AFFECTED;
+pub use round::{Core, View};
 pub use translate::{
-    stand_in_name, translate_all, Allowance, Policies, PolicyOutcome, Record, Records, Translate,
-    Translation,
+    stand_in_name, translate_all, Allowance, Listener, Policies, PolicyOutcome, Record, Records,
+    Translate, Translation,
 };
 
 use super::admit::{endpoint_name, tenant_name, Key, Verdict};
@@ -34,20 +42,21 @@ use super::discover::Lookup;
 use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus, FINALIZER};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
-use super::watch::KuadrantStores;
+use super::watch::{listed, KuadrantStores};
+use round::{being_deleted, holds_finalizer};
 use status::{policy_status, probe_status, PolicyFacts};
-use translate::stands_for;
 
 /// Kuadrant's resources in the controller: the stores, the translation, this round's
 /// stand-ins and policy outcomes, and the writers of the records', policies' and probes'
 /// status.
 pub struct Live {
-    translate: Box<dyn Translate>,
+    core: Core,
     stores: KuadrantStores,
-    records: Records,
-    policies: Policies,
     /// The records whose `Ready` is `True`, as the last report computed.
     ready: BTreeSet<(String, String)>,
+    /// The records made from listeners that are refused (kept or not), with why, as the
+    /// last report computed: their policy's status names them.
+    refused: BTreeMap<(String, String), String>,
     statuses: Statuses,
     policy_statuses: Statuses,
     probe_statuses: Statuses,
@@ -70,19 +79,26 @@ impl Live {
             statuses: writer(KuadrantStores::record_type()),
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
-            translate,
+            core: Core::new(translate),
             stores,
-            records: Records::new(),
-            policies: Policies::new(),
             ready: BTreeSet::new(),
+            refused: BTreeMap::new(),
             client,
             made: HashSet::new(),
         }
     }
 
-    /// Translates the records as they are now, with the `gateways` policies target, each
-    /// namespace publishing through the sinks its allowance names.
-    pub fn refresh(&mut self, base: &Config, gateways: &[Arc<DynamicObject>]) {
+    /// Translates the records as they are now, with the `gateways` policies target (`None`:
+    /// not listed yet), each namespace publishing through the sinks its allowance names;
+    /// `kept`: the keys admission keeps a last accepted generation of. Until each of
+    /// Kuadrant's kinds and the Gateways are listed, what the last complete view became
+    /// stands.
+    pub fn refresh(
+        &mut self,
+        base: &Config,
+        gateways: Option<&[Arc<DynamicObject>]>,
+        kept: &[Key],
+    ) {
         let allowance = |ns: &str| base.kubernetes.allow.iter().find(|a| a.namespace == ns);
         let sinks = |ns: &str| allowance(ns).map(|a| a.sinks.clone()).unwrap_or_default();
         let domain = |ns: &str, host: &str| {
@@ -98,56 +114,28 @@ impl Live {
             sinks: &sinks,
             domain: &domain,
         };
-        (self.records, self.policies) = translate_all(
-            &self.stores.records.state(),
-            &self.stores.other_documents(),
+        let complete = std::iter::once(&self.stores.records)
+            .chain(&self.stores.others)
+            .all(listed);
+        let (records, others) = (self.stores.records.state(), self.stores.other_documents());
+        let view = gateways.filter(|_| complete).map(|gateways| View {
+            records: &records,
+            others: &others,
             gateways,
-            self.translate.as_ref(),
-            &allowed,
-        );
+        });
+        self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
-    /// The keys a record is revived under (see [`Self::stand_ins`]): its own stand-in's.
-    pub fn record_keys(&self) -> impl Iterator<Item = Key> + '_ {
-        self.records
-            .keys()
-            .map(|(ns, name)| (ns.clone(), stand_in_name(name)))
-    }
-
-    /// Whether a watched record is being deleted.
-    pub fn deleting(&self) -> bool {
-        self.records.values().any(|r| being_deleted(&r.object))
-    }
-
-    /// The stand-ins that translated, for admission: those of live records, and of a
-    /// record being deleted only when `revive(record, its stand-ins)` says so (one this
-    /// process never published, published once so its withdrawal can be seen). A record
-    /// being deleted otherwise stands for nothing: its tenants go and their records are
-    /// withdrawn, and its finalizer holds it until they are.
-    pub fn stand_ins(&self, revive: &mut dyn FnMut(&Key, &[Key]) -> bool) -> Vec<&DNSFailover> {
-        let mut out = Vec::new();
-        for ((ns, name), record) in &self.records {
-            let Ok(stand_ins) = &record.stand_ins else {
-                continue;
-            };
-            let keys: Vec<Key> = stand_ins
-                .iter()
-                .map(|s| (ns.clone(), s.name_any()))
-                .collect();
-            let deleting = being_deleted(&record.object);
-            let own = (ns.clone(), stand_in_name(name));
-            if !deleting || (holds_finalizer(&record.object) && revive(&own, &keys)) {
-                out.extend(stand_ins);
-            }
-        }
-        out
+    /// The pure side: the records, policies, stand-ins and refusals.
+    pub fn core(&self) -> &Core {
+        &self.core
     }
 
     /// Adds the finalizer to records that publish, and takes it from records being deleted
     /// once every sink holds their withdrawal (the writer only).
     pub async fn finalize(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>) {
-        for ((ns, _), record) in &self.records {
-            if record.from_listener {
+        for ((ns, _), record) in self.core.records() {
+            if record.listener.is_some() {
                 continue;
             }
             let stand_in_keys: Vec<Key> = match &record.stand_ins {
@@ -184,7 +172,7 @@ impl Live {
         now: f64,
     ) {
         let policies = self.stores.policies();
-        let applied = gateways::applied(&self.policies, &policies);
+        let applied = gateways::applied(self.core.policies(), &policies);
         for g in gateways {
             let key = (
                 g.metadata.namespace.clone().unwrap_or_default(),
@@ -242,35 +230,12 @@ impl Live {
         }
     }
 
-    /// The records that did not translate, refused as invalid: each of the stand-ins it had
-    /// when last accepted (`kept`: the keys admission keeps a last generation of), so every
-    /// name of the record keeps its last answer.
-    pub fn refusals(&self, kept: &[Key]) -> Vec<(Key, Verdict)> {
-        let mut refused = Vec::new();
-        for ((ns, name), record) in &self.records {
-            let Err(message) = &record.stand_ins else {
-                continue;
-            };
-            let own = (ns.clone(), stand_in_name(name));
-            let others = kept
-                .iter()
-                .filter(|k| k.0 == *ns && **k != own && stands_for(&k.1, name));
-            for k in std::iter::once(&own).chain(others) {
-                let verdict = Verdict::Refused {
-                    reason: "Invalid",
-                    message: message.clone(),
-                };
-                refused.push((k.clone(), verdict));
-            }
-        }
-        refused
-    }
-
     /// Writes each record's `Accepted` and `Ready` conditions where they changed.
     pub fn report(&mut self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
         let mut changed = BTreeMap::new();
         let mut ready = BTreeSet::new();
-        for ((ns, name), entry) in &self.records {
+        let mut refused = BTreeMap::new();
+        for ((ns, name), entry) in self.core.records() {
             let (record, stand_ins) = (&entry.object, &entry.stand_ins);
             let own = (ns.clone(), stand_in_name(name));
             // The record is as well as its worst stand-in: a refused one names the refusal.
@@ -304,7 +269,11 @@ impl Live {
             {
                 ready.insert((ns.clone(), name.clone()));
             }
-            if want.conditions != current && !entry.from_listener {
+            if entry.listener.is_some() {
+                if let Some(why) = refusal(verdicts.get(&key)) {
+                    refused.insert((ns.clone(), name.clone()), why);
+                }
+            } else if want.conditions != current {
                 let status = json!({
                     "observedGeneration": record.metadata.generation,
                     "conditions": want.conditions,
@@ -314,6 +283,7 @@ impl Live {
         }
         self.statuses.send(changed);
         self.ready = ready;
+        self.refused = refused;
     }
 
     /// Writes each DNSPolicy's `Accepted` and `Enforced` conditions where they changed
@@ -325,8 +295,10 @@ impl Live {
             let name = policy.metadata.name.clone().unwrap_or_default();
             let target = policy.data["spec"]["targetRef"]["name"].as_str();
             let ready = |record: &str| self.ready.contains(&(ns.clone(), record.to_owned()));
+            let refused = self.refused_of(&ns, &name);
             let facts = PolicyFacts {
-                outcome: self.policies.get(&(ns.clone(), name.clone())),
+                outcome: self.core.policies().get(&(ns.clone(), name.clone())),
+                refused: &refused,
                 target_exists: target.map(|g| world.gateway(&ns, g).is_some()),
                 ready: &ready,
             };
@@ -336,6 +308,24 @@ impl Live {
             }
         }
         self.policy_statuses.send(changed);
+    }
+
+    /// The records made from listeners that policy `name` of `ns` governs and that are
+    /// refused, with why (they have no object of their own to say it).
+    fn refused_of(&self, ns: &str, name: &str) -> Vec<(String, String)> {
+        self.refused
+            .iter()
+            .filter(|((n, _), _)| n == ns)
+            .filter(|((n, record), _)| {
+                let listener = self
+                    .core
+                    .records()
+                    .get(&(n.clone(), record.clone()))
+                    .and_then(|r| r.listener.as_ref());
+                listener.is_some_and(|l| l.policy.as_deref() == Some(name))
+            })
+            .map(|((_, record), why)| (record.clone(), why.clone()))
+            .collect()
     }
 
     /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
@@ -352,7 +342,8 @@ impl Live {
                 continue;
             };
             let stand_in = self
-                .records
+                .core
+                .records()
                 .iter()
                 .filter(|((n, _), _)| *n == ns)
                 .filter_map(|(_, r)| r.stand_ins.as_ref().ok())
@@ -396,17 +387,17 @@ impl Live {
     }
 }
 
-fn being_deleted(object: &DynamicObject) -> bool {
-    object.metadata.deletion_timestamp.is_some()
-}
-
-fn holds_finalizer(object: &DynamicObject) -> bool {
-    object
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == FINALIZER)
+/// Why a verdict refuses its resource, when it does (kept or not).
+fn refusal(verdict: Option<&Verdict>) -> Option<String> {
+    match verdict? {
+        Verdict::Refused { reason, message } => Some(format!("{reason}: {message}")),
+        Verdict::KeptLast {
+            reason, message, ..
+        } => Some(format!(
+            "{reason}: {message} (its last accepted answer is kept)"
+        )),
+        _ => None,
+    }
 }
 
 /// Whether `object`'s status differs from `want` in `fields`.

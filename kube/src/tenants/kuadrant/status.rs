@@ -22,6 +22,9 @@ use super::translate::PolicyOutcome;
 pub struct PolicyFacts<'a> {
     /// Its outcome in the namespace's translation, or why the namespace did not translate.
     pub outcome: Option<&'a Result<PolicyOutcome, String>>,
+    /// The records made from its Gateway's listeners that are refused, with why: they have
+    /// no object of their own, so the policy's status names them.
+    pub refused: &'a [(String, String)],
     /// Whether the Gateway its `targetRef` names exists (`None`: it names none).
     pub target_exists: Option<bool>,
     /// Whether each record it governs is ready (its `Ready` condition is `True`).
@@ -36,24 +39,11 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
         now,
     };
     let mut conditions = Vec::new();
-    let refusal = match facts.outcome {
-        None => Some(("Unknown", "DNSPolicy has not been translated yet".to_owned())),
-        Some(Err(message)) => Some(("Invalid", message.clone())),
-        Some(Ok(o)) => o.invalid.as_ref().map(|m| ("Invalid", m.clone())),
-    }
-    .or_else(|| {
-        (facts.target_exists == Some(false)).then(|| {
-            (
-                "TargetNotFound",
-                "the Gateway its targetRef names was not found; the DNSRecords named for it are still published as this policy says".to_owned(),
-            )
-        })
-    });
     let records = match facts.outcome {
         Some(Ok(o)) => o.records.as_slice(),
         _ => &[],
     };
-    match refusal {
+    match refusal(facts) {
         Some(("TargetNotFound", message)) => {
             conditions.push(condition(
                 &previous,
@@ -65,7 +55,13 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
             ));
         }
         Some((reason, message)) => {
-            let message = format!("{message}; the DNS it published before is kept");
+            let message = match facts.refused {
+                [] => format!("{message}; the DNS it published before is kept"),
+                refused => format!(
+                    "{message}; {}; the DNS it published before is kept",
+                    refused_records(refused)
+                ),
+            };
             conditions.push(condition(&previous, at, "Accepted", false, reason, message));
         }
         None => {
@@ -73,7 +69,12 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
             conditions.push(condition(
                 &previous, at, "Accepted", true, "Accepted", accepted,
             ));
-            conditions.push(enforced(records, facts.ready, &previous, at));
+            let mut enforced = enforced(records, facts.ready, &previous, at);
+            if !facts.refused.is_empty() {
+                enforced.message =
+                    format!("{}; {}", enforced.message, refused_records(facts.refused));
+            }
+            conditions.push(enforced);
         }
     }
     json!({
@@ -81,6 +82,32 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
         "conditions": conditions,
         "totalRecords": records.len(),
     })
+}
+
+/// Why the policy is not accepted (reason, message), if it is not.
+fn refusal(facts: &PolicyFacts<'_>) -> Option<(&'static str, String)> {
+    match facts.outcome {
+        None => Some(("Unknown", "DNSPolicy has not been translated yet".to_owned())),
+        Some(Err(message)) => Some(("Invalid", message.clone())),
+        Some(Ok(o)) => o.invalid.as_ref().map(|m| ("Invalid", m.clone())),
+    }
+    .or_else(|| {
+        (facts.target_exists == Some(false)).then(|| {
+            (
+                "TargetNotFound",
+                "the Gateway its targetRef names was not found; the DNSRecords named for it are still published as this policy says".to_owned(),
+            )
+        })
+    })
+}
+
+/// The refused records made from listeners, each with why, as a clause of a message.
+fn refused_records(refused: &[(String, String)]) -> String {
+    let each: Vec<String> = refused
+        .iter()
+        .map(|(record, why)| format!("DNSRecord {record} (from a listener) is refused: {why}"))
+        .collect();
+    each.join("; ")
 }
 
 /// `Enforced`: every governed record ready, some of them, or none.
@@ -205,6 +232,7 @@ mod tests {
         ] {
             let is_ready = |r: &str| ready.contains(&r);
             let facts = PolicyFacts {
+                refused: &[],
                 outcome: Some(&outcome),
                 target_exists: Some(true),
                 ready: &is_ready,
@@ -236,6 +264,7 @@ mod tests {
             ),
         ] {
             let facts = PolicyFacts {
+                refused: &[],
                 outcome: Some(outcome),
                 target_exists: exists,
                 ready: &ready,
@@ -256,6 +285,41 @@ mod tests {
                 _ => "the DNS it published before is kept",
             };
             assert!(message.ends_with(kept), "{message}");
+        }
+    }
+
+    /// A record made from a listener has no object of its own: its refusal, with the
+    /// reason, is in its policy's status, whether the policy is refused or accepted.
+    #[test]
+    fn a_refused_listener_record_is_named_with_its_reason_in_the_policy() {
+        let refused = [(
+            "gw-api".to_owned(),
+            "Invalid: Gateway gw has no IP address in its status".to_owned(),
+        )];
+        let ready = |_: &str| true;
+        let invalid = Ok(PolicyOutcome {
+            records: vec!["gw-api".into()],
+            invalid: Some("protocol \"UDP\": only HTTP and HTTPS".into()),
+        });
+        let accepted = Ok(PolicyOutcome {
+            records: vec!["gw-api".into()],
+            invalid: None,
+        });
+        for (outcome, condition) in [(&invalid, 0), (&accepted, 1)] {
+            let facts = PolicyFacts {
+                refused: &refused,
+                outcome: Some(outcome),
+                target_exists: Some(true),
+                ready: &ready,
+            };
+            let status = policy_status(&policy(), &facts, 0.0);
+            let message = status["conditions"][condition]["message"].as_str().unwrap();
+            assert!(
+                message.contains(
+                    "DNSRecord gw-api (from a listener) is refused: Invalid: Gateway gw has no IP address"
+                ),
+                "{message}"
+            );
         }
     }
 }

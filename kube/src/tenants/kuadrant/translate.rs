@@ -42,14 +42,26 @@ pub struct PolicyOutcome {
 
 /// One DNSRecord, written or made from a Gateway's listener, and the `DNSFailover`s
 /// standing for it (one per distinct answer among its names), or why it has none.
+#[derive(Clone)]
 pub struct Record {
     /// The record as watched; for one made from a listener, an object with the Gateway's
     /// identity and the record's name.
     pub object: Arc<DynamicObject>,
     /// Its stand-ins, or why it has none.
     pub stand_ins: Result<Vec<DNSFailover>, String>,
-    /// Made from a targeted Gateway's listener: there is no object to write a status to.
-    pub from_listener: bool,
+    /// Made from a targeted Gateway's listener: there is no object to write a status to,
+    /// so its refusals are told in the governing policy's status.
+    pub listener: Option<Listener>,
+}
+
+/// Where a record made from a listener comes from: what it depends on, so that only the
+/// deletion of one of them (or an accepted edit that drops it) withdraws it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    /// The Gateway whose listener it is.
+    pub gateway: String,
+    /// The DNSPolicy that governs it, as the translation that made it said.
+    pub policy: Option<String>,
 }
 
 /// What the DNSRecords become, per (namespace, record name).
@@ -98,6 +110,40 @@ pub fn translate_all(
     translate: &dyn Translate,
     allowed: &Allowance<'_>,
 ) -> (Records, Policies) {
+    let mut by_record = Records::new();
+    let mut policies = Policies::new();
+    for (ns, docs) in documents(records, others, gateways, allowed) {
+        let translation = translate.translate(&docs);
+        for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
+            let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+            let outcome = match &translation {
+                Ok(t) => Ok(t.policies.get(name).cloned().unwrap_or_default()),
+                Err(e) => Err(e.clone()),
+            };
+            policies.insert((ns.clone(), name.to_owned()), outcome);
+        }
+        let sinks = (allowed.sinks)(&ns);
+        let of_ns = Namespace {
+            ns: &ns,
+            translation: &translation,
+            sinks: &sinks,
+        };
+        for record in of_ns.records(records, gateways) {
+            let name = record.object.metadata.name.clone().unwrap_or_default();
+            by_record.insert((ns.clone(), name), record);
+        }
+    }
+    (by_record, policies)
+}
+
+/// Each namespace's documents as the import reads them, with the Gateways its policies
+/// target.
+fn documents(
+    records: &[Arc<DynamicObject>],
+    others: &[Arc<DynamicObject>],
+    gateways: &[Arc<DynamicObject>],
+    allowed: &Allowance<'_>,
+) -> BTreeMap<String, Vec<Value>> {
     let mut namespaces: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for o in records.iter().chain(others) {
         let ns = o.metadata.namespace.clone().unwrap_or_default();
@@ -119,38 +165,62 @@ pub fn translate_all(
             .collect();
         docs.extend(mine);
     }
-    let mut by_record = BTreeMap::new();
-    let mut policies = Policies::new();
-    for (ns, docs) in namespaces {
-        let in_ns: Vec<&Arc<DynamicObject>> = records
+    namespaces
+}
+
+/// One namespace's translation, and the sinks its records publish through.
+struct Namespace<'a> {
+    ns: &'a str,
+    translation: &'a Result<Translation, String>,
+    sinks: &'a [String],
+}
+
+impl Namespace<'_> {
+    /// The namespace's written records and those made from its Gateways' listeners (each a
+    /// record the translation published or said why not), with their stand-ins.
+    fn records(
+        &self,
+        written: &[Arc<DynamicObject>],
+        gateways: &[Arc<DynamicObject>],
+    ) -> Vec<Record> {
+        let ns = self.ns;
+        let in_ns: Vec<&Arc<DynamicObject>> = written
             .iter()
-            .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
+            .filter(|r| r.metadata.namespace.as_deref() == Some(ns))
             .collect();
-        let translation = translate.translate(&docs);
-        for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
-            let name = doc["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let outcome = match &translation {
-                Ok(t) => Ok(t.policies.get(&name).cloned().unwrap_or_default()),
-                Err(e) => Err(e.clone()),
-            };
-            policies.insert((ns.clone(), name), outcome);
+        let names: Vec<&str> = in_ns
+            .iter()
+            .filter_map(|r| r.metadata.name.as_deref())
+            .collect();
+        let mut out: Vec<Record> = in_ns
+            .iter()
+            .map(|r| self.record((*r).clone(), None))
+            .collect();
+        let Ok(t) = self.translation else {
+            return out;
+        };
+        let made = t.by_record.keys().chain(t.unpublished.keys());
+        for name in made.filter(|n| !names.contains(&n.as_str())) {
+            if let Some((object, gateway)) = listener_record(name, ns, gateways) {
+                let policy = t
+                    .policies
+                    .iter()
+                    .find(|(_, o)| o.records.contains(name))
+                    .map(|(p, _)| p.clone());
+                out.push(self.record(object, Some(Listener { gateway, policy })));
+            }
         }
-        let written: Vec<String> = in_ns
-            .iter()
-            .map(|r| r.metadata.name.clone().unwrap_or_default())
-            .collect();
-        let from_listeners: Vec<Arc<DynamicObject>> = translation
-            .iter()
-            .flat_map(|t| t.by_record.keys())
-            .filter(|name| !written.contains(name))
-            .filter_map(|name| listener_record(name, &ns, gateways))
-            .collect();
-        for record in in_ns.into_iter().chain(&from_listeners) {
-            let name = record.metadata.name.clone().unwrap_or_default();
-            let stand_ins = translation.as_ref().map_err(Clone::clone).and_then(|t| {
+        out
+    }
+
+    /// Record `object` with its stand-ins, or why it has none.
+    fn record(&self, object: Arc<DynamicObject>, listener: Option<Listener>) -> Record {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let stand_ins = self
+            .translation
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|t| {
                 if let Some(why) = t.unpublished.get(&name) {
                     return Err(why.clone());
                 }
@@ -162,19 +232,15 @@ pub fn translate_all(
                 }
                 tenants
                     .iter()
-                    .map(|tenant| stand_in(record, tenant, &t.config, &(allowed.sinks)(&ns)))
+                    .map(|tenant| stand_in(&object, tenant, &t.config, self.sinks))
                     .collect()
             });
-            let from_listener = !written.contains(&name);
-            let entry = Record {
-                object: record.clone(),
-                stand_ins,
-                from_listener,
-            };
-            by_record.insert((ns.clone(), name), entry);
+        Record {
+            object,
+            stand_ins,
+            listener,
         }
     }
-    (by_record, policies)
 }
 
 /// A Gateway as the import reads it, its listeners outside the namespace's allowed
@@ -189,13 +255,13 @@ fn gateway_document(gateway: &DynamicObject, in_zone: &dyn Fn(&str) -> bool) -> 
 }
 
 /// The object standing for record `name` made from a listener (`GATEWAY-LISTENER`) of a
-/// Gateway of `ns`: the Gateway's identity (so the record's stand-ins are judged again
-/// when the Gateway changes) under the record's name.
-fn listener_record(
+/// Gateway of `ns`, and the Gateway's name: the Gateway's identity (so the record's
+/// stand-ins are judged again when the Gateway changes) under the record's name.
+pub(super) fn listener_record(
     name: &str,
     ns: &str,
     gateways: &[Arc<DynamicObject>],
-) -> Option<Arc<DynamicObject>> {
+) -> Option<(Arc<DynamicObject>, String)> {
     let gateway = gateways.iter().find(|g| {
         g.metadata.namespace.as_deref() == Some(ns)
             && g.metadata
@@ -207,7 +273,7 @@ fn listener_record(
     object.metadata.uid = gateway.metadata.uid.as_ref().map(|u| format!("{u}/{name}"));
     object.metadata.generation = gateway.metadata.generation;
     object.metadata.creation_timestamp = gateway.metadata.creation_timestamp.clone();
-    Some(Arc::new(object))
+    Some((Arc::new(object), gateway.metadata.name.clone()?))
 }
 
 /// The document as the import reads it: kind, metadata name and spec.

@@ -1,0 +1,120 @@
+//! The pure round with a translation that publishes a Gateway's one listener while its
+//! policy is valid and fails its namespace otherwise: the listener's record is carried
+//! through the failure, a round before the lists changes nothing, and deleting the policy
+//! or the Gateway withdraws it.
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use serde_json::{json, Value};
+
+use super::round::{Core, View};
+use super::translate::{Allowance, PolicyOutcome, Translate, Translation};
+
+/// `gw-api` (api.team-a.io at 192.0.2.1) while policy `p` has `spec.valid`; the namespace
+/// fails to translate otherwise.
+struct OneListener;
+
+impl Translate for OneListener {
+    fn translate(&self, docs: &[Value]) -> Result<Translation, String> {
+        let policy = docs.iter().find(|d| d["kind"] == "DNSPolicy");
+        if policy.is_some_and(|p| p["spec"]["valid"] != true) {
+            return Err("policy p is broken".to_owned());
+        }
+        let gateway = docs.iter().any(|d| d["kind"] == "Gateway");
+        let mut t = Translation {
+            config: json!({
+                "tenants": [{"name": "gw-api", "domains": ["api.team-a.io"], "endpoints": ["e1"]}],
+                "endpoints": [{"name": "e1", "address": "192.0.2.1"}],
+            }),
+            by_record: Default::default(),
+            unpublished: Default::default(),
+            policies: Default::default(),
+        };
+        if let (Some(_), true) = (policy, gateway) {
+            t.by_record.insert("gw-api".into(), vec!["gw-api".into()]);
+            let outcome = PolicyOutcome {
+                records: vec!["gw-api".into()],
+                invalid: None,
+            };
+            t.policies.insert("p".into(), outcome);
+        }
+        Ok(t)
+    }
+}
+
+fn object(value: Value) -> Arc<DynamicObject> {
+    Arc::new(serde_json::from_value(value).expect("an object"))
+}
+
+fn policy(valid: bool) -> Arc<DynamicObject> {
+    object(json!({
+        "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
+        "metadata": {"name": "p", "namespace": "team-a", "uid": "p"},
+        "spec": {"targetRef": {"name": "gw"}, "valid": valid},
+    }))
+}
+
+fn gateway() -> Arc<DynamicObject> {
+    object(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "team-a", "uid": "gw"},
+        "spec": {"listeners": [{"name": "api", "hostname": "api.team-a.io"}]},
+        "status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.1"}]},
+    }))
+}
+
+/// What the core holds of `gw-api`: `Some(true)` translated, `Some(false)` refused.
+fn listener(core: &Core) -> Option<bool> {
+    let key = ("team-a".to_owned(), "gw-api".to_owned());
+    core.records().get(&key).map(|r| r.stand_ins.is_ok())
+}
+
+#[test]
+fn a_listener_record_is_carried_through_a_refusal_and_withdrawn_only_by_a_deletion() {
+    let sinks = |_: &str| vec!["local".to_owned()];
+    let domain = |_: &str, _: &str| true;
+    let allowed = Allowance {
+        sinks: &sinks,
+        domain: &domain,
+    };
+    let kept = [("team-a".to_owned(), "dnsrecord.gw-api".to_owned())];
+    let mut core = Core::new(Box::new(OneListener));
+    let round =
+        |core: &mut Core, others: &[Arc<DynamicObject>], gateways: &[Arc<DynamicObject>]| {
+            let view = View {
+                records: &[],
+                others,
+                gateways,
+            };
+            core.refresh(Some(&view), &allowed, &kept);
+        };
+    let gateways = [gateway()];
+    round(&mut core, &[policy(true)], &gateways);
+    assert_eq!(listener(&core), Some(true));
+    round(&mut core, &[policy(false)], &gateways);
+    assert_eq!(listener(&core), Some(false), "carried, refused");
+    assert_eq!(
+        core.refusals(&kept).len(),
+        1,
+        "refused, so its last answer is kept"
+    );
+    core.refresh(None, &allowed, &kept);
+    assert_eq!(
+        listener(&core),
+        Some(false),
+        "a round before the lists changes nothing"
+    );
+    round(&mut core, &[policy(true)], &gateways);
+    assert_eq!(
+        listener(&core),
+        Some(true),
+        "the revert translates it again"
+    );
+    round(&mut core, &[policy(false)], &gateways);
+    round(&mut core, &[], &gateways);
+    assert_eq!(listener(&core), None, "the policy deleted");
+    round(&mut core, &[policy(true)], &gateways);
+    round(&mut core, &[policy(false)], &[]);
+    assert_eq!(listener(&core), None, "the Gateway deleted");
+}
