@@ -20,7 +20,7 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
         Ok(plan) => {
             if let Some(Err(e)) = plan.state_dir.as_deref().map(writable) {
                 eprintln!(
-                    "state_dir: {e}: `run` would start with operator drains that cannot be saved and the availability ledger degraded (make it writable by the user that runs the orchestrator: in Kubernetes, the pod's securityContext.fsGroup)"
+                    "state_dir: {e}: `run` would start with the availability ledger degraded and any operator drain unsaved (make it writable by the user that runs the orchestrator: in Kubernetes, the pod's securityContext.fsGroup)"
                 );
                 return ExitCode::from(2);
             }

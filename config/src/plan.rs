@@ -487,8 +487,20 @@ impl SloWindow {
     /// As metrics and alerts label it (`30d`, `month`).
     pub fn label(&self) -> String {
         match self {
+            SloWindow::Rolling(d) if d.as_secs() % 86_400 == 0 => {
+                format!("{}d", d.as_secs() / 86_400)
+            }
             SloWindow::Rolling(d) => humantime::format_duration(*d).to_string(),
             SloWindow::Month => "month".to_owned(),
+        }
+    }
+
+    /// How long its budget lasts: the duration, or a month's average (30.44 days), which
+    /// the burn-rate alerts scale their thresholds by.
+    pub fn period(&self) -> Duration {
+        match self {
+            SloWindow::Rolling(d) => *d,
+            SloWindow::Month => Duration::from_secs(2_630_016),
         }
     }
 }

@@ -76,15 +76,26 @@ fn rfc3339(t: SystemTime) -> String {
 
 /// The ledger's figures of [`NAME`] over `[from, to)`.
 async fn figures(api: SocketAddr, from: SystemTime, to: SystemTime) -> serde_json::Value {
+    availability(api, NAME, from, to).await
+}
+
+/// The ledger's figures of `name` over `[from, to)`, with its intervals.
+pub(crate) async fn availability(
+    api: SocketAddr,
+    name: &str,
+    from: SystemTime,
+    to: SystemTime,
+) -> serde_json::Value {
     let path = format!(
-        "/v1/availability?name={NAME}&from={}&to={}&intervals=true",
+        "/v1/availability?name={name}&from={}&to={}&intervals=true",
         rfc3339(from),
         rfc3339(to)
     );
     serde_json::from_str(&api_get(api, &path).await).unwrap()
 }
 
-fn secs(v: &serde_json::Value, key: &str) -> f64 {
+/// The figure `key` of `v`, which must hold it.
+pub(crate) fn secs(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"))
 }
 

@@ -1,10 +1,11 @@
 //! The availability ledger is optional: whatever state its files or its folder are in, the
 //! engine starts, probes and publishes, and the ledger alone is reported degraded
-//! (`/status`, the `ledger_degraded` gauge). One test per case: a foreign file, an empty one,
-//! one of a newer format, a torn last record, a name whose file cannot be written (and is
-//! then fixed), and, with the real binary run as an unprivileged user, a `state_dir` that
-//! user cannot write, which `check-config` refuses; a malformed drains file still stops
-//! `run`, with its way out and no panic.
+//! (`/status`, the `ledger_degraded` gauge). One test per case: a foreign file (moved aside,
+//! counted, the name recording again), an empty one, one of a newer format, a torn last
+//! record, a name whose file cannot be written (and is then fixed), and, with the real
+//! binary run as an unprivileged user, a `state_dir` that user cannot write, which
+//! `check-config` refuses; a malformed drains file still stops `run`, with its way out and
+//! no panic.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -83,10 +84,10 @@ async fn published_with(
 #[actix_rt::test]
 async fn a_foreign_ledger_file_is_moved_aside_and_the_engine_publishes() {
     let (dir, _engine, api, _gw) = published_with(|f| std::fs::write(f, "junk").unwrap()).await;
-    wait_ledger(api, "degraded", "not a ledger file").await;
-    assert_eq!(
-        degraded_gauge(api).await,
-        "health_orchestrator_ledger_degraded 1"
+    let metrics = api_get(api, "/metrics").await;
+    assert!(
+        metrics.contains("\nhealth_orchestrator_ledger_files_set_aside_total 1\n"),
+        "{metrics}"
     );
     let aside: Vec<_> = std::fs::read_dir(dir.path().join("state/ledger/aside"))
         .unwrap()
@@ -99,6 +100,12 @@ async fn a_foreign_ledger_file_is_moved_aside_and_the_engine_publishes() {
         std::fs::read(&file).is_ok_and(|b| b.starts_with(b"HOL2") && b.len() > 4)
     })
     .await;
+    // Recording again, the ledger is no longer degraded: the file aside is the record.
+    wait_ledger(api, "recording", "").await;
+    assert_eq!(
+        degraded_gauge(api).await,
+        "health_orchestrator_ledger_degraded 0"
+    );
 }
 
 #[actix_rt::test]

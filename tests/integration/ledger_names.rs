@@ -7,11 +7,11 @@
 //! is undone. The expected seconds come from the script's own clock and PowerDNS's answers,
 //! within one probe interval plus one canary period per stretch.
 
-use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use ho_testkit::{Behaviour, Gateway};
 
+use crate::answer_canary::{availability, secs};
 use crate::harness::*;
 use crate::services::pdns::{PdnsServer, DNS_PORT};
 
@@ -59,26 +59,6 @@ fn config(
         .render()
 }
 
-/// `name`'s figures over `[from, to)`.
-async fn figures(
-    api: SocketAddr,
-    name: &str,
-    from: SystemTime,
-    to: SystemTime,
-) -> serde_json::Value {
-    let at = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
-    let path = format!(
-        "/v1/availability?name={name}&from={}&to={}",
-        at(from),
-        at(to)
-    );
-    serde_json::from_str(&api_get(api, &path).await).unwrap()
-}
-
-fn secs(v: &serde_json::Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"))
-}
-
 #[actix_rt::test]
 async fn two_checks_on_one_address_and_a_hand_edit_are_charged_to_their_own_names() {
     let pdns = PdnsServer::start(&format!("{ZONE}."));
@@ -124,8 +104,8 @@ async fn two_checks_on_one_address_and_a_hand_edit_are_charged_to_their_own_name
 
     let end = SystemTime::now();
     let (w, m) = (
-        figures(api, WEB, start, end).await,
-        figures(api, MAIL, start, end).await,
+        availability(api, WEB, start, end).await,
+        availability(api, MAIL, start, end).await,
     );
     println!(
         "web: dead {:.3} s (script {:.3} s), wrong {:.3} s; mail: dead {:.3} s, wrong {:.3} s (script {:.3} s)",

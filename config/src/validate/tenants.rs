@@ -455,7 +455,7 @@ fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
         }
         _ => {
             let why =
-                format!("\"{text}\" is not an objective: write a percentage below 100, \"99.9%\"");
+                format!("\"{text}\" is not an objective: write a percentage above 0 and below 100, \"99.9%\"");
             errs.push(format!("{path}.slo"), why);
             None
         }

@@ -12,6 +12,16 @@ impl Inner {
         self.note(what, false);
     }
 
+    /// Notes a file the store could not use: one moved aside is counted and clears with the
+    /// next append that reaches the disk (its name records again); one of a newer version
+    /// stays (its name is not recorded while the file is there).
+    pub(super) fn trouble(&mut self, t: &super::store::Trouble) {
+        if t.moved_to.is_some() {
+            self.metrics.answers.ledger_files_set_aside.inc();
+        }
+        self.note(t.to_string(), t.moved_to.is_none());
+    }
+
     /// Notes a problem, `sticky` when it stays for the process's life: logged, in
     /// `/status`, the degraded gauge and an event (once per change of state).
     pub(super) fn note(&mut self, what: String, sticky: bool) {
@@ -81,7 +91,7 @@ impl Inner {
             self.problem(f);
         }
         for t in troubles {
-            self.note(t.to_string(), true);
+            self.trouble(&t);
         }
     }
 

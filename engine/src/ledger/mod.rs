@@ -81,8 +81,8 @@ struct Inner {
     /// Changes the store could not take yet, oldest first.
     pending: Vec<Change>,
     /// What keeps the ledger from recording as configured, newest last, each with whether
-    /// it stays (a file moved aside or left alone: that name's figures miss time for good)
-    /// or goes once the store takes every change again.
+    /// it stays (a file of a newer version, left alone: its name is not recorded) or goes
+    /// once the store takes every change again.
     problems: Vec<(String, bool)>,
     metrics: Arc<Metrics>,
     events: Events,
@@ -130,14 +130,14 @@ impl Inner {
         let result = store.append(&pending);
         let troubles = store.troubles();
         for t in troubles {
-            self.note(t.to_string(), true);
+            self.trouble(&t);
         }
         match result {
             Ok(()) => self.recovered(),
             Err(Unwritten { error, changes }) => {
                 self.metrics.answers.ledger_write_failures.inc();
                 self.problem(format!(
-                    "cannot append to {error}; retried every {}s",
+                    "cannot append to {error}; retried with the next change and every {}s",
                     TICK.as_secs()
                 ));
                 self.pending = changes;

@@ -42,8 +42,12 @@ impl Accounts {
         self.resources = (plan.tenants.iter())
             .map(|t| (t.name.clone(), t.resource.clone().unwrap_or_default()))
             .collect();
-        let gauges = &self.metrics.answers.slo_objective;
+        let (gauges, periods) = (
+            &self.metrics.answers.slo_objective,
+            &self.metrics.answers.slo_period,
+        );
         gauges.clear();
+        periods.clear();
         for t in &plan.tenants {
             let Some(slo) = &t.slo else { continue };
             let (namespace, name) = t.resource.clone().unwrap_or_default();
@@ -54,6 +58,9 @@ impl Accounts {
                 window: slo.window.label(),
             };
             gauges.get_or_create(&labels).set(slo.objective);
+            periods
+                .get_or_create(&labels)
+                .set(slo.window.period().as_secs_f64());
         }
     }
 

@@ -68,6 +68,11 @@ pub struct AnswerMetrics {
     pub tenant_served_seconds: Family<TenantServedLabels, Counter<f64, AtomicU64>>,
     /// Each tenant's availability objective (`0.999`).
     pub slo_objective: Family<SloLabels, Gauge<f64, AtomicU64>>,
+    /// How long each objective's budget lasts, in seconds (what the burn-rate thresholds
+    /// scale by).
+    pub slo_period: Family<SloLabels, Gauge<f64, AtomicU64>>,
+    /// Ledger files that were not ledger files, moved aside (their names start again).
+    pub ledger_files_set_aside: Counter,
 }
 
 impl Default for AnswerMetrics {
@@ -82,6 +87,8 @@ impl Default for AnswerMetrics {
             ledger_write_failures: Counter::default(),
             tenant_served_seconds: Family::default(),
             slo_objective: Family::default(),
+            slo_period: Family::default(),
+            ledger_files_set_aside: Counter::default(),
         }
     }
 }
@@ -128,6 +135,16 @@ impl AnswerMetrics {
             "slo_objective_ratio",
             "A tenant's availability objective (slo), with the window it is kept over",
             self.slo_objective.clone(),
+        );
+        registry.register(
+            "slo_period_seconds",
+            "How long a tenant's error budget lasts (its slo_window), which the burn-rate alerts scale their thresholds by",
+            self.slo_period.clone(),
+        );
+        registry.register(
+            "ledger_files_set_aside",
+            "Availability ledger files that were not ledger files, moved to ledger/aside/ (the name's history starts again)",
+            self.ledger_files_set_aside.clone(),
         );
     }
 }
