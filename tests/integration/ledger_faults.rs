@@ -167,9 +167,13 @@ async fn wait_until(what: &str, done: impl Fn() -> bool) {
 }
 
 /// `cmd` run as the unprivileged user `nobody` (as the shipped image runs, on a volume
-/// owned by root).
-fn as_nobody(cmd: std::process::Command) -> std::process::Command {
-    let program = cmd.get_program().to_owned();
+/// owned by root), from a copy of its program in `dir` (where the build lives may be closed
+/// to other users).
+fn as_nobody(cmd: std::process::Command, dir: &Path) -> std::process::Command {
+    let program = dir.join("health-orchestrator");
+    if !program.exists() {
+        std::fs::copy(cmd.get_program(), &program).unwrap();
+    }
     let mut wrapped = std::process::Command::new("setpriv");
     wrapped
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -190,7 +194,8 @@ fn as_nobody(cmd: std::process::Command) -> std::process::Command {
 #[actix_rt::test]
 async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alone() {
     let gw = gateway();
-    let dir = tempfile::tempdir().unwrap();
+    // Under /tmp, which every user may traverse, whatever TMPDIR says.
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = dir.path().join("state");
     std::fs::create_dir(&state).unwrap();
@@ -208,7 +213,7 @@ async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alo
     check
         .args(["check-config", "--config"])
         .arg(dir.path().join("config.toml"));
-    let out = as_nobody(check).output().unwrap();
+    let out = as_nobody(check, dir.path()).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
@@ -218,7 +223,7 @@ async fn an_unwritable_state_dir_is_refused_by_check_config_and_degrades_run_alo
 
     let log = dir.path().join("run.log");
     cmd.stderr(std::fs::File::create(&log).unwrap());
-    let _running = Running(as_nobody(cmd).spawn().unwrap());
+    let _running = Running(as_nobody(cmd, dir.path()).spawn().unwrap());
     let deadline = Instant::now() + Duration::from_secs(30);
     while try_api_get(api, "/healthz").await.is_none() {
         let said = std::fs::read_to_string(&log).unwrap_or_default();
