@@ -59,6 +59,10 @@ pub enum Event {
         /// sink holding one CNAME per name takes the first of (empty otherwise).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         hosts: Vec<crate::snapshot::HostAddresses>,
+        /// `[multi_cluster]`: the addresses the clusters' vote judged down (whether or not
+        /// fail-open publishes them), the verdict every cluster's ledger charges.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        voted_down: Option<Vec<IpAddr>>,
     },
     /// A sink wrote (or failed to write) a tenant.
     SinkWrite {

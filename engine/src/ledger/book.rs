@@ -194,6 +194,10 @@ struct TenantServed {
     written: HashMap<String, (u64, Arc<[IpAddr]>)>,
     /// What the canary saw, by (sink, name, location asked from).
     observed: HashMap<(String, String, Option<String>), Arc<[IpAddr]>>,
+    /// `[multi_cluster]`: the addresses the clusters' last vote judged down. A voting
+    /// tenant's names are judged by the vote, so every cluster charges the same time
+    /// (a cluster in the minority does not charge what the vote kept).
+    voted_down: Option<BTreeSet<IpAddr>>,
 }
 
 impl TenantServed {
@@ -369,15 +373,21 @@ impl Book {
                 tenant,
                 seq,
                 addresses,
+                voted_down,
                 ..
             } => {
-                if let Some(t) = self.tenants.get_mut(tenant) {
-                    if t.published.len() == PUBLISHED_KEPT {
-                        t.published.pop_front();
-                    }
-                    t.published.push_back((*seq, addresses.as_slice().into()));
+                let Some(t) = self.tenants.get_mut(tenant) else {
+                    return Vec::new();
+                };
+                if t.published.len() == PUBLISHED_KEPT {
+                    t.published.pop_front();
                 }
-                Vec::new()
+                t.published.push_back((*seq, addresses.as_slice().into()));
+                let voted = voted_down.as_ref().map(|v| v.iter().copied().collect());
+                if std::mem::replace(&mut t.voted_down, voted) == t.voted_down {
+                    return Vec::new();
+                }
+                self.settle(|t| t == tenant.as_str(), at)
             }
             Event::SinkWrite {
                 sink,
@@ -453,12 +463,16 @@ impl Book {
             }
             let Some(plan) = &served.plan else { continue };
             let maintenance = plan.endpoints.iter().any(|e| self.held.contains(&e.name));
-            let dead: BTreeSet<IpAddr> = (plan.endpoints.iter())
-                .filter(|e| {
-                    (self.down.get(&e.name)).is_some_and(|checks| e.down_since(checks).is_some())
-                })
-                .map(|e| e.address)
-                .collect();
+            let dead: BTreeSet<IpAddr> = match &served.voted_down {
+                Some(voted) => voted.clone(),
+                None => (plan.endpoints.iter())
+                    .filter(|e| {
+                        (self.down.get(&e.name))
+                            .is_some_and(|checks| e.down_since(checks).is_some())
+                    })
+                    .map(|e| e.address)
+                    .collect(),
+            };
             for name in &plan.names {
                 let kind = self.judge(served, plan, name, &dead);
                 let condition = Condition {

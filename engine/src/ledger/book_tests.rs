@@ -61,6 +61,7 @@ fn publish(seq: u64, addresses: &[IpAddr], at: u64) -> Event {
         mode: "healthy",
         addresses: addresses.to_vec(),
         hosts: Vec::new(),
+        voted_down: None,
     }
 }
 
@@ -397,6 +398,7 @@ fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
                         mode: "healthy",
                         addresses: set.clone(),
                         hosts: Vec::new(),
+                        voted_down: None,
                     });
                     book.event(&Event::SinkWrite {
                         at: ts(at + 10),
@@ -499,4 +501,46 @@ fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
     assert_eq!(served(&changes), [(3_500, Served::DeadAddress, false)]);
     let changes = book.event(&check("tcp://192.0.2.1:443", "up", 6_000));
     assert_eq!(served(&changes), [(6_000, Served::Answered, false)]);
+}
+
+/// A voting tenant (`[multi_cluster]`) is judged by the clusters' vote, so every cluster
+/// charges the same time: this cluster seeing an address down while the vote keeps it (it
+/// is in the minority) charges nothing; once the vote judges it down, the address served
+/// is dead from that decision until the served answer drops it.
+#[test]
+fn a_voting_tenant_is_judged_by_the_vote_not_this_clusters_view() {
+    let mut book = Book::new(Vec::new());
+    let mut tenant = plan(&[]);
+    tenant.sinks = vec!["zone".into()];
+    book.plan(vec![tenant], 0);
+    let voted = |seq: u64, addresses: &[IpAddr], down: &[IpAddr], at: u64| Event::Publish {
+        at: ts(at),
+        tenant: "shop".into(),
+        seq,
+        mode: "healthy",
+        addresses: addresses.to_vec(),
+        hosts: Vec::new(),
+        voted_down: Some(down.to_vec()),
+    };
+    assert!(book.event(&voted(1, &[ip(1), ip(2)], &[], 100)).is_empty());
+    assert_eq!(
+        served(&book.event(&written("zone", 1, 110))),
+        [(110, Served::Answered, false)]
+    );
+    // This cluster sees ip(1) fail; the others do not, and the vote keeps it.
+    let changes = book.event(&transition(ip(1), "down", 2_000, Some(1_500)));
+    assert!(
+        changes.is_empty(),
+        "the minority's view is not the name's: {changes:?}"
+    );
+    assert!(book
+        .event(&voted(2, &[ip(1), ip(2)], &[], 2_100))
+        .is_empty());
+    // The vote withdraws it.
+    let changes = book.event(&voted(3, &[ip(2)], &[ip(1)], 5_000));
+    assert_eq!(served(&changes), [(5_000, Served::DeadAddress, false)]);
+    assert_eq!(
+        served(&book.event(&written("zone", 3, 5_050))),
+        [(5_050, Served::Answered, false)]
+    );
 }

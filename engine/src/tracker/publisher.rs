@@ -224,6 +224,12 @@ impl Publisher {
             mode: snapshot.mode.as_str(),
             addresses: snapshot.addresses.iter().map(|a| a.address).collect(),
             hosts: snapshot.host_addresses(),
+            voted_down: (snapshot.votes.as_ref()).map(|t| {
+                (t.addresses.iter())
+                    .filter(|v| !v.kept)
+                    .map(|v| v.address)
+                    .collect()
+            }),
         });
         fx.push(Effect::Publish {
             sinks: tenant.sinks.clone(),
