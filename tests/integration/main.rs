@@ -25,6 +25,7 @@ mod conformance;
 mod coredns_configmap;
 mod crash;
 mod crate_graph;
+mod crd_upgrade;
 mod deploy;
 mod dns_checks;
 mod dns_endpoint;

@@ -23,6 +23,7 @@ pub fn crd(checks: &CheckList) -> CustomResourceDefinition {
         for version in versions {
             if let Some(schema) = version.pointer_mut("/schema/openAPIV3Schema") {
                 structural(schema, checks);
+                old_spellings(schema);
                 schema["description"] = json!(
                     "A set of domains published to the healthy subset of the gateways a team names or the orchestrator discovers (health-orchestrator)."
                 );
@@ -30,6 +31,40 @@ pub fn crd(checks: &CheckList) -> CustomResourceDefinition {
         }
     }
     serde_json::from_value(value).expect("the rewritten CRD is still a CRD")
+}
+
+/// The fields 0.2.0 renamed, each under its 0.1.0 name too (described as a deprecated
+/// spelling), so the API server keeps what a resource written before the rename holds.
+fn old_spellings(schema: &mut Value) {
+    let places: [(&str, &[&str]); 2] = [
+        (
+            "/properties/spec/properties",
+            &[
+                "degradedTTL",
+                "holdFailback",
+                "onAllUnhealthy",
+                "minHealthy",
+                "defaultWeight",
+                "defaultGeo",
+            ],
+        ),
+        (
+            "/properties/spec/properties/endpoints/items/properties",
+            &["nodeAddress"],
+        ),
+    ];
+    for (at, fields) in places {
+        let Some(Value::Object(properties)) = schema.pointer_mut(at) else {
+            continue;
+        };
+        for field in fields {
+            let Some(mut old) = properties.get(*field).cloned() else {
+                continue;
+            };
+            old["description"] = json!(format!("Deprecated spelling of `{field}`."));
+            properties.insert(super::field_names::config_field(field), old);
+        }
+    }
 }
 
 /// Rewrites one schema node and its children.

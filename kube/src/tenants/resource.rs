@@ -7,6 +7,12 @@
 //! config spelled camelCase, as every Kubernetes API spells them (`holdFailback` is
 //! `hold_failback`; `field_names` translates, also inside `check`); the status follows
 //! Kubernetes' conventions (conditions that `kubectl wait --for=condition=Ready` reads).
+//!
+//! The fields renamed to camelCase in 0.2.0 (`degraded_ttl`, `hold_failback`,
+//! `on_all_unhealthy`, `min_healthy`, `default_weight`, `default_geo`, `node_address`) are
+//! read in both spellings until 0.4.0, and the CRD lists both (the old one as a deprecated
+//! spelling), so an apply in either order never prunes a setting; one given in both
+//! spellings is refused.
 
 use std::collections::BTreeMap;
 
@@ -48,12 +54,17 @@ pub struct DNSFailoverSpec {
     #[serde(
         default,
         rename = "degradedTTL",
+        alias = "degraded_ttl",
         skip_serializing_if = "Option::is_none"
     )]
     pub degraded_ttl: Option<String>,
     /// A gateway that fails while published stays out of DNS until an operator releases it
     /// (`POST /v1/endpoints/NAME/release`; default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "hold_failback",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub hold_failback: Option<bool>,
     /// Routing policy applied to the healthy set (default `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,19 +75,35 @@ pub struct DNSFailoverSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
     /// What to publish when every endpoint is unhealthy (default `publish_all`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "on_all_unhealthy",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub on_all_unhealthy: Option<OnAllUnhealthy>,
     /// Panic threshold as a share (0.0-1.0) of endpoints that must be healthy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "min_healthy",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub min_healthy: Option<f64>,
     /// Weights by endpoint label for `weighted` and `geo`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<WeightRule>,
     /// Weight of endpoints no rule matches (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "default_weight",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default_weight: Option<u32>,
     /// `geo` only: the geo answered to clients no endpoint matches.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "default_geo",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default_geo: Option<String>,
     /// Availability objective of the names, as the orchestrator's ledger counts it
     /// (`"99.9%"`): the shipped rules alert on its burn rate, labelled with this resource's
@@ -132,7 +159,11 @@ pub struct EndpointSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<BTreeMap<String, String>>,
     /// Which node address `nodes` publishes: `ExternalIP` (default) or `InternalIP`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "node_address",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub node_address: Option<NodeAddressType>,
     /// Labels for `weights` rules and `geo` routing.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
