@@ -157,28 +157,20 @@ pub struct EndpointPlan {
 }
 
 impl EndpointPlan {
-    /// When the endpoint became down by its own checks, given each of its checks judged
-    /// down (by target key) and its first counted failure (`None`: not down). For several checks, the first failure
-    /// of the check that tipped the combination.
-    fn down_since(&self, down: &HashMap<String, u64>) -> Option<u64> {
-        let mut failing: Vec<u64> = self
-            .checks
-            .iter()
-            .filter_map(|k| down.get(k).copied())
-            .collect();
-        failing.sort_unstable();
-        failing.into_iter().find(|&until| {
-            let health = |k: &String| match down.get(k) {
-                Some(&since) if since <= until => Health::Down,
-                _ => Health::Up,
-            };
-            let (first, also) = self.checks.split_first().expect("an endpoint has a check");
-            combine_healths(
-                health(first),
-                also.iter().map(health),
-                self.composite.as_ref(),
-            ) == Health::Down
-        })
+    /// Whether the endpoint is down by its own checks, given each of its checks judged down
+    /// (by target key). The stretch starts at the first counted failure of the check whose
+    /// transition tipped the combination: the time that transition settles the names at.
+    fn is_down(&self, down: &HashMap<String, u64>) -> bool {
+        let health = |k: &String| match down.contains_key(k) {
+            true => Health::Down,
+            false => Health::Up,
+        };
+        let (first, also) = self.checks.split_first().expect("an endpoint has a check");
+        combine_healths(
+            health(first),
+            also.iter().map(health),
+            self.composite.as_ref(),
+        ) == Health::Down
     }
 }
 
@@ -466,10 +458,7 @@ impl Book {
             let dead: BTreeSet<IpAddr> = match &served.voted_down {
                 Some(voted) => voted.clone(),
                 None => (plan.endpoints.iter())
-                    .filter(|e| {
-                        (self.down.get(&e.name))
-                            .is_some_and(|checks| e.down_since(checks).is_some())
-                    })
+                    .filter(|e| (self.down.get(&e.name)).is_some_and(|checks| e.is_down(checks)))
                     .map(|e| e.address)
                     .collect(),
             };
