@@ -241,8 +241,9 @@ pub struct Book {
     down: HashMap<String, HashMap<String, u64>>,
     /// The tenants each target key judges an endpoint of: a transition re-judges only
     /// those, so a wave of a thousand transitions does not re-judge every name a thousand
-    /// times.
-    judged_by: HashMap<String, BTreeSet<String>>,
+    /// times. Most keys judge one tenant's endpoint: a short list, not a set (a B-tree node
+    /// is a few hundred bytes a key, ten thousand keys over).
+    judged_by: HashMap<String, Vec<String>>,
     /// Endpoints an operator holds.
     held: BTreeSet<String>,
     /// Each name's condition and since when.
@@ -314,7 +315,9 @@ impl Book {
                 .flat_map(|e| &e.checks);
             for key in checks {
                 let tenants = self.judged_by.entry(key.clone()).or_default();
-                tenants.insert(tenant.clone());
+                if !tenants.contains(tenant) {
+                    tenants.push(tenant.clone());
+                }
             }
         }
         let names: BTreeSet<String> = self
@@ -430,7 +433,7 @@ impl Book {
         let Some(tenants) = self.judged_by.get(target).cloned() else {
             return Vec::new();
         };
-        self.settle(|t| tenants.contains(t), at)
+        self.settle(|t| tenants.iter().any(|n| n == t), at)
     }
 
     /// The canary saw what `o` says was served.
