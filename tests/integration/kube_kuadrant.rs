@@ -297,12 +297,9 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     .await;
 }
 
-/// `[kubernetes] kuadrant_default_policy = true`: a Gateway discovered in an allowed
-/// namespace without a DNSPolicy gets the default one (`GATEWAY-dns`), which publishes its
-/// listener; one in a namespace without an allowance, or annotated to opt out, gets none.
-/// Runs against the Kubernetes API test server.
-#[tokio::test]
-async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
+/// The operator against a fresh Kubernetes API test server, Kuadrant's kinds followed and
+/// the default policy on, with three gateways and the folder it runs in.
+async fn with_default_policy() -> (KubeApi, Vec<Gateway>, tempfile::TempDir, Running) {
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
     let gws = three_gateways();
@@ -311,7 +308,17 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
     let config = operator_config(dir.path(), kube_addr, port)
         .set("kubernetes.kuadrant", true)
         .set("kubernetes.kuadrant_default_policy", true);
-    let _process = run_operator(dir.path(), &config);
+    let process = run_operator(dir.path(), &config);
+    (kube, gws, dir, process)
+}
+
+/// `[kubernetes] kuadrant_default_policy = true`: a Gateway discovered in an allowed
+/// namespace without a DNSPolicy gets the default one (`GATEWAY-dns`), which publishes its
+/// listener; one in a namespace without an allowance, or annotated to opt out, gets none.
+/// Runs against the Kubernetes API test server.
+#[tokio::test]
+async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
+    let (kube, gws, dir, _process) = with_default_policy().await;
     let listening = |ns: &str, name: &str, host: &str| {
         let mut g = gateway(ns, name, &[gws[0].addr().ip()]);
         g["spec"]["listeners"] =
@@ -360,15 +367,8 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
 /// against the Kubernetes API test server.
 #[tokio::test]
 async fn kuadrant_listener_names_survive_a_refused_policy_edit_and_leave_on_its_deletion() {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
-    let gws = three_gateways();
+    let (kube, gws, dir, _process) = with_default_policy().await;
     let port = gws[0].addr().port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = operator_config(dir.path(), kube_addr, port)
-        .set("kubernetes.kuadrant", true)
-        .set("kubernetes.kuadrant_default_policy", true);
-    let _process = run_operator(dir.path(), &config);
     let mut gw = gateway("team-a", "gw-l", &[gws[0].addr().ip(), gws[1].addr().ip()]);
     gw["spec"]["listeners"] = json!([
         {"name": "api", "hostname": "api-l.team-a.io", "port": 443, "protocol": "HTTPS"},
