@@ -33,6 +33,8 @@ impl Replica {
         std::fs::write(&secret_file, secret).unwrap();
         let config = TestConfig::new(&Check::FAST, &gws.iter().collect::<Vec<_>>())
             .set("api.listen", api.to_string())
+            // Longer than the test: `/readyz` passes on verdicts alone, never on the grace.
+            .set("defaults.startup_grace", "60s")
             .with(&format!(
                 "[ring]\nenabled = true\nname = \"ho\"\nnamespace = \"dns\"\nidentity = \"{name}\"\n\
                  lease_duration = \"2s\"\nrenew_period = \"300ms\"\nlisten = \"{ip}:7947\"\n\
@@ -71,6 +73,11 @@ impl Replica {
     /// Targets this replica probes now, once it answers.
     async fn probing(&self) -> Option<u64> {
         self.ring().await?["probing"].as_u64()
+    }
+
+    /// Whether `/readyz` passes.
+    async fn ready(&self) -> bool {
+        try_api_get(self.api, "/readyz").await.as_deref() == Some("ready\n")
     }
 
     async fn members(&self) -> Option<usize> {
@@ -150,6 +157,19 @@ async fn three_replicas_share_the_probing_and_every_one_answers_every_verdict() 
         probing_sum(r).await == Some(2 * GATEWAYS as u64) && r[0].members().await == Some(3)
     })
     .await;
+    // A joining replica answers from the owners' verdicts before it owns anything: it is
+    // ready then, with no warning about targets its peers probe.
+    wait_for(&[&b, &c], "the joining replicas ready", async |r| {
+        r[0].ready().await && r[1].ready().await
+    })
+    .await;
+    for r in [&b, &c] {
+        assert!(
+            !r.log().contains("targets without a verdict"),
+            "{} warned about its peers' targets",
+            r.name
+        );
+    }
     // The first seconds after the gates settle still carry the handover: owners that just
     // took a target probe it at once (a burst of first probes); the rate is measured after.
     request_rate(&gws, 240).await;

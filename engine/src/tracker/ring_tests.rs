@@ -118,3 +118,33 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     assert_eq!(h.hosts(), [1, 2, 3]);
     assert_eq!(unowned(&h), None, "owned again");
 }
+
+#[test]
+fn a_replica_that_probes_nothing_yet_is_ready_once_the_owners_verdicts_arrive() {
+    let mut h = alone();
+    // Joining a running ring: the owners probe every target, this replica none.
+    let keys: Vec<String> = (0..3).map(|t| key(&h, t)).collect();
+    let mut fx = Vec::new();
+    h.core.probing(&keys, false, h.now, &mut fx);
+    h.take(fx);
+    assert!(!h.core.ready(), "nothing known yet");
+
+    peer(
+        &mut h,
+        "b",
+        true,
+        &[(0, Health::Up, false), (1, Health::Down, false)],
+    );
+    assert!(!h.core.ready(), "e3 still has no verdict anywhere");
+    peer(&mut h, "c", true, &[(2, Health::Up, false)]);
+    assert!(
+        h.core.ready(),
+        "every target has an owner's verdict: the replica answers, so it is ready"
+    );
+    h.advance(Duration::from_millis(100));
+    assert_eq!(
+        h.hosts(),
+        [1, 3],
+        "and it answers with the owners' verdicts"
+    );
+}

@@ -122,19 +122,14 @@ impl Verdicts {
         self.targets.len()
     }
 
-    /// Whether every target has a verdict.
+    /// Whether every target has a verdict, this replica's own or (`[ring]`) an owner's.
     pub(super) fn all_known(&self) -> bool {
-        self.targets
-            .iter()
-            .all(|t| t.hysteresis.state() != Health::Unknown)
+        self.targets.iter().all(TargetState::known)
     }
 
-    /// How many targets have no verdict yet.
+    /// How many targets have no verdict yet, neither this replica's nor an owner's.
     pub(super) fn unknown(&self) -> usize {
-        self.targets
-            .iter()
-            .filter(|t| t.hysteresis.state() == Health::Unknown)
-            .count()
+        self.targets.iter().filter(|t| !t.known()).count()
     }
 
     /// Targets failing: down, or failing now (a wave is judged on first failures, before

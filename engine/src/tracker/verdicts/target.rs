@@ -86,6 +86,17 @@ impl TargetState {
         }
     }
 
+    /// Whether the target has a verdict to answer with: this replica's own, or under
+    /// `[ring]` the owners' combined. A replica joining a running ring answers every name
+    /// from its peers' stream long before it probes anything, so it is ready then.
+    pub(in crate::tracker) fn known(&self) -> bool {
+        self.hysteresis.state() != Health::Unknown
+            || self
+                .shared
+                .as_ref()
+                .is_some_and(|s| s.combined != Health::Unknown)
+    }
+
     /// The health that decides publication: the verdict, or down while flap damping holds
     /// the target out.
     pub(in crate::tracker) fn effective(&self) -> Health {
