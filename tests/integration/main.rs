@@ -56,6 +56,7 @@ mod kube_host_names;
 mod kube_kuadrant;
 mod kube_tenants;
 mod leader_election;
+mod ledger_clusters;
 mod ledger_faults;
 mod ledger_names;
 mod limits;

@@ -190,6 +190,15 @@ struct TenantServed {
     /// tenant's names are judged by the vote, so every cluster charges the same time
     /// (a cluster in the minority does not charge what the vote kept).
     voted_down: Option<BTreeSet<IpAddr>>,
+    /// Voting tenants: when the canary last saw each name's answer drop each address (see
+    /// [`voted`]).
+    dropped: HashMap<(String, IpAddr), u64>,
+    /// Voting tenants: addresses the vote kept while this cluster's own checks judged
+    /// them down, with that failure's first counted probe (see [`voted`]).
+    disputed: HashMap<IpAddr, u64>,
+    /// Voting tenants: addresses the vote still withdraws that this cluster's own checks
+    /// saw recover since (see [`voted`]).
+    recovered: BTreeSet<IpAddr>,
 }
 
 impl TenantServed {
@@ -379,10 +388,7 @@ impl Book {
                 }
                 t.published.push_back((*seq, addresses.as_slice().into()));
                 let voted = voted_down.as_ref().map(|v| v.iter().copied().collect());
-                if std::mem::replace(&mut t.voted_down, voted) == t.voted_down {
-                    return Vec::new();
-                }
-                self.settle(|t| t == tenant.as_str(), at)
+                self.vote(tenant, voted, at)
             }
             Event::SinkWrite {
                 sink,
@@ -433,6 +439,11 @@ impl Book {
         let Some(tenants) = self.judged_by.get(target).cloned() else {
             return Vec::new();
         };
+        if !down {
+            for tenant in &tenants {
+                self.note_recovered(tenant, endpoints);
+            }
+        }
         self.settle(|t| tenants.iter().any(|n| n == t), at)
     }
 
@@ -442,7 +453,10 @@ impl Book {
             return Vec::new();
         };
         let key = (o.sink.clone(), o.name.clone(), o.geo.clone());
-        t.observed.insert(key, o.addresses.clone());
+        let before = t.observed.insert(key, o.addresses.clone());
+        if t.voted_down.is_some() {
+            t.note_drops(&o.name, before.as_deref(), &o.addresses, o.at);
+        }
         self.settle(|t| t == o.tenant, o.at)
     }
 
@@ -459,7 +473,7 @@ impl Book {
             let Some(plan) = &served.plan else { continue };
             let maintenance = plan.endpoints.iter().any(|e| self.held.contains(&e.name));
             let dead: BTreeSet<IpAddr> = match &served.voted_down {
-                Some(voted) => voted.clone(),
+                Some(voted) => voted.difference(&served.recovered).copied().collect(),
                 None => (plan.endpoints.iter())
                     .filter(|e| (self.down.get(&e.name)).is_some_and(|checks| e.is_down(checks)))
                     .map(|e| e.address)
@@ -514,13 +528,19 @@ impl Book {
             Served::Unanswered
         } else if addresses().any(|(_, a)| dead.contains(a)) {
             Served::DeadAddress
-        } else if addresses().any(|(sink, a)| served.decided(sink, a) == Some(false)) {
+        } else if addresses().any(|(sink, a)| {
+            // An address the vote withdrew is one the clusters decided on, not a stranger.
+            served.decided(sink, a) == Some(false)
+                && !served.voted_down.as_ref().is_some_and(|v| v.contains(a))
+        }) {
             Served::WrongAddress
         } else {
             Served::Answered
         }
     }
 }
+
+mod voted;
 
 #[cfg(test)]
 #[path = "book_tests.rs"]

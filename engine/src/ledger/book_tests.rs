@@ -544,3 +544,76 @@ fn a_voting_tenant_is_judged_by_the_vote_not_this_clusters_view() {
         [(5_050, Served::Answered, false)]
     );
 }
+
+fn voted(seq: u64, addresses: &[IpAddr], down: &[IpAddr], at: u64) -> Event {
+    Event::Publish {
+        at: ts(at),
+        tenant: "shop".into(),
+        seq,
+        mode: "healthy",
+        addresses: addresses.to_vec(),
+        hosts: Vec::new(),
+        voted_down: Some(down.to_vec()),
+    }
+}
+
+/// A voting tenant whose answer the canary observes at PowerDNS, answering both.
+fn voting_and_observed() -> Book {
+    let mut book = Book::new(Vec::new());
+    let mut tenant = plan(&["pdns"]);
+    tenant.sinks = vec!["pdns".into()];
+    book.plan(vec![tenant], 0);
+    book.event(&voted(1, &[ip(1), ip(2)], &[], 100));
+    assert_eq!(
+        served(&book.observed(&seen(&[ip(1), ip(2)], None, 110))),
+        [(110, Served::Answered, false)]
+    );
+    book
+}
+
+#[test]
+fn another_clusters_write_before_this_clusters_vote_still_charges_the_dead_stretch() {
+    let mut book = voting_and_observed();
+    // This cluster counts ip(1)'s first failure at 1,000 (down at 1,200); another
+    // cluster's vote is quicker and its write drops ip(1) at 1,400; this cluster's vote
+    // follows at 1,600.
+    assert!(book
+        .event(&transition(ip(1), "down", 1_200, Some(1_000)))
+        .is_empty());
+    assert!(book.observed(&seen(&[ip(2)], None, 1_400)).is_empty());
+    let changes = book.event(&voted(2, &[ip(2)], &[ip(1)], 1_600));
+    assert_eq!(
+        served(&changes),
+        [
+            (1_000, Served::DeadAddress, false),
+            (1_400, Served::Answered, false)
+        ],
+        "from the first counted failure until the answer dropped it"
+    );
+}
+
+#[test]
+fn a_vote_late_to_return_a_recovered_address_charges_nothing_past_the_recovery() {
+    let mut book = voting_and_observed();
+    book.event(&transition(ip(1), "down", 1_200, Some(1_000)));
+    let changes = book.event(&voted(2, &[ip(2)], &[ip(1)], 1_300));
+    assert_eq!(served(&changes), [(1_000, Served::DeadAddress, false)]);
+    assert_eq!(
+        served(&book.observed(&seen(&[ip(2)], None, 1_400))),
+        [(1_400, Served::Answered, false)]
+    );
+    // It recovers here at 3,000; the others' writes serve it again at 3,100, before this
+    // cluster's vote returns it at 3,400: a live address served, neither dead nor a
+    // stranger.
+    assert!(book.event(&transition(ip(1), "up", 3_000, None)).is_empty());
+    assert!(book
+        .observed(&seen(&[ip(1), ip(2)], None, 3_100))
+        .is_empty());
+    assert!(book
+        .event(&voted(3, &[ip(1), ip(2)], &[], 3_400))
+        .is_empty());
+    // Withdrawn again later by a vote this cluster agrees with: dead again.
+    book.event(&transition(ip(1), "down", 5_200, Some(5_000)));
+    let changes = book.event(&voted(4, &[ip(2)], &[ip(1)], 5_300));
+    assert_eq!(served(&changes), [(5_000, Served::DeadAddress, false)]);
+}

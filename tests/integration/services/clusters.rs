@@ -156,7 +156,11 @@ impl Cluster {
         let mut cmd = binary();
         cmd.args(["run", "--config"])
             .arg(self.config())
-            .env("RUST_LOG", "warn")
+            // `CLUSTER_LOG=info` to see the clusters' decisions in their logs.
+            .env(
+                "RUST_LOG",
+                std::env::var("CLUSTER_LOG").unwrap_or("warn".into()),
+            )
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
             .env("AWS_EC2_METADATA_DISABLED", "true");
