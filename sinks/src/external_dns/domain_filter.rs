@@ -101,12 +101,11 @@ impl DomainFilter {
                 format!("include {include:?}, exclude {exclude:?}")
             }
             DomainFilter::Regex { include, exclude } => {
-                let text = |r: &Option<Regex>| r.as_ref().map(|r| r.as_str().to_owned());
-                format!(
-                    "regexInclude {:?}, regexExclude {:?}",
-                    text(include),
-                    text(exclude)
-                )
+                [("regexInclude", include), ("regexExclude", exclude)]
+                    .iter()
+                    .filter_map(|(key, r)| r.as_ref().map(|r| format!("{key} {:?}", r.as_str())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         }
     }
