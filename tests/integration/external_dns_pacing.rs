@@ -158,9 +158,7 @@ async fn after_a_refusal_naming_a_time_no_request_arrives_earlier() {
         ),
         (503, RetryAfter::Seconds(1)),
     ];
-    let mut seq = 0;
-    for (status, after) in forms {
-        seq += 1;
+    for (seq, (status, after)) in (1u64..).zip(forms) {
         let write = |t: usize| {
             let a = format!("198.51.100.{seq}");
             snapshot(&format!("t{t}"), &format!("t{t}.{ZONE}"), &[a], seq)
