@@ -1,8 +1,9 @@
 //! The HTTP client the network sinks share, and the retry policy for HTTP answers:
-//! connection errors, timeouts, 5xx and 429 are retried (429 after its `Retry-After`);
+//! connection errors, timeouts, 5xx and 429 are retried (429 and 503 not before their
+//! `Retry-After`, which also holds every other request of the sink to that provider);
 //! other 4xx are reported and not hammered.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
@@ -15,6 +16,9 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use tokio::time::Instant;
+
+use crate::retry_after::{self, Holds};
 
 /// Most response bytes read (error texts and zone listings are small; a huge answer is cut).
 const MAX_RESPONSE: usize = 16 * 1024 * 1024;
@@ -24,13 +28,15 @@ const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 pub struct HttpClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
+    /// Providers that asked to be left alone (`Retry-After` on a 429 or 503) until when.
+    holds: Holds,
 }
 
 /// A complete response.
 pub struct Answer {
     /// Status code.
     pub status: StatusCode,
-    /// `Retry-After` in seconds, if sent.
+    /// How long `Retry-After` asked to wait (either form), if sent and readable.
     pub retry_after: Option<Duration>,
     /// `Content-Type`, if sent.
     pub content_type: Option<String>,
@@ -57,11 +63,31 @@ impl HttpClient {
         Ok(HttpClient {
             client: Client::builder(TokioExecutor::new()).build(connector(trust)?),
             timeout,
+            holds: Holds::default(),
         })
     }
 
-    /// Sends `request`; `what` names the exchange in errors (e.g. `PATCH zone example.org.`).
+    /// Sends `request`, not before a hold its provider asked for has passed; `what` names
+    /// the exchange in errors (e.g. `PATCH zone example.org.`).
     pub async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+        what: &str,
+    ) -> Result<Answer, SinkError> {
+        let provider = request
+            .uri()
+            .authority()
+            .map_or_else(String::new, |a| a.as_str().to_ascii_lowercase());
+        self.holds.wait(&provider).await;
+        let answer = self.exchange(request, what).await?;
+        if let (true, Some(wait)) = (asks_to_wait(answer.status), answer.retry_after) {
+            self.holds.hold(&provider, Instant::now() + wait);
+        }
+        Ok(answer)
+    }
+
+    /// One exchange within the timeout.
+    async fn exchange(
         &self,
         request: Request<Full<Bytes>>,
         what: &str,
@@ -81,8 +107,7 @@ impl HttpClient {
                 .headers()
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+                .and_then(|v| retry_after::parse(v, SystemTime::now()));
             let content_type = response
                 .headers()
                 .get(hyper::header::CONTENT_TYPE)
@@ -134,6 +159,12 @@ pub fn bearer_json(
     Ok(request)
 }
 
+/// Whether `status` is one whose `Retry-After` says when to ask again (RFC 9110: 429 and
+/// 503; on a 3xx it is a redirect's pause, which the sinks do not follow).
+fn asks_to_wait(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
+}
+
 /// Turns a non-success answer into an error with the retry policy applied; `detail` is the
 /// back end's own error text when it has one.
 pub fn error_for(answer: &Answer, what: &str, detail: &str) -> SinkError {
@@ -156,6 +187,11 @@ pub fn error_for(answer: &Answer, what: &str, detail: &str) -> SinkError {
     );
     if status == StatusCode::TOO_MANY_REQUESTS {
         SinkError::throttled(message, answer.retry_after)
+    } else if status == StatusCode::SERVICE_UNAVAILABLE {
+        SinkError {
+            retry_after: answer.retry_after,
+            ..SinkError::retriable(message)
+        }
     } else if status.is_server_error() || status == StatusCode::REQUEST_TIMEOUT {
         SinkError::retriable(message)
     } else {

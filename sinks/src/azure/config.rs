@@ -47,7 +47,7 @@ pub struct AzureDnsConfig {
     /// The instance metadata service's base URL (managed identity).
     #[serde(default = "default_imds_url")]
     pub imds_url: String,
-    /// API requests per second this sink may make. Resource Manager throttles writes per
+    /// API requests this sink may make in any one second, no burst on top. Resource Manager throttles writes per
     /// subscription and region with a token bucket (200, refilled at 10 a second); 8 a
     /// second leaves room for other tools.
     #[serde(default = "default_rate")]

@@ -7,8 +7,8 @@
 //! runs wait for it and share its one listing (100 sets a page); then each tenant's changed
 //! sets are written ([`plan::for_tenant`]), each on the condition that it is still as
 //! listed (its `etag`), so a change made meanwhile by someone else is refused (412) and the
-//! tenant is tried again from a new listing instead of overwriting it. Every request waits
-//! for a token of `max_requests_per_second`; a 429 stops the round (its tenants are retried
+//! tenant is tried again from a new listing instead of overwriting it. Requests are paced
+//! to `max_requests_per_second` in any one second; a 429 stops the round (its tenants are retried
 //! after `Retry-After`).
 
 pub mod config;
@@ -27,17 +27,16 @@ use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
-use ho_engine::token_bucket::TokenBucket;
 use hyper::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use hyper::{Method, StatusCode};
 use serde_json::Value;
-use tokio::time::Instant;
 
 use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::pace::Pacer;
 use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::sink::SetupError;
 
@@ -53,7 +52,7 @@ struct Inner {
     zone: String,
     tokens: Tokens,
     owner_id: String,
-    bucket: TokenBucket,
+    pacer: Pacer,
     /// The zone was found at the first write.
     zone_checked: bool,
 }
@@ -76,7 +75,7 @@ impl AzureDnsSink {
                 zone: config.zone.clone(),
                 tokens: Tokens::new(credentials, config),
                 owner_id: owner_id.to_owned(),
-                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                pacer: Pacer::per_second(rate),
                 zone_checked: false,
             })),
         })
@@ -111,7 +110,7 @@ struct Call<'a> {
 }
 
 impl Inner {
-    /// Sends one request to `url` once a token allows; the answer, or the specific error.
+    /// Sends one request to `url` when the pace allows; the answer, or the specific error.
     async fn call(
         &mut self,
         method: Method,
@@ -119,7 +118,6 @@ impl Inner {
         send: Call<'_>,
     ) -> Result<Answer, SinkError> {
         let bearer = self.tokens.bearer(&self.client).await?;
-        self.bucket.take().await;
         let body = send
             .body
             .map(|b| Bytes::from(serde_json::to_vec(b).expect("serializable")))
@@ -137,7 +135,10 @@ impl Inner {
             }
             None => {}
         }
-        let answer = self.client.send(request, send.what).await?;
+        let answer = self
+            .pacer
+            .around(self.client.send(request, send.what))
+            .await?;
         if answer.status.is_success() {
             return Ok(answer);
         }

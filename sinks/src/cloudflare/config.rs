@@ -34,7 +34,7 @@ pub struct CloudflareConfig {
     /// The API's base URL (tests point it elsewhere).
     #[serde(default = "default_url")]
     pub url: String,
-    /// API requests per second this sink may make: Cloudflare allows 1,200 per five
+    /// API requests this sink may make in any one second, no burst on top: Cloudflare allows 1,200 per five
     /// minutes per user, 4 a second.
     #[serde(default = "default_rate")]
     pub max_requests_per_second: f64,

@@ -8,8 +8,8 @@
 //! first, then the records that differ) and packs them into as few
 //! `POST /zones/{id}/dns_records/batch` requests as Cloudflare takes (`max_batch`: 200
 //! operations on the Free plan, up to 3,500 on paid plans; a tenant's operations in one
-//! request, which Cloudflare applies in one transaction: deletes, then creates). Every request waits for a token of
-//! `max_requests_per_second` (Cloudflare allows 1,200 per five minutes), so 500 tenants
+//! request, which Cloudflare applies in one transaction: deletes, then creates). Requests are paced to
+//! `max_requests_per_second` in any one second (Cloudflare allows 1,200 per five minutes), so 500 tenants
 //! changing at once cost a listing and a few batches, not a listing and a batch each. Names are guarded as the Route53 sink guards them: a name is
 //! ours only with the TXT record `_health-orchestrator.<name>` naming this owner; records
 //! are never proxied (what is published is what was probed).
@@ -29,15 +29,14 @@ use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
-use ho_engine::token_bucket::TokenBucket;
 use hyper::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
 use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::pace::Pacer;
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
@@ -54,7 +53,7 @@ struct Inner {
     zone: String,
     token: Secret,
     owner_id: String,
-    bucket: TokenBucket,
+    pacer: Pacer,
     /// Most operations per batch request (`max_batch`: the plan's limit).
     max_batch: usize,
     /// The zone's name matched `zone` at the first write.
@@ -82,7 +81,7 @@ impl CloudflareSink {
                 zone: config.zone.clone(),
                 token,
                 owner_id: owner_id.to_owned(),
-                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                pacer: Pacer::per_second(rate),
                 max_batch: config.max_batch,
                 zone_checked: false,
             })),
@@ -110,7 +109,7 @@ impl Sink for CloudflareSink {
 }
 
 impl Inner {
-    /// Sends one request (`path` after the zone's URL) once a token allows, and reads the
+    /// Sends one request (`path` after the zone's URL) when the pace allows, and reads the
     /// envelope's result; a failure is the specific error, retried or not by its status.
     async fn call<T: DeserializeOwned>(
         &mut self,
@@ -119,10 +118,9 @@ impl Inner {
         body: Bytes,
         what: &str,
     ) -> Result<Envelope<T>, SinkError> {
-        self.bucket.take().await;
         let url = format!("{}{path}", self.zone_url);
         let request = bearer_json(method, &url, self.token.expose(), body, what)?;
-        let answer = self.client.send(request, what).await?;
+        let answer = self.pacer.around(self.client.send(request, what)).await?;
         if !answer.status.is_success() {
             let detail = api::error_text(&answer.body);
             return Err(error_for(

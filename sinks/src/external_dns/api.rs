@@ -1,6 +1,6 @@
 //! external-dns's webhook-provider protocol as JSON, from its protocol document
 //! (docs/tutorials/webhook-provider.md) and Go types (`endpoint.Endpoint`, `plan.Changes`,
-//! `endpoint.DomainFilter`, external-dns v0.22): every request and answer carries the media
+//! external-dns v0.22): every request and answer carries the media
 //! type [`MEDIA_TYPE`]; `GET /` negotiates it and answers the provider's domain filter;
 //! `GET /records` lists every record set; `POST /adjustendpoints` lets the provider adjust
 //! the desired record sets before they are compared; `POST /records` applies one
@@ -126,52 +126,6 @@ impl Changes {
     }
 }
 
-/// The provider's domain filter (`endpoint.DomainFilter` as it marshals): names it takes.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DomainFilter {
-    /// Domains taken, with their subdomains (all when empty).
-    #[serde(default)]
-    pub include: Vec<String>,
-    /// Domains refused, with their subdomains.
-    #[serde(default)]
-    pub exclude: Vec<String>,
-    /// A regular expression of names taken (instead of `include`).
-    #[serde(default)]
-    pub regex_include: Option<String>,
-    /// A regular expression of names refused.
-    #[serde(default)]
-    pub regex_exclude: Option<String>,
-}
-
-impl DomainFilter {
-    /// Whether the provider takes `name`, as external-dns's `DomainFilter.Match` decides
-    /// for plain domains (a leading dot takes subdomains only). A regex filter is left to
-    /// the provider: `None`.
-    pub fn takes(&self, name: &str) -> Option<bool> {
-        if self.regex_include.is_some() || self.regex_exclude.is_some() {
-            return None;
-        }
-        let under = |domain: &String| {
-            let d = domain.trim_end_matches('.').to_ascii_lowercase();
-            match d.strip_prefix('.') {
-                Some(sub) => name.ends_with(&format!(".{sub}")),
-                None => name == d || name.ends_with(&format!(".{d}")),
-            }
-        };
-        let included = self.include.is_empty() || self.include.iter().any(under);
-        Some(included && !self.exclude.iter().any(under))
-    }
-
-    /// The filter as an operator reads it.
-    pub fn describe(&self) -> String {
-        match (&self.regex_include, &self.regex_exclude) {
-            (None, None) => format!("include {:?}, exclude {:?}", self.include, self.exclude),
-            (include, exclude) => format!("regexInclude {include:?}, regexExclude {exclude:?}"),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,23 +149,5 @@ mod tests {
         )
         .unwrap();
         assert!(a.serves_as(&listed) && listed.labels["owner"] == "x");
-    }
-
-    #[test]
-    fn domain_filters_match_as_external_dns_matches() {
-        let f: DomainFilter =
-            serde_json::from_str(r#"{"include":["example.com"],"exclude":["int.example.com"]}"#)
-                .unwrap();
-        assert_eq!(f.takes("example.com"), Some(true));
-        assert_eq!(f.takes("api.example.com"), Some(true));
-        assert_eq!(f.takes("a.int.example.com"), Some(false));
-        assert_eq!(f.takes("badexample.com"), Some(false));
-        let sub: DomainFilter = serde_json::from_str(r#"{"include":[".example.com"]}"#).unwrap();
-        assert_eq!(sub.takes("example.com"), Some(false));
-        assert_eq!(sub.takes("api.example.com"), Some(true));
-        let all: DomainFilter = serde_json::from_str("{}").unwrap();
-        assert_eq!(all.takes("anything.org"), Some(true));
-        let regex: DomainFilter = serde_json::from_str(r#"{"regexInclude":".*"}"#).unwrap();
-        assert_eq!(regex.takes("api.example.com"), None);
     }
 }

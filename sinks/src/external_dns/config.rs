@@ -20,7 +20,7 @@ pub struct ExternalDnsWebhookConfig {
     /// The provider's webhook address, as external-dns's `--webhook-provider-url` names it
     /// (a sidecar usually listens on `http://localhost:8888`).
     pub url: String,
-    /// Requests per second to the provider; a provider reaches a DNS API with limits of
+    /// Requests to the provider in any one second, no burst on top; a provider reaches a DNS API with limits of
     /// its own (Hetzner: 3,600 an hour; IONOS: about 10 a second).
     #[serde(default = "default_rate")]
     pub max_requests_per_second: f64,

@@ -12,7 +12,9 @@
 //! forever), and sends the differences as `POST /records` changes, `max_changes` record
 //! sets a request with each tenant's in one request. A request the provider refuses (4xx)
 //! is sent again tenant by tenant, so one tenant's refused change fails that tenant only.
-//! Every request waits for a token of `max_requests_per_second`.
+//! Requests are paced to `max_requests_per_second` in any one second, and a `Retry-After`
+//! holds every request to the provider until the time it names ([`crate::pace`],
+//! [`crate::retry_after`]).
 //!
 //! The record sets are not listed again for every round: the sink keeps its view as last
 //! listed, with its own accepted changes applied, as the Route53 sink does. It lists again
@@ -30,6 +32,7 @@
 pub mod config;
 
 mod api;
+mod domain_filter;
 mod plan;
 mod reports;
 
@@ -41,16 +44,16 @@ use ho_config::TlsCheck;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
-use ho_engine::token_bucket::TokenBucket;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
-use self::api::{Changes, DomainFilter, Endpoint, MEDIA_TYPE};
+use self::api::{Changes, Endpoint, MEDIA_TYPE};
 use self::config::ExternalDnsWebhookConfig;
+use self::domain_filter::DomainFilter;
 use crate::http::{error_for, Answer, HttpClient};
+use crate::pace::Pacer;
 use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::sink::SetupError;
 
@@ -65,7 +68,7 @@ struct Inner {
     url: String,
     /// Its owner id and wildcard stand-in in external-dns's TXT registry.
     registry: plan::Registry,
-    bucket: TokenBucket,
+    pacer: Pacer,
     /// Most record sets changed in one `POST /records`.
     max_changes: usize,
     /// The provider's domain filter, once negotiated.
@@ -91,7 +94,7 @@ impl ExternalDnsWebhookSink {
                     owner: owner_id.to_owned(),
                     wildcard: config.txt_wildcard_replacement.clone(),
                 },
-                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                pacer: Pacer::per_second(rate),
                 max_changes: config.max_changes,
                 filter: None,
                 view: None,
@@ -150,7 +153,7 @@ impl Packable for Changes {
 }
 
 impl Inner {
-    /// One request of the protocol (`path` after the provider's URL), once a token allows;
+    /// One request of the protocol (`path` after the provider's URL), when the pace allows;
     /// the successful answer, or the specific error, retried or not by its status.
     async fn call(
         &mut self,
@@ -159,7 +162,6 @@ impl Inner {
         body: Option<Vec<u8>>,
         what: &str,
     ) -> Result<Answer, SinkError> {
-        self.bucket.take().await;
         let has_body = body.is_some();
         let mut request = Request::new(Full::new(Bytes::from(body.unwrap_or_default())));
         *request.method_mut() = method;
@@ -171,7 +173,7 @@ impl Inner {
         if has_body {
             request.headers_mut().insert(CONTENT_TYPE, media);
         }
-        let answer = self.client.send(request, what).await?;
+        let answer = self.pacer.around(self.client.send(request, what)).await?;
         if !answer.status.is_success() {
             let explained = match answer.status {
                 StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => format!(
@@ -218,9 +220,9 @@ impl Inner {
                 "{what}: the provider answered Content-Type {content_type:?}, not {MEDIA_TYPE}: it does not speak version 1 of external-dns's webhook protocol"
             )));
         }
-        let filter: DomainFilter = serde_json::from_slice(&answer.body).map_err(|e| {
+        let filter = DomainFilter::from_json(&answer.body).map_err(|e| {
             SinkError::permanent(format!(
-                "{what}: the provider's domain filter is not external-dns's JSON: {e}"
+                "{what}: the provider's domain filter is not one external-dns takes: {e}"
             ))
         })?;
         self.filter = Some(filter.clone());
@@ -292,7 +294,7 @@ impl Inner {
             let refused: Vec<&str> = snapshot
                 .domains
                 .iter()
-                .filter(|d| filter.takes(d) == Some(false))
+                .filter(|d| !filter.takes(d))
                 .map(String::as_str)
                 .collect();
             if refused.is_empty() {
@@ -301,7 +303,7 @@ impl Inner {
                 results.insert(
                     tenant.clone(),
                     Err(SinkError::permanent(format!(
-                        "the provider's domain filter ({}) does not take {}",
+                        "the provider's domain filter ({}) does not take {}: nothing of this tenant is sent",
                         filter.describe(),
                         refused.join(", ")
                     ))),

@@ -39,7 +39,7 @@ pub struct GoogleCloudDnsConfig {
     /// The metadata server's base URL (tests point it elsewhere).
     #[serde(default = "default_metadata_url")]
     pub metadata_url: String,
-    /// API requests per second this sink may make. Cloud DNS counts requests per project
+    /// API requests this sink may make in any one second, no burst on top. Cloud DNS counts requests per project
     /// per minute (see the project's quota page); 5 a second leaves room for other tools.
     #[serde(default = "default_rate")]
     pub max_requests_per_second: f64,

@@ -8,8 +8,8 @@
 //! sets a page), decides each waiting tenant's change from it ([`plan::for_tenant`]:
 //! ownership first, then the sets that differ) and packs the tenants into as few
 //! `changes.create` calls as Cloud DNS takes (1,000 additions and 1,000 deletions each; a
-//! tenant's sets in one change, which Cloud DNS applies atomically). Every request waits
-//! for a token of `max_requests_per_second`. A change refused because the zone moved since
+//! tenant's sets in one change, which Cloud DNS applies atomically). Requests are paced
+//! to `max_requests_per_second` in any one second. A change refused because the zone moved since
 //! the listing (`conditionNotMet`, `alreadyExists`) is retried from a new listing.
 
 pub mod auth;
@@ -28,16 +28,15 @@ use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
-use ho_engine::token_bucket::TokenBucket;
 use hyper::{Method, StatusCode};
 use serde_json::Value;
-use tokio::time::Instant;
 
 use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::pace::Pacer;
 use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use ho_engine::sink::SetupError;
 
@@ -53,7 +52,7 @@ struct Inner {
     zone: String,
     tokens: Tokens,
     owner_id: String,
-    bucket: TokenBucket,
+    pacer: Pacer,
     /// The managed zone's DNS name matched `zone` at the first write.
     zone_checked: bool,
 }
@@ -86,7 +85,7 @@ impl GoogleCloudDnsSink {
                 zone: config.zone.clone(),
                 tokens: Tokens::new(credentials),
                 owner_id: owner_id.to_owned(),
-                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                pacer: Pacer::per_second(rate),
                 zone_checked: false,
             })),
         })
@@ -113,7 +112,7 @@ impl Sink for GoogleCloudDnsSink {
 }
 
 impl Inner {
-    /// Sends one request (`path` after the zone's URL) once a token allows; the answer's
+    /// Sends one request (`path` after the zone's URL) when the pace allows; the answer's
     /// JSON, or the specific error, retried or not by what Google says.
     async fn call(
         &mut self,
@@ -123,10 +122,9 @@ impl Inner {
         what: &str,
     ) -> Result<Value, SinkError> {
         let bearer = self.tokens.bearer(&self.client).await?;
-        self.bucket.take().await;
         let url = format!("{}{path}", self.zone_url);
         let request = bearer_json(method, &url, &bearer, body, what)?;
-        let answer = self.client.send(request, what).await?;
+        let answer = self.pacer.around(self.client.send(request, what)).await?;
         if !answer.status.is_success() {
             return Err(self.refused(&answer, what));
         }

@@ -35,8 +35,8 @@ pub struct Route53Config {
     /// domain and family holding every address).
     #[serde(default)]
     pub record_style: RecordStyle,
-    /// Route53 API requests per second this sink may make (list and change together); AWS
-    /// allows 5 per account.
+    /// Route53 API requests this sink may make in any one second, no burst on top (list and
+    /// change together); AWS allows 5 per account.
     #[serde(default = "default_route53_rate")]
     pub max_requests_per_second: f64,
     /// Deadline of one API request.

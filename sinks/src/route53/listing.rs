@@ -1,6 +1,6 @@
 //! The hosted zone read back for the answer canary: every name's A and AAAA values and the
 //! host its CNAME or alias names, from one listing of the zone (paced with the sink's
-//! writes by the same token bucket).
+//! writes by the same limiter).
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -5,7 +5,8 @@
 //! while a round is running wait for it and then go out together. A round reads the zone
 //! once, decides each waiting tenant's changes ([`changes::for_tenant`]: ownership first,
 //! then the difference), packs all of them into as few batches as the limits allow, and
-//! paces every request (reads included) with a token bucket at `max_requests_per_second`.
+//! paces every request (reads included) to `max_requests_per_second` in any one second
+//! ([`crate::pace`]).
 //!
 //! The zone is not listed again for every change: the sink keeps its view of the zone as
 //! last listed, with its own accepted changes applied ([`ZoneView`]). It lists again for
@@ -46,9 +47,8 @@ use ho_engine::sink::listing::Listing;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
-use ho_engine::token_bucket::TokenBucket;
-use tokio::time::Instant;
 
+use crate::pace::Pacer;
 use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
 use changes::RecordChange;
 use records::RecordSet;
@@ -70,7 +70,7 @@ struct Writer {
     style: RecordStyle,
     /// What the apex may alias (`alias_zones`).
     aliases: records::AliasZones,
-    bucket: TokenBucket,
+    pacer: Pacer,
     /// The zone's name matched `zone` at the first round.
     zone_checked: bool,
     /// The zone as this sink last knew it; `None`: list it at the next round.
@@ -131,7 +131,7 @@ impl Route53Sink {
                 style: config.record_style,
                 aliases: records::AliasZones(config.alias_zones.clone()),
                 // A burst of one second's worth, then the rate.
-                bucket: TokenBucket::new(rate, rate.ceil().max(1.0) as u32, Instant::now()),
+                pacer: Pacer::per_second(rate),
                 zone_checked: false,
                 view: None,
                 written: BTreeMap::new(),
@@ -246,8 +246,10 @@ impl Writer {
         if self.zone_checked {
             return Ok(());
         }
-        self.pace().await;
-        let name = api::zone_name(&self.client, &self.zone_id).await?;
+        let name = self
+            .pacer
+            .around(api::zone_name(&self.client, &self.zone_id))
+            .await?;
         if name != self.zone {
             return Err(SinkError::permanent(format!(
                 "hosted zone {} is {name}, but the config says zone = \"{}\"",
@@ -282,8 +284,8 @@ impl Writer {
                     }
                 })
                 .collect();
-            self.pace().await;
-            if let Err(e) = api::change(&self.client, &self.zone_id, sdk_changes.clone()).await {
+            let change = api::change(&self.client, &self.zone_id, sdk_changes.clone());
+            if let Err(e) = self.pacer.around(change).await {
                 for (t, _) in batches[i..].iter().flatten() {
                     results.insert(tenants[*t].clone(), Err(e.clone()));
                 }
@@ -302,8 +304,10 @@ impl Writer {
         let mut all = Vec::new();
         let mut from = None;
         for _ in 0..api::MAX_PAGES {
-            self.pace().await;
-            let page = api::list_page(&self.client, &self.zone_id, from).await?;
+            let page = self
+                .pacer
+                .around(api::list_page(&self.client, &self.zone_id, from))
+                .await?;
             all.extend(page.sets);
             match page.next {
                 Some(next) => from = Some(next),
@@ -318,10 +322,5 @@ impl Writer {
             self.zone_id,
             api::MAX_PAGES
         )))
-    }
-
-    /// Waits for a request token.
-    async fn pace(&mut self) {
-        self.bucket.take().await;
     }
 }

@@ -1,6 +1,6 @@
 //! The clusters' reports (`[multi_cluster]`) in a Route53 hosted zone: one simple TXT record
 //! set per cluster and tenant. Requests share the sink's writer, so they are paced with its
-//! writes by the same token bucket (Route53's 5 requests a second per account).
+//! writes by the same limiter (Route53's 5 requests a second per account).
 
 use std::sync::Arc;
 
@@ -40,12 +40,13 @@ impl ReportStore for Route53Reports {
             for batch in changes::pack(groups, |s| {
                 (s.values.len(), s.values.iter().map(String::len).sum())
             }) {
-                writer.pace().await;
                 let upserts: Vec<_> = batch
                     .iter()
                     .map(|s| (ChangeAction::Upsert, api::to_sdk(s, &writer.zone_id)))
                     .collect();
-                api::change(&writer.client, &writer.zone_id, upserts.clone()).await?;
+                let w = &mut *writer;
+                let change = api::change(&w.client, &w.zone_id, upserts.clone());
+                w.pacer.around(change).await?;
                 if let Some(view) = &mut writer.view {
                     view.apply(upserts);
                 }
@@ -85,9 +86,10 @@ impl ReportStore for Route53Reports {
             else {
                 return Ok(());
             };
-            writer.pace().await;
             let delete = vec![(ChangeAction::Delete, set)];
-            api::change(&writer.client, &writer.zone_id, delete.clone()).await?;
+            let w = &mut *writer;
+            let change = api::change(&w.client, &w.zone_id, delete.clone());
+            w.pacer.around(change).await?;
             if let Some(view) = &mut writer.view {
                 view.apply(delete);
             }

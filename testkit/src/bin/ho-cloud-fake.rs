@@ -5,9 +5,11 @@
 //!
 //! ```text
 //! ho-cloud-fake --provider cloudflare|google|azure|external_dns --listen 127.0.0.1:5056 --zone Z
-//!               [--limit PER_SECOND:BURST] [--stats FILE] [--key-dir DIR]
+//!               [--limit PER_SECOND:BURST] [--window ALLOWANCE] [--stats FILE] [--key-dir DIR]
 //! ```
-//! `google` writes its service account key file into `--key-dir`.
+//! `google` writes its service account key file into `--key-dir`. `--window` (external_dns
+//! only) admits at most ALLOWANCE requests in any one second instead of a bucket, as DNS
+//! APIs that count in a sliding second do; its stats then count the requests refused.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let usage = "usage: ho-cloud-fake --provider cloudflare|google|azure|external_dns --listen ADDR --zone ZONE [--limit PER_SECOND:BURST] [--stats FILE] [--key-dir DIR]";
+    let usage = "usage: ho-cloud-fake --provider cloudflare|google|azure|external_dns --listen ADDR --zone ZONE [--limit PER_SECOND:BURST] [--window ALLOWANCE] [--stats FILE] [--key-dir DIR]";
     let (Some(provider), Some(listen), Some(zone)) =
         (arg("--provider"), arg("--listen"), arg("--zone"))
     else {
@@ -99,12 +101,16 @@ fn main() {
                 if let Some((r, b)) = limit {
                     s.set_limit(r, b);
                 }
+                if let Some(allowance) = arg("--window") {
+                    s.set_window(allowance.parse().expect("--window allowance"));
+                }
                 Box::new(move || {
                     format!(
-                        "{{\"lists\": {}, \"adjusts\": {}, \"changes\": {}}}",
+                        "{{\"lists\": {}, \"adjusts\": {}, \"changes\": {}, \"refused\": {}}}",
                         s.lists.load(Ordering::Relaxed),
                         s.adjusts.load(Ordering::Relaxed),
-                        s.applied.load(Ordering::Relaxed)
+                        s.applied.load(Ordering::Relaxed),
+                        s.refused.load(Ordering::Relaxed)
                     )
                 })
             }

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use super::Limit;
+use super::{Admit, Limit};
 use crate::serve_http;
 
 /// The subscription the zone is in.

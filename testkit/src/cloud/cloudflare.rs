@@ -26,7 +26,7 @@ use http_body_util::{BodyExt, Full};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::Limit;
+use super::{Admit, Limit};
 use crate::serve_http;
 
 /// The token the server accepts.

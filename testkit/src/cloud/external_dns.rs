@@ -3,7 +3,8 @@
 //! (`endpoint.Endpoint`, `plan.Changes`, `endpoint.DomainFilter`,
 //! `provider/webhook/api/httpapi.go`, v0.22), with the validation of external-dns's own
 //! in-memory provider (`provider/inmemory`) as its store. It implements:
-//! - `GET /`: negotiation: the domain filter (`{"include": [...]}`) with `Content-Type`
+//! - `GET /`: negotiation: the domain filter (`{"include": [...]}`, or any filter JSON the
+//!   test sets, regex filters included) with `Content-Type`
 //!   `application/external.dns.webhook+json;version=1`;
 //! - `GET /records`: every record set;
 //! - `POST /adjustendpoints`: the record sets back, with a TTL under the provider's
@@ -19,20 +20,26 @@
 //! (415), and keys must be spelled as external-dns's JSON tags spell them (Go's decoder
 //! would take any case; an unknown key is 400 here).
 //!
-//! Not implemented: regex domain filters, `providerSpecific` semantics (kept as sent),
-//! `/healthz` and `/metrics` on the provider's other port. The test can make it answer 503
-//! (an outage), hold requests to a rate (429 with `Retry-After`), and drop records behind
-//! the client's back.
+//! Not implemented: refusing names by a regex filter it serves (it refuses names outside its
+//! zones only), `providerSpecific` semantics (kept as sent), `/healthz` and `/metrics` on
+//! the provider's other port. The test can make it answer 503 (an outage), hold requests to
+//! a rate (429 with `Retry-After` in seconds or as a date), either a bucket or at most so
+//! many in any sliding second as the DNS APIs behind providers count, answer the next
+//! requests 429 or 503 naming a time, and drop records behind the client's back. Every
+//! request is logged as it arrived ([`Arrival`]), so a test can count them per sliding
+//! second and check that none came before a time named.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde::{Deserialize, Serialize};
 
-use super::Limit;
+use super::{Admit, Limit, Window};
 use crate::serve_http;
 
 /// The media type of the protocol.
@@ -91,16 +98,70 @@ struct Changes {
     delete: Vec<Endpoint>,
 }
 
+/// How a refusal names the time to come back (`Retry-After`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// Delta-seconds: `Retry-After: 2`.
+    Seconds(u64),
+    /// An HTTP-date this long from now, rounded up to its whole second (the form's
+    /// resolution): `Retry-After: Sun, 06 Nov 1994 08:49:39 GMT`.
+    Date(Duration),
+}
+
+/// The time a refusal named: on the provider's monotonic clock for seconds, on the wall
+/// clock for a date (as the client reads each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// Not before this instant.
+    At(Instant),
+    /// Not before this date.
+    Date(SystemTime),
+}
+
+impl Named {
+    /// Whether a request arriving as `a` came no earlier than named.
+    pub fn kept_by(&self, a: &Arrival) -> bool {
+        match *self {
+            Named::At(at) => a.at >= at,
+            Named::Date(date) => a.wall >= date,
+        }
+    }
+}
+
+/// One request as the provider saw it arrive, and what it answered.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    /// When it arrived (monotonic).
+    pub at: Instant,
+    /// When it arrived (wall clock).
+    pub wall: SystemTime,
+    /// `GET /records`, ...
+    pub request: String,
+    /// The status answered.
+    pub status: u16,
+    /// For a refusal with `Retry-After`: the time it named.
+    pub named: Option<Named>,
+}
+
 /// A running test provider.
 #[derive(Clone)]
 pub struct ExternalDnsProvider {
     /// Its webhook URL (`http://ADDR`).
     pub url: String,
     domains: Vec<String>,
+    /// What `GET /` answers.
+    filter: Arc<Mutex<serde_json::Value>>,
     min_ttl: i64,
     records: Arc<Mutex<Vec<Endpoint>>>,
     down: Arc<AtomicBool>,
-    limit: Arc<Mutex<Option<Arc<Limit>>>>,
+    limit: Arc<Mutex<Option<Arc<dyn Admit>>>>,
+    /// Refusals over the limit name their time as a date.
+    dates: Arc<AtomicBool>,
+    /// The next requests' scripted refusals: a status and its `Retry-After`.
+    script: Arc<Mutex<VecDeque<(u16, RetryAfter)>>>,
+    arrivals: Arc<Mutex<Vec<Arrival>>>,
+    /// Requests refused (429) over the limit.
+    pub refused: Arc<AtomicUsize>,
     /// `GET /records` answered.
     pub lists: Arc<AtomicUsize>,
     /// `POST /records` applied.
@@ -121,6 +182,32 @@ fn error(status: u16, text: impl Into<String>) -> hyper::Response<Full<Bytes>> {
     answer(status, Some("text/plain; charset=utf-8"), text.into())
 }
 
+/// A refusal with `Retry-After` as `after` says, and the time it names.
+fn refusal(
+    status: u16,
+    text: &str,
+    after: RetryAfter,
+) -> (hyper::Response<Full<Bytes>>, Option<Named>) {
+    let (value, named) = match after {
+        RetryAfter::Seconds(s) => (
+            s.to_string(),
+            Named::At(Instant::now() + Duration::from_secs(s)),
+        ),
+        RetryAfter::Date(wait) => {
+            let t = (SystemTime::now() + wait)
+                .duration_since(UNIX_EPOCH)
+                .unwrap();
+            let whole =
+                UNIX_EPOCH + Duration::from_secs(t.as_secs() + u64::from(t.subsec_nanos() > 0));
+            (httpdate::fmt_http_date(whole), Named::Date(whole))
+        }
+    };
+    let mut r = error(status, text);
+    r.headers_mut()
+        .insert("retry-after", value.parse().unwrap());
+    (r, Some(named))
+}
+
 impl ExternalDnsProvider {
     /// Starts a provider taking `domains` (its domain filter), with TTLs of at least
     /// `min_ttl` seconds, on a loopback address of its own.
@@ -134,10 +221,15 @@ impl ExternalDnsProvider {
         let p = ExternalDnsProvider {
             url: format!("http://{}", listener.local_addr().unwrap()),
             domains: domains.iter().map(|d| d.to_ascii_lowercase()).collect(),
+            filter: Arc::new(Mutex::new(serde_json::json!({ "include": domains }))),
             min_ttl,
             records: Arc::default(),
             down: Arc::default(),
             limit: Arc::default(),
+            dates: Arc::default(),
+            script: Arc::default(),
+            arrivals: Arc::default(),
+            refused: Arc::default(),
             lists: Arc::default(),
             applied: Arc::default(),
             adjusts: Arc::default(),
@@ -153,25 +245,51 @@ impl ExternalDnsProvider {
         p
     }
 
+    /// Answers `req` and logs its arrival.
     async fn answer(
         &self,
         req: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<Full<Bytes>> {
+        let (at, wall) = (Instant::now(), SystemTime::now());
+        let request = format!("{} {}", req.method(), req.uri().path());
+        let (response, named) = match self.gate() {
+            Some((r, named)) => (r, named),
+            None => (self.serve(req).await, None),
+        };
+        self.arrivals.lock().unwrap().push(Arrival {
+            at,
+            wall,
+            request,
+            status: response.status().as_u16(),
+            named,
+        });
+        response
+    }
+
+    /// A refusal before the request is looked at: an outage, a scripted refusal, or the
+    /// limit.
+    fn gate(&self) -> Option<(hyper::Response<Full<Bytes>>, Option<Named>)> {
         if self.down.load(Ordering::Relaxed) {
-            return error(503, "provider unavailable");
+            return Some((error(503, "provider unavailable"), None));
         }
-        if let Err(wait) = self
-            .limit
-            .lock()
-            .unwrap()
-            .clone()
-            .map_or(Ok(()), |l| l.admit())
-        {
-            let mut r = error(429, "rate limited by the DNS API");
-            r.headers_mut()
-                .insert("retry-after", super::retry_after(wait).parse().unwrap());
-            return r;
+        if let Some((status, after)) = self.script.lock().unwrap().pop_front() {
+            return Some(refusal(status, "refused as scripted", after));
         }
+        let limit = self.limit.lock().unwrap().clone();
+        let wait = limit.map_or(Ok(()), |l| l.admit()).err()?;
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let after = if self.dates.load(Ordering::Relaxed) {
+            RetryAfter::Date(wait)
+        } else {
+            RetryAfter::Seconds(super::retry_after(wait).parse().unwrap())
+        };
+        Some(refusal(429, "rate limited by the DNS API", after))
+    }
+
+    async fn serve(
+        &self,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Full<Bytes>> {
         let header = |name: &str| {
             req.headers()
                 .get(name)
@@ -189,7 +307,7 @@ impl ExternalDnsProvider {
         let body = req.into_body().collect().await.unwrap().to_bytes();
         let json = |value: String| answer(200, Some(MEDIA_TYPE), value);
         match (method.as_str(), path.as_str()) {
-            ("GET", "/") => json(serde_json::json!({ "include": self.domains }).to_string()),
+            ("GET", "/") => json(self.filter.lock().unwrap().to_string()),
             ("GET", "/records") => {
                 self.lists.fetch_add(1, Ordering::Relaxed);
                 json(serde_json::to_string(&*self.records.lock().unwrap()).unwrap())
@@ -311,5 +429,30 @@ impl ExternalDnsProvider {
     /// the provider); past it, 429.
     pub fn set_limit(&self, per_second: f64, burst: f64) {
         *self.limit.lock().unwrap() = Some(Arc::new(Limit::new(per_second, burst)));
+    }
+
+    /// Admits at most `allowance` requests in any one second; past it, 429.
+    pub fn set_window(&self, allowance: usize) {
+        *self.limit.lock().unwrap() = Some(Arc::new(Window::new(allowance)));
+    }
+
+    /// Refusals over the limit name their time as an HTTP-date (`true`) or in seconds.
+    pub fn set_date_form(&self, dates: bool) {
+        self.dates.store(dates, Ordering::Relaxed);
+    }
+
+    /// The next request is refused with `status` (429 or 503) and `after`.
+    pub fn refuse_next(&self, status: u16, after: RetryAfter) {
+        self.script.lock().unwrap().push_back((status, after));
+    }
+
+    /// Answers `GET /` with `filter` (external-dns's `DomainFilter` JSON).
+    pub fn set_filter(&self, filter: serde_json::Value) {
+        *self.filter.lock().unwrap() = filter;
+    }
+
+    /// Every request so far, in the order they arrived.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.lock().unwrap().clone()
     }
 }

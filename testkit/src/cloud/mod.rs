@@ -11,8 +11,15 @@ pub mod cloudflare;
 pub mod external_dns;
 pub mod google;
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// A provider's request limit: admits a request, or says how long until one would be.
+pub trait Admit: Send + Sync {
+    /// Admits one request now; when none is allowed, how long until one is.
+    fn admit(&self) -> Result<(), Duration>;
+}
 
 /// A provider's request limit: a bucket of `burst` requests refilled at `per_second`.
 pub struct Limit {
@@ -30,9 +37,11 @@ impl Limit {
             state: Mutex::new((burst, Instant::now())),
         }
     }
+}
 
+impl Admit for Limit {
     /// Takes one request's token; when none is left, how long until one is.
-    pub fn admit(&self) -> Result<(), Duration> {
+    fn admit(&self) -> Result<(), Duration> {
         let mut state = self.state.lock().expect("not poisoned");
         let (tokens, at) = *state;
         let now = Instant::now();
@@ -45,6 +54,43 @@ impl Limit {
             *state = (tokens, now);
             Err(Duration::from_secs_f64((1.0 - tokens) / self.per_second))
         }
+    }
+}
+
+/// A provider's request limit as DNS APIs that count in a sliding second have it: at most
+/// `allowance` requests admitted in any one second, none more however long it was quiet.
+pub struct Window {
+    allowance: usize,
+    /// When the requests of the last second were admitted, oldest first.
+    admitted: Mutex<VecDeque<Instant>>,
+}
+
+impl Window {
+    /// `allowance` requests in any one second.
+    pub fn new(allowance: usize) -> Window {
+        Window {
+            allowance,
+            admitted: Mutex::default(),
+        }
+    }
+}
+
+impl Admit for Window {
+    fn admit(&self) -> Result<(), Duration> {
+        let second = Duration::from_secs(1);
+        let now = Instant::now();
+        let mut admitted = self.admitted.lock().expect("not poisoned");
+        while admitted
+            .front()
+            .is_some_and(|&at| now.duration_since(at) >= second)
+        {
+            admitted.pop_front();
+        }
+        if admitted.len() < self.allowance {
+            admitted.push_back(now);
+            return Ok(());
+        }
+        Err(admitted[0] + second - now)
     }
 }
 
