@@ -15,6 +15,7 @@ mod api;
 mod architecture;
 mod azure_dns;
 mod brake;
+mod canary_ports;
 mod check_resources;
 mod cli;
 mod cloudflare;

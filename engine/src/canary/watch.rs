@@ -2,7 +2,7 @@
 //! reported when the served answer and the decision disagree.
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +16,12 @@ use crate::status::{CanaryStatus, StaleName};
 
 /// The first re-check after a decision; doubled each time until the answer matches.
 const FAST: Duration = Duration::from_millis(20);
+
+/// The first wait before a sink is asked again where its DNS server listens.
+const FIND_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two such questions.
+const FIND_MAX: Duration = Duration::from_secs(60);
 
 /// A name the canary asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,10 +99,17 @@ impl SinkCanary {
         // Questions go out at most one per `gap`, caught up after a slow one (timer ticks
         // are a millisecond), never in a burst of more than 100 ms's worth.
         let mut next_send = start;
-        let mut reader = Reader::new(self.source, &self.sink, self.every, &*shared.dns);
+        let (mut reader, asked) = match self.source {
+            Source::Dns(address) => (Reader::dns(address, &*shared.dns), address.to_string()),
+            Source::Found => {
+                let address = self.find_port(&shared).await;
+                (Reader::dns(address, &*shared.dns), address.to_string())
+            }
+            Source::Listing => (Reader::listing(&self.sink, self.every), "listing".into()),
+        };
         self.status(&shared, |s| {
             s.sink = self.sink.clone();
-            s.address = self.source.to_string();
+            s.address = asked;
             s.names = self.watched.len();
         });
         loop {
@@ -129,6 +142,53 @@ impl SinkCanary {
             progress[i].due = next;
             due.insert((next, i));
             next_send = (next_send + gap).max(Instant::now() - Duration::from_millis(100));
+        }
+    }
+
+    /// Asks the sink where its DNS server listens until it says, the sink listed in
+    /// `/status`'s `canaries_off` with why meanwhile; asked again after [`FIND_FIRST`],
+    /// doubling to [`FIND_MAX`].
+    async fn find_port(&self, shared: &Shared) -> SocketAddr {
+        let mut wait = FIND_FIRST;
+        loop {
+            let found = match shared.listings.port(&self.sink) {
+                Some(port) => port.find().await.map_err(|e| e.to_string()),
+                None => Err("the sink is being built".to_owned()),
+            };
+            if let Some(address) = self.note_port(shared, found, wait) {
+                return address;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(FIND_MAX);
+        }
+    }
+
+    /// What asking for the DNS port gave: the address, or why not (kept for `/status`,
+    /// logged once) when it is asked again after `wait`.
+    fn note_port(
+        &self,
+        shared: &Shared,
+        found: Result<SocketAddr, String>,
+        wait: Duration,
+    ) -> Option<SocketAddr> {
+        let mut unfound = shared.unfound.lock().expect("never poisoned");
+        match found {
+            Ok(address) => {
+                unfound.remove(&self.sink);
+                tracing::info!(sink = %self.sink, %address, "answer canary: the sink's API says its DNS server answers here");
+                Some(address)
+            }
+            Err(why) => {
+                if !unfound.contains_key(&self.sink) {
+                    tracing::warn!(sink = %self.sink, %why, "answer canary: the sink's DNS port is not known yet; asked again, backing off to a minute (canary.address sets it)");
+                }
+                let reason = format!(
+                    "its DNS port is not known yet: {why}; asked again within {} (or give canary.address)",
+                    humantime::format_duration(wait)
+                );
+                unfound.insert(self.sink.clone(), reason);
+                None
+            }
         }
     }
 
