@@ -1,6 +1,7 @@
 //! The answer canary finds a PowerDNS sink's DNS port by itself: with no `canary.address`,
 //! the sink's API reports the server's `local-address` and `local-port` and the canary asks
-//! there (a real `pdns_server`), reporting a hand edit like any other stale answer. While
+//! there (a real `pdns_server`), reporting a hand edit like any other stale answer, in a
+//! series labelled with the tenant and the name. While
 //! the API cannot be asked, or its settings name no address, `/status` lists the sink under
 //! `canaries_off` with why, and the canary asks again until it can.
 
@@ -82,6 +83,16 @@ async fn the_canary_asks_where_powerdns_says_it_answers_and_reports_a_hand_edit(
     assert_eq!(stale.len(), 1, "{stale:?}");
     assert_eq!(stale[0]["served"], serde_json::json!([wrong]), "{stale:?}");
     assert_eq!(stale[0]["intended"], serde_json::json!([ip(&gws[0])]));
+    // The alert's series names the tenant and the name.
+    let series = format!(
+        "health_orchestrator_canary_stale_answer{{sink=\"pdns\",tenant=\"www\",name=\"{NAME}\",geo=\"\"}}"
+    );
+    assert_eq!(metric(&api_get(api, "/metrics").await, &series), Some(1.0));
+
+    // Put back: served as decided again, and the series is gone.
+    pdns.edit_by_hand(ZONE, &pdns.marks(ZONE), &[(NAME, "A", vec![ip(&gws[0])])]);
+    wait_stale(api, "pdns", &[NAME.to_owned()], false).await;
+    assert_eq!(metric(&api_get(api, "/metrics").await, &series), None);
 }
 
 #[actix_rt::test]

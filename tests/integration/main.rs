@@ -72,6 +72,7 @@ mod reload;
 mod rfc2136;
 mod ring;
 mod route53;
+mod runbooks;
 mod security;
 mod status_page;
 mod tenant_source;

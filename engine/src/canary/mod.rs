@@ -259,6 +259,7 @@ fn retask(tasks: &mut HashMap<String, (SinkCanary, AbortHandle)>, plan: &Plan, s
         let keep = wanted.get(sink) == Some(config);
         if !keep {
             task.abort();
+            config.forget(shared);
         }
         keep
     });

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::read::{Question, ReadError, Reader, Served, Source};
 use super::{Intended, Observation, Shared};
 use crate::events::Event;
-use crate::metrics::{SinkLabel, SinkResultLabels};
+use crate::metrics::{SinkLabel, SinkResultLabels, StaleLabels};
 use crate::status::{CanaryStatus, StaleName};
 
 /// The first re-check after a decision; doubled each time until the answer matches.
@@ -332,7 +332,7 @@ impl SinkCanary {
         p.differs = None;
     }
 
-    /// A name turned stale, or is served as decided again: an event, the gauge, `/status`.
+    /// A name turned stale, or is served as decided again: an event, the gauges, `/status`.
     fn report(
         &self,
         shared: &Shared,
@@ -342,19 +342,13 @@ impl SinkCanary {
         intended: &Intended,
         since: u64,
     ) {
-        let gauge = shared
-            .metrics
-            .answers
-            .canary_stale_names
-            .get_or_create(&SinkLabel {
-                sink: self.sink.clone(),
-            })
-            .clone();
+        let answers = &shared.metrics.answers;
+        let labels = self.stale_labels(w);
         if stale {
-            gauge.inc();
+            answers.canary_stale_answer.get_or_create(&labels).set(1);
             tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, served_rcode = ?served.failed, served_referral = ?served.referral, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
-            gauge.dec();
+            answers.canary_stale_answer.remove(&labels);
         }
         shared.events.emit(|| Event::Canary {
             at: crate::events::now(),
@@ -385,7 +379,46 @@ impl SinkCanary {
                     since: crate::clock::at_unix_millis(since),
                 });
             }
+            self.stale_names(shared).set(s.stale.len() as i64);
         });
+    }
+
+    /// Forgets what this canary reported stale, as it stops (a reload changed or removed
+    /// it): a canary started in its place reports again what it finds.
+    pub(super) fn forget(&self, shared: &Shared) {
+        for w in &self.watched {
+            (shared.metrics.answers.canary_stale_answer).remove(&self.stale_labels(w));
+        }
+        self.stale_names(shared).set(0);
+        if let Some(s) = shared
+            .status
+            .lock()
+            .expect("never poisoned")
+            .get_mut(&self.sink)
+        {
+            s.stale.clear();
+        }
+    }
+
+    fn stale_labels(&self, w: &Watched) -> StaleLabels {
+        StaleLabels {
+            sink: self.sink.clone(),
+            tenant: w.tenant.clone(),
+            name: w.name.clone(),
+            geo: w.vantage.as_ref().map_or(String::new(), |v| v.geo.clone()),
+        }
+    }
+
+    fn stale_names(&self, shared: &Shared) -> prometheus_client::metrics::gauge::Gauge {
+        let sink = SinkLabel {
+            sink: self.sink.clone(),
+        };
+        (shared
+            .metrics
+            .answers
+            .canary_stale_names
+            .get_or_create(&sink))
+        .clone()
     }
 
     fn count(&self, shared: &Shared, result: &'static str) {
