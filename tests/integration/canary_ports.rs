@@ -62,7 +62,7 @@ async fn the_canary_asks_where_powerdns_says_it_answers_and_reports_a_hand_edit(
         (text.lines().filter(|l| l.starts_with("canary"))).all(|l| !l.contains("address")),
         "no canary.address: {text}"
     );
-    let engine = start_engine(dir.path(), &text).await;
+    let mut engine = start_engine(dir.path(), &text).await;
     let api = serve_api(&engine, None, None).await;
     pdns.wait_for_answer(NAME, "A", &[ip(&gws[0])]).await;
     // Where the test started the server: its own loopback address, on the DNS port.
@@ -88,11 +88,41 @@ async fn the_canary_asks_where_powerdns_says_it_answers_and_reports_a_hand_edit(
         "health_orchestrator_canary_stale_answer{{sink=\"pdns\",tenant=\"www\",name=\"{NAME}\",geo=\"\"}}"
     );
     assert_eq!(metric(&api_get(api, "/metrics").await, &series), Some(1.0));
+    let count = "health_orchestrator_canary_stale_names{sink=\"pdns\"}";
+    assert_eq!(metric(&api_get(api, "/metrics").await, count), Some(1.0));
 
     // Put back: served as decided again, and the series is gone.
     pdns.edit_by_hand(ZONE, &pdns.marks(ZONE), &[(NAME, "A", vec![ip(&gws[0])])]);
     wait_stale(api, "pdns", &[NAME.to_owned()], false).await;
-    assert_eq!(metric(&api_get(api, "/metrics").await, &series), None);
+    let metrics = api_get(api, "/metrics").await;
+    assert_eq!(metric(&metrics, &series), None);
+    assert_eq!(metric(&metrics, count), Some(0.0));
+
+    // Edited again, then the name leaves the config: its canary restarts without it, and
+    // what it reported of the name goes with it (no alert left firing for a name nobody
+    // publishes).
+    pdns.edit_by_hand(ZONE, &pdns.marks(ZONE), &[(NAME, "A", vec![wrong.clone()])]);
+    wait_stale(api, "pdns", &[NAME.to_owned()], true).await;
+    let renamed = format!("www2.{ZONE}");
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        text.replace(&format!("[\"{NAME}\"]"), &format!("[\"{renamed}\"]")),
+    )
+    .unwrap();
+    engine
+        .reload(ho_kinds::load_plan(&[&file]).unwrap())
+        .await
+        .unwrap();
+    pdns.wait_for_answer(&renamed, "A", &[ip(&gws[0])]).await;
+    wait_questions(api, "pdns", "match", 2.0).await;
+    assert_eq!(
+        canary_stale(api, "pdns").await,
+        Vec::<serde_json::Value>::new()
+    );
+    let metrics = api_get(api, "/metrics").await;
+    assert_eq!(metric(&metrics, &series), None);
+    assert_eq!(metric(&metrics, count), Some(0.0));
 }
 
 #[actix_rt::test]
