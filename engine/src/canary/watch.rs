@@ -386,8 +386,9 @@ impl SinkCanary {
     /// Forgets what this canary reported stale, as it stops (a reload changed or removed
     /// it): a canary started in its place reports again what it finds.
     pub(super) fn forget(&self, shared: &Shared) {
+        let series = &shared.metrics.answers.canary_stale_answer;
         for w in &self.watched {
-            (shared.metrics.answers.canary_stale_answer).remove(&self.stale_labels(w));
+            series.remove(&self.stale_labels(w));
         }
         self.stale_names(shared).set(0);
         if let Some(s) = shared
@@ -400,6 +401,7 @@ impl SinkCanary {
         }
     }
 
+    /// The labels of `w`'s stale series.
     fn stale_labels(&self, w: &Watched) -> StaleLabels {
         StaleLabels {
             sink: self.sink.clone(),
@@ -409,16 +411,13 @@ impl SinkCanary {
         }
     }
 
+    /// This sink's count of stale names.
     fn stale_names(&self, shared: &Shared) -> prometheus_client::metrics::gauge::Gauge {
         let sink = SinkLabel {
             sink: self.sink.clone(),
         };
-        (shared
-            .metrics
-            .answers
-            .canary_stale_names
-            .get_or_create(&sink))
-        .clone()
+        let gauges = &shared.metrics.answers.canary_stale_names;
+        gauges.get_or_create(&sink).clone()
     }
 
     fn count(&self, shared: &Shared, result: &'static str) {
