@@ -4,7 +4,7 @@ mod answers;
 mod classic;
 mod ring;
 
-pub use answers::{AnswerMetrics, SloLabels, TenantServedLabels, WindowLabels};
+pub use answers::{AnswerMetrics, SloLabels, StaleLabels, TenantServedLabels, WindowLabels};
 pub use ring::RingMetrics;
 
 pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};

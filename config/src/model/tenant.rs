@@ -396,8 +396,9 @@ pub struct SinkTable {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
     /// Where resolvers read what this sink writes, asked by the answer canary. Unset: the
-    /// kind's own DNS port where it has one (`SinkSpec::answers_at`: the embedded server,
-    /// an RFC 2136 primary), else no canary for this sink.
+    /// kind's own DNS port where it has one (the embedded server's listener, an RFC 2136
+    /// primary, the `local-address` and `local-port` PowerDNS's API reports), else no
+    /// canary for this sink (`/status` says why under `canaries_off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<Canary>,
     /// The kind's own keys, parsed by the kind (their schema comes from the kind:
@@ -413,10 +414,12 @@ pub struct SinkTable {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Canary {
-    /// The DNS server (`host:port`, UDP) that answers for the sink's names: PowerDNS's
-    /// port, a secondary, the CoreDNS reading a hosts file or ConfigMap. Unset: the kind's
-    /// own (the embedded server's listener, an RFC 2136 primary), or the zone's listing
-    /// through the provider's API (route53, cloudflare, google_cloud_dns, azure_dns).
+    /// The DNS server (`host:port`, UDP) that answers for the sink's names: a secondary,
+    /// the CoreDNS reading a hosts file or ConfigMap, PowerDNS's port as resolvers reach
+    /// it. Unset: the kind's own (the embedded server's listener, an RFC 2136 primary,
+    /// the `local-address` and `local-port` PowerDNS's API reports at start, a wildcard
+    /// address meaning the API's host), or the zone's listing through the provider's API
+    /// (route53, cloudflare, google_cloud_dns, azure_dns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub address: Option<std::net::SocketAddr>,

@@ -86,6 +86,13 @@ pub trait SinkSpec: fmt::Debug + Send + Sync + Any {
         None
     }
 
+    /// Whether the back end says through its API where its DNS server listens (PowerDNS's
+    /// `local-address` and `local-port`): the answer canary then asks there, found once
+    /// the engine runs, unless the sink's `canary.address` says otherwise.
+    fn finds_dns_port(&self) -> bool {
+        false
+    }
+
     /// Whether the answer canary can read what this kind serves through the back end's own
     /// listing when no `canary.address` is given (a cloud provider's hosted zone, whose
     /// name servers it cannot be sure to reach).
@@ -233,7 +240,8 @@ pub(super) fn resolve_sinks(
 
 /// The sink's answer canary: its `canary` table with the kind's own DNS port and client
 /// subnets filled in, the kind's alone when there is no table, none when switched off or
-/// there is no address to ask.
+/// there is no address to ask. Its address stays unset where the kind finds its port
+/// at run time (`finds_dns_port`) or reads a listing.
 fn canary_of(
     name: &str,
     table: Option<&Canary>,
@@ -242,9 +250,9 @@ fn canary_of(
 ) -> Option<Canary> {
     let own = spec.answers_at();
     let Some(table) = table else {
-        return own.map(|a| Canary {
+        return (own.is_some() || spec.finds_dns_port()).then(|| Canary {
             client_subnets: spec.client_subnets(),
-            ..Canary::at(Some(a))
+            ..Canary::at(own)
         });
     };
     if !table.enabled {
@@ -277,14 +285,16 @@ fn canary_of(
         client_subnets.insert(geo.to_ascii_uppercase(), subnet.clone());
     }
     let address = table.address.or(own);
-    if address.is_none() && !spec.canary_reads_listing() {
+    // Without an address, the kind finds its port once running or the listing is read.
+    let listed = address.is_none() && !spec.finds_dns_port();
+    if listed && !spec.canary_reads_listing() {
         errs.push(
             format!("{path}.address"),
             "needed: this kind has no DNS port of its own; give the DNS server that answers what it writes",
         );
         return None;
     }
-    if address.is_none() && !table.client_subnets.is_empty() {
+    if listed && !table.client_subnets.is_empty() {
         errs.push(
             format!("{path}.client_subnets"),
             "a listing is read, not asked from a place: give `address` (a name server of the zone) to ask geo names as clients",

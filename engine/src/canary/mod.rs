@@ -5,10 +5,15 @@
 //! writing is not what resolvers get: a provider that took a change and serves the old
 //! answer, a zone edited by hand, a secondary that missed a NOTIFY all look written.
 //!
+//! A sink is asked at `canary.address` when set, else where its kind answers: the embedded
+//! server's listener and an RFC 2136 primary are known from the config; PowerDNS says
+//! through its API ([`crate::sink::listing::DnsPort`]), asked when the task starts and again,
+//! backing off, until it answers, the sink listed under `canaries_off` with why meanwhile.
+//!
 //! Each sink has its own task, paced to its `max_queries_per_second`; a decision makes its
 //! tenant's names due at once and then re-asked quickly (20 ms, doubling) until they match,
 //! so the time from a decision to the served answer is measured to tens of milliseconds.
-//! It only ever asks the addresses in the config.
+//! It only ever asks the addresses in the config or those the sinks' APIs report.
 //!
 //! A kind with no DNS port to ask (a cloud provider's hosted zone) is read through its own
 //! listing instead ([`crate::sink::listing`]): one listing per period answers every name,
@@ -84,6 +89,9 @@ pub(crate) struct Shared {
     pub decided: tokio_watch::Receiver<u64>,
     /// Each sink's canary as `/status` shows it.
     pub status: Arc<Mutex<BTreeMap<String, CanaryStatus>>>,
+    /// The sinks whose DNS port is not known yet, each with why (`/status`'s
+    /// `canaries_off`).
+    pub unfound: Arc<Mutex<BTreeMap<String, String>>>,
     /// Where events go.
     pub events: Events,
     /// Counters and gauges.
@@ -99,21 +107,33 @@ pub(crate) struct Shared {
 /// Every sink's canary as `/status` shows it, and the sinks without one and why; cheap
 /// to clone.
 #[derive(Clone, Default)]
-pub struct Board(
-    Arc<Mutex<BTreeMap<String, CanaryStatus>>>,
-    Arc<Mutex<Vec<CanaryOff>>>,
-);
+pub struct Board {
+    /// The running canaries, by sink.
+    status: Arc<Mutex<BTreeMap<String, CanaryStatus>>>,
+    /// The sinks the plan gives no canary.
+    off: Arc<Mutex<Vec<CanaryOff>>>,
+    /// The sinks whose canary waits for their DNS port, each with why.
+    unfound: Arc<Mutex<BTreeMap<String, String>>>,
+}
 
 impl Board {
     /// Every sink's canary, by sink name.
     pub fn status(&self) -> Vec<CanaryStatus> {
-        let status = self.0.lock().expect("never poisoned");
+        let status = self.status.lock().expect("never poisoned");
         status.values().cloned().collect()
     }
 
-    /// The sinks no canary asks, each with why.
+    /// The sinks no canary asks, each with why: those the plan gives none, and those
+    /// whose DNS port is not known yet.
     pub fn off(&self) -> Vec<CanaryOff> {
-        self.1.lock().expect("never poisoned").clone()
+        let mut off = self.off.lock().expect("never poisoned").clone();
+        let unfound = self.unfound.lock().expect("never poisoned");
+        off.extend(unfound.iter().map(|(sink, reason)| CanaryOff {
+            sink: sink.clone(),
+            reason: reason.clone(),
+        }));
+        off.sort_by(|a, b| a.sink.cmp(&b.sink));
+        off
     }
 }
 
@@ -152,12 +172,13 @@ pub fn start(
         }
     });
     let board = Board::default();
-    let off = board.1.clone();
+    let off = board.off.clone();
     let shared = Shared {
         intended,
         hosts,
         decided,
-        status: board.0.clone(),
+        status: board.status.clone(),
+        unfound: board.unfound.clone(),
         events: events.clone(),
         metrics,
         observations,
@@ -238,6 +259,7 @@ fn retask(tasks: &mut HashMap<String, (SinkCanary, AbortHandle)>, plan: &Plan, s
         let keep = wanted.get(sink) == Some(config);
         if !keep {
             task.abort();
+            config.forget(shared);
         }
         keep
     });
@@ -246,6 +268,11 @@ fn retask(tasks: &mut HashMap<String, (SinkCanary, AbortHandle)>, plan: &Plan, s
         .lock()
         .expect("never poisoned")
         .retain(|sink, _| wanted.contains_key(sink));
+    shared
+        .unfound
+        .lock()
+        .expect("never poisoned")
+        .retain(|sink, _| tasks.contains_key(sink));
     for (sink, config) in wanted {
         if tasks.contains_key(&sink) {
             continue;
@@ -262,10 +289,15 @@ pub fn canaried(plan: &Plan) -> BTreeMap<String, SinkCanary> {
         let Some(canary) = &planned.canary else {
             continue;
         };
-        // Validation leaves a canary without an address only on kinds with a listing.
-        let source = canary.address.map_or(Source::Listing, Source::Dns);
+        // Validation leaves a canary without an address only on kinds that find their
+        // port or have a listing.
+        let source = match canary.address {
+            Some(address) => Source::Dns(address),
+            None if planned.spec.finds_dns_port() => Source::Found,
+            None => Source::Listing,
+        };
         let client_subnets = match source {
-            Source::Dns(_) => canary.client_subnets.clone(),
+            Source::Dns(_) | Source::Found => canary.client_subnets.clone(),
             // A listing holds every location's records; it is asked from nowhere.
             Source::Listing => BTreeMap::new(),
         };

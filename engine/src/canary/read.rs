@@ -22,17 +22,11 @@ const REREAD: Duration = Duration::from_secs(1);
 pub enum Source {
     /// Asks this DNS server, as a resolver would.
     Dns(SocketAddr),
+    /// Asks the DNS server the sink says it answers on, once it says
+    /// ([`crate::sink::listing::DnsPort`]).
+    Found,
     /// Reads the sink's listing ([`crate::sink::listing`]).
     Listing,
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Dns(address) => write!(f, "{address}"),
-            Source::Listing => f.write_str("listing"),
-        }
-    }
 }
 
 /// What a name is served, as the canary compares it.
@@ -88,16 +82,17 @@ pub(super) enum Reader {
 }
 
 impl Reader {
-    /// A reader of `source` for sink `sink`, whose names are read once in `every`; DNS
-    /// servers are asked through `dns`.
-    pub fn new(source: Source, sink: &str, every: Duration, dns: &dyn DnsClient) -> Reader {
-        match source {
-            Source::Dns(address) => Reader::Dns(dns.asker(address)),
-            Source::Listing => Reader::Listing {
-                sink: sink.to_owned(),
-                every,
-                last: None,
-            },
+    /// A reader asking the DNS server at `address` through `dns`.
+    pub fn dns(address: SocketAddr, dns: &dyn DnsClient) -> Reader {
+        Reader::Dns(dns.asker(address))
+    }
+
+    /// A reader of sink `sink`'s listing, whose names are read once in `every`.
+    pub fn listing(sink: &str, every: Duration) -> Reader {
+        Reader::Listing {
+            sink: sink.to_owned(),
+            every,
+            last: None,
         }
     }
 

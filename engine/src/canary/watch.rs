@@ -2,7 +2,7 @@
 //! reported when the served answer and the decision disagree.
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,11 +11,17 @@ use tokio::time::Instant;
 use super::read::{Question, ReadError, Reader, Served, Source};
 use super::{Intended, Observation, Shared};
 use crate::events::Event;
-use crate::metrics::{SinkLabel, SinkResultLabels};
+use crate::metrics::{SinkLabel, SinkResultLabels, StaleLabels};
 use crate::status::{CanaryStatus, StaleName};
 
 /// The first re-check after a decision; doubled each time until the answer matches.
 const FAST: Duration = Duration::from_millis(20);
+
+/// The first wait before a sink is asked again where its DNS server listens.
+const FIND_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two such questions.
+const FIND_MAX: Duration = Duration::from_secs(60);
 
 /// A name the canary asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,10 +99,17 @@ impl SinkCanary {
         // Questions go out at most one per `gap`, caught up after a slow one (timer ticks
         // are a millisecond), never in a burst of more than 100 ms's worth.
         let mut next_send = start;
-        let mut reader = Reader::new(self.source, &self.sink, self.every, &*shared.dns);
+        let (mut reader, asked) = match self.source {
+            Source::Dns(address) => (Reader::dns(address, &*shared.dns), address.to_string()),
+            Source::Found => {
+                let address = self.find_port(&shared).await;
+                (Reader::dns(address, &*shared.dns), address.to_string())
+            }
+            Source::Listing => (Reader::listing(&self.sink, self.every), "listing".into()),
+        };
         self.status(&shared, |s| {
             s.sink = self.sink.clone();
-            s.address = self.source.to_string();
+            s.address = asked;
             s.names = self.watched.len();
         });
         loop {
@@ -129,6 +142,53 @@ impl SinkCanary {
             progress[i].due = next;
             due.insert((next, i));
             next_send = (next_send + gap).max(Instant::now() - Duration::from_millis(100));
+        }
+    }
+
+    /// Asks the sink where its DNS server listens until it says, the sink listed in
+    /// `/status`'s `canaries_off` with why meanwhile; asked again after [`FIND_FIRST`],
+    /// doubling to [`FIND_MAX`].
+    async fn find_port(&self, shared: &Shared) -> SocketAddr {
+        let mut wait = FIND_FIRST;
+        loop {
+            let found = match shared.listings.port(&self.sink) {
+                Some(port) => port.find().await.map_err(|e| e.to_string()),
+                None => Err("the sink is being built".to_owned()),
+            };
+            if let Some(address) = self.note_port(shared, found, wait) {
+                return address;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(FIND_MAX);
+        }
+    }
+
+    /// What asking for the DNS port gave: the address, or why not (kept for `/status`,
+    /// logged once) when it is asked again after `wait`.
+    fn note_port(
+        &self,
+        shared: &Shared,
+        found: Result<SocketAddr, String>,
+        wait: Duration,
+    ) -> Option<SocketAddr> {
+        let mut unfound = shared.unfound.lock().expect("never poisoned");
+        match found {
+            Ok(address) => {
+                unfound.remove(&self.sink);
+                tracing::info!(sink = %self.sink, %address, "answer canary: the sink's API says its DNS server answers here");
+                Some(address)
+            }
+            Err(why) => {
+                if !unfound.contains_key(&self.sink) {
+                    tracing::warn!(sink = %self.sink, %why, "answer canary: the sink's DNS port is not known yet; asked again, backing off to a minute (canary.address sets it)");
+                }
+                let reason = format!(
+                    "its DNS port is not known yet: {why}; asked again within {} (or give canary.address)",
+                    humantime::format_duration(wait)
+                );
+                unfound.insert(self.sink.clone(), reason);
+                None
+            }
         }
     }
 
@@ -272,7 +332,7 @@ impl SinkCanary {
         p.differs = None;
     }
 
-    /// A name turned stale, or is served as decided again: an event, the gauge, `/status`.
+    /// A name turned stale, or is served as decided again: an event, the gauges, `/status`.
     fn report(
         &self,
         shared: &Shared,
@@ -282,19 +342,13 @@ impl SinkCanary {
         intended: &Intended,
         since: u64,
     ) {
-        let gauge = shared
-            .metrics
-            .answers
-            .canary_stale_names
-            .get_or_create(&SinkLabel {
-                sink: self.sink.clone(),
-            })
-            .clone();
+        let answers = &shared.metrics.answers;
+        let labels = self.stale_labels(w);
         if stale {
-            gauge.inc();
+            answers.canary_stale_answer.get_or_create(&labels).set(1);
             tracing::warn!(sink = %self.sink, name = %w.name, geo = ?w.vantage.as_ref().map(|v| &v.geo), served = ?served.addresses, served_host = ?served.host, served_rcode = ?served.failed, served_referral = ?served.referral, intended = ?intended.addresses, intended_hosts = ?intended.hosts, "the served answer differs from the decision past the sink's canary grace");
         } else {
-            gauge.dec();
+            answers.canary_stale_answer.remove(&labels);
         }
         shared.events.emit(|| Event::Canary {
             at: crate::events::now(),
@@ -325,7 +379,45 @@ impl SinkCanary {
                     since: crate::clock::at_unix_millis(since),
                 });
             }
+            self.stale_names(shared).set(s.stale.len() as i64);
         });
+    }
+
+    /// Forgets what this canary reported stale, as it stops (a reload changed or removed
+    /// it): a canary started in its place reports again what it finds.
+    pub(super) fn forget(&self, shared: &Shared) {
+        let series = &shared.metrics.answers.canary_stale_answer;
+        for w in &self.watched {
+            series.remove(&self.stale_labels(w));
+        }
+        self.stale_names(shared).set(0);
+        if let Some(s) = shared
+            .status
+            .lock()
+            .expect("never poisoned")
+            .get_mut(&self.sink)
+        {
+            s.stale.clear();
+        }
+    }
+
+    /// The labels of `w`'s stale series.
+    fn stale_labels(&self, w: &Watched) -> StaleLabels {
+        StaleLabels {
+            sink: self.sink.clone(),
+            tenant: w.tenant.clone(),
+            name: w.name.clone(),
+            geo: w.vantage.as_ref().map_or(String::new(), |v| v.geo.clone()),
+        }
+    }
+
+    /// This sink's count of stale names.
+    fn stale_names(&self, shared: &Shared) -> prometheus_client::metrics::gauge::Gauge {
+        let sink = SinkLabel {
+            sink: self.sink.clone(),
+        };
+        let gauges = &shared.metrics.answers.canary_stale_names;
+        gauges.get_or_create(&sink).clone()
     }
 
     fn count(&self, shared: &Shared, result: &'static str) {

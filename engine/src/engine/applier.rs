@@ -213,7 +213,7 @@ impl Applier {
         self.stores.retain(|name, _| plan.sinks.contains_key(name));
         self.listings.retain(|name| plan.sinks.contains_key(name));
         for (name, sink) in built {
-            self.listings.set(&name, sink.listing());
+            self.listings.set(&name, &*sink);
             match sink.reports() {
                 Some(store) => self.stores.insert(name.clone(), store),
                 None => self.stores.remove(&name),

@@ -251,7 +251,7 @@ pub(super) async fn start_sinks(
         if let Some(store) = sink.reports() {
             stores.insert(name.clone(), store);
         }
-        listings.set(name, sink.listing());
+        listings.set(name, &*sink);
         actors.insert(
             name.clone(),
             start_sink(name, config, sink, metrics, leadership, events),

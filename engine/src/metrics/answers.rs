@@ -35,6 +35,20 @@ pub struct TenantServedLabels {
     pub served: &'static str,
 }
 
+/// `sink`, `tenant`, `name` and `geo` of a name served otherwise than decided.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StaleLabels {
+    /// The sink whose DNS server (or listing) served it.
+    pub sink: String,
+    /// The name's tenant.
+    pub tenant: String,
+    /// The published name (a wildcard as written).
+    pub name: String,
+    /// The location it was asked from as a client there; empty for the canary's own
+    /// question.
+    pub geo: String,
+}
+
 /// `tenant`, `namespace`, `name` and `window` of an objective.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SloLabels {
@@ -54,6 +68,9 @@ pub struct AnswerMetrics {
     pub canary_queries: Family<SinkResultLabels, Counter>,
     /// Names whose served answer differs from the decision past the sink's grace.
     pub canary_stale_names: Family<SinkLabel, Gauge>,
+    /// 1 for each name (and place asked from) served otherwise than decided past the
+    /// sink's grace; absent otherwise, so the series are as many as the stale names.
+    pub canary_stale_answer: Family<StaleLabels, Gauge>,
     /// Time from a decision to the canary seeing it served, per sink.
     pub answer_propagation: Family<SinkLabel, Histogram, fn() -> Histogram>,
     /// Availability per name over the last hour, day and 30 days.
@@ -81,6 +98,7 @@ impl Default for AnswerMetrics {
         AnswerMetrics {
             canary_queries: Family::default(),
             canary_stale_names: Family::default(),
+            canary_stale_answer: Family::default(),
             answer_propagation: Family::new_with_constructor(latency_histogram),
             name_availability: Family::default(),
             ledger_degraded: Gauge::default(),
@@ -105,6 +123,11 @@ impl AnswerMetrics {
             "canary_stale_names",
             "Names whose served answer differs from the decision past the sink's canary grace (alert when above 0)",
             self.canary_stale_names.clone(),
+        );
+        registry.register(
+            "canary_stale_answer",
+            "1 while the answer canary finds a name served otherwise than decided past the sink's grace, by sink, tenant, name and the location asked from (empty: the canary's own question); absent otherwise",
+            self.canary_stale_answer.clone(),
         );
         registry.register(
             "answer_propagation_seconds",

@@ -1,11 +1,12 @@
 //! What a back end serves, read through its own API: the answer canary's source for kinds
 //! whose zone has no DNS port it can ask (a cloud provider's hosted zone). A listing is what
 //! the provider's API holds now; the provider's name servers may still be propagating it,
-//! which a listing cannot see.
+//! which a listing cannot see. A back end whose DNS port only it knows (PowerDNS's
+//! `local-address`) says where it is through the same API ([`DnsPort`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
@@ -35,19 +36,53 @@ pub trait Listing: Send + Sync {
     fn list(&self) -> ListingFuture;
 }
 
-/// The listings of the running sinks that have one, by sink name: kept by the engine as
-/// sinks are built and replaced, read by the canary each time it lists.
+/// Why a back end could not say where its DNS server listens.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// The API could not be asked, or refused (down, wrong key, a timeout).
+    #[error("its API could not be asked: {0}")]
+    Api(String),
+    /// The API answered, but with nothing a DNS address can be made of.
+    #[error("its settings name no DNS address: {0}")]
+    Unusable(String),
+}
+
+/// The future [`DnsPort::find`] returns.
+pub type PortFuture = Pin<Box<dyn Future<Output = Result<SocketAddr, PortError>> + Send>>;
+
+/// A back end that says through its API where its DNS server listens, so that the canary
+/// asks it without the address being written into the config twice.
+pub trait DnsPort: Send + Sync {
+    /// The address (UDP) the back end's DNS server answers on now.
+    fn find(&self) -> PortFuture;
+}
+
+/// What the canary reads back from one running sink.
 #[derive(Clone, Default)]
-pub struct Listings(Arc<Mutex<BTreeMap<String, Arc<dyn Listing>>>>);
+struct Readback {
+    listing: Option<Arc<dyn Listing>>,
+    port: Option<Arc<dyn DnsPort>>,
+}
+
+/// The listings and DNS ports of the running sinks that have one, by sink name: kept by the
+/// engine as sinks are built and replaced, read by the canary each time it lists or looks
+/// for a port.
+#[derive(Clone, Default)]
+pub struct Listings(Arc<Mutex<BTreeMap<String, Readback>>>);
 
 impl Listings {
-    /// Sink `name`'s listing from now on (`None`: it has none).
-    pub fn set(&self, name: &str, listing: Option<Arc<dyn Listing>>) {
-        let mut all = self.0.lock().expect("never poisoned");
-        match listing {
-            Some(l) => all.insert(name.to_owned(), l),
-            None => all.remove(name),
+    /// What sink `name` (just built) can be read back through from now on.
+    pub fn set(&self, name: &str, sink: &dyn super::Sink) {
+        let readback = Readback {
+            listing: sink.listing(),
+            port: sink.dns_port(),
         };
+        let mut all = self.0.lock().expect("never poisoned");
+        if readback.listing.is_none() && readback.port.is_none() {
+            all.remove(name);
+        } else {
+            all.insert(name.to_owned(), readback);
+        }
     }
 
     /// Keeps only the sinks `keep` names.
@@ -60,6 +95,13 @@ impl Listings {
 
     /// Sink `name`'s listing, if it has one.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Listing>> {
-        self.0.lock().expect("never poisoned").get(name).cloned()
+        let all = self.0.lock().expect("never poisoned");
+        all.get(name).and_then(|r| r.listing.clone())
+    }
+
+    /// Where sink `name` says its DNS server listens, if it can say.
+    pub fn port(&self, name: &str) -> Option<Arc<dyn DnsPort>> {
+        let all = self.0.lock().expect("never poisoned");
+        all.get(name).and_then(|r| r.port.clone())
     }
 }

@@ -120,6 +120,12 @@ pub trait Sink: Send + Sync + 'static {
     fn listing(&self) -> Option<Arc<dyn listing::Listing>> {
         None
     }
+
+    /// Where the back end's DNS server listens, asked through its API, for kinds whose spec
+    /// answers `finds_dns_port` (see [`listing::DnsPort`]).
+    fn dns_port(&self) -> Option<Arc<dyn listing::DnsPort>> {
+        None
+    }
 }
 
 /// Why a sink could not be built (a secret, TLS file or kubeconfig that cannot be read).

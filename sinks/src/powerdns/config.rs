@@ -101,6 +101,11 @@ impl SinkSpec for PowerDnsConfig {
         true
     }
 
+    /// The API reports the server's `local-address` and `local-port`.
+    fn finds_dns_port(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         Self::KIND
     }

@@ -18,10 +18,14 @@
 //! allowed"). A `lua = true` sink reads the server's settings before its first write and
 //! fails with the setting to change when they refuse; a refusal met on a write (an adopted
 //! name's foreign LUA records deleted) is explained the same way.
+//!
+//! The server's settings also say where it answers DNS ([`port`]): the answer canary asks
+//! there unless the sink's `canary.address` names another server.
 
 pub mod config;
 
 mod api;
+mod port;
 mod render;
 mod reports;
 
@@ -32,6 +36,7 @@ use bytes::Bytes;
 use ho_config::TlsCheck;
 
 use self::config::PowerDnsConfig;
+use ho_engine::sink::listing::DnsPort;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
@@ -120,6 +125,10 @@ impl Sink for PowerDnsSink {
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
         Some(Arc::new(reports::PowerDnsReports(self.inner.clone())))
+    }
+
+    fn dns_port(&self) -> Option<Arc<dyn DnsPort>> {
+        Some(Arc::new(port::Port(self.inner.clone())))
     }
 
     fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
