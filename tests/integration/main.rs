@@ -50,6 +50,7 @@ mod heartbeats;
 mod host_endpoints;
 mod icmp_checks;
 mod image;
+mod k8gb_cutover;
 mod k8gb_export;
 mod k8gb_import;
 mod keep_alive;

@@ -318,8 +318,15 @@ impl SinkSettings for DnsServerConfig {
             acme.tsig.check("acme.tsig", p);
         }
         if let Some(text) = &self.static_records {
-            if let Err(e) = super::statics::Statics::parse(text, &self.zones) {
-                p.at("static_records", e);
+            match super::statics::Statics::parse(text, &self.zones) {
+                Err(e) => p.at("static_records", e),
+                Ok(statics) if statics.delegates() && self.dnssec.is_some() => p.at(
+                    "static_records",
+                    "a delegation (NS below the apex) in a signed zone needs the proof of no DS a \
+                     validator asks of a referral, which the server does not make: remove the \
+                     delegation or `dnssec`",
+                ),
+                Ok(_) => {}
             }
         }
         if let Some(reports) = &mut self.reports {

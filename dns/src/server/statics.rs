@@ -3,6 +3,13 @@
 //! verification), CAA, SRV, CNAME — served beside the tenants' names, signed with them
 //! and part of zone transfers.
 //!
+//! NS records below an apex are a delegation, as in any parent zone: a question at or below
+//! that name is referred to those name servers (the NS in the authority section, their
+//! addresses from the static records as glue), and a tenant's name below it is not
+//! answered while the delegation stands. That is how a zone handed to other servers (k8gb's
+//! CoreDNS, a team's own) is moved here: the tenant is published first, and removing the
+//! delegation is the cut-over (docs/coming-from.md).
+//!
 //! A static record never shares a name with a tenant silently: an address record or a
 //! CNAME at a tenant's name, or any static name a tenant's wildcard would otherwise answer,
 //! is a config error (`conflicts`); other types beside a tenant's addresses (MX, TXT, CAA
@@ -66,6 +73,8 @@ pub struct Statics {
     by_name: HashMap<String, Vec<Record>>,
     /// Names that exist only as parents of static names.
     parents: HashSet<String>,
+    /// Names below an apex that hold NS records: delegations.
+    cuts: HashSet<String>,
 }
 
 impl Statics {
@@ -100,6 +109,9 @@ impl Statics {
             if rtype == RecordType::SOA || (rtype == RecordType::NS && apex.is_some()) {
                 return Err(StaticsError::ApexOwn { name, rtype });
             }
+            if rtype == RecordType::NS {
+                statics.cuts.insert(name.clone());
+            }
             let records = statics.by_name.entry(name).or_default();
             records.extend(set.records_without_rrsigs().cloned());
         }
@@ -129,6 +141,26 @@ impl Statics {
     /// Whether `name` exists only as a parent of static names.
     pub fn is_parent(&self, name: &str) -> bool {
         self.parents.contains(name)
+    }
+
+    /// The delegation `name` is at or below, if any: the cut's name (the nearest, as a
+    /// resolver follows the nearest).
+    pub fn delegation(&self, name: &str) -> Option<&str> {
+        if self.cuts.is_empty() {
+            return None;
+        }
+        let mut rest = name;
+        loop {
+            if let Some(cut) = self.cuts.get(rest) {
+                return Some(cut);
+            }
+            rest = rest.split_once('.')?.1;
+        }
+    }
+
+    /// Whether any name is delegated.
+    pub fn delegates(&self) -> bool {
+        !self.cuts.is_empty()
     }
 
     /// Every static record of the zone at `apex` (for zone transfers).

@@ -88,6 +88,13 @@ impl Authority {
             response.metadata.response_code = ResponseCode::Refused;
             return (false, Variation::Fixed);
         };
+        if let Some(cut) = self.statics.delegation(&key) {
+            // DS at the cut is the parent's own (none is held: no data, below).
+            if !(key == cut && question.qtype == RecordType::DS) {
+                self.refer(response, cut);
+                return (false, Variation::Fixed);
+            }
+        }
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
         let mut found = Found::new();
@@ -133,6 +140,26 @@ impl Authority {
         }
         self.finish(response, zone, &question, &found.types, serial);
         (found.located, found.variation)
+    }
+
+    /// Refers the question to the name servers of the delegation at `cut` (RFC 1034
+    /// 4.3.2): not authoritative, their NS in the authority section, the addresses the
+    /// static records hold for them as glue.
+    fn refer(&self, response: &mut Message, cut: &str) {
+        response.metadata.authoritative = false;
+        let servers = self.statics.get(cut).unwrap_or_default();
+        for ns in servers.iter().filter(|r| r.record_type() == RecordType::NS) {
+            response.authorities.push(ns.clone());
+            let RData::NS(NS(target)) = &ns.data else {
+                continue;
+            };
+            let glue = self.statics.get(&key_of(target)).unwrap_or_default();
+            response.additionals.extend(
+                (glue.iter())
+                    .filter(|r| matches!(r.record_type(), RecordType::A | RecordType::AAAA))
+                    .cloned(),
+            );
+        }
     }
 
     /// A negative answer's SOA, and the signatures when the query asked for them (`types`:

@@ -497,3 +497,65 @@ fn a_transfer_waits_while_a_name_awaits_its_first_snapshot() {
         .transfer(&query("example.org.", RecordType::A, None), client)
         .is_none());
 }
+
+/// A zone handing `cloud.example.org` to other name servers, as a parent zone does while
+/// k8gb's CoreDNS serves it, with a tenant published below the delegation.
+fn delegating() -> Authority {
+    let mut records = Records::default();
+    let snapshot = TenantSnapshot::healthy(
+        "t",
+        &["app.cloud.example.org", "www.example.org"],
+        RoutingPolicy::All,
+        three(),
+    );
+    records.publish(&snapshot);
+    let config = DnsServerConfig {
+        static_records: Some(
+            "cloud 300 NS gslb-ns-eu.example.org.\ncloud 300 NS ns.elsewhere.test.\n\
+             gslb-ns-eu 300 A 192.0.2.53\n"
+                .into(),
+        ),
+        ..config()
+    };
+    Authority::new(&config, records).unwrap()
+}
+
+#[test]
+fn names_at_and_below_a_delegation_are_referred_with_glue() {
+    let a = delegating();
+    for (name, qtype) in [
+        ("app.cloud.example.org.", RecordType::A),
+        ("cloud.example.org.", RecordType::A),
+        ("deep.app.cloud.example.org.", RecordType::AAAA),
+        ("cloud.example.org.", RecordType::NS),
+    ] {
+        let m = ask(&a, name, qtype);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name}");
+        assert!(
+            !m.metadata.authoritative,
+            "{name}: a referral is not authoritative"
+        );
+        assert!(m.answers.is_empty(), "{name}: {:?}", m.answers);
+        let mut servers: Vec<String> = (m.authorities.iter())
+            .filter_map(|r| match &r.data {
+                RData::NS(ns) => Some(ns.0.to_ascii()),
+                _ => None,
+            })
+            .collect();
+        servers.sort();
+        assert_eq!(servers, ["gslb-ns-eu.example.org.", "ns.elsewhere.test."]);
+        let glue: Vec<String> = m.additionals.iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(
+            glue,
+            ["192.0.2.53"],
+            "{name}: the in-zone server's address only"
+        );
+    }
+    // Beside the delegation the zone answers as before.
+    let m = ask(&a, "www.example.org.", RecordType::A);
+    assert!(m.metadata.authoritative);
+    assert_eq!(addresses(&m).len(), 3);
+    // DS at the cut is the parent's own: no data, authoritatively.
+    let m = ask(&a, "cloud.example.org.", RecordType::DS);
+    assert!(m.metadata.authoritative && m.answers.is_empty());
+}
