@@ -38,6 +38,7 @@ mod drain;
 mod engine_e2e;
 mod engine_layers;
 mod external_dns;
+mod external_dns_overlay;
 mod external_dns_pacing;
 mod failover_paths;
 mod faults;
