@@ -70,6 +70,7 @@ mod overrides;
 mod policies;
 mod powerdns;
 mod probes;
+mod release;
 mod reload;
 mod rfc2136;
 mod ring;
