@@ -82,55 +82,11 @@ fn the_external_dns_overlay_runs_the_provider_beside_the_orchestrator() {
         .find(|c| c["name"] == "health-orchestrator")
         .unwrap();
     let webhook = containers.iter().find(|c| c["name"] == "webhook").unwrap();
-
-    // No port of the pod's network namespace claimed twice.
-    let mut ports: Vec<(i64, &str)> = containers
-        .iter()
-        .flat_map(|c| c["ports"].as_sequence().unwrap())
-        .map(|p| {
-            (
-                p["containerPort"].as_i64().unwrap(),
-                p["protocol"].as_str().unwrap_or("TCP"),
-            )
-        })
-        .collect();
-    let declared = ports.len();
-    ports.sort();
-    ports.dedup();
-    assert_eq!(ports.len(), declared, "a port declared twice: {ports:?}");
-
-    // The pod loads what its ConfigMap holds, with the container's own arguments.
-    let config_map = find(&docs, "ConfigMap", "health-orchestrator-config");
+    no_port_claimed_twice(containers);
     let dir = tempfile::tempdir().unwrap();
-    for (file, text) in config_map["data"].as_mapping().unwrap() {
-        std::fs::write(
-            dir.path().join(file.as_str().unwrap()),
-            text.as_str().unwrap(),
-        )
-        .unwrap();
-    }
-    let args: Vec<String> = orchestrator["args"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            a.as_str()
-                .unwrap()
-                .replace(CONFIG_DIR, &format!("{}/", dir.path().display()))
-        })
-        .collect();
-    assert_eq!(args[0], "run");
-    assert!(
-        args.iter().any(|a| a.ends_with("/external-dns.toml")),
-        "{args:?}"
-    );
-    check_config(&args[1..]);
+    let layer = the_pod_loads_its_config_map(&docs, orchestrator, dir.path());
 
     // The sink reaches the provider where the provider listens, on localhost only.
-    let layer: toml::Table = std::fs::read_to_string(dir.path().join("external-dns.toml"))
-        .unwrap()
-        .parse()
-        .unwrap();
     let url = layer["sinks"]["provider"]["url"].as_str().unwrap();
     let env = env_of(webhook);
     assert_eq!(env["WEBHOOK_HOST"], "localhost");
@@ -164,6 +120,57 @@ fn the_external_dns_overlay_runs_the_provider_beside_the_orchestrator() {
         !docs.iter().any(|d| d["kind"] == "Secret"),
         "the overlay ships no Secret"
     );
+}
+
+/// No port of the pod's one network namespace is declared by two containers.
+fn no_port_claimed_twice(containers: &[Value]) {
+    let mut ports: Vec<(i64, &str)> = containers
+        .iter()
+        .flat_map(|c| c["ports"].as_sequence().unwrap())
+        .map(|p| {
+            (
+                p["containerPort"].as_i64().unwrap(),
+                p["protocol"].as_str().unwrap_or("TCP"),
+            )
+        })
+        .collect();
+    let declared = ports.len();
+    ports.sort();
+    ports.dedup();
+    assert_eq!(ports.len(), declared, "a port declared twice: {ports:?}");
+}
+
+/// Writes the rendered ConfigMap's files into `dir` and runs `check-config` with the
+/// orchestrator container's own arguments on them; the external-dns layer as parsed.
+fn the_pod_loads_its_config_map(
+    docs: &[Value],
+    orchestrator: &Value,
+    dir: &std::path::Path,
+) -> toml::Table {
+    let config_map = find(docs, "ConfigMap", "health-orchestrator-config");
+    for (file, text) in config_map["data"].as_mapping().unwrap() {
+        std::fs::write(dir.join(file.as_str().unwrap()), text.as_str().unwrap()).unwrap();
+    }
+    let args: Vec<String> = orchestrator["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .unwrap()
+                .replace(CONFIG_DIR, &format!("{}/", dir.display()))
+        })
+        .collect();
+    assert_eq!(args[0], "run");
+    assert!(
+        args.iter().any(|a| a.ends_with("/external-dns.toml")),
+        "{args:?}"
+    );
+    check_config(&args[1..]);
+    std::fs::read_to_string(dir.join("external-dns.toml"))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]

@@ -34,6 +34,7 @@ mod dns_server_acme;
 mod dns_server_dnssec;
 mod dns_server_transfer;
 mod dns_server_xdp;
+mod doc_commands;
 mod drain;
 mod engine_e2e;
 mod engine_layers;
