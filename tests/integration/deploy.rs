@@ -16,7 +16,7 @@ fn repo(path: &str) -> std::path::PathBuf {
 
 /// `kubectl kustomize` of `dir`, validated strictly against the Kubernetes schemas
 /// (`kubernetes-validate`); the rendered text.
-fn render_and_validate(dir: &str) -> String {
+pub(crate) fn render_and_validate(dir: &str) -> String {
     let rendered = Command::new("kubectl")
         .arg("kustomize")
         .arg(repo(dir))
