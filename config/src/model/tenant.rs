@@ -362,7 +362,13 @@ pub struct TenantConfig {
     pub multi_cluster: Option<bool>,
     /// The availability objective of its names (`"99.9%"`), as the ledger counts it: the
     /// shipped alert rules page on its burn rate and `/v1/availability` reports it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A share (`0.999`) is read as well.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "text_or_number"
+    )]
+    #[schemars(with = "Option<TextOrNumber>")]
     pub slo: Option<String>,
     /// The window `slo` is kept over: a rolling duration (`"30d"`, the default) or
     /// `"month"` (the calendar month, UTC).
@@ -539,4 +545,20 @@ fn default_backoff_min() -> Duration {
 }
 fn default_backoff_max() -> Duration {
     Duration::from_secs(30)
+}
+
+/// A value written as text or as a number (`slo = "99.9%"` or `slo = 0.999`): the number
+/// is kept as its text, for the check that reads both to judge.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum TextOrNumber {
+    Text(String),
+    Number(f64),
+}
+
+fn text_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<TextOrNumber>::deserialize(d)?.map(|v| match v {
+        TextOrNumber::Text(t) => t,
+        TextOrNumber::Number(n) => n.to_string(),
+    }))
 }
