@@ -233,7 +233,7 @@ fn k8gb_match_labels_select_the_one_ingress_or_say_which() {
     let cases = [
         (
             text.replace("    matchExpressions:\n      - key: tier\n        operator: In\n        values: [frontend]\n", ""),
-            "resourceRef selects its Ingress by labels (app=podinfo), which 2 Ingress objects carry (podinfo, podinfo-canary); k8gb refuses that too",
+            "resourceRef selects its Ingress by labels (app=podinfo), which 2 Ingress objects carry (podinfo [app=podinfo,tier=frontend], podinfo-canary [app=podinfo,tier=canary]); k8gb refuses that too",
         ),
         (
             text.replace("values: [frontend]", "values: [backend]"),
@@ -457,65 +457,94 @@ fn k8gb_templates_are_refused_at_import() {
     }
 }
 
-/// The owned Ingress of the export and the `# TO DO` step the import prints for it.
-fn owned_ingress_step() -> (Value, String) {
-    let items = items("exported-list-eu.yaml");
-    let owned: Vec<&Value> = of_kind(&items, "Ingress")
-        .filter(|i| i["metadata"].get("ownerReferences").is_some())
+/// The Ingress k8gb owns in the export, with `before` other owners listed ahead of the
+/// Gslb (an operator's, a GitOps tool's), and the import's step for it.
+fn owned_ingress_step(before: usize) -> (Value, String) {
+    let mut items = items("exported-list-eu.yaml");
+    let owned: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i]["kind"] == "Ingress")
+        .filter(|&i| items[i]["metadata"].get("ownerReferences").is_some())
         .collect();
     assert_eq!(owned.len(), 1, "the fixture has one Ingress k8gb owns");
-    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&fixture("exported-list-eu.yaml")]);
+    let references = items[owned[0]]["metadata"]["ownerReferences"]
+        .as_sequence_mut()
+        .unwrap();
+    for n in 0..before {
+        let other: Value = serde_yaml::from_str(&format!(
+            "{{apiVersion: example.io/v1, kind: Release, name: r{n}, uid: 00000000-0000-0000-0000-00000000000{n}}}"
+        ))
+        .unwrap();
+        references.insert(0, other);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("export.yaml");
+    let list: Value = serde_yaml::from_str("{apiVersion: v1, kind: List}").unwrap();
+    let mut list = list.as_mapping().unwrap().clone();
+    list.insert("items".into(), Value::Sequence(items.clone()));
+    std::fs::write(&file, serde_yaml::to_string(&list).unwrap()).unwrap();
+    let (code, yaml, stderr) = import(&["--sink", "dns"], &[&file]);
     assert_eq!(code, 0, "{stderr}");
     let steps: Vec<&str> = yaml
         .lines()
         .filter_map(|l| l.strip_prefix("# TO DO: before deleting Gslb"))
         .collect();
     assert_eq!(steps.len(), 1, "{yaml}");
-    (owned[0].clone(), steps[0].to_owned())
+    (items[owned[0]].clone(), steps[0].to_owned())
 }
 
-/// The `kubectl patch` the import prints, applied to the exported Ingress: its test passes
-/// on the owner's uid and the owner reference goes; nothing else changes.
+/// The `kubectl patch` the import prints, applied to the exported Ingress wherever the
+/// Gslb stands among its owners: its test passes on the Gslb's uid and only that reference
+/// goes (the list, when it was the only one); nothing else changes.
 #[test]
 fn k8gb_owned_ingress_patch_removes_only_the_reference() {
-    let (ingress, step) = owned_ingress_step();
-    let (name, ns) = (
-        ingress["metadata"]["name"].as_str().unwrap(),
-        ingress["metadata"]["namespace"].as_str().unwrap(),
-    );
-    let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
-    let patch = step
-        .split_once(&prefix)
-        .unwrap()
-        .1
-        .split_once('\'')
-        .unwrap()
-        .0;
-    let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
-    let mut object: serde_json::Value = serde_json::to_value(&ingress).unwrap();
-    for op in patch.as_array().unwrap() {
-        let path = op["path"].as_str().unwrap();
-        match op["op"].as_str().unwrap() {
-            "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
-            "remove" => {
-                let (parent, key) = path.rsplit_once('/').unwrap();
-                object
-                    .pointer_mut(parent)
-                    .unwrap()
-                    .as_object_mut()
-                    .unwrap()
-                    .remove(key)
-                    .unwrap();
+    for before in 0..3 {
+        let (ingress, step) = owned_ingress_step(before);
+        let (name, ns) = (
+            ingress["metadata"]["name"].as_str().unwrap(),
+            ingress["metadata"]["namespace"].as_str().unwrap(),
+        );
+        let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
+        let patch = step
+            .split_once(&prefix)
+            .unwrap()
+            .1
+            .split_once('\'')
+            .unwrap()
+            .0;
+        let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
+        let mut object: serde_json::Value = serde_json::to_value(&ingress).unwrap();
+        for op in patch.as_array().unwrap() {
+            let path = op["path"].as_str().unwrap();
+            match op["op"].as_str().unwrap() {
+                "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
+                "remove" => {
+                    let (parent, key) = path.rsplit_once('/').unwrap();
+                    match object.pointer_mut(parent).unwrap() {
+                        serde_json::Value::Array(a) => {
+                            a.remove(key.parse().unwrap());
+                        }
+                        o => {
+                            o.as_object_mut().unwrap().remove(key).unwrap();
+                        }
+                    }
+                }
+                other => panic!("unexpected op {other}"),
             }
-            other => panic!("unexpected op {other}"),
         }
+        // The expected object: the Ingress as exported, less the reference to a Gslb.
+        let mut expected = serde_json::to_value(&ingress).unwrap();
+        let metadata = expected["metadata"].as_object_mut().unwrap();
+        let kept: Vec<serde_json::Value> = (metadata["ownerReferences"].as_array().unwrap())
+            .iter()
+            .filter(|r| r["kind"] != "Gslb")
+            .cloned()
+            .collect();
+        match kept.is_empty() {
+            true => metadata.remove("ownerReferences"),
+            false => metadata.insert("ownerReferences".into(), kept.into()),
+        };
+        assert_eq!(object, expected, "with {before} owners before the Gslb");
     }
-    let mut expected = serde_json::to_value(&ingress).unwrap();
-    expected["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("ownerReferences");
-    assert_eq!(object, expected);
 }
 
 /// An embedded-ingress Gslb from k8gb's own examples, exported without its Ingress: the

@@ -23,7 +23,7 @@ pub(super) enum SelectError {
         /// The objects of that kind given, with their labels (empty when none was).
         given: String,
     },
-    /// Several objects carry them.
+    /// Several objects carry them (each named with its labels).
     #[error("{at}: resourceRef selects its {kind} by labels ({selector}), which {count} {kind} objects carry ({names}); k8gb refuses that too (it expects exactly one): give the one it means a label of its own, or name it in resourceRef.name", count = names.len(), names = names.join(", "))]
     Several {
         at: String,
@@ -88,13 +88,12 @@ pub(super) fn select(
         .of_kind(kind, namespace)
         .filter_map(|d| Some((d.get("metadata").and_then(|m| text(m, "name"))?, labels(d))))
         .collect();
-    let names: Vec<String> = candidates
+    let matching: Vec<&(&str, BTreeMap<String, String>)> = candidates
         .iter()
         .filter(|(_, l)| requirements.iter().all(|r| r.matches(l)))
-        .map(|(n, _)| (*n).to_owned())
         .collect();
-    match names.as_slice() {
-        [one] => Ok(one.clone()),
+    match matching.as_slice() {
+        [(one, _)] => Ok((*one).to_owned()),
         [] => Err(SelectError::None {
             at: at.to_owned(),
             kind: kind.to_owned(),
@@ -106,9 +105,15 @@ pub(super) fn select(
             at: at.to_owned(),
             kind: kind.to_owned(),
             selector,
-            names,
+            names: matching.iter().map(|(n, l)| labelled(n, l)).collect(),
         }),
     }
+}
+
+/// `name [k=v,...]`: an object as a refusal names it, with the labels that tell it apart.
+fn labelled(name: &str, labels: &BTreeMap<String, String>) -> String {
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name} [{}]", labels.join(","))
 }
 
 /// The objects given, each with its labels, as the refusal lists them.
@@ -116,13 +121,7 @@ fn given(candidates: &[(&str, BTreeMap<String, String>)]) -> String {
     if candidates.is_empty() {
         return String::new();
     }
-    let each: Vec<String> = candidates
-        .iter()
-        .map(|(name, labels)| {
-            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{name} [{}]", labels.join(","))
-        })
-        .collect();
+    let each: Vec<String> = candidates.iter().map(|(n, l)| labelled(n, l)).collect();
     format!(" (given: {})", each.join(", "))
 }
 
