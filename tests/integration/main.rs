@@ -14,6 +14,7 @@ mod answer_night;
 mod api;
 mod architecture;
 mod azure_dns;
+mod bench_results;
 mod brake;
 mod canary_ports;
 mod check_resources;
