@@ -16,6 +16,7 @@ mod architecture;
 mod azure_dns;
 mod bench_results;
 mod brake;
+mod budgets;
 mod canary_ports;
 mod check_resources;
 mod cli;

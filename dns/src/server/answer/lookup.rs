@@ -84,17 +84,9 @@ impl Authority {
         turn: usize,
     ) -> (bool, Variation) {
         let key = key_of(question.name);
-        let Some(zone) = self.zone_answering(&key, question.qtype, question.qclass) else {
-            response.metadata.response_code = ResponseCode::Refused;
+        let Some(zone) = self.answering(response, &key, &question) else {
             return (false, Variation::Fixed);
         };
-        if let Some(cut) = self.statics.delegation(&key) {
-            // DS at the cut is the parent's own (none is held: no data, below).
-            if !(key == cut && question.qtype == RecordType::DS) {
-                self.refer(response, cut);
-                return (false, Variation::Fixed);
-            }
-        }
         let records = self.records.read().expect("not poisoned");
         response.metadata.authoritative = true;
         let mut found = Found::new();
@@ -142,10 +134,32 @@ impl Authority {
         (found.located, found.variation)
     }
 
-    /// Refers the question to the name servers of the delegation at `cut` (RFC 1034
+    /// The zone that answers `key` itself; `None` when the response is already made: REFUSED
+    /// outside the zones, a referral below a delegation.
+    fn answering(
+        &self,
+        response: &mut Message,
+        key: &str,
+        question: &Question<'_>,
+    ) -> Option<&Zone> {
+        let Some(zone) = self.zone_answering(key, question.qtype, question.qclass) else {
+            response.metadata.response_code = ResponseCode::Refused;
+            return None;
+        };
+        (!self.refer(response, key, question.qtype)).then_some(zone)
+    }
+
+    /// Refers a question for `key` at or below a delegation to its name servers (RFC 1034
     /// 4.3.2): not authoritative, their NS in the authority section, the addresses the
-    /// static records hold for them as glue.
-    fn refer(&self, response: &mut Message, cut: &str) {
+    /// static records hold for them as glue. Whether it did: DS at the cut itself is the
+    /// parent's own to answer (none is held: no data).
+    fn refer(&self, response: &mut Message, key: &str, qtype: RecordType) -> bool {
+        let Some(cut) = self.statics.delegation(key) else {
+            return false;
+        };
+        if key == cut && qtype == RecordType::DS {
+            return false;
+        }
         response.metadata.authoritative = false;
         let servers = self.statics.get(cut).unwrap_or_default();
         for ns in servers.iter().filter(|r| r.record_type() == RecordType::NS) {
@@ -160,6 +174,7 @@ impl Authority {
                     .cloned(),
             );
         }
+        true
     }
 
     /// A negative answer's SOA, and the signatures when the query asked for them (`types`:
