@@ -1,4 +1,4 @@
-//! `cluster leave`: takes this cluster out of the shared names cleanly (the seed's
+//! `cluster leave`: takes this cluster out of the shared names cleanly (Kuadrant's distributed-DNS RFC's
 //! cleanup). For every voting tenant it removes this cluster's report from the shared
 //! zone, counts the vote of the clusters that remain, and writes that set to the tenant's
 //! shared-zone sinks, so this cluster's addresses leave DNS now rather than staying as

@@ -1,7 +1,7 @@
 //! The config files named on the command line, loaded the same way by `run`, its reloads,
 //! `check-config` and `cluster leave`: TOML layers, a directory meaning its `config.toml`
 //! (else `config.yaml`), and a YAML file read as OpenOva's `config.yaml` through
-//! `import --from openova` (seed 000's Deployment mounts exactly that), with what the
+//! `import --from openova` (the OpenOva spec's Deployment mounts exactly that), with what the
 //! import could not carry over handed back as notes for the caller to log.
 
 use std::cell::RefCell;

@@ -16,7 +16,7 @@ pub use crate::drain::Forced;
 /// The whole `/status` response.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
-    /// The seed spec's fields, for its dashboards and scripts.
+    /// The OpenOva spec's fields, for its dashboards and scripts.
     #[serde(flatten)]
     pub summary: Summary,
     /// Tracker view.
@@ -97,11 +97,11 @@ pub struct ClusterStatus {
     pub source: &'static str,
 }
 
-/// The fields of the seed spec's `/status` (OpenOva `HealthStatus`), computed from the
+/// The fields of the OpenOva spec's `/status` (`HealthStatus`), computed from the
 /// tracker's view, so its scripts and dashboards keep working.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// Addresses of the endpoints that are up, sorted, each once: what the seed's `/status`
+    /// Addresses of the endpoints that are up, sorted, each once: what the OpenOva spec's `/status`
     /// lists (its nodes' IPs), so scripts reading it keep working.
     pub healthy_nodes: Vec<String>,
     /// Names of the endpoints that are up.

@@ -1,4 +1,4 @@
-//! `import --from openova FILE.yaml`: the OpenOva DNS failover config (the seed spec's
+//! `import --from openova FILE.yaml`: the OpenOva DNS failover config (the OpenOva spec's
 //! `nodes`, `tenants`, `health_check`, `coredns`) as ours.
 
 use std::collections::BTreeMap;

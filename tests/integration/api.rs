@@ -36,7 +36,7 @@ async fn healthz_readyz_status_and_metrics() {
     let addr = serve_api(&engine, None, None).await;
 
     assert_eq!(get(addr, "/healthz").await, (200, "ok\n".into()));
-    // The seed spec's manifests probe /health.
+    // The OpenOva spec's manifests probe /health.
     assert_eq!(get(addr, "/health").await, (200, "ok\n".into()));
     let start = tokio::time::Instant::now();
     while get(addr, "/readyz").await.0 != 200 {
@@ -65,7 +65,7 @@ async fn healthz_readyz_status_and_metrics() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
     assert_eq!(status["ready"], true);
-    // The seed spec's fields.
+    // The OpenOva spec's fields.
     assert_eq!(status["healthy_nodes"], serde_json::json!([ip(&gws[0])]));
     assert_eq!(status["healthy_endpoints"], serde_json::json!(["gw-1"]));
     assert_eq!(status["total_nodes"], 2);

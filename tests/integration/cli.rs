@@ -353,7 +353,7 @@ async fn logs_to_a_file_are_plain_and_json_on_request() {
     }
 }
 
-/// `import --from openova` on the seed spec's own example config: the printed TOML passes
+/// `import --from openova` on the OpenOva spec's own example config: the printed TOML passes
 /// `check-config` and carries nodes, health check, tenants with their `hosts_key`, and the
 /// ConfigMap; keys it cannot carry are listed as comments.
 #[test]
@@ -547,7 +547,7 @@ fn import_and_check_with(
     (toml, plan, String::from_utf8(checked.stdout).unwrap())
 }
 
-/// `import --from powerdns` on the OpenOva spec's lua-record cookbook (seed 002) and on
+/// `import --from powerdns` on the OpenOva spec's lua-record cookbook (its multi-region document) and on
 /// PowerDNS's own documentation examples: every `ifurlup`/`ifportup`/`pick...` record
 /// becomes a tenant with the check and policy PowerDNS applied, what differs or has no
 /// equivalent is named, the zone's other records are listed, and the result passes

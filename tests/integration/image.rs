@@ -207,14 +207,14 @@ async fn the_image_runs_non_root_on_a_read_only_root_and_serves() {
     );
 }
 
-/// Seed 000's own Deployment and ConfigMap start the image as they are: no arguments (the
+/// The OpenOva spec's own Deployment and ConfigMap start the image as they are: no arguments (the
 /// image's), the ConfigMap's `config.yaml` in OpenOva's shape mounted where the Deployment
-/// mounts it, read through the importer at load; the seed's liveness path answers and its
+/// mounts it, read through the importer at load; the spec's liveness path answers and its
 /// CoreDNS ConfigMap gets each tenant's hosts file. Two things differ, for the test's sake
 /// only: the nodes' addresses are loopback gateways of the test's own (traffic never leaves
 /// loopback), and the API listens on a loopback address of the test's (`HO_API__LISTEN`);
 /// the Kubernetes API is the test server (no real one can run here), reached through
-/// `KUBECONFIG` where the seed's pod would use its service account.
+/// `KUBECONFIG` where the spec's pod would use its service account.
 #[actix_rt::test]
 async fn seed_000s_deployment_and_configmap_start_the_image() {
     use crate::fakes::kube_api::KubeApi;
@@ -274,7 +274,7 @@ async fn seed_000s_deployment_and_configmap_start_the_image() {
 
     let log = || std::fs::read_to_string(dir.path().join("image.log")).unwrap_or_default();
     let start = Instant::now();
-    // The seed's liveness and readiness path.
+    // The spec's liveness and readiness path.
     while try_api_get(api, "/health").await.is_none() {
         if let Some(status) = process.0.try_wait().unwrap() {
             panic!("the image's process exited ({status}):\n{}", log());

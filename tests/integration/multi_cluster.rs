@@ -624,7 +624,7 @@ async fn three_clusters_vote_on_one_azure_dns_zone() {
     );
 }
 
-/// [`vote_scenario`] with no provider (seed 001): each cluster's own `dns_server` serves
+/// [`vote_scenario`] with no provider (as Kuadrant's distributed-DNS RFC allows): each cluster's own `dns_server` serves
 /// the name, holds its cluster's reports and reads the others' from their servers with
 /// TSIG-signed queries; the name is read from every server. `cluster leave` starts the
 /// leaving cluster's server to answer "no report" until its peers drop it. Also: a report

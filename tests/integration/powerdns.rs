@@ -141,7 +141,7 @@ async fn foreign_rrsets_are_left_alone_unless_adopted() {
 }
 
 /// A name whose LUA records someone else wrote (a zone moving off PowerDNS Lua records, as
-/// seed 002's stack runs them) is never half-written: without `adopt` nothing of ours goes
+/// the OpenOva multi-region document's stack runs them) is never half-written: without `adopt` nothing of ours goes
 /// there, the write is reported failed naming the rrset and the setting, and 200 queries
 /// all get the LUA record's answer, never a mix; the other names publish as usual. With
 /// `adopt = true` the LUA rrset is replaced by ours, and the answers are ours alone.

@@ -291,7 +291,7 @@ pub struct TenantConfig {
     /// Unique name, in logs, metrics and `/status`.
     pub name: String,
     /// The hosts file's name (`hosts_file`) and the ConfigMap key (`coredns_configmap`)
-    /// this tenant is written to. Default `<name>.hosts`; the seed spec names it per tenant.
+    /// this tenant is written to. Default `<name>.hosts`; the OpenOva spec names it per tenant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts_key: Option<String>,
     /// Fully qualified names that resolve to the published addresses.

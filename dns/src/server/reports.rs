@@ -1,5 +1,5 @@
 //! Reports over DNS between clusters (`reports` on a `dns_server` sink): clusters that are
-//! themselves the zone's name servers vote with no provider in between (seed 001's
+//! themselves the zone's name servers vote with no provider in between (Kuadrant's distributed-DNS RFC's
 //! shape). Each cluster's server holds its own reports and answers them to its peers;
 //! each round, a cluster asks every peer for its reports over TCP with TSIG-signed
 //! queries (all of a round's on one connection at once, so a far peer costs one round

@@ -23,7 +23,7 @@ pub(super) async fn read_only(
 ) -> Response<Full<Bytes>> {
     match path {
         "/" => page(),
-        // `/health` is the path the seed spec's manifests probe (OpenOva): the same answer.
+        // `/health` is the path the OpenOva spec's manifests probe: the same answer.
         "/healthz" | "/health" => text(StatusCode::OK, PLAIN, "ok\n"),
         "/readyz" => match state.tracker.send(IsReady).await {
             Ok(true) => text(StatusCode::OK, PLAIN, "ready\n"),

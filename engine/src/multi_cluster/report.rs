@@ -17,7 +17,7 @@
 //!
 //! Names and geos are percent-encoded outside `A-Za-z0-9._:-`, so items never contain a
 //! space, comma, quote or backslash. A record's text is split into character-strings of at
-//! most 255 characters (the TXT limit; the seed's overflow rule) which readers concatenate
+//! most 255 characters (the TXT limit; the distributed-DNS RFC's overflow rule) which readers concatenate
 //! without a separator, as SPF does. All parts of one report carry the same `t`; a reader
 //! takes a report only when parts `1..=n` of one `t` are all there (writes replace the
 //! rrset atomically, so a complete report is what readers see).

@@ -169,7 +169,7 @@ impl Tally {
 }
 
 /// What the tenant publishes from a tally: the kept addresses, or all candidates when
-/// none is kept (the seed's no-NXDOMAIN rule) or fewer than `min_healthy` of them; then
+/// none is kept (the distributed-DNS RFC's no-NXDOMAIN rule) or fewer than `min_healthy` of them; then
 /// `failover` keeps the lowest priority present. `None` when there is no candidate at all
 /// (no report yet): nothing to publish.
 pub fn publishable(tenant: &Tenant, tally: &Tally) -> Option<(Vec<PublishedAddress>, PublishMode)> {

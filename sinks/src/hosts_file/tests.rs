@@ -95,7 +95,7 @@ async fn an_unwritable_directory_is_a_retriable_error_naming_the_path() {
     );
 }
 
-/// The file is named by the tenant's `hosts_key` (the seed spec's per-tenant key).
+/// The file is named by the tenant's `hosts_key` (the OpenOva spec's per-tenant key).
 #[actix_rt::test]
 async fn the_file_is_named_by_the_hosts_key() {
     let dir = tempfile::tempdir().unwrap();

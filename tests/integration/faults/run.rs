@@ -29,7 +29,7 @@ pub enum Setup {
     /// A shared PowerDNS zone holds the name and the reports; cluster `a` runs as two
     /// replicas under a Lease.
     SharedZone,
-    /// Each cluster's own `dns_server` serves the name and its reports (seed 001's shape,
+    /// Each cluster's own `dns_server` serves the name and its reports (the distributed-DNS RFC's shape,
     /// no provider); one process per cluster.
     OwnServers,
 }
