@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::probe::{HeartbeatCheck, SecretValue};
+use crate::probe::HeartbeatCheck;
+use crate::secret::Secret;
 use crate::state_file::{self, StateFileError};
 
 /// How often a changed board is saved.
@@ -47,7 +48,7 @@ struct Board {
 struct Pusher {
     address: IpAddr,
     /// Its own token (`token_file`), instead of `api.heartbeat_token_file`'s.
-    token: Option<SecretValue>,
+    token: Option<Secret>,
 }
 
 /// Why a heartbeat was not taken.

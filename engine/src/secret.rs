@@ -1,5 +1,5 @@
-//! Secrets (API keys, HMAC keys): read once from a file or an environment variable, never
-//! printed.
+//! Secrets (API keys, HMAC keys, header values and tokens read from files): read once,
+//! never printed: `<redacted>` wherever one would be (logs, `/status`, debug output).
 
 use std::fmt;
 use std::path::Path;
@@ -27,11 +27,17 @@ pub enum SecretError {
     Empty,
 }
 
-/// A secret value whose `Debug` and `Display` print `***`.
-#[derive(Clone, PartialEq, Eq)]
+/// A secret value whose `Debug`, `Display` and serialized form are `<redacted>`. Compared
+/// and hashed like any value, so a new secret in a check makes a new probe target at reload.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a value read elsewhere (a header file, a token file).
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
     /// Reads the secret from `file` (trailing newline removed) or from the variable `env`.
     pub fn load(file: Option<&Path>, env: Option<&str>) -> Result<Secret, SecretError> {
         let value = match (file, env) {
@@ -59,15 +65,24 @@ impl Secret {
     }
 }
 
+/// What is printed in place of a secret.
+const REDACTED: &str = "<redacted>";
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
+        f.write_str(REDACTED)
     }
 }
 
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
+        f.write_str(REDACTED)
+    }
+}
+
+impl serde::Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(REDACTED)
     }
 }
 
@@ -94,7 +109,8 @@ mod tests {
         std::fs::write(&file, "s3cret\n").unwrap();
         let s = Secret::load(Some(&file), None).unwrap();
         assert_eq!(s.expose(), "s3cret");
-        assert_eq!(format!("{s} {s:?}"), "*** ***");
+        assert_eq!(format!("{s} {s:?}"), "<redacted> <redacted>");
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"<redacted>\"");
         assert!(Secret::load(Some(&dir.path().join("missing")), None)
             .unwrap_err()
             .to_string()

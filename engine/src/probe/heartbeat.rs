@@ -13,11 +13,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::registry::{CheckSettings, Prepare, Problems};
+use super::Progress;
 use super::{
     Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
 };
-use super::{Progress, SecretValue};
 use crate::heartbeats::Heartbeats;
+use crate::secret::Secret;
 
 /// `kind = "heartbeat"`: healthy while heartbeats arrive within `ttl`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -40,7 +41,7 @@ pub struct HeartbeatCheck {
     /// The longest a heartbeat counts.
     pub ttl: Duration,
     /// The endpoint's own token, read from `token_file`.
-    pub token: Option<SecretValue>,
+    pub token: Option<Secret>,
 }
 
 impl ResolvedCheck for HeartbeatCheck {
@@ -75,9 +76,7 @@ impl CheckSettings for HeartbeatSettings {
         let token = self
             .token_file
             .and_then(|file| match std::fs::read_to_string(&file) {
-                Ok(text) if !text.trim().is_empty() => {
-                    Some(SecretValue::new(text.trim().to_owned()))
-                }
+                Ok(text) if !text.trim().is_empty() => Some(Secret::new(text.trim().to_owned())),
                 Ok(_) => {
                     problems.push("token_file", format!("{} is empty", file.display()));
                     None

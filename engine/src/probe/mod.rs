@@ -49,7 +49,7 @@ pub enum ProbeError {
 }
 pub use feed::{FeedCheck, Feeds};
 pub use heartbeat::HeartbeatCheck;
-pub use http::{HttpCheck, HttpsCheck, SecretValue};
+pub use http::{HttpCheck, HttpsCheck};
 pub use outcome::{Failure, ProbeResult};
 pub use registry::{
     kinds, CheckKind, CheckList, CheckSettings, Prepare, Problems, Registered, UrlError, UrlTarget,

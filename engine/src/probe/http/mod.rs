@@ -20,7 +20,7 @@ use super::tls::TlsTarget;
 use super::weight::Damper;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
 use request::{Answer, HttpRequest};
-pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings, SecretValue};
+pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings};
 
 /// An HTTP check of one target: the request prepared once, and its TLS for https.
 pub(super) struct HttpProbe {

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use ho_config::names::{check_header_name, check_header_value};
 
-use super::settings::{HttpCheck, HttpSettings, SecretValue};
+use super::settings::{HttpCheck, HttpSettings};
 use crate::probe::registry::Problems;
 use crate::probe::reuse;
+use crate::secret::Secret;
 
 /// Checks the http keys and fills in their defaults.
 pub(super) fn http(merged: HttpSettings, errs: &mut Problems<'_>) -> Option<HttpCheck> {
@@ -133,7 +134,7 @@ fn read_secret_headers(
     merged: &HttpSettings,
     inline: &BTreeMap<String, String>,
     errs: &mut Problems<'_>,
-) -> BTreeMap<String, SecretValue> {
+) -> BTreeMap<String, Secret> {
     let mut out = BTreeMap::new();
     for (name, file) in merged.headers_from_files.iter().flatten() {
         let at = format!("headers_from_files.{name}");
@@ -159,7 +160,7 @@ fn read_secret_headers(
                         ),
                     );
                 } else {
-                    out.insert(name.clone(), SecretValue::new(value.to_owned()));
+                    out.insert(name.clone(), Secret::new(value.to_owned()));
                 }
             }
             Err(e) => errs.push(&at, format!("{}: {e}", file.display())),

@@ -17,6 +17,7 @@ use crate::probe::registry::{CheckSettings, Prepare, Problems, UrlError};
 use crate::probe::tls::{Alpn, TlsProbe, TlsSettings};
 use crate::probe::weight::{ReportedWeight, WeightSettings};
 use crate::probe::{PreparedProbe, ProbeContext, ProbeError};
+use crate::secret::Secret;
 
 /// `kind = "http"`: an HTTP/1.1 GET, healthy when the status is expected (and the body
 /// matches, if asked).
@@ -137,7 +138,7 @@ pub struct HttpCheck {
     /// Extra request headers (names and values already checked to be valid HTTP).
     pub headers: BTreeMap<String, String>,
     /// Headers whose values came from `headers_from_files`: shown redacted.
-    pub secret_headers: BTreeMap<String, SecretValue>,
+    pub secret_headers: BTreeMap<String, Secret>,
     /// Healthy status codes.
     pub expect_status: Vec<u16>,
     /// Required body substring.
@@ -170,35 +171,6 @@ pub struct HttpsCheck {
     pub http: HttpCheck,
     /// The TLS part.
     pub tls: TlsProbe,
-}
-
-/// A header value read from a file: compared and hashed like any value (a new secret makes
-/// a new probe target at reload), but `<redacted>` wherever it would be printed.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a value read from a file.
-    pub fn new(value: String) -> SecretValue {
-        SecretValue(value)
-    }
-
-    /// The value, for the one place that sends it (the probe's request head).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl Serialize for SecretValue {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str("<redacted>")
-    }
 }
 
 impl ResolvedCheck for HttpCheck {
