@@ -22,7 +22,6 @@ mod delivery;
 pub mod dns_client;
 mod drain;
 mod events;
-pub mod heartbeats;
 pub mod hosts;
 pub mod hysteresis;
 pub mod leadership;

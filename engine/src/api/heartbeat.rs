@@ -8,8 +8,8 @@ use tracing::debug;
 
 use super::auth::{bearer, unauthorized};
 use super::{text, ApiState, PLAIN};
-use crate::heartbeats::Refused;
 use crate::metrics::HeartbeatLabels;
+use crate::probe::heartbeat::board::Refused;
 
 /// Records a heartbeat of endpoint `name`. Not rate limited with `/status`: every pushing
 /// endpoint sends one or more per `ttl`, and a heartbeat costs a map update. 404 for a

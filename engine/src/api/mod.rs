@@ -32,9 +32,9 @@ use tracing::{debug, warn};
 
 use crate::delivery::SinkActor;
 use crate::events::Events;
-use crate::heartbeats::Heartbeats;
 use crate::leadership::Leadership;
 use crate::metrics::Metrics;
+use crate::probe::heartbeat::Heartbeats;
 use crate::status::ClusterStatus;
 use crate::token_bucket::TokenBucket;
 use crate::tracker::{HealthTracker, OperatorAction};

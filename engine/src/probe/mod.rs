@@ -11,7 +11,7 @@ mod connect;
 pub mod dns;
 mod feed;
 mod grpc;
-mod heartbeat;
+pub mod heartbeat;
 mod http;
 mod icmp;
 mod outcome;
@@ -65,7 +65,7 @@ pub struct ProbeContext {
     /// TLS configurations, shared by targets with equal trust settings.
     pub tls: TlsCache,
     /// Heartbeats received by the API.
-    pub heartbeats: crate::heartbeats::Heartbeats,
+    pub heartbeats: heartbeat::Heartbeats,
     /// External health feeds, each fetched once per interval for all its endpoints.
     pub feeds: feed::Feeds,
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::probe::HeartbeatCheck;
+use super::HeartbeatCheck;
 use crate::secret::Secret;
 use crate::state_file::{self, StateFileError};
 

@@ -1,8 +1,11 @@
 //! The `heartbeat` kind: the endpoint says it is alive by pushing heartbeats to the API
-//! (`POST /v1/heartbeat/{endpoint}`, see [`crate::heartbeats`]); each scheduled probe of it
+//! (`POST /v1/heartbeat/{endpoint}`, see [`board`]); each scheduled probe of it
 //! is healthy while the last heartbeat is younger than `ttl`. Nothing is sent to the
 //! endpoint. It is Consul's TTL check: for services that already report their own health,
 //! or that no probe can reach.
+
+pub mod board;
+pub use board::Heartbeats;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,7 +20,7 @@ use super::Progress;
 use super::{
     Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
 };
-use crate::heartbeats::Heartbeats;
+
 use crate::secret::Secret;
 
 /// `kind = "heartbeat"`: healthy while heartbeats arrive within `ttl`.
