@@ -1,23 +1,23 @@
-//! `run`: the service.
+//! `run`: the service. The config is loaded and checked, then the service is built and
+//! spawned ([`service`]), runs until a signal, and stops.
+
+mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use tokio::signal::unix::{signal, SignalKind};
 
-use ho_config::LogFormat;
+use ho_config::{LogFormat, Plan};
 use ho_engine::metrics::Metrics;
-use ho_engine::{Engine, EngineError};
+use ho_engine::Engine;
 use tracing::{info, warn};
 
-use crate::reload::Reloader;
-use ho_kube::lease::Elector;
-use ho_kube::ring_leases::RingLeases;
 use ho_kube::tenants::controller::Controller;
+use service::Built;
 
 /// Loads the config (exit 2 with every problem if it is invalid or names a secret, file or
 /// socket that cannot be used), starts telemetry, the engine and
@@ -44,167 +44,29 @@ pub fn run(files: &[PathBuf], log_format: Option<LogFormat>) -> anyhow::Result<E
     let metrics = Arc::new(Metrics::new());
     let telemetry = crate::telemetry::init(&plan.telemetry, &metrics)?;
     let system = actix_rt::System::new();
-    let served = system.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(plan.api_listen)
-            .await
-            .with_context(|| format!("api.listen {}", plan.api_listen))?;
-        info!(
-            api = %listener.local_addr()?,
-            endpoints = plan.endpoints.len(),
-            targets = plan.targets.len(),
-            tenants = plan.tenants.len(),
-            "starting"
-        );
-        let deadline = plan.shutdown_timeout;
-        let read_token = |file: &Option<std::path::PathBuf>, field: &str| {
-            file.as_ref()
-                .map(|f| {
-                    ho_engine::secret::Secret::load(Some(f), None)
-                        .map(|s| Arc::<str>::from(s.expose()))
-                        .map_err(|e| anyhow::anyhow!("{field}: {e}"))
-                })
-                .transpose()
-        };
-        let tokens = ho_engine::api::ApiTokens {
-            read: read_token(&plan.api_token_file, "api.token_file")?,
-            admin: read_token(&plan.api_admin_token_file, "api.admin_token_file")?,
-            heartbeat: read_token(&plan.api_heartbeat_token_file, "api.heartbeat_token_file")?,
-        };
-        let watch = plan.reload.watch.then_some(plan.reload.interval);
-        let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
-        info!(cluster = %cluster.id, source = cluster.source, "cluster id");
-        let election = plan.leader_election.clone();
-        let ring = plan.ring.clone();
-        let kubernetes = plan.kubernetes.clone();
-        let plan_state_dir = plan.state_dir.clone();
-        let parts = ho_kinds::parts(ho_kinds::Sinks::default());
-        let mut engine = match Engine::start_with(plan, parts, metrics).await {
-            Ok(engine) => engine,
-            // What the preflight could not see (a socket the DNS server cannot bind, a state
-            // file changed since) is a config problem too.
-            Err(
-                e @ (EngineError::Probe { .. }
-                | EngineError::SinkBuild(_)
-                | EngineError::Host(_)
-                | EngineError::Drains(_)),
-            ) => {
-                eprintln!("{e}");
-                return Ok(ExitCode::from(2));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        engine.set_cluster(cluster);
-        if let Some(name) = &kubernetes.operator_state {
-            let kube = ho_kube::client::connect_for_watches(
-                kubernetes.kubeconfig.as_deref(),
-                REQUEST_TIMEOUT,
-            )
-            .await
-            .context("[kubernetes] operator_state")?;
-            if let Some(dir) = &plan_state_dir {
-                // The embedded server's ACME challenges: an update reaches one replica, the
-                // ACME server asks any of them.
-                let files = ho_kube::shared_files::SharedFiles {
-                    prefix: "acme-",
-                    merge: ho_dns::server::merge_acme_challenges,
-                };
-                ho_kube::shared_files::share(
-                    kube.client.clone(),
-                    &kube.default_namespace,
-                    name,
-                    dir.clone(),
-                    files,
-                );
-            }
-            ho_kube::operator_state::share(&engine, kube.client, &kube.default_namespace, name)
-                .await;
-        }
-        crate::heap::release_freed_pages();
-        let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(tokens)));
-        let (stop_election, stopped) = tokio::sync::watch::channel(false);
-        let elector = if election.enabled {
-            let elector = Elector::connect(&election, engine.leadership().clone()).await?;
-            Some(actix::spawn(elector.run(stopped)))
-        } else {
-            None
-        };
-        let ring_leases = match engine.ring() {
-            Some(link) => {
-                let peer = advertised(&ring);
-                let leases = RingLeases::connect(&ring, link.identity, peer).await?;
-                Some(actix::spawn(
-                    leases.run(stop_election.subscribe(), link.listings),
-                ))
-            }
-            None => None,
-        };
-        let mut reloader = Reloader::new(files, kubernetes.tenants);
-        if kubernetes.tenants {
-            let tenants = start_tenants(files, &kubernetes, &engine).await?;
-            engine.follow_tenants(Box::new(tenants)).await;
-        }
-        let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
-        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        let mut watch = watch;
-        let mut poll = watch_timer(watch);
-        loop {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => { r.context("waiting for SIGINT")?; break; }
-                _ = term.recv() => break,
-                _ = hup.recv() => reloader.reload(&mut engine, "SIGHUP").await,
-                _ = poll.tick(), if watch.is_some() => {
-                    if reloader.changed() {
-                        reloader.reload(&mut engine, "file change").await;
-                    }
-                }
-            }
-            // A reload may turn the watch on or off, or change its interval.
-            let now = engine
-                .plan()
-                .reload
-                .watch
-                .then_some(engine.plan().reload.interval);
-            if now != watch {
-                watch = now;
-                poll = watch_timer(watch);
-            }
-        }
-        info!("shutting down; published records stay as they are");
-        let started = Instant::now();
-        // The elector stops renewing and closes the fence first; the Lease is handed over
-        // only after the writes in flight have finished, so a standby's first write never
-        // overlaps ours.
-        let _ = stop_election.send(true);
-        let elector = match elector {
-            Some(task) => Some(task.await.context("the leader election task failed")?),
-            None => None,
-        };
-        if let Some(leases) = ring_leases {
-            // Deletes this replica's Lease: the others take its targets at their next listing.
-            let _ = leases.await;
-        }
-        let unfinished = engine.shutdown(deadline).await;
-        if let Some(elector) = elector {
-            elector.release().await;
-        }
-        api.abort();
-        if unfinished > 0 {
-            warn!(
-                unfinished,
-                ?deadline,
-                "sink writes still in flight at the shutdown deadline were abandoned"
-            );
-        }
-        if let Some(telemetry) = telemetry {
-            telemetry.shutdown(deadline.saturating_sub(started.elapsed()));
-        }
-        Ok(ExitCode::SUCCESS)
-    });
+    let served = system.block_on(serve(files, plan, metrics, telemetry));
     // A start that failed half way leaves actors spawned but never polled. Dropped so,
     // actix starts each one as the runtime goes away, outside it, and its first timer
     // panics; started here, inside the runtime, they stop quietly when it goes.
     system.block_on(tokio::task::yield_now());
     served
+}
+
+/// Builds the service, spawns it, runs it until a signal to stop, and stops it.
+async fn serve(
+    files: &[PathBuf],
+    plan: Plan,
+    metrics: Arc<Metrics>,
+    telemetry: Option<crate::telemetry::Telemetry>,
+) -> anyhow::Result<ExitCode> {
+    let deadline = plan.shutdown_timeout;
+    let built = match Built::build(plan, metrics).await? {
+        Ok(built) => built,
+        Err(code) => return Ok(code),
+    };
+    let mut running = built.spawn(files).await?;
+    running.until_stopped().await?;
+    running.stop(deadline, telemetry).await
 }
 
 /// Where the other ring members reach this replica's verdict stream: `advertise`, else
