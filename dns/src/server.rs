@@ -23,8 +23,6 @@ pub mod dnssec;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod geo;
-mod listen_error;
-mod listener;
 mod metrics;
 mod packet_cache;
 mod rate_limit;
@@ -34,7 +32,7 @@ mod reports;
 mod sharded;
 mod statics;
 mod transfer;
-pub mod xdp;
+mod transport;
 
 use std::sync::Arc;
 
@@ -47,9 +45,10 @@ use answer::{Authority, ServerError};
 pub use config::DnsServerConfig;
 use config::ReportsConfig;
 use ho_engine::sink::kind::BuildContext;
-use listener::Listener;
 pub use metrics::ServerMetrics;
 use reports::DnsReports;
+pub use transport::xdp;
+use transport::Listener;
 
 /// The sink: writes snapshots into the authority its listeners answer from.
 pub struct DnsServerSink {

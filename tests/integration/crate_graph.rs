@@ -17,7 +17,7 @@ const SERVICE_CRATES: [&str; 3] = ["ho-dns", "ho-sinks", "ho-kube"];
 
 /// The only places `unsafe` code may be allowed: the DNS server's AF_XDP path and the
 /// binary's `malloc_trim`.
-const UNSAFE_PLACES: [&str; 2] = ["dns/src/server/xdp/", "src/heap.rs"];
+const UNSAFE_PLACES: [&str; 2] = ["dns/src/server/transport/xdp/", "src/heap.rs"];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

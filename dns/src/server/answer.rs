@@ -4,7 +4,7 @@
 //! signature, EDNS, cookies, one question), [`peers`] (reports other clusters ask for),
 //! [`lookup`] (zones, records, routing policy, geo, DNSSEC) and [`finish`] (size, signature).
 //! Kept answers ([`PacketCache`]) skip the stages; rate limiting applies after them, in the
-//! transport-neutral `listener::respond`. Zone transfers are answered apart ([`axfr`]).
+//! transport-neutral `transport::respond`. Zone transfers are answered apart ([`axfr`]).
 
 mod axfr;
 mod begin;
@@ -143,7 +143,7 @@ pub enum ServerError {
     Geo(super::geo::GeoDbError),
     /// A listen address cannot be served.
     #[error("{0}")]
-    Listen(#[from] super::listener::ListenError),
+    Listen(#[from] super::transport::ListenError),
     /// The cookie secret cannot be read.
     #[error("{field}: {reason}")]
     Cookies {

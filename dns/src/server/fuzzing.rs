@@ -11,9 +11,9 @@ use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::answer::Authority;
 use super::config::{DnsServerConfig, RateLimitConfig, SoaConfig};
-use super::listener::{respond, Tally};
 use super::metrics::ServerMetrics;
 use super::records::Records;
+use super::transport::{respond, Tally};
 
 /// Identical answers a client network gets per second before rate limiting drops or
 /// truncates them.

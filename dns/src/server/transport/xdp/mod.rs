@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
-use super::answer::Reply;
-use super::config::XdpConfig;
-use super::listener::{respond, ListenError, Shared, Tally, STOP_POLL};
-use super::rate_limit::truncated;
+use super::{respond, ListenError, Shared, Tally, STOP_POLL};
+use crate::server::answer::Reply;
+use crate::server::config::XdpConfig;
+use crate::server::rate_limit::truncated;
 use frame::Query;
 use program::Filter;
 use socket::Xsk;
