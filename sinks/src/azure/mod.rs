@@ -23,9 +23,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use ho_engine::sink::reports::Rrset;
+use ho_engine::sink::{Applied, SinkError};
 use ho_engine::snapshot::TenantSnapshot;
 use hyper::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use hyper::{Method, StatusCode};
@@ -35,17 +34,17 @@ use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
 use crate::http::{bearer_json, error_for, Answer, HttpClient};
-use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::listing::served;
 use crate::pace::Pacer;
-use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::{Done, RoundResults};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Azure DNS zone.
-pub struct AzureDnsSink {
-    rounds: Arc<Rounds<Inner>>,
-}
+pub type AzureDnsSink = RoundsSink<AzureDns>;
 
-struct Inner {
+/// The calls of Azure Resource Manager's DNS API on one zone.
+pub struct AzureDns {
     client: HttpClient,
     /// `{url}/subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/dnsZones/{zone}`.
     zone_url: String,
@@ -62,42 +61,21 @@ impl AzureDnsSink {
     pub fn new(config: &AzureDnsConfig, owner_id: &str) -> Result<AzureDnsSink, SetupError> {
         let credentials = Credentials::of(config)?;
         let rate = config.max_requests_per_second;
-        Ok(AzureDnsSink {
-            rounds: Arc::new(Rounds::new(Inner {
-                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
-                zone_url: format!(
-                    "{}/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/dnsZones/{}",
-                    config.url.trim_end_matches('/'),
-                    config.subscription_id,
-                    config.resource_group,
-                    config.zone
-                ),
-                zone: config.zone.clone(),
-                tokens: Tokens::new(credentials, config),
-                owner_id: owner_id.to_owned(),
-                pacer: Pacer::per_second(rate),
-                zone_checked: false,
-            })),
-        })
-    }
-}
-
-impl Sink for AzureDnsSink {
-    fn kind(&self) -> &'static str {
-        "azure_dns"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::AzureReports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(ZoneListing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
+        Ok(RoundsSink::of(AzureDns {
+            client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+            zone_url: format!(
+                "{}/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/dnsZones/{}",
+                config.url.trim_end_matches('/'),
+                config.subscription_id,
+                config.resource_group,
+                config.zone
+            ),
+            zone: config.zone.clone(),
+            tokens: Tokens::new(credentials, config),
+            owner_id: owner_id.to_owned(),
+            pacer: Pacer::per_second(rate),
+            zone_checked: false,
+        }))
     }
 }
 
@@ -109,7 +87,7 @@ struct Call<'a> {
     what: &'a str,
 }
 
-impl Inner {
+impl AzureDns {
     /// Sends one request to `url` when the pace allows; the answer, or the specific error.
     async fn call(
         &mut self,
@@ -188,34 +166,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Every record set of the zone, page by page.
-    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
-        let mut all = Vec::new();
-        let mut url = format!("{}/recordsets?api-version={API_VERSION}", self.zone_url);
-        for page in 1.. {
-            let what = format!("GET zone {} record sets, page {page}", self.zone);
-            let send = Call {
-                body: None,
-                precondition: None,
-                what: &what,
-            };
-            let answer = self.call(Method::GET, &url, send).await?;
-            let listed: Page = serde_json::from_slice(&answer.body)
-                .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
-            all.extend(
-                listed
-                    .value
-                    .iter()
-                    .filter_map(|s| Listed::of(s, &self.zone)),
-            );
-            match listed.next_link.filter(|l| !l.is_empty()) {
-                Some(next) => url = next,
-                None => break,
-            }
-        }
-        Ok(all)
-    }
-
     /// Writes one set change.
     async fn apply_op(&mut self, op: &Op) -> Result<(), SinkError> {
         let (method, rtype, name, body, precondition) = match op {
@@ -248,6 +198,42 @@ impl Inner {
             Err(e) if method == Method::DELETE && e.message.contains("HTTP 404") => Ok(()),
             other => other.map(|_| ()),
         }
+    }
+}
+
+impl Provider for AzureDns {
+    const KIND: &'static str = "azure_dns";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
+    type Set = Listed;
+    type Change = Vec<Op>;
+
+    /// Every record set of the zone, page by page.
+    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
+        let mut all = Vec::new();
+        let mut url = format!("{}/recordsets?api-version={API_VERSION}", self.zone_url);
+        for page in 1.. {
+            let what = format!("GET zone {} record sets, page {page}", self.zone);
+            let send = Call {
+                body: None,
+                precondition: None,
+                what: &what,
+            };
+            let answer = self.call(Method::GET, &url, send).await?;
+            let listed: Page = serde_json::from_slice(&answer.body)
+                .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+            all.extend(
+                listed
+                    .value
+                    .iter()
+                    .filter_map(|s| Listed::of(s, &self.zone)),
+            );
+            match listed.next_link.filter(|l| !l.is_empty()) {
+                Some(next) => url = next,
+                None => break,
+            }
+        }
+        Ok(all)
     }
 
     /// One round: a listing, then each tenant's set changes, each tenant told its result
@@ -290,26 +276,24 @@ impl Inner {
         }
         Ok(results)
     }
-}
 
-impl ListsRecords for Inner {
-    fn records(&mut self) -> RecordsFuture<'_> {
-        Box::pin(async move {
-            let listed = self.list().await?;
-            Ok(listed
-                .into_iter()
-                .map(|r| (r.name, r.rtype, r.data))
-                .collect())
-        })
+    /// Writes `ops` one after another, stopping at the first refused.
+    async fn send(&mut self, ops: Vec<Op>, _what: &str) -> Result<(), SinkError> {
+        for op in &ops {
+            self.apply_op(op).await?;
+        }
+        Ok(())
     }
-}
 
-impl RoundWriter for Inner {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round, done))
+    fn txt(set: &Listed) -> Option<(String, Vec<String>)> {
+        (set.rtype == "TXT").then(|| (set.name.clone(), set.data.clone()))
+    }
+
+    fn report_change(&self, zone: &[Listed], reports: &[Rrset]) -> Option<Vec<Op>> {
+        reports::change(zone, reports)
+    }
+
+    fn removal(&self, zone: &[Listed], name: &str) -> Option<Vec<Op>> {
+        reports::removal(zone, name)
     }
 }

@@ -1,7 +1,13 @@
-//! Zone-writing sinks (Route53, Cloudflare) write zones, not tenants: tenants due while a
-//! round runs wait for it and go out together, so a mass failure costs one reading of the
-//! zone and a few batched changes instead of both for every tenant. This is the waiting
-//! room and the turn; each sink's [`RoundWriter`] decides and sends a round.
+//! Zone-writing sinks write zones, not tenants: tenants due while a round runs wait for it
+//! and go out together, so a mass failure costs one reading of the zone and a few batched
+//! changes instead of both for every tenant. This is the waiting room and the turn
+//! ([`Rounds`]); the frame around it that every kind writing in rounds shares
+//! ([`provider::RoundsSink`]: the sink, its report store, its listing); and the packing of
+//! tenants' changes into requests ([`pack`], [`packed`]).
+
+pub(crate) mod packed;
+pub(crate) mod provider;
+mod reports;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,0 +1,146 @@
+//! The frame of every zone-writing kind that writes in rounds (Route53, Cloudflare, Cloud
+//! DNS, Azure DNS, external-dns webhooks): [`RoundsSink`] is the [`Sink`], its report store
+//! and its listing once; a kind supplies a [`Provider`]: its API calls, its plan of a round
+//! and how its record sets hold reports. Pacing lives in each provider's requests
+//! ([`crate::pace`]), so a round, a report exchange and a listing share one limiter: the
+//! frame hands each of them the provider only between rounds.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use ho_engine::sink::listing::{Listed, Listing, ListingFuture};
+use ho_engine::sink::reports::{ReportStore, Rrset};
+use ho_engine::sink::{Sink, SinkError, SinkFuture};
+use ho_engine::snapshot::TenantSnapshot;
+
+use super::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+
+/// Turns a listing of `P`'s zone into what each name answers.
+pub type Serve<P> = fn(&P, Vec<<P as Provider>::Set>) -> Listed;
+
+/// What a kind supplies to the frame: the calls of its API and its plan of a round.
+pub trait Provider: Send + Sized + 'static {
+    /// The config `kind`, for status and metrics.
+    const KIND: &'static str;
+
+    /// What each name of a listed zone answers, for the answer canary; `None` for a kind
+    /// whose zone the canary does not read back through its API.
+    const SERVED: Option<Serve<Self>>;
+
+    /// One record set (or record) as the API lists it.
+    type Set: Send + Sync + 'static;
+
+    /// The changes one request makes (a batch, a change, a list of set writes).
+    type Change: Send + 'static;
+
+    /// Every set of the zone, paced with the writes.
+    fn list(&mut self) -> impl Future<Output = Result<Vec<Self::Set>, SinkError>> + Send;
+
+    /// Writes one round: every waiting tenant's latest snapshot, by tenant name (see
+    /// [`RoundWriter::write`]).
+    fn write_round(
+        &mut self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        done: &mut Done,
+    ) -> impl Future<Output = Result<RoundResults, SinkError>> + Send;
+
+    /// Sends `change` (`what` names it in errors).
+    fn send(
+        &mut self,
+        change: Self::Change,
+        what: &str,
+    ) -> impl Future<Output = Result<(), SinkError>> + Send;
+
+    /// A TXT set's name (no trailing dot) and the text of each of its records, if `set` is
+    /// one: how reports are read back.
+    fn txt(set: &Self::Set) -> Option<(String, Vec<String>)>;
+
+    /// The change that makes `zone` hold `reports` (each TXT set replaced by its texts), or
+    /// `None` when it holds them already.
+    fn report_change(&self, zone: &[Self::Set], reports: &[Rrset]) -> Option<Self::Change>;
+
+    /// The change that removes the TXT set `name` from `zone`, or `None` when it is not there.
+    fn removal(&self, zone: &[Self::Set], name: &str) -> Option<Self::Change>;
+
+    /// Writes this cluster's reports: one listing decides, one change writes. A kind whose
+    /// API replaces a set without knowing it (an upsert) writes without the listing.
+    fn write_reports(
+        &mut self,
+        reports: &[Rrset],
+    ) -> impl Future<Output = Result<(), SinkError>> + Send {
+        async move {
+            let zone = self.list().await?;
+            match self.report_change(&zone, reports) {
+                Some(change) => {
+                    self.send(change, &format!("{} reports", reports.len()))
+                        .await
+                }
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+impl<P: Provider> RoundWriter for P {
+    fn write<'a>(
+        &'a mut self,
+        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
+        done: &'a mut Done,
+    ) -> RoundFuture<'a> {
+        Box::pin(self.write_round(round, done))
+    }
+}
+
+/// The sink of a kind that writes in rounds: tenants due together share a listing and
+/// packed changes, reports and the canary's listing go through the same provider.
+pub struct RoundsSink<P> {
+    rounds: Arc<Rounds<P>>,
+}
+
+impl<P: Provider> RoundsSink<P> {
+    /// The sink writing through `provider`; nothing is sent before the first write.
+    pub(crate) fn of(provider: P) -> RoundsSink<P> {
+        RoundsSink {
+            rounds: Arc::new(Rounds::new(provider)),
+        }
+    }
+}
+
+impl<P: Provider> Sink for RoundsSink<P> {
+    fn kind(&self) -> &'static str {
+        P::KIND
+    }
+
+    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
+        Some(Arc::new(super::reports::Reports(self.rounds.clone())))
+    }
+
+    fn listing(&self) -> Option<Arc<dyn Listing>> {
+        let rounds = self.rounds.clone();
+        P::SERVED.map(|served| Arc::new(ZoneListing { rounds, served }) as Arc<dyn Listing>)
+    }
+
+    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
+        let rounds = self.rounds.clone();
+        Box::pin(async move { rounds.apply(snapshot).await })
+    }
+}
+
+/// The canary's listing: one listing of the zone between rounds, turned into what each
+/// name answers.
+struct ZoneListing<P: Provider> {
+    rounds: Arc<Rounds<P>>,
+    served: Serve<P>,
+}
+
+impl<P: Provider> Listing for ZoneListing<P> {
+    fn list(&self) -> ListingFuture {
+        let (rounds, served) = (self.rounds.clone(), self.served);
+        Box::pin(async move {
+            let mut provider = rounds.writer().await;
+            let zone = provider.list().await?;
+            Ok(served(&provider, zone))
+        })
+    }
+}
