@@ -40,16 +40,16 @@ use self::config::{RecordStyle, Route53Config};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_route53::config::retry::RetryConfig;
 use aws_sdk_route53::config::timeout::TimeoutConfig;
-use aws_sdk_route53::types::ChangeAction;
+use aws_sdk_route53::types::{ChangeAction, ResourceRecordSet};
 use aws_sdk_route53::Client;
-use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use ho_engine::sink::reports::Rrset;
+use ho_engine::sink::{Applied, SinkError};
 use ho_engine::snapshot::TenantSnapshot;
 
 use crate::pace::Pacer;
-use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::{Done, RoundResults};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -58,11 +58,10 @@ use records::RecordSet;
 const DEFAULT_REGION: &str = "us-east-1";
 
 /// Writes tenants' record sets into one hosted zone.
-pub struct Route53Sink {
-    rounds: Arc<Rounds<Writer>>,
-}
+pub type Route53Sink = RoundsSink<HostedZone>;
 
-struct Writer {
+/// The calls of the Route53 API on one hosted zone, and the zone as last known.
+pub struct HostedZone {
     client: Client,
     zone_id: String,
     zone: String,
@@ -82,7 +81,7 @@ struct Writer {
 
 /// The zone as last listed, with every change this sink made since applied.
 struct ZoneView {
-    sets: Vec<aws_sdk_route53::types::ResourceRecordSet>,
+    sets: Vec<ResourceRecordSet>,
 }
 
 /// Loads region and credentials the standard AWS way (environment, profile, web identity,
@@ -98,7 +97,7 @@ pub async fn standard_sdk_config(config: &Route53Config) -> SdkConfig {
 
 fn https_client() -> aws_sdk_route53::config::SharedHttpClient {
     aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
         .build_https()
 }
 
@@ -122,40 +121,19 @@ impl Route53Sink {
             builder = builder.endpoint_url(url);
         }
         let rate = config.max_requests_per_second;
-        Route53Sink {
-            rounds: Arc::new(Rounds::new(Writer {
-                client: Client::from_conf(builder.build()),
-                zone_id: config.hosted_zone_id.clone(),
-                zone: format!("{}.", config.zone),
-                owner_id: owner_id.to_string(),
-                style: config.record_style,
-                aliases: records::AliasZones(config.alias_zones.clone()),
-                // A burst of one second's worth, then the rate.
-                pacer: Pacer::per_second(rate),
-                zone_checked: false,
-                view: None,
-                written: BTreeMap::new(),
-            })),
-        }
-    }
-}
-
-impl Sink for Route53Sink {
-    fn kind(&self) -> &'static str {
-        "route53"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::Route53Reports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(listing::Route53Listing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
+        RoundsSink::of(HostedZone {
+            client: Client::from_conf(builder.build()),
+            zone_id: config.hosted_zone_id.clone(),
+            zone: format!("{}.", config.zone),
+            owner_id: owner_id.to_string(),
+            style: config.record_style,
+            aliases: records::AliasZones(config.alias_zones.clone()),
+            // A burst of one second's worth, then the rate.
+            pacer: Pacer::per_second(rate),
+            zone_checked: false,
+            view: None,
+            written: BTreeMap::new(),
+        })
     }
 }
 
@@ -163,9 +141,9 @@ impl ZoneView {
     /// The zone after Route53 accepted `changes`: every record set a change names is
     /// replaced by what the batch leaves there (a batch deletes before it creates). One pass
     /// over the zone, however many changes.
-    fn apply(&mut self, changes: Vec<(ChangeAction, aws_sdk_route53::types::ResourceRecordSet)>) {
+    fn apply(&mut self, changes: Vec<(ChangeAction, ResourceRecordSet)>) {
         // As the rounds compare names: unescaped, lower case.
-        let key = |s: &aws_sdk_route53::types::ResourceRecordSet| {
+        let key = |s: &ResourceRecordSet| {
             let r = api::from_sdk(s);
             (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
         };
@@ -180,67 +158,7 @@ impl ZoneView {
     }
 }
 
-impl RoundWriter for Writer {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
-    }
-}
-
-impl Writer {
-    /// One round: the zone as last known (listed again for a write of a state again),
-    /// each tenant's changes, as few batches as Route53's limits allow.
-    async fn write_round(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let again = round
-            .iter()
-            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
-        let listed = match self.view.take() {
-            Some(view) if !again => view,
-            _ => ZoneView {
-                sets: self.list_zone().await?,
-            },
-        };
-        let zone: Vec<RecordSet> = (listed.sets.iter())
-            .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
-            .collect();
-        let mut results = BTreeMap::new();
-        let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
-        let tenants: Vec<&String> = round.keys().collect();
-        for (t, tenant) in tenants.iter().enumerate() {
-            let want = records::desired(&round[*tenant], self.style, &self.zone, &self.aliases);
-            let planned = changes::for_tenant(&zone, &want, &self.owner_id);
-            let result = if !planned.refused.is_empty() {
-                Err(SinkError::permanent(planned.refused.join("; ")))
-            } else if planned.groups.is_empty() {
-                Ok(Applied::Unchanged)
-            } else {
-                Ok(Applied::Changed)
-            };
-            results.insert((*tenant).clone(), result);
-            groups.extend(
-                planned
-                    .groups
-                    .into_iter()
-                    .map(|g| g.into_iter().map(|c| (t, c)).collect()),
-            );
-        }
-        let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
-        self.view = self.send(listed, &batches, &tenants, &mut results).await;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
-        Ok(results)
-    }
-
+impl HostedZone {
     /// Once per sink: the hosted zone is the zone the config names.
     async fn check_zone(&mut self) -> Result<(), SinkError> {
         if self.zone_checked {
@@ -263,7 +181,7 @@ impl Writer {
     /// Sends `batches` in order, stopping at the first Route53 refuses: the tenants with
     /// changes in it or later fail. The zone as it is after what was sent, or `None` after a
     /// failure (the view may be what made Route53 refuse: the next round lists the zone).
-    async fn send(
+    async fn send_round(
         &mut self,
         listed: ZoneView,
         batches: &[Vec<(usize, RecordChange)>],
@@ -295,12 +213,23 @@ impl Writer {
         }
         Some(view)
     }
+}
+
+impl Provider for HostedZone {
+    const KIND: &'static str = "route53";
+    const SERVED: Option<Serve<Self>> = Some(|zone, sets| {
+        listing::served(
+            sets.iter()
+                .map(|s| api::from_sdk(s).listed_in(&zone.zone_id)),
+        )
+    });
+    type Set = ResourceRecordSet;
+    /// Batches, each one `ChangeResourceRecordSets`.
+    type Change = Vec<Vec<(ChangeAction, ResourceRecordSet)>>;
 
     /// Every record set of the zone, page by page; the listing is also the sink's new view
     /// of the zone.
-    async fn list_zone(
-        &mut self,
-    ) -> Result<Vec<aws_sdk_route53::types::ResourceRecordSet>, SinkError> {
+    async fn list(&mut self) -> Result<Vec<ResourceRecordSet>, SinkError> {
         let mut all = Vec::new();
         let mut from = None;
         for _ in 0..api::MAX_PAGES {
@@ -322,5 +251,94 @@ impl Writer {
             self.zone_id,
             api::MAX_PAGES
         )))
+    }
+
+    /// One round: the zone as last known (listed again for a write of a state again),
+    /// each tenant's changes, as few batches as Route53's limits allow.
+    async fn write_round(
+        &mut self,
+        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        _done: &mut Done,
+    ) -> Result<RoundResults, SinkError> {
+        self.check_zone().await?;
+        let again = round
+            .iter()
+            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
+        let listed = match self.view.take() {
+            Some(view) if !again => view,
+            _ => ZoneView {
+                sets: self.list().await?,
+            },
+        };
+        let zone: Vec<RecordSet> = (listed.sets.iter())
+            .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
+            .collect();
+        let mut results = BTreeMap::new();
+        let mut groups: Vec<Vec<(usize, RecordChange)>> = Vec::new();
+        let tenants: Vec<&String> = round.keys().collect();
+        for (t, tenant) in tenants.iter().enumerate() {
+            let want = records::desired(&round[*tenant], self.style, &self.zone, &self.aliases);
+            let planned = changes::for_tenant(&zone, &want, &self.owner_id);
+            let result = if !planned.refused.is_empty() {
+                Err(SinkError::permanent(planned.refused.join("; ")))
+            } else if planned.groups.is_empty() {
+                Ok(Applied::Unchanged)
+            } else {
+                Ok(Applied::Changed)
+            };
+            results.insert((*tenant).clone(), result);
+            groups.extend(
+                planned
+                    .groups
+                    .into_iter()
+                    .map(|g| g.into_iter().map(|c| (t, c)).collect()),
+            );
+        }
+        let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
+        self.view = self
+            .send_round(listed, &batches, &tenants, &mut results)
+            .await;
+        for (tenant, result) in &results {
+            if result.is_ok() {
+                self.written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
+        Ok(results)
+    }
+
+    /// Sends `batches` in order, each applied to the view once Route53 accepted it.
+    async fn send(&mut self, batches: Self::Change, _what: &str) -> Result<(), SinkError> {
+        for batch in batches {
+            let change = api::change(&self.client, &self.zone_id, batch.clone());
+            self.pacer.around(change).await?;
+            if let Some(view) = &mut self.view {
+                view.apply(batch);
+            }
+        }
+        Ok(())
+    }
+
+    fn txt(set: &ResourceRecordSet) -> Option<(String, Vec<String>)> {
+        reports::txt(set)
+    }
+
+    fn report_change(
+        &self,
+        _zone: &[ResourceRecordSet],
+        reports: &[Rrset],
+    ) -> Option<Self::Change> {
+        reports::upserts(reports, &self.zone_id)
+    }
+
+    fn removal(&self, zone: &[ResourceRecordSet], name: &str) -> Option<Self::Change> {
+        reports::removal(zone, name)
+    }
+
+    /// Upserts replace a set whatever it holds: reports are written without a listing.
+    async fn write_reports(&mut self, reports: &[Rrset]) -> Result<(), SinkError> {
+        match self.report_change(&[], reports) {
+            Some(batches) => self.send(batches, "reports").await,
+            None => Ok(()),
+        }
     }
 }
