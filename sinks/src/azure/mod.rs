@@ -19,13 +19,10 @@ mod plan;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::{Applied, SinkError};
-use ho_engine::snapshot::TenantSnapshot;
 use hyper::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use hyper::{Method, StatusCode};
 use serde_json::Value;
@@ -37,7 +34,7 @@ use crate::http::{bearer_json, error_for, Answer, HttpClient};
 use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, RoundResults};
+use crate::rounds::{Done, Round, RoundResults};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Azure DNS zone.
@@ -52,8 +49,6 @@ pub struct AzureDns {
     tokens: Tokens,
     owner_id: String,
     pacer: Pacer,
-    /// The zone was found at the first write.
-    zone_checked: bool,
 }
 
 impl AzureDnsSink {
@@ -74,7 +69,6 @@ impl AzureDnsSink {
             tokens: Tokens::new(credentials, config),
             owner_id: owner_id.to_owned(),
             pacer: Pacer::per_second(rate),
-            zone_checked: false,
         }))
     }
 }
@@ -149,23 +143,6 @@ impl AzureDns {
         }
     }
 
-    /// Checks once that the zone is there.
-    async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
-        let what = format!("GET zone {}", self.zone);
-        let url = format!("{}?api-version={API_VERSION}", self.zone_url);
-        let send = Call {
-            body: None,
-            precondition: None,
-            what: &what,
-        };
-        self.call(Method::GET, &url, send).await?;
-        self.zone_checked = true;
-        Ok(())
-    }
-
     /// Writes one set change.
     async fn apply_op(&mut self, op: &Op) -> Result<(), SinkError> {
         let (method, rtype, name, body, precondition) = match op {
@@ -205,8 +182,19 @@ impl Provider for AzureDns {
     const KIND: &'static str = "azure_dns";
     const SERVED: Option<Serve<Self>> =
         Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
-    type Set = Listed;
-    type Change = Vec<Op>;
+
+    /// Checks once that the zone is there.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        let what = format!("GET zone {}", self.zone);
+        let url = format!("{}?api-version={API_VERSION}", self.zone_url);
+        let send = Call {
+            body: None,
+            precondition: None,
+            what: &what,
+        };
+        self.call(Method::GET, &url, send).await?;
+        Ok(())
+    }
 
     /// Every record set of the zone, page by page.
     async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
@@ -240,11 +228,10 @@ impl Provider for AzureDns {
     /// (`done`) as soon as its sets are written.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        zone: Vec<Self::Set>,
+        round: &Round,
         done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
         let mut results = BTreeMap::new();
         let mut throttled: Option<SinkError> = None;
         for (tenant, snapshot) in round {
@@ -283,17 +270,5 @@ impl Provider for AzureDns {
             self.apply_op(op).await?;
         }
         Ok(())
-    }
-
-    fn txt(set: &Listed) -> Option<(String, Vec<String>)> {
-        (set.rtype == "TXT").then(|| (set.name.clone(), set.data.clone()))
-    }
-
-    fn report_change(&self, zone: &[Listed], reports: &[Rrset]) -> Option<Vec<Op>> {
-        reports::change(zone, reports)
-    }
-
-    fn removal(&self, zone: &[Listed], name: &str) -> Option<Vec<Op>> {
-        reports::removal(zone, name)
     }
 }

@@ -20,14 +20,9 @@ mod api;
 mod plan;
 mod reports;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::SinkError;
-use ho_engine::snapshot::TenantSnapshot;
 use hyper::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
@@ -38,7 +33,7 @@ use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Packable, RoundResults};
+use crate::rounds::{Done, Packable, Round, RoundResults};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
 
@@ -56,8 +51,6 @@ pub struct Cloudflare {
     pacer: Pacer,
     /// Most operations per batch request (`max_batch`: the plan's limit).
     max_batch: usize,
-    /// The zone's name matched `zone` at the first write.
-    zone_checked: bool,
 }
 
 impl CloudflareSink {
@@ -82,7 +75,6 @@ impl CloudflareSink {
             owner_id: owner_id.to_owned(),
             pacer: Pacer::per_second(rate),
             max_batch: config.max_batch,
-            zone_checked: false,
         }))
     }
 }
@@ -130,12 +122,15 @@ impl Cloudflare {
             _ => what.to_owned(),
         }
     }
+}
+
+impl Provider for Cloudflare {
+    const KIND: &'static str = "cloudflare";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|r| (r.name, r.rtype, vec![r.content]))));
 
     /// Checks once that the zone id names the configured zone.
     async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
         let what = format!("GET zone {}", self.zone);
         let zone: Envelope<api::Zone> = self.call(Method::GET, "", Bytes::new(), &what).await?;
         let name = zone.result.map(|z| z.name).unwrap_or_default();
@@ -145,17 +140,8 @@ impl Cloudflare {
                 self.zone
             )));
         }
-        self.zone_checked = true;
         Ok(())
     }
-}
-
-impl Provider for Cloudflare {
-    const KIND: &'static str = "cloudflare";
-    const SERVED: Option<Serve<Self>> =
-        Some(|_, zone| served(zone.into_iter().map(|r| (r.name, r.rtype, vec![r.content]))));
-    type Set = DnsRecord;
-    type Change = Batch;
 
     /// Every record of the zone, page by page.
     async fn list(&mut self) -> Result<Vec<DnsRecord>, SinkError> {
@@ -179,11 +165,10 @@ impl Provider for Cloudflare {
     /// tenant's result.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        zone: Vec<Self::Set>,
+        round: &Round,
         _done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
         let (mut results, groups) = planned(round, |snapshot| {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
             (planned.batch, planned.foreign)
@@ -208,17 +193,5 @@ impl Provider for Cloudflare {
                 .await?;
         }
         Ok(())
-    }
-
-    fn txt(record: &DnsRecord) -> Option<(String, Vec<String>)> {
-        reports::txt(record)
-    }
-
-    fn report_change(&self, zone: &[DnsRecord], reports: &[Rrset]) -> Option<Batch> {
-        reports::change(zone, reports)
-    }
-
-    fn removal(&self, zone: &[DnsRecord], name: &str) -> Option<Batch> {
-        reports::removal(zone, name)
     }
 }

@@ -37,13 +37,10 @@ mod plan;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::{Applied, SinkError};
-use ho_engine::snapshot::TenantSnapshot;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
@@ -55,7 +52,7 @@ use self::domain_filter::DomainFilter;
 use crate::http::{error_for, Answer, HttpClient};
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Packable, RoundResults};
+use crate::rounds::{Done, Packable, Round, RoundResults, View};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' record sets through one external-dns webhook provider.
@@ -74,9 +71,7 @@ pub struct Webhook {
     /// The provider's domain filter, once negotiated.
     filter: Option<DomainFilter>,
     /// The record sets as last listed, with this sink's accepted changes applied.
-    view: Option<Vec<Endpoint>>,
-    /// Per tenant, the last snapshot written: a round writing it again lists afresh.
-    written: BTreeMap<String, u64>,
+    view: View<Endpoint>,
 }
 
 impl ExternalDnsWebhookSink {
@@ -96,8 +91,7 @@ impl ExternalDnsWebhookSink {
             pacer: Pacer::per_second(rate),
             max_changes: config.max_changes,
             filter: None,
-            view: None,
-            written: BTreeMap::new(),
+            view: View::default(),
         }))
     }
 }
@@ -210,21 +204,6 @@ impl Webhook {
         })?;
         self.filter = Some(filter.clone());
         Ok(filter)
-    }
-
-    /// The record sets to plan a round on: the view, unless the round writes a state again
-    /// (then someone else's changes must be seen) or there is none.
-    async fn listing(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<Vec<Endpoint>, SinkError> {
-        let again = round
-            .iter()
-            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
-        match self.view.take() {
-            Some(view) if !again => Ok(view),
-            _ => self.list().await,
-        }
     }
 
     /// `records` as the provider will keep them.
@@ -347,7 +326,7 @@ impl Webhook {
                 }
             }
         }
-        self.view = view;
+        self.view.sets = view;
     }
 }
 
@@ -390,8 +369,19 @@ fn outcome(foreign: &[String], changes: bool) -> Result<Applied, SinkError> {
 impl Provider for Webhook {
     const KIND: &'static str = "external_dns_webhook";
     const SERVED: Option<Serve<Self>> = None;
-    type Set = Endpoint;
-    type Change = Changes;
+
+    /// Negotiates (as external-dns does at start) before the first round.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        self.negotiate().await.map(drop)
+    }
+
+    /// The view, unless the round writes a state again or there is none.
+    async fn zone_for(&mut self, round: &Round) -> Result<Vec<Endpoint>, SinkError> {
+        match self.view.take_for(round) {
+            Some(sets) => Ok(sets),
+            None => self.list().await,
+        }
+    }
 
     /// Every record set the provider holds.
     async fn list(&mut self) -> Result<Vec<Endpoint>, SinkError> {
@@ -403,11 +393,12 @@ impl Provider for Webhook {
     /// provider in one request, the differences in as few change requests as fit.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        listed: Vec<Endpoint>,
+        round: &Round,
         _done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
+        // Negotiated before the first round (`check_zone`): kept since.
         let filter = self.negotiate().await?;
-        let listed = self.listing(round).await?;
         let mut results = BTreeMap::new();
         let mut parts = Vec::new();
         for (tenant, snapshot) in round {
@@ -432,31 +423,15 @@ impl Provider for Webhook {
         }
         let groups = self.changes(&listed, parts, &mut results).await?;
         self.send_all(listed, &groups, &mut results).await;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
+        self.view.wrote(round, &results);
         Ok(results)
     }
 
     /// Applies `changes` outside a round (the report store's, which listed afresh): the
     /// next round lists again too.
     async fn send(&mut self, changes: Changes, what: &str) -> Result<(), SinkError> {
-        self.view = None;
+        self.view.sets = None;
         self.post(&changes, what).await
-    }
-
-    fn txt(set: &Endpoint) -> Option<(String, Vec<String>)> {
-        reports::txt(set)
-    }
-
-    fn report_change(&self, zone: &[Endpoint], reports: &[Rrset]) -> Option<Changes> {
-        reports::change(zone, reports)
-    }
-
-    fn removal(&self, zone: &[Endpoint], name: &str) -> Option<Changes> {
-        reports::removal(zone, name)
     }
 }
 

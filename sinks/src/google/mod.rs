@@ -19,14 +19,9 @@ mod api;
 mod plan;
 mod reports;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::SinkError;
-use ho_engine::snapshot::TenantSnapshot;
 use hyper::{Method, StatusCode};
 use serde_json::Value;
 
@@ -38,7 +33,7 @@ use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, RoundResults};
+use crate::rounds::{Done, Round, RoundResults};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloud DNS managed zone.
@@ -53,8 +48,6 @@ pub struct CloudDns {
     tokens: Tokens,
     owner_id: String,
     pacer: Pacer,
-    /// The managed zone's DNS name matched `zone` at the first write.
-    zone_checked: bool,
 }
 
 impl GoogleCloudDnsSink {
@@ -85,7 +78,6 @@ impl GoogleCloudDnsSink {
             tokens: Tokens::new(credentials),
             owner_id: owner_id.to_owned(),
             pacer: Pacer::per_second(rate),
-            zone_checked: false,
         }))
     }
 }
@@ -148,12 +140,15 @@ impl CloudDns {
             _ => error_for(answer, what, &detail),
         }
     }
+}
+
+impl Provider for CloudDns {
+    const KIND: &'static str = "google_cloud_dns";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
 
     /// Checks once that the managed zone serves the configured zone.
     async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
         let what = format!("GET managed zone of {}", self.zone);
         let zone = self.call(Method::GET, "", Bytes::new(), &what).await?;
         let name = zone
@@ -167,17 +162,8 @@ impl CloudDns {
                 self.zone
             )));
         }
-        self.zone_checked = true;
         Ok(())
     }
-}
-
-impl Provider for CloudDns {
-    const KIND: &'static str = "google_cloud_dns";
-    const SERVED: Option<Serve<Self>> =
-        Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
-    type Set = Listed;
-    type Change = Change;
 
     /// Every record set of the zone, page by page.
     async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
@@ -205,11 +191,10 @@ impl Provider for CloudDns {
     /// result.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        zone: Vec<Self::Set>,
+        round: &Round,
         _done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
         let (mut results, groups) = planned(round, |snapshot| {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
             (planned.change, planned.foreign)
@@ -230,17 +215,5 @@ impl Provider for CloudDns {
         self.call(Method::POST, "/changes", body.into(), &what)
             .await
             .map(|_| ())
-    }
-
-    fn txt(set: &Listed) -> Option<(String, Vec<String>)> {
-        reports::txt(set)
-    }
-
-    fn report_change(&self, zone: &[Listed], reports: &[Rrset]) -> Option<Change> {
-        reports::change(zone, reports)
-    }
-
-    fn removal(&self, zone: &[Listed], name: &str) -> Option<Change> {
-        reports::removal(zone, name)
     }
 }

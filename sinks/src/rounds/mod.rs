@@ -7,7 +7,7 @@
 
 pub(crate) mod packed;
 pub(crate) mod provider;
-mod reports;
+pub(crate) mod reports;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex};
 use ho_engine::sink::{Applied, SinkError};
 use ho_engine::snapshot::TenantSnapshot;
 use tokio::sync::oneshot;
+
+/// A round: every waiting tenant's latest snapshot, by tenant name.
+pub type Round = BTreeMap<String, Arc<TenantSnapshot>>;
 
 /// Each tenant's result of a round.
 pub type RoundResults = BTreeMap<String, Result<Applied, SinkError>>;
@@ -31,11 +34,7 @@ pub trait RoundWriter: Send {
     /// tenants are written one after another (no batch) hands each tenant's result to
     /// `done` as soon as it has it, so the tenant is not reported written only when the
     /// whole round ends.
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        done: &'a mut Done,
-    ) -> RoundFuture<'a>;
+    fn write<'a>(&'a mut self, round: &'a Round, done: &'a mut Done) -> RoundFuture<'a>;
 }
 
 /// The tenants of the round running whose result is not told yet.
@@ -140,6 +139,43 @@ impl<W: RoundWriter> Rounds<W> {
         }
         entry.replies.push(tx);
         rx
+    }
+}
+
+/// The zone as a kind last listed it, with its own accepted changes applied, so that a
+/// failover burst costs no listing per round; and the snapshot each tenant last had
+/// written: a round writing a tenant's state again (a reconcile or a retry) plans on a
+/// fresh listing, so changes someone else made are found and repaired.
+pub struct View<S> {
+    /// The sets; `None`: list them for the next round.
+    pub sets: Option<Vec<S>>,
+    written: BTreeMap<String, u64>,
+}
+
+impl<S> Default for View<S> {
+    fn default() -> View<S> {
+        View {
+            sets: None,
+            written: BTreeMap::new(),
+        }
+    }
+}
+
+impl<S> View<S> {
+    /// The sets to plan `round` on, or `None` (list the zone) when there are none or the
+    /// round writes some tenant's state again.
+    pub fn take_for(&mut self, round: &Round) -> Option<Vec<S>> {
+        let again = (round.iter()).any(|(t, s)| self.written.get(t).is_some_and(|&n| s.seq <= n));
+        self.sets.take().filter(|_| !again)
+    }
+
+    /// Remembers the snapshots of `round` whose write succeeded.
+    pub fn wrote(&mut self, round: &Round, results: &RoundResults) {
+        for (tenant, result) in results {
+            if result.is_ok() {
+                self.written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
     }
 }
 

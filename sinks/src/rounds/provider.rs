@@ -5,7 +5,6 @@
 //! ([`crate::pace`]), so a round, a report exchange and a listing share one limiter: the
 //! frame hands each of them the provider only between rounds.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -14,13 +13,15 @@ use ho_engine::sink::reports::{ReportStore, Rrset};
 use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
-use super::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use super::reports::HoldsReports;
+use super::{Done, Round, RoundFuture, RoundResults, RoundWriter, Rounds};
 
 /// Turns a listing of `P`'s zone into what each name answers.
-pub type Serve<P> = fn(&P, Vec<<P as Provider>::Set>) -> Listed;
+pub type Serve<P> = fn(&P, Vec<<P as HoldsReports>::Set>) -> Listed;
 
-/// What a kind supplies to the frame: the calls of its API and its plan of a round.
-pub trait Provider: Send + Sized + 'static {
+/// What a kind supplies to the frame: the calls of its API and its plan of a round (how
+/// its sets hold reports is its [`HoldsReports`]).
+pub trait Provider: HoldsReports + Send + Sized + 'static {
     /// The config `kind`, for status and metrics.
     const KIND: &'static str;
 
@@ -28,20 +29,29 @@ pub trait Provider: Send + Sized + 'static {
     /// whose zone the canary does not read back through its API.
     const SERVED: Option<Serve<Self>>;
 
-    /// One record set (or record) as the API lists it.
-    type Set: Send + Sync + 'static;
-
-    /// The changes one request makes (a batch, a change, a list of set writes).
-    type Change: Send + 'static;
+    /// Checks, before the first round and again until it passes, that the zone is the
+    /// one configured.
+    fn check_zone(&mut self) -> impl Future<Output = Result<(), SinkError>> + Send {
+        async { Ok(()) }
+    }
 
     /// Every set of the zone, paced with the writes.
     fn list(&mut self) -> impl Future<Output = Result<Vec<Self::Set>, SinkError>> + Send;
 
-    /// Writes one round: every waiting tenant's latest snapshot, by tenant name (see
-    /// [`RoundWriter::write`]).
+    /// The zone to plan `round` on: a listing, unless the kind keeps a view of the zone.
+    fn zone_for(
+        &mut self,
+        _round: &Round,
+    ) -> impl Future<Output = Result<Vec<Self::Set>, SinkError>> + Send {
+        self.list()
+    }
+
+    /// Writes one round planned on `zone`: every waiting tenant's latest snapshot, by tenant
+    /// name (see [`RoundWriter::write`]).
     fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        zone: Vec<Self::Set>,
+        round: &Round,
         done: &mut Done,
     ) -> impl Future<Output = Result<RoundResults, SinkError>> + Send;
 
@@ -51,17 +61,6 @@ pub trait Provider: Send + Sized + 'static {
         change: Self::Change,
         what: &str,
     ) -> impl Future<Output = Result<(), SinkError>> + Send;
-
-    /// A TXT set's name (no trailing dot) and the text of each of its records, if `set` is
-    /// one: how reports are read back.
-    fn txt(set: &Self::Set) -> Option<(String, Vec<String>)>;
-
-    /// The change that makes `zone` hold `reports` (each TXT set replaced by its texts), or
-    /// `None` when it holds them already.
-    fn report_change(&self, zone: &[Self::Set], reports: &[Rrset]) -> Option<Self::Change>;
-
-    /// The change that removes the TXT set `name` from `zone`, or `None` when it is not there.
-    fn removal(&self, zone: &[Self::Set], name: &str) -> Option<Self::Change>;
 
     /// Writes this cluster's reports: one listing decides, one change writes. A kind whose
     /// API replaces a set without knowing it (an upsert) writes without the listing.
@@ -82,27 +81,40 @@ pub trait Provider: Send + Sized + 'static {
     }
 }
 
-impl<P: Provider> RoundWriter for P {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round, done))
+/// A provider, and whether its zone passed [`Provider::check_zone`].
+pub(super) struct Checked<P> {
+    pub(super) provider: P,
+    checked: bool,
+}
+
+impl<P: Provider> RoundWriter for Checked<P> {
+    fn write<'a>(&'a mut self, round: &'a Round, done: &'a mut Done) -> RoundFuture<'a> {
+        Box::pin(async move {
+            if !self.checked {
+                self.provider.check_zone().await?;
+                self.checked = true;
+            }
+            let zone = self.provider.zone_for(round).await?;
+            self.provider.write_round(zone, round, done).await
+        })
     }
 }
 
 /// The sink of a kind that writes in rounds: tenants due together share a listing and
 /// packed changes, reports and the canary's listing go through the same provider.
 pub struct RoundsSink<P> {
-    rounds: Arc<Rounds<P>>,
+    rounds: Arc<Rounds<Checked<P>>>,
 }
 
 impl<P: Provider> RoundsSink<P> {
     /// The sink writing through `provider`; nothing is sent before the first write.
     pub(crate) fn of(provider: P) -> RoundsSink<P> {
+        let checked = Checked {
+            provider,
+            checked: false,
+        };
         RoundsSink {
-            rounds: Arc::new(Rounds::new(provider)),
+            rounds: Arc::new(Rounds::new(checked)),
         }
     }
 }
@@ -130,7 +142,7 @@ impl<P: Provider> Sink for RoundsSink<P> {
 /// The canary's listing: one listing of the zone between rounds, turned into what each
 /// name answers.
 struct ZoneListing<P: Provider> {
-    rounds: Arc<Rounds<P>>,
+    rounds: Arc<Rounds<Checked<P>>>,
     served: Serve<P>,
 }
 
@@ -138,9 +150,9 @@ impl<P: Provider> Listing for ZoneListing<P> {
     fn list(&self) -> ListingFuture {
         let (rounds, served) = (self.rounds.clone(), self.served);
         Box::pin(async move {
-            let mut provider = rounds.writer().await;
+            let provider = &mut rounds.writer().await.provider;
             let zone = provider.list().await?;
-            Ok(served(&provider, zone))
+            Ok(served(provider, zone))
         })
     }
 }

@@ -34,7 +34,6 @@ mod records;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use self::config::{RecordStyle, Route53Config};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -45,11 +44,11 @@ use aws_sdk_route53::Client;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::{Applied, SinkError};
-use ho_engine::snapshot::TenantSnapshot;
 
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, RoundResults};
+use crate::rounds::reports::HoldsReports;
+use crate::rounds::{Done, Round, RoundResults, View};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -70,18 +69,8 @@ pub struct HostedZone {
     /// What the apex may alias (`alias_zones`).
     aliases: records::AliasZones,
     pacer: Pacer,
-    /// The zone's name matched `zone` at the first round.
-    zone_checked: bool,
-    /// The zone as this sink last knew it; `None`: list it at the next round.
-    view: Option<ZoneView>,
-    /// The snapshot each tenant last had written: one not newer is written again (a
-    /// reconcile or a retry), from a fresh listing.
-    written: BTreeMap<String, u64>,
-}
-
-/// The zone as last listed, with every change this sink made since applied.
-struct ZoneView {
-    sets: Vec<ResourceRecordSet>,
+    /// The zone as this sink last knew it, and what each tenant last had written.
+    view: View<ResourceRecordSet>,
 }
 
 /// Loads region and credentials the standard AWS way (environment, profile, web identity,
@@ -130,70 +119,46 @@ impl Route53Sink {
             aliases: records::AliasZones(config.alias_zones.clone()),
             // A burst of one second's worth, then the rate.
             pacer: Pacer::per_second(rate),
-            zone_checked: false,
-            view: None,
-            written: BTreeMap::new(),
+            view: View::default(),
         })
     }
 }
 
-impl ZoneView {
-    /// The zone after Route53 accepted `changes`: every record set a change names is
-    /// replaced by what the batch leaves there (a batch deletes before it creates). One pass
-    /// over the zone, however many changes.
-    fn apply(&mut self, changes: Vec<(ChangeAction, ResourceRecordSet)>) {
-        // As the rounds compare names: unescaped, lower case.
-        let key = |s: &ResourceRecordSet| {
-            let r = api::from_sdk(s);
-            (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
-        };
-        let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
-        self.sets.retain(|s| !changed.contains(&key(s)));
-        self.sets.extend(
-            changes
-                .into_iter()
-                .filter(|(action, _)| *action != ChangeAction::Delete)
-                .map(|(_, set)| set),
-        );
-    }
+/// `sets` after Route53 accepted `changes`: every record set a change names is replaced by
+/// what the batch leaves there (a batch deletes before it creates). One pass over the
+/// zone, however many changes.
+fn apply(sets: &mut Vec<ResourceRecordSet>, changes: Vec<(ChangeAction, ResourceRecordSet)>) {
+    // As the rounds compare names: unescaped, lower case.
+    let key = |s: &ResourceRecordSet| {
+        let r = api::from_sdk(s);
+        (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
+    };
+    let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
+    sets.retain(|s| !changed.contains(&key(s)));
+    sets.extend(
+        changes
+            .into_iter()
+            .filter(|(action, _)| *action != ChangeAction::Delete)
+            .map(|(_, set)| set),
+    );
 }
 
 impl HostedZone {
-    /// Once per sink: the hosted zone is the zone the config names.
-    async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
-        let name = self
-            .pacer
-            .around(api::zone_name(&self.client, &self.zone_id))
-            .await?;
-        if name != self.zone {
-            return Err(SinkError::permanent(format!(
-                "hosted zone {} is {name}, but the config says zone = \"{}\"",
-                self.zone_id, self.zone
-            )));
-        }
-        self.zone_checked = true;
-        Ok(())
-    }
-
     /// Sends `batches` in order, stopping at the first Route53 refuses: the tenants with
     /// changes in it or later fail. The zone as it is after what was sent, or `None` after a
     /// failure (the view may be what made Route53 refuse: the next round lists the zone).
     async fn send_round(
         &mut self,
-        listed: ZoneView,
+        mut view: Vec<ResourceRecordSet>,
         batches: &[Vec<(usize, RecordChange)>],
         tenants: &[&String],
         results: &mut RoundResults,
-    ) -> Option<ZoneView> {
-        let mut view = listed;
+    ) -> Option<Vec<ResourceRecordSet>> {
         for (i, batch) in batches.iter().enumerate() {
             let sdk_changes: Vec<_> = batch
                 .iter()
                 .map(|(_, c)| match c {
-                    RecordChange::Delete(z) => (ChangeAction::Delete, view.sets[*z].clone()),
+                    RecordChange::Delete(z) => (ChangeAction::Delete, view[*z].clone()),
                     RecordChange::Create(r) => {
                         (ChangeAction::Create, api::to_sdk(r, &self.zone_id))
                     }
@@ -209,7 +174,7 @@ impl HostedZone {
                 }
                 return None;
             }
-            view.apply(sdk_changes);
+            apply(&mut view, sdk_changes);
         }
         Some(view)
     }
@@ -223,9 +188,28 @@ impl Provider for HostedZone {
                 .map(|s| api::from_sdk(s).listed_in(&zone.zone_id)),
         )
     });
-    type Set = ResourceRecordSet;
-    /// Batches, each one `ChangeResourceRecordSets`.
-    type Change = Vec<Vec<(ChangeAction, ResourceRecordSet)>>;
+    /// The hosted zone is the zone the config names.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        let name = self
+            .pacer
+            .around(api::zone_name(&self.client, &self.zone_id))
+            .await?;
+        if name != self.zone {
+            return Err(SinkError::permanent(format!(
+                "hosted zone {} is {name}, but the config says zone = \"{}\"",
+                self.zone_id, self.zone
+            )));
+        }
+        Ok(())
+    }
+
+    /// The zone as last known, unless the round writes a state again or there is none.
+    async fn zone_for(&mut self, round: &Round) -> Result<Vec<ResourceRecordSet>, SinkError> {
+        match self.view.take_for(round) {
+            Some(sets) => Ok(sets),
+            None => self.list().await,
+        }
+    }
 
     /// Every record set of the zone, page by page; the listing is also the sink's new view
     /// of the zone.
@@ -241,7 +225,7 @@ impl Provider for HostedZone {
             match page.next {
                 Some(next) => from = Some(next),
                 None => {
-                    self.view = Some(ZoneView { sets: all.clone() });
+                    self.view.sets = Some(all.clone());
                     return Ok(all);
                 }
             }
@@ -257,20 +241,11 @@ impl Provider for HostedZone {
     /// each tenant's changes, as few batches as Route53's limits allow.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        listed: Vec<ResourceRecordSet>,
+        round: &Round,
         _done: &mut Done,
     ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let again = round
-            .iter()
-            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
-        let listed = match self.view.take() {
-            Some(view) if !again => view,
-            _ => ZoneView {
-                sets: self.list().await?,
-            },
-        };
-        let zone: Vec<RecordSet> = (listed.sets.iter())
+        let zone: Vec<RecordSet> = (listed.iter())
             .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
             .collect();
         let mut results = BTreeMap::new();
@@ -295,14 +270,10 @@ impl Provider for HostedZone {
             );
         }
         let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
-        self.view = self
+        self.view.sets = self
             .send_round(listed, &batches, &tenants, &mut results)
             .await;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
+        self.view.wrote(round, &results);
         Ok(results)
     }
 
@@ -311,27 +282,11 @@ impl Provider for HostedZone {
         for batch in batches {
             let change = api::change(&self.client, &self.zone_id, batch.clone());
             self.pacer.around(change).await?;
-            if let Some(view) = &mut self.view {
-                view.apply(batch);
+            if let Some(view) = &mut self.view.sets {
+                apply(view, batch);
             }
         }
         Ok(())
-    }
-
-    fn txt(set: &ResourceRecordSet) -> Option<(String, Vec<String>)> {
-        reports::txt(set)
-    }
-
-    fn report_change(
-        &self,
-        _zone: &[ResourceRecordSet],
-        reports: &[Rrset],
-    ) -> Option<Self::Change> {
-        reports::upserts(reports, &self.zone_id)
-    }
-
-    fn removal(&self, zone: &[ResourceRecordSet], name: &str) -> Option<Self::Change> {
-        reports::removal(zone, name)
     }
 
     /// Upserts replace a set whatever it holds: reports are written without a listing.

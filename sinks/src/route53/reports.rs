@@ -7,54 +7,59 @@ use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
 use ho_engine::sink::reports::Rrset;
 
 use super::records::{RecordSet, Routing};
-use super::{api, changes};
+use super::{api, changes, HostedZone};
+use crate::rounds::reports::HoldsReports;
 
 /// TTL of report records: read through the API, not by resolvers.
 const REPORT_TTL: i64 = 60;
 
-/// Batches of changes, each one request.
-type Batches = Vec<Vec<(ChangeAction, ResourceRecordSet)>>;
+impl HoldsReports for HostedZone {
+    type Set = ResourceRecordSet;
+    /// Batches, each one `ChangeResourceRecordSets`.
+    type Change = Vec<Vec<(ChangeAction, ResourceRecordSet)>>;
 
-/// A TXT set's name (no trailing dot) and texts.
-pub(super) fn txt(set: &ResourceRecordSet) -> Option<(String, Vec<String>)> {
-    let set = api::from_sdk(set);
-    let texts = set.values.iter().map(|v| from_presentation(v)).collect();
-    (set.rtype == "TXT").then(|| (set.name.trim_end_matches('.').to_owned(), texts))
-}
+    /// A TXT set's name (no trailing dot) and texts.
+    fn txt(set: &ResourceRecordSet) -> Option<(String, Vec<String>)> {
+        let set = api::from_sdk(set);
+        let texts = set.values.iter().map(|v| from_presentation(v)).collect();
+        (set.rtype == "TXT").then(|| (set.name.trim_end_matches('.').to_owned(), texts))
+    }
 
-/// Every report upserted, in as few batches as Route53's per-request limits allow.
-pub(super) fn upserts(reports: &[Rrset], zone_id: &str) -> Option<Batches> {
-    let sets: Vec<RecordSet> = reports
-        .iter()
-        .map(|Rrset { name, texts }| RecordSet {
-            name: format!("{name}."),
-            rtype: "TXT".into(),
-            set_id: None,
-            routing: Routing::Simple,
-            ttl: REPORT_TTL,
-            values: texts.iter().map(|t| to_presentation(t)).collect(),
-            alias: None,
+    /// Every report upserted, whatever the zone holds, in as few batches as Route53's
+    /// per-request limits allow.
+    fn report_change(&self, _: &[ResourceRecordSet], reports: &[Rrset]) -> Option<Self::Change> {
+        let groups = (reports.iter())
+            .map(|Rrset { name, texts }| {
+                vec![RecordSet {
+                    name: format!("{name}."),
+                    rtype: "TXT".into(),
+                    set_id: None,
+                    routing: Routing::Simple,
+                    ttl: REPORT_TTL,
+                    values: texts.iter().map(|t| to_presentation(t)).collect(),
+                    alias: None,
+                }]
+            })
+            .collect();
+        let batches: Self::Change = changes::pack(groups, |s| {
+            (s.values.len(), s.values.iter().map(String::len).sum())
+        })
+        .into_iter()
+        .map(|batch| {
+            (batch.iter())
+                .map(|s| (ChangeAction::Upsert, api::to_sdk(s, &self.zone_id)))
+                .collect()
         })
         .collect();
-    let groups = sets.into_iter().map(|s| vec![s]).collect();
-    let batches: Batches = changes::pack(groups, |s| {
-        (s.values.len(), s.values.iter().map(String::len).sum())
-    })
-    .into_iter()
-    .map(|batch| {
-        (batch.iter())
-            .map(|s| (ChangeAction::Upsert, api::to_sdk(s, zone_id)))
-            .collect()
-    })
-    .collect();
-    (!batches.is_empty()).then_some(batches)
-}
+        (!batches.is_empty()).then_some(batches)
+    }
 
-/// The delete of the TXT set `name` as listed.
-pub(super) fn removal(zone: &[ResourceRecordSet], name: &str) -> Option<Batches> {
-    let name = format!("{name}.");
-    let set = zone
-        .iter()
-        .find(|s| s.name().eq_ignore_ascii_case(&name) && s.r#type().as_str() == "TXT")?;
-    Some(vec![vec![(ChangeAction::Delete, set.clone())]])
+    /// The delete of the TXT set `name` as listed.
+    fn removal(&self, zone: &[ResourceRecordSet], name: &str) -> Option<Self::Change> {
+        let name = format!("{name}.");
+        let set = zone
+            .iter()
+            .find(|s| s.name().eq_ignore_ascii_case(&name) && s.r#type().as_str() == "TXT")?;
+        Some(vec![vec![(ChangeAction::Delete, set.clone())]])
+    }
 }
