@@ -30,7 +30,8 @@ use serde_json::Value;
 use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
-use crate::http::{bearer_json, error_for, Answer, HttpClient};
+use crate::bearer::refusal;
+use crate::http::{bearer_json, Answer, HttpClient};
 use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
@@ -120,27 +121,21 @@ impl AzureDns {
     /// The error for a refused request.
     fn refused(&mut self, answer: &Answer, what: &str) -> SinkError {
         let detail = api::error_text(&answer.body);
-        let message = format!("{what}: HTTP {}: {detail}", answer.status.as_u16());
-        match answer.status {
-            StatusCode::PRECONDITION_FAILED => SinkError::retriable(format!(
-                "{message} (the set changed since it was listed; listing again)"
-            )),
-            StatusCode::UNAUTHORIZED => {
-                self.tokens.forget();
-                SinkError::retriable(format!(
-                    "{message} (the token was refused; asking for a new one)"
-                ))
-            }
-            StatusCode::FORBIDDEN => SinkError::permanent(format!(
-                "{message} (the identity needs the DNS Zone Contributor role on zone {})",
-                self.zone
-            )),
-            StatusCode::NOT_FOUND => SinkError::permanent(format!(
-                "{message} (no such subscription, resource group or zone for {})",
-                self.zone
-            )),
-            _ => error_for(answer, what, &detail),
+        if answer.status == StatusCode::PRECONDITION_FAILED {
+            return SinkError::retriable(format!(
+                "{what}: HTTP 412: {detail} (the set changed since it was listed; listing again)"
+            ));
         }
+        let zone = &self.zone;
+        let role = format!("the identity needs the DNS Zone Contributor role on zone {zone}");
+        let missing = format!("no such subscription, resource group or zone for {zone}");
+        refusal(
+            answer,
+            what,
+            &detail,
+            || self.tokens.forget(),
+            [&role, &missing],
+        )
     }
 
     /// Writes one set change.

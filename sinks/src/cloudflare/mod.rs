@@ -32,7 +32,7 @@ use crate::http::{bearer_json, error_for, HttpClient};
 use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
-use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
 use crate::rounds::{Done, Packable, Round, RoundResults};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
@@ -134,13 +134,7 @@ impl Provider for Cloudflare {
         let what = format!("GET zone {}", self.zone);
         let zone: Envelope<api::Zone> = self.call(Method::GET, "", Bytes::new(), &what).await?;
         let name = zone.result.map(|z| z.name).unwrap_or_default();
-        if !name.eq_ignore_ascii_case(&self.zone) {
-            return Err(SinkError::permanent(format!(
-                "the zone id names zone {name:?}, but the config says zone = \"{}\"",
-                self.zone
-            )));
-        }
-        Ok(())
+        zone_named(&name, &self.zone, "the zone id names zone")
     }
 
     /// Every record of the zone, page by page.

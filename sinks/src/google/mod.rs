@@ -22,17 +22,18 @@ mod reports;
 use bytes::Bytes;
 use ho_config::TlsCheck;
 use ho_engine::sink::SinkError;
-use hyper::{Method, StatusCode};
+use hyper::Method;
 use serde_json::Value;
 
 use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
-use crate::http::{bearer_json, error_for, Answer, HttpClient};
+use crate::bearer::refusal;
+use crate::http::{bearer_json, Answer, HttpClient};
 use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
-use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
 use crate::rounds::{Done, Round, RoundResults};
 use ho_engine::sink::SetupError;
 
@@ -122,23 +123,18 @@ impl CloudDns {
                 "{message} (the zone changed since it was listed; listing again)"
             ));
         }
-        match answer.status {
-            StatusCode::UNAUTHORIZED => {
-                self.tokens.forget();
-                SinkError::retriable(format!(
-                    "{message} (the token was refused; asking for a new one)"
-                ))
-            }
-            StatusCode::FORBIDDEN => SinkError::permanent(format!(
-                "{message} (the account needs roles/dns.admin on managed zone of {})",
-                self.zone
-            )),
-            StatusCode::NOT_FOUND => SinkError::permanent(format!(
-                "{message} (no such project or managed zone for zone {})",
-                self.zone
-            )),
-            _ => error_for(answer, what, &detail),
-        }
+        let role = format!(
+            "the account needs roles/dns.admin on managed zone of {}",
+            self.zone
+        );
+        let missing = format!("no such project or managed zone for zone {}", self.zone);
+        refusal(
+            answer,
+            what,
+            &detail,
+            || self.tokens.forget(),
+            [&role, &missing],
+        )
     }
 }
 
@@ -156,13 +152,7 @@ impl Provider for CloudDns {
             .and_then(Value::as_str)
             .unwrap_or("")
             .trim_end_matches('.');
-        if !name.eq_ignore_ascii_case(&self.zone) {
-            return Err(SinkError::permanent(format!(
-                "the managed zone serves {name:?}, but the config says zone = \"{}\"",
-                self.zone
-            )));
-        }
-        Ok(())
+        zone_named(name, &self.zone, "the managed zone serves")
     }
 
     /// Every record set of the zone, page by page.

@@ -227,11 +227,7 @@ mod tests {
     struct OneByOne(Arc<Notify>);
 
     impl RoundWriter for OneByOne {
-        fn write<'a>(
-            &'a mut self,
-            round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-            done: &'a mut Done,
-        ) -> RoundFuture<'a> {
+        fn write<'a>(&'a mut self, round: &'a Round, done: &'a mut Done) -> RoundFuture<'a> {
             Box::pin(async move {
                 for tenant in round.keys() {
                     done.tell(tenant, &Ok(Applied::Changed));

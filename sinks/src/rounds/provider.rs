@@ -81,6 +81,18 @@ pub trait Provider: HoldsReports + Send + Sized + 'static {
     }
 }
 
+/// The end of a [`Provider::check_zone`] that read the zone's name (`found`) from the API:
+/// the configured `zone`, whatever the case, or an error saying both (`named` says where
+/// the name was found).
+pub(crate) fn zone_named(found: &str, zone: &str, named: &str) -> Result<(), SinkError> {
+    if found.eq_ignore_ascii_case(zone) {
+        return Ok(());
+    }
+    Err(SinkError::permanent(format!(
+        "{named} {found:?}, but the config says zone = \"{zone}\""
+    )))
+}
+
 /// A provider, and whether its zone passed [`Provider::check_zone`].
 pub(super) struct Checked<P> {
     pub(super) provider: P,
