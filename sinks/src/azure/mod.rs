@@ -219,8 +219,8 @@ impl Provider for AzureDns {
         Ok(all)
     }
 
-    /// One round: a listing, then each tenant's set changes, each tenant told its result
-    /// (`done`) as soon as its sets are written.
+    /// One round on the zone's listing: each tenant's set changes, each tenant told its
+    /// result (`done`) as soon as its sets are written.
     async fn write_round(
         &mut self,
         zone: Vec<Self::Set>,

@@ -155,8 +155,8 @@ impl Provider for Cloudflare {
         }
     }
 
-    /// One round: a listing, each tenant's changes, as few batch requests as fit; each
-    /// tenant's result.
+    /// One round on the zone's listing: each tenant's changes, as few batch requests as
+    /// fit; each tenant's result.
     async fn write_round(
         &mut self,
         zone: Vec<Self::Set>,

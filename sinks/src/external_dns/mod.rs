@@ -389,8 +389,9 @@ impl Provider for Webhook {
         self.json(Method::GET, "/records", None, &what).await
     }
 
-    /// One round: negotiation (once), a listing, each tenant's wanted sets adjusted by the
-    /// provider in one request, the differences in as few change requests as fit.
+    /// One round on the negotiated filter and the sets `zone_for` gave: each tenant's wanted
+    /// sets adjusted by the provider in one request, the differences in as few change
+    /// requests as fit.
     async fn write_round(
         &mut self,
         listed: Vec<Endpoint>,

@@ -177,8 +177,8 @@ impl Provider for CloudDns {
         Ok(all)
     }
 
-    /// One round: a listing, each tenant's change, as few changes as fit; each tenant's
-    /// result.
+    /// One round on the zone's listing: each tenant's change, as few changes as fit; each
+    /// tenant's result.
     async fn write_round(
         &mut self,
         zone: Vec<Self::Set>,

@@ -237,8 +237,8 @@ impl Provider for HostedZone {
         )))
     }
 
-    /// One round: the zone as last known (listed again for a write of a state again),
-    /// each tenant's changes, as few batches as Route53's limits allow.
+    /// One round on the zone as last known (`zone_for`): each tenant's changes, as few
+    /// batches as Route53's limits allow.
     async fn write_round(
         &mut self,
         listed: Vec<ResourceRecordSet>,
