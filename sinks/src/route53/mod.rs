@@ -9,7 +9,7 @@
 //! ([`crate::pace`]).
 //!
 //! The zone is not listed again for every change: the sink keeps its view of the zone as
-//! last listed, with its own accepted changes applied ([`ZoneView`]). It lists again for
+//! last listed, with its own accepted changes applied ([`View`]). It lists again for
 //! a round that writes a state again (a reconcile, `delivery.reconcile_interval`, or a
 //! retry), so changes someone else made are found and repaired as before; after any change
 //! Route53 refused (a conflict means the view is stale); and whenever the report store lists
