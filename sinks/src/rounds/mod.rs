@@ -265,4 +265,42 @@ mod tests {
         finish.notify_one();
         assert_eq!(runner.await.unwrap(), Ok(Applied::Changed));
     }
+
+    /// A kept view plans a round only while no tenant of the round has had that snapshot
+    /// (or a newer one) written already; every round takes it. Seeded rounds of five
+    /// tenants, each write succeeding or not, against the rule kept by the test.
+    #[test]
+    fn a_view_plans_a_round_unless_the_round_writes_a_state_again() {
+        let mut rng = fastrand::Rng::with_seed(0x5eed);
+        let mut view: View<usize> = View::default();
+        let mut written: BTreeMap<String, u64> = BTreeMap::new();
+        for step in 0..500 {
+            let round: Round = (0..rng.usize(1..4))
+                .map(|_| {
+                    let tenant = format!("t{}", rng.u8(0..5));
+                    let mut s = (*snapshot(&tenant)).clone();
+                    s.seq = rng.u64(0..20);
+                    (tenant, Arc::new(s))
+                })
+                .collect();
+            let again = (round.iter()).any(|(t, s)| written.get(t).is_some_and(|&n| s.seq <= n));
+            view.sets = Some(vec![step]);
+            let planned_on = view.take_for(&round);
+            assert_eq!(planned_on, (!again).then(|| vec![step]), "step {step}");
+            assert!(view.sets.is_none(), "a round takes the view");
+            let results: RoundResults = (round.keys())
+                .map(|t| {
+                    let result = match rng.bool() {
+                        true => Ok(Applied::Changed),
+                        false => Err(SinkError::retriable("refused")),
+                    };
+                    (t.clone(), result)
+                })
+                .collect();
+            view.wrote(&round, &results);
+            for (tenant, _) in results.iter().filter(|(_, r)| r.is_ok()) {
+                written.insert(tenant.clone(), round[tenant].seq);
+            }
+        }
+    }
 }
