@@ -35,7 +35,7 @@ use crate::http::{bearer_json, Answer, HttpClient};
 use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Round, RoundResults};
+use crate::rounds::{Done, Outcome, Round};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Azure DNS zone.
@@ -226,7 +226,7 @@ impl Provider for AzureDns {
         zone: Vec<Self::Set>,
         round: &Round,
         done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
+    ) -> Outcome {
         let mut results = BTreeMap::new();
         let mut throttled: Option<SinkError> = None;
         for (tenant, snapshot) in round {

@@ -33,7 +33,7 @@ use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
 use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Packable, Round, RoundResults};
+use crate::rounds::{Done, Outcome, Packable, Round};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
 
@@ -157,12 +157,7 @@ impl Provider for Cloudflare {
 
     /// One round on the zone's listing: each tenant's changes, as few batch requests as
     /// fit; each tenant's result.
-    async fn write_round(
-        &mut self,
-        zone: Vec<Self::Set>,
-        round: &Round,
-        _done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
+    async fn write_round(&mut self, zone: Vec<Self::Set>, round: &Round, _: &mut Done) -> Outcome {
         let (mut results, groups) = planned(round, |snapshot| {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
             (planned.batch, planned.foreign)

@@ -52,7 +52,7 @@ use self::domain_filter::DomainFilter;
 use crate::http::{error_for, Answer, HttpClient};
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Packable, Round, RoundResults, View};
+use crate::rounds::{Done, Outcome, Packable, Round, RoundResults, View};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' record sets through one external-dns webhook provider.
@@ -394,10 +394,10 @@ impl Provider for Webhook {
     /// requests as fit.
     async fn write_round(
         &mut self,
-        listed: Vec<Endpoint>,
+        listed: Vec<Self::Set>,
         round: &Round,
-        _done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
+        _: &mut Done,
+    ) -> Outcome {
         // Negotiated before the first round (`check_zone`): kept since.
         let filter = self.negotiate().await?;
         let mut results = BTreeMap::new();

@@ -34,7 +34,7 @@ use crate::listing::served;
 use crate::pace::Pacer;
 use crate::rounds::packed::{planned, send_packed};
 use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
-use crate::rounds::{Done, Round, RoundResults};
+use crate::rounds::{Done, Outcome, Round};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloud DNS managed zone.
@@ -179,12 +179,7 @@ impl Provider for CloudDns {
 
     /// One round on the zone's listing: each tenant's change, as few changes as fit; each
     /// tenant's result.
-    async fn write_round(
-        &mut self,
-        zone: Vec<Self::Set>,
-        round: &Round,
-        _done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
+    async fn write_round(&mut self, zone: Vec<Self::Set>, round: &Round, _: &mut Done) -> Outcome {
         let (mut results, groups) = planned(round, |snapshot| {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
             (planned.change, planned.foreign)

@@ -24,9 +24,11 @@ pub type Round = BTreeMap<String, Arc<TenantSnapshot>>;
 /// Each tenant's result of a round.
 pub type RoundResults = BTreeMap<String, Result<Applied, SinkError>>;
 
-/// The future [`RoundWriter::write`] returns: each tenant's result, or one error for all.
-pub type RoundFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<RoundResults, SinkError>> + Send + 'a>>;
+/// What a round comes to: each tenant's result, or one error for all.
+pub type Outcome = Result<RoundResults, SinkError>;
+
+/// The future [`RoundWriter::write`] returns.
+pub type RoundFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
 /// Writes one round: every waiting tenant's latest snapshot, by tenant name.
 pub trait RoundWriter: Send {

@@ -14,7 +14,7 @@ use ho_engine::sink::{Sink, SinkError, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
 use super::reports::HoldsReports;
-use super::{Done, Round, RoundFuture, RoundResults, RoundWriter, Rounds};
+use super::{Done, Outcome, Round, RoundFuture, RoundWriter, Rounds};
 
 /// Turns a listing of `P`'s zone into what each name answers.
 pub type Serve<P> = fn(&P, Vec<<P as HoldsReports>::Set>) -> Listed;
@@ -53,7 +53,7 @@ pub trait Provider: HoldsReports + Send + Sized + 'static {
         zone: Vec<Self::Set>,
         round: &Round,
         done: &mut Done,
-    ) -> impl Future<Output = Result<RoundResults, SinkError>> + Send;
+    ) -> impl Future<Output = Outcome> + Send;
 
     /// Sends `change` (`what` names it in errors).
     fn send(

@@ -48,7 +48,7 @@ use ho_engine::sink::{Applied, SinkError};
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
 use crate::rounds::reports::HoldsReports;
-use crate::rounds::{Done, Round, RoundResults, View};
+use crate::rounds::{Done, Outcome, Round, RoundResults, View};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -241,10 +241,10 @@ impl Provider for HostedZone {
     /// batches as Route53's limits allow.
     async fn write_round(
         &mut self,
-        listed: Vec<ResourceRecordSet>,
+        listed: Vec<Self::Set>,
         round: &Round,
-        _done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
+        _: &mut Done,
+    ) -> Outcome {
         let zone: Vec<RecordSet> = (listed.iter())
             .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
             .collect();
