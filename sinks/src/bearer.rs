@@ -5,8 +5,11 @@
 use std::time::Duration;
 
 use ho_engine::sink::SinkError;
+use hyper::StatusCode;
 use serde::Deserialize;
 use tokio::time::Instant;
+
+use crate::http::{error_for, Answer};
 
 /// A token is renewed this long before it expires.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
@@ -52,6 +55,31 @@ impl BearerCache {
     /// Forgets the token (the API refused it).
     pub fn forget(&mut self) {
         self.current = None;
+    }
+}
+
+/// The error for a request a cloud API refused by its status: a refused token is retried
+/// with a new one (`forget` drops it); a role the identity lacks (`role`) or names that do
+/// not exist (`missing`) are the operator's to fix, not retried; other statuses by the
+/// common policy ([`error_for`]). `detail` is the API's own error text.
+pub fn refusal(
+    answer: &Answer,
+    what: &str,
+    detail: &str,
+    forget: impl FnOnce(),
+    [role, missing]: [&str; 2],
+) -> SinkError {
+    let message = format!("{what}: HTTP {}: {detail}", answer.status.as_u16());
+    match answer.status {
+        StatusCode::UNAUTHORIZED => {
+            forget();
+            SinkError::retriable(format!(
+                "{message} (the token was refused; asking for a new one)"
+            ))
+        }
+        StatusCode::FORBIDDEN => SinkError::permanent(format!("{message} ({role})")),
+        StatusCode::NOT_FOUND => SinkError::permanent(format!("{message} ({missing})")),
+        _ => error_for(answer, what, detail),
     }
 }
 

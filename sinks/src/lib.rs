@@ -27,6 +27,8 @@ mod hosts_file;
 pub mod http;
 mod listing;
 mod pace;
+#[cfg(test)]
+mod plan_tests;
 mod powerdns;
 mod retry_after;
 mod rounds;

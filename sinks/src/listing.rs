@@ -1,44 +1,15 @@
-//! The zones of the HTTP-API kinds read back for the answer canary (Cloudflare, Cloud DNS,
-//! Azure DNS): one listing of the zone, through the writer so it is paced with the writes,
-//! turned into what each name answers. Route53, whose aliases point into the zone, reads
-//! its own (`route53/listing.rs`).
+//! What the zones of the HTTP-API kinds serve, for the answer canary (Cloudflare, Cloud DNS,
+//! Azure DNS): their listed record sets turned into what each name answers (the listing
+//! itself is the rounds frame's, `rounds::provider`, paced with the writes). Route53, whose
+//! aliases point into the zone, reads its own sets (`route53/listing.rs`).
 
-use std::future::Future;
 use std::net::IpAddr;
-use std::pin::Pin;
-use std::sync::Arc;
 
-use ho_engine::sink::listing::{Listed, Listing, ListingFuture};
-use ho_engine::sink::SinkError;
-
-use crate::rounds::{RoundWriter, Rounds};
+use ho_engine::sink::listing::Listed;
 
 /// One listed record set: its name (lower case or not, with or without the trailing dot),
 /// its type, its data.
 pub(crate) type Record = (String, String, Vec<String>);
-
-/// The future [`ListsRecords::records`] returns.
-pub(crate) type RecordsFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Vec<Record>, SinkError>> + Send + 'a>>;
-
-/// A kind's writer that can list its zone's records.
-pub(crate) trait ListsRecords: RoundWriter + 'static {
-    /// Every record set of the zone.
-    fn records(&mut self) -> RecordsFuture<'_>;
-}
-
-/// The listing of a kind whose writer lists its records.
-pub(crate) struct ZoneListing<W>(pub(crate) Arc<Rounds<W>>);
-
-impl<W: ListsRecords> Listing for ZoneListing<W> {
-    fn list(&self) -> ListingFuture {
-        let rounds = self.0.clone();
-        Box::pin(async move {
-            let records = rounds.writer().await.records().await?;
-            Ok(served(records))
-        })
-    }
-}
 
 fn key(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()

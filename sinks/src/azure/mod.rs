@@ -19,14 +19,10 @@ mod plan;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::sink::{Applied, SinkError};
 use hyper::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use hyper::{Method, StatusCode};
 use serde_json::Value;
@@ -34,18 +30,19 @@ use serde_json::Value;
 use self::api::{Listed, Op, Page, API_VERSION};
 use self::auth::{Credentials, Tokens};
 use self::config::AzureDnsConfig;
-use crate::http::{bearer_json, error_for, Answer, HttpClient};
-use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::bearer::refusal;
+use crate::http::{bearer_json, Answer, HttpClient};
+use crate::listing::served;
 use crate::pace::Pacer;
-use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::{Done, Outcome, Round};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Azure DNS zone.
-pub struct AzureDnsSink {
-    rounds: Arc<Rounds<Inner>>,
-}
+pub type AzureDnsSink = RoundsSink<AzureDns>;
 
-struct Inner {
+/// The calls of Azure Resource Manager's DNS API on one zone.
+pub struct AzureDns {
     client: HttpClient,
     /// `{url}/subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/dnsZones/{zone}`.
     zone_url: String,
@@ -53,8 +50,6 @@ struct Inner {
     tokens: Tokens,
     owner_id: String,
     pacer: Pacer,
-    /// The zone was found at the first write.
-    zone_checked: bool,
 }
 
 impl AzureDnsSink {
@@ -62,42 +57,20 @@ impl AzureDnsSink {
     pub fn new(config: &AzureDnsConfig, owner_id: &str) -> Result<AzureDnsSink, SetupError> {
         let credentials = Credentials::of(config)?;
         let rate = config.max_requests_per_second;
-        Ok(AzureDnsSink {
-            rounds: Arc::new(Rounds::new(Inner {
-                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
-                zone_url: format!(
-                    "{}/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/dnsZones/{}",
-                    config.url.trim_end_matches('/'),
-                    config.subscription_id,
-                    config.resource_group,
-                    config.zone
-                ),
-                zone: config.zone.clone(),
-                tokens: Tokens::new(credentials, config),
-                owner_id: owner_id.to_owned(),
-                pacer: Pacer::per_second(rate),
-                zone_checked: false,
-            })),
-        })
-    }
-}
-
-impl Sink for AzureDnsSink {
-    fn kind(&self) -> &'static str {
-        "azure_dns"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::AzureReports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(ZoneListing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
+        Ok(RoundsSink::of(AzureDns {
+            client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+            zone_url: format!(
+                "{}/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Network/dnsZones/{}",
+                config.url.trim_end_matches('/'),
+                config.subscription_id,
+                config.resource_group,
+                config.zone
+            ),
+            zone: config.zone.clone(),
+            tokens: Tokens::new(credentials, config),
+            owner_id: owner_id.to_owned(),
+            pacer: Pacer::per_second(rate),
+        }))
     }
 }
 
@@ -109,7 +82,7 @@ struct Call<'a> {
     what: &'a str,
 }
 
-impl Inner {
+impl AzureDns {
     /// Sends one request to `url` when the pace allows; the answer, or the specific error.
     async fn call(
         &mut self,
@@ -148,72 +121,21 @@ impl Inner {
     /// The error for a refused request.
     fn refused(&mut self, answer: &Answer, what: &str) -> SinkError {
         let detail = api::error_text(&answer.body);
-        let message = format!("{what}: HTTP {}: {detail}", answer.status.as_u16());
-        match answer.status {
-            StatusCode::PRECONDITION_FAILED => SinkError::retriable(format!(
-                "{message} (the set changed since it was listed; listing again)"
-            )),
-            StatusCode::UNAUTHORIZED => {
-                self.tokens.forget();
-                SinkError::retriable(format!(
-                    "{message} (the token was refused; asking for a new one)"
-                ))
-            }
-            StatusCode::FORBIDDEN => SinkError::permanent(format!(
-                "{message} (the identity needs the DNS Zone Contributor role on zone {})",
-                self.zone
-            )),
-            StatusCode::NOT_FOUND => SinkError::permanent(format!(
-                "{message} (no such subscription, resource group or zone for {})",
-                self.zone
-            )),
-            _ => error_for(answer, what, &detail),
+        if answer.status == StatusCode::PRECONDITION_FAILED {
+            return SinkError::retriable(format!(
+                "{what}: HTTP 412: {detail} (the set changed since it was listed; listing again)"
+            ));
         }
-    }
-
-    /// Checks once that the zone is there.
-    async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
-        let what = format!("GET zone {}", self.zone);
-        let url = format!("{}?api-version={API_VERSION}", self.zone_url);
-        let send = Call {
-            body: None,
-            precondition: None,
-            what: &what,
-        };
-        self.call(Method::GET, &url, send).await?;
-        self.zone_checked = true;
-        Ok(())
-    }
-
-    /// Every record set of the zone, page by page.
-    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
-        let mut all = Vec::new();
-        let mut url = format!("{}/recordsets?api-version={API_VERSION}", self.zone_url);
-        for page in 1.. {
-            let what = format!("GET zone {} record sets, page {page}", self.zone);
-            let send = Call {
-                body: None,
-                precondition: None,
-                what: &what,
-            };
-            let answer = self.call(Method::GET, &url, send).await?;
-            let listed: Page = serde_json::from_slice(&answer.body)
-                .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
-            all.extend(
-                listed
-                    .value
-                    .iter()
-                    .filter_map(|s| Listed::of(s, &self.zone)),
-            );
-            match listed.next_link.filter(|l| !l.is_empty()) {
-                Some(next) => url = next,
-                None => break,
-            }
-        }
-        Ok(all)
+        let zone = &self.zone;
+        let role = format!("the identity needs the DNS Zone Contributor role on zone {zone}");
+        let missing = format!("no such subscription, resource group or zone for {zone}");
+        refusal(
+            answer,
+            what,
+            &detail,
+            || self.tokens.forget(),
+            [&role, &missing],
+        )
     }
 
     /// Writes one set change.
@@ -249,16 +171,62 @@ impl Inner {
             other => other.map(|_| ()),
         }
     }
+}
 
-    /// One round: a listing, then each tenant's set changes, each tenant told its result
-    /// (`done`) as soon as its sets are written.
+impl Provider for AzureDns {
+    const KIND: &'static str = "azure_dns";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
+
+    /// Checks once that the zone is there.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        let what = format!("GET zone {}", self.zone);
+        let url = format!("{}?api-version={API_VERSION}", self.zone_url);
+        let send = Call {
+            body: None,
+            precondition: None,
+            what: &what,
+        };
+        self.call(Method::GET, &url, send).await?;
+        Ok(())
+    }
+
+    /// Every record set of the zone, page by page.
+    async fn list(&mut self) -> Result<Vec<Listed>, SinkError> {
+        let mut all = Vec::new();
+        let mut url = format!("{}/recordsets?api-version={API_VERSION}", self.zone_url);
+        for page in 1.. {
+            let what = format!("GET zone {} record sets, page {page}", self.zone);
+            let send = Call {
+                body: None,
+                precondition: None,
+                what: &what,
+            };
+            let answer = self.call(Method::GET, &url, send).await?;
+            let listed: Page = serde_json::from_slice(&answer.body)
+                .map_err(|e| SinkError::retriable(format!("{what}: unexpected answer: {e}")))?;
+            all.extend(
+                listed
+                    .value
+                    .iter()
+                    .filter_map(|s| Listed::of(s, &self.zone)),
+            );
+            match listed.next_link.filter(|l| !l.is_empty()) {
+                Some(next) => url = next,
+                None => break,
+            }
+        }
+        Ok(all)
+    }
+
+    /// One round on the zone's listing: each tenant's set changes, each tenant told its
+    /// result (`done`) as soon as its sets are written.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
+        zone: Vec<Self::Set>,
+        round: &Round,
         done: &mut Done,
-    ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
+    ) -> Outcome {
         let mut results = BTreeMap::new();
         let mut throttled: Option<SinkError> = None;
         for (tenant, snapshot) in round {
@@ -290,26 +258,12 @@ impl Inner {
         }
         Ok(results)
     }
-}
 
-impl ListsRecords for Inner {
-    fn records(&mut self) -> RecordsFuture<'_> {
-        Box::pin(async move {
-            let listed = self.list().await?;
-            Ok(listed
-                .into_iter()
-                .map(|r| (r.name, r.rtype, r.data))
-                .collect())
-        })
-    }
-}
-
-impl RoundWriter for Inner {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round, done))
+    /// Writes `ops` one after another, stopping at the first refused.
+    async fn send(&mut self, ops: Vec<Op>, _what: &str) -> Result<(), SinkError> {
+        for op in &ops {
+            self.apply_op(op).await?;
+        }
+        Ok(())
     }
 }

@@ -81,23 +81,7 @@ pub fn for_tenant(listing: &[Listed], snapshot: &TenantSnapshot, owner: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ho_engine::snapshot::PublishedAddress;
-    use std::time::Duration;
-
-    fn snapshot(addresses: &[&str]) -> TenantSnapshot {
-        let addresses = addresses
-            .iter()
-            .map(|a| PublishedAddress::of(a, a.parse().unwrap(), 1, Default::default()))
-            .collect();
-        let mut s = TenantSnapshot::healthy(
-            "t",
-            &["api.example.com"],
-            ho_config::RoutingPolicy::All,
-            addresses,
-        );
-        s.ttl = Duration::from_secs(60);
-        s
-    }
+    use crate::plan_tests::snapshot;
 
     fn listed(name: &str, rtype: &str, data: &[&str], etag: &str) -> Listed {
         Listed {

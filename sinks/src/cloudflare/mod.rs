@@ -20,33 +20,28 @@ mod api;
 mod plan;
 mod reports;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::sink::SinkError;
 use hyper::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use self::api::{Batch, DnsRecord, Envelope};
 use self::config::CloudflareConfig;
 use crate::http::{bearer_json, error_for, HttpClient};
-use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::listing::served;
 use crate::pace::Pacer;
-use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::packed::{planned, send_packed};
+use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
+use crate::rounds::{Done, Outcome, Packable, Round};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloudflare zone.
-pub struct CloudflareSink {
-    rounds: Arc<Rounds<Inner>>,
-}
+pub type CloudflareSink = RoundsSink<Cloudflare>;
 
-struct Inner {
+/// The calls of Cloudflare's API v4 on one zone.
+pub struct Cloudflare {
     client: HttpClient,
     /// `{url}/zones/{zone_id}`.
     zone_url: String,
@@ -56,8 +51,6 @@ struct Inner {
     pacer: Pacer,
     /// Most operations per batch request (`max_batch`: the plan's limit).
     max_batch: usize,
-    /// The zone's name matched `zone` at the first write.
-    zone_checked: bool,
 }
 
 impl CloudflareSink {
@@ -70,45 +63,23 @@ impl CloudflareSink {
         .map_err(SetupError::secret("api token"))?;
         let trust = TlsCheck::verify_with(None);
         let rate = config.max_requests_per_second;
-        Ok(CloudflareSink {
-            rounds: Arc::new(Rounds::new(Inner {
-                client: HttpClient::new(&trust, config.timeout)?,
-                zone_url: format!(
-                    "{}/zones/{}",
-                    config.url.trim_end_matches('/'),
-                    config.zone_id
-                ),
-                zone: config.zone.clone(),
-                token,
-                owner_id: owner_id.to_owned(),
-                pacer: Pacer::per_second(rate),
-                max_batch: config.max_batch,
-                zone_checked: false,
-            })),
-        })
+        Ok(RoundsSink::of(Cloudflare {
+            client: HttpClient::new(&trust, config.timeout)?,
+            zone_url: format!(
+                "{}/zones/{}",
+                config.url.trim_end_matches('/'),
+                config.zone_id
+            ),
+            zone: config.zone.clone(),
+            token,
+            owner_id: owner_id.to_owned(),
+            pacer: Pacer::per_second(rate),
+            max_batch: config.max_batch,
+        }))
     }
 }
 
-impl Sink for CloudflareSink {
-    fn kind(&self) -> &'static str {
-        "cloudflare"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::CloudflareReports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(ZoneListing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
-    }
-}
-
-impl Inner {
+impl Cloudflare {
     /// Sends one request (`path` after the zone's URL) when the pace allows, and reads the
     /// envelope's result; a failure is the specific error, retried or not by its status.
     async fn call<T: DeserializeOwned>(
@@ -151,23 +122,19 @@ impl Inner {
             _ => what.to_owned(),
         }
     }
+}
+
+impl Provider for Cloudflare {
+    const KIND: &'static str = "cloudflare";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|r| (r.name, r.rtype, vec![r.content]))));
 
     /// Checks once that the zone id names the configured zone.
     async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
         let what = format!("GET zone {}", self.zone);
         let zone: Envelope<api::Zone> = self.call(Method::GET, "", Bytes::new(), &what).await?;
         let name = zone.result.map(|z| z.name).unwrap_or_default();
-        if !name.eq_ignore_ascii_case(&self.zone) {
-            return Err(SinkError::permanent(format!(
-                "the zone id names zone {name:?}, but the config says zone = \"{}\"",
-                self.zone
-            )));
-        }
-        self.zone_checked = true;
-        Ok(())
+        zone_named(&name, &self.zone, "the zone id names zone")
     }
 
     /// Every record of the zone, page by page.
@@ -188,79 +155,32 @@ impl Inner {
         }
     }
 
-    /// Sends `batch` (in requests of at most 200 operations).
-    async fn send(&mut self, batch: Batch, what: &str) -> Result<(), SinkError> {
-        for part in batch.split(self.max_batch) {
-            self.post(&part, what).await?;
-        }
-        Ok(())
-    }
-
-    /// One batch request (at most 200 operations).
-    async fn post(&mut self, batch: &Batch, what: &str) -> Result<(), SinkError> {
-        let body = serde_json::to_vec(batch).expect("serializable");
-        let what = format!(
-            "POST zone {} batch ({what}: {} deletes, {} creates)",
-            self.zone,
-            batch.deletes.len(),
-            batch.posts.len()
-        );
-        self.call::<serde_json::Value>(Method::POST, "/dns_records/batch", body.into(), &what)
-            .await
-            .map(|_| ())
-    }
-
-    /// One round: a listing, each tenant's changes, as few batch requests as fit; each
-    /// tenant's result.
-    async fn write_round(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
-        let mut results = BTreeMap::new();
-        let mut groups = Vec::new();
-        for (tenant, snapshot) in round {
+    /// One round on the zone's listing: each tenant's changes, as few batch requests as
+    /// fit; each tenant's result.
+    async fn write_round(&mut self, zone: Vec<Self::Set>, round: &Round, _: &mut Done) -> Outcome {
+        let (mut results, groups) = planned(round, |snapshot| {
             let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let result =
-                ho_engine::sink::ownership::outcome(&planned.foreign, !planned.batch.is_empty());
-            results.insert(tenant.clone(), result);
-            if !planned.batch.is_empty() {
-                groups.push((tenant.clone(), planned.batch));
-            }
-        }
-        let requests = crate::rounds::pack(groups, self.max_batch);
-        for (i, (tenants, batch)) in requests.iter().enumerate() {
-            let what = format!("{} tenants", tenants.len());
-            if let Err(e) = self.post(batch, &what).await {
-                // Tenants of this request and the later ones are not written.
-                for tenant in requests[i..].iter().flat_map(|(t, _)| t) {
-                    results.insert(tenant.clone(), Err(e.clone()));
-                }
-                break;
-            }
-        }
+            (planned.batch, planned.foreign)
+        });
+        let max = self.max_batch;
+        send_packed(self, groups, max, &mut results).await;
         Ok(results)
     }
-}
 
-impl ListsRecords for Inner {
-    fn records(&mut self) -> RecordsFuture<'_> {
-        Box::pin(async move {
-            let listed = self.list().await?;
-            Ok((listed.into_iter())
-                .map(|r| (r.name, r.rtype, vec![r.content]))
-                .collect())
-        })
-    }
-}
-
-impl RoundWriter for Inner {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
+    /// Sends `batch` in requests of at most `max_batch` operations (deletes first).
+    async fn send(&mut self, batch: Batch, what: &str) -> Result<(), SinkError> {
+        for part in batch.split(self.max_batch) {
+            let body = serde_json::to_vec(&part).expect("serializable");
+            let what = format!(
+                "POST zone {} batch ({what}: {} deletes, {} creates)",
+                self.zone,
+                part.deletes.len(),
+                part.posts.len()
+            );
+            let path = "/dns_records/batch";
+            self.call::<serde_json::Value>(Method::POST, path, body.into(), &what)
+                .await?;
+        }
+        Ok(())
     }
 }

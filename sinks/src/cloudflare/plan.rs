@@ -145,8 +145,8 @@ fn records_at<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan_tests::snapshot;
     use ho_engine::snapshot::PublishedAddress;
-    use std::time::Duration;
 
     fn record(id: &str, rtype: &str, name: &str, content: &str, ttl: u32) -> DnsRecord {
         DnsRecord {
@@ -156,21 +156,6 @@ mod tests {
             content: content.into(),
             ttl,
         }
-    }
-
-    fn snapshot(addresses: &[&str]) -> TenantSnapshot {
-        let addresses = addresses
-            .iter()
-            .map(|a| PublishedAddress::of(a, a.parse().unwrap(), 1, Default::default()))
-            .collect();
-        let mut s = TenantSnapshot::healthy(
-            "t",
-            &["api.example.com"],
-            ho_config::RoutingPolicy::All,
-            addresses,
-        );
-        s.ttl = Duration::from_secs(60);
-        s
     }
 
     /// Owner `eu-1`'s mark at `api.example.com`.

@@ -37,13 +37,10 @@ mod plan;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::TenantSnapshot;
+use ho_engine::sink::{Applied, SinkError};
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
@@ -54,15 +51,15 @@ use self::config::ExternalDnsWebhookConfig;
 use self::domain_filter::DomainFilter;
 use crate::http::{error_for, Answer, HttpClient};
 use crate::pace::Pacer;
-use crate::rounds::{Done, Packable, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::{Done, Outcome, Packable, Round, RoundResults, View};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' record sets through one external-dns webhook provider.
-pub struct ExternalDnsWebhookSink {
-    rounds: Arc<Rounds<Inner>>,
-}
+pub type ExternalDnsWebhookSink = RoundsSink<Webhook>;
 
-struct Inner {
+/// The calls of external-dns's webhook-provider protocol on one provider.
+pub struct Webhook {
     client: HttpClient,
     /// The provider's base URL, without a trailing slash.
     url: String,
@@ -74,9 +71,7 @@ struct Inner {
     /// The provider's domain filter, once negotiated.
     filter: Option<DomainFilter>,
     /// The record sets as last listed, with this sink's accepted changes applied.
-    view: Option<Vec<Endpoint>>,
-    /// Per tenant, the last snapshot written: a round writing it again lists afresh.
-    written: BTreeMap<String, u64>,
+    view: View<Endpoint>,
 }
 
 impl ExternalDnsWebhookSink {
@@ -86,36 +81,18 @@ impl ExternalDnsWebhookSink {
         owner_id: &str,
     ) -> Result<ExternalDnsWebhookSink, SetupError> {
         let rate = config.max_requests_per_second;
-        Ok(ExternalDnsWebhookSink {
-            rounds: Arc::new(Rounds::new(Inner {
-                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
-                url: config.url.trim_end_matches('/').to_owned(),
-                registry: plan::Registry {
-                    owner: owner_id.to_owned(),
-                    wildcard: config.txt_wildcard_replacement.clone(),
-                },
-                pacer: Pacer::per_second(rate),
-                max_changes: config.max_changes,
-                filter: None,
-                view: None,
-                written: BTreeMap::new(),
-            })),
-        })
-    }
-}
-
-impl Sink for ExternalDnsWebhookSink {
-    fn kind(&self) -> &'static str {
-        "external_dns_webhook"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::WebhookReports(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
+        Ok(RoundsSink::of(Webhook {
+            client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+            url: config.url.trim_end_matches('/').to_owned(),
+            registry: plan::Registry {
+                owner: owner_id.to_owned(),
+                wildcard: config.txt_wildcard_replacement.clone(),
+            },
+            pacer: Pacer::per_second(rate),
+            max_changes: config.max_changes,
+            filter: None,
+            view: View::default(),
+        }))
     }
 }
 
@@ -152,7 +129,7 @@ impl Packable for Changes {
     }
 }
 
-impl Inner {
+impl Webhook {
     /// One request of the protocol (`path` after the provider's URL), when the pace allows;
     /// the successful answer, or the specific error, retried or not by its status.
     async fn call(
@@ -229,27 +206,6 @@ impl Inner {
         Ok(filter)
     }
 
-    /// Every record set the provider holds.
-    async fn list(&mut self) -> Result<Vec<Endpoint>, SinkError> {
-        let what = format!("GET {}/records", self.url);
-        self.json(Method::GET, "/records", None, &what).await
-    }
-
-    /// The record sets to plan a round on: the view, unless the round writes a state again
-    /// (then someone else's changes must be seen) or there is none.
-    async fn listing(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<Vec<Endpoint>, SinkError> {
-        let again = round
-            .iter()
-            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
-        match self.view.take() {
-            Some(view) if !again => Ok(view),
-            _ => self.list().await,
-        }
-    }
-
     /// `records` as the provider will keep them.
     async fn adjust(&mut self, records: &[Endpoint]) -> Result<Vec<Endpoint>, SinkError> {
         if records.is_empty() {
@@ -266,7 +222,7 @@ impl Inner {
     }
 
     /// Applies `changes` (`POST /records`).
-    async fn send(&mut self, changes: &Changes, what: &str) -> Result<(), SinkError> {
+    async fn post(&mut self, changes: &Changes, what: &str) -> Result<(), SinkError> {
         let what = format!(
             "POST {}/records ({what}: {} creates, {} updates, {} deletes)",
             self.url,
@@ -278,46 +234,6 @@ impl Inner {
         self.call(Method::POST, "/records", Some(body), &what)
             .await
             .map(|_| ())
-    }
-
-    /// One round: negotiation (once), a listing, each tenant's wanted sets adjusted by the
-    /// provider in one request, the differences in as few change requests as fit.
-    async fn write_round(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
-        let filter = self.negotiate().await?;
-        let listed = self.listing(round).await?;
-        let mut results = BTreeMap::new();
-        let mut parts = Vec::new();
-        for (tenant, snapshot) in round {
-            let refused: Vec<&str> = snapshot
-                .domains
-                .iter()
-                .filter(|d| !filter.takes(d))
-                .map(String::as_str)
-                .collect();
-            if refused.is_empty() {
-                parts.push((tenant, plan::wanted(&listed, snapshot, &self.registry)));
-            } else {
-                results.insert(
-                    tenant.clone(),
-                    Err(SinkError::permanent(format!(
-                        "the provider's domain filter ({}) does not take {}: nothing of this tenant is sent",
-                        filter.describe(),
-                        refused.join(", ")
-                    ))),
-                );
-            }
-        }
-        let groups = self.changes(&listed, parts, &mut results).await?;
-        self.send_all(listed, &groups, &mut results).await;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
-        Ok(results)
     }
 
     /// Each tenant's changes against `listed`, after the provider adjusted every wanted set
@@ -382,7 +298,7 @@ impl Inner {
         let mut view = Some(listed);
         for (tenants, changes) in &requests {
             let sent = self
-                .send(changes, &format!("{} tenants", tenants.len()))
+                .post(changes, &format!("{} tenants", tenants.len()))
                 .await;
             let e = match sent {
                 Ok(()) => {
@@ -403,14 +319,14 @@ impl Inner {
             for tenant in tenants {
                 let own = groups.iter().find(|(t, _)| t == tenant).map(|(_, c)| c);
                 for part in own.cloned().unwrap_or_default().split(self.max_changes) {
-                    if let Err(e) = self.send(&part, tenant).await {
+                    if let Err(e) = self.post(&part, tenant).await {
                         results.insert(tenant.clone(), Err(e));
                         break;
                     }
                 }
             }
         }
-        self.view = view;
+        self.view.sets = view;
     }
 }
 
@@ -450,6 +366,76 @@ fn outcome(foreign: &[String], changes: bool) -> Result<Applied, SinkError> {
     })
 }
 
+impl Provider for Webhook {
+    const KIND: &'static str = "external_dns_webhook";
+    const SERVED: Option<Serve<Self>> = None;
+
+    /// Negotiates (as external-dns does at start) before the first round.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        self.negotiate().await.map(drop)
+    }
+
+    /// The view, unless the round writes a state again or there is none.
+    async fn zone_for(&mut self, round: &Round) -> Result<Vec<Endpoint>, SinkError> {
+        match self.view.take_for(round) {
+            Some(sets) => Ok(sets),
+            None => self.list().await,
+        }
+    }
+
+    /// Every record set the provider holds.
+    async fn list(&mut self) -> Result<Vec<Endpoint>, SinkError> {
+        let what = format!("GET {}/records", self.url);
+        self.json(Method::GET, "/records", None, &what).await
+    }
+
+    /// One round on the negotiated filter and the sets `zone_for` gave: each tenant's wanted
+    /// sets adjusted by the provider in one request, the differences in as few change
+    /// requests as fit.
+    async fn write_round(
+        &mut self,
+        listed: Vec<Self::Set>,
+        round: &Round,
+        _: &mut Done,
+    ) -> Outcome {
+        // Negotiated before the first round (`check_zone`): kept since.
+        let filter = self.negotiate().await?;
+        let mut results = BTreeMap::new();
+        let mut parts = Vec::new();
+        for (tenant, snapshot) in round {
+            let refused: Vec<&str> = snapshot
+                .domains
+                .iter()
+                .filter(|d| !filter.takes(d))
+                .map(String::as_str)
+                .collect();
+            if refused.is_empty() {
+                parts.push((tenant, plan::wanted(&listed, snapshot, &self.registry)));
+            } else {
+                results.insert(
+                    tenant.clone(),
+                    Err(SinkError::permanent(format!(
+                        "the provider's domain filter ({}) does not take {}: nothing of this tenant is sent",
+                        filter.describe(),
+                        refused.join(", ")
+                    ))),
+                );
+            }
+        }
+        let groups = self.changes(&listed, parts, &mut results).await?;
+        self.send_all(listed, &groups, &mut results).await;
+        self.view.wrote(round, &results);
+        Ok(results)
+    }
+
+    /// Applies `changes` outside a round (the report store's, which listed afresh): the
+    /// next round lists again too.
+    async fn send(&mut self, changes: Changes, what: &str) -> Result<(), SinkError> {
+        self.view.sets = None;
+        self.post(&changes, what).await
+    }
+}
+
 /// Whether two media types are the same, ignoring case and spaces around parameters.
 fn same_media_type(a: &str, b: &str) -> bool {
     let norm = |s: &str| {
@@ -458,16 +444,6 @@ fn same_media_type(a: &str, b: &str) -> bool {
             .collect::<Vec<_>>()
     };
     norm(a) == norm(b)
-}
-
-impl RoundWriter for Inner {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
-    }
 }
 
 #[cfg(test)]

@@ -19,33 +19,29 @@ mod api;
 mod plan;
 mod reports;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use bytes::Bytes;
 use ho_config::TlsCheck;
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::TenantSnapshot;
-use hyper::{Method, StatusCode};
+use ho_engine::sink::SinkError;
+use hyper::Method;
 use serde_json::Value;
 
 use self::api::{Change, Listed, Page};
 use self::auth::{Credentials, ServiceAccount, Tokens};
 use self::config::GoogleCloudDnsConfig;
-use crate::http::{bearer_json, error_for, Answer, HttpClient};
-use crate::listing::{ListsRecords, RecordsFuture, ZoneListing};
+use crate::bearer::refusal;
+use crate::http::{bearer_json, Answer, HttpClient};
+use crate::listing::served;
 use crate::pace::Pacer;
-use crate::rounds::{pack, Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::packed::{planned, send_packed};
+use crate::rounds::provider::{zone_named, Provider, RoundsSink, Serve};
+use crate::rounds::{Done, Outcome, Round};
 use ho_engine::sink::SetupError;
 
 /// Writes tenants' records into one Cloud DNS managed zone.
-pub struct GoogleCloudDnsSink {
-    rounds: Arc<Rounds<Inner>>,
-}
+pub type GoogleCloudDnsSink = RoundsSink<CloudDns>;
 
-struct Inner {
+/// The calls of the Cloud DNS API on one managed zone.
+pub struct CloudDns {
     client: HttpClient,
     /// `{url}/projects/{project}/managedZones/{managed_zone}`.
     zone_url: String,
@@ -53,8 +49,6 @@ struct Inner {
     tokens: Tokens,
     owner_id: String,
     pacer: Pacer,
-    /// The managed zone's DNS name matched `zone` at the first write.
-    zone_checked: bool,
 }
 
 impl GoogleCloudDnsSink {
@@ -73,45 +67,23 @@ impl GoogleCloudDnsSink {
             None => Credentials::Metadata(config.metadata_url.trim_end_matches('/').to_owned()),
         };
         let rate = config.max_requests_per_second;
-        Ok(GoogleCloudDnsSink {
-            rounds: Arc::new(Rounds::new(Inner {
-                client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
-                zone_url: format!(
-                    "{}/projects/{}/managedZones/{}",
-                    config.url.trim_end_matches('/'),
-                    config.project,
-                    config.managed_zone
-                ),
-                zone: config.zone.clone(),
-                tokens: Tokens::new(credentials),
-                owner_id: owner_id.to_owned(),
-                pacer: Pacer::per_second(rate),
-                zone_checked: false,
-            })),
-        })
+        Ok(RoundsSink::of(CloudDns {
+            client: HttpClient::new(&TlsCheck::verify_with(None), config.timeout)?,
+            zone_url: format!(
+                "{}/projects/{}/managedZones/{}",
+                config.url.trim_end_matches('/'),
+                config.project,
+                config.managed_zone
+            ),
+            zone: config.zone.clone(),
+            tokens: Tokens::new(credentials),
+            owner_id: owner_id.to_owned(),
+            pacer: Pacer::per_second(rate),
+        }))
     }
 }
 
-impl Sink for GoogleCloudDnsSink {
-    fn kind(&self) -> &'static str {
-        "google_cloud_dns"
-    }
-
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::GoogleReports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(ZoneListing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
-    }
-}
-
-impl Inner {
+impl CloudDns {
     /// Sends one request (`path` after the zone's URL) when the pace allows; the answer's
     /// JSON, or the specific error, retried or not by what Google says.
     async fn call(
@@ -151,30 +123,28 @@ impl Inner {
                 "{message} (the zone changed since it was listed; listing again)"
             ));
         }
-        match answer.status {
-            StatusCode::UNAUTHORIZED => {
-                self.tokens.forget();
-                SinkError::retriable(format!(
-                    "{message} (the token was refused; asking for a new one)"
-                ))
-            }
-            StatusCode::FORBIDDEN => SinkError::permanent(format!(
-                "{message} (the account needs roles/dns.admin on managed zone of {})",
-                self.zone
-            )),
-            StatusCode::NOT_FOUND => SinkError::permanent(format!(
-                "{message} (no such project or managed zone for zone {})",
-                self.zone
-            )),
-            _ => error_for(answer, what, &detail),
-        }
+        let role = format!(
+            "the account needs roles/dns.admin on managed zone of {}",
+            self.zone
+        );
+        let missing = format!("no such project or managed zone for zone {}", self.zone);
+        refusal(
+            answer,
+            what,
+            &detail,
+            || self.tokens.forget(),
+            [&role, &missing],
+        )
     }
+}
+
+impl Provider for CloudDns {
+    const KIND: &'static str = "google_cloud_dns";
+    const SERVED: Option<Serve<Self>> =
+        Some(|_, zone| served(zone.into_iter().map(|s| (s.name, s.rtype, s.data))));
 
     /// Checks once that the managed zone serves the configured zone.
     async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
-        }
         let what = format!("GET managed zone of {}", self.zone);
         let zone = self.call(Method::GET, "", Bytes::new(), &what).await?;
         let name = zone
@@ -182,14 +152,7 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or("")
             .trim_end_matches('.');
-        if !name.eq_ignore_ascii_case(&self.zone) {
-            return Err(SinkError::permanent(format!(
-                "the managed zone serves {name:?}, but the config says zone = \"{}\"",
-                self.zone
-            )));
-        }
-        self.zone_checked = true;
-        Ok(())
+        zone_named(name, &self.zone, "the managed zone serves")
     }
 
     /// Every record set of the zone, page by page.
@@ -214,9 +177,20 @@ impl Inner {
         Ok(all)
     }
 
+    /// One round on the zone's listing: each tenant's change, as few changes as fit; each
+    /// tenant's result.
+    async fn write_round(&mut self, zone: Vec<Self::Set>, round: &Round, _: &mut Done) -> Outcome {
+        let (mut results, groups) = planned(round, |snapshot| {
+            let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
+            (planned.change, planned.foreign)
+        });
+        send_packed(self, groups, api::MAX_CHANGE, &mut results).await;
+        Ok(results)
+    }
+
     /// One `changes.create`.
-    async fn post(&mut self, change: &Change, what: &str) -> Result<(), SinkError> {
-        let body = serde_json::to_vec(change).expect("serializable");
+    async fn send(&mut self, change: Change, what: &str) -> Result<(), SinkError> {
+        let body = serde_json::to_vec(&change).expect("serializable");
         let what = format!(
             "POST zone {} change ({what}: {} deletions, {} additions)",
             self.zone,
@@ -226,60 +200,5 @@ impl Inner {
         self.call(Method::POST, "/changes", body.into(), &what)
             .await
             .map(|_| ())
-    }
-
-    /// One round: a listing, each tenant's change, as few changes as fit; each tenant's
-    /// result.
-    async fn write_round(
-        &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let zone = self.list().await?;
-        let mut results = BTreeMap::new();
-        let mut groups = Vec::new();
-        for (tenant, snapshot) in round {
-            let planned = plan::for_tenant(&zone, snapshot, &self.owner_id);
-            let result =
-                ho_engine::sink::ownership::outcome(&planned.foreign, !planned.change.is_empty());
-            results.insert(tenant.clone(), result);
-            if !planned.change.is_empty() {
-                groups.push((tenant.clone(), planned.change));
-            }
-        }
-        let changes = pack(groups, api::MAX_CHANGE);
-        for (i, (tenants, change)) in changes.iter().enumerate() {
-            let what = format!("{} tenants", tenants.len());
-            if let Err(e) = self.post(change, &what).await {
-                // Tenants of this change and the later ones are not written.
-                for tenant in changes[i..].iter().flat_map(|(t, _)| t) {
-                    results.insert(tenant.clone(), Err(e.clone()));
-                }
-                break;
-            }
-        }
-        Ok(results)
-    }
-}
-
-impl ListsRecords for Inner {
-    fn records(&mut self) -> RecordsFuture<'_> {
-        Box::pin(async move {
-            let listed = self.list().await?;
-            Ok(listed
-                .into_iter()
-                .map(|r| (r.name, r.rtype, r.data))
-                .collect())
-        })
-    }
-}
-
-impl RoundWriter for Inner {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
     }
 }

@@ -45,7 +45,7 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 
 use crate::http::{error_for, Answer, HttpClient};
-use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::{Done, Round, RoundFuture, RoundResults, RoundWriter, Rounds};
 use api::{Comment, PatchBody, Record, RrSet, Zone, ACCOUNT};
 use ho_engine::secret::Secret;
 use ho_engine::sink::SetupError;
@@ -60,11 +60,7 @@ pub struct PowerDnsSink {
 struct Writer(Arc<Inner>);
 
 impl RoundWriter for Writer {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
+    fn write<'a>(&'a mut self, round: &'a Round, _done: &'a mut Done) -> RoundFuture<'a> {
         Box::pin(self.0.write_round(round))
     }
 }
@@ -236,10 +232,7 @@ impl Inner {
 
     /// One round: the zone read once, every tenant's changes in one PATCH; each tenant's
     /// result (a tenant whose names hold someone else's rrsets fails alone, naming them).
-    async fn write_round(
-        &self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
+    async fn write_round(&self, round: &Round) -> Result<RoundResults, SinkError> {
         self.check_lua_updates().await?;
         let zone = self.read_zone().await?;
         let existing: BTreeMap<(String, &str), &RrSet> = zone

@@ -1,34 +1,13 @@
 //! The hosted zone read back for the answer canary: every name's A and AAAA values and the
-//! host its CNAME or alias names, from one listing of the zone (paced with the sink's
-//! writes by the same limiter).
+//! host its CNAME or alias names, from one listing of the zone (the rounds frame's, paced
+//! with the sink's writes by the same limiter).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
-use ho_engine::sink::listing::{Listed, Listing, ListingFuture};
+use ho_engine::sink::listing::Listed;
 
 use super::records::RecordSet;
-use super::{api, Writer};
-use crate::rounds::Rounds;
-
-/// The listing of one Route53 sink's zone.
-pub(super) struct Route53Listing(pub(super) Arc<Rounds<Writer>>);
-
-impl Listing for Route53Listing {
-    fn list(&self) -> ListingFuture {
-        let rounds = self.0.clone();
-        Box::pin(async move {
-            let mut writer = rounds.writer().await;
-            let sets = writer.list_zone().await?;
-            let zone_id = writer.zone_id.clone();
-            drop(writer);
-            Ok(served(
-                sets.iter().map(|s| api::from_sdk(s).listed_in(&zone_id)),
-            ))
-        })
-    }
-}
 
 fn key(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
@@ -37,7 +16,7 @@ fn key(name: &str) -> String {
 /// What each name answers: its A and AAAA values, every routed set together; an alias to a
 /// name of this zone (a location's set pointing at its weighted sets) answers that name's
 /// values of its family, an alias elsewhere (a load balancer) and a CNAME name a host.
-fn served(sets: impl IntoIterator<Item = RecordSet>) -> Listed {
+pub(super) fn served(sets: impl IntoIterator<Item = RecordSet>) -> Listed {
     let sets: Vec<RecordSet> = sets
         .into_iter()
         .filter(|s| matches!(s.rtype.as_str(), "A" | "AAAA" | "CNAME"))

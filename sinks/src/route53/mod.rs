@@ -9,7 +9,7 @@
 //! ([`crate::pace`]).
 //!
 //! The zone is not listed again for every change: the sink keeps its view of the zone as
-//! last listed, with its own accepted changes applied ([`ZoneView`]). It lists again for
+//! last listed, with its own accepted changes applied ([`View`]). It lists again for
 //! a round that writes a state again (a reconcile, `delivery.reconcile_interval`, or a
 //! retry), so changes someone else made are found and repaired as before; after any change
 //! Route53 refused (a conflict means the view is stale); and whenever the report store lists
@@ -34,22 +34,21 @@ mod records;
 mod reports;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use self::config::{RecordStyle, Route53Config};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_route53::config::retry::RetryConfig;
 use aws_sdk_route53::config::timeout::TimeoutConfig;
-use aws_sdk_route53::types::ChangeAction;
+use aws_sdk_route53::types::{ChangeAction, ResourceRecordSet};
 use aws_sdk_route53::Client;
-use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-use ho_engine::sink::listing::Listing;
-use ho_engine::sink::reports::ReportStore;
-use ho_engine::sink::{Applied, Sink, SinkError, SinkFuture};
-use ho_engine::snapshot::TenantSnapshot;
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use ho_engine::sink::reports::Rrset;
+use ho_engine::sink::{Applied, SinkError};
 
 use crate::pace::Pacer;
-use crate::rounds::{Done, RoundFuture, RoundResults, RoundWriter, Rounds};
+use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::reports::HoldsReports;
+use crate::rounds::{Done, Outcome, Round, RoundResults, View};
 use changes::RecordChange;
 use records::RecordSet;
 
@@ -58,11 +57,10 @@ use records::RecordSet;
 const DEFAULT_REGION: &str = "us-east-1";
 
 /// Writes tenants' record sets into one hosted zone.
-pub struct Route53Sink {
-    rounds: Arc<Rounds<Writer>>,
-}
+pub type Route53Sink = RoundsSink<HostedZone>;
 
-struct Writer {
+/// The calls of the Route53 API on one hosted zone, and the zone as last known.
+pub struct HostedZone {
     client: Client,
     zone_id: String,
     zone: String,
@@ -71,18 +69,8 @@ struct Writer {
     /// What the apex may alias (`alias_zones`).
     aliases: records::AliasZones,
     pacer: Pacer,
-    /// The zone's name matched `zone` at the first round.
-    zone_checked: bool,
-    /// The zone as this sink last knew it; `None`: list it at the next round.
-    view: Option<ZoneView>,
-    /// The snapshot each tenant last had written: one not newer is written again (a
-    /// reconcile or a retry), from a fresh listing.
-    written: BTreeMap<String, u64>,
-}
-
-/// The zone as last listed, with every change this sink made since applied.
-struct ZoneView {
-    sets: Vec<aws_sdk_route53::types::ResourceRecordSet>,
+    /// The zone as this sink last knew it, and what each tenant last had written.
+    view: View<ResourceRecordSet>,
 }
 
 /// Loads region and credentials the standard AWS way (environment, profile, web identity,
@@ -98,7 +86,7 @@ pub async fn standard_sdk_config(config: &Route53Config) -> SdkConfig {
 
 fn https_client() -> aws_sdk_route53::config::SharedHttpClient {
     aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
         .build_https()
 }
 
@@ -122,92 +110,142 @@ impl Route53Sink {
             builder = builder.endpoint_url(url);
         }
         let rate = config.max_requests_per_second;
-        Route53Sink {
-            rounds: Arc::new(Rounds::new(Writer {
-                client: Client::from_conf(builder.build()),
-                zone_id: config.hosted_zone_id.clone(),
-                zone: format!("{}.", config.zone),
-                owner_id: owner_id.to_string(),
-                style: config.record_style,
-                aliases: records::AliasZones(config.alias_zones.clone()),
-                // A burst of one second's worth, then the rate.
-                pacer: Pacer::per_second(rate),
-                zone_checked: false,
-                view: None,
-                written: BTreeMap::new(),
-            })),
+        RoundsSink::of(HostedZone {
+            client: Client::from_conf(builder.build()),
+            zone_id: config.hosted_zone_id.clone(),
+            zone: format!("{}.", config.zone),
+            owner_id: owner_id.to_string(),
+            style: config.record_style,
+            aliases: records::AliasZones(config.alias_zones.clone()),
+            // A burst of one second's worth, then the rate.
+            pacer: Pacer::per_second(rate),
+            view: View::default(),
+        })
+    }
+}
+
+/// `sets` after Route53 accepted `changes`: every record set a change names is replaced by
+/// what the batch leaves there (a batch deletes before it creates). One pass over the
+/// zone, however many changes.
+fn apply(sets: &mut Vec<ResourceRecordSet>, changes: Vec<(ChangeAction, ResourceRecordSet)>) {
+    // As the rounds compare names: unescaped, lower case.
+    let key = |s: &ResourceRecordSet| {
+        let r = api::from_sdk(s);
+        (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
+    };
+    let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
+    sets.retain(|s| !changed.contains(&key(s)));
+    sets.extend(
+        changes
+            .into_iter()
+            .filter(|(action, _)| *action != ChangeAction::Delete)
+            .map(|(_, set)| set),
+    );
+}
+
+impl HostedZone {
+    /// Sends `batches` in order, stopping at the first Route53 refuses: the tenants with
+    /// changes in it or later fail. The zone as it is after what was sent, or `None` after a
+    /// failure (the view may be what made Route53 refuse: the next round lists the zone).
+    async fn send_round(
+        &mut self,
+        mut view: Vec<ResourceRecordSet>,
+        batches: &[Vec<(usize, RecordChange)>],
+        tenants: &[&String],
+        results: &mut RoundResults,
+    ) -> Option<Vec<ResourceRecordSet>> {
+        for (i, batch) in batches.iter().enumerate() {
+            let sdk_changes: Vec<_> = batch
+                .iter()
+                .map(|(_, c)| match c {
+                    RecordChange::Delete(z) => (ChangeAction::Delete, view[*z].clone()),
+                    RecordChange::Create(r) => {
+                        (ChangeAction::Create, api::to_sdk(r, &self.zone_id))
+                    }
+                    RecordChange::Upsert(r) => {
+                        (ChangeAction::Upsert, api::to_sdk(r, &self.zone_id))
+                    }
+                })
+                .collect();
+            let change = api::change(&self.client, &self.zone_id, sdk_changes.clone());
+            if let Err(e) = self.pacer.around(change).await {
+                for (t, _) in batches[i..].iter().flatten() {
+                    results.insert(tenants[*t].clone(), Err(e.clone()));
+                }
+                return None;
+            }
+            apply(&mut view, sdk_changes);
+        }
+        Some(view)
+    }
+}
+
+impl Provider for HostedZone {
+    const KIND: &'static str = "route53";
+    const SERVED: Option<Serve<Self>> = Some(|zone, sets| {
+        listing::served(
+            sets.iter()
+                .map(|s| api::from_sdk(s).listed_in(&zone.zone_id)),
+        )
+    });
+    /// The hosted zone is the zone the config names.
+    async fn check_zone(&mut self) -> Result<(), SinkError> {
+        let name = self
+            .pacer
+            .around(api::zone_name(&self.client, &self.zone_id))
+            .await?;
+        if name != self.zone {
+            return Err(SinkError::permanent(format!(
+                "hosted zone {} is {name}, but the config says zone = \"{}\"",
+                self.zone_id, self.zone
+            )));
+        }
+        Ok(())
+    }
+
+    /// The zone as last known, unless the round writes a state again or there is none.
+    async fn zone_for(&mut self, round: &Round) -> Result<Vec<ResourceRecordSet>, SinkError> {
+        match self.view.take_for(round) {
+            Some(sets) => Ok(sets),
+            None => self.list().await,
         }
     }
-}
 
-impl Sink for Route53Sink {
-    fn kind(&self) -> &'static str {
-        "route53"
+    /// Every record set of the zone, page by page; the listing is also the sink's new view
+    /// of the zone.
+    async fn list(&mut self) -> Result<Vec<ResourceRecordSet>, SinkError> {
+        let mut all = Vec::new();
+        let mut from = None;
+        for _ in 0..api::MAX_PAGES {
+            let page = self
+                .pacer
+                .around(api::list_page(&self.client, &self.zone_id, from))
+                .await?;
+            all.extend(page.sets);
+            match page.next {
+                Some(next) => from = Some(next),
+                None => {
+                    self.view.sets = Some(all.clone());
+                    return Ok(all);
+                }
+            }
+        }
+        Err(SinkError::permanent(format!(
+            "hosted zone {} still had more record sets after {} pages; refusing to write on a partial view",
+            self.zone_id,
+            api::MAX_PAGES
+        )))
     }
 
-    fn reports(&self) -> Option<Arc<dyn ReportStore>> {
-        Some(Arc::new(reports::Route53Reports(self.rounds.clone())))
-    }
-
-    fn listing(&self) -> Option<Arc<dyn Listing>> {
-        Some(Arc::new(listing::Route53Listing(self.rounds.clone())))
-    }
-
-    fn apply(&self, snapshot: Arc<TenantSnapshot>) -> SinkFuture {
-        let rounds = self.rounds.clone();
-        Box::pin(async move { rounds.apply(snapshot).await })
-    }
-}
-
-impl ZoneView {
-    /// The zone after Route53 accepted `changes`: every record set a change names is
-    /// replaced by what the batch leaves there (a batch deletes before it creates). One pass
-    /// over the zone, however many changes.
-    fn apply(&mut self, changes: Vec<(ChangeAction, aws_sdk_route53::types::ResourceRecordSet)>) {
-        // As the rounds compare names: unescaped, lower case.
-        let key = |s: &aws_sdk_route53::types::ResourceRecordSet| {
-            let r = api::from_sdk(s);
-            (r.name.to_ascii_lowercase(), r.rtype, r.set_id)
-        };
-        let changed: std::collections::HashSet<_> = changes.iter().map(|(_, s)| key(s)).collect();
-        self.sets.retain(|s| !changed.contains(&key(s)));
-        self.sets.extend(
-            changes
-                .into_iter()
-                .filter(|(action, _)| *action != ChangeAction::Delete)
-                .map(|(_, set)| set),
-        );
-    }
-}
-
-impl RoundWriter for Writer {
-    fn write<'a>(
-        &'a mut self,
-        round: &'a BTreeMap<String, Arc<TenantSnapshot>>,
-        _done: &'a mut Done,
-    ) -> RoundFuture<'a> {
-        Box::pin(self.write_round(round))
-    }
-}
-
-impl Writer {
-    /// One round: the zone as last known (listed again for a write of a state again),
-    /// each tenant's changes, as few batches as Route53's limits allow.
+    /// One round on the zone as last known (`zone_for`): each tenant's changes, as few
+    /// batches as Route53's limits allow.
     async fn write_round(
         &mut self,
-        round: &BTreeMap<String, Arc<TenantSnapshot>>,
-    ) -> Result<RoundResults, SinkError> {
-        self.check_zone().await?;
-        let again = round
-            .iter()
-            .any(|(t, s)| self.written.get(t).is_some_and(|&seq| s.seq <= seq));
-        let listed = match self.view.take() {
-            Some(view) if !again => view,
-            _ => ZoneView {
-                sets: self.list_zone().await?,
-            },
-        };
-        let zone: Vec<RecordSet> = (listed.sets.iter())
+        listed: Vec<Self::Set>,
+        round: &Round,
+        _: &mut Done,
+    ) -> Outcome {
+        let zone: Vec<RecordSet> = (listed.iter())
             .map(|s| api::from_sdk(s).listed_in(&self.zone_id))
             .collect();
         let mut results = BTreeMap::new();
@@ -232,95 +270,30 @@ impl Writer {
             );
         }
         let batches = changes::pack(groups, |(_, c)| changes::cost(c, &zone));
-        self.view = self.send(listed, &batches, &tenants, &mut results).await;
-        for (tenant, result) in &results {
-            if result.is_ok() {
-                self.written.insert(tenant.clone(), round[tenant].seq);
-            }
-        }
+        self.view.sets = self
+            .send_round(listed, &batches, &tenants, &mut results)
+            .await;
+        self.view.wrote(round, &results);
         Ok(results)
     }
 
-    /// Once per sink: the hosted zone is the zone the config names.
-    async fn check_zone(&mut self) -> Result<(), SinkError> {
-        if self.zone_checked {
-            return Ok(());
+    /// Sends `batches` in order, each applied to the view once Route53 accepted it.
+    async fn send(&mut self, batches: Self::Change, _what: &str) -> Result<(), SinkError> {
+        for batch in batches {
+            let change = api::change(&self.client, &self.zone_id, batch.clone());
+            self.pacer.around(change).await?;
+            if let Some(view) = &mut self.view.sets {
+                apply(view, batch);
+            }
         }
-        let name = self
-            .pacer
-            .around(api::zone_name(&self.client, &self.zone_id))
-            .await?;
-        if name != self.zone {
-            return Err(SinkError::permanent(format!(
-                "hosted zone {} is {name}, but the config says zone = \"{}\"",
-                self.zone_id, self.zone
-            )));
-        }
-        self.zone_checked = true;
         Ok(())
     }
 
-    /// Sends `batches` in order, stopping at the first Route53 refuses: the tenants with
-    /// changes in it or later fail. The zone as it is after what was sent, or `None` after a
-    /// failure (the view may be what made Route53 refuse: the next round lists the zone).
-    async fn send(
-        &mut self,
-        listed: ZoneView,
-        batches: &[Vec<(usize, RecordChange)>],
-        tenants: &[&String],
-        results: &mut RoundResults,
-    ) -> Option<ZoneView> {
-        let mut view = listed;
-        for (i, batch) in batches.iter().enumerate() {
-            let sdk_changes: Vec<_> = batch
-                .iter()
-                .map(|(_, c)| match c {
-                    RecordChange::Delete(z) => (ChangeAction::Delete, view.sets[*z].clone()),
-                    RecordChange::Create(r) => {
-                        (ChangeAction::Create, api::to_sdk(r, &self.zone_id))
-                    }
-                    RecordChange::Upsert(r) => {
-                        (ChangeAction::Upsert, api::to_sdk(r, &self.zone_id))
-                    }
-                })
-                .collect();
-            let change = api::change(&self.client, &self.zone_id, sdk_changes.clone());
-            if let Err(e) = self.pacer.around(change).await {
-                for (t, _) in batches[i..].iter().flatten() {
-                    results.insert(tenants[*t].clone(), Err(e.clone()));
-                }
-                return None;
-            }
-            view.apply(sdk_changes);
+    /// Upserts replace a set whatever it holds: reports are written without a listing.
+    async fn write_reports(&mut self, reports: &[Rrset]) -> Result<(), SinkError> {
+        match self.report_change(&[], reports) {
+            Some(batches) => self.send(batches, "reports").await,
+            None => Ok(()),
         }
-        Some(view)
-    }
-
-    /// Every record set of the zone, page by page; the listing is also the sink's new view
-    /// of the zone.
-    async fn list_zone(
-        &mut self,
-    ) -> Result<Vec<aws_sdk_route53::types::ResourceRecordSet>, SinkError> {
-        let mut all = Vec::new();
-        let mut from = None;
-        for _ in 0..api::MAX_PAGES {
-            let page = self
-                .pacer
-                .around(api::list_page(&self.client, &self.zone_id, from))
-                .await?;
-            all.extend(page.sets);
-            match page.next {
-                Some(next) => from = Some(next),
-                None => {
-                    self.view = Some(ZoneView { sets: all.clone() });
-                    return Ok(all);
-                }
-            }
-        }
-        Err(SinkError::permanent(format!(
-            "hosted zone {} still had more record sets after {} pages; refusing to write on a partial view",
-            self.zone_id,
-            api::MAX_PAGES
-        )))
     }
 }

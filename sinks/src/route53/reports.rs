@@ -2,29 +2,35 @@
 //! set per cluster and tenant. Requests share the sink's writer, so they are paced with its
 //! writes by the same limiter (Route53's 5 requests a second per account).
 
-use std::sync::Arc;
-
-use aws_sdk_route53::types::ChangeAction;
+use aws_sdk_route53::types::{ChangeAction, ResourceRecordSet};
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
-use ho_engine::sink::reports::{ReportStore, Rrset, StoreFuture};
+use ho_engine::sink::reports::Rrset;
 
 use super::records::{RecordSet, Routing};
-use super::{api, changes, Writer};
-use crate::rounds::Rounds;
+use super::{api, changes, HostedZone};
+use crate::rounds::reports::HoldsReports;
 
 /// TTL of report records: read through the API, not by resolvers.
 const REPORT_TTL: i64 = 60;
 
-/// The report store of one Route53 sink.
-pub(super) struct Route53Reports(pub(super) Arc<Rounds<Writer>>);
+impl HoldsReports for HostedZone {
+    type Set = ResourceRecordSet;
+    /// Batches, each one `ChangeResourceRecordSets`.
+    type Change = Vec<Vec<(ChangeAction, ResourceRecordSet)>>;
 
-impl ReportStore for Route53Reports {
-    fn write(&self, reports: Vec<Rrset>) -> StoreFuture<()> {
-        let shared = self.0.clone();
-        Box::pin(async move {
-            let sets: Vec<RecordSet> = reports
-                .iter()
-                .map(|Rrset { name, texts }| RecordSet {
+    /// A TXT set's name (no trailing dot) and texts.
+    fn txt(set: &ResourceRecordSet) -> Option<(String, Vec<String>)> {
+        let set = api::from_sdk(set);
+        let texts = set.values.iter().map(|v| from_presentation(v)).collect();
+        (set.rtype == "TXT").then(|| (set.name.trim_end_matches('.').to_owned(), texts))
+    }
+
+    /// Every report upserted, whatever the zone holds, in as few batches as Route53's
+    /// per-request limits allow.
+    fn report_change(&self, _: &[ResourceRecordSet], reports: &[Rrset]) -> Option<Self::Change> {
+        let groups = (reports.iter())
+            .map(|Rrset { name, texts }| {
+                vec![RecordSet {
                     name: format!("{name}."),
                     rtype: "TXT".into(),
                     set_id: None,
@@ -32,68 +38,28 @@ impl ReportStore for Route53Reports {
                     ttl: REPORT_TTL,
                     values: texts.iter().map(|t| to_presentation(t)).collect(),
                     alias: None,
-                })
-                .collect();
-            let mut writer = shared.writer().await;
-            // Within Route53's per-request limits: as few batches as they allow.
-            let groups = sets.into_iter().map(|s| vec![s]).collect();
-            for batch in changes::pack(groups, |s| {
-                (s.values.len(), s.values.iter().map(String::len).sum())
-            }) {
-                let upserts: Vec<_> = batch
-                    .iter()
-                    .map(|s| (ChangeAction::Upsert, api::to_sdk(s, &writer.zone_id)))
-                    .collect();
-                let w = &mut *writer;
-                let change = api::change(&w.client, &w.zone_id, upserts.clone());
-                w.pacer.around(change).await?;
-                if let Some(view) = &mut writer.view {
-                    view.apply(upserts);
-                }
-            }
-            Ok(())
+                }]
+            })
+            .collect();
+        let batches: Self::Change = changes::pack(groups, |s| {
+            (s.values.len(), s.values.iter().map(String::len).sum())
         })
+        .into_iter()
+        .map(|batch| {
+            (batch.iter())
+                .map(|s| (ChangeAction::Upsert, api::to_sdk(s, &self.zone_id)))
+                .collect()
+        })
+        .collect();
+        (!batches.is_empty()).then_some(batches)
     }
 
-    fn read(&self, suffixes: Vec<String>) -> StoreFuture<Vec<Rrset>> {
-        let shared = self.0.clone();
-        Box::pin(async move {
-            let suffixes: Vec<String> = suffixes.iter().map(|s| format!("{s}.")).collect();
-            let listed = shared.writer().await.list_zone().await?;
-            Ok(listed
-                .iter()
-                .map(api::from_sdk)
-                .filter(|s| {
-                    s.rtype == "TXT" && suffixes.iter().any(|x| s.name.ends_with(x.as_str()))
-                })
-                .map(|s| {
-                    let texts = s.values.iter().map(|v| from_presentation(v)).collect();
-                    Rrset::new(s.name.trim_end_matches('.'), texts)
-                })
-                .collect())
-        })
-    }
-
-    fn remove(&self, name: String) -> StoreFuture<()> {
-        let shared = self.0.clone();
-        Box::pin(async move {
-            let name = format!("{name}.");
-            let mut writer = shared.writer().await;
-            let listed = writer.list_zone().await?;
-            let Some(set) = listed
-                .into_iter()
-                .find(|s| s.name().eq_ignore_ascii_case(&name) && s.r#type().as_str() == "TXT")
-            else {
-                return Ok(());
-            };
-            let delete = vec![(ChangeAction::Delete, set)];
-            let w = &mut *writer;
-            let change = api::change(&w.client, &w.zone_id, delete.clone());
-            w.pacer.around(change).await?;
-            if let Some(view) = &mut writer.view {
-                view.apply(delete);
-            }
-            Ok(())
-        })
+    /// The delete of the TXT set `name` as listed.
+    fn removal(&self, zone: &[ResourceRecordSet], name: &str) -> Option<Self::Change> {
+        let name = format!("{name}.");
+        let set = zone
+            .iter()
+            .find(|s| s.name().eq_ignore_ascii_case(&name) && s.r#type().as_str() == "TXT")?;
+        Some(vec![vec![(ChangeAction::Delete, set.clone())]])
     }
 }
