@@ -54,6 +54,11 @@ fn seen(addresses: &[IpAddr], geo: Option<&str>, at: u64) -> Observation {
 }
 
 fn publish(seq: u64, addresses: &[IpAddr], at: u64) -> Event {
+    decided(seq, addresses, None, at)
+}
+
+/// A decision of `addresses`, with what the clusters' vote withdrew for a voting tenant.
+fn decided(seq: u64, addresses: &[IpAddr], voted_down: Option<&[IpAddr]>, at: u64) -> Event {
     Event::Publish {
         at: ts(at),
         tenant: "shop".into(),
@@ -61,7 +66,7 @@ fn publish(seq: u64, addresses: &[IpAddr], at: u64) -> Event {
         mode: "healthy",
         addresses: addresses.to_vec(),
         hosts: Vec::new(),
-        voted_down: None,
+        voted_down: voted_down.map(<[IpAddr]>::to_vec),
     }
 }
 
@@ -513,15 +518,6 @@ fn a_voting_tenant_is_judged_by_the_vote_not_this_clusters_view() {
     let mut tenant = plan(&[]);
     tenant.sinks = vec!["zone".into()];
     book.plan(vec![tenant], 0);
-    let voted = |seq: u64, addresses: &[IpAddr], down: &[IpAddr], at: u64| Event::Publish {
-        at: ts(at),
-        tenant: "shop".into(),
-        seq,
-        mode: "healthy",
-        addresses: addresses.to_vec(),
-        hosts: Vec::new(),
-        voted_down: Some(down.to_vec()),
-    };
     assert!(book.event(&voted(1, &[ip(1), ip(2)], &[], 100)).is_empty());
     assert_eq!(
         served(&book.event(&written("zone", 1, 110))),
@@ -546,15 +542,7 @@ fn a_voting_tenant_is_judged_by_the_vote_not_this_clusters_view() {
 }
 
 fn voted(seq: u64, addresses: &[IpAddr], down: &[IpAddr], at: u64) -> Event {
-    Event::Publish {
-        at: ts(at),
-        tenant: "shop".into(),
-        seq,
-        mode: "healthy",
-        addresses: addresses.to_vec(),
-        hosts: Vec::new(),
-        voted_down: Some(down.to_vec()),
-    }
+    decided(seq, addresses, Some(down), at)
 }
 
 /// A voting tenant whose answer the canary observes at PowerDNS, answering both.
