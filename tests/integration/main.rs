@@ -54,6 +54,7 @@ mod keep_alive;
 mod kuadrant_examples;
 mod kube_host_names;
 mod kube_kuadrant;
+mod kube_kuadrant_hosts;
 mod kube_tenants;
 mod leader_election;
 mod ledger_faults;

@@ -11,6 +11,7 @@
 
 mod carry;
 mod gateways;
+mod resolve;
 mod round;
 #[cfg(test)]
 mod round_tests;
@@ -44,13 +45,23 @@ use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
 use super::watch::{listed, KuadrantStores};
 use round::{being_deleted, holds_finalizer};
-use status::{policy_status, probe_status, PolicyFacts};
+use status::{policy_status, probe_status, PolicyFacts, Probed};
+
+/// What the binary hands the controller to follow Kuadrant's resources: the import's
+/// translation, and the DNS client that checks the load balancers' host names.
+pub struct Kuadrant {
+    /// The translation of one namespace's documents.
+    pub translate: Box<dyn Translate>,
+    /// Asks the operator's `[resolver]`.
+    pub dns: Arc<dyn ho_engine::dns_client::DnsClient>,
+}
 
 /// Kuadrant's resources in the controller: the stores, the translation, this round's
 /// stand-ins and policy outcomes, and the writers of the records', policies' and probes'
 /// status.
 pub struct Live {
     core: Core,
+    hosts: resolve::HostCheck,
     stores: KuadrantStores,
     /// The records whose `Ready` is `True`, as the last report computed.
     ready: BTreeSet<(String, String)>,
@@ -69,7 +80,7 @@ pub struct Live {
 impl Live {
     /// Kuadrant's side, writing record statuses through `client` while `leadership` allows.
     pub fn new(
-        translate: Box<dyn Translate>,
+        parts: Kuadrant,
         stores: KuadrantStores,
         client: Client,
         leadership: Leadership,
@@ -79,7 +90,8 @@ impl Live {
             statuses: writer(KuadrantStores::record_type()),
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
-            core: Core::new(translate),
+            core: Core::new(parts.translate),
+            hosts: resolve::HostCheck::new(parts.dns),
             stores,
             ready: BTreeSet::new(),
             refused: BTreeMap::new(),
@@ -124,6 +136,20 @@ impl Live {
             gateways,
         });
         self.core.refresh(view.as_ref(), &allowed, kept);
+    }
+
+    /// Looks up the load balancers' host names the records carry that the engine does not
+    /// follow yet, and refuses each record naming one that does not resolve (alone: the
+    /// engine runs no plan with a name it cannot resolve).
+    pub async fn resolve(&mut self, resolver: &ho_config::ResolverConfig) {
+        self.hosts.look_up(self.core.host_names(), resolver).await;
+        let hosts = &self.hosts;
+        self.core.refuse_unresolved(&|h| hosts.unresolved(h));
+    }
+
+    /// Whether a host name that did not resolve is due to be asked again.
+    pub fn resolve_due(&self, resolver: &ho_config::ResolverConfig) -> bool {
+        self.hosts.retry_due(resolver)
     }
 
     /// The pure side: the records, policies, stand-ins and refusals.
@@ -329,17 +355,23 @@ impl Live {
     }
 
     /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
-    /// address: the first published record of its namespace that has the address.
+    /// address: the first published record of its namespace that has the address (an IP
+    /// address, or a load balancer's host name, whose endpoint stands for every address
+    /// the name resolves to).
     pub fn probe_endpoints(&self) -> BTreeMap<(String, String), String> {
         let mut found = BTreeMap::new();
         for probe in self.stores.probes() {
             let ns = probe.metadata.namespace.clone().unwrap_or_default();
             let name = probe.metadata.name.clone().unwrap_or_default();
-            let Some(address) = probe.data["spec"]["address"]
-                .as_str()
-                .and_then(|a| a.parse::<IpAddr>().ok())
-            else {
+            let Some(address) = probe.data["spec"]["address"].as_str().map(probe_target) else {
                 continue;
+            };
+            let holds = |source: &super::resource::EndpointSource| match &address {
+                Ok(ip) => source.addresses.iter().any(|a| a.parse() == Ok(*ip)),
+                Err(host) => source
+                    .hosts
+                    .iter()
+                    .any(|h| probe_target(h).as_ref() == Err(host)),
             };
             let stand_in = self
                 .core
@@ -348,28 +380,27 @@ impl Live {
                 .filter(|((n, _), _)| *n == ns)
                 .filter_map(|(_, r)| r.stand_ins.as_ref().ok())
                 .flatten()
-                .find(|s| {
-                    s.spec
-                        .endpoints
-                        .iter()
-                        .any(|e| e.addresses.iter().any(|a| a.parse() == Ok(address)))
-                });
+                .find(|s| s.spec.endpoints.iter().any(holds));
             if let Some(s) = stand_in {
                 let tenant = tenant_name(&(ns.clone(), s.name_any()));
-                found.insert((ns, name), endpoint_name(&tenant, &address));
+                let endpoint = match &address {
+                    Ok(ip) => endpoint_name(&tenant, ip),
+                    Err(host) => endpoint_name(&tenant, host),
+                };
+                found.insert((ns, name), endpoint);
             }
         }
         found
     }
 
     /// Writes each DNSHealthCheckProbe's status where it changed, from the engine's view of
-    /// the endpoints [`Self::probe_endpoints`] named. `lastCheck` rides along with a change
+    /// the endpoints [`Self::probe_endpoints`] named. `lastCheckedAt` rides along with a change
     /// and is not one itself: probes run every second or faster, a write each time would
     /// be a write per probe per second.
     pub fn report_probes(
         &self,
         endpoints: &BTreeMap<(String, String), String>,
-        seen: &HashMap<String, EndpointStatus>,
+        seen: &HashMap<String, Vec<EndpointStatus>>,
     ) {
         let mut changed = BTreeMap::new();
         for probe in self.stores.probes() {
@@ -377,14 +408,81 @@ impl Live {
                 probe.metadata.namespace.clone().unwrap_or_default(),
                 probe.metadata.name.clone().unwrap_or_default(),
             );
-            let endpoint = endpoints.get(&key).and_then(|e| seen.get(e));
-            let want = probe_status(&probe, endpoint);
+            let of_probe: Vec<&EndpointStatus> = endpoints
+                .get(&key)
+                .and_then(|e| seen.get(e))
+                .into_iter()
+                .flatten()
+                .collect();
+            let probed = match endpoints.contains_key(&key) {
+                true => Probed::At(&of_probe),
+                false => self.unprobed(&key.0, probe.data["spec"]["address"].as_str()),
+            };
+            let want = probe_status(&probe, probed);
             if differs(&probe, &want, &["healthy", "consecutiveFailures", "reason"]) {
                 changed.insert(key, want);
             }
         }
         self.probe_statuses.send(changed);
     }
+}
+
+impl Live {
+    /// Why a probe of namespace `ns` at `address` is not probed: an address that is none, a
+    /// host name that does not resolve, the refusal of the records naming it, or no
+    /// published record naming it.
+    fn unprobed(&self, ns: &str, address: Option<&str>) -> Probed<'static> {
+        let failed = |reason: String| Probed::Not {
+            failed: true,
+            reason,
+        };
+        let Some(address) = address else {
+            return failed("refused: the probe has no spec.address".to_owned());
+        };
+        let target = probe_target(address);
+        if let Err(host) = &target {
+            if !plausible_host(host) {
+                return failed(format!(
+                    "refused: address {address:?} is neither an IP address nor a host name"
+                ));
+            }
+            if let Some(why) = self.hosts.failed(host) {
+                return failed(format!("host name {host} does not resolve: {why}"));
+            }
+        }
+        let written = match &target {
+            Ok(ip) => ip.to_string(),
+            Err(host) => host.clone(),
+        };
+        let refused = self
+            .core
+            .records()
+            .iter()
+            .filter(|((n, _), _)| n == ns)
+            .find_map(|(_, r)| {
+                r.stand_ins
+                    .as_ref()
+                    .err()
+                    .filter(|why| why.contains(&written))
+            });
+        Probed::Not {
+            failed: false,
+            reason: match refused {
+                Some(why) => format!("not probed: {why}"),
+                None => "not probed: no published DNSRecord has this address".to_owned(),
+            },
+        }
+    }
+}
+
+/// Whether `host` (lower case, no trailing dot) can be a host name: letters, digits and
+/// hyphens in two labels or more, as the probe's CRD has it.
+fn plausible_host(host: &str) -> bool {
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
 }
 
 /// Why a verdict refuses its resource, when it does (kept or not).
@@ -403,6 +501,14 @@ fn refusal(verdict: Option<&Verdict>) -> Option<String> {
 /// Whether `object`'s status differs from `want` in `fields`.
 fn differs(object: &DynamicObject, want: &Value, fields: &[&str]) -> bool {
     fields.iter().any(|f| object.data["status"][*f] != want[*f])
+}
+
+/// A probe's address as the engine's endpoints name it: an IP address, or (`Err`) a host
+/// name in lower case without its trailing dot.
+fn probe_target(address: &str) -> Result<IpAddr, String> {
+    address
+        .parse()
+        .map_err(|_| address.trim_end_matches('.').to_ascii_lowercase())
 }
 
 fn empty_spec() -> DNSFailoverSpec {
