@@ -158,4 +158,6 @@ async fn host_name_records_and_probes_work_live_and_a_bad_one_refuses_itself_alo
     pdns.point(LB_ZONE, &format!("lb-gone.{LB_ZONE}"), &ip(&west));
     wait_for_answer(dns, "gone.team-a.io", &cname(&format!("lb-gone.{LB_ZONE}"))).await;
     drop((east, west));
+    // Every request this run made is one the shipped Kuadrant RBAC allows.
+    crate::deploy_kuadrant::assert_rbac_allows(&kube.requests());
 }

@@ -27,6 +27,7 @@ mod crash;
 mod crate_graph;
 mod crd_upgrade;
 mod deploy;
+mod deploy_kuadrant;
 mod dns_checks;
 mod dns_endpoint;
 mod dns_server;
