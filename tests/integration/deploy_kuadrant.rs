@@ -100,7 +100,36 @@ fn allows(role: &Value, group: &str, resource: &str, verb: &str, named: bool) ->
 /// rendered RBAC does not allow the orchestrator's ServiceAccount: ClusterRoles bound by
 /// ClusterRoleBindings anywhere, Roles only in their own namespace.
 pub(crate) fn assert_rbac_allows(requests: &[String]) {
-    let docs = rendered();
+    assert_rbac_allows_with(requests, &[]);
+}
+
+/// The shipped template granting `secrets` of namespace `ns` (`probe-header-secrets.yaml`),
+/// filled in as its comment says, one per Secret.
+pub(crate) fn header_secret_role(ns: &str, secrets: &[&str]) -> Vec<Value> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let template =
+        std::fs::read_to_string(repo.join("deploy/kubernetes/kuadrant/probe-header-secrets.yaml"))
+            .unwrap();
+    let mut docs = Vec::new();
+    for secret in secrets {
+        let text = template
+            .replace("TEAM_NAMESPACE", ns)
+            .replace("HEADER_SECRET", secret)
+            .replace(
+                "health-orchestrator-probe-headers",
+                &format!("probe-headers-{secret}"),
+            );
+        docs.extend(
+            serde_yaml::Deserializer::from_str(&text).map(|d| Value::deserialize(d).unwrap()),
+        );
+    }
+    docs
+}
+
+/// [`assert_rbac_allows`] with `more` (Roles and bindings applied beside the manifests).
+pub(crate) fn assert_rbac_allows_with(requests: &[String], more: &[Value]) {
+    let mut docs = rendered();
+    docs.extend(more.iter().cloned());
     let bound =
         |kind: &str, binding: &str| -> Vec<String> {
             docs.iter()
@@ -135,13 +164,19 @@ pub(crate) fn assert_rbac_allows(requests: &[String]) {
             continue;
         };
         let named = verb != "list" && verb != "create";
+        let in_ns = |r: &&&Value| {
+            let of = r["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("dns-failover");
+            Some(of) == ns.as_deref()
+        };
         let ok = cluster
             .iter()
             .any(|r| allows(r, &group, &resource, verb, named))
-            || (ns.as_deref() == Some("dns-failover")
-                && local
-                    .iter()
-                    .any(|r| allows(r, &group, &resource, verb, named)));
+            || local
+                .iter()
+                .filter(in_ns)
+                .any(|r| allows(r, &group, &resource, verb, named));
         if !ok {
             denied.insert(format!("{verb} {group}/{resource} in {ns:?} ({request})"));
         }

@@ -161,3 +161,89 @@ async fn host_name_records_and_probes_work_live_and_a_bad_one_refuses_itself_alo
     // Every request this run made is one the shipped Kuadrant RBAC allows.
     crate::deploy_kuadrant::assert_rbac_allows(&kube.requests());
 }
+
+/// A gateway on `addr` that answers 200 only to a request carrying `header` (as
+/// `Name: value`), 401 to any other.
+async fn guarded_gateway(header: &'static str) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let answer: &[u8] = match head.contains(&format!("\r\n{header}\r\n")) {
+                    true => b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    false => b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                };
+                let _ = s.write_all(answer).await;
+            });
+        }
+    });
+    addr
+}
+
+/// A probe's header Secret (`additionalHeadersRef`) is read and its headers sent: the
+/// gateway that answers only with the token is healthy and published, and the token is
+/// never in the operator's log; a probe naming a Secret that does not exist refuses itself
+/// alone, its status in dns-operator's words, while the other record publishes.
+#[tokio::test]
+async fn a_probes_header_secret_is_sent_and_a_missing_one_refuses_that_probe_alone() {
+    let gw = guarded_gateway("X-Probe-Token: s3cret-token").await;
+    let other = ho_testkit::Gateway::start(
+        SocketAddr::new(loopback_ip().into(), gw.port()),
+        Behaviour::Healthy,
+    )
+    .unwrap();
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::kube_tenants::operator_config(dir.path(), kube_addr, gw.port())
+        .set("kubernetes.kuadrant", true);
+    let _process = run_operator(dir.path(), &config);
+
+    let b64 = |s: &str| data_encoding::BASE64.encode(s.as_bytes());
+    kube.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "probe-headers", "namespace": "team-a"},
+        "data": {"X-Probe-Token": b64("s3cret-token")},
+    }));
+    let with_secret = |name: &str, address: String, secret: &str| {
+        let mut p = probe(name, &address);
+        p["spec"]["port"] = json!(gw.port());
+        p["spec"]["additionalHeadersRef"] = json!({"name": secret});
+        p
+    };
+    kube.apply(with_secret("guarded", gw.ip().to_string(), "probe-headers"));
+    kube.apply(with_secret("missing", ip(&other), "no-such-secret"));
+    kube.apply(record("api", "api.team-a.io", "A", &gw.ip().to_string()));
+    kube.apply(record("web", "web.team-a.io", "A", &ip(&other)));
+
+    let file = crate::kube_tenants::hosts(dir.path(), "team-a_dnsrecord.api");
+    wait_for_file(&file, "the guarded gateway published", |c| {
+        addresses(c) == [gw.ip().to_string()]
+    })
+    .await;
+    eventually("the guarded probe healthy: its header was sent", || {
+        probe_state(&kube, "guarded").is_some_and(|(h, _, _)| h == json!(true))
+    })
+    .await;
+    eventually("the probe without its Secret refused alone", || {
+        probe_state(&kube, "missing").is_some_and(|(h, _, r)| {
+            h == json!(false)
+                && r.contains("error retrieving additional headers secret team-a/no-such-secret")
+        })
+    })
+    .await;
+    assert!(condition(&kube, "web", "Accepted").is_some_and(|(s, _)| s == "False"));
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(!log.contains("s3cret-token"), "the token is in the log");
+    // Every request this run made (the Secret read by name) is one the shipped RBAC allows
+    // once the namespace grants its header Secret by name.
+    crate::deploy_kuadrant::assert_rbac_allows_with(
+        &kube.requests(),
+        &crate::deploy_kuadrant::header_secret_role("team-a", &["probe-headers", "no-such-secret"]),
+    );
+}

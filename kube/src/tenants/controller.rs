@@ -69,7 +69,10 @@ impl Controller {
         let statuses = status_writer::spawn(client.clone(), leadership.clone(), failovers);
         let kuadrant = kuadrant
             .zip(watched.kuadrant.clone())
-            .map(|(parts, stores)| Live::new(parts, stores, client.clone(), leadership.clone()));
+            .map(|(parts, stores)| {
+                let state = base.state_dir.as_deref();
+                Live::new(parts, stores, client.clone(), leadership.clone(), state)
+            });
         Controller {
             client,
             watched,
@@ -94,6 +97,7 @@ impl Controller {
         let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
             let gateways = self.watched.listed_gateways();
+            kuadrant.read_secrets().await;
             kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
             kuadrant.resolve(&self.base.resolver).await;
         }
@@ -206,7 +210,7 @@ impl Controller {
         }
         self.statuses.send(changed);
         if let Some(kuadrant) = self.kuadrant.as_mut() {
-            if kuadrant.resolve_due(&self.base.resolver) {
+            if kuadrant.resolve_due(&self.base.resolver) || kuadrant.secrets_due() {
                 self.watched.poke();
             }
             kuadrant.finalize(&self.verdicts, &view).await;

@@ -11,6 +11,7 @@
 
 mod carry;
 mod gateways;
+mod headers;
 mod resolve;
 mod round;
 #[cfg(test)]
@@ -32,6 +33,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 pub use gateways::AFFECTED;
+pub use headers::{HEADER_ERROR, HEADER_FILES};
 pub use round::{Core, View};
 pub use translate::{
     stand_in_name, translate_all, Allowance, Listener, Policies, PolicyOutcome, Record, Records,
@@ -62,6 +64,7 @@ pub struct Kuadrant {
 pub struct Live {
     core: Core,
     hosts: resolve::HostCheck,
+    headers: headers::HeaderSecrets,
     stores: KuadrantStores,
     /// The records whose `Ready` is `True`, as the last report computed.
     ready: BTreeSet<(String, String)>,
@@ -79,11 +82,13 @@ pub struct Live {
 
 impl Live {
     /// Kuadrant's side, writing record statuses through `client` while `leadership` allows.
+    /// Probe header Secrets' values are kept under `state_dir`.
     pub fn new(
         parts: Kuadrant,
         stores: KuadrantStores,
         client: Client,
         leadership: Leadership,
+        state_dir: Option<&std::path::Path>,
     ) -> Live {
         let writer = |t| status_writer::spawn(client.clone(), leadership.clone(), t);
         Live {
@@ -92,6 +97,7 @@ impl Live {
             probe_statuses: writer(KuadrantStores::probe_type()),
             core: Core::new(parts.translate),
             hosts: resolve::HostCheck::new(parts.dns),
+            headers: headers::HeaderSecrets::new(state_dir),
             stores,
             ready: BTreeSet::new(),
             refused: BTreeMap::new(),
@@ -129,13 +135,49 @@ impl Live {
         let complete = std::iter::once(&self.stores.records)
             .chain(&self.stores.others)
             .all(listed);
-        let (records, others) = (self.stores.records.state(), self.stores.other_documents());
+        let records = self.stores.records.state();
+        let others: Vec<Arc<DynamicObject>> = self
+            .stores
+            .other_documents()
+            .into_iter()
+            .map(|o| self.with_headers(o))
+            .collect();
         let view = gateways.filter(|_| complete).map(|gateways| View {
             records: &records,
             others: &others,
             gateways,
         });
         self.core.refresh(view.as_ref(), &allowed, kept);
+    }
+
+    /// Reads the header Secrets the probes name, when due (each round; again after a
+    /// while, for rotated values).
+    pub async fn read_secrets(&mut self) {
+        self.headers
+            .refresh(&self.client, &self.stores.probes())
+            .await;
+    }
+
+    /// Whether the header Secrets are due to be read again.
+    pub fn secrets_due(&self) -> bool {
+        self.headers.due()
+    }
+
+    /// Probe `o` as the translation reads it, with its header Secret's files (or why it
+    /// has none); any other document as it is.
+    fn with_headers(&self, o: Arc<DynamicObject>) -> Arc<DynamicObject> {
+        let is_probe = o
+            .types
+            .as_ref()
+            .is_some_and(|t| t.kind == "DNSHealthCheckProbe");
+        if !is_probe || o.data["spec"]["additionalHeadersRef"].is_null() {
+            return o;
+        }
+        let mut probe = (*o).clone();
+        let ns = probe.metadata.namespace.clone().unwrap_or_default();
+        let name = probe.metadata.name.clone().unwrap_or_default();
+        self.headers.annotate(&ns, &name, &mut probe.data);
+        Arc::new(probe)
     }
 
     /// Looks up the load balancers' host names the records carry that the engine does not
@@ -466,7 +508,8 @@ impl Live {
                     .filter(|why| why.contains(&written))
             });
         Probed::Not {
-            failed: false,
+            // The probe's own refusal (its Secret, say) fails it, as dns-operator reports.
+            failed: refused.is_some_and(|why| why.contains("DNSHealthCheckProbe")),
             reason: match refused {
                 Some(why) => format!("not probed: {why}"),
                 None => "not probed: no published DNSRecord has this address".to_owned(),
