@@ -132,6 +132,22 @@ async fn host_name_records_and_probes_work_live_and_a_bad_one_refuses_itself_alo
         probe_state(&kube, "api-east").is_some_and(|(h, f, _)| h == json!(true) && f == 0)
     })
     .await;
+    // The record's per-endpoint health, as dns-operator reports it.
+    let probes = |record: &str| {
+        kube.object("dnsrecords", "team-a", record)
+            .map(|r| r["status"]["healthCheck"]["probes"].clone())
+    };
+    eventually(
+        "the record healthy, its load balancer's probe listed",
+        || {
+            condition(&kube, "api", "Healthy")
+                .is_some_and(|(s, m)| s == "True" && m == "All healthchecks succeeded")
+                && probes("api").is_some_and(|p| {
+                    p[0]["ipAddress"] == lb_east.as_str() && p[0]["synced"] == true
+                })
+        },
+    )
+    .await;
     eventually("the unresolvable record refused, saying which name", || {
         condition(&kube, "gone", "Accepted")
             .is_some_and(|(s, m)| s == "False" && m.contains("lb-gone") && m.contains("resolve"))
@@ -149,6 +165,12 @@ async fn host_name_records_and_probes_work_live_and_a_bad_one_refuses_itself_alo
     eventually("the host-name probe unhealthy with a reason", || {
         probe_state(&kube, "api-east")
             .is_some_and(|(h, f, r)| h == json!(false) && f >= 1 && !r.is_empty())
+    })
+    .await;
+    eventually("the record not healthy, naming the load balancer", || {
+        condition(&kube, "api", "Healthy")
+            .is_some_and(|(s, m)| s == "False" && m.contains(&lb_east))
+            && probes("api").is_some_and(|p| p[0]["conditions"][0]["status"] == "False")
     })
     .await;
     // An edit beside the refused record still applies: the record moves to west.

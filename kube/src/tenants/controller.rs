@@ -214,10 +214,8 @@ impl Controller {
                 self.watched.poke();
             }
             kuadrant.finalize(&self.verdicts, &view).await;
-            kuadrant.report(&self.verdicts, &view, now);
-            kuadrant.report_policies(&self.watched, now);
             let endpoints = kuadrant.probe_endpoints();
-            let wanted: HashSet<String> = endpoints.values().cloned().collect();
+            let wanted = kuadrant.wanted_endpoints();
             let mut seen: HashMap<String, Vec<EndpointStatus>> = HashMap::new();
             if !wanted.is_empty() {
                 for e in engine.endpoints(wanted.clone()).await.unwrap_or_default() {
@@ -229,6 +227,8 @@ impl Controller {
                     seen.entry(named).or_default().push(e);
                 }
             }
+            kuadrant.report(&self.verdicts, &view, &seen, now);
+            kuadrant.report_policies(&self.watched, now);
             kuadrant.report_probes(&endpoints, &seen);
             let gateways = self.watched.gateway_objects();
             kuadrant.write_gateways(&gateways, &self.base, now).await;

@@ -12,6 +12,8 @@
 mod carry;
 mod gateways;
 mod headers;
+mod health;
+mod probes;
 mod resolve;
 mod round;
 #[cfg(test)]
@@ -20,7 +22,6 @@ mod status;
 mod translate;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use ho_config::Config;
@@ -40,14 +41,14 @@ pub use translate::{
     Translate, Translation,
 };
 
-use super::admit::{endpoint_name, tenant_name, Key, Verdict};
+use super::admit::{tenant_name, Key, Verdict};
 use super::discover::Lookup;
 use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus, FINALIZER};
-use super::status::{status_of, EngineView};
+use super::status::{status_of, EngineView, Observed};
 use super::status_writer::{self, Statuses};
 use super::watch::{listed, KuadrantStores};
 use round::{being_deleted, holds_finalizer};
-use status::{policy_status, probe_status, PolicyFacts, Probed};
+use status::{policy_status, PolicyFacts};
 
 /// What the binary hands the controller to follow Kuadrant's resources: the import's
 /// translation, and the DNS client that checks the load balancers' host names.
@@ -199,10 +200,25 @@ impl Live {
         &self.core
     }
 
+    /// The written records as the watch has them now. The round's copy of a record keeps
+    /// the status and resourceVersion it had then (a status change is no new round): a
+    /// status judged against it would be written again at every report, and a finalizer
+    /// patched on its version would conflict until the next round.
+    fn latest_records(&self) -> HashMap<(String, String), Arc<DynamicObject>> {
+        let state = self.stores.records.state().into_iter();
+        state
+            .map(|r| {
+                let ns = r.metadata.namespace.clone().unwrap_or_default();
+                ((ns, r.name_any()), r)
+            })
+            .collect()
+    }
+
     /// Adds the finalizer to records that publish, and takes it from records being deleted
     /// once every sink holds their withdrawal (the writer only).
     pub async fn finalize(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>) {
-        for ((ns, _), record) in self.core.records() {
+        let latest = self.latest_records();
+        for ((ns, name), record) in self.core.records() {
             if record.listener.is_some() {
                 continue;
             }
@@ -210,7 +226,9 @@ impl Live {
                 Ok(all) => all.iter().map(|s| (ns.clone(), s.name_any())).collect(),
                 Err(_) => Vec::new(),
             };
-            let object = &record.object;
+            let object = latest
+                .get(&(ns.clone(), name.clone()))
+                .unwrap_or(&record.object);
             let publishes = stand_in_keys.iter().any(|k| {
                 matches!(
                     verdicts.get(k),
@@ -298,13 +316,25 @@ impl Live {
         }
     }
 
-    /// Writes each record's `Accepted` and `Ready` conditions where they changed.
-    pub fn report(&mut self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
+    /// Writes each record's `Accepted` and `Ready` conditions, and its per-endpoint health
+    /// from `seen` (the endpoints [`Self::wanted_endpoints`] named), where they changed.
+    pub fn report(
+        &mut self,
+        verdicts: &BTreeMap<Key, Verdict>,
+        view: &EngineView<'_>,
+        seen: &HashMap<String, Vec<EndpointStatus>>,
+        now: f64,
+    ) {
+        let leaves = health::leaves_of(self.core.records());
+        let latest = self.latest_records();
         let mut changed = BTreeMap::new();
         let mut ready = BTreeSet::new();
         let mut refused = BTreeMap::new();
         for ((ns, name), entry) in self.core.records() {
-            let (record, stand_ins) = (&entry.object, &entry.stand_ins);
+            let record = latest
+                .get(&(ns.clone(), name.clone()))
+                .unwrap_or(&entry.object);
+            let stand_ins = &entry.stand_ins;
             let own = (ns.clone(), stand_in_name(name));
             // The record is as well as its worst stand-in: a refused one names the refusal.
             let (key, stand_in) = match stand_ins {
@@ -329,7 +359,31 @@ impl Live {
                 conditions: current.clone(),
                 ..DNSFailoverStatus::default()
             });
-            let want = status_of(&subject, verdicts.get(&key), None, view, now);
+            let mut want = status_of(&subject, verdicts.get(&key), None, view, now);
+            let before = &record.data["status"]["healthCheck"];
+            let health = leaves.get(&(ns.clone(), name.clone())).map(|l| {
+                let root = record.data["spec"]["rootHost"].as_str().unwrap_or_default();
+                let at = Observed {
+                    generation: record.metadata.generation,
+                    now,
+                };
+                health::record_health(l, seen, root, &current, before, at)
+            });
+            // A record being deleted keeps the health it had: its endpoints leave with it,
+            // and a status write then would only delay the finalizer's release.
+            want.conditions.retain(|c| c.type_ != "Healthy");
+            let health_check = match health {
+                _ if being_deleted(record) => {
+                    let kept = current.iter().find(|c| c.type_ == "Healthy");
+                    want.conditions.extend(kept.cloned());
+                    before.clone()
+                }
+                Some((healthy, probes)) => {
+                    want.conditions.push(healthy);
+                    probes
+                }
+                None => Value::Null,
+            };
             if want
                 .conditions
                 .iter()
@@ -341,10 +395,11 @@ impl Live {
                 if let Some(why) = refusal(verdicts.get(&key)) {
                     refused.insert((ns.clone(), name.clone()), why);
                 }
-            } else if want.conditions != current {
+            } else if want.conditions != current || *before != health_check {
                 let status = json!({
                     "observedGeneration": record.metadata.generation,
                     "conditions": want.conditions,
+                    "healthCheck": health_check,
                 });
                 changed.insert((ns.clone(), name.clone()), status);
             }
@@ -396,136 +451,15 @@ impl Live {
             .collect()
     }
 
-    /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
-    /// address: the first published record of its namespace that has the address (an IP
-    /// address, or a load balancer's host name, whose endpoint stands for every address
-    /// the name resolves to).
-    pub fn probe_endpoints(&self) -> BTreeMap<(String, String), String> {
-        let mut found = BTreeMap::new();
-        for probe in self.stores.probes() {
-            let ns = probe.metadata.namespace.clone().unwrap_or_default();
-            let name = probe.metadata.name.clone().unwrap_or_default();
-            let Some(address) = probe.data["spec"]["address"].as_str().map(probe_target) else {
-                continue;
-            };
-            let holds = |source: &super::resource::EndpointSource| match &address {
-                Ok(ip) => source.addresses.iter().any(|a| a.parse() == Ok(*ip)),
-                Err(host) => source
-                    .hosts
-                    .iter()
-                    .any(|h| probe_target(h).as_ref() == Err(host)),
-            };
-            let stand_in = self
-                .core
-                .records()
-                .iter()
-                .filter(|((n, _), _)| *n == ns)
-                .filter_map(|(_, r)| r.stand_ins.as_ref().ok())
-                .flatten()
-                .find(|s| s.spec.endpoints.iter().any(holds));
-            if let Some(s) = stand_in {
-                let tenant = tenant_name(&(ns.clone(), s.name_any()));
-                let endpoint = match &address {
-                    Ok(ip) => endpoint_name(&tenant, ip),
-                    Err(host) => endpoint_name(&tenant, host),
-                };
-                found.insert((ns, name), endpoint);
-            }
-        }
-        found
+    /// Every endpoint whose verdict a status reports: the probes' and the records'.
+    pub fn wanted_endpoints(&self) -> HashSet<String> {
+        let leaves = health::leaves_of(self.core.records());
+        let records = leaves.into_values().flatten().map(|(e, _)| e);
+        self.probe_endpoints()
+            .into_values()
+            .chain(records)
+            .collect()
     }
-
-    /// Writes each DNSHealthCheckProbe's status where it changed, from the engine's view of
-    /// the endpoints [`Self::probe_endpoints`] named. `lastCheckedAt` rides along with a change
-    /// and is not one itself: probes run every second or faster, a write each time would
-    /// be a write per probe per second.
-    pub fn report_probes(
-        &self,
-        endpoints: &BTreeMap<(String, String), String>,
-        seen: &HashMap<String, Vec<EndpointStatus>>,
-    ) {
-        let mut changed = BTreeMap::new();
-        for probe in self.stores.probes() {
-            let key = (
-                probe.metadata.namespace.clone().unwrap_or_default(),
-                probe.metadata.name.clone().unwrap_or_default(),
-            );
-            let of_probe: Vec<&EndpointStatus> = endpoints
-                .get(&key)
-                .and_then(|e| seen.get(e))
-                .into_iter()
-                .flatten()
-                .collect();
-            let probed = match endpoints.contains_key(&key) {
-                true => Probed::At(&of_probe),
-                false => self.unprobed(&key.0, probe.data["spec"]["address"].as_str()),
-            };
-            let want = probe_status(&probe, probed);
-            if differs(&probe, &want, &["healthy", "consecutiveFailures", "reason"]) {
-                changed.insert(key, want);
-            }
-        }
-        self.probe_statuses.send(changed);
-    }
-}
-
-impl Live {
-    /// Why a probe of namespace `ns` at `address` is not probed: an address that is none, a
-    /// host name that does not resolve, the refusal of the records naming it, or no
-    /// published record naming it.
-    fn unprobed(&self, ns: &str, address: Option<&str>) -> Probed<'static> {
-        let failed = |reason: String| Probed::Not {
-            failed: true,
-            reason,
-        };
-        let Some(address) = address else {
-            return failed("refused: the probe has no spec.address".to_owned());
-        };
-        let target = probe_target(address);
-        if let Err(host) = &target {
-            if !plausible_host(host) {
-                return failed(format!(
-                    "refused: address {address:?} is neither an IP address nor a host name"
-                ));
-            }
-            if let Some(why) = self.hosts.failed(host) {
-                return failed(format!("host name {host} does not resolve: {why}"));
-            }
-        }
-        let written = match &target {
-            Ok(ip) => ip.to_string(),
-            Err(host) => host.clone(),
-        };
-        let refused = self
-            .core
-            .records()
-            .iter()
-            .filter(|((n, _), _)| n == ns)
-            .find_map(|(_, r)| {
-                r.stand_ins
-                    .as_ref()
-                    .err()
-                    .filter(|why| why.contains(&written))
-            });
-        Probed::Not {
-            // The probe's own refusal (its Secret, say) fails it, as dns-operator reports.
-            failed: refused.is_some_and(|why| why.contains("DNSHealthCheckProbe")),
-            reason: match refused {
-                Some(why) => format!("not probed: {why}"),
-                None => "not probed: no published DNSRecord has this address".to_owned(),
-            },
-        }
-    }
-}
-
-/// Whether `host` (lower case, no trailing dot) can be a host name: letters, digits and
-/// hyphens in two labels or more, as the probe's CRD has it.
-fn plausible_host(host: &str) -> bool {
-    let labels: Vec<&str> = host.split('.').collect();
-    labels.len() >= 2
-        && labels
-            .iter()
-            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
 }
 
 /// Why a verdict refuses its resource, when it does (kept or not).
@@ -544,14 +478,6 @@ fn refusal(verdict: Option<&Verdict>) -> Option<String> {
 /// Whether `object`'s status differs from `want` in `fields`.
 fn differs(object: &DynamicObject, want: &Value, fields: &[&str]) -> bool {
     fields.iter().any(|f| object.data["status"][*f] != want[*f])
-}
-
-/// A probe's address as the engine's endpoints name it: an IP address, or (`Err`) a host
-/// name in lower case without its trailing dot.
-fn probe_target(address: &str) -> Result<IpAddr, String> {
-    address
-        .parse()
-        .map_err(|_| address.trim_end_matches('.').to_ascii_lowercase())
 }
 
 fn empty_spec() -> DNSFailoverSpec {
