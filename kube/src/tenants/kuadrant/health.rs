@@ -120,3 +120,124 @@ pub fn leaves_of(records: &super::Records) -> BTreeMap<(String, String), Vec<Lea
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small seeded generator (xorshift), so a failing case names its seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn endpoint(name: &str, state: Health, failing: bool) -> EndpointStatus {
+        let last = (state != Health::Unknown).then(|| ho_engine::status::LastProbe {
+            ok: !failing,
+            reason: if failing {
+                format!("{name} refused")
+            } else {
+                "ok".into()
+            },
+            latency_ms: 1.0,
+            at: ho_engine::clock::Timestamp(std::time::UNIX_EPOCH),
+        });
+        EndpointStatus {
+            name: name.to_owned(),
+            address: "192.0.2.1".parse().unwrap(),
+            target: String::new(),
+            state,
+            since: None,
+            consecutive_successes: 0,
+            consecutive_failures: 0,
+            failed_in_a_row: u32::from(failing),
+            probes: 1,
+            failures: 0,
+            rise: 1,
+            fall: 1,
+            transitions: 0,
+            downtime_seconds: 0.0,
+            drained: false,
+            forced: None,
+            last,
+            damping: None,
+            reported_weight: None,
+            composite: None,
+            unowned_seconds: Default::default(),
+        }
+    }
+
+    /// Seeded records of up to four addresses, each judged on up to three endpoints (a host
+    /// name's addresses): the `Healthy` condition and each probe entry read as dns-operator's
+    /// rules say, computed here from the script: an address is healthy when every one of its
+    /// endpoints is up, unhealthy when one is down; the record passes when every address is
+    /// healthy, partly when some are, and "Probes are creating" while none is judged.
+    #[test]
+    fn record_health_follows_dns_operators_rules_over_generated_records() {
+        let states = [Health::Up, Health::Down, Health::Unknown];
+        for seed in 1..=500u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut leaves = Vec::new();
+            let mut seen = HashMap::new();
+            let mut want: Vec<Option<bool>> = Vec::new();
+            for i in 0..=rng.below(4) {
+                let name = format!("t_192.0.2.{i}");
+                let n = rng.below(4);
+                let picked: Vec<Health> = (0..n).map(|_| states[rng.below(3) as usize]).collect();
+                want.push(if picked.contains(&Health::Down) {
+                    Some(false)
+                } else if !picked.is_empty() && picked.iter().all(|s| *s == Health::Up) {
+                    Some(true)
+                } else {
+                    None
+                });
+                let statuses = picked
+                    .iter()
+                    .map(|s| endpoint(&name, *s, *s == Health::Down));
+                seen.insert(name.clone(), statuses.collect::<Vec<_>>());
+                leaves.push((name, format!("192.0.2.{i}")));
+            }
+            let at = Observed {
+                generation: Some(1),
+                now: 0.0,
+            };
+            let (healthy, status) =
+                record_health(&leaves, &seen, "api.example.com", &[], &Value::Null, at);
+            let up = want.iter().filter(|w| **w == Some(true)).count();
+            let judged = want.iter().filter(|w| w.is_some()).count();
+            let expected = match (judged, up) {
+                (0, _) => ("False", "HealthChecksFailed"),
+                (_, u) if u == leaves.len() => ("True", "AllChecksPassed"),
+                (_, 0) => ("False", "HealthChecksFailed"),
+                _ => ("False", "SomeChecksPassed"),
+            };
+            let at_seed = format!("seed {seed}: {want:?}");
+            assert_eq!(
+                (healthy.status.as_str(), healthy.reason.as_str()),
+                expected,
+                "{at_seed}"
+            );
+            for ((w, (_, address)), probe) in want
+                .iter()
+                .zip(&leaves)
+                .zip(status["probes"].as_array().unwrap())
+            {
+                assert_eq!(probe["ipAddress"], address.as_str(), "{at_seed}");
+                assert_eq!(probe["synced"], w.is_some(), "{at_seed}");
+                let named = healthy.message.contains(&format!("\"{address}\""));
+                assert_eq!(
+                    named,
+                    judged > 0 && *w != Some(true),
+                    "{at_seed}: {}",
+                    healthy.message
+                );
+            }
+        }
+    }
+}
