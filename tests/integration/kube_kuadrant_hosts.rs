@@ -259,7 +259,10 @@ async fn a_probes_header_secret_is_sent_and_a_missing_one_refuses_that_probe_alo
         })
     })
     .await;
-    assert!(condition(&kube, "web", "Accepted").is_some_and(|(s, _)| s == "False"));
+    eventually("the record naming its address refused", || {
+        condition(&kube, "web", "Accepted").is_some_and(|(s, _)| s == "False")
+    })
+    .await;
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
     assert!(!log.contains("s3cret-token"), "the token is in the log");
     // Every request this run made (the Secret read by name) is one the shipped RBAC allows
