@@ -99,10 +99,12 @@ async fn start_tenants(
             .await
             .context("[kubernetes]")?;
     info!(server = %kube.server, "watching DNSFailover resources");
-    let kuadrant = kubernetes.kuadrant.then(|| {
-        Box::new(crate::import::kuadrant::LiveTranslation)
-            as Box<dyn ho_kube::tenants::kuadrant::Translate>
-    });
+    let kuadrant = kubernetes
+        .kuadrant
+        .then(|| ho_kube::tenants::kuadrant::Kuadrant {
+            translate: Box::new(crate::import::kuadrant::LiveTranslation),
+            dns: std::sync::Arc::new(ho_dns::Client),
+        });
     Ok(Controller::start(
         kube.client,
         base,

@@ -35,12 +35,14 @@ use super::{text, unknown_keys};
 mod checks;
 mod gateways;
 mod policy;
+mod probes;
 mod records;
 #[cfg(test)]
 mod sequences;
 
 use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
+use probes::{read_probes, refused_by_probe};
 use records::{record_name, tenants_of_probes, tenants_of_record, zone_of, Endpoints, Tenant};
 
 /// What the translation is for.
@@ -105,7 +107,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     for record in &records {
         let name = record_name(record)?;
         // One record that publishes nothing leaves the others as they are.
-        let made = match tenants_of_record(record, &mut endpoints, &mut notes, mode) {
+        let made = match tenants_of_record(record, &mut endpoints, &mut notes) {
             Ok(made) => made,
             Err(e) => {
                 unpublished.insert(name.to_owned(), format!("{e:#}"));
@@ -247,49 +249,6 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     })
 }
 
-/// Each probe as an endpoint. `import` fails on a probe that cannot be read; live, such a
-/// probe refuses only the records naming its address (returned with why), which keep
-/// their last accepted answer, and the namespace's other records go on.
-fn read_probes(
-    probes: &[&Value],
-    endpoints: &mut Endpoints,
-    notes: &mut Vec<String>,
-    mode: Mode,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let mut refused = Vec::new();
-    for probe in probes {
-        match endpoints.probe(probe, notes) {
-            Ok(()) => {}
-            Err(e) if mode == Mode::Live => {
-                let spec = probe.get("spec");
-                let address = spec.and_then(|s| text(s, "address")).unwrap_or_default();
-                let why = format!("its DNSHealthCheckProbe for {address} is refused: {e:#}");
-                refused.push((address.to_owned(), why));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(refused)
-}
-
-/// Why a refused probe refuses `record`: the first whose address is among its targets.
-fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> Option<String> {
-    let targets: Vec<&str> = record
-        .get("spec")
-        .and_then(|s| s.get("endpoints"))
-        .and_then(Value::as_sequence)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.get("targets").and_then(Value::as_sequence))
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    refused
-        .iter()
-        .find(|(address, _)| targets.contains(&address.as_str()))
-        .map(|(_, why)| why.clone())
-}
-
 /// How a record's addresses are checked: its own `spec.healthCheck` (dns-operator's
 /// defaults, `Host` the root host), else its policy's (the fallback's when none governs it).
 fn record_check(
@@ -398,13 +357,80 @@ spec:
         );
     }
 
-    /// Watched live, the record stands in for a DNSFailover, which takes addresses only: the
-    /// name is left out with the reason (the record's own refusal), never published half.
+    /// The probes dns-operator makes for that layout: one per leaf, at the load balancer's
+    /// host name (any case, a trailing dot), one of them with an address no DNS name can be.
+    const PROBES: &str = r#"
+kind: DNSHealthCheckProbe
+metadata: {name: api-lb-a}
+spec: {address: LB-A.elb.example.net., port: 8443, hostname: api.example.com, protocol: HTTPS, path: /healthz}
+---
+kind: DNSHealthCheckProbe
+metadata: {name: api-lb-b}
+spec: {address: lb-b.elb.example.net, port: 8443, hostname: api.example.com, protocol: HTTPS, path: /healthz}
+"#;
+
+    fn endpoint<'a>(imported: &'a crate::import::Imported, address: &str) -> &'a Table {
+        imported.config["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(toml::Value::as_table)
+            .find(|e| e["address"].as_str() == Some(address))
+            .unwrap_or_else(|| panic!("no endpoint at {address}"))
+    }
+
+    /// A probe at a load balancer's host name is that name's endpoint, probed as the probe
+    /// says, in the tenant answering a CNAME to it; imported and watched live alike (live,
+    /// the record's own endpoints carry the probe's check).
     #[test]
-    fn watched_live_a_chain_to_load_balancer_names_is_left_out_and_said() {
-        let imported = convert(&docs(TO_LOAD_BALANCERS), Mode::Live).unwrap();
-        assert!(imported.by_record.is_empty(), "published live");
-        let why = &imported.unpublished["api"];
-        assert!(why.contains("a live record cannot publish yet"), "{why}");
+    fn host_name_probes_are_the_load_balancers_endpoints_imported_and_live() {
+        let all = format!("{TO_LOAD_BALANCERS}---{PROBES}");
+        for mode in [Mode::Import, Mode::Live] {
+            let imported = convert(&docs(&all), mode).unwrap();
+            assert_eq!(imported.by_record["api"], ["api"]);
+            let tenant = imported.config["tenants"][0].as_table().unwrap();
+            assert_eq!(tenant["answer"].as_str(), Some("cname"));
+            for (lb, probe) in [
+                ("lb-a.elb.example.net", "api-lb-a"),
+                ("lb-b.elb.example.net", "api-lb-b"),
+            ] {
+                let e = endpoint(&imported, lb);
+                assert_eq!(e["name"].as_str(), Some(probe));
+                assert_eq!(e["check"]["port"].as_integer(), Some(8443));
+                assert_eq!(e["check"]["kind"].as_str(), Some("https"));
+            }
+        }
+    }
+
+    /// A probe whose address is neither an IP address nor a host name fails `import` with
+    /// its name; live it refuses only the record naming its address, and the others publish.
+    #[test]
+    fn a_bad_probe_address_refuses_only_the_record_naming_it() {
+        let other = r#"
+kind: DNSRecord
+metadata: {name: web}
+spec:
+  rootHost: web.example.com
+  endpoints: [{dnsName: web.example.com, recordType: A, targets: [192.0.2.7]}]
+"#;
+        let bad = PROBES.replace("lb-b.elb.example.net", "lb_b!.elb.example.net");
+        let bad = bad.replace("LB-A.elb.example.net.", "lb-a.elb.example.net");
+        let all = format!("{TO_LOAD_BALANCERS}---{other}---{bad}")
+            .replace("[b.klb.api.example.com]", "[lb_b!.elb.example.net]");
+        let e = convert(&docs(&all), Mode::Import).err().unwrap();
+        assert!(
+            e.to_string().contains("DNSHealthCheckProbe api-lb-b"),
+            "{e}"
+        );
+        let live = convert(&docs(&all), Mode::Live).unwrap();
+        assert!(
+            live.by_record.contains_key("web"),
+            "the other record publishes"
+        );
+        let why = &live.unpublished["api"];
+        assert!(
+            why.contains("lb_b!.elb.example.net") && why.contains("refused"),
+            "{why}"
+        );
     }
 }

@@ -730,7 +730,8 @@ fn import_from_kuadrant_attaches_each_policy_to_its_gateways_records() {
 
 /// `import --from kuadrant` on a Gateway and its DNSPolicy, without DNSRecords: each
 /// listener's hostname is published at the Gateway's status addresses (IPv4 and IPv6; a
-/// Hostname-type address is not an address), as the record Kuadrant would make
+/// Hostname-type address beside them is left to them: a name answers addresses or a CNAME),
+/// as the record Kuadrant would make
 /// (`GATEWAY-LISTENER`); a wildcard listener publishes its wildcard.
 #[test]
 fn import_from_kuadrant_publishes_a_targeted_gateways_listeners() {

@@ -17,9 +17,14 @@ fn repo(path: &str) -> std::path::PathBuf {
 /// `kubectl kustomize` of `dir`, validated strictly against the Kubernetes schemas
 /// (`kubernetes-validate`); the rendered text.
 pub(crate) fn render_and_validate(dir: &str) -> String {
+    render_and_validate_at(&repo(dir))
+}
+
+/// [`render_and_validate`] of a kustomization anywhere.
+pub(crate) fn render_and_validate_at(dir: &Path) -> String {
     let rendered = Command::new("kubectl")
         .arg("kustomize")
-        .arg(repo(dir))
+        .arg(dir)
         .output()
         .expect("kubectl is missing: run the test command (bash .ci/test), which installs kubernetes-client");
     assert!(

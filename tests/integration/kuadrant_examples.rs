@@ -212,3 +212,121 @@ fn kuadrants_v1_policies_translate() {
         }
     }
 }
+
+/// The load balancers a name's chain of CNAMEs leads to (lower case, no trailing dot),
+/// walked here independently of the import; `None` where it leads to an address.
+fn outside_hosts(recs: &[(String, String, Vec<String>)], name: &str) -> Option<BTreeSet<String>> {
+    let mut hosts = BTreeSet::new();
+    let mut stack = vec![(name.to_owned(), 0)];
+    while let Some((at, depth)) = stack.pop() {
+        assert!(depth < 10, "a loop at {at}");
+        for (_, rtype, targets) in recs.iter().filter(|(n, _, _)| *n == at) {
+            if rtype != "CNAME" {
+                return None;
+            }
+            for t in targets {
+                match recs.iter().any(|(n, _, _)| n == t) {
+                    true => stack.push((t.clone(), depth + 1)),
+                    false => {
+                        hosts.insert(t.clone());
+                    }
+                }
+            }
+        }
+    }
+    Some(hosts)
+}
+
+/// Host-name variants of Kuadrant's layouts (`tests/fixtures/kuadrant/hostnames/`: EKS's
+/// load balancers, known only by name, in the simple and the load-balanced strategy, and a
+/// Gateway reporting only a `Hostname`): every name is published as a CNAME to exactly the
+/// load balancers its chain leads to (a listener's: its Gateway's `Hostname`s), and each
+/// load balancer is an endpoint given by that name, so it is probed at the addresses it
+/// resolves to. The plan is loaded as `run` loads it, without resolving the names (they
+/// are the cloud's, not this machine's).
+#[test]
+fn host_name_variants_answer_a_cname_to_their_chains_load_balancers() {
+    let dir = repo("tests/fixtures/kuadrant/hostnames");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let (mut compared, mut wrong) = (0, Vec::new());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+            .map(|d| Value::deserialize(d).unwrap())
+            .collect();
+        let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for record in docs.iter().filter(|d| d["kind"] == "DNSRecord") {
+            let recs = endpoints(record);
+            let root = record["spec"]["rootHost"].as_str().unwrap();
+            for (name, _, _) in &recs {
+                let plumbing = name.contains(&format!("klb.{root}"));
+                if let (false, Some(hosts)) = (plumbing, outside_hosts(&recs, name)) {
+                    want.insert(name.clone(), hosts);
+                }
+            }
+        }
+        for gateway in docs.iter().filter(|d| d["kind"] == "Gateway") {
+            let hosts: BTreeSet<String> = gateway["status"]["addresses"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(|a| a["value"].as_str().unwrap().to_ascii_lowercase())
+                .collect();
+            for l in gateway["spec"]["listeners"].as_sequence().unwrap() {
+                want.insert(l["hostname"].as_str().unwrap().to_owned(), hosts.clone());
+            }
+        }
+        let out = crate::harness::binary()
+            .args(["import", "--from", "kuadrant"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
+        let tmp = tempfile::tempdir().unwrap();
+        let imported = tmp.path().join("imported.toml");
+        std::fs::write(&imported, &out.stdout).unwrap();
+        let plan = ho_kinds::load_plan(&[&imported]).unwrap();
+        let at = file.file_name().unwrap().to_string_lossy().into_owned();
+        for (name, hosts) in &want {
+            compared += 1;
+            let Some((ti, t)) = plan
+                .tenants
+                .iter()
+                .enumerate()
+                .find(|(_, t)| t.domains.contains(name))
+            else {
+                wrong.push(format!("{at}: {name} is not published"));
+                continue;
+            };
+            let served: BTreeSet<String> = plan
+                .hosts
+                .iter()
+                .filter(|h| h.tenants.contains(&ti))
+                .map(|h| h.host.clone())
+                .collect();
+            let addresses = t
+                .endpoints
+                .iter()
+                .filter(|&&e| plan.endpoints[e].host.is_none());
+            if t.answer != ho_config::Answer::Cname || served != *hosts || addresses.count() > 0 {
+                wrong.push(format!(
+                    "{at}: {name} answers {:?} to {served:?}, its chain leads to {hosts:?}",
+                    t.answer
+                ));
+            }
+        }
+    }
+    // 3 files: 1 + 1 names of records (the rest klb plumbing), 2 listeners.
+    assert_eq!((files.len(), compared), (3, 4));
+    assert!(
+        wrong.is_empty(),
+        "{} of {compared} names:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}

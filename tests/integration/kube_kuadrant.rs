@@ -356,6 +356,8 @@ async fn a_discovered_gateway_gets_the_default_policy_when_asked() {
         kube.object("dnspolicies", "team-a", "gw-o-dns").is_none(),
         "opted out"
     );
+    // Creating default policies is among what the shipped Kuadrant RBAC allows.
+    crate::deploy_kuadrant::assert_rbac_allows(&kube.requests());
 }
 
 /// The default policy's path through a refused edit: a Gateway with two listeners gets its

@@ -62,13 +62,22 @@ impl TrackerCore {
     }
 
     /// The endpoints named in `names` as `/status` shows them (for a resource's status: a
-    /// handful asked for each second, without building the whole list).
+    /// handful asked for each second, without building the whole list); an endpoint given
+    /// by host name is named by each of its addresses' endpoints (`NAME@ADDRESS`).
     pub fn endpoints_named(&self, names: &HashSet<String>, now: Clock) -> Vec<EndpointStatus> {
+        let named = |ep: &ho_config::Endpoint| {
+            names.contains(&ep.name)
+                || ep.host.is_some()
+                    && ep
+                        .name
+                        .rsplit_once('@')
+                        .is_some_and(|(host_endpoint, _)| names.contains(host_endpoint))
+        };
         self.plan
             .endpoints
             .iter()
             .enumerate()
-            .filter(|(_, ep)| names.contains(&ep.name))
+            .filter(|(_, ep)| named(ep))
             .map(|(e, _)| self.endpoint_view(e, now))
             .collect()
     }

@@ -7,7 +7,7 @@
 //! finalizers; every replica admits, so a standby probes the same tenants and takes over
 //! warm.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use ho_config::validate::{validate, Kinds};
 use ho_config::Config;
 use ho_engine::leadership::Leadership;
+use ho_engine::status::EndpointStatus;
 use ho_engine::{EngineReader, Merge, SourceFuture, TenantSource};
 use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -22,7 +23,7 @@ use serde_json::json;
 use tracing::{debug, info};
 
 use super::admit::{key, tenant_name, Admitter, Key, Verdict};
-use super::kuadrant::{Live, Translate};
+use super::kuadrant::{Kuadrant, Live};
 use super::resource::{DNSFailover, FINALIZER};
 use super::status::{status_of, EngineView};
 use super::status_writer::{self, Statuses};
@@ -60,7 +61,7 @@ impl Controller {
         base: Config,
         catalog: Kinds<'static>,
         leadership: Leadership,
-        kuadrant: Option<Box<dyn Translate>>,
+        kuadrant: Option<Kuadrant>,
     ) -> Controller {
         let watched = Watched::start(&client, kuadrant.is_some());
         watched.ready(Duration::from_secs(5)).await;
@@ -68,8 +69,9 @@ impl Controller {
         let statuses = status_writer::spawn(client.clone(), leadership.clone(), failovers);
         let kuadrant = kuadrant
             .zip(watched.kuadrant.clone())
-            .map(|(translate, stores)| {
-                Live::new(translate, stores, client.clone(), leadership.clone())
+            .map(|(parts, stores)| {
+                let state = base.state_dir.as_deref();
+                Live::new(parts, stores, client.clone(), leadership.clone(), state)
             });
         Controller {
             client,
@@ -95,7 +97,9 @@ impl Controller {
         let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
             let gateways = self.watched.listed_gateways();
+            kuadrant.read_secrets().await;
             kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
+            kuadrant.resolve(&self.base.resolver).await;
         }
         let deleting = all.iter().any(|r| r.metadata.deletion_timestamp.is_some())
             || self.kuadrant.as_ref().is_some_and(|k| k.core().deleting());
@@ -206,20 +210,25 @@ impl Controller {
         }
         self.statuses.send(changed);
         if let Some(kuadrant) = self.kuadrant.as_mut() {
+            if kuadrant.resolve_due(&self.base.resolver) || kuadrant.secrets_due() {
+                self.watched.poke();
+            }
             kuadrant.finalize(&self.verdicts, &view).await;
-            kuadrant.report(&self.verdicts, &view, now);
-            kuadrant.report_policies(&self.watched, now);
             let endpoints = kuadrant.probe_endpoints();
-            let seen = match endpoints.is_empty() {
-                true => Default::default(),
-                false => engine
-                    .endpoints(endpoints.values().cloned().collect())
-                    .await
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|e| (e.name.clone(), e))
-                    .collect(),
-            };
+            let wanted = kuadrant.wanted_endpoints();
+            let mut seen: HashMap<String, Vec<EndpointStatus>> = HashMap::new();
+            if !wanted.is_empty() {
+                for e in engine.endpoints(wanted.clone()).await.unwrap_or_default() {
+                    // A host name's endpoint answers for each address's (`NAME@ADDRESS`).
+                    let named = match e.name.rsplit_once('@') {
+                        Some((host, _)) if !wanted.contains(&e.name) => host.to_owned(),
+                        _ => e.name.clone(),
+                    };
+                    seen.entry(named).or_default().push(e);
+                }
+            }
+            kuadrant.report(&self.verdicts, &view, &seen, now);
+            kuadrant.report_policies(&self.watched, now);
             kuadrant.report_probes(&endpoints, &seen);
             let gateways = self.watched.gateway_objects();
             kuadrant.write_gateways(&gateways, &self.base, now).await;

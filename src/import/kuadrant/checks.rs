@@ -1,6 +1,8 @@
 //! Kuadrant's health-check blocks (a DNSPolicy's `healthCheck`, a DNSRecord's
 //! `spec.healthCheck`, a DNSHealthCheckProbe's spec) as our `check` tables.
 
+use ho_kube::tenants::kuadrant::{HEADER_ERROR, HEADER_FILES};
+
 use super::*;
 
 /// What a block means when it leaves a field out: the `kuadrant.io/v1` DNSPolicy and the
@@ -94,7 +96,19 @@ pub(super) fn check_of(
     {
         check.insert("insecure".into(), true.into());
     }
-    if let Some(k) = ["additionalHeaders", "additionalHeadersRef"]
+    if let Some(why) = text(hc, HEADER_ERROR) {
+        bail!("{at}.additionalHeadersRef: {why}");
+    }
+    if let Some(files) = hc.get(HEADER_FILES).and_then(Value::as_mapping) {
+        // Live: the operator wrote the Secret's headers to files only it reads.
+        let mut table = Table::new();
+        for (name, file) in files {
+            if let (Some(name), Some(file)) = (name.as_str(), file.as_str()) {
+                table.insert(name.into(), file.into());
+            }
+        }
+        check.insert("headers_from_files".into(), table.into());
+    } else if let Some(k) = ["additionalHeaders", "additionalHeadersRef"]
         .iter()
         .find(|k| hc.get(**k).is_some())
     {
@@ -115,6 +129,8 @@ pub(super) fn check_of(
         "expectedResponses",
         "additionalHeaders",
         "additionalHeadersRef",
+        HEADER_FILES,
+        HEADER_ERROR,
     ];
     let mut all_known: Vec<&str> = known.to_vec();
     all_known.extend(insecure);

@@ -1,7 +1,8 @@
 //! A Gateway's listeners as the DNSRecords Kuadrant makes for them: a DNSPolicy whose
 //! `targetRef` names a Gateway publishes each listener's `hostname` (only
 //! `sectionName`'s listener when given) at the addresses in the Gateway's
-//! `status.addresses`, in a record named `GATEWAY-LISTENER` as Kuadrant names it. A record
+//! `status.addresses` (a `Hostname` one, a cloud load balancer's, as a CNAME to it), in
+//! a record named `GATEWAY-LISTENER` as Kuadrant names it. A record
 //! of that name written by hand (or by Kuadrant) comes first. A wildcard hostname is
 //! published as one (the embedded server answers it as RFC 4592 says); a listener without
 //! a hostname is left out, said in a note.
@@ -28,19 +29,20 @@ pub(super) fn listener_records(
             continue;
         };
         let gw = policy.gateway().expect("found by its name");
-        let addresses: Vec<(&str, &str)> = gateway
+        let mut addresses: Vec<(String, &str)> = gateway
             .get("status")
             .and_then(|s| s.get("addresses"))
             .and_then(Value::as_sequence)
             .into_iter()
             .flatten()
-            .filter(|a| text(a, "type").is_none_or(|t| t == "IPAddress"))
-            .filter_map(|a| text(a, "value"))
-            .filter_map(|v| {
-                let ip: IpAddr = v.parse().ok()?;
-                Some((v, if ip.is_ipv4() { "A" } else { "AAAA" }))
-            })
+            .filter_map(status_address)
             .collect();
+        // A name answers addresses or a CNAME, not both: a Gateway that reports an IP
+        // address is published at its IP addresses, one reporting only host names (a cloud
+        // load balancer's) as a CNAME to them.
+        if addresses.iter().any(|(_, t)| *t != "CNAME") {
+            addresses.retain(|(_, t)| *t != "CNAME");
+        }
         let listeners = gateway
             .get("spec")
             .and_then(|s| s.get("listeners"))
@@ -68,7 +70,7 @@ pub(super) fn listener_records(
                 continue;
             };
             if addresses.is_empty() {
-                notes.push(format!("Gateway {gw} has no IPAddress in its status yet: listener {section} ({host}) publishes nothing until it has"));
+                notes.push(format!("Gateway {gw} has no IPAddress or Hostname in its status yet: listener {section} ({host}) publishes nothing until it has"));
                 continue;
             }
             made.push(record_of(&name, section, host, &addresses));
@@ -77,8 +79,25 @@ pub(super) fn listener_records(
     made
 }
 
+/// A Gateway's `status.addresses[]` entry as a record's target and type: an `IPAddress`
+/// (the type when unset) as an A or AAAA target, a `Hostname` (a cloud load balancer's
+/// name) as a CNAME's, as dns-operator writes them; other types are skipped.
+fn status_address(a: &Value) -> Option<(String, &'static str)> {
+    let value = text(a, "value")?;
+    match text(a, "type") {
+        None | Some("IPAddress") => {
+            let ip: IpAddr = value.parse().ok()?;
+            Some((ip.to_string(), if ip.is_ipv4() { "A" } else { "AAAA" }))
+        }
+        Some("Hostname") => super::probes::probe_address(value)
+            .filter(|h| h.parse::<IpAddr>().is_err())
+            .map(|h| (h, "CNAME")),
+        Some(_) => None,
+    }
+}
+
 /// A DNSRecord as Kuadrant's simple strategy writes it for one listener.
-fn record_of(name: &str, listener: &str, host: &str, addresses: &[(&str, &str)]) -> Value {
+fn record_of(name: &str, listener: &str, host: &str, addresses: &[(String, &str)]) -> Value {
     let map = |pairs: Vec<(&str, Value)>| {
         Value::Mapping(
             pairs
@@ -88,11 +107,11 @@ fn record_of(name: &str, listener: &str, host: &str, addresses: &[(&str, &str)])
         )
     };
     let mut endpoints = Vec::new();
-    for rtype in ["A", "AAAA"] {
+    for rtype in ["A", "AAAA", "CNAME"] {
         let targets: Vec<Value> = addresses
             .iter()
             .filter(|(_, t)| *t == rtype)
-            .map(|(a, _)| Value::from(*a))
+            .map(|(a, _)| Value::from(a.as_str()))
             .collect();
         if !targets.is_empty() {
             endpoints.push(map(vec![

@@ -31,29 +31,6 @@ impl Endpoints {
         }
     }
 
-    pub(super) fn probe(&mut self, doc: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
-        let name = doc
-            .get("metadata")
-            .and_then(|m| text(m, "name"))
-            .context("a DNSHealthCheckProbe has no metadata.name")?;
-        let spec = doc
-            .get("spec")
-            .with_context(|| format!("DNSHealthCheckProbe {name} has no spec"))?;
-        let address = text(spec, "address")
-            .with_context(|| format!("DNSHealthCheckProbe {name} has no address"))?;
-        let ip: IpAddr = address.parse().with_context(|| {
-            format!("DNSHealthCheckProbe {name}: address {address:?} is not an IP address (the address probed is the address published; resolve the load balancer's name first)")
-        })?;
-        let mut ep = Table::new();
-        ep.insert("name".into(), name.into());
-        ep.insert("address".into(), ip.to_string().into());
-        let at = format!("DNSHealthCheckProbe {name}.spec");
-        let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
-        ep.insert("check".into(), check.into());
-        self.list.push((ip.to_string(), ep));
-        Ok(())
-    }
-
     /// The endpoint of `address` (an IP address or a host name), made from a record
     /// (named `record-N`) if no probe names it.
     pub(super) fn of_address(&mut self, address: &str, record: &str) -> String {
@@ -334,14 +311,13 @@ fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<
 /// flattened, so they are not published on their own; each address takes the geo and
 /// weight of the CNAMEs that lead to it, and a `*` geo makes that geo the default.
 ///
-/// A name whose chain ends at host names outside the record becomes a tenant answering
-/// `cname` on import; watched live it is left out, said why: the `DNSFailover` a live record
-/// stands in for takes addresses only.
+/// A name whose chain ends at host names outside the record (load balancers) becomes a
+/// tenant answering `cname`, as dns-operator answers it: a CNAME to the load balancer's
+/// name, which is probed at the addresses it resolves to.
 pub(super) fn tenants_of_record(
     doc: &Value,
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
-    mode: super::Mode,
 ) -> anyhow::Result<Vec<Tenant>> {
     let name = record_name(doc)?;
     let spec = doc
@@ -394,10 +370,6 @@ pub(super) fn tenants_of_record(
         }
         if !shape.hosts.is_empty() && !shape.addresses.is_empty() {
             left_out.push(format!("{} ({n} leads both to addresses and to host names outside the record: a name answers a CNAME or addresses, not both)", at.at));
-            continue;
-        }
-        if let (Some((host, _, _)), super::Mode::Live) = (shape.hosts.first(), mode) {
-            left_out.push(format!("{} ({n} CNAME {host}: a name outside the record, which a live record cannot publish yet; `import --from kuadrant` makes it a tenant answering a CNAME)", at.at));
             continue;
         }
         let tenant = match groups.iter_mut().find(|(s, _)| *s == shape) {

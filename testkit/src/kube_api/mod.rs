@@ -1,7 +1,7 @@
 //! A Kubernetes API test server. No kube-apiserver can be installed on the test machines,
 //! so this implements, with the real server's semantics, what the orchestrator uses:
 //!
-//! - ConfigMaps, Services, Nodes (cluster-scoped), Leases (`coordination.k8s.io/v1`),
+//! - ConfigMaps, Secrets, Services, Nodes (cluster-scoped), Leases (`coordination.k8s.io/v1`),
 //!   `DNSFailover`s (`healthorchestrator.io/v1alpha1`), Gateways
 //!   (`gateway.networking.k8s.io/v1`), Ingresses (`networking.k8s.io/v1`) and Kuadrant's `DNSRecord`s, `DNSHealthCheckProbe`s
 //!   and `DNSPolicy`s, external-dns's `DNSEndpoint`s (`externaldns.k8s.io/v1alpha1`), at

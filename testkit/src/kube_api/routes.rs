@@ -69,6 +69,7 @@ const fn custom(
 /// Every resource the server serves.
 pub const TYPES: &[ResourceType] = &[
     core("configmaps", "ConfigMap", true, false),
+    core("secrets", "Secret", true, false),
     core("services", "Service", true, true),
     core("nodes", "Node", false, true),
     ResourceType {

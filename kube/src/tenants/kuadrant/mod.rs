@@ -11,6 +11,10 @@
 
 mod carry;
 mod gateways;
+mod headers;
+mod health;
+mod probes;
+mod resolve;
 mod round;
 #[cfg(test)]
 mod round_tests;
@@ -18,7 +22,6 @@ mod status;
 mod translate;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use ho_config::Config;
@@ -31,26 +34,38 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 pub use gateways::AFFECTED;
+pub use headers::{HEADER_ERROR, HEADER_FILES};
 pub use round::{Core, View};
 pub use translate::{
     stand_in_name, translate_all, Allowance, Listener, Policies, PolicyOutcome, Record, Records,
     Translate, Translation,
 };
 
-use super::admit::{endpoint_name, tenant_name, Key, Verdict};
+use super::admit::{tenant_name, Key, Verdict};
 use super::discover::Lookup;
 use super::resource::{Condition, DNSFailover, DNSFailoverSpec, DNSFailoverStatus, FINALIZER};
-use super::status::{status_of, EngineView};
+use super::status::{status_of, EngineView, Observed};
 use super::status_writer::{self, Statuses};
 use super::watch::{listed, KuadrantStores};
 use round::{being_deleted, holds_finalizer};
-use status::{policy_status, probe_status, PolicyFacts};
+use status::{policy_status, PolicyFacts};
+
+/// What the binary hands the controller to follow Kuadrant's resources: the import's
+/// translation, and the DNS client that checks the load balancers' host names.
+pub struct Kuadrant {
+    /// The translation of one namespace's documents.
+    pub translate: Box<dyn Translate>,
+    /// Asks the operator's `[resolver]`.
+    pub dns: Arc<dyn ho_engine::dns_client::DnsClient>,
+}
 
 /// Kuadrant's resources in the controller: the stores, the translation, this round's
 /// stand-ins and policy outcomes, and the writers of the records', policies' and probes'
 /// status.
 pub struct Live {
     core: Core,
+    hosts: resolve::HostCheck,
+    headers: headers::HeaderSecrets,
     stores: KuadrantStores,
     /// The records whose `Ready` is `True`, as the last report computed.
     ready: BTreeSet<(String, String)>,
@@ -68,18 +83,22 @@ pub struct Live {
 
 impl Live {
     /// Kuadrant's side, writing record statuses through `client` while `leadership` allows.
+    /// Probe header Secrets' values are kept under `state_dir`.
     pub fn new(
-        translate: Box<dyn Translate>,
+        parts: Kuadrant,
         stores: KuadrantStores,
         client: Client,
         leadership: Leadership,
+        state_dir: Option<&std::path::Path>,
     ) -> Live {
         let writer = |t| status_writer::spawn(client.clone(), leadership.clone(), t);
         Live {
             statuses: writer(KuadrantStores::record_type()),
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
-            core: Core::new(translate),
+            core: Core::new(parts.translate),
+            hosts: resolve::HostCheck::new(parts.dns),
+            headers: headers::HeaderSecrets::new(state_dir),
             stores,
             ready: BTreeSet::new(),
             refused: BTreeMap::new(),
@@ -117,7 +136,13 @@ impl Live {
         let complete = std::iter::once(&self.stores.records)
             .chain(&self.stores.others)
             .all(listed);
-        let (records, others) = (self.stores.records.state(), self.stores.other_documents());
+        let records = self.stores.records.state();
+        let others: Vec<Arc<DynamicObject>> = self
+            .stores
+            .other_documents()
+            .into_iter()
+            .map(|o| self.with_headers(o))
+            .collect();
         let view = gateways.filter(|_| complete).map(|gateways| View {
             records: &records,
             others: &others,
@@ -126,15 +151,74 @@ impl Live {
         self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
+    /// Reads the header Secrets the probes name, when due (each round; again after a
+    /// while, for rotated values).
+    pub async fn read_secrets(&mut self) {
+        self.headers
+            .refresh(&self.client, &self.stores.probes())
+            .await;
+    }
+
+    /// Whether the header Secrets are due to be read again.
+    pub fn secrets_due(&self) -> bool {
+        self.headers.due()
+    }
+
+    /// Probe `o` as the translation reads it, with its header Secret's files (or why it
+    /// has none); any other document as it is.
+    fn with_headers(&self, o: Arc<DynamicObject>) -> Arc<DynamicObject> {
+        let is_probe = o
+            .types
+            .as_ref()
+            .is_some_and(|t| t.kind == "DNSHealthCheckProbe");
+        if !is_probe || o.data["spec"]["additionalHeadersRef"].is_null() {
+            return o;
+        }
+        let mut probe = (*o).clone();
+        let ns = probe.metadata.namespace.clone().unwrap_or_default();
+        let name = probe.metadata.name.clone().unwrap_or_default();
+        self.headers.annotate(&ns, &name, &mut probe.data);
+        Arc::new(probe)
+    }
+
+    /// Looks up the load balancers' host names the records carry that the engine does not
+    /// follow yet, and refuses each record naming one that does not resolve (alone: the
+    /// engine runs no plan with a name it cannot resolve).
+    pub async fn resolve(&mut self, resolver: &ho_config::ResolverConfig) {
+        self.hosts.look_up(self.core.host_names(), resolver).await;
+        let hosts = &self.hosts;
+        self.core.refuse_unresolved(&|h| hosts.unresolved(h));
+    }
+
+    /// Whether a host name that did not resolve is due to be asked again.
+    pub fn resolve_due(&self, resolver: &ho_config::ResolverConfig) -> bool {
+        self.hosts.retry_due(resolver)
+    }
+
     /// The pure side: the records, policies, stand-ins and refusals.
     pub fn core(&self) -> &Core {
         &self.core
     }
 
+    /// The written records as the watch has them now. The round's copy of a record keeps
+    /// the status and resourceVersion it had then (a status change is no new round): a
+    /// status judged against it would be written again at every report, and a finalizer
+    /// patched on its version would conflict until the next round.
+    fn latest_records(&self) -> HashMap<(String, String), Arc<DynamicObject>> {
+        let state = self.stores.records.state().into_iter();
+        state
+            .map(|r| {
+                let ns = r.metadata.namespace.clone().unwrap_or_default();
+                ((ns, r.name_any()), r)
+            })
+            .collect()
+    }
+
     /// Adds the finalizer to records that publish, and takes it from records being deleted
     /// once every sink holds their withdrawal (the writer only).
     pub async fn finalize(&self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>) {
-        for ((ns, _), record) in self.core.records() {
+        let latest = self.latest_records();
+        for ((ns, name), record) in self.core.records() {
             if record.listener.is_some() {
                 continue;
             }
@@ -142,7 +226,9 @@ impl Live {
                 Ok(all) => all.iter().map(|s| (ns.clone(), s.name_any())).collect(),
                 Err(_) => Vec::new(),
             };
-            let object = &record.object;
+            let object = latest
+                .get(&(ns.clone(), name.clone()))
+                .unwrap_or(&record.object);
             let publishes = stand_in_keys.iter().any(|k| {
                 matches!(
                     verdicts.get(k),
@@ -230,13 +316,25 @@ impl Live {
         }
     }
 
-    /// Writes each record's `Accepted` and `Ready` conditions where they changed.
-    pub fn report(&mut self, verdicts: &BTreeMap<Key, Verdict>, view: &EngineView<'_>, now: f64) {
+    /// Writes each record's `Accepted` and `Ready` conditions, and its per-endpoint health
+    /// from `seen` (the endpoints [`Self::wanted_endpoints`] named), where they changed.
+    pub fn report(
+        &mut self,
+        verdicts: &BTreeMap<Key, Verdict>,
+        view: &EngineView<'_>,
+        seen: &HashMap<String, Vec<EndpointStatus>>,
+        now: f64,
+    ) {
+        let leaves = health::leaves_of(self.core.records());
+        let latest = self.latest_records();
         let mut changed = BTreeMap::new();
         let mut ready = BTreeSet::new();
         let mut refused = BTreeMap::new();
         for ((ns, name), entry) in self.core.records() {
-            let (record, stand_ins) = (&entry.object, &entry.stand_ins);
+            let record = latest
+                .get(&(ns.clone(), name.clone()))
+                .unwrap_or(&entry.object);
+            let stand_ins = &entry.stand_ins;
             let own = (ns.clone(), stand_in_name(name));
             // The record is as well as its worst stand-in: a refused one names the refusal.
             let (key, stand_in) = match stand_ins {
@@ -261,7 +359,31 @@ impl Live {
                 conditions: current.clone(),
                 ..DNSFailoverStatus::default()
             });
-            let want = status_of(&subject, verdicts.get(&key), None, view, now);
+            let mut want = status_of(&subject, verdicts.get(&key), None, view, now);
+            let before = &record.data["status"]["healthCheck"];
+            let health = leaves.get(&(ns.clone(), name.clone())).map(|l| {
+                let root = record.data["spec"]["rootHost"].as_str().unwrap_or_default();
+                let at = Observed {
+                    generation: record.metadata.generation,
+                    now,
+                };
+                health::record_health(l, seen, root, &current, before, at)
+            });
+            // A record being deleted keeps the health it had: its endpoints leave with it,
+            // and a status write then would only delay the finalizer's release.
+            want.conditions.retain(|c| c.type_ != "Healthy");
+            let health_check = match health {
+                _ if being_deleted(record) => {
+                    let kept = current.iter().find(|c| c.type_ == "Healthy");
+                    want.conditions.extend(kept.cloned());
+                    before.clone()
+                }
+                Some((healthy, probes)) => {
+                    want.conditions.push(healthy);
+                    probes
+                }
+                None => Value::Null,
+            };
             if want
                 .conditions
                 .iter()
@@ -273,10 +395,11 @@ impl Live {
                 if let Some(why) = refusal(verdicts.get(&key)) {
                     refused.insert((ns.clone(), name.clone()), why);
                 }
-            } else if want.conditions != current {
+            } else if want.conditions != current || *before != health_check {
                 let status = json!({
                     "observedGeneration": record.metadata.generation,
                     "conditions": want.conditions,
+                    "healthCheck": health_check,
                 });
                 changed.insert((ns.clone(), name.clone()), status);
             }
@@ -328,62 +451,14 @@ impl Live {
             .collect()
     }
 
-    /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
-    /// address: the first published record of its namespace that has the address.
-    pub fn probe_endpoints(&self) -> BTreeMap<(String, String), String> {
-        let mut found = BTreeMap::new();
-        for probe in self.stores.probes() {
-            let ns = probe.metadata.namespace.clone().unwrap_or_default();
-            let name = probe.metadata.name.clone().unwrap_or_default();
-            let Some(address) = probe.data["spec"]["address"]
-                .as_str()
-                .and_then(|a| a.parse::<IpAddr>().ok())
-            else {
-                continue;
-            };
-            let stand_in = self
-                .core
-                .records()
-                .iter()
-                .filter(|((n, _), _)| *n == ns)
-                .filter_map(|(_, r)| r.stand_ins.as_ref().ok())
-                .flatten()
-                .find(|s| {
-                    s.spec
-                        .endpoints
-                        .iter()
-                        .any(|e| e.addresses.iter().any(|a| a.parse() == Ok(address)))
-                });
-            if let Some(s) = stand_in {
-                let tenant = tenant_name(&(ns.clone(), s.name_any()));
-                found.insert((ns, name), endpoint_name(&tenant, &address));
-            }
-        }
-        found
-    }
-
-    /// Writes each DNSHealthCheckProbe's status where it changed, from the engine's view of
-    /// the endpoints [`Self::probe_endpoints`] named. `lastCheck` rides along with a change
-    /// and is not one itself: probes run every second or faster, a write each time would
-    /// be a write per probe per second.
-    pub fn report_probes(
-        &self,
-        endpoints: &BTreeMap<(String, String), String>,
-        seen: &HashMap<String, EndpointStatus>,
-    ) {
-        let mut changed = BTreeMap::new();
-        for probe in self.stores.probes() {
-            let key = (
-                probe.metadata.namespace.clone().unwrap_or_default(),
-                probe.metadata.name.clone().unwrap_or_default(),
-            );
-            let endpoint = endpoints.get(&key).and_then(|e| seen.get(e));
-            let want = probe_status(&probe, endpoint);
-            if differs(&probe, &want, &["healthy", "consecutiveFailures", "reason"]) {
-                changed.insert(key, want);
-            }
-        }
-        self.probe_statuses.send(changed);
+    /// Every endpoint whose verdict a status reports: the probes' and the records'.
+    pub fn wanted_endpoints(&self) -> HashSet<String> {
+        let leaves = health::leaves_of(self.core.records());
+        let records = leaves.into_values().flatten().map(|(e, _)| e);
+        self.probe_endpoints()
+            .into_values()
+            .chain(records)
+            .collect()
     }
 }
 

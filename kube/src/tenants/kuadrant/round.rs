@@ -3,6 +3,7 @@
 //! and what admission gets of them. No client and no clock: the controller drives it once
 //! a round, and tests drive it step by step.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
@@ -69,6 +70,40 @@ impl Core {
         self.records = records;
         self.policies = policies;
         self.listed = true;
+    }
+
+    /// Every host name the records' stand-ins are given (a load balancer's, for the
+    /// engine to resolve).
+    pub fn host_names(&self) -> BTreeSet<String> {
+        let stand_ins = self
+            .records
+            .values()
+            .filter_map(|r| r.stand_ins.as_ref().ok());
+        stand_ins
+            .flatten()
+            .flat_map(|s| &s.spec.endpoints)
+            .flat_map(|source| source.hosts.iter().cloned())
+            .collect()
+    }
+
+    /// Refuses each record one of whose host names is `unresolved` (with why), so that the
+    /// name never reaches the engine, whose plan would not run without it: the record keeps
+    /// its last accepted answer, and the other records go on.
+    pub fn refuse_unresolved(&mut self, unresolved: &dyn Fn(&str) -> Option<String>) {
+        for record in self.records.values_mut() {
+            let Ok(stand_ins) = &record.stand_ins else {
+                continue;
+            };
+            let hosts = stand_ins.iter().flat_map(|s| &s.spec.endpoints);
+            let why = hosts
+                .flat_map(|source| &source.hosts)
+                .find_map(|h| unresolved(h).map(|why| (h.clone(), why)));
+            if let Some((host, why)) = why {
+                record.stand_ins = Err(format!(
+                    "host name {host} does not resolve through the operator's [resolver]: {why}"
+                ));
+            }
+        }
     }
 
     /// The records, per (namespace, name).

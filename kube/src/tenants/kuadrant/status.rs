@@ -6,8 +6,8 @@
 //!   the Gateway its `targetRef` names does not exist) and, once accepted, `Enforced`
 //!   (`Enforced` when every record it governs is ready, "partially" naming the others;
 //!   `Unknown` when none is), with `totalRecords`.
-//! - `DNSHealthCheckProbe`: `healthy`, `consecutiveFailures`, `reason` and `lastCheck`,
-//!   from the engine's verdict on the probe's address.
+//! - `DNSHealthCheckProbe`: `healthy`, `consecutiveFailures`, `reason` and `lastCheckedAt`,
+//!   from the engine's verdict on the probe's address (every address of a host name).
 
 use ho_engine::hysteresis::Health;
 use ho_engine::status::EndpointStatus;
@@ -153,34 +153,62 @@ fn enforced(
     condition(previous, at, "Enforced", ok, reason, message)
 }
 
+/// What the engine knows of a probe's address.
+pub enum Probed<'a> {
+    /// The endpoints probing it: one for an IP address, one per address a host name
+    /// resolves to.
+    At(&'a [&'a EndpointStatus]),
+    /// Not probed, and why; `failed`: the reason is a failure of the probe's own (an
+    /// address that is not one, a name that does not resolve), as dns-operator reports it.
+    Not { failed: bool, reason: String },
+}
+
 /// The `DNSHealthCheckProbe`'s status as a merge patch of `status`, from the engine's view
-/// of its address (`None`: not probed, because no published record names it).
-pub fn probe_status(probe: &DynamicObject, endpoint: Option<&EndpointStatus>) -> Value {
+/// of its address: for a host name, of every address it resolves to, judged as
+/// dns-operator judges a CNAME's probe (unhealthy when any address fails, its failure the
+/// reason).
+pub fn probe_status(probe: &DynamicObject, probed: Probed<'_>) -> Value {
     let generation = probe.metadata.generation;
-    let Some(e) = endpoint else {
-        return json!({
-            "observedGeneration": generation,
-            "healthy": Value::Null,
-            "consecutiveFailures": 0,
-            "reason": "not probed: no published DNSRecord has this address",
-        });
+    let endpoints = match probed {
+        Probed::At(endpoints) => endpoints,
+        Probed::Not { failed, reason } => {
+            return json!({
+                "observedGeneration": generation,
+                "healthy": if failed { json!(false) } else { Value::Null },
+                "consecutiveFailures": 0,
+                "reason": reason,
+            });
+        }
     };
-    let healthy = match e.state {
-        Health::Up => Some(true),
-        Health::Down => Some(false),
-        Health::Unknown => None,
+    let down = endpoints.iter().find(|e| e.state == Health::Down);
+    let healthy = match down {
+        Some(_) => Some(false),
+        None if !endpoints.is_empty() && endpoints.iter().all(|e| e.state == Health::Up) => {
+            Some(true)
+        }
+        None => None,
     };
-    let reason = match &e.last {
-        Some(last) if !last.ok => last.reason.clone(),
-        Some(_) => String::new(),
-        None => "not probed yet".to_owned(),
+    let failing = endpoints
+        .iter()
+        .find(|e| e.last.as_ref().is_some_and(|l| !l.ok));
+    let reason = match failing.and_then(|e| e.last.as_ref()) {
+        Some(last) => last.reason.clone(),
+        None if endpoints.iter().any(|e| e.last.is_none()) || endpoints.is_empty() => {
+            "not probed yet".to_owned()
+        }
+        None => String::new(),
     };
+    let last = endpoints
+        .iter()
+        .filter_map(|e| e.last.as_ref())
+        .map(|l| l.at.to_string())
+        .max();
     json!({
         "observedGeneration": generation,
         "healthy": healthy,
-        "consecutiveFailures": e.failed_in_a_row,
+        "consecutiveFailures": endpoints.iter().map(|e| e.failed_in_a_row).max().unwrap_or(0),
         "reason": reason,
-        "lastCheck": e.last.as_ref().map(|l| l.at.to_string()),
+        "lastCheckedAt": last,
     })
 }
 

@@ -288,7 +288,8 @@ fn document(o: &DynamicObject) -> Value {
 }
 
 /// The tenant's endpoints as `DNSFailover` sources, one per address with its labels,
-/// weight, priority and check.
+/// weight, priority and check: an IP address under `addresses`, a load balancer's host name
+/// (a CNAME's target, a host-name probe's address) under `hosts`.
 fn sources_of(tenant: &Value, config: &Value) -> Vec<Value> {
     let endpoints: Vec<&Value> = match &tenant["endpoints"] {
         Value::Array(names) => names
@@ -308,7 +309,11 @@ fn sources_of(tenant: &Value, config: &Value) -> Vec<Value> {
     endpoints
         .iter()
         .map(|e| {
-            let mut source = json!({ "addresses": [e["address"]] });
+            let by_name = e["address"]
+                .as_str()
+                .is_some_and(|a| a.parse::<std::net::IpAddr>().is_err());
+            let key = if by_name { "hosts" } else { "addresses" };
+            let mut source = json!({ key: [e["address"]] });
             for key in ["labels", "weight", "priority", "check"] {
                 if !e[key].is_null() {
                     source[key] = e[key].clone();
@@ -337,6 +342,7 @@ fn stand_in(
     for (key, field) in [
         ("ttl", "ttl"),
         ("policy", "policy"),
+        ("answer", "answer"),
         ("weights", "weights"),
         ("default_weight", "defaultWeight"),
         ("default_geo", "defaultGeo"),

@@ -1,0 +1,156 @@
+//! A DNSHealthCheckProbe's header Secret (`spec.additionalHeadersRef`): each key of the
+//! Secret in the probe's namespace is a header name and its value the header's, sent with
+//! every probe, as dns-operator sends them. The values never enter the config: each is
+//! written to a file only this process reads (under `state_dir`), which the probe's check
+//! names in `headers_from_files`, so it is shown and logged redacted like any secret
+//! header. The Secret is read by name (`get`, nothing listed or watched), at each round
+//! and again after [`REREAD`], so a rotated token is picked up.
+//!
+//! A probe whose Secret cannot be read, or holds a key that cannot be a header name,
+//! refuses itself alone (the records naming its address keep their last answer), its
+//! status saying why in dns-operator's words.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DynamicObject};
+use kube::Client;
+use serde_json::{json, Value};
+
+/// How long a Secret read is trusted before it is read again.
+pub const REREAD: Duration = Duration::from_secs(30);
+
+/// The probes' header Secrets as last read, and where their values are written.
+pub struct HeaderSecrets {
+    dir: PathBuf,
+    /// Per (namespace, probe): header name -> file, or why there are none.
+    read: HashMap<(String, String), Result<BTreeMap<String, PathBuf>, String>>,
+    last: Option<Instant>,
+}
+
+impl HeaderSecrets {
+    /// Values are written under `state_dir` (the system's temporary directory without one).
+    pub fn new(state_dir: Option<&Path>) -> HeaderSecrets {
+        let base = match state_dir {
+            Some(d) => d.to_path_buf(),
+            None => std::env::temp_dir().join(format!("ho-{}", std::process::id())),
+        };
+        HeaderSecrets {
+            dir: base.join("kuadrant-headers"),
+            read: HashMap::new(),
+            last: None,
+        }
+    }
+
+    /// Whether the Secrets are due to be read again.
+    pub fn due(&self) -> bool {
+        !self.read.is_empty() && self.last.is_none_or(|at| at.elapsed() >= REREAD)
+    }
+
+    /// Reads the Secret each of `probes` names (if due), writes its headers' files, and
+    /// forgets (and deletes the files of) probes that name none any more.
+    pub async fn refresh(&mut self, client: &Client, probes: &[Arc<DynamicObject>]) {
+        let wanted: Vec<((String, String), String)> = probes
+            .iter()
+            .filter_map(|p| {
+                let secret = p.data["spec"]["additionalHeadersRef"]["name"].as_str()?;
+                let ns = p.metadata.namespace.clone().unwrap_or_default();
+                Some(((ns, p.metadata.name.clone()?), secret.to_owned()))
+            })
+            .collect();
+        let fresh = self.last.is_some_and(|at| at.elapsed() < REREAD);
+        let known = wanted.iter().all(|(k, _)| self.read.contains_key(k));
+        if fresh && known && wanted.len() == self.read.len() {
+            return;
+        }
+        let mut read = HashMap::new();
+        for ((ns, probe), secret) in wanted {
+            let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
+            let headers = match api.get_opt(&secret).await {
+                Ok(Some(s)) => self.write(&ns, &probe, &s),
+                Ok(None) => Err(format!(
+                    "error retrieving additional headers secret {ns}/{secret}: not found"
+                )),
+                Err(e) => Err(format!(
+                    "error retrieving additional headers secret {ns}/{secret}: {e}"
+                )),
+            };
+            read.insert((ns, probe), headers);
+        }
+        for (ns, probe) in self.read.keys().filter(|k| !read.contains_key(*k)) {
+            let _ = std::fs::remove_dir_all(self.dir.join(ns).join(probe));
+        }
+        self.read = read;
+        self.last = Some(Instant::now());
+    }
+
+    /// Writes each header of `secret` to its file (readable by this process alone).
+    fn write(
+        &self,
+        ns: &str,
+        probe: &str,
+        secret: &Secret,
+    ) -> Result<BTreeMap<String, PathBuf>, String> {
+        let data = secret.data.clone().unwrap_or_default();
+        if let Some(bad) = data.keys().find(|k| !is_header_name(k.trim())) {
+            return Err(format!("invalid header found: {bad}"));
+        }
+        let dir = self.dir.join(ns).join(probe);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut files = BTreeMap::new();
+        for (name, value) in data {
+            let file = dir.join(name.trim());
+            private_write(&file, &value.0)
+                .map_err(|e| format!("the header {name} cannot be kept for the probe: {e}"))?;
+            files.insert(name.trim().to_owned(), file);
+        }
+        Ok(files)
+    }
+
+    /// Probe `probe` of `ns` (its document `doc`) as the translation reads it: the files of
+    /// its headers, or why it has none, beside its `additionalHeadersRef`.
+    pub fn annotate(&self, ns: &str, probe: &str, doc: &mut Value) {
+        match self.read.get(&(ns.to_owned(), probe.to_owned())) {
+            Some(Ok(files)) => doc["spec"][HEADER_FILES] = json!(files),
+            Some(Err(why)) => doc["spec"][HEADER_ERROR] = json!(why),
+            None => {}
+        }
+    }
+}
+
+/// The key under which a live probe document carries its headers' files.
+pub const HEADER_FILES: &str = "additionalHeadersFiles";
+/// The key under which a live probe document carries why its Secret cannot be used.
+pub const HEADER_ERROR: &str = "additionalHeadersError";
+
+/// An HTTP header name (RFC 9110's token), not `Host`, which the probe's `hostname` sets.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.eq_ignore_ascii_case("host")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Writes `bytes` to `file`, its directories created, readable and writable by the owner
+/// alone.
+fn private_write(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = file.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)?;
+    f.write_all(bytes)
+}

@@ -1,0 +1,122 @@
+//! Kuadrant's `DNSHealthCheckProbe`s as endpoints. A probe's `address` is what dns-operator
+//! writes for a record's leaf: an IP address (an A record's target), or a load balancer's
+//! host name (a CNAME's target outside the record), which is probed at every address it
+//! resolves to, as dns-operator's probe worker does. Live, a probe that cannot be read
+//! refuses only the records naming its address, and says why on its own status.
+
+use super::records::{normalize, Endpoints};
+use super::*;
+
+impl Endpoints {
+    /// Probe `doc` as an endpoint at its address (an IP address, or a host name given as
+    /// the endpoint's address, resolved by the running config's `[resolver]`).
+    pub(super) fn probe(&mut self, doc: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
+        let name = doc
+            .get("metadata")
+            .and_then(|m| text(m, "name"))
+            .context("a DNSHealthCheckProbe has no metadata.name")?;
+        let spec = doc
+            .get("spec")
+            .with_context(|| format!("DNSHealthCheckProbe {name} has no spec"))?;
+        let written = text(spec, "address")
+            .with_context(|| format!("DNSHealthCheckProbe {name} has no address"))?;
+        let address = probe_address(written).with_context(|| {
+            format!("DNSHealthCheckProbe {name}: address {written:?} is neither an IP address nor a host name (dns-operator writes an A record's address or a CNAME's target, e.g. a1b2.elb.amazonaws.com)")
+        })?;
+        let mut ep = Table::new();
+        ep.insert("name".into(), endpoint_name(name).into());
+        ep.insert("address".into(), address.clone().into());
+        let at = format!("DNSHealthCheckProbe {name}.spec");
+        let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
+        ep.insert("check".into(), check.into());
+        self.list.push((address, ep));
+        Ok(())
+    }
+}
+
+/// The endpoint's name for probe `name`: the probe's, when it fits the config's 63
+/// characters; else its first 54 and a digest of the whole (dns-operator names a probe
+/// `RECORD-LEAF`, and a load balancer's host name is long), unique and stable.
+fn endpoint_name(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_owned();
+    }
+    // FNV-1a: stable across runs and builds, which the standard hasher is not.
+    let digest = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let cut = (0..=54)
+        .rev()
+        .find(|i| name.is_char_boundary(*i))
+        .unwrap_or(0);
+    let head = name[..cut].trim_end_matches(['-', '.']);
+    format!("{head}-{:08x}", digest as u32)
+}
+
+/// A probe's address as an endpoint's: an IP address as written, a host name in lower case
+/// without its trailing dot; `None` when it is neither (the label rule of the probe's CRD:
+/// letters, digits and hyphens, two labels at least, the last not all digits).
+pub(super) fn probe_address(written: &str) -> Option<String> {
+    if let Ok(ip) = written.parse::<IpAddr>() {
+        return Some(ip.to_string());
+    }
+    let host = normalize(written);
+    let labels: Vec<&str> = host.split('.').collect();
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let last_ok = labels
+        .last()
+        .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
+    (labels.len() >= 2 && labels.iter().all(label_ok) && last_ok && host.len() <= 253)
+        .then_some(host)
+}
+
+/// Each probe as an endpoint. `import` fails on a probe that cannot be read; live, such a
+/// probe refuses only the records naming its address (returned with why), which keep
+/// their last accepted answer, and the namespace's other records go on.
+pub(super) fn read_probes(
+    probes: &[&Value],
+    endpoints: &mut Endpoints,
+    notes: &mut Vec<String>,
+    mode: Mode,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut refused = Vec::new();
+    for probe in probes {
+        match endpoints.probe(probe, notes) {
+            Ok(()) => {}
+            Err(e) if mode == Mode::Live => {
+                let spec = probe.get("spec");
+                let address = spec.and_then(|s| text(s, "address")).unwrap_or_default();
+                let why = format!("its DNSHealthCheckProbe for {address} is refused: {e:#}");
+                refused.push((address.to_owned(), why));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(refused)
+}
+
+/// Why a refused probe refuses `record`: the first whose address is among its targets
+/// (host names compared as DNS compares them).
+pub(super) fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> Option<String> {
+    let targets: Vec<String> = record
+        .get("spec")
+        .and_then(|s| s.get("endpoints"))
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("targets").and_then(Value::as_sequence))
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(normalize)
+        .collect();
+    refused
+        .iter()
+        .find(|(address, _)| targets.contains(&normalize(address)))
+        .map(|(_, why)| why.clone())
+}
