@@ -24,7 +24,8 @@ pub struct Listed {
     pub rtype: String,
     /// Seconds.
     pub ttl: u64,
-    /// Its data, sorted (the items of a weighted policy, as `weight:data`).
+    /// Its data, sorted (the items of a weighted policy as `weight:data`, of a geolocation
+    /// policy as `location:data`).
     pub data: Vec<String>,
     /// The set as the API gave it.
     pub raw: Value,
@@ -52,16 +53,28 @@ impl Listed {
             .to_ascii_lowercase();
         let rtype = raw.get("type")?.as_str()?.to_owned();
         let ttl = raw.get("ttl").and_then(Value::as_u64).unwrap_or(0);
-        let mut data: Vec<String> = match raw.pointer("/routingPolicy/wrr/items") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .flat_map(|item| {
-                    let weight = item.get("weight").and_then(Value::as_f64).unwrap_or(0.0);
-                    strings(item.get("rrdatas"))
-                        .into_iter()
-                        .map(move |d| format!("{weight}:{d}"))
-                })
-                .collect(),
+        let items = |policy: &str, key: &str| match raw
+            .pointer(&format!("/routingPolicy/{policy}/items"))
+        {
+            Some(Value::Array(items)) => Some(
+                (items.iter())
+                    .flat_map(|item| {
+                        let at = match item.get(key) {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(v) => v.as_f64().unwrap_or(0.0).to_string(),
+                            None => String::new(),
+                        };
+                        strings(item.get("rrdatas"))
+                            .into_iter()
+                            .map(move |d| format!("{at}:{d}"))
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let mut data: Vec<String> = match (items("wrr", "weight"), items("geo", "location")) {
+            (Some(weighted), _) => weighted,
+            (None, Some(located)) => located,
             _ if raw.get("routingPolicy").is_some() => vec!["(another routing policy)".into()],
             _ => strings(raw.get("rrdatas")),
         };
@@ -86,23 +99,45 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A record set to add: plain data, or weighted round robin.
-pub fn rrset(name: &str, rtype: &str, ttl: u64, data: &[String], weights: Option<&[f64]>) -> Value {
+/// How a record set's data is answered.
+pub enum Routing<'a> {
+    /// Every datum to every client.
+    Plain,
+    /// Weighted round robin: each datum's weight.
+    Weighted(&'a [f64]),
+    /// Geolocation: each datum's Google Cloud region; a client gets the data of the region
+    /// nearest it.
+    Geo(&'a [String]),
+}
+
+/// A record set to add.
+pub fn rrset(name: &str, rtype: &str, ttl: u64, data: &[String], routing: Routing<'_>) -> Value {
     let mut set = serde_json::json!({
         "kind": "dns#resourceRecordSet",
         "name": format!("{name}."),
         "type": rtype,
         "ttl": ttl,
     });
-    match weights {
-        None => set["rrdatas"] = serde_json::json!(data),
-        Some(weights) => {
+    match routing {
+        Routing::Plain => set["rrdatas"] = serde_json::json!(data),
+        Routing::Weighted(weights) => {
             let items: Vec<Value> = data
                 .iter()
                 .zip(weights)
                 .map(|(d, w)| serde_json::json!({"weight": w, "rrdatas": [d]}))
                 .collect();
             set["routingPolicy"] = serde_json::json!({"wrr": {"items": items}});
+        }
+        Routing::Geo(locations) => {
+            let mut by_location: std::collections::BTreeMap<&str, Vec<&String>> =
+                std::collections::BTreeMap::new();
+            for (d, location) in data.iter().zip(locations) {
+                by_location.entry(location).or_default().push(d);
+            }
+            let items: Vec<Value> = (by_location.into_iter())
+                .map(|(location, d)| serde_json::json!({"location": location, "rrdatas": d}))
+                .collect();
+            set["routingPolicy"] = serde_json::json!({"geo": {"items": items}});
         }
     }
     set
@@ -193,14 +228,35 @@ mod tests {
             "A",
             60,
             &["192.0.2.1".into(), "192.0.2.2".into()],
-            Some(&[3.0, 1.0]),
+            Routing::Weighted(&[3.0, 1.0]),
         ))
         .unwrap();
         assert_eq!(weighted.data, ["1:192.0.2.2", "3:192.0.2.1"]);
-        let geo = Listed::of(json!({"name": "a.example.com.", "type": "A", "ttl": 60,
-            "routingPolicy": {"geo": {"items": []}}}))
+        let located = Listed::of(rrset(
+            "api.example.com",
+            "A",
+            60,
+            &["192.0.2.1".into(), "192.0.2.2".into(), "192.0.2.3".into()],
+            Routing::Geo(&["us-east1".into(), "europe-west1".into(), "us-east1".into()]),
+        ))
         .unwrap();
-        assert_eq!(geo.data, ["(another routing policy)"]);
+        assert_eq!(
+            located.raw["routingPolicy"]["geo"]["items"],
+            json!([{"location": "europe-west1", "rrdatas": ["192.0.2.2"]},
+                   {"location": "us-east1", "rrdatas": ["192.0.2.1", "192.0.2.3"]}])
+        );
+        assert_eq!(
+            located.data,
+            [
+                "europe-west1:192.0.2.2",
+                "us-east1:192.0.2.1",
+                "us-east1:192.0.2.3"
+            ]
+        );
+        let other = Listed::of(json!({"name": "a.example.com.", "type": "A", "ttl": 60,
+            "routingPolicy": {"primaryBackup": {}}}))
+        .unwrap();
+        assert_eq!(other.data, ["(another routing policy)"]);
     }
 
     #[test]

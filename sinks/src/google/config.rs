@@ -151,21 +151,78 @@ impl SinkSpec for GoogleCloudDnsConfig {
         Self::KIND
     }
 
-    /// Weighted round robin is a Cloud DNS routing policy; its geolocation policy routes by
-    /// Google Cloud region (`us-east1`), not by the client's country as `geo` does.
+    /// Weighted round robin and geolocation are Cloud DNS routing policies; geolocation
+    /// routes by Google Cloud region (`us-east1`), which Kuadrant's geo codes name on Google.
     fn supports(&self, policy: RoutingPolicy) -> Result<(), &'static str> {
         match policy {
-            RoutingPolicy::All | RoutingPolicy::Failover | RoutingPolicy::Weighted => Ok(()),
-            RoutingPolicy::Geo => Err(
-                " (Cloud DNS geolocation routes by Google Cloud region, not by the client's country; publish geo names through a route53, dns_server or powerdns (lua = true) sink)",
-            ),
+            RoutingPolicy::All
+            | RoutingPolicy::Failover
+            | RoutingPolicy::Weighted
+            | RoutingPolicy::Geo => Ok(()),
         }
     }
 
-    /// Domains inside the zone.
+    /// Domains inside the zone; under `geo`, every endpoint's `geo` label a Google Cloud
+    /// region (`europe-west1`), which Cloud DNS's geolocation policy routes by.
     fn check_tenant(&self, sink: &str, tenant: &TenantUse<'_>, errs: &mut Vec<FieldError>) {
         if !self.zone.is_empty() {
             tenant.domains_inside(&self.zone, sink, errs);
+        }
+        if tenant.tenant.policy != RoutingPolicy::Geo {
+            return;
+        }
+        for (i, endpoint) in &tenant.endpoints {
+            let geo = endpoint.labels.get("geo").map(String::as_str);
+            if !geo.is_some_and(is_region) {
+                errs.push(FieldError {
+                    path: format!("endpoints[{i}].labels.geo"),
+                    reason: format!(
+                        "{} is not a Google Cloud region (\"europe-west1\", \"us-east1\"): sink \"{sink}\" publishes geo names with Cloud DNS's geolocation policy, which routes each client to the nearest region listed",
+                        geo.map_or("none".to_owned(), |g| format!("\"{g}\""))
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Whether `geo` reads as a Google Cloud region: `area-direction` and a number
+/// (`europe-west1`, `us-east1`, `northamerica-northeast2`), as Cloud DNS's geolocation
+/// items name them.
+fn is_region(geo: &str) -> bool {
+    let Some((area, rest)) = geo.split_once('-') else {
+        return false;
+    };
+    let direction = rest.trim_end_matches(|c: char| c.is_ascii_digit());
+    let number = &rest[direction.len()..];
+    [area, direction]
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && !number.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn regions_read_as_google_names_them() {
+        for region in [
+            "europe-west1",
+            "us-east1",
+            "northamerica-northeast2",
+            "asia-south2",
+        ] {
+            assert!(super::is_region(region), "{region}");
+        }
+        for not in [
+            "IE",
+            "eu",
+            "europe-west",
+            "Europe-West1",
+            "us_east1",
+            "-west1",
+            "europe-1",
+        ] {
+            assert!(!super::is_region(not), "{not}");
         }
     }
 }

@@ -6,8 +6,9 @@
 
 use ho_config::RoutingPolicy;
 use ho_engine::snapshot::TenantSnapshot;
+use serde_json::Value;
 
-use super::api::{rrset, Change, Listed};
+use super::api::{rrset, Change, Listed, Routing};
 use ho_engine::sink::ownership::{mark_text, owner_in, OWNER_PREFIX, OWNER_TTL};
 
 /// A tenant's write.
@@ -22,8 +23,7 @@ pub struct Planned {
 /// The change that makes `zone` (a listing) publish `snapshot`, as owner `owner`.
 pub fn for_tenant(zone: &[Listed], snapshot: &TenantSnapshot, owner: &str) -> Planned {
     let mut planned = Planned::default();
-    let ttl = snapshot.ttl.as_secs();
-    let weighted = snapshot.policy == RoutingPolicy::Weighted;
+
     for name in &snapshot.domains {
         let at = |rtype: &str, n: &str| {
             zone.iter()
@@ -48,20 +48,10 @@ pub fn for_tenant(zone: &[Listed], snapshot: &TenantSnapshot, owner: &str) -> Pl
             planned
                 .change
                 .additions
-                .push(rrset(&mark_name, "TXT", ttl, &[text], None));
+                .push(rrset(&mark_name, "TXT", ttl, &[text], Routing::Plain));
         }
         for (rtype, v6) in [("A", false), ("AAAA", true)] {
-            let mut wanted: Vec<(String, f64)> = snapshot
-                .addresses
-                .iter()
-                .filter(|a| a.address.is_ipv6() == v6)
-                .map(|a| (a.address.to_string(), f64::from(a.weight)))
-                .collect();
-            wanted.sort_by(|a, b| a.0.cmp(&b.0));
-            let data: Vec<String> = wanted.iter().map(|(d, _)| d.clone()).collect();
-            let weights: Vec<f64> = wanted.iter().map(|(_, w)| *w).collect();
-            let new = (!data.is_empty())
-                .then(|| rrset(name, rtype, ttl, &data, weighted.then_some(&weights[..])));
+            let new = wanted(snapshot, name, rtype, v6);
             let old = at(rtype, name);
             let same = match (&new, old) {
                 (Some(new), Some(old)) => {
@@ -78,6 +68,29 @@ pub fn for_tenant(zone: &[Listed], snapshot: &TenantSnapshot, owner: &str) -> Pl
         }
     }
     planned
+}
+
+/// The `rtype` set (IPv6 or not) that publishes `snapshot`'s addresses at `name` under its
+/// policy, if it has any.
+fn wanted(snapshot: &TenantSnapshot, name: &str, rtype: &str, v6: bool) -> Option<Value> {
+    let mut wanted: Vec<(String, f64, String)> = (snapshot.addresses.iter())
+        .filter(|a| a.address.is_ipv6() == v6)
+        .map(|a| {
+            let geo = a.endpoint.labels.get("geo").cloned().unwrap_or_default();
+            (a.address.to_string(), f64::from(a.weight), geo)
+        })
+        .collect();
+    wanted.sort_by(|a, b| a.0.cmp(&b.0));
+    let data: Vec<String> = wanted.iter().map(|(d, _, _)| d.clone()).collect();
+    let weights: Vec<f64> = wanted.iter().map(|(_, w, _)| *w).collect();
+    let locations: Vec<String> = wanted.iter().map(|(_, _, g)| g.clone()).collect();
+    let routing = match snapshot.policy {
+        RoutingPolicy::Weighted => Routing::Weighted(&weights),
+        RoutingPolicy::Geo => Routing::Geo(&locations),
+        _ => Routing::Plain,
+    };
+    let ttl = snapshot.ttl.as_secs();
+    (!data.is_empty()).then(|| rrset(name, rtype, ttl, &data, routing))
 }
 
 #[cfg(test)]
@@ -169,5 +182,58 @@ mod tests {
         assert!(p.change.is_empty());
         let theirs = for_tenant(&[mark("us-1")], &s, "eu-1");
         assert_eq!(theirs.foreign, ["api.example.com"], "another owner's mark");
+    }
+
+    /// Seeded sets of addresses in regions: each region's item holds exactly its
+    /// addresses (an oracle grouping them here), and the zone holding the result plans no
+    /// change.
+    #[test]
+    fn geo_names_become_one_item_per_region_with_its_addresses() {
+        const REGIONS: [&str; 3] = ["europe-west1", "us-east1", "asia-south2"];
+        let mut state: u64 = 0x9e37_79b9;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % n
+        };
+        for _ in 0..50 {
+            let mut chosen: Vec<(String, &str)> = Vec::new();
+            for i in 1..=6u8 {
+                if next(3) > 0 {
+                    chosen.push((format!("192.0.2.{i}"), REGIONS[next(3) as usize]));
+                }
+            }
+            let addresses = chosen
+                .iter()
+                .map(|(a, region)| {
+                    let labels = [("geo".to_string(), region.to_string())].into();
+                    PublishedAddress::of(a, a.parse().unwrap(), 1, labels)
+                })
+                .collect();
+            let mut s =
+                TenantSnapshot::healthy("t", &["api.example.com"], RoutingPolicy::Geo, addresses);
+            s.ttl = Duration::from_secs(60);
+            let mut expected: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+            for (a, region) in &chosen {
+                expected.entry(region).or_default().push(a);
+            }
+            let items: Vec<serde_json::Value> = (expected.iter())
+                .map(|(region, a)| json!({"location": region, "rrdatas": a}))
+                .collect();
+            let p = for_tenant(&[mark("eu-1")], &s, "eu-1");
+            let a = p.change.additions.iter().find(|a| a["type"] == "A");
+            assert_eq!(
+                a.map(|a| a["routingPolicy"]["geo"]["items"].clone()),
+                (!chosen.is_empty()).then(|| json!(items)),
+                "{chosen:?}"
+            );
+            let mut zone = vec![mark("eu-1")];
+            zone.extend(p.change.additions.iter().cloned().map(listed));
+            assert!(
+                for_tenant(&zone, &s, "eu-1").change.is_empty(),
+                "{chosen:?}"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 use ho_engine::multi_cluster::report::{from_presentation, to_presentation};
 use ho_engine::sink::reports::Rrset;
 
-use super::api::{rrset, Change, Listed};
+use super::api::{rrset, Change, Listed, Routing};
 use super::CloudDns;
 use crate::rounds::reports::HoldsReports;
 
@@ -35,7 +35,7 @@ impl HoldsReports for CloudDns {
             change.deletions.extend(old.map(|o| o.raw.clone()));
             change
                 .additions
-                .push(rrset(name, "TXT", REPORT_TTL, &data, None));
+                .push(rrset(name, "TXT", REPORT_TTL, &data, Routing::Plain));
         }
         (!change.is_empty()).then_some(change)
     }
