@@ -35,12 +35,10 @@ pub struct Status {
     /// Endpoints' host names and what they resolve to (none without such endpoints).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStatus>,
-    /// What the answer canary finds each sink's DNS server answering (none without a
-    /// canary).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// What the answer canary finds each sink's DNS server answering (empty without a
+    /// canary: a list either way, so `jq '.canaries[]'` reads it).
     pub canaries: Vec<CanaryStatus>,
     /// The sinks no canary asks, each with why (and what to set to have one).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub canaries_off: Vec<CanaryOff>,
     /// `[ring]`: the members sharing the probing and this replica's part.
     #[serde(skip_serializing_if = "Option::is_none")]

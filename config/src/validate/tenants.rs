@@ -427,7 +427,8 @@ fn check_answer(
     }
 }
 
-/// `slo` (a percentage, `"99.9%"`, or a share, `0.999`, strictly between 0 and 100 %)
+/// `slo` (a percentage, `"99.9%"` or `99.9`, or a share, `0.999`, strictly between 0 and
+/// 100 %)
 /// and `slo_window` (a duration of at least a day, or `"month"`).
 fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
     let window = match t.slo_window.as_deref() {
@@ -445,10 +446,16 @@ fn slo(t: &TenantConfig, path: &str, errs: &mut Errors) -> Option<Slo> {
         },
     };
     let text = t.slo.as_deref()?;
+    // A bare number above 1 is a percentage too (`99.9`); 1 itself could be either.
     let share = match text.trim().strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.trim().parse::<f64>(),
+        None => text
+            .trim()
+            .parse::<f64>()
+            .map(|n| if n > 1.0 { n / 100.0 } else { n }),
     };
+    // In billionths, so "99.9%" is 0.999 and not 0.9990000000000001.
+    let share = share.map(|s| (s * 1e9).round() / 1e9);
     match share {
         Ok(objective) if objective > 0.0 && objective < 1.0 => {
             window.map(|window| Slo { objective, window })
