@@ -83,17 +83,29 @@ async fn published_with(
 
 #[actix_rt::test]
 async fn a_foreign_ledger_file_is_moved_aside_and_the_engine_publishes() {
-    let (dir, _engine, api, _gw) = published_with(|f| std::fs::write(f, "junk").unwrap()).await;
+    // The name's own file, and a stray file no name of the config is.
+    let (dir, _engine, api, _gw) = published_with(|f| {
+        std::fs::write(f, "junk").unwrap();
+        std::fs::write(f.with_file_name("notes.txt"), "not a ledger").unwrap();
+    })
+    .await;
     let metrics = api_get(api, "/metrics").await;
     assert!(
-        metrics.contains("\nhealth_orchestrator_ledger_files_set_aside_total 1\n"),
+        metrics.contains("\nhealth_orchestrator_ledger_files_set_aside_total 2\n"),
         "{metrics}"
+    );
+    let every: serde_json::Value =
+        serde_json::from_str(&api_get(api, "/v1/availability").await).unwrap();
+    assert!(
+        !every.to_string().contains("notes.txt"),
+        "a file set aside is no name: {every}"
     );
     let aside: Vec<_> = std::fs::read_dir(dir.path().join("state/ledger/aside"))
         .unwrap()
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
         .collect();
-    assert_eq!(aside, [b"junk".to_vec()], "kept aside as it was");
+    assert_eq!(aside.len(), 2, "kept aside");
+    assert!(aside.contains(&b"junk".to_vec()), "kept aside as it was");
     // The name starts again in a file of its own, and the ledger is no longer degraded:
     // the file aside is the record.
     recording_again(dir.path(), api).await;

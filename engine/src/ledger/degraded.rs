@@ -77,6 +77,9 @@ impl Inner {
             Vec::new()
         }) {
             match store.read(&name) {
+                // A file set aside (or left for a newer version) holds nothing here: the
+                // name is not one this ledger knows until something records it.
+                Ok(changes) if changes.is_empty() => {}
                 Ok(changes) => {
                     let cut = changes
                         .partition_point(|(t, _)| *t < since)
