@@ -12,6 +12,8 @@
 
 use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
@@ -163,7 +165,7 @@ impl HttpRequest {
     /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
     pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<Answer, Failure>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
         self.send(stream, &self.head, keep).await
     }
@@ -205,10 +207,11 @@ impl HttpRequest {
     /// Sends the request `head` on `stream` and judges the response (see [`Self::exchange`]).
     pub async fn send<S>(&self, stream: &mut S, head: &[u8], keep: bool) -> Result<Answer, Failure>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
         let io = |e: std::io::Error| Failure::from_io(&e);
         stream.write_all(head).await.map_err(io)?;
+        stream.answering().await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
         let mut head = read_head(stream, &mut buf).await?;
         if self.head_only {
@@ -258,6 +261,29 @@ impl HttpRequest {
                     .and_then(|w| w.read_http(&[], &end.body))
             }),
         })
+    }
+}
+
+/// A stream that can wait for the gateway's first answer bytes before the probe takes a
+/// buffer to read them into: a probe waiting on a gateway that accepted and went silent
+/// then holds no read buffer, which in a mass hang is one buffer per target in flight
+/// (10,000 hanging: 10 MB of empty buffers).
+pub trait Answering {
+    /// Ready once there is something to read (or the stream failed).
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+}
+
+impl Answering for TcpStream {
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        self.readable()
+    }
+}
+
+/// TLS reads at once: rustls may already hold decrypted bytes the socket no longer shows,
+/// and a TLS probe's handshake state outweighs the buffer anyway.
+impl<S: Sync> Answering for TlsStream<S> {
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        std::future::ready(Ok(()))
     }
 }
 
