@@ -140,7 +140,6 @@ impl ProberPool {
         let id = self.next_id;
         self.next_id += 1;
         let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
-        let timing = target.check.timing;
         let recipient = self.tracker.clone().recipient();
         let share = self.sample_share;
         // The key labels sampled spans; not kept when nothing is sampled.
@@ -153,7 +152,15 @@ impl ProberPool {
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let limits = self.limits.clone();
-        let mut prober = Prober::new(id, probe, schedule, &timing, recipient, sample, limits);
+        let mut prober = Prober::new(
+            id,
+            probe,
+            schedule,
+            target.check.clone(),
+            recipient,
+            sample,
+            limits,
+        );
         if let Some(ownership) = &self.ownership {
             prober = prober.gated(ownership.gate(&target.key()));
         }

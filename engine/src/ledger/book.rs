@@ -150,8 +150,10 @@ pub struct EndpointPlan {
     pub name: String,
     /// Its address.
     pub address: IpAddr,
-    /// Its checks' target keys: `Endpoint::target`'s first, then `Composite::also`'s.
-    pub checks: Vec<String>,
+    /// Its checks' target keys: `Endpoint::target`'s first, then `Composite::also`'s. One
+    /// copy a key, shared by every endpoint and index that names it: a key is a URL of tens
+    /// of bytes, and a plan of 100,000 endpoints held each three times over.
+    pub checks: Box<[Arc<str>]>,
     /// How its checks combine (none: its one check decides).
     pub composite: Option<Composite>,
 }
@@ -160,8 +162,8 @@ impl EndpointPlan {
     /// Whether the endpoint is down by its own checks, given each of its checks judged down
     /// (by target key). The stretch starts at the first counted failure of the check whose
     /// transition tipped the combination: the time that transition settles the names at.
-    fn is_down(&self, down: &HashMap<String, u64>) -> bool {
-        let health = |k: &String| match down.contains_key(k) {
+    fn is_down(&self, down: &[(Arc<str>, u64)]) -> bool {
+        let health = |k: &Arc<str>| match down.iter().any(|(d, _)| d == k) {
             true => Health::Down,
             false => Health::Up,
         };
@@ -247,12 +249,14 @@ pub struct Book {
     /// Checks judged down, by endpoint: each check's target key and its first counted
     /// failure. Kept per endpoint, since two endpoints' checks may share a key (one URL
     /// asked with two `Host` headers).
-    down: HashMap<String, HashMap<String, u64>>,
+    /// A list, not a map: an endpoint has one check or a few, and a mass failure puts
+    /// every endpoint here at once.
+    down: HashMap<String, Vec<(Arc<str>, u64)>>,
     /// The tenants each target key judges an endpoint of: a transition re-judges only
     /// those, so a wave of a thousand transitions does not re-judge every name a thousand
     /// times. Most keys judge one tenant's endpoint: a short list, not a set (a B-tree node
     /// is a few hundred bytes a key, ten thousand keys over).
-    judged_by: HashMap<String, Vec<String>>,
+    judged_by: HashMap<Arc<str>, Vec<Arc<str>>>,
     /// Endpoints an operator holds.
     held: BTreeSet<String>,
     /// Each name's condition and since when.
@@ -319,16 +323,19 @@ impl Book {
         }
         self.judged_by.clear();
         for (tenant, served) in &self.tenants {
+            let tenant: Arc<str> = tenant.as_str().into();
             let checks = (served.plan.iter())
                 .flat_map(|p| &p.endpoints)
                 .flat_map(|e| &e.checks);
             for key in checks {
                 let tenants = self.judged_by.entry(key.clone()).or_default();
-                if !tenants.contains(tenant) {
+                if !tenants.contains(&tenant) {
                     tenants.push(tenant.clone());
                 }
             }
         }
+        // Most keys judge one tenant: a list of one, not the four a first push reserves.
+        self.judged_by.values_mut().for_each(Vec::shrink_to_fit);
         let names: BTreeSet<String> = self
             .tenants
             .values()
@@ -424,15 +431,17 @@ impl Book {
         since: u64,
         at: u64,
     ) -> Vec<Change> {
+        let key: Arc<str> = match self.judged_by.get_key_value(target) {
+            Some((key, _)) => key.clone(),
+            None => target.into(),
+        };
         for endpoint in endpoints {
             let checks = self.down.entry(endpoint.clone()).or_default();
+            checks.retain(|(k, _)| *k != key);
             if down {
-                checks.insert(target.to_owned(), since);
-            } else {
-                checks.remove(target);
-                if checks.is_empty() {
-                    self.down.remove(endpoint);
-                }
+                checks.push((key.clone(), since));
+            } else if checks.is_empty() {
+                self.down.remove(endpoint);
             }
         }
         let at = if down { since } else { at };
@@ -444,7 +453,7 @@ impl Book {
                 self.note_recovered(tenant, endpoints);
             }
         }
-        self.settle(|t| tenants.iter().any(|n| n == t), at)
+        self.settle(|t| tenants.iter().any(|n| &**n == t), at)
     }
 
     /// The canary saw what `o` says was served.

@@ -28,7 +28,7 @@ fn endpoint(name: &str, address: IpAddr) -> EndpointPlan {
     EndpointPlan {
         name: name.into(),
         address,
-        checks: vec![format!("tcp://{address}:443")],
+        checks: [format!("tcp://{address}:443").into()].into(),
         composite: None,
     }
 }
@@ -352,7 +352,7 @@ fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
                 .map(|(e, a, key)| EndpointPlan {
                     name: (*e).into(),
                     address: *a,
-                    checks: vec![key.clone()],
+                    checks: [key.as_str().into()].into(),
                     composite: None,
                 })
                 .collect(),
@@ -475,9 +475,8 @@ fn answer(tenant: &Scripted, set: &[IpAddr], at: u64) -> Observation {
 fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
     let mut tenant = plan(&[]);
     tenant.sinks = vec!["zone".into()];
-    tenant.endpoints[0]
-        .checks
-        .push("http://192.0.2.1:80/".into());
+    let first = tenant.endpoints[0].checks[0].clone();
+    tenant.endpoints[0].checks = [first, "http://192.0.2.1:80/".into()].into();
     tenant.endpoints[0].composite = Some(Composite {
         also: vec![7],
         require: ho_config::Require::Any,

@@ -479,15 +479,15 @@ impl Ledger {
     }
 }
 
-/// `endpoint` as the book judges it: its checks by target key.
-fn endpoint_of(plan: &Plan, endpoint: &ho_config::Endpoint) -> EndpointPlan {
+/// `endpoint` as the book judges it: its checks by target key (`keys`: each plan target's).
+fn endpoint_of(keys: &[Arc<str>], endpoint: &ho_config::Endpoint) -> EndpointPlan {
     let also = endpoint.composite.iter().flat_map(|c| &c.also);
     EndpointPlan {
         name: endpoint.name.clone(),
         address: endpoint.address,
         checks: std::iter::once(&endpoint.target)
             .chain(also)
-            .map(|&t| plan.targets[t].key())
+            .map(|&t| keys[t].clone())
             .collect(),
         composite: endpoint.composite.clone(),
     }
@@ -496,6 +496,7 @@ fn endpoint_of(plan: &Plan, endpoint: &ho_config::Endpoint) -> EndpointPlan {
 /// The tenants of `plan` as the book needs them.
 fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
     let canaried = crate::canary::canaried(plan);
+    let keys: Vec<Arc<str>> = plan.targets.iter().map(|t| t.key().into()).collect();
     plan.tenants
         .iter()
         .map(|t| TenantPlan {
@@ -517,7 +518,7 @@ fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
                 .filter_map(|w| Some(w.vantage.as_ref()?.geo.clone()))
                 .collect(),
             endpoints: (t.endpoints.iter())
-                .map(|&e| endpoint_of(plan, &plan.endpoints[e]))
+                .map(|&e| endpoint_of(&keys, &plan.endpoints[e]))
                 .collect(),
         })
         .collect()

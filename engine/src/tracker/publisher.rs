@@ -189,7 +189,9 @@ impl Publisher {
         } = decided;
         let outbox = &mut self.outboxes[ti.0];
         outbox.last_seq = next_seq(now.wall, outbox.last_seq);
-        let changes: Vec<VerdictChange> = outbox.changes.drain(..).collect();
+        // Taken, not drained: a drained queue keeps its capacity, and the start-up wave (every
+        // endpoint unknown -> up) would leave each tenant a queue of that size for good.
+        let changes: Vec<VerdictChange> = std::mem::take(&mut outbox.changes).into();
         let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
         let span = report::publish_span(
             tenant,

@@ -166,7 +166,7 @@ impl Book {
         (plan.endpoints.iter())
             .filter(|e| e.address == address)
             .filter_map(|e| self.down.get(&e.name).filter(|checks| e.is_down(checks)))
-            .filter_map(|checks| checks.values().min().copied())
+            .filter_map(|checks| checks.iter().map(|(_, since)| *since).min())
             .min()
     }
 }

@@ -12,6 +12,8 @@
 
 use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
@@ -163,7 +165,7 @@ impl HttpRequest {
     /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
     pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<Answer, Failure>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
         self.send(stream, &self.head, keep).await
     }
@@ -205,10 +207,11 @@ impl HttpRequest {
     /// Sends the request `head` on `stream` and judges the response (see [`Self::exchange`]).
     pub async fn send<S>(&self, stream: &mut S, head: &[u8], keep: bool) -> Result<Answer, Failure>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
         let io = |e: std::io::Error| Failure::from_io(&e);
         stream.write_all(head).await.map_err(io)?;
+        stream.answering().await.map_err(io)?;
         let mut buf = Vec::with_capacity(1024);
         let mut head = read_head(stream, &mut buf).await?;
         if self.head_only {
@@ -258,6 +261,29 @@ impl HttpRequest {
                     .and_then(|w| w.read_http(&[], &end.body))
             }),
         })
+    }
+}
+
+/// A stream that can wait for the gateway's first answer bytes before the probe takes a
+/// buffer to read them into: a probe waiting on a gateway that accepted and went silent
+/// then holds no read buffer, which in a mass hang is one buffer per target in flight
+/// (10,000 hanging: 10 MB of empty buffers).
+pub trait Answering {
+    /// Ready once there is something to read (or the stream failed).
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+}
+
+impl Answering for TcpStream {
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        self.readable()
+    }
+}
+
+/// TLS reads at once: rustls may already hold decrypted bytes the socket no longer shows,
+/// and a TLS probe's handshake state outweighs the buffer anyway.
+impl<S: Sync> Answering for TlsStream<S> {
+    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        std::future::ready(Ok(()))
     }
 }
 
@@ -368,11 +394,16 @@ fn host_text(addr: SocketAddr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_head, Failure, Framing, Head, HttpCheck, HttpRequest};
+    use std::time::Duration;
 
-    #[test]
-    fn only_a_request_longer_than_a_segment_needs_nodelay() {
-        let mut check = HttpCheck {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::{parse_head, Answer, Failure, Framing, Head, HttpCheck, HttpRequest};
+
+    /// A GET status check expecting 200.
+    fn status_check() -> HttpCheck {
+        HttpCheck {
             path: "/healthz".into(),
             host: None,
             headers: Default::default(),
@@ -388,7 +419,12 @@ mod tests {
             max_latency: None,
             follow_redirects: 0,
             reported_weight: None,
-        };
+        }
+    }
+
+    #[test]
+    fn only_a_request_longer_than_a_segment_needs_nodelay() {
+        let mut check = status_check();
         let addr = "127.0.0.1:8080".parse().unwrap();
         assert!(HttpRequest::new(&check, addr, false).fits_one_segment());
         check.headers.insert(
@@ -396,6 +432,41 @@ mod tests {
             format!("Bearer {}", "x".repeat(600)),
         );
         assert!(!HttpRequest::new(&check, addr, false).fits_one_segment());
+    }
+
+    /// A loopback gateway answers after a seeded delay, its response cut in two at a seeded
+    /// point: the exchange waits for the first bytes before it takes a buffer, then reads
+    /// the head across both writes. The verdict expected is the script's status against
+    /// the check's `expect_status`.
+    #[tokio::test]
+    async fn a_late_answer_in_pieces_is_judged_whole() {
+        let mut rng = fastrand::Rng::with_seed(74);
+        let check = status_check();
+        for _ in 0..12 {
+            let code = if rng.bool() { 200 } else { 503 };
+            let delay = Duration::from_millis(rng.u64(0..30));
+            let response = format!("HTTP/1.1 {code} X\r\nContent-Length: 0\r\n\r\n");
+            let cut = rng.usize(1..response.len());
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let gateway = tokio::spawn(async move {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut request = [0u8; 512];
+                assert!(socket.read(&mut request).await.unwrap() > 0);
+                tokio::time::sleep(delay).await;
+                socket.write_all(&response.as_bytes()[..cut]).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                socket.write_all(&response.as_bytes()[cut..]).await.unwrap();
+            });
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            let request = HttpRequest::new(&check, addr, false);
+            let answer = request.exchange(&mut stream, false).await;
+            match code {
+                200 => assert!(matches!(answer, Ok(Answer::Healthy { .. }))),
+                _ => assert!(matches!(answer, Err(Failure::Status(503)))),
+            }
+            gateway.await.unwrap();
+        }
     }
 
     #[test]
