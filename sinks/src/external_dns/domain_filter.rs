@@ -44,11 +44,33 @@ pub enum DomainFilter {
     },
 }
 
+/// Why a provider's domain filter is not one external-dns takes.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// The answer is not a domain filter's JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Domain lists and a regex together.
+    #[error("it has both domain lists and a regex (external-dns refuses this)")]
+    ListsAndRegex,
+    /// A regex that does not compile.
+    #[error("invalid {key} {regex:?}: {source}")]
+    Regex {
+        /// `regexInclude` or `regexExclude`.
+        key: &'static str,
+        /// The regex as given.
+        regex: String,
+        /// What the regex parser said.
+        #[source]
+        source: regex::Error,
+    },
+}
+
 impl DomainFilter {
     /// Reads the provider's answer to `GET /`; the error says what external-dns would
     /// refuse in it.
-    pub fn from_json(body: &[u8]) -> Result<DomainFilter, String> {
-        let m: Marshalled = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    pub fn from_json(body: &[u8]) -> Result<DomainFilter, FilterError> {
+        let m: Marshalled = serde_json::from_slice(body)?;
         let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
         let (regex_include, regex_exclude) =
             (non_empty(m.regex_include), non_empty(m.regex_exclude));
@@ -64,11 +86,13 @@ impl DomainFilter {
             return Ok(DomainFilter::Domains { include, exclude });
         }
         if !include.is_empty() || !exclude.is_empty() {
-            return Err("it has both domain lists and a regex (external-dns refuses this)".into());
+            return Err(FilterError::ListsAndRegex);
         }
-        let compile = |key: &str, r: Option<String>| {
-            r.map(|r| Regex::new(&r).map_err(|e| format!("invalid {key} {r:?}: {e}")))
-                .transpose()
+        let compile = |key: &'static str, r: Option<String>| {
+            r.map(|regex| {
+                Regex::new(&regex).map_err(|source| FilterError::Regex { key, regex, source })
+            })
+            .transpose()
         };
         Ok(DomainFilter::Regex {
             include: compile("regexInclude", regex_include)?,
@@ -155,10 +179,14 @@ mod tests {
     #[test]
     fn what_external_dns_refuses_is_refused() {
         let both = DomainFilter::from_json(br#"{"include":["a.com"],"regexInclude":"a"}"#);
-        assert!(both.unwrap_err().contains("both domain lists and a regex"));
+        assert!(both
+            .unwrap_err()
+            .to_string()
+            .contains("both domain lists and a regex"));
         let bad = DomainFilter::from_json(br#"{"regexExclude":"(unclosed"}"#);
         assert!(bad
             .unwrap_err()
+            .to_string()
             .contains("invalid regexExclude \"(unclosed\""));
     }
 }
