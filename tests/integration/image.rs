@@ -326,17 +326,32 @@ fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
     )
     .trim()
     .to_owned();
-    let release = |v: &str| {
+    // A release's binary carries its dependency list (`cargo auditable`'s `.dep-v0`
+    // section): the test's binary gets one, as `objcopy` adds a section; without it the
+    // release is refused.
+    let plain = Path::new(env!("CARGO_BIN_EXE_health-orchestrator"));
+    let audited = dir.path().join("health-orchestrator");
+    let deps = dir.path().join("deps.json");
+    std::fs::write(&deps, "{\"packages\":[]}").unwrap();
+    run(
+        Command::new("objcopy")
+            .arg(format!("--add-section=.dep-v0={}", deps.display()))
+            .arg(plain)
+            .arg(&audited),
+        "objcopy",
+    );
+    let release_of = |v: &str, binary: &Path| {
         Command::new("bash")
             .arg(clone.join("deploy/release.sh"))
             .arg(v)
             .arg("--binary")
-            .arg(env!("CARGO_BIN_EXE_health-orchestrator"))
+            .arg(binary)
             .arg("--out")
             .arg(dir.path().join("out"))
             .output()
             .unwrap()
     };
+    let release = |v: &str| release_of(v, &audited);
     let refused = release(&version);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("no git tag v{version}")));
@@ -358,6 +373,12 @@ fn a_release_is_made_from_its_tag_with_tarball_image_and_manifests() {
     let other = release("99.0.0");
     assert!(String::from_utf8_lossy(&other.stderr).contains("Cargo.toml's workspace version is"));
 
+    let unaudited = release_of(&version, plain);
+    assert!(
+        String::from_utf8_lossy(&unaudited.stderr).contains("carries no dependency list"),
+        "{}",
+        String::from_utf8_lossy(&unaudited.stderr)
+    );
     let made = release(&version);
     assert!(
         made.status.success(),
