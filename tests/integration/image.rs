@@ -41,7 +41,8 @@ struct BundleUser {
     gid: u32,
 }
 
-fn run(cmd: &mut Command, what: &str) -> String {
+/// Runs `cmd` to success; its stdout.
+pub(crate) fn run(cmd: &mut Command, what: &str) -> String {
     let out = cmd.output().unwrap_or_else(|e| {
         panic!("{what}: {e} (run the test command, bash .ci/test, which installs it)")
     });

@@ -12,22 +12,9 @@ use std::process::Command;
 
 use crate::cli::repo;
 use crate::harness::python_tool;
+use crate::image::run;
 
 const IMAGE_REPO: &str = "ghcr.io/health-orchestrator/health-orchestrator";
-
-/// Runs `cmd` to success; its stdout.
-fn run(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap_or_else(|e| {
-        panic!("{what}: {e} (run the test command, bash .ci/test, which installs it)")
-    });
-    assert!(
-        out.status.success(),
-        "{what} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn git(args: &[&str]) -> String {
     run(
