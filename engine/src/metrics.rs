@@ -107,6 +107,9 @@ pub struct Metrics {
     pub probe_start_delay: Histogram,
     /// Healthy endpoints per tenant.
     pub healthy_nodes: Family<TenantLabel, Gauge>,
+    /// Endpoints per tenant, healthy or not: what `healthy_nodes` is out of, so an alert can
+    /// tell a tenant down to its last endpoint from one that only ever had one.
+    pub tenant_endpoints: Family<TenantLabel, Gauge>,
     /// Addresses the blast-radius brake keeps published although they were withdrawn.
     pub brake_held: Family<TenantLabel, Gauge>,
     /// 1 when an endpoint is up, 0 otherwise.
@@ -229,6 +232,7 @@ impl Metrics {
             check_duration: latency_histogram(),
             probe_start_delay: Histogram::new(START_DELAY_BUCKETS.iter().copied()),
             healthy_nodes: Family::default(),
+            tenant_endpoints: Family::default(),
             brake_held: Family::default(),
             node_status: Family::default(),
             probe_cert_not_after: Family::default(),
@@ -291,6 +295,11 @@ impl Metrics {
             "healthy_nodes",
             "Healthy endpoints per tenant",
             self.healthy_nodes.clone(),
+        );
+        registry.register(
+            "tenant_endpoints",
+            "Endpoints per tenant, healthy or not",
+            self.tenant_endpoints.clone(),
         );
         registry.register(
             "brake_held_addresses",

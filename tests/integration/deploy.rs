@@ -325,7 +325,7 @@ fn alert_rules_fire_and_stay_silent() {
         .collect();
     let untested: Vec<&&str> = alerts.iter().filter(|a| !fired.contains(**a)).collect();
     assert!(untested.is_empty(), "alerts no test fires: {untested:?}");
-    assert_eq!(alerts.len(), 16);
+    assert_eq!(alerts.len(), 17);
     let mut rules = serde_yaml::Mapping::new();
     rules.insert("groups".into(), rule["spec"]["groups"].clone());
     let dir = tempfile::tempdir().unwrap();

@@ -68,6 +68,7 @@ mod leader_election;
 mod ledger_clusters;
 mod ledger_faults;
 mod ledger_names;
+mod ledger_night;
 mod limits;
 mod loadtest;
 mod misbehaviour;

@@ -69,7 +69,8 @@ fn parse(query: Option<&str>, now: SystemTime) -> Result<Ask, String> {
 }
 
 /// `GET /v1/availability?name=&from=&to=&intervals=true&by=day`: one name's figures (its
-/// intervals, its days when asked), or every name's without `name`.
+/// intervals, its days when asked), or every name's without `name` (each with its own
+/// intervals and days when asked).
 pub(super) fn availability(query: Option<&str>, state: &ApiState) -> Response<Full<Bytes>> {
     let ask = match parse(query, SystemTime::now()) {
         Ok(ask) => ask,
@@ -92,18 +93,16 @@ pub(super) fn availability(query: Option<&str>, state: &ApiState) -> Response<Fu
     }
 }
 
+/// Every name's figures, each with its own stretches and days when asked (the same cap
+/// per name as a single name's answer).
 fn every_name(
     ledger: &Ledger,
     ask: &Ask,
 ) -> Result<Vec<crate::ledger::NameAvailability>, crate::ledger::store::StoreError> {
-    let detail = Detail {
-        intervals: false,
-        ..ask.detail
-    };
     ledger
         .names()?
         .iter()
-        .map(|n| ledger.availability(n, ask.from, ask.to, detail))
+        .map(|n| ledger.availability(n, ask.from, ask.to, ask.detail))
         .collect()
 }
 

@@ -281,12 +281,11 @@ impl TrackerCore {
     /// the health change behind it was observed.
     fn refresh(&mut self, ti: TenantIx, cause_at: Instant, now: Clock, fx: &mut Vec<Effect>) {
         let tenant = &self.plan.tenants[ti.0];
-        self.metrics
-            .healthy_nodes
-            .get_or_create(&TenantLabel {
-                tenant: tenant.name.clone(),
-            })
-            .set(self.tenants[ti.0].healthy as i64);
+        let label = TenantLabel {
+            tenant: tenant.name.clone(),
+        };
+        (self.metrics.healthy_nodes.get_or_create(&label)).set(self.tenants[ti.0].healthy as i64);
+        (self.metrics.tenant_endpoints.get_or_create(&label)).set(tenant.endpoints.len() as i64);
         if self.waits_for_verdicts(ti, now.mono) {
             return;
         }

@@ -134,9 +134,11 @@ impl TrackerCore {
         let tenants: HashSet<&str> = plan.tenants.iter().map(|t| t.name.as_str()).collect();
         for old in &self.plan.tenants {
             if !tenants.contains(old.name.as_str()) {
-                self.metrics.healthy_nodes.remove(&TenantLabel {
+                let label = TenantLabel {
                     tenant: old.name.clone(),
-                });
+                };
+                self.metrics.healthy_nodes.remove(&label);
+                self.metrics.tenant_endpoints.remove(&label);
             }
         }
     }
