@@ -184,10 +184,10 @@ const PUBLISHED_KEPT: usize = 32;
 struct TenantServed {
     plan: Option<TenantPlan>,
     published: VecDeque<(u64, Arc<[IpAddr]>)>,
-    /// What each sink reported writing, and the sequence number of that write.
-    written: HashMap<String, (u64, Arc<[IpAddr]>)>,
-    /// What the canary saw, by (sink, name, location asked from).
-    observed: HashMap<(String, String, Option<String>), Arc<[IpAddr]>>,
+    /// What each sink reported writing (see [`Written`]).
+    written: HashMap<String, Written>,
+    /// What the canary saw and when it was answered, by (sink, name, location asked from).
+    observed: HashMap<(String, String, Option<String>), Seen>,
     /// `[multi_cluster]`: the addresses the clusters' last vote judged down. A voting
     /// tenant's names are judged by the vote, so every cluster charges the same time
     /// (a cluster in the minority does not charge what the vote kept).
@@ -203,38 +203,63 @@ struct TenantServed {
     recovered: BTreeSet<IpAddr>,
 }
 
+/// An answer the canary saw: its addresses, and when it was answered (unix ms).
+type Seen = (Arc<[IpAddr]>, u64);
+
+/// What a sink serves for a name, each set with when the canary was answered it (`None`:
+/// known from the sink's own write).
+type ServedSets<'a> = Box<dyn Iterator<Item = (&'a Arc<[IpAddr]>, Option<u64>)> + 'a>;
+
+/// A sink's last reported write of a tenant.
+struct Written {
+    /// The snapshot's sequence number and addresses.
+    seq: u64,
+    set: Arc<[IpAddr]>,
+    /// When the write was reported (unix ms).
+    at: u64,
+    /// The sequence number of the write before: what was in force for an answer the
+    /// canary got before this write landed, though its observation reaches the book after
+    /// the write's report (they come by two paths).
+    before: u64,
+}
+
 impl TenantServed {
-    /// What `sink` serves for `name`, as far as known: what it reported writing (while
-    /// this replica writes it), or what the canary saw it answer from each place it asks
-    /// from.
+    /// What `sink` serves for `name`, as far as known, each set with when the canary was
+    /// answered it: what it reported writing (while this replica writes it), or what the
+    /// canary saw it answer from each place it asks from.
     fn served<'a>(
         &'a self,
         sink: &'a str,
         name: &'a str,
         plan: &TenantPlan,
         writer: bool,
-    ) -> Box<dyn Iterator<Item = &'a Arc<[IpAddr]>> + 'a> {
+    ) -> ServedSets<'a> {
         if plan.observed.contains(sink) {
             Box::new(
                 (self.observed.iter())
                     .filter(move |((s, n, _), _)| s == sink && n == name)
-                    .map(|(_, served)| served),
+                    .map(|(_, (served, at))| (served, Some(*at))),
             )
         } else if writer || !plan.shared.contains(sink) {
-            Box::new(self.written.get(sink).map(|(_, set)| set).into_iter())
+            Box::new(self.written.get(sink).map(|w| (&w.set, None)).into_iter())
         } else {
             Box::new(std::iter::empty())
         }
     }
 
-    /// Whether `address`, served by `sink`, is one a decision in force included: the
-    /// sink's last reported write or any decision since (a write on its way). `None`
-    /// before any decision is known (nothing to compare with, as after a restart).
-    fn decided(&self, sink: &str, address: &IpAddr) -> Option<bool> {
+    /// Whether `address`, served by `sink` (answered to the canary at `seen`), is one a
+    /// decision in force included: the sink's last reported write or any decision since (a
+    /// write on its way); for an answer from before that write landed, the write before.
+    /// `None` before any decision is known (nothing to compare with, as after a restart).
+    fn decided(&self, sink: &str, address: &IpAddr, seen: Option<u64>) -> Option<bool> {
         if self.published.is_empty() {
             return None;
         }
-        let from = self.written.get(sink).map_or(0, |(seq, _)| *seq);
+        let from = match self.written.get(sink) {
+            None => 0,
+            Some(w) if seen.is_some_and(|seen| seen <= w.at) => w.before,
+            Some(w) => w.seq,
+        };
         Some(
             (self.published.iter())
                 .filter(|(seq, _)| *seq >= from)
@@ -410,7 +435,17 @@ impl Book {
                 let Some((_, set)) = t.published.iter().find(|(s, _)| s == seq) else {
                     return Vec::new();
                 };
-                t.written.insert(sink.clone(), (*seq, set.clone()));
+                let before = t.written.get(sink).map_or(0, |w| w.seq);
+                let set = set.clone();
+                t.written.insert(
+                    sink.clone(),
+                    Written {
+                        seq: *seq,
+                        set,
+                        at,
+                        before,
+                    },
+                );
                 self.settle(|t| t == tenant.as_str(), at)
             }
             Event::Held { endpoints, .. } => {
@@ -462,9 +497,10 @@ impl Book {
             return Vec::new();
         };
         let key = (o.sink.clone(), o.name.clone(), o.geo.clone());
-        let before = t.observed.insert(key, o.addresses.clone());
+        let before = t.observed.insert(key, (o.addresses.clone(), o.at));
         if t.voted_down.is_some() {
-            t.note_drops(&o.name, before.as_deref(), &o.addresses, o.at);
+            let before = before.as_ref().map(|(set, _)| &**set);
+            t.note_drops(&o.name, before, &o.addresses, o.at);
         }
         self.settle(|t| t == o.tenant, o.at)
     }
@@ -522,24 +558,24 @@ impl Book {
         name: &str,
         dead: &BTreeSet<IpAddr>,
     ) -> Served {
-        let sets: Vec<(&str, &Arc<[IpAddr]>)> = (plan.sinks.iter())
+        let sets: Vec<_> = (plan.sinks.iter())
             .flat_map(|sink| {
-                (served.served(sink, name, plan, self.writer)).map(move |set| (sink.as_str(), set))
+                (served.served(sink, name, plan, self.writer))
+                    .map(move |(set, seen)| (sink.as_str(), set, seen))
             })
             .collect();
         let addresses = || {
-            sets.iter()
-                .flat_map(|(sink, set)| set.iter().map(move |a| (*sink, a)))
+            (sets.iter()).flat_map(|(sink, set, seen)| set.iter().map(move |a| (*sink, a, *seen)))
         };
         if sets.is_empty() {
             Served::Unknown
-        } else if sets.iter().any(|(_, s)| s.is_empty()) {
+        } else if sets.iter().any(|(_, s, _)| s.is_empty()) {
             Served::Unanswered
-        } else if addresses().any(|(_, a)| dead.contains(a)) {
+        } else if addresses().any(|(_, a, _)| dead.contains(a)) {
             Served::DeadAddress
-        } else if addresses().any(|(sink, a)| {
+        } else if addresses().any(|(sink, a, seen)| {
             // An address the vote withdrew is one the clusters decided on, not a stranger.
-            served.decided(sink, a) == Some(false)
+            served.decided(sink, a, seen) == Some(false)
                 && !served.voted_down.as_ref().is_some_and(|v| v.contains(a))
         }) {
             Served::WrongAddress

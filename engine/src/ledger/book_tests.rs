@@ -604,3 +604,6 @@ fn a_vote_late_to_return_a_recovered_address_charges_nothing_past_the_recovery()
     let changes = book.event(&voted(4, &[ip(2)], &[ip(1)], 5_300));
     assert_eq!(served(&changes), [(5_000, Served::DeadAddress, false)]);
 }
+
+#[path = "book_races_tests.rs"]
+mod races;

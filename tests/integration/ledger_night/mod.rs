@@ -319,6 +319,17 @@ fn judge(seed: u64, truth: &[Truth; 2], figures: &[Vec<Value>]) {
                         "replica {r} {name} {kind}: ledger {got:.3} s, script {want:.3} s"
                     ));
                 }
+                // No step overlaps a drain: inside its maintenance a drain charges at most
+                // a canary period (the standby to which the drain is sent may see the
+                // drained address served for one question while the writer's write is on
+                // its way), never a stretch as long as a step's.
+                let all = v[format!("seconds_{kind}")].as_f64().unwrap();
+                let drains = truth.of(name, "maintenance").1;
+                if all - got > 0.002 + EVERY.as_secs_f64() * f64::from(drains) {
+                    wrong.push(format!(
+                        "replica {r} {name} {kind}: {all:.3} s in all, {got:.3} s outside maintenance"
+                    ));
+                }
             }
         }
     }
@@ -362,10 +373,7 @@ async fn every_name(api: SocketAddr, from: SystemTime, to: SystemTime) -> Vec<Va
 }
 
 /// `v`'s seconds of `kind` outside maintenance, from its intervals: what the figures
-/// count against a name (maintenance is `seconds_maintenance` itself). A drain's own
-/// moments are left out this way: the canary may see the drained address for a few
-/// milliseconds after the decision dropped it, which the ledger records as a
-/// `wrong_address` sliver inside the maintenance.
+/// count against a name (maintenance is `seconds_maintenance` itself).
 fn outside_maintenance(v: &Value, kind: &str) -> f64 {
     if kind == "maintenance" {
         return v["seconds_maintenance"].as_f64().unwrap();
@@ -384,8 +392,9 @@ fn outside_maintenance(v: &Value, kind: &str) -> f64 {
 
 /// The kinds of `name`'s stretches other than answered outside maintenance (what the
 /// figures count), in order, a run of one kind as one: two replicas may see one stretch as
-/// two pieces (a canary question between them answered as decided), never a kind one saw
-/// and the other did not.
+/// two pieces (a canary question between them answered as decided, as a standby's own
+/// server drops a dead address before the writer's PowerDNS does), never a kind one saw and
+/// the other did not.
 fn stretches(figures: &[Value], name: &str) -> Vec<String> {
     let v = figures.iter().find(|v| v["name"] == name).unwrap();
     let mut kinds: Vec<String> = (v["intervals"].as_array().into_iter().flatten())
