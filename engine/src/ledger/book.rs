@@ -428,32 +428,36 @@ impl Book {
                 seq,
                 result,
                 ..
-            } if *result != "error" => {
-                let Some(t) = self.tenants.get_mut(tenant) else {
-                    return Vec::new();
-                };
-                let Some((_, set)) = t.published.iter().find(|(s, _)| s == seq) else {
-                    return Vec::new();
-                };
-                let before = t.written.get(sink).map_or(0, |w| w.seq);
-                let set = set.clone();
-                t.written.insert(
-                    sink.clone(),
-                    Written {
-                        seq: *seq,
-                        set,
-                        at,
-                        before,
-                    },
-                );
-                self.settle(|t| t == tenant.as_str(), at)
-            }
+            } if *result != "error" => self.wrote(sink, tenant, *seq, at),
             Event::Held { endpoints, .. } => {
                 self.held = endpoints.iter().cloned().collect();
                 self.settle(|_| true, at)
             }
             _ => Vec::new(),
         }
+    }
+
+    /// `sink` reported writing `tenant`'s snapshot `seq` at `at`: that write is in force
+    /// from now, the one before for answers the canary got until now.
+    fn wrote(&mut self, sink: &str, tenant: &str, seq: u64, at: u64) -> Vec<Change> {
+        let Some(t) = self.tenants.get_mut(tenant) else {
+            return Vec::new();
+        };
+        let Some((_, set)) = t.published.iter().find(|(s, _)| *s == seq) else {
+            return Vec::new();
+        };
+        let before = t.written.get(sink).map_or(0, |w| w.seq);
+        let set = set.clone();
+        t.written.insert(
+            sink.to_owned(),
+            Written {
+                seq,
+                set,
+                at,
+                before,
+            },
+        );
+        self.settle(|t| t == tenant, at)
     }
 
     /// Target `target` of `endpoints` went down (first counted failure at `since`) or up
