@@ -73,6 +73,7 @@ mod limits;
 mod loadtest;
 mod misbehaviour;
 mod multi_cluster;
+mod multi_cluster_provider;
 mod otlp;
 mod overrides;
 mod policies;

@@ -485,7 +485,8 @@ fn default_canary_rate() -> u32 {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delivery {
-    /// Token-bucket rate: writes per second the back end may receive.
+    /// Token-bucket rate: writes per second the back end may receive; no second holds more
+    /// than this (its whole part) or `burst`, whichever is larger.
     #[serde(default = "default_rate")]
     pub max_writes_per_second: f64,
     /// Token-bucket size: writes allowed back to back after a quiet period.

@@ -213,7 +213,11 @@ impl DeliveryCore {
                 BACKOFF_JITTER,
             )
             .expect("validated with the config"),
-            bucket: TokenBucket::new(delivery.max_writes_per_second, delivery.burst, now),
+            bucket: TokenBucket::within_any_second(
+                delivery.max_writes_per_second,
+                delivery.burst,
+                now,
+            ),
             slots: BTreeMap::new(),
             queue: VecDeque::new(),
             token_armed: false,

@@ -20,10 +20,17 @@
 //! listed, with its own accepted changes applied, as the Route53 sink does. It lists again
 //! for a round that writes a state again (a reconcile or a retry), so changes someone else
 //! made are found and repaired; after any failed request; and when the report store
-//! changed the zone. A failover burst then costs an adjustment and a change per round, not
+//! removed a report. A failover burst then costs an adjustment and a change per round, not
 //! a listing as well. A stale view cannot overwrite someone else's record set: a set we did
 //! not list is created, and a provider refuses to create what exists (external-dns's
 //! in-memory provider and the APIs behind real ones do); the refusal drops the view.
+//!
+//! With `[multi_cluster]` every listing the report store makes (one a round) becomes the
+//! view, and this cluster's report writes are planned on it and applied to it: a report
+//! heartbeat is one change, and a cluster that learns a vote after another cluster wrote
+//! it finds the names as wanted and sends nothing, not even an adjustment. Several
+//! clusters then cost the provider one write per change of the published set, not one per
+//! cluster (unless they learn it in the same instant).
 //!
 //! Ownership is external-dns's TXT registry ([`plan`]): an external-dns deployment with
 //! another `--txt-owner-id` on the same zone leaves our names alone, and we leave its names
@@ -40,6 +47,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use ho_config::TlsCheck;
+use ho_engine::sink::reports::Rrset;
 use ho_engine::sink::{Applied, SinkError};
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -52,6 +60,7 @@ use self::domain_filter::DomainFilter;
 use crate::http::{error_for, Answer, HttpClient};
 use crate::pace::Pacer;
 use crate::rounds::provider::{Provider, RoundsSink, Serve};
+use crate::rounds::reports::HoldsReports;
 use crate::rounds::{Done, Outcome, Packable, Round, RoundResults, View};
 use ho_engine::sink::SetupError;
 
@@ -245,6 +254,20 @@ impl Webhook {
         parts: Vec<(&String, plan::Wanted)>,
         results: &mut RoundResults,
     ) -> Result<Vec<(String, Changes)>, SinkError> {
+        // A tenant whose sets are listed as it wants them is done without the provider's
+        // adjustment: what the provider lists is what it keeps. The clusters that learn a
+        // vote after another wrote it then send nothing.
+        let parts: Vec<(&String, plan::Wanted)> = parts
+            .into_iter()
+            .filter(|(tenant, wanted)| {
+                let done =
+                    plan::changes(listed, &wanted.names, &wanted.records, &wanted.marks).is_empty();
+                if done {
+                    results.insert((*tenant).clone(), outcome(&wanted.foreign, false));
+                }
+                !done
+            })
+            .collect();
         let desired: Vec<Endpoint> = parts
             .iter()
             .flat_map(|(_, w)| w.records.iter().cloned())
@@ -383,10 +406,34 @@ impl Provider for Webhook {
         }
     }
 
-    /// Every record set the provider holds.
+    /// Every record set the provider holds; kept as the view, so a listing the report store
+    /// made serves the next round too.
     async fn list(&mut self) -> Result<Vec<Endpoint>, SinkError> {
         let what = format!("GET {}/records", self.url);
-        self.json(Method::GET, "/records", None, &what).await
+        let listed: Vec<Endpoint> = self.json(Method::GET, "/records", None, &what).await?;
+        self.view.sets = Some(listed.clone());
+        Ok(listed)
+    }
+
+    /// This cluster's reports, planned on the view when there is one: only this cluster
+    /// writes its report sets, so the view holds them as the provider does, and a heartbeat
+    /// costs one change, not a listing as well. A refused change drops the view.
+    async fn write_reports(&mut self, reports: &[Rrset]) -> Result<(), SinkError> {
+        let listed = match self.view.sets.clone() {
+            Some(sets) => sets,
+            None => self.list().await?,
+        };
+        let Some(change) = self.report_change(&listed, reports) else {
+            return Ok(());
+        };
+        let sent = self
+            .post(&change, &format!("{} reports", reports.len()))
+            .await;
+        match &sent {
+            Ok(()) => apply(&mut self.view.sets, &change),
+            Err(_) => self.view.sets = None,
+        }
+        sent
     }
 
     /// One round on the negotiated filter and the sets `zone_for` gave: each tenant's wanted
@@ -428,7 +475,7 @@ impl Provider for Webhook {
         Ok(results)
     }
 
-    /// Applies `changes` outside a round (the report store's, which listed afresh): the
+    /// Applies `changes` outside a round (a report's removal, which listed afresh): the
     /// next round lists again too.
     async fn send(&mut self, changes: Changes, what: &str) -> Result<(), SinkError> {
         self.view.sets = None;

@@ -21,6 +21,8 @@ pub struct Delivery {
     /// The `X-Tenant-Token` header.
     pub token: String,
     pub accepted: bool,
+    /// When it arrived.
+    pub at: tokio::time::Instant,
 }
 
 /// A receiver that verifies `X-Health-Orchestrator-Signature` independently (ring's
@@ -76,6 +78,7 @@ impl Receiver {
             idempotency_key: key,
             token,
             accepted,
+            at: tokio::time::Instant::now(),
         });
         let status = if accepted {
             StatusCode::NO_CONTENT
