@@ -202,6 +202,21 @@ pub struct HostEndpoint {
 }
 
 impl Plan {
+    /// The plan that runs: this one plus the addresses of its host names and what other
+    /// clusters contribute. When neither adds an endpoint it is this plan, shared: the
+    /// running plan and the configured one are then one allocation, not two copies of
+    /// every endpoint.
+    pub fn compose(
+        self: &Arc<Self>,
+        resolved: &BTreeMap<String, Vec<IpAddr>>,
+        found: &[Discovered],
+    ) -> Arc<Plan> {
+        if self.hosts.is_empty() && found.is_empty() {
+            return self.clone();
+        }
+        Arc::new(self.with_resolved(resolved).with_discovered(found))
+    }
+
     /// Every host name the plan's endpoints are given by, once each.
     pub fn host_names(&self) -> BTreeSet<&str> {
         self.hosts.iter().map(|h| h.host.as_str()).collect()

@@ -182,7 +182,7 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         parts.sinks.register_metrics(&metrics);
         let prepared = Prepared::of(plan, &metrics, parts.dns.clone()).await?;
-        let plan = Arc::new(prepared.plan);
+        let plan = prepared.plan.clone();
         let started = Deciding::start(&plan, &parts, &metrics, prepared.kept).await?;
         let (deciders, leadership, events) = (started.deciders, started.leadership, started.events);
         let (ring, sink_actors) = (started.ring, started.sinks);

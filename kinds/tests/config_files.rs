@@ -329,6 +329,24 @@ fn discovered_addresses_join_their_voting_tenant_once() {
     assert_eq!(more.targets.len(), plan.targets.len() + 1);
 }
 
+/// The running plan is the configured one itself unless host names or other clusters add
+/// endpoints: a plan of every endpoint is not held twice.
+#[test]
+fn the_running_plan_shares_the_configured_one_unless_something_joins_it() {
+    let plan = std::sync::Arc::new(load_plan(&[dir("examples/multi-cluster.toml")]).unwrap());
+    let nothing = std::collections::BTreeMap::new();
+    assert!(std::sync::Arc::ptr_eq(&plan.compose(&nothing, &[]), &plan));
+    let found = ho_config::Discovered {
+        tenant: "tenant-a".into(),
+        cluster: "us1".into(),
+        address: "10.2.0.1".parse().unwrap(),
+        name: "us1-gw-1".into(),
+    };
+    let joined = plan.compose(&nothing, &[found]);
+    assert!(!std::sync::Arc::ptr_eq(&joined, &plan));
+    assert_eq!(joined.endpoints.len(), plan.endpoints.len() + 1);
+}
+
 /// An endpoint given by host name is kept apart until resolved, then becomes one endpoint
 /// per address in each tenant that selects it (by name or label), probed with its check; an
 /// address a tenant already has is not added twice.

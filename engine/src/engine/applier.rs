@@ -110,8 +110,9 @@ impl Applier {
     /// changed by a reload.
     pub(super) async fn reload(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
         self.hosts.prepare(&plan).await?;
+        let plan = Arc::new(plan);
         let summary = self.apply(self.effective(&plan)).await?;
-        self.configured = Arc::new(plan);
+        self.configured = plan;
         info!(
             targets_kept = summary.targets_kept,
             targets_added = summary.targets_added,
@@ -125,10 +126,8 @@ impl Applier {
 
     /// `configured` plus the addresses its host names resolve to and what other clusters
     /// contribute that it does not probe yet.
-    fn effective(&self, configured: &Plan) -> Plan {
-        configured
-            .with_resolved(&self.resolved.borrow())
-            .with_discovered(&self.discovered.borrow())
+    fn effective(&self, configured: &Arc<Plan>) -> Arc<Plan> {
+        configured.compose(&self.resolved.borrow(), &self.discovered.borrow())
     }
 
     /// Follows a change of what the running plan is composed of (`what`): starts probing
@@ -147,7 +146,7 @@ impl Applier {
     }
 
     /// Applies `plan` as a diff (see [`Engine::reload`]).
-    async fn apply(&mut self, plan: Plan) -> Result<ReloadSummary, EngineError> {
+    async fn apply(&mut self, plan: Arc<Plan>) -> Result<ReloadSummary, EngineError> {
         let mut summary = ReloadSummary::default();
         let mut built = BTreeMap::new();
         let old_plan = self.running();
@@ -174,7 +173,6 @@ impl Applier {
         self.heartbeats.learn(&plan);
         self.replace_sinks(&plan, &old_plan, built, &mut summary);
         self.probers.replace(&plan, &old, probes, &mut summary);
-        let plan = Arc::new(plan);
         *self.plan.write().expect("not poisoned") = plan.clone();
         self.plans.send_replace(plan.clone());
         let ids = self.probers.ids();

@@ -21,7 +21,7 @@ pub(super) struct Prepared {
     /// The plan as configured.
     pub(super) configured: Arc<Plan>,
     /// The plan to run: the configured one with its host names' addresses.
-    pub(super) plan: Plan,
+    pub(super) plan: Arc<Plan>,
     pub(super) hosts: Hosts,
     /// The host names' addresses as last resolved.
     pub(super) resolved: watch::Receiver<crate::hosts::Resolved>,
@@ -43,7 +43,7 @@ impl Prepared {
         let kept = load_drains(&plan)?;
         let (hosts, resolved) = Hosts::new(metrics.clone(), dns);
         let configured = Arc::new(plan);
-        let plan = configured.with_resolved(&hosts.prepare(&configured).await?);
+        let plan = configured.compose(&hosts.prepare(&configured).await?, &[]);
         let heartbeats = Heartbeats::default();
         heartbeats.learn(&plan);
         let feeds = Feeds::default();
