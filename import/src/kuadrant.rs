@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use anyhow::{bail, Context};
-use ho_kube::tenants::kuadrant::PolicyOutcome;
 use serde_yaml::Value;
 use toml::Table;
 
@@ -34,16 +33,23 @@ use super::{text, unknown_keys};
 
 mod checks;
 mod gateways;
+mod live;
 mod policy;
 mod probes;
 mod records;
-#[cfg(test)]
-mod sequences;
 
 use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
 use probes::{read_probes, refused_by_probe};
 use records::{record_name, tenants_of_probes, tenants_of_record, zone_of, Endpoints, Tenant};
+
+pub use live::{translate, NotAFailover, PolicyOutcome, TranslateError, Translation};
+
+/// The key under which a live probe document carries its headers' files (ho-kube writes
+/// each header Secret's values to files this process alone reads).
+pub const HEADER_FILES: &str = "additionalHeadersFiles";
+/// The key under which a live probe document carries why its Secret cannot be used.
+pub const HEADER_ERROR: &str = "additionalHeadersError";
 
 /// What the translation is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -277,31 +283,6 @@ fn record_check(
     Ok(policy.check.clone())
 }
 
-/// The import's translation, for Kuadrant's resources watched live (`[kubernetes]
-/// kuadrant`): one namespace's documents in, the equivalent config (as JSON) and the
-/// tenants each record became out.
-pub struct LiveTranslation;
-
-impl ho_kube::tenants::kuadrant::Translate for LiveTranslation {
-    fn translate(
-        &self,
-        docs: &[serde_json::Value],
-    ) -> Result<ho_kube::tenants::kuadrant::Translation, String> {
-        let docs: Vec<Value> = docs
-            .iter()
-            .map(serde_yaml::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?;
-        let imported = convert(&docs, Mode::Live).map_err(|e| format!("{e:#}"))?;
-        Ok(ho_kube::tenants::kuadrant::Translation {
-            config: serde_json::to_value(&imported.config).map_err(|e| e.to_string())?,
-            by_record: imported.by_record,
-            unpublished: imported.unpublished,
-            policies: imported.policies,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,7 +350,7 @@ metadata: {name: api-lb-b}
 spec: {address: lb-b.elb.example.net, port: 8443, hostname: api.example.com, protocol: HTTPS, path: /healthz}
 "#;
 
-    fn endpoint<'a>(imported: &'a crate::import::Imported, address: &str) -> &'a Table {
+    fn endpoint<'a>(imported: &'a crate::Imported, address: &str) -> &'a Table {
         imported.config["endpoints"]
             .as_array()
             .unwrap()
