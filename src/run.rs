@@ -102,7 +102,6 @@ async fn start_tenants(
     let kuadrant = kubernetes
         .kuadrant
         .then(|| ho_kube::tenants::kuadrant::Kuadrant {
-            translate: Box::new(crate::import::kuadrant::LiveTranslation),
             dns: std::sync::Arc::new(ho_dns::Client),
         });
     Ok(Controller::start(

@@ -1,5 +1,6 @@
-//! Tenants as namespaced resources: [`resource`] (the `DNSFailover` kind and its status),
-//! [`discover`] (gateways' addresses from Gateways, Services and Nodes), [`admit`] (which
+//! Tenants as namespaced resources: [`resource`] (the `DNSFailover` kind and its status,
+//! defined in ho-import, which makes them of other systems' resources; [`field_names`] its
+//! spelling of the config's keys), [`discover`] (gateways' addresses from Gateways, Services and Nodes), [`admit`] (which
 //! resources become tenants, on top of the config files; a refused edit falls back on
 //! `last_accepted`), [`status`] (what a team reads in
 //! `kubectl get`), [`watch`] (the reflectors), [`controller`] (rounds, statuses and
@@ -11,13 +12,13 @@ mod claims;
 pub mod controller;
 pub mod crd;
 pub mod discover;
-pub mod field_names;
 pub mod kuadrant;
 mod last_accepted;
-pub mod resource;
 pub mod status;
 mod status_writer;
 pub mod watch;
+
+pub use ho_import::{field_names, resource};
 
 #[cfg(test)]
 mod admit_tests;

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 /// The folders holding the workspace's production crates and the binary.
-pub const SOURCE_DIRS: [&str; 9] = [
-    "src", "config", "engine", "dns", "sinks", "kube", "kinds", "testkit", "loadtest",
+pub const SOURCE_DIRS: [&str; 10] = [
+    "src", "config", "engine", "dns", "sinks", "kube", "import", "kinds", "testkit", "loadtest",
 ];
 
 /// Every `.rs` file below `dir`.

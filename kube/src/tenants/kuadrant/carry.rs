@@ -12,6 +12,7 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 
 use super::super::admit::Key;
+use super::refusal::Kept;
 use super::round::View;
 use super::translate::{listener_record, stands_for, Listener, Policies, Record, Records};
 
@@ -40,7 +41,7 @@ pub(super) fn carry_over(
         };
         let carried = Record {
             object: record.object.clone(),
-            stand_ins: Err(why),
+            stand_ins: Err(why.into()),
             listener: Some(listener.clone()),
         };
         current.insert((ns.clone(), name.clone()), carried);
@@ -89,7 +90,7 @@ fn kept_because(
     ns: &str,
     policies: &Policies,
     view: &View<'_>,
-) -> Option<String> {
+) -> Option<Kept> {
     let gateway = find(view.gateways, ns, &listener.gateway)?;
     // A record refused before its policy was known is its Gateway's policy's.
     let policy = match listener.policy.as_deref() {
@@ -104,18 +105,20 @@ fn kept_because(
         .collect();
     find(&policy_objects, ns, policy)?;
     match policies.get(&(ns.to_owned(), policy.to_owned())) {
-        Some(Err(e)) => Some(format!(
-            "the namespace's Kuadrant resources do not translate: {e}"
-        )),
+        Some(Err(e)) => Some(Kept::Untranslated(e.clone())),
         Some(Ok(outcome)) => match &outcome.invalid {
-            Some(why) => Some(format!("DNSPolicy {policy} is invalid: {why}")),
-            None if !has_ip_address(gateway) => Some(format!(
-                "Gateway {} has no IP address in its status",
-                listener.gateway
-            )),
+            Some(why) => Some(Kept::PolicyInvalid {
+                policy: policy.to_owned(),
+                why: why.clone(),
+            }),
+            None if !has_ip_address(gateway) => Some(Kept::NoAddress {
+                gateway: listener.gateway.clone(),
+            }),
             None => None,
         },
-        None => Some(format!("DNSPolicy {policy} is not translated yet")),
+        None => Some(Kept::NotTranslated {
+            policy: policy.to_owned(),
+        }),
     }
 }
 

@@ -15,10 +15,46 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ho_import::kuadrant::{HEADER_ERROR, HEADER_FILES};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 use kube::Client;
 use serde_json::{json, Value};
+
+/// Why a probe's header Secret gives it no headers, in dns-operator's words where it has
+/// them: the translation refuses the probe with this (`additionalHeadersError`).
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// The Secret does not exist.
+    #[error("error retrieving additional headers secret {ns}/{secret}: not found")]
+    NotFound {
+        /// The probe's namespace.
+        ns: String,
+        /// The Secret's name.
+        secret: String,
+    },
+    /// The API server did not give it.
+    #[error("error retrieving additional headers secret {ns}/{secret}: {source}")]
+    Read {
+        /// The probe's namespace.
+        ns: String,
+        /// The Secret's name.
+        secret: String,
+        /// What the client said (boxed: the client's error is large).
+        source: Box<kube::Error>,
+    },
+    /// A key cannot be a header name.
+    #[error("invalid header found: {0}")]
+    Invalid(String),
+    /// A header's file cannot be written.
+    #[error("the header {name} cannot be kept for the probe: {source}")]
+    Keep {
+        /// The header.
+        name: String,
+        /// What writing its file said.
+        source: std::io::Error,
+    },
+}
 
 /// How long a Secret read is trusted before it is read again.
 pub const REREAD: Duration = Duration::from_secs(30);
@@ -27,7 +63,7 @@ pub const REREAD: Duration = Duration::from_secs(30);
 pub struct HeaderSecrets {
     dir: PathBuf,
     /// Per (namespace, probe): header name -> file, or why there are none.
-    read: HashMap<(String, String), Result<BTreeMap<String, PathBuf>, String>>,
+    read: HashMap<(String, String), Result<BTreeMap<String, PathBuf>, HeaderError>>,
     last: Option<Instant>,
 }
 
@@ -71,12 +107,15 @@ impl HeaderSecrets {
             let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
             let headers = match api.get_opt(&secret).await {
                 Ok(Some(s)) => self.write(&ns, &probe, &s),
-                Ok(None) => Err(format!(
-                    "error retrieving additional headers secret {ns}/{secret}: not found"
-                )),
-                Err(e) => Err(format!(
-                    "error retrieving additional headers secret {ns}/{secret}: {e}"
-                )),
+                Ok(None) => Err(HeaderError::NotFound {
+                    ns: ns.clone(),
+                    secret,
+                }),
+                Err(source) => Err(HeaderError::Read {
+                    ns: ns.clone(),
+                    secret,
+                    source: Box::new(source),
+                }),
             };
             read.insert((ns, probe), headers);
         }
@@ -93,18 +132,20 @@ impl HeaderSecrets {
         ns: &str,
         probe: &str,
         secret: &Secret,
-    ) -> Result<BTreeMap<String, PathBuf>, String> {
+    ) -> Result<BTreeMap<String, PathBuf>, HeaderError> {
         let data = secret.data.clone().unwrap_or_default();
         if let Some(bad) = data.keys().find(|k| !is_header_name(k.trim())) {
-            return Err(format!("invalid header found: {bad}"));
+            return Err(HeaderError::Invalid(bad.clone()));
         }
         let dir = self.dir.join(ns).join(probe);
         let _ = std::fs::remove_dir_all(&dir);
         let mut files = BTreeMap::new();
         for (name, value) in data {
             let file = dir.join(name.trim());
-            private_write(&file, &value.0)
-                .map_err(|e| format!("the header {name} cannot be kept for the probe: {e}"))?;
+            private_write(&file, &value.0).map_err(|source| HeaderError::Keep {
+                name: name.clone(),
+                source,
+            })?;
             files.insert(name.trim().to_owned(), file);
         }
         Ok(files)
@@ -115,16 +156,11 @@ impl HeaderSecrets {
     pub fn annotate(&self, ns: &str, probe: &str, doc: &mut Value) {
         match self.read.get(&(ns.to_owned(), probe.to_owned())) {
             Some(Ok(files)) => doc["spec"][HEADER_FILES] = json!(files),
-            Some(Err(why)) => doc["spec"][HEADER_ERROR] = json!(why),
+            Some(Err(why)) => doc["spec"][HEADER_ERROR] = json!(why.to_string()),
             None => {}
         }
     }
 }
-
-/// The key under which a live probe document carries its headers' files.
-pub const HEADER_FILES: &str = "additionalHeadersFiles";
-/// The key under which a live probe document carries why its Secret cannot be used.
-pub const HEADER_ERROR: &str = "additionalHeadersError";
 
 /// An HTTP header name (RFC 9110's token), not `Host`, which the probe's `hostname` sets.
 fn is_header_name(name: &str) -> bool {

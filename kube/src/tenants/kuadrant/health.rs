@@ -107,8 +107,7 @@ pub fn leaves_of(records: &super::Records) -> BTreeMap<(String, String), Vec<Lea
                 super::super::admit::tenant_name(&(ns.clone(), kube::ResourceExt::name_any(s)));
             for source in &s.spec.endpoints {
                 for a in source.addresses.iter().chain(&source.hosts) {
-                    let written =
-                        super::probes::probe_target(a).map_or_else(|h| h, |ip| ip.to_string());
+                    let written = super::probes::ProbeTarget::of(a).to_string();
                     let endpoint = super::super::admit::endpoint_name(&tenant, &written);
                     if !leaves.iter().any(|(e, _): &Leaf| *e == endpoint) {
                         leaves.push((endpoint, written));

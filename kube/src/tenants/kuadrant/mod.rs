@@ -4,8 +4,8 @@
 //! enter admission as `DNSFailover`s would (named `dnsrecord.NAME`), under the namespace's
 //! allowance; what became of each is written to the record's conditions, and the policies
 //! and probes get the status Kuadrant's controllers write ([`status`]). The translation is
-//! the binary's (it owns the import), handed in as a [`Translate`]. The pure side of a
-//! round is [`Core`]: it keeps each record's origin, so a record made from a listener is
+//! the import's ([`ho_import::kuadrant::translate`]); what it and this module refuse is a
+//! [`Refusal`]. The pure side of a round is [`Core`]: it keeps each record's origin, so a record made from a listener is
 //! carried through a refusal of what it depends on (`carry`) and withdrawn only by a
 //! deletion or an accepted edit that drops it.
 
@@ -14,6 +14,7 @@ mod gateways;
 mod headers;
 mod health;
 mod probes;
+mod refusal;
 mod resolve;
 mod round;
 #[cfg(test)]
@@ -34,11 +35,10 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 pub use gateways::AFFECTED;
-pub use headers::{HEADER_ERROR, HEADER_FILES};
+pub use refusal::{Kept, Refusal};
 pub use round::{Core, View};
 pub use translate::{
-    stand_in_name, translate_all, Allowance, Listener, Policies, PolicyOutcome, Record, Records,
-    Translate, Translation,
+    stand_in_name, translate_all, Allowance, Listener, Policies, Record, Records, Translator,
 };
 
 use super::admit::{tenant_name, Key, Verdict};
@@ -50,11 +50,9 @@ use super::watch::{listed, KuadrantStores};
 use round::{being_deleted, holds_finalizer};
 use status::{policy_status, PolicyFacts};
 
-/// What the binary hands the controller to follow Kuadrant's resources: the import's
-/// translation, and the DNS client that checks the load balancers' host names.
+/// What the binary hands the controller to follow Kuadrant's resources: the DNS client
+/// that checks the load balancers' host names.
 pub struct Kuadrant {
-    /// The translation of one namespace's documents.
-    pub translate: Box<dyn Translate>,
     /// Asks the operator's `[resolver]`.
     pub dns: Arc<dyn ho_engine::dns_client::DnsClient>,
 }
@@ -96,7 +94,7 @@ impl Live {
             statuses: writer(KuadrantStores::record_type()),
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
-            core: Core::new(parts.translate),
+            core: Core::new(),
             hosts: resolve::HostCheck::new(parts.dns),
             headers: headers::HeaderSecrets::new(state_dir),
             stores,

@@ -22,15 +22,12 @@ impl Live {
         for probe in self.stores.probes() {
             let ns = probe.metadata.namespace.clone().unwrap_or_default();
             let name = probe.metadata.name.clone().unwrap_or_default();
-            let Some(address) = probe.data["spec"]["address"].as_str().map(probe_target) else {
+            let Some(address) = probe.data["spec"]["address"].as_str().map(ProbeTarget::of) else {
                 continue;
             };
             let holds = |source: &super::super::resource::EndpointSource| match &address {
-                Ok(ip) => source.addresses.iter().any(|a| a.parse() == Ok(*ip)),
-                Err(host) => source
-                    .hosts
-                    .iter()
-                    .any(|h| probe_target(h).as_ref() == Err(host)),
+                ProbeTarget::Address(ip) => source.addresses.iter().any(|a| a.parse() == Ok(*ip)),
+                ProbeTarget::Host(_) => source.hosts.iter().any(|h| ProbeTarget::of(h) == address),
             };
             let stand_in = self
                 .core
@@ -42,11 +39,7 @@ impl Live {
                 .find(|s| s.spec.endpoints.iter().any(holds));
             if let Some(s) = stand_in {
                 let tenant = tenant_name(&(ns.clone(), s.name_any()));
-                let endpoint = match &address {
-                    Ok(ip) => endpoint_name(&tenant, ip),
-                    Err(host) => endpoint_name(&tenant, host),
-                };
-                found.insert((ns, name), endpoint);
+                found.insert((ns, name), endpoint_name(&tenant, &address));
             }
         }
         found
@@ -96,8 +89,8 @@ impl Live {
         let Some(address) = address else {
             return failed("refused: the probe has no spec.address".to_owned());
         };
-        let target = probe_target(address);
-        if let Err(host) = &target {
+        let target = ProbeTarget::of(address);
+        if let ProbeTarget::Host(host) = &target {
             if !plausible_host(host) {
                 return failed(format!(
                     "refused: address {address:?} is neither an IP address nor a host name"
@@ -107,24 +100,20 @@ impl Live {
                 return failed(format!("host name {host} does not resolve: {why}"));
             }
         }
-        let written = match &target {
-            Ok(ip) => ip.to_string(),
-            Err(host) => host.clone(),
-        };
+        let written = target.to_string();
+        // The translation says which address refused a record only in its reason's words.
         let refused = self
             .core
             .records()
             .iter()
             .filter(|((n, _), _)| n == ns)
-            .find_map(|(_, r)| {
-                r.stand_ins
-                    .as_ref()
-                    .err()
-                    .filter(|why| why.contains(&written))
-            });
+            .filter_map(|(_, r)| r.stand_ins.as_ref().err().map(ToString::to_string))
+            .find(|why| why.contains(&written));
         Probed::Not {
             // The probe's own refusal (its Secret, say) fails it, as dns-operator reports.
-            failed: refused.is_some_and(|why| why.contains("DNSHealthCheckProbe")),
+            failed: refused
+                .as_ref()
+                .is_some_and(|why| why.contains("DNSHealthCheckProbe")),
             reason: match refused {
                 Some(why) => format!("not probed: {why}"),
                 None => "not probed: no published DNSRecord has this address".to_owned(),
@@ -143,10 +132,30 @@ fn plausible_host(host: &str) -> bool {
             .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
 }
 
-/// A probe's address as the engine's endpoints name it: an IP address, or (`Err`) a host
-/// name in lower case without its trailing dot.
-pub(super) fn probe_target(address: &str) -> Result<IpAddr, String> {
-    address
-        .parse()
-        .map_err(|_| address.trim_end_matches('.').to_ascii_lowercase())
+/// A probe's address as the engine's endpoints name it (its `Display`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ProbeTarget {
+    /// An IP address.
+    Address(IpAddr),
+    /// A host name, in lower case without its trailing dot.
+    Host(String),
+}
+
+impl ProbeTarget {
+    /// `address` as written in a probe or a stand-in's source.
+    pub(super) fn of(address: &str) -> ProbeTarget {
+        match address.parse() {
+            Ok(ip) => ProbeTarget::Address(ip),
+            Err(_) => ProbeTarget::Host(address.trim_end_matches('.').to_ascii_lowercase()),
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeTarget::Address(ip) => ip.fmt(f),
+            ProbeTarget::Host(host) => f.write_str(host),
+        }
+    }
 }

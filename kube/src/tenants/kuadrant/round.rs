@@ -12,8 +12,9 @@ use kube::ResourceExt;
 use super::super::admit::{Key, Verdict};
 use super::super::resource::{DNSFailover, FINALIZER};
 use super::carry;
+use super::refusal::Refusal;
 use super::translate::{
-    stand_in_name, stands_for, translate_all, Allowance, Policies, Records, Translate,
+    stand_in_name, stands_for, translate_all, Allowance, Policies, Records, Translator,
 };
 
 /// One round's view of Kuadrant's resources, every kind listed.
@@ -28,7 +29,7 @@ pub struct View<'a> {
 
 /// The translation, and what the last complete view became.
 pub struct Core {
-    translate: Box<dyn Translate>,
+    translate: Translator,
     records: Records,
     policies: Policies,
     /// Whether a complete view was translated yet. Until then every record a previous run
@@ -37,9 +38,20 @@ pub struct Core {
     listed: bool,
 }
 
+impl Default for Core {
+    fn default() -> Core {
+        Core::new()
+    }
+}
+
 impl Core {
-    /// Nothing translated yet.
-    pub fn new(translate: Box<dyn Translate>) -> Core {
+    /// Nothing translated yet; the import's translation.
+    pub fn new() -> Core {
+        Core::translating(ho_import::kuadrant::translate)
+    }
+
+    /// Nothing translated yet; `translate` translates.
+    pub(super) fn translating(translate: Translator) -> Core {
         Core {
             translate,
             records: Records::new(),
@@ -59,7 +71,7 @@ impl Core {
             view.records,
             view.others,
             view.gateways,
-            self.translate.as_ref(),
+            self.translate,
             allowed,
         );
         let previous = match self.listed {
@@ -99,9 +111,7 @@ impl Core {
                 .flat_map(|source| &source.hosts)
                 .find_map(|h| unresolved(h).map(|why| (h.clone(), why)));
             if let Some((host, why)) = why {
-                record.stand_ins = Err(format!(
-                    "host name {host} does not resolve through the operator's [resolver]: {why}"
-                ));
+                record.stand_ins = Err(Refusal::Unresolved { host, why });
             }
         }
     }
@@ -169,7 +179,7 @@ impl Core {
             for k in std::iter::once(&own).chain(others) {
                 let verdict = Verdict::Refused {
                     reason: "Invalid",
-                    message: message.clone(),
+                    message: message.to_string(),
                 };
                 refused.push((k.clone(), verdict));
             }

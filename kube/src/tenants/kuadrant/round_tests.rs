@@ -5,42 +5,43 @@
 
 use std::sync::Arc;
 
+use ho_import::kuadrant::{PolicyOutcome, TranslateError, Translation};
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
 use super::round::{Core, View};
-use super::translate::{Allowance, PolicyOutcome, Translate, Translation};
+use super::translate::Allowance;
 
 /// `gw-api` (api.team-a.io at 192.0.2.1) while policy `p` has `spec.valid`; the namespace
 /// fails to translate otherwise.
-struct OneListener;
-
-impl Translate for OneListener {
-    fn translate(&self, docs: &[Value]) -> Result<Translation, String> {
-        let policy = docs.iter().find(|d| d["kind"] == "DNSPolicy");
-        if policy.is_some_and(|p| p["spec"]["valid"] != true) {
-            return Err("policy p is broken".to_owned());
-        }
-        let gateway = docs.iter().any(|d| d["kind"] == "Gateway");
-        let mut t = Translation {
-            config: json!({
-                "tenants": [{"name": "gw-api", "domains": ["api.team-a.io"], "endpoints": ["e1"]}],
-                "endpoints": [{"name": "e1", "address": "192.0.2.1"}],
-            }),
-            by_record: Default::default(),
-            unpublished: Default::default(),
-            policies: Default::default(),
-        };
-        if let (Some(_), true) = (policy, gateway) {
-            t.by_record.insert("gw-api".into(), vec!["gw-api".into()]);
-            let outcome = PolicyOutcome {
-                records: vec!["gw-api".into()],
-                invalid: None,
-            };
-            t.policies.insert("p".into(), outcome);
-        }
-        Ok(t)
+fn one_listener(docs: &[Value]) -> Result<Translation, TranslateError> {
+    let policy = docs.iter().find(|d| d["kind"] == "DNSPolicy");
+    if policy.is_some_and(|p| p["spec"]["valid"] != true) {
+        return Err(TranslateError::Refused {
+            reason: "policy p is broken".to_owned(),
+        });
     }
+    let gateway = docs.iter().any(|d| d["kind"] == "Gateway");
+    let spec = json!({"domains": ["api.team-a.io"], "sinks": [], "endpoints": [{"addresses": ["192.0.2.1"]}]});
+    let mut t = Translation {
+        tenants: [(
+            "gw-api".to_owned(),
+            Ok(serde_json::from_value(spec).unwrap()),
+        )]
+        .into(),
+        by_record: Default::default(),
+        unpublished: Default::default(),
+        policies: Default::default(),
+    };
+    if let (Some(_), true) = (policy, gateway) {
+        t.by_record.insert("gw-api".into(), vec!["gw-api".into()]);
+        let outcome = PolicyOutcome {
+            records: vec!["gw-api".into()],
+            invalid: None,
+        };
+        t.policies.insert("p".into(), outcome);
+    }
+    Ok(t)
 }
 
 fn object(value: Value) -> Arc<DynamicObject> {
@@ -79,7 +80,7 @@ fn a_listener_record_is_carried_through_a_refusal_and_withdrawn_only_by_a_deleti
         domain: &domain,
     };
     let kept = [("team-a".to_owned(), "dnsrecord.gw-api".to_owned())];
-    let mut core = Core::new(Box::new(OneListener));
+    let mut core = Core::translating(one_listener);
     let round =
         |core: &mut Core, others: &[Arc<DynamicObject>], gateways: &[Arc<DynamicObject>]| {
             let view = View {

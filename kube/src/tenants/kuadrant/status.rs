@@ -9,19 +9,21 @@
 //! - `DNSHealthCheckProbe`: `healthy`, `consecutiveFailures`, `reason` and `lastCheckedAt`,
 //!   from the engine's verdict on the probe's address (every address of a host name).
 
+use std::sync::Arc;
+
 use ho_engine::hysteresis::Health;
 use ho_engine::status::EndpointStatus;
+use ho_import::kuadrant::{PolicyOutcome, TranslateError};
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
 use super::super::resource::Condition;
 use super::super::status::{condition, Observed};
-use super::translate::PolicyOutcome;
 
 /// What a policy's status is computed from.
 pub struct PolicyFacts<'a> {
     /// Its outcome in the namespace's translation, or why the namespace did not translate.
-    pub outcome: Option<&'a Result<PolicyOutcome, String>>,
+    pub outcome: Option<&'a Result<PolicyOutcome, Arc<TranslateError>>>,
     /// The records made from its Gateway's listeners that are refused, with why: they have
     /// no object of their own, so the policy's status names them.
     pub refused: &'a [(String, String)],
@@ -88,7 +90,7 @@ pub fn policy_status(policy: &DynamicObject, facts: &PolicyFacts<'_>, now: f64) 
 fn refusal(facts: &PolicyFacts<'_>) -> Option<(&'static str, String)> {
     match facts.outcome {
         None => Some(("Unknown", "DNSPolicy has not been translated yet".to_owned())),
-        Some(Err(message)) => Some(("Invalid", message.clone())),
+        Some(Err(e)) => Some(("Invalid", e.to_string())),
         Some(Ok(o)) => o.invalid.as_ref().map(|m| ("Invalid", m.clone())),
     }
     .or_else(|| {
@@ -286,7 +288,9 @@ mod tests {
             (&invalid, Some(true), "Invalid"),
             (&Ok(PolicyOutcome::default()), Some(false), "TargetNotFound"),
             (
-                &Err("the namespace does not translate".to_owned()),
+                &Err(Arc::new(TranslateError::Refused {
+                    reason: "the namespace does not translate".to_owned(),
+                })),
                 Some(true),
                 "Invalid",
             ),

@@ -1,44 +1,23 @@
 //! The translation's side: one namespace's documents (with the Gateways its policies
-//! target) through the binary's importer ([`Translate`]), and each record's tenants as
-//! `DNSFailover` stand-ins for admission.
+//! target) through the import's translation ([`ho_import::kuadrant::translate`]), and each
+//! record's tenants as `DNSFailover` stand-ins for admission.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use ho_import::kuadrant::{PolicyOutcome, TranslateError, Translation};
 use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::{json, Value};
 
-use super::super::resource::{DNSFailover, DNSFailoverSpec};
+use super::super::resource::DNSFailover;
 use super::super::watch::KuadrantStores;
+use super::refusal::Refusal;
 
-/// The config `import --from kuadrant` makes of documents (as JSON), or why it cannot.
-pub trait Translate: Send + Sync {
-    /// One namespace's DNSRecords, DNSHealthCheckProbes and DNSPolicies.
-    fn translate(&self, docs: &[Value]) -> Result<Translation, String>;
-}
-
-/// One namespace's documents translated.
-pub struct Translation {
-    /// The equivalent config, as JSON.
-    pub config: Value,
-    /// The tenants each DNSRecord became (one per distinct answer among its names), its
-    /// own first.
-    pub by_record: BTreeMap<String, Vec<String>>,
-    /// The DNSRecords that publish nothing, and why.
-    pub unpublished: BTreeMap<String, String>,
-    /// Per DNSPolicy: the records it governs, or why it cannot be applied.
-    pub policies: BTreeMap<String, PolicyOutcome>,
-}
-
-/// What became of one DNSPolicy in a translation.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct PolicyOutcome {
-    /// The DNSRecords it governs.
-    pub records: Vec<String>,
-    /// Why it cannot be applied; its records keep their last accepted translation.
-    pub invalid: Option<String>,
-}
+/// What translates one namespace's documents: the import's translation, or a test's
+/// (the pure round's tests fail a whole namespace on demand, which the real translation
+/// does only for documents no API server would hold).
+pub type Translator = fn(&[Value]) -> Result<Translation, TranslateError>;
 
 /// One DNSRecord, written or made from a Gateway's listener, and the `DNSFailover`s
 /// standing for it (one per distinct answer among its names), or why it has none.
@@ -48,7 +27,7 @@ pub struct Record {
     /// identity and the record's name.
     pub object: Arc<DynamicObject>,
     /// Its stand-ins, or why it has none.
-    pub stand_ins: Result<Vec<DNSFailover>, String>,
+    pub stand_ins: Result<Vec<DNSFailover>, Refusal>,
     /// Made from a targeted Gateway's listener: there is no object to write a status to,
     /// so its refusals are told in the governing policy's status.
     pub listener: Option<Listener>,
@@ -89,7 +68,7 @@ pub(super) fn stands_for(stand_in: &str, record: &str) -> bool {
 
 /// What became of each DNSPolicy, per (namespace, name): its outcome, or why its
 /// namespace's documents did not translate.
-pub type Policies = BTreeMap<(String, String), Result<PolicyOutcome, String>>;
+pub type Policies = BTreeMap<(String, String), Result<PolicyOutcome, Arc<TranslateError>>>;
 
 /// What a namespace may publish: the sinks its allowance names (the translation publishes
 /// through all of them, as the import's one `dns` sink stands for "the operator's DNS"),
@@ -107,13 +86,13 @@ pub fn translate_all(
     records: &[Arc<DynamicObject>],
     others: &[Arc<DynamicObject>],
     gateways: &[Arc<DynamicObject>],
-    translate: &dyn Translate,
+    translate: Translator,
     allowed: &Allowance<'_>,
 ) -> (Records, Policies) {
     let mut by_record = Records::new();
     let mut policies = Policies::new();
     for (ns, docs) in documents(records, others, gateways, allowed) {
-        let translation = translate.translate(&docs);
+        let translation = translate(&docs).map_err(Arc::new);
         for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
             let name = doc["metadata"]["name"].as_str().unwrap_or_default();
             let outcome = match &translation {
@@ -171,7 +150,7 @@ fn documents(
 /// One namespace's translation, and the sinks its records publish through.
 struct Namespace<'a> {
     ns: &'a str,
-    translation: &'a Result<Translation, String>,
+    translation: &'a Result<Translation, Arc<TranslateError>>,
     sinks: &'a [String],
 }
 
@@ -219,20 +198,18 @@ impl Namespace<'_> {
         let stand_ins = self
             .translation
             .as_ref()
-            .map_err(Clone::clone)
+            .map_err(|e| Refusal::Untranslated(e.clone()))
             .and_then(|t| {
                 if let Some(why) = t.unpublished.get(&name) {
-                    return Err(why.clone());
+                    return Err(Refusal::Unpublished(why.clone()));
                 }
                 let tenants = t.by_record.get(&name).map_or(&[][..], Vec::as_slice);
                 if tenants.is_empty() {
-                    return Err(format!(
-                        "DNSRecord {name} has no A or AAAA endpoint to publish"
-                    ));
+                    return Err(Refusal::NoEndpoint { record: name });
                 }
                 tenants
                     .iter()
-                    .map(|tenant| stand_in(&object, tenant, &t.config, self.sinks))
+                    .map(|tenant| stand_in(&object, tenant, t, self.sinks))
                     .collect()
             });
         Record {
@@ -287,80 +264,26 @@ fn document(o: &DynamicObject) -> Value {
     doc
 }
 
-/// The tenant's endpoints as `DNSFailover` sources, one per address with its labels,
-/// weight, priority and check: an IP address under `addresses`, a load balancer's host name
-/// (a CNAME's target, a host-name probe's address) under `hosts`.
-fn sources_of(tenant: &Value, config: &Value) -> Vec<Value> {
-    let endpoints: Vec<&Value> = match &tenant["endpoints"] {
-        Value::Array(names) => names
-            .iter()
-            .filter_map(|n| {
-                config["endpoints"]
-                    .as_array()?
-                    .iter()
-                    .find(|e| e["name"] == *n)
-            })
-            .collect(),
-        _ => config["endpoints"]
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default(),
-    };
-    endpoints
-        .iter()
-        .map(|e| {
-            let by_name = e["address"]
-                .as_str()
-                .is_some_and(|a| a.parse::<std::net::IpAddr>().is_err());
-            let key = if by_name { "hosts" } else { "addresses" };
-            let mut source = json!({ key: [e["address"]] });
-            for key in ["labels", "weight", "priority", "check"] {
-                if !e[key].is_null() {
-                    source[key] = e[key].clone();
-                }
-            }
-            source
-        })
-        .collect()
-}
-
-/// Tenant `name` of the translated config as a `DNSFailover`, with the record's identity
-/// and generation; its uid carries a digest of the spec, so a changed probe or policy
-/// (which does not move the record's own generation) is validated again.
+/// Tenant `name` of the translation as a `DNSFailover` publishing through `sinks`, with
+/// the record's identity and generation; its uid carries a digest of the spec, so a
+/// changed probe or policy (which does not move the record's own generation) is
+/// validated again.
 fn stand_in(
     record: &DynamicObject,
     name: &str,
-    config: &Value,
+    translation: &Translation,
     sinks: &[String],
-) -> Result<DNSFailover, String> {
-    let tenant = config["tenants"]
-        .as_array()
-        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
-        .ok_or_else(|| format!("the translation has no tenant {name}"))?;
-    let sources = sources_of(tenant, config);
-    let mut spec = json!({ "domains": tenant["domains"], "sinks": sinks, "endpoints": sources });
-    for (key, field) in [
-        ("ttl", "ttl"),
-        ("policy", "policy"),
-        ("answer", "answer"),
-        ("weights", "weights"),
-        ("default_weight", "defaultWeight"),
-        ("default_geo", "defaultGeo"),
-        ("on_all_unhealthy", "onAllUnhealthy"),
-        ("min_healthy", "minHealthy"),
-    ] {
-        if !tenant[key].is_null() {
-            spec[field] = tenant[key].clone();
+) -> Result<DNSFailover, Refusal> {
+    let mut spec = match translation.tenants.get(name) {
+        Some(Ok(spec)) => spec.clone(),
+        Some(Err(e)) => return Err(Refusal::NotAFailover(e.clone())),
+        None => {
+            return Err(Refusal::NoTenant {
+                tenant: name.to_owned(),
+            })
         }
-    }
-    if let Some(check) = config["defaults"]["check"]
-        .as_object()
-        .filter(|c| !c.is_empty())
-    {
-        spec["check"] = Value::Object(check.clone());
-    }
-    let spec: DNSFailoverSpec = serde_json::from_value(spec.clone())
-        .map_err(|e| format!("the translation of DNSRecord {name} is not a DNSFailover: {e}"))?;
+    };
+    spec.sinks = sinks.to_vec();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     serde_json::to_vec(&spec)
         .unwrap_or_default()

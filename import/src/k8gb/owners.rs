@@ -5,7 +5,7 @@
 //! finds none. Once the reference is gone k8gb keeps the Ingress's spec in step with the
 //! Gslb until it is deleted, but never puts the reference back.
 
-use ho_kube::tenants::resource::DNSFailover;
+use crate::resource::{DNSFailover, EndpointSource};
 use serde_yaml::Value;
 
 use super::super::text;
@@ -101,9 +101,7 @@ fn step(
         .iter()
         .filter(|r| namespace.is_none_or(|n| r.metadata.namespace.as_deref() == Some(n)))
         .filter(|r| {
-            let source = |s: &ho_kube::tenants::resource::EndpointSource| {
-                s.ingress.as_deref() == Some(ingress)
-            };
+            let source = |s: &EndpointSource| s.ingress.as_deref() == Some(ingress);
             r.spec.endpoints.iter().any(source)
         })
         .filter_map(|r| r.metadata.name.clone())

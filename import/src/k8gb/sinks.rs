@@ -6,10 +6,9 @@
 //! provider's `providerSpecific` properties, which these sinks do not write.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use ho_config::{RoutingPolicy, SinkSpec};
+use ho_config::{Config, RoutingPolicy, SinkCatalog, SinkSpec};
 
 /// Why the sinks named cannot publish a Gslb's resources.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +18,12 @@ pub enum SinkError {
     Config(String),
     /// A `--sink` names no sink of the config.
     #[error("--sink {name}: the config has no sink of that name (its sinks: {known})")]
-    Unknown { name: String, known: String },
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The config's sinks, joined.
+        known: String,
+    },
     /// A sink cannot carry the policy the Gslb's strategy becomes.
     #[error(transparent)]
     Cannot(Box<Cannot>),
@@ -42,11 +46,12 @@ pub struct Cannot {
 pub struct Sinks(BTreeMap<String, Arc<dyn SinkSpec>>);
 
 impl Sinks {
-    /// Reads the sinks `names` of the config `files`.
-    pub fn load(files: &[PathBuf], names: &[String]) -> Result<Sinks, SinkError> {
-        let config = crate::config_files::config(files)
-            .result
-            .map_err(|e| SinkError::Config(e.to_string()))?;
+    /// The sinks `names` of the operator's `config`, as `catalog`'s kinds parse them.
+    pub fn of(
+        config: &Config,
+        names: &[String],
+        catalog: &dyn SinkCatalog,
+    ) -> Result<Sinks, SinkError> {
         let mut specs = BTreeMap::new();
         for name in names {
             let unknown = || SinkError::Unknown {
@@ -54,7 +59,7 @@ impl Sinks {
                 known: config.sinks.keys().cloned().collect::<Vec<_>>().join(", "),
             };
             let table = config.sinks.get(name).ok_or_else(unknown)?;
-            let parsed = ho_kinds::CATALOG.sinks.parse(name, table);
+            let parsed = catalog.parse(name, table);
             let spec = parsed.spec.ok_or_else(|| {
                 let errors: Vec<String> = parsed.errors.iter().map(|e| e.to_string()).collect();
                 SinkError::Config(errors.join("; "))

@@ -1,23 +1,14 @@
-//! `import --from SYSTEM FILE...`: prints the equivalent TOML config of another system's
-//! configuration, with a `# NOT CARRIED OVER` comment for everything without an
-//! equivalent. The output passes `check-config`.
-//!
-//! - [`openova`]: the OpenOva DNS failover `config.yaml`.
-//! - [`kuadrant`]: Kuadrant's DNSPolicy, DNSHealthCheckProbe and DNSRecord documents.
-//! - [`powerdns`]: a PowerDNS zone with LUA records (`ifurlup`, `ifportup`, `pick...`).
-//! - [`k8gb`]: k8gb's Gslb resources, as DNSFailover resources (YAML, not TOML: each
-//!   names a Kubernetes object as its source, which only a resource can).
+//! `import --from SYSTEM FILE...`: reads the files, hands their documents to the importer
+//! (`ho-import`) and prints the equivalent TOML config (for k8gb, DNSFailover resources),
+//! with a `# NOT CARRIED OVER` comment for everything without an equivalent and a
+//! `# TO DO` for what is left to the operator. The output passes `check-config`.
 
-mod k8gb;
-pub mod kuadrant;
-mod openova;
-mod powerdns;
-
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use ho_import::k8gb::sinks::{SinkError, Sinks};
+use ho_import::{k8gb, kuadrant, openova, powerdns, Imported};
 use serde_yaml::Value;
 
 /// The systems `import` reads.
@@ -48,24 +39,6 @@ pub struct Options {
     pub config: Vec<PathBuf>,
 }
 
-/// What an import produced: the config, what it could not carry over, and what the
-/// operator must still do for it to work as the source did.
-pub struct Imported {
-    /// The equivalent configuration.
-    pub config: toml::Table,
-    /// Keys without an equivalent (printed as `# NOT CARRIED OVER:`).
-    pub not_carried: Vec<String>,
-    /// Steps left to the operator (printed as `# TO DO:`).
-    pub to_do: Vec<String>,
-    /// Per source resource that became several tenants (a Kuadrant DNSRecord whose names
-    /// answer differently), the tenants it became, its own first.
-    pub by_record: BTreeMap<String, Vec<String>>,
-    /// Per source resource that publishes nothing, why (the others are imported).
-    pub unpublished: BTreeMap<String, String>,
-    /// Per Kuadrant DNSPolicy: the records it governs, or why it cannot be applied.
-    pub policies: BTreeMap<String, ho_kube::tenants::kuadrant::PolicyOutcome>,
-}
-
 /// Prints the imported config, or every problem that stops the import.
 pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Result<ExitCode> {
     let k8gb_only = options.geo_tag.is_some()
@@ -85,7 +58,7 @@ pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Resu
             };
             let carried = match options.config.as_slice() {
                 [] => None,
-                files => Some(k8gb::sinks::Sinks::load(files, &sinks)?),
+                files => Some(carried(files, &sinks)?),
             };
             let options = k8gb::Options {
                 geo_tag: options.geo_tag,
@@ -158,22 +131,10 @@ fn read_documents(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
         .collect())
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-/// Keys of `v` outside `known`, as notes at `path`.
-fn unknown_keys(v: &Value, known: &[&str], path: &str, notes: &mut Vec<String>) {
-    if let Some(map) = v.as_mapping() {
-        for key in map.keys().filter_map(Value::as_str) {
-            if !known.contains(&key) {
-                let at = if path.is_empty() {
-                    key.to_owned()
-                } else {
-                    format!("{path}.{key}")
-                };
-                notes.push(format!("{at} (no equivalent)"));
-            }
-        }
-    }
+/// The sinks `names` of the operator's config `files`, as its kinds parse them.
+fn carried(files: &[PathBuf], names: &[String]) -> Result<Sinks, SinkError> {
+    let config = crate::config_files::config(files)
+        .result
+        .map_err(|e| SinkError::Config(e.to_string()))?;
+    Sinks::of(&config, names, ho_kinds::CATALOG.sinks)
 }

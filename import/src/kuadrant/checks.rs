@@ -1,8 +1,6 @@
 //! Kuadrant's health-check blocks (a DNSPolicy's `healthCheck`, a DNSRecord's
 //! `spec.healthCheck`, a DNSHealthCheckProbe's spec) as our `check` tables.
 
-use ho_kube::tenants::kuadrant::{HEADER_ERROR, HEADER_FILES};
-
 use super::*;
 
 /// What a block means when it leaves a field out: the `kuadrant.io/v1` DNSPolicy and the

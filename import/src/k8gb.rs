@@ -27,8 +27,8 @@ mod target;
 
 use std::collections::BTreeSet;
 
+use crate::resource::DNSFailover;
 use anyhow::{bail, Context};
-use ho_kube::tenants::resource::DNSFailover;
 use serde_json::{json, Map, Value as Json};
 use serde_yaml::Value;
 
@@ -51,14 +51,19 @@ pub struct Options {
 /// The DNSFailover resources equivalent to the Gslbs among `docs`, what could not be
 /// carried over, and what the operator must still do.
 pub struct Imported {
+    /// The resources, one per distinct check among a Gslb's hosts.
     pub resources: Vec<DNSFailover>,
+    /// What has no equivalent (printed as `# NOT CARRIED OVER:`).
     pub not_carried: Vec<String>,
+    /// Steps left to the operator (printed as `# TO DO:`).
     pub to_do: Vec<String>,
 }
 
 /// k8gb's default record TTL (`resolver.DefaultTTLSeconds`).
 const DEFAULT_TTL_SECONDS: u64 = 30;
 
+/// The DNSFailovers equivalent to the Gslbs among `docs` (read with the Ingresses,
+/// Services and routes they reference), or the first problem that stops the import.
 pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
     let documents = Documents(docs);
     let mut notes = Vec::new();

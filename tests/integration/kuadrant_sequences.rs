@@ -1,5 +1,5 @@
 //! Generated edit sequences (as Acto and Sieve test operators) against the pure core of
-//! Kuadrant's resources live: the import's translation, `ho_kube`'s [`Core`] (listener
+//! Kuadrant's resources live: `ho_kube`'s [`Core`] (the import's translation, listener
 //! records kept while what they depend on is refused) and admission with its last
 //! accepted generations, one round per step, in virtual time. Seeded, so a failure is
 //! replayed from its seed; it is shrunk to the shortest sequence that still fails and
@@ -23,7 +23,6 @@ use ho_kube::tenants::discover::{FoundGateway, Lookup, Target};
 use ho_kube::tenants::kuadrant::{Allowance, Core, View};
 use ho_kube::tenants::resource::NodeAddressType;
 
-use super::LiveTranslation;
 use world::{any_object, broken, valid, Obj, Spec, Step, World};
 
 /// Each name's answer: its addresses, sorted, and its TTL in seconds.
@@ -83,7 +82,7 @@ struct Process {
 impl Process {
     fn start(dir: &Path) -> Process {
         Process {
-            core: Core::new(Box::new(LiveTranslation)),
+            core: Core::new(),
             admitter: Admitter::keeping_in(Some(dir)),
         }
     }

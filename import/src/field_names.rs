@@ -179,7 +179,7 @@ pub fn camel_case_schema(node: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenants::resource::DNSFailoverSpec;
+    use crate::resource::DNSFailoverSpec;
 
     fn spec(check: Value) -> Result<DNSFailoverSpec, serde_json::Error> {
         serde_json::from_value(serde_json::json!({

@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use anyhow::{bail, Context};
-use ho_kube::tenants::kuadrant::PolicyOutcome;
 use serde_yaml::Value;
 use toml::Table;
 
@@ -34,16 +33,23 @@ use super::{text, unknown_keys};
 
 mod checks;
 mod gateways;
+mod live;
 mod policy;
 mod probes;
 mod records;
-#[cfg(test)]
-mod sequences;
 
 use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
 use probes::{read_probes, refused_by_probe};
 use records::{record_name, tenants_of_probes, tenants_of_record, zone_of, Endpoints, Tenant};
+
+pub use live::{translate, NotAFailover, PolicyOutcome, TranslateError, Translation};
+
+/// The key under which a live probe document carries its headers' files (ho-kube writes
+/// each header Secret's values to files this process alone reads).
+pub const HEADER_FILES: &str = "additionalHeadersFiles";
+/// The key under which a live probe document carries why its Secret cannot be used.
+pub const HEADER_ERROR: &str = "additionalHeadersError";
 
 /// What the translation is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -62,136 +68,242 @@ pub enum Mode {
 pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     let mut notes = Vec::new();
     let fallback = Policy::fallback(mode == Mode::Import);
-    let mut policies = Vec::new();
-    let mut probes = Vec::new();
-    let mut records = Vec::new();
-    let mut gateways = Vec::new();
-    for doc in docs {
-        match text(doc, "kind") {
-            Some("DNSPolicy") => {
-                let policy = Policy::read(doc, &fallback, &mut notes);
-                if let (Mode::Import, Some(invalid)) = (mode, &policy.invalid) {
-                    bail!("{invalid}");
-                }
-                policies.push(policy);
-            }
-            Some("DNSHealthCheckProbe") => probes.push(doc),
-            Some("DNSRecord") => records.push(doc),
-            Some("Gateway") => gateways.push(doc),
-            other => notes.push(format!(
-                "a document of kind {} (not a Kuadrant DNS resource)",
-                other.unwrap_or("(none)")
-            )),
+    let mut sorted = Sorted::of(docs, mode, &fallback, &mut notes)?;
+    let made = gateways::listener_records(
+        &sorted.gateways,
+        &sorted.policies,
+        &sorted.records,
+        &mut notes,
+    );
+    sorted.records.extend(made.iter());
+    let mut endpoints = Endpoints::new(mode == Mode::Live);
+    let refused_probes = read_probes(&sorted.probes, &mut endpoints, &mut notes, mode)?;
+    let policies = &sorted.policies;
+    let reading = Reading {
+        mode,
+        fallback: &fallback,
+        policies,
+        refused_probes: &refused_probes,
+        // The first policy's check is the default; addresses checked otherwise say so.
+        default_check: policies.first().unwrap_or(&fallback).check.clone(),
+    };
+    let mut out = Made::new(policies);
+    for record in &sorted.records {
+        reading.record(record, &mut out, &mut endpoints, &mut notes)?;
+    }
+    // Live, a tenant is a record's: probes alone publish nothing (and cannot fail it).
+    if sorted.records.is_empty() && mode == Mode::Import {
+        out.tenants = tenants_of_probes(&endpoints)?;
+        for t in &mut out.tenants {
+            policies
+                .first()
+                .unwrap_or(&fallback)
+                .apply(t, &mut endpoints, &mut out.to_do);
         }
     }
-    let made = gateways::listener_records(&gateways, &policies, &records, &mut notes);
-    records.extend(made.iter());
-    let mut endpoints = Endpoints::new(mode == Mode::Live);
-    let refused_probes = read_probes(&probes, &mut endpoints, &mut notes, mode)?;
-    // The first policy's check is the default; addresses checked otherwise say so.
-    let default_check = policies.first().unwrap_or(&fallback).check.clone();
-    let mut to_do = Vec::new();
-    let mut tenants = Vec::new();
-    let mut by_record = BTreeMap::new();
-    let mut unpublished = BTreeMap::new();
-    let mut outcomes: BTreeMap<String, PolicyOutcome> = policies
-        .iter()
-        .map(|p| {
-            let outcome = PolicyOutcome {
-                records: Vec::new(),
-                invalid: p.invalid.clone(),
-            };
-            (p.name.clone(), outcome)
-        })
-        .collect();
-    for record in &records {
+    out.check(mode, &endpoints, &mut notes)?;
+    out.to_do.push("the DNS provider Kuadrant writes to (provider secret, ManagedZone): the tenants publish through the embedded DNS server [sinks.dns]; delegate the zone to it or replace it with a route53, powerdns or rfc2136 sink".into());
+    Ok(super::Imported {
+        config: config_of(reading.default_check, endpoints, &out.tenants),
+        not_carried: notes,
+        to_do: out.to_do,
+        by_record: out.by_record,
+        unpublished: out.unpublished,
+        policies: out.outcomes,
+    })
+}
+
+/// Kuadrant's documents by kind, each DNSPolicy read.
+struct Sorted<'a> {
+    policies: Vec<Policy>,
+    probes: Vec<&'a Value>,
+    records: Vec<&'a Value>,
+    gateways: Vec<&'a Value>,
+}
+
+impl<'a> Sorted<'a> {
+    /// `docs` by kind; a document of another kind is a note, an invalid DNSPolicy an error
+    /// for `import`.
+    fn of(
+        docs: &'a [Value],
+        mode: Mode,
+        fallback: &Policy,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<Sorted<'a>> {
+        let mut sorted = Sorted {
+            policies: Vec::new(),
+            probes: Vec::new(),
+            records: Vec::new(),
+            gateways: Vec::new(),
+        };
+        for doc in docs {
+            match text(doc, "kind") {
+                Some("DNSPolicy") => {
+                    let policy = Policy::read(doc, fallback, notes);
+                    if let (Mode::Import, Some(invalid)) = (mode, &policy.invalid) {
+                        bail!("{invalid}");
+                    }
+                    sorted.policies.push(policy);
+                }
+                Some("DNSHealthCheckProbe") => sorted.probes.push(doc),
+                Some("DNSRecord") => sorted.records.push(doc),
+                Some("Gateway") => sorted.gateways.push(doc),
+                other => notes.push(format!(
+                    "a document of kind {} (not a Kuadrant DNS resource)",
+                    other.unwrap_or("(none)")
+                )),
+            }
+        }
+        Ok(sorted)
+    }
+}
+
+/// What every record is read against.
+struct Reading<'a> {
+    mode: Mode,
+    fallback: &'a Policy,
+    policies: &'a [Policy],
+    /// The refused probes' addresses, each with why.
+    refused_probes: &'a [(String, String)],
+    /// The check of addresses nothing checks otherwise.
+    default_check: Table,
+}
+
+/// What the records became.
+struct Made {
+    tenants: Vec<Tenant>,
+    by_record: BTreeMap<String, Vec<String>>,
+    unpublished: BTreeMap<String, String>,
+    outcomes: BTreeMap<String, PolicyOutcome>,
+    to_do: Vec<String>,
+}
+
+impl Made {
+    /// Nothing yet; each of `policies` governs no record yet.
+    fn new(policies: &[Policy]) -> Made {
+        let outcomes = policies
+            .iter()
+            .map(|p| {
+                let outcome = PolicyOutcome {
+                    records: Vec::new(),
+                    invalid: p.invalid.clone(),
+                };
+                (p.name.clone(), outcome)
+            })
+            .collect();
+        Made {
+            tenants: Vec::new(),
+            by_record: BTreeMap::new(),
+            unpublished: BTreeMap::new(),
+            outcomes,
+            to_do: Vec::new(),
+        }
+    }
+
+    /// Whether what was made can be a config: for `import`, something publishes and there
+    /// are addresses; no two tenants share a name. The reasons records publish nothing
+    /// become notes.
+    fn check(
+        &mut self,
+        mode: Mode,
+        endpoints: &Endpoints,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
+        // Live, each record's refusal is its own (it keeps its last accepted answer): failing
+        // the namespace would refuse every other record and policy in it too.
+        if mode == Mode::Import && self.tenants.is_empty() && !self.unpublished.is_empty() {
+            let reasons: Vec<String> = std::mem::take(&mut self.unpublished)
+                .into_values()
+                .collect();
+            bail!("{}", reasons.join("\n"));
+        }
+        for reason in self.unpublished.values() {
+            notes.push(reason.clone());
+        }
+        if mode == Mode::Import && endpoints.list.is_empty() {
+            bail!("no addresses: pass the DNSRecord or DNSHealthCheckProbe documents with the DNSPolicy (a policy alone names no gateway)");
+        }
+        let mut used = BTreeSet::new();
+        for t in &self.tenants {
+            if !used.insert(t.name.clone()) {
+                bail!("two tenants would be named {:?} (a DNSRecord named like another record's second answer): rename one record", t.name);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Reading<'_> {
+    /// What DNSRecord `record` becomes: its tenants, or why it publishes nothing.
+    fn record(
+        &self,
+        record: &Value,
+        out: &mut Made,
+        endpoints: &mut Endpoints,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
         let name = record_name(record)?;
         // One record that publishes nothing leaves the others as they are.
-        let made = match tenants_of_record(record, &mut endpoints, &mut notes) {
+        let made = match tenants_of_record(record, endpoints, notes) {
             Ok(made) => made,
             Err(e) => {
-                unpublished.insert(name.to_owned(), format!("{e:#}"));
-                continue;
+                out.unpublished.insert(name.to_owned(), format!("{e:#}"));
+                return Ok(());
             }
         };
-        let policy = governing(&policies, record);
+        let policy = governing(self.policies, record);
         if let Some(p) = policy {
-            outcomes
-                .entry(p.name.clone())
-                .or_default()
-                .records
-                .push(name.to_owned());
+            let outcome = out.outcomes.entry(p.name.clone()).or_default();
+            outcome.records.push(name.to_owned());
         }
-        if let Some(why) = refused_by_probe(record, &refused_probes) {
-            unpublished.insert(name.to_owned(), format!("DNSRecord {name}: {why}"));
-            continue;
+        if let Some(why) = self.refused(record, name, policy) {
+            out.unpublished.insert(name.to_owned(), why);
+            return Ok(());
         }
-        if let Some(invalid) = policy.and_then(|p| p.invalid.as_ref()) {
-            unpublished.insert(
-                name.to_owned(),
-                format!("DNSRecord {name} is governed by an invalid DNSPolicy: {invalid}"),
-            );
-            continue;
-        }
-        if policy.is_none() && !policies.is_empty() {
+        if policy.is_none() && !self.policies.is_empty() {
             notes.push(format!("DNSRecord {name}: none of the DNSPolicies targets its Gateway; its addresses are published round robin"));
         }
-        let check = match record_check(record, name, policy.unwrap_or(&fallback), &mut notes) {
+        let policy = policy.unwrap_or(self.fallback);
+        let check = match record_check(record, name, policy, notes) {
             Ok(check) => check,
             // Live, a record's own bad health check refuses that record alone.
-            Err(e) if mode == Mode::Live => {
-                unpublished.insert(name.to_owned(), format!("{e:#}"));
-                continue;
+            Err(e) if self.mode == Mode::Live => {
+                out.unpublished.insert(name.to_owned(), format!("{e:#}"));
+                return Ok(());
             }
             Err(e) => return Err(e),
         };
         for mut t in made {
-            policy
-                .unwrap_or(&fallback)
-                .apply(&mut t, &mut endpoints, &mut to_do);
+            policy.apply(&mut t, endpoints, &mut out.to_do);
             for e in &t.endpoints {
                 let table = endpoints.table_mut(e).expect("a tenant's endpoint");
-                if !table.contains_key("check") && check != default_check {
+                if !table.contains_key("check") && check != self.default_check {
                     table.insert("check".into(), check.clone().into());
                 }
             }
-            by_record
-                .entry(name.to_owned())
-                .or_insert_with(Vec::new)
-                .push(t.name.clone());
-            tenants.push(t);
+            let tenants = out.by_record.entry(name.to_owned()).or_default();
+            tenants.push(t.name.clone());
+            out.tenants.push(t);
         }
+        Ok(())
     }
-    // Live, a tenant is a record's: probes alone publish nothing (and cannot fail it).
-    if records.is_empty() && mode == Mode::Import {
-        tenants = tenants_of_probes(&endpoints)?;
-        for t in &mut tenants {
-            policies
-                .first()
-                .unwrap_or(&fallback)
-                .apply(t, &mut endpoints, &mut to_do);
+
+    /// Why record `name` publishes nothing although it has tenants: a refused probe names
+    /// one of its addresses, or its policy is invalid.
+    fn refused(&self, record: &Value, name: &str, policy: Option<&Policy>) -> Option<String> {
+        if let Some(why) = refused_by_probe(record, self.refused_probes) {
+            return Some(format!("DNSRecord {name}: {why}"));
         }
+        let invalid = policy.and_then(|p| p.invalid.as_ref())?;
+        Some(format!(
+            "DNSRecord {name} is governed by an invalid DNSPolicy: {invalid}"
+        ))
     }
-    // Live, each record's refusal is its own (it keeps its last accepted answer): failing
-    // the namespace would refuse every other record and policy in it too.
-    if mode == Mode::Import && tenants.is_empty() && !unpublished.is_empty() {
-        bail!(
-            "{}",
-            unpublished.into_values().collect::<Vec<_>>().join("\n")
-        );
-    }
-    for reason in unpublished.values() {
-        notes.push(reason.clone());
-    }
-    if mode == Mode::Import && endpoints.list.is_empty() {
-        bail!("no addresses: pass the DNSRecord or DNSHealthCheckProbe documents with the DNSPolicy (a policy alone names no gateway)");
-    }
-    let mut used = BTreeSet::new();
-    for t in &tenants {
-        if !used.insert(t.name.clone()) {
-            bail!("two tenants would be named {:?} (a DNSRecord named like another record's second answer): rename one record", t.name);
-        }
-    }
+}
+
+/// The config: the default check, the endpoints, the tenants and the embedded DNS server
+/// serving their zones.
+fn config_of(default_check: Table, endpoints: Endpoints, tenants: &[Tenant]) -> Table {
     let mut zones: Vec<String> = Vec::new();
     for d in tenants.iter().flat_map(|t| &t.domains) {
         let zone = zone_of(d);
@@ -199,8 +311,6 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
             zones.push(zone);
         }
     }
-    to_do.push("the DNS provider Kuadrant writes to (provider secret, ManagedZone): the tenants publish through the embedded DNS server [sinks.dns]; delegate the zone to it or replace it with a route53, powerdns or rfc2136 sink".into());
-
     let mut defaults = Table::new();
     defaults.insert("check".into(), default_check.into());
     let mut sink = Table::new();
@@ -209,44 +319,23 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         "listen".into(),
         vec![toml::Value::from("0.0.0.0:53")].into(),
     );
-    sink.insert(
-        "zones".into(),
-        zones
-            .into_iter()
-            .map(toml::Value::from)
-            .collect::<Vec<_>>()
-            .into(),
-    );
+    let zones: Vec<toml::Value> = zones.into_iter().map(toml::Value::from).collect();
+    sink.insert("zones".into(), zones.into());
     let mut sinks = Table::new();
     sinks.insert("dns".into(), sink.into());
+    let endpoints: Vec<toml::Value> = (endpoints.list.into_iter())
+        .map(|(_, t)| toml::Value::Table(t))
+        .collect();
+    let tenants: Vec<toml::Value> = tenants
+        .iter()
+        .map(|t| toml::Value::Table(t.table()))
+        .collect();
     let mut config = Table::new();
     config.insert("defaults".into(), defaults.into());
-    config.insert(
-        "endpoints".into(),
-        endpoints
-            .list
-            .into_iter()
-            .map(|(_, t)| toml::Value::Table(t))
-            .collect::<Vec<_>>()
-            .into(),
-    );
-    config.insert(
-        "tenants".into(),
-        tenants
-            .iter()
-            .map(|t| toml::Value::Table(t.table()))
-            .collect::<Vec<_>>()
-            .into(),
-    );
+    config.insert("endpoints".into(), endpoints.into());
+    config.insert("tenants".into(), tenants.into());
     config.insert("sinks".into(), sinks.into());
-    Ok(super::Imported {
-        config,
-        not_carried: notes,
-        to_do,
-        by_record,
-        unpublished,
-        policies: outcomes,
-    })
+    config
 }
 
 /// How a record's addresses are checked: its own `spec.healthCheck` (dns-operator's
@@ -275,31 +364,6 @@ fn record_check(
         notes.push(format!("DNSRecord {name} has no healthCheck and no DNSPolicy gives it one (Kuadrant then publishes unchecked): its addresses get a TCP check on port 443"));
     }
     Ok(policy.check.clone())
-}
-
-/// The import's translation, for Kuadrant's resources watched live (`[kubernetes]
-/// kuadrant`): one namespace's documents in, the equivalent config (as JSON) and the
-/// tenants each record became out.
-pub struct LiveTranslation;
-
-impl ho_kube::tenants::kuadrant::Translate for LiveTranslation {
-    fn translate(
-        &self,
-        docs: &[serde_json::Value],
-    ) -> Result<ho_kube::tenants::kuadrant::Translation, String> {
-        let docs: Vec<Value> = docs
-            .iter()
-            .map(serde_yaml::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?;
-        let imported = convert(&docs, Mode::Live).map_err(|e| format!("{e:#}"))?;
-        Ok(ho_kube::tenants::kuadrant::Translation {
-            config: serde_json::to_value(&imported.config).map_err(|e| e.to_string())?,
-            by_record: imported.by_record,
-            unpublished: imported.unpublished,
-            policies: imported.policies,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -369,7 +433,7 @@ metadata: {name: api-lb-b}
 spec: {address: lb-b.elb.example.net, port: 8443, hostname: api.example.com, protocol: HTTPS, path: /healthz}
 "#;
 
-    fn endpoint<'a>(imported: &'a crate::import::Imported, address: &str) -> &'a Table {
+    fn endpoint<'a>(imported: &'a crate::Imported, address: &str) -> &'a Table {
         imported.config["endpoints"]
             .as_array()
             .unwrap()
