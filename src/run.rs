@@ -9,14 +9,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-
 use ho_config::{LogFormat, Plan};
 use ho_engine::metrics::Metrics;
-use ho_engine::Engine;
+use ho_kube::tenants::kuadrant::Kuadrant;
+use ho_kube::Tenants;
 use tracing::{info, warn};
 
-use ho_kube::tenants::controller::Controller;
 use service::Built;
 
 /// Loads the config (exit 2 with every problem if it is invalid or names a secret, file or
@@ -69,49 +67,16 @@ async fn serve(
     running.stop(deadline, telemetry).await
 }
 
-/// Where the other ring members reach this replica's verdict stream: `advertise`, else
-/// `$POD_IP` with `listen`'s port (the Deployment sets it from the downward API), else
-/// `listen` itself.
-fn advertised(ring: &ho_config::RingConfig) -> String {
-    if let Some(address) = &ring.advertise {
-        return address.clone();
-    }
-    let pod_ip = std::env::var("POD_IP").ok();
-    match pod_ip.and_then(|ip| ip.parse::<std::net::IpAddr>().ok()) {
-        Some(ip) => std::net::SocketAddr::new(ip, ring.listen.port()).to_string(),
-        None => ring.listen.to_string(),
-    }
-}
-
-/// How long a request to the API server may take (connect, send; watches read longer).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Connects to the API server and starts watching `DNSFailover` resources on top of the
-/// config files (`[kubernetes] tenants = true`); the engine follows them from then on.
-async fn start_tenants(
-    files: &[PathBuf],
-    kubernetes: &ho_config::model::KubernetesConfig,
-    engine: &Engine,
-) -> anyhow::Result<Controller> {
-    let base = crate::config_files::config(files).result?;
-    let kube =
-        ho_kube::client::connect_for_watches(kubernetes.kubeconfig.as_deref(), REQUEST_TIMEOUT)
-            .await
-            .context("[kubernetes]")?;
-    info!(server = %kube.server, "watching DNSFailover resources");
-    let kuadrant = kubernetes
-        .kuadrant
-        .then(|| ho_kube::tenants::kuadrant::Kuadrant {
-            dns: std::sync::Arc::new(ho_dns::Client),
-        });
-    Ok(Controller::start(
-        kube.client,
-        base,
-        ho_kinds::CATALOG,
-        engine.leadership().clone(),
-        kuadrant,
-    )
-    .await)
+/// What the DNSFailover controller lays resources on (`[kubernetes] tenants`): the config
+/// files' config, the sink kinds, and the translation of Kuadrant's resources.
+fn tenants(files: &[PathBuf]) -> anyhow::Result<Tenants> {
+    Ok(Tenants {
+        base: crate::config_files::config(files).result?,
+        catalog: ho_kinds::CATALOG,
+        kuadrant: Kuadrant {
+            dns: Arc::new(ho_dns::Client),
+        },
+    })
 }
 
 /// Says, once, what runs without TLS verification.

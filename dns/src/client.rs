@@ -10,7 +10,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ho_engine::dns_client::{Asker, Asking, DnsClient, Found, LookupError};
-use tokio::net::TcpStream;
 
 /// The engine's [`DnsClient`]: lookups and the canary's askers.
 pub struct Client;
@@ -28,11 +27,4 @@ impl DnsClient for Client {
     fn asker(&self, server: SocketAddr) -> Box<dyn Asker> {
         Box::new(ask::ServerAsker::new(server))
     }
-}
-
-/// `query` (whose id is `id`) over a new TCP connection to `server`: the answer with that
-/// id, unparsed.
-async fn over_tcp(server: SocketAddr, query: &[u8], id: u16) -> std::io::Result<Vec<u8>> {
-    let mut stream = TcpStream::connect(server).await?;
-    crate::wire::client::exchange_framed(&mut stream, query, id).await
 }

@@ -1,4 +1,5 @@
-//! Everything that talks to a Kubernetes API server, in one place: how to connect
+//! Everything that talks to a Kubernetes API server, in one place, and to the binary behind
+//! one facade ([`Cluster`]: connect, share the operator state, join, leave): how to connect
 //! ([`client`]), which replica writes shared back ends ([`lease`]: Lease leader election), who shares
 //! the probing ([`ring_leases`]: a Lease per replica),
 //! which cluster this is ([`cluster_id`]), what operators set and the state files replicas
@@ -10,6 +11,7 @@
 
 mod api_error;
 pub mod client;
+mod cluster;
 pub mod cluster_id;
 mod coredns_configmap;
 mod dns_endpoint;
@@ -19,6 +21,7 @@ pub mod ring_leases;
 pub mod shared_files;
 pub mod tenants;
 
+pub use cluster::{Cluster, ClusterError, Joined, Leaving, Tenants};
 pub use coredns_configmap::config::CorednsConfigMapConfig;
 pub use dns_endpoint::config::DnsEndpointConfig;
 pub use dns_endpoint::DnsEndpointSink;

@@ -1,7 +1,9 @@
-//! The service's life after the config loaded: built (the API's socket, its tokens, the
-//! cluster id, the engine, operator state shared through Kubernetes), then spawned (the
-//! API, leader election, the ring's Leases, the reloader, the DNSFailover controller),
-//! run until a signal to stop, and stopped in the order that keeps writes single.
+//! The service's life after the config loaded, as linkerd's `Config::build` then
+//! `App::spawn`: built (the API's socket, its tokens, the cluster, the engine, operator
+//! state shared through Kubernetes), then spawned (the API, the reloader, and what joins the
+//! cluster: leader election, the ring's Leases, the DNSFailover controller), run until a
+//! signal to stop, and stopped in the order that keeps writes single. Everything of
+//! Kubernetes is reached through `ho_kube::Cluster`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,42 +11,37 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ho_config::model::KubernetesConfig;
-use ho_config::{LeaderElectionConfig, Plan, RingConfig};
+use ho_config::Plan;
 use ho_engine::metrics::Metrics;
 use ho_engine::{Engine, EngineError};
+use ho_kube::shared_files::SharedFiles;
+use ho_kube::{Cluster, Joined};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::reload::Reloader;
-use ho_kube::lease::Elector;
-use ho_kube::ring_leases::RingLeases;
 
-use super::{advertised, start_tenants, watch_timer, REQUEST_TIMEOUT};
+use super::{tenants, watch_timer};
 
 /// The engine started, and what the rest of the service needs of the config.
 pub(super) struct Built {
     engine: Engine,
     listener: tokio::net::TcpListener,
     tokens: ho_engine::api::ApiTokens,
-    election: LeaderElectionConfig,
-    ring: RingConfig,
-    kubernetes: KubernetesConfig,
+    cluster: Cluster,
 }
 
 /// Everything spawned, until a signal stops it.
 pub(super) struct Running {
     engine: Engine,
     api: JoinHandle<()>,
-    stop_election: tokio::sync::watch::Sender<bool>,
-    elector: Option<JoinHandle<Elector>>,
-    ring_leases: Option<JoinHandle<()>>,
+    joined: Joined,
     reloader: Reloader,
 }
 
 impl Built {
-    /// Binds the API, reads its tokens, resolves the cluster id and starts the engine;
+    /// Binds the API, reads its tokens, connects the cluster (its id) and starts the engine;
     /// `Err(exit code)` when the engine refuses what the preflight could not see (a socket
     /// the DNS server cannot bind, a state file changed since): a config problem too.
     pub(super) async fn build(
@@ -66,10 +63,7 @@ impl Built {
             admin: token(&plan.api_admin_token_file, "api.admin_token_file")?,
             heartbeat: token(&plan.api_heartbeat_token_file, "api.heartbeat_token_file")?,
         };
-        let cluster = ho_kube::cluster_id::resolve(&plan.cluster).await;
-        info!(cluster = %cluster.id, source = cluster.source, "cluster id");
-        let (election, ring) = (plan.leader_election.clone(), plan.ring.clone());
-        let (kubernetes, state_dir) = (plan.kubernetes.clone(), plan.state_dir.clone());
+        let cluster = Cluster::connect(&plan).await;
         let parts = ho_kinds::parts(ho_kinds::Sinks::default());
         let mut engine = match Engine::start_with(plan, parts, metrics).await {
             Ok(engine) => engine,
@@ -84,58 +78,41 @@ impl Built {
             }
             Err(e) => return Err(e.into()),
         };
-        engine.set_cluster(cluster);
-        share_operator_state(&engine, &kubernetes, state_dir).await?;
+        engine.set_cluster(cluster.status());
+        // An ACME update reaches one replica, the ACME server asks any.
+        let acme = SharedFiles {
+            prefix: "acme-",
+            merge: ho_dns::server::merge_acme_challenges,
+        };
+        cluster.share_operator_state(&engine, acme).await?;
         Ok(Ok(Built {
             engine,
             listener,
             tokens,
-            election,
-            ring,
-            kubernetes,
+            cluster,
         }))
     }
 
-    /// Spawns the API, leader election, the ring's Leases and the DNSFailover controller.
+    /// Spawns the API and the reloader, and joins the cluster: leader election, the ring's
+    /// Leases and the DNSFailover controller.
     pub(super) async fn spawn(self, files: &[PathBuf]) -> anyhow::Result<Running> {
         let Built {
             mut engine,
             listener,
             tokens,
-            election,
-            ring,
-            kubernetes,
+            cluster,
         } = self;
         crate::heap::release_freed_pages();
         let api = actix::spawn(ho_engine::api::serve(listener, engine.api_state(tokens)));
-        let (stop_election, stopped) = tokio::sync::watch::channel(false);
-        let elector = match election.enabled {
-            true => {
-                let elector = Elector::connect(&election, engine.leadership().clone()).await?;
-                Some(actix::spawn(elector.run(stopped)))
-            }
-            false => None,
-        };
-        let ring_leases = match engine.ring() {
-            Some(link) => {
-                let leases = RingLeases::connect(&ring, link.identity, advertised(&ring)).await?;
-                Some(actix::spawn(
-                    leases.run(stop_election.subscribe(), link.listings),
-                ))
-            }
-            None => None,
-        };
-        let reloader = Reloader::new(files, kubernetes.tenants);
-        if kubernetes.tenants {
-            let tenants = start_tenants(files, &kubernetes, &engine).await?;
-            engine.follow_tenants(Box::new(tenants)).await;
-        }
+        let reloader = Reloader::new(files, cluster.follows_tenants());
+        let tenants = (cluster.follows_tenants())
+            .then(|| tenants(files))
+            .transpose()?;
+        let joined = cluster.join(&mut engine, tenants).await?;
         Ok(Running {
             engine,
             api,
-            stop_election,
-            elector,
-            ring_leases,
+            joined,
             reloader,
         })
     }
@@ -182,19 +159,9 @@ impl Running {
     ) -> anyhow::Result<ExitCode> {
         info!("shutting down; published records stay as they are");
         let started = Instant::now();
-        let _ = self.stop_election.send(true);
-        let elector = match self.elector {
-            Some(task) => Some(task.await.context("the leader election task failed")?),
-            None => None,
-        };
-        if let Some(leases) = self.ring_leases {
-            // Deletes this replica's Lease: the others take its targets at their next listing.
-            let _ = leases.await;
-        }
+        let leaving = (self.joined.stop().await).context("the leader election task failed")?;
         let unfinished = self.engine.shutdown(deadline).await;
-        if let Some(elector) = elector {
-            elector.release().await;
-        }
+        leaving.release().await;
         self.api.abort();
         if unfinished > 0 {
             warn!(
@@ -219,36 +186,4 @@ fn token(file: &Option<PathBuf>, field: &str) -> anyhow::Result<Option<Arc<str>>
                 .map_err(|e| anyhow::anyhow!("{field}: {e}"))
         })
         .transpose()
-}
-
-/// `[kubernetes] operator_state`: drains and forced health, and the embedded server's ACME
-/// challenges under `state_dir` (an update reaches one replica, the ACME server asks any),
-/// shared with the other replicas through a ConfigMap.
-async fn share_operator_state(
-    engine: &Engine,
-    kubernetes: &KubernetesConfig,
-    state_dir: Option<PathBuf>,
-) -> anyhow::Result<()> {
-    let Some(name) = &kubernetes.operator_state else {
-        return Ok(());
-    };
-    let kube =
-        ho_kube::client::connect_for_watches(kubernetes.kubeconfig.as_deref(), REQUEST_TIMEOUT)
-            .await
-            .context("[kubernetes] operator_state")?;
-    if let Some(dir) = state_dir {
-        let files = ho_kube::shared_files::SharedFiles {
-            prefix: "acme-",
-            merge: ho_dns::server::merge_acme_challenges,
-        };
-        ho_kube::shared_files::share(
-            kube.client.clone(),
-            &kube.default_namespace,
-            name,
-            dir,
-            files,
-        );
-    }
-    ho_kube::operator_state::share(engine, kube.client, &kube.default_namespace, name).await;
-    Ok(())
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use ho_config::CheckCatalog;
 
+use crate::harness::use_paths::{code_of, paths_after};
 use crate::harness::{rust_files, SOURCE_DIRS};
 
 /// The crates that implement sink kinds and must know nothing of each other.
@@ -275,7 +276,7 @@ fn the_dns_server_and_the_update_sink_share_only_the_wire() {
         ("dns/src/update", "crate::server"),
     ] {
         let mut files = rust_files(&root().join(dir));
-        files.push(root().join(format!("{dir}.rs")));
+        files.extend(Some(root().join(format!("{dir}.rs"))).filter(|f| f.exists()));
         for file in files {
             if std::fs::read_to_string(&file).unwrap().contains(other) {
                 found.push(file.strip_prefix(root()).unwrap().display().to_string());
@@ -356,5 +357,34 @@ fn epoch_conversions_live_in_the_clock() {
     assert!(
         found.is_empty(),
         "UNIX_EPOCH outside engine/src/clock.rs (use clock::since_epoch, after_epoch, unix_now): {found:?}"
+    );
+}
+
+/// What `ho_kube` items the service's start and stop (`src/run.rs`, `src/run/`) may name:
+/// the facade and the values the binary hands it.
+const KUBE_FACADE: [&str; 5] = [
+    "Cluster",
+    "Tenants",
+    "Joined",
+    "shared_files::SharedFiles",
+    "tenants::kuadrant::Kuadrant",
+];
+
+#[test]
+fn the_service_reaches_kubernetes_through_one_facade() {
+    let mut files = rust_files(&root().join("src/run"));
+    files.push(root().join("src/run.rs"));
+    let mut named = BTreeSet::new();
+    for file in files {
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        named.extend(paths_after(&code, "ho_kube"));
+    }
+    assert!(named.contains("Cluster"), "run names {named:?}");
+    let beside: Vec<&String> = (named.iter())
+        .filter(|p| !KUBE_FACADE.contains(&p.as_str()))
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "src/run*.rs reach ho_kube beside its facade (ho_kube::Cluster): {beside:?}"
     );
 }

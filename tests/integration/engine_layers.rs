@@ -7,29 +7,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::harness::rust_files;
+use crate::harness::use_paths::{code_of, listed_layers, paths_after};
 
 /// The layers as ARCHITECTURE.md lists them, bottom first: `N. a, b, c`.
 fn layers() -> BTreeMap<String, usize> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
-    let section = &map[map
-        .find("## Engine layers")
-        .expect("ARCHITECTURE.md has the layers")..];
-    let mut out = BTreeMap::new();
-    for line in section.lines().skip(1) {
-        if line.starts_with("## ") {
-            break;
-        }
-        let Some((number, units)) = line.split_once(". ") else {
-            continue;
-        };
-        let Ok(layer) = number.trim().parse::<usize>() else {
-            continue;
-        };
-        for unit in units.split(": ").next().unwrap().split(',') {
-            out.insert(unit.trim().trim_matches('`').to_owned(), layer);
-        }
-    }
+    let out = listed_layers("Engine layers");
     assert!(
         out.len() > 25,
         "only {} engine modules in layers",
@@ -49,34 +31,6 @@ fn unit_of<'a>(path: &'a str, layers: &BTreeMap<String, usize>) -> Option<&'a st
         }
     }
     layers.contains_key(first).then_some(first)
-}
-
-/// Every `crate::` path of `text` outside comments and `#[cfg(test)]` tails, with the
-/// members of `crate::{a, b::c}` groups.
-fn crate_paths(text: &str) -> Vec<String> {
-    let code = text.split("#[cfg(test)]").next().unwrap_or("");
-    let code: String = code
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut out = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let end = group.find('}').unwrap_or(group.len());
-            for member in group[..end].split(',') {
-                out.push(member.trim().to_owned());
-            }
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .unwrap_or(rest.len());
-            out.push(rest[..end].trim_end_matches(':').to_owned());
-        }
-    }
-    out
 }
 
 /// The unit a source file belongs to (`engine/src/multi_cluster/vote.rs`: `multi_cluster::vote`
@@ -111,7 +65,7 @@ fn the_engines_layers_point_down() {
         };
         seen += 1;
         let text = std::fs::read_to_string(&path).unwrap();
-        for target in crate_paths(&text) {
+        for target in paths_after(&code_of(&text), "crate") {
             let Some(to) = unit_of(&target, &layers) else {
                 continue;
             };

@@ -36,6 +36,7 @@ mod dns_endpoint;
 mod dns_server;
 mod dns_server_acme;
 mod dns_server_dnssec;
+mod dns_server_layers;
 mod dns_server_transfer;
 mod dns_server_xdp;
 mod doc_commands;

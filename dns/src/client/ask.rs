@@ -179,7 +179,7 @@ fn referral(answer: &Message, qname: &Name) -> Option<String> {
 
 /// The question again over TCP.
 async fn over_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, AskError> {
-    let answer = super::over_tcp(server, query, id).await?;
+    let answer = crate::wire::client::over_tcp(server, query, id).await?;
     Message::from_vec(&answer).map_err(|e| AskError::Unreadable(e.to_string()))
 }
 

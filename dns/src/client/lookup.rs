@@ -100,7 +100,7 @@ async fn ask(server: SocketAddr, name: &Name, rtype: RecordType) -> Result<Answe
 }
 
 async fn ask_tcp(server: SocketAddr, query: &[u8], id: u16) -> Result<Message, String> {
-    let answer = super::over_tcp(server, query, id)
+    let answer = crate::wire::client::over_tcp(server, query, id)
         .await
         .map_err(|e| e.to_string())?;
     Message::from_vec(&answer).map_err(|e| e.to_string())

@@ -34,7 +34,7 @@ use ho_engine::state_file::{self, StateFormat};
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
-use super::answer::key_of;
+use super::names::key_of;
 use super::records::Records;
 
 /// The label a DNS-01 challenge lives under (RFC 8555 8.4).

@@ -10,6 +10,7 @@ use ho_config::RoutingPolicy;
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::answer::Authority;
+use super::build;
 use super::config::{DnsServerConfig, RateLimitConfig, SoaConfig};
 use super::metrics::ServerMetrics;
 use super::records::Records;
@@ -80,7 +81,7 @@ impl Responder {
         );
         records.publish(&snapshot);
         Responder {
-            authority: Authority::new(&config, records).expect("a valid server"),
+            authority: build::authority(&config, records).expect("a valid server"),
             metrics: ServerMetrics::default(),
             arrived: Instant::now(),
         }

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use hickory_proto::rr::{Name, Record, RecordType};
 use hickory_proto::serialize::txt::Parser;
 
-use super::answer::key_of;
+use super::names::key_of;
 
 /// Why `static_records` cannot be served; its text is what the config error says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -244,6 +244,13 @@ fn explain(rcode: ResponseCode, answer: &Message, what: &str, zone: &str) -> Sin
     }
 }
 
+/// `query` (whose id is `id`) over a new TCP connection to `server`: the answer with that
+/// id, unparsed. The caller bounds the wait.
+pub async fn over_tcp(server: SocketAddr, query: &[u8], id: u16) -> std::io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect(server).await?;
+    exchange_framed(&mut stream, query, id).await
+}
+
 /// `message` (whose id is `id`) sent on `stream` and the answer with that id read back,
 /// unparsed; each message framed by its two-byte length (RFC 1035 4.2.2). Answers with
 /// another id (a late one to an earlier question) are skipped. The caller bounds the wait.

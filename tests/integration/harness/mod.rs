@@ -10,6 +10,7 @@ mod pki;
 mod probe;
 mod rounds;
 mod source_tree;
+pub mod use_paths;
 
 use std::path::Path;
 use std::time::Duration;

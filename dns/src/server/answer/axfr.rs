@@ -7,9 +7,10 @@ use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType, TSigner};
 use tracing::{debug, info};
 
-use super::lookup::key_of;
-use super::{Authority, Transfer, Zone};
+use super::{Authority, Transfer};
+use crate::server::names::key_of;
 use crate::server::transfer as xfr;
+use crate::server::zones::Zone;
 use crate::wire::tsig_check::{self as tsig, Check};
 
 impl Authority {

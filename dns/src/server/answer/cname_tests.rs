@@ -8,6 +8,7 @@ use ho_engine::snapshot::{Answer, PublishedAddress, TenantSnapshot};
 
 use super::tests::{ask, config};
 use super::Authority;
+use crate::server::build;
 use crate::server::records::Records;
 
 /// An address of host `host` (tier `priority`, weight `weight`).
@@ -25,7 +26,7 @@ fn authority(
         answer: Answer::Cname,
         ..TenantSnapshot::healthy("t", domains, policy, addresses)
     });
-    Authority::new(&config(), records).unwrap()
+    build::authority(&config(), records).unwrap()
 }
 
 fn cname(m: &Message) -> Option<String> {
@@ -80,7 +81,7 @@ fn a_transfer_carries_the_first_host() {
         answer: Answer::Cname,
         ..TenantSnapshot::healthy("t", &["api.example.org"], RoutingPolicy::All, two_hosts())
     });
-    let a = Authority::new(&cfg, records).unwrap();
+    let a = build::authority(&cfg, records).unwrap();
     let Some(super::Transfer::Answer(messages)) = a.transfer(
         &super::tests::query("example.org.", RecordType::AXFR, None),
         "127.0.0.1".parse().unwrap(),

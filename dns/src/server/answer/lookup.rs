@@ -12,9 +12,11 @@ use ho_config::RoutingPolicy;
 use ho_engine::sink::geo::{continent_label, nearest};
 
 use super::begin::Begun;
-use super::{Authority, Zone};
+use super::Authority;
+use crate::server::names::key_of;
 use crate::server::packet_cache::Variation;
 use crate::server::records::{Choice, Entry, NameSet};
+use crate::server::zones::Zone;
 
 impl Authority {
     /// Fills the response for the query's question (rotated by `turn`) from the records,
@@ -69,9 +71,7 @@ impl Authority {
         if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
             return None;
         }
-        self.zones
-            .iter()
-            .find(|z| key == z.apex || key.ends_with(&z.dot_apex))
+        self.zones.iter().find(|z| z.holds(key))
     }
 
     /// Fills `response` for one question (rotated by `turn`); whether the answer depended
@@ -486,27 +486,4 @@ fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
         IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
     };
     Record::from_rdata(qname.clone(), ttl, data)
-}
-
-/// Lower case, no trailing dot: how [`Records`] keys names. Built from the labels without
-/// escaping (this runs for every query); a name with a byte a host name cannot hold (a
-/// dot inside a label, say) takes the escaped form, which matches no configured domain.
-pub(crate) fn key_of(name: &Name) -> String {
-    let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*');
-    if !name.iter().all(|label| label.iter().all(plain)) {
-        let mut escaped = name.to_ascii();
-        escaped.make_ascii_lowercase();
-        if escaped.ends_with('.') {
-            escaped.pop();
-        }
-        return escaped;
-    }
-    let mut key = String::with_capacity(name.len());
-    for label in name.iter() {
-        if !key.is_empty() {
-            key.push('.');
-        }
-        key.extend(label.iter().map(|b| char::from(b.to_ascii_lowercase())));
-    }
-    key
 }

@@ -9,8 +9,8 @@ use hickory_proto::rr::{Name, RecordType, TSigner};
 use ho_engine::multi_cluster::report::REPORT_LABEL;
 
 use super::begin::Begun;
-use super::lookup::key_of;
 use super::Authority;
+use crate::server::names::key_of;
 use crate::server::reports::report_question;
 
 /// The report suffix and the cluster label a query asks for.

@@ -13,6 +13,7 @@ use ho_engine::snapshot::TenantSnapshot;
 
 use super::tests::{address, config, query};
 use super::Authority;
+use crate::server::build;
 use crate::server::config::DnssecConfig;
 use crate::server::dnssec::keys::{generate, NewKey, Timing};
 use crate::server::records::Records;
@@ -49,7 +50,7 @@ fn signed_with(
         RoutingPolicy::All,
         ips.iter().map(|ip| address(ip, 1, "US")).collect(),
     ));
-    (Authority::new(&cfg, records).unwrap(), dir, tags)
+    (build::authority(&cfg, records).unwrap(), dir, tags)
 }
 
 /// An authority signed by a KSK (ECDSA P-256) and a ZSK (Ed25519), with

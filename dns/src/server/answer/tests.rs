@@ -8,6 +8,7 @@ use ho_config::RoutingPolicy;
 use ho_engine::snapshot::{PublishedAddress, TenantSnapshot};
 
 use super::Authority;
+use crate::server::build;
 use crate::server::config::{DnsServerConfig, GeoConfig, SoaConfig};
 use crate::server::records::Records;
 
@@ -47,7 +48,7 @@ fn authority(policy: RoutingPolicy, addresses: Vec<PublishedAddress>) -> Authori
         ..TenantSnapshot::healthy("t", &["api.a.example.org"], policy, addresses)
     };
     records.publish(&snapshot);
-    Authority::new(&config(), records).unwrap()
+    build::authority(&config(), records).unwrap()
 }
 
 fn three() -> Vec<PublishedAddress> {
@@ -383,7 +384,7 @@ fn clients_of_a_country_without_a_location_get_their_continents() {
             ],
         )
     });
-    let a = Authority::new(&config(), records).unwrap();
+    let a = build::authority(&config(), records).unwrap();
     let irish = ask_from(&a, "api.a.example.org.", RecordType::A, None, "10.1.0.9");
     assert_eq!(
         addresses(&irish),
@@ -413,7 +414,7 @@ fn us_and_gb_up(cfg: &DnsServerConfig) -> Authority {
         )
     };
     records.publish(&snapshot);
-    Authority::new(cfg, records).unwrap()
+    build::authority(cfg, records).unwrap()
 }
 
 #[test]
@@ -466,7 +467,7 @@ fn a_transfer_waits_while_a_name_awaits_its_first_snapshot() {
     });
     let mut records = Records::default();
     records.expect("t", &["api.a.example.org".into()]);
-    let a = Authority::new(&cfg, records).unwrap();
+    let a = build::authority(&cfg, records).unwrap();
     let axfr = query("example.org.", RecordType::AXFR, None);
     let client = "192.0.2.53".parse().unwrap();
     assert!(matches!(
@@ -517,7 +518,7 @@ fn delegating() -> Authority {
         ),
         ..config()
     };
-    Authority::new(&config, records).unwrap()
+    build::authority(&config, records).unwrap()
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 use hickory_proto::dnssec::rdata::DNSKEY;
 use tracing::{error, warn};
 
+use super::error::DnssecError;
 use super::keys::{self, ZoneKey};
-use super::DnssecError;
 
 /// How often the key directory is looked at for new, changed or removed files.
 pub const RESCAN: Duration = Duration::from_secs(10);

@@ -19,7 +19,7 @@ use hickory_proto::dnssec::{Algorithm, DigestType, PublicKey, PublicKeyBuf, Sign
 use hickory_proto::rr::Name;
 use ring::rand::{SecureRandom, SystemRandom};
 
-use super::{DnssecError, TimeError};
+use super::error::{DnssecError, TimeError};
 use ring::signature::{
     EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING,
     ECDSA_P384_SHA384_FIXED_SIGNING,

@@ -12,9 +12,11 @@
 //! waits for it (up to 10 s, then SERVFAIL), so a secondary never takes a copy missing
 //! names.
 //!
+//! - [`feed`]: each zone's content noted after every change.
 //! - [`journal`]: recent versions, for IXFR.
 //! - [`tsig`]: verifying requests and signing answers.
 
+mod feed;
 pub mod journal;
 
 use std::collections::BTreeSet;

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::xdp::XdpError;
+use super::xdp::error::XdpError;
 
 /// Why the server cannot answer on an address.
 #[derive(Debug, thiserror::Error)]

@@ -19,8 +19,9 @@ use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStora
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info, warn};
 
+use super::error::ListenError;
+use super::serve::{respond, Shared, Tally, STOP_POLL};
 use super::xdp::XdpPath;
-use super::{respond, ListenError, Shared, Tally, STOP_POLL};
 use crate::server::answer::{Authority, Reply, Transfer};
 use crate::server::config::XdpConfig;
 use crate::server::metrics::ServerMetrics;

@@ -9,7 +9,7 @@
 
 #![allow(unsafe_code)]
 
-use super::XdpError;
+use super::error::XdpError;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 

@@ -2,28 +2,27 @@
 //! answered from the moment it arrives: no file, ConfigMap sync or reload in between,
 //! which is what makes failover take the probe's detection time and nothing more.
 //!
-//! - [`config`]: settings and checks.
-//! - [`records`]: per domain, the tenant's published set.
-//! - [`answer`]: one query in, one answer out (zones, NXDOMAIN vs NODATA, policies, EDNS,
-//!   client subnet, truncation).
-//! - [`geo`]: a client's location for `geo` tenants.
-//! - [`dnssec`]: online signing and compact denial.
-//! - [`packet_cache`]: whole answers kept by query.
-//! - [`transfer`]: AXFR/IXFR to secondaries, NOTIFY, TSIG.
-//! - [`reports`]: `[multi_cluster]` reports held here and read from peers' servers.
-//! - [`listener`]: UDP and TCP sockets, kept across reloads.
-//! - [`xdp`]: UDP queries taken from the network card's queues before the kernel's IP
-//!   stack (AF_XDP), when `xdp` is set.
+//! The server stands in layers, each using only its own and those below (ARCHITECTURE.md,
+//! "DNS server layers"): names, zones and settings ([`names`], [`zones`], [`config`]); the
+//! answer features (records, static records, ACME, geo, cookies, rate limiting, the packet
+//! cache, DNSSEC, transfers, reports); one query in, one answer out ([`answer`]); the ways
+//! queries arrive ([`transport`]: sockets and AF_XDP below one `respond`); and here, the
+//! top: the sink, its kind ([`kind`]), its parts built ([`build`]) and their failures
+//! ([`ServerError`]).
 
 mod acme;
 mod answer;
+mod build;
 mod config;
 mod cookies;
 pub mod dnssec;
+mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod geo;
+mod kind;
 mod metrics;
+mod names;
 mod packet_cache;
 mod rate_limit;
 mod recall;
@@ -33,6 +32,7 @@ mod sharded;
 mod statics;
 mod transfer;
 mod transport;
+mod zones;
 
 use std::sync::Arc;
 
@@ -41,9 +41,10 @@ use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
 
 pub use acme::merge_kept as merge_acme_challenges;
-use answer::{Authority, ServerError};
+use answer::Authority;
 pub use config::DnsServerConfig;
 use config::ReportsConfig;
+pub use error::ServerError;
 use ho_engine::sink::kind::BuildContext;
 pub use metrics::ServerMetrics;
 use reports::DnsReports;
@@ -84,7 +85,7 @@ impl DnsServerSink {
         {
             records.expect(&tenant.name, &tenant.domains);
         }
-        let mut authority = Authority::new(config, records)?;
+        let mut authority = build::authority(config, records)?;
         if let Some(acme) = authority.acme.take() {
             let keep_in =
                 (ctx.plan.state_dir.as_ref()).map(|d| d.join(format!("acme-{}.json", ctx.name)));
