@@ -13,9 +13,9 @@ use std::process::Command;
 use crate::cli::repo;
 
 /// One command as a document shows it, with where.
-struct Shown {
-    place: String,
-    words: Vec<String>,
+pub(crate) struct Shown {
+    pub(crate) place: String,
+    pub(crate) words: Vec<String>,
 }
 
 /// The words of `line`, quotes removed (as a shell splits them), and its operators (`&&`,
@@ -74,11 +74,16 @@ fn commands(line: &str) -> Vec<Vec<String>> {
 
 /// Every command of `text` starting with `program`: shell code blocks' lines (continued
 /// lines joined) and inline code spans.
-fn shown_in(file: &str, text: &str, program: &str) -> Vec<Shown> {
+pub(crate) fn shown_in(file: &str, text: &str, program: &str) -> Vec<Shown> {
     let mut shown = Vec::new();
     let mut shell = None::<bool>;
     let mut pending = String::new();
+    // An inline code span prose wrapped onto the next line: its text so far.
+    let mut open_span = None::<String>;
     for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            open_span = None;
+        }
         if let Some(lang) = line.trim_start().strip_prefix("```") {
             shell = match shell {
                 Some(_) => None,
@@ -98,7 +103,7 @@ fn shown_in(file: &str, text: &str, program: &str) -> Vec<Shown> {
             }
             pieces.push(std::mem::take(&mut pending));
         } else if shell.is_none() {
-            pieces.extend(line.split('`').skip(1).step_by(2).map(str::to_owned));
+            pieces.extend(inline_spans(line, &mut open_span));
         }
         for command in pieces.iter().flat_map(|p| commands(p)) {
             if command.len() > 1 && command[0] == program {
@@ -112,7 +117,27 @@ fn shown_in(file: &str, text: &str, program: &str) -> Vec<Shown> {
     shown
 }
 
-fn documents() -> Vec<(String, String)> {
+/// The inline code spans of a prose `line`, a span wrapped from the line before (`open`)
+/// included; a span the line leaves open is kept in `open` for the next one.
+fn inline_spans(line: &str, open: &mut Option<String>) -> Vec<String> {
+    let text = match open.take() {
+        Some(before) => format!("`{before} {}", line.trim_start()),
+        None => line.to_owned(),
+    };
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut spans: Vec<String> = parts
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|s| s.to_string())
+        .collect();
+    if parts.len() % 2 == 0 {
+        *open = spans.pop();
+    }
+    spans
+}
+
+pub(crate) fn documents() -> Vec<(String, String)> {
     let mut files = vec!["README.md".to_owned(), "deploy/README.md".to_owned()];
     let mut docs: Vec<String> = std::fs::read_dir(repo("docs"))
         .unwrap()
@@ -252,6 +277,23 @@ fn every_manifest_the_docs_apply_is_here() {
 
 /// The extraction itself, on a document written here: continued lines, operators,
 /// redirections, comments, quotes and inline code.
+#[test]
+fn an_inline_span_wrapped_onto_the_next_line_is_one_command() {
+    let text = "Drain: `curl -X POST -H \"A: b\"\nhttp://x:8080/v1/endpoints/gw-2/drain` takes it out,\n`curl c` too.\n\nA `stray\n\n`curl d`\n";
+    let shown: Vec<String> = shown_in("t.md", text, "curl")
+        .into_iter()
+        .map(|s| format!("{} {}", s.place, s.words.join(" ")))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "t.md:2 curl -X POST -H A: b http://x:8080/v1/endpoints/gw-2/drain",
+            "t.md:3 curl c",
+            "t.md:7 curl d",
+        ]
+    );
+}
+
 #[test]
 fn commands_are_read_as_a_shell_would_split_them() {
     let doc = "Run `health-orchestrator probe 10.0.0.1:80 --timeout 1s` first.\n\

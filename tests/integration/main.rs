@@ -39,6 +39,7 @@ mod dns_server_dnssec;
 mod dns_server_layers;
 mod dns_server_transfer;
 mod dns_server_xdp;
+mod doc_api_calls;
 mod doc_commands;
 mod drain;
 mod engine_e2e;
