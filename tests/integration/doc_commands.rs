@@ -131,7 +131,7 @@ fn inline_spans(line: &str, open: &mut Option<String>) -> Vec<String> {
         .step_by(2)
         .map(|s| s.to_string())
         .collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         *open = spans.pop();
     }
     spans
