@@ -63,6 +63,7 @@ mod kuadrant_examples;
 mod kube_host_names;
 mod kube_kuadrant;
 mod kube_kuadrant_hosts;
+mod kube_sequences;
 mod kube_tenants;
 mod leader_election;
 mod ledger_clusters;
