@@ -24,8 +24,8 @@ use steps::{generate, Step};
 use world::{Violation, World};
 
 /// Sequences per run, steps per sequence, and how many run side by side.
-const SEQUENCES: u64 = 20;
-const STEPS: usize = 6;
+const SEQUENCES: u64 = 24;
+const STEPS: usize = 8;
 const SIDE_BY_SIDE: usize = 4;
 /// Fresh worlds a shrink may start.
 const SHRINK_RUNS: usize = 24;
@@ -51,7 +51,10 @@ async fn generated_kubernetes_edit_sequences_keep_every_answer() {
         let mut runs: Vec<(usize, Result<(), Violation>)> = side_by_side.join_all().await;
         runs.sort_by_key(|(i, _)| *i);
         let runs = runs.into_iter().map(|(_, r)| r);
-        let first = batch.iter().zip(runs).find_map(|((s, steps), r)| r.err().map(|v| (*s, steps.clone(), v)));
+        let first = batch
+            .iter()
+            .zip(runs)
+            .find_map(|((s, steps), r)| r.err().map(|v| (*s, steps.clone(), v)));
         if let Some(f) = first {
             failed = Some(f);
             break;
@@ -78,14 +81,6 @@ async fn run(steps: &[Step]) -> Result<(), Violation> {
     World::start().await.run(steps).await
 }
 
-/// Runs `steps` as a test printed by a failing sequence does, panicking on a violation.
-#[allow(dead_code)]
-pub(crate) async fn replay(steps: &[Step]) {
-    if let Err(v) = run(steps).await {
-        panic!("step {}: {}", v.step, v.what);
-    }
-}
-
 /// Drops steps one at a time while the sequence still fails (cut after the failing step
 /// each time), within [`SHRINK_RUNS`] fresh worlds.
 async fn shrink(steps: Vec<Step>, violation: Violation) -> (Vec<Step>, Violation) {
@@ -107,11 +102,15 @@ async fn shrink(steps: Vec<Step>, violation: Violation) -> (Vec<Step>, Violation
 
 /// `steps` as a test to paste into this file.
 fn as_test(seed: u64, steps: &[Step]) -> String {
-    let lines: Vec<String> = steps.iter().map(|s| format!("        {},", rust(s))).collect();
+    let lines: Vec<String> = steps
+        .iter()
+        .map(|s| format!("        {},", rust(s)))
+        .collect();
     format!(
         "#[tokio::test(flavor = \"multi_thread\", worker_threads = 2)]\n\
          async fn kube_sequence_{seed}() {{\n    use steps::{{Addresses, Object, Step}};\n    \
-         replay(&[\n{}\n    ])\n    .await;\n}}",
+         let steps = [\n{}\n    ];\n    \
+         if let Err(v) = run(&steps).await {{\n        panic!(\"step {{}}: {{}}\", v.step, v.what);\n    }}\n}}",
         lines.join("\n")
     )
 }
@@ -123,7 +122,61 @@ fn rust(step: &Step) -> String {
         Step::Gateway {
             listeners,
             addresses,
-        } => format!("Step::Gateway {{ listeners: {listeners}, addresses: Addresses::{addresses:?} }}"),
+        } => format!(
+            "Step::Gateway {{ listeners: {listeners}, addresses: Addresses::{addresses:?} }}"
+        ),
         other => format!("Step::{other:?}"),
+    }
+}
+
+/// The engine's known gap, shrunk from a generated sequence: a restarted process opens its
+/// DNS server before its first Kubernetes round has admitted the resources, so for that
+/// round's time (tens of milliseconds) every name declared there answers NXDOMAIN, which
+/// resolvers cache for the SOA minimum. The generated sequences tolerate it
+/// ([`World::strict_restarts`] off); this holds the engine to the rule and fails until the
+/// server answers SERVFAIL for the names still to come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "known gap: NXDOMAIN between a restart and the first Kubernetes round"]
+async fn a_restart_keeps_every_kubernetes_name_answering() {
+    use steps::Step;
+    let steps = [
+        Step::Record {
+            slot: 1,
+            addrs: 5,
+            valid: true,
+        },
+        Step::Policy {
+            v1alpha1: true,
+            valid: true,
+        },
+        Step::Restart,
+    ];
+    let mut strict = World::start().await.strict_restarts();
+    if let Err(v) = strict.run(&steps).await {
+        panic!("step {}: {}", v.step, v.what);
+    }
+}
+
+/// The engine's second known gap, shrunk from a generated sequence: a DNSPolicy on a
+/// Gateway whose only address is a `Hostname` (a cloud load balancer's name, which the
+/// operator's resolver answers) makes no listener record, and says nothing of it
+/// ("governs no DNSRecord yet"), where the user guide says the listener is published as a
+/// CNAME to that name. The generated sequences leave such Gateways out until it is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "known gap: no listener record for a Gateway known by host name only"]
+async fn a_gateway_known_by_host_name_publishes_its_listeners() {
+    use steps::{Addresses, Step};
+    let steps = [
+        Step::Policy {
+            v1alpha1: false,
+            valid: true,
+        },
+        Step::Gateway {
+            listeners: 2,
+            addresses: Addresses::Hostname,
+        },
+    ];
+    if let Err(v) = run(&steps).await {
+        panic!("step {}: {}", v.step, v.what);
     }
 }

@@ -63,9 +63,9 @@ use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 
 use crate::serve_http;
+pub use cache::Lag;
 use responses::{conflict, forbidden, json_response, not_found, status};
 use routes::Route;
-pub use cache::Lag;
 use store::{create, delete, in_route, merge, ns_of, of_route, replace};
 use watch::Watches;
 
@@ -407,7 +407,10 @@ impl KubeApi {
             }
             "list" => {
                 let selector = query.get("labelSelector").map(|q| label_selector(q));
-                let (items, revision) = match s.cache.serve(query.get("resourceVersion").map(String::as_str)) {
+                let (items, revision) = match s
+                    .cache
+                    .serve(query.get("resourceVersion").map(String::as_str))
+                {
                     Some((objects, revision)) => (of_route(objects, &route), revision),
                     None => (in_route(&s, &route), s.next_version),
                 };

@@ -113,7 +113,13 @@ impl Model {
         let gateway = self.latest_write(Object::Gateway).cloned();
         let policy = self.latest_write(Object::Policy).cloned();
         match (gateway, policy) {
-            (Some(Step::Gateway { listeners, addresses }), Some(p)) if !p.invalid() => {
+            (
+                Some(Step::Gateway {
+                    listeners,
+                    addresses,
+                }),
+                Some(p),
+            ) if !p.invalid() => {
                 if addresses != Addresses::Empty {
                     self.listeners = listener_answers(listeners, addresses, gws);
                 }
@@ -146,7 +152,11 @@ impl Model {
     }
 }
 
-fn listener_answers(listeners: u8, addresses: Addresses, gws: &Gateways) -> BTreeMap<String, Expect> {
+fn listener_answers(
+    listeners: u8,
+    addresses: Addresses,
+    gws: &Gateways,
+) -> BTreeMap<String, Expect> {
     let answer = match addresses {
         Addresses::Ips(mask) => Expect::Addresses(gws.of(mask).into_iter().collect()),
         _ => Expect::Cname(LB_HOST.into()),

@@ -40,7 +40,9 @@ pub fn refusal_shown(kube: &KubeApi, model: &Model) -> Option<String> {
 fn shown(object: Object, stored: &Value, model: &Model, kube: &KubeApi) -> Option<String> {
     let refused = model.refused(object);
     let accepted = condition(stored, "Accepted");
-    let status = accepted.as_ref().map(|c| c["status"].as_str().unwrap_or(""));
+    let status = accepted
+        .as_ref()
+        .map(|c| c["status"].as_str().unwrap_or(""));
     match object {
         Object::Failover(_) | Object::Record(_) | Object::Outsider => {
             let want = if refused { "False" } else { "True" };
@@ -75,7 +77,11 @@ fn gateway_refusal_shown(model: &Model, kube: &KubeApi) -> Option<String> {
     else {
         return None;
     };
-    if listeners == 0 || model.latest_write(Object::Policy).is_none_or(|p| p.invalid()) {
+    if listeners == 0
+        || model
+            .latest_write(Object::Policy)
+            .is_none_or(|p| p.invalid())
+    {
         return None;
     }
     let policy = kube.object("dnspolicies", "team-a", "gw-0-dns")?;
@@ -83,8 +89,17 @@ fn gateway_refusal_shown(model: &Model, kube: &KubeApi) -> Option<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["message"].as_str().is_some_and(|m| m.contains("(from a listener) is refused")));
-    (!named).then(|| format!("the policy does not name the refused listener records: {}", policy["status"]))
+        .any(|c| {
+            c["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("(from a listener) is refused"))
+        });
+    (!named).then(|| {
+        format!(
+            "the policy does not name the refused listener records: {}",
+            policy["status"]
+        )
+    })
 }
 
 fn condition(object: &Value, type_: &str) -> Option<Value> {

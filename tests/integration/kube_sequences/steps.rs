@@ -38,18 +38,35 @@ pub enum Object {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// A `DNSFailover`'s addresses (`valid: false`: one is a host name, refused).
-    Failover { slot: u8, addrs: Mask, valid: bool },
+    Failover {
+        slot: u8,
+        addrs: Mask,
+        valid: bool,
+    },
     /// A `DNSRecord`'s A targets (`valid: false`: `spec.endpoints` no longer parses).
-    Record { slot: u8, addrs: Mask, valid: bool },
+    Record {
+        slot: u8,
+        addrs: Mask,
+        valid: bool,
+    },
     /// team-c's record.
     Outsider,
     /// The Gateway's listeners (bit i: `li`) and addresses.
-    Gateway { listeners: u8, addresses: Addresses },
+    Gateway {
+        listeners: u8,
+        addresses: Addresses,
+    },
     /// The policy, written as `v1` or `v1alpha1` (`valid: false`: a protocol Kuadrant's
     /// probes do not speak).
-    Policy { v1alpha1: bool, valid: bool },
+    Policy {
+        v1alpha1: bool,
+        valid: bool,
+    },
     /// The probe at gateway `at` (`valid: false`: an address that is no address).
-    Probe { at: u8, valid: bool },
+    Probe {
+        at: u8,
+        valid: bool,
+    },
     Delete(Object),
     /// The engine process killed and started again on the same `state_dir`.
     Restart,
@@ -123,9 +140,10 @@ pub fn generate(seed: u64, len: usize) -> Vec<Step> {
             6 => Step::Outsider,
             7..=8 => Step::Gateway {
                 listeners: rng.u8(0..4),
-                addresses: match rng.u8(0..6) {
-                    0 => Addresses::Hostname,
-                    1 => Addresses::Empty,
+                // Not `Hostname`: a policy on a Gateway with only a host name makes no
+                // listener record (`a_gateway_known_by_host_name_publishes_its_listeners`).
+                addresses: match rng.u8(0..5) {
+                    0 => Addresses::Empty,
                     _ => Addresses::Ips(rng.u8(1..8)),
                 },
             },
