@@ -85,6 +85,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         }
     }
     let made = gateways::listener_records(&gateways, &policies, &records, &mut notes);
+    let written = records.len();
     records.extend(made.iter());
     let mut endpoints = Endpoints::new(mode == Mode::Live);
     let refused_probes = read_probes(&probes, &mut endpoints, &mut notes, mode)?;
@@ -104,10 +105,11 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
             (p.name.clone(), outcome)
         })
         .collect();
-    for record in &records {
+    for (i, record) in records.iter().enumerate() {
         let name = record_name(record)?;
         // One record that publishes nothing leaves the others as they are.
-        let made = match tenants_of_record(record, &mut endpoints, &mut notes) {
+        let from_gateway = i >= written;
+        let made = match tenants_of_record(record, from_gateway, &mut endpoints, &mut notes) {
             Ok(made) => made,
             Err(e) => {
                 unpublished.insert(name.to_owned(), format!("{e:#}"));

@@ -10,8 +10,9 @@
 //! reverted refusal restores what was served, every refusal is on a status `kubectl get`
 //! shows, and the answers settle on the oracle's ([`oracle`], worked out from the steps).
 //!
-//! The seed is printed; `HO_SEED=N` replays it. A failing sequence is shrunk by dropping
-//! steps while it still fails (each try a fresh world), then printed as a test to paste.
+//! The seed is printed; `HO_SEED=N` replays it. A failing sequence is printed with the
+//! invariant it broke at once, then shrunk by dropping steps while it still fails (each try
+//! a fresh world, for [`SHRINK_FOR`] at most) and printed as a test to paste.
 
 mod objects;
 mod oracle;
@@ -27,8 +28,10 @@ use world::{Violation, World};
 const SEQUENCES: u64 = 24;
 const STEPS: usize = 8;
 const SIDE_BY_SIDE: usize = 4;
-/// Fresh worlds a shrink may start.
+/// Fresh worlds a shrink may start, and for how long: the whole test stays within about
+/// two minutes (its nextest budget in `.config/nextest.toml`).
 const SHRINK_RUNS: usize = 24;
+const SHRINK_FOR: std::time::Duration = std::time::Duration::from_secs(40);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_kubernetes_edit_sequences_keep_every_answer() {
@@ -61,6 +64,11 @@ async fn generated_kubernetes_edit_sequences_keep_every_answer() {
         }
     }
     if let Some((seed, steps, violation)) = failed {
+        // Said before shrinking, so a run cut short still says what broke.
+        eprintln!(
+            "kube sequences: sequence {seed} broke an invariant at step {}: {}\n{steps:?}\nshrinking",
+            violation.step, violation.what
+        );
         let (steps, violation) = shrink(steps, violation).await;
         panic!(
             "sequence {seed} broke an invariant at step {}: {}\nshrunk to {} steps; as a test:\n\n{}",
@@ -82,11 +90,12 @@ async fn run(steps: &[Step]) -> Result<(), Violation> {
 }
 
 /// Drops steps one at a time while the sequence still fails (cut after the failing step
-/// each time), within [`SHRINK_RUNS`] fresh worlds.
+/// each time), within [`SHRINK_RUNS`] fresh worlds and [`SHRINK_FOR`].
 async fn shrink(steps: Vec<Step>, violation: Violation) -> (Vec<Step>, Violation) {
+    let until = tokio::time::Instant::now() + SHRINK_FOR;
     let mut best = (steps[..=violation.step].to_vec(), violation);
     let (mut runs, mut drop) = (0, best.0.len());
-    while drop > 0 && runs < SHRINK_RUNS {
+    while drop > 0 && runs < SHRINK_RUNS && tokio::time::Instant::now() < until {
         drop -= 1;
         let mut fewer = best.0.clone();
         fewer.remove(drop);
@@ -129,14 +138,11 @@ fn rust(step: &Step) -> String {
     }
 }
 
-/// The engine's known gap, shrunk from a generated sequence: a restarted process opens its
-/// DNS server before its first Kubernetes round has admitted the resources, so for that
-/// round's time (tens of milliseconds) every name declared there answers NXDOMAIN, which
-/// resolvers cache for the SOA minimum. The generated sequences tolerate it
-/// ([`World::strict_restarts`] off); this holds the engine to the rule and fails until the
-/// server answers SERVFAIL for the names still to come.
+/// Shrunk from a generated sequence: a restarted process opens its DNS server before its
+/// first Kubernetes round has admitted the resources; for that round's time (tens of
+/// milliseconds) the names declared there answer SERVFAIL, never NXDOMAIN, which resolvers
+/// would cache for the SOA minimum.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: NXDOMAIN between a restart and the first Kubernetes round"]
 async fn a_restart_keeps_every_kubernetes_name_answering() {
     use steps::Step;
     let steps = [
@@ -151,19 +157,15 @@ async fn a_restart_keeps_every_kubernetes_name_answering() {
         },
         Step::Restart,
     ];
-    let mut strict = World::start().await.strict_restarts();
-    if let Err(v) = strict.run(&steps).await {
+    if let Err(v) = run(&steps).await {
         panic!("step {}: {}", v.step, v.what);
     }
 }
 
-/// The engine's second known gap, shrunk from a generated sequence: a DNSPolicy on a
-/// Gateway whose only address is a `Hostname` (a cloud load balancer's name, which the
-/// operator's resolver answers) makes no listener record, and says nothing of it
-/// ("governs no DNSRecord yet"), where the user guide says the listener is published as a
-/// CNAME to that name. The generated sequences leave such Gateways out until it is fixed.
+/// Shrunk from a generated sequence: a DNSPolicy on a Gateway whose only address is a
+/// `Hostname` (a load balancer's name, here one of the listeners' own zone, which the
+/// embedded server answers) publishes each listener as a CNAME to that name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: no listener record for a Gateway known by host name only"]
 async fn a_gateway_known_by_host_name_publishes_its_listeners() {
     use steps::{Addresses, Step};
     let steps = [

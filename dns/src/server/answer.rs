@@ -263,6 +263,24 @@ impl Authority {
         changed
     }
 
+    /// Follows the tenants a new plan gives this server (see [`Records::follow_plan`]);
+    /// `source_arrived`: a tenant source's first round is applied, so a name it did not
+    /// declare does not exist (see [`Records::source_arrived`]).
+    pub fn follow_plan<'a>(
+        &self,
+        tenants: impl IntoIterator<Item = (&'a str, &'a [String])>,
+        source_arrived: bool,
+    ) {
+        let mut records = self.records.write().expect("not poisoned");
+        if source_arrived {
+            records.source_arrived();
+        }
+        // A name that came may have been answered NXDOMAIN and kept: no longer.
+        if records.follow_plan(tenants) {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
     /// Notes each zone's content at the current serial for transfers (a zone with a name
     /// awaiting its first snapshot is not noted: it is not transferred); the zones whose
     /// content changed.
@@ -445,6 +463,8 @@ pub enum Transfer {
 
 use finish::per_query;
 
+#[cfg(test)]
+mod awaiting_tests;
 #[cfg(test)]
 mod cname_tests;
 #[cfg(test)]

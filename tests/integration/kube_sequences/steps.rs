@@ -140,10 +140,9 @@ pub fn generate(seed: u64, len: usize) -> Vec<Step> {
             6 => Step::Outsider,
             7..=8 => Step::Gateway {
                 listeners: rng.u8(0..4),
-                // Not `Hostname`: a policy on a Gateway with only a host name makes no
-                // listener record (`a_gateway_known_by_host_name_publishes_its_listeners`).
-                addresses: match rng.u8(0..5) {
+                addresses: match rng.u8(0..6) {
                     0 => Addresses::Empty,
+                    1 => Addresses::Hostname,
                     _ => Addresses::Ips(rng.u8(1..8)),
                 },
             },

@@ -46,9 +46,6 @@ pub struct World {
     dns: SocketAddr,
     model: Model,
     queries: u16,
-    /// Whether a restarted process may answer NXDOMAIN until its first admission round
-    /// (the engine's known gap, below).
-    restart_gap: bool,
 }
 
 impl World {
@@ -74,15 +71,7 @@ impl World {
             dns,
             model: Model::default(),
             queries: 0,
-            restart_gap: true,
         }
-    }
-
-    /// Holds a restarted process to answering every name it served (or SERVFAIL, or
-    /// nothing) from its first answer on.
-    pub fn strict_restarts(mut self) -> World {
-        self.restart_gap = false;
-        self
     }
 
     /// Carries out `steps`, checking the invariants after each; the first violation.
@@ -172,10 +161,7 @@ impl World {
             for name in NAMES {
                 let (was, now) = (before[name].as_ref(), seen[name].as_ref());
                 let restarting = *step == Step::Restart
-                    && now.is_none_or(|a| {
-                        a.rcode == SERVFAIL && a.records.is_empty()
-                            || self.restart_gap && !a.published() && a.rcode == NXDOMAIN
-                    });
+                    && now.is_none_or(|a| a.rcode == SERVFAIL && a.records.is_empty());
                 if restarting || same(was, now) {
                     continue;
                 }
