@@ -97,6 +97,12 @@ impl Model {
         }
     }
 
+    /// Whether listener names are published (or kept): a Gateway without an address refuses
+    /// those; one that never had an address made none, and has nothing to refuse.
+    pub fn keeps_listeners(&self) -> bool {
+        !self.listeners.is_empty()
+    }
+
     /// The objects that exist now.
     pub fn existing(&self) -> impl Iterator<Item = Object> + '_ {
         self.objects.keys().copied()

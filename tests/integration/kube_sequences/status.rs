@@ -66,8 +66,8 @@ fn shown(object: Object, stored: &Value, model: &Model, kube: &KubeApi) -> Optio
     }
 }
 
-/// A Gateway without an address refuses its listeners' records, which have no object of
-/// their own: the policy's status names them.
+/// A Gateway without an address refuses its listeners' records kept from before, which have
+/// no object of their own: the policy's status names them.
 fn gateway_refusal_shown(model: &Model, kube: &KubeApi) -> Option<String> {
     let gateway = model.latest_write(Object::Gateway)?;
     let Step::Gateway {
@@ -78,6 +78,7 @@ fn gateway_refusal_shown(model: &Model, kube: &KubeApi) -> Option<String> {
         return None;
     };
     if listeners == 0
+        || !model.keeps_listeners()
         || model
             .latest_write(Object::Policy)
             .is_none_or(|p| p.invalid())
