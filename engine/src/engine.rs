@@ -204,6 +204,8 @@ impl Engine {
             events: events.clone(),
             coordinator: deciders.coordinator.clone(),
             stores: started.stores,
+            handles: started.handles,
+            source_arrived: false,
             listings: started.listings,
             configured: prepared.configured,
             discovered: deciders.discovered,

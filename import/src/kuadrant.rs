@@ -75,6 +75,7 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         &sorted.records,
         &mut notes,
     );
+    let written = sorted.records.len();
     sorted.records.extend(made.iter());
     let mut endpoints = Endpoints::new(mode == Mode::Live);
     let refused_probes = read_probes(&sorted.probes, &mut endpoints, &mut notes, mode)?;
@@ -88,8 +89,9 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         default_check: policies.first().unwrap_or(&fallback).check.clone(),
     };
     let mut out = Made::new(policies);
-    for record in &sorted.records {
-        reading.record(record, &mut out, &mut endpoints, &mut notes)?;
+    for (i, record) in sorted.records.iter().enumerate() {
+        let from_gateway = i >= written;
+        reading.record(record, from_gateway, &mut out, &mut endpoints, &mut notes)?;
     }
     // Live, a tenant is a record's: probes alone publish nothing (and cannot fail it).
     if sorted.records.is_empty() && mode == Mode::Import {
@@ -234,17 +236,19 @@ impl Made {
 }
 
 impl Reading<'_> {
-    /// What DNSRecord `record` becomes: its tenants, or why it publishes nothing.
+    /// What DNSRecord `record` becomes: its tenants, or why it publishes nothing;
+    /// `from_gateway`: made from a Gateway's listener, not written by a user.
     fn record(
         &self,
         record: &Value,
+        from_gateway: bool,
         out: &mut Made,
         endpoints: &mut Endpoints,
         notes: &mut Vec<String>,
     ) -> anyhow::Result<()> {
         let name = record_name(record)?;
         // One record that publishes nothing leaves the others as they are.
-        let made = match tenants_of_record(record, endpoints, notes) {
+        let made = match tenants_of_record(record, from_gateway, endpoints, notes) {
             Ok(made) => made,
             Err(e) => {
                 out.unpublished.insert(name.to_owned(), format!("{e:#}"));

@@ -179,6 +179,24 @@ impl Authority {
         changed
     }
 
+    /// Follows the tenants a new plan gives this server (see [`Records::follow_plan`]);
+    /// `source_arrived`: a tenant source's first round is applied, so a name it did not
+    /// declare does not exist (see [`Records::source_arrived`]).
+    pub fn follow_plan<'a>(
+        &self,
+        tenants: impl IntoIterator<Item = (&'a str, &'a [String])>,
+        source_arrived: bool,
+    ) {
+        let mut records = self.records.write().expect("not poisoned");
+        if source_arrived {
+            records.source_arrived();
+        }
+        // A name that came may have been answered NXDOMAIN and kept: no longer.
+        if records.follow_plan(tenants) {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
     /// What answers were made from: a kept answer of another generation is stale.
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire) + self.signer.as_ref().map_or(0, |s| s.generation())
@@ -238,6 +256,8 @@ pub enum Transfer {
     NotReady(Vec<Vec<u8>>),
 }
 
+#[cfg(test)]
+mod awaiting_tests;
 #[cfg(test)]
 mod cname_tests;
 #[cfg(test)]

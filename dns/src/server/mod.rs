@@ -36,6 +36,7 @@ mod zones;
 
 use std::sync::Arc;
 
+use ho_config::Plan;
 use ho_engine::sink::reports::ReportStore;
 use ho_engine::sink::{Applied, Sink, SinkFuture};
 use ho_engine::snapshot::TenantSnapshot;
@@ -53,6 +54,8 @@ use transport::Listener;
 
 /// The sink: writes snapshots into the authority its listeners answer from.
 pub struct DnsServerSink {
+    /// The sink's name: the plan's tenants that name it are its.
+    name: String,
     authority: Arc<Authority>,
     /// `reports`: this cluster's reports on its server, its peers' read from theirs.
     reports: Option<Arc<dyn ReportStore>>,
@@ -63,7 +66,12 @@ pub struct DnsServerSink {
 impl DnsServerSink {
     /// Starts answering on `config.listen` (or takes over the listeners a previous build
     /// of the same sink runs, with what they answer). The tenants of the plan that use
-    /// this sink answer SERVFAIL until their first snapshot.
+    /// this sink answer SERVFAIL until their first snapshot. With `[kubernetes] tenants`, a
+    /// fresh server (not one taking over running listeners, which carries what they
+    /// awaited) also answers SERVFAIL for the names of its zones it does not know until the
+    /// tenant source's first round is applied, for the plan's `startup_grace` at most: a
+    /// name declared there is not said not to exist, while one no resource declares (or an
+    /// API server that never answers) does not fail for longer than that.
     pub fn start(
         config: &DnsServerConfig,
         ctx: &BuildContext<'_>,
@@ -77,13 +85,9 @@ impl DnsServerSink {
             .as_ref()
             .map(|a| a.records.read().expect("not poisoned").clone())
             .unwrap_or_default();
-        for tenant in ctx
-            .plan
-            .tenants
-            .iter()
-            .filter(|t| t.sinks.iter().any(|s| s == ctx.name))
-        {
-            records.expect(&tenant.name, &tenant.domains);
+        records.follow_plan(served(ctx.plan, ctx.name));
+        if running.is_none() && ctx.plan.kubernetes.tenants {
+            records.await_source(std::time::Instant::now() + ctx.plan.startup_grace);
         }
         let mut authority = build::authority(config, records)?;
         if let Some(acme) = authority.acme.take() {
@@ -111,11 +115,19 @@ impl DnsServerSink {
             .collect::<Result<Vec<_>, _>>()
             .map_err(ServerError::Listen)?;
         Ok(DnsServerSink {
+            name: ctx.name.to_owned(),
             authority,
             reports,
             _listeners: listeners,
         })
     }
+}
+
+/// The tenants of `plan` that sink `name` serves, with their domains.
+fn served<'a>(plan: &'a Plan, name: &'a str) -> impl Iterator<Item = (&'a str, &'a [String])> {
+    (plan.tenants.iter())
+        .filter(move |t| t.sinks.iter().any(|s| s == name))
+        .map(|t| (t.name.as_str(), t.domains.as_slice()))
 }
 
 /// The clusters' report store this server holds (`reports`), on the authority's shelf;
@@ -157,5 +169,9 @@ impl Sink for DnsServerSink {
 
     fn reports(&self) -> Option<Arc<dyn ReportStore>> {
         self.reports.clone()
+    }
+
+    fn plan_applied(&self, plan: &Plan, source_arrived: bool) {
+        (self.authority).follow_plan(served(plan, &self.name), source_arrived);
     }
 }

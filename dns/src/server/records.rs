@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use hickory_proto::rr::Name;
 use ho_config::RoutingPolicy;
@@ -144,6 +144,9 @@ pub struct Records {
     /// not NXDOMAIN (RFC 8020: NXDOMAIN means nothing exists below either).
     empty_non_terminals: HashSet<String>,
     serial: u32,
+    /// Until when names of the zones that are not known yet may still be declared by a
+    /// tenant source whose first round has not been applied (`[kubernetes] tenants`).
+    awaiting: Option<Instant>,
 }
 
 impl Default for Records {
@@ -153,6 +156,7 @@ impl Default for Records {
             tenants: HashMap::new(),
             empty_non_terminals: HashSet::new(),
             serial: unix_seconds(),
+            awaiting: None,
         }
     }
 }
@@ -163,16 +167,64 @@ fn unix_seconds() -> u32 {
 }
 
 impl Records {
-    /// Marks `domains` of `tenant` as awaiting their first snapshot, unless known already.
-    pub fn expect(&mut self, tenant: &str, domains: &[String]) {
+    /// Marks `domains` of `tenant` as awaiting their first snapshot, unless known already
+    /// (the index of parents is the caller's to rebuild); whether a name was added.
+    fn expect(&mut self, tenant: &str, domains: &[String]) -> bool {
         let names = self.tenants.entry(tenant.to_owned()).or_default();
+        let before = names.len();
         for d in domains {
             if !self.names.contains_key(d) {
                 self.names.insert(d.clone(), Entry::Pending);
                 names.push(d.clone());
             }
         }
-        self.reindex();
+        names.len() > before
+    }
+
+    /// Follows the tenants a new plan gives this server: the domains of tenants new to it
+    /// await their first snapshot; those still awaiting it whose tenant left the plan go
+    /// (a tenant removed before it ever published leaves nothing behind).
+    /// Whether a name came or went.
+    pub fn follow_plan<'a>(
+        &mut self,
+        tenants: impl IntoIterator<Item = (&'a str, &'a [String])>,
+    ) -> bool {
+        let tenants: HashMap<&str, &[String]> = tenants.into_iter().collect();
+        let names = &mut self.names;
+        let before = names.len();
+        self.tenants.retain(|tenant, domains| {
+            if !tenants.contains_key(tenant.as_str()) {
+                domains.retain(|d| match names.get(d) {
+                    Some(Entry::Pending) => names.remove(d).is_none(),
+                    _ => true,
+                });
+            }
+            !domains.is_empty()
+        });
+        let mut changed = self.names.len() != before;
+        for (tenant, domains) in tenants {
+            changed |= self.expect(tenant, domains);
+        }
+        if changed {
+            self.reindex();
+        }
+        changed
+    }
+
+    /// Holds the names of the zones that are not known yet until `until` at most: a tenant
+    /// source may still declare them, so they answer SERVFAIL, not NXDOMAIN.
+    pub fn await_source(&mut self, until: Instant) {
+        self.awaiting = Some(until);
+    }
+
+    /// The tenant source's first round is applied: what it did not declare does not exist.
+    pub fn source_arrived(&mut self) {
+        self.awaiting = None;
+    }
+
+    /// Whether an unknown name may still be declared at `now` (see [`Records::await_source`]).
+    pub fn awaits_source(&self, now: Instant) -> bool {
+        self.awaiting.is_some_and(|until| now < until)
     }
 
     /// Replaces the tenant's domains with `snapshot`'s; false when nothing changed.

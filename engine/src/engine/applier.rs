@@ -37,6 +37,11 @@ pub(super) struct Applier {
     pub(super) coordinator: Addr<Coordinator>,
     /// Report stores of the running sinks that have one, by sink name.
     pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// The running sinks, told of each plan applied ([`Sink::plan_applied`]).
+    pub(super) handles: BTreeMap<String, Arc<dyn Sink>>,
+    /// Whether the followed tenant source's first round is applied (see
+    /// [`Applier::source_arrived`]).
+    pub(super) source_arrived: bool,
     /// Listings of the running sinks that have one, which the canary reads.
     pub(super) listings: Listings,
     /// The plan as configured; the running plan is it plus the addresses of its host
@@ -173,6 +178,9 @@ impl Applier {
         self.heartbeats.learn(&plan);
         self.replace_sinks(&plan, &old_plan, built, &mut summary);
         self.probers.replace(&plan, &old, probes, &mut summary);
+        for sink in self.handles.values() {
+            sink.plan_applied(&plan, self.source_arrived);
+        }
         *self.plan.write().expect("not poisoned") = plan.clone();
         self.plans.send_replace(plan.clone());
         let ids = self.probers.ids();
@@ -186,6 +194,16 @@ impl Applier {
             stores: self.stores.clone(),
         });
         Ok(summary)
+    }
+
+    /// The followed tenant source's first round is applied, whatever came of it: the sinks
+    /// are told, so names it did not declare stop waiting for it.
+    pub(super) fn source_arrived(&mut self) {
+        self.source_arrived = true;
+        let plan = self.running();
+        for sink in self.handles.values() {
+            sink.plan_applied(&plan, true);
+        }
     }
 
     /// Stops removed and replaced sinks, starts the `built` ones.
@@ -209,8 +227,10 @@ impl Applier {
             }
         }
         self.stores.retain(|name, _| plan.sinks.contains_key(name));
+        self.handles.retain(|name, _| plan.sinks.contains_key(name));
         self.listings.retain(|name| plan.sinks.contains_key(name));
         for (name, sink) in built {
+            self.handles.insert(name.clone(), sink.clone());
             self.listings.set(&name, &*sink);
             match sink.reports() {
                 Some(store) => self.stores.insert(name.clone(), store),

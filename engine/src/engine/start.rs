@@ -78,6 +78,8 @@ pub(super) struct Deciding {
     /// Sink actors and report stores by sink name.
     pub(super) sinks: BTreeMap<String, Addr<SinkActor>>,
     pub(super) stores: BTreeMap<String, Arc<dyn ReportStore>>,
+    /// The sinks themselves, told of each plan applied.
+    pub(super) handles: BTreeMap<String, Arc<dyn Sink>>,
     /// The sinks' listings, which the canary reads.
     pub(super) listings: Listings,
     /// Where the canary and the ledger follow plans.
@@ -100,7 +102,7 @@ impl Deciding {
         let leadership = leadership_of(plan, metrics);
         let events = Events::default();
         let listings = Listings::default();
-        let (sinks, stores) = start_sinks(
+        let (sinks, stores, handles) = start_sinks(
             plan,
             &*parts.sinks,
             metrics,
@@ -125,6 +127,7 @@ impl Deciding {
             events,
             sinks,
             stores,
+            handles,
             listings,
             plans,
             answers,
@@ -236,7 +239,7 @@ pub(super) fn load_drains(
 
 /// Builds and starts the actor of every sink of `plan` (writing under `leadership`,
 /// announcing on `events`), with their listings in `listings`; also returns the report
-/// stores of the sinks that hold them (`[multi_cluster]`).
+/// stores of the sinks that hold them (`[multi_cluster]`) and the sinks themselves.
 pub(super) async fn start_sinks(
     plan: &Plan,
     factory: &dyn SinkFactory,
@@ -246,8 +249,10 @@ pub(super) async fn start_sinks(
 ) -> Result<SinkActors, EngineError> {
     let mut actors = BTreeMap::new();
     let mut stores = BTreeMap::new();
+    let mut handles = BTreeMap::new();
     for (name, config) in &plan.sinks {
         let sink = factory.build(name, plan, metrics).await?;
+        handles.insert(name.clone(), sink.clone());
         if let Some(store) = sink.reports() {
             stores.insert(name.clone(), store);
         }
@@ -257,13 +262,14 @@ pub(super) async fn start_sinks(
             start_sink(name, config, sink, metrics, leadership, events),
         );
     }
-    Ok((actors, stores))
+    Ok((actors, stores, handles))
 }
 
-/// The running sink actors and the report stores among them, by sink name.
+/// The running sink actors, the report stores among them and the sinks, by sink name.
 pub(super) type SinkActors = (
     BTreeMap<String, Addr<SinkActor>>,
     BTreeMap<String, Arc<dyn ReportStore>>,
+    BTreeMap<String, Arc<dyn Sink>>,
 );
 
 /// The bound on probes in flight: `limits.max_concurrent_probes`, or what the open-file

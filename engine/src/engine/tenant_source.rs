@@ -103,7 +103,8 @@ pub(super) struct Following {
 }
 
 impl Following {
-    /// Applies the source's first round, then follows it until dropped.
+    /// Applies the source's first round (then tells the sinks it has been, whatever came of
+    /// it), then follows it until dropped.
     pub(super) async fn start(
         source: Box<dyn TenantSource>,
         applier: &Arc<Mutex<Applier>>,
@@ -115,6 +116,7 @@ impl Following {
         {
             let mut held = source.lock().await;
             round(held.as_mut(), applier, &reader, &metrics).await;
+            applier.lock().await.source_arrived();
             held.report(&reader).await;
         }
         let task = actix::spawn(follow(

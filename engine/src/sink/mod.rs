@@ -121,6 +121,13 @@ pub trait Sink: Send + Sync + 'static {
         None
     }
 
+    /// The running plan is now `plan` (a reload, a tenant source's round), which holds this
+    /// sink whether or not it was rebuilt for it; `source_arrived`: the followed tenant
+    /// source's first round is applied (false until then, and while none is followed). For
+    /// sinks that answer queries themselves, which must not say that a tenant's name does
+    /// not exist before its first snapshot.
+    fn plan_applied(&self, _plan: &Plan, _source_arrived: bool) {}
+
     /// Where the back end's DNS server listens, asked through its API, for kinds whose spec
     /// answers `finds_dns_port` (see [`listing::DnsPort`]).
     fn dns_port(&self) -> Option<Arc<dyn listing::DnsPort>> {

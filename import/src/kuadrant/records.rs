@@ -313,9 +313,12 @@ fn shape_of(at: &str, leaves: &[Leaf<'_, '_>]) -> anyhow::Result<(Shape, Option<
 ///
 /// A name whose chain ends at host names outside the record (load balancers) becomes a
 /// tenant answering `cname`, as dns-operator answers it: a CNAME to the load balancer's
-/// name, which is probed at the addresses it resolves to.
+/// name, which is probed at the addresses it resolves to. A record made from a Gateway's
+/// listener (`from_gateway`) may point at a host name of its own zone: that name is the
+/// load balancer's, as the Gateway's status reports it, not a missing part of a layout.
 pub(super) fn tenants_of_record(
     doc: &Value,
+    from_gateway: bool,
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Vec<Tenant>> {
@@ -363,7 +366,7 @@ pub(super) fn tenants_of_record(
         // A name of the zone the record publishes in, which it does not hold (dns-operator's
         // scale template points its root at a `klb` name it never writes): a missing part
         // of the layout or another record's name, not a load balancer's.
-        let ours = |h: &str| plumbing(h) || zone_of(h) == zone_of(n);
+        let ours = |h: &str| plumbing(h) || (!from_gateway && zone_of(h) == zone_of(n));
         if let Some((host, _, _)) = shape.hosts.iter().find(|(h, _, _)| ours(h)) {
             left_out.push(format!("{} ({n} CNAME {host}: a name of the record's zone that the record does not hold; list the addresses it leads to in a DNSRecord or probe)", at.at));
             continue;

@@ -6,6 +6,8 @@
 //!   (`gateway.networking.k8s.io/v1`), Ingresses (`networking.k8s.io/v1`) and Kuadrant's `DNSRecord`s, `DNSHealthCheckProbe`s
 //!   and `DNSPolicy`s, external-dns's `DNSEndpoint`s (`externaldns.k8s.io/v1alpha1`), at
 //!   the real URLs ([`routes`]);
+//! - a list with `resourceVersion=0` may be served from a watch cache made to lag etcd or
+//!   restart empty ([`KubeApi::lag_cache`], [`cache`]); a list without one reads current;
 //! - `GET .../{name}`: the object, or a 404 `Status` ([`responses`]);
 //! - objects created, replaced and deleted with revisions, generations and finalizers
 //!   ([`store`]);
@@ -42,6 +44,7 @@
 //! garbage collection by owner references, namespaces' own lifecycle. Clients are the
 //! real kube-rs client over HTTP with a kubeconfig file.
 
+mod cache;
 mod responses;
 mod routes;
 mod store;
@@ -60,9 +63,10 @@ use hyper::{Method, Request, Response};
 use serde_json::{json, Value};
 
 use crate::serve_http;
+pub use cache::Lag;
 use responses::{conflict, forbidden, json_response, not_found, status};
 use routes::Route;
-use store::{create, delete, in_route, merge, ns_of, replace};
+use store::{create, delete, in_route, merge, ns_of, of_route, replace};
 use watch::Watches;
 
 /// The UID of the `kube-system` namespace this server reports.
@@ -94,6 +98,8 @@ struct State {
     partitioned: BTreeSet<String>,
     /// Change events and open watches.
     watches: Watches,
+    /// The watch cache lists with `resourceVersion=0` may be served from.
+    cache: cache::CachedLists,
     /// Every Lease's holder after each change, and when the change was made.
     lease_holders: Vec<(std::time::Instant, Key, Option<String>)>,
 }
@@ -210,6 +216,22 @@ impl KubeApi {
         let mut s = self.state.lock().unwrap();
         let now = s.next_version;
         s.watches.compact(now);
+    }
+
+    /// Makes the watch cache lag etcd (`Lag::Stale`: frozen as it is now; `Lag::Empty`:
+    /// restarted with nothing) until [`KubeApi::cache_catches_up`]: lists that accept any
+    /// version (`resourceVersion=0`) get its objects and revision, as a real API server's
+    /// cache behind etcd answers them.
+    pub fn lag_cache(&self, lag: Lag) {
+        let mut s = self.state.lock().unwrap();
+        let now = s.next_version;
+        let State { cache, objects, .. } = &mut *s;
+        cache.lag(lag, objects, now);
+    }
+
+    /// The watch cache follows etcd again.
+    pub fn cache_catches_up(&self) {
+        self.state.lock().unwrap().cache.catch_up();
     }
 
     /// The ConfigMap's `data`, if it exists.
@@ -385,7 +407,14 @@ impl KubeApi {
             }
             "list" => {
                 let selector = query.get("labelSelector").map(|q| label_selector(q));
-                let items: Vec<Value> = in_route(&s, &route)
+                let (items, revision) = match s
+                    .cache
+                    .serve(query.get("resourceVersion").map(String::as_str))
+                {
+                    Some((objects, revision)) => (of_route(objects, &route), revision),
+                    None => (in_route(&s, &route), s.next_version),
+                };
+                let items: Vec<Value> = items
                     .into_iter()
                     .filter(|o| selector.as_ref().is_none_or(|sel| watch::selected(o, sel)))
                     .collect();
@@ -394,7 +423,7 @@ impl KubeApi {
                     &json!({
                         "apiVersion": route.ty.api_version(),
                         "kind": format!("{}List", route.ty.kind),
-                        "metadata": {"resourceVersion": s.next_version.to_string()},
+                        "metadata": {"resourceVersion": revision.to_string()},
                         "items": items,
                     }),
                 )

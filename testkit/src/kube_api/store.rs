@@ -1,6 +1,8 @@
 //! The server's objects: created, replaced and deleted as the API server does it (revision,
 //! `generation`, finalizers), every change published to the watches.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
 use super::routes::{ResourceType, Route};
@@ -8,7 +10,12 @@ use super::{Key, State};
 
 /// The objects a collection URL names: its type, in its namespace or every one.
 pub(super) fn in_route(s: &State, route: &Route) -> Vec<Value> {
-    s.objects
+    of_route(&s.objects, route)
+}
+
+/// The objects of `objects` a collection URL names.
+pub(super) fn of_route(objects: &BTreeMap<Key, Value>, route: &Route) -> Vec<Value> {
+    objects
         .iter()
         .filter(|(k, _)| {
             k.0 == route.ty.plural && route.namespace.as_ref().is_none_or(|n| *n == k.1)

@@ -3,6 +3,7 @@
 //! location), the apex's SOA and NS, and DNSSEC signatures when asked for.
 
 use std::net::IpAddr;
+use std::time::Instant;
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption};
@@ -114,6 +115,13 @@ impl Authority {
             Some(Entry::Ready(set)) => {
                 let apex = key == zone.apex;
                 self.answer_published(response, &mut found, set, &question, apex, (client, turn));
+            }
+            // A tenant source's first round may still declare it: not "does not exist"
+            // yet, and never kept (the hold ends by time too).
+            None if missing && records.awaits_source(Instant::now()) => {
+                response.metadata.authoritative = false;
+                response.metadata.response_code = ResponseCode::ServFail;
+                return (false, Variation::PerQuery);
             }
             None if missing => response.metadata.response_code = ResponseCode::NXDomain,
             None => {}

@@ -42,7 +42,7 @@ pub(super) fn address(a: &str, weight: u32, geo: &str) -> PublishedAddress {
 
 fn authority(policy: RoutingPolicy, addresses: Vec<PublishedAddress>) -> Authority {
     let mut records = Records::default();
-    records.expect("pending", &["later.example.org".into()]);
+    records.follow_plan([("pending", &["later.example.org".to_owned()][..])]);
     let snapshot = TenantSnapshot {
         default_geo: Some("US".into()),
         ..TenantSnapshot::healthy("t", &["api.a.example.org"], policy, addresses)
@@ -466,7 +466,7 @@ fn a_transfer_waits_while_a_name_awaits_its_first_snapshot() {
         tsig: None,
     });
     let mut records = Records::default();
-    records.expect("t", &["api.a.example.org".into()]);
+    records.follow_plan([("t", &["api.a.example.org".to_owned()][..])]);
     let a = build::authority(&cfg, records).unwrap();
     let axfr = query("example.org.", RecordType::AXFR, None);
     let client = "192.0.2.53".parse().unwrap();
