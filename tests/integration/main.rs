@@ -65,6 +65,7 @@ mod kuadrant_sequences;
 mod kube_host_names;
 mod kube_kuadrant;
 mod kube_kuadrant_hosts;
+mod kube_kuadrant_probes;
 mod kube_tenants;
 mod leader_election;
 mod ledger_clusters;

@@ -13,6 +13,7 @@ mod carry;
 mod gateways;
 mod headers;
 mod health;
+mod own_probes;
 mod probes;
 mod refusal;
 mod resolve;
@@ -73,6 +74,8 @@ pub struct Live {
     statuses: Statuses,
     policy_statuses: Statuses,
     probe_statuses: Statuses,
+    /// The probes no published record backs, each probed on its own or refused.
+    own: own_probes::Own,
     /// Writes the records' finalizers, Gateways' conditions, default policies.
     client: Client,
     /// Gateways this process made a default policy for.
@@ -95,6 +98,7 @@ impl Live {
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
             core: Core::new(),
+            own: own_probes::Own::new(),
             hosts: resolve::HostCheck::new(parts.dns),
             headers: headers::HeaderSecrets::new(state_dir),
             stores,
