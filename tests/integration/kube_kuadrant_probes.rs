@@ -133,3 +133,111 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
     .await;
     assert_eq!(gws[2].requests(), 0, "team-c's probe was run");
 }
+
+/// A v1 DNSPolicy whose `healthCheck` names a header Secret (`additionalHeadersRef`) has
+/// the Secret's headers sent with every check of the records it governs: the record at a
+/// gateway that answers 200 only with the header reads `Healthy`/`AllChecksPassed`. A
+/// policy naming a Secret that does not exist is refused alone, its `Accepted` condition in
+/// dns-operator's words; a policy in a namespace without an allowance has its Secret never
+/// read. Every request is one the shipped RBAC allows once the namespace grants its Secret
+/// by name.
+#[tokio::test]
+async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refuses_that_policy() {
+    let guarded = crate::kube_kuadrant_hosts::guarded_gateway("X-Probe-Token: p0licy-token").await;
+    let kube = KubeApi::default();
+    let kube_addr = kube.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        operator_config(dir.path(), kube_addr, guarded.port()).set("kubernetes.kuadrant", true);
+    let _process = run_operator(dir.path(), &config);
+
+    let b64 = |s: &str| data_encoding::BASE64.encode(s.as_bytes());
+    kube.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "probe-headers", "namespace": "team-a"},
+        "data": {"X-Probe-Token": b64("p0licy-token")},
+    }));
+    let policy = |ns: &str, name: &str, gateway: &str, secret: &str| {
+        json!({
+            "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "targetRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway},
+                "healthCheck": {"path": "/healthz", "port": guarded.port(), "protocol": "HTTP",
+                                "additionalHeadersRef": {"name": secret}},
+            },
+        })
+    };
+    let record = |name: &str, listener: &str, host: &str| {
+        json!({
+            "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSRecord",
+            "metadata": {"name": name, "namespace": "team-a",
+                         "labels": {"kuadrant.io/listener-name": listener}},
+            "spec": {"rootHost": host, "endpoints": [
+                {"dnsName": host, "recordType": "A", "recordTTL": 30,
+                 "targets": [guarded.ip().to_string()]}
+            ]},
+        })
+    };
+    kube.apply(crate::kube_tenants::gateway(
+        "team-a",
+        "gw-g",
+        &[guarded.ip()],
+    ));
+    kube.apply(crate::kube_tenants::gateway(
+        "team-a",
+        "gw-m",
+        &[guarded.ip()],
+    ));
+    kube.apply(policy("team-a", "gw-g-dns", "gw-g", "probe-headers"));
+    kube.apply(policy("team-a", "gw-m-dns", "gw-m", "no-such-secret"));
+    kube.apply(policy("team-c", "gw-c-dns", "gw-c", "c-headers"));
+    kube.apply(record("gw-g-api", "api", "api.team-a.io"));
+    kube.apply(record("gw-m-web", "web", "web.team-a.io"));
+
+    let condition = |plural: &str, name: &str, type_: &str| {
+        let object = kube.object(plural, "team-a", name)?;
+        let c = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)?
+            .clone();
+        Some((
+            c["status"].as_str()?.to_owned(),
+            c["reason"].as_str()?.to_owned(),
+            c["message"].as_str()?.to_owned(),
+        ))
+    };
+    eventually(
+        "the governed record healthy: the policy's header was sent",
+        || {
+            condition("dnsrecords", "gw-g-api", "Healthy")
+                .is_some_and(|(s, r, _)| s == "True" && r == "AllChecksPassed")
+        },
+    )
+    .await;
+    eventually("the policy without its Secret refused alone", || {
+        condition("dnspolicies", "gw-m-dns", "Accepted").is_some_and(|(s, r, m)| {
+            s == "False"
+                && r == "Invalid"
+                && m.contains(
+                    "error retrieving additional headers secret team-a/no-such-secret: not found",
+                )
+        })
+    })
+    .await;
+    assert!(condition("dnspolicies", "gw-g-dns", "Accepted").is_some_and(|(s, _, _)| s == "True"));
+    let requests = kube.requests();
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.contains("/namespaces/team-c/secrets")),
+        "a Secret of a namespace without an allowance was read"
+    );
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(!log.contains("p0licy-token"), "the token is in the log");
+    crate::deploy_kuadrant::assert_rbac_allows_with(
+        &requests,
+        &crate::deploy_kuadrant::header_secret_role("team-a", &["probe-headers", "no-such-secret"]),
+    );
+}

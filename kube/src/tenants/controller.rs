@@ -97,7 +97,7 @@ impl Controller {
         let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
             let gateways = self.watched.listed_gateways();
-            kuadrant.read_secrets().await;
+            kuadrant.read_secrets(&self.base).await;
             kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
             kuadrant.resolve(&self.base.resolver).await;
         }

@@ -143,7 +143,7 @@ impl Live {
             .stores
             .other_documents()
             .into_iter()
-            .map(|o| self.with_headers(o))
+            .map(|o| self.headers.annotate(o))
             .collect();
         let view = gateways.filter(|_| complete).map(|gateways| View {
             records: &records,
@@ -153,34 +153,21 @@ impl Live {
         self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
-    /// Reads the header Secrets the probes name, when due (each round; again after a
-    /// while, for rotated values).
-    pub async fn read_secrets(&mut self) {
+    /// Reads the header Secrets the probes' and policies' health checks name in the
+    /// namespaces `base` allows, when due (each round; again after a while, for rotated
+    /// values).
+    pub async fn read_secrets(&mut self, base: &Config) {
+        let allowed = |ns: &str| base.kubernetes.allow.iter().any(|a| a.namespace == ns);
+        let mut resources = self.stores.probes();
+        resources.extend(self.stores.policies());
         self.headers
-            .refresh(&self.client, &self.stores.probes())
+            .refresh(&self.client, &resources, &allowed)
             .await;
     }
 
     /// Whether the header Secrets are due to be read again.
     pub fn secrets_due(&self) -> bool {
         self.headers.due()
-    }
-
-    /// Probe `o` as the translation reads it, with its header Secret's files (or why it
-    /// has none); any other document as it is.
-    fn with_headers(&self, o: Arc<DynamicObject>) -> Arc<DynamicObject> {
-        let is_probe = o
-            .types
-            .as_ref()
-            .is_some_and(|t| t.kind == "DNSHealthCheckProbe");
-        if !is_probe || o.data["spec"]["additionalHeadersRef"].is_null() {
-            return o;
-        }
-        let mut probe = (*o).clone();
-        let ns = probe.metadata.namespace.clone().unwrap_or_default();
-        let name = probe.metadata.name.clone().unwrap_or_default();
-        self.headers.annotate(&ns, &name, &mut probe.data);
-        Arc::new(probe)
     }
 
     /// Looks up the load balancers' host names the records carry that the engine does not
