@@ -64,6 +64,7 @@ mod kuadrant_examples;
 mod kuadrant_sequences;
 mod kube_host_names;
 mod kube_kuadrant;
+mod kube_kuadrant_azure;
 mod kube_kuadrant_hosts;
 mod kube_kuadrant_probes;
 mod kube_tenants;
