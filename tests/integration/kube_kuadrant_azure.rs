@@ -16,9 +16,11 @@ use crate::kube_tenants::{gateway, operator_config, run_operator, three_gateways
 /// the policy's status names it with the sink's reason and the sinks that can answer so;
 /// the zone never holds that name. A round-robin policy in the same namespace publishes its
 /// listener to the zone (the sink works; only the answer kind is refused), and so does one
-/// with a `weight` alone (every gateway of the policy weighs the same: a round robin).
+/// with a `weight` alone (every gateway of the policy weighs the same: a round robin); a
+/// DNSRecord whose names carry different weights is refused on its own `Accepted`
+/// condition, with the sink's reason.
 #[tokio::test]
-async fn a_geo_policy_on_azure_dns_is_refused_in_its_status_and_round_robin_publishes() {
+async fn geo_and_weighted_answers_on_azure_dns_are_refused_with_what_to_do() {
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
     let azure = AzureDns::start("team-z.io").await;
@@ -91,6 +93,44 @@ async fn a_geo_policy_on_azure_dns_is_refused_in_its_status_and_round_robin_publ
         azure.addresses("geo.team-z.io"),
         None,
         "the geo name reached Azure"
+    );
+    // A record whose own names carry different weights (dns-operator's weighted CNAMEs) is
+    // refused on its own condition, with the sink's reason.
+    let ip = |i: usize| gws[i].addr().ip().to_string();
+    let weighted = |leaf: &str, weight: &str| {
+        json!({"dnsName": "wr.team-z.io", "recordType": "CNAME", "recordTTL": 60,
+               "setIdentifier": leaf, "targets": [format!("{leaf}.wr.team-z.io")],
+               "providerSpecific": [{"name": "weight", "value": weight}]})
+    };
+    let a = |leaf: &str, i: usize| {
+        json!({"dnsName": format!("{leaf}.wr.team-z.io"), "recordType": "A",
+               "recordTTL": 60, "targets": [ip(i)]})
+    };
+    kube.apply(json!({
+        "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSRecord",
+        "metadata": {"name": "wr", "namespace": "team-z"},
+        "spec": {"rootHost": "wr.team-z.io", "endpoints": [
+            weighted("a", "120"), weighted("b", "60"), a("a", 0), a("b", 1)
+        ]},
+    }));
+    eventually("the weighted record refused with the sink's reason", || {
+        let Some(record) = kube.object("dnsrecords", "team-z", "wr") else {
+            return false;
+        };
+        let conditions = record["status"]["conditions"].as_array().cloned();
+        conditions.into_iter().flatten().any(|c| {
+            c["type"] == "Accepted"
+                && c["status"] == "False"
+                && c["message"].as_str().is_some_and(|m| {
+                    m.contains("cannot express policy \"weighted\"") && m.contains("route53")
+                })
+        })
+    })
+    .await;
+    assert_eq!(
+        azure.addresses("wr.team-z.io"),
+        None,
+        "the weighted name reached Azure"
     );
     // A `weight` alone weighs each of the policy's gateways alike: a round robin, which
     // Azure DNS answers.
