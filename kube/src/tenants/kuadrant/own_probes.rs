@@ -26,8 +26,7 @@ impl Live {
     pub fn probe_unbacked(&mut self, config: &mut Config, catalog: &Kinds<'_>) {
         let backing = self.backing_endpoints();
         let planned: HashSet<String> = config.endpoints.iter().map(|e| e.name.clone()).collect();
-        let mut alone = config.clone();
-        alone.tenants.clear();
+        let mut alone = without_tenants(config);
         let mut own = Own::new();
         for (key, probed) in self.core().probes() {
             if backing.get(key).is_some_and(|e| planned.contains(e)) {
@@ -101,4 +100,15 @@ impl Live {
             }
         }
     }
+}
+
+/// A copy of `config` without its tenants and endpoints (not cloned: a merged config holds
+/// every resource's).
+fn without_tenants(config: &mut Config) -> Config {
+    let tenants = std::mem::take(&mut config.tenants);
+    let endpoints = std::mem::take(&mut config.endpoints);
+    let alone = config.clone();
+    config.tenants = tenants;
+    config.endpoints = endpoints;
+    alone
 }
