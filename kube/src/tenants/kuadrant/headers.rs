@@ -2,10 +2,10 @@
 //! `spec`, a DNSPolicy's `spec.healthCheck`, which dns-operator copies into each probe it
 //! makes): each key of the Secret in the resource's namespace is a header name and its
 //! value the header's, sent with every probe, as dns-operator sends them. Only the Secrets
-//! of namespaces with a `[[kubernetes.allow]]` entry are read. The values never enter the config: each is
-//! written to a file only this process reads (under `state_dir`), which the probe's check
-//! names in `headers_from_files`, so it is shown and logged redacted like any secret
-//! header. The Secret is read by name (`get`, nothing listed or watched), at each round
+//! of namespaces with a `[[kubernetes.allow]]` entry are read. The values never enter the
+//! config: each is written to a file only this process reads (under `state_dir`), which
+//! the check names in `headers_from_files`, so it is shown and logged redacted like any
+//! secret header. The Secret is read by name (`get`, nothing listed or watched), at each round
 //! and again after [`REREAD`], so a rotated token is picked up.
 //!
 //! A probe whose Secret cannot be read, or holds a key that cannot be a header name,

@@ -7,7 +7,8 @@
 //! the import's ([`ho_import::kuadrant::translate`]); what it and this module refuse is a
 //! [`Refusal`]. The pure side of a round is [`Core`]: it keeps each record's origin, so a record made from a listener is
 //! carried through a refusal of what it depends on (`carry`) and withdrawn only by a
-//! deletion or an accepted edit that drops it.
+//! deletion or an accepted edit that drops it. A probe whose address no published record
+//! holds is probed as an endpoint of its own that no tenant selects (`own_probes`).
 
 mod carry;
 mod gateways;
