@@ -139,8 +139,10 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
 /// gateway that answers 200 only with the header reads `Healthy`/`AllChecksPassed`. A
 /// policy naming a Secret that does not exist is refused alone, its `Accepted` condition in
 /// dns-operator's words; a policy in a namespace without an allowance has its Secret never
-/// read. Every request is one the shipped RBAC allows once the namespace grants its Secret
-/// by name.
+/// read. A probe no record backs sends its own Secret's header too (healthy at a gateway
+/// that answers 200 only with it, where the same probe without the Secret fails on 401).
+/// Every request is one the shipped RBAC allows once the namespace grants its Secret by
+/// name.
 #[tokio::test]
 async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refuses_that_policy() {
     let guarded = crate::kube_kuadrant_hosts::guarded_gateway("X-Probe-Token: p0licy-token").await;
@@ -194,6 +196,22 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
     kube.apply(policy("team-c", "gw-c-dns", "gw-c", "c-headers"));
     kube.apply(record("gw-g-api", "api", "api.team-a.io"));
     kube.apply(record("gw-m-web", "web", "web.team-a.io"));
+    // Probes no record backs, at a gateway of their own that wants the header too.
+    let lone = crate::kube_kuadrant_hosts::guarded_gateway("X-Probe-Token: p0licy-token").await;
+    let probe = |name: &str, secret: Option<&str>| {
+        let mut p = json!({
+            "apiVersion": "kuadrant.io/v1alpha1", "kind": "DNSHealthCheckProbe",
+            "metadata": {"name": name, "namespace": "team-a"},
+            "spec": {"port": lone.port(), "hostname": "lone.team-a.io",
+                     "address": lone.ip().to_string(), "path": "/healthz", "protocol": "HTTP"},
+        });
+        if let Some(secret) = secret {
+            p["spec"]["additionalHeadersRef"] = json!({"name": secret});
+        }
+        p
+    };
+    kube.apply(probe("with-token", Some("probe-headers")));
+    kube.apply(probe("without-token", None));
 
     let condition = |plural: &str, name: &str, type_: &str| {
         let object = kube.object(plural, "team-a", name)?;
@@ -227,6 +245,15 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
     })
     .await;
     assert!(condition("dnspolicies", "gw-g-dns", "Accepted").is_some_and(|(s, _, _)| s == "True"));
+    eventually(
+        "a probe on its own sends its header; one without it is refused 401",
+        || {
+            probe_state(&kube, "team-a", "with-token").is_some_and(|(h, _, _)| h == json!(true))
+                && probe_state(&kube, "team-a", "without-token")
+                    .is_some_and(|(h, _, r)| h == json!(false) && r.contains("401"))
+        },
+    )
+    .await;
     let requests = kube.requests();
     assert!(
         !requests
