@@ -186,7 +186,7 @@ async fn host_name_records_and_probes_work_live_and_a_bad_one_refuses_itself_alo
 
 /// A gateway on `addr` that answers 200 only to a request carrying `header` (as
 /// `Name: value`), 401 to any other.
-async fn guarded_gateway(header: &'static str) -> SocketAddr {
+pub(crate) async fn guarded_gateway(header: &'static str) -> SocketAddr {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
-use super::{convert, Mode, Value};
-use crate::resource::DNSFailoverSpec;
+use super::records::Endpoints;
+use super::{convert, text, Mode, Value};
+use crate::resource::{DNSFailoverSpec, EndpointSource};
 
 /// One namespace's documents translated.
 pub struct Translation {
@@ -24,6 +25,9 @@ pub struct Translation {
     pub unpublished: BTreeMap<String, String>,
     /// Per DNSPolicy: the records it governs, or why it cannot be applied.
     pub policies: BTreeMap<String, PolicyOutcome>,
+    /// Per DNSHealthCheckProbe: its address and check as a `DNSFailover` endpoint source
+    /// (what probes it when no record backs its address), or why it cannot be probed.
+    pub probes: BTreeMap<String, Result<EndpointSource, String>>,
 }
 
 /// What became of one DNSPolicy in a translation.
@@ -89,7 +93,31 @@ pub fn translate(docs: &[Json]) -> Result<Translation, TranslateError> {
         by_record: imported.by_record,
         unpublished: imported.unpublished,
         policies: imported.policies,
+        probes: probe_sources(&docs),
     })
+}
+
+/// Each probe of `docs` as an endpoint source of its own, read as the translation reads
+/// it (its check in full, so it needs no tenant's), or why it cannot be read.
+fn probe_sources(docs: &[Value]) -> BTreeMap<String, Result<EndpointSource, String>> {
+    let probes = docs
+        .iter()
+        .filter(|d| text(d, "kind") == Some("DNSHealthCheckProbe"));
+    probes
+        .filter_map(|doc| {
+            let name = doc.get("metadata").and_then(|m| text(m, "name"))?;
+            let mut endpoints = Endpoints::new(true);
+            let read = endpoints
+                .probe(doc, &mut Vec::new())
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|()| {
+                    let (_, table) = endpoints.list.pop().expect("the probe's endpoint");
+                    let endpoint = serde_json::to_value(&table).map_err(|e| e.to_string())?;
+                    serde_json::from_value(source_of(&endpoint)).map_err(|e| e.to_string())
+                });
+            Some((name.to_owned(), read))
+        })
+        .collect()
 }
 
 /// Tenant `tenant` of the translated `config` as a `DNSFailover` spec without sinks: its
@@ -145,20 +173,21 @@ fn sources_of(tenant: &Json, config: &Json) -> Vec<Json> {
             .map(|a| a.iter().collect())
             .unwrap_or_default(),
     };
-    endpoints
-        .iter()
-        .map(|e| {
-            let by_name = e["address"]
-                .as_str()
-                .is_some_and(|a| a.parse::<std::net::IpAddr>().is_err());
-            let key = if by_name { "hosts" } else { "addresses" };
-            let mut source = json!({ key: [e["address"]] });
-            for key in ["labels", "weight", "priority", "check"] {
-                if !e[key].is_null() {
-                    source[key] = e[key].clone();
-                }
-            }
-            source
-        })
-        .collect()
+    endpoints.iter().map(|e| source_of(e)).collect()
+}
+
+/// Endpoint `e` of the config as a `DNSFailover` source: an IP address under
+/// `addresses`, a host name under `hosts`, with its labels, weight, priority and check.
+fn source_of(e: &Json) -> Json {
+    let by_name = e["address"]
+        .as_str()
+        .is_some_and(|a| a.parse::<std::net::IpAddr>().is_err());
+    let key = if by_name { "hosts" } else { "addresses" };
+    let mut source = json!({ key: [e["address"]] });
+    for key in ["labels", "weight", "priority", "check"] {
+        if !e[key].is_null() {
+            source[key] = e[key].clone();
+        }
+    }
+    source
 }

@@ -97,7 +97,7 @@ impl Controller {
         let kept = self.admitter.kept();
         if let Some(kuadrant) = self.kuadrant.as_mut() {
             let gateways = self.watched.listed_gateways();
-            kuadrant.read_secrets().await;
+            kuadrant.read_secrets(&self.base).await;
             kuadrant.refresh(&self.base, gateways.as_deref(), &kept);
             kuadrant.resolve(&self.base.resolver).await;
         }
@@ -145,14 +145,13 @@ impl Controller {
             live.extend(kuadrant.core().record_keys());
         }
         self.revived.retain(|k| live.contains(k));
-        let refused = self
-            .kuadrant
-            .iter()
-            .flat_map(|k| k.core().refusals(&kept))
-            .collect();
-        let admission =
+        let refused = self.refusals(&kept);
+        let mut admission =
             self.admitter
                 .admit_with(&self.base, &input, refused, &self.watched, &self.catalog);
+        if let Some(kuadrant) = self.kuadrant.as_mut() {
+            kuadrant.probe_unbacked(&mut admission.config, &self.catalog);
+        }
         self.verdicts = admission.verdicts;
         let digest = digest(&admission.config);
         if self.applied == Some(digest) {
@@ -175,6 +174,13 @@ impl Controller {
             "DNSFailover resources admitted"
         );
         Merge::Plan(Box::new(plan))
+    }
+
+    /// The Kuadrant records that did not translate, refused before admission (`kept`: the
+    /// keys a last accepted generation is kept of).
+    fn refusals(&self, kept: &[Key]) -> Vec<(Key, Verdict)> {
+        let refusals = self.kuadrant.iter().map(|k| k.core().refusals(kept));
+        refusals.flatten().collect()
     }
 
     /// Brings statuses and finalizers up to date with the engine (the writer only).

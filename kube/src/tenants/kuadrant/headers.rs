@@ -1,14 +1,17 @@
-//! A DNSHealthCheckProbe's header Secret (`spec.additionalHeadersRef`): each key of the
-//! Secret in the probe's namespace is a header name and its value the header's, sent with
-//! every probe, as dns-operator sends them. The values never enter the config: each is
-//! written to a file only this process reads (under `state_dir`), which the probe's check
-//! names in `headers_from_files`, so it is shown and logged redacted like any secret
-//! header. The Secret is read by name (`get`, nothing listed or watched), at each round
+//! The header Secrets of health checks (`additionalHeadersRef`: a DNSHealthCheckProbe's
+//! `spec`, a DNSPolicy's `spec.healthCheck`, which dns-operator copies into each probe it
+//! makes): each key of the Secret in the resource's namespace is a header name and its
+//! value the header's, sent with every probe, as dns-operator sends them. Only the Secrets
+//! of namespaces with a `[[kubernetes.allow]]` entry are read. The values never enter the
+//! config: each is written to a file only this process reads (under `state_dir`), which
+//! the check names in `headers_from_files`, so it is shown and logged redacted like any
+//! secret header. The Secret is read by name (`get`, nothing listed or watched), at each round
 //! and again after [`REREAD`], so a rotated token is picked up.
 //!
 //! A probe whose Secret cannot be read, or holds a key that cannot be a header name,
 //! refuses itself alone (the records naming its address keep their last answer), its
-//! status saying why in dns-operator's words.
+//! status saying why in dns-operator's words; a policy's refuses that policy alone (the
+//! records it governs keep their last answer), its `Accepted` condition saying why.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -19,7 +22,7 @@ use ho_import::kuadrant::{HEADER_ERROR, HEADER_FILES};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 use kube::Client;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Why a probe's header Secret gives it no headers, in dns-operator's words where it has
 /// them: the translation refuses the probe with this (`additionalHeadersError`).
@@ -43,6 +46,14 @@ pub enum HeaderError {
         /// What the client said (boxed: the client's error is large).
         source: Box<kube::Error>,
     },
+    /// The namespace has no allowance, so none of its Secrets is read.
+    #[error("additional headers secret {ns}/{secret} is not read: namespace \"{ns}\" has no [[kubernetes.allow]] entry in the orchestrator's config")]
+    NotAllowed {
+        /// The resource's namespace.
+        ns: String,
+        /// The Secret's name.
+        secret: String,
+    },
     /// A key cannot be a header name.
     #[error("invalid header found: {0}")]
     Invalid(String),
@@ -59,11 +70,14 @@ pub enum HeaderError {
 /// How long a Secret read is trusted before it is read again.
 pub const REREAD: Duration = Duration::from_secs(30);
 
-/// The probes' header Secrets as last read, and where their values are written.
+/// A resource whose health check names a header Secret: (namespace, kind, name).
+type Owner = (String, &'static str, String);
+
+/// The health checks' header Secrets as last read, and where their values are written.
 pub struct HeaderSecrets {
     dir: PathBuf,
-    /// Per (namespace, probe): header name -> file, or why there are none.
-    read: HashMap<(String, String), Result<BTreeMap<String, PathBuf>, HeaderError>>,
+    /// Per resource: header name -> file, or why there are none.
+    read: HashMap<Owner, Result<BTreeMap<String, PathBuf>, HeaderError>>,
     last: Option<Instant>,
 }
 
@@ -86,58 +100,73 @@ impl HeaderSecrets {
         !self.read.is_empty() && self.last.is_none_or(|at| at.elapsed() >= REREAD)
     }
 
-    /// Reads the Secret each of `probes` names (if due), writes its headers' files, and
-    /// forgets (and deletes the files of) probes that name none any more.
-    pub async fn refresh(&mut self, client: &Client, probes: &[Arc<DynamicObject>]) {
-        let wanted: Vec<((String, String), String)> = probes
-            .iter()
-            .filter_map(|p| {
-                let secret = p.data["spec"]["additionalHeadersRef"]["name"].as_str()?;
-                let ns = p.metadata.namespace.clone().unwrap_or_default();
-                Some(((ns, p.metadata.name.clone()?), secret.to_owned()))
-            })
-            .collect();
+    /// Reads the Secret each of `resources` (probes and policies) names (if due) in the
+    /// namespaces `allowed` says have an allowance, writes its headers' files, and forgets
+    /// (and deletes the files of) resources that name none any more.
+    pub async fn refresh(
+        &mut self,
+        client: &Client,
+        resources: &[Arc<DynamicObject>],
+        allowed: &dyn Fn(&str) -> bool,
+    ) {
+        let wanted: Vec<(Owner, String)> = resources.iter().filter_map(|r| named(r)).collect();
         let fresh = self.last.is_some_and(|at| at.elapsed() < REREAD);
         let known = wanted.iter().all(|(k, _)| self.read.contains_key(k));
         if fresh && known && wanted.len() == self.read.len() {
             return;
         }
         let mut read = HashMap::new();
-        for ((ns, probe), secret) in wanted {
-            let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
-            let headers = match api.get_opt(&secret).await {
-                Ok(Some(s)) => self.write(&ns, &probe, &s),
-                Ok(None) => Err(HeaderError::NotFound {
-                    ns: ns.clone(),
-                    secret,
-                }),
-                Err(source) => Err(HeaderError::Read {
-                    ns: ns.clone(),
-                    secret,
-                    source: Box::new(source),
-                }),
+        for (owner, secret) in wanted {
+            let ns = owner.0.clone();
+            let headers = match allowed(&ns) {
+                false => Err(HeaderError::NotAllowed { ns, secret }),
+                true => self.read_one(client, &owner, ns, secret).await,
             };
-            read.insert((ns, probe), headers);
+            read.insert(owner, headers);
         }
-        for (ns, probe) in self.read.keys().filter(|k| !read.contains_key(*k)) {
-            let _ = std::fs::remove_dir_all(self.dir.join(ns).join(probe));
+        for owner in self.read.keys().filter(|k| !read.contains_key(*k)) {
+            let _ = std::fs::remove_dir_all(self.dir_of(owner));
         }
         self.read = read;
         self.last = Some(Instant::now());
     }
 
+    /// Reads Secret `secret` of `ns` for `owner` and writes its headers' files.
+    async fn read_one(
+        &self,
+        client: &Client,
+        owner: &Owner,
+        ns: String,
+        secret: String,
+    ) -> Result<BTreeMap<String, PathBuf>, HeaderError> {
+        let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
+        match api.get_opt(&secret).await {
+            Ok(Some(s)) => self.write(owner, &s),
+            Ok(None) => Err(HeaderError::NotFound { ns, secret }),
+            Err(source) => Err(HeaderError::Read {
+                ns,
+                secret,
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Where `owner`'s header files are written.
+    fn dir_of(&self, (ns, kind, name): &Owner) -> PathBuf {
+        self.dir.join(ns).join(kind).join(name)
+    }
+
     /// Writes each header of `secret` to its file (readable by this process alone).
     fn write(
         &self,
-        ns: &str,
-        probe: &str,
+        owner: &Owner,
         secret: &Secret,
     ) -> Result<BTreeMap<String, PathBuf>, HeaderError> {
         let data = secret.data.clone().unwrap_or_default();
         if let Some(bad) = data.keys().find(|k| !is_header_name(k.trim())) {
             return Err(HeaderError::Invalid(bad.clone()));
         }
-        let dir = self.dir.join(ns).join(probe);
+        let dir = self.dir_of(owner);
         let _ = std::fs::remove_dir_all(&dir);
         let mut files = BTreeMap::new();
         for (name, value) in data {
@@ -151,15 +180,41 @@ impl HeaderSecrets {
         Ok(files)
     }
 
-    /// Probe `probe` of `ns` (its document `doc`) as the translation reads it: the files of
-    /// its headers, or why it has none, beside its `additionalHeadersRef`.
-    pub fn annotate(&self, ns: &str, probe: &str, doc: &mut Value) {
-        match self.read.get(&(ns.to_owned(), probe.to_owned())) {
-            Some(Ok(files)) => doc["spec"][HEADER_FILES] = json!(files),
-            Some(Err(why)) => doc["spec"][HEADER_ERROR] = json!(why.to_string()),
+    /// Resource `o` as the translation reads it: the files of its health check's headers,
+    /// or why it has none, beside its `additionalHeadersRef`; as it is when it names no
+    /// header Secret.
+    pub fn annotate(&self, o: Arc<DynamicObject>) -> Arc<DynamicObject> {
+        let Some((owner, _)) = named(&o) else {
+            return o;
+        };
+        let mut doc = (*o).clone();
+        let check = match owner.1 {
+            PROBE => &mut doc.data["spec"],
+            _ => &mut doc.data["spec"]["healthCheck"],
+        };
+        match self.read.get(&owner) {
+            Some(Ok(files)) => check[HEADER_FILES] = json!(files),
+            Some(Err(why)) => check[HEADER_ERROR] = json!(why.to_string()),
             None => {}
         }
+        Arc::new(doc)
     }
+}
+
+const PROBE: &str = "DNSHealthCheckProbe";
+const POLICY: &str = "DNSPolicy";
+
+/// The resource and the header Secret its health check names, if it names one: a probe's
+/// `spec.additionalHeadersRef`, a policy's `spec.healthCheck.additionalHeadersRef`.
+fn named(r: &DynamicObject) -> Option<(Owner, String)> {
+    let (kind, check) = match r.types.as_ref()?.kind.as_str() {
+        PROBE => (PROBE, &r.data["spec"]),
+        POLICY => (POLICY, &r.data["spec"]["healthCheck"]),
+        _ => return None,
+    };
+    let secret = check["additionalHeadersRef"]["name"].as_str()?;
+    let ns = r.metadata.namespace.clone().unwrap_or_default();
+    Some(((ns, kind, r.metadata.name.clone()?), secret.to_owned()))
 }
 
 /// An HTTP header name (RFC 9110's token), not `Host`, which the probe's `hostname` sets.

@@ -7,12 +7,14 @@
 //! the import's ([`ho_import::kuadrant::translate`]); what it and this module refuse is a
 //! [`Refusal`]. The pure side of a round is [`Core`]: it keeps each record's origin, so a record made from a listener is
 //! carried through a refusal of what it depends on (`carry`) and withdrawn only by a
-//! deletion or an accepted edit that drops it.
+//! deletion or an accepted edit that drops it. A probe whose address no published record
+//! holds is probed as an endpoint of its own that no tenant selects (`own_probes`).
 
 mod carry;
 mod gateways;
 mod headers;
 mod health;
+mod own_probes;
 mod probes;
 mod refusal;
 mod resolve;
@@ -73,6 +75,8 @@ pub struct Live {
     statuses: Statuses,
     policy_statuses: Statuses,
     probe_statuses: Statuses,
+    /// The probes no published record backs, each probed on its own or refused.
+    own: own_probes::Own,
     /// Writes the records' finalizers, Gateways' conditions, default policies.
     client: Client,
     /// Gateways this process made a default policy for.
@@ -95,6 +99,7 @@ impl Live {
             policy_statuses: writer(KuadrantStores::policy_type()),
             probe_statuses: writer(KuadrantStores::probe_type()),
             core: Core::new(),
+            own: own_probes::Own::new(),
             hosts: resolve::HostCheck::new(parts.dns),
             headers: headers::HeaderSecrets::new(state_dir),
             stores,
@@ -139,7 +144,7 @@ impl Live {
             .stores
             .other_documents()
             .into_iter()
-            .map(|o| self.with_headers(o))
+            .map(|o| self.headers.annotate(o))
             .collect();
         let view = gateways.filter(|_| complete).map(|gateways| View {
             records: &records,
@@ -149,34 +154,21 @@ impl Live {
         self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
-    /// Reads the header Secrets the probes name, when due (each round; again after a
-    /// while, for rotated values).
-    pub async fn read_secrets(&mut self) {
+    /// Reads the header Secrets the probes' and policies' health checks name in the
+    /// namespaces `base` allows, when due (each round; again after a while, for rotated
+    /// values).
+    pub async fn read_secrets(&mut self, base: &Config) {
+        let allowed = |ns: &str| base.kubernetes.allow.iter().any(|a| a.namespace == ns);
+        let mut resources = self.stores.probes();
+        resources.extend(self.stores.policies());
         self.headers
-            .refresh(&self.client, &self.stores.probes())
+            .refresh(&self.client, &resources, &allowed)
             .await;
     }
 
     /// Whether the header Secrets are due to be read again.
     pub fn secrets_due(&self) -> bool {
         self.headers.due()
-    }
-
-    /// Probe `o` as the translation reads it, with its header Secret's files (or why it
-    /// has none); any other document as it is.
-    fn with_headers(&self, o: Arc<DynamicObject>) -> Arc<DynamicObject> {
-        let is_probe = o
-            .types
-            .as_ref()
-            .is_some_and(|t| t.kind == "DNSHealthCheckProbe");
-        if !is_probe || o.data["spec"]["additionalHeadersRef"].is_null() {
-            return o;
-        }
-        let mut probe = (*o).clone();
-        let ns = probe.metadata.namespace.clone().unwrap_or_default();
-        let name = probe.metadata.name.clone().unwrap_or_default();
-        self.headers.annotate(&ns, &name, &mut probe.data);
-        Arc::new(probe)
     }
 
     /// Looks up the load balancers' host names the records carry that the engine does not

@@ -14,10 +14,23 @@ use super::{differs, Live};
 
 impl Live {
     /// The endpoints (as admission names them) probing each DNSHealthCheckProbe's
-    /// address: the first published record of its namespace that has the address (an IP
-    /// address, or a load balancer's host name, whose endpoint stands for every address
-    /// the name resolves to).
+    /// address: its own when no record backs it ([`Self::probe_unbacked`]), else the
+    /// backing record's.
     pub fn probe_endpoints(&self) -> BTreeMap<(String, String), String> {
+        let mut found = self.backing_endpoints();
+        for (key, own) in &self.own {
+            match own {
+                Ok(endpoint) => found.insert(key.clone(), endpoint.clone()),
+                Err(_) => found.remove(key),
+            };
+        }
+        found
+    }
+
+    /// The endpoint of the first published record of each probe's namespace that has the
+    /// probe's address (an IP address, or a load balancer's host name, whose endpoint
+    /// stands for every address the name resolves to).
+    pub(super) fn backing_endpoints(&self) -> BTreeMap<(String, String), String> {
         let mut found = BTreeMap::new();
         for probe in self.stores.probes() {
             let ns = probe.metadata.namespace.clone().unwrap_or_default();
@@ -66,9 +79,13 @@ impl Live {
                 .into_iter()
                 .flatten()
                 .collect();
-            let probed = match endpoints.contains_key(&key) {
-                true => Probed::At(&of_probe),
-                false => self.unprobed(&key.0, probe.data["spec"]["address"].as_str()),
+            let probed = match (endpoints.contains_key(&key), self.own.get(&key)) {
+                (true, _) => Probed::At(&of_probe),
+                (false, Some(Err(why))) => Probed::Not {
+                    failed: true,
+                    reason: why.clone(),
+                },
+                (false, _) => Self::unprobed(probe.data["spec"]["address"].as_str()),
             };
             let want = probe_status(&probe, probed);
             if differs(&probe, &want, &["healthy", "consecutiveFailures", "reason"]) {
@@ -78,58 +95,20 @@ impl Live {
         self.probe_statuses.send(changed);
     }
 
-    /// Why a probe of namespace `ns` at `address` is not probed: an address that is none, a
-    /// host name that does not resolve, the refusal of the records naming it, or no
-    /// published record naming it.
-    fn unprobed(&self, ns: &str, address: Option<&str>) -> Probed<'static> {
-        let failed = |reason: String| Probed::Not {
-            failed: true,
-            reason,
-        };
-        let Some(address) = address else {
-            return failed("refused: the probe has no spec.address".to_owned());
-        };
-        let target = ProbeTarget::of(address);
-        if let ProbeTarget::Host(host) = &target {
-            if !plausible_host(host) {
-                return failed(format!(
-                    "refused: address {address:?} is neither an IP address nor a host name"
-                ));
-            }
-            if let Some(why) = self.hosts.failed(host) {
-                return failed(format!("host name {host} does not resolve: {why}"));
-            }
-        }
-        let written = target.to_string();
-        // The translation says which address refused a record only in its reason's words.
-        let refused = self
-            .core
-            .records()
-            .iter()
-            .filter(|((n, _), _)| n == ns)
-            .filter_map(|(_, r)| r.stand_ins.as_ref().err().map(ToString::to_string))
-            .find(|why| why.contains(&written));
-        Probed::Not {
-            // The probe's own refusal (its Secret, say) fails it, as dns-operator reports.
-            failed: refused
-                .as_ref()
-                .is_some_and(|why| why.contains("DNSHealthCheckProbe")),
-            reason: match refused {
-                Some(why) => format!("not probed: {why}"),
-                None => "not probed: no published DNSRecord has this address".to_owned(),
+    /// Why a probe is not probed when neither a record backs it nor it was made a target of
+    /// its own: it has no address, or Kuadrant's resources are not all listed yet.
+    fn unprobed(address: Option<&str>) -> Probed<'static> {
+        match address {
+            None => Probed::Not {
+                failed: true,
+                reason: "refused: the probe has no spec.address".to_owned(),
+            },
+            Some(_) => Probed::Not {
+                failed: false,
+                reason: "not probed yet: Kuadrant's resources are not all listed".to_owned(),
             },
         }
     }
-}
-
-/// Whether `host` (lower case, no trailing dot) can be a host name: letters, digits and
-/// hyphens in two labels or more, as the probe's CRD has it.
-fn plausible_host(host: &str) -> bool {
-    let labels: Vec<&str> = host.split('.').collect();
-    labels.len() >= 2
-        && labels
-            .iter()
-            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
 }
 
 /// A probe's address as the engine's endpoints name it (its `Display`).

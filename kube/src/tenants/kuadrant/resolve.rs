@@ -86,11 +86,6 @@ impl HostCheck {
             .any(|(_, at)| at.elapsed() >= resolver.min_refresh)
     }
 
-    /// Why the last lookup of `host` failed, if it did.
-    pub fn failed(&self, host: &str) -> Option<&str> {
-        self.failed.get(host).map(|(why, _)| why.as_str())
-    }
-
     /// Why `host` cannot be handed to the engine yet, if it cannot.
     pub fn unresolved(&self, host: &str) -> Option<String> {
         if self.resolved.contains(host) {

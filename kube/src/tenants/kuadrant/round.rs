@@ -14,7 +14,7 @@ use super::super::resource::{DNSFailover, FINALIZER};
 use super::carry;
 use super::refusal::Refusal;
 use super::translate::{
-    stand_in_name, stands_for, translate_all, Allowance, Policies, Records, Translator,
+    stand_in_name, stands_for, translate_all, Allowance, Policies, Probes, Records, Translator,
 };
 
 /// One round's view of Kuadrant's resources, every kind listed.
@@ -32,6 +32,7 @@ pub struct Core {
     translate: Translator,
     records: Records,
     policies: Policies,
+    probes: Probes,
     /// Whether a complete view was translated yet. Until then every record a previous run
     /// kept a last accepted generation of keeps publishing it: an empty view is not a
     /// deletion.
@@ -56,6 +57,7 @@ impl Core {
             translate,
             records: Records::new(),
             policies: Policies::new(),
+            probes: Probes::new(),
             listed: false,
         }
     }
@@ -67,7 +69,7 @@ impl Core {
         let Some(view) = view else {
             return;
         };
-        let (mut records, policies) = translate_all(
+        let (mut records, policies, probes) = translate_all(
             view.records,
             view.others,
             view.gateways,
@@ -81,19 +83,22 @@ impl Core {
         carry::carry_over(&previous, &mut records, &policies, view, kept);
         self.records = records;
         self.policies = policies;
+        self.probes = probes;
         self.listed = true;
     }
 
-    /// Every host name the records' stand-ins are given (a load balancer's, for the
-    /// engine to resolve).
+    /// Every host name the records' stand-ins and the probes are given (a load
+    /// balancer's, for the engine to resolve).
     pub fn host_names(&self) -> BTreeSet<String> {
         let stand_ins = self
             .records
             .values()
             .filter_map(|r| r.stand_ins.as_ref().ok());
+        let probes = self.probes.values().filter_map(|p| p.as_ref().ok());
         stand_ins
             .flatten()
             .flat_map(|s| &s.spec.endpoints)
+            .chain(probes)
             .flat_map(|source| source.hosts.iter().cloned())
             .collect()
     }
@@ -124,6 +129,11 @@ impl Core {
     /// What became of each DNSPolicy.
     pub fn policies(&self) -> &Policies {
         &self.policies
+    }
+
+    /// What each DNSHealthCheckProbe is probed as.
+    pub fn probes(&self) -> &Probes {
+        &self.probes
     }
 
     /// The keys a record is revived under (see [`Self::stand_ins`]): its own stand-in's.

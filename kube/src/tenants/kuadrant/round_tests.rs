@@ -32,6 +32,7 @@ fn one_listener(docs: &[Value]) -> Result<Translation, TranslateError> {
         by_record: Default::default(),
         unpublished: Default::default(),
         policies: Default::default(),
+        probes: Default::default(),
     };
     if let (Some(_), true) = (policy, gateway) {
         t.by_record.insert("gw-api".into(), vec!["gw-api".into()]);

@@ -10,7 +10,7 @@ use ho_import::kuadrant::{PolicyOutcome, TranslateError, Translation};
 use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::{json, Value};
 
-use super::super::resource::DNSFailover;
+use super::super::resource::{DNSFailover, EndpointSource};
 use super::super::watch::KuadrantStores;
 use super::refusal::Refusal;
 
@@ -70,6 +70,10 @@ pub(super) fn stands_for(stand_in: &str, record: &str) -> bool {
 /// namespace's documents did not translate.
 pub type Policies = BTreeMap<(String, String), Result<PolicyOutcome, Arc<TranslateError>>>;
 
+/// What each DNSHealthCheckProbe is probed as, per (namespace, name): its own endpoint
+/// source, or why it cannot be probed.
+pub type Probes = BTreeMap<(String, String), Result<EndpointSource, String>>;
+
 /// What a namespace may publish: the sinks its allowance names (the translation publishes
 /// through all of them, as the import's one `dns` sink stands for "the operator's DNS"),
 /// and whether a name lies in its allowed domains.
@@ -88,11 +92,23 @@ pub fn translate_all(
     gateways: &[Arc<DynamicObject>],
     translate: Translator,
     allowed: &Allowance<'_>,
-) -> (Records, Policies) {
+) -> (Records, Policies, Probes) {
     let mut by_record = Records::new();
     let mut policies = Policies::new();
+    let mut probes = Probes::new();
     for (ns, docs) in documents(records, others, gateways, allowed) {
         let translation = translate(&docs).map_err(Arc::new);
+        for doc in docs.iter().filter(|d| d["kind"] == "DNSHealthCheckProbe") {
+            let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+            let probed =
+                match &translation {
+                    Ok(t) => t.probes.get(name).cloned().unwrap_or_else(|| {
+                        Err("the translation made no endpoint of it".to_owned())
+                    }),
+                    Err(e) => Err(format!("its namespace's documents do not translate: {e}")),
+                };
+            probes.insert((ns.clone(), name.to_owned()), probed);
+        }
         for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
             let name = doc["metadata"]["name"].as_str().unwrap_or_default();
             let outcome = match &translation {
@@ -112,7 +128,7 @@ pub fn translate_all(
             by_record.insert((ns.clone(), name), record);
         }
     }
-    (by_record, policies)
+    (by_record, policies, probes)
 }
 
 /// Each namespace's documents as the import reads them, with the Gateways its policies
