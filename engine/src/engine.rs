@@ -180,7 +180,6 @@ impl Engine {
         parts: Parts,
         metrics: Arc<Metrics>,
     ) -> Result<Engine, EngineError> {
-        parts.sinks.register_metrics(&metrics);
         let prepared = Prepared::of(plan, &metrics, parts.dns.clone()).await?;
         let plan = prepared.plan.clone();
         let started = Deciding::start(&plan, &parts, &metrics, prepared.kept).await?;
@@ -221,10 +220,7 @@ impl Engine {
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
         let applier = applier.follow();
         Ok(Engine {
-            reader: EngineReader {
-                tracker: tracker.clone(),
-                sinks: api_sinks.clone(),
-            },
+            reader: EngineReader::of(&tracker, &api_sinks),
             tenants: None,
             tracker,
             metrics,

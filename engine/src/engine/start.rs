@@ -99,6 +99,7 @@ impl Deciding {
         metrics: &Arc<Metrics>,
         kept: (DrainStore, crate::drain::OperatorState),
     ) -> Result<Deciding, EngineError> {
+        parts.sinks.register_metrics(metrics);
         let leadership = leadership_of(plan, metrics);
         let events = Events::default();
         let listings = Listings::default();

@@ -73,6 +73,16 @@ pub struct EngineReader {
 }
 
 impl EngineReader {
+    pub(super) fn of(
+        tracker: &Addr<HealthTracker>,
+        sinks: &Arc<RwLock<Vec<Addr<SinkActor>>>>,
+    ) -> Self {
+        EngineReader {
+            tracker: tracker.clone(),
+            sinks: sinks.clone(),
+        }
+    }
+
     /// Every tenant's summary and every sink's rows (see [`Engine::overview`]); `None` once
     /// the engine has stopped.
     pub async fn overview(&self) -> Option<Overview> {

@@ -405,29 +405,7 @@ impl KubeApi {
                     .body(watch::body(stream, std::time::Duration::from_secs(timeout)))
                     .unwrap()
             }
-            "list" => {
-                let selector = query.get("labelSelector").map(|q| label_selector(q));
-                let (items, revision) = match s
-                    .cache
-                    .serve(query.get("resourceVersion").map(String::as_str))
-                {
-                    Some((objects, revision)) => (of_route(objects, &route), revision),
-                    None => (in_route(&s, &route), s.next_version),
-                };
-                let items: Vec<Value> = items
-                    .into_iter()
-                    .filter(|o| selector.as_ref().is_none_or(|sel| watch::selected(o, sel)))
-                    .collect();
-                json_response(
-                    200,
-                    &json!({
-                        "apiVersion": route.ty.api_version(),
-                        "kind": format!("{}List", route.ty.kind),
-                        "metadata": {"resourceVersion": revision.to_string()},
-                        "items": items,
-                    }),
-                )
-            }
+            "list" => list(&s, &route, &query),
             "get" => {
                 let name = route.name.clone().unwrap();
                 let key = (route.ty.plural, ns, name.clone());
@@ -554,4 +532,30 @@ fn label_selector(encoded: &str) -> Vec<(String, String)> {
         .filter_map(|term| term.split_once('='))
         .map(|(k, v)| (k.trim_end_matches('=').to_owned(), v.to_owned()))
         .collect()
+}
+
+/// A list, from the watch cache when the client allows (`resourceVersion=0`) and the
+/// cache lags, else from the objects as they are.
+fn list(s: &State, route: &routes::Route, query: &BTreeMap<String, String>) -> Response<Body> {
+    let selector = query.get("labelSelector").map(|q| label_selector(q));
+    let (items, revision) = match s
+        .cache
+        .serve(query.get("resourceVersion").map(String::as_str))
+    {
+        Some((objects, revision)) => (of_route(objects, route), revision),
+        None => (in_route(s, route), s.next_version),
+    };
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|o| selector.as_ref().is_none_or(|sel| watch::selected(o, sel)))
+        .collect();
+    json_response(
+        200,
+        &json!({
+            "apiVersion": route.ty.api_version(),
+            "kind": format!("{}List", route.ty.kind),
+            "metadata": {"resourceVersion": revision.to_string()},
+            "items": items,
+        }),
+    )
 }

@@ -107,11 +107,7 @@ impl Authority {
             found => found,
         };
         match entry {
-            Some(Entry::Pending) => {
-                response.metadata.authoritative = false;
-                response.metadata.response_code = ResponseCode::ServFail;
-                return (false, Variation::Fixed);
-            }
+            Some(Entry::Pending) => return not_yet(response, Variation::Fixed),
             Some(Entry::Ready(set)) => {
                 let apex = key == zone.apex;
                 self.answer_published(response, &mut found, set, &question, apex, (client, turn));
@@ -119,9 +115,7 @@ impl Authority {
             // A tenant source's first round may still declare it: not "does not exist"
             // yet, and never kept (the hold ends by time too).
             None if missing && records.awaits_source(Instant::now()) => {
-                response.metadata.authoritative = false;
-                response.metadata.response_code = ResponseCode::ServFail;
-                return (false, Variation::PerQuery);
+                return not_yet(response, Variation::PerQuery)
             }
             None if missing => response.metadata.response_code = ResponseCode::NXDomain,
             None => {}
@@ -494,4 +488,12 @@ fn address_record(qname: &Name, ttl: u32, ip: IpAddr) -> Record {
         IpAddr::V6(v6) => RData::AAAA(AAAA(v6)),
     };
     Record::from_rdata(qname.clone(), ttl, data)
+}
+
+/// SERVFAIL, not authoritative: a name awaiting its first snapshot, or one a tenant source
+/// may still declare; resolvers ask again rather than keep "does not exist".
+fn not_yet(response: &mut Message, variation: Variation) -> (bool, Variation) {
+    response.metadata.authoritative = false;
+    response.metadata.response_code = ResponseCode::ServFail;
+    (false, variation)
 }
