@@ -172,7 +172,10 @@ async fn a_replica_runs_probers_only_for_the_targets_it_owns() {
             next = pool.iter().copied().filter(|_| rng.bool()).collect();
         }
         let after = owned(&keys, &next);
-        println!("step {step}: members {next:?}, owns {} of {GATEWAYS}", after.len());
+        println!(
+            "step {step}: members {next:?}, owns {} of {GATEWAYS}",
+            after.len()
+        );
         *members.lock().unwrap() = next;
         let changed = Instant::now();
         follow_change(&engine, &gws, &before, &after, changed).await;

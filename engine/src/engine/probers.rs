@@ -99,7 +99,9 @@ impl ProberPool {
             let weak: Weak<Mutex<Pool>> = Arc::downgrade(&pool);
             ownership.follow(Box::new(move || {
                 if let Some(pool) = weak.upgrade() {
-                    pool.lock().expect("not poisoned").follow_gates(Joining::Gained);
+                    pool.lock()
+                        .expect("not poisoned")
+                        .follow_gates(Joining::Gained);
                 }
             }));
         }
