@@ -3,7 +3,7 @@
 //! tick fixed at start, so a prober a reload adds keeps the stable phase it would have had.
 //!
 //! With `[ring]` a target this replica does not probe has no prober task at all: its slot
-//! keeps the target and its prepared probe, and the prober is started when the target's
+//! keeps the target and its prepared probe (about 150 bytes), and the prober is started when the target's
 //! gate opens and stopped when it closes (after the make-before-break grace). On a ring of
 //! four, three targets in four cost their slot instead of a parked task.
 
@@ -17,12 +17,20 @@ use prometheus_client::metrics::gauge::Gauge;
 /// One target of the running plan and its prober, when it runs.
 struct Slot {
     id: TargetId,
-    target: Target,
-    /// Kept while no prober runs, so a gate opening starts one without preparing it again.
-    probe: Probe,
     /// `[ring]`: whether this replica probes the target.
     gate: Option<Arc<Gate>>,
+    /// What starts the prober. With `[ring]` it is kept (a gate closed and opened again
+    /// starts a new prober, without preparing the probe again); without, it moves into the
+    /// prober, which runs until a reload removes the target.
+    prepared: Option<Box<Prepared>>,
     running: Option<ProberHandle>,
+}
+
+/// A target and its prepared probe.
+#[derive(Clone)]
+struct Prepared {
+    target: Target,
+    probe: Probe,
 }
 
 /// When a started prober probes first.
@@ -196,9 +204,11 @@ impl Pool {
         self.next_id += 1;
         Slot {
             id,
-            target: target.clone(),
-            probe,
             gate: ownership.map(|o| o.gate(&target.key())),
+            prepared: Some(Box::new(Prepared {
+                target: target.clone(),
+                probe,
+            })),
             running: None,
         }
     }
@@ -227,9 +237,15 @@ impl Pool {
 
     /// Starts slot `i`'s prober on the next thread.
     fn start_prober(&mut self, i: usize, now: Instant, joining: Joining) -> ProberHandle {
-        let slot = &self.slots[i];
-        let key = slot.target.key();
-        let timing = &slot.target.check.timing;
+        let slot = &mut self.slots[i];
+        let Prepared { target, probe } = match slot.gate {
+            Some(_) => slot.prepared.as_deref().cloned(),
+            None => slot.prepared.take().map(|p| *p),
+        }
+        .expect("a slot without a prober keeps what starts it");
+        let id = slot.id;
+        let key = target.key();
+        let timing = &target.check.timing;
         let schedule = Schedule::new(&key, timing, self.origin, self.tick);
         let first = match joining {
             Joining::No => schedule.first(),
@@ -244,10 +260,10 @@ impl Pool {
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
         let prober = Prober::new(
-            slot.id,
-            slot.probe.clone(),
+            id,
+            probe,
             schedule,
-            slot.target.check.clone(),
+            target.check.clone(),
             self.tracker.clone().recipient(),
             sample,
             self.limits.clone(),
