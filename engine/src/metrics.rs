@@ -105,6 +105,9 @@ pub struct Metrics {
     pub check_duration: Histogram,
     /// How late probes start against their schedule: the "checks slow" signal.
     pub probe_start_delay: Histogram,
+    /// Prober tasks alive: one per target probed here (with `[ring]`, the targets this
+    /// replica owns or hands over, not every target).
+    pub prober_tasks: Gauge,
     /// Healthy endpoints per tenant.
     pub healthy_nodes: Family<TenantLabel, Gauge>,
     /// Endpoints per tenant, healthy or not: what `healthy_nodes` is out of, so an alert can
@@ -231,6 +234,7 @@ impl Metrics {
             probes: Family::default(),
             check_duration: latency_histogram(),
             probe_start_delay: Histogram::new(START_DELAY_BUCKETS.iter().copied()),
+            prober_tasks: Gauge::default(),
             healthy_nodes: Family::default(),
             tenant_endpoints: Family::default(),
             brake_held: Family::default(),
@@ -290,6 +294,11 @@ impl Metrics {
             "probe_start_delay_seconds",
             "How late probes start against their schedule",
             self.probe_start_delay.clone(),
+        );
+        registry.register(
+            "prober_tasks",
+            "Prober tasks alive: one per target this process probes now",
+            self.prober_tasks.clone(),
         );
         registry.register(
             "healthy_nodes",

@@ -21,6 +21,7 @@ use actix_rt::ArbiterHandle;
 use futures_util::future::{AbortHandle, Abortable};
 use ho_config::CheckSpec;
 use opentelemetry::KeyValue;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
 use crate::hysteresis::{Hysteresis, Judgement};
@@ -28,7 +29,6 @@ use crate::observation::{Observation, TargetId};
 use crate::outbox::{self, Observations};
 use crate::probe::{KeptConnection, Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
-use crate::ring::ownership::Gate;
 use crate::schedule::Schedule;
 use crate::trace;
 
@@ -55,8 +55,8 @@ pub struct Prober {
     /// Which probes are traced, and how their spans name the target.
     sample: Sampling,
     limits: Arc<ProbeLimits>,
-    /// With `[ring]`: probes only while this replica owns the target.
-    gate: Option<Arc<Gate>>,
+    /// Counts this prober among the live ones until it is dropped.
+    alive: Option<Alive>,
 }
 
 impl Prober {
@@ -81,28 +81,18 @@ impl Prober {
             mirror: Hysteresis::new(),
             sample,
             limits,
-            gate: None,
+            alive: None,
         }
     }
 
-    /// Probes only while `gate` is open (`[ring]`): parked without timers while closed.
-    /// When it opens, the next probe comes at the target's next slot, not at once: a ring
-    /// change that hands this replica 50,000 targets spreads their first probes as the
-    /// schedule spreads every probe instead of opening 50,000 connections together (at
-    /// 200,000 targets such a burst exhausted the open-file limit and the gateways' accept
-    /// queues). The old owner probes on until then (the grace, `ring::handover`).
-    pub fn gated(mut self, gate: Arc<Gate>) -> Prober {
-        self.gate = Some(gate);
-        self
-    }
-
-    /// Starts this prober on `arbiter`; it runs until the handle stops it or the arbiter
-    /// stops.
-    pub fn start(self, arbiter: &ArbiterHandle) -> ProberHandle {
+    /// Starts this prober on `arbiter`, its first probe due at `first`; it runs until the
+    /// handle stops it or the arbiter stops, counted in `live` while its task lives.
+    pub fn start(mut self, arbiter: &ArbiterHandle, first: Instant, live: Gauge) -> ProberHandle {
         let (handle, registration) = AbortHandle::new_pair();
+        self.alive = Some(Alive::new(live));
         // Built on the arbiter's thread: the outbox it posts to is that thread's.
         arbiter.spawn_fn(move || {
-            actix_rt::spawn(Abortable::new(self.run(), registration));
+            actix_rt::spawn(Abortable::new(self.run(first), registration));
         });
         ProberHandle(handle)
     }
@@ -114,19 +104,11 @@ impl Prober {
     /// its state (as captured and as moved into the body), and this state is what every
     /// target holds between probes (1,280 bytes a task as an `async fn`, 640 as a block).
     #[allow(clippy::manual_async_fn, reason = "an async fn holds its state twice")]
-    fn run(mut self) -> impl std::future::Future<Output = ()> {
+    fn run(mut self, first: Instant) -> impl std::future::Future<Output = ()> {
         async move {
-            let mut slot = self.schedule.first();
+            let mut slot = first;
             loop {
                 tokio::time::sleep_until(self.schedule.start_of(slot)).await;
-                if let Some(gate) = self.gate.clone().filter(|g| !g.is_open()) {
-                    // Another owner's verdicts count now: start afresh when the target is ours.
-                    self.kept = None;
-                    self.mirror = Hysteresis::new();
-                    gate.opened().await;
-                    slot = self.schedule.next_slot(Instant::now());
-                    continue;
-                }
                 let mut admission = self.limits.admit().await;
                 let start_delay = Instant::now().saturating_duration_since(slot);
                 // Boxed while in flight: inline, the probe's state (~870 bytes) would be part of
@@ -177,6 +159,23 @@ impl Prober {
 /// result is never reported). Dropping the handle leaves the prober running.
 pub struct ProberHandle(AbortHandle);
 
+/// Counts a prober task in its gauge from its start until its future is dropped (it was
+/// stopped, or its thread stopped).
+struct Alive(Gauge);
+
+impl Alive {
+    fn new(live: Gauge) -> Alive {
+        live.inc();
+        Alive(live)
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 impl ProberHandle {
     /// Stops the prober (a target removed by a reload).
     pub fn stop(&self) {
@@ -206,7 +205,7 @@ mod tests {
     use super::Prober;
 
     /// The size of what `f` returns, without calling it (no prober need be built).
-    fn returned_size<A, R>(_: fn(A) -> R) -> usize {
+    fn returned_size<A, B, R>(_: fn(A, B) -> R) -> usize {
         std::mem::size_of::<R>()
     }
 

@@ -89,6 +89,7 @@ mod release;
 mod reload;
 mod rfc2136;
 mod ring;
+mod ring_probers;
 mod route53;
 mod runbooks;
 mod security;

@@ -1,21 +1,54 @@
-//! The running plan's probers: one per target, spread round robin over prober threads
-//! sized at start for the probe rate, on schedules sharing one origin and tick fixed at
-//! start, so a prober a reload adds keeps the stable phase it would have had.
+//! The running plan's probers: one per target this process probes, spread round robin over
+//! prober threads sized at start for the probe rate, on schedules sharing one origin and
+//! tick fixed at start, so a prober a reload adds keeps the stable phase it would have had.
+//!
+//! With `[ring]` a target this replica does not probe has no prober task at all: its slot
+//! keeps the target and its prepared probe (about 150 bytes), and the prober is started when the target's
+//! gate opens and stopped when it closes (after the make-before-break grace). On a ring of
+//! four, three targets in four cost their slot instead of a parked task.
+
+use std::sync::{Mutex, Weak};
 
 use super::*;
 use crate::prober::Sampling;
-use crate::ring::ownership::Ownership;
+use crate::ring::ownership::{Gate, Ownership};
+use prometheus_client::metrics::gauge::Gauge;
 
-/// A running prober.
-struct RunningProber {
+/// One target of the running plan and its prober, when it runs.
+struct Slot {
     id: TargetId,
-    handle: ProberHandle,
+    /// `[ring]`: whether this replica probes the target.
+    gate: Option<Arc<Gate>>,
+    /// What starts the prober. With `[ring]` it is kept (a gate closed and opened again
+    /// starts a new prober, without preparing the probe again); without, it moves into the
+    /// prober, which runs until a reload removes the target.
+    prepared: Option<Box<Prepared>>,
+    running: Option<ProberHandle>,
 }
 
-/// Every running prober, and where new ones go.
-pub(super) struct ProberPool {
+/// A target and its prepared probe.
+#[derive(Clone)]
+struct Prepared {
+    target: Target,
+    probe: Probe,
+}
+
+/// When a started prober probes first.
+#[derive(Clone, Copy)]
+enum Joining {
+    /// At its first slot, at once when that is past: a start, a reload's new target.
+    No,
+    /// At its next slot: a target gained from another owner, so thousands gained at once
+    /// are spread like every probe instead of opening as many connections together (at
+    /// 200,000 targets such a burst exhausted the open-file limit and the gateways' accept
+    /// queues). The old owner probes on until then (the grace, `ring::handover`).
+    Gained,
+}
+
+/// Every target's slot, and where new probers go; shared with the ring's gates.
+struct Pool {
     /// One per target of the running plan, in the same order.
-    probers: Vec<RunningProber>,
+    slots: Vec<Slot>,
     next_id: TargetId,
     /// Where new probers go, round robin.
     next_arbiter: usize,
@@ -28,19 +61,28 @@ pub(super) struct ProberPool {
     limits: Arc<ProbeLimits>,
     /// Where results go.
     tracker: Addr<HealthTracker>,
-    /// `[ring]`: which targets this replica probes (each prober's gate).
-    ownership: Option<Arc<Ownership>>,
     /// The share of probes traced: set at start, as every telemetry setting is.
     sample_share: f64,
+    /// Prober tasks alive (`prober_tasks`).
+    live: Gauge,
+}
+
+/// Every running prober, and where new ones go.
+pub(super) struct ProberPool {
+    pool: Arc<Mutex<Pool>>,
+    /// `[ring]`: which targets this replica probes (each slot's gate).
+    ownership: Option<Arc<Ownership>>,
 }
 
 impl ProberPool {
-    /// The threads for `plan`'s probe rate, with no prober yet.
+    /// The threads for `plan`'s probe rate, with no prober yet. With `ownership`, probers
+    /// follow its gates from now on.
     pub(super) fn new(
         plan: &Plan,
         limits: Arc<ProbeLimits>,
         tracker: Addr<HealthTracker>,
         ownership: Option<Arc<Ownership>>,
+        live: Gauge,
     ) -> ProberPool {
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let telemetry = &plan.telemetry;
@@ -49,9 +91,9 @@ impl ProberPool {
         } else {
             0.0
         };
-        ProberPool {
+        let pool = Arc::new(Mutex::new(Pool {
             sample_share,
-            probers: Vec::new(),
+            slots: Vec::new(),
             next_id: 0,
             next_arbiter: 0,
             arbiters,
@@ -59,27 +101,42 @@ impl ProberPool {
             tick,
             limits,
             tracker,
-            ownership,
+            live,
+        }));
+        if let Some(ownership) = &ownership {
+            let weak: Weak<Mutex<Pool>> = Arc::downgrade(&pool);
+            ownership.follow(Box::new(move || {
+                if let Some(pool) = weak.upgrade() {
+                    pool.lock()
+                        .expect("not poisoned")
+                        .follow_gates(Joining::Gained);
+                }
+            }));
         }
+        ProberPool { pool, ownership }
     }
 
-    /// Starts a prober for each of `plan`'s targets with its probe: the start's, whose
-    /// ids are the targets' places in the plan.
+    /// Makes a slot for each of `plan`'s targets with its probe (the start's, whose ids are
+    /// the targets' places in the plan) and starts the probers of those probed here.
     pub(super) fn start(&mut self, plan: &Plan, probes: Vec<Probe>) {
+        let mut pool = self.pool.lock().expect("not poisoned");
         for (target, probe) in plan.targets.iter().zip(probes) {
-            let prober = self.start_prober(target, probe);
-            self.probers.push(prober);
+            let slot = pool.slot(target, probe, self.ownership.as_deref());
+            pool.slots.push(slot);
         }
+        pool.follow_gates(Joining::No);
+        drop(pool);
         self.fit_grace(&plan.targets);
     }
 
-    /// The running probers' ids, in the plan's order.
+    /// The running plan's target ids, in the plan's order.
     pub(super) fn ids(&self) -> Vec<TargetId> {
-        self.probers.iter().map(|p| p.id).collect()
+        let pool = self.pool.lock().expect("not poisoned");
+        pool.slots.iter().map(|s| s.id).collect()
     }
 
-    /// Keeps the probers of targets that stay, starts new ones (`probes`: one per target of
-    /// `plan` not in `old`, in order), stops the rest.
+    /// Keeps the slots (and probers) of targets that stay, makes new ones (`probes`: one
+    /// per target of `plan` not in `old`, in order), stops the rest.
     pub(super) fn replace(
         &mut self,
         plan: &Plan,
@@ -87,41 +144,45 @@ impl ProberPool {
         probes: Vec<Probe>,
         summary: &mut ReloadSummary,
     ) {
-        let mut running: Vec<Option<RunningProber>> = std::mem::take(&mut self.probers)
+        let mut pool = self.pool.lock().expect("not poisoned");
+        let mut kept: Vec<Option<Slot>> = std::mem::take(&mut pool.slots)
             .into_iter()
             .map(Some)
             .collect();
         let mut probes = probes.into_iter();
-        let mut probers = Vec::with_capacity(plan.targets.len());
+        let mut slots = Vec::with_capacity(plan.targets.len());
         for target in &plan.targets {
-            let kept = old.get(target).and_then(|&i| running[i].take());
-            let prober = match kept {
-                Some(prober) => {
+            let slot = match old.get(target).and_then(|&i| kept[i].take()) {
+                Some(slot) => {
                     summary.targets_kept += 1;
-                    prober
+                    slot
                 }
                 None => {
                     summary.targets_added += 1;
                     let probe = probes.next().expect("one probe per new target");
-                    self.start_prober(target, probe)
+                    pool.slot(target, probe, self.ownership.as_deref())
                 }
             };
-            probers.push(prober);
+            slots.push(slot);
         }
-        for removed in running.into_iter().flatten() {
-            removed.handle.stop();
+        for removed in kept.into_iter().flatten() {
+            if let Some(handle) = removed.running {
+                handle.stop();
+            }
             summary.targets_removed += 1;
         }
+        pool.slots = slots;
         if let Some(ownership) = &self.ownership {
             ownership.retain(&plan.targets.iter().map(Target::key).collect());
         }
+        pool.follow_gates(Joining::No);
+        drop(pool);
         self.fit_grace(&plan.targets);
-        self.probers = probers;
     }
 
     /// Stops every prober thread.
     pub(super) fn stop(&self) {
-        for arbiter in &self.arbiters {
+        for arbiter in &self.pool.lock().expect("not poisoned").arbiters {
             arbiter.stop();
         }
     }
@@ -134,38 +195,80 @@ impl ProberPool {
             ownership.fit_grace(longest.unwrap_or_default());
         }
     }
+}
 
-    /// Starts `target`'s prober on the next thread, with the next id.
-    fn start_prober(&mut self, target: &Target, probe: Probe) -> RunningProber {
+impl Pool {
+    /// A new target's slot, with the next id; its prober is not started yet.
+    fn slot(&mut self, target: &Target, probe: Probe, ownership: Option<&Ownership>) -> Slot {
         let id = self.next_id;
         self.next_id += 1;
-        let schedule = Schedule::new(&target.key(), &target.check.timing, self.origin, self.tick);
-        let recipient = self.tracker.clone().recipient();
+        Slot {
+            id,
+            gate: ownership.map(|o| o.gate(&target.key())),
+            prepared: Some(Box::new(Prepared {
+                target: target.clone(),
+                probe,
+            })),
+            running: None,
+        }
+    }
+
+    /// Starts the prober of every slot probed here without one and stops those whose gate
+    /// closed. Reads the gates as they are now, so calls in any order end the same.
+    fn follow_gates(&mut self, joining: Joining) {
+        let now = Instant::now();
+        for i in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            let probes = slot.gate.as_ref().is_none_or(|g| g.is_open());
+            match (&slot.running, probes) {
+                (None, true) => {
+                    let handle = self.start_prober(i, now, joining);
+                    self.slots[i].running = Some(handle);
+                }
+                (Some(_), false) => {
+                    if let Some(handle) = self.slots[i].running.take() {
+                        handle.stop();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Starts slot `i`'s prober on the next thread.
+    fn start_prober(&mut self, i: usize, now: Instant, joining: Joining) -> ProberHandle {
+        let slot = &mut self.slots[i];
+        let Prepared { target, probe } = match slot.gate {
+            Some(_) => slot.prepared.as_deref().cloned(),
+            None => slot.prepared.take().map(|p| *p),
+        }
+        .expect("a slot without a prober keeps what starts it");
+        let id = slot.id;
+        let key = target.key();
+        let timing = &target.check.timing;
+        let schedule = Schedule::new(&key, timing, self.origin, self.tick);
+        let first = match joining {
+            Joining::No => schedule.first(),
+            Joining::Gained => schedule.next_slot(now),
+        };
         let share = self.sample_share;
         // The key labels sampled spans; not kept when nothing is sampled.
-        let key = if share > 0.0 {
-            target.key()
-        } else {
-            String::new()
+        let sample = Sampling {
+            share,
+            key: if share > 0.0 { key } else { String::new() },
         };
-        let sample = Sampling { share, key };
         let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
         self.next_arbiter += 1;
-        let limits = self.limits.clone();
-        let mut prober = Prober::new(
+        let prober = Prober::new(
             id,
             probe,
             schedule,
             target.check.clone(),
-            recipient,
+            self.tracker.clone().recipient(),
             sample,
-            limits,
+            self.limits.clone(),
         );
-        if let Some(ownership) = &self.ownership {
-            prober = prober.gated(ownership.gate(&target.key()));
-        }
-        let handle = prober.start(&arbiter.handle());
-        RunningProber { id, handle }
+        prober.start(&arbiter.handle(), first, self.live.clone())
     }
 }
 

@@ -7,7 +7,7 @@ pub(crate) mod combine;
 pub(crate) mod handover;
 pub mod members;
 pub(crate) mod ownership;
-pub(crate) mod rendezvous;
+pub mod rendezvous;
 pub(crate) mod run;
 pub(crate) mod stream;
 

@@ -1,57 +1,42 @@
-//! The targets this replica probes, as its probers read them: one [`Gate`] per target,
-//! open while the [`Assignment`] says this replica probes it. A closed gate parks its
-//! prober without timers (200,000 targets on 4 replicas leave 150,000 parked probers per
-//! replica, which must cost memory only); opening it wakes the prober to probe at once.
+//! The targets this replica probes: one [`Gate`] per target, open while the [`Assignment`]
+//! says this replica probes it. The engine's prober pool follows the gates
+//! ([`Ownership::follow`]): a target runs a prober task only while its gate is open, so a
+//! replica of a ring of 4 at 200,000 targets holds 50,000 prober tasks, not 200,000.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::handover::Assignment;
 use super::members::Member;
 use super::rendezvous::target_hash;
 
-/// Whether one target's prober may probe.
+/// Whether this replica probes one target.
 #[derive(Debug, Default)]
 pub struct Gate {
     open: AtomicBool,
-    opened: Notify,
 }
 
 impl Gate {
-    /// Whether the prober probes now.
+    /// Whether the target is probed here now.
     pub fn is_open(&self) -> bool {
         self.open.load(Ordering::Acquire)
     }
 
-    /// Waits until the gate is open.
-    pub async fn opened(&self) {
-        loop {
-            let wait = self.opened.notified();
-            tokio::pin!(wait);
-            wait.as_mut().enable();
-            if self.is_open() {
-                return;
-            }
-            wait.await;
-        }
-    }
-
     fn set(&self, open: bool) -> bool {
-        let was = self.open.swap(open, Ordering::AcqRel);
-        if open && !was {
-            self.opened.notify_waiters();
-        }
-        was != open
+        self.open.swap(open, Ordering::AcqRel) != open
     }
 }
+
+/// What follows the gates: called after gates moved, with no lock of the ownership held.
+pub type Follower = Box<dyn Fn() + Send + Sync>;
 
 /// The gates of every target, and the assignment that sets them.
 pub struct Ownership {
     inner: Mutex<Inner>,
+    follower: OnceLock<Follower>,
 }
 
 struct Inner {
@@ -78,7 +63,24 @@ impl Ownership {
                 gates: HashMap::new(),
                 owned: None,
             }),
+            follower: OnceLock::new(),
         }
+    }
+
+    /// Has `follower` called whenever [`Ownership::ring`] or [`Ownership::expire`] moved a
+    /// gate (once: the engine's prober pool).
+    pub fn follow(&self, follower: Follower) {
+        let first = self.follower.set(follower).is_ok();
+        assert!(first, "one prober pool follows an ownership");
+    }
+
+    fn moved(&self, moves: Moves) -> Moves {
+        if !(moves.opened.is_empty() && moves.closed.is_empty()) {
+            if let Some(follower) = self.follower.get() {
+                follower();
+            }
+        }
+        moves
     }
 
     /// The gate of the target with this key (made on first asking, open as the assignment
@@ -118,23 +120,26 @@ impl Ownership {
     /// A new view of the live members; the gates it moved.
     pub fn ring(&self, live: Vec<Member>, now: Instant) -> Moves {
         let mut inner = self.inner.lock().expect("not poisoned");
-        let changed = inner.assignment.ring(live, now);
-        if changed {
+        let moves = if inner.assignment.ring(live, now) {
             inner.owned = None;
             inner.reassign()
         } else {
             Moves::default()
-        }
+        };
+        drop(inner);
+        self.moved(moves)
     }
 
     /// Ends the make-before-break grace of rings left long enough ago; the gates it closed.
     pub fn expire(&self, now: Instant) -> Moves {
         let mut inner = self.inner.lock().expect("not poisoned");
-        if inner.assignment.expire(now) {
+        let moves = if inner.assignment.expire(now) {
             inner.reassign()
         } else {
             Moves::default()
-        }
+        };
+        drop(inner);
+        self.moved(moves)
     }
 
     /// When [`Ownership::expire`] has work next.
