@@ -186,13 +186,7 @@ impl Engine {
         let (deciders, leadership, events) = (started.deciders, started.leadership, started.events);
         let (ring, sink_actors) = (started.ring, started.sinks);
         let ownership = ring.as_ref().map(|r| r.ownership.clone());
-        let probers = probers::ProberPool::new(
-            &plan,
-            deciders.limits,
-            deciders.tracker.clone(),
-            ownership,
-            metrics.prober_tasks.clone(),
-        );
+        let probers = probers::ProberPool::new(&plan, &deciders, ownership, &metrics);
         let api_sinks = Arc::new(RwLock::new(sink_actors.values().cloned().collect()));
         let shared_plan = Arc::new(RwLock::new(plan.clone()));
         let (hosts, heartbeats) = (prepared.hosts, prepared.heartbeats);

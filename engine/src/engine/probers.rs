@@ -75,15 +75,17 @@ pub(super) struct ProberPool {
 }
 
 impl ProberPool {
-    /// The threads for `plan`'s probe rate, with no prober yet. With `ownership`, probers
+    /// The threads for `plan`'s probe rate, with no prober yet, reporting to the
+    /// `deciders`' tracker and counting live probers in `metrics`. With `ownership`, probers
     /// follow its gates from now on.
     pub(super) fn new(
         plan: &Plan,
-        limits: Arc<ProbeLimits>,
-        tracker: Addr<HealthTracker>,
+        deciders: &super::start::Deciders,
         ownership: Option<Arc<Ownership>>,
-        live: Gauge,
+        metrics: &Metrics,
     ) -> ProberPool {
+        let (limits, tracker) = (deciders.limits.clone(), deciders.tracker.clone());
+        let live: Gauge = metrics.prober_tasks.clone();
         let (arbiters, tick) = prober_arbiters(&plan.targets);
         let telemetry = &plan.telemetry;
         let sample_share = if telemetry.otlp_endpoint.is_some() {
