@@ -30,9 +30,20 @@ pub fn key_of(name: &Name) -> String {
     key
 }
 
+/// A text that is not a DNS name, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("\"{text}\" is not a DNS name: {why}")]
+pub struct NotAName {
+    text: String,
+    why: String,
+}
+
 /// `s` as a fully qualified name; what is not one is said.
-pub fn fqdn(s: &str) -> Result<Name, String> {
-    let mut n = Name::from_str(s).map_err(|e| format!("\"{s}\" is not a DNS name: {e}"))?;
+pub fn fqdn(s: &str) -> Result<Name, NotAName> {
+    let mut n = Name::from_str(s).map_err(|e| NotAName {
+        text: s.to_owned(),
+        why: e.to_string(),
+    })?;
     n.set_fqdn(true);
     Ok(n)
 }

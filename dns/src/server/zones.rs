@@ -27,6 +27,7 @@ impl Zone {
     /// each with its SOA names and name servers (`ns1.<apex>` unless given).
     pub fn all_of(config: &DnsServerConfig) -> Result<Vec<Zone>, String> {
         let mut zones = Vec::new();
+        let fqdn = |s: &str| fqdn(s).map_err(|e| e.to_string());
         for apex in &config.zones {
             let mname = config.soa.mname.clone().unwrap_or(format!("ns1.{apex}"));
             let rname = config

@@ -90,7 +90,7 @@ impl ZoneKey {
 
     /// The DS record for the parent zone (SHA-256), in presentation format.
     pub fn ds(&self) -> Result<String, DnssecError> {
-        let name = fqdn(&self.zone).map_err(DnssecError::Crypto)?;
+        let name = fqdn(&self.zone).map_err(|e| DnssecError::Crypto(e.to_string()))?;
         let digest = self
             .dnskey
             .to_digest(&name, DigestType::SHA256)
