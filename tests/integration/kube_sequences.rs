@@ -184,11 +184,10 @@ async fn a_gateway_known_by_host_name_publishes_its_listeners() {
 }
 
 /// Shrunk from a generated sequence: a refused DNSHealthCheckProbe (its address no address)
-/// corrected to name an address a DNSRecord publishes makes that address the probe's
-/// endpoint, new to the engine: the record's name drops the address until the probe's
-/// first verdict, though the address is as healthy as before and the record untouched.
+/// corrected to name an address a DNSRecord publishes gives that address the probe's check,
+/// new to the engine; the record's name keeps the address, as healthy as before, while the
+/// new check has no verdict yet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: a corrected probe drops its address from a record until its first verdict"]
 async fn a_corrected_probe_keeps_its_address_answering() {
     use steps::Step;
     let steps = [

@@ -32,6 +32,7 @@ use crate::observation::{Observation, TargetId};
 use crate::probe_limits::Throttle;
 use crate::snapshot::{EndpointMeta, TenantSnapshot};
 
+use super::carried::Carried;
 use super::health::HealthView;
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::Pace;
@@ -70,6 +71,8 @@ pub struct TrackerCore {
     pub(super) operator: OperatorState,
     /// Where transitions and operators' holds are announced (`/events`).
     pub(super) events: Events,
+    /// The verdicts endpoints carry across a reload that changed their checks.
+    pub(super) carried: Carried,
 }
 
 impl TrackerCore {
@@ -93,6 +96,7 @@ impl TrackerCore {
             grace_over: false,
             operator: OperatorState::default(),
             events,
+            carried: Carried::default(),
         };
         core.adopt(plan, ids, now);
         core
@@ -180,6 +184,7 @@ impl TrackerCore {
             plan: &self.plan,
             verdicts: &self.verdicts,
             operator: &self.operator,
+            carried: &self.carried,
         }
     }
 
@@ -220,8 +225,13 @@ impl TrackerCore {
                 .node_status
                 .get_or_create(&report::node_labels(ep))
                 .set(i64::from(is == Health::Up));
-            // A failure while serving (not a first verdict) holds it out until released.
-            if ep.hold_failback && was == Health::Up && is == Health::Down {
+            let serving = self.carried.deciding(e, was) == Health::Up;
+            if is != Health::Unknown {
+                self.carried.settle(e);
+            }
+            // A failure while serving (not a first verdict, unless a new check's first
+            // verdict on an address its old one served) holds it out until released.
+            if ep.hold_failback && serving && is == Health::Down {
                 if let std::collections::btree_map::Entry::Vacant(v) =
                     self.operator.forced.entry(ep.name.clone())
                 {

@@ -16,6 +16,7 @@ use crate::multi_cluster::{LocalEndpoint, LocalView};
 use crate::selection::{decide, locations, published_addresses, published_weight, Decision};
 use crate::snapshot::EndpointMeta;
 
+use super::carried::Carried;
 use super::index::{EndpointIx, TargetIx, TenantIx};
 use super::publisher::Decided;
 use super::verdicts::Verdicts;
@@ -26,6 +27,8 @@ pub(super) struct HealthView<'a> {
     pub(super) plan: &'a Plan,
     pub(super) verdicts: &'a Verdicts,
     pub(super) operator: &'a OperatorState,
+    /// The verdicts endpoints carry across a change of their checks.
+    pub(super) carried: &'a Carried,
 }
 
 impl HealthView<'_> {
@@ -46,8 +49,14 @@ impl HealthView<'_> {
             .endpoint_before(&self.plan.endpoints[endpoint.0], target, was)
     }
 
+    /// The verdict that decides `endpoint`: its own, or until it has one the verdict it
+    /// carries across a change of its checks.
+    pub(super) fn deciding_verdict(&self, endpoint: EndpointIx) -> Health {
+        self.carried.deciding(endpoint, self.verdict(endpoint))
+    }
+
     /// The health that decides whether `endpoint` is published: an operator's forced health,
-    /// else the verdict.
+    /// else the verdict (the one carried across a change of its checks until it has one).
     pub(super) fn health_of(&self, endpoint: EndpointIx) -> Health {
         self.health_with(endpoint, true)
     }
@@ -63,7 +72,7 @@ impl HealthView<'_> {
         {
             Some(Forced::Up) => Health::Up,
             Some(Forced::Down) if honour_down => Health::Down,
-            _ => self.verdict(endpoint),
+            _ => self.deciding_verdict(endpoint),
         }
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::carried::Carried;
 use super::health::HealthView;
 use super::index::TenantIx;
 use super::tests::plan;
@@ -45,10 +46,12 @@ fn forced_health_and_drains_count_but_never_empty_a_name() {
     verdicts.adopt(&plan, vec![1, 2], now);
     counted(judge(&mut verdicts, 0, Ok(()), now));
     counted(judge(&mut verdicts, 1, Ok(()), now));
+    let carried = Carried::default();
     let view = |operator| HealthView {
         plan: &plan,
         verdicts: &verdicts,
         operator,
+        carried: &carried,
     };
     let none = OperatorState::default();
     assert_eq!(decided(view(&none)), (vec![1, 2], Duration::from_secs(60)));

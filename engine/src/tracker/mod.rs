@@ -6,6 +6,9 @@
 //! The decisions are plain code in [`core`] (clock passed in, effects returned); this
 //! module is the thin actor around it that feeds it and carries out its effects.
 
+mod carried;
+#[cfg(test)]
+mod carried_tests;
 mod core;
 mod health;
 #[cfg(test)]

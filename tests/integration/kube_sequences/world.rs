@@ -242,11 +242,10 @@ fn touched_names(step: &Step) -> Vec<&'static str> {
         Some(Record(n)) => vec![NAMES[2 + usize::from(n)]],
         Some(Gateway) => vec![NAMES[4], NAMES[5]],
         Some(Policy) => NAMES[2..6].to_vec(),
-        // The Kuadrant names its address may be in: a corrected probe drops the address
-        // until its first verdict (`a_corrected_probe_keeps_its_address_answering`), so
-        // they may change on the way, but never leave, and settle as the oracle says.
-        Some(Probe) => NAMES[2..6].to_vec(),
-        _ => vec![],
+        // None: a probe's check replaces the one its address had, every gateway stays
+        // healthy, and a check without a verdict yet withdraws no address already served.
+        Some(Probe) => vec![],
+        Some(Outsider) | None => vec![],
     }
 }
 

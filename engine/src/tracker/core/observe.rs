@@ -250,6 +250,7 @@ impl TrackerCore {
             plan: &self.plan,
             verdicts: &self.verdicts,
             operator: &self.operator,
+            carried: &self.carried,
         };
         for m in self.topology.tenants(target) {
             let ep = &self.plan.endpoints[m.endpoint.0];

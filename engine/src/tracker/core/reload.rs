@@ -12,6 +12,7 @@ use crate::metrics::{TargetLabel, TenantLabel};
 use crate::observation::TargetId;
 use crate::snapshot::EndpointMeta;
 
+use super::super::carried::Carried;
 use super::super::health::HealthView;
 use super::super::index::{carry_by_name, EndpointIx, TenantIx, Topology};
 use super::super::report;
@@ -19,8 +20,9 @@ use super::{Clock, Effect, TrackerCore, Wake};
 
 impl TrackerCore {
     /// Replaces the plan (a config reload). Targets with an id the core already knows keep
-    /// their verdict and counters; new ones start `unknown`; tenants keep what they
-    /// published. Removed tenants are withdrawn (`cleanup_on_remove`) or forgotten. Every
+    /// their verdict and counters; new ones start `unknown`, and an endpoint whose checks
+    /// changed is decided by its old verdict until it has a new one ([`Carried`]); tenants
+    /// keep what they published. Removed tenants are withdrawn (`cleanup_on_remove`) or forgotten. Every
     /// tenant is then re-decided and its current snapshot sent again, so sinks added or
     /// rebuilt by the reload converge at once.
     pub fn reload(
@@ -31,7 +33,7 @@ impl TrackerCore {
         fx: &mut Vec<Effect>,
     ) {
         self.publisher.retire_removed(&self.plan, &plan, now, fx);
-        self.adopt(plan, ids, now);
+        self.adopt_carrying(plan, ids, now);
         let grace = self.plan.startup_grace;
         for ti in (0..self.tenants.len()).map(TenantIx) {
             if self.tenants[ti.0].unknown > 0 {
@@ -51,6 +53,22 @@ impl TrackerCore {
                 });
             }
         }
+    }
+
+    /// [`Self::adopt`], each endpoint `plan` gives other checks carrying the verdict that
+    /// decided it (see [`Carried`]).
+    fn adopt_carrying(&mut self, plan: Arc<Plan>, ids: Vec<TargetId>, now: Clock) {
+        let old = Arc::clone(&self.plan);
+        let health = self.health();
+        let before: Vec<Health> = (0..old.endpoints.len())
+            .map(|e| health.deciding_verdict(EndpointIx(e)))
+            .collect();
+        // Indexed by the old plan's endpoints: nothing may read it until replaced.
+        self.carried = Carried::default();
+        self.adopt(plan, ids, now);
+        let health = self.health();
+        let carried = Carried::across(&old, |e| before[e.0], &self.plan, |e| health.verdict(e));
+        self.carried = carried;
     }
 
     /// Makes `plan` current, keeping the state of targets (by id) and tenants (by name)
@@ -85,6 +103,7 @@ impl TrackerCore {
             plan: &self.plan,
             verdicts: &self.verdicts,
             operator: &self.operator,
+            carried: &self.carried,
         };
         for (t, state) in self.plan.tenants.iter().zip(&mut self.tenants) {
             // Verdicts, not forced health: transitions keep these counts from verdicts.
