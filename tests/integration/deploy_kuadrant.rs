@@ -42,8 +42,12 @@ fn pathdiff(from: &Path, to: &Path) -> String {
     ups.chain(downs).collect::<Vec<_>>().join("/")
 }
 
-/// One request as RBAC judges it: (API group, resource with subresource, namespace, verb).
-fn attributes(request: &str) -> Option<(String, String, Option<String>, &'static str)> {
+/// One request as RBAC judges it: (API group, resource with subresource, namespace, verb,
+/// the object's name when the path names one).
+type Attributes = (String, String, Option<String>, &'static str, Option<String>);
+
+/// `request` (as the test server logs it) as RBAC judges it.
+fn attributes(request: &str) -> Option<Attributes> {
     let mut words = request.split_whitespace();
     let (method, path) = (words.next()?, words.next()?);
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -56,13 +60,13 @@ fn attributes(request: &str) -> Option<(String, String, Option<String>, &'static
         ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
         _ => (None, rest),
     };
-    let (resource, named) = match rest {
-        [r] => ((*r).to_owned(), false),
-        [r, _name] => ((*r).to_owned(), true),
-        [r, _name, sub] => (format!("{r}/{sub}"), true),
+    let (resource, name) = match rest {
+        [r] => ((*r).to_owned(), None),
+        [r, name] => ((*r).to_owned(), Some(*name)),
+        [r, name, sub] => (format!("{r}/{sub}"), Some(*name)),
         _ => return None,
     };
-    let verb = match (method, named) {
+    let verb = match (method, name.is_some()) {
         ("GET", true) => "get",
         ("GET", false) => "list",
         ("POST", _) => "create",
@@ -71,13 +75,14 @@ fn attributes(request: &str) -> Option<(String, String, Option<String>, &'static
         ("DELETE", _) => "delete",
         _ => return None,
     };
-    Some((group, resource, namespace, verb))
+    let name = name.map(|n| n.split('?').next().unwrap_or(n).to_owned());
+    Some((group, resource, namespace, verb, name))
 }
 
-/// Whether a rule (apiGroups, resources, verbs, resourceNames) of `role` allows it; names
-/// are not known from a collection's path, so a rule limited by name allows named requests
-/// only.
-fn allows(role: &Value, group: &str, resource: &str, verb: &str, named: bool) -> bool {
+/// Whether a rule (apiGroups, resources, verbs, resourceNames) of `role` allows it; a rule
+/// limited by name allows only requests naming one of its names (a collection's path
+/// names none).
+fn allows(role: &Value, group: &str, resource: &str, verb: &str, name: Option<&str>) -> bool {
     let has = |rule: &Value, key: &str, want: &str| {
         rule[key].as_sequence().is_some_and(|l| {
             l.iter()
@@ -92,7 +97,8 @@ fn allows(role: &Value, group: &str, resource: &str, verb: &str, named: bool) ->
             has(rule, "apiGroups", group)
                 && has(rule, "resources", resource)
                 && has(rule, "verbs", verb)
-                && (rule["resourceNames"].is_null() || named)
+                && (rule["resourceNames"].is_null()
+                    || name.is_some_and(|n| has(rule, "resourceNames", n)))
         })
 }
 
@@ -104,26 +110,24 @@ pub(crate) fn assert_rbac_allows(requests: &[String]) {
 }
 
 /// The shipped template granting `secrets` of namespace `ns` (`probe-header-secrets.yaml`),
-/// filled in as its comment says, one per Secret.
+/// filled in as its comment says: the allowance's `header_secrets` as its TOML writes them.
 pub(crate) fn header_secret_role(ns: &str, secrets: &[&str]) -> Vec<Value> {
+    let list = toml::Value::from(secrets.to_vec()).to_string();
+    header_secret_role_from(ns, &list)
+}
+
+/// The template with `header_secrets` (a TOML array, as the allowance writes it) pasted in.
+fn header_secret_role_from(ns: &str, header_secrets: &str) -> Vec<Value> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let template =
         std::fs::read_to_string(repo.join("deploy/kubernetes/kuadrant/probe-header-secrets.yaml"))
             .unwrap();
-    let mut docs = Vec::new();
-    for secret in secrets {
-        let text = template
-            .replace("TEAM_NAMESPACE", ns)
-            .replace("HEADER_SECRET", secret)
-            .replace(
-                "health-orchestrator-probe-headers",
-                &format!("probe-headers-{secret}"),
-            );
-        docs.extend(
-            serde_yaml::Deserializer::from_str(&text).map(|d| Value::deserialize(d).unwrap()),
-        );
-    }
-    docs
+    let text = template
+        .replace("TEAM_NAMESPACE", ns)
+        .replace("HEADER_SECRETS", header_secrets);
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect()
 }
 
 /// [`assert_rbac_allows`] with `more` (Roles and bindings applied beside the manifests).
@@ -160,10 +164,10 @@ pub(crate) fn assert_rbac_allows_with(requests: &[String], more: &[Value]) {
     let (cluster, local) = (roles("ClusterRole", &cluster), roles("Role", &local));
     let mut denied = std::collections::BTreeSet::new();
     for request in requests {
-        let Some((group, resource, ns, verb)) = attributes(request) else {
+        let Some((group, resource, ns, verb, name)) = attributes(request) else {
             continue;
         };
-        let named = verb != "list" && verb != "create";
+        let name = name.as_deref();
         let in_ns = |r: &&&Value| {
             let of = r["metadata"]["namespace"]
                 .as_str()
@@ -172,11 +176,11 @@ pub(crate) fn assert_rbac_allows_with(requests: &[String], more: &[Value]) {
         };
         let ok = cluster
             .iter()
-            .any(|r| allows(r, &group, &resource, verb, named))
+            .any(|r| allows(r, &group, &resource, verb, name))
             || local
                 .iter()
                 .filter(in_ns)
-                .any(|r| allows(r, &group, &resource, verb, named));
+                .any(|r| allows(r, &group, &resource, verb, name));
         if !ok {
             denied.insert(format!("{verb} {group}/{resource} in {ns:?} ({request})"));
         }
@@ -240,8 +244,52 @@ fn the_kuadrant_component_renders_validates_and_grants_no_secrets() {
             "kuadrant.io"
         };
         assert!(
-            allows(kuadrant, group, resource, verb, true),
+            allows(kuadrant, group, resource, verb, Some("any")),
             "{resource} {verb}"
         );
     }
+}
+
+/// The header Secrets' Role rendered as its comment says from an allowance's
+/// `header_secrets` (the value pasted as the config writes it) validates strictly, is bound
+/// to the orchestrator's ServiceAccount in the team's namespace, and grants `get` on
+/// exactly the listed Secrets: no other Secret, no list, no other verb.
+#[test]
+fn the_header_secrets_role_grants_get_on_exactly_the_allowances_secrets() {
+    let config: toml::Table =
+        "[[kubernetes.allow]]\nnamespace = \"team-a\"\ndomains = [\"team-a.io\"]\n\
+         sinks = [\"dns\"]\nheader_secrets = [\"probe-headers\", \"api-token\"]\n"
+            .parse()
+            .unwrap();
+    let allowance = &config["kubernetes"]["allow"][0];
+    let listed = allowance["header_secrets"].to_string();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let filled: String = header_secret_role_from("team-a", &listed)
+        .iter()
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap()))
+        .collect();
+    std::fs::write(tmp.path().join("role.yaml"), filled).unwrap();
+    std::fs::write(
+        tmp.path().join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - role.yaml\n",
+    )
+    .unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&render_and_validate_at(tmp.path()))
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect();
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    assert_eq!(role["metadata"]["namespace"], "team-a");
+    let get = |verb: &str, path: &str| {
+        let (group, resource, _, verb_of, name) = attributes(&format!("{verb} {path}")).unwrap();
+        allows(role, &group, &resource, verb_of, name.as_deref())
+    };
+    let secrets = "/api/v1/namespaces/team-a/secrets";
+    assert!(get("GET", &format!("{secrets}/probe-headers")));
+    assert!(get("GET", &format!("{secrets}/api-token")));
+    assert!(!get("GET", &format!("{secrets}/other-secret")));
+    assert!(!get("GET", secrets), "listing Secrets");
+    assert!(!get("PATCH", &format!("{secrets}/probe-headers")));
+    let binding = docs.iter().find(|d| d["kind"] == "RoleBinding").unwrap();
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["name"], "health-orchestrator");
 }

@@ -47,18 +47,8 @@ async fn kuadrant_records_are_published_live_under_the_same_allowances() {
 
     let file = hosts(dir.path(), "team-a_dnsrecord.api");
     wait_for_file(&file, "the record's targets", |c| addresses(c).len() == 2).await;
-    let ready = |ns: &str| {
-        let object = kube.object("dnsrecords", ns, "api")?;
-        let c = object["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == "Ready")?
-            .clone();
-        Some((
-            c["status"].as_str()?.to_owned(),
-            c["reason"].as_str()?.to_owned(),
-        ))
-    };
+    let ready =
+        |ns: &str| kube_condition(&kube, "dnsrecords", ns, "api", "Ready").map(|(s, r, _)| (s, r));
     eventually("team-a's record Ready", || {
         ready("team-a") == Some(("True".into(), "Published".into()))
     })
@@ -186,17 +176,7 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
     })
     .await;
     let kuadrant_condition = |plural: &str, name: &str, type_: &str| {
-        let object = kube.object(plural, "team-a", name)?;
-        let c = object["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == type_)?
-            .clone();
-        Some((
-            c["status"].as_str()?.to_owned(),
-            c["reason"].as_str()?.to_owned(),
-            c["message"].as_str()?.to_owned(),
-        ))
+        kube_condition(&kube, plural, "team-a", name, type_)
     };
     let is = |got: Option<(String, String, String)>, status: &str, reason: &str| {
         got.is_some_and(|(s, r, _)| s == status && r == reason)

@@ -57,28 +57,14 @@ fn probe(name: &str, address: &str) -> Value {
     })
 }
 
-/// A probe's status: (healthy, consecutiveFailures, reason).
+/// Probe `name`'s status (of `team-a`): (healthy, consecutiveFailures, reason).
 fn probe_state(kube: &KubeApi, name: &str) -> Option<(Value, u64, String)> {
-    let s = kube.object("dnshealthcheckprobes", "team-a", name)?["status"].clone();
-    Some((
-        s["healthy"].clone(),
-        s["consecutiveFailures"].as_u64()?,
-        s["reason"].as_str()?.to_owned(),
-    ))
+    crate::harness::probe_state(kube, "team-a", name)
 }
 
 /// A record's condition `type_`: (status, message).
 fn condition(kube: &KubeApi, record: &str, type_: &str) -> Option<(String, String)> {
-    let object = kube.object("dnsrecords", "team-a", record)?;
-    let c = object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)?
-        .clone();
-    Some((
-        c["status"].as_str()?.to_owned(),
-        c["message"].as_str()?.to_owned(),
-    ))
+    kube_condition(kube, "dnsrecords", "team-a", record, type_).map(|(s, _, m)| (s, m))
 }
 
 /// A record that is a CNAME to a load balancer's host name answers that CNAME, and the

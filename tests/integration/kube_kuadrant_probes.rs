@@ -5,7 +5,7 @@
 //! server can run here), probing real gateways on loopback.
 
 use ho_testkit::Behaviour;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
@@ -21,16 +21,6 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0 % n
     }
-}
-
-/// A probe's status: (healthy, consecutiveFailures, reason).
-fn probe_state(kube: &KubeApi, ns: &str, name: &str) -> Option<(Value, u64, String)> {
-    let s = kube.object("dnshealthcheckprobes", ns, name)?["status"].clone();
-    Some((
-        s["healthy"].clone(),
-        s["consecutiveFailures"].as_u64()?,
-        s["reason"].as_str()?.to_owned(),
-    ))
 }
 
 /// A probe no DNSRecord backs (its address is a gateway no record names) is run with its
@@ -139,7 +129,8 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
 /// gateway that answers 200 only with the header reads `Healthy`/`AllChecksPassed`. A
 /// policy naming a Secret that does not exist is refused alone, its `Accepted` condition in
 /// dns-operator's words; a policy in a namespace without an allowance has its Secret never
-/// read. A probe no record backs sends its own Secret's header too (healthy at a gateway
+/// read, nor has one naming a Secret its namespace's `header_secrets` does not list (refused
+/// alone, saying so). A probe no record backs sends its own Secret's header too (healthy at a gateway
 /// that answers 200 only with it, where the same probe without the Secret fails on 401).
 /// Every request is one the shipped RBAC allows once the namespace grants its Secret by
 /// name.
@@ -149,16 +140,20 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
     let kube = KubeApi::default();
     let kube_addr = kube.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        operator_config(dir.path(), kube_addr, guarded.port()).set("kubernetes.kuadrant", true);
+    let listed = ["probe-headers", "no-such-secret"];
+    let config = operator_config(dir.path(), kube_addr, guarded.port())
+        .set("kubernetes.kuadrant", true)
+        .set("kubernetes.allow.0.header_secrets", listed.to_vec());
     let _process = run_operator(dir.path(), &config);
 
     let b64 = |s: &str| data_encoding::BASE64.encode(s.as_bytes());
-    kube.apply(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "probe-headers", "namespace": "team-a"},
-        "data": {"X-Probe-Token": b64("p0licy-token")},
-    }));
+    for secret in ["probe-headers", "unlisted-headers"] {
+        kube.apply(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": secret, "namespace": "team-a"},
+            "data": {"X-Probe-Token": b64("p0licy-token")},
+        }));
+    }
     let policy = |ns: &str, name: &str, gateway: &str, secret: &str| {
         json!({
             "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
@@ -186,13 +181,16 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
         "gw-g",
         &[guarded.ip()],
     ));
-    kube.apply(crate::kube_tenants::gateway(
-        "team-a",
-        "gw-m",
-        &[guarded.ip()],
-    ));
+    for gateway in ["gw-m", "gw-u"] {
+        kube.apply(crate::kube_tenants::gateway(
+            "team-a",
+            gateway,
+            &[guarded.ip()],
+        ));
+    }
     kube.apply(policy("team-a", "gw-g-dns", "gw-g", "probe-headers"));
     kube.apply(policy("team-a", "gw-m-dns", "gw-m", "no-such-secret"));
+    kube.apply(policy("team-a", "gw-u-dns", "gw-u", "unlisted-headers"));
     kube.apply(policy("team-c", "gw-c-dns", "gw-c", "c-headers"));
     kube.apply(record("gw-g-api", "api", "api.team-a.io"));
     kube.apply(record("gw-m-web", "web", "web.team-a.io"));
@@ -214,17 +212,7 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
     kube.apply(probe("without-token", None));
 
     let condition = |plural: &str, name: &str, type_: &str| {
-        let object = kube.object(plural, "team-a", name)?;
-        let c = object["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == type_)?
-            .clone();
-        Some((
-            c["status"].as_str()?.to_owned(),
-            c["reason"].as_str()?.to_owned(),
-            c["message"].as_str()?.to_owned(),
-        ))
+        kube_condition(&kube, plural, "team-a", name, type_)
     };
     eventually(
         "the governed record healthy: the policy's header was sent",
@@ -234,15 +222,26 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
         },
     )
     .await;
+    let invalid = |policy: &str, says: &str| {
+        condition("dnspolicies", policy, "Accepted")
+            .is_some_and(|(s, r, m)| s == "False" && r == "Invalid" && m.contains(says))
+    };
     eventually("the policy without its Secret refused alone", || {
-        condition("dnspolicies", "gw-m-dns", "Accepted").is_some_and(|(s, r, m)| {
-            s == "False"
-                && r == "Invalid"
-                && m.contains(
-                    "error retrieving additional headers secret team-a/no-such-secret: not found",
-                )
-        })
+        invalid(
+            "gw-m-dns",
+            "error retrieving additional headers secret team-a/no-such-secret: not found",
+        )
     })
+    .await;
+    eventually(
+        "the policy naming a Secret the allowance does not list refused alone",
+        || {
+            invalid(
+                "gw-u-dns",
+                "additional headers secret team-a/unlisted-headers is not read: it is not among the header_secrets",
+            )
+        },
+    )
     .await;
     assert!(condition("dnspolicies", "gw-g-dns", "Accepted").is_some_and(|(s, _, _)| s == "True"));
     eventually(
@@ -261,10 +260,16 @@ async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refus
             .any(|r| r.contains("/namespaces/team-c/secrets")),
         "a Secret of a namespace without an allowance was read"
     );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.contains("/secrets/unlisted-headers")),
+        "a Secret the allowance does not list was read"
+    );
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
     assert!(!log.contains("p0licy-token"), "the token is in the log");
     crate::deploy_kuadrant::assert_rbac_allows_with(
         &requests,
-        &crate::deploy_kuadrant::header_secret_role("team-a", &["probe-headers", "no-such-secret"]),
+        &crate::deploy_kuadrant::header_secret_role("team-a", &listed),
     );
 }

@@ -57,4 +57,11 @@ pub struct NamespaceAllowance {
     /// team, so this is granted explicitly).
     #[serde(default)]
     pub nodes: bool,
+    /// With `kuadrant`: the Secrets of the namespace its health checks may name as
+    /// `additionalHeadersRef`, the only ones read (the same list grants `get` on them by
+    /// name in `deploy/kubernetes/kuadrant/probe-header-secrets.yaml`); a probe or policy
+    /// naming another is refused alone. Unset: any Secret a health check names is read,
+    /// as far as RBAC allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_secrets: Option<Vec<String>>,
 }

@@ -2,6 +2,7 @@
 //! addresses no two tests share, waits bounded by [`LIMIT`], child processes that die with
 //! the test, TLS material.
 
+mod conditions;
 mod config;
 mod listing_canary;
 mod net;
@@ -21,6 +22,7 @@ use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
+pub use conditions::{kube_condition, probe_state};
 pub use config::{Check, TestConfig};
 pub use listing_canary::listing_canary_sees_lost_records;
 pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};

@@ -6,7 +6,8 @@
 //! config: each is written to a file only this process reads (under `state_dir`), which
 //! the check names in `headers_from_files`, so it is shown and logged redacted like any
 //! secret header. The Secret is read by name (`get`, nothing listed or watched), at each round
-//! and again after [`REREAD`], so a rotated token is picked up.
+//! and again after [`REREAD`], so a rotated token is picked up. An allowance that lists its
+//! `header_secrets` has only those read (the list RBAC grants by name).
 //!
 //! A probe whose Secret cannot be read, or holds a key that cannot be a header name,
 //! refuses itself alone (the records naming its address keep their last answer), its
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ho_config::model::NamespaceAllowance;
 use ho_import::kuadrant::{HEADER_ERROR, HEADER_FILES};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
@@ -49,6 +51,14 @@ pub enum HeaderError {
     /// The namespace has no allowance, so none of its Secrets is read.
     #[error("additional headers secret {ns}/{secret} is not read: namespace \"{ns}\" has no [[kubernetes.allow]] entry in the orchestrator's config")]
     NotAllowed {
+        /// The resource's namespace.
+        ns: String,
+        /// The Secret's name.
+        secret: String,
+    },
+    /// The namespace's allowance lists its header Secrets, and not this one.
+    #[error("additional headers secret {ns}/{secret} is not read: it is not among the header_secrets of namespace \"{ns}\"'s [[kubernetes.allow]] entry in the orchestrator's config")]
+    NotNamed {
         /// The resource's namespace.
         ns: String,
         /// The Secret's name.
@@ -100,27 +110,39 @@ impl HeaderSecrets {
         !self.read.is_empty() && self.last.is_none_or(|at| at.elapsed() >= REREAD)
     }
 
-    /// Reads the Secret each of `resources` (probes and policies) names (if due) in the
-    /// namespaces `allowed` says have an allowance, writes its headers' files, and forgets
-    /// (and deletes the files of) resources that name none any more.
+    /// Reads the Secret each of `resources` (probes and policies) names (if due) where
+    /// `allow` permits it ([`permit`]), writes its headers' files, and forgets (and deletes
+    /// the files of) resources that name none any more.
     pub async fn refresh(
         &mut self,
         client: &Client,
         resources: &[Arc<DynamicObject>],
-        allowed: &dyn Fn(&str) -> bool,
+        allow: &[NamespaceAllowance],
     ) {
         let wanted: Vec<(Owner, String)> = resources.iter().filter_map(|r| named(r)).collect();
         let fresh = self.last.is_some_and(|at| at.elapsed() < REREAD);
-        let known = wanted.iter().all(|(k, _)| self.read.contains_key(k));
+        // Known: read (or refused) under the permission that holds now.
+        let known = wanted.iter().all(|(k, secret)| {
+            let refused = |r: &Result<_, HeaderError>| {
+                matches!(
+                    r,
+                    Err(HeaderError::NotAllowed { .. } | HeaderError::NotNamed { .. })
+                )
+            };
+            let now_refused = permit(allow, &k.0, secret).is_err();
+            self.read.get(k).is_some_and(|r| refused(r) == now_refused)
+        });
         if fresh && known && wanted.len() == self.read.len() {
             return;
         }
         let mut read = HashMap::new();
         for (owner, secret) in wanted {
-            let ns = owner.0.clone();
-            let headers = match allowed(&ns) {
-                false => Err(HeaderError::NotAllowed { ns, secret }),
-                true => self.read_one(client, &owner, ns, secret).await,
+            let headers = match permit(allow, &owner.0, &secret) {
+                Err(why) => Err(why),
+                Ok(()) => {
+                    let ns = owner.0.clone();
+                    self.read_one(client, &owner, ns, secret).await
+                }
             };
             read.insert(owner, headers);
         }
@@ -201,6 +223,25 @@ impl HeaderSecrets {
     }
 }
 
+/// Whether header Secret `secret` of namespace `ns` may be read: only with an allowance
+/// for `ns`, and only one its `header_secrets` lists when it lists them.
+pub fn permit(allow: &[NamespaceAllowance], ns: &str, secret: &str) -> Result<(), HeaderError> {
+    let refused = |named| {
+        let (ns, secret) = (ns.to_owned(), secret.to_owned());
+        Err(match named {
+            false => HeaderError::NotAllowed { ns, secret },
+            true => HeaderError::NotNamed { ns, secret },
+        })
+    };
+    match allow.iter().find(|a| a.namespace == ns) {
+        None => refused(false),
+        Some(a) => match &a.header_secrets {
+            Some(names) if !names.iter().any(|n| n == secret) => refused(true),
+            _ => Ok(()),
+        },
+    }
+}
+
 const PROBE: &str = "DNSHealthCheckProbe";
 const POLICY: &str = "DNSPolicy";
 
@@ -244,4 +285,50 @@ fn private_write(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .mode(0o600)
         .open(file)?;
     f.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowance(ns: &str, header_secrets: Option<&[&str]>) -> NamespaceAllowance {
+        NamespaceAllowance {
+            namespace: ns.to_owned(),
+            domains: vec![format!("{ns}.io")],
+            sinks: vec!["dns".to_owned()],
+            nodes: false,
+            header_secrets: header_secrets.map(|l| l.iter().map(|s| (*s).to_owned()).collect()),
+        }
+    }
+
+    /// Every (namespace, Secret) pair over allowances with and without a list: read only
+    /// with an allowance, and then only a listed Secret when there is a list; each refusal
+    /// says which rule refused it.
+    #[test]
+    fn only_allowed_namespaces_and_listed_secrets_are_read() {
+        let allow = [
+            allowance("open", None),
+            allowance("listed", Some(&["token", "other"])),
+            allowance("none-listed", Some(&[])),
+        ];
+        let no_entry = "has no [[kubernetes.allow]] entry";
+        let not_listed = "is not read: it is not among the header_secrets";
+        for ns in ["open", "listed", "none-listed", "elsewhere"] {
+            for secret in ["token", "other", "stranger"] {
+                let want = match (ns, secret) {
+                    ("elsewhere", _) => Some(no_entry),
+                    ("open", _) | ("listed", "token" | "other") => None,
+                    _ => Some(not_listed),
+                };
+                let got = permit(&allow, ns, secret).err().map(|e| e.to_string());
+                match (want, &got) {
+                    (None, None) => {}
+                    (Some(w), Some(why)) if why.contains(w) => {
+                        assert!(why.contains(&format!("secret {ns}/{secret} ")), "{why}")
+                    }
+                    _ => panic!("{ns}/{secret}: want {want:?}, got {got:?}"),
+                }
+            }
+        }
+    }
 }

@@ -154,15 +154,13 @@ impl Live {
         self.core.refresh(view.as_ref(), &allowed, kept);
     }
 
-    /// Reads the header Secrets the probes' and policies' health checks name in the
-    /// namespaces `base` allows, when due (each round; again after a while, for rotated
-    /// values).
+    /// Reads the header Secrets the probes' and policies' health checks name, as `base`'s
+    /// allowances permit, when due (each round; again after a while, for rotated values).
     pub async fn read_secrets(&mut self, base: &Config) {
-        let allowed = |ns: &str| base.kubernetes.allow.iter().any(|a| a.namespace == ns);
         let mut resources = self.stores.probes();
         resources.extend(self.stores.policies());
         self.headers
-            .refresh(&self.client, &resources, &allowed)
+            .refresh(&self.client, &resources, &base.kubernetes.allow)
             .await;
     }
 
