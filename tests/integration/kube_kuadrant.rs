@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
-use crate::kube_tenants::{gateway, hosts, operator_config, run_operator, three_gateways};
+use crate::kube_tenants::{gateway, hosts, run_operator, three_gateways};
 
 /// Kuadrant's resources, live (`[kubernetes] kuadrant = true`): a DNSRecord with its
 /// DNSHealthCheckProbe in an allowed namespace is published and reads `Ready=True`; one in a
@@ -18,13 +18,10 @@ use crate::kube_tenants::{gateway, hosts, operator_config, run_operator, three_g
 /// it withdraws its names before it goes.
 #[tokio::test]
 async fn kuadrant_records_are_published_live_under_the_same_allowances() {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
     let gws = three_gateways();
     let ip = |i: usize| gws[i].addr().ip().to_string();
     let port = gws[0].addr().port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(port).await;
     let _process = run_operator(dir.path(), &config);
 
     let record = |ns: &str, name: &str, host: &str, targets: &[String]| {
@@ -94,13 +91,10 @@ async fn kuadrant_records_are_published_live_under_the_same_allowances() {
 /// API test server.
 #[tokio::test]
 async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name() {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
     let mut gws = three_gateways();
     let ip = |gws: &[Gateway], i: usize| gws[i].addr().ip().to_string();
     let port = gws[0].addr().port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(port).await;
     let _process = run_operator(dir.path(), &config);
 
     let policy = |name: &str, gateway: &str, protocol: &str| {
@@ -280,14 +274,10 @@ async fn kuadrant_policies_attach_by_gateway_and_a_broken_edit_keeps_every_name(
 /// The operator against a fresh Kubernetes API test server, Kuadrant's kinds followed and
 /// the default policy on, with three gateways and the folder it runs in.
 async fn with_default_policy() -> (KubeApi, Vec<Gateway>, tempfile::TempDir, Running) {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
     let gws = three_gateways();
     let port = gws[0].addr().port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = operator_config(dir.path(), kube_addr, port)
-        .set("kubernetes.kuadrant", true)
-        .set("kubernetes.kuadrant_default_policy", true);
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(port).await;
+    let config = config.set("kubernetes.kuadrant_default_policy", true);
     let process = run_operator(dir.path(), &config);
     (kube, gws, dir, process)
 }

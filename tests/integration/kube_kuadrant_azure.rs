@@ -8,9 +8,8 @@
 use serde_json::json;
 
 use crate::fakes::azure_dns::AzureDns;
-use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
-use crate::kube_tenants::{gateway, operator_config, run_operator, three_gateways};
+use crate::kube_tenants::{gateway, run_operator, three_gateways};
 
 /// A geo `v1` DNSPolicy on an `azure_dns` namespace: its listener's record is refused and
 /// the policy's status names it with the sink's reason and the sinks that can answer so;
@@ -21,14 +20,11 @@ use crate::kube_tenants::{gateway, operator_config, run_operator, three_gateways
 /// condition, with the sink's reason.
 #[tokio::test]
 async fn geo_and_weighted_answers_on_azure_dns_are_refused_with_what_to_do() {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
     let azure = AzureDns::start("team-z.io").await;
     let gws = three_gateways();
-    let dir = tempfile::tempdir().unwrap();
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(gws[0].addr().port()).await;
     let keys = crate::azure_dns::sink_keys(&azure, dir.path()).replace("tenant-a.io", "team-z.io");
-    let config = operator_config(dir.path(), kube_addr, gws[0].addr().port())
-        .set("kubernetes.kuadrant", true)
+    let config = config
         .with(&format!("[sinks.az]\n{keys}timeout = \"1s\"\n"))
         .with("[[kubernetes.allow]]\nnamespace = \"team-z\"\ndomains = [\"team-z.io\"]\nsinks = [\"az\"]\n");
     let _process = run_operator(dir.path(), &config);

@@ -205,11 +205,7 @@ async fn a_probes_header_secret_is_sent_and_a_missing_one_refuses_that_probe_alo
         Behaviour::Healthy,
     )
     .unwrap();
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = crate::kube_tenants::operator_config(dir.path(), kube_addr, gw.port())
-        .set("kubernetes.kuadrant", true);
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(gw.port()).await;
     let _process = run_operator(dir.path(), &config);
 
     let b64 = |s: &str| data_encoding::BASE64.encode(s.as_bytes());

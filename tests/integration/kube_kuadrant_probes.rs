@@ -7,9 +7,8 @@
 use ho_testkit::Behaviour;
 use serde_json::json;
 
-use crate::fakes::kube_api::KubeApi;
 use crate::harness::*;
-use crate::kube_tenants::{hosts, operator_config, run_operator, three_gateways};
+use crate::kube_tenants::{hosts, run_operator, three_gateways};
 
 /// A small seeded generator (xorshift), so a failing script names its seed.
 struct Rng(u64);
@@ -33,14 +32,11 @@ impl Rng {
 /// never probed.
 #[tokio::test]
 async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
     let mut gws = three_gateways();
     let ips: Vec<String> = gws.iter().map(|g| g.addr().ip().to_string()).collect();
     let ip = |i: usize| ips[i].clone();
     let port = gws[0].addr().port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = operator_config(dir.path(), kube_addr, port).set("kubernetes.kuadrant", true);
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(port).await;
     let _process = run_operator(dir.path(), &config);
 
     let fall = 3;
@@ -137,13 +133,9 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
 #[tokio::test]
 async fn a_policys_header_secret_is_sent_with_its_checks_and_a_missing_one_refuses_that_policy() {
     let guarded = crate::kube_kuadrant_hosts::guarded_gateway("X-Probe-Token: p0licy-token").await;
-    let kube = KubeApi::default();
-    let kube_addr = kube.start().await;
-    let dir = tempfile::tempdir().unwrap();
+    let KuadrantSetup { kube, dir, config } = KuadrantSetup::start(guarded.port()).await;
     let listed = ["probe-headers", "no-such-secret"];
-    let config = operator_config(dir.path(), kube_addr, guarded.port())
-        .set("kubernetes.kuadrant", true)
-        .set("kubernetes.allow.0.header_secrets", listed.to_vec());
+    let config = config.set("kubernetes.allow.0.header_secrets", listed.to_vec());
     let _process = run_operator(dir.path(), &config);
 
     let b64 = |s: &str| data_encoding::BASE64.encode(s.as_bytes());

@@ -2,8 +2,8 @@
 //! addresses no two tests share, waits bounded by [`LIMIT`], child processes that die with
 //! the test, TLS material.
 
-mod conditions;
 mod config;
+mod kuadrant;
 mod listing_canary;
 mod net;
 mod netns;
@@ -22,8 +22,8 @@ use ho_engine::Engine;
 use ho_testkit::{Behaviour, Gateway};
 use tokio::time::Instant;
 
-pub use conditions::{kube_condition, probe_state};
 pub use config::{Check, TestConfig};
+pub use kuadrant::{kube_condition, probe_state, KuadrantSetup};
 pub use listing_canary::listing_canary_sees_lost_records;
 pub use net::{free_port_pair, loopback, loopback_ip, loopback_range};
 pub use netns::{run_checked, VethNamespace};
