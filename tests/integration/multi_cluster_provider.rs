@@ -106,15 +106,8 @@ async fn wait_for(provider: &ExternalDnsProvider, want: &[String]) -> Duration {
 }
 
 /// `clusters` clusters (a, b, c) on one provider, each with its own gateway, settled with
-/// every cluster live; the provider's requests in the steady window that follows.
-async fn steady(
-    clusters: usize,
-) -> (
-    ExternalDnsProvider,
-    Vec<Cluster>,
-    Vec<VantageGateway>,
-    Kinds,
-) {
+/// every cluster live.
+async fn settled(clusters: usize) -> (ExternalDnsProvider, Vec<Cluster>, Vec<VantageGateway>) {
     let provider =
         ExternalDnsProvider::start_at(SocketAddr::new(loopback_ip().into(), 0), &[ZONE], 0).await;
     let mut gateways = Vec::new();
@@ -135,6 +128,19 @@ async fn steady(
         })
         .await;
     }
+    (provider, running, gateways)
+}
+
+/// [`settled`], then the provider's requests in the steady window that follows.
+async fn steady(
+    clusters: usize,
+) -> (
+    ExternalDnsProvider,
+    Vec<Cluster>,
+    Vec<VantageGateway>,
+    Kinds,
+) {
+    let (provider, running, gateways) = settled(clusters).await;
     // One report heartbeat of settling (a third of report_ttl), then the window.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let from = provider.arrivals().len();
@@ -209,4 +215,49 @@ async fn three_clusters_cost_the_provider_about_what_one_does() {
     let n = faults.len();
     let (p50, p99) = (quantile(&mut faults, 0.5), quantile(&mut faults, 0.99));
     eprintln!("fault at 2 of 3 -> provider answer, {n} trials: p50 {p50:?}, p99 {p99:?}");
+}
+
+/// A cluster killed (SIGKILL: its report just stops changing) ages out of both other
+/// clusters' count though they read the zone only in turn, its gateway stays in the
+/// provider's answer (an orchestrator dying is not its gateways dying), and a reader
+/// polling the provider every 5 ms never finds the name empty meanwhile. When it ages out
+/// (the first round past `report_ttl` after its last report was read) is checked in
+/// virtual time by the engine's rounds tests; here it is only printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_cluster_ages_out_and_its_gateway_stays() {
+    let (provider, mut clusters, gateways) = settled(3).await;
+    let mut all: Vec<String> = gateways.iter().map(VantageGateway::ip).collect();
+    all.sort();
+    let killed = Instant::now();
+    clusters[2].kill();
+    let aged_out = |v: &serde_json::Value| {
+        v["aged_out"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|c| c == "c"))
+    };
+    let both = async {
+        clusters[0].wait_for_votes("c aged out", aged_out).await;
+        clusters[1].wait_for_votes("c aged out", aged_out).await;
+    };
+    tokio::pin!(both);
+    let (mut polls, mut wrong) = (0, Vec::new());
+    loop {
+        tokio::select! {
+            _ = &mut both => break,
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {
+                polls += 1;
+                let held = provider.addresses(NAME);
+                if held.as_deref() != Some(&all[..]) {
+                    wrong.push(held);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "c aged out at a and b {:?} after it was killed; {polls} polls of the provider",
+        killed.elapsed()
+    );
+    assert!(polls > 0);
+    assert!(wrong.is_empty(), "the provider held {wrong:?}, not {all:?}");
+    assert_eq!(provider.addresses(NAME).as_deref(), Some(&all[..]));
 }
