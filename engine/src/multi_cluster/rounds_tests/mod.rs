@@ -394,17 +394,11 @@ fn a_report_that_stops_parsing_counts_as_it_last_parsed() {
         report_name("c2", "t.example"),
         vec!["not a report".to_owned()],
     )];
-    run.step(|core, now, fx| {
-        core.finished(
-            round,
-            Answers {
-                written: None,
-                read: Some(Ok(garbled)),
-            },
-            now,
-            fx,
-        )
-    });
+    let answers = Answers {
+        written: None,
+        read: Some(Ok(garbled)),
+    };
+    run.step(|core, now, fx| core.finished(round, answers, now, fx));
     assert_eq!(run.voted[1].live, ["c1", "c2"]);
 }
 
@@ -413,17 +407,11 @@ fn a_read_error_keeps_the_published_set() {
     let mut run = Run::started(Health::Up);
     let round = run.rounds.remove(0);
     let read = Err(SinkError::retriable("zone unreachable"));
-    run.step(|core, now, fx| {
-        core.finished(
-            round,
-            Answers {
-                written: Some(Ok(())),
-                read: Some(read),
-            },
-            now,
-            fx,
-        )
-    });
+    let answers = Answers {
+        written: Some(Ok(())),
+        read: Some(read),
+    };
+    run.step(|core, now, fx| core.finished(round, answers, now, fx));
     assert!(
         run.voted.is_empty(),
         "no tally, so the tracker keeps what it published"
