@@ -1,7 +1,7 @@
 //! The report rounds' decisions as plain code: no actor, no clock, no zone I/O. The shell
 //! ([`super::coordinator::Coordinator`]) feeds it this cluster's views, timer ticks and the
 //! results of the exchanges it ran, with the current [`Now`], and carries out the
-//! [`Effect`]s it returns. Tested in virtual time in `rounds_tests.rs`.
+//! [`Effect`]s it returns. Tested in virtual time in `rounds_tests/`.
 //!
 //! Per shared zone (a sink holding reports): a round writes this cluster's reports that
 //! changed or are a third of `report_ttl` old (so they stay live), reports past a sixth
