@@ -186,7 +186,7 @@ impl Reader {
 
 /// Trials of the measured fault (fault at 2 of 3 vantages -> the answer changes): 1 in
 /// the suite, `MC_TRIALS` for the numbers in bench/README.md.
-fn trials() -> usize {
+pub(crate) fn trials() -> usize {
     std::env::var("MC_TRIALS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -194,7 +194,7 @@ fn trials() -> usize {
 }
 
 /// The quantile `q` of `times` (nearest rank).
-fn quantile(times: &mut [Duration], q: f64) -> Duration {
+pub(crate) fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times.sort();
     let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
     times[rank - 1]

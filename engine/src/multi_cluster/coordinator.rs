@@ -125,13 +125,19 @@ impl Coordinator {
                         continue; // unreachable: the core only knows sinks with a store
                     };
                     let (writes, suffixes) = (round.writes.clone(), round.suffixes.clone());
+                    let reads = round.read;
                     let exchange = async move {
                         let written = if writes.is_empty() {
                             None
                         } else {
                             Some(store.write(writes).await)
                         };
-                        (written, store.read(suffixes).await)
+                        let read = if reads {
+                            Some(store.read(suffixes).await)
+                        } else {
+                            None
+                        };
+                        (written, read)
                     };
                     ctx.spawn(
                         exchange

@@ -1,13 +1,15 @@
 //! The report rounds' decisions as plain code: no actor, no clock, no zone I/O. The shell
 //! ([`super::coordinator::Coordinator`]) feeds it this cluster's views, timer ticks and the
 //! results of the exchanges it ran, with the current [`Now`], and carries out the
-//! [`Effect`]s it returns. Tested in virtual time in `rounds_tests.rs`.
+//! [`Effect`]s it returns. Tested in virtual time in `rounds_tests/`.
 //!
 //! Per shared zone (a sink holding reports): a round writes this cluster's reports that
 //! changed or are a third of `report_ttl` old (so they stay live), reports past a sixth
 //! riding along, in one batch; reads every cluster's reports in one read; counts each
-//! tenant's vote. One round per zone at a time; a change during a round starts another
-//! right after it. A standby replica reads and counts but never writes.
+//! tenant's vote. A round started by this cluster's view changing always reads; a timer
+//! round on a shared zone reads in this cluster's turn ([`stagger`]), and otherwise only
+//! writes a heartbeat if one is due. One round per zone at a time; a change during a round
+//! starts another right after it. A standby replica reads and counts but never writes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
@@ -29,6 +31,7 @@ use crate::sink::reports::Rrset;
 use crate::sink::SinkError;
 
 mod count;
+mod stagger;
 
 pub use count::tally_without;
 
@@ -65,6 +68,8 @@ pub(crate) struct Round {
     pub writes: Vec<Rrset>,
     /// The report suffixes to read.
     pub suffixes: Vec<String>,
+    /// Whether this round reads the zone (a timer round out of its turn only writes).
+    pub read: bool,
     /// Whether this replica wrote its cluster's reports in this round (the writer, or any
     /// replica of a store it holds itself).
     leads: bool,
@@ -76,8 +81,8 @@ pub(crate) struct Round {
 pub(crate) struct Answers {
     /// The batched write of this cluster's reports (`None`: nothing was due).
     pub written: Option<Result<(), SinkError>>,
-    /// Every cluster's report rrsets under the round's suffixes.
-    pub read: Result<Vec<Rrset>, SinkError>,
+    /// Every cluster's report rrsets under the round's suffixes (`None`: not read).
+    pub read: Option<Result<Vec<Rrset>, SinkError>>,
 }
 
 /// One tenant's part of a round.
@@ -97,7 +102,8 @@ struct Exchange {
 #[derive(Default)]
 struct Rounds {
     running: bool,
-    again: bool,
+    /// A round must follow the running one: `Some(Kick::View)` when it must read.
+    again: Option<Kick>,
     /// The last successful read (this process's monotonic clock).
     last_read: Option<tokio::time::Instant>,
     /// Reads failed since `last_read`: this reader has been blind to the zone.
@@ -123,11 +129,21 @@ struct TenantVotes {
     known: BTreeMap<String, Report>,
     /// Addresses withdrawn by the last tally (to count new withdrawals).
     withdrawn: Vec<IpAddr>,
+    /// The live clusters of the last tally.
+    live: Vec<String>,
     discovered: Vec<Discovered>,
     /// Per cluster: its report's stamp as last read, and when (this process's monotonic
     /// clock) that stamp was first read, moved later by the time this reader could not
     /// read the zone. See `RoundsCore::count_votes`.
     stamps: BTreeMap<String, (u64, tokio::time::Instant)>,
+}
+
+/// Why a round starts: a timer round reads in its turn, a view change reads at once (the
+/// greater of two kicks wins when both wait for a running round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kick {
+    Timer,
+    View,
 }
 
 /// The report rounds of every shared zone (see the module doc).
@@ -183,7 +199,7 @@ impl RoundsCore {
     pub(crate) fn tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let stores: Vec<String> = self.stores.iter().cloned().collect();
         for store in stores {
-            self.kick(&store, now, fx);
+            self.kick(&store, Kick::Timer, now, fx);
         }
     }
 
@@ -198,7 +214,7 @@ impl RoundsCore {
             .find(|t| t.name == tenant)
             .and_then(|t| self.store_of(t));
         if let Some(store) = store {
-            self.kick(&store, now, fx);
+            self.kick(&store, Kick::View, now, fx);
         }
     }
 
@@ -273,7 +289,7 @@ impl RoundsCore {
     /// or marks one to follow the running one. One round is at most one batched write and
     /// one read of the zone, whatever the number of tenants: the zone API budget grows
     /// with the clusters, not the tenants.
-    fn kick(&mut self, sink: &str, now: Now, fx: &mut Vec<Effect>) {
+    fn kick(&mut self, sink: &str, why: Kick, now: Now, fx: &mut Vec<Effect>) {
         let Some(cluster) = self.cluster.clone() else {
             return;
         };
@@ -282,7 +298,7 @@ impl RoundsCore {
         }
         let rounds = self.rounds.entry(sink.to_owned()).or_default();
         if rounds.running {
-            rounds.again = true;
+            rounds.again = rounds.again.max(Some(why));
             return;
         }
         let now_ms = unix_ms(now.clock.wall);
@@ -302,17 +318,22 @@ impl RoundsCore {
                 e
             })
             .collect();
-        let writes = exchanges
+        let writes: Vec<Rrset> = exchanges
             .iter()
             .filter(|e| e.write)
             .map(|e| Rrset::new(report_name(&cluster, &e.domain), e.own.encode()))
             .collect();
+        let read = why == Kick::View || self.turn_to_read(sink, &cluster, now);
+        if !read && writes.is_empty() {
+            return;
+        }
         let suffixes = exchanges.iter().map(|e| report_suffix(&e.domain)).collect();
         self.rounds.entry(sink.to_owned()).or_default().running = true;
         fx.push(Effect::Exchange(Round {
             sink: sink.to_owned(),
             writes,
             suffixes,
+            read,
             leads: writes_here,
             exchanges,
         }));
@@ -366,9 +387,43 @@ impl RoundsCore {
         self.count_round(round, answers, now, fx);
         let rounds = self.rounds.entry(sink.clone()).or_default();
         rounds.running = false;
-        if std::mem::take(&mut rounds.again) {
-            self.kick(&sink, now, fx);
+        if let Some(why) = rounds.again.take() {
+            self.kick(&sink, why, now, fx);
         }
+    }
+
+    /// Whether a timer round on zone `sink` reads: always on a store each replica holds
+    /// itself, before the first good read and after a failed one; on a shared zone, in
+    /// this cluster's turn among the clusters the last reads found live ([`stagger`]).
+    fn turn_to_read(&self, sink: &str, cluster: &str, now: Now) -> bool {
+        let shared = self.plan.sinks.get(sink).is_some_and(|s| s.spec.shared());
+        let Some(rounds) = self.rounds.get(sink).filter(|_| shared) else {
+            return true;
+        };
+        let Some(last_read) = rounds.last_read.filter(|_| !rounds.blind) else {
+            return true;
+        };
+        let mono = now.clock.mono;
+        let mut members: BTreeSet<&str> = BTreeSet::from([cluster]);
+        let mut oldest_peer = Duration::ZERO;
+        let tenants = (self.plan.tenants.iter())
+            .filter(|t| t.multi_cluster && self.store_of(t).as_deref() == Some(sink))
+            .filter_map(|t| self.tenants.get(&t.name));
+        for state in tenants {
+            members.extend(state.live.iter().map(String::as_str));
+            let peers = state.live.iter().filter(|c| c.as_str() != cluster);
+            for (_, since) in peers.filter_map(|c| state.stamps.get(c)) {
+                oldest_peer = oldest_peer.max(mono.saturating_duration_since(*since));
+            }
+        }
+        let turns = stagger::Turns {
+            interval: self.plan.multi_cluster.report_interval,
+            ttl: self.plan.multi_cluster.report_ttl,
+            members: members.len(),
+            rank: members.iter().position(|c| *c == cluster).unwrap_or(0),
+        };
+        let since_read = mono.saturating_duration_since(last_read);
+        turns.reads(unix_ms(now.clock.wall), since_read, oldest_peer)
     }
 }
 

@@ -7,7 +7,8 @@ use crate::multi_cluster::report::is_relayed;
 use crate::sink::reports::Rrset;
 
 impl RoundsCore {
-    /// Counts the zone operations and, when the read succeeded, every tenant's vote.
+    /// Counts the zone operations, what this cluster wrote and, when the round read the
+    /// zone and the read succeeded, every tenant's vote.
     pub(super) fn count_round(
         &mut self,
         round: Round,
@@ -15,7 +16,20 @@ impl RoundsCore {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        let wrote = self.count_write(written.as_ref());
+        if self.count_write(written.as_ref()) {
+            for e in round.exchanges.iter().filter(|e| e.write) {
+                if let Some(state) = self.tenants.get_mut(&e.tenant) {
+                    state.written = Some(Written {
+                        owned: e.own.owned.clone(),
+                        down: e.own.down.clone(),
+                        at_ms: e.own.at_ms,
+                    });
+                }
+            }
+        }
+        let Some(read) = read else {
+            return; // a heartbeat out of this cluster's turn to read
+        };
         let rounds = self.rounds.entry(round.sink.clone()).or_default();
         let rrsets = match read {
             Ok(rrsets) => rrsets,
@@ -42,15 +56,8 @@ impl RoundsCore {
         rounds.last_read = Some(now.clock.mono);
         self.count_op("read", "ok");
         for e in round.exchanges {
-            let Some(state) = self.tenants.get_mut(&e.tenant) else {
+            if !self.tenants.contains_key(&e.tenant) {
                 continue;
-            };
-            if wrote && e.write {
-                state.written = Some(Written {
-                    owned: e.own.owned.clone(),
-                    down: e.own.down.clone(),
-                    at_ms: e.own.at_ms,
-                });
             }
             let suffix = report_suffix(&e.domain);
             let read: Vec<&Rrset> = rrsets
@@ -151,6 +158,7 @@ impl RoundsCore {
             .filter(|a| !state.withdrawn.contains(a))
             .count();
         state.withdrawn = withdrawn;
+        state.live = tally.live.clone();
         state.discovered = contributed(tenant, &tally, &own_cluster);
         self.count_tally(tenant, &tally, new);
         tally

@@ -19,6 +19,8 @@ use crate::metrics::Metrics;
 use crate::sink::reports::Rrset;
 use crate::sink::SinkError;
 
+mod turns;
+
 /// The zone every test's tenant `t` (domain `t.example`) reports in.
 const ZONE: &str = "s";
 
@@ -61,8 +63,15 @@ impl Run {
 
     /// A run whose cluster `c1` id is known and which saw `e0` with `health`.
     fn started(health: Health) -> Run {
+        Run::started_as("c1", Duration::ZERO, health)
+    }
+
+    /// A run of cluster `id` started `after` the fixed wall time, which saw `e0` with
+    /// `health`.
+    fn started_as(id: &str, after: Duration, health: Health) -> Run {
         let mut run = Run::new();
-        run.step(|core, now, fx| core.set_cluster("c1".into(), now, fx));
+        run.advance(after);
+        run.step(|core, now, fx| core.set_cluster(id.into(), now, fx));
         run.view(health);
         run
     }
@@ -139,29 +148,35 @@ impl Run {
                 Ok(())
             }
         });
-        self.step(|core, now, fx| {
-            core.finished(
-                round,
-                Answers {
-                    written,
-                    read: Ok(zone),
-                },
-                now,
-                fx,
-            )
-        });
+        let read = round.read.then_some(Ok(zone));
+        self.step(|core, now, fx| core.finished(round, Answers { written, read }, now, fx));
     }
 
     /// Fails the oldest exchange: the zone can be neither written nor read.
     fn fail(&mut self) {
         let round = self.rounds.remove(0);
         let written = (!round.writes.is_empty()).then(|| Err(SinkError::retriable("down")));
-        let read = Err(SinkError::retriable("zone unreachable"));
+        let read = (round.read).then(|| Err(SinkError::retriable("zone unreachable")));
         self.step(|core, now, fx| core.finished(round, Answers { written, read }, now, fx));
     }
 
     fn advance(&mut self, d: Duration) {
         self.now.clock = self.now.clock.after(d);
+    }
+
+    /// Timer rounds a `report_interval` apart (heartbeats out of turn answered) until one
+    /// reads the zone: this cluster's next turn to read.
+    fn tick_to_read(&mut self) {
+        for _ in 0..10 {
+            self.advance(self.plan.multi_cluster.report_interval);
+            self.step(RoundsCore::tick);
+            match self.rounds.last() {
+                Some(round) if round.read => return,
+                Some(_) => self.answer(&[], false),
+                None => {}
+            }
+        }
+        panic!("no turn to read in 10 rounds");
     }
 
     /// Another cluster's report, written `age` ago, owning `owned` and seeing `down` down.
@@ -362,7 +377,7 @@ fn this_clusters_own_view_is_one_vote_among_the_live() {
     assert!(!kept(&run.voted[0], [10, 0, 0, 1]));
     assert!(kept(&run.voted[0], [10, 0, 0, 2]));
     // Alone (1 of 2 live), this cluster's view does not withdraw it.
-    run.step(RoundsCore::tick);
+    run.tick_to_read();
     run.answer(&[c3], false);
     assert!(kept(&run.voted[1], [10, 0, 0, 1]));
 }
@@ -372,23 +387,18 @@ fn a_report_that_stops_parsing_counts_as_it_last_parsed() {
     let mut run = Run::started(Health::Up);
     let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
     run.answer(&[c2], false);
+    run.advance(secs(5));
     run.step(RoundsCore::tick);
     let round = run.rounds.remove(0);
     let garbled = vec![Rrset::new(
         report_name("c2", "t.example"),
         vec!["not a report".to_owned()],
     )];
-    run.step(|core, now, fx| {
-        core.finished(
-            round,
-            Answers {
-                written: None,
-                read: Ok(garbled),
-            },
-            now,
-            fx,
-        )
-    });
+    let answers = Answers {
+        written: None,
+        read: Some(Ok(garbled)),
+    };
+    run.step(|core, now, fx| core.finished(round, answers, now, fx));
     assert_eq!(run.voted[1].live, ["c1", "c2"]);
 }
 
@@ -397,17 +407,11 @@ fn a_read_error_keeps_the_published_set() {
     let mut run = Run::started(Health::Up);
     let round = run.rounds.remove(0);
     let read = Err(SinkError::retriable("zone unreachable"));
-    run.step(|core, now, fx| {
-        core.finished(
-            round,
-            Answers {
-                written: Some(Ok(())),
-                read,
-            },
-            now,
-            fx,
-        )
-    });
+    let answers = Answers {
+        written: Some(Ok(())),
+        read: Some(read),
+    };
+    run.step(|core, now, fx| core.finished(round, answers, now, fx));
     assert!(
         run.voted.is_empty(),
         "no tally, so the tracker keeps what it published"
@@ -486,7 +490,7 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
             .clone()
     };
     assert!(vote(tally).down_votes.is_empty(), "a relayed down vote");
-    run.step(RoundsCore::tick);
+    run.tick_to_read();
     let c4 = run.report("c4", secs(3), &["10.4.4.4"], &[]);
     let c4_left = run.report("c4", secs(2), &[], &[]);
     run.answer_relayed(std::slice::from_ref(&c2), &[c4, c4_left], false);
@@ -499,7 +503,7 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
                 .any(|a| a.address.to_string() == "10.4.4.4"),
         "the newest relay of c4 holds no address (it left): {tally:?}"
     );
-    run.step(RoundsCore::tick);
+    run.tick_to_read();
     let c3_relayed = run.report("c3", secs(0), &["10.3.3.5"], &[]);
     run.answer_relayed(&[c2, c3], &[c3_relayed], false);
     let tally = run.voted.last().unwrap();
@@ -519,11 +523,11 @@ fn addresses_other_clusters_contribute_are_announced_when_they_change() {
     let mut run = Run::started(Health::Up);
     let c2 = run.report("c2", secs(1), &["10.9.9.9"], &[]);
     run.answer(std::slice::from_ref(&c2), false);
-    run.step(RoundsCore::tick);
+    run.tick_to_read();
     run.answer(&[c2], false);
     let nine: IpAddr = "10.9.9.9".parse().unwrap();
     assert_eq!(run.discovered, [vec![nine]], "announced once");
-    run.step(RoundsCore::tick);
+    run.tick_to_read();
     run.answer(&[], false);
     assert_eq!(run.discovered.last().unwrap(), &Vec::<IpAddr>::new());
 }
