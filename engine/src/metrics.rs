@@ -9,7 +9,7 @@ pub use ring::RingMetrics;
 
 pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -48,7 +49,20 @@ pub struct NodeLabels {
     /// Endpoint name.
     pub node_name: String,
     /// Endpoint address.
-    pub node_ip: String,
+    pub node_ip: LabelAddress,
+}
+
+/// An address as a label value: kept as the address and written as text only when the
+/// metrics are read. One `node_status` series per endpoint held its address's text, a
+/// string allocation each.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct LabelAddress(pub IpAddr);
+
+impl EncodeLabelValue for LabelAddress {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        write!(encoder, "{}", self.0)
+    }
 }
 
 /// `target` label: a probe target's identity (`https://10.0.0.1:443/healthz`).

@@ -177,6 +177,8 @@ pub(super) fn resolve_endpoints(
             _ => out.push(None),
         }
     }
+    // The plan is held for the life of the process: no growth room (up to a third of it).
+    targets.shrink_to_fit();
     (out, targets)
 }
 
@@ -198,7 +200,8 @@ pub(super) fn split_hosts(
     planned: Vec<Planned>,
     mut tenants: Vec<Tenant>,
 ) -> (Vec<Endpoint>, Vec<HostEndpoint>, Vec<Tenant>) {
-    let mut endpoints = Vec::new();
+    // Exact when no endpoint is given by host name: the plan keeps this for its life.
+    let mut endpoints = Vec::with_capacity(planned.len());
     let mut hosts = Vec::new();
     // Per configured endpoint: its index among `endpoints`, or among `hosts`.
     let mut place = Vec::with_capacity(planned.len());
@@ -226,6 +229,7 @@ pub(super) fn split_hosts(
             })
             .collect();
     }
+    endpoints.shrink_to_fit();
     (endpoints, hosts, tenants)
 }
 

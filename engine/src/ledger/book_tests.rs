@@ -477,11 +477,11 @@ fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
     tenant.sinks = vec!["zone".into()];
     let first = tenant.endpoints[0].checks[0].clone();
     tenant.endpoints[0].checks = [first, "http://192.0.2.1:80/".into()].into();
-    tenant.endpoints[0].composite = Some(Composite {
+    tenant.endpoints[0].composite = Some(Box::new(Composite {
         also: vec![7],
         require: ho_config::Require::Any,
         must_pass: false,
-    });
+    }));
     let mut book = Book::new(Vec::new());
     book.plan(vec![tenant], 0);
     book.event(&publish(1, &[ip(1), ip(2)], 100));

@@ -489,7 +489,7 @@ fn endpoint_of(keys: &[Arc<str>], endpoint: &ho_config::Endpoint) -> EndpointPla
             .chain(also)
             .map(|&t| keys[t].clone())
             .collect(),
-        composite: endpoint.composite.clone(),
+        composite: endpoint.composite.clone().map(Box::new),
     }
 }
 

@@ -34,49 +34,93 @@ pub struct Membership {
 }
 
 /// The plan's relations, built once per plan so a transition costs only the tenants it
-/// touches.
+/// touches. Each relation is stored flat ([`Rows`]): a `Vec` per target cost a header and an
+/// allocation each, more than the indices in it (about 150 bytes a target against 40).
 #[derive(Debug, Default)]
 pub struct Topology {
     /// For each target, its endpoints.
-    endpoints_of_target: Vec<Vec<EndpointIx>>,
+    endpoints_of_target: Rows<EndpointIx>,
     /// For each target, the tenants that include one of its endpoints.
-    tenants_of_target: Vec<Vec<Membership>>,
+    tenants_of_target: Rows<Membership>,
 }
 
 impl Topology {
     /// The relations of `plan`.
     pub fn of(plan: &Plan) -> Topology {
-        let mut endpoints_of_target = vec![Vec::new(); plan.targets.len()];
-        let mut tenants_of_target = vec![Vec::new(); plan.targets.len()];
-        for (ei, ep) in plan.endpoints.iter().enumerate() {
-            for t in ep.targets() {
-                endpoints_of_target[t].push(EndpointIx(ei));
-            }
-        }
-        for (ti, tenant) in plan.tenants.iter().enumerate() {
-            for &ei in &tenant.endpoints {
-                for t in plan.endpoints[ei].targets() {
-                    tenants_of_target[t].push(Membership {
-                        tenant: TenantIx(ti),
-                        endpoint: EndpointIx(ei),
-                    });
-                }
-            }
-        }
+        let endpoints = plan.endpoints.iter().enumerate();
+        let endpoints_of_target =
+            endpoints.flat_map(|(ei, ep)| ep.targets().map(move |t| (t, EndpointIx(ei))));
+        let tenants_of_target = plan.tenants.iter().enumerate().flat_map(|(ti, tenant)| {
+            tenant.endpoints.iter().flat_map(move |&ei| {
+                plan.endpoints[ei].targets().map(move |t| {
+                    let endpoint = EndpointIx(ei);
+                    (
+                        t,
+                        Membership {
+                            tenant: TenantIx(ti),
+                            endpoint,
+                        },
+                    )
+                })
+            })
+        });
         Topology {
-            endpoints_of_target,
-            tenants_of_target,
+            endpoints_of_target: Rows::of(plan.targets.len(), endpoints_of_target),
+            tenants_of_target: Rows::of(plan.targets.len(), tenants_of_target),
         }
     }
 
     /// The endpoints judged by `target` (their check, or one of their checks).
     pub fn endpoints(&self, target: TargetIx) -> &[EndpointIx] {
-        &self.endpoints_of_target[target.0]
+        self.endpoints_of_target.row(target.0)
     }
 
     /// The tenants that include `target`, each with its endpoint there.
     pub fn tenants(&self, target: TargetIx) -> &[Membership] {
-        &self.tenants_of_target[target.0]
+        self.tenants_of_target.row(target.0)
+    }
+}
+
+/// A relation from row numbers to items, stored flat: row `r` is
+/// `items[starts[r]..starts[r + 1]]`.
+#[derive(Debug)]
+struct Rows<T> {
+    starts: Vec<usize>,
+    items: Vec<T>,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Rows {
+            starts: vec![0],
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> Rows<T> {
+    /// `rows` rows of the `(row, item)` pairs, each row's items in the pairs' order.
+    fn of(rows: usize, pairs: impl Iterator<Item = (usize, T)>) -> Rows<T> {
+        let mut pairs: Vec<(usize, T)> = pairs.collect();
+        // Stable: a row keeps its items in the order they came.
+        pairs.sort_by_key(|(row, _)| *row);
+        let mut starts = vec![0; rows + 1];
+        for (row, _) in &pairs {
+            starts[row + 1] += 1;
+        }
+        for r in 0..rows {
+            starts[r + 1] += starts[r];
+        }
+        let items = pairs.into_iter().map(|(_, item)| item).collect();
+        Rows { starts, items }
+    }
+
+    /// The items of `row`; none past the last row.
+    fn row(&self, row: usize) -> &[T] {
+        match (self.starts.get(row), self.starts.get(row + 1)) {
+            (Some(&start), Some(&end)) => &self.items[start..end],
+            _ => &[],
+        }
     }
 }
 
@@ -154,5 +198,38 @@ impl TargetIds {
     /// The ids in target order, given up (a reload renumbers).
     pub fn into_ids(self) -> Vec<TargetId> {
         self.ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rows;
+
+    /// Seeded pairs against the same relation built the obvious way, a `Vec` per row.
+    #[test]
+    fn rows_hold_each_rows_items_in_the_order_they_came() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for case in 0..200 {
+            let rows = next(20) as usize;
+            let count = if rows == 0 { 0 } else { next(60) };
+            let pairs: Vec<(usize, u64)> = (0..count)
+                .map(|i| (next(rows as u64) as usize, i * 1000 + case))
+                .collect();
+            let mut expected = vec![Vec::new(); rows];
+            for &(row, item) in &pairs {
+                expected[row].push(item);
+            }
+            let flat = Rows::of(rows, pairs.into_iter());
+            for (row, items) in expected.iter().enumerate() {
+                assert_eq!(flat.row(row), &items[..], "case {case}, row {row}");
+            }
+            assert!(flat.row(rows).is_empty(), "past the last row");
+        }
     }
 }

@@ -9,7 +9,7 @@ use opentelemetry::KeyValue;
 use tracing::{info, warn};
 
 use crate::hysteresis::{Health, Transition};
-use crate::metrics::{Metrics, NodeLabels, TenantLabel, TransitionLabel};
+use crate::metrics::{LabelAddress, Metrics, NodeLabels, TenantLabel, TransitionLabel};
 use crate::snapshot::{PublishedAddress, TenantSnapshot};
 use crate::trace;
 
@@ -99,7 +99,7 @@ pub fn published(metrics: &Metrics, snapshot: &Arc<TenantSnapshot>) {
 pub fn node_labels(ep: &Endpoint) -> NodeLabels {
     NodeLabels {
         node_name: ep.name.clone(),
-        node_ip: ep.address.to_string(),
+        node_ip: LabelAddress(ep.address),
     }
 }
 

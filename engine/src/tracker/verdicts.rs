@@ -24,7 +24,7 @@ use crate::ring::ownership::Ownership;
 use super::index::{TargetIds, TargetIx};
 
 mod target;
-pub(super) use target::{Shared, TargetState};
+pub(super) use target::{Latest, Shared, TargetState};
 
 /// Every target's verdict, in plan order.
 #[derive(Default)]
@@ -196,13 +196,13 @@ impl Verdicts {
         let starts_failing = !result.ok() && before == Health::Up && state.failing == 0;
         let transition = match state.hysteresis.judge(&result, timing) {
             Judgement::NotJudged => {
-                state.last = Some((result, now.1));
+                state.last = Some(Latest::of(result, now.1));
                 return Judged::NotJudged;
             }
             Judgement::Judged(transition) => transition,
         };
         let reweighed = state.count(&result, now.1);
-        state.last = Some((result, now.1));
+        state.last = Some(Latest::of(result, now.1));
         let hold_starts = transition.is_some_and(|t| t.to == Health::Down)
             && state.damping.as_mut().is_some_and(|d| d.went_down(now.0));
         let hold = hold_starts.then(|| state.damping.as_ref().map_or(0.0, |d| d.penalty(now.0)));
@@ -220,7 +220,7 @@ impl Verdicts {
         self.targets[target.0]
             .last
             .as_ref()
-            .map_or_else(String::new, |(r, _)| r.reason())
+            .map_or_else(String::new, Latest::reason)
     }
 
     /// When flap damping's hold of `target` may end, from `now`.

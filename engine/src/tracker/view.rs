@@ -204,11 +204,11 @@ impl TrackerCore {
 
 /// A target's latest probe, as `/status` shows it.
 fn last_probe(t: &TargetState) -> Option<LastProbe> {
-    t.last.as_ref().map(|(r, at)| LastProbe {
-        ok: r.ok(),
-        reason: r.reason(),
-        latency_ms: r.latency.as_secs_f64() * 1000.0,
-        at: Timestamp(*at),
+    t.last.as_ref().map(|last| LastProbe {
+        ok: last.ok(),
+        reason: last.reason(),
+        latency_ms: last.latency().as_secs_f64() * 1000.0,
+        at: Timestamp(last.at),
     })
 }
 

@@ -8,16 +8,17 @@ use tokio::time::Instant;
 
 use crate::damping::FlapDamping;
 use crate::hysteresis::{Health, Hysteresis};
-use crate::probe::ProbeResult;
+use crate::probe::{Failure, ProbeResult};
 use crate::ring::combine::Vantage;
 
 /// What the tracker knows about one target.
 pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) hysteresis: Hysteresis,
-    /// Flap damping, when the target's check turns it on.
-    pub(in crate::tracker) damping: Option<FlapDamping>,
+    /// Flap damping, when the target's check turns it on (boxed: most checks do not, and
+    /// inline it was a third of every target's state).
+    pub(in crate::tracker) damping: Option<Box<FlapDamping>>,
     /// The latest result and when it arrived.
-    pub(in crate::tracker) last: Option<(ProbeResult, SystemTime)>,
+    pub(in crate::tracker) last: Option<Latest>,
     /// When the verdict last changed.
     pub(in crate::tracker) since: Option<SystemTime>,
     pub(in crate::tracker) probes: u64,
@@ -54,6 +55,51 @@ pub(in crate::tracker) struct Shared {
     pub(in crate::tracker) unowned_since: Option<std::time::SystemTime>,
 }
 
+/// What is kept of a target's latest result: what `/status` and the logs show of it. A
+/// [`ProbeResult`] kept whole was 120 bytes a target, most of them for a failure's text that
+/// only a failing target has.
+#[derive(Debug)]
+pub(in crate::tracker) struct Latest {
+    /// Why it failed; `None`: it passed. Boxed, since a failing target is the exception.
+    failure: Option<Box<Failure>>,
+    /// How long it took, in microseconds (saturating: a probe's deadline is seconds).
+    latency_us: u32,
+    /// When it arrived.
+    pub(in crate::tracker) at: SystemTime,
+    /// When the certificate it was shown stops being valid (TLS kinds): the gauge of it is
+    /// set only when this changes.
+    pub(in crate::tracker) cert_not_after: Option<SystemTime>,
+}
+
+impl Latest {
+    /// What is kept of `result`, arrived at `at`.
+    pub(in crate::tracker) fn of(result: ProbeResult, at: SystemTime) -> Latest {
+        Latest {
+            failure: result.outcome.err().map(Box::new),
+            latency_us: u32::try_from(result.latency.as_micros()).unwrap_or(u32::MAX),
+            at,
+            cert_not_after: result.cert_not_after,
+        }
+    }
+
+    /// Whether it passed.
+    pub(in crate::tracker) fn ok(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// `ok` or the failure's text, as [`ProbeResult::reason`] says it.
+    pub(in crate::tracker) fn reason(&self) -> String {
+        self.failure
+            .as_ref()
+            .map_or_else(|| "ok".into(), |f| f.to_string())
+    }
+
+    /// How long it took.
+    pub(in crate::tracker) fn latency(&self) -> Duration {
+        Duration::from_micros(self.latency_us.into())
+    }
+}
+
 impl Shared {
     pub(in crate::tracker) fn new() -> Box<Shared> {
         Box::new(Shared {
@@ -72,7 +118,7 @@ impl TargetState {
     ) -> TargetState {
         TargetState {
             hysteresis: Hysteresis::new(),
-            damping: damping.map(|d| FlapDamping::new(d, now)),
+            damping: damping.map(|d| Box::new(FlapDamping::new(d, now))),
             last: None,
             since: None,
             probes: 0,
@@ -132,6 +178,66 @@ impl TargetState {
 
     /// Whether flap damping holds the target out of DNS now.
     pub(in crate::tracker) fn damped(&self) -> bool {
-        self.damping.as_ref().is_some_and(FlapDamping::suppressed)
+        self.damping.as_ref().is_some_and(|d| d.suppressed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::{Latest, TargetState};
+    use crate::probe::{Failure, ProbeResult};
+
+    /// Seeded results of every failure shape: what is kept says what the result said.
+    #[test]
+    fn the_latest_keeps_what_status_shows_of_a_result() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..500 {
+            let text = format!("detail {}", next(1_000_000));
+            let outcome = match next(6) {
+                0 => Ok(()),
+                1 => Err(Failure::Timeout),
+                2 => Err(Failure::Status(200 + next(400) as u16)),
+                3 => Err(Failure::Io(text)),
+                4 => Err(Failure::Tls(text)),
+                _ => Err(Failure::Answer {
+                    label: "rcode",
+                    detail: text,
+                }),
+            };
+            let nanos = next(20_000_000_000);
+            let result = ProbeResult {
+                outcome,
+                latency: Duration::from_nanos(nanos),
+                reused: next(2) == 0,
+                cert_not_after: (next(2) == 0)
+                    .then(|| SystemTime::UNIX_EPOCH + Duration::from_secs(next(1 << 33))),
+                weight: None,
+            };
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(next(1 << 40));
+            let latest = Latest::of(result.clone(), at);
+            assert_eq!(latest.ok(), result.ok());
+            assert_eq!(latest.reason(), result.reason());
+            assert_eq!(latest.latency(), Duration::from_micros(nanos / 1000));
+            assert_eq!(latest.at, at);
+            assert_eq!(latest.cert_not_after, result.cert_not_after);
+        }
+    }
+
+    /// A target's state is what the tracker holds for each of up to millions of targets.
+    #[test]
+    fn a_targets_state_stays_compact() {
+        assert!(
+            std::mem::size_of::<TargetState>() <= 160,
+            "{} bytes",
+            std::mem::size_of::<TargetState>()
+        );
     }
 }
