@@ -73,6 +73,7 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
     let mut notes = Vec::new();
     let mut resources = Vec::new();
     let mut refused = Vec::new();
+    let mut refused_docs: Vec<&Value> = Vec::new();
     let mut geo_tags = BTreeSet::new();
     let mut seen = BTreeSet::new();
     let mut gslbs = 0;
@@ -82,6 +83,7 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             Ok(None) => continue,
             Err(e) => {
                 refused.push(format!("{e:#}"));
+                refused_docs.push(doc);
                 continue;
             }
         };
@@ -108,7 +110,10 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
                 resources.extend(made);
                 notes.extend(own_notes);
             }
-            Err(e) => refused.push(format!("{e:#}")),
+            Err(e) => {
+                refused.push(format!("{e:#}"));
+                refused_docs.push(doc);
+            }
         }
     }
     if gslbs == 0 && refused.is_empty() {
@@ -118,19 +123,35 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
     }
     notes.extend(unread_kinds(docs));
-    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
-    to_do.extend([
-        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
-        multi_cluster_step(&resources),
-        "k8gb's delegated zone (its CoreDNS, and the parent zone's NS records delegating to it) is replaced by the sinks named, one of two ways: sinks writing the parent zone's own records (a provider, or the dns_server sink holding the parent), then delete the delegation's NS records and glue from the parent; or the dns_server sink serving the delegated zone, then repoint the parent's NS records to it (docs/coming-from.md, the cut-over)".into(),
-    ]);
-    to_do.extend(policy_steps(&resources, options));
+    let to_do = steps(docs, &refused_docs, &resources, options);
     Ok(Imported {
         resources,
         not_carried: notes,
         to_do,
         refused,
     })
+}
+
+/// What is left to the operator for `resources` (none for the Gslbs refused, which stay
+/// in k8gb).
+fn steps(
+    docs: &[Value],
+    refused: &[&Value],
+    resources: &[DNSFailover],
+    options: &Options,
+) -> Vec<String> {
+    let kept: Vec<Value> = (docs.iter())
+        .filter(|d| !refused.iter().any(|r| std::ptr::eq(*r, *d)))
+        .cloned()
+        .collect();
+    let mut to_do = owners::steps(&kept, resources, options.namespace.as_deref());
+    to_do.extend([
+        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
+        multi_cluster_step(resources),
+        "k8gb's delegated zone (its CoreDNS, and the parent zone's NS records delegating to it) is replaced by the sinks named, one of two ways: sinks writing the parent zone's own records (a provider, or the dns_server sink holding the parent), then delete the delegation's NS records and glue from the parent; or the dns_server sink serving the delegated zone, then repoint the parent's NS records to it (docs/coming-from.md, the cut-over)".into(),
+    ]);
+    to_do.extend(policy_steps(resources, options));
+    to_do
 }
 
 /// One Gslb's resources, checked against the operator's sinks when the import has them.
