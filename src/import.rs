@@ -70,11 +70,7 @@ pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Resu
             if defaulted {
                 imported.to_do.insert(0, "the resources publish to the sink named \"dns\": name the operator's sinks with --sink".into());
             }
-            print_header(from, files, &imported.not_carried, &imported.to_do);
-            for resource in &imported.resources {
-                print!("---\n{}", serde_yaml::to_string(resource)?);
-            }
-            return Ok(ExitCode::SUCCESS);
+            return print_k8gb(from, files, &imported);
         }
         Source::Powerdns => match files {
             [one] => powerdns::convert(
@@ -95,6 +91,35 @@ pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Resu
     println!();
     print!("{}", toml::to_string(&imported.config)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The resources of the Gslbs imported on stdout, and every refused Gslb on stderr with
+/// exit code 1: a platform team migrating gets the good ones to review and apply, while a
+/// script piping the output to `kubectl apply` stops rather than applying part of the
+/// export unnoticed.
+fn print_k8gb(
+    from: Source,
+    files: &[PathBuf],
+    imported: &k8gb::Imported,
+) -> anyhow::Result<ExitCode> {
+    if !imported.resources.is_empty() {
+        print_header(from, files, &imported.not_carried, &imported.to_do);
+        for resource in &imported.resources {
+            print!("---\n{}", serde_yaml::to_string(resource)?);
+        }
+    }
+    if imported.refused.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for refusal in &imported.refused {
+        eprintln!("refused: {refusal}");
+    }
+    eprintln!(
+        "{} Gslb(s) refused, {} resource(s) printed for the others: fix the refused Gslbs and import them again",
+        imported.refused.len(),
+        imported.resources.len()
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 /// The comment lines every import starts with: the source, what was not carried over, what

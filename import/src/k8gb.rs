@@ -57,24 +57,37 @@ pub struct Imported {
     pub not_carried: Vec<String>,
     /// Steps left to the operator (printed as `# TO DO:`).
     pub to_do: Vec<String>,
+    /// Every Gslb refused, each with why and what to do; the others are imported.
+    pub refused: Vec<String>,
 }
 
 /// k8gb's default record TTL (`resolver.DefaultTTLSeconds`).
 const DEFAULT_TTL_SECONDS: u64 = 30;
 
 /// The DNSFailovers equivalent to the Gslbs among `docs` (read with the Ingresses,
-/// Services and routes they reference), or the first problem that stops the import.
+/// Services and routes they reference), each Gslb that cannot be imported refused alone
+/// (a migration wants the others out and every refusal in one run); an error only when
+/// the run as a whole cannot be one cluster's resources.
 pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
     let documents = Documents(docs);
     let mut notes = Vec::new();
     let mut resources = Vec::new();
+    let mut refused = Vec::new();
+    let mut refused_docs: Vec<&Value> = Vec::new();
     let mut geo_tags = BTreeSet::new();
     let mut seen = BTreeSet::new();
+    let mut gslbs = 0;
     for doc in docs {
-        let Some(gslb) = as_gslb(doc)? else {
-            continue;
+        let gslb = match as_gslb(doc) {
+            Ok(Some(gslb)) => gslb,
+            Ok(None) => continue,
+            Err(e) => {
+                refused.push(format!("{e:#}"));
+                refused_docs.push(doc);
+                continue;
+            }
         };
-        let (namespace, name) = identity(doc, options, &mut seen)?;
+        gslbs += 1;
         let geo_tag = doc
             .get("status")
             .and_then(|s| text(s, "geoTag"))
@@ -83,37 +96,107 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         if let Some(tag) = geo_tag {
             geo_tags.insert(tag.to_owned());
         }
-        let made = failovers_of(
-            &gslb, doc, name, namespace, geo_tag, &documents, options, &mut notes,
-        )?;
-        if let Some(sinks) = &options.carried {
-            let strategy = gslb.get("spec").and_then(|s| s.get("strategy"));
-            let strategy = strategy.and_then(|s| text(s, "type")).unwrap_or_default();
-            for policy in made.iter().filter_map(|r| r.spec.policy) {
-                sinks.carry(&format!("Gslb {namespace}/{name}"), strategy, policy)?;
+        let mut own_notes = Vec::new();
+        match one_gslb(
+            &gslb,
+            doc,
+            geo_tag,
+            &documents,
+            options,
+            &mut seen,
+            &mut own_notes,
+        ) {
+            Ok(made) => {
+                resources.extend(made);
+                notes.extend(own_notes);
+            }
+            Err(e) => {
+                refused.push(format!("{e:#}"));
+                refused_docs.push(doc);
             }
         }
-        resources.extend(made);
     }
-    if resources.is_empty() {
+    if gslbs == 0 && refused.is_empty() {
         bail!("no Gslb among the documents (kind Gslb, or an Ingress annotated k8gb.io/strategy)");
     }
-    notes.extend(unread_kinds(docs));
-    let mut to_do = owners::steps(docs, &resources, options.namespace.as_deref());
-    to_do.extend([
-        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
-        "k8gb answers with every cluster's healthy addresses: run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there".into(),
-        "k8gb's delegated zone (its CoreDNS and the parent zone's NS records) is replaced by the sinks named: delegate the zone to the `dns_server` sink or point them at the provider external-dns wrote to".into(),
-    ]);
     if geo_tags.len() > 1 {
         bail!("the Gslbs come from several clusters (geo tags {geo_tags:?}): import one cluster's resources at a time");
     }
-    to_do.extend(policy_steps(&resources, options));
+    notes.extend(unread_kinds(docs));
+    let to_do = steps(docs, &refused_docs, &resources, options);
     Ok(Imported {
         resources,
         not_carried: notes,
         to_do,
+        refused,
     })
+}
+
+/// What is left to the operator for `resources` (none for the Gslbs refused, which stay
+/// in k8gb).
+fn steps(
+    docs: &[Value],
+    refused: &[&Value],
+    resources: &[DNSFailover],
+    options: &Options,
+) -> Vec<String> {
+    let kept: Vec<Value> = (docs.iter())
+        .filter(|d| !refused.iter().any(|r| std::ptr::eq(*r, *d)))
+        .cloned()
+        .collect();
+    let mut to_do = owners::steps(&kept, resources, options.namespace.as_deref());
+    to_do.extend([
+        format!("apply in this cluster, with sinks {:?} allowed to the namespaces (`[[kubernetes.allow]]`) and `[kubernetes] tenants = true`", options.sinks),
+        multi_cluster_step(resources),
+        "k8gb's delegated zone (its CoreDNS, and the parent zone's NS records delegating to it) is replaced by the sinks named, one of two ways: sinks writing the parent zone's own records (a provider, or the dns_server sink holding the parent), then delete the delegation's NS records and glue from the parent; or the dns_server sink serving the delegated zone, then repoint the parent's NS records to it (docs/coming-from.md, the cut-over)".into(),
+    ]);
+    to_do.extend(policy_steps(resources, options));
+    to_do
+}
+
+/// One Gslb's resources, checked against the operator's sinks when the import has them.
+fn one_gslb<'d>(
+    gslb: &Value,
+    doc: &'d Value,
+    geo_tag: Option<&str>,
+    documents: &Documents,
+    options: &'d Options,
+    seen: &mut BTreeSet<(&'d str, &'d str)>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<DNSFailover>> {
+    let (namespace, name) = identity(doc, options, seen)?;
+    let made = failovers_of(
+        gslb, doc, name, namespace, geo_tag, documents, options, notes,
+    )
+    .map_err(|e| match e.to_string().starts_with("Gslb ") {
+        true => e,
+        false => e.context(format!("Gslb {namespace}/{name}")),
+    })?;
+    if let Some(sinks) = &options.carried {
+        let strategy = gslb.get("spec").and_then(|s| s.get("strategy"));
+        let strategy = strategy.and_then(|s| text(s, "type")).unwrap_or_default();
+        for policy in made.iter().filter_map(|r| r.spec.policy) {
+            sinks.carry(&format!("Gslb {namespace}/{name}"), strategy, policy)?;
+        }
+    }
+    Ok(made)
+}
+
+/// How k8gb's clusters answer together for the strategies among `resources`, and what
+/// the orchestrator needs in each cluster to answer the same.
+fn multi_cluster_step(resources: &[DNSFailover]) -> String {
+    use ho_config::RoutingPolicy::{Failover, Geo, Weighted};
+    let mut answers = BTreeSet::new();
+    for resource in resources {
+        answers.insert(match resource.spec.policy {
+            Some(Failover) => "failover: the primaryGeoTag cluster's healthy addresses, the other clusters' only while it has none",
+            Some(Geo) => "geoip: the healthy addresses of the client's cluster by geo tag",
+            Some(Weighted) => "weighted roundRobin: every cluster's healthy addresses, shared out by weight",
+            _ => "roundRobin: every cluster's healthy addresses",
+        });
+    }
+    let answers: Vec<&str> = answers.into_iter().collect();
+    format!("k8gb's clusters answer together ({}): run the orchestrator in each cluster with `[multi_cluster] enabled = true`, one `owner_id`, `[cluster] id` the cluster's geo tag, and import that cluster's Gslbs there", answers.join("; "))
 }
 
 /// The documents of kinds a Gslb does not read, as notes.

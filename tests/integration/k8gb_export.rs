@@ -492,9 +492,24 @@ fn owned_ingress_step(before: usize) -> (Value, String) {
     (items[owned[0]].clone(), steps[0].to_owned())
 }
 
-/// The `kubectl patch` the import prints, applied to the exported Ingress wherever the
-/// Gslb stands among its owners: its test passes on the Gslb's uid and only that reference
-/// goes (the list, when it was the only one); nothing else changes.
+/// The `kubectl patch` printed in `step` for Ingress `name` in `ns`, as JSON.
+fn printed_patch(step: &str, name: &str, ns: &str) -> json_patch::Patch {
+    let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
+    let patch = step
+        .split_once(&prefix)
+        .unwrap()
+        .1
+        .split_once('\'')
+        .unwrap()
+        .0;
+    serde_json::from_str(patch).unwrap()
+}
+
+/// The `kubectl patch` the import prints, applied (by an RFC 6902 implementation) to the
+/// exported Ingress wherever the Gslb stands among its owners: its test passes on the
+/// Gslb's uid and only that entry goes, every other owner kept in order; applied to the
+/// Ingress after its owners changed (the Gslb's entry moved), the test fails and nothing
+/// changes.
 #[test]
 fn k8gb_owned_ingress_patch_removes_only_the_reference() {
     for before in 0..3 {
@@ -503,47 +518,29 @@ fn k8gb_owned_ingress_patch_removes_only_the_reference() {
             ingress["metadata"]["name"].as_str().unwrap(),
             ingress["metadata"]["namespace"].as_str().unwrap(),
         );
-        let prefix = format!("kubectl patch ingress {name} -n {ns} --type=json -p '");
-        let patch = step
-            .split_once(&prefix)
-            .unwrap()
-            .1
-            .split_once('\'')
-            .unwrap()
-            .0;
-        let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
-        let mut object: serde_json::Value = serde_json::to_value(&ingress).unwrap();
-        for op in patch.as_array().unwrap() {
-            let path = op["path"].as_str().unwrap();
-            match op["op"].as_str().unwrap() {
-                "test" => assert_eq!(object.pointer(path), Some(&op["value"]), "{path}"),
-                "remove" => {
-                    let (parent, key) = path.rsplit_once('/').unwrap();
-                    match object.pointer_mut(parent).unwrap() {
-                        serde_json::Value::Array(a) => {
-                            a.remove(key.parse().unwrap());
-                        }
-                        o => {
-                            o.as_object_mut().unwrap().remove(key).unwrap();
-                        }
-                    }
-                }
-                other => panic!("unexpected op {other}"),
-            }
-        }
+        let patch = printed_patch(&step, name, ns);
+        let exported: serde_json::Value = serde_json::to_value(&ingress).unwrap();
+        let mut object = exported.clone();
+        json_patch::patch(&mut object, &patch).unwrap();
         // The expected object: the Ingress as exported, less the reference to a Gslb.
-        let mut expected = serde_json::to_value(&ingress).unwrap();
-        let metadata = expected["metadata"].as_object_mut().unwrap();
-        let kept: Vec<serde_json::Value> = (metadata["ownerReferences"].as_array().unwrap())
-            .iter()
-            .filter(|r| r["kind"] != "Gslb")
-            .cloned()
-            .collect();
-        match kept.is_empty() {
-            true => metadata.remove("ownerReferences"),
-            false => metadata.insert("ownerReferences".into(), kept.into()),
-        };
+        let mut expected = exported.clone();
+        let owners = expected["metadata"]["ownerReferences"]
+            .as_array_mut()
+            .unwrap();
+        owners.retain(|r| r["kind"] != "Gslb");
+        assert_eq!(owners.len(), before);
         assert_eq!(object, expected, "with {before} owners before the Gslb");
+
+        // Another owner added ahead of the Gslb since the export: the patch refuses.
+        let mut moved = exported.clone();
+        let owners = moved["metadata"]["ownerReferences"].as_array_mut().unwrap();
+        owners.insert(
+            0,
+            serde_json::json!({"kind": "Release", "name": "late", "uid": "1"}),
+        );
+        let unchanged = moved.clone();
+        assert!(json_patch::patch(&mut moved, &patch).is_err(), "{step}");
+        assert_eq!(moved, unchanged);
     }
 }
 
@@ -562,5 +559,22 @@ fn k8gb_embedded_gslb_without_its_ingress_is_said_owned() {
         )),
         "{yaml}"
     );
-    assert!(yaml.contains(&format!(r#"kubectl patch ingress {gslb} -n test-gslb --type=json -p '[{{"op":"remove","path":"/metadata/ownerReferences"}}]'"#)), "{yaml}");
+    // Applied to the Ingress k8gb makes (the Gslb its only owner, uid unknown here): the
+    // patch tests the entry's kind and name and removes that entry alone.
+    let step = yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("# TO DO: before deleting Gslb"))
+        .unwrap();
+    let patch = printed_patch(step, gslb, "test-gslb");
+    let owner = serde_json::json!({"apiVersion": "k8gb.absa.oss/v1beta1", "kind": "Gslb", "name": gslb, "uid": "u", "controller": true});
+    let other = serde_json::json!({"apiVersion": "example.io/v1", "kind": "Release", "name": "r", "uid": "r"});
+    let ingress = |owners: Vec<serde_json::Value>| serde_json::json!({"kind": "Ingress", "metadata": {"name": gslb, "namespace": "test-gslb", "ownerReferences": owners}});
+    let mut object = ingress(vec![owner.clone(), other.clone()]);
+    json_patch::patch(&mut object, &patch).unwrap();
+    assert_eq!(object, ingress(vec![other.clone()]));
+    let mut object = ingress(vec![other.clone(), owner]);
+    assert!(
+        json_patch::patch(&mut object, &patch).is_err(),
+        "another owner first"
+    );
 }

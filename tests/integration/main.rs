@@ -60,6 +60,7 @@ mod image;
 mod k8gb_cutover;
 mod k8gb_export;
 mod k8gb_import;
+mod k8gb_refusals;
 mod keep_alive;
 mod kuadrant_examples;
 mod kuadrant_sequences;

@@ -51,5 +51,26 @@ pub(super) fn check_kubernetes(config: &Config, errs: &mut Errors) {
                 );
             }
         }
+        if let Some(secrets) = &allow.header_secrets {
+            check_header_secrets(secrets, &at("header_secrets"), errs);
+        }
+    }
+}
+
+/// `header_secrets` is pasted into a Role's `resourceNames` to grant `get` by name: an
+/// empty list there grants `get` on every Secret of the namespace (RBAC reads no names as
+/// any name), and a name that is no Secret's grants nothing while the config reads as if
+/// it did.
+fn check_header_secrets(secrets: &[String], at: &str, errs: &mut Errors) {
+    if secrets.is_empty() {
+        errs.push(
+            at,
+            "is empty, and as the Role's resourceNames an empty list grants get on every Secret of the namespace: list the Secrets its health checks may read; for none, leave header_secrets out and apply no header Secrets' Role (RBAC then forbids every read)",
+        );
+    }
+    for (j, secret) in secrets.iter().enumerate() {
+        if let Err(e) = check_kube_name(secret, 253) {
+            errs.push(format!("{at}[{j}]"), e);
+        }
     }
 }

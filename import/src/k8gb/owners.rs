@@ -6,6 +6,7 @@
 //! Gslb until it is deleted, but never puts the reference back.
 
 use crate::resource::{DNSFailover, EndpointSource};
+use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
 use super::super::text;
@@ -34,12 +35,12 @@ pub(super) fn steps(
                     .unwrap_or_default();
                 for (index, owner) in owners.iter().enumerate() {
                     if text(owner, "kind") == Some("Gslb") {
+                        let gslb = text(owner, "name").unwrap_or_default();
                         let patch = Patch {
                             index,
-                            only: owners.len() == 1,
+                            gslb,
                             uid: text(owner, "uid"),
                         };
-                        let gslb = text(owner, "name").unwrap_or_default();
                         steps.push(step(namespace, name, gslb, &patch, resources));
                     }
                 }
@@ -49,7 +50,7 @@ pub(super) fn steps(
             {
                 let patch = Patch {
                     index: 0,
-                    only: true,
+                    gslb: name,
                     uid: None,
                 };
                 steps.push(step(namespace, name, name, &patch, resources));
@@ -60,32 +61,26 @@ pub(super) fn steps(
     steps
 }
 
-/// Which owner reference to remove: its index, whether it is the only one, the Gslb's
-/// uid when known (a JSON patch `test`, so the command removes nothing else).
+/// Which owner reference to remove: its index, and what the JSON patch `test`s there
+/// first (the Gslb's uid when known, else its kind and name), so the command removes that
+/// entry and keeps every other owner, or fails when the list has changed since the export.
 struct Patch<'a> {
     index: usize,
-    only: bool,
+    gslb: &'a str,
     uid: Option<&'a str>,
 }
 
 impl Patch<'_> {
     /// The `kubectl patch` argument.
     fn json(&self) -> String {
-        let path = if self.only {
-            "/metadata/ownerReferences".to_owned()
-        } else {
-            format!("/metadata/ownerReferences/{}", self.index)
+        let at = format!("/metadata/ownerReferences/{}", self.index);
+        let test = |key: &str, value: &str| json!({"op": "test", "path": format!("{at}/{key}"), "value": value});
+        let mut ops = match self.uid {
+            Some(uid) => vec![test("uid", uid)],
+            None => vec![test("kind", "Gslb"), test("name", self.gslb)],
         };
-        let test = self.uid.map(|uid| {
-            format!(
-                r#"{{"op":"test","path":"/metadata/ownerReferences/{}/uid","value":"{uid}"}},"#,
-                self.index
-            )
-        });
-        format!(
-            r#"[{}{{"op":"remove","path":"{path}"}}]"#,
-            test.unwrap_or_default()
-        )
+        ops.push(json!({"op": "remove", "path": at}));
+        Json::Array(ops).to_string()
     }
 }
 

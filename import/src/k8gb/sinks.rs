@@ -31,7 +31,7 @@ pub enum SinkError {
 
 /// A sink that cannot carry the policy a Gslb's strategy becomes, and what to do instead.
 #[derive(Debug, thiserror::Error)]
-#[error("{at}: strategy {strategy} becomes policy {policy}, which sink \"{sink}\" ({kind}) cannot carry{hint}. Either import it for a sink that can (--sink NAME: dns_server, route53, or powerdns with lua = true), or {instead}")]
+#[error("{at}: strategy {strategy} becomes policy {policy}, which sink \"{sink}\" ({kind}) cannot carry{hint}. Either import it for a sink that can (--sink NAME: dns_server, route53, or powerdns with lua = true; --sink applies to every Gslb of a run, so import the Gslbs needing it in a run of their own, split from the others by hand), or {instead}")]
 pub struct Cannot {
     at: String,
     strategy: String,
