@@ -278,17 +278,22 @@ fn source_addresses(
             nodes.into_iter().map(|(_, a)| Target::Address(a)).collect()
         }
     } else {
-        let (mut parsed, mut errors) = (Vec::new(), Vec::new());
-        for (j, a) in source.addresses.iter().enumerate() {
-            match a.parse() {
-                Ok(address) => parsed.push(Target::Address(address)),
-                Err(_) => errors.push(format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        parsed
+        return static_addresses(&source.addresses, i);
     };
     Ok(addresses)
+}
+
+/// Source `i`'s static `addresses`; each that is no IP address said at its path.
+fn static_addresses(addresses: &[String], i: usize) -> Result<Vec<Target>, Vec<String>> {
+    let (mut parsed, mut errors) = (Vec::new(), Vec::new());
+    for (j, a) in addresses.iter().enumerate() {
+        match a.parse() {
+            Ok(address) => parsed.push(Target::Address(address)),
+            Err(_) => errors.push(format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")),
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(parsed),
+        false => Err(errors),
+    }
 }
