@@ -38,10 +38,15 @@ fn check_object(
     path: &str,
     problems: &mut Vec<String>,
 ) {
-    let required: Vec<&str> = schema
+    let required: Vec<String> = schema
         .get("required")
         .and_then(Json::as_array)
-        .map(|r| r.iter().filter_map(Json::as_str).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Json::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
@@ -60,13 +65,22 @@ fn check_object(
         match misfit(value, field_schema) {
             Some(problem) => {
                 problems.push(format!("{at}: {problem}"));
-                if required.contains(&key.as_str()) {
+                if required.contains(&key) {
                     *value = empty(field_schema);
                 } else {
                     map.remove(&key);
                 }
             }
             None => check(value, field_schema, &at, problems),
+        }
+    }
+    let properties = schema.get("properties");
+    for key in required {
+        if let (false, Some(field_schema)) =
+            (map.contains_key(&key), properties.and_then(|p| p.get(&key)))
+        {
+            problems.push(format!("{path}.{key}: missing; it is required"));
+            map.insert(key, empty(field_schema));
         }
     }
 }
@@ -136,6 +150,8 @@ fn empty(schema: &Json) -> Json {
         Some("array") => Json::Array(Vec::new()),
         Some("object") => Json::Object(Map::new()),
         Some("string") => Json::String(String::new()),
+        Some("integer" | "number") => Json::from(0),
+        Some("boolean") => Json::Bool(false),
         _ => Json::Null,
     }
 }
@@ -178,6 +194,7 @@ mod tests {
             "endpoints": [{"addresses": ["192.0.2.1"], "weight": -3}],
             "holdFailback": "2m",
             "policy": "fastest",
+            "weights": [{"label": "geo", "weight": 2}],
             "check": {"kind": "htp", "headers": {"X-A": 1}},
         });
         let mut problems = Vec::new();
@@ -193,6 +210,7 @@ mod tests {
                 "spec.holdFailback: expected a boolean (true or false), found the string \"2m\"",
                 "spec.policy: unknown value `fastest`; expected one of: all, failover, weighted, geo",
                 "spec.sinks[1]: expected a string, found the number 7",
+                "spec.weights[0].value: missing; it is required",
             ]
         );
         assert_eq!(spec["domains"], json!([]), "a required field stays, empty");

@@ -1,8 +1,8 @@
 //! `check-config --resource` against seeded resources with planted problems: a valid
-//! DNSFailover gets k distinct problems (k = 1..6) from a catalogue (wrong types, unknown
-//! keys, values no enum lists, semantic errors, one field in both spellings) in random
-//! fields; one run of the binary must say every planted problem at its field path exactly
-//! once, and nothing else. The oracle is the catalogue's own paths.
+//! DNSFailover gets k distinct problems (k = 1..6) from a catalogue (wrong types, a missing
+//! required field, unknown keys, values no enum lists, semantic errors, one field in both
+//! spellings) in random fields; one run of the binary must say every planted problem at its
+//! field path exactly once, and nothing else. The oracle is the catalogue's own paths.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -56,7 +56,7 @@ fn p(slot: &'static str, path: &'static str, plant: fn(&mut Value)) -> Problem {
 /// Every kind of problem a resource can have, each at a known path.
 fn catalogue() -> Vec<Problem> {
     vec![
-        // Wrong types, a number out of range.
+        // Wrong types, a number out of range, a required field missing.
         p("holdFailback", "spec.holdFailback", |s| {
             s["holdFailback"] = json!("2m")
         }),
@@ -81,6 +81,9 @@ fn catalogue() -> Vec<Problem> {
         }),
         p("ep0.weight", "spec.endpoints[0].weight", |s| {
             s["endpoints"][0]["weight"] = json!("heavy")
+        }),
+        p("sinks", "spec.sinks", |s| {
+            s.as_object_mut().unwrap().remove("sinks");
         }),
         // Unknown keys.
         p("top.unknown", "spec.holdFailbak", |s| {
