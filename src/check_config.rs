@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use ho_config::Plan;
 
 mod resources;
+mod shape;
 mod spelling;
 
 pub use resources::check_resources;

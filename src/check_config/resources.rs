@@ -14,15 +14,18 @@ use ho_kube::tenants::admit::{Admitter, Key, Verdict};
 use ho_kube::tenants::discover::Target;
 use ho_kube::tenants::resource::DNSFailover;
 
+use super::shape;
 use super::spelling::{respell, spec_schema, Spelling};
 use crate::documents::{self, Document};
+use ho_kube::tenants::admit::field_of;
 
 /// What the files held: the resources to admit, and each one's problems before admission.
 #[derive(Default)]
 struct Read {
     resources: Vec<DNSFailover>,
-    /// Problems by resource, those of its keys.
-    keys: BTreeMap<Key, Vec<String>>,
+    /// Problems by resource, those of its keys and values, with the reason they refuse it
+    /// for when admission would accept the rest.
+    keys: BTreeMap<Key, (&'static str, Vec<String>)>,
     /// Documents that could not become a resource at all.
     unreadable: Vec<String>,
     /// How many DNSFailover documents there were.
@@ -55,8 +58,13 @@ pub fn check_resources(files: &[PathBuf], resources: &[PathBuf]) -> anyhow::Resu
     let admission = Admitter::default().admit(&base, &refs, &Offline, &ho_kinds::CATALOG);
     let mut failed = !read.unreadable.is_empty() || !empty.is_empty();
     for (key, verdict) in &admission.verdicts {
-        let keys = read.keys.get(key).map(Vec::as_slice).unwrap_or_default();
-        failed |= report(key, verdict, keys);
+        let keys = read.keys.get(key);
+        failed |= report(
+            key,
+            verdict,
+            keys.map_or("", |k| k.0),
+            keys.map(|k| k.1.as_slice()).unwrap_or_default(),
+        );
     }
     Ok(if failed {
         ExitCode::from(2)
@@ -91,16 +99,28 @@ fn without_failovers(files: &[PathBuf], documents: &[Document]) -> Vec<String> {
     lines
 }
 
-/// Prints one resource's verdict with the problems of its keys; whether it failed.
-fn report(key: &Key, verdict: &Verdict, keys: &[String]) -> bool {
+/// Prints one resource's verdict with the problems of its keys and values (refused for
+/// `keys_reason` when admission accepts the rest); whether it failed. What admission says
+/// at or under a field already said (the empty value that stood in for it) is left out:
+/// each problem is said once.
+fn report(key: &Key, verdict: &Verdict, keys_reason: &'static str, keys: &[String]) -> bool {
     let at = format!("{}/{}", key.0, key.1);
+    let said: Vec<String> = keys.iter().filter_map(|l| field_of(l)).collect();
+    let fresh =
+        |line: &&str| field_of(line).is_none_or(|f| !said.iter().any(|s| f == *s || under(&f, s)));
     let (reason, mut lines) = match verdict {
         Verdict::Refused { reason, message }
         | Verdict::KeptLast {
             reason, message, ..
-        } => (*reason, vec![message.clone()]),
+        } => {
+            let lines: Vec<String> = message.lines().filter(fresh).map(str::to_owned).collect();
+            match lines.is_empty() {
+                true => (keys_reason, lines),
+                false => (*reason, lines),
+            }
+        }
         Verdict::Accepted { .. } | Verdict::Waiting { .. } if !keys.is_empty() => {
-            ("UnknownField", Vec::new())
+            (keys_reason, Vec::new())
         }
         Verdict::Accepted { .. } => {
             println!("{at}: accepted");
@@ -116,7 +136,14 @@ fn report(key: &Key, verdict: &Verdict, keys: &[String]) -> bool {
     true
 }
 
-/// Every DNSFailover among `documents`, its keys respelled; what stops one from being read.
+/// Whether field path `path` lies below `field` (`spec.check.port` below `spec.check`).
+fn under(path: &str, field: &str) -> bool {
+    path.strip_prefix(field)
+        .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// Every DNSFailover among `documents`, its keys respelled and its values that do not fit
+/// the schema taken out; what stops one from being read.
 fn read(documents: &[Document]) -> Read {
     let schema = spec_schema();
     let mut read = Read::default();
@@ -134,9 +161,16 @@ fn read(documents: &[Document]) -> Read {
             }
         };
         let mut spelling = Spelling::default();
+        let mut misfits = Vec::new();
         if let Some(spec) = json.get_mut("spec") {
             respell(spec, &schema, "spec", &mut spelling);
+            shape::check(spec, &schema, "spec", &mut misfits);
         }
+        let reason = match misfits.is_empty() {
+            true => "UnknownField",
+            false => "Invalid",
+        };
+        spelling.problems.append(&mut misfits);
         let name = json["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -153,7 +187,8 @@ fn read(documents: &[Document]) -> Read {
                 say_offline(&resource);
                 resource.metadata.creation_timestamp = None;
                 read.resources.push(resource);
-                read.keys.insert((namespace, name), spelling.problems);
+                read.keys
+                    .insert((namespace, name), (reason, spelling.problems));
             }
             Err(e) => {
                 spelling.problems.push(e.to_string());

@@ -67,21 +67,28 @@ fn respell_key(
 ) -> Option<String> {
     let at = format!("{path}.{key}");
     if let Some(schema) = properties.get(key) {
-        if let Some(current) = deprecated_of(schema) {
-            out.deprecated
-                .push(format!("{at}: a deprecated spelling; write `{current}`"));
+        let Some(current) = deprecated_of(schema) else {
+            return Some(key.to_owned());
+        };
+        if map.contains_key(current) {
+            out.problems.push(twice(path, current, key));
+            map.remove(key);
+            return None;
         }
+        out.deprecated
+            .push(format!("{at}: a deprecated spelling; write `{current}`"));
         return Some(key.to_owned());
     }
     let value = map.remove(key)?;
     let camel = resource_field(key);
     if properties.contains_key(&camel) {
+        if map.contains_key(&camel) {
+            out.problems.push(twice(path, &camel, key));
+            return None;
+        }
         out.problems.push(format!(
             "{at}: write `{camel}` (`{key}` is the config file's spelling; the API server would not keep it)"
         ));
-        if map.contains_key(&camel) {
-            return None;
-        }
         map.insert(camel.clone(), value);
         return Some(camel);
     }
@@ -95,6 +102,11 @@ fn respell_key(
         ho_config::explain::unknown("key", key, &expected)
     ));
     None
+}
+
+/// One field given in two spellings, said at the one to keep (whose value is kept).
+fn twice(path: &str, current: &str, other: &str) -> String {
+    format!("{path}.{current}: given twice ({path}.{current} and {path}.{other} are the same field); keep `{current}`")
 }
 
 /// The current spelling a deprecated property names (`Deprecated spelling of `x`.`).

@@ -19,6 +19,7 @@ mod brake;
 mod budgets;
 mod canary_ports;
 mod check_resources;
+mod check_resources_planted;
 mod cli;
 mod cloudflare;
 mod cname_answers;

@@ -201,18 +201,15 @@ impl Admitter {
         };
         // Every problem at once: the allowance's, discovery's, validation's.
         let mut refusals = check_allowance(resource, allow);
-        let (found, missing) = match discover(resource, &k.0, world) {
-            Ok(found) => found,
-            Err(message) => {
-                refusals.push(("Invalid", message));
-                return joined(refusals);
-            }
-        };
-        let kept_last = found.is_empty();
-        let found = match self.found_or_last(k, found, &missing) {
-            Ok(found) => found,
+        let discovered = discover(resource, &k.0, world);
+        let malformed = !discovered.errors.is_empty();
+        refusals.extend(discovered.errors.into_iter().map(|e| ("Invalid", e)));
+        let kept_last = discovered.found.is_empty() && !malformed;
+        let found = match self.found_or_last(k, discovered.found, &discovered.missing) {
+            // A malformed source never falls back on the addresses found last.
+            Ok(found) if !(malformed && kept_last) => found,
             Err(waiting) if refusals.is_empty() => return waiting,
-            Err(_) => return joined(refusals),
+            _ => return joined(refusals),
         };
         let tenant = tenant_name(k);
         if let Err(message) = self.validated(resource, k, &tenant, &found, alone, catalog) {
@@ -325,24 +322,32 @@ impl Admitter {
         alone: &mut Config,
         catalog: &Kinds<'_>,
     ) -> Result<(), String> {
-        let config = tenant_config(resource, tenant, found)?;
+        let (config, mut lines) = tenant_config(resource, tenant, found);
         alone.tenants = vec![config];
         alone.endpoints = endpoint_configs(resource, tenant, found);
+        // A field that is no duration is said once: what validation says of the default
+        // standing in for it is left out.
+        let unread: Vec<String> = lines.iter().filter_map(|l| field_of(l)).collect();
         if let Err(errors) = validate(alone, catalog) {
             let sources: Vec<usize> = found.iter().map(|f| f.source).collect();
-            let lines: Vec<String> = errors
-                .0
-                .iter()
-                .map(|e| {
-                    let own = |s: usize| resource.spec.endpoints[s].check.is_some();
-                    let at = locate(&e.path, &sources, &own);
-                    let reason = match at.contains(".check") {
-                        true => key_reason(&e.reason),
-                        false => e.reason.clone(),
-                    };
-                    format!("{at}: {reason}")
-                })
-                .collect();
+            let located = errors.0.iter().map(|e| {
+                let own = |s: usize| resource.spec.endpoints[s].check.is_some();
+                let at = locate(&e.path, &sources, &own);
+                let reason = match at.contains(".check") {
+                    true => key_reason(&e.reason),
+                    false => e.reason.clone(),
+                };
+                format!("{at}: {reason}")
+            });
+            // Every endpoint shares the resource's check: its problem is said once.
+            for line in located {
+                let repeated = lines.contains(&line);
+                if !repeated && !field_of(&line).is_some_and(|f| unread.contains(&f)) {
+                    lines.push(line);
+                }
+            }
+        }
+        if !lines.is_empty() {
             alone.tenants.clear();
             alone.endpoints.clear();
             return Err(lines.join("\n"));
@@ -447,30 +452,31 @@ fn check_allowance(
 /// records (cleanup on removal, under the finalizer); where the clusters vote
 /// (`[multi_cluster]`) it withdraws this cluster's report and addresses from the shared
 /// name, which the other clusters keep (the engine's `multi_cluster::leave`).
+/// A field that is no duration is said, and its default stands in so the rest is judged.
 fn tenant_config(
     resource: &DNSFailover,
     name: &str,
     found: &[Found],
-) -> Result<TenantConfig, String> {
+) -> (TenantConfig, Vec<String>) {
     let spec = &resource.spec;
-    let duration = |field: &str, value: &str| {
-        humantime::parse_duration(value).map_err(|e| {
-            format!(
-                "spec.{}: \"{value}\" is not a duration ({e}); write e.g. \"30s\"",
-                resource_field(field)
-            )
-        })
+    let mut unread = Vec::new();
+    let mut duration = |field: &str, value: &str| {
+        humantime::parse_duration(value)
+            .map_err(|e| {
+                unread.push(format!(
+                    "spec.{}: \"{value}\" is not a duration ({e}); write e.g. \"30s\"",
+                    resource_field(field)
+                ))
+            })
+            .ok()
     };
-    let ttl = match spec.ttl.as_deref() {
-        None => std::time::Duration::from_secs(30),
-        Some(t) => duration("ttl", t)?,
-    };
+    let ttl = spec.ttl.as_deref().and_then(|t| duration("ttl", t));
     let degraded_ttl = spec
         .degraded_ttl
         .as_deref()
-        .map(|t| duration("degraded_ttl", t))
-        .transpose()?;
-    Ok(TenantConfig {
+        .and_then(|t| duration("degraded_ttl", t));
+    let ttl = ttl.unwrap_or(std::time::Duration::from_secs(30));
+    let config = TenantConfig {
         answer: spec.answer.unwrap_or_default(),
         name: name.to_owned(),
         hosts_key: None,
@@ -497,7 +503,13 @@ fn tenant_config(
         slo: spec.slo.clone(),
         slo_window: spec.slo_window.clone(),
         resource: Some(key(resource)),
-    })
+    };
+    (config, unread)
+}
+
+/// The field a problem line names (`spec.ttl` of `spec.ttl: ...`).
+pub fn field_of(line: &str) -> Option<String> {
+    line.split_once(": ").map(|(at, _)| at.to_owned())
 }
 
 fn endpoint_configs(resource: &DNSFailover, tenant: &str, found: &[Found]) -> Vec<EndpointConfig> {

@@ -550,19 +550,16 @@ fn a_shared_gateway_in_another_namespace_is_used_only_when_it_takes_routes_from_
     );
 }
 
-/// A resource wrong in several ways is refused once with every problem, each on its line:
-/// the allowance's (a domain, a sink) and the validation's (a check value), with the first
-/// one's reason.
+/// A resource wrong in several ways is refused once with every problem, each on its line
+/// once: the allowance's (a domain, a sink), discovery's (an address, beside a source that
+/// is fine), the durations' and the validation's (a check value every endpoint shares),
+/// with the first one's reason.
 #[test]
 fn every_problem_of_a_resource_is_said_at_once() {
-    let mut r = resource(
-        "team-a",
-        "many",
-        1,
-        &["api.team-b.io"],
-        vec![addresses(&["192.0.2.20"])],
-    );
+    let sources = vec![addresses(&["192.0.2.20", "192.0.2.21"]), addresses(&["x"])];
+    let mut r = resource("team-a", "many", 1, &["api.team-b.io"], sources);
     r.spec.sinks = vec!["other".into()];
+    (r.spec.ttl, r.spec.degraded_ttl) = (Some("5x".into()), Some("1y2".into()));
     r.spec.check =
         Some(serde_json::from_value(serde_json::json!({"kind": "http", "rise": 0})).unwrap());
     let a = Admitter::default().admit(&base(), &[&r], &World::default(), &CATALOG);
@@ -574,7 +571,14 @@ fn every_problem_of_a_resource_is_said_at_once() {
         .collect();
     assert_eq!(
         paths,
-        ["spec.domains[0]", "spec.sinks[0]", "spec.check.rise"],
+        [
+            "spec.domains[0]",
+            "spec.sinks[0]",
+            "spec.endpoints[1].addresses[0]",
+            "spec.ttl",
+            "spec.degradedTTL",
+            "spec.check.rise"
+        ],
         "{message}"
     );
     assert!(a.config.tenants.iter().all(|t| t.name != "team-a_many"));

@@ -174,27 +174,40 @@ pub(super) struct Found {
     pub(super) source: usize,
 }
 
-/// Every address the sources yield (the first source to find an address keeps it), and
-/// what found nothing; `Err` when a source is malformed.
-pub(super) fn discover(
-    resource: &DNSFailover,
-    namespace: &str,
-    world: &dyn Lookup,
-) -> Result<(Vec<Found>, Vec<String>), String> {
+/// What the sources yielded.
+#[derive(Debug, Default)]
+pub(super) struct Discovered {
+    /// Every address the sources yield (the first source to find an address keeps it).
+    pub(super) found: Vec<Found>,
+    /// What found nothing (yet).
+    pub(super) missing: Vec<String>,
+    /// Each malformed source or address, located: the well-formed sources are still
+    /// discovered, so the rest of the resource is judged in the same round.
+    pub(super) errors: Vec<String>,
+}
+
+/// Every source of `resource`, each one's problems said apart.
+pub(super) fn discover(resource: &DNSFailover, namespace: &str, world: &dyn Lookup) -> Discovered {
+    let mut out = Discovered::default();
     if resource.spec.endpoints.is_empty() {
-        return Err("spec.endpoints: name at least one source of gateways".into());
+        out.errors
+            .push("spec.endpoints: name at least one source of gateways".into());
     }
-    let mut found: Vec<Found> = Vec::new();
-    let mut missing = Vec::new();
     for (i, source) in resource.spec.endpoints.iter().enumerate() {
-        let addresses = source_addresses(source, i, namespace, world, &mut missing)?;
+        let addresses = match source_addresses(source, i, namespace, world, &mut out.missing) {
+            Ok(addresses) => addresses,
+            Err(mut errors) => {
+                out.errors.append(&mut errors);
+                continue;
+            }
+        };
         for address in addresses {
-            if !found.iter().any(|f| f.address == address) {
-                found.push(Found { address, source: i });
+            if !out.found.iter().any(|f| f.address == address) {
+                out.found.push(Found { address, source: i });
             }
         }
     }
-    Ok((found, missing))
+    out
 }
 
 fn source_addresses(
@@ -203,7 +216,7 @@ fn source_addresses(
     namespace: &str,
     world: &dyn Lookup,
     missing: &mut Vec<String>,
-) -> Result<Vec<Target>, String> {
+) -> Result<Vec<Target>, Vec<String>> {
     let set = [
         !source.addresses.is_empty(),
         !source.hosts.is_empty(),
@@ -213,9 +226,9 @@ fn source_addresses(
         source.nodes.is_some(),
     ];
     if set.iter().filter(|s| **s).count() != 1 {
-        return Err(format!(
+        return Err(vec![format!(
             "spec.endpoints[{i}]: set exactly one of addresses, hosts, gateway, ingress, service or nodes"
-        ));
+        )]);
     }
     let mut none = |what: String| {
         missing.push(what);
@@ -231,7 +244,7 @@ fn source_addresses(
         match world.gateway(gateway_ns, name) {
             None => none(format!("Gateway \"{reference}\" not found")),
             Some(g) if gateway_ns != namespace && !g.open_to_all_namespaces => {
-                return Err(format!("spec.endpoints[{i}].gateway: Gateway \"{reference}\" takes routes only from its own namespace (no listener has allowedRoutes.namespaces.from: All), so namespace {namespace} may not publish at its addresses"));
+                return Err(vec![format!("spec.endpoints[{i}].gateway: Gateway \"{reference}\" takes routes only from its own namespace (no listener has allowedRoutes.namespaces.from: All), so namespace {namespace} may not publish at its addresses")]);
             }
             Some(g) if g.addresses.is_empty() => none(format!(
                 "Gateway \"{reference}\" has no IPAddress or Hostname in its status yet"
@@ -265,13 +278,22 @@ fn source_addresses(
             nodes.into_iter().map(|(_, a)| Target::Address(a)).collect()
         }
     } else {
-        let mut parsed = Vec::new();
-        for (j, a) in source.addresses.iter().enumerate() {
-            parsed.push(a.parse().map_err(|_| {
-                format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")
-            })?);
-        }
-        parsed.into_iter().map(Target::Address).collect()
+        return static_addresses(&source.addresses, i);
     };
     Ok(addresses)
+}
+
+/// Source `i`'s static `addresses`; each that is no IP address said at its path.
+fn static_addresses(addresses: &[String], i: usize) -> Result<Vec<Target>, Vec<String>> {
+    let (mut parsed, mut errors) = (Vec::new(), Vec::new());
+    for (j, a) in addresses.iter().enumerate() {
+        match a.parse() {
+            Ok(address) => parsed.push(Target::Address(address)),
+            Err(_) => errors.push(format!("spec.endpoints[{i}].addresses[{j}]: \"{a}\" is not an IP address (a load balancer's host name goes under hosts)")),
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(parsed),
+        false => Err(errors),
+    }
 }
