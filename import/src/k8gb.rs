@@ -88,11 +88,7 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
             }
         };
         gslbs += 1;
-        let geo_tag = doc
-            .get("status")
-            .and_then(|s| text(s, "geoTag"))
-            .filter(|t| !t.is_empty())
-            .or(options.geo_tag.as_deref());
+        let geo_tag = geo_tag_of(doc, options);
         if let Some(tag) = geo_tag {
             geo_tags.insert(tag.to_owned());
         }
@@ -130,6 +126,14 @@ pub fn convert(docs: &[Value], options: &Options) -> anyhow::Result<Imported> {
         to_do,
         refused,
     })
+}
+
+/// The cluster a Gslb was exported from: its status's `geoTag`, else `--geo-tag`.
+fn geo_tag_of<'a>(doc: &'a Value, options: &'a Options) -> Option<&'a str> {
+    doc.get("status")
+        .and_then(|s| text(s, "geoTag"))
+        .filter(|t| !t.is_empty())
+        .or(options.geo_tag.as_deref())
 }
 
 /// What is left to the operator for `resources` (none for the Gslbs refused, which stay

@@ -24,6 +24,8 @@ pub(super) enum Planned {
 /// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
 /// with the config for error paths. Equal checks are shared: every target holds an `Arc` of
 /// one copy per distinct check (`default_check` for endpoints that override nothing).
+/// None configured is an error unless `[kubernetes] tenants` bring them from resources. The
+/// targets come back without growth room: the plan holds them for the life of the process.
 pub(super) fn resolve_endpoints(
     config: &Config,
     base: &CheckOverrides,
@@ -31,7 +33,6 @@ pub(super) fn resolve_endpoints(
     checks: &dyn CheckCatalog,
     errs: &mut Errors,
 ) -> (Vec<Option<Planned>>, Vec<Target>) {
-    // With `[kubernetes] tenants`, resources bring the endpoints.
     if config.endpoints.is_empty() && !config.kubernetes.tenants {
         errs.push("endpoints", "none configured: there is nothing to probe");
     }
@@ -177,7 +178,6 @@ pub(super) fn resolve_endpoints(
             _ => out.push(None),
         }
     }
-    // The plan is held for the life of the process: no growth room (up to a third of it).
     targets.shrink_to_fit();
     (out, targets)
 }

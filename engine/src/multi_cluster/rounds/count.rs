@@ -17,15 +17,7 @@ impl RoundsCore {
         fx: &mut Vec<Effect>,
     ) {
         if self.count_write(written.as_ref()) {
-            for e in round.exchanges.iter().filter(|e| e.write) {
-                if let Some(state) = self.tenants.get_mut(&e.tenant) {
-                    state.written = Some(Written {
-                        owned: e.own.owned.clone(),
-                        down: e.own.down.clone(),
-                        at_ms: e.own.at_ms,
-                    });
-                }
-            }
+            self.remember_written(&round);
         }
         let Some(read) = read else {
             return; // a heartbeat out of this cluster's turn to read
@@ -71,6 +63,20 @@ impl RoundsCore {
             });
         }
         self.announce_discovered(fx);
+    }
+
+    /// Keeps what this round wrote of each tenant's report, so the next heartbeat can tell
+    /// whether the report changed since.
+    fn remember_written(&mut self, round: &Round) {
+        for e in round.exchanges.iter().filter(|e| e.write) {
+            if let Some(state) = self.tenants.get_mut(&e.tenant) {
+                state.written = Some(Written {
+                    owned: e.own.owned.clone(),
+                    down: e.own.down.clone(),
+                    at_ms: e.own.at_ms,
+                });
+            }
+        }
     }
 
     /// Counts this round's write of this cluster's reports, if it made one; whether it

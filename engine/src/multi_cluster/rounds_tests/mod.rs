@@ -452,6 +452,11 @@ fn reports_do_not_age_while_the_zone_cannot_be_read() {
 /// reader has no report of lends its addresses, newest relay first, never its down votes;
 /// this cluster's own relayed report is not taken; once the cluster's own report is read,
 /// only that one counts.
+/// The addresses a tally publishes, as text.
+fn addresses_of(t: &Tally) -> Vec<String> {
+    t.addresses.iter().map(|a| a.address.to_string()).collect()
+}
+
 #[test]
 fn a_relayed_report_lends_its_addresses_never_its_votes() {
     let mut run = Run::started(Health::Up);
@@ -467,11 +472,7 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
     let tally = run.voted.last().unwrap();
     assert_eq!(tally.live, ["c1", "c2"]);
     assert_eq!(tally.aged_out, ["c3"], "relayed: never a voter");
-    let addresses: Vec<String> = tally
-        .addresses
-        .iter()
-        .map(|a| a.address.to_string())
-        .collect();
+    let addresses = addresses_of(tally);
     assert!(addresses.contains(&"10.3.3.3".to_string()), "{addresses:?}");
     assert!(
         !addresses.contains(&"10.3.3.4".to_string()),
@@ -497,10 +498,7 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
     let tally = run.voted.last().unwrap();
     assert!(
         !tally.aged_out.contains(&"c4".to_string())
-            && !tally
-                .addresses
-                .iter()
-                .any(|a| a.address.to_string() == "10.4.4.4"),
+            && !addresses_of(tally).contains(&"10.4.4.4".to_string()),
         "the newest relay of c4 holds no address (it left): {tally:?}"
     );
     run.tick_to_read();
@@ -510,10 +508,7 @@ fn a_relayed_report_lends_its_addresses_never_its_votes() {
     assert_eq!(tally.live, ["c1", "c2", "c3"]);
     assert_eq!(vote(tally).down_votes, ["c3"], "its own report votes");
     assert!(
-        !tally
-            .addresses
-            .iter()
-            .any(|a| a.address.to_string() == "10.3.3.5"),
+        !addresses_of(tally).contains(&"10.3.3.5".to_string()),
         "read itself, the relay is not taken"
     );
 }
