@@ -12,11 +12,12 @@ use serde_yaml::Mapping;
 use super::policy::Policy;
 use super::*;
 
-/// The records the policies' Gateways stand for, beside `records` (which come first).
+/// The records the policies' Gateways stand for, beside the written records named
+/// `written` (which come first).
 pub(super) fn listener_records(
     gateways: &[&Value],
     policies: &[Policy],
-    records: &[&Value],
+    written: &[&str],
     notes: &mut Vec<String>,
 ) -> Vec<Value> {
     let mut made = Vec::new();
@@ -57,10 +58,7 @@ pub(super) fn listener_records(
                 continue;
             }
             let name = format!("{gw}-{section}");
-            if records
-                .iter()
-                .any(|r| record_name(r).ok() == Some(name.as_str()))
-            {
+            if written.contains(&name.as_str()) {
                 continue;
             }
             let Some(host) = text(listener, "hostname") else {

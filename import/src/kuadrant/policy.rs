@@ -56,6 +56,19 @@ impl Policy {
         policy
     }
 
+    /// A policy whose document does not read: known by its name and target, invalid for
+    /// the field that does not read.
+    pub(super) fn malformed(doc: &Document, malformed: &Malformed) -> Policy {
+        let target = |key: &str| doc.text(&["spec", "targetRef", key]).map(str::to_owned);
+        Policy {
+            name: malformed.object.name.clone(),
+            gateway: target("name"),
+            section: target("sectionName"),
+            invalid: Some(malformed.to_string()),
+            ..Policy::default()
+        }
+    }
+
     fn read_spec(
         &mut self,
         doc: &Value,

@@ -77,23 +77,29 @@ pub(super) fn probe_address(written: &str) -> Option<String> {
 }
 
 /// Each probe as an endpoint. `import` fails on a probe that cannot be read; live, such a
-/// probe refuses only the records naming its address (returned with why), which keep
-/// their last accepted answer, and the namespace's other records go on.
+/// probe refuses only the records naming its address, which keep their last accepted
+/// answer, and the namespace's other records go on.
 pub(super) fn read_probes(
-    probes: &[&Value],
+    probes: &[&Document],
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
     mode: Mode,
-) -> anyhow::Result<Vec<(String, String)>> {
+) -> anyhow::Result<Vec<RefusedProbe>> {
     let mut refused = Vec::new();
     for probe in probes {
-        match endpoints.probe(probe, notes) {
+        let read = match probe.object() {
+            Some(Err(malformed)) => Err(anyhow::Error::new(malformed.clone())),
+            _ => endpoints.probe(probe.raw(), notes),
+        };
+        match read {
             Ok(()) => {}
             Err(e) if mode == Mode::Live => {
-                let spec = probe.get("spec");
-                let address = spec.and_then(|s| text(s, "address")).unwrap_or_default();
-                let why = format!("its DNSHealthCheckProbe for {address} is refused: {e:#}");
-                refused.push((address.to_owned(), why));
+                let address = probe.text(&["spec", "address"]).unwrap_or_default();
+                refused.push(RefusedProbe {
+                    name: probe.name().unwrap_or_default().to_owned(),
+                    address: address.to_owned(),
+                    why: format!("{e:#}"),
+                });
             }
             Err(e) => return Err(e),
         }
@@ -101,9 +107,32 @@ pub(super) fn read_probes(
     Ok(refused)
 }
 
-/// Why a refused probe refuses `record`: the first whose address is among its targets
-/// (host names compared as DNS compares them).
-pub(super) fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> Option<String> {
+/// A probe that cannot be read, live: the records naming its address are refused.
+pub(super) struct RefusedProbe {
+    /// The probe's name.
+    pub(super) name: String,
+    /// Its address, as written.
+    pub(super) address: String,
+    /// Why it cannot be read.
+    pub(super) why: String,
+}
+
+impl RefusedProbe {
+    /// What a record naming its address is refused with.
+    pub(super) fn refusal(&self) -> String {
+        format!(
+            "its DNSHealthCheckProbe for {} is refused: {}",
+            self.address, self.why
+        )
+    }
+}
+
+/// The refused probe that refuses `record`: the first whose address is among its
+/// targets (host names compared as DNS compares them).
+pub(super) fn refused_by_probe<'p>(
+    record: &Value,
+    refused: &'p [RefusedProbe],
+) -> Option<&'p RefusedProbe> {
     let targets: Vec<String> = record
         .get("spec")
         .and_then(|s| s.get("endpoints"))
@@ -117,6 +146,5 @@ pub(super) fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> 
         .collect();
     refused
         .iter()
-        .find(|(address, _)| targets.contains(&normalize(address)))
-        .map(|(_, why)| why.clone())
+        .find(|p| targets.contains(&normalize(&p.address)))
 }
