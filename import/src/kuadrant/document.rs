@@ -209,7 +209,7 @@ fn typed(kind: Kind, raw: &Value) -> Result<Object, Malformed> {
 }
 
 fn field_typed<T: DeserializeOwned>(kind: Kind, raw: &Value) -> Result<T, Malformed> {
-    serde_path_to_error::deserialize(raw.clone()).map_err(|e| {
+    serde_path_to_error::deserialize(raw).map_err(|e| {
         let name = text_at(raw, &["metadata", "name"])
             .or_else(|| text_at(raw, &["name"]))
             .unwrap_or("(unnamed)");

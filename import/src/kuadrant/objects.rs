@@ -10,12 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 /// `metadata`, as far as the translation reads it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "metadata (a map)")]
 pub struct Meta {
     /// `metadata.name`.
     pub name: Option<String>,
@@ -31,6 +32,7 @@ pub struct Meta {
 
 /// One of `metadata.ownerReferences`.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "an owner reference (a map)")]
 pub struct OwnerReference {
     /// The owner's kind.
     pub kind: Option<String>,
@@ -41,6 +43,7 @@ pub struct OwnerReference {
 /// A `DNSRecord` (`kuadrant.io/v1alpha1`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a DNSRecord (a map)")]
 pub struct DnsRecord {
     /// `metadata`.
     #[serde(default)]
@@ -52,6 +55,7 @@ pub struct DnsRecord {
 /// A DNSRecord's `spec`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a DNSRecord spec (a map)")]
 pub struct RecordSpec {
     /// The name the record's layout hangs from.
     pub root_host: Option<String>,
@@ -64,6 +68,7 @@ pub struct RecordSpec {
 /// One of a DNSRecord's `spec.endpoints`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "an endpoint (a map with dnsName, recordType, targets)")]
 pub struct RecordEndpoint {
     /// The name.
     pub dns_name: Option<String>,
@@ -84,6 +89,7 @@ pub struct RecordEndpoint {
 
 /// One `providerSpecific` property.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a providerSpecific property (a map with name and value)")]
 pub struct ProviderSpecific {
     /// Its name (`weight`, `geo-code`).
     pub name: Option<String>,
@@ -95,6 +101,7 @@ pub struct ProviderSpecific {
 /// a DNSHealthCheckProbe's `spec`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a health check (a map)")]
 pub struct HealthCheck {
     /// `HTTP` or `HTTPS`.
     pub protocol: Option<String>,
@@ -137,8 +144,7 @@ pub struct HealthCheck {
 }
 
 /// A number or a string (Kubernetes' `IntOrString`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum IntOrString {
     /// A number.
     Int(i64),
@@ -148,6 +154,7 @@ pub enum IntOrString {
 
 /// A reference to a Secret of the object's namespace.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a Secret reference (a map with name)")]
 pub struct SecretRef {
     /// The Secret's name.
     pub name: Option<String>,
@@ -157,6 +164,7 @@ pub struct SecretRef {
 /// top).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a DNSPolicy (a map)")]
 pub struct DnsPolicy {
     /// `kuadrant.io/v1` or `kuadrant.io/v1alpha1`.
     pub api_version: Option<String>,
@@ -171,6 +179,7 @@ pub struct DnsPolicy {
 /// A DNSPolicy's `spec`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a DNSPolicy spec (a map)")]
 pub struct PolicySpec {
     /// The Gateway (and listener) it governs.
     pub target_ref: Option<TargetRef>,
@@ -187,6 +196,7 @@ pub struct PolicySpec {
 /// A policy's `targetRef`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a targetRef (a map with group, kind, name)")]
 pub struct TargetRef {
     /// `gateway.networking.k8s.io`.
     pub group: Option<String>,
@@ -202,6 +212,7 @@ pub struct TargetRef {
 /// v1alpha1's `{weighted, GEO}` (or `geo` as a map).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "loadBalancing (a map)")]
 pub struct LoadBalancing {
     /// v1: the targeted gateways' weight.
     pub weight: Option<i64>,
@@ -217,8 +228,7 @@ pub struct LoadBalancing {
 }
 
 /// `loadBalancing.geo`: v1's code, or v1alpha1's layout.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum Geo {
     /// v1: a geo code.
     Code(String),
@@ -229,6 +239,7 @@ pub enum Geo {
 /// v1alpha1's geo layout.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "a geo layout (a map with defaultGeo)")]
 pub struct GeoLayout {
     /// The geo answered where no geo matches.
     pub default_geo: Option<String>,
@@ -237,6 +248,7 @@ pub struct GeoLayout {
 /// v1alpha1's `loadBalancing.weighted`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(expecting = "weighted (a map with defaultWeight, custom)")]
 pub struct Weighted {
     /// The weight of what no rule matches.
     pub default_weight: Option<i64>,
@@ -246,6 +258,7 @@ pub struct Weighted {
 
 /// One custom weight rule.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a custom weight (a map with attribute, value, weight)")]
 pub struct CustomWeight {
     /// The cluster attribute (label) matched.
     pub attribute: Option<String>,
@@ -258,6 +271,7 @@ pub struct CustomWeight {
 /// A `DNSHealthCheckProbe` (`kuadrant.io/v1alpha1`): its spec is a health check block
 /// with the address probed.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a DNSHealthCheckProbe (a map)")]
 pub struct DnsHealthCheckProbe {
     /// `metadata`.
     pub metadata: Option<Meta>,
@@ -267,6 +281,7 @@ pub struct DnsHealthCheckProbe {
 
 /// A Gateway API `Gateway`, as far as its listeners' records need it.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a Gateway (a map)")]
 pub struct Gateway {
     /// `metadata`.
     pub metadata: Option<Meta>,
@@ -278,6 +293,7 @@ pub struct Gateway {
 
 /// A Gateway's `spec`.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a Gateway spec (a map)")]
 pub struct GatewaySpec {
     /// Its listeners.
     pub listeners: Option<Vec<GatewayListener>>,
@@ -285,6 +301,7 @@ pub struct GatewaySpec {
 
 /// One listener.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a listener (a map with name, hostname)")]
 pub struct GatewayListener {
     /// Its name (`sectionName` names it).
     pub name: Option<String>,
@@ -294,6 +311,7 @@ pub struct GatewayListener {
 
 /// A Gateway's `status`.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "a Gateway status (a map)")]
 pub struct GatewayStatus {
     /// The addresses its controller reports.
     pub addresses: Option<Vec<GatewayAddress>>,
@@ -301,10 +319,56 @@ pub struct GatewayStatus {
 
 /// One of `status.addresses`.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "an address (a map with type and value)")]
 pub struct GatewayAddress {
     /// `IPAddress` (when unset) or `Hostname`.
     #[serde(rename = "type")]
     pub type_: Option<String>,
     /// The address or host name.
     pub value: Option<String>,
+}
+
+/// Reads `IntOrString` and `Geo`, each of two shapes, saying both when neither is given
+/// (an untagged enum would only say that no variant matched).
+impl<'de> Deserialize<'de> for IntOrString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<IntOrString, D::Error> {
+        struct Either;
+        impl Visitor<'_> for Either {
+            type Value = IntOrString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<IntOrString, E> {
+                Ok(IntOrString::Int(n))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<IntOrString, E> {
+                i64::try_from(n)
+                    .map(IntOrString::Int)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(n), &self))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<IntOrString, E> {
+                Ok(IntOrString::String(s.to_owned()))
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+impl<'de> Deserialize<'de> for Geo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Geo, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Geo;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a geo code or a map with defaultGeo")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Geo, E> {
+                Ok(Geo::Code(s.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Geo, A::Error> {
+                GeoLayout::deserialize(de::value::MapAccessDeserializer::new(map)).map(Geo::Layout)
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
