@@ -251,7 +251,7 @@ fn set(doc: &mut Value, path: &str, value: Value) {
             .entry(key)
             .or_insert(Value::Null);
         if let Some(i) = index {
-            if !at.as_array().is_some_and(|a| a.len() > i) {
+            if at.as_array().is_none_or(|a| a.len() <= i) {
                 *at = json!([{}]);
             }
             at = &mut at[i];
