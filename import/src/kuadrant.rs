@@ -142,7 +142,7 @@ struct Sorted<'a> {
     /// The DNSRecords that do not read, by name: each publishes nothing, and keeps its
     /// name from a listener's record.
     malformed_records: Vec<(String, &'a Malformed)>,
-    gateways: Vec<&'a Value>,
+    gateways: Vec<&'a objects::Gateway>,
 }
 
 impl<'a> Sorted<'a> {
@@ -164,12 +164,12 @@ impl<'a> Sorted<'a> {
         let mut malformed_gateways = Vec::new();
         for doc in docs {
             match (doc.kind(), doc.object()) {
-                (Some(Kind::Policy), Some(read)) => {
-                    let policy = match read {
-                        Ok(_) => Policy::read(doc.raw(), fallback, notes),
-                        Err(malformed) => Policy::malformed(doc, malformed),
-                    };
+                (_, Some(Ok(Object::Policy(policy)))) => {
+                    let policy = Policy::read(policy, doc.raw(), fallback, notes);
                     sorted.policies.push(policy);
+                }
+                (Some(Kind::Policy), Some(Err(malformed))) => {
+                    sorted.policies.push(Policy::malformed(doc, malformed));
                 }
                 (Some(Kind::Probe), _) => sorted.probes.push(doc),
                 (Some(Kind::Record), Some(Ok(_))) => sorted.records.push(doc.raw()),
@@ -177,7 +177,7 @@ impl<'a> Sorted<'a> {
                     let name = malformed.object.name.clone();
                     sorted.malformed_records.push((name, malformed));
                 }
-                (Some(Kind::Gateway), Some(Ok(_))) => sorted.gateways.push(doc.raw()),
+                (_, Some(Ok(Object::Gateway(gateway)))) => sorted.gateways.push(gateway),
                 (Some(Kind::Gateway), Some(Err(malformed))) => malformed_gateways.push(malformed),
                 _ => notes.push(format!(
                     "a document of kind {} (not a Kuadrant DNS resource)",

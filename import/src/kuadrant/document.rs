@@ -224,3 +224,61 @@ fn field_typed<T: DeserializeOwned>(kind: Kind, raw: &Value) -> Result<T, Malfor
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde::Deserialize;
+
+    use super::super::{convert, Mode};
+    use super::*;
+
+    /// Every document of Kuadrant's own examples (and their host-name variants) reads into
+    /// its type: the types are no stricter than Kuadrant's CRDs.
+    #[test]
+    fn kuadrants_examples_read_into_their_types() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kuadrant");
+        let mut files = vec![dir.clone()];
+        let mut read = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let doc = Document::read(Value::deserialize(doc).unwrap());
+                if let Some(Err(malformed)) = doc.object() {
+                    panic!("{}: {malformed}", path.display());
+                }
+                read += usize::from(doc.kind().is_some());
+            }
+        }
+        assert!(read >= 30, "only {read} documents of Kuadrant's kinds");
+    }
+
+    /// `import` refuses a document whose field has the wrong type, naming the object and
+    /// the field, where it read past it before (the record published as if untyped).
+    #[test]
+    fn import_names_the_field_that_does_not_read() {
+        let record = |ttl: &str| -> Value {
+            serde_yaml::from_str(&format!(
+                "kind: DNSRecord\nmetadata: {{name: api}}\nspec:\n  rootHost: api.example.com\n  endpoints:\n  - {{dnsName: api.example.com, recordType: A, recordTTL: {ttl}, targets: [192.0.2.1]}}\n"
+            ))
+            .unwrap()
+        };
+        assert!(convert(&[record("60")], Mode::Import).is_ok());
+        let e = convert(&[record("\"60s\"")], Mode::Import)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert_eq!(
+            e,
+            "DNSRecord api: spec.endpoints[0].recordTTL: invalid type: string \"60s\", expected i64"
+        );
+    }
+}
