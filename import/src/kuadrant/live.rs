@@ -120,12 +120,9 @@ fn probe_sources(docs: &[Document]) -> BTreeMap<String, Result<EndpointSource, S
         .filter_map(|doc| {
             let name = doc.name()?;
             let mut endpoints = Endpoints::new(true);
-            let read = match doc.object() {
-                Some(Err(malformed)) => Err(malformed.to_string()),
-                _ => endpoints
-                    .probe(doc.raw(), &mut Vec::new())
-                    .map_err(|e| format!("{e:#}")),
-            };
+            let read = endpoints
+                .probe(doc, &mut Vec::new())
+                .map_err(|e| format!("{e:#}"));
             let read = read.and_then(|()| {
                 let (_, table) = endpoints.list.pop().expect("the probe's endpoint");
                 let endpoint = serde_json::to_value(&table).map_err(|e| e.to_string())?;

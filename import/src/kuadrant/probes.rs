@@ -9,16 +9,20 @@ use super::*;
 
 impl Endpoints {
     /// Probe `doc` as an endpoint at its address (an IP address, or a host name given as
-    /// the endpoint's address, resolved by the running config's `[resolver]`).
-    pub(super) fn probe(&mut self, doc: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
-        let name = doc
-            .get("metadata")
-            .and_then(|m| text(m, "name"))
+    /// the endpoint's address, resolved by the running config's `[resolver]`); a document
+    /// that does not read is refused with its field.
+    pub(super) fn probe(&mut self, doc: &Document, notes: &mut Vec<String>) -> anyhow::Result<()> {
+        let probe = match doc.object() {
+            Some(Ok(Object::Probe(probe))) => probe,
+            Some(Err(malformed)) => return Err(malformed.clone().into()),
+            _ => bail!("not a DNSHealthCheckProbe"),
+        };
+        let name = (probe.metadata.as_ref().and_then(|m| m.name.as_deref()))
             .context("a DNSHealthCheckProbe has no metadata.name")?;
-        let spec = doc
-            .get("spec")
-            .with_context(|| format!("DNSHealthCheckProbe {name} has no spec"))?;
-        let written = text(spec, "address")
+        let (Some(spec), Some(raw_spec)) = (&probe.spec, doc.raw().get("spec")) else {
+            bail!("DNSHealthCheckProbe {name} has no spec");
+        };
+        let written = (spec.address.as_deref())
             .with_context(|| format!("DNSHealthCheckProbe {name} has no address"))?;
         let address = probe_address(written).with_context(|| {
             format!("DNSHealthCheckProbe {name}: address {written:?} is neither an IP address nor a host name (dns-operator writes an A record's address or a CNAME's target, e.g. a1b2.elb.amazonaws.com)")
@@ -27,7 +31,7 @@ impl Endpoints {
         ep.insert("name".into(), endpoint_name(name).into());
         ep.insert("address".into(), address.clone().into());
         let at = format!("DNSHealthCheckProbe {name}.spec");
-        let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
+        let check = check_of(raw_spec, &at, CheckDefaults::PROBE, notes)?;
         ep.insert("check".into(), check.into());
         self.list.push((address, ep));
         Ok(())
@@ -87,11 +91,7 @@ pub(super) fn read_probes(
 ) -> anyhow::Result<Vec<RefusedProbe>> {
     let mut refused = Vec::new();
     for probe in probes {
-        let read = match probe.object() {
-            Some(Err(malformed)) => Err(anyhow::Error::new(malformed.clone())),
-            _ => endpoints.probe(probe.raw(), notes),
-        };
-        match read {
+        match endpoints.probe(probe, notes) {
             Ok(()) => {}
             Err(e) if mode == Mode::Live => {
                 let address = probe.text(&["spec", "address"]).unwrap_or_default();
