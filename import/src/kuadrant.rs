@@ -163,23 +163,25 @@ impl<'a> Sorted<'a> {
         };
         let mut malformed_gateways = Vec::new();
         for doc in docs {
-            match (doc.kind(), doc.object()) {
-                (_, Some(Ok(Object::Policy(policy)))) => {
+            match doc.object() {
+                Some(Ok(Object::Policy(policy))) => {
                     let policy = Policy::read(policy, doc.raw(), fallback, notes);
                     sorted.policies.push(policy);
                 }
-                (Some(Kind::Policy), Some(Err(malformed))) => {
-                    sorted.policies.push(Policy::malformed(doc, malformed));
-                }
-                (Some(Kind::Probe), _) => sorted.probes.push(doc),
-                (Some(Kind::Record), Some(Ok(_))) => sorted.records.push(doc.raw()),
-                (Some(Kind::Record), Some(Err(malformed))) => {
-                    let name = malformed.object.name.clone();
-                    sorted.malformed_records.push((name, malformed));
-                }
-                (_, Some(Ok(Object::Gateway(gateway)))) => sorted.gateways.push(gateway),
-                (Some(Kind::Gateway), Some(Err(malformed))) => malformed_gateways.push(malformed),
-                _ => notes.push(format!(
+                Some(Ok(Object::Probe(_))) => sorted.probes.push(doc),
+                Some(Ok(Object::Record(_))) => sorted.records.push(doc.raw()),
+                Some(Ok(Object::Gateway(gateway))) => sorted.gateways.push(gateway),
+                Some(Err(malformed)) => match malformed.object.kind {
+                    Kind::Policy => sorted.policies.push(Policy::malformed(doc, malformed)),
+                    // A probe that does not read refuses the records naming its address.
+                    Kind::Probe => sorted.probes.push(doc),
+                    Kind::Record => {
+                        let name = malformed.object.name.clone();
+                        sorted.malformed_records.push((name, malformed));
+                    }
+                    Kind::Gateway => malformed_gateways.push(malformed),
+                },
+                None => notes.push(format!(
                     "a document of kind {} (not a Kuadrant DNS resource)",
                     doc.other_kind().flatten().unwrap_or("(none)")
                 )),
