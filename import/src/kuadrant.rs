@@ -32,17 +32,20 @@ use toml::Table;
 use super::{text, unknown_keys};
 
 mod checks;
+mod document;
 mod gateways;
 mod live;
+pub mod objects;
 mod policy;
 mod probes;
 mod records;
 
 use checks::{check_of, CheckDefaults};
 use policy::{governing, Policy};
-use probes::{read_probes, refused_by_probe};
+use probes::{read_probes, refused_by_probe, RefusedProbe};
 use records::{record_name, tenants_of_probes, tenants_of_record, zone_of, Endpoints, Tenant};
 
+pub use document::{Document, Kind, Malformed, Object, ObjectKey};
 pub use live::{translate, NotAFailover, PolicyOutcome, TranslateError, Translation};
 
 /// The key under which a live probe document carries its headers' files (ho-kube writes
@@ -66,13 +69,25 @@ pub enum Mode {
 /// The config equivalent to Kuadrant documents `docs`, what could not be carried over, and
 /// which tenants each DNSRecord became.
 pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
+    let docs: Vec<Document> = docs.iter().cloned().map(Document::read).collect();
+    convert_documents(&docs, mode).map(|(imported, _)| imported)
+}
+
+/// Per DNSRecord refused by a DNSHealthCheckProbe that cannot be read (live), the probe.
+type RefusedBy = BTreeMap<String, String>;
+
+/// [`convert`] of documents already read, with the records refused by a probe.
+fn convert_documents(
+    docs: &[Document],
+    mode: Mode,
+) -> anyhow::Result<(super::Imported, RefusedBy)> {
     let mut notes = Vec::new();
     let fallback = Policy::fallback(mode == Mode::Import);
     let mut sorted = Sorted::of(docs, mode, &fallback, &mut notes)?;
     let made = gateways::listener_records(
         &sorted.gateways,
         &sorted.policies,
-        &sorted.records,
+        &sorted.written_names(),
         &mut notes,
     );
     let written = sorted.records.len();
@@ -89,6 +104,9 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
         default_check: policies.first().unwrap_or(&fallback).check.clone(),
     };
     let mut out = Made::new(policies);
+    for (name, malformed) in &sorted.malformed_records {
+        out.unpublished.insert(name.clone(), malformed.to_string());
+    }
     for (i, record) in sorted.records.iter().enumerate() {
         let from_gateway = i >= written;
         reading.record(record, from_gateway, &mut out, &mut endpoints, &mut notes)?;
@@ -105,29 +123,33 @@ pub fn convert(docs: &[Value], mode: Mode) -> anyhow::Result<super::Imported> {
     }
     out.check(mode, &endpoints, &mut notes)?;
     out.to_do.push("the DNS provider Kuadrant writes to (provider secret, ManagedZone): the tenants publish through the embedded DNS server [sinks.dns]; delegate the zone to it or replace it with a route53, powerdns or rfc2136 sink".into());
-    Ok(super::Imported {
+    let imported = super::Imported {
         config: config_of(reading.default_check, endpoints, &out.tenants),
         not_carried: notes,
         to_do: out.to_do,
         by_record: out.by_record,
         unpublished: out.unpublished,
         policies: out.outcomes,
-    })
+    };
+    Ok((imported, out.refused_by_probe))
 }
 
 /// Kuadrant's documents by kind, each DNSPolicy read.
 struct Sorted<'a> {
     policies: Vec<Policy>,
-    probes: Vec<&'a Value>,
+    probes: Vec<&'a Document>,
     records: Vec<&'a Value>,
-    gateways: Vec<&'a Value>,
+    /// The DNSRecords that do not read, by name: each publishes nothing, and keeps its
+    /// name from a listener's record.
+    malformed_records: Vec<(String, &'a Malformed)>,
+    gateways: Vec<&'a objects::Gateway>,
 }
 
 impl<'a> Sorted<'a> {
-    /// `docs` by kind; a document of another kind is a note, an invalid DNSPolicy an error
-    /// for `import`.
+    /// `docs` by kind; a document of another kind is a note, an invalid DNSPolicy (or one
+    /// whose Gateway does not read) an error for `import`.
     fn of(
-        docs: &'a [Value],
+        docs: &'a [Document],
         mode: Mode,
         fallback: &Policy,
         notes: &mut Vec<String>,
@@ -136,27 +158,60 @@ impl<'a> Sorted<'a> {
             policies: Vec::new(),
             probes: Vec::new(),
             records: Vec::new(),
+            malformed_records: Vec::new(),
             gateways: Vec::new(),
         };
+        let mut malformed_gateways = Vec::new();
         for doc in docs {
-            match text(doc, "kind") {
-                Some("DNSPolicy") => {
-                    let policy = Policy::read(doc, fallback, notes);
-                    if let (Mode::Import, Some(invalid)) = (mode, &policy.invalid) {
-                        bail!("{invalid}");
-                    }
+            match doc.object() {
+                Some(Ok(Object::Policy(policy))) => {
+                    let policy = Policy::read(policy, doc.raw(), fallback, notes);
                     sorted.policies.push(policy);
                 }
-                Some("DNSHealthCheckProbe") => sorted.probes.push(doc),
-                Some("DNSRecord") => sorted.records.push(doc),
-                Some("Gateway") => sorted.gateways.push(doc),
-                other => notes.push(format!(
+                Some(Ok(Object::Probe(_))) => sorted.probes.push(doc),
+                Some(Ok(Object::Record(_))) => sorted.records.push(doc.raw()),
+                Some(Ok(Object::Gateway(gateway))) => sorted.gateways.push(gateway),
+                Some(Err(malformed)) => match malformed.object.kind {
+                    Kind::Policy => sorted.policies.push(Policy::malformed(doc, malformed)),
+                    // A probe that does not read refuses the records naming its address.
+                    Kind::Probe => sorted.probes.push(doc),
+                    Kind::Record => {
+                        let name = malformed.object.name.clone();
+                        sorted.malformed_records.push((name, malformed));
+                    }
+                    Kind::Gateway => malformed_gateways.push(malformed),
+                },
+                None => notes.push(format!(
                     "a document of kind {} (not a Kuadrant DNS resource)",
-                    other.unwrap_or("(none)")
+                    doc.other_kind().flatten().unwrap_or("(none)")
                 )),
             }
         }
+        // A policy whose Gateway does not read cannot be applied: its records keep what
+        // they published, and its status says which field of the Gateway.
+        for policy in &mut sorted.policies {
+            let target = malformed_gateways
+                .iter()
+                .find(|m| policy.gateway() == Some(m.object.name.as_str()));
+            if let (Some(malformed), None) = (target, &policy.invalid) {
+                policy.invalid = Some(malformed.to_string());
+            }
+        }
+        if let (Mode::Import, Some(invalid)) = (
+            mode,
+            sorted.policies.iter().find_map(|p| p.invalid.as_ref()),
+        ) {
+            bail!("{invalid}");
+        }
         Ok(sorted)
+    }
+
+    /// The names of the written DNSRecords, read or not: a listener's record of one of
+    /// these names is the written one.
+    fn written_names(&self) -> Vec<&str> {
+        let read = self.records.iter().filter_map(|r| record_name(r).ok());
+        let malformed = self.malformed_records.iter().map(|(n, _)| n.as_str());
+        read.chain(malformed).collect()
     }
 }
 
@@ -165,8 +220,8 @@ struct Reading<'a> {
     mode: Mode,
     fallback: &'a Policy,
     policies: &'a [Policy],
-    /// The refused probes' addresses, each with why.
-    refused_probes: &'a [(String, String)],
+    /// The probes that cannot be read, each refusing the records naming its address.
+    refused_probes: &'a [RefusedProbe],
     /// The check of addresses nothing checks otherwise.
     default_check: Table,
 }
@@ -176,6 +231,8 @@ struct Made {
     tenants: Vec<Tenant>,
     by_record: BTreeMap<String, Vec<String>>,
     unpublished: BTreeMap<String, String>,
+    /// The records refused by a probe that cannot be read, with the probe's name.
+    refused_by_probe: RefusedBy,
     outcomes: BTreeMap<String, PolicyOutcome>,
     to_do: Vec<String>,
 }
@@ -197,6 +254,7 @@ impl Made {
             tenants: Vec::new(),
             by_record: BTreeMap::new(),
             unpublished: BTreeMap::new(),
+            refused_by_probe: RefusedBy::new(),
             outcomes,
             to_do: Vec::new(),
         }
@@ -260,7 +318,7 @@ impl Reading<'_> {
             let outcome = out.outcomes.entry(p.name.clone()).or_default();
             outcome.records.push(name.to_owned());
         }
-        if let Some(why) = self.refused(record, name, policy) {
+        if let Some(why) = self.refused(record, name, policy, out) {
             out.unpublished.insert(name.to_owned(), why);
             return Ok(());
         }
@@ -293,10 +351,18 @@ impl Reading<'_> {
     }
 
     /// Why record `name` publishes nothing although it has tenants: a refused probe names
-    /// one of its addresses, or its policy is invalid.
-    fn refused(&self, record: &Value, name: &str, policy: Option<&Policy>) -> Option<String> {
-        if let Some(why) = refused_by_probe(record, self.refused_probes) {
-            return Some(format!("DNSRecord {name}: {why}"));
+    /// one of its addresses (which `out` links it to), or its policy is invalid.
+    fn refused(
+        &self,
+        record: &Value,
+        name: &str,
+        policy: Option<&Policy>,
+        out: &mut Made,
+    ) -> Option<String> {
+        if let Some(probe) = refused_by_probe(record, self.refused_probes) {
+            out.refused_by_probe
+                .insert(name.to_owned(), probe.name.clone());
+            return Some(format!("DNSRecord {name}: {}", probe.refusal()));
         }
         let invalid = policy.and_then(|p| p.invalid.as_ref())?;
         Some(format!(

@@ -64,6 +64,7 @@ mod k8gb_import;
 mod k8gb_refusals;
 mod keep_alive;
 mod kuadrant_examples;
+mod kuadrant_malformed;
 mod kuadrant_sequences;
 mod kube_host_names;
 mod kube_kuadrant;

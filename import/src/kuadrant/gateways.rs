@@ -9,30 +9,29 @@
 
 use serde_yaml::Mapping;
 
+use super::objects::{Gateway, GatewayAddress};
 use super::policy::Policy;
 use super::*;
 
-/// The records the policies' Gateways stand for, beside `records` (which come first).
+/// The records the policies' Gateways stand for, beside the written records named
+/// `written` (which come first).
 pub(super) fn listener_records(
-    gateways: &[&Value],
+    gateways: &[&Gateway],
     policies: &[Policy],
-    records: &[&Value],
+    written: &[&str],
     notes: &mut Vec<String>,
 ) -> Vec<Value> {
     let mut made = Vec::new();
     for policy in policies {
-        let Some(gateway) = policy.gateway().and_then(|g| {
-            gateways
-                .iter()
-                .find(|d| d.get("metadata").and_then(|m| text(m, "name")) == Some(g))
+        let Some((gw, gateway)) = policy.gateway().and_then(|g| {
+            let named =
+                |d: &&&Gateway| d.metadata.as_ref().and_then(|m| m.name.as_deref()) == Some(g);
+            gateways.iter().find(named).map(|d| (g, *d))
         }) else {
             continue;
         };
-        let gw = policy.gateway().expect("found by its name");
-        let mut addresses: Vec<(String, &str)> = gateway
-            .get("status")
-            .and_then(|s| s.get("addresses"))
-            .and_then(Value::as_sequence)
+        let status = gateway.status.as_ref().and_then(|s| s.addresses.as_ref());
+        let mut addresses: Vec<(String, &str)> = status
             .into_iter()
             .flatten()
             .filter_map(status_address)
@@ -43,27 +42,19 @@ pub(super) fn listener_records(
         if addresses.iter().any(|(_, t)| *t != "CNAME") {
             addresses.retain(|(_, t)| *t != "CNAME");
         }
-        let listeners = gateway
-            .get("spec")
-            .and_then(|s| s.get("listeners"))
-            .and_then(Value::as_sequence)
-            .into_iter()
-            .flatten();
-        for listener in listeners {
-            let Some(section) = text(listener, "name") else {
+        let listeners = gateway.spec.as_ref().and_then(|s| s.listeners.as_ref());
+        for listener in listeners.into_iter().flatten() {
+            let Some(section) = listener.name.as_deref() else {
                 continue;
             };
             if policy.section().is_some_and(|s| s != section) {
                 continue;
             }
             let name = format!("{gw}-{section}");
-            if records
-                .iter()
-                .any(|r| record_name(r).ok() == Some(name.as_str()))
-            {
+            if written.contains(&name.as_str()) {
                 continue;
             }
-            let Some(host) = text(listener, "hostname") else {
+            let Some(host) = listener.hostname.as_deref() else {
                 notes.push(format!(
                     "Gateway {gw} listener {section} has no hostname: nothing to publish for it"
                 ));
@@ -82,9 +73,9 @@ pub(super) fn listener_records(
 /// A Gateway's `status.addresses[]` entry as a record's target and type: an `IPAddress`
 /// (the type when unset) as an A or AAAA target, a `Hostname` (a cloud load balancer's
 /// name) as a CNAME's, as dns-operator writes them; other types are skipped.
-fn status_address(a: &Value) -> Option<(String, &'static str)> {
-    let value = text(a, "value")?;
-    match text(a, "type") {
+fn status_address(a: &GatewayAddress) -> Option<(String, &'static str)> {
+    let value = a.value.as_deref()?;
+    match a.type_.as_deref() {
         None | Some("IPAddress") => {
             let ip: IpAddr = value.parse().ok()?;
             Some((ip.to_string(), if ip.is_ipv4() { "A" } else { "AAAA" }))

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
+use super::document::{Document, Kind, ObjectKey};
 use super::records::Endpoints;
-use super::{convert, text, Mode, Value};
+use super::{convert_documents, Mode};
 use crate::resource::{DNSFailoverSpec, EndpointSource};
 
 /// One namespace's documents translated.
@@ -23,6 +24,10 @@ pub struct Translation {
     pub by_record: BTreeMap<String, Vec<String>>,
     /// The DNSRecords that publish nothing, and why.
     pub unpublished: BTreeMap<String, String>,
+    /// The DNSRecords refused by a DNSHealthCheckProbe that cannot be read, with that
+    /// probe (its namespace the record's): the record's refusal links to the probe by
+    /// key, not by the words of its reason.
+    pub refused_by_probe: BTreeMap<String, ObjectKey>,
     /// Per DNSPolicy: the records it governs, or why it cannot be applied.
     pub policies: BTreeMap<String, PolicyOutcome>,
     /// Per DNSHealthCheckProbe: its address and check as a `DNSFailover` endpoint source
@@ -44,9 +49,6 @@ pub struct PolicyOutcome {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TranslateError {
-    /// A document does not become one the importer reads.
-    #[error("{0}")]
-    Document(#[source] serde_yaml::Error),
     /// The importer refuses the documents together (two tenants of one name, a record
     /// without a name): its reason and causes, as `import` prints them.
     #[error("{reason}")]
@@ -70,17 +72,14 @@ pub struct NotAFailover {
 }
 
 /// Translates one namespace's DNSRecords, DNSHealthCheckProbes and DNSPolicies (and the
-/// Gateways its policies target), as `import --from kuadrant` would with the running
-/// config's `[defaults.check]` for addresses nothing else checks.
-pub fn translate(docs: &[Json]) -> Result<Translation, TranslateError> {
-    let docs: Vec<Value> = docs
-        .iter()
-        .map(serde_yaml::to_value)
-        .collect::<Result<_, _>>()
-        .map_err(TranslateError::Document)?;
-    let imported = convert(&docs, Mode::Live).map_err(|e| TranslateError::Refused {
-        reason: format!("{e:#}"),
-    })?;
+/// Gateways its policies target), read once ([`Document::from_json`]), as `import --from
+/// kuadrant` would with the running config's `[defaults.check]` for addresses nothing else
+/// checks. A document that does not read is refused as its kind's bad objects are.
+pub fn translate(docs: &[Document]) -> Result<Translation, TranslateError> {
+    let (imported, refused_by) =
+        convert_documents(docs, Mode::Live).map_err(|e| TranslateError::Refused {
+            reason: format!("{e:#}"),
+        })?;
     let config = serde_json::to_value(&imported.config).map_err(TranslateError::Config)?;
     let tenants = config["tenants"]
         .as_array()
@@ -88,33 +87,47 @@ pub fn translate(docs: &[Json]) -> Result<Translation, TranslateError> {
         .flatten()
         .filter_map(|t| Some((t["name"].as_str()?.to_owned(), spec_of(t, &config))))
         .collect();
+    let namespace = docs
+        .iter()
+        .find_map(|d| d.text(&["metadata", "namespace"]))
+        .map(str::to_owned);
+    let refused_by_probe = refused_by
+        .into_iter()
+        .map(|(record, probe)| {
+            let key = ObjectKey {
+                kind: Kind::Probe,
+                namespace: namespace.clone(),
+                name: probe,
+            };
+            (record, key)
+        })
+        .collect();
     Ok(Translation {
         tenants,
         by_record: imported.by_record,
         unpublished: imported.unpublished,
+        refused_by_probe,
         policies: imported.policies,
-        probes: probe_sources(&docs),
+        probes: probe_sources(docs),
     })
 }
 
 /// Each probe of `docs` as an endpoint source of its own, read as the translation reads
 /// it (its check in full, so it needs no tenant's), or why it cannot be read.
-fn probe_sources(docs: &[Value]) -> BTreeMap<String, Result<EndpointSource, String>> {
-    let probes = docs
-        .iter()
-        .filter(|d| text(d, "kind") == Some("DNSHealthCheckProbe"));
+fn probe_sources(docs: &[Document]) -> BTreeMap<String, Result<EndpointSource, String>> {
+    let probes = docs.iter().filter(|d| d.kind() == Some(Kind::Probe));
     probes
         .filter_map(|doc| {
-            let name = doc.get("metadata").and_then(|m| text(m, "name"))?;
+            let name = doc.name()?;
             let mut endpoints = Endpoints::new(true);
             let read = endpoints
                 .probe(doc, &mut Vec::new())
-                .map_err(|e| format!("{e:#}"))
-                .and_then(|()| {
-                    let (_, table) = endpoints.list.pop().expect("the probe's endpoint");
-                    let endpoint = serde_json::to_value(&table).map_err(|e| e.to_string())?;
-                    serde_json::from_value(source_of(&endpoint)).map_err(|e| e.to_string())
-                });
+                .map_err(|e| format!("{e:#}"));
+            let read = read.and_then(|()| {
+                let (_, table) = endpoints.list.pop().expect("the probe's endpoint");
+                let endpoint = serde_json::to_value(&table).map_err(|e| e.to_string())?;
+                serde_json::from_value(source_of(&endpoint)).map_err(|e| e.to_string())
+            });
             Some((name.to_owned(), read))
         })
         .collect()

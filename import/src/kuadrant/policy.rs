@@ -4,6 +4,7 @@
 //! geo, defaultGeo: bool}`, the geo and weight of the gateways the policy targets), and
 //! which records a policy governs (its `targetRef`).
 
+use super::objects::{DnsPolicy, Geo, LoadBalancing};
 use super::*;
 
 /// The ManagedCluster label Kuadrant's custom weights match when they name no attribute.
@@ -32,42 +33,58 @@ pub(super) struct Policy {
 }
 
 impl Policy {
-    /// The policy `doc`; without a `healthCheck` its gateways are checked as `fallback`'s.
-    /// One that cannot be read still knows its name and target, with `invalid` saying why.
-    pub(super) fn read(doc: &Value, fallback: &Policy, notes: &mut Vec<String>) -> Policy {
+    /// The policy `typed` (written as `raw`, whose keys without an equivalent are noted);
+    /// without a `healthCheck` its gateways are checked as `fallback`'s. One that cannot be
+    /// applied still knows its name and target, with `invalid` saying why.
+    pub(super) fn read(
+        typed: &DnsPolicy,
+        raw: &Value,
+        fallback: &Policy,
+        notes: &mut Vec<String>,
+    ) -> Policy {
         // The RFC's drafts put `name` at the top; resources have it under `metadata`.
-        let name = doc
-            .get("metadata")
-            .and_then(|m| text(m, "name"))
-            .or_else(|| text(doc, "name"))
+        let name = (typed.metadata.as_ref().and_then(|m| m.name.as_deref()))
+            .or(typed.name.as_deref())
             .unwrap_or("(unnamed)");
-        let target = doc.get("spec").and_then(|s| s.get("targetRef"));
+        let target = typed.spec.as_ref().and_then(|s| s.target_ref.as_ref());
         let mut policy = Policy {
             name: name.to_owned(),
-            gateway: target.and_then(|t| text(t, "name")).map(str::to_owned),
-            section: target
-                .and_then(|t| text(t, "sectionName"))
-                .map(str::to_owned),
+            gateway: target.and_then(|t| t.name.clone()),
+            section: target.and_then(|t| t.section_name.clone()),
             ..Policy::default()
         };
-        if let Err(e) = policy.read_spec(doc, fallback, notes) {
+        if let Err(e) = policy.read_spec(typed, raw, fallback, notes) {
             policy.invalid = Some(format!("{e:#}"));
         }
         policy
     }
 
+    /// A policy whose document does not read: known by its name and target, invalid for
+    /// the field that does not read.
+    pub(super) fn malformed(doc: &Document, malformed: &Malformed) -> Policy {
+        let target = |key: &str| doc.text(&["spec", "targetRef", key]).map(str::to_owned);
+        Policy {
+            name: malformed.object.name.clone(),
+            gateway: target("name"),
+            section: target("sectionName"),
+            invalid: Some(malformed.to_string()),
+            ..Policy::default()
+        }
+    }
+
     fn read_spec(
         &mut self,
-        doc: &Value,
+        typed: &DnsPolicy,
+        raw: &Value,
         fallback: &Policy,
         notes: &mut Vec<String>,
     ) -> anyhow::Result<()> {
         let name = self.name.clone();
-        let spec = doc
-            .get("spec")
-            .with_context(|| format!("DNSPolicy {name} has no spec"))?;
+        let (Some(spec), Some(raw_spec)) = (&typed.spec, raw.get("spec")) else {
+            bail!("DNSPolicy {name} has no spec");
+        };
         unknown_keys(
-            spec,
+            raw_spec,
             &[
                 "targetRef",
                 "healthCheck",
@@ -78,18 +95,18 @@ impl Policy {
             "DNSPolicy.spec",
             notes,
         );
-        if spec.get("targetRef").is_some() {
+        if spec.target_ref.is_some() {
             notes.push(format!("DNSPolicy {name} targetRef (a Gateway: the policy governs the DNSRecords made for it, and the addresses published are those records', not discovered from the Gateway)"));
         }
-        if spec.get("providerRefs").is_some() {
+        if spec.provider_refs.is_some() {
             notes.push(format!("DNSPolicy {name}.spec.providerRefs (the DNS provider's secret: the tenants publish through the sink named dns)"));
         }
-        let defaults = CheckDefaults::policy(text(doc, "apiVersion"));
-        match spec
-            .get("healthCheck")
-            .or_else(|| spec.get("health"))
-            .filter(|h| h.is_mapping())
-        {
+        let defaults = CheckDefaults::policy(typed.api_version.as_deref());
+        let raw_check = ["healthCheck", "health"]
+            .iter()
+            .zip([&spec.health_check, &spec.health])
+            .find_map(|(key, typed)| typed.as_ref().and(raw_spec.get(key)));
+        match raw_check {
             Some(hc) => {
                 self.check = check_of(
                     hc,
@@ -104,8 +121,8 @@ impl Policy {
                 notes.push(format!("no healthCheck in the DNSPolicy {name} (Kuadrant then publishes unchecked): the gateways get a TCP check on port 443"));
             }
         }
-        if let Some(lb) = spec.get("loadBalancing") {
-            self.load_balancing(lb, notes)?;
+        if let (Some(lb), Some(raw_lb)) = (&spec.load_balancing, raw_spec.get("loadBalancing")) {
+            self.load_balancing(lb, raw_lb, notes)?;
         }
         Ok(())
     }
@@ -134,61 +151,60 @@ impl Policy {
         }
     }
 
-    fn load_balancing(&mut self, lb: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
+    fn load_balancing(
+        &mut self,
+        lb: &LoadBalancing,
+        raw: &Value,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
         let at = format!("DNSPolicy {}.spec.loadBalancing", self.name);
         unknown_keys(
-            lb,
+            raw,
             &["weighted", "GEO", "geo", "weight", "defaultGeo"],
             &at,
             notes,
         );
         // v1: the targeted gateways' own weight and geo.
-        if let Some(w) = lb.get("weight") {
-            let w = w
-                .as_i64()
-                .with_context(|| format!("{at}.weight is not a number"))?;
+        if let Some(w) = lb.weight {
             self.default_weight = Some(w);
         }
-        if let Some(geo) = lb.get("geo").and_then(Value::as_str) {
-            self.geo = Some(geo.to_owned());
-            if lb.get("defaultGeo").and_then(Value::as_bool) == Some(true) {
-                self.default_geo = Some(geo.to_owned());
+        if let Some(Geo::Code(geo)) = &lb.geo {
+            self.geo = Some(geo.clone());
+            if lb.default_geo == Some(true) {
+                self.default_geo = Some(geo.clone());
             }
         }
         // v1alpha1: weights by cluster attribute, and the default of a GEO layout.
-        if let Some(w) = lb.get("weighted") {
+        if let (Some(w), Some(raw_w)) = (&lb.weighted, raw.get("weighted")) {
             unknown_keys(
-                w,
+                raw_w,
                 &["defaultWeight", "custom"],
                 &format!("{at}.weighted"),
                 notes,
             );
-            self.default_weight = w.get("defaultWeight").and_then(Value::as_i64);
-            for (i, c) in w
-                .get("custom")
-                .and_then(Value::as_sequence)
-                .into_iter()
+            self.default_weight = w.default_weight;
+            let raw_custom = raw_w.get("custom").and_then(Value::as_sequence);
+            let custom = w
+                .custom
+                .iter()
                 .flatten()
-                .enumerate()
-            {
+                .zip(raw_custom.into_iter().flatten());
+            for (i, (c, raw_c)) in custom.enumerate() {
                 let at = format!("{at}.weighted.custom[{i}]");
-                unknown_keys(c, &["attribute", "value", "weight"], &at, notes);
-                let value = text(c, "value").with_context(|| format!("{at} has no value"))?;
-                let weight = c
-                    .get("weight")
-                    .and_then(Value::as_i64)
-                    .with_context(|| format!("{at} has no weight"))?;
-                let label = text(c, "attribute").unwrap_or(CUSTOM_WEIGHT_LABEL);
+                unknown_keys(raw_c, &["attribute", "value", "weight"], &at, notes);
+                let value = (c.value.as_deref()).with_context(|| format!("{at} has no value"))?;
+                let weight = c.weight.with_context(|| format!("{at} has no weight"))?;
+                let label = c.attribute.as_deref().unwrap_or(CUSTOM_WEIGHT_LABEL);
                 self.rules
                     .push((label.to_owned(), value.to_owned(), weight));
             }
         }
-        if let Some(g) = lb
-            .get("GEO")
-            .or_else(|| lb.get("geo"))
-            .filter(|g| g.is_mapping())
-        {
-            let geo = text(g, "defaultGeo").with_context(|| {
+        let layout = match (&lb.geo_layout, &lb.geo) {
+            (Some(layout), _) | (None, Some(Geo::Layout(layout))) => Some(layout),
+            _ => None,
+        };
+        if let Some(layout) = layout {
+            let geo = layout.default_geo.as_deref().with_context(|| {
                 format!("{at}.GEO has no defaultGeo (Kuadrant requires it in this shape)")
             })?;
             self.default_geo = Some(geo.to_owned());

@@ -9,16 +9,20 @@ use super::*;
 
 impl Endpoints {
     /// Probe `doc` as an endpoint at its address (an IP address, or a host name given as
-    /// the endpoint's address, resolved by the running config's `[resolver]`).
-    pub(super) fn probe(&mut self, doc: &Value, notes: &mut Vec<String>) -> anyhow::Result<()> {
-        let name = doc
-            .get("metadata")
-            .and_then(|m| text(m, "name"))
+    /// the endpoint's address, resolved by the running config's `[resolver]`); a document
+    /// that does not read is refused with its field.
+    pub(super) fn probe(&mut self, doc: &Document, notes: &mut Vec<String>) -> anyhow::Result<()> {
+        let probe = match doc.object() {
+            Some(Ok(Object::Probe(probe))) => probe,
+            Some(Err(malformed)) => return Err(malformed.clone().into()),
+            _ => bail!("not a DNSHealthCheckProbe"),
+        };
+        let name = (probe.metadata.as_ref().and_then(|m| m.name.as_deref()))
             .context("a DNSHealthCheckProbe has no metadata.name")?;
-        let spec = doc
-            .get("spec")
-            .with_context(|| format!("DNSHealthCheckProbe {name} has no spec"))?;
-        let written = text(spec, "address")
+        let (Some(spec), Some(raw_spec)) = (&probe.spec, doc.raw().get("spec")) else {
+            bail!("DNSHealthCheckProbe {name} has no spec");
+        };
+        let written = (spec.address.as_deref())
             .with_context(|| format!("DNSHealthCheckProbe {name} has no address"))?;
         let address = probe_address(written).with_context(|| {
             format!("DNSHealthCheckProbe {name}: address {written:?} is neither an IP address nor a host name (dns-operator writes an A record's address or a CNAME's target, e.g. a1b2.elb.amazonaws.com)")
@@ -27,7 +31,7 @@ impl Endpoints {
         ep.insert("name".into(), endpoint_name(name).into());
         ep.insert("address".into(), address.clone().into());
         let at = format!("DNSHealthCheckProbe {name}.spec");
-        let check = check_of(spec, &at, CheckDefaults::PROBE, notes)?;
+        let check = check_of(raw_spec, &at, CheckDefaults::PROBE, notes)?;
         ep.insert("check".into(), check.into());
         self.list.push((address, ep));
         Ok(())
@@ -77,23 +81,25 @@ pub(super) fn probe_address(written: &str) -> Option<String> {
 }
 
 /// Each probe as an endpoint. `import` fails on a probe that cannot be read; live, such a
-/// probe refuses only the records naming its address (returned with why), which keep
-/// their last accepted answer, and the namespace's other records go on.
+/// probe refuses only the records naming its address, which keep their last accepted
+/// answer, and the namespace's other records go on.
 pub(super) fn read_probes(
-    probes: &[&Value],
+    probes: &[&Document],
     endpoints: &mut Endpoints,
     notes: &mut Vec<String>,
     mode: Mode,
-) -> anyhow::Result<Vec<(String, String)>> {
+) -> anyhow::Result<Vec<RefusedProbe>> {
     let mut refused = Vec::new();
     for probe in probes {
         match endpoints.probe(probe, notes) {
             Ok(()) => {}
             Err(e) if mode == Mode::Live => {
-                let spec = probe.get("spec");
-                let address = spec.and_then(|s| text(s, "address")).unwrap_or_default();
-                let why = format!("its DNSHealthCheckProbe for {address} is refused: {e:#}");
-                refused.push((address.to_owned(), why));
+                let address = probe.text(&["spec", "address"]).unwrap_or_default();
+                refused.push(RefusedProbe {
+                    name: probe.name().unwrap_or_default().to_owned(),
+                    address: address.to_owned(),
+                    why: format!("{e:#}"),
+                });
             }
             Err(e) => return Err(e),
         }
@@ -101,9 +107,32 @@ pub(super) fn read_probes(
     Ok(refused)
 }
 
-/// Why a refused probe refuses `record`: the first whose address is among its targets
-/// (host names compared as DNS compares them).
-pub(super) fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> Option<String> {
+/// A probe that cannot be read, live: the records naming its address are refused.
+pub(super) struct RefusedProbe {
+    /// The probe's name.
+    pub(super) name: String,
+    /// Its address, as written.
+    pub(super) address: String,
+    /// Why it cannot be read.
+    pub(super) why: String,
+}
+
+impl RefusedProbe {
+    /// What a record naming its address is refused with.
+    pub(super) fn refusal(&self) -> String {
+        format!(
+            "its DNSHealthCheckProbe for {} is refused: {}",
+            self.address, self.why
+        )
+    }
+}
+
+/// The refused probe that refuses `record`: the first whose address is among its
+/// targets (host names compared as DNS compares them).
+pub(super) fn refused_by_probe<'p>(
+    record: &Value,
+    refused: &'p [RefusedProbe],
+) -> Option<&'p RefusedProbe> {
     let targets: Vec<String> = record
         .get("spec")
         .and_then(|s| s.get("endpoints"))
@@ -117,6 +146,5 @@ pub(super) fn refused_by_probe(record: &Value, refused: &[(String, String)]) -> 
         .collect();
     refused
         .iter()
-        .find(|(address, _)| targets.contains(&normalize(address)))
-        .map(|(_, why)| why.clone())
+        .find(|p| targets.contains(&normalize(&p.address)))
 }

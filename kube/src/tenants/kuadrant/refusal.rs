@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ho_import::kuadrant::{NotAFailover, TranslateError};
+use ho_import::kuadrant::{NotAFailover, ObjectKey, TranslateError};
 
 /// Why a record has no stand-ins; it keeps its last accepted answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -16,6 +16,14 @@ pub enum Refusal {
     /// The translation publishes nothing of it, for the reason it gives.
     #[error("{0}")]
     Unpublished(String),
+    /// A DNSHealthCheckProbe naming one of its addresses cannot be read.
+    #[error("{why}")]
+    ByProbe {
+        /// The probe.
+        probe: ObjectKey,
+        /// The translation's reason, which names the probe's address and its fault.
+        why: String,
+    },
     /// It has no address to publish.
     #[error("DNSRecord {record} has no A or AAAA endpoint to publish")]
     NoEndpoint {

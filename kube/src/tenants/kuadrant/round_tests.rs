@@ -5,23 +5,23 @@
 
 use std::sync::Arc;
 
-use ho_import::kuadrant::{PolicyOutcome, TranslateError, Translation};
+use ho_import::kuadrant::{Document, Kind, PolicyOutcome, TranslateError, Translation};
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
 use super::round::{Core, View};
 use super::translate::Allowance;
 
-/// `gw-api` (api.team-a.io at 192.0.2.1) while policy `p` has `spec.valid`; the namespace
-/// fails to translate otherwise.
-fn one_listener(docs: &[Value]) -> Result<Translation, TranslateError> {
-    let policy = docs.iter().find(|d| d["kind"] == "DNSPolicy");
-    if policy.is_some_and(|p| p["spec"]["valid"] != true) {
+/// `gw-api` (api.team-a.io at 192.0.2.1) while policy `p` reads; the namespace fails to
+/// translate otherwise.
+fn one_listener(docs: &[Document]) -> Result<Translation, TranslateError> {
+    let policy = docs.iter().find(|d| d.kind() == Some(Kind::Policy));
+    if policy.is_some_and(|p| matches!(p.object(), Some(Err(_)))) {
         return Err(TranslateError::Refused {
             reason: "policy p is broken".to_owned(),
         });
     }
-    let gateway = docs.iter().any(|d| d["kind"] == "Gateway");
+    let gateway = docs.iter().any(|d| d.kind() == Some(Kind::Gateway));
     let spec = json!({"domains": ["api.team-a.io"], "sinks": [], "endpoints": [{"addresses": ["192.0.2.1"]}]});
     let mut t = Translation {
         tenants: [(
@@ -31,6 +31,7 @@ fn one_listener(docs: &[Value]) -> Result<Translation, TranslateError> {
         .into(),
         by_record: Default::default(),
         unpublished: Default::default(),
+        refused_by_probe: Default::default(),
         policies: Default::default(),
         probes: Default::default(),
     };
@@ -53,7 +54,9 @@ fn policy(valid: bool) -> Arc<DynamicObject> {
     object(json!({
         "apiVersion": "kuadrant.io/v1", "kind": "DNSPolicy",
         "metadata": {"name": "p", "namespace": "team-a", "uid": "p"},
-        "spec": {"targetRef": {"name": "gw"}, "valid": valid},
+        "spec": {"targetRef": {"name": "gw"}, "healthCheck": {
+            "failureThreshold": if valid { json!(3) } else { json!("three") },
+        }},
     }))
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use ho_import::kuadrant::{PolicyOutcome, TranslateError, Translation};
+use ho_import::kuadrant::{Document, Kind, PolicyOutcome, TranslateError, Translation};
 use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::{json, Value};
 
@@ -17,7 +17,7 @@ use super::refusal::Refusal;
 /// What translates one namespace's documents: the import's translation, or a test's
 /// (the pure round's tests fail a whole namespace on demand, which the real translation
 /// does only for documents no API server would hold).
-pub type Translator = fn(&[Value]) -> Result<Translation, TranslateError>;
+pub type Translator = fn(&[Document]) -> Result<Translation, TranslateError>;
 
 /// One DNSRecord, written or made from a Gateway's listener, and the `DNSFailover`s
 /// standing for it (one per distinct answer among its names), or why it has none.
@@ -98,8 +98,8 @@ pub fn translate_all(
     let mut probes = Probes::new();
     for (ns, docs) in documents(records, others, gateways, allowed) {
         let translation = translate(&docs).map_err(Arc::new);
-        for doc in docs.iter().filter(|d| d["kind"] == "DNSHealthCheckProbe") {
-            let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        for doc in docs.iter().filter(|d| d.kind() == Some(Kind::Probe)) {
+            let name = doc.name().unwrap_or_default();
             let probed =
                 match &translation {
                     Ok(t) => t.probes.get(name).cloned().unwrap_or_else(|| {
@@ -109,8 +109,8 @@ pub fn translate_all(
                 };
             probes.insert((ns.clone(), name.to_owned()), probed);
         }
-        for doc in docs.iter().filter(|d| d["kind"] == "DNSPolicy") {
-            let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        for doc in docs.iter().filter(|d| d.kind() == Some(Kind::Policy)) {
+            let name = doc.name().unwrap_or_default();
             let outcome = match &translation {
                 Ok(t) => Ok(t.policies.get(name).cloned().unwrap_or_default()),
                 Err(e) => Err(e.clone()),
@@ -131,32 +131,33 @@ pub fn translate_all(
     (by_record, policies, probes)
 }
 
-/// Each namespace's documents as the import reads them, with the Gateways its policies
-/// target.
+/// Each namespace's documents, read once into their types (each that does not read
+/// refused as its kind's bad objects are), with the Gateways its policies target.
 fn documents(
     records: &[Arc<DynamicObject>],
     others: &[Arc<DynamicObject>],
     gateways: &[Arc<DynamicObject>],
     allowed: &Allowance<'_>,
-) -> BTreeMap<String, Vec<Value>> {
-    let mut namespaces: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+) -> BTreeMap<String, Vec<Document>> {
+    let mut namespaces: BTreeMap<String, Vec<Document>> = BTreeMap::new();
     for o in records.iter().chain(others) {
         let ns = o.metadata.namespace.clone().unwrap_or_default();
-        namespaces.entry(ns).or_default().push(document(o));
+        let doc = Document::from_json(&document(o));
+        namespaces.entry(ns).or_default().push(doc);
     }
     for (ns, docs) in namespaces.iter_mut() {
         let targeted = |g: &&Arc<DynamicObject>| {
             g.metadata.namespace.as_deref() == Some(ns.as_str())
                 && docs.iter().any(|d| {
-                    d["kind"] == "DNSPolicy"
-                        && d["spec"]["targetRef"]["name"].as_str() == g.metadata.name.as_deref()
+                    d.policy_target()
+                        .is_some_and(|t| Some(t) == g.metadata.name.as_deref())
                 })
         };
         let in_zone = |host: &str| (allowed.domain)(ns, host);
-        let mine: Vec<Value> = gateways
+        let mine: Vec<Document> = gateways
             .iter()
             .filter(targeted)
-            .map(|g| gateway_document(g, &in_zone))
+            .map(|g| Document::from_json(&gateway_document(g, &in_zone)))
             .collect();
         docs.extend(mine);
     }
@@ -217,7 +218,13 @@ impl Namespace<'_> {
             .map_err(|e| Refusal::Untranslated(e.clone()))
             .and_then(|t| {
                 if let Some(why) = t.unpublished.get(&name) {
-                    return Err(Refusal::Unpublished(why.clone()));
+                    return Err(match t.refused_by_probe.get(&name) {
+                        Some(probe) => Refusal::ByProbe {
+                            probe: probe.clone(),
+                            why: why.clone(),
+                        },
+                        None => Refusal::Unpublished(why.clone()),
+                    });
                 }
                 let tenants = t.by_record.get(&name).map_or(&[][..], Vec::as_slice);
                 if tenants.is_empty() {
@@ -269,7 +276,7 @@ pub(super) fn listener_record(
     Some((Arc::new(object), gateway.metadata.name.clone()?))
 }
 
-/// The document as the import reads it: kind, metadata name and spec.
+/// The document as the import reads it: kind, metadata name and namespace, and spec.
 fn document(o: &DynamicObject) -> Value {
     let mut doc = o.data.clone();
     if let Some(types) = &o.types {
