@@ -1,6 +1,6 @@
 //! The engine facade: builds the probes and (through the [`Parts`] it is handed) the sinks, starts
-//! the sink actors, the tracker and one prober per target spread over one arbiter (thread)
-//! per core; applies config reloads as a diff. Its actors stay private.
+//! the sink actors, the tracker and one prober record per target spread over the prober
+//! threads' wheels; applies config reloads as a diff. Its actors stay private.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};

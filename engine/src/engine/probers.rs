@@ -1,16 +1,17 @@
-//! The running plan's probers: one per target this process probes, spread round robin over
-//! prober threads sized at start for the probe rate, on schedules sharing one origin and
-//! tick fixed at start, so a prober a reload adds keeps the stable phase it would have had.
+//! The running plan's probers: one record per target this process probes, spread round robin
+//! over prober threads sized at start for the probe rate (each thread's [`Wheel`] holds its
+//! records), on schedules sharing one origin and tick fixed at start, so a prober a reload
+//! adds keeps the stable phase it would have had.
 //!
-//! With `[ring]` a target this replica does not probe has no prober task at all: its slot
+//! With `[ring]` a target this replica does not probe has no prober record at all: its slot
 //! keeps the target and its prepared probe (about 150 bytes), and the prober is started when the target's
 //! gate opens and stopped when it closes (after the make-before-break grace). On a ring of
-//! four, three targets in four cost their slot instead of a parked task.
+//! four, three targets in four cost their slot instead of a prober.
 
 use std::sync::{Mutex, Weak};
 
 use super::*;
-use crate::prober::Sampling;
+use crate::prober::{Reporting, Wheel};
 use crate::ring::ownership::{Gate, Ownership};
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -53,18 +54,15 @@ struct Pool {
     /// Where new probers go, round robin.
     next_arbiter: usize,
     arbiters: Vec<Arbiter>,
+    /// Each arbiter's wheel, in the same order.
+    wheels: Vec<Wheel>,
     /// Schedules' common origin.
     origin: Instant,
     /// Probes start on this tick ([`schedule::tick_for`] the load at start).
     tick: Duration,
-    /// Bounds every probe; set at start (a reload does not change it).
-    limits: Arc<ProbeLimits>,
-    /// Where results go.
-    tracker: Addr<HealthTracker>,
-    /// The share of probes traced: set at start, as every telemetry setting is.
-    sample_share: f64,
-    /// Prober tasks alive (`prober_tasks`).
-    live: Gauge,
+    /// Whether probes are traced (their spans need the target's key): set at start, as
+    /// every telemetry setting is.
+    sampled: bool,
 }
 
 /// Every running prober, and where new ones go.
@@ -93,17 +91,26 @@ impl ProberPool {
         } else {
             0.0
         };
+        let wheels = arbiters
+            .iter()
+            .map(|arbiter| {
+                let reporting = Reporting {
+                    tracker: tracker.clone().recipient(),
+                    limits: limits.clone(),
+                    sample_share,
+                };
+                Wheel::spawn(&arbiter.handle(), reporting, live.clone())
+            })
+            .collect();
         let pool = Arc::new(Mutex::new(Pool {
-            sample_share,
+            sampled: sample_share > 0.0,
             slots: Vec::new(),
             next_id: 0,
             next_arbiter: 0,
             arbiters,
+            wheels,
             origin: Instant::now(),
             tick,
-            limits,
-            tracker,
-            live,
         }));
         if let Some(ownership) = &ownership {
             let weak: Weak<Mutex<Pool>> = Arc::downgrade(&pool);
@@ -253,24 +260,12 @@ impl Pool {
             Joining::No => schedule.first(),
             Joining::Gained => schedule.next_slot(now),
         };
-        let share = self.sample_share;
         // The key labels sampled spans; not kept when nothing is sampled.
-        let sample = Sampling {
-            share,
-            key: if share > 0.0 { key } else { String::new() },
-        };
-        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        let span_key = self.sampled.then(|| key.into_boxed_str());
+        let wheel = &self.wheels[self.next_arbiter % self.wheels.len()];
         self.next_arbiter += 1;
-        let prober = Prober::new(
-            id,
-            probe,
-            schedule,
-            target.check.clone(),
-            self.tracker.clone().recipient(),
-            sample,
-            self.limits.clone(),
-        );
-        prober.start(&arbiter.handle(), first, self.live.clone())
+        let prober = Prober::new(id, probe, (schedule, first), target.check.clone(), span_key);
+        wheel.start(prober)
     }
 }
 
