@@ -1,6 +1,6 @@
 //! The engine facade: builds the probes and (through the [`Parts`] it is handed) the sinks, starts
-//! the sink actors, the tracker and one prober per target spread over one arbiter (thread)
-//! per core; applies config reloads as a diff. Its actors stay private.
+//! the sink actors, the tracker and one prober record per target spread over the prober
+//! threads' wheels; applies config reloads as a diff. Its actors stay private.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -10,7 +10,7 @@ use actix::prelude::*;
 use ho_config::{Config, Discovered, Plan, PlannedSink, Target};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::info;
+use tracing::{error, info};
 
 use crate::api::{ApiState, ApiTokens};
 use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
@@ -213,7 +213,8 @@ impl Engine {
             heartbeats: heartbeats.clone(),
             feeds: prepared.feeds,
         };
-        applier.probers.start(&plan, prepared.probes);
+        let preparing = probe_context(plan.targets.iter(), &applier.heartbeats, &applier.feeds);
+        applier.probers.start(&plan, prepared.probes, preparing);
         let tracker = deciders.tracker;
         let ring = ring
             .map(|parts| crate::ring::run::start(parts, tracker.clone(), &events, metrics.clone()));
@@ -407,15 +408,7 @@ fn make_probes<'a>(
     feeds: &Feeds,
 ) -> Result<Vec<Probe>, EngineError> {
     let targets: Vec<&Target> = targets.into_iter().collect();
-    let over_tls = targets
-        .iter()
-        .filter(|t| t.check.settings.get().speaks_tls())
-        .count();
-    let mut ctx = ProbeContext {
-        tls: TlsCache::for_targets(over_tls),
-        heartbeats: heartbeats.clone(),
-        feeds: feeds.clone(),
-    };
+    let mut ctx = probe_context(targets.iter().copied(), heartbeats, feeds);
     targets
         .into_iter()
         .map(|t| {
@@ -425,6 +418,23 @@ fn make_probes<'a>(
             })
         })
         .collect()
+}
+
+/// What preparing `targets`' probes shares: TLS settings sized for those over TLS, the
+/// heartbeats and the feeds.
+fn probe_context<'a>(
+    targets: impl Iterator<Item = &'a Target>,
+    heartbeats: &Heartbeats,
+    feeds: &Feeds,
+) -> ProbeContext {
+    let over_tls = targets
+        .filter(|t| t.check.settings.get().speaks_tls())
+        .count();
+    ProbeContext {
+        tls: TlsCache::for_targets(over_tls),
+        heartbeats: heartbeats.clone(),
+        feeds: feeds.clone(),
+    }
 }
 
 /// Stops an actor of the engine (the tracker, a sink actor): when the engine is dropped,

@@ -119,8 +119,9 @@ pub struct Metrics {
     pub check_duration: Histogram,
     /// How late probes start against their schedule: the "checks slow" signal.
     pub probe_start_delay: Histogram,
-    /// Prober tasks alive: one per target probed here (with `[ring]`, the targets this
-    /// replica owns or hands over, not every target).
+    /// Targets probed here now, each a prober record on a prober thread's wheel (with
+    /// `[ring]`, the targets this replica owns or hands over, not every target). The name is
+    /// the one dashboards know; no target holds a task between its probes.
     pub prober_tasks: Gauge,
     /// Healthy endpoints per tenant.
     pub healthy_nodes: Family<TenantLabel, Gauge>,
@@ -311,7 +312,7 @@ impl Metrics {
         );
         registry.register(
             "prober_tasks",
-            "Prober tasks alive: one per target this process probes now",
+            "Targets this process probes now (one prober record each; a task runs only for an attempt)",
             self.prober_tasks.clone(),
         );
         registry.register(

@@ -1,8 +1,8 @@
-//! `[ring]` in one engine: a replica runs prober tasks only for the targets it probes. The
+//! `[ring]` in one engine: a replica holds probers only for the targets it probes. The
 //! test plays the binary's Kubernetes side, handing the engine listings of the ring's
 //! Leases (a seeded sequence of member sets, each member renewing), and computes which
 //! targets this replica owns from the member list with the rendezvous function; the engine
-//! counts its live prober tasks (`prober_tasks`), and the loopback gateways count the
+//! counts the targets it holds probers for (`prober_tasks`), and the loopback gateways count the
 //! probes they take.
 
 use std::collections::BTreeSet;

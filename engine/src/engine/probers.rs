@@ -1,16 +1,19 @@
-//! The running plan's probers: one per target this process probes, spread round robin over
-//! prober threads sized at start for the probe rate, on schedules sharing one origin and
-//! tick fixed at start, so a prober a reload adds keeps the stable phase it would have had.
+//! The running plan's probers: one record per target this process probes, spread round robin
+//! over prober threads sized at start for the probe rate (each thread's [`Wheel`] holds its
+//! records), on schedules sharing one origin and tick fixed at start, so a prober a reload
+//! adds keeps the stable phase it would have had.
 //!
-//! With `[ring]` a target this replica does not probe has no prober task at all: its slot
-//! keeps the target and its prepared probe (about 150 bytes), and the prober is started when the target's
-//! gate opens and stopped when it closes (after the make-before-break grace). On a ring of
-//! four, three targets in four cost their slot instead of a parked task.
+//! With `[ring]` a target this replica does not probe has neither a prober nor a prepared
+//! probe: its slot keeps its id and gate (the target itself is the running plan's), its probe
+//! is prepared again when its gate opens (preparing shares TLS settings, so it is cheap) and
+//! the prober is stopped when the gate closes (after the make-before-break grace). On a ring
+//! of four, three targets in four cost their slot (40 bytes) instead of a prober and a
+//! prepared check.
 
 use std::sync::{Mutex, Weak};
 
 use super::*;
-use crate::prober::Sampling;
+use crate::prober::{Reporting, Wheel};
 use crate::ring::ownership::{Gate, Ownership};
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -19,18 +22,10 @@ struct Slot {
     id: TargetId,
     /// `[ring]`: whether this replica probes the target.
     gate: Option<Arc<Gate>>,
-    /// What starts the prober. With `[ring]` it is kept (a gate closed and opened again
-    /// starts a new prober, without preparing the probe again); without, it moves into the
-    /// prober, which runs until a reload removes the target.
-    prepared: Option<Box<Prepared>>,
+    /// The probe prepared with the plan, until it moves into the target's first prober;
+    /// dropped if the target's gate is closed then (it is prepared again when it opens).
+    probe: Option<Box<Probe>>,
     running: Option<ProberHandle>,
-}
-
-/// A target and its prepared probe.
-#[derive(Clone)]
-struct Prepared {
-    target: Target,
-    probe: Probe,
 }
 
 /// When a started prober probes first.
@@ -53,18 +48,19 @@ struct Pool {
     /// Where new probers go, round robin.
     next_arbiter: usize,
     arbiters: Vec<Arbiter>,
+    /// Each arbiter's wheel, in the same order.
+    wheels: Vec<Wheel>,
     /// Schedules' common origin.
     origin: Instant,
     /// Probes start on this tick ([`schedule::tick_for`] the load at start).
     tick: Duration,
-    /// Bounds every probe; set at start (a reload does not change it).
-    limits: Arc<ProbeLimits>,
-    /// Where results go.
-    tracker: Addr<HealthTracker>,
-    /// The share of probes traced: set at start, as every telemetry setting is.
-    sample_share: f64,
-    /// Prober tasks alive (`prober_tasks`).
-    live: Gauge,
+    /// Whether probes are traced (their spans need the target's key): set at start, as
+    /// every telemetry setting is.
+    sampled: bool,
+    /// The running plan: the slots' targets, in the same order.
+    plan: Arc<Plan>,
+    /// `[ring]`: prepares the probe of a target whose gate opens.
+    preparing: Option<ProbeContext>,
 }
 
 /// Every running prober, and where new ones go.
@@ -79,7 +75,7 @@ impl ProberPool {
     /// `deciders`' tracker and counting live probers in `metrics`. With `ownership`, probers
     /// follow its gates from now on.
     pub(super) fn new(
-        plan: &Plan,
+        plan: &Arc<Plan>,
         deciders: &super::start::Deciders,
         ownership: Option<Arc<Ownership>>,
         metrics: &Metrics,
@@ -93,17 +89,28 @@ impl ProberPool {
         } else {
             0.0
         };
+        let wheels = arbiters
+            .iter()
+            .map(|arbiter| {
+                let reporting = Reporting {
+                    tracker: tracker.clone().recipient(),
+                    limits: limits.clone(),
+                    sample_share,
+                };
+                Wheel::spawn(&arbiter.handle(), reporting, live.clone())
+            })
+            .collect();
         let pool = Arc::new(Mutex::new(Pool {
-            sample_share,
+            sampled: sample_share > 0.0,
             slots: Vec::new(),
             next_id: 0,
             next_arbiter: 0,
             arbiters,
+            wheels,
             origin: Instant::now(),
             tick,
-            limits,
-            tracker,
-            live,
+            plan: plan.clone(),
+            preparing: None,
         }));
         if let Some(ownership) = &ownership {
             let weak: Weak<Mutex<Pool>> = Arc::downgrade(&pool);
@@ -119,9 +126,12 @@ impl ProberPool {
     }
 
     /// Makes a slot for each of `plan`'s targets with its probe (the start's, whose ids are
-    /// the targets' places in the plan) and starts the probers of those probed here.
-    pub(super) fn start(&mut self, plan: &Plan, probes: Vec<Probe>) {
+    /// the targets' places in the plan) and starts the probers of those probed here. With
+    /// `[ring]`, `preparing` prepares the probes of targets gained later.
+    pub(super) fn start(&mut self, plan: &Arc<Plan>, probes: Vec<Probe>, preparing: ProbeContext) {
         let mut pool = self.pool.lock().expect("not poisoned");
+        pool.plan = plan.clone();
+        pool.preparing = self.ownership.is_some().then_some(preparing);
         for (target, probe) in plan.targets.iter().zip(probes) {
             let slot = pool.slot(target, probe, self.ownership.as_deref());
             pool.slots.push(slot);
@@ -141,7 +151,7 @@ impl ProberPool {
     /// per target of `plan` not in `old`, in order), stops the rest.
     pub(super) fn replace(
         &mut self,
-        plan: &Plan,
+        plan: &Arc<Plan>,
         old: &HashMap<&Target, usize>,
         probes: Vec<Probe>,
         summary: &mut ReloadSummary,
@@ -174,6 +184,7 @@ impl ProberPool {
             summary.targets_removed += 1;
         }
         pool.slots = slots;
+        pool.plan = plan.clone();
         if let Some(ownership) = &self.ownership {
             ownership.retain(&plan.targets.iter().map(Target::key).collect());
         }
@@ -207,10 +218,7 @@ impl Pool {
         Slot {
             id,
             gate: ownership.map(|o| o.gate(&target.key())),
-            prepared: Some(Box::new(Prepared {
-                target: target.clone(),
-                probe,
-            })),
+            probe: Some(Box::new(probe)),
             running: None,
         }
     }
@@ -220,32 +228,43 @@ impl Pool {
     fn follow_gates(&mut self, joining: Joining) {
         let now = Instant::now();
         for i in 0..self.slots.len() {
-            let slot = &self.slots[i];
+            let slot = &mut self.slots[i];
             let probes = slot.gate.as_ref().is_none_or(|g| g.is_open());
             match (&slot.running, probes) {
                 (None, true) => {
                     let handle = self.start_prober(i, now, joining);
-                    self.slots[i].running = Some(handle);
+                    self.slots[i].running = handle;
                 }
                 (Some(_), false) => {
-                    if let Some(handle) = self.slots[i].running.take() {
+                    if let Some(handle) = slot.running.take() {
                         handle.stop();
                     }
                 }
-                _ => {}
+                (None, false) => slot.probe = None,
+                (Some(_), true) => {}
             }
         }
     }
 
-    /// Starts slot `i`'s prober on the next thread.
-    fn start_prober(&mut self, i: usize, now: Instant, joining: Joining) -> ProberHandle {
-        let slot = &mut self.slots[i];
-        let Prepared { target, probe } = match slot.gate {
-            Some(_) => slot.prepared.as_deref().cloned(),
-            None => slot.prepared.take().map(|p| *p),
+    /// Slot `i`'s probe: the one prepared with the plan, or one prepared now. A probe that
+    /// cannot be prepared now (its TLS files went away since the plan was validated) is
+    /// logged and left unprobed here until the gates move again.
+    fn probe_of(&mut self, i: usize) -> Option<Probe> {
+        if let Some(probe) = self.slots[i].probe.take() {
+            return Some(*probe);
         }
-        .expect("a slot without a prober keeps what starts it");
-        let id = slot.id;
+        let target = &self.plan.targets[i];
+        let context = self.preparing.as_mut()?;
+        Probe::new(target, context)
+            .inspect_err(|e| error!(target = %target.key(), error = %e, "ring: a gained target's probe cannot be prepared; it is not probed here"))
+            .ok()
+    }
+
+    /// Starts slot `i`'s prober on the next thread.
+    fn start_prober(&mut self, i: usize, now: Instant, joining: Joining) -> Option<ProberHandle> {
+        let probe = self.probe_of(i)?;
+        let target = &self.plan.targets[i];
+        let id = self.slots[i].id;
         let key = target.key();
         let timing = &target.check.timing;
         let schedule = Schedule::new(&key, timing, self.origin, self.tick);
@@ -253,24 +272,12 @@ impl Pool {
             Joining::No => schedule.first(),
             Joining::Gained => schedule.next_slot(now),
         };
-        let share = self.sample_share;
         // The key labels sampled spans; not kept when nothing is sampled.
-        let sample = Sampling {
-            share,
-            key: if share > 0.0 { key } else { String::new() },
-        };
-        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        let span_key = self.sampled.then(|| key.into_boxed_str());
+        let wheel = &self.wheels[self.next_arbiter % self.wheels.len()];
         self.next_arbiter += 1;
-        let prober = Prober::new(
-            id,
-            probe,
-            schedule,
-            target.check.clone(),
-            self.tracker.clone().recipient(),
-            sample,
-            self.limits.clone(),
-        );
-        prober.start(&arbiter.handle(), first, self.live.clone())
+        let prober = Prober::new(id, probe, (schedule, first), target.check.clone(), span_key);
+        Some(wheel.start(prober))
     }
 }
 

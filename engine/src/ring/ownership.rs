@@ -1,7 +1,7 @@
 //! The targets this replica probes: one [`Gate`] per target, open while the [`Assignment`]
 //! says this replica probes it. The engine's prober pool follows the gates
-//! ([`Ownership::follow`]): a target runs a prober task only while its gate is open, so a
-//! replica of a ring of 4 at 200,000 targets holds 50,000 prober tasks, not 200,000.
+//! ([`Ownership::follow`]): a target has a prober only while its gate is open, so a
+//! replica of a ring of 4 at 200,000 targets holds 50,000 probers, not 200,000.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
