@@ -19,13 +19,17 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
     }
     match plan {
         Ok(plan) => {
-            if let Some(Err(e)) = plan.state_dir.as_deref().map(writable) {
+            if let Some(Err(e)) = plan
+                .state_dir
+                .as_deref()
+                .map(ho_engine::state_file::writable)
+            {
                 eprintln!(
                     "state_dir: {e}: `run` would start with the availability ledger degraded and any operator drain unsaved (make it writable by the user that runs the orchestrator: in Kubernetes, the pod's securityContext.fsGroup)"
                 );
                 return ExitCode::from(2);
             }
-            println!(
+            outln!(
                 "ok: {}, {}, {}",
                 counted(plan.endpoints.len(), "endpoint")
                     + &format!(" ({})", counted(plan.targets.len(), "probe target")),
@@ -36,19 +40,6 @@ pub fn check_config(files: &[PathBuf]) -> ExitCode {
         }
         Err(code) => code,
     }
-}
-
-/// Whether this user can write under `dir`: in it, or where it would be created (its
-/// nearest existing ancestor). A file is made and removed there; nothing else is left.
-fn writable(dir: &std::path::Path) -> Result<(), String> {
-    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
-    if !existing.is_dir() {
-        return Err(format!("{} is not a folder", existing.display()));
-    }
-    let probe = existing.join(format!(".check-config-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| format!("cannot write in {}: {e}", existing.display()))
 }
 
 /// `n` things, in the singular for one.

@@ -80,14 +80,14 @@ pub fn leave(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     }
                 }
                 match result {
-                    Ok(what) => println!("{}: {what}", tenant.name),
+                    Ok(what) => outln!("{}: {what}", tenant.name),
                     Err(e) => {
                         failed = true;
                         eprintln!("{}: {e}", tenant.name);
                     }
                 }
             }
-            println!("cluster {} left", cluster.id);
+            outln!("cluster {} left", cluster.id);
             Ok(if failed {
                 ExitCode::FAILURE
             } else {

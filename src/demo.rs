@@ -141,12 +141,12 @@ async fn wait_for_answer(server: SocketAddr, want: &[IpAddr]) -> anyhow::Result<
 
 fn print_file(file: &Path) {
     let content = std::fs::read_to_string(file).unwrap_or_default();
-    println!("    {} :", file.display());
+    outln!("    {} :", file.display());
     for line in content.lines() {
-        println!("    | {line}");
+        outln!("    | {line}");
     }
     if content.is_empty() {
-        println!("    | (empty)");
+        outln!("    | (empty)");
     }
 }
 
@@ -182,53 +182,53 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let api_url = format!("http://{}", listener.local_addr()?);
         actix::spawn(ho_engine::api::serve(listener, engine.api_state(Default::default())));
 
-        println!("Health Orchestrator demo");
-        println!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));
-        println!("  probing every 200 ms (timeout 100 ms, fall 2, rise 2, re-check 50 ms while unsettled)");
-        println!("  config {}   API {api_url}/status", config_file.display());
-        println!("  DNS server (dns_server sink): dig @{} -p {} api.demo.test", dns.ip(), dns.port());
-        println!();
+        outln!("Health Orchestrator demo");
+        outln!("  3 gateways: {}", gateways.iter().map(|g| g.addr().to_string()).collect::<Vec<_>>().join(", "));
+        outln!("  probing every 200 ms (timeout 100 ms, fall 2, rise 2, re-check 50 ms while unsettled)");
+        outln!("  config {}   API {api_url}/status", config_file.display());
+        outln!("  DNS server (dns_server sink): dig @{} -p {} api.demo.test", dns.ip(), dns.port());
+        outln!();
 
         let ips: Vec<IpAddr> = gateways.iter().map(|g| g.addr().ip()).collect();
         wait_for_file(&file, "all three gateways", |c| ips.iter().all(|ip| has(c, *ip))).await?;
-        println!("[{:>6} ms] first verdicts in: all three gateways published", started.elapsed().as_millis());
+        outln!("[{:>6} ms] first verdicts in: all three gateways published", started.elapsed().as_millis());
         print_file(&file);
 
         let mut sorted = ips.clone();
         sorted.sort();
         wait_for_answer(dns, &sorted).await?;
-        println!("    dig api.demo.test -> {}", join(&sorted));
+        outln!("    dig api.demo.test -> {}", join(&sorted));
 
         let mut rows = Vec::new();
         for (gateway, fault, name) in [(1usize, Behaviour::Refuse, "connection refused"), (2, Behaviour::Status(503), "HTTP 503")] {
             let ip = ips[gateway];
             let without: Vec<IpAddr> = sorted.iter().copied().filter(|a| *a != ip).collect();
             pause().await;
-            println!("\n>> gateway-{} goes down ({name})", gateway + 1);
+            outln!("\n>> gateway-{} goes down ({name})", gateway + 1);
             gateways[gateway].set(fault)?;
             let (file_took, dns_took) = tokio::try_join!(
                 wait_for_file(&file, "the address to leave", |c| !has(c, ip) && !c.is_empty()),
                 wait_for_answer(dns, &without)
             )?;
-            println!("[{:>6} ms] {ip} removed: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
+            outln!("[{:>6} ms] {ip} removed: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
             print_file(&file);
-            println!("    dig api.demo.test -> {}", join(&without));
+            outln!("    dig api.demo.test -> {}", join(&without));
             rows.push((format!("gateway-{} down ({name})", gateway + 1), file_took, dns_took));
 
             pause().await;
-            println!("\n>> gateway-{} comes back", gateway + 1);
+            outln!("\n>> gateway-{} comes back", gateway + 1);
             gateways[gateway].set(Behaviour::Healthy)?;
             let (file_took, dns_took) = tokio::try_join!(
                 wait_for_file(&file, "the address to return", |c| has(c, ip)),
                 wait_for_answer(dns, &sorted)
             )?;
-            println!("[{:>6} ms] {ip} back: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
+            outln!("[{:>6} ms] {ip} back: hosts file after {:.0} ms, DNS answer after {:.0} ms", started.elapsed().as_millis(), ms(file_took), ms(dns_took));
             print_file(&file);
             rows.push((format!("gateway-{} back", gateway + 1), file_took, dns_took));
         }
 
         pause().await;
-        println!("\n>> every gateway hangs (accepts, never answers): fail-open keeps all addresses");
+        outln!("\n>> every gateway hangs (accepts, never answers): fail-open keeps all addresses");
         for g in &mut gateways {
             g.set(Behaviour::Hang)?;
         }
@@ -247,7 +247,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         // The decision is made; the sink writes it right after. Show the file once it does.
         let ips: Vec<IpAddr> = gateways.iter().map(|g| g.addr().ip()).collect();
         wait_for_file(&file, "the fail-open set", |c| ips.iter().all(|&ip| has(c, ip))).await?;
-        println!(
+        outln!(
             "[{:>6} ms] all three down after {:.0} ms; on_all_unhealthy = \"publish_all\": the file still lists them all",
             started.elapsed().as_millis(),
             ms(t0.elapsed())
@@ -257,14 +257,14 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             g.set(Behaviour::Healthy)?;
         }
 
-        println!("\nSummary (fault or recovery -> hosts file changed / DNS answer changed):");
+        outln!("\nSummary (fault or recovery -> hosts file changed / DNS answer changed):");
         for (what, file_took, dns_took) in &rows {
-            println!("  {what:<40} {:>6.0} ms / {:>6.0} ms", ms(*file_took), ms(*dns_took));
+            outln!("  {what:<40} {:>6.0} ms / {:>6.0} ms", ms(*file_took), ms(*dns_took));
         }
-        println!("  expected detection bound: interval + (fall-1) x fast_interval + timeout = 200 + 50 + 100 = 350 ms");
+        outln!("  expected detection bound: interval + (fall-1) x fast_interval + timeout = 200 + 50 + 100 = 350 ms");
 
         if args.keep_running {
-            println!("\nStill running: curl {api_url}/status  (Ctrl-C to stop)");
+            outln!("\nStill running: curl {api_url}/status  (Ctrl-C to stop)");
             tokio::signal::ctrl_c().await?;
         }
         drop(engine);

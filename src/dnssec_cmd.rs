@@ -118,7 +118,7 @@ fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
     );
     if !args.zsk {
         eprintln!("give the parent zone this DS record:");
-        println!("{}", written.ds()?);
+        crate::stdout::write(format_args!("{}\n", written.ds()?))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -130,7 +130,7 @@ fn print_ds(dir: &Path) -> anyhow::Result<ExitCode> {
         bail!("{} holds no key-signing key", dir.display());
     }
     for key in ksks {
-        println!("{}", key.ds()?);
+        crate::stdout::write(format_args!("{}\n", key.ds()?))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -88,8 +88,7 @@ pub fn import(from: Source, files: &[PathBuf], options: Options) -> anyhow::Resu
         Source::Kuadrant => kuadrant::convert(&read_documents(files)?, kuadrant::Mode::Import)?,
     };
     print_header(from, files, &imported.not_carried, &imported.to_do);
-    println!();
-    print!("{}", toml::to_string(&imported.config)?);
+    crate::stdout::write(format_args!("\n{}", toml::to_string(&imported.config)?))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -105,7 +104,7 @@ fn print_k8gb(
     if !imported.resources.is_empty() {
         print_header(from, files, &imported.not_carried, &imported.to_do);
         for resource in &imported.resources {
-            print!("---\n{}", serde_yaml::to_string(resource)?);
+            crate::stdout::write(format_args!("---\n{}", serde_yaml::to_string(resource)?))?;
         }
     }
     if imported.refused.is_empty() {
@@ -126,15 +125,15 @@ fn print_k8gb(
 /// is left to do.
 fn print_header(from: Source, files: &[PathBuf], not_carried: &[String], to_do: &[String]) {
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    println!(
+    outln!(
         "# Imported from {} ({from:?}) by `health-orchestrator import`.",
         names.join(", ")
     );
     for note in not_carried {
-        println!("# NOT CARRIED OVER: {note}");
+        outln!("# NOT CARRIED OVER: {note}");
     }
     for step in to_do {
-        println!("# TO DO: {step}");
+        outln!("# TO DO: {step}");
     }
 }
 

@@ -166,7 +166,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         } else {
             address.to_string()
         };
-        println!(
+        outln!(
             "{verdict} {shown} {} {:.1}ms",
             result.reason(),
             result.latency.as_secs_f64() * 1000.0

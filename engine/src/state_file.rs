@@ -17,6 +17,32 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+/// Whether this user can write under `dir`: in it, or where it would be created (its
+/// nearest existing ancestor). A file is made and removed there; nothing else is left.
+/// `check-config` asks this of every folder `run` writes into (`state_dir`, a hosts_file
+/// sink's `dir`), so a folder that cannot be made is said before the start, not retried.
+pub fn writable(dir: &Path) -> Result<(), String> {
+    // A relative path's last ancestor is "", the working folder.
+    let existing = dir
+        .ancestors()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
+        .find(|d| d.exists())
+        .unwrap_or(dir);
+    if !existing.is_dir() {
+        return Err(format!("{} is not a folder", existing.display()));
+    }
+    let probe = existing.join(format!(".check-config-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in {}: {e}", existing.display()))
+}
+
 /// A state file's content and its format.
 pub trait StateFormat: Serialize + DeserializeOwned {
     /// What the file holds, as an error names it (`drain`).

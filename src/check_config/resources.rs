@@ -123,11 +123,11 @@ fn report(key: &Key, verdict: &Verdict, keys_reason: &'static str, keys: &[Strin
             (keys_reason, Vec::new())
         }
         Verdict::Accepted { .. } => {
-            println!("{at}: accepted");
+            outln!("{at}: accepted");
             return false;
         }
         Verdict::Waiting { message } => {
-            println!("{at}: accepted, nothing to publish yet: {message}");
+            outln!("{at}: accepted, nothing to publish yet: {message}");
             return false;
         }
     };
@@ -214,10 +214,10 @@ fn say_offline(resource: &DNSFailover) {
             source.nodes.as_ref().map(|_| "nodes".to_owned()),
         ];
         for what in offline.into_iter().flatten() {
-            println!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged with the stand-in address {STAND_IN}");
+            outln!("{name}: spec.endpoints[{i}]: {what} is looked up in the cluster, not here; judged with the stand-in address {STAND_IN}");
         }
         if source.gateway.as_ref().is_some_and(|g| g.contains('/')) {
-            println!("{name}: spec.endpoints[{i}]: whether that Gateway takes routes from every namespace is checked in the cluster");
+            outln!("{name}: spec.endpoints[{i}]: whether that Gateway takes routes from every namespace is checked in the cluster");
         }
     }
 }

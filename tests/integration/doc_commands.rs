@@ -2,7 +2,8 @@
 //! subcommand, flag or manifest fails the build: every `health-orchestrator ...` command
 //! (in shell code blocks, and in inline code) names a subcommand the binary has and only
 //! flags its `--help` lists; those that run offline on the repository's own files
-//! (`check-config` of files that exist here, `crds`, `config-schema`) run and exit 0; every
+//! (`check-config` of files that exist here, `crds`, `config-schema`) run and exit 0, with the
+//! `HO_*` variables a command line sets before them (`HO_X=1 health-orchestrator ...`); every
 //! `kubectl apply -k` / `kubectl kustomize` of a directory here renders, and every
 //! `kubectl apply -f` of a file here names one that exists; the alerts the docs count and
 //! name are the PrometheusRule's. The expected subcommands and flags are read from the
@@ -16,6 +17,16 @@ use crate::cli::repo;
 pub(crate) struct Shown {
     pub(crate) place: String,
     pub(crate) words: Vec<String>,
+    /// The variables the line sets for the command (`NAME=value` before it).
+    pub(crate) env: Vec<(String, String)>,
+}
+
+/// A shell assignment `NAME=value` before a command.
+fn assignment(word: &str) -> Option<(String, String)> {
+    let (name, value) = word.split_once('=')?;
+    let is_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    is_name.then(|| (name.to_owned(), value.to_owned()))
 }
 
 /// The words of `line`, quotes removed (as a shell splits them), and its operators (`&&`,
@@ -105,11 +116,14 @@ pub(crate) fn shown_in(file: &str, text: &str, program: &str) -> Vec<Shown> {
         } else if shell.is_none() {
             pieces.extend(inline_spans(line, &mut open_span));
         }
-        for command in pieces.iter().flat_map(|p| commands(p)) {
+        for mut command in pieces.iter().flat_map(|p| commands(p)) {
+            let env: Vec<_> = command.iter().map_while(|w| assignment(w)).collect();
+            command.drain(..env.len());
             if command.len() > 1 && command[0] == program {
                 shown.push(Shown {
                     place: format!("{file}:{}", number + 1),
                     words: command,
+                    env,
                 });
             }
         }
@@ -157,8 +171,14 @@ pub(crate) fn documents() -> Vec<(String, String)> {
 }
 
 fn binary(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_health-orchestrator"))
+    binary_with(args, &[])
+}
+
+/// The binary run with `args` in the repository, with only the `HO_*` variables of `env`.
+fn binary_with(args: &[&str], env: &[(String, String)]) -> std::process::Output {
+    crate::harness::binary()
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(repo("."))
         .output()
         .unwrap()
@@ -211,11 +231,12 @@ fn every_command_the_docs_show_is_one_the_binary_takes() {
             checked += 1;
             if runs_offline(&path, &shown.words) {
                 let args: Vec<&str> = shown.words[1..].iter().map(String::as_str).collect();
-                let out = binary(&args);
+                let out = binary_with(&args, &shown.env);
                 assert!(
                     out.status.success(),
-                    "{}: {:?}: {}",
+                    "{}: {:?} {:?}: {}",
                     shown.place,
+                    shown.env,
                     shown.words,
                     String::from_utf8_lossy(&out.stderr)
                 );
@@ -301,12 +322,14 @@ fn commands_are_read_as_a_shell_would_split_them() {
                health-orchestrator check-config --config a.toml && health-orchestrator run \\\n  --config a.toml   # comment\n\
                health-orchestrator crds > deploy/x.yaml\n\
                health-orchestrator probe 'dns://h/x?type=A&contains=1'\n\
+               HO_A__B=1s HO_C=x health-orchestrator crds\n\
                ```\n\
                ```toml\nhealth-orchestrator = 1\n```\n";
-    let shown: Vec<Vec<String>> = shown_in("doc", doc, "health-orchestrator")
-        .into_iter()
-        .map(|s| s.words)
-        .collect();
+    let found = shown_in("doc", doc, "health-orchestrator");
+    let env: Vec<_> = found.iter().map(|s| s.env.len()).collect();
+    assert_eq!(env, [0, 0, 0, 0, 0, 2]);
+    assert_eq!(found[5].env[0], ("HO_A__B".to_owned(), "1s".to_owned()));
+    let shown: Vec<Vec<String>> = found.into_iter().map(|s| s.words).collect();
     let expected: Vec<Vec<&str>> = vec![
         vec![
             "health-orchestrator",
@@ -323,6 +346,7 @@ fn commands_are_read_as_a_shell_would_split_them() {
             "probe",
             "dns://h/x?type=A&contains=1",
         ],
+        vec!["health-orchestrator", "crds"],
     ];
     assert_eq!(shown, expected);
 }

@@ -31,6 +31,17 @@ impl SinkSettings for HostsFileConfig {
         let dir = self.dir.clone();
         Box::pin(async move { Ok(Arc::new(super::HostsFileSink::new(dir)) as _) })
     }
+
+    /// The sink makes `dir` on its first write and retries while it cannot, so a folder
+    /// that cannot be made (under `/proc`, below a file, read-only) is said here instead.
+    fn preflight(&self, p: &mut Problems<'_>) {
+        if let Err(e) = ho_engine::state_file::writable(&self.dir) {
+            p.at(
+                "dir",
+                format!("{e}: the sink could not write its hosts files"),
+            );
+        }
+    }
 }
 
 impl SinkSpec for HostsFileConfig {
