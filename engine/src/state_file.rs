@@ -21,7 +21,7 @@ use serde_json::Value;
 /// nearest existing ancestor). A file is made and removed there; nothing else is left.
 /// `check-config` asks this of every folder `run` writes into (`state_dir`, a hosts_file
 /// sink's `dir`), so a folder that cannot be made is said before the start, not retried.
-pub fn writable(dir: &Path) -> Result<(), String> {
+pub fn writable(dir: &Path) -> Result<(), NotWritable> {
     // A relative path's last ancestor is "", the working folder.
     let existing = dir
         .ancestors()
@@ -35,12 +35,23 @@ pub fn writable(dir: &Path) -> Result<(), String> {
         .find(|d| d.exists())
         .unwrap_or(dir);
     if !existing.is_dir() {
-        return Err(format!("{} is not a folder", existing.display()));
+        return Err(NotWritable::NotAFolder(existing.to_path_buf()));
     }
     let probe = existing.join(format!(".check-config-{}", std::process::id()));
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| format!("cannot write in {}: {e}", existing.display()))
+        .map_err(|e| NotWritable::Refused(existing.to_path_buf(), e))
+}
+
+/// Why a folder `run` writes into cannot be written: said before the start.
+#[derive(Debug, thiserror::Error)]
+pub enum NotWritable {
+    /// The path, or its nearest existing ancestor, is something other than a folder.
+    #[error("{} is not a folder", .0.display())]
+    NotAFolder(std::path::PathBuf),
+    /// The folder refused a file (permissions, a read-only or full file system).
+    #[error("cannot write in {}: {}", .0.display(), .1)]
+    Refused(std::path::PathBuf, std::io::Error),
 }
 
 /// A state file's content and its format.
