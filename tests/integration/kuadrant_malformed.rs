@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use ho_config::Config;
 use ho_kube::tenants::admit::Admitter;
-use ho_kube::tenants::discover::{FoundGateway, Lookup, Target};
 use ho_kube::tenants::kuadrant::{Allowance, Core, Refusal, View};
-use ho_kube::tenants::resource::NodeAddressType;
 use kube::api::DynamicObject;
+
+use crate::kuadrant_sequences::Nothing;
 use serde_json::{json, Value};
 
 /// Each name's answer: its addresses, sorted.
@@ -281,28 +281,6 @@ fn objects(docs: &[(Obj, Value, i64)]) -> [Vec<Arc<DynamicObject>>; 3] {
         out[slot].push(Arc::new(serde_json::from_value(doc).expect("an object")));
     }
     out
-}
-
-/// Nothing discovered: the stand-ins name addresses only.
-struct Nothing;
-
-impl Lookup for Nothing {
-    fn gateway(&self, _: &str, _: &str) -> Option<FoundGateway> {
-        None
-    }
-    fn ingress(&self, _: &str, _: &str) -> Option<Vec<Target>> {
-        None
-    }
-    fn service(&self, _: &str, _: &str) -> Option<Vec<Target>> {
-        None
-    }
-    fn nodes(
-        &self,
-        _: &BTreeMap<String, String>,
-        _: NodeAddressType,
-    ) -> Vec<(String, std::net::IpAddr)> {
-        Vec::new()
-    }
 }
 
 /// One process: the core and admission, as the controller runs a round.

@@ -43,8 +43,9 @@ domains = ["team-a.io"]
 sinks = ["local"]
 "#;
 
-/// Nothing discovered: the stand-ins name addresses only.
-struct Nothing;
+/// Nothing discovered: the stand-ins name addresses only (the malformed-field sequences
+/// use it too).
+pub(crate) struct Nothing;
 
 impl Lookup for Nothing {
     fn gateway(&self, _: &str, _: &str) -> Option<FoundGateway> {
