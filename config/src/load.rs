@@ -10,6 +10,8 @@ use crate::model::{CheckOverrides, Config, Defaults};
 use crate::validate::{validate, Kinds, ValidationErrors};
 use crate::Plan;
 
+mod arrays;
+
 /// Prefix of environment overrides; `__` separates nesting levels, so
 /// `HO_DEFAULTS__CHECK__INTERVAL=250ms` sets `defaults.check.interval`.
 pub const ENV_PREFIX: &str = "HO_";
@@ -156,7 +158,24 @@ pub fn figment_reading(
     files: &[impl AsRef<Path>],
     yaml: Option<YamlReader<'_>>,
 ) -> Result<Figment, ConfigError> {
-    let mut fig = Figment::from(Serialized::defaults(builtin()));
+    Ok(figment_of(&layers(files, yaml)?))
+}
+
+/// One configuration layer a file gives: TOML as it is, or YAML translated to TOML.
+pub(crate) enum Layer {
+    /// A TOML file.
+    File(PathBuf),
+    /// The TOML a YAML file was translated to.
+    Translated(String),
+}
+
+/// The layers `files` give, in order: each checked to be a regular file, YAML ones translated
+/// by `yaml` (refused without it).
+fn layers(
+    files: &[impl AsRef<Path>],
+    yaml: Option<YamlReader<'_>>,
+) -> Result<Vec<Layer>, ConfigError> {
+    let mut layers = Vec::with_capacity(files.len());
     for path in files {
         let path = &config_file(path.as_ref());
         if let Err(source) = std::fs::metadata(path).and_then(|m| {
@@ -171,19 +190,35 @@ pub fn figment_reading(
                 source,
             });
         }
-        fig = match (looks_like_yaml(path), yaml) {
-            (false, _) => fig.merge(Toml::file_exact(path)),
+        layers.push(match (looks_like_yaml(path), yaml) {
+            (false, _) => Layer::File(path.to_owned()),
             (true, None) => return Err(ConfigError::Yaml(path.to_owned())),
-            (true, Some(translate)) => {
-                let toml = translate(path).map_err(|message| ConfigError::Untranslatable {
+            (true, Some(translate)) => Layer::Translated(translate(path).map_err(|message| {
+                ConfigError::Untranslatable {
                     path: path.to_owned(),
                     message,
-                })?;
-                fig.merge(Toml::string(&toml))
-            }
+                }
+            })?),
+        });
+    }
+    Ok(layers)
+}
+
+/// Built-in defaults, then `layers` in order, then the `HO_*` environment.
+fn figment_of(layers: &[Layer]) -> Figment {
+    let mut fig = Figment::from(Serialized::defaults(builtin()));
+    for layer in layers {
+        fig = match layer {
+            Layer::File(path) => fig.merge(Toml::file_exact(path)),
+            Layer::Translated(toml) => fig.merge(Toml::string(toml)),
         };
     }
-    Ok(fig.merge(Env::prefixed(ENV_PREFIX).split("__")))
+    fig.merge(environment())
+}
+
+/// The `HO_*` environment layer.
+fn environment() -> Env {
+    Env::prefixed(ENV_PREFIX).split("__")
 }
 
 /// Whether `path` is YAML rather than TOML: by its extension, or by a first line that is a
@@ -222,7 +257,11 @@ pub fn load_reading(
     files: &[impl AsRef<Path>],
     yaml: Option<YamlReader<'_>>,
 ) -> Result<Config, ConfigError> {
-    figment_reading(files, yaml)?.extract().map_err(|e| {
+    let layers = layers(files, yaml)?;
+    if let Some(config) = arrays::load(&layers) {
+        return Ok(config);
+    }
+    figment_of(&layers).extract().map_err(|e| {
         ConfigError::Parse(ParseErrors {
             parse: Box::new(e),
             also: None,
@@ -242,7 +281,11 @@ pub fn load_plan_reading(
     yaml: Option<YamlReader<'_>>,
     kinds: &Kinds<'_>,
 ) -> Result<Plan, ConfigError> {
-    let layered = figment_reading(files, yaml)?;
+    let layers = layers(files, yaml)?;
+    if let Some(config) = arrays::load(&layers) {
+        return Ok(validate(&config, kinds)?);
+    }
+    let layered = figment_of(&layers);
     match layered.extract::<Config>() {
         Ok(config) => Ok(validate(&config, kinds)?),
         Err(e) => {
