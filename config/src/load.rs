@@ -11,6 +11,9 @@ use crate::validate::{validate, Kinds, ValidationErrors};
 use crate::Plan;
 
 mod arrays;
+mod sections;
+#[cfg(test)]
+mod tests;
 
 /// Prefix of environment overrides; `__` separates nesting levels, so
 /// `HO_DEFAULTS__CHECK__INTERVAL=250ms` sets `defaults.check.interval`.

@@ -4,7 +4,8 @@
 //! Figment holds a configuration as a tree of dynamic values (a dictionary per endpoint)
 //! and copies it to extract the typed one: at 100,000 endpoints that tree, its growth and its
 //! copies made most of a 433 MiB heap peak, at every start and reload, for a 22 MiB plan.
-//! Read with serde from the TOML text, the arrays never exist as such a tree.
+//! Read with serde from the TOML text, element by element ([`super::sections`]), the arrays
+//! never exist as such a tree, nor as the `toml` crate's tree of the whole document.
 //!
 //! The result is the one figment's path gives, by construction: figment's merge replaces an
 //! array by a later layer's (it merges only tables), so the last layer that gives an array
@@ -19,13 +20,11 @@ use std::fmt;
 use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 
+use super::sections::{Sections, CUT};
 use super::{builtin, environment, Layer};
 use crate::model::{Config, EndpointConfig, TenantConfig};
-
-/// The top-level keys read into the typed model instead of figment's tree.
-const ARRAYS: [&str; 2] = ["endpoints", "tenants"];
 
 /// The layered configuration, or `None` when figment's path must load it (see the module
 /// documentation for when).
@@ -60,18 +59,49 @@ pub(crate) fn load(layers: &[Layer]) -> Option<Config> {
     Some(config)
 }
 
-/// Whether an `HO_*` variable names a key under one of [`ARRAYS`]: figment then merges it
+/// Whether an `HO_*` variable names a key under one of [`CUT`]: figment then merges it
 /// with the files' array (`HO_ENDPOINTS='[...]'` replaces it), so figment's path loads it.
 fn environment_sets_an_array() -> bool {
     environment().iter().any(|(key, _)| {
         let top = key.as_str().split('.').next().unwrap_or_default();
-        ARRAYS.iter().any(|a| top.eq_ignore_ascii_case(a))
+        CUT.iter().any(|a| top.eq_ignore_ascii_case(a))
     })
 }
 
-/// A layer's TOML split, or `None` when it does not parse or an array does not fit.
+/// A layer's TOML split, or `None` when it does not parse or an array does not fit: cut
+/// into pieces when it can be ([`Sections`]), else parsed whole.
 fn split(toml: &str) -> Option<Split> {
-    toml::from_str(toml).ok()
+    split_by_sections(toml).or_else(|| toml::from_str(toml).ok())
+}
+
+/// The layer parsed piece by piece: the rest as one document, each element alone. `None`
+/// when there is nothing to cut, a cut may not be sound, or the rest gives a cut array too
+/// (`[endpoints.check]` after `[[endpoints]]`): parsing whole then decides.
+fn split_by_sections(toml: &str) -> Option<Split> {
+    let sections = Sections::cut(toml);
+    if !sections.has_elements() || !sections.check() {
+        return None;
+    }
+    let mut split: Split = toml::from_str(&sections.rest.concat()).ok()?;
+    let [endpoints, tenants] = &sections.elements;
+    if !endpoints.is_empty() {
+        split.endpoints.is_none().then_some(())?;
+        split.endpoints = Some(elements(endpoints)?);
+    }
+    if !tenants.is_empty() {
+        split.tenants.is_none().then_some(())?;
+        split.tenants = Some(elements(tenants)?);
+    }
+    Some(split)
+}
+
+/// Each element's text parsed into its type.
+fn elements<T: DeserializeOwned>(texts: &[&str]) -> Option<Vec<T>> {
+    let mut parsed = Vec::with_capacity(texts.len());
+    for text in texts {
+        parsed.push(toml::from_str(text).ok()?);
+    }
+    Some(parsed)
 }
 
 /// One layer: its arrays typed when it gives them, every other top-level key as figment
