@@ -434,6 +434,7 @@ fn probe_context<'a>(
         tls: TlsCache::for_targets(over_tls),
         heartbeats: heartbeats.clone(),
         feeds: feeds.clone(),
+        ..ProbeContext::default()
     }
 }
 

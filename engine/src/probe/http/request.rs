@@ -1,6 +1,8 @@
 //! One HTTP/1.1 exchange over an established stream.
 //!
-//! The request head is serialized once per target; the response head is parsed with
+//! The request head is serialized once per check, shared by its targets; when the `Host`
+//! is the target's address, the address is written into its place as the head is sent
+//! (one vectored write, no copy: [`HeadParts`]). The response head is parsed with
 //! `httparse` (hyper's own parser) as it arrives, and a body is read only when there is
 //! something to look for (`body_contains`) or the connection is kept for the next probe
 //! ([`super::body`]). A status check is one write and usually one read, with one
@@ -10,7 +12,9 @@
 //! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
 //! 8 KB connection state inside every probe in flight.
 
-use std::net::SocketAddr;
+use std::io::{IoSlice, Write};
+use std::net::IpAddr;
+
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
@@ -28,10 +32,13 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_HEADERS: usize = 100;
 const USER_AGENT: &str = concat!("health-orchestrator/", env!("CARGO_PKG_VERSION"));
 
-/// The request to send and the response that counts as healthy, prepared once per target.
+/// The request to send and the response that counts as healthy, prepared once per check.
 pub struct HttpRequest {
-    /// The whole request head, as sent.
+    /// The request head, as sent but for the dialled address when the `Host` is it.
     head: Box<[u8]>,
+    /// Where in `head` the dialled address goes (`Host: ADDRESS[:PORT]`); `None` when
+    /// `host` names the `Host`.
+    address_at: Option<usize>,
     expect_status: Box<[u16]>,
     needle: Option<Box<[u8]>>,
     conditions: BodyConditions,
@@ -49,12 +56,13 @@ pub struct HttpRequest {
 struct Redirects {
     /// Most redirects followed in one probe.
     limit: u8,
-    /// `http` or `https`, and the `Host` sent: a redirect elsewhere is not followed.
+    /// `http` or `https`, and the `Host` sent (`None`: the dialled address, with the port
+    /// unless it is 80 or 443): a redirect elsewhere is not followed.
     scheme: &'static str,
-    authority: String,
+    authority: Option<String>,
     /// The port dialled.
     port: u16,
-    /// The header lines after the request line, without the final empty line.
+    /// The header lines after the `Host` line, without the final empty line.
     fields: String,
     /// The first request's method, path and body.
     first: Hop,
@@ -97,20 +105,15 @@ struct Head {
 const MIN_SEGMENT: usize = 536;
 
 impl HttpRequest {
-    /// Prepares the request. Path, header names and values were validated with the config.
-    /// `tls`: the request goes over TLS (a redirect to `https://` on the same host is then
-    /// on the endpoint).
-    pub fn new(check: &HttpCheck, addr: SocketAddr, tls: bool) -> HttpRequest {
+    /// Prepares the request to `port`. Path, header names and values were validated with
+    /// the config. `tls`: the request goes over TLS (a redirect to `https://` on the same
+    /// host is then on the endpoint).
+    pub fn new(check: &HttpCheck, port: u16, tls: bool) -> HttpRequest {
         // No `Connection: close`: the server would then close first and keep TIME_WAIT state
         // for every probe (measured: 130,000 TIME_WAIT sockets and late probes at 10,000
         // probes/s). We close first with an RST instead (SO_LINGER 0), which leaves no
         // TIME_WAIT on either side.
-        let host = match &check.host {
-            Some(h) => h.clone(),
-            None if addr.port() == 80 || addr.port() == 443 => host_text(addr),
-            None => format!("{}:{}", host_text(addr), addr.port()),
-        };
-        let mut fields = format!("Host: {host}\r\nUser-Agent: {USER_AGENT}\r\n");
+        let mut fields = format!("User-Agent: {USER_AGENT}\r\n");
         for (name, value) in &check.headers {
             fields.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -122,13 +125,23 @@ impl HttpRequest {
             path: check.path.clone(),
             with_body: check.request_body.is_some(),
         };
-        let head = request_head(&first, &fields, check.request_body.as_deref());
+        // The `Host` after the address, which each attempt writes before it.
+        let port_suffix = match port {
+            80 | 443 => String::new(),
+            port => format!(":{port}"),
+        };
+        let host = check.host.as_deref().unwrap_or(&port_suffix);
+        let head = request_head(&first, host, &fields, check.request_body.as_deref());
+        let address_at = check.host.is_none().then(|| {
+            let request_line = first.method.len() + " ".len() + first.path.len();
+            request_line + " HTTP/1.1\r\nHost: ".len()
+        });
         let redirects = (check.follow_redirects > 0).then(|| {
             Box::new(Redirects {
                 limit: check.follow_redirects,
                 scheme: if tls { "https" } else { "http" },
-                authority: host,
-                port: addr.port(),
+                authority: check.host.clone(),
+                port,
                 fields,
                 first,
                 body: check.request_body.clone(),
@@ -136,6 +149,7 @@ impl HttpRequest {
         });
         HttpRequest {
             head: head.into_boxed_slice(),
+            address_at,
             redirects,
             expect_status: {
                 let mut codes = check.expect_status.clone();
@@ -154,20 +168,41 @@ impl HttpRequest {
         }
     }
 
-    /// Whether the request leaves in one segment on any path, so Nagle's algorithm cannot
-    /// hold part of it back (see [`SocketSetup`](crate::probe::connect::SocketSetup)).
-    pub fn fits_one_segment(&self) -> bool {
-        self.head.len() <= MIN_SEGMENT
+    /// Whether the request to `ip` leaves in one segment on any path, so Nagle's algorithm
+    /// cannot hold part of it back (see
+    /// [`SocketSetup`](crate::probe::connect::SocketSetup)).
+    pub fn fits_one_segment(&self, ip: IpAddr) -> bool {
+        let address = self.address_at.map_or(0, |_| AddressText::longest(ip));
+        self.head.len() + address <= MIN_SEGMENT
     }
 
-    /// Sends the request on `stream` and judges the response. With `keep`, the response is
-    /// read to its end so the connection can carry the next request; the answer says
-    /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
-    pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<Answer, Failure>
+    /// Where a healthy answer reports its weight (`reported_weight`), if it does.
+    pub fn reported_weight(&self) -> Option<&ReportedWeight> {
+        self.weight.as_deref()
+    }
+
+    /// Sends the request to `ip` on `stream` and judges the response. With `keep`, the
+    /// response is read to its end so the connection can carry the next request; the
+    /// answer says whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within
+    /// `body_limit`).
+    pub async fn exchange<S>(
+        &self,
+        stream: &mut S,
+        ip: IpAddr,
+        keep: bool,
+    ) -> Result<Answer, Failure>
     where
         S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
-        self.send(stream, &self.head, keep).await
+        let address = AddressText::new(ip);
+        let head = match self.address_at {
+            Some(at) => {
+                let (before, after) = self.head.split_at(at);
+                HeadParts([before, address.as_bytes(), after])
+            }
+            None => HeadParts::whole(&self.head),
+        };
+        self.send(stream, head, keep).await
     }
 
     /// Most redirects one probe follows (0: none).
@@ -176,9 +211,10 @@ impl HttpRequest {
     }
 
     /// The request a redirect (`code`, `location`) after `previous` (`None`: the check's
-    /// own request) leads to, and its head; a failure when it leaves the endpoint.
+    /// own request) to `ip` leads to, and its head; a failure when it leaves the endpoint.
     pub fn follow(
         &self,
+        ip: IpAddr,
         previous: Option<&Hop>,
         code: u16,
         location: &str,
@@ -188,9 +224,14 @@ impl HttpRequest {
             .as_deref()
             .expect("a redirect is answered only when following them");
         let previous = previous.unwrap_or(&r.first);
+        let authority = match (&r.authority, r.port) {
+            (Some(host), _) => host.clone(),
+            (None, 80 | 443) => AddressText::new(ip).as_str().to_owned(),
+            (None, port) => format!("{}:{port}", AddressText::new(ip).as_str()),
+        };
         let origin = Origin {
             scheme: r.scheme,
-            authority: &r.authority,
+            authority: &authority,
             port: r.port,
         };
         let (method, with_body) = method_after(code, &previous.method);
@@ -200,19 +241,24 @@ impl HttpRequest {
             with_body: with_body && previous.with_body,
         };
         let body = r.body.as_deref().filter(|_| hop.with_body);
-        let head = request_head(&hop, &r.fields, body);
+        let head = request_head(&hop, &authority, &r.fields, body);
         Ok((hop, head))
     }
 
     /// Sends the request `head` on `stream` and judges the response (see [`Self::exchange`]).
-    pub async fn send<S>(&self, stream: &mut S, head: &[u8], keep: bool) -> Result<Answer, Failure>
+    pub async fn send<S>(
+        &self,
+        stream: &mut S,
+        head: HeadParts<'_>,
+        keep: bool,
+    ) -> Result<Answer, Failure>
     where
         S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
-        let io = |e: std::io::Error| Failure::from_io(&e);
-        stream.write_all(head).await.map_err(io)?;
-        stream.answering().await.map_err(io)?;
-        let mut buf = Vec::with_capacity(1024);
+        let mut buf = stream
+            .request(head)
+            .await
+            .map_err(|e| Failure::from_io(&e))?;
         let mut head = read_head(stream, &mut buf).await?;
         if self.head_only {
             head.framing = Ok(Framing::Length(0));
@@ -264,32 +310,116 @@ impl HttpRequest {
     }
 }
 
-/// A stream that can wait for the gateway's first answer bytes before the probe takes a
-/// buffer to read them into: a probe waiting on a gateway that accepted and went silent
-/// then holds no read buffer, which in a mass hang is one buffer per target in flight
-/// (10,000 hanging: 10 MB of empty buffers).
-pub trait Answering {
-    /// Ready once there is something to read (or the stream failed).
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+/// A request head in the parts it is sent in, in order: the check's head around the
+/// dialled address, or one whole head (the address's and the last part empty).
+#[derive(Clone, Copy)]
+pub struct HeadParts<'a>([&'a [u8]; 3]);
+
+impl<'a> HeadParts<'a> {
+    /// A head sent as it is.
+    pub fn whole(head: &'a [u8]) -> HeadParts<'a> {
+        HeadParts([head, &[], &[]])
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().map(|part| part.len()).sum()
+    }
 }
 
+/// The buffer an answer is read into: a health endpoint's head fits it.
+const ANSWER_BUFFER: usize = 1024;
+
+/// A stream a request is sent on. A plain one waits for the gateway's first answer bytes
+/// before the probe takes a buffer to read them into: a probe waiting on a gateway that
+/// accepted and went silent then holds no read buffer, which in a mass hang is one buffer
+/// per target in flight (10,000 hanging: 10 MB of empty buffers).
+pub trait Answering {
+    /// Sends `head` and returns the buffer to read the answer into once there is
+    /// something to read (or the stream failed).
+    fn request(
+        &mut self,
+        head: HeadParts<'_>,
+    ) -> impl std::future::Future<Output = std::io::Result<Vec<u8>>> + Send;
+}
+
+/// One `writev` however many parts: the head leaves in one segment, as it did whole.
 impl Answering for TcpStream {
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        self.readable()
+    async fn request(&mut self, head: HeadParts<'_>) -> std::io::Result<Vec<u8>> {
+        let mut slices = head.0.map(IoSlice::new);
+        let mut unsent = &mut slices[..];
+        while !unsent.is_empty() {
+            match self.write_vectored(unsent).await? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                sent => IoSlice::advance_slices(&mut unsent, sent),
+            }
+        }
+        self.readable().await?;
+        Ok(Vec::with_capacity(ANSWER_BUFFER))
     }
 }
 
 /// TLS reads at once: rustls may already hold decrypted bytes the socket no longer shows,
-/// and a TLS probe's handshake state outweighs the buffer anyway.
-impl<S: Sync> Answering for TlsStream<S> {
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        std::future::ready(Ok(()))
+/// and a TLS probe's handshake state outweighs the buffer anyway. The head is put together
+/// in that buffer, so it leaves in one record without an allocation of its own.
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + Sync> Answering for TlsStream<S> {
+    async fn request(&mut self, head: HeadParts<'_>) -> std::io::Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(ANSWER_BUFFER.max(head.len()));
+        for part in head.0 {
+            buf.extend_from_slice(part);
+        }
+        self.write_all(&buf).await?;
+        buf.clear();
+        Ok(buf)
     }
 }
 
-/// A request head: the request line, `fields`, and the body when there is one.
-fn request_head(hop: &Hop, fields: &str, body: Option<&str>) -> Vec<u8> {
-    let mut head = format!("{} {} HTTP/1.1\r\n{fields}", hop.method, hop.path);
+/// An address as the `Host` names it (`10.0.0.1`, `[::1]`), written on the stack: an
+/// attempt needs no allocation for it.
+struct AddressText {
+    bytes: [u8; AddressText::LONGEST],
+    len: u8,
+}
+
+impl AddressText {
+    /// `[` + the longest IPv6 text (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`) + `]`.
+    const LONGEST: usize = 47;
+
+    fn new(ip: IpAddr) -> AddressText {
+        let mut bytes = [0; AddressText::LONGEST];
+        let mut rest = &mut bytes[..];
+        match ip {
+            IpAddr::V4(ip) => write!(rest, "{ip}"),
+            IpAddr::V6(ip) => write!(rest, "[{ip}]"),
+        }
+        .expect("an address's text fits");
+        let len = (AddressText::LONGEST - rest.len()) as u8;
+        AddressText { bytes, len }
+    }
+
+    /// The longest text of an address of `ip`'s family.
+    fn longest(ip: IpAddr) -> usize {
+        match ip {
+            IpAddr::V4(_) => "255.255.255.255".len(),
+            IpAddr::V6(_) => AddressText::LONGEST,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("an address's text is ASCII")
+    }
+}
+
+/// A request head: the request line, the `Host` line, `fields`, and the body when there
+/// is one.
+fn request_head(hop: &Hop, host: &str, fields: &str, body: Option<&str>) -> Vec<u8> {
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {host}\r\n{fields}",
+        hop.method, hop.path
+    );
     match body {
         Some(body) => head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
         None => head.push_str("\r\n"),
@@ -385,13 +515,6 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, Failure> {
     }))
 }
 
-fn host_text(addr: SocketAddr) -> String {
-    match addr {
-        SocketAddr::V4(a) => a.ip().to_string(),
-        SocketAddr::V6(a) => format!("[{}]", a.ip()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -425,13 +548,13 @@ mod tests {
     #[test]
     fn only_a_request_longer_than_a_segment_needs_nodelay() {
         let mut check = status_check();
-        let addr = "127.0.0.1:8080".parse().unwrap();
-        assert!(HttpRequest::new(&check, addr, false).fits_one_segment());
+        let ip = "127.0.0.1".parse().unwrap();
+        assert!(HttpRequest::new(&check, 8080, false).fits_one_segment(ip));
         check.headers.insert(
             "Authorization".into(),
             format!("Bearer {}", "x".repeat(600)),
         );
-        assert!(!HttpRequest::new(&check, addr, false).fits_one_segment());
+        assert!(!HttpRequest::new(&check, 8080, false).fits_one_segment(ip));
     }
 
     /// A loopback gateway answers after a seeded delay, its response cut in two at a seeded
@@ -459,8 +582,8 @@ mod tests {
                 socket.write_all(&response.as_bytes()[cut..]).await.unwrap();
             });
             let mut stream = TcpStream::connect(addr).await.unwrap();
-            let request = HttpRequest::new(&check, addr, false);
-            let answer = request.exchange(&mut stream, false).await;
+            let request = HttpRequest::new(&check, addr.port(), false);
+            let answer = request.exchange(&mut stream, addr.ip(), false).await;
             match code {
                 200 => assert!(matches!(answer, Ok(Answer::Healthy { .. }))),
                 _ => assert!(matches!(answer, Err(Failure::Status(503)))),
