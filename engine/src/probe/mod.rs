@@ -80,6 +80,18 @@ pub struct ProbeContext {
 #[derive(Default)]
 pub struct PreparedChecks(HashMap<(Arc<CheckSpec>, IpAddr), Arc<Prepared>>);
 
+impl PreparedChecks {
+    /// How many attempts are prepared: one per distinct check (and address family).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A kind's attempt for the targets of one check, prepared once by [`Prepare::prepare`].
 /// The engine's kinds make theirs in their modules; a kind registered by another crate
 /// makes one through a constructor of the probe path's ([`PreparedProbe::dns`]).

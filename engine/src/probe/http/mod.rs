@@ -4,6 +4,7 @@
 
 mod body;
 mod conditions;
+mod head;
 mod redirect;
 mod request;
 mod resolve;
@@ -18,7 +19,8 @@ use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
 use super::weight::ReportedWeight;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
-use request::{Answer, HeadParts, HttpRequest};
+use head::HeadParts;
+use request::{Answer, HttpRequest};
 pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings};
 
 /// An HTTP check: the request prepared once for every target of the check, and its TLS

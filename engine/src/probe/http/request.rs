@@ -12,15 +12,13 @@
 //! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
 //! 8 KB connection state inside every probe in flight.
 
-use std::io::{IoSlice, Write};
 use std::net::IpAddr;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
+use super::head::{host_at, request_head, AddressText, Answering, HeadParts};
 use super::redirect::{is_redirect, method_after, same_origin_path, Origin};
 use super::HttpCheck;
 use crate::probe::weight::ReportedWeight;
@@ -131,11 +129,9 @@ impl HttpRequest {
             port => format!(":{port}"),
         };
         let host = check.host.as_deref().unwrap_or(&port_suffix);
-        let head = request_head(&first, host, &fields, check.request_body.as_deref());
-        let address_at = check.host.is_none().then(|| {
-            let request_line = first.method.len() + " ".len() + first.path.len();
-            request_line + " HTTP/1.1\r\nHost: ".len()
-        });
+        let line = (first.method.as_str(), first.path.as_str());
+        let head = request_head(line, host, &fields, check.request_body.as_deref());
+        let address_at = check.host.is_none().then(|| host_at(line));
         let redirects = (check.follow_redirects > 0).then(|| {
             Box::new(Redirects {
                 limit: check.follow_redirects,
@@ -195,14 +191,18 @@ impl HttpRequest {
         S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
         let address = AddressText::new(ip);
-        let head = match self.address_at {
+        self.send(stream, self.head_to(&address), keep).await
+    }
+
+    /// The check's request head to the target whose address is `address`.
+    fn head_to<'a>(&'a self, address: &'a AddressText) -> HeadParts<'a> {
+        match self.address_at {
             Some(at) => {
                 let (before, after) = self.head.split_at(at);
                 HeadParts([before, address.as_bytes(), after])
             }
             None => HeadParts::whole(&self.head),
-        };
-        self.send(stream, head, keep).await
+        }
     }
 
     /// Most redirects one probe follows (0: none).
@@ -241,7 +241,7 @@ impl HttpRequest {
             with_body: with_body && previous.with_body,
         };
         let body = r.body.as_deref().filter(|_| hop.with_body);
-        let head = request_head(&hop, &authority, &r.fields, body);
+        let head = request_head((&hop.method, &hop.path), &authority, &r.fields, body);
         Ok((hop, head))
     }
 
@@ -308,123 +308,6 @@ impl HttpRequest {
             }),
         })
     }
-}
-
-/// A request head in the parts it is sent in, in order: the check's head around the
-/// dialled address, or one whole head (the address's and the last part empty).
-#[derive(Clone, Copy)]
-pub struct HeadParts<'a>([&'a [u8]; 3]);
-
-impl<'a> HeadParts<'a> {
-    /// A head sent as it is.
-    pub fn whole(head: &'a [u8]) -> HeadParts<'a> {
-        HeadParts([head, &[], &[]])
-    }
-
-    fn len(&self) -> usize {
-        self.0.iter().map(|part| part.len()).sum()
-    }
-}
-
-/// The buffer an answer is read into: a health endpoint's head fits it.
-const ANSWER_BUFFER: usize = 1024;
-
-/// A stream a request is sent on. A plain one waits for the gateway's first answer bytes
-/// before the probe takes a buffer to read them into: a probe waiting on a gateway that
-/// accepted and went silent then holds no read buffer, which in a mass hang is one buffer
-/// per target in flight (10,000 hanging: 10 MB of empty buffers).
-pub trait Answering {
-    /// Sends `head` and returns the buffer to read the answer into once there is
-    /// something to read (or the stream failed).
-    fn request(
-        &mut self,
-        head: HeadParts<'_>,
-    ) -> impl std::future::Future<Output = std::io::Result<Vec<u8>>> + Send;
-}
-
-/// One `writev` however many parts: the head leaves in one segment, as it did whole.
-impl Answering for TcpStream {
-    async fn request(&mut self, head: HeadParts<'_>) -> std::io::Result<Vec<u8>> {
-        let mut slices = head.0.map(IoSlice::new);
-        let mut unsent = &mut slices[..];
-        while !unsent.is_empty() {
-            match self.write_vectored(unsent).await? {
-                0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                sent => IoSlice::advance_slices(&mut unsent, sent),
-            }
-        }
-        self.readable().await?;
-        Ok(Vec::with_capacity(ANSWER_BUFFER))
-    }
-}
-
-/// TLS reads at once: rustls may already hold decrypted bytes the socket no longer shows,
-/// and a TLS probe's handshake state outweighs the buffer anyway. The head is put together
-/// in that buffer, so it leaves in one record without an allocation of its own.
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + Sync> Answering for TlsStream<S> {
-    async fn request(&mut self, head: HeadParts<'_>) -> std::io::Result<Vec<u8>> {
-        let mut buf = Vec::with_capacity(ANSWER_BUFFER.max(head.len()));
-        for part in head.0 {
-            buf.extend_from_slice(part);
-        }
-        self.write_all(&buf).await?;
-        buf.clear();
-        Ok(buf)
-    }
-}
-
-/// An address as the `Host` names it (`10.0.0.1`, `[::1]`), written on the stack: an
-/// attempt needs no allocation for it.
-struct AddressText {
-    bytes: [u8; AddressText::LONGEST],
-    len: u8,
-}
-
-impl AddressText {
-    /// `[` + the longest IPv6 text (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`) + `]`.
-    const LONGEST: usize = 47;
-
-    fn new(ip: IpAddr) -> AddressText {
-        let mut bytes = [0; AddressText::LONGEST];
-        let mut rest = &mut bytes[..];
-        match ip {
-            IpAddr::V4(ip) => write!(rest, "{ip}"),
-            IpAddr::V6(ip) => write!(rest, "[{ip}]"),
-        }
-        .expect("an address's text fits");
-        let len = (AddressText::LONGEST - rest.len()) as u8;
-        AddressText { bytes, len }
-    }
-
-    /// The longest text of an address of `ip`'s family.
-    fn longest(ip: IpAddr) -> usize {
-        match ip {
-            IpAddr::V4(_) => "255.255.255.255".len(),
-            IpAddr::V6(_) => AddressText::LONGEST,
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
-    }
-
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(self.as_bytes()).expect("an address's text is ASCII")
-    }
-}
-
-/// A request head: the request line, the `Host` line, `fields`, and the body when there
-/// is one.
-fn request_head(hop: &Hop, host: &str, fields: &str, body: Option<&str>) -> Vec<u8> {
-    let mut head = format!(
-        "{} {} HTTP/1.1\r\nHost: {host}\r\n{fields}",
-        hop.method, hop.path
-    );
-    match body {
-        Some(body) => head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
-        None => head.push_str("\r\n"),
-    }
-    head.into_bytes()
 }
 
 /// Reads until a final (non-1xx) response head is complete; interim responses are skipped.
@@ -522,7 +405,9 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
-    use super::{parse_head, Answer, Failure, Framing, Head, HttpCheck, HttpRequest};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use super::{parse_head, AddressText, Answer, Failure, Framing, Head, HttpCheck, HttpRequest};
 
     /// A GET status check expecting 200.
     fn status_check() -> HttpCheck {
@@ -542,6 +427,63 @@ mod tests {
             max_latency: None,
             follow_redirects: 0,
             reported_weight: None,
+        }
+    }
+
+    /// Seeded checks and addresses (IPv4, IPv6, IPv4-mapped): the head a target is sent is
+    /// the check's with that target's address as its `Host`, written as the test's own
+    /// oracle writes a request.
+    #[test]
+    fn each_target_is_sent_the_checks_head_with_its_own_address() {
+        let mut rng = fastrand::Rng::with_seed(2911);
+        let agent = concat!("health-orchestrator/", env!("CARGO_PKG_VERSION"));
+        for _ in 0..200 {
+            let mut check = status_check();
+            check.path = format!("/p{}", rng.u16(..));
+            check.host = rng.bool().then(|| format!("h{}.test", rng.u8(..)));
+            if rng.bool() {
+                check
+                    .headers
+                    .insert("X-A".into(), format!("v{}", rng.u8(..)));
+            }
+            if rng.bool() {
+                check.method = "POST".into();
+                check.request_body = Some(format!("b{}", rng.u32(..)));
+            }
+            let port = [80, 443, 8080, rng.u16(1..)][rng.usize(..4)];
+            let ip: IpAddr = match rng.u8(..3) {
+                0 => Ipv4Addr::from(rng.u32(..)).into(),
+                1 => Ipv6Addr::from(rng.u128(..)).into(),
+                _ => Ipv4Addr::from(rng.u32(..)).to_ipv6_mapped().into(),
+            };
+            let address = match ip {
+                IpAddr::V4(v4) => v4.to_string(),
+                IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            let host = match (&check.host, port) {
+                (Some(host), _) => host.clone(),
+                (None, 80 | 443) => address,
+                (None, port) => format!("{address}:{port}"),
+            };
+            let mut expected = format!(
+                "{} {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {agent}\r\n",
+                check.method, check.path
+            );
+            for (name, value) in &check.headers {
+                expected.push_str(&format!("{name}: {value}\r\n"));
+            }
+            match &check.request_body {
+                Some(body) => {
+                    expected.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()))
+                }
+                None => expected.push_str("\r\n"),
+            }
+            let request = HttpRequest::new(&check, port, false);
+            let text = AddressText::new(ip);
+            let sent: Vec<u8> = request.head_to(&text).0.concat();
+            assert_eq!(String::from_utf8(sent).unwrap(), expected);
+            // Never said to fit one segment when it does not (Nagle would hold it back).
+            assert!(!request.fits_one_segment(ip) || expected.len() <= super::MIN_SEGMENT);
         }
     }
 
