@@ -12,6 +12,7 @@
 //! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
 //! 8 KB connection state inside every probe in flight.
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -224,10 +225,10 @@ impl HttpRequest {
             .as_deref()
             .expect("a redirect is answered only when following them");
         let previous = previous.unwrap_or(&r.first);
-        let authority = match (&r.authority, r.port) {
-            (Some(host), _) => host.clone(),
-            (None, 80 | 443) => AddressText::new(ip).as_str().to_owned(),
-            (None, port) => format!("{}:{port}", AddressText::new(ip).as_str()),
+        let authority: Cow<'_, str> = match (&r.authority, r.port) {
+            (Some(host), _) => host.into(),
+            (None, 80 | 443) => AddressText::new(ip).as_str().to_owned().into(),
+            (None, port) => format!("{}:{port}", AddressText::new(ip).as_str()).into(),
         };
         let origin = Origin {
             scheme: r.scheme,
