@@ -10,7 +10,7 @@ use actix::prelude::*;
 use ho_config::{Config, Discovered, Plan, PlannedSink, Target};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
 use crate::api::{ApiState, ApiTokens};
 use crate::delivery::{GetSinkStatus, Quiesce, SinkActor};
@@ -409,15 +409,21 @@ fn make_probes<'a>(
 ) -> Result<Vec<Probe>, EngineError> {
     let targets: Vec<&Target> = targets.into_iter().collect();
     let mut ctx = probe_context(targets.iter().copied(), heartbeats, feeds);
-    targets
-        .into_iter()
+    let probes = targets
+        .iter()
         .map(|t| {
             Probe::new(t, &mut ctx).map_err(|source| EngineError::Probe {
                 target: t.key(),
                 source,
             })
         })
-        .collect()
+        .collect::<Result<Vec<Probe>, EngineError>>()?;
+    debug!(
+        targets = probes.len(),
+        prepared = ctx.prepared.len(),
+        "probes prepared: one attempt per distinct check"
+    );
+    Ok(probes)
 }
 
 /// What preparing `targets`' probes shares: TLS settings sized for those over TLS, the
@@ -434,6 +440,7 @@ fn probe_context<'a>(
         tls: TlsCache::for_targets(over_tls),
         heartbeats: heartbeats.clone(),
         feeds: feeds.clone(),
+        ..ProbeContext::default()
     }
 }
 

@@ -89,6 +89,7 @@ mod otlp;
 mod overrides;
 mod policies;
 mod powerdns;
+mod probe_sharing;
 mod probes;
 mod release;
 mod reload;

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::registry::{CheckSettings, Prepare, Problems};
-use super::weight::{Damper, ReportedWeight, WeightSettings};
+use super::weight::{ReportedWeight, WeightSettings};
 use super::Progress;
 use super::{
     Attempt, Dial, Failure, KeptConnection, PreparedProbe, ProbeContext, ProbeError, ProbeKind,
@@ -202,8 +202,8 @@ struct FeedProbe {
     /// How long a fetch may take: inside the probe's timeout, so a slow feed is a failed
     /// fetch (the last answer still counts), never a timed-out probe of the endpoint.
     fetch_timeout: Duration,
-    /// The weight in effect, when entries' weights are read.
-    weight: Option<Damper>,
+    /// How entries' weights are read, when they are.
+    weight: Option<ReportedWeight>,
     /// How an `https://` feed is verified.
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -254,8 +254,8 @@ impl FeedProbe {
         };
         match map.get(&dial.addr.ip()) {
             Some(Entry { up: true, weight }) => {
-                if let (Some(raw), Some(damper)) = (weight, &self.weight) {
-                    progress.report_weight(damper.admit(*raw));
+                if let (Some(raw), Some(_)) = (weight, &self.weight) {
+                    progress.report_weight(*raw);
                 }
                 Ok(())
             }
@@ -289,6 +289,10 @@ impl ProbeKind for FeedProbe {
     ) -> Attempt<'a> {
         Box::pin(self.judge(dial, progress))
     }
+
+    fn reported_weight(&self) -> Option<&ReportedWeight> {
+        self.weight.as_ref()
+    }
 }
 
 impl Prepare for FeedCheck {
@@ -303,7 +307,7 @@ impl Prepare for FeedCheck {
             max_age: self.max_age,
             refresh: target.check.timing.interval,
             fetch_timeout: target.check.timing.timeout * 3 / 4,
-            weight: self.reported_weight.clone().map(Damper::new),
+            weight: self.reported_weight.clone(),
             tls: match &self.tls {
                 Some(trust) => Some(Arc::new(crate::tls_client::client_config(trust)?)),
                 None => None,

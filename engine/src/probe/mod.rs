@@ -21,6 +21,7 @@ mod tcp;
 mod tls;
 mod weight;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -28,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ho_config::Target;
+use ho_config::{CheckSpec, Target};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
@@ -56,10 +57,12 @@ pub use registry::{
     BUILT_IN,
 };
 pub use tls::TlsCache;
+use weight::{Damper, ReportedWeight};
 
 /// What preparing probes shares between targets: TLS client configurations and session
-/// caches (one per trust setting), and the board the heartbeats pushed to the API land on
-/// (read by checks of kind `heartbeat`). A default one has no heartbeats: `probe` and tests.
+/// caches (one per trust setting), the board the heartbeats pushed to the API land on
+/// (read by checks of kind `heartbeat`), and the attempts prepared so far, one per distinct
+/// check. A default one has no heartbeats: `probe` and tests.
 #[derive(Default)]
 pub struct ProbeContext {
     /// TLS configurations, shared by targets with equal trust settings.
@@ -68,26 +71,56 @@ pub struct ProbeContext {
     pub heartbeats: heartbeat::Heartbeats,
     /// External health feeds, each fetched once per interval for all its endpoints.
     pub feeds: feed::Feeds,
+    /// Attempts prepared so far.
+    pub prepared: PreparedChecks,
 }
 
-/// A kind's attempt for one target, prepared once by [`Prepare::prepare`]. The engine's
-/// kinds make theirs in their modules; a kind registered by another crate makes one through
-/// a constructor of the probe path's ([`PreparedProbe::dns`]).
-#[derive(Clone)]
-pub struct PreparedProbe(Arc<dyn ProbeKind>);
+/// Attempts prepared, by check and scope (`registry::scope`): thousands of targets of one
+/// check differ only by address, which each attempt is given.
+#[derive(Default)]
+pub struct PreparedChecks(HashMap<(Arc<CheckSpec>, IpAddr), Arc<Prepared>>);
 
-impl PreparedProbe {
-    fn new(kind: impl ProbeKind + 'static) -> PreparedProbe {
-        PreparedProbe(Arc::new(kind))
+impl PreparedChecks {
+    /// How many attempts are prepared: one per distinct check (and address family).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
-/// A ready-to-run health check for one target: everything parsed and allocated once.
-#[derive(Clone)]
+/// A kind's attempt for the targets of one check, prepared once by [`Prepare::prepare`].
+/// The engine's kinds make theirs in their modules; a kind registered by another crate
+/// makes one through a constructor of the probe path's ([`PreparedProbe::dns`]).
+pub struct PreparedProbe(Box<dyn ProbeKind>);
+
+impl PreparedProbe {
+    fn new(kind: impl ProbeKind + 'static) -> PreparedProbe {
+        PreparedProbe(Box::new(kind))
+    }
+}
+
+/// A ready-to-run health check for one target: the attempt prepared for its check (shared
+/// with every target of an equal check) and what is the target's own.
 pub struct Probe {
-    dial: Dial,
+    prepared: Arc<Prepared>,
+    /// The address dialled.
+    address: IpAddr,
+    /// The weight in effect (`reported_weight`): the target's own, as the weight it
+    /// reports is.
+    weight: Damper,
+}
+
+/// What every target of one check shares: the kind's attempt, where and how long it dials.
+struct Prepared {
+    kind: Box<dyn ProbeKind>,
+    port: u16,
+    /// Local address to connect from (`source_address`).
+    source: Option<IpAddr>,
     timeout: Duration,
-    kind: Arc<dyn ProbeKind>,
 }
 
 /// Where an attempt connects.
@@ -113,6 +146,12 @@ trait ProbeKind: Send + Sync {
         progress: &'a Progress,
         kept: &'a mut Option<KeptConnection>,
     ) -> Attempt<'a>;
+
+    /// Where a healthy answer reports the target's weight, if it does: the weight a
+    /// probe records in its [`Progress`] is damped by the target's own [`Damper`].
+    fn reported_weight(&self) -> Option<&ReportedWeight> {
+        None
+    }
 }
 
 /// A kind's attempt in flight: boxed, so a probe in flight holds only its own kind's state
@@ -152,14 +191,23 @@ struct Progress {
     reused: AtomicBool,
     /// The presented certificate's `notAfter`, Unix seconds (0: no certificate seen).
     cert_not_after: AtomicU64,
-    /// The weight the target reported (`reported_weight`), plus one (0: none).
+    /// The weight the target reported (`reported_weight`), as the bits of an `f64`,
+    /// before its damper; read when `weighed`.
     weight: AtomicU64,
+    weighed: AtomicBool,
 }
 
 impl Progress {
-    /// The healthy answer reported this weight (after its damper).
-    fn report_weight(&self, weight: u32) {
-        self.weight.store(u64::from(weight) + 1, Ordering::Relaxed);
+    /// The healthy answer reported this weight (the probe damps it).
+    fn report_weight(&self, raw: f64) {
+        self.weight.store(raw.to_bits(), Ordering::Relaxed);
+        self.weighed.store(true, Ordering::Relaxed);
+    }
+
+    /// The weight the answer reported, if it did.
+    fn reported_weight(&self) -> Option<f64> {
+        let weighed = self.weighed.load(Ordering::Relaxed);
+        weighed.then(|| f64::from_bits(self.weight.load(Ordering::Relaxed)))
     }
 
     /// The attempt runs over a kept connection (see [`Progress::kept_verdict`]).
@@ -187,16 +235,28 @@ impl Progress {
 }
 
 impl Probe {
-    /// Builds the probe for `target` with what `ctx` shares between targets.
+    /// Builds the probe for `target` with what `ctx` shares between targets: the attempt
+    /// prepared for an equal check before, or one prepared now.
     pub fn new(target: &Target, ctx: &mut ProbeContext) -> Result<Probe, ProbeError> {
-        let PreparedProbe(kind) = registry::probe_for(target, ctx)?;
+        let key = (target.check.clone(), registry::scope(target));
+        let prepared = match ctx.prepared.0.get(&key) {
+            Some(prepared) => prepared.clone(),
+            None => {
+                let PreparedProbe(kind) = registry::probe_for(target, ctx)?;
+                let prepared = Arc::new(Prepared {
+                    kind,
+                    port: target.check.port,
+                    source: target.check.source_address,
+                    timeout: target.check.timing.timeout,
+                });
+                ctx.prepared.0.insert(key, prepared.clone());
+                prepared
+            }
+        };
         Ok(Probe {
-            dial: Dial {
-                addr: SocketAddr::new(target.address, target.check.port),
-                source: target.check.source_address,
-            },
-            timeout: target.check.timing.timeout,
-            kind,
+            prepared,
+            address: target.address,
+            weight: Damper::default(),
         })
     }
 
@@ -206,8 +266,13 @@ impl Probe {
     pub async fn run(&self, kept: &mut Option<KeptConnection>) -> ProbeResult {
         let start = Instant::now();
         let progress = Progress::default();
-        let attempt = self.kind.attempt(&self.dial, &progress, kept);
-        let outcome = match tokio::time::timeout(self.timeout, attempt).await {
+        let prepared = &*self.prepared;
+        let dial = Dial {
+            addr: SocketAddr::new(self.address, prepared.port),
+            source: prepared.source,
+        };
+        let attempt = prepared.kind.attempt(&dial, &progress, kept);
+        let outcome = match tokio::time::timeout(prepared.timeout, attempt).await {
             Ok(result) => result,
             Err(_) if progress.connected.load(Ordering::Relaxed) => Err(Failure::Timeout),
             Err(_) => Err(Failure::ConnectTimeout),
@@ -219,11 +284,10 @@ impl Probe {
             reused: progress.reused.load(Ordering::Relaxed),
             cert_not_after: (not_after > 0)
                 .then(|| crate::clock::after_epoch(Duration::from_secs(not_after))),
-            weight: progress
-                .weight
-                .load(Ordering::Relaxed)
-                .checked_sub(1)
-                .map(|w| w as u32),
+            weight: progress.reported_weight().and_then(|raw| {
+                let weight = prepared.kind.reported_weight()?;
+                Some(self.weight.admit(weight, raw))
+            }),
         }
     }
 }
@@ -253,7 +317,11 @@ mod tests {
         let size = std::mem::size_of_val(&probe.run(&mut kept));
         assert!(size <= 1024, "a probe future is {size} bytes");
         let progress = Progress::default();
-        let attempt = probe.kind.attempt(&probe.dial, &progress, &mut kept);
+        let dial = Dial {
+            addr: SocketAddr::new(probe.address, 8080),
+            source: None,
+        };
+        let attempt = probe.prepared.kind.attempt(&dial, &progress, &mut kept);
         let size = std::mem::size_of_val(&*attempt);
         assert!(size <= 1024, "an HTTP attempt is {size} bytes");
     }

@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Mutex, OnceLock};
 
 use ho_config::validate::parse_keys;
@@ -106,12 +107,20 @@ pub trait CheckSettings: DeserializeOwned + schemars::JsonSchema + 'static {
     }
 }
 
-/// A kind's resolved settings, which prepare its attempt for each target (two kinds that
-/// resolve to one type, such as grpc and grpcs, share it).
+/// A kind's resolved settings, which prepare its attempt (two kinds that resolve to one
+/// type, such as grpc and grpcs, share it).
 pub trait Prepare: ResolvedCheck + PartialEq + Hash + Serialize {
-    /// The attempt for one target, prepared once.
+    /// The attempt for `target`, prepared once and shared by every target of an equal
+    /// check whose address is of the same family: each attempt is given the address it
+    /// dials, so what is prepared must not depend on it (unless [`Prepare::per_address`]).
     fn prepare(&self, target: &Target, ctx: &mut ProbeContext)
         -> Result<PreparedProbe, ProbeError>;
+
+    /// Whether the prepared attempt carries the target's address, so each target has its
+    /// own (a gRPC request's `:authority`, when `host` does not name it).
+    fn per_address(&self) -> bool {
+        false
+    }
 }
 
 /// Problems found in one check table's own keys, located under its path.
@@ -173,6 +182,8 @@ pub trait CheckKind: Sync {
     ) -> Result<PreparedProbe, ProbeError>;
     /// The keys the part of a `probe` URL after its authority sets.
     fn url_keys(&self, rest: &str) -> Result<KindSettings, UrlError>;
+    /// Whether `check`'s prepared attempt carries the target's address.
+    fn per_address(&self, check: &KindCheck) -> bool;
 }
 
 /// The registration of the kind whose settings are `T`: one generic [`CheckKind`] for every
@@ -243,6 +254,13 @@ impl<T: CheckSettings> CheckKind for Registered<T> {
     fn url_keys(&self, rest: &str) -> Result<KindSettings, UrlError> {
         T::url_keys(rest)
     }
+
+    fn per_address(&self, check: &KindCheck) -> bool {
+        check
+            .downcast::<T::Resolved>()
+            .expect("a check is probed by the kind that resolved it")
+            .per_address()
+    }
 }
 
 /// The attempt for `target`, prepared by the kind that resolved its check.
@@ -255,6 +273,21 @@ pub(super) fn probe_for(
         .origin::<Origin>()
         .expect("checks are resolved by a registered kind");
     kind.probe(check, target, ctx)
+}
+
+/// Which targets of an equal check share `target`'s prepared attempt: those whose address
+/// is of its family (the family's unspecified address), or `target` alone (its address)
+/// when the attempt carries it.
+pub(super) fn scope(target: &Target) -> IpAddr {
+    let check = &target.check.settings;
+    let Origin(kind) = check
+        .origin::<Origin>()
+        .expect("checks are resolved by a registered kind");
+    match target.address {
+        _ if kind.per_address(check) => target.address,
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    }
 }
 
 /// A program's check kinds, in the order error messages list them: what validation asks

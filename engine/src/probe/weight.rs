@@ -6,7 +6,7 @@
 //! every second does not rewrite DNS every second. A healthy answer without a readable
 //! weight falls back to the configured weight.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -186,35 +186,30 @@ pub(super) fn number(text: &str) -> Option<f64> {
 }
 
 /// The weight in effect for one target: what it last reported, moved only past the band.
+/// Kept in the target's own record, not in the prepared check its targets share.
+#[derive(Default)]
 pub(super) struct Damper {
-    weight: ReportedWeight,
     /// The weight in effect plus one (0: none yet).
-    in_effect: AtomicU64,
+    in_effect: AtomicU32,
 }
 
 impl Damper {
-    pub(super) fn new(weight: ReportedWeight) -> Damper {
-        Damper {
-            weight,
-            in_effect: AtomicU64::new(0),
-        }
-    }
-
-    /// The weight to report for a reported `raw`: clamped, and the one in effect unless
-    /// `raw` moved past the band from it.
-    pub(super) fn admit(&self, raw: f64) -> u32 {
-        let w = &self.weight;
-        let clamped = raw.round().clamp(f64::from(w.min), f64::from(w.max)) as u32;
+    /// The weight to report for a reported `raw` read as `weight` says: clamped, and the
+    /// one in effect unless `raw` moved past the band from it.
+    pub(super) fn admit(&self, weight: &ReportedWeight, raw: f64) -> u32 {
+        let w = weight;
+        // One below `u32::MAX` at most, so the weight plus one fits (no provider takes
+        // weights near it).
+        let max = w.max.min(u32::MAX - 1);
+        let clamped = raw.round().clamp(f64::from(w.min.min(max)), f64::from(max)) as u32;
         let current = self.in_effect.load(Ordering::Relaxed);
         if let Some(current) = current.checked_sub(1) {
-            let current = current as u32;
             let moved = u64::from(current.abs_diff(clamped)) * 100;
             if moved <= u64::from(w.band) * u64::from(current) {
                 return current;
             }
         }
-        self.in_effect
-            .store(u64::from(clamped) + 1, Ordering::Relaxed);
+        self.in_effect.store(clamped + 1, Ordering::Relaxed);
         clamped
     }
 }
@@ -234,16 +229,16 @@ mod tests {
 
     #[test]
     fn the_weight_moves_only_past_the_band_and_within_the_bounds() {
-        let d = Damper::new(reported(WeightSource::Body, 10));
-        assert_eq!(d.admit(50.0), 50, "the first is taken");
-        assert_eq!(d.admit(54.0), 50, "8 % from 50: inside the band");
-        assert_eq!(d.admit(45.4), 50, "9.2 % (45): inside");
-        assert_eq!(d.admit(56.0), 56, "12 %: past it");
-        assert_eq!(d.admit(1e9), 100, "clamped to max");
-        assert_eq!(d.admit(0.0), 1, "and to min");
-        let every = Damper::new(reported(WeightSource::Body, 0));
-        assert_eq!(every.admit(50.0), 50);
-        assert_eq!(every.admit(51.0), 51, "band 0: every change");
+        let (w, d) = (reported(WeightSource::Body, 10), Damper::default());
+        assert_eq!(d.admit(&w, 50.0), 50, "the first is taken");
+        assert_eq!(d.admit(&w, 54.0), 50, "8 % from 50: inside the band");
+        assert_eq!(d.admit(&w, 45.4), 50, "9.2 % (45): inside");
+        assert_eq!(d.admit(&w, 56.0), 56, "12 %: past it");
+        assert_eq!(d.admit(&w, 1e9), 100, "clamped to max");
+        assert_eq!(d.admit(&w, 0.0), 1, "and to min");
+        let (w, every) = (reported(WeightSource::Body, 0), Damper::default());
+        assert_eq!(every.admit(&w, 50.0), 50);
+        assert_eq!(every.admit(&w, 51.0), 51, "band 0: every change");
     }
 
     #[test]

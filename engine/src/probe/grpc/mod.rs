@@ -24,7 +24,8 @@ pub use settings::{GrpcCheck, GrpcSettings, GrpcsSettings};
 /// Largest answer read: a health answer is 7 bytes.
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// A gRPC health check of one target: the request prepared once.
+/// A gRPC health check: the request prepared once, for one target when its `:authority`
+/// is the target's address.
 pub(super) struct GrpcProbe {
     /// Parsed once: cloning it per call shares its bytes.
     uri: hyper::Uri,
@@ -82,7 +83,9 @@ impl GrpcProbe {
         progress.connected.store(true, Ordering::Relaxed);
         let channel = match &self.tls {
             None => open(tcp).await?,
-            Some(tls) => open(Box::pin(tls.handshake(tcp, progress)).await?).await?,
+            Some(tls) => {
+                open(Box::pin(tls.handshake(tcp, dial.addr.ip(), progress)).await?).await?
+            }
         };
         self.exchange(channel, 0, kept).await
     }

@@ -144,15 +144,15 @@ impl Prepare for GrpcCheck {
         ctx: &mut ProbeContext,
     ) -> Result<PreparedProbe, ProbeError> {
         let tls = match &self.tls {
-            Some(trust) => {
-                Some(
-                    ctx.tls
-                        .target(trust, Alpn::H2, self.host.as_deref(), target.address)?,
-                )
-            }
+            Some(trust) => Some(ctx.tls.target(trust, Alpn::H2, self.host.as_deref())?),
             None => None,
         };
         let addr = SocketAddr::new(target.address, target.check.port);
         Ok(PreparedProbe::new(GrpcProbe::new(self, addr, tls)))
+    }
+
+    /// The request's `:authority` is the target's address unless `host` names it.
+    fn per_address(&self) -> bool {
+        self.host.is_none()
     }
 }

@@ -4,12 +4,12 @@
 
 mod body;
 mod conditions;
+mod head;
 mod redirect;
 mod request;
 mod resolve;
 mod settings;
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -17,12 +17,14 @@ use tokio::time::Instant;
 
 use super::connect::{self, SocketSetup};
 use super::tls::TlsTarget;
-use super::weight::Damper;
+use super::weight::ReportedWeight;
 use super::{Attempt, Dial, Failure, KeptConnection, Link, ProbeKind, Progress, Stream};
+use head::HeadParts;
 use request::{Answer, HttpRequest};
 pub use settings::{HttpCheck, HttpSettings, HttpsCheck, HttpsSettings};
 
-/// An HTTP check of one target: the request prepared once, and its TLS for https.
+/// An HTTP check: the request prepared once for every target of the check, and its TLS
+/// for https.
 pub(super) struct HttpProbe {
     req: HttpRequest,
     tls: Option<TlsTarget>,
@@ -30,19 +32,16 @@ pub(super) struct HttpProbe {
     per_connection: u32,
     /// A healthy answer slower than this fails (`slow`).
     max_latency: Option<Duration>,
-    /// The weight in effect (`reported_weight`).
-    weight: Option<Damper>,
 }
 
 impl HttpProbe {
-    /// The check `check` against `addr`, over `tls` when it is https.
-    pub(super) fn new(check: &HttpCheck, addr: SocketAddr, tls: Option<TlsTarget>) -> HttpProbe {
+    /// The check `check` against `port`, over `tls` when it is https.
+    pub(super) fn new(check: &HttpCheck, port: u16, tls: Option<TlsTarget>) -> HttpProbe {
         HttpProbe {
-            req: HttpRequest::new(check, addr, tls.is_some()),
+            req: HttpRequest::new(check, port, tls.is_some()),
             tls,
             per_connection: check.probes_per_connection,
             max_latency: check.max_latency,
-            weight: check.reported_weight.clone().map(Damper::new),
         }
     }
 
@@ -84,13 +83,13 @@ impl HttpProbe {
         }) = kept.take()
         {
             progress.reusing();
-            let verdict = self.exchange(stream, carried, kept).await;
+            let verdict = self.exchange(stream, dial, carried, kept).await;
             if let Some(verdict) = progress.kept_verdict(verdict) {
                 return self.judged(verdict, dial, progress).await;
             }
         }
         let stream = self.open(dial, progress).await?;
-        let verdict = self.exchange(stream, 0, kept).await;
+        let verdict = self.exchange(stream, dial, 0, kept).await;
         self.judged(verdict, dial, progress).await
     }
 
@@ -113,24 +112,27 @@ impl HttpProbe {
         }
     }
 
-    /// Reports the weight a healthy answer gave, through the target's damper.
+    /// Reports the weight a healthy answer gave (the probe damps it).
     fn report(&self, weight: Option<f64>, progress: &Progress) {
-        if let (Some(raw), Some(damper)) = (weight, &self.weight) {
-            progress.report_weight(damper.admit(raw));
+        if let Some(raw) = weight {
+            progress.report_weight(raw);
         }
     }
 
     /// A fresh connection, through TLS for https.
     async fn open(&self, dial: &Dial, progress: &Progress) -> Result<Stream, Failure> {
         let setup = SocketSetup {
-            nodelay: self.tls.is_some() || !self.req.fits_one_segment(),
+            nodelay: self.tls.is_some() || !self.req.fits_one_segment(dial.addr.ip()),
             ack_with_first_write: true,
         };
         let tcp = connect::connect(dial.addr, dial.source, setup).await?;
         progress.connected.store(true, Ordering::Relaxed);
         Ok(match &self.tls {
             None => Stream::Plain(tcp),
-            Some(tls) => Stream::Tls(Box::new(Box::pin(tls.handshake(tcp, progress)).await?)),
+            Some(tls) => {
+                let handshake = tls.handshake(tcp, dial.addr.ip(), progress);
+                Stream::Tls(Box::new(Box::pin(handshake).await?))
+            }
         })
     }
 
@@ -146,10 +148,12 @@ impl HttpProbe {
     ) -> Result<(), Failure> {
         let mut previous = None;
         for _ in 0..self.req.redirect_limit() {
-            let (hop, head) = self.req.follow(previous.as_ref(), code, &location)?;
+            let ip = dial.addr.ip();
+            let (hop, head) = self.req.follow(ip, previous.as_ref(), code, &location)?;
+            let head = HeadParts::whole(&head);
             let answer = match &mut self.open(dial, progress).await? {
-                Stream::Plain(tcp) => self.req.send(tcp, &head, false).await?,
-                Stream::Tls(tls) => self.req.send(tls.as_mut(), &head, false).await?,
+                Stream::Plain(tcp) => self.req.send(tcp, head, false).await?,
+                Stream::Tls(tls) => self.req.send(tls.as_mut(), head, false).await?,
             };
             match answer {
                 Answer::Healthy { weight, .. } => {
@@ -172,19 +176,22 @@ impl HttpProbe {
         })
     }
 
-    /// One request on `stream`, which has carried `carried` probes before; a connection
-    /// that can carry more goes into `kept`, any other is dropped (closed with an RST).
+    /// One request to `dial` on `stream`, which has carried `carried` probes before; a
+    /// connection that can carry more goes into `kept`, any other is dropped (closed with
+    /// an RST).
     async fn exchange(
         &self,
         mut stream: Stream,
+        dial: &Dial,
         carried: u32,
         kept: &mut Option<KeptConnection>,
     ) -> Result<Answer, Failure> {
         let carried = carried + 1;
         let keep = carried < self.per_connection;
+        let ip = dial.addr.ip();
         let answer = match &mut stream {
-            Stream::Plain(tcp) => self.req.exchange(tcp, keep).await?,
-            Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), keep)).await?,
+            Stream::Plain(tcp) => self.req.exchange(tcp, ip, keep).await?,
+            Stream::Tls(tls) => Box::pin(self.req.exchange(tls.as_mut(), ip, keep)).await?,
         };
         if let Answer::Healthy { reusable: true, .. } = answer {
             *kept = Some(KeptConnection {
@@ -204,5 +211,9 @@ impl ProbeKind for HttpProbe {
         kept: &'a mut Option<KeptConnection>,
     ) -> Attempt<'a> {
         Box::pin(self.run(dial, progress, kept))
+    }
+
+    fn reported_weight(&self) -> Option<&ReportedWeight> {
+        self.req.reported_weight()
     }
 }

@@ -1,6 +1,8 @@
 //! One HTTP/1.1 exchange over an established stream.
 //!
-//! The request head is serialized once per target; the response head is parsed with
+//! The request head is serialized once per check, shared by its targets; when the `Host`
+//! is the target's address, the address is written into its place as the head is sent
+//! (one vectored write, no copy: [`HeadParts`]). The response head is parsed with
 //! `httparse` (hyper's own parser) as it arrives, and a body is read only when there is
 //! something to look for (`body_contains`) or the connection is kept for the next probe
 //! ([`super::body`]). A status check is one write and usually one read, with one
@@ -10,13 +12,14 @@
 //! bytes per target (a `HeaderMap`), a request, header map and URI built per probe, and an
 //! 8 KB connection state inside every probe in flight.
 
-use std::net::SocketAddr;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::body::{read_body, BodyRead, Framing};
 use super::conditions::BodyConditions;
+use super::head::{host_at, request_head, AddressText, Answering, HeadParts};
 use super::redirect::{is_redirect, method_after, same_origin_path, Origin};
 use super::HttpCheck;
 use crate::probe::weight::ReportedWeight;
@@ -28,10 +31,13 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_HEADERS: usize = 100;
 const USER_AGENT: &str = concat!("health-orchestrator/", env!("CARGO_PKG_VERSION"));
 
-/// The request to send and the response that counts as healthy, prepared once per target.
+/// The request to send and the response that counts as healthy, prepared once per check.
 pub struct HttpRequest {
-    /// The whole request head, as sent.
+    /// The request head, as sent but for the dialled address when the `Host` is it.
     head: Box<[u8]>,
+    /// Where in `head` the dialled address goes (`Host: ADDRESS[:PORT]`); `None` when
+    /// `host` names the `Host`.
+    address_at: Option<usize>,
     expect_status: Box<[u16]>,
     needle: Option<Box<[u8]>>,
     conditions: BodyConditions,
@@ -49,12 +55,13 @@ pub struct HttpRequest {
 struct Redirects {
     /// Most redirects followed in one probe.
     limit: u8,
-    /// `http` or `https`, and the `Host` sent: a redirect elsewhere is not followed.
+    /// `http` or `https`, and the `Host` sent (`None`: the dialled address, with the port
+    /// unless it is 80 or 443): a redirect elsewhere is not followed.
     scheme: &'static str,
-    authority: String,
+    authority: Option<String>,
     /// The port dialled.
     port: u16,
-    /// The header lines after the request line, without the final empty line.
+    /// The header lines after the `Host` line, without the final empty line.
     fields: String,
     /// The first request's method, path and body.
     first: Hop,
@@ -97,20 +104,15 @@ struct Head {
 const MIN_SEGMENT: usize = 536;
 
 impl HttpRequest {
-    /// Prepares the request. Path, header names and values were validated with the config.
-    /// `tls`: the request goes over TLS (a redirect to `https://` on the same host is then
-    /// on the endpoint).
-    pub fn new(check: &HttpCheck, addr: SocketAddr, tls: bool) -> HttpRequest {
+    /// Prepares the request to `port`. Path, header names and values were validated with
+    /// the config. `tls`: the request goes over TLS (a redirect to `https://` on the same
+    /// host is then on the endpoint).
+    pub fn new(check: &HttpCheck, port: u16, tls: bool) -> HttpRequest {
         // No `Connection: close`: the server would then close first and keep TIME_WAIT state
         // for every probe (measured: 130,000 TIME_WAIT sockets and late probes at 10,000
         // probes/s). We close first with an RST instead (SO_LINGER 0), which leaves no
         // TIME_WAIT on either side.
-        let host = match &check.host {
-            Some(h) => h.clone(),
-            None if addr.port() == 80 || addr.port() == 443 => host_text(addr),
-            None => format!("{}:{}", host_text(addr), addr.port()),
-        };
-        let mut fields = format!("Host: {host}\r\nUser-Agent: {USER_AGENT}\r\n");
+        let mut fields = format!("User-Agent: {USER_AGENT}\r\n");
         for (name, value) in &check.headers {
             fields.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -122,13 +124,21 @@ impl HttpRequest {
             path: check.path.clone(),
             with_body: check.request_body.is_some(),
         };
-        let head = request_head(&first, &fields, check.request_body.as_deref());
+        // The `Host` after the address, which each attempt writes before it.
+        let port_suffix = match port {
+            80 | 443 => String::new(),
+            port => format!(":{port}"),
+        };
+        let host = check.host.as_deref().unwrap_or(&port_suffix);
+        let line = (first.method.as_str(), first.path.as_str());
+        let head = request_head(line, host, &fields, check.request_body.as_deref());
+        let address_at = check.host.is_none().then(|| host_at(line));
         let redirects = (check.follow_redirects > 0).then(|| {
             Box::new(Redirects {
                 limit: check.follow_redirects,
                 scheme: if tls { "https" } else { "http" },
-                authority: host,
-                port: addr.port(),
+                authority: check.host.clone(),
+                port,
                 fields,
                 first,
                 body: check.request_body.clone(),
@@ -136,6 +146,7 @@ impl HttpRequest {
         });
         HttpRequest {
             head: head.into_boxed_slice(),
+            address_at,
             redirects,
             expect_status: {
                 let mut codes = check.expect_status.clone();
@@ -154,20 +165,45 @@ impl HttpRequest {
         }
     }
 
-    /// Whether the request leaves in one segment on any path, so Nagle's algorithm cannot
-    /// hold part of it back (see [`SocketSetup`](crate::probe::connect::SocketSetup)).
-    pub fn fits_one_segment(&self) -> bool {
-        self.head.len() <= MIN_SEGMENT
+    /// Whether the request to `ip` leaves in one segment on any path, so Nagle's algorithm
+    /// cannot hold part of it back (see
+    /// [`SocketSetup`](crate::probe::connect::SocketSetup)).
+    pub fn fits_one_segment(&self, ip: IpAddr) -> bool {
+        let address = self.address_at.map_or(0, |_| AddressText::longest(ip));
+        self.head.len() + address <= MIN_SEGMENT
     }
 
-    /// Sends the request on `stream` and judges the response. With `keep`, the response is
-    /// read to its end so the connection can carry the next request; the answer says
-    /// whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within `body_limit`).
-    pub async fn exchange<S>(&self, stream: &mut S, keep: bool) -> Result<Answer, Failure>
+    /// Where a healthy answer reports its weight (`reported_weight`), if it does.
+    pub fn reported_weight(&self) -> Option<&ReportedWeight> {
+        self.weight.as_deref()
+    }
+
+    /// Sends the request to `ip` on `stream` and judges the response. With `keep`, the
+    /// response is read to its end so the connection can carry the next request; the
+    /// answer says whether it can (a healthy response, framed, HTTP/1.1 keep-alive, within
+    /// `body_limit`).
+    pub async fn exchange<S>(
+        &self,
+        stream: &mut S,
+        ip: IpAddr,
+        keep: bool,
+    ) -> Result<Answer, Failure>
     where
         S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
-        self.send(stream, &self.head, keep).await
+        let address = AddressText::new(ip);
+        self.send(stream, self.head_to(&address), keep).await
+    }
+
+    /// The check's request head to the target whose address is `address`.
+    fn head_to<'a>(&'a self, address: &'a AddressText) -> HeadParts<'a> {
+        match self.address_at {
+            Some(at) => {
+                let (before, after) = self.head.split_at(at);
+                HeadParts([before, address.as_bytes(), after])
+            }
+            None => HeadParts::whole(&self.head),
+        }
     }
 
     /// Most redirects one probe follows (0: none).
@@ -176,9 +212,10 @@ impl HttpRequest {
     }
 
     /// The request a redirect (`code`, `location`) after `previous` (`None`: the check's
-    /// own request) leads to, and its head; a failure when it leaves the endpoint.
+    /// own request) to `ip` leads to, and its head; a failure when it leaves the endpoint.
     pub fn follow(
         &self,
+        ip: IpAddr,
         previous: Option<&Hop>,
         code: u16,
         location: &str,
@@ -188,9 +225,14 @@ impl HttpRequest {
             .as_deref()
             .expect("a redirect is answered only when following them");
         let previous = previous.unwrap_or(&r.first);
+        let authority: Cow<'_, str> = match (&r.authority, r.port) {
+            (Some(host), _) => host.into(),
+            (None, 80 | 443) => AddressText::new(ip).as_str().to_owned().into(),
+            (None, port) => format!("{}:{port}", AddressText::new(ip).as_str()).into(),
+        };
         let origin = Origin {
             scheme: r.scheme,
-            authority: &r.authority,
+            authority: &authority,
             port: r.port,
         };
         let (method, with_body) = method_after(code, &previous.method);
@@ -200,19 +242,24 @@ impl HttpRequest {
             with_body: with_body && previous.with_body,
         };
         let body = r.body.as_deref().filter(|_| hop.with_body);
-        let head = request_head(&hop, &r.fields, body);
+        let head = request_head((&hop.method, &hop.path), &authority, &r.fields, body);
         Ok((hop, head))
     }
 
     /// Sends the request `head` on `stream` and judges the response (see [`Self::exchange`]).
-    pub async fn send<S>(&self, stream: &mut S, head: &[u8], keep: bool) -> Result<Answer, Failure>
+    pub async fn send<S>(
+        &self,
+        stream: &mut S,
+        head: HeadParts<'_>,
+        keep: bool,
+    ) -> Result<Answer, Failure>
     where
         S: AsyncRead + AsyncWrite + Answering + Unpin,
     {
-        let io = |e: std::io::Error| Failure::from_io(&e);
-        stream.write_all(head).await.map_err(io)?;
-        stream.answering().await.map_err(io)?;
-        let mut buf = Vec::with_capacity(1024);
+        let mut buf = stream
+            .request(head)
+            .await
+            .map_err(|e| Failure::from_io(&e))?;
         let mut head = read_head(stream, &mut buf).await?;
         if self.head_only {
             head.framing = Ok(Framing::Length(0));
@@ -262,39 +309,6 @@ impl HttpRequest {
             }),
         })
     }
-}
-
-/// A stream that can wait for the gateway's first answer bytes before the probe takes a
-/// buffer to read them into: a probe waiting on a gateway that accepted and went silent
-/// then holds no read buffer, which in a mass hang is one buffer per target in flight
-/// (10,000 hanging: 10 MB of empty buffers).
-pub trait Answering {
-    /// Ready once there is something to read (or the stream failed).
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
-}
-
-impl Answering for TcpStream {
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        self.readable()
-    }
-}
-
-/// TLS reads at once: rustls may already hold decrypted bytes the socket no longer shows,
-/// and a TLS probe's handshake state outweighs the buffer anyway.
-impl<S: Sync> Answering for TlsStream<S> {
-    fn answering(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        std::future::ready(Ok(()))
-    }
-}
-
-/// A request head: the request line, `fields`, and the body when there is one.
-fn request_head(hop: &Hop, fields: &str, body: Option<&str>) -> Vec<u8> {
-    let mut head = format!("{} {} HTTP/1.1\r\n{fields}", hop.method, hop.path);
-    match body {
-        Some(body) => head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
-        None => head.push_str("\r\n"),
-    }
-    head.into_bytes()
 }
 
 /// Reads until a final (non-1xx) response head is complete; interim responses are skipped.
@@ -385,13 +399,6 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, Failure> {
     }))
 }
 
-fn host_text(addr: SocketAddr) -> String {
-    match addr {
-        SocketAddr::V4(a) => a.ip().to_string(),
-        SocketAddr::V6(a) => format!("[{}]", a.ip()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -399,7 +406,9 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
-    use super::{parse_head, Answer, Failure, Framing, Head, HttpCheck, HttpRequest};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use super::{parse_head, AddressText, Answer, Failure, Framing, Head, HttpCheck, HttpRequest};
 
     /// A GET status check expecting 200.
     fn status_check() -> HttpCheck {
@@ -422,16 +431,73 @@ mod tests {
         }
     }
 
+    /// Seeded checks and addresses (IPv4, IPv6, IPv4-mapped): the head a target is sent is
+    /// the check's with that target's address as its `Host`, written as the test's own
+    /// oracle writes a request.
+    #[test]
+    fn each_target_is_sent_the_checks_head_with_its_own_address() {
+        let mut rng = fastrand::Rng::with_seed(2911);
+        let agent = concat!("health-orchestrator/", env!("CARGO_PKG_VERSION"));
+        for _ in 0..200 {
+            let mut check = status_check();
+            check.path = format!("/p{}", rng.u16(..));
+            check.host = rng.bool().then(|| format!("h{}.test", rng.u8(..)));
+            if rng.bool() {
+                check
+                    .headers
+                    .insert("X-A".into(), format!("v{}", rng.u8(..)));
+            }
+            if rng.bool() {
+                check.method = "POST".into();
+                check.request_body = Some(format!("b{}", rng.u32(..)));
+            }
+            let port = [80, 443, 8080, rng.u16(1..)][rng.usize(..4)];
+            let ip: IpAddr = match rng.u8(..3) {
+                0 => Ipv4Addr::from(rng.u32(..)).into(),
+                1 => Ipv6Addr::from(rng.u128(..)).into(),
+                _ => Ipv4Addr::from(rng.u32(..)).to_ipv6_mapped().into(),
+            };
+            let address = match ip {
+                IpAddr::V4(v4) => v4.to_string(),
+                IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            let host = match (&check.host, port) {
+                (Some(host), _) => host.clone(),
+                (None, 80 | 443) => address,
+                (None, port) => format!("{address}:{port}"),
+            };
+            let mut expected = format!(
+                "{} {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {agent}\r\n",
+                check.method, check.path
+            );
+            for (name, value) in &check.headers {
+                expected.push_str(&format!("{name}: {value}\r\n"));
+            }
+            match &check.request_body {
+                Some(body) => {
+                    expected.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()))
+                }
+                None => expected.push_str("\r\n"),
+            }
+            let request = HttpRequest::new(&check, port, false);
+            let text = AddressText::new(ip);
+            let sent: Vec<u8> = request.head_to(&text).0.concat();
+            assert_eq!(String::from_utf8(sent).unwrap(), expected);
+            // Never said to fit one segment when it does not (Nagle would hold it back).
+            assert!(!request.fits_one_segment(ip) || expected.len() <= super::MIN_SEGMENT);
+        }
+    }
+
     #[test]
     fn only_a_request_longer_than_a_segment_needs_nodelay() {
         let mut check = status_check();
-        let addr = "127.0.0.1:8080".parse().unwrap();
-        assert!(HttpRequest::new(&check, addr, false).fits_one_segment());
+        let ip = "127.0.0.1".parse().unwrap();
+        assert!(HttpRequest::new(&check, 8080, false).fits_one_segment(ip));
         check.headers.insert(
             "Authorization".into(),
             format!("Bearer {}", "x".repeat(600)),
         );
-        assert!(!HttpRequest::new(&check, addr, false).fits_one_segment());
+        assert!(!HttpRequest::new(&check, 8080, false).fits_one_segment(ip));
     }
 
     /// A loopback gateway answers after a seeded delay, its response cut in two at a seeded
@@ -459,8 +525,8 @@ mod tests {
                 socket.write_all(&response.as_bytes()[cut..]).await.unwrap();
             });
             let mut stream = TcpStream::connect(addr).await.unwrap();
-            let request = HttpRequest::new(&check, addr, false);
-            let answer = request.exchange(&mut stream, false).await;
+            let request = HttpRequest::new(&check, addr.port(), false);
+            let answer = request.exchange(&mut stream, addr.ip(), false).await;
             match code {
                 200 => assert!(matches!(answer, Ok(Answer::Healthy { .. }))),
                 _ => assert!(matches!(answer, Err(Failure::Status(503)))),

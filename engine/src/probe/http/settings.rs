@@ -254,8 +254,8 @@ impl Prepare for HttpCheck {
         target: &Target,
         _ctx: &mut ProbeContext,
     ) -> Result<PreparedProbe, ProbeError> {
-        let addr = SocketAddr::new(target.address, target.check.port);
-        Ok(PreparedProbe::new(HttpProbe::new(self, addr, None)))
+        let port = target.check.port;
+        Ok(PreparedProbe::new(HttpProbe::new(self, port, None)))
     }
 }
 
@@ -265,16 +265,13 @@ impl Prepare for HttpsCheck {
         target: &Target,
         ctx: &mut ProbeContext,
     ) -> Result<PreparedProbe, ProbeError> {
-        let addr = SocketAddr::new(target.address, target.check.port);
-        let tls = ctx.tls.target(
-            &self.tls,
-            Alpn::Http1,
-            self.http.host.as_deref(),
-            target.address,
-        )?;
+        let tls = ctx
+            .tls
+            .target(&self.tls, Alpn::Http1, self.http.host.as_deref())?;
+        let port = target.check.port;
         Ok(PreparedProbe::new(HttpProbe::new(
             &self.http,
-            addr,
+            port,
             Some(tls),
         )))
     }

@@ -51,11 +51,12 @@ pub enum Alpn {
     H2,
 }
 
-/// A connector plus the name to verify, for one https or grpcs target.
+/// A connector plus the name to verify, for the targets of one https or grpcs check.
 #[derive(Clone)]
 pub struct TlsTarget {
     connector: TlsConnector,
-    server_name: ServerName<'static>,
+    /// The `host` the check names; `None`: each target's address.
+    server_name: Option<ServerName<'static>>,
     /// A certificate expiring sooner than this fails the probe.
     min_validity: Option<Duration>,
 }
@@ -69,13 +70,13 @@ impl TlsCache {
         }
     }
 
-    /// The TLS side of one https target: SNI and verification name = `host`, or the address.
+    /// The TLS side of an https or grpcs check: SNI and verification name = `host`, or the
+    /// address each handshake dials.
     pub fn target(
         &mut self,
         probe: &TlsProbe,
         alpn: Alpn,
         host: Option<&str>,
-        addr: IpAddr,
     ) -> Result<TlsTarget, TlsError> {
         let trust = &probe.trust;
         let key = (trust.clone(), alpn);
@@ -95,9 +96,11 @@ impl TlsCache {
             }
         };
         let server_name = match host {
-            Some(h) => ServerName::try_from(h.to_owned())
-                .map_err(|_| TlsError::ServerName(h.to_owned()))?,
-            None => ServerName::IpAddress(addr.into()),
+            Some(h) => Some(
+                ServerName::try_from(h.to_owned())
+                    .map_err(|_| TlsError::ServerName(h.to_owned()))?,
+            ),
+            None => None,
         };
         Ok(TlsTarget {
             connector: TlsConnector::from(config),
@@ -108,17 +111,23 @@ impl TlsCache {
 }
 
 impl TlsTarget {
-    /// Runs the handshake; certificate problems become [`Failure::Tls`], a certificate
-    /// closer to its expiry than `min_cert_validity` becomes `cert_expiring`. The
-    /// certificate's expiry is recorded in `progress` either way.
+    /// Runs the handshake with `addr`, the address dialled; certificate problems become
+    /// [`Failure::Tls`], a certificate closer to its expiry than `min_cert_validity`
+    /// becomes `cert_expiring`. The certificate's expiry is recorded in `progress` either
+    /// way.
     pub(in crate::probe) async fn handshake(
         &self,
         tcp: TcpStream,
+        addr: IpAddr,
         progress: &Progress,
     ) -> Result<TlsStream<TcpStream>, Failure> {
+        let server_name = match &self.server_name {
+            Some(name) => name.clone(),
+            None => ServerName::IpAddress(addr.into()),
+        };
         let stream = self
             .connector
-            .connect(self.server_name.clone(), tcp)
+            .connect(server_name, tcp)
             .await
             .map_err(|e| {
                 match e
