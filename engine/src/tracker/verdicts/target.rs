@@ -1,7 +1,6 @@
 //! What the tracker keeps per target: its verdict (hysteresis, flap damping, and under
 //! `[ring]` the other members' verdicts), and the counts `/status` shows.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
@@ -47,12 +46,22 @@ pub(in crate::tracker) struct TargetState {
 pub(in crate::tracker) struct Shared {
     /// Whether this replica probes it (its gate is open).
     pub(in crate::tracker) local: bool,
-    /// Other members' verdicts, by member identity.
-    pub(in crate::tracker) peers: Vec<(Arc<str>, Vantage)>,
+    /// Other members' verdicts, by member (the index of its identity in
+    /// [`super::Verdicts`]' table of members: 4 bytes a verdict, where the identity's
+    /// pointer took 16 and made the entry 24).
+    pub(in crate::tracker) peers: Vec<PeerVantage>,
     /// The combined verdict: what decides publication.
     pub(in crate::tracker) combined: Health,
     /// Since when no member probes it (its owners all left) while its last verdict stands.
     pub(in crate::tracker) unowned_since: Option<std::time::SystemTime>,
+}
+
+/// One other member's verdict on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::tracker) struct PeerVantage {
+    /// The member: its place in the table of members' identities.
+    pub(in crate::tracker) member: u16,
+    pub(in crate::tracker) vantage: Vantage,
 }
 
 /// What is kept of a target's latest result: what `/status` and the logs show of it. A
@@ -238,6 +247,19 @@ mod tests {
             std::mem::size_of::<TargetState>() <= 160,
             "{} bytes",
             std::mem::size_of::<TargetState>()
+        );
+    }
+
+    /// `[ring]`: every replica holds a [`Shared`] for each target, and for a target it does
+    /// not probe that and the owners' verdicts in it are all it adds.
+    #[test]
+    fn a_targets_shared_verdicts_stay_compact() {
+        use super::{PeerVantage, Shared};
+        assert!(std::mem::size_of::<PeerVantage>() <= 4);
+        assert!(
+            std::mem::size_of::<Shared>() <= 48,
+            "{} bytes",
+            std::mem::size_of::<Shared>()
         );
     }
 }
