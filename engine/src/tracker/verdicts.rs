@@ -24,7 +24,7 @@ use crate::ring::ownership::Ownership;
 use super::index::{TargetIds, TargetIx};
 
 mod target;
-pub(super) use target::{Latest, PeerVantage, Shared, TargetState};
+pub(super) use target::{Latest, Shared, TargetState};
 
 /// Every target's verdict, in plan order.
 #[derive(Default)]
@@ -36,7 +36,7 @@ pub(super) struct Verdicts {
     /// `[ring]`: which targets this replica probes; set, verdicts are shared.
     ring: Option<Arc<Ownership>>,
     /// `[ring]`: the identity of every member that streamed a verdict, named in targets'
-    /// [`PeerVantage`]s by place. Never shrinks: a member that left may come back, and a
+    /// [`Shared`] verdicts by place. Never shrinks: a member that left may come back, and a
     /// ring sees few identities.
     members: Vec<Arc<str>>,
 }
@@ -293,10 +293,7 @@ impl Verdicts {
             let Some(shared) = self.targets[t.0].shared.as_mut() else {
                 continue;
             };
-            shared.peers.retain(|p| p.member != member);
-            if vantage.health != Health::Unknown {
-                shared.peers.push(PeerVantage { member, vantage });
-            }
+            shared.set_peer(member, vantage);
             touched.push(t);
         }
         touched
@@ -307,14 +304,11 @@ impl Verdicts {
         let Some(member) = self.members.iter().position(|m| **m == *member) else {
             return Vec::new();
         };
+        let member = member as u16;
         let mut touched = Vec::new();
         for (i, t) in self.targets.iter_mut().enumerate() {
-            if let Some(shared) = t.shared.as_mut() {
-                let before = shared.peers.len();
-                shared.peers.retain(|p| usize::from(p.member) != member);
-                if shared.peers.len() != before {
-                    touched.push(TargetIx(i));
-                }
+            if t.shared.as_mut().is_some_and(|s| s.drop_peer(member)) {
+                touched.push(TargetIx(i));
             }
         }
         touched
@@ -354,16 +348,16 @@ impl Verdicts {
             health: own,
             impaired: false,
         });
-        let peers = shared.peers.iter().map(|p| p.vantage);
+        let peers = shared.peers();
         let to = crate::ring::combine::combine(peers.chain(local), shared.combined);
         let from = std::mem::replace(&mut shared.combined, to);
-        let unowned = shared.peers.is_empty() && !shared.local && to != Health::Unknown;
-        match (unowned, shared.unowned_since) {
+        let unowned = !shared.has_peers() && !shared.local && to != Health::Unknown;
+        match (unowned, shared.unowned_since()) {
             (true, None) => {
                 info!(target = %key(), "no ring member probes the target: its last verdict stands until a new owner's first");
-                shared.unowned_since = Some(wall);
+                shared.set_unowned_since(Some(wall));
             }
-            (false, Some(_)) => shared.unowned_since = None,
+            (false, Some(_)) => shared.set_unowned_since(None),
             _ => {}
         }
         (from != to).then_some(Transition { from, to })
