@@ -7,7 +7,9 @@
 # ENGINE (default target/release/health-orchestrator) and LOADTEST (default the loadtest
 # next to it) name the binaries; TIMEOUT bounds the whole run (default 1800 s); KEEP, a
 # directory, keeps the engine's config and log there (the config is what the config
-# loader's peak is measured with). Writes
+# loader's peak is measured with); REPLICAS, 2 or more, runs a ring of that many engines
+# (`loadtest --replicas`), each under heaptrack, and sorts each one's heap (columns
+# LABEL-r0, LABEL-r1, ... in the order they joined). Writes
 # OUT_DIR/LABEL.json (the load test's report), OUT_DIR/LABEL-stacks.txt.gz (the live
 # heap's stacks) and OUT_DIR/LABEL-parts.md (the table, from parts.py). Compare builds
 # with `parts.py N a=A-stacks.txt b=B-stacks.txt`. Defaults: 100,000 endpoints @ 30 s in
@@ -25,17 +27,26 @@ trap 'rm -rf "$profiles"' EXIT
 HT_REAL=$engine HT_OUT=$profiles/engine timeout "${TIMEOUT:-1800}" "$loadtest" \
     --endpoints "$n" --interval "$interval" --duration "$window" --tenant-size 100 \
     --shared-listener --engine "$here/heaptrack-engine.sh" --json "$out/$label.json" \
-    ${KEEP:+--keep "$KEEP"} \
+    ${KEEP:+--keep "$KEEP"} ${REPLICAS:+--replicas "$REPLICAS"} \
     > "$out/$label.txt"
-profile=$(ls "$profiles"/engine.*.zst | head -n 1)
-# The profile's writer finishes once the killed engine's pipe closes.
-for _ in $(seq 1200); do
-    kill -0 "$(cat "$profile.writer")" 2> /dev/null || break
-    sleep 0.5
+# One profile per engine, named by its PID: started one after the other, so PID order is
+# the order the replicas joined.
+mapfile -t found < <(ls "$profiles"/engine.*.zst | sed 's/.*engine\.\([0-9]*\)\.zst/\1/' | sort -n)
+columns=()
+for i in "${!found[@]}"; do
+    profile=$profiles/engine.${found[$i]}.zst
+    name=$label
+    [ "${#found[@]}" -gt 1 ] && name=$label-r$i
+    # The profile's writer finishes once the killed engine's pipe closes.
+    for _ in $(seq 1200); do
+        kill -0 "$(cat "$profile.writer")" 2> /dev/null || break
+        sleep 0.5
+    done
+    heaptrack_print -f "$profile" --print-flamegraph "$profiles/$name-stacks.txt" \
+        --flamegraph-cost-type leaked > "$profiles/summary.txt"
+    grep -E '^(peak heap memory|peak RSS|total memory leaked)' "$profiles/summary.txt" \
+        > "$out/$name-heaptrack-summary.txt" || true
+    gzip -c "$profiles/$name-stacks.txt" > "$out/$name-stacks.txt.gz"
+    columns+=("$name=$profiles/$name-stacks.txt")
 done
-heaptrack_print -f "$profile" --print-flamegraph "$profiles/stacks.txt" \
-    --flamegraph-cost-type leaked > "$profiles/summary.txt"
-grep -E '^(peak heap memory|peak RSS|total memory leaked)' "$profiles/summary.txt" \
-    > "$out/$label-heaptrack-summary.txt" || true
-gzip -c "$profiles/stacks.txt" > "$out/$label-stacks.txt.gz"
-python3 "$here/parts.py" "$n" "$label=$profiles/stacks.txt" | tee "$out/$label-parts.md"
+python3 "$here/parts.py" "$n" "${columns[@]}" | tee "$out/$label-parts.md"

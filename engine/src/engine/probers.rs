@@ -15,6 +15,7 @@ use std::sync::{Mutex, Weak};
 use super::*;
 use crate::prober::{Reporting, Wheel};
 use crate::ring::ownership::{Gate, Ownership};
+use crate::ring::rendezvous::target_hash;
 use prometheus_client::metrics::gauge::Gauge;
 
 /// One target of the running plan and its prober, when it runs.
@@ -186,7 +187,8 @@ impl ProberPool {
         pool.slots = slots;
         pool.plan = plan.clone();
         if let Some(ownership) = &self.ownership {
-            ownership.retain(&plan.targets.iter().map(Target::key).collect());
+            let hashes = plan.targets.iter().map(|t| target_hash(&t.key()));
+            ownership.retain(&hashes.collect());
         }
         pool.follow_gates(Joining::No);
         drop(pool);

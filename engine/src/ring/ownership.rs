@@ -41,18 +41,20 @@ pub struct Ownership {
 
 struct Inner {
     assignment: Assignment,
-    /// Target key -> its ring hash and gate.
-    gates: HashMap<String, (u64, Arc<Gate>)>,
+    /// Target hash ([`target_hash`]) -> its gate. Keyed by the hash, not the key: owners
+    /// are chosen by the hash alone, so targets whose keys hash alike share their owners
+    /// and may share a gate, and a replica keeps no copy of every target's key here.
+    gates: HashMap<u64, Arc<Gate>>,
     /// How many targets each member owns, in member order, until the ring or the targets
     /// change: counting hashes every target, and the ring is judged at every Lease change.
     owned: Option<Vec<usize>>,
 }
 
-/// Gates a change opened and closed, by target key.
+/// Gates a change opened and closed, by target hash ([`target_hash`]).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Moves {
-    pub opened: Vec<String>,
-    pub closed: Vec<String>,
+    pub opened: Vec<u64>,
+    pub closed: Vec<u64>,
 }
 
 impl Ownership {
@@ -86,14 +88,14 @@ impl Ownership {
     /// The gate of the target with this key (made on first asking, open as the assignment
     /// says).
     pub fn gate(&self, key: &str) -> Arc<Gate> {
+        let hash = target_hash(key);
         let mut inner = self.inner.lock().expect("not poisoned");
-        if let Some((_, gate)) = inner.gates.get(key) {
+        if let Some(gate) = inner.gates.get(&hash) {
             return gate.clone();
         }
-        let hash = target_hash(key);
         let gate = Arc::new(Gate::default());
         gate.set(inner.assignment.probes(hash));
-        inner.gates.insert(key.to_owned(), (hash, gate.clone()));
+        inner.gates.insert(hash, gate.clone());
         inner.owned = None;
         gate
     }
@@ -110,10 +112,10 @@ impl Ownership {
         inner.assignment.probes(target_hash(key))
     }
 
-    /// Keeps only the gates of these keys (a reload removed the others' probers).
-    pub fn retain(&self, keys: &std::collections::HashSet<String>) {
+    /// Keeps only the gates of these target hashes (a reload removed the others' probers).
+    pub fn retain(&self, hashes: &std::collections::HashSet<u64>) {
         let mut inner = self.inner.lock().expect("not poisoned");
-        inner.gates.retain(|k, _| keys.contains(k));
+        inner.gates.retain(|h, _| hashes.contains(h));
         inner.owned = None;
     }
 
@@ -166,14 +168,14 @@ impl Ownership {
     /// How many gates are open.
     pub fn probing_count(&self) -> usize {
         let inner = self.inner.lock().expect("not poisoned");
-        inner.gates.values().filter(|(_, g)| g.is_open()).count()
+        inner.gates.values().filter(|g| g.is_open()).count()
     }
 }
 
 impl Inner {
     fn count_owned(&self, members: &[Member]) -> Vec<usize> {
         let mut counts = vec![0usize; members.len()];
-        for (hash, _) in self.gates.values() {
+        for hash in self.gates.keys() {
             for owner in self.assignment.owners(*hash) {
                 if let Some(i) = members.iter().position(|m| m.hash == owner.hash) {
                     counts[i] += 1;
@@ -185,13 +187,13 @@ impl Inner {
 
     fn reassign(&mut self) -> Moves {
         let mut moves = Moves::default();
-        for (key, (hash, gate)) in &self.gates {
+        for (hash, gate) in &self.gates {
             let open = self.assignment.probes(*hash);
             if gate.set(open) {
                 if open {
-                    moves.opened.push(key.clone());
+                    moves.opened.push(*hash);
                 } else {
-                    moves.closed.push(key.clone());
+                    moves.closed.push(*hash);
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! member and takes theirs.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use crate::hysteresis::Health;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::status::{MemberStatus, RingStatus};
-use crate::tracker::{HealthTracker, MemberLeft, PeerVerdicts, Probing};
+use crate::tracker::{HealthTracker, MemberLeft, OwnVerdicts, PeerVerdicts, Probing};
 
 /// Pause between attempts to reach a member that does not answer.
 const RECONNECT: Duration = Duration::from_millis(500);
@@ -47,13 +48,6 @@ pub struct RingParts {
 pub struct RingHandle {
     pub sightings: mpsc::Sender<Vec<Sighting>>,
     pub status: Arc<Mutex<RingStatus>>,
-}
-
-/// What this replica last told the others, for a member that connects.
-#[derive(Default)]
-struct Own {
-    verdicts: BTreeMap<String, Health>,
-    impaired: bool,
 }
 
 /// Starts the ring: the stream listener and the task following the Leases.
@@ -87,7 +81,7 @@ pub fn start(
         secret,
         ownership: parts.ownership,
         tracker,
-        own: Arc::new(Mutex::new(Own::default())),
+        impaired: Arc::new(AtomicBool::new(false)),
         changes,
         pushers: BTreeMap::new(),
         live: HashSet::new(),
@@ -104,7 +98,9 @@ struct Runner {
     secret: Arc<[u8]>,
     ownership: Arc<Ownership>,
     tracker: Addr<HealthTracker>,
-    own: Arc<Mutex<Own>>,
+    /// Whether the self-check judges this replica's network impaired: every batch says so.
+    /// Its own verdicts are the tracker's ([`OwnVerdicts`]), not copied here.
+    impaired: Arc<AtomicBool>,
     changes: broadcast::Sender<Arc<Batch>>,
     /// One pushing task per other live member with an address, by identity.
     pushers: BTreeMap<String, (String, JoinHandle<()>)>,
@@ -135,7 +131,7 @@ impl Runner {
                 Some((key, health)) = shares.recv() => self.share(vec![(key, health)], &mut shares),
                 Some(event) = events.recv() => {
                     if let Event::Impaired { impaired, .. } = *event {
-                        self.impaired(impaired);
+                        self.impaired(impaired).await;
                     }
                 }
                 _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
@@ -184,7 +180,7 @@ impl Runner {
                 let task = tokio::spawn(push(
                     peer.clone(),
                     self.hello_parts(),
-                    self.own.clone(),
+                    (self.tracker.clone(), self.impaired.clone()),
                     self.changes.clone(),
                     self.metrics.clone(),
                 ));
@@ -214,13 +210,13 @@ impl Runner {
         self.metrics.ring.moves.inc_by(moved as u64);
         if !moves.opened.is_empty() {
             self.tracker.do_send(Probing {
-                keys: moves.opened,
+                hashes: moves.opened,
                 on: true,
             });
         }
         if !moves.closed.is_empty() {
             self.tracker.do_send(Probing {
-                keys: moves.closed,
+                hashes: moves.closed,
                 on: false,
             });
         }
@@ -237,34 +233,26 @@ impl Runner {
         while let Ok(next) = more.try_recv() {
             batch.push(next);
         }
-        let mut own = self.own.lock().expect("not poisoned");
-        for (key, health) in &batch {
-            if *health == Health::Unknown {
-                own.verdicts.remove(key);
-            } else {
-                own.verdicts.insert(key.clone(), *health);
-            }
-        }
         let frame = Batch {
             full: false,
-            impaired: own.impaired,
+            impaired: self.impaired.load(Ordering::Acquire),
             made_us: stream::stamp(),
             verdicts: batch
                 .into_iter()
                 .map(|(k, h)| (k, stream::letter(h)))
                 .collect(),
         };
-        drop(own);
         let _ = self.changes.send(Arc::new(frame));
     }
 
     /// The self-check changed its mind: every member gets the whole state again, flagged.
-    fn impaired(&mut self, impaired: bool) {
-        let mut own = self.own.lock().expect("not poisoned");
-        own.impaired = impaired;
-        let frame = full_state(&own);
-        drop(own);
-        let _ = self.changes.send(Arc::new(frame));
+    /// A change the tracker made before the state was taken may reach the members after it:
+    /// it says what the state already says.
+    async fn impaired(&mut self, impaired: bool) {
+        self.impaired.store(impaired, Ordering::Release);
+        if let Ok(frame) = full_state(&self.tracker, impaired).await {
+            let _ = self.changes.send(Arc::new(frame));
+        }
     }
 
     fn publish_status(&self) {
@@ -294,18 +282,25 @@ impl Runner {
     }
 }
 
-fn full_state(own: &Own) -> Batch {
-    Batch {
+/// This replica's whole state, from the tracker, as one batch.
+async fn full_state(
+    tracker: &Addr<HealthTracker>,
+    impaired: bool,
+) -> Result<Batch, actix::MailboxError> {
+    let verdicts = tracker.send(OwnVerdicts).await?;
+    Ok(Batch {
         full: true,
-        impaired: own.impaired,
+        impaired,
         made_us: stream::stamp(),
-        verdicts: own
-            .verdicts
-            .iter()
-            .map(|(k, h)| (k.clone(), stream::letter(*h)))
+        verdicts: verdicts
+            .into_iter()
+            .map(|(k, h)| (k, stream::letter(h)))
             .collect(),
-    }
+    })
 }
+
+/// This replica's own verdicts (the tracker's) and whether its network is impaired.
+type Own = (Addr<HealthTracker>, Arc<AtomicBool>);
 
 /// Pushes this replica's verdicts to one member until aborted: the whole state on each
 /// connection, then every change; reconnects when the member goes away or this side falls
@@ -313,14 +308,17 @@ fn full_state(own: &Own) -> Batch {
 async fn push(
     peer: String,
     hello: (String, String, Arc<[u8]>),
-    own: Arc<Mutex<Own>>,
+    own: Own,
     changes: broadcast::Sender<Arc<Batch>>,
     metrics: Arc<Metrics>,
 ) {
     let mut logged = false;
     loop {
         let mut updates = changes.subscribe();
-        match push_once(&peer, &hello, &own, &mut updates, &metrics).await {
+        let pushed = push_once(&peer, &hello, &own, &mut updates, &metrics).await;
+        // Not subscribed while away: what it missed comes with the next whole state.
+        drop(updates);
+        match pushed {
             Ok(()) => {}
             Err(e) if !logged => {
                 warn!(%peer, "ring: cannot push verdicts to the member (retrying every {RECONNECT:?}): {e}");
@@ -335,7 +333,7 @@ async fn push(
 async fn push_once(
     peer: &str,
     (ring, identity, secret): &(String, String, Arc<[u8]>),
-    own: &Mutex<Own>,
+    (tracker, impaired): &Own,
     updates: &mut broadcast::Receiver<Arc<Batch>>,
     metrics: &Metrics,
 ) -> Result<(), StreamError> {
@@ -352,8 +350,14 @@ async fn push_once(
         mac,
     };
     stream::write_frame(&mut socket, &hello).await?;
-    let full = full_state(&own.lock().expect("not poisoned"));
+    // Taken after subscribing: every change the state does not hold is in `updates`.
+    let full = full_state(tracker, impaired.load(Ordering::Acquire))
+        .await
+        .map_err(|_| StreamError::Stopped)?;
     let sent = stream::write_frame(&mut socket, &full).await?;
+    // Not held while the connection lasts: a replica that pushed its whole state to three
+    // members kept three copies of every key it probes.
+    drop(full);
     metrics.ring.stream_bytes.inc_by(sent as u64);
     loop {
         match updates.recv().await {

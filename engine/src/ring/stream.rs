@@ -38,6 +38,8 @@ pub enum StreamError {
     Unauthenticated { ring: String, identity: String },
     #[error("the handshake took longer than {0:?}")]
     Slow(Duration),
+    #[error("this replica's tracker stopped: no verdicts to send")]
+    Stopped,
 }
 
 /// The listener's first frame.

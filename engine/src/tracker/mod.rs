@@ -21,6 +21,8 @@ mod publisher;
 mod publisher_tests;
 mod report;
 #[cfg(test)]
+mod ring_takeover_tests;
+#[cfg(test)]
 mod ring_tests;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -117,11 +119,18 @@ pub(crate) struct PeerVerdicts {
 #[rtype(result = "()")]
 pub(crate) struct MemberLeft(pub String);
 
+/// `[ring]`: this replica's own verdicts, by target key: what a member that connects is sent
+/// first ([`TrackerCore::own_verdicts`]). The tracker holds them; the stream keeps no copy.
+#[derive(Message)]
+#[rtype(result = "Vec<(String, Health)>")]
+pub(crate) struct OwnVerdicts;
+
 /// `[ring]`: this replica started or stopped probing targets ([`TrackerCore::probing`]).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct Probing {
-    pub keys: Vec<String>,
+    /// The targets, by their keys' [`crate::ring::rendezvous::target_hash`] (as the gates).
+    pub hashes: Vec<u64>,
     pub on: bool,
 }
 
@@ -283,12 +292,21 @@ impl Handler<MemberLeft> for HealthTracker {
     }
 }
 
+impl Handler<OwnVerdicts> for HealthTracker {
+    type Result = MessageResult<OwnVerdicts>;
+
+    fn handle(&mut self, _: OwnVerdicts, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.core.own_verdicts())
+    }
+}
+
 impl Handler<Probing> for HealthTracker {
     type Result = ();
 
     fn handle(&mut self, msg: Probing, ctx: &mut Context<Self>) {
         let mut fx = Vec::new();
-        self.core.probing(&msg.keys, msg.on, Clock::now(), &mut fx);
+        self.core
+            .probing(&msg.hashes, msg.on, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
     }
 }

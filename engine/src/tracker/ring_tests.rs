@@ -13,7 +13,7 @@ use crate::ring::combine::Vantage;
 use crate::ring::handover::Assignment;
 use crate::ring::members::Member;
 use crate::ring::ownership::Ownership;
-use crate::ring::rendezvous::member_hash;
+use crate::ring::rendezvous::{member_hash, target_hash};
 
 /// A harness over three endpoints whose replica `me` is alone in its ring (it probes every
 /// target), with shared verdicts on.
@@ -87,8 +87,7 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     // own verdict; b's verdict decides.
     let mut fx = Vec::new();
     let k = key(&h, 2);
-    h.core
-        .probing(std::slice::from_ref(&k), false, h.now, &mut fx);
+    h.core.probing(&[target_hash(&k)], false, h.now, &mut fx);
     h.take(fx);
     assert_eq!(h.shared.last(), Some(&(k, Health::Unknown)));
     assert_eq!(h.hosts(), [1, 2]);
@@ -123,9 +122,9 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
 fn a_replica_that_probes_nothing_yet_is_ready_once_the_owners_verdicts_arrive() {
     let mut h = alone();
     // Joining a running ring: the owners probe every target, this replica none.
-    let keys: Vec<String> = (0..3).map(|t| key(&h, t)).collect();
+    let hashes: Vec<u64> = (0..3).map(|t| target_hash(&key(&h, t))).collect();
     let mut fx = Vec::new();
-    h.core.probing(&keys, false, h.now, &mut fx);
+    h.core.probing(&hashes, false, h.now, &mut fx);
     h.take(fx);
     assert!(!h.core.ready(), "nothing known yet");
 

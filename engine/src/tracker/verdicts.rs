@@ -35,6 +35,10 @@ pub(super) struct Verdicts {
     targets: Vec<TargetState>,
     /// `[ring]`: which targets this replica probes; set, verdicts are shared.
     ring: Option<Arc<Ownership>>,
+    /// `[ring]`: the identity of every member that streamed a verdict, named in targets'
+    /// [`Shared`] verdicts by place. Never shrinks: a member that left may come back, and a
+    /// ring sees few identities.
+    members: Vec<Arc<str>>,
 }
 
 /// What one probe result did to its target.
@@ -174,6 +178,15 @@ impl Verdicts {
             .is_some_and(|s| !s.local)
     }
 
+    /// `[ring]`: the targets this replica probes and has a verdict of, with that verdict.
+    pub(super) fn own(&self) -> impl Iterator<Item = (TargetIx, Health)> + '_ {
+        self.targets.iter().enumerate().filter_map(|(i, t)| {
+            let own = t.hysteresis.state();
+            let probed = t.shared.as_ref().is_some_and(|s| s.local);
+            (probed && own != Health::Unknown).then_some((TargetIx(i), own))
+        })
+    }
+
     /// Whether `target`'s verdicts are shared with the ring.
     pub(super) fn shared(&self, target: TargetIx) -> bool {
         self.targets[target.0].shared.is_some()
@@ -254,25 +267,33 @@ impl Verdicts {
             .flatten()
     }
 
-    /// Member `from`'s verdicts, by target key (`Unknown`: it stopped probing the target);
-    /// the targets they touched.
+    /// The place of member `identity` in the table of members, added if new.
+    fn member(&mut self, identity: &str) -> u16 {
+        if let Some(i) = self.members.iter().position(|m| **m == *identity) {
+            return i as u16;
+        }
+        self.members.push(Arc::from(identity));
+        u16::try_from(self.members.len() - 1).expect("fewer than 65,536 ring members")
+    }
+
+    /// Member `from`'s verdicts, by target key (`Unknown`: it stopped probing the target)
+    /// of `plan`'s targets; the targets they touched.
     pub(super) fn set_peer(
         &mut self,
-        from: &Arc<str>,
+        from: &str,
         verdicts: Vec<(String, Vantage)>,
+        plan: &Plan,
     ) -> Vec<TargetIx> {
+        let member = self.member(from);
         let mut touched = Vec::new();
         for (key, vantage) in verdicts {
-            let Some(t) = self.ids.by_key(&key) else {
+            let Some(t) = self.ids.by_key(&key, plan) else {
                 continue;
             };
             let Some(shared) = self.targets[t.0].shared.as_mut() else {
                 continue;
             };
-            shared.peers.retain(|(m, _)| **m != **from);
-            if vantage.health != Health::Unknown {
-                shared.peers.push((from.clone(), vantage));
-            }
+            shared.set_peer(member, vantage);
             touched.push(t);
         }
         touched
@@ -280,31 +301,37 @@ impl Verdicts {
 
     /// Removes `member`'s verdicts; the targets it had one for.
     pub(super) fn drop_member(&mut self, member: &str) -> Vec<TargetIx> {
+        let Some(member) = self.members.iter().position(|m| **m == *member) else {
+            return Vec::new();
+        };
+        let member = member as u16;
         let mut touched = Vec::new();
         for (i, t) in self.targets.iter_mut().enumerate() {
-            if let Some(shared) = t.shared.as_mut() {
-                let before = shared.peers.len();
-                shared.peers.retain(|(m, _)| **m != *member);
-                if shared.peers.len() != before {
-                    touched.push(TargetIx(i));
-                }
+            if t.shared.as_mut().is_some_and(|s| s.drop_peer(member)) {
+                touched.push(TargetIx(i));
             }
         }
         touched
     }
 
-    /// This replica started (`on`) or stopped probing the target keyed `key`; the target,
-    /// when it stopped (its own verdict is forgotten: a later owner starts afresh).
-    pub(super) fn set_local(&mut self, key: &str, on: bool) -> Option<TargetIx> {
-        let t = self.ids.by_key(key)?;
-        let state = &mut self.targets[t.0];
-        let shared = state.shared.as_mut()?;
-        shared.local = on;
-        if on {
-            return None;
+    /// This replica started (`on`) or stopped probing the targets whose key hashes to
+    /// `hash` (one, as a rule); those it stopped probing (their own verdict is forgotten: a
+    /// later owner starts afresh).
+    pub(super) fn set_local(&mut self, hash: u64, on: bool) -> Vec<TargetIx> {
+        let found: Vec<TargetIx> = self.ids.by_hash(hash).collect();
+        let mut stopped = Vec::new();
+        for t in found {
+            let state = &mut self.targets[t.0];
+            let Some(shared) = state.shared.as_mut() else {
+                continue;
+            };
+            shared.local = on;
+            if !on {
+                state.hysteresis = Hysteresis::new();
+                stopped.push(t);
+            }
         }
-        state.hysteresis = Hysteresis::new();
-        Some(t)
+        stopped
     }
 
     /// Combines `target`'s verdicts (its key: `key`); the combined verdict's change, if any.
@@ -321,16 +348,16 @@ impl Verdicts {
             health: own,
             impaired: false,
         });
-        let peers = shared.peers.iter().map(|(_, v)| *v);
+        let peers = shared.peers();
         let to = crate::ring::combine::combine(peers.chain(local), shared.combined);
         let from = std::mem::replace(&mut shared.combined, to);
-        let unowned = shared.peers.is_empty() && !shared.local && to != Health::Unknown;
-        match (unowned, shared.unowned_since) {
+        let unowned = !shared.has_peers() && !shared.local && to != Health::Unknown;
+        match (unowned, shared.unowned_since()) {
             (true, None) => {
                 info!(target = %key(), "no ring member probes the target: its last verdict stands until a new owner's first");
-                shared.unowned_since = Some(wall);
+                shared.set_unowned_since(Some(wall));
             }
-            (false, Some(_)) => shared.unowned_since = None,
+            (false, Some(_)) => shared.set_unowned_since(None),
             _ => {}
         }
         (from != to).then_some(Transition { from, to })

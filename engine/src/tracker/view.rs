@@ -131,7 +131,7 @@ impl TrackerCore {
             unowned_seconds: t
                 .shared
                 .as_ref()
-                .and_then(|s| s.unowned_since)
+                .and_then(|s| s.unowned_since())
                 .map(|since| {
                     now.wall
                         .duration_since(since)

@@ -30,12 +30,11 @@ impl TrackerCore {
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
-        let member: Arc<str> = Arc::from(from);
         let mut touched: Vec<TargetIx> = Vec::new();
         if full {
             touched.extend(self.verdicts.drop_member(from));
         }
-        touched.extend(self.verdicts.set_peer(&member, verdicts));
+        touched.extend(self.verdicts.set_peer(from, verdicts, &self.plan));
         touched.sort_unstable_by_key(|t| t.0);
         touched.dedup();
         let reason = format!("verdict of ring member {from}");
@@ -55,16 +54,27 @@ impl TrackerCore {
 
     /// This replica started (`on`) or stopped probing these targets. Stopping forgets its
     /// own verdict (a later owner starts afresh) and tells the others.
-    pub fn probing(&mut self, keys: &[String], on: bool, now: Clock, fx: &mut Vec<Effect>) {
-        for key in keys {
-            if let Some(t) = self.verdicts.set_local(key, on) {
+    /// The targets are named by their keys' hashes, as the gates are.
+    pub fn probing(&mut self, hashes: &[u64], on: bool, now: Clock, fx: &mut Vec<Effect>) {
+        for &hash in hashes {
+            for t in self.verdicts.set_local(hash, on) {
                 fx.push(Effect::Share {
-                    key: key.clone(),
+                    key: self.plan.targets[t.0].key(),
                     health: Health::Unknown,
                 });
                 self.recombine_and_apply(t, "this replica stopped probing it", now, fx);
             }
         }
+    }
+
+    /// This replica's own verdict of every target it probes and has judged, by key: the
+    /// whole state a member is sent when it connects, and again when the self-check
+    /// changes its mind.
+    pub fn own_verdicts(&self) -> Vec<(String, Health)> {
+        self.verdicts
+            .own()
+            .map(|(t, health)| (self.plan.targets[t.0].key(), health))
+            .collect()
     }
 
     /// Recombines `target` and, if its effective health changed, re-decides its tenants.

@@ -1,7 +1,7 @@
 //! What the tracker keeps per target: its verdict (hysteresis, flap damping, and under
 //! `[ring]` the other members' verdicts), and the counts `/status` shows.
 
-use std::sync::Arc;
+use std::num::NonZeroU64;
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
@@ -47,12 +47,24 @@ pub(in crate::tracker) struct TargetState {
 pub(in crate::tracker) struct Shared {
     /// Whether this replica probes it (its gate is open).
     pub(in crate::tracker) local: bool,
-    /// Other members' verdicts, by member identity.
-    pub(in crate::tracker) peers: Vec<(Arc<str>, Vantage)>,
+    /// Other members' verdicts, by member (the index of its identity in
+    /// [`super::Verdicts`]' table of members: 4 bytes a verdict, where the identity's
+    /// pointer took 16 and made the entry 24). A slice of exactly the owners, not a `Vec`:
+    /// it changes only when ownership does.
+    peers: Box<[PeerVantage]>,
     /// The combined verdict: what decides publication.
     pub(in crate::tracker) combined: Health,
-    /// Since when no member probes it (its owners all left) while its last verdict stands.
-    pub(in crate::tracker) unowned_since: Option<std::time::SystemTime>,
+    /// Since when no member probes it (its owners all left) while its last verdict stands,
+    /// in milliseconds since the Unix epoch (8 bytes, where a `SystemTime` takes 16).
+    unowned_since: Option<NonZeroU64>,
+}
+
+/// One other member's verdict on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::tracker) struct PeerVantage {
+    /// The member: its place in the table of members' identities.
+    pub(in crate::tracker) member: u16,
+    pub(in crate::tracker) vantage: Vantage,
 }
 
 /// What is kept of a target's latest result: what `/status` and the logs show of it. A
@@ -104,10 +116,64 @@ impl Shared {
     pub(in crate::tracker) fn new() -> Box<Shared> {
         Box::new(Shared {
             local: false,
-            peers: Vec::new(),
+            peers: Box::new([]),
             combined: Health::Unknown,
             unowned_since: None,
         })
+    }
+
+    /// The other members' verdicts.
+    pub(in crate::tracker) fn peers(&self) -> impl Iterator<Item = Vantage> + '_ {
+        self.peers.iter().map(|p| p.vantage)
+    }
+
+    /// Whether another member has a verdict of the target.
+    pub(in crate::tracker) fn has_peers(&self) -> bool {
+        !self.peers.is_empty()
+    }
+
+    /// Member `member`'s verdict is `vantage` (`Unknown`: it has none).
+    pub(in crate::tracker) fn set_peer(&mut self, member: u16, vantage: Vantage) {
+        let at = self.peers.iter().position(|p| p.member == member);
+        match (at, vantage.health) {
+            (Some(_), Health::Unknown) => {
+                self.drop_peer(member);
+            }
+            (Some(i), _) => self.peers[i].vantage = vantage,
+            (None, Health::Unknown) => {}
+            (None, _) => {
+                let mut peers = std::mem::take(&mut self.peers).into_vec();
+                peers.push(PeerVantage { member, vantage });
+                self.peers = peers.into_boxed_slice();
+            }
+        }
+    }
+
+    /// Forgets member `member`'s verdict; whether it had one.
+    pub(in crate::tracker) fn drop_peer(&mut self, member: u16) -> bool {
+        if !self.peers.iter().any(|p| p.member == member) {
+            return false;
+        }
+        let peers = std::mem::take(&mut self.peers).into_vec();
+        self.peers = peers.into_iter().filter(|p| p.member != member).collect();
+        true
+    }
+
+    /// Since when no member probes the target, if none does.
+    pub(in crate::tracker) fn unowned_since(&self) -> Option<SystemTime> {
+        let ms = self.unowned_since?.get();
+        Some(SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+    }
+
+    /// No member probes the target since `since` (`None`: one does).
+    pub(in crate::tracker) fn set_unowned_since(&mut self, since: Option<SystemTime>) {
+        self.unowned_since = since.map(|t| {
+            let ms = t
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis();
+            NonZeroU64::new(u64::try_from(ms).unwrap_or(u64::MAX)).unwrap_or(NonZeroU64::MIN)
+        });
     }
 }
 
@@ -238,6 +304,60 @@ mod tests {
             std::mem::size_of::<TargetState>() <= 160,
             "{} bytes",
             std::mem::size_of::<TargetState>()
+        );
+    }
+
+    /// Seeded verdicts of a few members, set and dropped, against a map of them.
+    #[test]
+    fn a_targets_peers_are_each_members_last_verdict() {
+        use super::Shared;
+        use crate::hysteresis::Health;
+        use crate::ring::combine::Vantage;
+        let mut seed = 0x5851_f42d_4c95_7f2d_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let mut shared = Shared::new();
+        let mut oracle = std::collections::BTreeMap::new();
+        for step in 0..5_000 {
+            let member = next(5) as u16;
+            if next(4) == 0 {
+                assert_eq!(shared.drop_peer(member), oracle.remove(&member).is_some());
+            } else {
+                let health = [Health::Up, Health::Down, Health::Unknown][next(3) as usize];
+                let vantage = Vantage {
+                    health,
+                    impaired: next(2) == 0,
+                };
+                shared.set_peer(member, vantage);
+                if health == Health::Unknown {
+                    oracle.remove(&member);
+                } else {
+                    oracle.insert(member, vantage);
+                }
+            }
+            let mut got: Vec<(u16, Vantage)> =
+                shared.peers.iter().map(|p| (p.member, p.vantage)).collect();
+            got.sort_by_key(|(m, _)| *m);
+            let want: Vec<(u16, Vantage)> = oracle.iter().map(|(m, v)| (*m, *v)).collect();
+            assert_eq!(got, want, "step {step}");
+            assert_eq!(shared.has_peers(), !oracle.is_empty());
+        }
+    }
+
+    /// `[ring]`: every replica holds a [`Shared`] for each target, and for a target it does
+    /// not probe that and the owners' verdicts in it are all it adds.
+    #[test]
+    fn a_targets_shared_verdicts_stay_compact() {
+        use super::{PeerVantage, Shared};
+        assert!(std::mem::size_of::<PeerVantage>() <= 4);
+        assert!(
+            std::mem::size_of::<Shared>() <= 32,
+            "{} bytes",
+            std::mem::size_of::<Shared>()
         );
     }
 }
