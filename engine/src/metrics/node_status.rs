@@ -46,7 +46,8 @@ impl NodeStatus {
     }
 
     /// Bytes the table holds besides the plan it shares with the tracker.
-    pub fn own_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn own_bytes(&self) -> usize {
         self.table.read().expect("not poisoned").up.capacity()
     }
 }
