@@ -190,9 +190,11 @@ impl Publisher {
         let outbox = &mut self.outboxes[ti.0];
         outbox.last_seq = next_seq(now.wall, outbox.last_seq);
         // Taken, not drained: a drained queue keeps its capacity, and the start-up wave (every
-        // endpoint unknown -> up) would leave each tenant a queue of that size for good.
-        let changes: Vec<VerdictChange> = std::mem::take(&mut outbox.changes).into();
-        let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
+        // endpoint unknown -> up) would leave each tenant a queue of that size for good. The
+        // snapshot keeps them until the tenant publishes again: without the queue's room.
+        let mut changes: Vec<VerdictChange> = std::mem::take(&mut outbox.changes).into();
+        changes.shrink_to_fit();
+        let causes: Vec<_> = changes.iter().map(VerdictChange::span).collect();
         let span = report::publish_span(
             tenant,
             outbox.last_seq,
