@@ -29,7 +29,8 @@ RULES = [
                                                    "(members.rs)", "(stream.rs)",
                                                    "(combine.rs)", "index_shared"]),
     ("metrics labels (node_status, per endpoint)", ["family.rs"]),
-    ("tracker: per-target verdict state", ["adopt (verdicts.rs)"]),
+    # A release build's frame, then a debug build's.
+    ("tracker: per-target verdict state", ["adopt (verdicts.rs)", "Verdicts::adopt"]),
     ("tracker: ids and index", ["(index.rs)"]),
     ("tracker: endpoint metadata", ["(reload.rs)"]),
     ("tracker: publisher (changes carried, published sets)", [
