@@ -4,6 +4,7 @@
 //! allocation each: about 120 bytes an endpoint, where this keeps one byte.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use ho_config::Plan;
@@ -21,19 +22,22 @@ pub struct NodeStatus {
 }
 
 /// The plan's endpoints (names and addresses) and each one's value, in the plan's order.
+/// The values are atomics so that a change takes the lock shared: a read of the metrics
+/// (100,000 series) never holds the tracker up.
 #[derive(Debug, Default)]
 struct Table {
     plan: Option<Arc<Plan>>,
-    up: Vec<bool>,
+    up: Box<[AtomicBool]>,
 }
 
 impl NodeStatus {
     /// Makes `plan`'s endpoints the series, each `up` as given (in the plan's order): the
-    /// series of endpoints `plan` no longer has are gone.
+    /// series of endpoints `plan` no longer has are gone. A plan's endpoint names are
+    /// unique (validated; discovered and resolved endpoints are named apart), so a series
+    /// per endpoint is one per label set.
     pub fn adopt(&self, plan: Arc<Plan>, up: impl IntoIterator<Item = bool>) {
-        let mut up: Vec<bool> = up.into_iter().collect();
+        let up: Box<[AtomicBool]> = up.into_iter().map(AtomicBool::new).collect();
         assert_eq!(up.len(), plan.endpoints.len(), "a value per endpoint");
-        up.shrink_to_fit();
         *self.table.write().expect("not poisoned") = Table {
             plan: Some(plan),
             up,
@@ -42,13 +46,13 @@ impl NodeStatus {
 
     /// Sets endpoint `endpoint` (its index in the adopted plan) up or not.
     pub fn set(&self, endpoint: usize, up: bool) {
-        self.table.write().expect("not poisoned").up[endpoint] = up;
+        self.table.read().expect("not poisoned").up[endpoint].store(up, Ordering::Relaxed);
     }
 
     /// Bytes the table holds besides the plan it shares with the tracker.
     #[cfg(test)]
     pub(crate) fn own_bytes(&self) -> usize {
-        self.table.read().expect("not poisoned").up.capacity()
+        std::mem::size_of_val(&*self.table.read().expect("not poisoned").up)
     }
 }
 
@@ -82,14 +86,14 @@ impl EncodeMetric for NodeStatus {
         let Some(plan) = &table.plan else {
             return Ok(());
         };
-        for (ep, &up) in plan.endpoints.iter().zip(&table.up) {
+        for (ep, up) in plan.endpoints.iter().zip(&table.up) {
             let labels = NodeLabels {
                 node_name: &ep.name,
                 node_ip: LabelAddress(ep.address),
             };
             encoder
                 .encode_family(&labels)?
-                .encode_gauge(&i64::from(up))?;
+                .encode_gauge(&i64::from(up.load(Ordering::Relaxed)))?;
         }
         Ok(())
     }
