@@ -46,7 +46,8 @@ RULES = [
     ("ledger", ["(book.rs)", "endpoint_of", "tenants_of", "(ledger", "(slo.rs)", "(tally.rs)",
                 "(store.rs)", "(voted.rs)", "(degraded.rs)"]),
     ("metrics labels (node_status, per endpoint)", ["family.rs"]),
-    ("tracker: per-target verdict state", ["adopt (verdicts.rs)"]),
+    # A release build's frame, then a debug build's.
+    ("tracker: per-target verdict state", ["adopt (verdicts.rs)", "Verdicts::adopt"]),
     ("tracker: ids and index", ["(index.rs)"]),
     ("tracker: endpoint metadata", ["(reload.rs)"]),
     ("tracker: publisher (changes carried, published sets)", [

@@ -2,14 +2,16 @@
 
 mod answers;
 mod classic;
+mod node_status;
 mod ring;
 
 pub use answers::{AnswerMetrics, SloLabels, StaleLabels, TenantServedLabels, WindowLabels};
+pub use node_status::NodeStatus;
 pub use ring::RingMetrics;
 
 pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -17,7 +19,6 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -41,28 +42,6 @@ pub struct ResultLabel {
 pub struct TenantLabel {
     /// Tenant name.
     pub tenant: String,
-}
-
-/// `node_name`, `node_ip` labels (names kept from the original dashboards).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeLabels {
-    /// Endpoint name.
-    pub node_name: String,
-    /// Endpoint address.
-    pub node_ip: LabelAddress,
-}
-
-/// An address as a label value: kept as the address and written as text only when the
-/// metrics are read. One `node_status` series per endpoint held its address's text, a
-/// string allocation each.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub struct LabelAddress(pub IpAddr);
-
-impl EncodeLabelValue for LabelAddress {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
-        use std::fmt::Write;
-        write!(encoder, "{}", self.0)
-    }
 }
 
 /// `target` label: a probe target's identity (`https://10.0.0.1:443/healthz`).
@@ -130,8 +109,8 @@ pub struct Metrics {
     pub tenant_endpoints: Family<TenantLabel, Gauge>,
     /// Addresses the blast-radius brake keeps published although they were withdrawn.
     pub brake_held: Family<TenantLabel, Gauge>,
-    /// 1 when an endpoint is up, 0 otherwise.
-    pub node_status: Family<NodeLabels, Gauge>,
+    /// 1 when an endpoint is up, 0 otherwise: `node_status{node_name,node_ip}`.
+    pub node_status: NodeStatus,
     /// When the certificate a TLS target last presented expires, Unix seconds.
     pub probe_cert_not_after: Family<TargetLabel, Gauge>,
     /// Verdict changes.
@@ -253,7 +232,7 @@ impl Metrics {
             healthy_nodes: Family::default(),
             tenant_endpoints: Family::default(),
             brake_held: Family::default(),
-            node_status: Family::default(),
+            node_status: NodeStatus::default(),
             probe_cert_not_after: Family::default(),
             transitions: Family::default(),
             dns_updates: Family::default(),

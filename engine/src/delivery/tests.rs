@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ho_config::{Delivery, RoutingPolicy};
-use opentelemetry::trace::SpanContext;
 use tokio::time::Instant;
 
 use super::core::{Cause, DeliveryCore, Effect, Finished, Now, Wake, Write};
@@ -162,7 +161,7 @@ fn change(endpoint: &str) -> VerdictChange {
         from: Health::Up,
         to: Health::Down,
         reason: "refused".into(),
-        trace: SpanContext::empty_context(),
+        trace: None,
     }
 }
 

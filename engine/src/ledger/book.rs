@@ -13,6 +13,7 @@ use crate::canary::Observation;
 use crate::composite::combine_healths;
 use crate::events::Event;
 use crate::hysteresis::Health;
+use judged::JudgedBy;
 
 /// What resolvers were handed for a name, as far as the orchestrator can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -278,11 +279,8 @@ pub struct Book {
     /// A list, not a map: an endpoint has one check or a few, and a mass failure puts
     /// every endpoint here at once.
     down: HashMap<String, Vec<(Arc<str>, u64)>>,
-    /// The tenants each target key judges an endpoint of: a transition re-judges only
-    /// those, so a wave of a thousand transitions does not re-judge every name a thousand
-    /// times. Most keys judge one tenant's endpoint: a short list, not a set (a B-tree node
-    /// is a few hundred bytes a key, ten thousand keys over).
-    judged_by: HashMap<Arc<str>, Vec<Arc<str>>>,
+    /// The tenants each target key judges an endpoint of.
+    judged_by: JudgedBy,
     /// Endpoints an operator holds.
     held: BTreeSet<String>,
     /// Each name's condition and since when.
@@ -297,7 +295,7 @@ impl Book {
         Book {
             tenants: BTreeMap::new(),
             down: HashMap::new(),
-            judged_by: HashMap::new(),
+            judged_by: JudgedBy::default(),
             held: held.into_iter().collect(),
             current: BTreeMap::new(),
             writer: true,
@@ -347,21 +345,12 @@ impl Book {
             });
             entry.plan = Some(plan);
         }
-        self.judged_by.clear();
-        for (tenant, served) in &self.tenants {
-            let tenant: Arc<str> = tenant.as_str().into();
+        self.judged_by = JudgedBy::of(self.tenants.iter().map(|(tenant, served)| {
             let checks = (served.plan.iter())
                 .flat_map(|p| &p.endpoints)
                 .flat_map(|e| &e.checks);
-            for key in checks {
-                let tenants = self.judged_by.entry(key.clone()).or_default();
-                if !tenants.contains(&tenant) {
-                    tenants.push(tenant.clone());
-                }
-            }
-        }
-        // Most keys judge one tenant: a list of one, not the four a first push reserves.
-        self.judged_by.values_mut().for_each(Vec::shrink_to_fit);
+            (tenant.as_str(), checks)
+        }));
         let names: BTreeSet<String> = self
             .tenants
             .values()
@@ -471,8 +460,8 @@ impl Book {
         since: u64,
         at: u64,
     ) -> Vec<Change> {
-        let key: Arc<str> = match self.judged_by.get_key_value(target) {
-            Some((key, _)) => key.clone(),
+        let key: Arc<str> = match self.judged_by.key(target) {
+            Some(key) => key.clone(),
             None => target.into(),
         };
         for endpoint in endpoints {
@@ -485,7 +474,7 @@ impl Book {
             }
         }
         let at = if down { since } else { at };
-        let Some(tenants) = self.judged_by.get(target).cloned() else {
+        let Some(tenants) = self.judged_by.tenants(target) else {
             return Vec::new();
         };
         if !down {
@@ -590,6 +579,7 @@ impl Book {
     }
 }
 
+mod judged;
 mod voted;
 
 #[cfg(test)]

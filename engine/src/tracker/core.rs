@@ -37,7 +37,6 @@ use super::health::HealthView;
 use super::index::{EndpointIx, TargetIx, TenantIx, Topology};
 use super::pacing::Pace;
 use super::publisher::{Decided, Publisher};
-use super::report;
 use super::verdicts::Verdicts;
 
 mod effects;
@@ -221,10 +220,7 @@ impl TrackerCore {
         let mut held = false;
         for &(e, was, is) in &changed {
             let ep = &self.plan.endpoints[e.0];
-            self.metrics
-                .node_status
-                .get_or_create(&report::node_labels(ep))
-                .set(i64::from(is == Health::Up));
+            self.metrics.node_status.set(e.0, is == Health::Up);
             let serving = self.carried.deciding(e, was) == Health::Up;
             if is != Health::Unknown {
                 self.carried.settle(e);

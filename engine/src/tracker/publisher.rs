@@ -47,6 +47,19 @@ struct Outbox {
     changes: VecDeque<VerdictChange>,
 }
 
+impl Outbox {
+    /// The changes noted since the last snapshot, for the next.
+    fn take_changes(&mut self) -> Vec<VerdictChange> {
+        // Taken, not drained: a drained queue keeps its capacity, and the start-up wave
+        // (every endpoint unknown -> up) would leave each tenant a queue of that size for
+        // good. The snapshot holds them until the tenant publishes again: without the
+        // queue's spare room.
+        let mut changes: Vec<VerdictChange> = std::mem::take(&mut self.changes).into();
+        changes.shrink_to_fit();
+        changes
+    }
+}
+
 /// Every tenant's outbox (by [`TenantIx`] of the current plan), and the brake that may
 /// hold their withdrawals back.
 pub(super) struct Publisher {
@@ -189,10 +202,8 @@ impl Publisher {
         } = decided;
         let outbox = &mut self.outboxes[ti.0];
         outbox.last_seq = next_seq(now.wall, outbox.last_seq);
-        // Taken, not drained: a drained queue keeps its capacity, and the start-up wave (every
-        // endpoint unknown -> up) would leave each tenant a queue of that size for good.
-        let changes: Vec<VerdictChange> = std::mem::take(&mut outbox.changes).into();
-        let causes: Vec<_> = changes.iter().map(|c| c.trace.clone()).collect();
+        let changes = outbox.take_changes();
+        let causes: Vec<_> = changes.iter().map(VerdictChange::span).collect();
         let span = report::publish_span(
             tenant,
             outbox.last_seq,

@@ -14,6 +14,8 @@ use crate::brake::Brake;
 use crate::events::Events;
 use crate::hysteresis::Health;
 use crate::metrics::Metrics;
+use opentelemetry::trace::SpanContext;
+
 use crate::snapshot::{
     EndpointMeta, PublishMode, PublishedAddress, TenantSnapshot, VerdictChange, MAX_CHANGES,
 };
@@ -106,7 +108,7 @@ fn an_unchanged_outcome_is_not_sent_again_and_the_next_carries_the_changes_noted
                 from: Health::Up,
                 to: Health::Down,
                 reason: format!("change {i}"),
-                trace: opentelemetry::trace::SpanContext::NONE,
+                trace: None,
             },
         );
     }
@@ -144,5 +146,79 @@ fn a_removed_tenant_is_withdrawn_when_it_asked_and_forgotten_otherwise() {
             }
             other => panic!("cleanup_on_remove = {cleanup}: {other:?}"),
         }
+    }
+}
+
+/// A change of `endpoint` with `reason`, traced when `span` is given (trace and span ids).
+fn generated_change(
+    plan: &ho_config::Plan,
+    rng: &mut fastrand::Rng,
+    i: usize,
+) -> (VerdictChange, SpanContext) {
+    use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
+    let span = match rng.bool() {
+        true => SpanContext::new(
+            TraceId::from(rng.u128(1..)),
+            SpanId::from(rng.u64(1..)),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        ),
+        false => SpanContext::NONE,
+    };
+    let e = rng.usize(..plan.endpoints.len());
+    let change = VerdictChange {
+        endpoint: plan.endpoints[e].name.clone(),
+        address: plan.endpoints[e].address,
+        from: Health::Up,
+        to: Health::Down,
+        reason: format!("change {i}"),
+        trace: VerdictChange::keep_trace(&span),
+    };
+    (change, span)
+}
+
+/// Generated sequences of changes and decisions: each snapshot sent carries the changes
+/// noted since the one before (the latest [`MAX_CHANGES`]), each with the span it was noted
+/// with, as a queue kept here says; and holds them without spare room.
+#[test]
+fn each_snapshot_carries_the_changes_noted_since_the_last_in_generated_sequences() {
+    let plan = plan(3, "", "");
+    assert!(std::mem::size_of::<VerdictChange>() <= 80);
+    for seed in 0..40 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut p = publisher(&plan);
+        let mut model: std::collections::VecDeque<(String, String, SpanContext)> =
+            Default::default();
+        let mut sent = 0;
+        for i in 0..300 {
+            if rng.u8(..4) > 0 {
+                // Now and then a wave, past what a snapshot carries.
+                let wave = if rng.u8(..20) == 0 { 1200 } else { 1 };
+                for _ in 0..wave {
+                    let (change, span) = generated_change(&plan, &mut rng, i);
+                    model.push_back((change.endpoint.clone(), change.reason.clone(), span));
+                    if model.len() > MAX_CHANGES {
+                        model.pop_front();
+                    }
+                    p.note_change(TenantIx(0), change);
+                }
+                continue;
+            }
+            let chosen: Vec<usize> = (0..3).filter(|_| rng.bool()).collect();
+            for snapshot in publish(&mut p, &plan, &chosen) {
+                let carried: Vec<_> = (snapshot.changes.iter())
+                    .map(|c| (c.endpoint.clone(), c.reason.clone(), c.span()))
+                    .collect();
+                assert_eq!(
+                    carried,
+                    Vec::from(std::mem::take(&mut model)),
+                    "seed {seed}"
+                );
+                assert_eq!(snapshot.changes.capacity(), snapshot.changes.len());
+                sent += 1;
+            }
+        }
+        assert!(sent > 10, "seed {seed}: {sent} sent");
     }
 }

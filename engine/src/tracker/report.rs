@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use ho_config::{Endpoint, Plan, Tenant};
+use ho_config::{Plan, Tenant};
 use opentelemetry::trace::SpanContext;
 use opentelemetry::KeyValue;
 use tracing::{info, warn};
 
 use crate::hysteresis::{Health, Transition};
-use crate::metrics::{LabelAddress, Metrics, NodeLabels, TenantLabel, TransitionLabel};
+use crate::metrics::{Metrics, TenantLabel, TransitionLabel};
 use crate::snapshot::{PublishedAddress, TenantSnapshot};
 use crate::trace;
 
@@ -93,14 +93,6 @@ pub fn published(metrics: &Metrics, snapshot: &Arc<TenantSnapshot>) {
             tenant: snapshot.tenant.clone(),
         })
         .inc();
-}
-
-/// The `node_status{node_name,node_ip}` labels of an endpoint.
-pub fn node_labels(ep: &Endpoint) -> NodeLabels {
-    NodeLabels {
-        node_name: ep.name.clone(),
-        node_ip: LabelAddress(ep.address),
-    }
 }
 
 /// A span's trace id for log lines, so logs and traces join; absent (no empty field)

@@ -275,7 +275,7 @@ impl TrackerCore {
                     from,
                     to,
                     reason,
-                    trace: span.clone(),
+                    trace: VerdictChange::keep_trace(&span),
                 },
             );
         }

@@ -2,7 +2,6 @@
 //! unchanged targets keep their verdicts; removed tenants are retired as they asked.
 
 use std::collections::HashSet;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use ho_config::Plan;
@@ -15,7 +14,6 @@ use crate::snapshot::EndpointMeta;
 use super::super::carried::Carried;
 use super::super::health::HealthView;
 use super::super::index::{carry_by_name, EndpointIx, TenantIx, Topology};
-use super::super::report;
 use super::{Clock, Effect, TrackerCore, Wake};
 
 impl TrackerCore {
@@ -81,13 +79,10 @@ impl TrackerCore {
         self.verdicts.adopt(&plan, ids, now.mono);
         self.topology = Topology::of(&plan);
         self.plan = plan;
-        for (e, ep) in self.plan.endpoints.iter().enumerate() {
-            let up = self.health().verdict(EndpointIx(e)) == Health::Up;
-            self.metrics
-                .node_status
-                .get_or_create(&report::node_labels(ep))
-                .set(i64::from(up));
-        }
+        let health = self.health();
+        let up =
+            (0..self.plan.endpoints.len()).map(|e| health.verdict(EndpointIx(e)) == Health::Up);
+        self.metrics.node_status.adopt(self.plan.clone(), up);
         self.endpoint_meta = self
             .plan
             .endpoints
@@ -121,19 +116,10 @@ impl TrackerCore {
         }
     }
 
-    /// Drops the per-endpoint and per-tenant gauges of what `plan` no longer has.
+    /// Drops the per-target and per-tenant gauges of what `plan` no longer has (the
+    /// per-endpoint `node_status` follows the plan adopted).
     fn forget_metrics_of_removed(&self, plan: &Plan) {
-        // Sets, not scans: with 100,000 endpoints a scan per endpoint took minutes at start.
-        let staying: HashSet<(&str, IpAddr)> = plan
-            .endpoints
-            .iter()
-            .map(|e| (e.name.as_str(), e.address))
-            .collect();
-        for ep in &self.plan.endpoints {
-            if !staying.contains(&(ep.name.as_str(), ep.address)) {
-                self.metrics.node_status.remove(&report::node_labels(ep));
-            }
-        }
+        // Sets, not scans: with 100,000 targets a scan per target took minutes at start.
         // Only targets over TLS carry a certificate expiry.
         let over_tls = |t: &&ho_config::Target| t.check.settings.get().speaks_tls();
         let targets: HashSet<String> = plan
