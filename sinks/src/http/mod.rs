@@ -36,7 +36,7 @@ pub const MAX_IDLE_PER_HOST: usize = 4;
 /// How long an idle connection is kept: past the gap between a tenant's publishes under
 /// churn, well under a receiver's usual keep-alive (nginx 75 s), so the sink rarely picks
 /// a connection the other end is closing.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A pooled HTTP/1.1 client with rustls for `https://` URLs; its pool and TLS configuration
 /// are shared with every sink trusting the same way (`shared`).
