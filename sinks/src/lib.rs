@@ -48,3 +48,4 @@ pub use powerdns::config::PowerDnsConfig;
 pub use route53::config::Route53Config;
 pub use route53::Route53Sink;
 pub use webhook::config::WebhookConfig;
+pub use webhook::WebhookSink;

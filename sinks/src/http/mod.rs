@@ -3,6 +3,9 @@
 //! `Retry-After`, which also holds every other request of the sink to that provider);
 //! other 4xx are reported and not hammered.
 
+mod shared;
+
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -14,8 +17,6 @@ use hyper::header::RETRY_AFTER;
 use hyper::{Request, StatusCode};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use crate::retry_after::{self, Holds};
@@ -23,10 +24,25 @@ use crate::retry_after::{self, Holds};
 /// Most response bytes read (error texts and zone listings are small; a huge answer is cut).
 const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 
-/// A pooled HTTP/1.1 client with rustls for `https://` URLs.
+/// Most idle keep-alive connections kept to one provider by all the sinks sharing a pool. A
+/// sink writes its tenants in parallel (one write per tenant at a time), so a burst of
+/// publishes opens about as many connections as there are tenants; each kept idle holds
+/// about 27 KiB (hyper's read and write buffers and its dispatch channel). Past this many,
+/// a connection is closed when its exchange ends, so what is kept between publishes does
+/// not grow with tenants or sinks.
+/// The cap bounds only what is kept: a write never waits for a connection, it opens one.
+pub const MAX_IDLE_PER_HOST: usize = 4;
+
+/// How long an idle connection is kept: past the gap between a tenant's publishes under
+/// churn, well under a receiver's usual keep-alive (nginx 75 s), so the sink rarely picks
+/// a connection the other end is closing.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A pooled HTTP/1.1 client with rustls for `https://` URLs; its pool and TLS configuration
+/// are shared with every sink trusting the same way (`shared`).
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Arc<shared::Pooled>,
     timeout: Duration,
     /// Providers that asked to be left alone (`Retry-After` on a 429 or 503) until when.
     holds: Holds,
@@ -61,7 +77,7 @@ impl HttpClient {
     /// A client trusting `trust`, with `timeout` over each whole exchange.
     pub fn new(trust: &TlsCheck, timeout: Duration) -> Result<HttpClient, TlsError> {
         Ok(HttpClient {
-            client: Client::builder(TokioExecutor::new()).build(connector(trust)?),
+            client: shared::client(trust)?,
             timeout,
             holds: Holds::default(),
         })
