@@ -12,13 +12,16 @@
 //! resident beside the others'. The engine's threads (actix's system thread, the prober
 //! threads, `ho-answers`, the DNS server's and telemetry's when configured) all allocate, and
 //! a block is often made on one thread and freed on another. At 10,000 endpoints @ 1 s all
-//! hanging (bench/README.md, "Memory"; release build, 3 threads) glibc held 65 MB for 41 MB in
-//! use in three arenas; with one arena the anonymous peak is 2-3 MiB lower (RSS peak 85-86
-//! against 87-89 MiB). The threads then share one lock whenever their per-thread cache
-//! (tcache) misses: CPU per probe is to be compared on a quiet machine before and after.
+//! hanging (bench/README.md, "Memory", "glibc's arenas"; release build, 3 threads) glibc
+//! held 65 MB for 41 MB in use in three arenas; with one arena the RSS peak is 79-81 MiB
+//! where it was 86 (the binary's mapped pages are 21 of them), and 100,000 @ 30 s ends its
+//! window at 318-320 MiB where it was 334-338. The threads then share one lock whenever
+//! their per-thread cache (tcache) misses: CPU per probe is to be compared on a quiet
+//! machine before and after (the commands are in bench/README.md).
 //!
-//! A trim after the start-up wave settles was measured and is not done: the RSS peak comes
-//! at the end of a run, not at start-up, and a trim at 70 MB returned 2.8 MB of it.
+//! A trim once every target has a verdict was weighed and is not done: RSS rises all run
+//! long (the peak is at the end of a run, not in start-up), and a trim in the start-up wave,
+//! at 70 MB, returned 2.8 MB: the free space is in pieces among live blocks.
 
 /// Arenas glibc may create: one, the main arena, shared by every thread.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
