@@ -13,8 +13,8 @@
 //! threads, `ho-answers`, the DNS server's and telemetry's when configured) all allocate, and
 //! a block is often made on one thread and freed on another. At 10,000 endpoints @ 1 s all
 //! hanging (bench/README.md, "Memory", "glibc's arenas"; release build, 3 threads) glibc
-//! held 65 MB for 41 MB in use in three arenas; with one arena the RSS peak is 79-81 MiB
-//! where it was 86 (the binary's mapped pages are 21 of them), and 100,000 @ 30 s ends its
+//! held 65 MB for 41 MB in use in three arenas; with one arena the RSS peak is 76-81 MiB
+//! where it was 84-86 (the binary's mapped pages are 21 of them), and 100,000 @ 30 s ends its
 //! window at 318-320 MiB where it was 334-338. The threads then share one lock whenever
 //! their per-thread cache (tcache) misses: CPU per probe is to be compared on a quiet
 //! machine before and after (the commands are in bench/README.md).
