@@ -119,6 +119,8 @@ enum ClusterAction {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts: a thread that has its own arena keeps it.
+    heap::cap_arenas();
     let cli = Cli::parse();
     // `run` starts logging once its config (which picks the format) is loaded.
     if !matches!(cli.command, Command::Run { .. }) {
