@@ -11,6 +11,7 @@ use crate::validate::{validate, Kinds, ValidationErrors};
 use crate::Plan;
 
 mod arrays;
+mod every_error;
 mod sections;
 #[cfg(test)]
 mod tests;
@@ -264,12 +265,16 @@ pub fn load_reading(
     if let Some(config) = arrays::load(&layers) {
         return Ok(config);
     }
-    figment_of(&layers).extract().map_err(|e| {
-        ConfigError::Parse(ParseErrors {
+    match (
+        figment_of(&layers).extract(),
+        every_error::every_error(&layers),
+    ) {
+        (Ok(config), None) => Ok(config),
+        (Ok(_) | Err(_), Some(e)) | (Err(e), None) => Err(ConfigError::Parse(ParseErrors {
             parse: Box::new(e),
             also: None,
-        })
-    })
+        })),
+    }
 }
 
 /// Loads, layers and validates: what `run` and `check-config` do. `kinds` parses the
@@ -289,16 +294,24 @@ pub fn load_plan_reading(
         return Ok(validate(&config, kinds)?);
     }
     let layered = figment_of(&layers);
-    match layered.extract::<Config>() {
-        Ok(config) => Ok(validate(&config, kinds)?),
-        Err(e) => {
-            let also = validate_without_unknown_keys(&layered, &e, kinds);
-            Err(ConfigError::Parse(ParseErrors {
-                parse: Box::new(e),
-                also,
-            }))
+    // An error in an element a later layer replaces is reported too: figment's path does
+    // not see it, so it can succeed with such errors.
+    let (parse, also) = match (
+        layered.extract::<Config>(),
+        every_error::every_error(&layers),
+    ) {
+        (Ok(config), None) => return Ok(validate(&config, kinds)?),
+        (Ok(config), Some(every)) => (every, validate(&config, kinds).err()),
+        (Err(first), every) => {
+            let also = validate_without_unknown_keys(&layered, &first, kinds);
+            (every.unwrap_or(first), also)
         }
-    }
+    };
+    let also = also.filter(|_| parse.clone().into_iter().all(|e| is_unknown_key(&e)));
+    Err(ConfigError::Parse(ParseErrors {
+        parse: Box::new(parse),
+        also,
+    }))
 }
 
 /// When every parse error is an unknown key: the validation errors of the configuration
@@ -313,10 +326,7 @@ fn validate_without_unknown_keys(
     // Serde reports one unknown key per table at a time: a few rounds find them all.
     for _ in 0..64 {
         let errors: Vec<figment::Error> = error.clone().into_iter().collect();
-        if !errors
-            .iter()
-            .all(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
-        {
+        if !errors.iter().all(is_unknown_key) {
             return None;
         }
         for e in &errors {
@@ -328,6 +338,11 @@ fn validate_without_unknown_keys(
         }
     }
     None
+}
+
+/// Whether `error` is a key the schema does not have.
+fn is_unknown_key(error: &figment::Error) -> bool {
+    matches!(error.kind, figment::error::Kind::UnknownField(..))
 }
 
 /// Removes the key at `path` (table keys and array indices) from `value`.

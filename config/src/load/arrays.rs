@@ -12,8 +12,9 @@
 //! wins here too, and whatever this path does not take on sends the load back to figment's
 //! path: a layer that does not parse or whose array does not fit the model, an `HO_*`
 //! variable under `endpoints` or `tenants`, any error in the rest. Every error is therefore
-//! figment's, naming the file and the key path (`endpoints[3].check.port`), with what
-//! validating the rest finds besides unknown keys.
+//! figment's, naming the file and the key path (`endpoints[3].check.port`), each element's
+//! found alone ([`super::every_error`]), with what validating the rest finds besides unknown
+//! keys.
 
 use std::fmt;
 
@@ -146,9 +147,9 @@ impl<'de> Visitor<'de> for SplitVisitor {
 
 /// The rest of a layer as a figment provider, under the metadata figment's TOML provider
 /// gives the same layer, so errors name the file as figment's path names it.
-struct Rest {
-    metadata: Metadata,
-    dict: Dict,
+pub(super) struct Rest {
+    pub metadata: Metadata,
+    pub dict: Dict,
 }
 
 impl Provider for Rest {
