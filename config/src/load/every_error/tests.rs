@@ -10,7 +10,7 @@ use figment::Jail;
 use crate::load::load;
 use crate::load::tests::{oracle, Rng};
 
-/// A fault to plant in one element: which array, the key it writes (replacing the key of
+/// A fault to plant in one element (or, in `api`, the rest of a file): which array, the key it writes (replacing the key of
 /// that name if the element has one, else added), its text, and the key path it errs at
 /// below the element.
 struct Fault {
@@ -21,7 +21,8 @@ struct Fault {
     path: &'static str,
 }
 
-const CATALOGUE: [Fault; 9] = [
+/// The last entry is the rest's: the rest's extraction stops at its first error, as it did.
+const CATALOGUE: [Fault; 10] = [
     fault("endpoints", "address", "adress", "\"10.0.0.9\"", "adress"),
     fault("endpoints", "weight", "weight", "\"heavy\"", "weight"),
     fault(
@@ -49,6 +50,7 @@ const CATALOGUE: [Fault; 9] = [
     ),
     fault("tenants", "domains", "domains", "5", "domains"),
     fault("tenants", "ttl", "ttl", "-30", "ttl"),
+    fault("api", "", "listen", "5", "listen"),
 ];
 
 const fn fault(
@@ -68,6 +70,7 @@ const fn fault(
 }
 
 /// A planted fault: file, array, element index, catalogue entry.
+
 type Plant = (usize, &'static str, usize, usize);
 
 fn endpoint(i: usize) -> Vec<(&'static str, String)> {
@@ -127,14 +130,22 @@ fn file(rng: &mut Rng, which: usize, counts: [usize; 2], plants: &[Plant]) -> St
             text = format!("{array} = [{}]\n{text}", inline.join(", "));
         }
     }
+    if let Some(&(.., f)) = plants.iter().find(|p| (p.0, p.1) == (which, "api")) {
+        text.push_str(&format!(
+            "[api]\n{} = {}\n",
+            CATALOGUE[f].key, CATALOGUE[f].value
+        ));
+    }
     text
 }
 
-/// Up to `n` faults at distinct elements of the files' arrays.
+/// Up to `n` faults at distinct elements of the files' arrays, and now and then one in the
+/// rest of a file; in the order they are reported: by file, array and element, the rest's
+/// last.
 fn plants(rng: &mut Rng, counts: &[[usize; 2]], n: usize) -> Vec<Plant> {
     let mut plants: Vec<Plant> = Vec::new();
     for _ in 0..n {
-        let f = rng.below(CATALOGUE.len() as u64) as usize;
+        let f = rng.below(CATALOGUE.len() as u64 - 1) as usize;
         let array = CATALOGUE[f].array;
         let which = rng.below(counts.len() as u64) as usize;
         let count = counts[which][usize::from(array == "tenants")];
@@ -145,6 +156,11 @@ fn plants(rng: &mut Rng, counts: &[[usize; 2]], n: usize) -> Vec<Plant> {
         if !plants.iter().any(|p| (p.0, p.1, p.2) == (which, array, i)) {
             plants.push((which, array, i, f));
         }
+    }
+    plants.sort_by_key(|p| (p.0, p.1, p.2));
+    if rng.chance(30) {
+        let which = rng.below(counts.len() as u64) as usize;
+        plants.push((which, "api", 0, CATALOGUE.len() - 1));
     }
     plants
 }
@@ -161,20 +177,19 @@ fn reported(error: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every planted fault of every file is reported once, in file and element order, each
-/// line byte-identical to the error figment's path gives for that file with that fault
+/// Every planted fault of every file is reported once, in file and element order with the
+/// rest's last, each line byte-identical to the error figment's path gives for that file with that fault
 /// alone; a generated set without faults loads.
 #[test]
 fn every_planted_element_error_is_reported_once() {
-    let mut reported_total = 0;
+    let (mut reported_total, mut rest) = (0, 0);
     for seed in 1..=200u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let counts: Vec<[usize; 2]> = (0..1 + rng.below(2))
             .map(|_| [rng.below(7) as usize, rng.below(4) as usize])
             .collect();
         let n = rng.below(7) as usize;
-        let mut plants = plants(&mut rng, &counts, n);
-        plants.sort_by_key(|p| (p.0, p.1, p.2));
+        let plants = plants(&mut rng, &counts, n);
         let layouts = rng.0;
         Jail::expect_with(|jail| {
             let files: Vec<String> = (0..counts.len()).map(|i| format!("f{i}.toml")).collect();
@@ -194,7 +209,10 @@ fn every_planted_element_error_is_reported_once() {
             let expected: Vec<(String, String)> = plants
                 .iter()
                 .map(|&(which, array, i, f)| {
-                    let path = format!("{array}[{i}].{}", CATALOGUE[f].path);
+                    let path = match array {
+                        "api" => format!("api.{}", CATALOGUE[f].path),
+                        _ => format!("{array}[{i}].{}", CATALOGUE[f].path),
+                    };
                     (files[which].clone(), path)
                 })
                 .collect();
@@ -205,8 +223,12 @@ fn every_planted_element_error_is_reported_once() {
                 assert_eq!(line, alone, "seed {seed}");
             }
             reported_total += plants.len();
+            rest += plants.iter().filter(|p| p.1 == "api").count();
             Ok(())
         });
     }
-    assert!(reported_total > 300, "{reported_total} faults reported");
+    assert!(
+        reported_total > 300 && rest > 30,
+        "{reported_total} faults reported, {rest} in the rest"
+    );
 }
