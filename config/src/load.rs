@@ -265,10 +265,9 @@ pub fn load_reading(
     if let Some(config) = arrays::load(&layers) {
         return Ok(config);
     }
-    match (
-        figment_of(&layers).extract(),
-        every_error::every_error(&layers),
-    ) {
+    // Before figment's tree is made, so that the two never take memory at once.
+    let every = every_error::every_error(&layers);
+    match (figment_of(&layers).extract(), every) {
         (Ok(config), None) => Ok(config),
         (Ok(_) | Err(_), Some(e)) | (Err(e), None) => Err(ConfigError::Parse(ParseErrors {
             parse: Box::new(e),
@@ -293,13 +292,12 @@ pub fn load_plan_reading(
     if let Some(config) = arrays::load(&layers) {
         return Ok(validate(&config, kinds)?);
     }
-    let layered = figment_of(&layers);
     // An error in an element a later layer replaces is reported too: figment's path does
-    // not see it, so it can succeed with such errors.
-    let (parse, also) = match (
-        layered.extract::<Config>(),
-        every_error::every_error(&layers),
-    ) {
+    // not see it, so it can succeed with such errors. Found before figment's tree is made,
+    // so that the two never take memory at once.
+    let every = every_error::every_error(&layers);
+    let layered = figment_of(&layers);
+    let (parse, also) = match (layered.extract::<Config>(), every) {
         (Ok(config), None) => return Ok(validate(&config, kinds)?),
         (Ok(config), Some(every)) => (every, validate(&config, kinds).err()),
         (Err(first), every) => {

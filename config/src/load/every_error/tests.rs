@@ -69,8 +69,8 @@ const fn fault(
     }
 }
 
-/// A planted fault: file, array, element index, catalogue entry.
-
+/// A planted fault: file, array (`api`: the rest of the file), element index, catalogue
+/// entry.
 type Plant = (usize, &'static str, usize, usize);
 
 fn endpoint(i: usize) -> Vec<(&'static str, String)> {
