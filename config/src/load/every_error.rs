@@ -53,11 +53,13 @@ fn parsed(layer: &Layer) -> Option<(Metadata, Dict)> {
 fn element_errors(metadata: &Metadata, dict: &mut Dict) -> Vec<figment::Error> {
     let mut errors = Vec::new();
     for key in CUT {
-        let Some(Value::Array(..)) = dict.get(key) else {
-            continue;
-        };
-        let Some(Value::Array(_, items)) = dict.remove(key) else {
-            continue;
+        let items = match dict.remove(key) {
+            Some(Value::Array(_, items)) => items,
+            Some(other) => {
+                dict.insert(key.to_owned(), other);
+                continue;
+            }
+            None => continue,
         };
         for (i, item) in items.into_iter().enumerate() {
             let alone = Rest {
