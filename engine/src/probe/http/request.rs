@@ -265,13 +265,7 @@ impl HttpRequest {
             head.framing = Ok(Framing::Length(0));
         }
         if self.expect_status.binary_search(&head.code).is_err() {
-            return match head.location {
-                Some(location) if self.redirects.is_some() => Ok(Answer::Redirect {
-                    code: head.code,
-                    location,
-                }),
-                _ => Err(Failure::Status(head.code)),
-            };
+            return self.unexpected(head);
         }
         let keep =
             keep && head.keep_alive && matches!(head.framing, Ok(f) if f != Framing::UntilClose);
@@ -308,6 +302,18 @@ impl HttpRequest {
                     .and_then(|w| w.read_http(&[], &end.body))
             }),
         })
+    }
+
+    /// An answer whose status is not expected: a redirect to follow when this check follows
+    /// them, else a failure naming the status.
+    fn unexpected(&self, head: Head) -> Result<Answer, Failure> {
+        match head.location {
+            Some(location) if self.redirects.is_some() => Ok(Answer::Redirect {
+                code: head.code,
+                location,
+            }),
+            _ => Err(Failure::Status(head.code)),
+        }
     }
 }
 

@@ -162,16 +162,13 @@ impl Shared {
     /// Since when no member probes the target, if none does.
     pub(in crate::tracker) fn unowned_since(&self) -> Option<SystemTime> {
         let ms = self.unowned_since?.get();
-        Some(SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+        Some(crate::clock::after_epoch(Duration::from_millis(ms)))
     }
 
     /// No member probes the target since `since` (`None`: one does).
     pub(in crate::tracker) fn set_unowned_since(&mut self, since: Option<SystemTime>) {
         self.unowned_since = since.map(|t| {
-            let ms = t
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis();
+            let ms = crate::clock::since_epoch(t).as_millis();
             NonZeroU64::new(u64::try_from(ms).unwrap_or(u64::MAX)).unwrap_or(NonZeroU64::MIN)
         });
     }
@@ -250,7 +247,7 @@ impl TargetState {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     use super::{Latest, TargetState};
     use crate::probe::{Failure, ProbeResult};
@@ -284,10 +281,10 @@ mod tests {
                 latency: Duration::from_nanos(nanos),
                 reused: next(2) == 0,
                 cert_not_after: (next(2) == 0)
-                    .then(|| SystemTime::UNIX_EPOCH + Duration::from_secs(next(1 << 33))),
+                    .then(|| crate::clock::after_epoch(Duration::from_secs(next(1 << 33)))),
                 weight: None,
             };
-            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(next(1 << 40));
+            let at = crate::clock::after_epoch(Duration::from_millis(next(1 << 40)));
             let latest = Latest::of(result.clone(), at);
             assert_eq!(latest.ok(), result.ok());
             assert_eq!(latest.reason(), result.reason());
