@@ -163,8 +163,9 @@ fn rounds_and_heartbeats(w: Duration) -> (usize, usize) {
 /// a heartbeat (no listing of its own before a report write, no adjustment), so three cost
 /// one cluster's listings and three times its heartbeats; a
 /// gateway failing for 2 of 3 vantage points leaves the provider's answer and returns when
-/// healed, each change written once (one adjustment, one change of the name; another
-/// cluster may race it in the same instant), not once per cluster.
+/// healed, a fault written once (one adjustment, one change of the name; another cluster
+/// may race it in the same instant), not once per cluster; a recovery up to once per
+/// cluster, as each sees the gateway back in its own round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_clusters_cost_the_provider_about_what_one_does() {
     let w = window();
@@ -206,9 +207,13 @@ async fn three_clusters_cost_the_provider_about_what_one_does() {
                 "change to {} addresses: answer after {took:?}; requests in its 1.5 s: {kinds:?}",
                 want.len()
             );
+            // A fault is written once (twice when another cluster races it); a recovery
+            // by each cluster whose round read the zone before another's write landed,
+            // up to one per cluster (docs/several-clusters.md).
+            let most = if fail.is_empty() { clusters.len() } else { 2 };
             assert!(
-                (1..=2).contains(&kinds.adjusts),
-                "the name written once (twice in a race), not once per cluster: {kinds:?}"
+                (1..=most).contains(&kinds.adjusts),
+                "the name written at most {most} times for this change: {kinds:?}"
             );
         }
     }
