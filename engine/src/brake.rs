@@ -16,7 +16,7 @@
 //! here the prober holds every withdrawal (and, voting, its view) until fewer than half
 //! that share are down, or an operator releases the brake.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use ho_config::BrakeConfig;
 use tokio::time::Instant;
@@ -42,8 +42,12 @@ pub struct Brake {
     held: BTreeMap<String, usize>,
     /// Set while an operator's release is applied: every withdrawal goes through.
     released: bool,
-    /// Targets that turned from up to down within the self-check's window, oldest first.
-    downs: VecDeque<Instant>,
+    /// Targets that turned from up to down within the self-check's window, oldest first:
+    /// when, and which.
+    downs: VecDeque<(Instant, usize)>,
+    /// How many of `downs` each target has: the self-check counts targets, so one endpoint
+    /// flapping many times within the window is one target, not a wave.
+    down_targets: HashMap<usize, u32>,
     /// Since when this prober judges itself impaired, if it does.
     impaired_since: Option<Instant>,
     /// Since when an impaired prober has seen few enough targets failing, if it has.
@@ -70,6 +74,7 @@ impl Brake {
             held: BTreeMap::new(),
             released: false,
             downs: VecDeque::new(),
+            down_targets: HashMap::new(),
             impaired_since: None,
             recovering_since: None,
         }
@@ -80,27 +85,34 @@ impl Brake {
         self.impaired_since
     }
 
-    /// A target turned from up to down at `now`, out of `targets`; true when that makes
+    /// `target` turned from up to down at `now`, out of `targets`; true when that makes
     /// this prober judge itself impaired.
-    pub fn went_down(&mut self, now: Instant, targets: usize) -> bool {
+    pub fn went_down(&mut self, now: Instant, target: usize, targets: usize) -> bool {
         let c = &self.config;
         if c.impaired_share <= 0.0 || self.impaired_since.is_some() {
             return false;
         }
-        self.downs.push_back(now);
-        while self
-            .downs
-            .front()
-            .is_some_and(|at| now.duration_since(*at) >= c.impaired_window)
-        {
+        self.downs.push_back((now, target));
+        *self.down_targets.entry(target).or_default() += 1;
+        while let Some(&(at, old)) = self.downs.front() {
+            if now.duration_since(at) < c.impaired_window {
+                break;
+            }
             self.downs.pop_front();
+            if let Some(n) = self.down_targets.get_mut(&old) {
+                *n -= 1;
+                if *n == 0 {
+                    self.down_targets.remove(&old);
+                }
+            }
         }
-        let n = self.downs.len();
+        let n = self.down_targets.len();
         let impaired =
             n >= c.impaired_min_targets as usize && n as f64 >= c.impaired_share * targets as f64;
         if impaired {
             self.impaired_since = Some(now);
             self.downs.clear();
+            self.down_targets.clear();
         }
         impaired
     }
@@ -329,12 +341,12 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..19 {
             assert!(
-                !b.went_down(t0 + Duration::from_millis(i), 30),
+                !b.went_down(t0 + Duration::from_millis(i), i as usize, 30),
                 "{i}: fewer than 20"
             );
         }
         assert!(
-            b.went_down(t0 + Duration::from_millis(19), 30),
+            b.went_down(t0 + Duration::from_millis(19), 19, 30),
             "20 of 30 within 10 s"
         );
         let all = addresses(4);
@@ -370,13 +382,39 @@ mod tests {
         let mut spread = Brake::new(BrakeConfig::default());
         for i in 0..40 {
             assert!(
-                !spread.went_down(t0 + Duration::from_secs(i), 40),
+                !spread.went_down(t0 + Duration::from_secs(i), i as usize, 40),
                 "one a second"
             );
         }
         let mut big = Brake::new(BrakeConfig::default());
         for i in 0..20 {
-            assert!(!big.went_down(t0, 1000), "{i}: 20 of 1,000 is no wave");
+            assert!(!big.went_down(t0, i, 1000), "{i}: 20 of 1,000 is no wave");
+        }
+    }
+
+    /// The self-check counts targets, not their downs: endpoints flapping many times within
+    /// the window (fast re-checks of a noisy gateway) are no wave, however often they flap;
+    /// the same downs spread over as many targets are one. Seeded: the expected verdict is
+    /// the number of distinct targets the script used, against the default 20 and half.
+    #[test]
+    fn flapping_targets_count_once_each_in_the_self_check() {
+        let mut rng = fastrand::Rng::with_seed(0xb7a4e);
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            let mut b = Brake::new(BrakeConfig::default());
+            let targets = rng.usize(2..60);
+            let flappers = rng.usize(1..targets.min(25));
+            let mut seen = std::collections::HashSet::new();
+            let mut impaired = false;
+            for k in 0..400u64 {
+                let target = rng.usize(0..flappers);
+                seen.insert(target);
+                let distinct = seen.len();
+                let expect = distinct >= 20 && distinct * 2 >= targets;
+                let got = b.went_down(t0 + Duration::from_millis(k * 20), target, targets);
+                assert_eq!(got, expect && !impaired, "{distinct} of {targets} targets");
+                impaired |= got;
+            }
         }
     }
 

@@ -95,7 +95,7 @@ impl TrackerCore {
             && self
                 .publisher
                 .brake
-                .went_down(now.mono, self.verdicts.len())
+                .went_down(now.mono, target.0, self.verdicts.len())
         {
             self.judge_self_impaired(now, fx);
         }
