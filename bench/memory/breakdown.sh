@@ -11,7 +11,8 @@
 # (`loadtest --replicas`), each under heaptrack, and sorts each one's heap (columns
 # LABEL-r0, LABEL-r1, ... in the order they joined). Writes
 # OUT_DIR/LABEL.json (the load test's report), OUT_DIR/LABEL-stacks.txt.gz (the live
-# heap's stacks) and OUT_DIR/LABEL-parts.md (the table, from parts.py). Compare builds
+# heap's stacks) and OUT_DIR/LABEL-parts.md (the table, from parts.py), and the same two for the heap at its
+# peak (LABEL-peak-stacks.txt.gz, LABEL-peak-parts.md). Compare builds
 # with `parts.py N a=A-stacks.txt b=B-stacks.txt`. Defaults: 100,000 endpoints @ 30 s in
 # tenants of 100 on one shared listener, a 30 s window: steady state, every target probed
 # and published before the window opens.
@@ -33,6 +34,7 @@ HT_REAL=$engine HT_OUT=$profiles/engine timeout "${TIMEOUT:-1800}" "$loadtest" \
 # the order the replicas joined.
 mapfile -t found < <(ls "$profiles"/engine.*.zst | sed 's/.*engine\.\([0-9]*\)\.zst/\1/' | sort -n)
 columns=()
+peaks=()
 for i in "${!found[@]}"; do
     profile=$profiles/engine.${found[$i]}.zst
     name=$label
@@ -48,5 +50,12 @@ for i in "${!found[@]}"; do
         > "$out/$name-heaptrack-summary.txt" || true
     gzip -c "$profiles/$name-stacks.txt" > "$out/$name-stacks.txt.gz"
     columns+=("$name=$profiles/$name-stacks.txt")
+    # The heap at its peak (heaptrack's second pass: each stack's bytes at the moment the
+    # whole heap was largest), which sets the run's RSS peak when it is above the live heap.
+    heaptrack_print -f "$profile" --print-flamegraph "$profiles/$name-peak-stacks.txt" \
+        --flamegraph-cost-type peak > /dev/null
+    gzip -c "$profiles/$name-peak-stacks.txt" > "$out/$name-peak-stacks.txt.gz"
+    peaks+=("$name=$profiles/$name-peak-stacks.txt")
 done
 python3 "$here/parts.py" "$n" "${columns[@]}" | tee "$out/$label-parts.md"
+python3 "$here/parts.py" "$n" "${peaks[@]}" | tee "$out/$label-peak-parts.md"
