@@ -19,7 +19,28 @@ pub fn explain(kind: &Kind) -> String {
                 None => kind.to_string(),
             }
         }
+        Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected) => {
+            match number_words(expected) {
+                Some(words) => format!("{actual} is not {words}"),
+                None => kind.to_string(),
+            }
+        }
         other => other.to_string(),
+    }
+}
+
+/// Serde names an integer field's type as Rust spells it (`expected u16`); an operator reads
+/// the range it allows.
+fn number_words(expected: &str) -> Option<String> {
+    let range = |max: u64| Some(format!("a whole number from 0 to {max}"));
+    match expected {
+        "u8" => range(u8::MAX.into()),
+        "u16" => range(u16::MAX.into()),
+        "u32" => range(u32::MAX.into()),
+        "u64" | "usize" => Some("a whole number, 0 or more".to_owned()),
+        "i32" | "i64" | "isize" => Some("a whole number".to_owned()),
+        "f32" | "f64" => Some("a number".to_owned()),
+        _ => None,
     }
 }
 
@@ -109,6 +130,26 @@ mod tests {
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Str("fast".into()), expected)),
             "invalid value string \"fast\", expected a duration"
+        );
+    }
+
+    #[test]
+    fn a_number_out_of_its_type_says_the_range_in_words() {
+        assert_eq!(
+            explain(&Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())),
+            "unsigned int `70000` is not a whole number from 0 to 65535"
+        );
+        assert_eq!(
+            explain(&Kind::InvalidValue(Actual::Signed(-3), "usize".into())),
+            "signed int `-3` is not a whole number, 0 or more"
+        );
+        assert_eq!(
+            explain(&Kind::InvalidType(Actual::Str("abc".into()), "f64".into())),
+            "string \"abc\" is not a number"
+        );
+        assert_eq!(
+            explain(&Kind::InvalidType(Actual::Str("x".into()), "a map".into())),
+            "invalid type: found string \"x\", expected a map"
         );
     }
 }

@@ -72,6 +72,8 @@ impl fmt::Display for ParseErrors {
             let source = e.metadata.as_ref().map(|m| match &m.source {
                 Some(figment::Source::File(path)) => path.display().to_string(),
                 Some(other) => other.to_string(),
+                None if m.name.ends_with("environment variable(s)") => env_variable(&e.path)
+                    .map_or_else(|| m.name.to_string(), |v| format!("environment {v}")),
                 None => m.name.to_string(),
             });
             if let Some(source) = source {
@@ -87,6 +89,30 @@ impl fmt::Display for ParseErrors {
         }
         Ok(())
     }
+}
+
+/// The `HO_*` variable that set the value at `path` (figment names only "`HO_` environment
+/// variable(s)"): the one whose key is the longest start of the path, since a variable may
+/// hold a whole table or array (`HO_ENDPOINTS='[...]'` for `endpoints[3].check.port`).
+fn env_variable(path: &[String]) -> Option<String> {
+    let variables: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
+    let key_of = |name: &str| {
+        let prefix = name.get(..ENV_PREFIX.len())?;
+        prefix.eq_ignore_ascii_case(ENV_PREFIX).then(|| {
+            name[ENV_PREFIX.len()..]
+                .to_ascii_lowercase()
+                .replace("__", ".")
+        })
+    };
+    (1..=path.len()).rev().find_map(|n| {
+        let key = path[..n].join(".");
+        variables
+            .iter()
+            .find(|name| key_of(name).is_some_and(|k| k == key))
+            .cloned()
+    })
 }
 
 /// A figment key path written as validation writes paths: `endpoints[0].check`, not

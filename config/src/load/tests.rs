@@ -298,3 +298,30 @@ fn an_endpoint_error_names_the_file_and_the_element() {
         Ok(())
     });
 }
+
+/// An error in a value an `HO_*` variable set names the variable, and says a number's range
+/// in words, whether the variable holds the value or a whole array around it.
+#[test]
+fn an_environment_error_names_its_variable() {
+    Jail::expect_with(|jail| {
+        jail.create_file("base.toml", "")?;
+        jail.set_env("HO_DEFAULTS__CHECK__PORT", "70000");
+        let error = load(&["base.toml"]).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "environment HO_DEFAULTS__CHECK__PORT: defaults.check.port: \
+             unsigned int `70000` is not a whole number from 0 to 65535"
+        );
+        jail.clear_env();
+        jail.set_env(
+            "HO_ENDPOINTS",
+            r#"[{name="e0", address="10.0.0.1", check={port=-1}}]"#,
+        );
+        let error = load(&["base.toml"]).unwrap_err().to_string();
+        assert!(
+            error.starts_with("environment HO_ENDPOINTS: endpoints[0].check.port: "),
+            "{error}"
+        );
+        Ok(())
+    });
+}

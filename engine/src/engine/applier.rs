@@ -122,8 +122,8 @@ impl Applier {
             targets_kept = summary.targets_kept,
             targets_added = summary.targets_added,
             targets_removed = summary.targets_removed,
-            sinks_rebuilt = %summary.sinks_rebuilt.join(", "),
-            sinks_removed = %summary.sinks_removed.join(", "),
+            sinks_rebuilt = %listed(&summary.sinks_rebuilt),
+            sinks_removed = %listed(&summary.sinks_removed),
             "config reloaded"
         );
         Ok(summary)
@@ -260,5 +260,15 @@ impl Drop for Applier {
         for sink in self.sinks.values() {
             sink.do_send(Stop);
         }
+    }
+}
+
+/// Sink names for a log line: "none" rather than an empty value, which reads as a value
+/// missing from the line.
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
     }
 }
