@@ -3,7 +3,7 @@
 //! caller and every output is a change of one name's [`Condition`] at a time, so the
 //! whole of it is tested without clocks, sockets or files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -13,6 +13,7 @@ use crate::canary::Observation;
 use crate::events::Event;
 use endpoints::Endpoints;
 use judged::JudgedBy;
+use published::Published;
 
 /// What resolvers were handed for a name, as far as the orchestrator can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,7 +169,7 @@ struct TenantServed {
     /// Its plan, without its endpoints: those are kept in `endpoints`.
     plan: Option<TenantPlan>,
     endpoints: Endpoints,
-    published: VecDeque<(u64, Arc<[IpAddr]>)>,
+    published: Published,
     /// What each sink reported writing (see [`Written`]).
     written: HashMap<String, Written>,
     /// What the canary saw and when it was answered, by (sink, name, location asked from).
@@ -245,11 +246,7 @@ impl TenantServed {
             Some(w) if seen.is_some_and(|seen| seen <= w.at) => w.before,
             Some(w) => w.seq,
         };
-        Some(
-            (self.published.iter())
-                .filter(|(seq, _)| *seq >= from)
-                .any(|(_, set)| set.contains(address)),
-        )
+        Some(self.published.holds_since(from, address))
     }
 }
 
@@ -387,10 +384,7 @@ impl Book {
                 let Some(t) = self.tenants.get_mut(tenant) else {
                     return Vec::new();
                 };
-                if t.published.len() == PUBLISHED_KEPT {
-                    t.published.pop_front();
-                }
-                t.published.push_back((*seq, addresses.as_slice().into()));
+                t.published.push(*seq, addresses);
                 let voted = voted_down.as_ref().map(|v| v.iter().copied().collect());
                 self.vote(tenant, voted, at)
             }
@@ -415,11 +409,10 @@ impl Book {
         let Some(t) = self.tenants.get_mut(tenant) else {
             return Vec::new();
         };
-        let Some((_, set)) = t.published.iter().find(|(s, _)| *s == seq) else {
+        let Some(set) = t.published.set(seq) else {
             return Vec::new();
         };
         let before = t.written.get(sink).map_or(0, |w| w.seq);
-        let set = set.clone();
         t.written.insert(
             sink.to_owned(),
             Written {
@@ -573,6 +566,7 @@ impl Book {
 
 mod endpoints;
 mod judged;
+mod published;
 mod voted;
 
 #[cfg(test)]
