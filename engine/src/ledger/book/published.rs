@@ -13,8 +13,10 @@ use super::PUBLISHED_KEPT;
 #[derive(Default)]
 pub(super) struct Published {
     /// Every address a kept set holds, in the order first published (and, until the next
-    /// compaction, a few that no kept set holds any more).
-    addresses: Vec<IpAddr>,
+    /// compaction, a few that no kept set holds any more). Handed out whole as the set of a
+    /// sequence number that holds all of them (a tenant's one set after a start), so a
+    /// sink's write shares it.
+    addresses: Arc<[IpAddr]>,
     /// Each kept set: its sequence number and its bitmap (bit `i`: `addresses[i]`; words
     /// past its end are zero).
     sets: VecDeque<(u64, Box<[u64]>)>,
@@ -35,13 +37,17 @@ impl Published {
         let mut index: HashMap<IpAddr, usize> = (self.addresses.iter().enumerate())
             .map(|(i, a)| (*a, i))
             .collect();
+        let mut new = Vec::new();
         let mut bits = Vec::new();
         for a in addresses {
             let i = *index.entry(*a).or_insert_with(|| {
-                self.addresses.push(*a);
-                self.addresses.len() - 1
+                new.push(*a);
+                self.addresses.len() + new.len() - 1
             });
             set_bit(&mut bits, i);
+        }
+        if !new.is_empty() {
+            self.addresses = self.addresses.iter().chain(&new).copied().collect();
         }
         self.sets.push_back((seq, bits.into_boxed_slice()));
         self.compact();
@@ -79,6 +85,9 @@ impl Published {
     /// published.
     pub(super) fn set(&self, seq: u64) -> Option<Arc<[IpAddr]>> {
         let (_, bits) = self.sets.iter().find(|(s, _)| *s == seq)?;
+        if (0..self.addresses.len()).all(|i| has_bit(bits, i)) {
+            return Some(self.addresses.clone());
+        }
         Some(
             (self.addresses.iter().enumerate())
                 .filter(|(i, _)| has_bit(bits, *i))
@@ -90,7 +99,7 @@ impl Published {
     /// Bytes it holds on the heap.
     #[cfg(test)]
     pub(super) fn own_bytes(&self) -> usize {
-        self.addresses.capacity() * std::mem::size_of::<IpAddr>()
+        std::mem::size_of_val(&*self.addresses)
             + self.sets.capacity() * std::mem::size_of::<(u64, Box<[u64]>)>()
             + (self.sets.iter())
                 .map(|(_, bits)| std::mem::size_of_val(&**bits))

@@ -70,3 +70,19 @@ fn kept_sets_of_a_hundred_addresses_hold_the_addresses_once() {
     assert!(bytes * 8 < copies, "{bytes} B against {copies} B");
     assert!(published.addresses.len() <= 2 * (100 + PUBLISHED_KEPT));
 }
+
+/// After a start a tenant has published one set: its sinks' writes of it share the one
+/// copy the kept sets are bitmaps over, so the set is held once, not twice.
+#[test]
+fn a_set_holding_every_kept_address_is_the_one_copy() {
+    let set: Vec<IpAddr> = (0..100).map(|i| IpAddr::from([10, 4, 0, i])).collect();
+    let mut published = Published::default();
+    published.push(7, &set);
+    let written = published.set(7).expect("published");
+    assert_eq!(*written, *set);
+    assert!(Arc::ptr_eq(&written, &published.set(7).expect("published")));
+    published.push(8, &set[1..]);
+    let older = published.set(7).expect("kept");
+    assert!(Arc::ptr_eq(&older, &written), "7 still holds every address");
+    assert_eq!(*published.set(8).expect("published"), set[1..]);
+}
