@@ -3,17 +3,17 @@
 //! caller and every output is a change of one name's [`Condition`] at a time, so the
 //! whole of it is tested without clocks, sockets or files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use ho_config::Composite;
 
 use crate::canary::Observation;
-use crate::composite::combine_healths;
 use crate::events::Event;
-use crate::hysteresis::Health;
+use endpoints::Endpoints;
 use judged::JudgedBy;
+use published::Published;
 
 /// What resolvers were handed for a name, as far as the orchestrator can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -160,32 +160,16 @@ pub struct EndpointPlan {
     pub composite: Option<Box<Composite>>,
 }
 
-impl EndpointPlan {
-    /// Whether the endpoint is down by its own checks, given each of its checks judged down
-    /// (by target key). The stretch starts at the first counted failure of the check whose
-    /// transition tipped the combination: the time that transition settles the names at.
-    fn is_down(&self, down: &[(Arc<str>, u64)]) -> bool {
-        let health = |k: &Arc<str>| match down.iter().any(|(d, _)| d == k) {
-            true => Health::Down,
-            false => Health::Up,
-        };
-        let (first, also) = self.checks.split_first().expect("an endpoint has a check");
-        combine_healths(
-            health(first),
-            also.iter().map(health),
-            self.composite.as_deref(),
-        ) == Health::Down
-    }
-}
-
 /// Published sets kept per tenant for writes that report an older sequence number.
 const PUBLISHED_KEPT: usize = 32;
 
 /// One tenant's published sets and what each of its sinks serves.
 #[derive(Default)]
 struct TenantServed {
+    /// Its plan, without its endpoints: those are kept in `endpoints`.
     plan: Option<TenantPlan>,
-    published: VecDeque<(u64, Arc<[IpAddr]>)>,
+    endpoints: Endpoints,
+    published: Published,
     /// What each sink reported writing (see [`Written`]).
     written: HashMap<String, Written>,
     /// What the canary saw and when it was answered, by (sink, name, location asked from).
@@ -262,11 +246,7 @@ impl TenantServed {
             Some(w) if seen.is_some_and(|seen| seen <= w.at) => w.before,
             Some(w) => w.seq,
         };
-        Some(
-            (self.published.iter())
-                .filter(|(seq, _)| *seq >= from)
-                .any(|(_, set)| set.contains(address)),
-        )
+        Some(self.published.holds_since(from, address))
     }
 }
 
@@ -335,7 +315,7 @@ impl Book {
     pub fn plan(&mut self, tenants: Vec<TenantPlan>, at: u64) -> Vec<Change> {
         let keep: BTreeSet<String> = tenants.iter().map(|t| t.tenant.clone()).collect();
         self.tenants.retain(|t, _| keep.contains(t));
-        for plan in tenants {
+        for mut plan in tenants {
             let entry = self.tenants.entry(plan.tenant.clone()).or_default();
             entry.written.retain(|sink, _| plan.sinks.contains(sink));
             entry.observed.retain(|(sink, name, geo), _| {
@@ -343,14 +323,13 @@ impl Book {
                     && plan.names.contains(name)
                     && geo.as_ref().is_none_or(|g| plan.vantages.contains(g))
             });
+            entry.endpoints = Endpoints::of(std::mem::take(&mut plan.endpoints));
             entry.plan = Some(plan);
         }
-        self.judged_by = JudgedBy::of(self.tenants.iter().map(|(tenant, served)| {
-            let checks = (served.plan.iter())
-                .flat_map(|p| &p.endpoints)
-                .flat_map(|e| &e.checks);
-            (tenant.as_str(), checks)
-        }));
+        self.judged_by = JudgedBy::of(
+            (self.tenants.iter())
+                .map(|(tenant, served)| (tenant.as_str(), served.endpoints.keys())),
+        );
         let names: BTreeSet<String> = self
             .tenants
             .values()
@@ -405,10 +384,7 @@ impl Book {
                 let Some(t) = self.tenants.get_mut(tenant) else {
                     return Vec::new();
                 };
-                if t.published.len() == PUBLISHED_KEPT {
-                    t.published.pop_front();
-                }
-                t.published.push_back((*seq, addresses.as_slice().into()));
+                t.published.push(*seq, addresses);
                 let voted = voted_down.as_ref().map(|v| v.iter().copied().collect());
                 self.vote(tenant, voted, at)
             }
@@ -433,11 +409,10 @@ impl Book {
         let Some(t) = self.tenants.get_mut(tenant) else {
             return Vec::new();
         };
-        let Some((_, set)) = t.published.iter().find(|(s, _)| *s == seq) else {
+        let Some(set) = t.published.set(seq) else {
             return Vec::new();
         };
         let before = t.written.get(sink).map_or(0, |w| w.seq);
-        let set = set.clone();
         t.written.insert(
             sink.to_owned(),
             Written {
@@ -465,13 +440,23 @@ impl Book {
             None => target.into(),
         };
         for endpoint in endpoints {
-            let checks = self.down.entry(endpoint.clone()).or_default();
-            checks.retain(|(k, _)| *k != key);
             if down {
+                // Room for one: most endpoints have one check, and a mass failure puts
+                // every endpoint here at once.
+                let checks =
+                    (self.down.entry(endpoint.clone())).or_insert_with(|| Vec::with_capacity(1));
+                checks.retain(|(k, _)| *k != key);
                 checks.push((key.clone(), since));
-            } else if checks.is_empty() {
-                self.down.remove(endpoint);
+            } else if let Some(checks) = self.down.get_mut(endpoint.as_str()) {
+                checks.retain(|(k, _)| *k != key);
+                if checks.is_empty() {
+                    self.down.remove(endpoint.as_str());
+                }
             }
+        }
+        if !down && self.down.capacity() > 4 * self.down.len() + 64 {
+            // What a mass failure grew, given back once most recovered.
+            self.down.shrink_to_fit();
         }
         let at = if down { since } else { at };
         let Some(tenants) = self.judged_by.tenants(target) else {
@@ -510,11 +495,11 @@ impl Book {
                 continue;
             }
             let Some(plan) = &served.plan else { continue };
-            let maintenance = plan.endpoints.iter().any(|e| self.held.contains(&e.name));
+            let maintenance = served.endpoints.iter().any(|e| self.held.contains(e.name));
             let dead: BTreeSet<IpAddr> = match &served.voted_down {
                 Some(voted) => voted.difference(&served.recovered).copied().collect(),
-                None => (plan.endpoints.iter())
-                    .filter(|e| (self.down.get(&e.name)).is_some_and(|checks| e.is_down(checks)))
+                None => (served.endpoints.iter())
+                    .filter(|e| (self.down.get(e.name)).is_some_and(|checks| e.is_down(checks)))
                     .map(|e| e.address)
                     .collect(),
             };
@@ -579,7 +564,9 @@ impl Book {
     }
 }
 
+mod endpoints;
 mod judged;
+mod published;
 mod voted;
 
 #[cfg(test)]

@@ -130,12 +130,12 @@ impl Book {
         let Some(t) = self.tenants.get(tenant) else {
             return;
         };
-        let (Some(plan), Some(voted)) = (&t.plan, &t.voted_down) else {
+        let Some(voted) = &t.voted_down else {
             return;
         };
-        let up: Vec<IpAddr> = (plan.endpoints.iter())
-            .filter(|e| endpoints.contains(&e.name) && voted.contains(&e.address))
-            .filter(|e| !self.down.get(&e.name).is_some_and(|c| e.is_down(c)))
+        let up: Vec<IpAddr> = (t.endpoints.iter())
+            .filter(|e| endpoints.iter().any(|n| n == e.name) && voted.contains(&e.address))
+            .filter(|e| !self.down.get(e.name).is_some_and(|c| e.is_down(c)))
             .map(|e| e.address)
             .collect();
         if let Some(t) = self.tenants.get_mut(tenant) {
@@ -146,10 +146,10 @@ impl Book {
     /// Notes the addresses of `tenant` the vote keeps (`voted` is what it withdraws)
     /// while this cluster's own checks judge them down.
     fn note_disputes(&mut self, tenant: &str, voted: &BTreeSet<IpAddr>) {
-        let Some(plan) = self.tenants.get(tenant).and_then(|t| t.plan.as_ref()) else {
+        let Some(t) = self.tenants.get(tenant) else {
             return;
         };
-        let disputed: HashMap<IpAddr, u64> = (plan.endpoints.iter())
+        let disputed: HashMap<IpAddr, u64> = (t.endpoints.iter())
             .map(|e| e.address)
             .filter(|a| !voted.contains(a))
             .filter_map(|a| Some((a, self.own_failure(tenant, a)?)))
@@ -162,10 +162,9 @@ impl Book {
     /// When this cluster's own checks first counted a failure of `tenant`'s endpoint at
     /// `address`, if they judge it down now.
     fn own_failure(&self, tenant: &str, address: IpAddr) -> Option<u64> {
-        let plan = self.tenants.get(tenant)?.plan.as_ref()?;
-        (plan.endpoints.iter())
+        (self.tenants.get(tenant)?.endpoints.iter())
             .filter(|e| e.address == address)
-            .filter_map(|e| self.down.get(&e.name).filter(|checks| e.is_down(checks)))
+            .filter_map(|e| self.down.get(e.name).filter(|checks| e.is_down(checks)))
             .filter_map(|checks| checks.iter().map(|(_, since)| *since).min())
             .min()
     }
