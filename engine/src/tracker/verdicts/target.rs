@@ -7,11 +7,14 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::damping::FlapDamping;
-use crate::hysteresis::{Health, Hysteresis};
+use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::probe::{Failure, ProbeResult};
 use crate::ring::combine::Vantage;
 
-/// What the tracker knows about one target.
+use super::wall::{CertExpiry, Wall};
+
+/// What the tracker knows about one target: 120 bytes (times kept as [`Wall`]s, what
+/// few targets have boxed), one for each of up to millions of targets.
 pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) hysteresis: Hysteresis,
     /// Flap damping, when the target's check turns it on (boxed: most checks do not, and
@@ -20,7 +23,7 @@ pub(in crate::tracker) struct TargetState {
     /// The latest result and when it arrived.
     pub(in crate::tracker) last: Option<Latest>,
     /// When the verdict last changed.
-    pub(in crate::tracker) since: Option<SystemTime>,
+    since: Option<Wall>,
     pub(in crate::tracker) probes: u64,
     pub(in crate::tracker) failures: u64,
     /// Probes failed in a row up to the latest, whatever the verdict (the hysteresis
@@ -28,12 +31,12 @@ pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) failing: u32,
     /// When the first of those failures arrived: where a down verdict's harm began (the
     /// availability ledger counts a dead address served from here, not from the verdict).
-    pub(in crate::tracker) failing_since: Option<SystemTime>,
+    failing_since: Option<Wall>,
     /// Verdict changes since start.
     pub(in crate::tracker) transitions: u64,
     /// Time spent down before the current verdict (the current down spell is added when
-    /// shown).
-    pub(in crate::tracker) downtime: Duration,
+    /// shown), in nanoseconds (584 years; 8 bytes where a `Duration` takes 16).
+    downtime_ns: u64,
     /// The weight its last healthy answer reported (`reported_weight`); `None`: the
     /// configured weight.
     pub(in crate::tracker) weight: Option<u32>,
@@ -67,9 +70,9 @@ pub(in crate::tracker) struct PeerVantage {
     pub(in crate::tracker) vantage: Vantage,
 }
 
-/// What is kept of a target's latest result: what `/status` and the logs show of it. A
-/// [`ProbeResult`] kept whole was 120 bytes a target, most of them for a failure's text that
-/// only a failing target has.
+/// What is kept of a target's latest result: what `/status` and the logs show of it, in 32
+/// bytes. A [`ProbeResult`] kept whole was 120 bytes a target, most of them for a failure's
+/// text that only a failing target has.
 #[derive(Debug)]
 pub(in crate::tracker) struct Latest {
     /// Why it failed; `None`: it passed. Boxed, since a failing target is the exception.
@@ -77,10 +80,10 @@ pub(in crate::tracker) struct Latest {
     /// How long it took, in microseconds (saturating: a probe's deadline is seconds).
     latency_us: u32,
     /// When it arrived.
-    pub(in crate::tracker) at: SystemTime,
+    at: Wall,
     /// When the certificate it was shown stops being valid (TLS kinds): the gauge of it is
     /// set only when this changes.
-    pub(in crate::tracker) cert_not_after: Option<SystemTime>,
+    cert_not_after: CertExpiry,
 }
 
 impl Latest {
@@ -89,9 +92,19 @@ impl Latest {
         Latest {
             failure: result.outcome.err().map(Box::new),
             latency_us: u32::try_from(result.latency.as_micros()).unwrap_or(u32::MAX),
-            at,
-            cert_not_after: result.cert_not_after,
+            at: Wall::of(at),
+            cert_not_after: CertExpiry::of(result.cert_not_after),
         }
+    }
+
+    /// When it arrived.
+    pub(in crate::tracker) fn at(&self) -> SystemTime {
+        self.at.time()
+    }
+
+    /// When the certificate it was shown stops being valid, if it was shown one.
+    pub(in crate::tracker) fn cert_not_after(&self) -> Option<SystemTime> {
+        self.cert_not_after.time()
     }
 
     /// Whether it passed.
@@ -189,7 +202,7 @@ impl TargetState {
             failing: 0,
             failing_since: None,
             transitions: 0,
-            downtime: Duration::ZERO,
+            downtime_ns: 0,
             weight: None,
             shared: None,
         }
@@ -228,7 +241,7 @@ impl TargetState {
         } else {
             self.failures += 1;
             if self.failing == 0 {
-                self.failing_since = Some(wall);
+                self.failing_since = Some(Wall::of(wall));
             }
             self.failing = self.failing.saturating_add(1);
         }
@@ -237,6 +250,36 @@ impl TargetState {
             self.weight = result.weight;
         }
         reweighed
+    }
+
+    /// When the verdict last changed.
+    pub(in crate::tracker) fn since(&self) -> Option<SystemTime> {
+        self.since.map(Wall::time)
+    }
+
+    /// Time spent down before the current verdict.
+    pub(in crate::tracker) fn downtime(&self) -> Duration {
+        Duration::from_nanos(self.downtime_ns)
+    }
+
+    /// Counts the verdict change `t` at `wall`; when it went down, since when the target
+    /// has been failing.
+    pub(in crate::tracker) fn record(
+        &mut self,
+        t: Transition,
+        wall: SystemTime,
+    ) -> Option<SystemTime> {
+        self.transitions += 1;
+        if let (Health::Down, Some(since)) = (t.from, self.since()) {
+            let spell = wall.duration_since(since).unwrap_or_default();
+            let spell = u64::try_from(spell.as_nanos()).unwrap_or(u64::MAX);
+            self.downtime_ns = self.downtime_ns.saturating_add(spell);
+        }
+        self.since = Some(Wall::of(wall));
+        (t.to == Health::Down)
+            .then_some(self.failing_since)
+            .flatten()
+            .map(Wall::time)
     }
 
     /// Whether flap damping holds the target out of DNS now.
@@ -284,13 +327,13 @@ mod tests {
                     .then(|| crate::clock::after_epoch(Duration::from_secs(next(1 << 33)))),
                 weight: None,
             };
-            let at = crate::clock::after_epoch(Duration::from_millis(next(1 << 40)));
+            let at = crate::clock::after_epoch(Duration::from_nanos(next(1 << 62)));
             let latest = Latest::of(result.clone(), at);
             assert_eq!(latest.ok(), result.ok());
             assert_eq!(latest.reason(), result.reason());
             assert_eq!(latest.latency(), Duration::from_micros(nanos / 1000));
-            assert_eq!(latest.at, at);
-            assert_eq!(latest.cert_not_after, result.cert_not_after);
+            assert_eq!(latest.at(), at);
+            assert_eq!(latest.cert_not_after(), result.cert_not_after);
         }
     }
 
@@ -298,7 +341,7 @@ mod tests {
     #[test]
     fn a_targets_state_stays_compact() {
         assert!(
-            std::mem::size_of::<TargetState>() <= 160,
+            std::mem::size_of::<TargetState>() <= 120,
             "{} bytes",
             std::mem::size_of::<TargetState>()
         );
