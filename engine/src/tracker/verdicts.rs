@@ -167,7 +167,7 @@ impl Verdicts {
     /// The weight `ep` reported through its check (the first of its checks that reports
     /// one), if any.
     pub(super) fn reported_weight(&self, ep: &Endpoint) -> Option<u32> {
-        ep.targets().find_map(|t| self.targets[t].weight)
+        ep.targets().find_map(|t| self.targets[t].weight())
     }
 
     /// Whether `target`'s verdict is another member's now (`[ring]`: this replica stopped

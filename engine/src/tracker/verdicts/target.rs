@@ -13,7 +13,7 @@ use crate::ring::combine::Vantage;
 
 use super::wall::{CertExpiry, Wall};
 
-/// What the tracker knows about one target: 120 bytes (times kept as [`Wall`]s, what
+/// What the tracker knows about one target: 104 bytes (times kept as [`Wall`]s, what
 /// few targets have boxed), one for each of up to millions of targets.
 pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) hysteresis: Hysteresis,
@@ -29,19 +29,35 @@ pub(in crate::tracker) struct TargetState {
     /// Probes failed in a row up to the latest, whatever the verdict (the hysteresis
     /// counts only those that disagree with it).
     pub(in crate::tracker) failing: u32,
-    /// When the first of those failures arrived: where a down verdict's harm began (the
-    /// availability ledger counts a dead address served from here, not from the verdict).
-    failing_since: Option<Wall>,
     /// Verdict changes since start.
     pub(in crate::tracker) transitions: u64,
+    /// What a target has only once it failed or reported a weight; `None` while it holds
+    /// nothing (8 bytes for a target that never failed, where inline it was 24).
+    rare: Option<Box<Rare>>,
+    /// With `[ring]`: the verdicts of every replica probing it, combined.
+    pub(in crate::tracker) shared: Option<Box<Shared>>,
+}
+
+/// What few targets have: a failure, a down spell or a reported weight.
+#[derive(Debug, Default)]
+struct Rare {
+    /// When the first of the failures in a row up to the latest arrived: where a down
+    /// verdict's harm began (the availability ledger counts a dead address served from
+    /// here, not from the verdict).
+    failing_since: Option<Wall>,
     /// Time spent down before the current verdict (the current down spell is added when
     /// shown), in nanoseconds (584 years; 8 bytes where a `Duration` takes 16).
     downtime_ns: u64,
     /// The weight its last healthy answer reported (`reported_weight`); `None`: the
     /// configured weight.
-    pub(in crate::tracker) weight: Option<u32>,
-    /// With `[ring]`: the verdicts of every replica probing it, combined.
-    pub(in crate::tracker) shared: Option<Box<Shared>>,
+    weight: Option<u32>,
+}
+
+impl Rare {
+    /// Whether it holds nothing a target without it would not.
+    fn is_empty(&self) -> bool {
+        self.failing_since.is_none() && self.downtime_ns == 0 && self.weight.is_none()
+    }
 }
 
 /// A target's verdicts with `[ring]`: this replica's own (its hysteresis, while it probes
@@ -200,10 +216,8 @@ impl TargetState {
             probes: 0,
             failures: 0,
             failing: 0,
-            failing_since: None,
             transitions: 0,
-            downtime_ns: 0,
-            weight: None,
+            rare: None,
             shared: None,
         }
     }
@@ -237,19 +251,39 @@ impl TargetState {
         self.probes += 1;
         if result.ok() {
             self.failing = 0;
-            self.failing_since = None;
+            if let Some(rare) = &mut self.rare {
+                rare.failing_since = None;
+            }
         } else {
             self.failures += 1;
             if self.failing == 0 {
-                self.failing_since = Some(Wall::of(wall));
+                self.rare().failing_since = Some(Wall::of(wall));
             }
             self.failing = self.failing.saturating_add(1);
         }
-        let reweighed = result.ok() && self.weight != result.weight;
+        let reweighed = result.ok() && self.weight() != result.weight;
         if reweighed {
-            self.weight = result.weight;
+            self.rare().weight = result.weight;
         }
+        self.tidy();
         reweighed
+    }
+
+    /// The weight its last healthy answer reported; `None`: the configured weight.
+    pub(in crate::tracker) fn weight(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.weight)
+    }
+
+    /// The rare part, made if the target had none.
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the rare part once it holds nothing again (a failure that passed).
+    fn tidy(&mut self) {
+        if self.rare.as_deref().is_some_and(Rare::is_empty) {
+            self.rare = None;
+        }
     }
 
     /// When the verdict last changed.
@@ -259,7 +293,7 @@ impl TargetState {
 
     /// Time spent down before the current verdict.
     pub(in crate::tracker) fn downtime(&self) -> Duration {
-        Duration::from_nanos(self.downtime_ns)
+        Duration::from_nanos(self.rare.as_ref().map_or(0, |r| r.downtime_ns))
     }
 
     /// Counts the verdict change `t` at `wall`; when it went down, since when the target
@@ -273,11 +307,14 @@ impl TargetState {
         if let (Health::Down, Some(since)) = (t.from, self.since()) {
             let spell = wall.duration_since(since).unwrap_or_default();
             let spell = u64::try_from(spell.as_nanos()).unwrap_or(u64::MAX);
-            self.downtime_ns = self.downtime_ns.saturating_add(spell);
+            let rare = self.rare();
+            rare.downtime_ns = rare.downtime_ns.saturating_add(spell);
+            self.tidy();
         }
         self.since = Some(Wall::of(wall));
+        let failing_since = self.rare.as_ref().and_then(|r| r.failing_since);
         (t.to == Health::Down)
-            .then_some(self.failing_since)
+            .then_some(failing_since)
             .flatten()
             .map(Wall::time)
     }
@@ -337,11 +374,81 @@ mod tests {
         }
     }
 
+    /// Seeded results and verdict changes: the failures' start, the downtime and the weight
+    /// kept out of line read as the inline fields kept before did, and a target whose
+    /// failure passed holds nothing out of line again.
+    #[test]
+    fn what_few_targets_have_reads_as_kept_inline() {
+        use crate::hysteresis::{Health, Transition};
+        let mut seed = 0xd1b5_4a32_d192_ed03_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let start = crate::clock::after_epoch(Duration::from_secs(1_700_000_000));
+        let now = tokio::time::Instant::now();
+        let mut state = TargetState::new(None, now);
+        // The old representation: plain fields.
+        let (mut failing_since, mut since, mut downtime, mut weight) =
+            (None, None, Duration::ZERO, None);
+        let mut failing = 0;
+        for step in 0..20_000u64 {
+            // A new target now and then, or a first down spell would keep the rare part.
+            if step % 200 == 0 {
+                state = TargetState::new(None, now);
+                (failing_since, since, downtime, weight) = (None, None, Duration::ZERO, None);
+                failing = 0;
+            }
+            let wall = start + Duration::from_nanos(step * 1_000_000_007 + next(1_000));
+            if next(4) == 0 {
+                let [from, to] =
+                    [0, 1].map(|_| [Health::Up, Health::Down, Health::Unknown][next(3) as usize]);
+                let t = Transition { from, to };
+                if let (Health::Down, Some(s)) = (from, since) {
+                    downtime += wall.duration_since(s).unwrap_or_default();
+                }
+                since = Some(wall);
+                let want = (to == Health::Down).then_some(failing_since).flatten();
+                assert_eq!(state.record(t, wall), want, "step {step}");
+            } else {
+                let ok = next(3) != 0;
+                let result = ProbeResult {
+                    outcome: if ok { Ok(()) } else { Err(Failure::Timeout) },
+                    latency: Duration::ZERO,
+                    reused: false,
+                    cert_not_after: None,
+                    weight: (next(4) == 0).then(|| next(3) as u32),
+                };
+                if ok {
+                    failing = 0;
+                    failing_since = None;
+                } else {
+                    if failing == 0 {
+                        failing_since = Some(wall);
+                    }
+                    failing += 1;
+                }
+                let reweighed = ok && weight != result.weight;
+                if reweighed {
+                    weight = result.weight;
+                }
+                assert_eq!(state.count(&result, wall), reweighed, "step {step}");
+            }
+            assert_eq!(state.weight(), weight, "step {step}");
+            assert_eq!(state.downtime(), downtime, "step {step}");
+            assert_eq!(state.since(), since, "step {step}");
+            let empty = failing_since.is_none() && downtime.is_zero() && weight.is_none();
+            assert_eq!(state.rare.is_none(), empty, "step {step}");
+        }
+    }
+
     /// A target's state is what the tracker holds for each of up to millions of targets.
     #[test]
     fn a_targets_state_stays_compact() {
         assert!(
-            std::mem::size_of::<TargetState>() <= 120,
+            std::mem::size_of::<TargetState>() <= 104,
             "{} bytes",
             std::mem::size_of::<TargetState>()
         );
