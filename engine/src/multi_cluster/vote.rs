@@ -202,13 +202,14 @@ pub fn publishable(tenant: &Tenant, tally: &Tally) -> Option<(Vec<PublishedAddre
                 address: o.address,
                 weight: if tenant.weighs { o.weight } else { 1 },
                 endpoint: Arc::new(EndpointMeta {
-                    name: o.name.clone(),
+                    name: o.name.as_str().into(),
                     priority: o.priority,
-                    labels: o
-                        .geo
-                        .iter()
-                        .map(|g| ("geo".to_owned(), g.clone()))
-                        .collect(),
+                    labels: Arc::new(
+                        o.geo
+                            .iter()
+                            .map(|g| ("geo".to_owned(), g.clone()))
+                            .collect(),
+                    ),
                     host: None,
                 }),
             }

@@ -24,6 +24,7 @@ use crate::ring::ownership::Ownership;
 use super::index::{TargetIds, TargetIx};
 
 mod target;
+mod wall;
 pub(super) use target::{Latest, Shared, TargetState};
 
 /// Every target's verdict, in plan order.
@@ -166,7 +167,7 @@ impl Verdicts {
     /// The weight `ep` reported through its check (the first of its checks that reports
     /// one), if any.
     pub(super) fn reported_weight(&self, ep: &Endpoint) -> Option<u32> {
-        ep.targets().find_map(|t| self.targets[t].weight)
+        ep.targets().find_map(|t| self.targets[t].weight())
     }
 
     /// Whether `target`'s verdict is another member's now (`[ring]`: this replica stopped
@@ -256,15 +257,7 @@ impl Verdicts {
         t: Transition,
         wall: SystemTime,
     ) -> Option<SystemTime> {
-        let state = &mut self.targets[target.0];
-        state.transitions += 1;
-        if let (Health::Down, Some(since)) = (t.from, state.since) {
-            state.downtime += wall.duration_since(since).unwrap_or_default();
-        }
-        state.since = Some(wall);
-        (t.to == Health::Down)
-            .then_some(state.failing_since)
-            .flatten()
+        self.targets[target.0].record(t, wall)
     }
 
     /// The place of member `identity` in the table of members, added if new.

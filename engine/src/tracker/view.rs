@@ -90,7 +90,7 @@ impl TrackerCore {
             address: ep.address,
             target: self.plan.targets[ep.target].key(),
             state: self.health().verdict(EndpointIx(e)),
-            since: t.since.map(Timestamp),
+            since: t.since().map(Timestamp),
             consecutive_successes: t.hysteresis.successes(),
             consecutive_failures: t.hysteresis.failures(),
             failed_in_a_row: t.failing,
@@ -100,13 +100,13 @@ impl TrackerCore {
             fall: self.plan.targets[ep.target].check.timing.fall,
             transitions: t.transitions,
             downtime_seconds: {
-                let current = match (t.hysteresis.state(), t.since) {
+                let current = match (t.hysteresis.state(), t.since()) {
                     (Health::Down, Some(since)) => {
                         now.wall.duration_since(since).unwrap_or_default()
                     }
                     _ => std::time::Duration::ZERO,
                 };
-                (t.downtime + current).as_secs_f64()
+                (t.downtime() + current).as_secs_f64()
             },
             drained: self.operator.drained.contains(&ep.name),
             forced: self.operator.forced.get(&ep.name).copied(),
@@ -208,7 +208,7 @@ fn last_probe(t: &TargetState) -> Option<LastProbe> {
         ok: last.ok(),
         reason: last.reason(),
         latency_ms: last.latency().as_secs_f64() * 1000.0,
-        at: Timestamp(last.at),
+        at: Timestamp(last.at()),
     })
 }
 

@@ -294,7 +294,7 @@ impl NameSets<'_> {
         let per_endpoint = |routing: &dyn Fn(&PublishedAddress) -> Routing| {
             family
                 .iter()
-                .map(|a| set(Some(a.endpoint.name.clone()), routing(a), &[*a]))
+                .map(|a| set(Some(a.endpoint.name.to_string()), routing(a), &[*a]))
                 .collect::<Vec<_>>()
         };
         match snapshot.policy {
@@ -351,7 +351,7 @@ fn geo_sets(
         (alias.ttl, alias.alias) = (0, Some(Alias::here(&weighted)));
         for a in list {
             let mut one = set(
-                Some(a.endpoint.name.clone()),
+                Some(a.endpoint.name.to_string()),
                 Routing::Weighted(i64::from(a.weight)),
                 &[*a],
             );

@@ -32,7 +32,7 @@ impl TrackerCore {
             .get(target)
             .last
             .as_ref()
-            .and_then(|last| last.cert_not_after);
+            .and_then(|last| last.cert_not_after());
         let Some(at) = obs.result.cert_not_after.filter(|at| before != Some(*at)) else {
             return;
         };

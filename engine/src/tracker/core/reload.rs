@@ -83,12 +83,7 @@ impl TrackerCore {
         let up =
             (0..self.plan.endpoints.len()).map(|e| health.verdict(EndpointIx(e)) == Health::Up);
         self.metrics.node_status.adopt(self.plan.clone(), up);
-        self.endpoint_meta = self
-            .plan
-            .endpoints
-            .iter()
-            .map(|e| Arc::new(EndpointMeta::of(e)))
-            .collect();
+        self.endpoint_meta = EndpointMeta::of_each(&self.plan.endpoints);
         self.recount_tenants();
     }
 

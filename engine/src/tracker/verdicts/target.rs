@@ -7,11 +7,14 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::damping::FlapDamping;
-use crate::hysteresis::{Health, Hysteresis};
+use crate::hysteresis::{Health, Hysteresis, Transition};
 use crate::probe::{Failure, ProbeResult};
 use crate::ring::combine::Vantage;
 
-/// What the tracker knows about one target.
+use super::wall::{CertExpiry, Wall};
+
+/// What the tracker knows about one target: 104 bytes (times kept as [`Wall`]s, what
+/// few targets have boxed), one for each of up to millions of targets.
 pub(in crate::tracker) struct TargetState {
     pub(in crate::tracker) hysteresis: Hysteresis,
     /// Flap damping, when the target's check turns it on (boxed: most checks do not, and
@@ -20,25 +23,41 @@ pub(in crate::tracker) struct TargetState {
     /// The latest result and when it arrived.
     pub(in crate::tracker) last: Option<Latest>,
     /// When the verdict last changed.
-    pub(in crate::tracker) since: Option<SystemTime>,
+    since: Option<Wall>,
     pub(in crate::tracker) probes: u64,
     pub(in crate::tracker) failures: u64,
     /// Probes failed in a row up to the latest, whatever the verdict (the hysteresis
     /// counts only those that disagree with it).
     pub(in crate::tracker) failing: u32,
-    /// When the first of those failures arrived: where a down verdict's harm began (the
-    /// availability ledger counts a dead address served from here, not from the verdict).
-    pub(in crate::tracker) failing_since: Option<SystemTime>,
     /// Verdict changes since start.
     pub(in crate::tracker) transitions: u64,
-    /// Time spent down before the current verdict (the current down spell is added when
-    /// shown).
-    pub(in crate::tracker) downtime: Duration,
-    /// The weight its last healthy answer reported (`reported_weight`); `None`: the
-    /// configured weight.
-    pub(in crate::tracker) weight: Option<u32>,
+    /// What a target has only once it failed or reported a weight; `None` while it holds
+    /// nothing (8 bytes for a target that never failed, where inline it was 24).
+    rare: Option<Box<Rare>>,
     /// With `[ring]`: the verdicts of every replica probing it, combined.
     pub(in crate::tracker) shared: Option<Box<Shared>>,
+}
+
+/// What few targets have: a failure, a down spell or a reported weight.
+#[derive(Debug, Default)]
+struct Rare {
+    /// When the first of the failures in a row up to the latest arrived: where a down
+    /// verdict's harm began (the availability ledger counts a dead address served from
+    /// here, not from the verdict).
+    failing_since: Option<Wall>,
+    /// Time spent down before the current verdict (the current down spell is added when
+    /// shown), in nanoseconds (584 years; 8 bytes where a `Duration` takes 16).
+    downtime_ns: u64,
+    /// The weight its last healthy answer reported (`reported_weight`); `None`: the
+    /// configured weight.
+    weight: Option<u32>,
+}
+
+impl Rare {
+    /// Whether it holds nothing a target without it would not.
+    fn is_empty(&self) -> bool {
+        self.failing_since.is_none() && self.downtime_ns == 0 && self.weight.is_none()
+    }
 }
 
 /// A target's verdicts with `[ring]`: this replica's own (its hysteresis, while it probes
@@ -67,9 +86,9 @@ pub(in crate::tracker) struct PeerVantage {
     pub(in crate::tracker) vantage: Vantage,
 }
 
-/// What is kept of a target's latest result: what `/status` and the logs show of it. A
-/// [`ProbeResult`] kept whole was 120 bytes a target, most of them for a failure's text that
-/// only a failing target has.
+/// What is kept of a target's latest result: what `/status` and the logs show of it, in 32
+/// bytes. A [`ProbeResult`] kept whole was 120 bytes a target, most of them for a failure's
+/// text that only a failing target has.
 #[derive(Debug)]
 pub(in crate::tracker) struct Latest {
     /// Why it failed; `None`: it passed. Boxed, since a failing target is the exception.
@@ -77,10 +96,10 @@ pub(in crate::tracker) struct Latest {
     /// How long it took, in microseconds (saturating: a probe's deadline is seconds).
     latency_us: u32,
     /// When it arrived.
-    pub(in crate::tracker) at: SystemTime,
+    at: Wall,
     /// When the certificate it was shown stops being valid (TLS kinds): the gauge of it is
     /// set only when this changes.
-    pub(in crate::tracker) cert_not_after: Option<SystemTime>,
+    cert_not_after: CertExpiry,
 }
 
 impl Latest {
@@ -89,9 +108,19 @@ impl Latest {
         Latest {
             failure: result.outcome.err().map(Box::new),
             latency_us: u32::try_from(result.latency.as_micros()).unwrap_or(u32::MAX),
-            at,
-            cert_not_after: result.cert_not_after,
+            at: Wall::of(at),
+            cert_not_after: CertExpiry::of(result.cert_not_after),
         }
+    }
+
+    /// When it arrived.
+    pub(in crate::tracker) fn at(&self) -> SystemTime {
+        self.at.time()
+    }
+
+    /// When the certificate it was shown stops being valid, if it was shown one.
+    pub(in crate::tracker) fn cert_not_after(&self) -> Option<SystemTime> {
+        self.cert_not_after.time()
     }
 
     /// Whether it passed.
@@ -187,10 +216,8 @@ impl TargetState {
             probes: 0,
             failures: 0,
             failing: 0,
-            failing_since: None,
             transitions: 0,
-            downtime: Duration::ZERO,
-            weight: None,
+            rare: None,
             shared: None,
         }
     }
@@ -224,19 +251,72 @@ impl TargetState {
         self.probes += 1;
         if result.ok() {
             self.failing = 0;
-            self.failing_since = None;
+            if let Some(rare) = &mut self.rare {
+                rare.failing_since = None;
+            }
         } else {
             self.failures += 1;
             if self.failing == 0 {
-                self.failing_since = Some(wall);
+                self.rare().failing_since = Some(Wall::of(wall));
             }
             self.failing = self.failing.saturating_add(1);
         }
-        let reweighed = result.ok() && self.weight != result.weight;
+        let reweighed = result.ok() && self.weight() != result.weight;
         if reweighed {
-            self.weight = result.weight;
+            self.rare().weight = result.weight;
         }
+        self.tidy();
         reweighed
+    }
+
+    /// The weight its last healthy answer reported; `None`: the configured weight.
+    pub(in crate::tracker) fn weight(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.weight)
+    }
+
+    /// The rare part, made if the target had none.
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the rare part once it holds nothing again (a failure that passed).
+    fn tidy(&mut self) {
+        if self.rare.as_deref().is_some_and(Rare::is_empty) {
+            self.rare = None;
+        }
+    }
+
+    /// When the verdict last changed.
+    pub(in crate::tracker) fn since(&self) -> Option<SystemTime> {
+        self.since.map(Wall::time)
+    }
+
+    /// Time spent down before the current verdict.
+    pub(in crate::tracker) fn downtime(&self) -> Duration {
+        Duration::from_nanos(self.rare.as_ref().map_or(0, |r| r.downtime_ns))
+    }
+
+    /// Counts the verdict change `t` at `wall`; when it went down, since when the target
+    /// has been failing.
+    pub(in crate::tracker) fn record(
+        &mut self,
+        t: Transition,
+        wall: SystemTime,
+    ) -> Option<SystemTime> {
+        self.transitions += 1;
+        if let (Health::Down, Some(since)) = (t.from, self.since()) {
+            let spell = wall.duration_since(since).unwrap_or_default();
+            let spell = u64::try_from(spell.as_nanos()).unwrap_or(u64::MAX);
+            let rare = self.rare();
+            rare.downtime_ns = rare.downtime_ns.saturating_add(spell);
+            self.tidy();
+        }
+        self.since = Some(Wall::of(wall));
+        let failing_since = self.rare.as_ref().and_then(|r| r.failing_since);
+        (t.to == Health::Down)
+            .then_some(failing_since)
+            .flatten()
+            .map(Wall::time)
     }
 
     /// Whether flap damping holds the target out of DNS now.
@@ -284,13 +364,83 @@ mod tests {
                     .then(|| crate::clock::after_epoch(Duration::from_secs(next(1 << 33)))),
                 weight: None,
             };
-            let at = crate::clock::after_epoch(Duration::from_millis(next(1 << 40)));
+            let at = crate::clock::after_epoch(Duration::from_nanos(next(1 << 62)));
             let latest = Latest::of(result.clone(), at);
             assert_eq!(latest.ok(), result.ok());
             assert_eq!(latest.reason(), result.reason());
             assert_eq!(latest.latency(), Duration::from_micros(nanos / 1000));
-            assert_eq!(latest.at, at);
-            assert_eq!(latest.cert_not_after, result.cert_not_after);
+            assert_eq!(latest.at(), at);
+            assert_eq!(latest.cert_not_after(), result.cert_not_after);
+        }
+    }
+
+    /// Seeded results and verdict changes: the failures' start, the downtime and the weight
+    /// kept out of line read as the inline fields kept before did, and a target whose
+    /// failure passed holds nothing out of line again.
+    #[test]
+    fn what_few_targets_have_reads_as_kept_inline() {
+        use crate::hysteresis::{Health, Transition};
+        let mut seed = 0xd1b5_4a32_d192_ed03_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let start = crate::clock::after_epoch(Duration::from_secs(1_700_000_000));
+        let now = tokio::time::Instant::now();
+        let mut state = TargetState::new(None, now);
+        // The old representation: plain fields.
+        let (mut failing_since, mut since, mut downtime, mut weight) =
+            (None, None, Duration::ZERO, None);
+        let mut failing = 0;
+        for step in 0..20_000u64 {
+            // A new target now and then, or a first down spell would keep the rare part.
+            if step % 200 == 0 {
+                state = TargetState::new(None, now);
+                (failing_since, since, downtime, weight) = (None, None, Duration::ZERO, None);
+                failing = 0;
+            }
+            let wall = start + Duration::from_nanos(step * 1_000_000_007 + next(1_000));
+            if next(4) == 0 {
+                let [from, to] =
+                    [0, 1].map(|_| [Health::Up, Health::Down, Health::Unknown][next(3) as usize]);
+                let t = Transition { from, to };
+                if let (Health::Down, Some(s)) = (from, since) {
+                    downtime += wall.duration_since(s).unwrap_or_default();
+                }
+                since = Some(wall);
+                let want = (to == Health::Down).then_some(failing_since).flatten();
+                assert_eq!(state.record(t, wall), want, "step {step}");
+            } else {
+                let ok = next(3) != 0;
+                let result = ProbeResult {
+                    outcome: if ok { Ok(()) } else { Err(Failure::Timeout) },
+                    latency: Duration::ZERO,
+                    reused: false,
+                    cert_not_after: None,
+                    weight: (next(4) == 0).then(|| next(3) as u32),
+                };
+                if ok {
+                    failing = 0;
+                    failing_since = None;
+                } else {
+                    if failing == 0 {
+                        failing_since = Some(wall);
+                    }
+                    failing += 1;
+                }
+                let reweighed = ok && weight != result.weight;
+                if reweighed {
+                    weight = result.weight;
+                }
+                assert_eq!(state.count(&result, wall), reweighed, "step {step}");
+            }
+            assert_eq!(state.weight(), weight, "step {step}");
+            assert_eq!(state.downtime(), downtime, "step {step}");
+            assert_eq!(state.since(), since, "step {step}");
+            let empty = failing_since.is_none() && downtime.is_zero() && weight.is_none();
+            assert_eq!(state.rare.is_none(), empty, "step {step}");
         }
     }
 
@@ -298,7 +448,7 @@ mod tests {
     #[test]
     fn a_targets_state_stays_compact() {
         assert!(
-            std::mem::size_of::<TargetState>() <= 160,
+            std::mem::size_of::<TargetState>() <= 104,
             "{} bytes",
             std::mem::size_of::<TargetState>()
         );
