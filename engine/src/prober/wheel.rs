@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::{Prober, Reporting};
 use crate::observation::TargetId;
+use crate::schedule::Grid;
 
 /// What the pool asks of a prober thread.
 enum Command {
@@ -100,6 +101,8 @@ struct Table {
     /// Targets due, by the tick their attempt starts on.
     due: BTreeMap<Instant, Vec<(TargetId, u32)>>,
     next_round: u32,
+    /// The grid the records' times lie on.
+    grid: Grid,
     /// Wakes the turning task when an attempt hands back a record due before its sleep ends.
     earlier: Rc<Notify>,
     live: Gauge,
@@ -109,11 +112,12 @@ struct Table {
 type Due = (TargetId, u32, Box<Prober>, AbortRegistration);
 
 impl Table {
-    fn new(live: Gauge) -> Table {
+    fn new(live: Gauge, grid: Grid) -> Table {
         Table {
             targets: HashMap::new(),
             due: BTreeMap::new(),
             next_round: 0,
+            grid,
             earlier: Rc::new(Notify::new()),
             live,
         }
@@ -146,7 +150,7 @@ impl Table {
 
     /// Files `prober` to start at its slot's tick.
     fn wait(&mut self, target: TargetId, round: u32, prober: Box<Prober>) {
-        let start = prober.starts_at();
+        let start = prober.starts_at(self.grid);
         if self.due.first_key_value().is_none_or(|(&t, _)| start < t) {
             self.earlier.notify_one();
         }
@@ -203,7 +207,7 @@ async fn turn(
     reporting: Rc<Reporting>,
     live: Gauge,
 ) {
-    let table = Rc::new(RefCell::new(Table::new(live)));
+    let table = Rc::new(RefCell::new(Table::new(live, reporting.grid)));
     let earlier = table.borrow().earlier.clone();
     let mut open = true;
     loop {
@@ -249,13 +253,13 @@ mod tests {
     use super::{Entry, Prober};
 
     /// What a waiting target costs its thread: a bucket of the table (its id and entry) and
-    /// its boxed record. Both stay small, so a target between probes holds a few hundred
+    /// its boxed record. Both stay small, so a target between probes holds about a hundred
     /// bytes, not a task.
     #[test]
     fn a_waiting_target_is_a_small_entry_and_record() {
         let bucket = std::mem::size_of::<(u64, Entry)>();
         assert!(bucket <= 24, "a table bucket is {bucket} bytes");
         let record = std::mem::size_of::<Prober>();
-        assert!(record <= 256, "a prober record is {record} bytes");
+        assert!(record <= 96, "a prober record is {record} bytes");
     }
 }
