@@ -99,11 +99,6 @@ impl Prober {
         }
     }
 
-    /// The target this record probes.
-    pub fn target(&self) -> TargetId {
-        self.target
-    }
-
     /// When the next attempt starts on `grid`: its slot's tick.
     pub fn starts_at(&self, grid: Grid) -> Instant {
         self.schedule(grid).start_of(grid.at(self.slot))
