@@ -322,3 +322,16 @@ fn prober_threads(per_second: f64) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Slot;
+
+    /// Every target of the plan holds a slot for as long as the plan runs, probed here or
+    /// not: its id, gate, prepared probe and the handle of its prober, 40 bytes.
+    #[test]
+    fn a_slot_is_five_words() {
+        let slot = std::mem::size_of::<Slot>();
+        assert!(slot <= 40, "a slot is {slot} bytes");
+    }
+}
