@@ -16,6 +16,8 @@
 //! message back per probe and without depending on how busy the tracker is. The tracker's
 //! verdict stays the one that is published.
 
+#[cfg(test)]
+mod record_tests;
 pub mod wheel;
 #[cfg(test)]
 mod wheel_tests;
@@ -32,7 +34,7 @@ use crate::observation::{Observation, TargetId};
 use crate::outbox::{self, Observations};
 use crate::probe::{KeptConnection, Probe, ProbeResult};
 use crate::probe_limits::{Admission, ProbeLimits};
-use crate::schedule::Schedule;
+use crate::schedule::{Grid, Schedule};
 use crate::trace;
 
 pub use wheel::{ProberHandle, Wheel};
@@ -46,30 +48,38 @@ pub struct Reporting {
     pub limits: Arc<ProbeLimits>,
     /// Share of probes traced: 0 with tracing off.
     pub sample_share: f64,
+    /// The grid of every schedule of the thread's records, which keep their times as
+    /// offsets on it.
+    pub grid: Grid,
 }
 
 /// One target's probing between its attempts: what the next attempt needs and what picks
-/// its slot.
+/// its slot. Every idle target holds one, so it keeps only what is its own: its schedule is
+/// its phase (the grid is its thread's, the intervals its check's), its times are offsets on
+/// the grid, and what few targets have is out of line.
 pub struct Prober {
     target: TargetId,
     probe: Probe,
     /// The connection kept between probes (`reuse_connection`); out with the probe in
     /// flight. Boxed: a target that keeps none holds 8 bytes for it, not 64.
     kept: Option<Box<KeptConnection>>,
-    schedule: Schedule,
-    /// The slot of the next attempt.
-    slot: Instant,
-    /// The target's check (shared with the plan), for the rise and fall of the scheduling
-    /// copy of the hysteresis.
+    /// The schedule's phase, in nanoseconds ([`Schedule::phase`]).
+    phase: u64,
+    /// The slot of the next attempt, in nanoseconds after the grid's origin.
+    slot: u64,
+    /// The target's check (shared with the plan): its intervals, and the rise and fall of
+    /// the scheduling copy of the hysteresis.
     check: Arc<CheckSpec>,
     mirror: Hysteresis,
-    /// The target's key in sampled spans; kept only when probes are sampled.
-    span_key: Option<Box<str>>,
+    /// The target's key in sampled spans; kept only when probes are sampled, behind a thin
+    /// pointer (8 bytes in a record, not 16).
+    span_key: Option<Box<Box<str>>>,
 }
 
 impl Prober {
     /// A prober for target `target` of `check`, probing first at `first`; `span_key` names
-    /// it in traced probes (none when nothing is traced).
+    /// it in traced probes (none when nothing is traced). The schedule's grid must be the
+    /// thread's ([`Reporting::grid`]).
     pub fn new(
         target: TargetId,
         probe: Probe,
@@ -81,22 +91,34 @@ impl Prober {
             target,
             probe,
             kept: None,
-            schedule,
-            slot: first,
+            phase: schedule.phase(),
+            slot: schedule.grid().offset(first),
             check,
             mirror: Hysteresis::new(),
-            span_key,
+            span_key: span_key.map(Box::new),
         }
     }
 
-    /// The target this record probes.
-    pub fn target(&self) -> TargetId {
-        self.target
+    /// When the next attempt starts on `grid`: its slot's tick.
+    pub fn starts_at(&self, grid: Grid) -> Instant {
+        self.schedule(grid).start_of(grid.at(self.slot))
     }
 
-    /// When the next attempt starts: its slot's tick.
-    pub fn starts_at(&self) -> Instant {
-        self.schedule.start_of(self.slot)
+    /// The full schedule, rebuilt from the record's phase (copies, no allocation).
+    fn schedule(&self, grid: Grid) -> Schedule {
+        Schedule::on(grid, self.phase, &self.check.timing)
+    }
+
+    /// Moves the slot past `now`: the next grid slot once the result is `settled` (agrees
+    /// with the verdict), a fast re-check otherwise.
+    fn next_slot(&mut self, settled: bool, now: Instant, grid: Grid) {
+        let schedule = self.schedule(grid);
+        let next = if settled {
+            schedule.next_slot(now)
+        } else {
+            schedule.fast(now)
+        };
+        self.slot = grid.offset(next);
     }
 
     /// The attempt for the current slot: waits for admission, probes, reports, and moves
@@ -104,22 +126,22 @@ impl Prober {
     /// bound included.
     pub async fn attempt(&mut self, reporting: &Reporting) {
         let mut admission = reporting.limits.admit().await;
-        let start_delay = Instant::now().saturating_duration_since(self.slot);
+        let start_delay = Instant::now().saturating_duration_since(reporting.grid.at(self.slot));
         let mut kept = self.kept.take().map(|kept| *kept);
         let result = self.probe.run(&mut kept).await;
         self.kept = kept.map(Box::new);
         admission.probe_done();
-        self.slot = self.finished(result, start_delay, admission, reporting);
+        self.finished(result, start_delay, admission, reporting);
     }
 
-    /// Reports `result` and returns the slot of the next probe.
+    /// Reports `result` and moves the slot to the next probe's.
     fn finished(
         &mut self,
         result: ProbeResult,
         start_delay: std::time::Duration,
         admission: Admission,
         reporting: &Reporting,
-    ) -> Instant {
+    ) {
         if reporting.sample_share > 0.0 && fastrand::f64() < reporting.sample_share {
             self.trace(&result);
         }
@@ -138,12 +160,7 @@ impl Prober {
             },
         );
         admission.sent();
-        let now = Instant::now();
-        if settled {
-            self.schedule.next_slot(now)
-        } else {
-            self.schedule.fast(now)
-        }
+        self.next_slot(settled, Instant::now(), reporting.grid);
     }
 
     fn trace(&self, result: &ProbeResult) {
@@ -154,7 +171,10 @@ impl Prober {
             started,
             !result.ok(),
             vec![
-                KeyValue::new("target", self.span_key.as_deref().unwrap_or("").to_owned()),
+                KeyValue::new(
+                    "target",
+                    self.span_key.as_deref().map_or("", |k| &**k).to_owned(),
+                ),
                 KeyValue::new("result", result.reason()),
                 KeyValue::new("latency_ms", result.latency.as_secs_f64() * 1000.0),
             ],

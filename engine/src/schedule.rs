@@ -41,14 +41,37 @@ pub fn tick_for(per_second: f64) -> Duration {
     }
 }
 
+/// What every schedule of one engine shares: the origin slots count from and the tick
+/// probes start on, both fixed at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Where every phase counts from.
+    pub origin: Instant,
+    /// Probes start on multiples of it after the origin; zero: at their exact slots.
+    pub tick: Duration,
+}
+
+impl Grid {
+    /// `at` as the nanoseconds since the origin, as a prober keeps its slot between probes:
+    /// 8 bytes instead of an instant's 16, exact (an instant is whole nanoseconds) for 584
+    /// years. An instant before the origin, which no slot is, counts as the origin.
+    pub fn offset(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+
+    /// The instant `offset` nanoseconds after the origin.
+    pub fn at(&self, offset: u64) -> Instant {
+        self.origin + Duration::from_nanos(offset)
+    }
+}
+
 /// The probe schedule of one target.
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule {
-    origin: Instant,
+    grid: Grid,
     phase: Duration,
     interval: Duration,
     fast_interval: Duration,
-    tick: Duration,
 }
 
 /// FNV-1a: a stable hash (unlike `DefaultHasher`, fixed across Rust versions).
@@ -71,18 +94,33 @@ impl Schedule {
         } else {
             phase
         };
+        Schedule::on(Grid { origin, tick }, phase, timing)
+    }
+
+    /// The schedule with `phase` (nanoseconds, as [`Schedule::phase`] gave them) on `grid`:
+    /// what a prober keeps is its phase, the rest is its thread's grid and its check's timing.
+    pub fn on(grid: Grid, phase: u64, timing: &Timing) -> Schedule {
         Schedule {
-            origin,
+            grid,
             phase: Duration::from_nanos(phase),
             interval: timing.interval,
             fast_interval: timing.fast_interval,
-            tick,
         }
+    }
+
+    /// The grid this schedule lies on.
+    pub fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    /// The phase in nanoseconds after the origin: less than the interval.
+    pub fn phase(&self) -> u64 {
+        self.phase.as_nanos() as u64
     }
 
     /// The first slot: origin + phase.
     pub fn first(&self) -> Instant {
-        self.origin + self.phase
+        self.grid.origin + self.phase
     }
 
     /// The next grid slot strictly after `now`.
@@ -98,12 +136,13 @@ impl Schedule {
 
     /// When a probe due at `slot` starts: the first tick at or after it.
     pub fn start_of(&self, slot: Instant) -> Instant {
-        if self.tick.is_zero() {
+        let Grid { origin, tick } = self.grid;
+        if tick.is_zero() {
             return slot;
         }
-        let since = slot.saturating_duration_since(self.origin).as_nanos();
-        let tick = self.tick.as_nanos();
-        self.origin + Duration::from_nanos((since.div_ceil(tick) * tick) as u64)
+        let since = slot.saturating_duration_since(origin).as_nanos();
+        let tick = tick.as_nanos();
+        origin + Duration::from_nanos((since.div_ceil(tick) * tick) as u64)
     }
 
     /// The re-check time while the verdict is unsettled.

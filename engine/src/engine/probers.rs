@@ -16,6 +16,7 @@ use super::*;
 use crate::prober::{Reporting, Wheel};
 use crate::ring::ownership::{Gate, Ownership};
 use crate::ring::rendezvous::target_hash;
+use crate::schedule::Grid;
 use prometheus_client::metrics::gauge::Gauge;
 
 /// One target of the running plan and its prober, when it runs.
@@ -51,10 +52,9 @@ struct Pool {
     arbiters: Vec<Arbiter>,
     /// Each arbiter's wheel, in the same order.
     wheels: Vec<Wheel>,
-    /// Schedules' common origin.
-    origin: Instant,
-    /// Probes start on this tick ([`schedule::tick_for`] the load at start).
-    tick: Duration,
+    /// Schedules' common origin, and the tick probes start on ([`schedule::tick_for`] the
+    /// load at start).
+    grid: Grid,
     /// Whether probes are traced (their spans need the target's key): set at start, as
     /// every telemetry setting is.
     sampled: bool,
@@ -84,6 +84,10 @@ impl ProberPool {
         let (limits, tracker) = (deciders.limits.clone(), deciders.tracker.clone());
         let live: Gauge = metrics.prober_tasks.clone();
         let (arbiters, tick) = prober_arbiters(&plan.targets);
+        let grid = Grid {
+            origin: Instant::now(),
+            tick,
+        };
         let telemetry = &plan.telemetry;
         let sample_share = if telemetry.otlp_endpoint.is_some() {
             telemetry.probe_sample_ratio
@@ -97,6 +101,7 @@ impl ProberPool {
                     tracker: tracker.clone().recipient(),
                     limits: limits.clone(),
                     sample_share,
+                    grid,
                 };
                 Wheel::spawn(&arbiter.handle(), reporting, live.clone())
             })
@@ -108,8 +113,7 @@ impl ProberPool {
             next_arbiter: 0,
             arbiters,
             wheels,
-            origin: Instant::now(),
-            tick,
+            grid,
             plan: plan.clone(),
             preparing: None,
         }));
@@ -133,6 +137,8 @@ impl ProberPool {
         let mut pool = self.pool.lock().expect("not poisoned");
         pool.plan = plan.clone();
         pool.preparing = self.ownership.is_some().then_some(preparing);
+        // One slot a target, for as long as the plan runs: sized exactly, not doubled.
+        pool.slots.reserve_exact(plan.targets.len());
         for (target, probe) in plan.targets.iter().zip(probes) {
             let slot = pool.slot(target, probe, self.ownership.as_deref());
             pool.slots.push(slot);
@@ -269,7 +275,8 @@ impl Pool {
         let id = self.slots[i].id;
         let key = target.key();
         let timing = &target.check.timing;
-        let schedule = Schedule::new(&key, timing, self.origin, self.tick);
+        let Grid { origin, tick } = self.grid;
+        let schedule = Schedule::new(&key, timing, origin, tick);
         let first = match joining {
             Joining::No => schedule.first(),
             Joining::Gained => schedule.next_slot(now),
@@ -314,4 +321,17 @@ fn probe_rate(targets: &[Target]) -> f64 {
 fn prober_threads(per_second: f64) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     ((per_second / PROBES_PER_THREAD).ceil() as usize).clamp(1, cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slot;
+
+    /// Every target of the plan holds a slot for as long as the plan runs, probed here or
+    /// not: its id, gate, prepared probe and the handle of its prober, 40 bytes.
+    #[test]
+    fn a_slot_is_five_words() {
+        let slot = std::mem::size_of::<Slot>();
+        assert!(slot <= 40, "a slot is {slot} bytes");
+    }
 }

@@ -9,10 +9,15 @@
 //! The pool talks to the thread through [`Wheel`], a channel of start and stop commands:
 //! stopping a target drops its record, or aborts its attempt in flight (its socket closes
 //! and its result is never reported), as aborting a task per target did.
+//!
+//! The table is a slab: the pool's side of the wheel gives each started target a place (the
+//! lowest free one), so the thread finds a record by index, with no hash table, and a bucket
+//! entry is two `u32`s.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use actix_rt::ArbiterHandle;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
@@ -21,32 +26,65 @@ use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use super::{Prober, Reporting};
-use crate::observation::TargetId;
+use crate::schedule::Grid;
+
+/// A target's place in its thread's table.
+type Place = u32;
 
 /// What the pool asks of a prober thread.
 enum Command {
-    /// Probe this target from its record's first slot on.
-    Start(Box<Prober>),
-    /// Stop probing this target, an attempt in flight included.
-    Stop(TargetId),
+    /// Probe this target, at this place, from its record's first slot on.
+    Start(Place, Box<Prober>),
+    /// Stop probing the target at this place, an attempt in flight included.
+    Stop(Place),
 }
 
 /// One prober thread's wheel, as the pool sees it.
 #[derive(Clone)]
-pub struct Wheel(mpsc::UnboundedSender<Command>);
+pub struct Wheel(Arc<Sender>);
+
+/// The pool's side of a wheel: its commands, and the places in its table.
+struct Sender {
+    commands: mpsc::UnboundedSender<Command>,
+    places: Mutex<Places>,
+}
+
+/// The places of a thread's table: those given back, then those never given.
+#[derive(Default)]
+struct Places {
+    free: Vec<Place>,
+    next: Place,
+}
+
+impl Places {
+    fn take(&mut self) -> Place {
+        self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+}
 
 /// Stops one target's probing on its thread. Dropping the handle leaves it probing.
 pub struct ProberHandle {
     wheel: Wheel,
-    target: TargetId,
+    place: Place,
 }
 
 impl ProberHandle {
     /// Stops the prober (a target removed by a reload, a ring gate closed): at once, a
-    /// probe in flight included.
+    /// probe in flight included. Its place can be given again: the thread takes the stop
+    /// before a later start there, the commands being in order.
     pub fn stop(&self) {
+        let sender = &self.wheel.0;
         // A closed channel is a stopped thread: nothing left to stop.
-        let _ = self.wheel.0.send(Command::Stop(self.target));
+        let _ = sender.commands.send(Command::Stop(self.place));
+        sender
+            .places
+            .lock()
+            .expect("not poisoned")
+            .free
+            .push(self.place);
     }
 }
 
@@ -59,61 +97,72 @@ impl Wheel {
         arbiter.spawn_fn(move || {
             actix_rt::spawn(turn(received, Rc::new(reporting), live));
         });
-        Wheel(commands)
+        Wheel(Arc::new(Sender {
+            commands,
+            places: Mutex::default(),
+        }))
     }
 
     /// Hands `prober` to this thread, its first attempt due at its slot.
     pub fn start(&self, prober: Prober) -> ProberHandle {
-        let target = prober.target();
+        let place = self.0.places.lock().expect("not poisoned").take();
         // A closed channel is a stopped thread, which probes nothing any more.
-        let _ = self.0.send(Command::Start(Box::new(prober)));
+        let _ = self
+            .0
+            .commands
+            .send(Command::Start(place, Box::new(prober)));
         ProberHandle {
             wheel: self.clone(),
-            target,
+            place,
         }
     }
 }
 
-/// A target on this thread: waiting for its slot, or in an attempt. `round` tells a
-/// target's start from a later start of the same target, so a bucket entry or an attempt of
-/// an earlier one is not taken for it.
+/// A place of this thread's table: free, or a target waiting for its slot or in an attempt.
+/// `round` tells a target's start from a later start at the same place, so a bucket entry
+/// or an attempt of an earlier one is not taken for it.
 ///
-/// The record is boxed: the table's buckets then hold 24 bytes each, and a table kept
-/// between half and seven eighths full costs that, not the record, for its empty buckets
-/// (inline, 20,000 targets' table took 9.8 MiB, 514 bytes a target).
+/// The record is boxed: a place then holds 16 bytes, and the table's spare capacity costs
+/// that, not the record.
 enum Entry {
+    Free,
     Waiting { round: u32, prober: Box<Prober> },
     InFlight { round: u32, abort: AbortHandle },
 }
 
 impl Entry {
-    fn round(&self) -> u32 {
+    fn round(&self) -> Option<u32> {
         match self {
-            Entry::Waiting { round, .. } | Entry::InFlight { round, .. } => *round,
+            Entry::Free => None,
+            Entry::Waiting { round, .. } | Entry::InFlight { round, .. } => Some(*round),
         }
     }
 }
 
 /// The thread's targets and when each is due.
 struct Table {
-    targets: HashMap<TargetId, Entry>,
-    /// Targets due, by the tick their attempt starts on.
-    due: BTreeMap<Instant, Vec<(TargetId, u32)>>,
+    /// By place.
+    targets: Vec<Entry>,
+    /// Targets due (place and round), by the tick their attempt starts on.
+    due: BTreeMap<Instant, Vec<(Place, u32)>>,
     next_round: u32,
+    /// The grid the records' times lie on.
+    grid: Grid,
     /// Wakes the turning task when an attempt hands back a record due before its sleep ends.
     earlier: Rc<Notify>,
     live: Gauge,
 }
 
-/// An attempt to start: the target, its round and its record.
-type Due = (TargetId, u32, Box<Prober>, AbortRegistration);
+/// An attempt to start: the target's place, its round and its record.
+type Due = (Place, u32, Box<Prober>, AbortRegistration);
 
 impl Table {
-    fn new(live: Gauge) -> Table {
+    fn new(live: Gauge, grid: Grid) -> Table {
         Table {
-            targets: HashMap::new(),
+            targets: Vec::new(),
             due: BTreeMap::new(),
             next_round: 0,
+            grid,
             earlier: Rc::new(Notify::new()),
             live,
         }
@@ -121,46 +170,50 @@ impl Table {
 
     fn apply(&mut self, command: Command) {
         match command {
-            Command::Start(prober) => {
-                let target = prober.target();
+            Command::Start(place, prober) => {
                 let round = self.next_round;
                 self.next_round = self.next_round.wrapping_add(1);
-                if self.targets.contains_key(&target) {
-                    self.stop(target);
+                let index = place as usize;
+                if index >= self.targets.len() {
+                    self.targets.resize_with(index + 1, || Entry::Free);
                 }
+                // The pool gives a place again only after stopping its target.
+                self.stop(place);
                 self.live.inc();
-                self.wait(target, round, prober);
+                self.wait(place, round, prober);
             }
-            Command::Stop(target) => self.stop(target),
+            Command::Stop(place) => self.stop(place),
         }
     }
 
-    fn stop(&mut self, target: TargetId) {
-        match self.targets.remove(&target) {
-            Some(Entry::InFlight { abort, .. }) => abort.abort(),
-            Some(Entry::Waiting { .. }) => {}
-            None => return,
+    fn stop(&mut self, place: Place) {
+        let Some(entry) = self.targets.get_mut(place as usize) else {
+            return;
+        };
+        match std::mem::replace(entry, Entry::Free) {
+            Entry::InFlight { abort, .. } => abort.abort(),
+            Entry::Waiting { .. } => {}
+            Entry::Free => return,
         }
         self.live.dec();
     }
 
-    /// Files `prober` to start at its slot's tick.
-    fn wait(&mut self, target: TargetId, round: u32, prober: Box<Prober>) {
-        let start = prober.starts_at();
+    /// Files `prober`, at `place`, to start at its slot's tick.
+    fn wait(&mut self, place: Place, round: u32, prober: Box<Prober>) {
+        let start = prober.starts_at(self.grid);
         if self.due.first_key_value().is_none_or(|(&t, _)| start < t) {
             self.earlier.notify_one();
         }
-        self.due.entry(start).or_default().push((target, round));
-        self.targets
-            .insert(target, Entry::Waiting { round, prober });
+        self.due.entry(start).or_default().push((place, round));
+        self.targets[place as usize] = Entry::Waiting { round, prober };
     }
 
-    /// An attempt of `target`'s start `round` ended: files the record for its next slot,
-    /// unless the target was stopped (or started again) meanwhile.
-    fn returned(&mut self, target: TargetId, round: u32, prober: Box<Prober>) {
-        let current = self.targets.get(&target).map(Entry::round);
+    /// An attempt of start `round` at `place` ended: files the record for its next slot,
+    /// unless the target was stopped (or another started there) meanwhile.
+    fn returned(&mut self, place: Place, round: u32, prober: Box<Prober>) {
+        let current = self.targets.get(place as usize).and_then(Entry::round);
         if current == Some(round) {
-            self.wait(target, round, prober);
+            self.wait(place, round, prober);
         }
     }
 
@@ -171,8 +224,8 @@ impl Table {
             if *entry.key() > now {
                 break;
             }
-            for (target, round) in entry.remove() {
-                let Some(slot_entry) = self.targets.get_mut(&target) else {
+            for (place, round) in entry.remove() {
+                let Some(slot_entry) = self.targets.get_mut(place as usize) else {
                     continue;
                 };
                 if !matches!(slot_entry, Entry::Waiting { round: r, .. } if *r == round) {
@@ -181,7 +234,7 @@ impl Table {
                 let (abort, registration) = AbortHandle::new_pair();
                 let flight = Entry::InFlight { round, abort };
                 if let Entry::Waiting { prober, .. } = std::mem::replace(slot_entry, flight) {
-                    taken.push((target, round, prober, registration));
+                    taken.push((place, round, prober, registration));
                 }
             }
         }
@@ -191,7 +244,8 @@ impl Table {
 
 impl Drop for Table {
     fn drop(&mut self) {
-        self.live.dec_by(self.targets.len() as i64);
+        let held = self.targets.iter().filter(|e| e.round().is_some()).count();
+        self.live.dec_by(held as i64);
     }
 }
 
@@ -203,7 +257,7 @@ async fn turn(
     reporting: Rc<Reporting>,
     live: Gauge,
 ) {
-    let table = Rc::new(RefCell::new(Table::new(live)));
+    let table = Rc::new(RefCell::new(Table::new(live, reporting.grid)));
     let earlier = table.borrow().earlier.clone();
     let mut open = true;
     loop {
@@ -234,11 +288,11 @@ async fn turn(
 /// Starts every attempt due now, each a task of its own until it hands its record back.
 fn start_due(table: &Rc<RefCell<Table>>, reporting: &Rc<Reporting>) {
     let due = table.borrow_mut().take_due(Instant::now());
-    for (target, round, mut prober, registration) in due {
+    for (place, round, mut prober, registration) in due {
         let (table, reporting) = (table.clone(), reporting.clone());
         let attempt = async move {
             prober.attempt(&reporting).await;
-            table.borrow_mut().returned(target, round, prober);
+            table.borrow_mut().returned(place, round, prober);
         };
         actix_rt::spawn(Abortable::new(attempt, registration));
     }
@@ -246,16 +300,18 @@ fn start_due(table: &Rc<RefCell<Table>>, reporting: &Rc<Reporting>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Entry, Prober};
+    use super::{Entry, Place, Prober};
 
-    /// What a waiting target costs its thread: a bucket of the table (its id and entry) and
-    /// its boxed record. Both stay small, so a target between probes holds a few hundred
-    /// bytes, not a task.
+    /// What a waiting target costs its thread: its place in the table, its entry in a
+    /// bucket and its boxed record. All stay small, so a target between probes holds about
+    /// a hundred bytes, not a task.
     #[test]
     fn a_waiting_target_is_a_small_entry_and_record() {
-        let bucket = std::mem::size_of::<(u64, Entry)>();
-        assert!(bucket <= 24, "a table bucket is {bucket} bytes");
+        let place = std::mem::size_of::<Entry>();
+        assert!(place <= 16, "a place of the table is {place} bytes");
+        let due = std::mem::size_of::<(Place, u32)>();
+        assert!(due <= 8, "a bucket entry is {due} bytes");
         let record = std::mem::size_of::<Prober>();
-        assert!(record <= 256, "a prober record is {record} bytes");
+        assert!(record <= 96, "a prober record is {record} bytes");
     }
 }

@@ -21,7 +21,7 @@ use crate::observation::TargetId;
 use crate::outbox::Observations;
 use crate::probe::{Probe, ProbeContext, BUILT_IN};
 use crate::probe_limits::ProbeLimits;
-use crate::schedule::{Schedule, LONG_TICK};
+use crate::schedule::{Grid, Schedule, LONG_TICK};
 
 /// Takes probe results as the tracker would, counting them per target.
 struct Results {
@@ -109,13 +109,17 @@ async fn each_target_is_probed_on_its_schedule_and_only_while_started() {
     .start();
     let arbiter = Arbiter::new();
     let live = Gauge::default();
+    let origin = Instant::now();
     let reporting = Reporting {
         tracker: results.recipient(),
         limits,
         sample_share: 0.0,
+        grid: Grid {
+            origin,
+            tick: LONG_TICK,
+        },
     };
     let wheel = Wheel::spawn(&arbiter.handle(), reporting, live.clone());
-    let origin = Instant::now();
     let start = |id: usize, t: &Target| {
         let probe = Probe::new(t, &mut ProbeContext::default()).unwrap();
         let schedule = Schedule::new(&t.key(), &t.check.timing, origin, LONG_TICK);
