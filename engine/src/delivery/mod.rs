@@ -10,6 +10,7 @@
 
 mod core;
 mod report;
+mod slot;
 #[cfg(test)]
 mod tests;
 
@@ -151,9 +152,7 @@ impl SinkActor {
     ) {
         let now = self.now();
         let mut fx = Vec::new();
-        let finished = self
-            .core
-            .written(&write.tenant, write.snapshot.seq, &result, now, &mut fx);
+        let finished = self.core.written(write, &result, now, &mut fx);
         self.report
             .write_finished(write, started, &result, finished.as_ref(), now);
         self.carry_out(fx, ctx);
