@@ -1,10 +1,12 @@
 //! The webhook sink against a real HTTP receiver in the test that checks every signature.
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ho_testkit::Behaviour;
 
-use crate::fakes::webhook::{addresses_of, wait_for_delivery, Receiver, SECRET};
+use crate::fakes::webhook::{addresses_of, wait_for_delivery, Held, Receiver, SECRET};
 use crate::harness::*;
 
 /// Signed deliveries follow health; while the receiver fails, the latest state is
@@ -282,4 +284,61 @@ async fn no_second_holds_more_writes_than_the_rate() {
     tenants.sort();
     tenants.dedup();
     assert_eq!(tenants.len(), 20, "each tenant written once");
+}
+
+/// `delivery.max_in_flight` holds through the real sink: forty tenants due at start, with no
+/// rate limit to speak of, against a receiver that holds every request open and lets one go
+/// every 20 ms. The receiver never sees more than 4 requests open at once, sees 4 (the
+/// engine fills every place it has), and every tenant lands, each once.
+#[actix_rt::test]
+async fn writes_in_flight_never_exceed_max_in_flight() {
+    let held = Arc::new(Held::default());
+    let rx = Receiver::holding(held.clone());
+    let addr = rx.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let gws = gateways(40);
+    let mut tail = String::new();
+    for i in 1..=40 {
+        tail.push_str(&format!(
+            "[[tenants]]\nname = \"t{i}\"\ndomains = [\"t{i}.example\"]\nendpoints = [\"gw-{i}\"]\nsinks = [\"hook\"]\n\n"
+        ));
+    }
+    tail.push_str(&format!(
+        "[sinks.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/dns\"\nsecret_file = {:?}\n\
+         delivery = {{ max_writes_per_second = 1000, burst = 1000, max_in_flight = 4 }}\n",
+        secret_file.display().to_string()
+    ));
+    let _engine = start_engine(
+        dir.path(),
+        &config(&Check::FAST, &gws.iter().collect::<Vec<_>>(), &tail),
+    )
+    .await;
+    let tenants = || {
+        let mut tenants: Vec<String> = (rx.accepted().iter())
+            .map(|d| d.body["tenant"].as_str().unwrap().to_owned())
+            .collect();
+        tenants.sort();
+        tenants.dedup();
+        tenants
+    };
+    let start = tokio::time::Instant::now();
+    while tenants().len() < 40 {
+        assert!(
+            start.elapsed() < LIMIT,
+            "{} of 40 delivered",
+            tenants().len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if held.now.load(Ordering::SeqCst) > 0 {
+            held.release.add_permits(1);
+        }
+    }
+    assert_eq!(
+        held.most.load(Ordering::SeqCst),
+        4,
+        "most requests open at once"
+    );
+    assert_eq!(rx.accepted().len(), 40, "each tenant written once");
 }

@@ -492,6 +492,13 @@ pub struct Delivery {
     /// Token-bucket size: writes allowed back to back after a quiet period.
     #[serde(default = "default_burst")]
     pub burst: u32,
+    /// Writes in flight at once, over all tenants; more wait their turn, changes and
+    /// retries ahead of reconciles. Each write holds its request body and a connection
+    /// until it ends, so a start-up or takeover round of every tenant must not open them
+    /// all at once: that costs memory per tenant, and the back end gets a flood of
+    /// concurrent requests.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: u32,
     /// How often the full desired state is written again to repair changes made by
     /// someone else (only differences are written).
     #[serde(default = "default_reconcile", with = "humantime_serde")]
@@ -525,6 +532,7 @@ impl Default for Delivery {
         Delivery {
             max_writes_per_second: default_rate(),
             burst: default_burst(),
+            max_in_flight: default_max_in_flight(),
             reconcile_interval: default_reconcile(),
             backoff_min: default_backoff_min(),
             backoff_max: default_backoff_max(),
@@ -537,6 +545,9 @@ fn default_rate() -> f64 {
 }
 fn default_burst() -> u32 {
     5
+}
+fn default_max_in_flight() -> u32 {
+    32
 }
 fn default_reconcile() -> Duration {
     Duration::from_secs(60)

@@ -317,6 +317,12 @@ fn check_delivery(d: &Delivery, path: &str, errs: &mut Errors) {
     if d.burst == 0 {
         errs.push(format!("{path}.burst"), "must be at least 1");
     }
+    if d.max_in_flight == 0 {
+        errs.push(
+            format!("{path}.max_in_flight"),
+            "must be at least 1 (0 would never write)",
+        );
+    }
     if d.reconcile_interval < Duration::from_secs(1) {
         errs.push(format!("{path}.reconcile_interval"), "must be at least 1s");
     }

@@ -3,15 +3,16 @@
 //! with the current [`Now`], and carries out the [`Effect`]s it returns (start this write,
 //! wake me then). Tested in virtual time in `tests.rs`.
 //!
-//! The invariant it keeps: one write in flight per tenant; the latest snapshot is the only
-//! one ever written (older ones are dropped, replaced ones hand their changes on); writes
-//! start only while the writer fence is open, in the order tenants asked once the token
-//! bucket runs dry; a failed write is retried after its backoff or the back end's
+//! The invariant it keeps: one write in flight per tenant, and at most `max_in_flight`
+//! over all tenants; the latest snapshot is the only one ever written (older ones are
+//! dropped, replaced ones hand their changes on); writes start only while the writer fence
+//! is open, in the order tenants asked once the token bucket runs dry or every place in
+//! flight is taken; a failed write is retried after its backoff or the back end's
 //! `Retry-After`, whichever is longer, unless a newer snapshot comes first.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ho_config::Delivery;
 use tokio::time::Instant;
@@ -19,11 +20,12 @@ use tracing::{debug, info};
 
 use crate::backoff::ExponentialBackoff;
 pub(crate) use crate::clock::Now;
-use crate::clock::Timestamp;
 use crate::sink::{Applied, SinkError};
-use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
-use crate::status::{SinkErrorStatus, SinkTenantStatus};
+use crate::snapshot::{TenantSnapshot, MAX_CHANGES};
+use crate::status::SinkTenantStatus;
 use crate::token_bucket::TokenBucket;
+
+use super::slot::{plan_retry, Slot};
 
 /// Share of a backoff delay taken off at random, so sinks failing together retry apart.
 const BACKOFF_JITTER: f64 = 0.2;
@@ -57,6 +59,8 @@ impl Cause {
 /// through [`DeliveryCore::written`].
 #[derive(Debug, Clone)]
 pub(crate) struct Write {
+    /// Tells this write's result from that of a write of a slot since forgotten.
+    pub id: u64,
     /// Tenant name.
     pub tenant: String,
     /// What to write: the desired state, carrying the changes of snapshots it replaced.
@@ -110,74 +114,6 @@ pub(crate) struct Finished {
     pub retry_in: Option<Duration>,
 }
 
-/// Per-tenant write state.
-struct Slot {
-    /// Latest snapshot received: the only one that will ever be written.
-    desired: Arc<TenantSnapshot>,
-    written_seq: Option<u64>,
-    in_flight: bool,
-    /// When a retry is due (backoff or `Retry-After`); `None` when none waits.
-    retry_at: Option<Instant>,
-    attempts: u32,
-    last_success: Option<SystemTime>,
-    /// When `written_seq` was first written (a reconcile of it does not move this).
-    written_at: Option<SystemTime>,
-    last_error: Option<(SystemTime, SinkError)>,
-    /// Changes of snapshots that were replaced before they were written, with the seq they
-    /// came with: coalescing keeps only the latest state, but no change goes unreported.
-    carried: Vec<(u64, VerdictChange)>,
-    /// The tenant is no longer run here: forgotten once `desired` is written.
-    last: bool,
-}
-
-/// Plans `tenant`'s retry for `at`: the slot remembers it, so a wake-up for a retry replaced
-/// since finds another `at` and does nothing.
-fn plan_retry(slot: &mut Slot, tenant: &str, at: Instant, fx: &mut Vec<Effect>) {
-    slot.retry_at = Some(at);
-    fx.push(Effect::WakeAt {
-        at,
-        wake: Wake::Retry {
-            tenant: tenant.to_owned(),
-            at,
-        },
-    });
-}
-
-impl Slot {
-    fn new(desired: Arc<TenantSnapshot>) -> Slot {
-        Slot {
-            desired,
-            written_seq: None,
-            in_flight: false,
-            retry_at: None,
-            attempts: 0,
-            last_success: None,
-            written_at: None,
-            last_error: None,
-            last: false,
-            carried: Vec::new(),
-        }
-    }
-
-    /// What to write: the desired snapshot, carrying the changes of the snapshots it replaced
-    /// (the latest [`MAX_CHANGES`] of them).
-    fn to_write(&self) -> Arc<TenantSnapshot> {
-        if self.carried.is_empty() {
-            return self.desired.clone();
-        }
-        let mut snapshot = (*self.desired).clone();
-        let mut changes: Vec<VerdictChange> = self.carried.iter().map(|(_, c)| c.clone()).collect();
-        changes.extend(snapshot.changes);
-        let excess = changes.len().saturating_sub(MAX_CHANGES);
-        snapshot.changes = changes.split_off(excess);
-        Arc::new(snapshot)
-    }
-
-    fn pending(&self) -> bool {
-        self.written_seq != Some(self.desired.seq)
-    }
-}
-
 /// The delivery state of one sink: every tenant's slot, the token bucket and its queue.
 pub(crate) struct DeliveryCore {
     /// The sink's name, for logs.
@@ -185,10 +121,21 @@ pub(crate) struct DeliveryCore {
     backoff: ExponentialBackoff,
     bucket: TokenBucket,
     slots: BTreeMap<String, Slot>,
-    /// Tenants waiting for a write token, each once, in the order they asked; one timer
-    /// serves the whole queue (a timer per tenant would wake every waiting tenant for
-    /// each token).
+    /// Tenants waiting for a write token or a place in flight, each once, in the order they
+    /// asked; one timer serves the whole queue (a timer per tenant would wake every waiting
+    /// tenant for each token), and every write that ends serves it too.
     queue: VecDeque<(String, Cause)>,
+    /// Writes in flight at most (`delivery.max_in_flight`): a start-up or takeover round of
+    /// every tenant must not hold a request body and a connection per tenant at once.
+    max_in_flight: usize,
+    /// Writes started and not ended, forgotten tenants' included: they hold their place
+    /// until they end.
+    in_flight: usize,
+    /// Writes in flight of forgotten tenants, by id: a tenant added again under the same
+    /// name waits for them, so an old state never lands after a new one.
+    orphans: BTreeMap<u64, String>,
+    /// The id of the next write.
+    next_id: u64,
     /// A [`Wake::Token`] is planned.
     token_armed: bool,
     /// Set at shutdown: writes in flight finish, no new one starts.
@@ -220,6 +167,10 @@ impl DeliveryCore {
             ),
             slots: BTreeMap::new(),
             queue: VecDeque::new(),
+            max_in_flight: delivery.max_in_flight as usize,
+            in_flight: 0,
+            orphans: BTreeMap::new(),
+            next_id: 0,
             token_armed: false,
             stopping: false,
             rng,
@@ -279,15 +230,19 @@ impl DeliveryCore {
     }
 
     /// A reload removed the tenant: no more writes or reconciles of it (a write in flight
-    /// finishes; its result is then ignored).
+    /// finishes and frees its place; its result is then ignored).
     pub(crate) fn forget(&mut self, tenant: &str) {
-        self.slots.remove(tenant);
+        // Its place in the queue is not a tenant added again under the same name.
+        self.queue.retain(|(t, _)| t != tenant);
+        if let Some(id) = self.slots.remove(tenant).and_then(|s| s.in_flight) {
+            self.orphans.insert(id, tenant.to_owned());
+        }
     }
 
     /// Shutdown: start no new write; answers how many are still in flight.
     pub(crate) fn quiesce(&mut self) -> usize {
         self.stopping = true;
-        self.slots.values().filter(|s| s.in_flight).count()
+        self.in_flight
     }
 
     /// This replica became the writer: every tenant is written now from the snapshots kept.
@@ -306,7 +261,9 @@ impl DeliveryCore {
             .slots
             .iter()
             .filter(|(t, s)| {
-                !s.in_flight && s.retry_at.is_none() && !self.queue.iter().any(|(q, _)| q == *t)
+                s.in_flight.is_none()
+                    && s.retry_at.is_none()
+                    && !self.queue.iter().any(|(q, _)| q == *t)
             })
             .map(|(t, _)| t.clone())
             .collect();
@@ -337,19 +294,39 @@ impl DeliveryCore {
         }
     }
 
-    /// The write of `seq` for `tenant` ended with `result`. A newer snapshot that arrived
-    /// meanwhile is written next, whatever the result; else a retriable failure waits for
-    /// its retry. `None` when the tenant was forgotten meanwhile.
+    /// `write` ended with `result`; its place in flight goes to the first write queued.
+    /// A newer snapshot that arrived meanwhile is written next, whatever the result; else
+    /// a retriable failure waits for its retry. `None` when the tenant was forgotten
+    /// meanwhile.
     pub(crate) fn written(
         &mut self,
-        tenant: &str,
-        seq: u64,
+        write: &Write,
         result: &Result<Applied, SinkError>,
         now: Now,
         fx: &mut Vec<Effect>,
     ) -> Option<Finished> {
+        self.in_flight -= 1;
+        let finished = self.settle(write, result, now, fx);
+        self.serve_queue(now, fx);
+        finished
+    }
+
+    /// What `write`'s result changes in its tenant's slot.
+    fn settle(
+        &mut self,
+        write: &Write,
+        result: &Result<Applied, SinkError>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) -> Option<Finished> {
+        if let Some(tenant) = self.orphans.remove(&write.id) {
+            // A tenant added again under this name waited for this write to end.
+            self.write(&tenant, Cause::Snapshot, now, fx);
+            return None;
+        }
+        let (tenant, seq) = (write.tenant.as_str(), write.snapshot.seq);
         let slot = self.slots.get_mut(tenant)?;
-        slot.in_flight = false;
+        slot.in_flight = None;
         let mut finished = Finished {
             first_of_seq: false,
             attempts: 0,
@@ -402,31 +379,19 @@ impl DeliveryCore {
     pub(crate) fn status(&self) -> Vec<SinkTenantStatus> {
         self.slots
             .iter()
-            .map(|(tenant, slot)| SinkTenantStatus {
-                tenant: tenant.clone(),
-                desired_seq: slot.desired.seq,
-                written_seq: slot.written_seq,
-                pending: slot.pending(),
-                attempts: slot.attempts,
-                last_success: slot.last_success.map(Timestamp),
-                written_at: slot.written_at.map(Timestamp),
-                last_error: slot.last_error.as_ref().map(|(at, e)| SinkErrorStatus {
-                    at: Timestamp(*at),
-                    message: e.message.clone(),
-                    retrying: e.retriable,
-                }),
-            })
+            .map(|(tenant, slot)| slot.status(tenant))
             .collect()
     }
 
-    /// Writes the tenant's desired state now if a token is available and nobody queues
-    /// for one, else queues it for the next token. A waiting retry is dropped: this write
+    /// Writes the tenant's desired state now if a token and a place in flight are free and
+    /// nobody queues for them, else queues it. A waiting retry is dropped: this write
     /// (or the one in flight) supersedes it.
     fn write(&mut self, tenant: &str, cause: Cause, now: Now, fx: &mut Vec<Effect>) {
+        let orphaned = self.orphaned(tenant);
         let Some(slot) = self.slots.get_mut(tenant) else {
             return;
         };
-        if slot.in_flight || self.stopping {
+        if slot.in_flight.is_some() || orphaned || self.stopping {
             return;
         }
         slot.retry_at = None;
@@ -437,10 +402,15 @@ impl DeliveryCore {
         if self.held_for_a_count(tenant, now, fx) {
             return;
         }
-        if self.queue.is_empty() && self.bucket.try_take(now.clock.mono).is_ok() {
+        let room = self.in_flight < self.max_in_flight;
+        if room && self.queue.is_empty() && self.bucket.try_take(now.clock.mono).is_ok() {
             self.start(tenant, cause, fx);
         } else {
-            debug!(sink = %self.name, tenant, "rate limited");
+            if room {
+                debug!(sink = %self.name, tenant, "rate limited");
+            } else {
+                debug!(sink = %self.name, tenant, "waiting for a write in flight to end");
+            }
             self.enqueue(tenant, cause);
             self.serve_queue(now, fx);
         }
@@ -474,15 +444,28 @@ impl DeliveryCore {
             .insert(first_reconcile, (tenant.to_owned(), cause));
     }
 
-    /// Starts queued writes while tokens last, then asks to be woken for the next token.
+    /// A write of a forgotten slot of `tenant` is in flight.
+    fn orphaned(&self, tenant: &str) -> bool {
+        self.orphans.values().any(|t| t == tenant)
+    }
+
+    /// Starts queued writes while tokens and places in flight last, then asks to be woken
+    /// for the next token (a write that ends serves the queue again).
     fn serve_queue(&mut self, now: Now, fx: &mut Vec<Effect>) {
         if self.token_armed {
             return;
         }
-        while let Some((tenant, cause)) = self.queue.front().cloned() {
+        while self.in_flight < self.max_in_flight {
+            let Some((tenant, cause)) = self.queue.front().cloned() else {
+                return;
+            };
             let ready = now.writer
                 && !self.stopping
-                && self.slots.get(&tenant).is_some_and(|s| !s.in_flight);
+                && !self.orphaned(&tenant)
+                && self
+                    .slots
+                    .get(&tenant)
+                    .is_some_and(|s| s.in_flight.is_none());
             if !ready || self.held_for_a_count(&tenant, now, fx) {
                 // Gone, being written (it picks up the newest state), fenced, stopping, or
                 // waiting for a count of the clusters' reports.
@@ -527,11 +510,15 @@ impl DeliveryCore {
         true
     }
 
-    /// Starts the write of `tenant` (a token was taken).
+    /// Starts the write of `tenant` (a token and a place in flight were taken).
     fn start(&mut self, tenant: &str, cause: Cause, fx: &mut Vec<Effect>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.in_flight += 1;
         let slot = self.slots.get_mut(tenant).expect("checked by the caller");
-        slot.in_flight = true;
+        slot.in_flight = Some(id);
         fx.push(Effect::Write(Write {
+            id,
             tenant: tenant.to_owned(),
             snapshot: slot.to_write(),
             cause,

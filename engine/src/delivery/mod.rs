@@ -1,5 +1,6 @@
 //! Delivery: the actor around every sink. It coalesces snapshots (latest wins), runs one
-//! write per tenant at a time, limits the write rate (token bucket), retries failures with
+//! write per tenant at a time and at most `max_in_flight` in all (each holds a request body
+//! and a connection), limits the write rate (token bucket), retries failures with
 //! exponential backoff and jitter (or the back end's `Retry-After`), re-writes the full
 //! desired state periodically to repair drift, and keeps the status and metrics. Sinks
 //! themselves only know how to write.
@@ -10,6 +11,7 @@
 
 mod core;
 mod report;
+mod slot;
 #[cfg(test)]
 mod tests;
 
@@ -151,9 +153,7 @@ impl SinkActor {
     ) {
         let now = self.now();
         let mut fx = Vec::new();
-        let finished = self
-            .core
-            .written(&write.tenant, write.snapshot.seq, &result, now, &mut fx);
+        let finished = self.core.written(write, &result, now, &mut fx);
         self.report
             .write_finished(write, started, &result, finished.as_ref(), now);
         self.carry_out(fx, ctx);

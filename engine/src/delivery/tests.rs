@@ -14,6 +14,8 @@ use crate::hysteresis::Health;
 use crate::sink::{Applied, SinkError};
 use crate::snapshot::{TenantSnapshot, VerdictChange, MAX_CHANGES};
 
+mod in_flight;
+
 /// One sink's delivery under a hand-moved clock: the timers it asked for and the writes
 /// it started, until the test finishes them.
 struct Run {
@@ -116,9 +118,7 @@ impl Run {
             .unwrap_or_else(|| panic!("no write in flight for {tenant}"));
         let write = self.in_flight.remove(i);
         let (now, mut fx) = (self.now(), Vec::new());
-        let finished = self
-            .core
-            .written(tenant, write.snapshot.seq, &result, now, &mut fx);
+        let finished = self.core.written(&write, &result, now, &mut fx);
         self.take(fx);
         finished
     }
@@ -140,6 +140,7 @@ fn delivery(rate: f64, burst: u32) -> Delivery {
     Delivery {
         max_writes_per_second: rate,
         burst,
+        max_in_flight: 1000,
         reconcile_interval: Duration::from_secs(60),
         backoff_min: Duration::from_secs(1),
         backoff_max: Duration::from_secs(8),

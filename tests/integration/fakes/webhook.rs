@@ -1,6 +1,7 @@
 //! A webhook receiver that checks every signature independently of the sink's code and
 //! records what it accepted.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -31,9 +32,48 @@ pub struct Delivery {
 pub struct Receiver {
     deliveries: Arc<Mutex<Vec<Delivery>>>,
     pub failing: Arc<Mutex<bool>>,
+    /// Set: every request is held until the test lets it go.
+    pub held: Option<Arc<Held>>,
+}
+
+/// Requests held open by the receiver, counted: how many writes the sender has in flight.
+pub struct Held {
+    /// Requests received and not answered yet.
+    pub now: AtomicUsize,
+    /// The most seen at once.
+    pub most: AtomicUsize,
+    /// One permit answers one held request.
+    pub release: tokio::sync::Semaphore,
+}
+
+impl Default for Held {
+    fn default() -> Held {
+        Held {
+            now: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+            release: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
+impl Held {
+    async fn hold(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.release.acquire().await.unwrap().forget();
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Receiver {
+    /// A receiver that holds every request until `held` lets it go.
+    pub fn holding(held: Arc<Held>) -> Receiver {
+        Receiver {
+            held: Some(held),
+            ..Receiver::default()
+        }
+    }
+
     pub async fn start(self) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -71,6 +111,9 @@ impl Receiver {
                 .status(StatusCode::UNAUTHORIZED)
                 .body(Full::default())
                 .unwrap();
+        }
+        if let Some(held) = &self.held {
+            held.hold().await;
         }
         let accepted = !*self.failing.lock().unwrap();
         self.deliveries.lock().unwrap().push(Delivery {
