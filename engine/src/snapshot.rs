@@ -72,10 +72,10 @@ impl EndpointMeta {
     /// The metadata of a configured endpoint.
     pub fn of(ep: &ho_config::Endpoint) -> EndpointMeta {
         EndpointMeta {
-            name: ep.name.clone(),
+            name: ep.name.to_string(),
             priority: ep.priority,
-            labels: ep.labels.clone(),
-            host: ep.host.clone(),
+            labels: ep.labels().clone(),
+            host: ep.host().map(str::to_owned),
         }
     }
 }
