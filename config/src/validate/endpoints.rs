@@ -217,7 +217,8 @@ pub(super) fn split_hosts(
         }
     }
     for (ti, tenant) in tenants.iter_mut().enumerate() {
-        tenant.endpoints = std::mem::take(&mut tenant.endpoints)
+        // Collected in place, so the list would keep the growth room of its last push.
+        let mut kept: Vec<usize> = std::mem::take(&mut tenant.endpoints)
             .into_iter()
             .filter_map(|e| match place[e] {
                 Ok(i) => Some(i),
@@ -227,6 +228,8 @@ pub(super) fn split_hosts(
                 }
             })
             .collect();
+        kept.shrink_to_fit();
+        tenant.endpoints = kept;
     }
     endpoints.shrink_to_fit();
     (endpoints, hosts, tenants)
