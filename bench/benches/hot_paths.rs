@@ -71,17 +71,12 @@ fn selection(c: &mut Criterion) {
         resource: None,
     };
     let endpoints: Vec<ho_config::Endpoint> = (0..100)
-        .map(|i| ho_config::Endpoint {
-            host: None,
-            name: format!("e{i}"),
-            address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8)),
-            labels: Default::default(),
-            weight: None,
-            priority: 0,
-            cluster: None,
-            hold_failback: false,
-            target: i,
-            composite: None,
+        .map(|i| {
+            ho_config::Endpoint::new(
+                format!("e{i}"),
+                IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8)),
+                i,
+            )
         })
         .collect();
     let health = |i: usize| {
@@ -100,22 +95,16 @@ fn selection(c: &mut Criterion) {
 /// fail-open rules, policy, and the sorted address list of the snapshot.
 fn snapshots_10k_endpoints_100_tenants(c: &mut Criterion) {
     let endpoints: Vec<ho_config::Endpoint> = (0..10_000usize)
-        .map(|i| ho_config::Endpoint {
-            host: None,
-            name: format!("e{i}"),
-            address: IpAddr::V4(Ipv4Addr::new(
+        .map(|i| {
+            let address = IpAddr::V4(Ipv4Addr::new(
                 10,
                 (i / 65536) as u8,
                 (i / 256 % 256) as u8,
                 (i % 256) as u8,
-            )),
-            labels: Default::default(),
-            weight: None,
-            priority: (i % 3) as u32,
-            cluster: None,
-            hold_failback: false,
-            target: i,
-            composite: None,
+            ));
+            let mut e = ho_config::Endpoint::new(format!("e{i}"), address, i);
+            e.priority = (i % 3) as u32;
+            e
         })
         .collect();
     let meta: Vec<Arc<EndpointMeta>> = endpoints

@@ -22,8 +22,8 @@ pub use model::{
     RingConfig, RoutingPolicy, SinkTable, TelemetryConfig, WeightRule,
 };
 pub use plan::{
-    CheckSpec, Composite, Damping, Discovered, Endpoint, HostEndpoint, Plan, PlannedSink, Slo,
-    SloWindow, Target, Tenant, Timing, TlsCheck,
+    CheckSpec, Composite, Damping, Discovered, Endpoint, EndpointExtras, HostEndpoint, Plan,
+    PlannedSink, Slo, SloWindow, Target, Tenant, Timing, TlsCheck,
 };
 pub use validate::{
     resolve_standalone_check, validate, CheckCatalog, Claim, FieldError, KindCheck, Kinds, Parsed,

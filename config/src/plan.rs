@@ -26,6 +26,10 @@ use crate::model::{
 };
 use crate::validate::{KindCheck, SinkSpec};
 
+mod endpoint;
+
+pub use endpoint::{Endpoint, EndpointExtras};
+
 /// Everything the engine needs, with all cross-references checked.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -90,10 +94,13 @@ impl Plan {
     /// sinks by name. Logged at start and whenever a reload changes it, because a broken
     /// or forged certificate goes unnoticed there.
     pub fn unverified_tls(&self) -> Vec<String> {
-        let endpoints = self
-            .endpoints
-            .iter()
-            .filter(|e| self.targets[e.target].check.settings.get().unverified_tls());
+        let endpoints = self.endpoints.iter().filter(|e| {
+            self.targets[e.target()]
+                .check
+                .settings
+                .get()
+                .unverified_tls()
+        });
         let sinks = self.sinks.iter().filter(|(_, s)| s.spec.unverified_tls());
         endpoints
             .map(|e| format!("endpoint {:?}", e.name))
@@ -123,7 +130,7 @@ impl Plan {
     /// invariants.
     pub fn with_discovered(&self, found: &[Discovered]) -> Plan {
         let mut plan = self.clone();
-        let mut names: std::collections::HashSet<String> =
+        let mut names: std::collections::HashSet<Arc<str>> =
             plan.endpoints.iter().map(|e| e.name.clone()).collect();
         for d in found {
             let Some(ti) = plan
@@ -144,7 +151,7 @@ impl Plan {
             let first = tenant.endpoints[0];
             let target = Target {
                 address: d.address,
-                check: plan.targets[plan.endpoints[first].target].check.clone(),
+                check: plan.targets[plan.endpoints[first].target()].check.clone(),
             };
             let target = match plan.targets.iter().position(|t| *t == target) {
                 Some(i) => i,
@@ -154,22 +161,18 @@ impl Plan {
                 }
             };
             let mut name = format!("{}/{}", d.cluster, d.name);
-            if names.contains(&name) {
+            if names.contains(name.as_str()) {
                 name = format!("{name}@{}", d.address);
             }
+            let name: Arc<str> = name.into();
             names.insert(name.clone());
-            plan.endpoints.push(Endpoint {
-                name,
-                address: d.address,
-                labels: BTreeMap::new(),
-                weight: None,
-                priority: 0,
-                cluster: Some(d.cluster.clone()),
-                hold_failback: false,
-                host: None,
-                target,
-                composite: None,
-            });
+            plan.endpoints
+                .push(
+                    Endpoint::new(name, d.address, target).with_extras(EndpointExtras {
+                        cluster: Some(d.cluster.clone()),
+                        ..EndpointExtras::default()
+                    }),
+                );
             plan.tenants[ti].endpoints.push(plan.endpoints.len() - 1);
         }
         plan
@@ -252,18 +255,18 @@ impl Plan {
                     }
                 }
                 if joined {
-                    plan.endpoints.push(Endpoint {
-                        name: format!("{}@{address}", host.name),
-                        address,
-                        labels: host.labels.clone(),
-                        weight: host.weight,
-                        priority: host.priority,
-                        cluster: host.cluster.clone(),
-                        hold_failback: host.hold_failback,
-                        host: Some(host.host.clone()),
-                        target,
-                        composite: None,
-                    });
+                    let mut endpoint =
+                        Endpoint::new(format!("{}@{address}", host.name), address, target)
+                            .with_extras(EndpointExtras {
+                                labels: host.labels.clone(),
+                                cluster: host.cluster.clone(),
+                                host: Some(host.host.clone()),
+                                composite: None,
+                            });
+                    endpoint.weight = host.weight;
+                    endpoint.priority = host.priority;
+                    endpoint.hold_failback = host.hold_failback;
+                    plan.endpoints.push(endpoint);
                 }
             }
         }
@@ -370,41 +373,6 @@ pub struct Damping {
     /// Longest hold after the last flap.
     #[serde(with = "humantime_serde")]
     pub max_suppress: Duration,
-}
-
-/// A configured endpoint bound to its target.
-#[derive(Debug, Clone, Serialize)]
-pub struct Endpoint {
-    /// Unique name.
-    pub name: String,
-    /// Address published in DNS.
-    pub address: IpAddr,
-    /// Labels for selectors and policies.
-    pub labels: BTreeMap<String, String>,
-    /// Weight for weighted routing as set on the endpoint (`None`: the tenant's
-    /// `default_weight`, else 1; see `ho_engine::selection::weight_of`).
-    pub weight: Option<u32>,
-    /// Failover tier (default 0).
-    pub priority: u32,
-    /// The cluster owning it; `None`: this instance's.
-    pub cluster: Option<String>,
-    /// After a failure, held out until an operator releases it.
-    pub hold_failback: bool,
-    /// The host name it was resolved from (`<name>@<address>` of a [`HostEndpoint`]):
-    /// what a tenant answering `cname` publishes.
-    pub host: Option<String>,
-    /// Index into [`Plan::targets`]: its `check`.
-    pub target: usize,
-    /// Its further checks and how they combine with `target`'s (`checks`); `None`: one check.
-    pub composite: Option<Composite>,
-}
-
-impl Endpoint {
-    /// Every target the endpoint is judged by: `target`, then the composite's, each once.
-    pub fn targets(&self) -> impl Iterator<Item = usize> + '_ {
-        std::iter::once(self.target)
-            .chain(self.composite.iter().flat_map(|c| c.also.iter().copied()))
-    }
 }
 
 /// An endpoint's health from several checks of its address (`checks`, `require`,

@@ -13,8 +13,8 @@ use crate::hysteresis::Health;
 /// The verdict of `endpoint` given each target's health (`health(target index)`): its
 /// one check's, or its checks' combined.
 pub fn combine(endpoint: &Endpoint, health: impl Fn(usize) -> Health) -> Health {
-    let also = (endpoint.composite.iter()).flat_map(|c| c.also.iter().map(|&t| health(t)));
-    combine_healths(health(endpoint.target), also, endpoint.composite.as_ref())
+    let also = (endpoint.composite().into_iter()).flat_map(|c| c.also.iter().map(|&t| health(t)));
+    combine_healths(health(endpoint.target()), also, endpoint.composite())
 }
 
 /// The verdict of an endpoint whose first check (`Endpoint::target`) is `first` and whose
@@ -52,26 +52,18 @@ pub fn combine_healths(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ho_config::{Composite, Require};
+    use ho_config::{Composite, EndpointExtras, Require};
     use Health::{Down, Unknown, Up};
 
     fn endpoint(require: Require, must_pass: bool) -> Endpoint {
-        Endpoint {
-            host: None,
-            name: "gw".into(),
-            address: "192.0.2.1".parse().unwrap(),
-            labels: Default::default(),
-            weight: None,
-            priority: 0,
-            cluster: None,
-            hold_failback: false,
-            target: 0,
+        Endpoint::new("gw", "192.0.2.1".parse().unwrap(), 0).with_extras(EndpointExtras {
             composite: Some(Composite {
                 also: vec![1, 2],
                 require,
                 must_pass,
             }),
-        }
+            ..EndpointExtras::default()
+        })
     }
 
     fn verdict(ep: &Endpoint, checks: [Health; 3]) -> Health {
@@ -118,8 +110,7 @@ mod tests {
 
     #[test]
     fn one_check_is_its_own_verdict() {
-        let mut ep = endpoint(Require::All, false);
-        ep.composite = None;
+        let ep = endpoint(Require::All, false).with_extras(EndpointExtras::default());
         for h in [Up, Down, Unknown] {
             assert_eq!(verdict(&ep, [h, Down, Down]), h);
         }

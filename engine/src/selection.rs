@@ -43,7 +43,7 @@ pub fn weight_of(tenant: &Tenant, ep: &Endpoint) -> u32 {
     tenant
         .weights
         .iter()
-        .find(|rule| ep.labels.get(&rule.label) == Some(&rule.value))
+        .find(|rule| ep.labels().get(&rule.label) == Some(&rule.value))
         .map_or(ep.weight.unwrap_or(tenant.default_weight), |rule| {
             rule.weight
         })
@@ -68,7 +68,7 @@ pub fn locations(tenant: &Tenant, endpoints: &[Endpoint]) -> Vec<String> {
     let set: std::collections::BTreeSet<&String> = tenant
         .endpoints
         .iter()
-        .filter_map(|&e| endpoints[e].labels.get("geo"))
+        .filter_map(|&e| endpoints[e].labels().get("geo"))
         .collect();
     set.into_iter().cloned().collect()
 }
@@ -153,6 +153,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ho_config::EndpointExtras;
     use proptest::prelude::*;
     use std::time::Duration;
 
@@ -185,21 +186,16 @@ mod tests {
         priorities
             .iter()
             .enumerate()
-            .map(|(i, &priority)| Endpoint {
-                host: None,
-                name: format!("e{i}"),
-                address: std::net::IpAddr::from([10, 0, 0, i as u8 + 1]),
-                labels: [(
-                    "cloud".to_string(),
-                    if i % 2 == 0 { "aws" } else { "azure" }.to_string(),
-                )]
-                .into(),
-                weight: None,
-                cluster: None,
-                hold_failback: false,
-                priority,
-                target: i,
-                composite: None,
+            .map(|(i, &priority)| {
+                let address = std::net::IpAddr::from([10, 0, 0, i as u8 + 1]);
+                let cloud = if i % 2 == 0 { "aws" } else { "azure" };
+                let mut e =
+                    Endpoint::new(format!("e{i}"), address, i).with_extras(EndpointExtras {
+                        labels: [("cloud".to_string(), cloud.to_string())].into(),
+                        ..EndpointExtras::default()
+                    });
+                e.priority = priority;
+                e
             })
             .collect()
     }

@@ -73,7 +73,7 @@ pub struct EndpointMeta {
 impl EndpointMeta {
     /// The metadata of a configured endpoint.
     pub fn of(ep: &ho_config::Endpoint) -> EndpointMeta {
-        EndpointMeta::with_labels(ep, Arc::new(ep.labels.clone()))
+        EndpointMeta::with_labels(ep, Arc::new(ep.labels().clone()))
     }
 
     /// The metadata of each of `endpoints`, in order, those with the same labels sharing
@@ -85,8 +85,8 @@ impl EndpointMeta {
             .iter()
             .map(|ep| {
                 let labels = shared
-                    .entry(&ep.labels)
-                    .or_insert_with(|| Arc::new(ep.labels.clone()));
+                    .entry(ep.labels())
+                    .or_insert_with(|| Arc::new(ep.labels().clone()));
                 Arc::new(EndpointMeta::with_labels(ep, Arc::clone(labels)))
             })
             .collect()
@@ -94,10 +94,10 @@ impl EndpointMeta {
 
     fn with_labels(ep: &ho_config::Endpoint, labels: Arc<BTreeMap<String, String>>) -> Self {
         EndpointMeta {
-            name: ep.name.as_str().into(),
+            name: Box::from(&*ep.name),
             priority: ep.priority,
             labels,
-            host: ep.host.as_deref().map(Box::from),
+            host: ep.host().map(Box::from),
         }
     }
 }
@@ -377,31 +377,28 @@ mod tests {
                     .map(|k| (format!("k{k}"), format!("v{}", next(2))))
                     .collect();
                 let address: IpAddr = format!("10.0.{}.{}", i / 250, i % 250).parse().unwrap();
-                ho_config::Endpoint {
-                    name: format!("e{i}"),
-                    address,
-                    labels,
-                    weight: None,
-                    priority: next(3) as u32,
-                    cluster: None,
-                    hold_failback: false,
-                    host: (next(2) == 0).then(|| format!("lb{}.example.net", next(5))),
-                    target: i,
-                    composite: None,
-                }
+                let mut ep = ho_config::Endpoint::new(format!("e{i}"), address, i).with_extras(
+                    ho_config::EndpointExtras {
+                        labels,
+                        host: (next(2) == 0).then(|| format!("lb{}.example.net", next(5))),
+                        ..Default::default()
+                    },
+                );
+                ep.priority = next(3) as u32;
+                ep
             })
             .collect();
         let each = EndpointMeta::of_each(&endpoints);
         assert_eq!(each.len(), endpoints.len());
         for (i, (meta, ep)) in each.iter().zip(&endpoints).enumerate() {
             assert_eq!(**meta, EndpointMeta::of(ep), "endpoint {i}");
-            assert_eq!(&*meta.name, ep.name.as_str());
-            assert_eq!(*meta.labels, ep.labels);
-            assert_eq!(meta.host.as_deref(), ep.host.as_deref());
+            assert_eq!(&*meta.name, &*ep.name);
+            assert_eq!(*meta.labels, *ep.labels());
+            assert_eq!(meta.host.as_deref(), ep.host());
             assert_eq!(meta.priority, ep.priority);
             for (other, o) in each.iter().zip(&endpoints) {
                 let shared = Arc::ptr_eq(&meta.labels, &other.labels);
-                assert_eq!(shared, ep.labels == o.labels, "endpoint {i}");
+                assert_eq!(shared, ep.labels() == o.labels(), "endpoint {i}");
             }
         }
         assert!(std::mem::size_of::<EndpointMeta>() <= 48);

@@ -225,7 +225,7 @@ fn identical_checks_share_a_target() {
     let names: Vec<&str> = t
         .endpoints
         .iter()
-        .map(|&i| plan.endpoints[i].name.as_str())
+        .map(|&i| plan.endpoints[i].name.as_ref())
         .collect();
     assert_eq!(names, ["ie-1", "ie-2"], "selector geo=IE");
 
@@ -241,7 +241,7 @@ fn identical_checks_share_a_target() {
         3,
         "node-1 and node-1-again share a prober"
     );
-    assert_eq!(plan.endpoints[3].target, plan.endpoints[0].target);
+    assert_eq!(plan.endpoints[3].target(), plan.endpoints[0].target());
 }
 
 /// Targets with equal checks hold one copy of the check, whether they inherit
@@ -251,7 +251,7 @@ fn identical_checks_share_a_target() {
 fn equal_checks_are_one_copy() {
     let mut config = load(&[dir("examples/minimal.toml")]).unwrap();
     let plan = validate(&config, &CATALOG).unwrap();
-    let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
+    let check = |e: usize| &plan.targets[plan.endpoints[e].target()].check;
     assert!(
         std::sync::Arc::ptr_eq(check(0), check(1)),
         "endpoints inheriting defaults.check share it"
@@ -261,7 +261,7 @@ fn equal_checks_are_one_copy() {
         config.endpoints[i].check.port = Some(9000);
     }
     let plan = validate(&config, &CATALOG).unwrap();
-    let check = |e: usize| &plan.targets[plan.endpoints[e].target].check;
+    let check = |e: usize| &plan.targets[plan.endpoints[e].target()].check;
     assert!(
         std::sync::Arc::ptr_eq(check(1), check(2)),
         "the same override resolves to one shared check"
@@ -321,11 +321,11 @@ fn discovered_addresses_join_their_voting_tenant_once() {
     ]);
     assert_eq!(more.endpoints.len(), plan.endpoints.len() + 1);
     let added = more.endpoints.last().unwrap();
-    assert_eq!(added.name, "us1/us1-gw-1");
-    assert_eq!(added.cluster.as_deref(), Some("us1"));
+    assert_eq!(&*added.name, "us1/us1-gw-1");
+    assert_eq!(added.cluster(), Some("us1"));
     assert_eq!(more.tenants[0].endpoints.len(), 3);
-    let check = &more.targets[added.target].check;
-    assert_eq!(check, &plan.targets[plan.endpoints[0].target].check);
+    let check = &more.targets[added.target()].check;
+    assert_eq!(check, &plan.targets[plan.endpoints[0].target()].check);
     assert_eq!(more.targets.len(), plan.targets.len() + 1);
 }
 
@@ -399,7 +399,7 @@ dir = "/tmp/hosts-test"
         vec!["10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()],
     )]);
     let run = plan.with_resolved(&resolved);
-    let names: Vec<&str> = run.endpoints.iter().map(|e| e.name.as_str()).collect();
+    let names: Vec<&str> = run.endpoints.iter().map(|e| e.name.as_ref()).collect();
     assert_eq!(names, ["gw", "lb@10.0.0.1", "lb@10.0.0.2"]);
     assert_eq!(
         run.tenants[0].endpoints,
@@ -408,8 +408,8 @@ dir = "/tmp/hosts-test"
     );
     assert_eq!(run.tenants[1].endpoints, vec![1, 2]);
     let lb = &run.endpoints[2];
-    assert_eq!((lb.weight, lb.labels["geo"].as_str()), (Some(5), "US"));
-    assert_eq!(run.targets[lb.target].check.port, 443);
+    assert_eq!((lb.weight, lb.labels()["geo"].as_str()), (Some(5), "US"));
+    assert_eq!(run.targets[lb.target()].check.port, 443);
     assert_eq!(
         run.targets.len(),
         3,

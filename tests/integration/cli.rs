@@ -639,7 +639,7 @@ fn import_from_kuadrant_policy_and_record() {
     let geos: Vec<&str> = plan
         .endpoints
         .iter()
-        .map(|e| e.labels["geo"].as_str())
+        .map(|e| e.labels()["geo"].as_str())
         .collect();
     assert_eq!(geos, vec!["IE", "IE", "US"]);
     assert_eq!(plan.endpoints[2].weight, Some(120));
@@ -675,7 +675,7 @@ fn import_from_kuadrant_follows_the_klb_layout_to_the_root_host() {
     let endpoints: Vec<(&str, Option<u32>)> = plan
         .endpoints
         .iter()
-        .map(|e| (e.labels["geo"].as_str(), e.weight))
+        .map(|e| (e.labels()["geo"].as_str(), e.weight))
         .collect();
     assert_eq!(
         endpoints,
@@ -707,13 +707,13 @@ fn import_from_kuadrant_attaches_each_policy_to_its_gateways_records() {
             .find(|t| t.domains == [domain])
             .unwrap_or_else(|| panic!("{domain}: {toml}"));
         let e = &plan.endpoints[t.endpoints[0]];
-        (t, e, plan.targets[e.target].key())
+        (t, e, plan.targets[e.target()].key())
     };
     let (eu, eu_endpoint, probe) = check_of("api.example.com");
     assert_eq!(probe, "https://172.31.0.10:443/eu-health");
     assert_eq!(eu.policy, ho_config::RoutingPolicy::Geo);
     assert_eq!(eu.default_geo.as_deref(), Some("GEO-EU"));
-    assert_eq!(eu_endpoint.labels["geo"], "GEO-EU");
+    assert_eq!(eu_endpoint.labels()["geo"], "GEO-EU");
     let (web, _, probe) = check_of("web.example.com");
     assert_eq!(probe, "https://172.31.1.10:8443/us-health");
     assert_eq!(web.policy, ho_config::RoutingPolicy::All);
@@ -764,7 +764,7 @@ fn import_from_kuadrant_publishes_a_targeted_gateways_listeners() {
         .collect();
     assert_eq!(addresses, ["172.31.0.10", "2001:db8::10"]);
     assert_eq!(
-        plan.targets[plan.endpoints[0].target].key(),
+        plan.targets[plan.endpoints[0].target()].key(),
         "https://172.31.0.10:443/healthz"
     );
     assert!(!toml.contains("NOT CARRIED OVER: Gateway"), "{toml}");

@@ -205,9 +205,9 @@ fn kuadrants_v1_policies_translate() {
             &[dir.join(policy), dir.join("samples-dnsrecord.yaml")],
         );
         let e = &plan.endpoints[0];
-        assert_eq!(plan.targets[e.target].key(), probe, "{policy}: {toml}");
+        assert_eq!(plan.targets[e.target()].key(), probe, "{policy}: {toml}");
         if policy.contains("healthchecks") {
-            assert_eq!(e.labels["geo"], "EU", "{toml}");
+            assert_eq!(e.labels()["geo"], "EU", "{toml}");
             assert_eq!(plan.tenants[0].default_geo.as_deref(), Some("EU"));
         }
     }
@@ -312,7 +312,7 @@ fn host_name_variants_answer_a_cname_to_their_chains_load_balancers() {
             let addresses = t
                 .endpoints
                 .iter()
-                .filter(|&&e| plan.endpoints[e].host.is_none());
+                .filter(|&&e| plan.endpoints[e].host().is_none());
             if t.answer != ho_config::Answer::Cname || served != *hosts || addresses.count() > 0 {
                 wrong.push(format!(
                     "{at}: {name} answers {:?} to {served:?}, its chain leads to {hosts:?}",

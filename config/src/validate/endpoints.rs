@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::model::{CheckOverrides, Config};
 use crate::model::{EndpointConfig, Require};
 use crate::names::{check_object_name, normalize_domain};
-use crate::plan::{CheckSpec, Composite, Endpoint, HostEndpoint, Target, Tenant};
+use crate::plan::{CheckSpec, Composite, Endpoint, EndpointExtras, HostEndpoint, Target, Tenant};
 
 use super::check_kinds::CheckCatalog;
 use super::checks::resolve_check;
@@ -162,18 +162,17 @@ pub(super) fn resolve_endpoints(
                     require: ep.require.unwrap_or_default(),
                     must_pass: ep.must_pass,
                 });
-                out.push(Some(Planned::Address(Endpoint {
-                    name: ep.name.clone(),
-                    address,
-                    labels: ep.labels.clone(),
-                    weight: ep.weight,
-                    priority: ep.priority.unwrap_or(0),
-                    cluster: ep.cluster.clone(),
-                    hold_failback: ep.hold_failback,
-                    host: None,
-                    target,
-                    composite,
-                })));
+                let mut endpoint =
+                    Endpoint::new(ep.name.as_str(), address, target).with_extras(EndpointExtras {
+                        labels: ep.labels.clone(),
+                        cluster: ep.cluster.clone(),
+                        host: None,
+                        composite,
+                    });
+                endpoint.weight = ep.weight;
+                endpoint.priority = ep.priority.unwrap_or(0);
+                endpoint.hold_failback = ep.hold_failback;
+                out.push(Some(Planned::Address(endpoint)));
             }
             _ => out.push(None),
         }
@@ -218,7 +217,8 @@ pub(super) fn split_hosts(
         }
     }
     for (ti, tenant) in tenants.iter_mut().enumerate() {
-        tenant.endpoints = std::mem::take(&mut tenant.endpoints)
+        // Collected in place, so the list would keep the growth room of its last push.
+        let mut kept: Vec<usize> = std::mem::take(&mut tenant.endpoints)
             .into_iter()
             .filter_map(|e| match place[e] {
                 Ok(i) => Some(i),
@@ -228,6 +228,8 @@ pub(super) fn split_hosts(
                 }
             })
             .collect();
+        kept.shrink_to_fit();
+        tenant.endpoints = kept;
     }
     endpoints.shrink_to_fit();
     (endpoints, hosts, tenants)

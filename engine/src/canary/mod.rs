@@ -350,7 +350,7 @@ fn watched_names(
             let local: Arc<[IpAddr]> = (t.endpoints.iter())
                 .map(|&e| &plan.endpoints[e])
                 .filter(|e| {
-                    e.labels
+                    e.labels()
                         .get("geo")
                         .is_some_and(|g| g.eq_ignore_ascii_case(geo))
                 })

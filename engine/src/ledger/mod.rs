@@ -481,15 +481,15 @@ impl Ledger {
 
 /// `endpoint` as the book judges it: its checks by target key (`keys`: each plan target's).
 fn endpoint_of(keys: &[Arc<str>], endpoint: &ho_config::Endpoint) -> EndpointPlan {
-    let also = endpoint.composite.iter().flat_map(|c| &c.also);
+    let also = endpoint.composite().into_iter().flat_map(|c| &c.also);
     EndpointPlan {
-        name: endpoint.name.clone(),
+        name: endpoint.name.to_string(),
         address: endpoint.address,
-        checks: std::iter::once(&endpoint.target)
+        checks: std::iter::once(&endpoint.target())
             .chain(also)
             .map(|&t| keys[t].clone())
             .collect(),
-        composite: endpoint.composite.clone().map(Box::new),
+        composite: endpoint.composite().cloned().map(Box::new),
     }
 }
 

@@ -24,7 +24,7 @@ struct ModelLabels {
 
 fn labels(ep: &ho_config::Endpoint) -> ModelLabels {
     ModelLabels {
-        node_name: ep.name.clone(),
+        node_name: ep.name.to_string(),
         node_ip: ep.address.to_string(),
     }
 }
@@ -43,10 +43,11 @@ fn generated_plan(base: &Plan, rng: &mut fastrand::Rng) -> Arc<Plan> {
     let mut plan = base.clone();
     let template = base.endpoints[0].clone();
     plan.endpoints = (names.into_iter().take(rng.usize(0..=13)))
-        .map(|name| ho_config::Endpoint {
-            name,
-            address: addresses[rng.usize(..addresses.len())],
-            ..template.clone()
+        .map(|name| {
+            let mut endpoint = template.clone();
+            endpoint.name = name.into();
+            endpoint.address = addresses[rng.usize(..addresses.len())];
+            endpoint
         })
         .collect();
     Arc::new(plan)

@@ -41,11 +41,11 @@ impl Carried {
             .endpoints
             .iter()
             .enumerate()
-            .map(|(i, e)| ((e.name.as_str(), e.address), EndpointIx(i)))
+            .map(|(i, e)| ((&*e.name, e.address), EndpointIx(i)))
             .collect();
         let carried = unknown.into_iter().filter_map(|e| {
             let ep = &new.endpoints[e.0];
-            let was = before(*had.get(&(ep.name.as_str(), ep.address))?);
+            let was = before(*had.get(&(&*ep.name, ep.address))?);
             (was != Health::Unknown).then_some((e, was))
         });
         Carried(carried.collect())

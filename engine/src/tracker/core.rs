@@ -229,7 +229,7 @@ impl TrackerCore {
             // verdict on an address its old one served) holds it out until released.
             if ep.hold_failback && serving && is == Health::Down {
                 if let std::collections::btree_map::Entry::Vacant(v) =
-                    self.operator.forced.entry(ep.name.clone())
+                    self.operator.forced.entry(ep.name.to_string())
                 {
                     warn!(endpoint = %ep.name, "failed: held out of DNS until an operator releases it (hold_failback)");
                     v.insert(Forced::Down);

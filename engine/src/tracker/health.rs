@@ -68,7 +68,7 @@ impl HealthView<'_> {
         match self
             .operator
             .forced
-            .get(&self.plan.endpoints[endpoint.0].name)
+            .get(&*self.plan.endpoints[endpoint.0].name)
         {
             Some(Forced::Up) => Health::Up,
             Some(Forced::Down) if honour_down => Health::Down,
@@ -94,7 +94,7 @@ impl HealthView<'_> {
             .endpoints
             .iter()
             .copied()
-            .filter(|&e| !drained.contains(&self.plan.endpoints[e].name))
+            .filter(|&e| !drained.contains(&*self.plan.endpoints[e].name))
             .collect();
         if kept.is_empty() {
             Cow::Borrowed(&tenant.endpoints)
@@ -109,7 +109,7 @@ impl HealthView<'_> {
         let tenant = &self.plan.tenants[ti.0];
         let members = self.members(tenant);
         let honour_down = members.iter().any(|&e| {
-            self.operator.forced.get(&self.plan.endpoints[e].name) != Some(&Forced::Down)
+            self.operator.forced.get(&*self.plan.endpoints[e].name) != Some(&Forced::Down)
         });
         let (endpoints, mode) = match decide(tenant, &members, &self.plan.endpoints, |e| {
             self.health_with(EndpointIx(e), honour_down)
@@ -158,13 +158,13 @@ impl HealthView<'_> {
                     let ep = &self.plan.endpoints[e];
                     LocalEndpoint {
                         address: ep.address,
-                        name: ep.name.clone(),
-                        cluster: ep.cluster.clone(),
+                        name: ep.name.to_string(),
+                        cluster: ep.cluster().map(str::to_owned),
                         weight: published_weight(tenant, ep, self.reported_weight(EndpointIx(e))),
                         priority: ep.priority,
-                        geo: ep.labels.get("geo").cloned(),
+                        geo: ep.labels().get("geo").cloned(),
                         health: self.health_of(EndpointIx(e)),
-                        drained: self.operator.drained.contains(&ep.name),
+                        drained: self.operator.drained.contains(&*ep.name),
                     }
                 })
                 .collect(),

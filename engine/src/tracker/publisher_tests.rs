@@ -168,7 +168,7 @@ fn generated_change(
     };
     let e = rng.usize(..plan.endpoints.len());
     let change = VerdictChange {
-        endpoint: plan.endpoints[e].name.clone(),
+        endpoint: plan.endpoints[e].name.to_string(),
         address: plan.endpoints[e].address,
         from: Health::Up,
         to: Health::Down,

@@ -433,7 +433,7 @@ fn reload_keeps_verdicts_by_stable_id_and_resends_the_unchanged_snapshot() {
     next.endpoints.remove(0);
     next.targets.remove(0);
     for e in &mut next.endpoints {
-        e.target -= 1;
+        e.set_target(e.target() - 1);
     }
     next.tenants[0].endpoints = vec![0, 1];
     let mut fx = Vec::new();

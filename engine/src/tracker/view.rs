@@ -66,8 +66,8 @@ impl TrackerCore {
     /// by host name is named by each of its addresses' endpoints (`NAME@ADDRESS`).
     pub fn endpoints_named(&self, names: &HashSet<String>, now: Clock) -> Vec<EndpointStatus> {
         let named = |ep: &ho_config::Endpoint| {
-            names.contains(&ep.name)
-                || ep.host.is_some()
+            names.contains(&*ep.name)
+                || ep.host().is_some()
                     && ep
                         .name
                         .rsplit_once('@')
@@ -84,11 +84,11 @@ impl TrackerCore {
 
     fn endpoint_view(&self, e: usize, now: Clock) -> EndpointStatus {
         let ep = &self.plan.endpoints[e];
-        let t = self.verdicts.get(TargetIx(ep.target));
+        let t = self.verdicts.get(TargetIx(ep.target()));
         EndpointStatus {
-            name: ep.name.clone(),
+            name: ep.name.to_string(),
             address: ep.address,
-            target: self.plan.targets[ep.target].key(),
+            target: self.plan.targets[ep.target()].key(),
             state: self.health().verdict(EndpointIx(e)),
             since: t.since().map(Timestamp),
             consecutive_successes: t.hysteresis.successes(),
@@ -96,8 +96,8 @@ impl TrackerCore {
             failed_in_a_row: t.failing,
             probes: t.probes,
             failures: t.failures,
-            rise: self.plan.targets[ep.target].check.timing.rise,
-            fall: self.plan.targets[ep.target].check.timing.fall,
+            rise: self.plan.targets[ep.target()].check.timing.rise,
+            fall: self.plan.targets[ep.target()].check.timing.fall,
             transitions: t.transitions,
             downtime_seconds: {
                 let current = match (t.hysteresis.state(), t.since()) {
@@ -108,15 +108,15 @@ impl TrackerCore {
                 };
                 (t.downtime() + current).as_secs_f64()
             },
-            drained: self.operator.drained.contains(&ep.name),
-            forced: self.operator.forced.get(&ep.name).copied(),
+            drained: self.operator.drained.contains(&*ep.name),
+            forced: self.operator.forced.get(&*ep.name).copied(),
             last: last_probe(t),
             damping: t.damping.as_ref().map(|d| DampingStatus {
                 penalty: d.penalty(now.mono).round(),
                 held: d.suppressed(),
             }),
             reported_weight: self.health().reported_weight(EndpointIx(e)),
-            composite: ep.composite.as_ref().map(|c| CompositeStatus {
+            composite: ep.composite().map(|c| CompositeStatus {
                 needed: c.needed(),
                 must_pass: c.must_pass,
                 checks: ep
@@ -170,9 +170,9 @@ impl TrackerCore {
                             let damped = ep
                                 .targets()
                                 .any(|i| self.verdicts.get(TargetIx(i)).damped());
-                            let drained = self.operator.drained.contains(&ep.name);
+                            let drained = self.operator.drained.contains(&*ep.name);
                             TenantEndpointStatus {
-                                name: ep.name.clone(),
+                                name: ep.name.to_string(),
                                 address: ep.address,
                                 published,
                                 drained,

@@ -76,7 +76,7 @@ impl Heartbeats {
                     Some((target, target.check.settings.downcast::<HeartbeatCheck>()?))
                 })?;
                 Some((
-                    e.name.clone(),
+                    e.name.to_string(),
                     Pusher {
                         address: target.address,
                         token: check.token.clone(),

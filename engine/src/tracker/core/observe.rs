@@ -215,7 +215,7 @@ impl TrackerCore {
             .topology
             .endpoints(target)
             .iter()
-            .map(|&e| self.plan.endpoints[e.0].name.as_str())
+            .map(|&e| &*self.plan.endpoints[e.0].name)
             .collect();
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
@@ -256,7 +256,7 @@ impl TrackerCore {
             let ep = &self.plan.endpoints[m.endpoint.0];
             // A composite endpoint's change is its combined verdict's, when there is one,
             // with the check that made it named.
-            let (from, to, reason) = if ep.composite.is_some() {
+            let (from, to, reason) = if ep.composite().is_some() {
                 let from = health.verdict_before(m.endpoint, target, t.from);
                 let to = health.verdict(m.endpoint);
                 if from == to {
@@ -270,7 +270,7 @@ impl TrackerCore {
             self.publisher.note_change(
                 m.tenant,
                 VerdictChange {
-                    endpoint: ep.name.clone(),
+                    endpoint: ep.name.to_string(),
                     address: ep.address,
                     from,
                     to,

@@ -16,12 +16,12 @@ impl TrackerCore {
             .endpoints
             .iter()
             .filter(|e| match selection {
-                super::super::Selection::Name(name) => &e.name == name,
+                super::super::Selection::Name(name) => *e.name == **name,
                 super::super::Selection::Labels(labels) => {
-                    labels.iter().all(|(k, v)| e.labels.get(k) == Some(v))
+                    labels.iter().all(|(k, v)| e.labels().get(k) == Some(v))
                 }
             })
-            .map(|e| e.name.clone())
+            .map(|e| e.name.to_string())
             .collect()
     }
 
@@ -118,7 +118,7 @@ impl TrackerCore {
             .filter(|(_, t)| {
                 t.endpoints
                     .iter()
-                    .any(|&e| names.contains(&self.plan.endpoints[e].name))
+                    .any(|&e| names.contains(&*self.plan.endpoints[e].name))
             })
             .map(|(i, _)| TenantIx(i))
             .collect();
