@@ -9,7 +9,7 @@ pub use answers::{AnswerMetrics, SloLabels, StaleLabels, TenantServedLabels, Win
 pub use node_status::NodeStatus;
 pub use ring::RingMetrics;
 
-pub use classic::{to_classic, wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
+pub use classic::{wants_openmetrics, CLASSIC_CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -92,6 +92,8 @@ pub struct Metrics {
     registry: Mutex<Registry>,
     /// The [`MetricSet`]s made so far, by type.
     sets: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    /// The last classic answer's length: the room the next one is given at once.
+    classic_len: std::sync::atomic::AtomicUsize,
     /// Probes by result label.
     pub probes: Family<ResultLabel, Counter>,
     /// Probe duration.
@@ -263,6 +265,7 @@ impl Metrics {
             cluster_reports: Family::default(),
             registry: Mutex::default(),
             sets: Mutex::default(),
+            classic_len: Default::default(),
         };
         m.register_verdicts(&mut registry);
         m.register_delivery_and_reloads(&mut registry);
@@ -467,12 +470,25 @@ impl Metrics {
             .clone()
     }
 
-    /// The OpenMetrics text exposition ([`to_classic`] gives the classic format).
+    /// The OpenMetrics text exposition ([`Metrics::encode_classic`] gives the classic format).
     pub fn encode(&self) -> String {
         let mut out = String::new();
         let registry = self.registry.lock().expect("not poisoned");
         prometheus_client::encoding::text::encode(&mut out, &registry)
             .expect("writing to a String cannot fail");
+        out
+    }
+
+    /// The classic text exposition, converted as it is encoded (see [`classic::Classic`]).
+    pub fn encode_classic(&self) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let last = self.classic_len.load(Relaxed);
+        let mut out = classic::Classic::with_capacity(last + last / 16);
+        let registry = self.registry.lock().expect("not poisoned");
+        prometheus_client::encoding::text::encode(&mut out, &registry)
+            .expect("writing to a String cannot fail");
+        let out = out.finish();
+        self.classic_len.store(out.len(), Relaxed);
         out
     }
 }

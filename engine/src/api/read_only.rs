@@ -50,7 +50,7 @@ pub(super) async fn read_only(
         "/metrics" => text(
             StatusCode::OK,
             crate::metrics::CLASSIC_CONTENT_TYPE,
-            crate::metrics::to_classic(&state.metrics.encode()),
+            state.metrics.encode_classic(),
         ),
         _ => text(
             StatusCode::NOT_FOUND,
