@@ -1,9 +1,11 @@
 #!/bin/bash
-cd /work/ab2
-export BINS=$BINS
-bash ab.sh one100k 3 --endpoints 100000 --interval 10s --duration 30s --tenant-size 100 --shared-listener >> one100k.log 2>&1
-bash ab.sh hang10k 3 --endpoints 10000 --interval 1s --duration 20s --tenant-size 100 --scenario loadtest/scenarios/hang-all.toml >> hang10k.log 2>&1
-bash ab.sh ring4-100k 1 --endpoints 100000 --interval 80s --duration 30s --tenant-size 100 --replicas 4 >> ring.log 2>&1
+# series.sh: the runs of this folder, in the order they ran. $BINS holds ho-base (44d610f),
+# ho-new (816483c) and one loadtest; ab.sh is ../2026-11-29-memory-ab/ab.sh (its header
+# names the builds of that day's first A/B; the script is the same). Run from the repository.
+ab=bench/results/2026-11-29-memory-ab/ab.sh
+bash $ab one100k 3 --endpoints 100000 --interval 10s --duration 30s --tenant-size 100 --shared-listener >> one100k.log 2>&1
+bash $ab hang10k 3 --endpoints 10000 --interval 1s --duration 20s --tenant-size 100 --scenario loadtest/scenarios/hang-all.toml >> hang10k.log 2>&1
+bash $ab ring4-100k 1 --endpoints 100000 --interval 80s --duration 30s --tenant-size 100 --replicas 4 >> ring.log 2>&1
 for b in new base; do
   HO_LIMITS__MAX_ENDPOINTS=2000000 timeout 1500 $BINS/loadtest --engine $BINS/ho-$b --endpoints 1000000 --interval 120s --duration 60s --tenant-size 100 --shared-listener --json one1m-$b.json > one1m-$b.txt 2>&1
   echo "one1m-$b: load $(cut -d' ' -f1-3 /proc/loadavg) | $(grep -E 'published all|rss_peak|false_trans|late_probe_p99|cpu_ms_per_1k|probes_per_sec' one1m-$b.txt | awk '{printf "%s ", $0}')" >> one1m.log
