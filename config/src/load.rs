@@ -106,11 +106,20 @@ fn env_variable(path: &[String]) -> Option<String> {
                 .replace("__", ".")
         })
     };
-    (1..=path.len()).rev().find_map(|n| {
+    let held = (1..=path.len()).rev().find_map(|n| {
         let key = path[..n].join(".");
         variables
             .iter()
             .find(|name| key_of(name).is_some_and(|k| k == key))
+            .cloned()
+    });
+    // An unknown key's path ends at the key (`default` of `HO_DEFAULT__CHECK__PORT`): the
+    // variable is one whose key goes on from it.
+    let below = path.join(".") + ".";
+    held.or_else(|| {
+        variables
+            .iter()
+            .find(|name| key_of(name).is_some_and(|k| k.starts_with(&below)))
             .cloned()
     })
 }

@@ -322,6 +322,13 @@ fn an_environment_error_names_its_variable() {
             error.starts_with("environment HO_ENDPOINTS: endpoints[0].check.port: "),
             "{error}"
         );
+        jail.clear_env();
+        jail.set_env("HO_DEFAULT__CHECK__PORT", "80");
+        let error = load(&["base.toml"]).unwrap_err().to_string();
+        assert!(
+            error.starts_with("environment HO_DEFAULT__CHECK__PORT: default: unknown key"),
+            "{error}"
+        );
         Ok(())
     });
 }

@@ -498,6 +498,7 @@ pub struct Delivery {
     /// all at once: that costs memory per tenant, and the back end gets a flood of
     /// concurrent requests.
     #[serde(default = "default_max_in_flight")]
+    #[schemars(range(min = 1))]
     pub max_in_flight: u32,
     /// How often the full desired state is written again to repair changes made by
     /// someone else (only differences are written).
