@@ -32,7 +32,21 @@ pub(super) fn every_error(layers: &[Layer]) -> Option<figment::Error> {
         errors.extend(element_errors(&metadata, &mut dict));
         rest = rest.merge(Rest { metadata, dict });
     }
-    if let Err(e) = rest.merge(environment()).extract::<Config>() {
+    // `HO_ENDPOINTS='[...]'` and `HO_TENANTS` are arrays as a file's are: every bad element.
+    let env = environment();
+    match env
+        .data()
+        .ok()
+        .and_then(|mut d| d.remove(&Profile::Default))
+    {
+        Some(mut dict) => {
+            let metadata = env.metadata();
+            errors.extend(element_errors(&metadata, &mut dict));
+            rest = rest.merge(Rest { metadata, dict });
+        }
+        None => rest = rest.merge(env),
+    }
+    if let Err(e) = rest.extract::<Config>() {
         errors.extend(e);
     }
     errors.into_iter().rev().reduce(|later, e| later.chain(e))

@@ -322,6 +322,15 @@ fn an_environment_error_names_its_variable() {
             error.starts_with("environment HO_ENDPOINTS: endpoints[0].check.port: "),
             "{error}"
         );
+        jail.set_env(
+            "HO_ENDPOINTS",
+            r#"[{name="e0", address="10.0.0.1", weight="heavy"}, {name="e1", adress="10.0.0.2"}]"#,
+        );
+        let error = load(&["base.toml"]).unwrap_err().to_string();
+        let lines: Vec<&str> = error.lines().collect();
+        assert_eq!(lines.len(), 2, "{error}");
+        assert!(lines[0].starts_with("environment HO_ENDPOINTS: endpoints[0].weight: "));
+        assert!(lines[1].starts_with("environment HO_ENDPOINTS: endpoints[1].adress: unknown key"));
         jail.clear_env();
         jail.set_env("HO_DEFAULT__CHECK__PORT", "80");
         let error = load(&["base.toml"]).unwrap_err().to_string();
