@@ -13,26 +13,42 @@ use super::check_kinds::CheckCatalog;
 use super::checks::resolve_check;
 use super::Errors;
 
-/// An endpoint as validated: by address, or by host name (expanded once resolved).
-pub(super) enum Planned {
-    /// Probed and published at its address.
-    Address(Endpoint),
-    /// Every address its host name resolves to.
-    Host(HostEndpoint),
+/// The endpoints as validated, built in place: those by address as the plan keeps them,
+/// those by host name apart (expanded once resolved), and where each configured endpoint
+/// went. No list of all endpoints in another form is made on the way: at 100,000 endpoints
+/// such a list and its copy were most of the heap at start-up.
+pub(super) struct Resolved {
+    /// The endpoints by address, in the order of the file.
+    pub endpoints: Vec<Endpoint>,
+    /// The endpoints by host name, in the order of the file.
+    pub hosts: Vec<HostEndpoint>,
+    /// Per configured endpoint: its place among `endpoints` or `hosts`; `None` for one with
+    /// errors.
+    pub place: Vec<Option<Place>>,
+    /// The distinct probe targets, without growth room: the plan holds them for the life
+    /// of the process.
+    pub targets: Vec<Target>,
 }
 
-/// Resolves each endpoint; `None` marks one with errors so later indices stay aligned
-/// with the config for error paths. Equal checks are shared: every target holds an `Arc` of
+/// Where a configured endpoint went.
+#[derive(Clone, Copy)]
+pub(super) enum Place {
+    /// Its index among [`Resolved::endpoints`].
+    Address(u32),
+    /// Its index among [`Resolved::hosts`].
+    Host(u32),
+}
+
+/// Resolves each endpoint; a `None` place marks one with errors. Equal checks are shared: every target holds an `Arc` of
 /// one copy per distinct check (`default_check` for endpoints that override nothing).
-/// None configured is an error unless `[kubernetes] tenants` bring them from resources. The
-/// targets come back without growth room: the plan holds them for the life of the process.
+/// None configured is an error unless `[kubernetes] tenants` bring them from resources.
 pub(super) fn resolve_endpoints(
     config: &Config,
     base: &CheckOverrides,
     default_check: Option<CheckSpec>,
     checks: &dyn CheckCatalog,
     errs: &mut Errors,
-) -> (Vec<Option<Planned>>, Vec<Target>) {
+) -> Resolved {
     if config.endpoints.is_empty() && !config.kubernetes.tenants {
         errs.push("endpoints", "none configured: there is nothing to probe");
     }
@@ -41,7 +57,10 @@ pub(super) fn resolve_endpoints(
     let mut seen = HashMap::new();
     let mut targets: Vec<Target> = Vec::new();
     let mut target_ids: HashMap<Target, usize> = HashMap::new();
-    let mut out = Vec::with_capacity(config.endpoints.len());
+    // Exact when no endpoint is given by host name: the plan keeps this for its life.
+    let mut endpoints = Vec::with_capacity(config.endpoints.len());
+    let mut hosts = Vec::new();
+    let mut place = Vec::with_capacity(config.endpoints.len());
     for (i, ep) in config.endpoints.iter().enumerate() {
         let path = format!("endpoints[{i}]");
         let mut ok = true;
@@ -132,7 +151,8 @@ pub(super) fn resolve_endpoints(
         }
         let more: Option<Vec<Arc<CheckSpec>>> = more.into_iter().map(|(_, c)| c).collect();
         if let (Some(host), Some(check), true) = (&host, &check, ok) {
-            out.push(Some(Planned::Host(HostEndpoint {
+            place.push(Some(Place::Host(narrow(hosts.len()))));
+            hosts.push(HostEndpoint {
                 name: ep.name.clone(),
                 host: host.clone(),
                 labels: ep.labels.clone(),
@@ -142,7 +162,7 @@ pub(super) fn resolve_endpoints(
                 hold_failback: ep.hold_failback,
                 check: check.clone(),
                 tenants: Vec::new(),
-            })));
+            });
             continue;
         }
         match (address, check, more, ok) {
@@ -172,13 +192,25 @@ pub(super) fn resolve_endpoints(
                 endpoint.weight = ep.weight;
                 endpoint.priority = ep.priority.unwrap_or(0);
                 endpoint.hold_failback = ep.hold_failback;
-                out.push(Some(Planned::Address(endpoint)));
+                place.push(Some(Place::Address(narrow(endpoints.len()))));
+                endpoints.push(endpoint);
             }
-            _ => out.push(None),
+            _ => place.push(None),
         }
     }
     targets.shrink_to_fit();
-    (out, targets)
+    endpoints.shrink_to_fit();
+    Resolved {
+        endpoints,
+        hosts,
+        place,
+        targets,
+    }
+}
+
+/// An index into the endpoints as a [`Place`] keeps it.
+fn narrow(index: usize) -> u32 {
+    u32::try_from(index).expect("a configuration has fewer than 2^32 endpoints")
 }
 
 /// Whether `name` (a valid domain name) is a host name rather than a mistyped address:
@@ -193,37 +225,22 @@ fn is_host_name(name: &str) -> bool {
     !before.is_empty() && !digits(last) && !before.iter().all(digits)
 }
 
-/// The endpoints by address and those by host name apart: tenants' endpoint indices are
-/// renumbered to the former, and each host endpoint learns its tenants.
+/// Renumbers the tenants' endpoint indices (into the configured endpoints) to those by
+/// address, and tells each host endpoint its tenants. Only for endpoints without errors:
+/// every place is set.
 pub(super) fn split_hosts(
-    planned: Vec<Planned>,
-    mut tenants: Vec<Tenant>,
-) -> (Vec<Endpoint>, Vec<HostEndpoint>, Vec<Tenant>) {
-    // Exact when no endpoint is given by host name: the plan keeps this for its life.
-    let mut endpoints = Vec::with_capacity(planned.len());
-    let mut hosts = Vec::new();
-    // Per configured endpoint: its index among `endpoints`, or among `hosts`.
-    let mut place = Vec::with_capacity(planned.len());
-    for p in planned {
-        match p {
-            Planned::Address(e) => {
-                place.push(Ok(endpoints.len()));
-                endpoints.push(e);
-            }
-            Planned::Host(h) => {
-                place.push(Err(hosts.len()));
-                hosts.push(h);
-            }
-        }
-    }
+    place: &[Option<Place>],
+    hosts: &mut [HostEndpoint],
+    tenants: &mut [Tenant],
+) {
     for (ti, tenant) in tenants.iter_mut().enumerate() {
         // Collected in place, so the list would keep the growth room of its last push.
         let mut kept: Vec<usize> = std::mem::take(&mut tenant.endpoints)
             .into_iter()
-            .filter_map(|e| match place[e] {
-                Ok(i) => Some(i),
-                Err(h) => {
-                    hosts[h].tenants.push(ti);
+            .filter_map(|e| match place[e].expect("validated") {
+                Place::Address(i) => Some(i as usize),
+                Place::Host(h) => {
+                    hosts[h as usize].tenants.push(ti);
                     None
                 }
             })
@@ -231,8 +248,6 @@ pub(super) fn split_hosts(
         kept.shrink_to_fit();
         tenant.endpoints = kept;
     }
-    endpoints.shrink_to_fit();
-    (endpoints, hosts, tenants)
 }
 
 /// The composite rules of endpoint `ep` (`checks`, `require`, `must_pass`): the keys

@@ -131,14 +131,14 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     let default_check =
         checks::resolve_check(&base, None, "defaults.check", kinds.checks, &mut errs);
 
-    let (endpoints, targets) =
+    let resolved =
         endpoints::resolve_endpoints(config, &base, default_check, kinds.checks, &mut errs);
     let sinks = sinks::resolve_sinks(config, kinds.sinks, &mut errs);
     check_telemetry(&config.telemetry, &mut errs);
     check_limits(config, &mut errs);
     check_leader_election(&config.leader_election, &mut errs);
     check_ring(&config.ring, &mut errs);
-    let tenants = tenants::resolve_tenants(config, &sinks, &mut errs);
+    let mut tenants = tenants::resolve_tenants(config, &sinks, &mut errs);
     if let Some(id) = &config.cluster.id {
         if let Err(e) = check_cluster_id(id) {
             errs.push("cluster.id", e);
@@ -164,8 +164,13 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     if !errs.is_empty() {
         return Err(errs);
     }
-    let (mut endpoints, mut hosts, tenants) =
-        endpoints::split_hosts(endpoints.into_iter().flatten().collect(), tenants);
+    let endpoints::Resolved {
+        mut endpoints,
+        mut hosts,
+        place,
+        targets,
+    } = resolved;
+    endpoints::split_hosts(&place, &mut hosts, &mut tenants);
     for (t, tenant) in config.tenants.iter().zip(&tenants) {
         if t.hold_failback {
             for &e in &tenant.endpoints {
