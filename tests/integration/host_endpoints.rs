@@ -154,3 +154,76 @@ async fn a_name_that_never_resolved_stops_the_start() {
         )
     );
 }
+
+/// Seeded configurations mixing endpoints by address and by host name, each tenant taking
+/// some of them in its own order: the plan lists each tenant's endpoints by address (in
+/// the tenant's order) and tells each host endpoint its tenants, as the script that wrote
+/// the configuration says.
+#[test]
+fn tenants_keep_their_endpoints_whichever_are_given_by_host_name() {
+    for seed in 1..=30u64 {
+        let mut rng = SeededRng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let count = 3 + rng.below(40) as usize;
+        let by_host: Vec<bool> = (0..count).map(|_| rng.below(3) == 0).collect();
+        let mut fragment = String::new();
+        for (i, host) in by_host.iter().enumerate() {
+            let address = match host {
+                true => format!("gw{i}.{ZONE}"),
+                false => format!("127.0.{}.{}", 1 + i / 256, i % 256),
+            };
+            fragment += &format!("[[endpoints]]\nname = \"e{i}\"\naddress = \"{address}\"\n\n");
+        }
+        let tenants: Vec<Vec<usize>> = (0..1 + rng.below(6))
+            .map(|_| {
+                let mut picked: Vec<usize> = (0..count).filter(|_| rng.below(2) == 0).collect();
+                let one = rng.below(count as u64) as usize;
+                if !picked.contains(&one) {
+                    picked.push(one);
+                }
+                rng.shuffle(&mut picked);
+                picked
+            })
+            .collect();
+        for (t, picked) in tenants.iter().enumerate() {
+            let names: Vec<String> = picked.iter().map(|i| format!("\"e{i}\"")).collect();
+            fragment += &format!(
+                "[[tenants]]\nname = \"t{t}\"\ndomains = [\"t{t}.example.com\"]\nendpoints = [{}]\nsinks = [\"local\"]\n\n",
+                names.join(", ")
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        let config = TestConfig::defaults(&Check::FAST).with(&(fragment + &hosts_sink(dir.path())));
+        std::fs::write(&file, config.render()).unwrap();
+        let plan = ho_kinds::load_plan(&[&file]).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+
+        for (t, picked) in tenants.iter().enumerate() {
+            let expected: Vec<String> = picked
+                .iter()
+                .filter(|&&i| !by_host[i])
+                .map(|i| format!("e{i}"))
+                .collect();
+            let planned: Vec<String> = plan.tenants[t]
+                .endpoints
+                .iter()
+                .map(|&e| plan.endpoints[e].name.to_string())
+                .collect();
+            assert_eq!(planned, expected, "seed {seed}: tenant t{t}");
+        }
+        let expected_hosts: Vec<(String, Vec<usize>)> = (0..count)
+            .filter(|&i| by_host[i])
+            .map(|i| {
+                let of: Vec<usize> = (0..tenants.len())
+                    .filter(|&t| tenants[t].contains(&i))
+                    .collect();
+                (format!("e{i}"), of)
+            })
+            .collect();
+        let hosts: Vec<(String, Vec<usize>)> = plan
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.tenants.clone()))
+            .collect();
+        assert_eq!(hosts, expected_hosts, "seed {seed}");
+    }
+}
