@@ -39,9 +39,10 @@ pub(super) enum Place {
     Host(u32),
 }
 
-/// Resolves each endpoint; a `None` place marks one with errors. Equal checks are shared: every target holds an `Arc` of
-/// one copy per distinct check (`default_check` for endpoints that override nothing).
-/// None configured is an error unless `[kubernetes] tenants` bring them from resources.
+/// Resolves each endpoint; a `None` place marks one with errors. Equal checks are shared:
+/// every target holds an `Arc` of one copy per distinct check (`default_check` for
+/// endpoints that override nothing). None configured is an error unless `[kubernetes]
+/// tenants` bring them from resources.
 pub(super) fn resolve_endpoints(
     config: &Config,
     base: &CheckOverrides,
@@ -228,7 +229,7 @@ fn is_host_name(name: &str) -> bool {
 /// Renumbers the tenants' endpoint indices (into the configured endpoints) to those by
 /// address, and tells each host endpoint its tenants. Only for endpoints without errors:
 /// every place is set.
-pub(super) fn split_hosts(
+pub(super) fn renumber_tenants(
     place: &[Option<Place>],
     hosts: &mut [HostEndpoint],
     tenants: &mut [Tenant],

@@ -170,7 +170,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
         place,
         targets,
     } = resolved;
-    endpoints::split_hosts(&place, &mut hosts, &mut tenants);
+    endpoints::renumber_tenants(&place, &mut hosts, &mut tenants);
     for (t, tenant) in config.tenants.iter().zip(&tenants) {
         if t.hold_failback {
             for &e in &tenant.endpoints {
