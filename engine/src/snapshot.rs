@@ -364,13 +364,8 @@ mod tests {
     /// the same labels are one copy, and the metadata stays 48 bytes an endpoint.
     #[test]
     fn each_endpoints_metadata_is_its_own_with_labels_shared() {
-        let mut seed = 0x94d0_49bb_1331_11eb_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0x94d0_49bb_1331_11eb);
+        let mut next = |below: u64| rng.u64(..below);
         let endpoints: Vec<ho_config::Endpoint> = (0..500)
             .map(|i| {
                 let labels = (0..next(3))

@@ -189,15 +189,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(to_classic(om), expected);
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
         for _ in 0..500 {
             let mut classic = Classic::with_capacity(0);
             let mut at = 0;
             while at < om.len() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let end = (at + 1 + (seed % 40) as usize).min(om.len());
+                let end = (at + 1 + rng.usize(..40)).min(om.len());
                 std::fmt::Write::write_str(&mut classic, &om[at..end]).unwrap();
                 at = end;
             }

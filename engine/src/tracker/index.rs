@@ -236,13 +236,8 @@ mod tests {
     /// in no more than its rows' starts and its items.
     #[test]
     fn rows_hold_each_rows_items_in_the_order_they_came() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+        let mut next = |below: u64| rng.u64(..below);
         for case in 0..200 {
             let rows = next(20) as usize;
             let count = if rows == 0 { 0 } else { next(60) };

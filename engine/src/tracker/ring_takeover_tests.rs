@@ -28,18 +28,6 @@ fn member(name: &str) -> Member {
     }
 }
 
-/// xorshift64: the script's dice.
-struct Dice(u64);
-
-impl Dice {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// One replica (`me`, the first of `ring`) and the script it is shown.
 struct Replica {
     h: Harness,
@@ -167,11 +155,13 @@ fn expected(down: &[bool]) -> Vec<u8> {
 #[test]
 fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
     for seed in 1..=16u64 {
-        let mut dice = Dice(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
-        let n = 16 + dice.below(40) as usize;
+        let mut dice = fastrand::Rng::with_seed(
+            0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d),
+        );
+        let n = 16 + dice.u64(..40) as usize;
         let ring: Vec<Member> = ["me", "b", "c", "d"].into_iter().map(member).collect();
         let mut r = Replica::new(n, &ring);
-        let down: Vec<bool> = (0..n).map(|_| dice.below(10) == 0).collect();
+        let down: Vec<bool> = (0..n).map(|_| dice.u64(..10) == 0).collect();
 
         let mine = r.owned(&ring, 0);
         r.streams(&ring, &down);
@@ -188,7 +178,7 @@ fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
             "seed {seed}: own verdicts, no others"
         );
 
-        let victim = 1 + dice.below(3) as usize;
+        let victim = 1 + dice.u64(..3) as usize;
         let (survivors, gained) = r.dies(&ring, victim, &mine);
         r.h.advance(Duration::from_millis(100));
         assert_eq!(
@@ -199,7 +189,7 @@ fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
 
         // Verdicts change; the survivors stream theirs at once, this replica answers with
         // them before its own first probe of what it gained...
-        let later: Vec<bool> = down.iter().map(|&d| d ^ (dice.below(5) == 0)).collect();
+        let later: Vec<bool> = down.iter().map(|&d| d ^ (dice.u64(..5) == 0)).collect();
         r.streams(&survivors, &later);
         r.h.advance(Duration::from_millis(100));
         let not_mine = |hosts: Vec<u8>| -> Vec<u8> {
