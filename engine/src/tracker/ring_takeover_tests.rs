@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::tests::{plan, Harness};
+use super::Part;
 use crate::hysteresis::Health;
 use crate::observation::TargetId;
 use crate::ring::combine::Vantage;
@@ -93,7 +94,7 @@ impl Replica {
             let now = self.h.now;
             self.h
                 .core
-                .vantages(&ring[m].identity, true, verdicts, now, &mut fx);
+                .vantages(&ring[m].identity, Part::WHOLE, verdicts, now, &mut fx);
             self.h.take(fx);
         }
     }
@@ -143,12 +144,7 @@ impl Replica {
     }
 
     fn own(&self) -> BTreeSet<String> {
-        self.h
-            .core
-            .own_verdicts()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
+        self.h.core.own_verdicts().iter().map(|(k, _)| k).collect()
     }
 
     fn keys_of(&self, targets: &BTreeSet<usize>) -> BTreeSet<String> {
