@@ -47,6 +47,7 @@ mod shared;
 mod state;
 pub use crate::clock::Clock;
 pub use effects::{Effect, Wake};
+pub use shared::{OwnState, Part};
 pub(super) use state::TenantState;
 
 /// Paces the warning about probes that failed for lack of local resources.
