@@ -3,7 +3,7 @@
 //!
 //! One sorted array of (key, tenant) pairs, looked up by binary search: most keys judge one
 //! tenant's endpoint, and a hash map of keys to lists held about 80 bytes a key (its entry,
-//! the load factor's room and a list's allocation), where a pair is 16. A pair holds the
+//! the load factor's room and a list's allocation), where a pair is 8. A pair holds the
 //! key's [`CheckKey::prefix`]: two keys sharing one only re-judge a tenant in vain, as the
 //! tenant is judged by its endpoints' whole keys.
 
@@ -15,7 +15,7 @@ use super::CheckKey;
 #[derive(Default)]
 pub(super) struct JudgedBy {
     /// Each (key's prefix, index into `tenants`) once, sorted by prefix, then by tenant.
-    pairs: Box<[(u64, u32)]>,
+    pairs: Box<[(u32, u32)]>,
     /// The tenants' names, in the order they were given.
     tenants: Box<[Arc<str>]>,
 }
@@ -43,7 +43,7 @@ impl JudgedBy {
     }
 
     /// The pairs of `key`'s prefix.
-    fn of_key(&self, key: CheckKey) -> &[(u64, u32)] {
+    fn of_key(&self, key: CheckKey) -> &[(u32, u32)] {
         let prefix = key.prefix();
         let start = self.pairs.partition_point(|(k, _)| *k < prefix);
         let len = self.pairs[start..].partition_point(|(k, _)| *k == prefix);
