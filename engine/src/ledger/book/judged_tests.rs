@@ -102,23 +102,7 @@ fn keys_of_one_prefix_charge_only_the_tenant_they_judge() {
     let both = index.tenants(keys[0]).expect("judged");
     assert_eq!(both.iter().map(|t| &**t).collect::<Vec<_>>(), ["t0", "t1"]);
     for i in 0..2 {
-        book.event(&Event::Publish {
-            at: at(10),
-            tenant: format!("t{i}"),
-            seq: 1,
-            mode: "healthy",
-            addresses: vec![address(i)],
-            hosts: Vec::new(),
-            voted_down: None,
-        });
-        book.event(&Event::SinkWrite {
-            at: at(20),
-            sink: "zone".into(),
-            tenant: format!("t{i}"),
-            seq: 1,
-            result: "changed",
-            error: None,
-        });
+        written(&mut book, &format!("t{i}"), address(i));
     }
     for (i, other) in [(0, 1), (1, 0)] {
         let changes = book.event(&Event::Transition {
@@ -147,4 +131,31 @@ fn keys_of_one_prefix_charge_only_the_tenant_they_judge() {
         };
         assert_eq!(current[format!("n{other}.example").as_str()], expected);
     }
+}
+
+/// `tenant` published `address` and its sink `zone` wrote it.
+fn written(book: &mut super::super::Book, tenant: &str, address: std::net::IpAddr) {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use crate::clock::Timestamp;
+    use crate::events::Event;
+
+    let at = |ms: u64| Timestamp(UNIX_EPOCH + Duration::from_millis(ms));
+    book.event(&Event::Publish {
+        at: at(10),
+        tenant: tenant.into(),
+        seq: 1,
+        mode: "healthy",
+        addresses: vec![address],
+        hosts: Vec::new(),
+        voted_down: None,
+    });
+    book.event(&Event::SinkWrite {
+        at: at(20),
+        sink: "zone".into(),
+        tenant: tenant.into(),
+        seq: 1,
+        result: "changed",
+        error: None,
+    });
 }
