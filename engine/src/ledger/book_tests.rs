@@ -463,7 +463,7 @@ fn answer(tenant: &Scripted, set: &[IpAddr], at: u64) -> Observation {
 fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
     let mut tenant = plan(&[]);
     tenant.sinks = vec!["zone".into()];
-    let first = tenant.endpoints[0].checks[0].clone();
+    let first = tenant.endpoints[0].checks[0];
     tenant.endpoints[0].checks = [first, "http://192.0.2.1:80/".into()].into();
     tenant.endpoints[0].composite = Some(Box::new(Composite {
         also: vec![7],

@@ -214,8 +214,7 @@ impl TrackerCore {
         let names: Vec<&str> = self
             .topology
             .endpoints(target)
-            .iter()
-            .map(|&e| &*self.plan.endpoints[e.0].name)
+            .map(|e| &*self.plan.endpoints[e.0].name)
             .collect();
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
