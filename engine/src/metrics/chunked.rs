@@ -1,7 +1,8 @@
 //! The `/metrics` answer streamed: encoded off the runtime into chunks of [`CHUNK`] bytes
 //! that the connection sends as it takes them, so an answer holds a few chunks in memory
-//! whatever the number of series (at 100,000 endpoints the whole classic text is 8.4 MiB,
-//! which was the heap's peak).
+//! (about 200 KiB: [`QUEUED`] queued, one being filled, one in the connection's buffer)
+//! whatever the number of series; at 100,000 endpoints the whole classic text is 8.4 MiB,
+//! which was the heap's peak.
 //!
 //! The encoder holds the registry's read lock, and while it writes a family that family's,
 //! until the last chunk is queued: a reader that does not keep up holds them. So the
@@ -10,10 +11,11 @@
 //! connection is cut without the body's last chunk, so the scraper counts a failed scrape,
 //! never a short one) and lets the locks go. Who waits for them: [`Metrics::set`] when it
 //! registers a set for the first time (at start-up), and an update making a family's first
-//! series of a label set while that family is being written; each at most `whole` an
-//! answer, and for a reader that keeps up as long as encoding takes. `node_status` holds no
-//! lock while it is written (it writes the plan it started with). Concurrent answers read
-//! the registry at once, each its own encoder and chunks.
+//! series of a label set while that family is being written (with, queued behind it, that
+//! family's other updates); each at most `whole` (15 s) an answer, and behind a reader that
+//! keeps up only as long as encoding takes. `node_status`, the one family as large as the
+//! plan, holds no lock while it is written (it writes the plan and values it started
+//! with). Concurrent answers read the registry at once, each with its own encoder and chunks.
 
 use std::fmt::Write;
 use std::future::Future;

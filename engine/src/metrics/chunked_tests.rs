@@ -117,3 +117,27 @@ async fn a_trickling_reader_is_cut_by_the_whole_limit() {
     assert!(cut, "read {} bytes in {:?}", text.len(), start.elapsed());
     assert!(metrics.encode().as_bytes().starts_with(&text));
 }
+
+#[tokio::test]
+async fn an_adoption_does_not_wait_for_a_stalled_reader_of_node_status() {
+    let metrics = metrics_of(6000);
+    let limits = ChunkLimits {
+        stall: Duration::from_secs(60),
+        whole: Duration::from_secs(60),
+    };
+    let mut body = metrics.stream(Exposition::Classic, limits);
+    // The first chunk is the families before `node_status` and its first series: the
+    // encoder is inside `node_status` now, its queue filling while nothing is read.
+    body.frame().await.unwrap().unwrap();
+    let adopting = {
+        let metrics = Arc::clone(&metrics);
+        tokio::task::spawn_blocking(move || {
+            let plan = (*crate::tracker::tests::plan(1, "", "")).clone();
+            metrics.node_status.adopt(Arc::new(plan), [true]);
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(5), adopting)
+        .await
+        .expect("the adoption waited for the reader")
+        .unwrap();
+}
