@@ -409,25 +409,7 @@ async fn take_one(
     tracker: &Addr<HealthTracker>,
     metrics: &Metrics,
 ) -> Result<(), StreamError> {
-    let nonce = stream::nonce();
-    stream::write_frame(
-        &mut socket,
-        &Challenge {
-            nonce: nonce.clone(),
-            pieces: true,
-        },
-    )
-    .await?;
-    let hello: Hello =
-        tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(&mut socket))
-            .await
-            .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
-    if !stream::verify(secret, ring, &nonce, &hello) {
-        return Err(StreamError::Unauthenticated {
-            ring: hello.ring,
-            identity: hello.identity,
-        });
-    }
+    let hello = challenge(&mut socket, ring, secret).await?;
     // Whether a whole state's pieces are arriving: the next piece is not its first.
     let mut listing = false;
     loop {
@@ -471,4 +453,32 @@ async fn take_one(
             .await
             .map_err(|_| StreamError::Stopped)?;
     }
+}
+
+/// The pusher on `socket` proves it knows the ring's secret (its answer to a fresh nonce,
+/// within the handshake's time); its hello names it.
+async fn challenge(
+    socket: &mut TcpStream,
+    ring: &str,
+    secret: &[u8],
+) -> Result<Hello, StreamError> {
+    let nonce = stream::nonce();
+    stream::write_frame(
+        socket,
+        &Challenge {
+            nonce: nonce.clone(),
+            pieces: true,
+        },
+    )
+    .await?;
+    let hello: Hello = tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(socket))
+        .await
+        .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
+    if !stream::verify(secret, ring, &nonce, &hello) {
+        return Err(StreamError::Unauthenticated {
+            ring: hello.ring,
+            identity: hello.identity,
+        });
+    }
+    Ok(hello)
 }
