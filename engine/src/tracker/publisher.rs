@@ -16,7 +16,9 @@ use crate::brake::Brake;
 use crate::events::{Event, Events};
 use crate::metrics::{Metrics, TenantLabel};
 use crate::multi_cluster::vote::Tally;
-use crate::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange, MAX_CHANGES};
+use crate::snapshot::{
+    PublishMode, PublishedAddress, Reason, Reasons, TenantSnapshot, VerdictChange, MAX_CHANGES,
+};
 
 use super::core::{Clock, Effect, Wake};
 use super::index::{carry_by_name, TenantIx};
@@ -67,6 +69,8 @@ pub(super) struct Publisher {
     /// The blast-radius brake (`[brake]`): withdrawals per window, and whether this prober
     /// judged itself impaired.
     pub(super) brake: Brake,
+    /// The texts of the changes noted lately, shared by the changes that give the same.
+    reasons: Reasons,
     metrics: Arc<Metrics>,
     events: Events,
 }
@@ -77,6 +81,7 @@ impl Publisher {
         Publisher {
             outboxes: Vec::new(),
             brake,
+            reasons: Reasons::default(),
             metrics,
             events,
         }
@@ -85,6 +90,12 @@ impl Publisher {
     /// What tenant `ti` published last.
     pub(super) fn last(&self, ti: TenantIx) -> Option<&Arc<TenantSnapshot>> {
         self.outboxes[ti.0].last.as_ref()
+    }
+
+    /// `text` as the reason of a change to note, shared with the changes noted lately for
+    /// the same (a start-up's every `ok`, a mass failure's one cause).
+    pub(super) fn reason(&mut self, text: &str) -> Reason {
+        self.reasons.get(text)
     }
 
     /// Keeps `change` for tenant `ti`'s next snapshot.
