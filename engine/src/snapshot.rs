@@ -291,9 +291,10 @@ pub struct HostAddresses {
 /// Most changes carried by one snapshot; a mass event keeps the latest ones.
 pub const MAX_CHANGES: usize = 1000;
 
-/// One endpoint's verdict change: 56 bytes, its texts shared. A tenant's snapshot holds
+/// One endpoint's verdict change: 48 bytes, its texts shared. A tenant's snapshot holds
 /// its changes until it publishes again (after a start, every endpoint's first verdict),
-/// so the name is the plan's and the reason the one [`Reasons`] gave every change of it.
+/// so the name is the plan's and the reason the one [`Reasons`] gave every change of it;
+/// the transition's span stays with the tracker, which makes the publish its child.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerdictChange {
     /// Endpoint name (the plan's `Endpoint::name`, shared).
@@ -306,22 +307,6 @@ pub struct VerdictChange {
     pub to: Health,
     /// The probe result that completed the change (`refused`, `status 503`, `ok`, ...).
     pub reason: Reason,
-    /// The transition's span, parent of the publish it causes; `None` when it is invalid
-    /// (tracing off). Boxed: inline the context would be 64 bytes of each change.
-    #[serde(skip)]
-    pub trace: Option<Box<SpanContext>>,
-}
-
-impl VerdictChange {
-    /// What [`VerdictChange::trace`] keeps of `span`: nothing of an invalid one.
-    pub fn keep_trace(span: &SpanContext) -> Option<Box<SpanContext>> {
-        span.is_valid().then(|| Box::new(span.clone()))
-    }
-
-    /// The transition's span, the invalid one when none was kept.
-    pub fn span(&self) -> SpanContext {
-        self.trace.as_deref().cloned().unwrap_or(SpanContext::NONE)
-    }
 }
 
 #[cfg(test)]

@@ -162,7 +162,6 @@ fn change(endpoint: &str) -> VerdictChange {
         from: Health::Up,
         to: Health::Down,
         reason: "refused".into(),
-        trace: None,
     }
 }
 

@@ -3,14 +3,13 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
 use serde::Serialize;
 
 use super::{Reasons, VerdictChange};
 use crate::hysteresis::Health;
 
 /// A change as it was when each one owned its name and reason: what the sinks serialized
-/// (its span was never serialized, so it is left out).
+/// (the span it also held was never serialized).
 #[derive(Serialize)]
 struct OwnedChange {
     endpoint: String,
@@ -53,19 +52,6 @@ fn address(rng: &mut fastrand::Rng) -> IpAddr {
     }
 }
 
-fn span(rng: &mut fastrand::Rng) -> SpanContext {
-    match rng.bool() {
-        true => SpanContext::new(
-            TraceId::from(rng.u128(1..)),
-            SpanId::from(rng.u64(1..)),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        ),
-        false => SpanContext::NONE,
-    }
-}
-
 /// Seeded changes, each made twice from the same parts (owned texts as before, shared
 /// ones now): their JSON, alone and as a snapshot's list, is the same bytes.
 #[test]
@@ -79,12 +65,7 @@ fn changes_serialize_to_the_bytes_their_owned_form_did_in_generated_sequences() 
             let name = &names[rng.usize(..names.len())];
             let few = rng.bool();
             let reason = text(&mut rng, few);
-            let (address, from, to, span) = (
-                address(&mut rng),
-                health(&mut rng),
-                health(&mut rng),
-                span(&mut rng),
-            );
+            let (address, from, to) = (address(&mut rng), health(&mut rng), health(&mut rng));
             owned.push(OwnedChange {
                 endpoint: name.to_string(),
                 address,
@@ -98,7 +79,6 @@ fn changes_serialize_to_the_bytes_their_owned_form_did_in_generated_sequences() 
                 from,
                 to,
                 reason: reasons.get(&reason),
-                trace: VerdictChange::keep_trace(&span),
             });
         }
         for (o, s) in owned.iter().zip(&shared) {
@@ -111,8 +91,8 @@ fn changes_serialize_to_the_bytes_their_owned_form_did_in_generated_sequences() 
 }
 
 /// A tenant's snapshot holds a change per endpoint after a start until it publishes
-/// again: it must not grow back past a name, an address, two verdicts and two pointers.
+/// again: it must not grow back past a name, an address, two verdicts and a pointer.
 #[test]
-fn a_change_stays_56_bytes() {
-    assert!(std::mem::size_of::<VerdictChange>() <= 56);
+fn a_change_stays_48_bytes() {
+    assert!(std::mem::size_of::<VerdictChange>() <= 48);
 }

@@ -279,8 +279,8 @@ impl TrackerCore {
                     from,
                     to,
                     reason,
-                    trace: VerdictChange::keep_trace(&span),
                 },
+                &span,
             );
         }
     }
