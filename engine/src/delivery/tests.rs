@@ -162,16 +162,11 @@ fn change(endpoint: &str) -> VerdictChange {
         from: Health::Up,
         to: Health::Down,
         reason: "refused".into(),
-        trace: None,
     }
 }
 
 fn changed_endpoints(w: &Write) -> Vec<&str> {
-    w.snapshot
-        .changes
-        .iter()
-        .map(|c| c.endpoint.as_str())
-        .collect()
+    w.snapshot.changes.iter().map(|c| &*c.endpoint).collect()
 }
 
 fn ok() -> Result<Applied, SinkError> {
@@ -239,6 +234,8 @@ fn a_failed_write_keeps_its_changes_for_the_next_snapshot() {
     run.finish("t", Err(SinkError::permanent("denied")));
     run.publish(snap("t", 2, &["b"]));
     assert_eq!(changed_endpoints(run.last_write()), ["a", "b"]);
+    let changes = &run.last_write().snapshot.changes;
+    assert_eq!(changes.capacity(), changes.len(), "no spare room");
 }
 
 #[test]
@@ -253,6 +250,8 @@ fn carried_changes_keep_the_latest_max_changes() {
     run.finish("t", ok());
     let written = changed_endpoints(run.last_write());
     assert_eq!(written.len(), MAX_CHANGES);
+    let changes = &run.last_write().snapshot.changes;
+    assert_eq!(changes.capacity(), MAX_CHANGES, "no spare room");
     assert_eq!(
         written.first().copied(),
         Some("e50"),

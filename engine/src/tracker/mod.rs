@@ -16,6 +16,7 @@ mod health_tests;
 mod index;
 mod operator;
 mod pacing;
+mod pending;
 mod publisher;
 #[cfg(test)]
 mod publisher_tests;
