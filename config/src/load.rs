@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use figment::providers::{Env, Format, Serialized, Toml};
+use figment::providers::{Format, Serialized, Toml};
 use figment::Figment;
 
 use crate::model::{CheckOverrides, Config, Defaults};
@@ -11,6 +11,7 @@ use crate::validate::{validate, Kinds, ValidationErrors};
 use crate::Plan;
 
 mod arrays;
+mod environment;
 mod every_error;
 mod sections;
 #[cfg(test)]
@@ -256,8 +257,8 @@ fn figment_of(layers: &[Layer]) -> Figment {
 }
 
 /// The `HO_*` environment layer.
-fn environment() -> Env {
-    Env::prefixed(ENV_PREFIX).split("__")
+fn environment() -> environment::Environment {
+    environment::Environment::new()
 }
 
 /// Whether `path` is YAML rather than TOML: by its extension, or by a first line that is a

@@ -64,7 +64,7 @@ pub(crate) fn load(layers: &[Layer]) -> Option<Config> {
 /// with the files' array (`HO_ENDPOINTS='[...]'` replaces it), so figment's path loads it.
 fn environment_sets_an_array() -> bool {
     environment().iter().any(|(key, _)| {
-        let top = key.as_str().split('.').next().unwrap_or_default();
+        let top = key.split('.').next().unwrap_or_default();
         CUT.iter().any(|a| top.eq_ignore_ascii_case(a))
     })
 }

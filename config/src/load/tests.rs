@@ -341,3 +341,30 @@ fn an_environment_error_names_its_variable() {
         Ok(())
     });
 }
+
+/// `HO_ENDPOINTS` or `HO_TENANTS` whose TOML does not parse says so, with the line and column
+/// within the variable's value and the parser's reason, not "expected a sequence" nor (as
+/// figment's lenient reading of `address=}` gave) an empty value.
+#[test]
+fn an_environment_array_that_does_not_parse_says_where() {
+    Jail::expect_with(|jail| {
+        jail.create_file("base.toml", "")?;
+        jail.set_env("HO_ENDPOINTS", r#"[{name="e0", address=}]"#);
+        assert_eq!(
+            load(&["base.toml"]).unwrap_err().to_string(),
+            "environment HO_ENDPOINTS: endpoints: the variable's TOML does not parse: \
+             line 1, column 22: invalid string; expected `\"`, `'`"
+        );
+        jail.clear_env();
+        jail.set_env(
+            "HO_TENANTS",
+            "[\n  { name = \"t\", domains = [\"t.example\"] },\n  { name = \"u\" domains = [] },\n]",
+        );
+        assert_eq!(
+            load(&["base.toml"]).unwrap_err().to_string(),
+            "environment HO_TENANTS: tenants: the variable's TOML does not parse: \
+             line 3, column 16: invalid inline table; expected `}`"
+        );
+        Ok(())
+    });
+}
