@@ -37,15 +37,17 @@ impl Provider for Environment {
         let dict = data.entry(Profile::Default).or_default();
         for (key, text) in self.iter() {
             if let Some(array) = CUT.iter().find(|a| key.eq_ignore_ascii_case(a)) {
-                dict.insert((*array).to_owned(), toml_value(array, &text)?);
+                let value =
+                    toml_value(&text).map_err(|why| figment::Error::from(why).with_path(array))?;
+                dict.insert((*array).to_owned(), value);
             }
         }
         Ok(data)
     }
 }
 
-/// `text`, the value of the variable for `key`, parsed as a TOML value.
-fn toml_value(key: &str, text: &str) -> Result<Value, figment::Error> {
+/// `text`, a variable's value, parsed as a TOML value; else where and why it does not parse.
+fn toml_value(text: &str) -> Result<Value, String> {
     /// The value as the right-hand side of a key: its first line's columns are this much
     /// further right.
     const KEY: &str = "v = ";
@@ -68,10 +70,9 @@ fn toml_value(key: &str, text: &str) -> Result<Value, figment::Error> {
                 .chars()
                 .count()
                 + 1;
-            figment::Error::from(format!(
+            format!(
                 "the variable's TOML does not parse: line {line}, column {column}: {}",
                 e.message().trim_end().replace('\n', "; ")
-            ))
-            .with_path(key)
+            )
         })
 }
