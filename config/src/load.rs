@@ -83,7 +83,7 @@ impl fmt::Display for ParseErrors {
             if !e.path.is_empty() {
                 write!(f, "{}: ", field_path(&e.path))?;
             }
-            write!(f, "{}", crate::explain::explain(&e.kind))?;
+            write!(f, "{}", crate::explain::explain_at(&e.path, &e.kind))?;
         }
         if let Some(also) = &self.also {
             write!(f, "\n{also}")?;

@@ -310,7 +310,7 @@ fn an_environment_error_names_its_variable() {
         assert_eq!(
             error,
             "environment HO_DEFAULTS__CHECK__PORT: defaults.check.port: \
-             unsigned int `70000` is not a whole number from 0 to 65535"
+             unsigned int `70000` is not a port number from 1 to 65535"
         );
         jail.clear_env();
         jail.set_env(
