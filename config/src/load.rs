@@ -379,29 +379,31 @@ fn is_unknown_key(error: &figment::Error) -> bool {
     matches!(error.kind, figment::error::Kind::UnknownField(..))
 }
 
-/// Removes the key at `path` (table keys and array indices) from `value`.
-fn remove_at(value: &mut figment::value::Value, path: &[String]) {
+/// Removes the key at `path` (table keys and array indices) from `value`; whether there
+/// was one.
+fn remove_at(value: &mut figment::value::Value, path: &[String]) -> bool {
     use figment::value::Value;
     let Some((last, parents)) = path.split_last() else {
-        return;
+        return false;
     };
     let mut at = value;
     for key in parents {
         at = match at {
             Value::Dict(_, dict) => match dict.get_mut(key) {
                 Some(next) => next,
-                None => return,
+                None => return false,
             },
             Value::Array(_, items) => {
                 match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
                     Some(next) => next,
-                    None => return,
+                    None => return false,
                 }
             }
-            _ => return,
+            _ => return false,
         };
     }
-    if let Value::Dict(_, dict) = at {
-        dict.remove(last);
+    match at {
+        Value::Dict(_, dict) => dict.remove(last).is_some(),
+        _ => false,
     }
 }

@@ -147,6 +147,7 @@ impl<'de> Visitor<'de> for SplitVisitor {
 
 /// The rest of a layer as a figment provider, under the metadata figment's TOML provider
 /// gives the same layer, so errors name the file as figment's path names it.
+#[derive(Clone)]
 pub(super) struct Rest {
     pub metadata: Metadata,
     pub dict: Dict,

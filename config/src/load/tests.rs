@@ -368,3 +368,35 @@ fn an_environment_array_that_does_not_parse_says_where() {
         Ok(())
     });
 }
+
+/// Every error in the rest of the configuration (outside the arrays) is reported at once,
+/// in both files and the environment, not only the first.
+#[test]
+fn every_error_of_the_rest_is_reported() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "a.toml",
+            "[api]\nlisten = 5\n[reload]\ninterval = \"fast\"\nwatch = \"yes\"\n",
+        )?;
+        jail.create_file(
+            "b.toml",
+            "[defaults.check]\nport = 70000\n[limits]\nmax_endpoints = -1\n",
+        )?;
+        jail.set_env("HO_TELEMETRY__QUEUE_SIZE", "many");
+        let error = load(&["a.toml", "b.toml"]).unwrap_err().to_string();
+        let mut lines: Vec<&str> = error.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            [
+                "a.toml: api.listen: invalid type: found signed int `5`, expected socket address",
+                "a.toml: reload.interval: invalid value string \"fast\", expected a duration",
+                "a.toml: reload.watch: invalid type: found string \"yes\", expected a boolean",
+                "b.toml: defaults.check.port: signed int `70000` is not a port number from 1 to 65535",
+                "b.toml: limits.max_endpoints: signed int `-1` is not a whole number, 0 or more",
+                "environment HO_TELEMETRY__QUEUE_SIZE: telemetry.queue_size: string \"many\" is not a whole number, 0 or more",
+            ]
+        );
+        Ok(())
+    });
+}
