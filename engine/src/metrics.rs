@@ -128,6 +128,8 @@ pub struct Metrics {
     pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
     /// Tenants whose latest snapshot is not yet written, per sink.
     pub sink_pending: Family<SinkLabel, Gauge>,
+    /// Writes waiting for a place among `delivery.max_in_flight` or a write token, per sink.
+    pub sink_writes_queued: Family<SinkLabel, Gauge>,
     /// Writes the back end refused for rate (HTTP 429, Route53 `Throttling`), per sink;
     /// also counted as errors in `sink_writes`. Steady growth means the zone's API limit
     /// is below the change rate.
@@ -243,6 +245,7 @@ impl Metrics {
             failover_seconds: Family::new_with_constructor(latency_histogram),
             sink_last_success: Family::default(),
             sink_pending: Family::default(),
+            sink_writes_queued: Family::default(),
             config_reloads: Family::default(),
             spans_dropped: Counter::default(),
             spans_exported: Family::default(),
@@ -355,6 +358,11 @@ impl Metrics {
             "sink_pending",
             "Tenants whose latest snapshot the sink has not written yet",
             self.sink_pending.clone(),
+        );
+        registry.register(
+            "sink_writes_queued",
+            "Writes waiting for a place among the sink's max_in_flight or a write token",
+            self.sink_writes_queued.clone(),
         );
         registry.register(
             "config_reloads",
