@@ -4,6 +4,23 @@
 
 use figment::error::{Actual, Kind};
 
+/// What a port may be, said the same whether the type refuses it (70000, -1) or validation
+/// does (0).
+pub(crate) const PORT: &str = "a port number from 1 to 65535";
+
+/// [`explain`] for the value at `path`: a port's type is a `u16`, but its range is
+/// [`PORT`]'s.
+pub fn explain_at(path: &[String], kind: &Kind) -> String {
+    match kind {
+        Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected)
+            if expected == "u16" && path.last().is_some_and(|key| key == "port") =>
+        {
+            format!("{actual} is not {PORT}")
+        }
+        _ => explain(kind),
+    }
+}
+
 /// What `kind` means for the operator, in one line.
 pub fn explain(kind: &Kind) -> String {
     match kind {
@@ -130,6 +147,32 @@ mod tests {
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Str("fast".into()), expected)),
             "invalid value string \"fast\", expected a duration"
+        );
+    }
+
+    #[test]
+    fn a_port_says_the_range_validation_allows() {
+        let at = |key: &str| vec!["check".to_owned(), key.to_owned()];
+        assert_eq!(
+            explain_at(
+                &at("port"),
+                &Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())
+            ),
+            "unsigned int `70000` is not a port number from 1 to 65535"
+        );
+        assert_eq!(
+            explain_at(
+                &at("port"),
+                &Kind::InvalidType(Actual::Str("http".into()), "u16".into())
+            ),
+            "string \"http\" is not a port number from 1 to 65535"
+        );
+        assert_eq!(
+            explain_at(
+                &at("rise"),
+                &Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())
+            ),
+            "unsigned int `70000` is not a whole number from 0 to 65535"
         );
     }
 

@@ -13,7 +13,8 @@ pub mod plan;
 pub mod validate;
 
 pub use load::{
-    load, load_plan, load_plan_reading, load_reading, ConfigError, YamlReader, ENV_PREFIX,
+    load, load_plan, load_plan_reading, load_reading, ConfigError, InvalidConfig, YamlReader,
+    ENV_PREFIX,
 };
 pub use model::{
     Answer, BrakeConfig, Canary, CheckOverrides, ClusterConfig, Config, DampingConfig, Delivery,

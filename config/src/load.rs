@@ -3,15 +3,19 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use figment::providers::{Env, Format, Serialized, Toml};
+use figment::providers::{Format, Serialized, Toml};
 use figment::Figment;
 
 use crate::model::{CheckOverrides, Config, Defaults};
-use crate::validate::{validate, Kinds, ValidationErrors};
+use crate::validate::{validate, Kinds};
 use crate::Plan;
 
+pub use located::InvalidConfig;
+
 mod arrays;
+mod environment;
 mod every_error;
+mod located;
 mod sections;
 #[cfg(test)]
 mod tests;
@@ -48,9 +52,10 @@ pub enum ConfigError {
     /// A layer does not parse or does not fit the schema (unknown field, wrong type, ...).
     #[error("{0}")]
     Parse(ParseErrors),
-    /// The configuration parses but is not valid.
+    /// The configuration parses but is not valid; each error names the file or variable
+    /// its value came from.
     #[error("{0}")]
-    Invalid(#[from] ValidationErrors),
+    Invalid(InvalidConfig),
 }
 
 /// Parse errors, each naming its source (file or environment) and key path; when they are
@@ -59,7 +64,7 @@ pub enum ConfigError {
 pub struct ParseErrors {
     parse: Box<figment::Error>,
     /// Problems of the configuration without its unknown keys.
-    also: Option<ValidationErrors>,
+    also: Option<InvalidConfig>,
 }
 
 impl fmt::Display for ParseErrors {
@@ -69,20 +74,17 @@ impl fmt::Display for ParseErrors {
                 writeln!(f)?;
             }
             // A file is named as the operator gave it, not relative to the current folder.
-            let source = e.metadata.as_ref().map(|m| match &m.source {
-                Some(figment::Source::File(path)) => path.display().to_string(),
-                Some(other) => other.to_string(),
-                None if m.name.ends_with("environment variable(s)") => env_variable(&e.path)
-                    .map_or_else(|| m.name.to_string(), |v| format!("environment {v}")),
-                None => m.name.to_string(),
-            });
+            let source = e
+                .metadata
+                .as_ref()
+                .map(|m| located::source_name(m, &e.path));
             if let Some(source) = source {
                 write!(f, "{source}: ")?;
             }
             if !e.path.is_empty() {
                 write!(f, "{}: ", field_path(&e.path))?;
             }
-            write!(f, "{}", crate::explain::explain(&e.kind))?;
+            write!(f, "{}", crate::explain::explain_at(&e.path, &e.kind))?;
         }
         if let Some(also) = &self.also {
             write!(f, "\n{also}")?;
@@ -256,8 +258,8 @@ fn figment_of(layers: &[Layer]) -> Figment {
 }
 
 /// The `HO_*` environment layer.
-fn environment() -> Env {
-    Env::prefixed(ENV_PREFIX).split("__")
+fn environment() -> environment::Environment {
+    environment::Environment::new()
 }
 
 /// Whether `path` is YAML rather than TOML: by its extension, or by a first line that is a
@@ -297,7 +299,7 @@ pub fn load_reading(
     yaml: Option<YamlReader<'_>>,
 ) -> Result<Config, ConfigError> {
     let layers = layers(files, yaml)?;
-    if let Some(config) = arrays::load(&layers) {
+    if let Some((config, _)) = arrays::load(&layers) {
         return Ok(config);
     }
     // Before figment's tree is made, so that the two never take memory at once.
@@ -324,8 +326,8 @@ pub fn load_plan_reading(
     kinds: &Kinds<'_>,
 ) -> Result<Plan, ConfigError> {
     let layers = layers(files, yaml)?;
-    if let Some(config) = arrays::load(&layers) {
-        return Ok(validate(&config, kinds)?);
+    if let Some((config, rest)) = arrays::load(&layers) {
+        return validated(&config, kinds, &rest);
     }
     // An error in an element a later layer replaces is reported too: figment's path does
     // not see it, so it can succeed with such errors. Found before figment's tree is made,
@@ -333,8 +335,13 @@ pub fn load_plan_reading(
     let every = every_error::every_error(&layers);
     let layered = figment_of(&layers);
     let (parse, also) = match (layered.extract::<Config>(), every) {
-        (Ok(config), None) => return Ok(validate(&config, kinds)?),
-        (Ok(config), Some(every)) => (every, validate(&config, kinds).err()),
+        (Ok(config), None) => return validated(&config, kinds, &layered),
+        (Ok(config), Some(every)) => (
+            every,
+            validate(&config, kinds)
+                .err()
+                .map(|errors| InvalidConfig::locate(errors, &layered, &config)),
+        ),
         (Err(first), every) => {
             let also = validate_without_unknown_keys(&layered, &first, kinds);
             (every.unwrap_or(first), also)
@@ -347,13 +354,20 @@ pub fn load_plan_reading(
     }))
 }
 
+/// `config` validated, its errors located in `layered`, the figment it was extracted from.
+fn validated(config: &Config, kinds: &Kinds<'_>, layered: &Figment) -> Result<Plan, ConfigError> {
+    validate(config, kinds)
+        .map_err(|errors| ConfigError::Invalid(InvalidConfig::locate(errors, layered, config)))
+}
+
 /// When every parse error is an unknown key: the validation errors of the configuration
-/// with those keys left out (`None` when it then validates, or other parse errors remain).
+/// with those keys left out (`None` when it then validates, or other parse errors remain),
+/// located in `layered`.
 fn validate_without_unknown_keys(
     layered: &Figment,
     error: &figment::Error,
     kinds: &Kinds<'_>,
-) -> Option<ValidationErrors> {
+) -> Option<InvalidConfig> {
     let mut value: figment::value::Value = layered.extract().ok()?;
     let mut error = error.clone();
     // Serde reports one unknown key per table at a time: a few rounds find them all.
@@ -366,7 +380,10 @@ fn validate_without_unknown_keys(
             remove_at(&mut value, &e.path);
         }
         match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
-            Ok(config) => return validate(&config, kinds).err(),
+            Ok(config) => {
+                let errors = validate(&config, kinds).err()?;
+                return Some(InvalidConfig::locate(errors, layered, &config));
+            }
             Err(next) => error = next,
         }
     }
@@ -378,29 +395,31 @@ fn is_unknown_key(error: &figment::Error) -> bool {
     matches!(error.kind, figment::error::Kind::UnknownField(..))
 }
 
-/// Removes the key at `path` (table keys and array indices) from `value`.
-fn remove_at(value: &mut figment::value::Value, path: &[String]) {
+/// Removes the key at `path` (table keys and array indices) from `value`; whether there
+/// was one.
+fn remove_at(value: &mut figment::value::Value, path: &[String]) -> bool {
     use figment::value::Value;
     let Some((last, parents)) = path.split_last() else {
-        return;
+        return false;
     };
     let mut at = value;
     for key in parents {
         at = match at {
             Value::Dict(_, dict) => match dict.get_mut(key) {
                 Some(next) => next,
-                None => return,
+                None => return false,
             },
             Value::Array(_, items) => {
                 match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
                     Some(next) => next,
-                    None => return,
+                    None => return false,
                 }
             }
-            _ => return,
+            _ => return false,
         };
     }
-    if let Value::Dict(_, dict) = at {
-        dict.remove(last);
+    match at {
+        Value::Dict(_, dict) => dict.remove(last).is_some(),
+        _ => false,
     }
 }

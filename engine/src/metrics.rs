@@ -1,11 +1,13 @@
 //! Prometheus metrics, registered once and shared by the actors that update them.
 
 mod answers;
+mod chunked;
 mod classic;
 mod node_status;
 mod ring;
 
 pub use answers::{AnswerMetrics, SloLabels, StaleLabels, TenantServedLabels, WindowLabels};
+pub use chunked::{Abandoned, ChunkLimits, MetricsBody};
 pub use node_status::NodeStatus;
 pub use ring::RingMetrics;
 
@@ -20,7 +22,7 @@ use prometheus_client::registry::Registry;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 /// Metrics a crate above the engine owns and updates (the DNS server's queries, say):
 /// registered into the process's one exposition by [`Metrics::set`], so a new series there
@@ -88,12 +90,11 @@ fn latency_histogram() -> Histogram {
 
 /// Every metric the engine exports. Handles are cheap clones sharing one value.
 pub struct Metrics {
-    /// Behind a lock so other crates' [`MetricSet`]s register into it after start.
-    registry: Mutex<Registry>,
+    /// Behind a lock so other crates' [`MetricSet`]s register into it after start; read
+    /// (shared) for as long as an answer is being encoded (see [`Metrics::stream`]).
+    registry: RwLock<Registry>,
     /// The [`MetricSet`]s made so far, by type.
     sets: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
-    /// The last classic answer's length: the room the next one is given at once.
-    classic_len: std::sync::atomic::AtomicUsize,
     /// Probes by result label.
     pub probes: Family<ResultLabel, Counter>,
     /// Probe duration.
@@ -127,6 +128,8 @@ pub struct Metrics {
     pub sink_last_success: Family<SinkLabel, Gauge<f64, AtomicU64>>,
     /// Tenants whose latest snapshot is not yet written, per sink.
     pub sink_pending: Family<SinkLabel, Gauge>,
+    /// Writes waiting for a place among `delivery.max_in_flight` or a write token, per sink.
+    pub sink_writes_queued: Family<SinkLabel, Gauge>,
     /// Writes the back end refused for rate (HTTP 429, Route53 `Throttling`), per sink;
     /// also counted as errors in `sink_writes`. Steady growth means the zone's API limit
     /// is below the change rate.
@@ -242,6 +245,7 @@ impl Metrics {
             failover_seconds: Family::new_with_constructor(latency_histogram),
             sink_last_success: Family::default(),
             sink_pending: Family::default(),
+            sink_writes_queued: Family::default(),
             config_reloads: Family::default(),
             spans_dropped: Counter::default(),
             spans_exported: Family::default(),
@@ -263,9 +267,8 @@ impl Metrics {
             cluster_live_voters: Family::default(),
             cluster_quorum_withdrawals: Family::default(),
             cluster_reports: Family::default(),
-            registry: Mutex::default(),
+            registry: RwLock::default(),
             sets: Mutex::default(),
-            classic_len: Default::default(),
         };
         m.register_verdicts(&mut registry);
         m.register_delivery_and_reloads(&mut registry);
@@ -274,7 +277,7 @@ impl Metrics {
         m.answers.register(&mut registry);
         m.ring.register(&mut registry);
         Metrics {
-            registry: Mutex::new(registry),
+            registry: RwLock::new(registry),
             ..m
         }
     }
@@ -355,6 +358,11 @@ impl Metrics {
             "sink_pending",
             "Tenants whose latest snapshot the sink has not written yet",
             self.sink_pending.clone(),
+        );
+        registry.register(
+            "sink_writes_queued",
+            "Writes waiting for a place among the sink's max_in_flight or a write token",
+            self.sink_writes_queued.clone(),
         );
         registry.register(
             "config_reloads",
@@ -462,7 +470,7 @@ impl Metrics {
         let mut sets = self.sets.lock().expect("not poisoned");
         let made = sets.entry(TypeId::of::<T>()).or_insert_with(|| {
             let set = T::default();
-            set.register(&mut self.registry.lock().expect("not poisoned"));
+            set.register(&mut self.registry.write().expect("not poisoned"));
             Box::new(set)
         });
         made.downcast_ref::<T>()
@@ -470,26 +478,58 @@ impl Metrics {
             .clone()
     }
 
-    /// The OpenMetrics text exposition ([`Metrics::encode_classic`] gives the classic format).
+    /// The OpenMetrics text exposition ([`Metrics::encode_classic`] gives the classic format),
+    /// whole; the API streams it instead ([`Metrics::stream`]).
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        let registry = self.registry.lock().expect("not poisoned");
-        prometheus_client::encoding::text::encode(&mut out, &registry)
-            .expect("writing to a String cannot fail");
-        out
+        self.write(Exposition::OpenMetrics, String::new())
+            .expect("writing to a String cannot fail")
     }
 
-    /// The classic text exposition, converted as it is encoded (see [`classic::Classic`]).
+    /// The classic text exposition, whole, converted as it is encoded (see
+    /// [`classic::Classic`]).
     pub fn encode_classic(&self) -> String {
-        use std::sync::atomic::Ordering::Relaxed;
-        let last = self.classic_len.load(Relaxed);
-        let mut out = classic::Classic::with_capacity(last + last / 16);
-        let registry = self.registry.lock().expect("not poisoned");
-        prometheus_client::encoding::text::encode(&mut out, &registry)
-            .expect("writing to a String cannot fail");
-        let out = out.finish();
-        self.classic_len.store(out.len(), Relaxed);
-        out
+        self.write(Exposition::Classic, String::new())
+            .expect("writing to a String cannot fail")
+    }
+
+    /// Writes the exposition in `format` to `out` as it is encoded, the registry read-locked
+    /// meanwhile; an error of `out` ends it there.
+    fn write<W: std::fmt::Write>(
+        &self,
+        format: Exposition,
+        mut out: W,
+    ) -> Result<W, std::fmt::Error> {
+        let registry = self.registry.read().expect("not poisoned");
+        match format {
+            Exposition::OpenMetrics => {
+                prometheus_client::encoding::text::encode(&mut out, &registry)?;
+                Ok(out)
+            }
+            Exposition::Classic => {
+                let mut classic = classic::Classic::new(out);
+                prometheus_client::encoding::text::encode(&mut classic, &registry)?;
+                classic.finish()
+            }
+        }
+    }
+}
+
+/// The text format of an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposition {
+    /// OpenMetrics 1.0 ([`OPENMETRICS_CONTENT_TYPE`]).
+    OpenMetrics,
+    /// The classic Prometheus text format 0.0.4 ([`CLASSIC_CONTENT_TYPE`]).
+    Classic,
+}
+
+impl Exposition {
+    /// The answer's content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => OPENMETRICS_CONTENT_TYPE,
+            Exposition::Classic => CLASSIC_CONTENT_TYPE,
+        }
     }
 }
 

@@ -13,6 +13,12 @@ use serde::Serialize;
 use crate::hysteresis::Health;
 use tokio::time::Instant;
 
+#[cfg(test)]
+mod change_tests;
+mod reason;
+pub use reason::Reason;
+pub(crate) use reason::Reasons;
+
 /// Why the published set is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -285,11 +291,14 @@ pub struct HostAddresses {
 /// Most changes carried by one snapshot; a mass event keeps the latest ones.
 pub const MAX_CHANGES: usize = 1000;
 
-/// One endpoint's verdict change.
+/// One endpoint's verdict change: 48 bytes, its texts shared. A tenant's snapshot holds
+/// its changes until it publishes again (after a start, every endpoint's first verdict),
+/// so the name is the plan's and the reason the one [`Reasons`] gave every change of it;
+/// the transition's span stays with the tracker, which makes the publish its child.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerdictChange {
-    /// Endpoint name.
-    pub endpoint: String,
+    /// Endpoint name (the plan's `Endpoint::name`, shared).
+    pub endpoint: Arc<str>,
     /// Its address.
     pub address: IpAddr,
     /// Verdict before.
@@ -297,25 +306,7 @@ pub struct VerdictChange {
     /// Verdict after.
     pub to: Health,
     /// The probe result that completed the change (`refused`, `status 503`, `ok`, ...).
-    pub reason: String,
-    /// The transition's span, parent of the publish it causes; `None` when it is invalid
-    /// (tracing off). Boxed: inline the context was 64 of the change's 144 bytes, and a
-    /// tenant's snapshot holds its changes (every endpoint's first verdict, after a start)
-    /// until it publishes again.
-    #[serde(skip)]
-    pub trace: Option<Box<SpanContext>>,
-}
-
-impl VerdictChange {
-    /// What [`VerdictChange::trace`] keeps of `span`: nothing of an invalid one.
-    pub fn keep_trace(span: &SpanContext) -> Option<Box<SpanContext>> {
-        span.is_valid().then(|| Box::new(span.clone()))
-    }
-
-    /// The transition's span, the invalid one when none was kept.
-    pub fn span(&self) -> SpanContext {
-        self.trace.as_deref().cloned().unwrap_or(SpanContext::NONE)
-    }
+    pub reason: Reason,
 }
 
 #[cfg(test)]
@@ -364,13 +355,8 @@ mod tests {
     /// the same labels are one copy, and the metadata stays 48 bytes an endpoint.
     #[test]
     fn each_endpoints_metadata_is_its_own_with_labels_shared() {
-        let mut seed = 0x94d0_49bb_1331_11eb_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0x94d0_49bb_1331_11eb);
+        let mut next = |below: u64| rng.u64(..below);
         let endpoints: Vec<ho_config::Endpoint> = (0..500)
             .map(|i| {
                 let labels = (0..next(3))

@@ -371,6 +371,8 @@ pub struct SinkStatus {
     pub kind: &'static str,
     /// Per tenant written to.
     pub tenants: Vec<SinkTenantStatus>,
+    /// Writes waiting for a place among `delivery.max_in_flight` or a write token.
+    pub queued: usize,
     /// True while this replica does not write the sink: a shared back end and another
     /// replica holds the Lease (its snapshots are kept, ready for a takeover).
     pub standby: bool,

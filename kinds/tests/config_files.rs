@@ -416,3 +416,52 @@ dir = "/tmp/hosts-test"
         "gw's check, and the lb's at each address"
     );
 }
+
+/// A validation error names the file or variable its value came from, as a parse error
+/// does: the last layer that gave it, file or variable (`HO_ENDPOINTS` for its elements).
+/// A value an endpoint's check inherits is not named, nor a built-in default (`endpoints:
+/// none configured` in config/tests/bad).
+#[test]
+fn a_validation_error_names_where_its_value_came_from() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "base.toml",
+            "[[endpoints]]\nname = \"a\"\naddress = \"10.0.0.1\"\n\
+             [[endpoints]]\nname = \"b\"\naddress = \"10.0.0.2\"\ncheck = { port = 0 }\n\
+             [[tenants]]\nname = \"t\"\ndomains = [\"t.example\"]\nsinks = [\"local\"]\n\
+             [[tenants]]\nname = \"u\"\ndomains = [\"u.example\"]\nsinks = []\n\
+             [sinks.local]\nkind = \"hosts_file\"\ndir = \"/tmp/ho-a\"\n\
+             [sinks.local.delivery]\nmax_in_flight = 4\n",
+        )?;
+        jail.create_file("over.toml", "[sinks.local.delivery]\nmax_in_flight = 0\n")?;
+        jail.set_env("HO_DEFAULTS__CHECK__RISE", "0");
+        let err = load_plan(&["base.toml", "over.toml"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err.lines().collect::<Vec<_>>(),
+            [
+                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1",
+                "base.toml: endpoints[1].check.port: unsigned int `0` is not a port number from 1 to 65535",
+                "endpoints[1].check.rise: must be at least 1",
+                "over.toml: sinks.local.delivery.max_in_flight: must be at least 1 (0 would never write)",
+                "base.toml: tenants[1].sinks: must name at least one sink: nothing would be published",
+            ]
+        );
+        jail.set_env(
+            "HO_ENDPOINTS",
+            r#"[{name="a", address="10.0.0.1", check={port=0}}]"#,
+        );
+        let err = load_plan(&["base.toml"]).unwrap_err().to_string();
+        assert_eq!(
+            err.lines().collect::<Vec<_>>(),
+            [
+                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1",
+                "environment HO_ENDPOINTS: endpoints[0].check.port: unsigned int `0` is not a port number from 1 to 65535",
+                "endpoints[0].check.rise: must be at least 1",
+                "base.toml: tenants[1].sinks: must name at least one sink: nothing would be published",
+            ]
+        );
+        Ok(())
+    });
+}

@@ -104,6 +104,7 @@ async fn healthz_readyz_status_and_metrics() {
         sink["tenants"][0]["desired_seq"]
     );
     assert!(sink["tenants"][0]["last_error"].is_null());
+    assert_eq!(sink["queued"], 0, "nothing waits for a place or a token");
 
     let (code, metrics) = get(addr, "/metrics").await;
     assert_eq!(code, 200);
@@ -123,6 +124,7 @@ async fn healthz_readyz_status_and_metrics() {
         "health_orchestrator_dns_updates_total{tenant=\"t\"}",
         "health_orchestrator_sink_writes_total{sink=\"local\",result=\"changed\"}",
         "health_orchestrator_failover_seconds_count{sink=\"local\"}",
+        "health_orchestrator_sink_writes_queued{sink=\"local\"} 0",
     ] {
         assert!(metrics.contains(needle), "missing {needle} in\n{metrics}");
     }

@@ -123,7 +123,10 @@ fn check_config_accepts_the_examples_and_layers_files() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.starts_with("defaults.check.timeout: timeout (5s) must be shorter than interval (1s)"),
+        err.starts_with(&format!(
+            "{}: defaults.check.timeout: timeout (5s) must be shorter than interval (1s)",
+            overlay.display()
+        )),
         "{err}"
     );
 

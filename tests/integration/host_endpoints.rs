@@ -162,9 +162,9 @@ async fn a_name_that_never_resolved_stops_the_start() {
 #[test]
 fn tenants_keep_their_endpoints_whichever_are_given_by_host_name() {
     for seed in 1..=30u64 {
-        let mut rng = SeededRng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let count = 3 + rng.below(40) as usize;
-        let by_host: Vec<bool> = (0..count).map(|_| rng.below(3) == 0).collect();
+        let mut rng = fastrand::Rng::with_seed(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let count = 3 + rng.u64(..40) as usize;
+        let by_host: Vec<bool> = (0..count).map(|_| rng.u64(..3) == 0).collect();
         let mut fragment = String::new();
         for (i, host) in by_host.iter().enumerate() {
             let address = match host {
@@ -173,10 +173,10 @@ fn tenants_keep_their_endpoints_whichever_are_given_by_host_name() {
             };
             fragment += &format!("[[endpoints]]\nname = \"e{i}\"\naddress = \"{address}\"\n\n");
         }
-        let tenants: Vec<Vec<usize>> = (0..1 + rng.below(6))
+        let tenants: Vec<Vec<usize>> = (0..1 + rng.u64(..6))
             .map(|_| {
-                let mut picked: Vec<usize> = (0..count).filter(|_| rng.below(2) == 0).collect();
-                let one = rng.below(count as u64) as usize;
+                let mut picked: Vec<usize> = (0..count).filter(|_| rng.u64(..2) == 0).collect();
+                let one = rng.u64(..count as u64) as usize;
                 if !picked.contains(&one) {
                     picked.push(one);
                 }

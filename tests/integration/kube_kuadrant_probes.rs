@@ -10,18 +10,6 @@ use serde_json::json;
 use crate::harness::*;
 use crate::kube_tenants::{hosts, run_operator, three_gateways};
 
-/// A small seeded generator (xorshift), so a failing script names its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// A probe no DNSRecord backs (its address is a gateway no record names) is run with its
 /// own check and its status follows the gateway through a seeded script of states: healthy
 /// while it answers 200, unhealthy with at least `failureThreshold` failures in a row and
@@ -61,7 +49,7 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
     wait_for_file(&web, "the record's answer", |c| addresses(c) == [ip(1)]).await;
 
     let seed = 0x5eed_u64;
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng = fastrand::Rng::with_seed(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut script = vec![Behaviour::Healthy];
     let choices = [
         Behaviour::Healthy,
@@ -69,7 +57,7 @@ async fn a_probe_no_record_backs_is_run_and_its_status_follows_its_gateway() {
         Behaviour::Refuse,
     ];
     while script.len() < 6 {
-        let next = choices[rng.below(3) as usize].clone();
+        let next = choices[rng.u64(..3) as usize].clone();
         // Each step changes the verdict, so each is seen.
         let up = |b: &Behaviour| *b == Behaviour::Healthy;
         if up(&next) != up(script.last().unwrap()) {

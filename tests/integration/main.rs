@@ -82,6 +82,7 @@ mod ledger_names;
 mod ledger_night;
 mod limits;
 mod loadtest;
+mod metrics_stream;
 mod misbehaviour;
 mod multi_cluster;
 mod multi_cluster_provider;

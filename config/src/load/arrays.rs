@@ -27,9 +27,10 @@ use super::sections::{Sections, CUT};
 use super::{builtin, environment, Layer};
 use crate::model::{Config, EndpointConfig, TenantConfig};
 
-/// The layered configuration, or `None` when figment's path must load it (see the module
-/// documentation for when).
-pub(crate) fn load(layers: &[Layer]) -> Option<Config> {
+/// The layered configuration and the figment of its rest, or `None` when figment's path
+/// must load it (see the module documentation for when). In that figment a layer that gives
+/// an array gives an empty one, so that it tells which layer gave the array.
+pub(crate) fn load(layers: &[Layer]) -> Option<(Config, Figment)> {
     if environment_sets_an_array() {
         return None;
     }
@@ -43,28 +44,38 @@ pub(crate) fn load(layers: &[Layer]) -> Option<Config> {
             ),
             Layer::Translated(toml) => (split(toml)?, Toml::string(toml).metadata()),
         };
+        let mut rest = split.rest;
+        for (key, given) in CUT
+            .into_iter()
+            .zip([split.endpoints.is_some(), split.tenants.is_some()])
+        {
+            if given {
+                rest.insert(key.to_owned(), Value::from(Vec::<Value>::new()));
+            }
+        }
         endpoints = split.endpoints.or(endpoints);
         tenants = split.tenants.or(tenants);
         fig = fig.merge(Rest {
             metadata,
-            dict: split.rest,
+            dict: rest,
         });
     }
-    let mut config: Config = fig.merge(environment()).extract().ok()?;
+    let fig = fig.merge(environment());
+    let mut config: Config = fig.extract().ok()?;
     if let Some(endpoints) = endpoints {
         config.endpoints = endpoints;
     }
     if let Some(tenants) = tenants {
         config.tenants = tenants;
     }
-    Some(config)
+    Some((config, fig))
 }
 
 /// Whether an `HO_*` variable names a key under one of [`CUT`]: figment then merges it
 /// with the files' array (`HO_ENDPOINTS='[...]'` replaces it), so figment's path loads it.
 fn environment_sets_an_array() -> bool {
     environment().iter().any(|(key, _)| {
-        let top = key.as_str().split('.').next().unwrap_or_default();
+        let top = key.split('.').next().unwrap_or_default();
         CUT.iter().any(|a| top.eq_ignore_ascii_case(a))
     })
 }
@@ -147,6 +158,7 @@ impl<'de> Visitor<'de> for SplitVisitor {
 
 /// The rest of a layer as a figment provider, under the metadata figment's TOML provider
 /// gives the same layer, so errors name the file as figment's path names it.
+#[derive(Clone)]
 pub(super) struct Rest {
     pub metadata: Metadata,
     pub dict: Dict,

@@ -3,7 +3,8 @@
 //! Figment extracts the configuration in one serde pass, which stops at its first error: a
 //! file with four bad endpoints took four runs to see them all. Here each element of each
 //! layer's `endpoints` and `tenants` arrays is extracted alone, under its layer's metadata,
-//! then the rest of the configuration once without those arrays; each error reads as
+//! then the rest of the configuration without those arrays, in rounds that each take out
+//! the value the last one refused, so that it too gives every error; each error reads as
 //! figment's path words it when it is the only one (`FILE: endpoints[3].check.port: ...`).
 //! An element of an array that a later layer replaces is reported too: it is an error in a
 //! file the operator passed.
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use super::arrays::Rest;
 use super::sections::CUT;
-use super::{builtin, environment, Layer};
+use super::{builtin, environment, remove_at, Layer};
 use crate::model::{Config, EndpointConfig, TenantConfig};
 
 #[cfg(test)]
@@ -26,30 +27,65 @@ mod tests;
 /// TOML, or nothing fails this way: figment's own error then says it.
 pub(super) fn every_error(layers: &[Layer]) -> Option<figment::Error> {
     let mut errors = Vec::new();
-    let mut rest = Figment::from(Serialized::defaults(builtin()));
+    let mut rests = Vec::with_capacity(layers.len() + 1);
     for layer in layers {
         let (metadata, mut dict) = parsed(layer)?;
         errors.extend(element_errors(&metadata, &mut dict));
-        rest = rest.merge(Rest { metadata, dict });
+        rests.push(Rest { metadata, dict });
     }
     // `HO_ENDPOINTS='[...]'` and `HO_TENANTS` are arrays as a file's are: every bad element.
     let env = environment();
-    match env
-        .data()
-        .ok()
-        .and_then(|mut d| d.remove(&Profile::Default))
-    {
-        Some(mut dict) => {
-            let metadata = env.metadata();
+    let metadata = env.metadata();
+    match env.data().map(|mut d| d.remove(&Profile::Default)) {
+        Ok(Some(mut dict)) => {
             errors.extend(element_errors(&metadata, &mut dict));
-            rest = rest.merge(Rest { metadata, dict });
+            rests.push(Rest { metadata, dict });
         }
-        None => rest = rest.merge(env),
+        Ok(None) => {}
+        Err(mut e) => {
+            e.metadata = Some(metadata);
+            errors.push(e);
+        }
     }
-    if let Err(e) = rest.extract::<Config>() {
-        errors.extend(e);
-    }
+    errors.extend(rest_errors(rests));
     errors.into_iter().rev().reduce(|later, e| later.chain(e))
+}
+
+/// Every error of the rest of the configuration: serde stops at the first, so each round
+/// takes the value it refused out of every layer (the built-in default then stands in for
+/// it) and extracts again, until the rest extracts or an error cannot be taken out.
+fn rest_errors(mut rests: Vec<Rest>) -> Vec<figment::Error> {
+    let mut errors = Vec::new();
+    // Serde reports one error per table at a time: a few rounds find them all.
+    for _ in 0..64 {
+        let rest = rests
+            .iter()
+            .fold(Figment::from(Serialized::defaults(builtin())), |fig, r| {
+                fig.merge(r.clone())
+            });
+        let Err(e) = rest.extract::<Config>() else {
+            break;
+        };
+        let mut taken_out = false;
+        for e in e {
+            for r in &mut rests {
+                taken_out |= remove_from(&mut r.dict, &e.path);
+            }
+            errors.push(e);
+        }
+        if !taken_out {
+            break;
+        }
+    }
+    errors
+}
+
+/// Removes the key at `path` from `dict`; whether there was one.
+fn remove_from(dict: &mut Dict, path: &[String]) -> bool {
+    let mut value = Value::from(std::mem::take(dict));
+    let removed = remove_at(&mut value, path);
+    *dict = value.into_dict().unwrap_or_default();
+    removed
 }
 
 /// A layer's metadata and top-level table as figment's TOML provider reads it.

@@ -310,7 +310,7 @@ fn an_environment_error_names_its_variable() {
         assert_eq!(
             error,
             "environment HO_DEFAULTS__CHECK__PORT: defaults.check.port: \
-             unsigned int `70000` is not a whole number from 0 to 65535"
+             unsigned int `70000` is not a port number from 1 to 65535"
         );
         jail.clear_env();
         jail.set_env(
@@ -337,6 +337,65 @@ fn an_environment_error_names_its_variable() {
         assert!(
             error.starts_with("environment HO_DEFAULT__CHECK__PORT: default: unknown key"),
             "{error}"
+        );
+        Ok(())
+    });
+}
+
+/// `HO_ENDPOINTS` or `HO_TENANTS` whose TOML does not parse says so, with the line and column
+/// within the variable's value and the parser's reason, not "expected a sequence" nor (as
+/// figment's lenient reading of `address=}` gave) an empty value.
+#[test]
+fn an_environment_array_that_does_not_parse_says_where() {
+    Jail::expect_with(|jail| {
+        jail.create_file("base.toml", "")?;
+        jail.set_env("HO_ENDPOINTS", r#"[{name="e0", address=}]"#);
+        assert_eq!(
+            load(&["base.toml"]).unwrap_err().to_string(),
+            "environment HO_ENDPOINTS: endpoints: the variable's TOML does not parse: \
+             line 1, column 22: invalid string; expected `\"`, `'`"
+        );
+        jail.clear_env();
+        jail.set_env(
+            "HO_TENANTS",
+            "[\n  { name = \"t\", domains = [\"t.example\"] },\n  { name = \"u\" domains = [] },\n]",
+        );
+        assert_eq!(
+            load(&["base.toml"]).unwrap_err().to_string(),
+            "environment HO_TENANTS: tenants: the variable's TOML does not parse: \
+             line 3, column 16: invalid inline table; expected `}`"
+        );
+        Ok(())
+    });
+}
+
+/// Every error in the rest of the configuration (outside the arrays) is reported at once,
+/// in both files and the environment, not only the first.
+#[test]
+fn every_error_of_the_rest_is_reported() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "a.toml",
+            "[api]\nlisten = 5\n[reload]\ninterval = \"fast\"\nwatch = \"yes\"\n",
+        )?;
+        jail.create_file(
+            "b.toml",
+            "[defaults.check]\nport = 70000\n[limits]\nmax_endpoints = -1\n",
+        )?;
+        jail.set_env("HO_TELEMETRY__QUEUE_SIZE", "many");
+        let error = load(&["a.toml", "b.toml"]).unwrap_err().to_string();
+        let mut lines: Vec<&str> = error.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            [
+                "a.toml: api.listen: invalid type: found signed int `5`, expected socket address",
+                "a.toml: reload.interval: invalid value string \"fast\", expected a duration",
+                "a.toml: reload.watch: invalid type: found string \"yes\", expected a boolean",
+                "b.toml: defaults.check.port: signed int `70000` is not a port number from 1 to 65535",
+                "b.toml: limits.max_endpoints: signed int `-1` is not a whole number, 0 or more",
+                "environment HO_TELEMETRY__QUEUE_SIZE: telemetry.queue_size: string \"many\" is not a whole number, 0 or more",
+            ]
         );
         Ok(())
     });

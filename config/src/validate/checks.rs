@@ -50,7 +50,14 @@ pub(super) fn resolve_check(
         }
         r.port = Some(0);
     } else if r.port == Some(0) {
-        errs.push(format!("{path}.port"), "must be between 1 and 65535");
+        errs.push(
+            format!("{path}.port"),
+            format!(
+                "{} is not {}",
+                figment::error::Actual::Unsigned(0),
+                crate::explain::PORT
+            ),
+        );
     }
     r.port = r.port.or_else(|| checks.default_port(&r.kind));
     let damping = check_timing(&r, merged, path, errs);

@@ -92,7 +92,7 @@ pub fn parse_keys<T: serde::de::DeserializeOwned>(
                     }
                     FieldError {
                         path: at,
-                        reason: crate::explain::explain(&e.kind),
+                        reason: crate::explain::explain_at(&e.path, &e.kind),
                     }
                 })
                 .collect()

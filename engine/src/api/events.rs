@@ -105,7 +105,7 @@ pub(super) async fn route(
     state: &ApiState,
 ) -> Response<Body> {
     if req.uri().path() != "/events" {
-        return answer(req, peer, state).await.map(Either::Left);
+        return answer(req, peer, state).await;
     }
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n").map(Either::Left);
@@ -130,7 +130,7 @@ pub(super) async fn route(
     };
     let (kept, live) = state.events.subscribe(since);
     let rx = forward_events(kept, live, permit);
-    let mut response = Response::new(Either::Right(EventStream(rx)));
+    let mut response = Response::new(Either::Right(Either::Left(EventStream(rx))));
     let headers = response.headers_mut();
     headers.insert(
         CONTENT_TYPE,

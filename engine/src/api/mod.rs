@@ -33,7 +33,7 @@ use tracing::{debug, warn};
 use crate::delivery::SinkActor;
 use crate::events::Events;
 use crate::leadership::Leadership;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, MetricsBody};
 use crate::probe::heartbeat::Heartbeats;
 use crate::status::ClusterStatus;
 use crate::token_bucket::TokenBucket;
@@ -90,8 +90,8 @@ pub struct ApiTokens {
 /// `/events` connections served at once; more get 503, so open streams cannot pile up.
 pub const MAX_EVENT_LISTENERS: usize = 16;
 
-/// An answer: a whole body, or an event stream.
-pub(super) type Body = Either<Full<Bytes>, EventStream>;
+/// An answer: a whole body, an event stream or the streamed `/metrics`.
+pub(super) type Body = Either<Full<Bytes>, Either<EventStream, MetricsBody>>;
 
 /// Largest request head accepted (the API takes only GETs without bodies).
 const MAX_REQUEST_BYTES: usize = 16 * 1024;
@@ -176,16 +176,16 @@ pub(super) async fn answer(
     req: Request<Incoming>,
     peer: std::net::SocketAddr,
     state: &ApiState,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let path = req.uri().path();
     if let Some(name) = path.strip_prefix("/v1/heartbeat/") {
-        return heartbeat::heartbeat(&req, peer, state, name);
+        return heartbeat::heartbeat(&req, peer, state, name).map(Either::Left);
     }
     if let Some(answer) = operator_answer(&req, peer, state).await {
-        return answer;
+        return answer.map(Either::Left);
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n");
+        return text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET\n").map(Either::Left);
     }
     // Only the costly answers are limited: liveness and readiness probes must never see a
     // 429 caused by someone else's flood (the kubelet would restart a healthy pod).
@@ -193,17 +193,17 @@ pub(super) async fn answer(
         matches!(path, "/status" | "/metrics" | "/v1/availability") || path.starts_with("/badge/");
     if costly {
         if let Some(limited) = auth::rate_limited(state) {
-            return limited;
+            return limited.map(Either::Left);
         }
         if !auth::authorized(&req, state.token.as_deref()) {
-            return auth::unauthorized("bearer token required\n");
+            return auth::unauthorized("bearer token required\n").map(Either::Left);
         }
     }
     if path == "/v1/availability" {
-        return availability::availability(req.uri().query(), state);
+        return availability::availability(req.uri().query(), state).map(Either::Left);
     }
     if let Some(rest) = path.strip_prefix("/badge/") {
-        return availability::badge(rest, state);
+        return availability::badge(rest, state).map(Either::Left);
     }
     let openmetrics = req
         .headers()

@@ -2,11 +2,12 @@
 //! `/metrics`.
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::{Response, StatusCode};
 
-use super::{text, ApiState, PLAIN};
+use super::{text, ApiState, Body, PLAIN};
 use crate::delivery::GetSinkStatus;
+use crate::metrics::{ChunkLimits, Exposition};
 use crate::status::{Status, Summary};
 use crate::tracker::{GetStatus, IsReady};
 
@@ -16,11 +17,31 @@ const PAGE: &str = include_str!("../ui/index.html");
 
 /// The answer to a permitted `GET` of `path`; `/metrics` in OpenMetrics when the scraper
 /// asked for it (`openmetrics`), else in the classic text format.
-pub(super) async fn read_only(
-    path: &str,
-    openmetrics: bool,
-    state: &ApiState,
-) -> Response<Full<Bytes>> {
+pub(super) async fn read_only(path: &str, openmetrics: bool, state: &ApiState) -> Response<Body> {
+    if path == "/metrics" {
+        let format = match openmetrics {
+            true => Exposition::OpenMetrics,
+            false => Exposition::Classic,
+        };
+        return metrics(format, state);
+    }
+    whole(path, state).await.map(Either::Left)
+}
+
+/// `/metrics` in `format`, streamed as it is encoded (chunked, without a length): the
+/// answer holds a few chunks, not the text (see [`crate::metrics::Metrics::stream`]).
+fn metrics(format: Exposition, state: &ApiState) -> Response<Body> {
+    let body = state.metrics.stream(format, ChunkLimits::default());
+    let mut response = Response::new(Either::Right(Either::Right(body)));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(format.content_type()),
+    );
+    response
+}
+
+/// Every read-only answer but `/metrics`, whole.
+async fn whole(path: &str, state: &ApiState) -> Response<Full<Bytes>> {
     match path {
         "/" => page(),
         // `/health` is the path the OpenOva spec's manifests probe: the same answer.
@@ -42,16 +63,6 @@ pub(super) async fn read_only(
             ),
             None => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "engine stopped\n"),
         },
-        "/metrics" if openmetrics => text(
-            StatusCode::OK,
-            crate::metrics::OPENMETRICS_CONTENT_TYPE,
-            state.metrics.encode(),
-        ),
-        "/metrics" => text(
-            StatusCode::OK,
-            crate::metrics::CLASSIC_CONTENT_TYPE,
-            state.metrics.encode_classic(),
-        ),
         _ => text(
             StatusCode::NOT_FOUND,
             PLAIN,

@@ -25,6 +25,7 @@ use crate::snapshot::{TenantSnapshot, MAX_CHANGES};
 use crate::status::SinkTenantStatus;
 use crate::token_bucket::TokenBucket;
 
+use super::round::{Overrun, Rounds};
 use super::slot::{plan_retry, Slot};
 
 /// Share of a backoff delay taken off at random, so sinks failing together retry apart.
@@ -140,6 +141,8 @@ pub(crate) struct DeliveryCore {
     token_armed: bool,
     /// Set at shutdown: writes in flight finish, no new one starts.
     stopping: bool,
+    /// Whether reconcile rounds keep up with their interval.
+    rounds: Rounds,
     /// Backoff jitter; seeded in tests.
     rng: fastrand::Rng,
 }
@@ -173,6 +176,7 @@ impl DeliveryCore {
             next_id: 0,
             token_armed: false,
             stopping: false,
+            rounds: Rounds::new(delivery.reconcile_interval),
             rng,
         }
     }
@@ -255,8 +259,9 @@ impl DeliveryCore {
     }
 
     /// The periodic re-write of every idle tenant (not in flight, no retry or token
-    /// awaited), which repairs drift made by someone else.
-    pub(crate) fn reconcile(&mut self, now: Now, fx: &mut Vec<Effect>) {
+    /// awaited), which repairs drift made by someone else. Returns, once, a round still
+    /// waiting for places at this tick.
+    pub(crate) fn reconcile(&mut self, now: Now, fx: &mut Vec<Effect>) -> Option<Overrun> {
         let idle: Vec<String> = self
             .slots
             .iter()
@@ -267,12 +272,25 @@ impl DeliveryCore {
             })
             .map(|(t, _)| t.clone())
             .collect();
+        let waiting = self.queued_reconciles();
+        let overrun = self
+            .rounds
+            .tick(now.clock.mono, waiting, idle.len(), self.max_in_flight);
         if !idle.is_empty() {
             debug!(sink = %self.name, tenants = idle.len(), "periodic reconcile");
         }
         for tenant in idle {
             self.write(&tenant, Cause::Reconcile, now, fx);
         }
+        overrun
+    }
+
+    /// Reconciles waiting in the queue.
+    fn queued_reconciles(&self) -> usize {
+        self.queue
+            .iter()
+            .filter(|(_, c)| *c == Cause::Reconcile)
+            .count()
     }
 
     /// A timer asked for in an [`Effect::WakeAt`] is due.
@@ -373,6 +391,11 @@ impl DeliveryCore {
             return 0;
         }
         self.slots.values().filter(|s| s.pending()).count()
+    }
+
+    /// Writes waiting for a place in flight (`delivery.max_in_flight`) or a write token.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
     }
 
     /// Every tenant's delivery, for `/status`.

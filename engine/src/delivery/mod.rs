@@ -11,6 +11,7 @@
 
 mod core;
 mod report;
+mod round;
 mod slot;
 #[cfg(test)]
 mod tests;
@@ -121,7 +122,8 @@ impl SinkActor {
         let mut fx = Vec::new();
         decide(&mut self.core, now, &mut fx);
         self.carry_out(fx, ctx);
-        self.report.pending(self.core.pending(now.writer));
+        self.report
+            .backlog(self.core.pending(now.writer), self.core.queued());
     }
 
     fn carry_out(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
@@ -157,7 +159,8 @@ impl SinkActor {
         self.report
             .write_finished(write, started, &result, finished.as_ref(), now);
         self.carry_out(fx, ctx);
-        self.report.pending(self.core.pending(now.writer));
+        self.report
+            .backlog(self.core.pending(now.writer), self.core.queued());
     }
 }
 
@@ -165,9 +168,14 @@ impl Actor for SinkActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.report.pending(0);
+        self.report.backlog(0, 0);
         ctx.run_interval(self.reconcile_interval, |act, ctx| {
-            act.step(ctx, DeliveryCore::reconcile);
+            let sink = act.report.name.clone();
+            act.step(ctx, |core, now, fx| {
+                if let Some(overrun) = core.reconcile(now, fx) {
+                    overrun.warn(&sink);
+                }
+            });
         });
         if let Some(gate) = &self.gate {
             let mut became_writer = gate.subscribe();
@@ -232,6 +240,7 @@ impl Handler<GetSinkStatus> for SinkActor {
             name: self.report.name.clone(),
             kind: self.sink.kind(),
             tenants: self.core.status(),
+            queued: self.core.queued(),
             standby: !self.now().writer,
         })
     }

@@ -34,12 +34,18 @@ impl Reporter {
         }
     }
 
-    /// Sets the gauge of tenants waiting for a write.
-    pub(super) fn pending(&self, pending: usize) {
+    /// Sets the gauges of tenants waiting for a write, and of writes queued for a place in
+    /// flight or a token.
+    pub(super) fn backlog(&self, pending: usize, queued: usize) {
+        let label = self.label();
         self.metrics
             .sink_pending
-            .get_or_create(&self.label())
+            .get_or_create(&label)
             .set(pending as i64);
+        self.metrics
+            .sink_writes_queued
+            .get_or_create(&label)
+            .set(queued as i64);
     }
 
     /// A write started at `started` ended with `result`; `finished` is what the core made

@@ -64,17 +64,26 @@ impl Slot {
     }
 
     /// What to write: the desired snapshot, carrying the changes of the snapshots it replaced
-    /// (the latest [`MAX_CHANGES`] of them).
+    /// (the latest [`MAX_CHANGES`] of them), without spare room: a sink may keep what it
+    /// wrote until the tenant's next snapshot.
     pub(super) fn to_write(&self) -> Arc<TenantSnapshot> {
         if self.carried.is_empty() {
             return self.desired.clone();
         }
-        let mut snapshot = (*self.desired).clone();
-        let mut changes: Vec<VerdictChange> = self.carried.iter().map(|(_, c)| c.clone()).collect();
-        changes.extend(snapshot.changes);
-        let excess = changes.len().saturating_sub(MAX_CHANGES);
-        snapshot.changes = changes.split_off(excess);
-        Arc::new(snapshot)
+        let own = &self.desired.changes;
+        let all = self.carried.len() + own.len();
+        let excess = all.saturating_sub(MAX_CHANGES);
+        let mut changes: Vec<VerdictChange> = Vec::with_capacity(all - excess);
+        changes.extend(
+            (self.carried.iter().map(|(_, c)| c))
+                .chain(own)
+                .skip(excess)
+                .cloned(),
+        );
+        Arc::new(TenantSnapshot {
+            changes,
+            ..TenantSnapshot::clone(&self.desired)
+        })
     }
 
     pub(super) fn pending(&self) -> bool {

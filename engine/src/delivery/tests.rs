@@ -9,6 +9,7 @@ use ho_config::{Delivery, RoutingPolicy};
 use tokio::time::Instant;
 
 use super::core::{Cause, DeliveryCore, Effect, Finished, Now, Wake, Write};
+use super::round::Overrun;
 use crate::clock::Clock;
 use crate::hysteresis::Health;
 use crate::sink::{Applied, SinkError};
@@ -82,6 +83,14 @@ impl Run {
         let (now, mut fx) = (self.now(), Vec::new());
         self.core.publish(Arc::new(snapshot), now, &mut fx);
         self.take(fx);
+    }
+
+    /// A reconcile tick; a late round, the first time.
+    fn reconcile(&mut self) -> Option<Overrun> {
+        let (now, mut fx) = (self.now(), Vec::new());
+        let overrun = self.core.reconcile(now, &mut fx);
+        self.take(fx);
+        overrun
     }
 
     fn step(&mut self, f: impl FnOnce(&mut DeliveryCore, Now, &mut Vec<Effect>)) {
@@ -162,16 +171,11 @@ fn change(endpoint: &str) -> VerdictChange {
         from: Health::Up,
         to: Health::Down,
         reason: "refused".into(),
-        trace: None,
     }
 }
 
 fn changed_endpoints(w: &Write) -> Vec<&str> {
-    w.snapshot
-        .changes
-        .iter()
-        .map(|c| c.endpoint.as_str())
-        .collect()
+    w.snapshot.changes.iter().map(|c| &*c.endpoint).collect()
 }
 
 fn ok() -> Result<Applied, SinkError> {
@@ -239,6 +243,8 @@ fn a_failed_write_keeps_its_changes_for_the_next_snapshot() {
     run.finish("t", Err(SinkError::permanent("denied")));
     run.publish(snap("t", 2, &["b"]));
     assert_eq!(changed_endpoints(run.last_write()), ["a", "b"]);
+    let changes = &run.last_write().snapshot.changes;
+    assert_eq!(changes.capacity(), changes.len(), "no spare room");
 }
 
 #[test]
@@ -253,6 +259,8 @@ fn carried_changes_keep_the_latest_max_changes() {
     run.finish("t", ok());
     let written = changed_endpoints(run.last_write());
     assert_eq!(written.len(), MAX_CHANGES);
+    let changes = &run.last_write().snapshot.changes;
+    assert_eq!(changes.capacity(), MAX_CHANGES, "no spare room");
     assert_eq!(
         written.first().copied(),
         Some("e50"),
@@ -314,7 +322,7 @@ fn changes_go_ahead_of_queued_reconciles() {
     }
     run.advance(ms(100));
     // A reconcile round: "a" takes the token, the rest queue.
-    run.step(|core, now, fx| core.reconcile(now, fx));
+    run.reconcile();
     run.finish("a", ok());
     // A new tenant and a changed one are written before the reconciles still waiting.
     run.publish(snap("e", 1, &[]));
@@ -458,7 +466,7 @@ fn a_closed_fence_writes_nothing_and_keeps_every_snapshot() {
     run.writer = false;
     run.publish(snap("a", 1, &[]));
     run.publish(snap("b", 1, &[]));
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     assert!(run.started.is_empty());
     assert_eq!(run.core.pending(false), 0, "a standby has nothing pending");
     assert!(run.core.status().iter().all(|t| t.pending));
@@ -510,7 +518,7 @@ fn reconcile_rewrites_only_idle_tenants() {
     run.finish("idle", ok());
     run.finish("retrying", Err(SinkError::retriable("503")));
     run.publish(snap("queued", 1, &[])); // the bucket (burst 3) is empty: queued
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     run.advance(ms(10)); // tokens for the queue: "queued" first, then the reconcile
     let reconciled: Vec<&str> = run
         .started
@@ -531,7 +539,7 @@ fn a_forgotten_tenant_is_never_written_again() {
     run.publish(snap("t", 2, &[]));
     run.core.forget("t");
     assert_eq!(run.finish("t", ok()), None, "its late result is ignored");
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     run.advance(Duration::from_secs(60));
     assert_eq!(run.writes(), [("t".into(), 1)]);
     assert!(run.core.status().is_empty());
@@ -583,6 +591,6 @@ fn a_last_state_is_written_until_it_succeeds_then_forgotten() {
     assert_eq!(run.writes().len(), 2, "retried");
     run.finish("t", ok());
     assert!(run.core.status().is_empty(), "forgotten once written");
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     assert_eq!(run.writes().len(), 2, "never reconciled again");
 }

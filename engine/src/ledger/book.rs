@@ -11,6 +11,7 @@ use ho_config::Composite;
 
 use crate::canary::Observation;
 use crate::events::Event;
+pub use check_key::CheckKey;
 use endpoints::Endpoints;
 use judged::JudgedBy;
 use published::Published;
@@ -151,10 +152,8 @@ pub struct EndpointPlan {
     pub name: String,
     /// Its address.
     pub address: IpAddr,
-    /// Its checks' target keys: `Endpoint::target`'s first, then `Composite::also`'s. One
-    /// copy a key, shared by every endpoint and index that names it: a key is a URL of tens
-    /// of bytes, and a plan of 100,000 endpoints held each three times over.
-    pub checks: Box<[Arc<str>]>,
+    /// Its checks' target keys: `Endpoint::target`'s first, then `Composite::also`'s.
+    pub checks: Box<[CheckKey]>,
     /// How its checks combine (none: its one check decides). Boxed: most endpoints have
     /// one check, and inline it was a third of every endpoint's plan.
     pub composite: Option<Box<Composite>>,
@@ -258,7 +257,7 @@ pub struct Book {
     /// asked with two `Host` headers).
     /// A list, not a map: an endpoint has one check or a few, and a mass failure puts
     /// every endpoint here at once.
-    down: HashMap<String, Vec<(Arc<str>, u64)>>,
+    down: HashMap<String, Vec<(CheckKey, u64)>>,
     /// The tenants each target key judges an endpoint of.
     judged_by: JudgedBy,
     /// Endpoints an operator holds.
@@ -435,10 +434,7 @@ impl Book {
         since: u64,
         at: u64,
     ) -> Vec<Change> {
-        let key: Arc<str> = match self.judged_by.key(target) {
-            Some(key) => key.clone(),
-            None => target.into(),
-        };
+        let key = CheckKey::of(target);
         for endpoint in endpoints {
             if down {
                 // Room for one: most endpoints have one check, and a mass failure puts
@@ -446,7 +442,7 @@ impl Book {
                 let checks =
                     (self.down.entry(endpoint.clone())).or_insert_with(|| Vec::with_capacity(1));
                 checks.retain(|(k, _)| *k != key);
-                checks.push((key.clone(), since));
+                checks.push((key, since));
             } else if let Some(checks) = self.down.get_mut(endpoint.as_str()) {
                 checks.retain(|(k, _)| *k != key);
                 if checks.is_empty() {
@@ -459,7 +455,7 @@ impl Book {
             self.down.shrink_to_fit();
         }
         let at = if down { since } else { at };
-        let Some(tenants) = self.judged_by.tenants(target) else {
+        let Some(tenants) = self.judged_by.tenants(key) else {
             return Vec::new();
         };
         if !down {
@@ -564,6 +560,7 @@ impl Book {
     }
 }
 
+mod check_key;
 mod endpoints;
 mod judged;
 mod published;

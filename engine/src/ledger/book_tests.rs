@@ -297,18 +297,6 @@ struct Scripted {
     checks: [(&'static str, IpAddr, String); 2],
 }
 
-/// A small xorshift: the script is the same for a seed on every run.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// Two tenants on one gateway address, one checked by HTTP and one by TCP (as a web name
 /// and a mail name on one host), each with a second gateway of its own, their answers
 /// observed by the canary, through seeded sequences of checks failing and recovering,
@@ -339,7 +327,7 @@ fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
     ];
     let unprobed = IpAddr::from([127, 0, 7, 9]);
     for seed in 1..=200u64 {
-        let mut rng = Seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut rng = fastrand::Rng::with_seed(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut book = Book::new(Vec::new());
         let plans = tenants.iter().map(|t| TenantPlan {
             tenant: t.tenant.into(),
@@ -367,11 +355,11 @@ fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
         let mut seq = 0;
         for step in 1..=60u64 {
             let at = step * 1_000;
-            let t = rng.below(2) as usize;
+            let t = rng.u64(..2) as usize;
             let tenant = &tenants[t];
-            match rng.below(4) {
+            match rng.u64(..4) {
                 0 => {
-                    let c = rng.below(2) as usize;
+                    let c = rng.u64(..2) as usize;
                     down[t][c] = !down[t][c];
                     let (endpoint, address, key) = &tenant.checks[c];
                     book.event(&Event::Transition {
@@ -421,7 +409,7 @@ fn each_name_is_judged_by_its_own_checks_and_decision_in_generated_scripts() {
                     // A hand edit: the decided set with one address swapped for one
                     // nobody probes, or the name emptied.
                     let mut set = decided[t].clone().unwrap_or_default();
-                    if rng.below(3) == 0 {
+                    if rng.u64(..3) == 0 {
                         set.clear()
                     } else if let Some(first) = set.first_mut() {
                         *first = unprobed
@@ -475,7 +463,7 @@ fn answer(tenant: &Scripted, set: &[IpAddr], at: u64) -> Observation {
 fn an_endpoint_of_several_checks_is_dead_by_its_own_combination() {
     let mut tenant = plan(&[]);
     tenant.sinks = vec!["zone".into()];
-    let first = tenant.endpoints[0].checks[0].clone();
+    let first = tenant.endpoints[0].checks[0];
     tenant.endpoints[0].checks = [first, "http://192.0.2.1:80/".into()].into();
     tenant.endpoints[0].composite = Some(Box::new(Composite {
         also: vec![7],

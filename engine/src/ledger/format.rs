@@ -189,13 +189,8 @@ mod tests {
     /// foreign one are told apart.
     #[test]
     fn records_round_trip_and_formats_are_told_apart() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.u64(..);
         let kinds = [
             Served::Unknown,
             Served::Answered,
@@ -247,13 +242,8 @@ mod tests {
     /// the file keeps every change at no more than 4 bytes on average.
     #[test]
     fn twenty_five_months_keep_every_change_in_four_bytes_or_less() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: u64| rng.u64(..n);
         let end = 25 * 2_630_016_000u64;
         let answered = condition(Served::Answered, false);
         let (mut t, mut records) = (0, vec![(0, answered)]);

@@ -31,7 +31,7 @@ use crate::clock::Timestamp;
 use crate::events::Events;
 use crate::leadership::Leadership;
 use crate::metrics::{Metrics, WindowLabels};
-use book::{Book, Change, Condition, EndpointPlan, TenantPlan};
+use book::{Book, Change, CheckKey, Condition, EndpointPlan, TenantPlan};
 use degraded::unwritable;
 use handover::take_over;
 use store::{Store, StoreError, Unwritten};
@@ -480,14 +480,14 @@ impl Ledger {
 }
 
 /// `endpoint` as the book judges it: its checks by target key (`keys`: each plan target's).
-fn endpoint_of(keys: &[Arc<str>], endpoint: &ho_config::Endpoint) -> EndpointPlan {
+fn endpoint_of(keys: &[CheckKey], endpoint: &ho_config::Endpoint) -> EndpointPlan {
     let also = endpoint.composite().into_iter().flat_map(|c| &c.also);
     EndpointPlan {
         name: endpoint.name.to_string(),
         address: endpoint.address,
         checks: std::iter::once(&endpoint.target())
             .chain(also)
-            .map(|&t| keys[t].clone())
+            .map(|&t| keys[t])
             .collect(),
         composite: endpoint.composite().cloned().map(Box::new),
     }
@@ -496,7 +496,9 @@ fn endpoint_of(keys: &[Arc<str>], endpoint: &ho_config::Endpoint) -> EndpointPla
 /// The tenants of `plan` as the book needs them.
 fn tenants_of(plan: &Plan) -> Vec<TenantPlan> {
     let canaried = crate::canary::canaried(plan);
-    let keys: Vec<Arc<str>> = plan.targets.iter().map(|t| t.key().into()).collect();
+    let keys: Vec<CheckKey> = (plan.targets.iter())
+        .map(|t| CheckKey::of(&t.key()))
+        .collect();
     plan.tenants
         .iter()
         .map(|t| TenantPlan {

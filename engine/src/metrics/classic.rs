@@ -5,6 +5,7 @@
 //! (Prometheus does), so a parser of either format reads every type and help text.
 
 use std::collections::BTreeSet;
+use std::fmt::Write;
 
 /// The content type of the classic format.
 pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -16,17 +17,18 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 /// `openmetrics` (an OpenMetrics text exposition) in the classic text format, whole.
 #[cfg(test)]
 fn to_classic(openmetrics: &str) -> String {
-    let mut classic = Classic::with_capacity(openmetrics.len());
-    classic.push_text(openmetrics);
-    classic.finish()
+    let mut classic = Classic::new(String::new());
+    classic.push_text(openmetrics).unwrap();
+    classic.finish().unwrap()
 }
 
-/// The classic format written while the exposition is encoded, a line at a time: the
-/// answer is one text in memory, not the exposition and then its conversion beside it.
-/// With one `node_status` series an endpoint, the two were a process's heap peak at
-/// 100,000 endpoints (28 MiB, each scrape).
-pub struct Classic {
-    out: String,
+/// The classic format written to `W` while the exposition is encoded, a line at a time:
+/// the answer is never the exposition and then its conversion beside it (with one
+/// `node_status` series an endpoint, the two were a process's heap peak at 100,000
+/// endpoints, 28 MiB each scrape). `W` may refuse a write (a streamed answer whose reader
+/// stalled): the error ends the encoding.
+pub struct Classic<W> {
+    out: W,
     /// The line being written, until its end.
     line: String,
     /// A `HELP` line waits for its family's `TYPE` line, which says whether it is a counter
@@ -35,66 +37,72 @@ pub struct Classic {
     counters: BTreeSet<String>,
 }
 
-impl Classic {
-    /// An empty answer with room for `capacity` bytes (the last answer's length fits the
-    /// next one without the text's growth copying it).
-    pub fn with_capacity(capacity: usize) -> Classic {
+impl<W: Write> Classic<W> {
+    /// Converts into `out`.
+    pub fn new(out: W) -> Classic<W> {
         Classic {
-            out: String::with_capacity(capacity),
+            out,
             line: String::new(),
             help: None,
             counters: BTreeSet::new(),
         }
     }
 
-    fn push_text(&mut self, text: &str) {
+    fn push_text(&mut self, text: &str) -> std::fmt::Result {
         for piece in text.split_inclusive('\n') {
             match piece.strip_suffix('\n') {
                 Some(end) => {
                     self.line.push_str(end);
                     let line = std::mem::take(&mut self.line);
-                    self.push_line(&line);
+                    let pushed = self.push_line(&line);
                     self.line = line;
                     self.line.clear();
+                    pushed?;
                 }
                 None => self.line.push_str(piece),
             }
         }
+        Ok(())
     }
 
-    fn push_line(&mut self, line: &str) {
+    fn push_line(&mut self, line: &str) -> std::fmt::Result {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             if let Some(name) = rest.strip_suffix(" counter") {
                 self.counters.insert(name.to_owned());
             }
-            self.flush_help();
+            self.flush_help()?;
             let typed = self.counter_name(rest);
-            self.emit("# TYPE ", &typed);
-            return;
+            return self.emit("# TYPE ", &typed);
         }
-        self.flush_help();
+        self.flush_help()?;
         if let Some(rest) = line.strip_prefix("# HELP ") {
             self.help = Some(rest.to_owned());
+            Ok(())
         } else if !(line.starts_with("# EOF")
             || line.starts_with("# UNIT ")
             || self.is_created_sample(line))
         {
             // A sample, without its exemplar (` # {...} value`).
-            self.emit("", line.split(" # ").next().unwrap_or(line));
+            self.emit("", line.split(" # ").next().unwrap_or(line))
+        } else {
+            Ok(())
         }
     }
 
-    fn flush_help(&mut self) {
-        if let Some(help) = self.help.take() {
-            let named = self.counter_name(&help);
-            self.emit("# HELP ", &named);
+    fn flush_help(&mut self) -> std::fmt::Result {
+        match self.help.take() {
+            Some(help) => {
+                let named = self.counter_name(&help);
+                self.emit("# HELP ", &named)
+            }
+            None => Ok(()),
         }
     }
 
-    fn emit(&mut self, prefix: &str, line: &str) {
-        self.out.push_str(prefix);
-        self.out.push_str(line);
-        self.out.push('\n');
+    fn emit(&mut self, prefix: &str, line: &str) -> std::fmt::Result {
+        self.out.write_str(prefix)?;
+        self.out.write_str(line)?;
+        self.out.write_char('\n')
     }
 
     /// Whether `line` is a counter's `_created` sample, which the classic format does not
@@ -116,21 +124,20 @@ impl Classic {
         }
     }
 
-    /// The answer, with a last line that had no end.
-    pub fn finish(mut self) -> String {
+    /// The output, with a last line that had no end.
+    pub fn finish(mut self) -> Result<W, std::fmt::Error> {
         let line = std::mem::take(&mut self.line);
         if !line.is_empty() {
-            self.push_line(&line);
+            self.push_line(&line)?;
         }
-        self.flush_help();
-        self.out
+        self.flush_help()?;
+        Ok(self.out)
     }
 }
 
-impl std::fmt::Write for Classic {
+impl<W: Write> Write for Classic<W> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.push_text(s);
-        Ok(())
+        self.push_text(s)
     }
 }
 
@@ -189,19 +196,16 @@ mod tests {
                 .collect()
         };
         assert_eq!(to_classic(om), expected);
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
         for _ in 0..500 {
-            let mut classic = Classic::with_capacity(0);
+            let mut classic = Classic::new(String::new());
             let mut at = 0;
             while at < om.len() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let end = (at + 1 + (seed % 40) as usize).min(om.len());
-                std::fmt::Write::write_str(&mut classic, &om[at..end]).unwrap();
+                let end = (at + 1 + rng.usize(..40)).min(om.len());
+                classic.write_str(&om[at..end]).unwrap();
                 at = end;
             }
-            assert_eq!(classic.finish(), expected);
+            assert_eq!(classic.finish().unwrap(), expected);
         }
     }
 

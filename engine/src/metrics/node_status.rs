@@ -22,12 +22,14 @@ pub struct NodeStatus {
 }
 
 /// The plan's endpoints (names and addresses) and each one's value, in the plan's order.
-/// The values are atomics so that a change takes the lock shared: a read of the metrics
-/// (100,000 series) never holds the tracker up.
+/// The values are atomics so that a change takes the lock shared, and both are shared so
+/// that a read of the metrics (100,000 series, as fast as its reader takes them) holds the
+/// lock only to take them: it writes the plan it started with, and an adoption meanwhile
+/// never waits for it.
 #[derive(Debug, Default)]
 struct Table {
     plan: Option<Arc<Plan>>,
-    up: Box<[AtomicBool]>,
+    up: Arc<[AtomicBool]>,
 }
 
 impl NodeStatus {
@@ -36,7 +38,7 @@ impl NodeStatus {
     /// unique (validated; discovered and resolved endpoints are named apart), so a series
     /// per endpoint is one per label set.
     pub fn adopt(&self, plan: Arc<Plan>, up: impl IntoIterator<Item = bool>) {
-        let up: Box<[AtomicBool]> = up.into_iter().map(AtomicBool::new).collect();
+        let up: Arc<[AtomicBool]> = up.into_iter().map(AtomicBool::new).collect();
         assert_eq!(up.len(), plan.endpoints.len(), "a value per endpoint");
         *self.table.write().expect("not poisoned") = Table {
             plan: Some(plan),
@@ -82,11 +84,14 @@ impl EncodeLabelSet for NodeLabels<'_> {
 
 impl EncodeMetric for NodeStatus {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        let table = self.table.read().expect("not poisoned");
-        let Some(plan) = &table.plan else {
+        let (plan, up) = {
+            let table = self.table.read().expect("not poisoned");
+            (table.plan.clone(), Arc::clone(&table.up))
+        };
+        let Some(plan) = plan else {
             return Ok(());
         };
-        for (ep, up) in plan.endpoints.iter().zip(&table.up) {
+        for (ep, up) in plan.endpoints.iter().zip(up.iter()) {
             let labels = NodeLabels {
                 node_name: &ep.name,
                 node_ip: LabelAddress(ep.address),

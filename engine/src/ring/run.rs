@@ -24,7 +24,7 @@ use crate::hysteresis::Health;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::status::{MemberStatus, RingStatus};
-use crate::tracker::{HealthTracker, MemberLeft, OwnVerdicts, PeerVerdicts, Probing};
+use crate::tracker::{HealthTracker, MemberLeft, OwnVerdicts, Part, PeerVerdicts, Probing};
 
 /// Pause between attempts to reach a member that does not answer.
 const RECONNECT: Duration = Duration::from_millis(500);
@@ -41,6 +41,13 @@ pub struct RingParts {
     /// This replica's own verdict changes, from the tracker.
     pub shares: mpsc::UnboundedReceiver<(String, Health)>,
     pub listener: TcpListener,
+}
+
+/// What goes to every pusher: changes, or the word to send the whole state again.
+#[derive(Clone)]
+enum Out {
+    Changes(Arc<Batch>),
+    Whole,
 }
 
 /// Where the binary hands the ring's Lease listings, and where `/status` reads the ring.
@@ -101,7 +108,7 @@ struct Runner {
     /// Whether the self-check judges this replica's network impaired: every batch says so.
     /// Its own verdicts are the tracker's ([`OwnVerdicts`]), not copied here.
     impaired: Arc<AtomicBool>,
-    changes: broadcast::Sender<Arc<Batch>>,
+    changes: broadcast::Sender<Out>,
     /// One pushing task per other live member with an address, by identity.
     pushers: BTreeMap<String, (String, JoinHandle<()>)>,
     live: HashSet<String>,
@@ -131,7 +138,7 @@ impl Runner {
                 Some((key, health)) = shares.recv() => self.share(vec![(key, health)], &mut shares),
                 Some(event) = events.recv() => {
                     if let Event::Impaired { impaired, .. } = *event {
-                        self.impaired(impaired).await;
+                        self.impaired(impaired);
                     }
                 }
                 _ = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
@@ -237,22 +244,20 @@ impl Runner {
             full: false,
             impaired: self.impaired.load(Ordering::Acquire),
             made_us: stream::stamp(),
+            more: false,
             verdicts: batch
                 .into_iter()
                 .map(|(k, h)| (k, stream::letter(h)))
                 .collect(),
         };
-        let _ = self.changes.send(Arc::new(frame));
+        let _ = self.changes.send(Out::Changes(Arc::new(frame)));
     }
 
-    /// The self-check changed its mind: every member gets the whole state again, flagged.
-    /// A change the tracker made before the state was taken may reach the members after it:
-    /// it says what the state already says.
-    async fn impaired(&mut self, impaired: bool) {
+    /// The self-check changed its mind: every member gets the whole state again, flagged
+    /// (each pusher takes it from the tracker and sends it in pieces).
+    fn impaired(&mut self, impaired: bool) {
         self.impaired.store(impaired, Ordering::Release);
-        if let Ok(frame) = full_state(&self.tracker, impaired).await {
-            let _ = self.changes.send(Arc::new(frame));
-        }
+        let _ = self.changes.send(Out::Whole);
     }
 
     fn publish_status(&self) {
@@ -282,23 +287,6 @@ impl Runner {
     }
 }
 
-/// This replica's whole state, from the tracker, as one batch.
-async fn full_state(
-    tracker: &Addr<HealthTracker>,
-    impaired: bool,
-) -> Result<Batch, actix::MailboxError> {
-    let verdicts = tracker.send(OwnVerdicts).await?;
-    Ok(Batch {
-        full: true,
-        impaired,
-        made_us: stream::stamp(),
-        verdicts: verdicts
-            .into_iter()
-            .map(|(k, h)| (k, stream::letter(h)))
-            .collect(),
-    })
-}
-
 /// This replica's own verdicts (the tracker's) and whether its network is impaired.
 type Own = (Addr<HealthTracker>, Arc<AtomicBool>);
 
@@ -309,7 +297,7 @@ async fn push(
     peer: String,
     hello: (String, String, Arc<[u8]>),
     own: Own,
-    changes: broadcast::Sender<Arc<Batch>>,
+    changes: broadcast::Sender<Out>,
     metrics: Arc<Metrics>,
 ) {
     let mut logged = false;
@@ -333,8 +321,8 @@ async fn push(
 async fn push_once(
     peer: &str,
     (ring, identity, secret): &(String, String, Arc<[u8]>),
-    (tracker, impaired): &Own,
-    updates: &mut broadcast::Receiver<Arc<Batch>>,
+    own: &Own,
+    updates: &mut broadcast::Receiver<Out>,
     metrics: &Metrics,
 ) -> Result<(), StreamError> {
     let mut socket = TcpStream::connect(peer).await?;
@@ -350,26 +338,41 @@ async fn push_once(
         mac,
     };
     stream::write_frame(&mut socket, &hello).await?;
+    let piece = if challenge.pieces {
+        stream::PIECE
+    } else {
+        usize::MAX
+    };
     // Taken after subscribing: every change the state does not hold is in `updates`.
-    let full = full_state(tracker, impaired.load(Ordering::Acquire))
-        .await
-        .map_err(|_| StreamError::Stopped)?;
-    let sent = stream::write_frame(&mut socket, &full).await?;
-    // Not held while the connection lasts: a replica that pushed its whole state to three
-    // members kept three copies of every key it probes.
-    drop(full);
+    let sent = push_whole(&mut socket, own, piece).await?;
     metrics.ring.stream_bytes.inc_by(sent as u64);
     loop {
-        match updates.recv().await {
-            Ok(batch) => {
-                let sent = stream::write_frame(&mut socket, &*batch).await?;
-                metrics.ring.stream_bytes.inc_by(sent as u64);
-            }
+        let sent = match updates.recv().await {
+            Ok(Out::Changes(batch)) => stream::write_frame(&mut socket, &*batch).await?,
+            Ok(Out::Whole) => push_whole(&mut socket, own, piece).await?,
             // Fell behind: a new connection starts with the whole state.
             Err(broadcast::error::RecvError::Lagged(_)) => return Ok(()),
             Err(broadcast::error::RecvError::Closed) => return Ok(()),
-        }
+        };
+        metrics.ring.stream_bytes.inc_by(sent as u64);
     }
+}
+
+/// Sends this replica's whole state, taken from the tracker now, in pieces of `piece`
+/// verdicts (a byte a target held while it goes, each piece's keys written as it does); the
+/// bytes written. A change the tracker made before the state was taken may reach the member after it: it
+/// says what the state already says.
+async fn push_whole(
+    socket: &mut TcpStream,
+    (tracker, impaired): &Own,
+    piece: usize,
+) -> Result<usize, StreamError> {
+    let state = tracker
+        .send(OwnVerdicts)
+        .await
+        .map_err(|_| StreamError::Stopped)?;
+    let impaired = impaired.load(Ordering::Acquire);
+    stream::write_whole(socket, state.iter(), impaired, piece).await
 }
 
 /// Takes the other members' streams: each proves it knows the secret, then its batches go
@@ -406,24 +409,9 @@ async fn take_one(
     tracker: &Addr<HealthTracker>,
     metrics: &Metrics,
 ) -> Result<(), StreamError> {
-    let nonce = stream::nonce();
-    stream::write_frame(
-        &mut socket,
-        &Challenge {
-            nonce: nonce.clone(),
-        },
-    )
-    .await?;
-    let hello: Hello =
-        tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(&mut socket))
-            .await
-            .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
-    if !stream::verify(secret, ring, &nonce, &hello) {
-        return Err(StreamError::Unauthenticated {
-            ring: hello.ring,
-            identity: hello.identity,
-        });
-    }
+    let hello = challenge(&mut socket, ring, secret).await?;
+    // Whether a whole state's pieces are arriving: the next piece is not its first.
+    let mut listing = false;
     loop {
         let batch: Batch = match stream::read_frame(&mut socket).await {
             Ok(batch) => batch,
@@ -435,18 +423,62 @@ async fn take_one(
         if let Some(age) = stream::age(batch.made_us) {
             metrics.ring.stream_lag.observe(age.as_secs_f64());
         }
+        let part = if batch.full {
+            let first = !listing;
+            listing = batch.more;
+            Part::Whole {
+                first,
+                last: !batch.more,
+            }
+        } else {
+            Part::Changes
+        };
         let impaired = batch.impaired;
-        tracker.do_send(PeerVerdicts {
-            from: hello.identity.clone(),
-            full: batch.full,
-            verdicts: batch
-                .verdicts
-                .into_iter()
-                .map(|(key, letter)| {
-                    let health = stream::health(letter);
-                    (key, Vantage { health, impaired })
-                })
-                .collect(),
+        let verdicts = batch
+            .verdicts
+            .into_iter()
+            .map(|(key, letter)| {
+                let health = stream::health(letter);
+                (key, Vantage { health, impaired })
+            })
+            .collect();
+        // Applied before the next frame is read: a whole state's pieces are never queued
+        // at the tracker together.
+        tracker
+            .send(PeerVerdicts {
+                from: hello.identity.clone(),
+                part,
+                verdicts,
+            })
+            .await
+            .map_err(|_| StreamError::Stopped)?;
+    }
+}
+
+/// The pusher on `socket` proves it knows the ring's secret (its answer to a fresh nonce,
+/// within the handshake's time); its hello names it.
+async fn challenge(
+    socket: &mut TcpStream,
+    ring: &str,
+    secret: &[u8],
+) -> Result<Hello, StreamError> {
+    let nonce = stream::nonce();
+    stream::write_frame(
+        socket,
+        &Challenge {
+            nonce: nonce.clone(),
+            pieces: true,
+        },
+    )
+    .await?;
+    let hello: Hello = tokio::time::timeout(stream::HANDSHAKE_TIMEOUT, stream::read_frame(socket))
+        .await
+        .map_err(|_| StreamError::Slow(stream::HANDSHAKE_TIMEOUT))??;
+    if !stream::verify(secret, ring, &nonce, &hello) {
+        return Err(StreamError::Unauthenticated {
+            ring: hello.ring,
+            identity: hello.identity,
         });
     }
+    Ok(hello)
 }

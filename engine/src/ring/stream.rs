@@ -1,6 +1,9 @@
 //! The verdict stream between ring members: each member connects to every other member's
 //! `listen` address and pushes its own verdicts there, all of them when the connection
-//! opens and each change after. TCP, one length-prefixed JSON frame after another.
+//! opens and each change after. TCP, one length-prefixed JSON frame after another. The
+//! whole state goes in pieces of [`PIECE`] verdicts to a listener that says it takes them
+//! ([`Challenge::pieces`]), so neither side ever holds it whole; in one frame to one that
+//! does not.
 //!
 //! The taking side proves nothing; the pushing side proves it knows the ring's secret: the
 //! listener sends a fresh nonce, the member answers with its identity and
@@ -20,6 +23,11 @@ use crate::secret::hex;
 
 /// The largest frame: a full state of 1,000,000 targets fits (about 60 bytes each).
 const MAX_FRAME: u32 = 64 << 20;
+
+/// The most verdicts in one piece of a whole state: few enough that applying one piece
+/// (a transition and its event per target, at worst) is a small step for the tracker and
+/// whoever follows its events.
+pub const PIECE: usize = 128;
 
 /// How long a handshake may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,6 +54,10 @@ pub enum StreamError {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Challenge {
     pub nonce: String,
+    /// Whether the listener takes a whole state in pieces ([`Batch::more`]); absent from
+    /// a listener that does not.
+    #[serde(default)]
+    pub pieces: bool,
 }
 
 /// The pushing member's answer.
@@ -66,6 +78,10 @@ pub struct Batch {
     /// `ring_stream_lag_seconds`. 0 from a sender that does not stamp its batches.
     #[serde(default)]
     pub made_us: u64,
+    /// A piece of a whole state (`full`) that more pieces follow: the state ends with the
+    /// first piece without it.
+    #[serde(default)]
+    pub more: bool,
     /// Target key and verdict: `u` up, `d` down, `?` no verdict (stopped probing it).
     pub verdicts: Vec<(String, char)>,
 }
@@ -152,6 +168,36 @@ pub async fn write_frame<T: Serialize>(
     Ok(body.len() + 4)
 }
 
+/// Writes a whole state: `verdicts` in pieces of `piece` (at least one piece, empty for
+/// an empty state), each flagged `impaired`; the bytes written.
+pub async fn write_whole(
+    io: &mut (impl AsyncWrite + Unpin),
+    verdicts: impl Iterator<Item = (String, Health)>,
+    impaired: bool,
+    piece: usize,
+) -> Result<usize, StreamError> {
+    let mut verdicts = verdicts.peekable();
+    let mut sent = 0;
+    loop {
+        let batch = Batch {
+            full: true,
+            impaired,
+            made_us: stamp(),
+            more: false,
+            verdicts: verdicts
+                .by_ref()
+                .take(piece)
+                .map(|(key, health)| (key, letter(health)))
+                .collect(),
+        };
+        let more = verdicts.peek().is_some();
+        sent += write_frame(io, &Batch { more, ..batch }).await?;
+        if !more {
+            return Ok(sent);
+        }
+    }
+}
+
 /// Reads one frame.
 pub async fn read_frame<T: for<'de> Deserialize<'de>>(
     io: &mut (impl AsyncRead + Unpin),
@@ -207,6 +253,7 @@ mod tests {
             full: true,
             impaired: false,
             made_us: stamp(),
+            more: false,
             verdicts: vec![("tcp://10.0.0.1:80".into(), letter(Health::Down))],
         };
         write_frame(&mut a, &batch).await.unwrap();
@@ -219,5 +266,52 @@ mod tests {
             read_frame::<Batch>(&mut b).await,
             Err(StreamError::TooLarge(_))
         ));
+    }
+
+    /// A whole state of any size goes in pieces of at most `piece`, every one flagged
+    /// `full`, all but the last `more`; read back in order they are the state.
+    #[tokio::test]
+    async fn a_whole_state_goes_in_bounded_pieces() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..30 {
+            let n = rng.usize(..600);
+            let piece = rng.usize(1..200);
+            let state: Vec<(String, Health)> = (0..n)
+                .map(|i| {
+                    let health = [Health::Up, Health::Down][rng.usize(..2)];
+                    (format!("tcp://10.0.{}.{}:80", i / 250, i % 250), health)
+                })
+                .collect();
+            let (mut a, mut b) = tokio::io::duplex(1 << 20);
+            let sent = write_whole(&mut a, state.iter().cloned(), true, piece)
+                .await
+                .unwrap();
+            drop(a);
+            let (mut got, mut frames, mut bytes) = (Vec::new(), Vec::new(), 0);
+            while let Ok(batch) = read_frame::<Batch>(&mut b).await {
+                bytes += serde_json::to_vec(&batch).unwrap().len() + 4;
+                assert!(batch.full && batch.impaired);
+                assert!(batch.verdicts.len() <= piece);
+                got.extend(batch.verdicts.iter().map(|(k, l)| (k.clone(), health(*l))));
+                frames.push(batch.more);
+            }
+            assert_eq!(got, state);
+            assert_eq!(frames.len(), n.div_ceil(piece).max(1), "{n} in {piece}s");
+            assert!(frames
+                .split_last()
+                .is_some_and(|(last, rest)| !last && rest.iter().all(|m| *m)));
+            assert_eq!(sent, bytes);
+        }
+    }
+
+    /// A listener that does not say it takes pieces gets the whole state in one frame; a
+    /// pusher that sends no `more` sends whole states.
+    #[test]
+    fn the_fields_of_pieces_default_to_one_frame() {
+        let old: Challenge = serde_json::from_str(r#"{"nonce":"ab"}"#).unwrap();
+        assert!(!old.pieces);
+        let old: Batch =
+            serde_json::from_str(r#"{"full":true,"impaired":false,"verdicts":[]}"#).unwrap();
+        assert!(!old.more);
     }
 }

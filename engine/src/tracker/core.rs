@@ -47,6 +47,7 @@ mod shared;
 mod state;
 pub use crate::clock::Clock;
 pub use effects::{Effect, Wake};
+pub use shared::{OwnState, Part};
 pub(super) use state::TenantState;
 
 /// Paces the warning about probes that failed for lack of local resources.
@@ -213,8 +214,7 @@ impl TrackerCore {
         let changed: Vec<(EndpointIx, Health, Health)> = self
             .topology
             .endpoints(target)
-            .iter()
-            .map(|&e| (e, health.verdict_before(e, target, from), health.verdict(e)))
+            .map(|e| (e, health.verdict_before(e, target, from), health.verdict(e)))
             .filter(|(_, was, is)| was != is)
             .collect();
         let mut held = false;
@@ -240,8 +240,13 @@ impl TrackerCore {
         if held {
             fx.push(Effect::Remember(self.operator.clone()));
         }
-        for i in 0..self.topology.tenants(target).len() {
-            let membership = self.topology.tenants(target)[i];
+        let count = self.topology.tenants(target).len();
+        for i in 0..count {
+            let membership = self
+                .topology
+                .tenants(target)
+                .nth(i)
+                .expect("below its length");
             let Some(&(_, was, is)) = changed.iter().find(|c| c.0 == membership.endpoint) else {
                 continue;
             };
@@ -252,8 +257,11 @@ impl TrackerCore {
 
     /// A reported weight of `target` changed: its weighted tenants decide again.
     pub(super) fn reweighed(&mut self, target: TargetIx, now: Clock, fx: &mut Vec<Effect>) {
-        for i in 0..self.topology.tenants(target).len() {
-            let ti = self.topology.tenants(target)[i].tenant;
+        let count = self.topology.tenants(target).len();
+        for i in 0..count {
+            let ti = (self.topology.tenants(target).nth(i))
+                .expect("below its length")
+                .tenant;
             if self.plan.tenants[ti.0].weighs {
                 self.request_decision(ti, now, fx);
             }

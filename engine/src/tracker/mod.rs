@@ -16,10 +16,13 @@ mod health_tests;
 mod index;
 mod operator;
 mod pacing;
+mod pending;
 mod publisher;
 #[cfg(test)]
 mod publisher_tests;
 mod report;
+#[cfg(test)]
+mod ring_listing_tests;
 #[cfg(test)]
 mod ring_takeover_tests;
 #[cfg(test)]
@@ -53,7 +56,7 @@ use crate::ring::combine::Vantage;
 use crate::ring::ownership::Ownership;
 use crate::status::TrackerStatus;
 
-pub use self::core::{Clock, Effect, TrackerCore};
+pub use self::core::{Clock, Effect, OwnState, Part, TrackerCore};
 pub(crate) use self::operator::{
     Adopt, Applied, DrainError, OperatorAction, Selection, SetByOperator, Share,
 };
@@ -110,7 +113,7 @@ pub(crate) struct HealthTracker {
 #[rtype(result = "()")]
 pub(crate) struct PeerVerdicts {
     pub from: String,
-    pub full: bool,
+    pub part: Part,
     pub verdicts: Vec<(String, Vantage)>,
 }
 
@@ -119,10 +122,10 @@ pub(crate) struct PeerVerdicts {
 #[rtype(result = "()")]
 pub(crate) struct MemberLeft(pub String);
 
-/// `[ring]`: this replica's own verdicts, by target key: what a member that connects is sent
-/// first ([`TrackerCore::own_verdicts`]). The tracker holds them; the stream keeps no copy.
+/// `[ring]`: this replica's own verdicts: what a member that connects is sent first
+/// ([`TrackerCore::own_verdicts`]), a byte a target; keys are written as they are sent.
 #[derive(Message)]
-#[rtype(result = "Vec<(String, Health)>")]
+#[rtype(result = "OwnState")]
 pub(crate) struct OwnVerdicts;
 
 /// `[ring]`: this replica started or stopped probing targets ([`TrackerCore::probing`]).
@@ -277,7 +280,7 @@ impl Handler<PeerVerdicts> for HealthTracker {
     fn handle(&mut self, msg: PeerVerdicts, ctx: &mut Context<Self>) {
         let mut fx = Vec::new();
         self.core
-            .vantages(&msg.from, msg.full, msg.verdicts, Clock::now(), &mut fx);
+            .vantages(&msg.from, msg.part, msg.verdicts, Clock::now(), &mut fx);
         self.carry_out(fx, ctx);
     }
 }

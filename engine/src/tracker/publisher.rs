@@ -4,11 +4,12 @@
 //! reload removes. It knows what each tenant published, nothing of verdicts: what to
 //! publish comes decided ([`Decided`]).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ho_config::{Plan, Tenant};
+use opentelemetry::trace::SpanContext;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -16,10 +17,13 @@ use crate::brake::Brake;
 use crate::events::{Event, Events};
 use crate::metrics::{Metrics, TenantLabel};
 use crate::multi_cluster::vote::Tally;
-use crate::snapshot::{PublishMode, PublishedAddress, TenantSnapshot, VerdictChange, MAX_CHANGES};
+use crate::snapshot::{
+    PublishMode, PublishedAddress, Reason, Reasons, TenantSnapshot, VerdictChange,
+};
 
 use super::core::{Clock, Effect, Wake};
 use super::index::{carry_by_name, TenantIx};
+use super::pending::Pending;
 use super::report;
 
 /// What a decision publishes for a tenant.
@@ -43,21 +47,8 @@ struct Outbox {
     /// The latest snapshot sent to the tenant's sinks.
     last: Option<Arc<TenantSnapshot>>,
     last_seq: u64,
-    /// Verdict changes not yet carried by a snapshot (the latest [`MAX_CHANGES`]).
-    changes: VecDeque<VerdictChange>,
-}
-
-impl Outbox {
-    /// The changes noted since the last snapshot, for the next.
-    fn take_changes(&mut self) -> Vec<VerdictChange> {
-        // Taken, not drained: a drained queue keeps its capacity, and the start-up wave
-        // (every endpoint unknown -> up) would leave each tenant a queue of that size for
-        // good. The snapshot holds them until the tenant publishes again: without the
-        // queue's spare room.
-        let mut changes: Vec<VerdictChange> = std::mem::take(&mut self.changes).into();
-        changes.shrink_to_fit();
-        changes
-    }
+    /// Verdict changes not yet carried by a snapshot, with their spans.
+    changes: Pending,
 }
 
 /// Every tenant's outbox (by [`TenantIx`] of the current plan), and the brake that may
@@ -67,6 +58,8 @@ pub(super) struct Publisher {
     /// The blast-radius brake (`[brake]`): withdrawals per window, and whether this prober
     /// judged itself impaired.
     pub(super) brake: Brake,
+    /// The texts of the changes noted lately, shared by the changes that give the same.
+    reasons: Reasons,
     metrics: Arc<Metrics>,
     events: Events,
 }
@@ -77,6 +70,7 @@ impl Publisher {
         Publisher {
             outboxes: Vec::new(),
             brake,
+            reasons: Reasons::default(),
             metrics,
             events,
         }
@@ -87,13 +81,15 @@ impl Publisher {
         self.outboxes[ti.0].last.as_ref()
     }
 
-    /// Keeps `change` for tenant `ti`'s next snapshot.
-    pub(super) fn note_change(&mut self, ti: TenantIx, change: VerdictChange) {
-        let changes = &mut self.outboxes[ti.0].changes;
-        if changes.len() == MAX_CHANGES {
-            changes.pop_front();
-        }
-        changes.push_back(change);
+    /// `text` as the reason of a change to note, shared with the changes noted lately for
+    /// the same (a start-up's every `ok`, a mass failure's one cause).
+    pub(super) fn reason(&mut self, text: &str) -> Reason {
+        self.reasons.get(text)
+    }
+
+    /// Keeps `change`, caused by the transition of `span`, for tenant `ti`'s next snapshot.
+    pub(super) fn note_change(&mut self, ti: TenantIx, change: VerdictChange, span: &SpanContext) {
+        self.outboxes[ti.0].changes.note(change, span);
     }
 
     /// Follows a reload from plan `old` to `new`: outboxes kept by tenant name (new tenants
@@ -202,8 +198,7 @@ impl Publisher {
         } = decided;
         let outbox = &mut self.outboxes[ti.0];
         outbox.last_seq = next_seq(now.wall, outbox.last_seq);
-        let changes = outbox.take_changes();
-        let causes: Vec<_> = changes.iter().map(VerdictChange::span).collect();
+        let (changes, causes) = outbox.changes.take();
         let span = report::publish_span(
             tenant,
             outbox.last_seq,
@@ -308,7 +303,7 @@ fn withdrawal(tenant: &Tenant, last_seq: u64, now: Clock) -> TenantSnapshot {
         votes: None,
         decided_at: now.wall,
         cause_at: now.mono,
-        trace: opentelemetry::trace::SpanContext::NONE,
+        trace: SpanContext::NONE,
     }
 }
 

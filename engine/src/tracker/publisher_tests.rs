@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::core::{Clock, Effect};
 use super::index::TenantIx;
+use super::pending::Pending;
 use super::publisher::{Decided, Publisher};
 use super::tests::plan;
 use crate::brake::Brake;
@@ -107,9 +108,9 @@ fn an_unchanged_outcome_is_not_sent_again_and_the_next_carries_the_changes_noted
                 address: plan.endpoints[1].address,
                 from: Health::Up,
                 to: Health::Down,
-                reason: format!("change {i}"),
-                trace: None,
+                reason: format!("change {i}").into(),
             },
+            &SpanContext::NONE,
         );
     }
     let next = publish(&mut p, &plan, &[0]);
@@ -168,28 +169,25 @@ fn generated_change(
     };
     let e = rng.usize(..plan.endpoints.len());
     let change = VerdictChange {
-        endpoint: plan.endpoints[e].name.to_string(),
+        endpoint: plan.endpoints[e].name.clone(),
         address: plan.endpoints[e].address,
         from: Health::Up,
         to: Health::Down,
-        reason: format!("change {i}"),
-        trace: VerdictChange::keep_trace(&span),
+        reason: format!("change {i}").into(),
     };
     (change, span)
 }
 
 /// Generated sequences of changes and decisions: each snapshot sent carries the changes
-/// noted since the one before (the latest [`MAX_CHANGES`]), each with the span it was noted
-/// with, as a queue kept here says; and holds them without spare room.
+/// noted since the one before (the latest [`MAX_CHANGES`]), as a queue kept here says; and
+/// holds them without spare room.
 #[test]
 fn each_snapshot_carries_the_changes_noted_since_the_last_in_generated_sequences() {
     let plan = plan(3, "", "");
-    assert!(std::mem::size_of::<VerdictChange>() <= 80);
     for seed in 0..40 {
         let mut rng = fastrand::Rng::with_seed(seed);
         let mut p = publisher(&plan);
-        let mut model: std::collections::VecDeque<(String, String, SpanContext)> =
-            Default::default();
+        let mut model: std::collections::VecDeque<(String, String)> = Default::default();
         let mut sent = 0;
         for i in 0..300 {
             if rng.u8(..4) > 0 {
@@ -197,18 +195,18 @@ fn each_snapshot_carries_the_changes_noted_since_the_last_in_generated_sequences
                 let wave = if rng.u8(..20) == 0 { 1200 } else { 1 };
                 for _ in 0..wave {
                     let (change, span) = generated_change(&plan, &mut rng, i);
-                    model.push_back((change.endpoint.clone(), change.reason.clone(), span));
+                    model.push_back((change.endpoint.to_string(), change.reason.to_string()));
                     if model.len() > MAX_CHANGES {
                         model.pop_front();
                     }
-                    p.note_change(TenantIx(0), change);
+                    p.note_change(TenantIx(0), change, &span);
                 }
                 continue;
             }
             let chosen: Vec<usize> = (0..3).filter(|_| rng.bool()).collect();
             for snapshot in publish(&mut p, &plan, &chosen) {
                 let carried: Vec<_> = (snapshot.changes.iter())
-                    .map(|c| (c.endpoint.clone(), c.reason.clone(), c.span()))
+                    .map(|c| (c.endpoint.to_string(), c.reason.to_string()))
                     .collect();
                 assert_eq!(
                     carried,
@@ -220,5 +218,36 @@ fn each_snapshot_carries_the_changes_noted_since_the_last_in_generated_sequences
             }
         }
         assert!(sent > 10, "seed {seed}: {sent} sent");
+    }
+}
+
+/// Generated sequences of notes and takes: a tenant's pending changes are the latest
+/// [`MAX_CHANGES`] noted since the last take, oldest first, each beside the span it was
+/// noted with (the publish's causes), as a queue kept here says.
+#[test]
+fn pending_changes_keep_each_ones_span_beside_it_in_generated_sequences() {
+    let plan = plan(3, "", "");
+    for seed in 0..20 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut pending = Pending::default();
+        let mut model: std::collections::VecDeque<(VerdictChange, SpanContext)> =
+            Default::default();
+        for i in 0..200 {
+            if rng.u8(..4) == 0 {
+                let (changes, causes) = pending.take();
+                let expected: (Vec<_>, Vec<_>) = std::mem::take(&mut model).into_iter().unzip();
+                assert_eq!((changes, causes), expected, "seed {seed}");
+                continue;
+            }
+            let wave = if rng.u8(..20) == 0 { 1200 } else { 1 };
+            for _ in 0..wave {
+                let (change, span) = generated_change(&plan, &mut rng, i);
+                model.push_back((change.clone(), span.clone()));
+                if model.len() > MAX_CHANGES {
+                    model.pop_front();
+                }
+                pending.note(change, &span);
+            }
+        }
     }
 }

@@ -3,13 +3,15 @@
 //! without it) the replica takes over some of its targets: it answers them from the
 //! surviving owner's verdict until its own first probe, with no gap and no target coming
 //! back before an owner says so, and its own verdicts count (and go to the others) from then
-//! on. Seeded rings and verdicts; the expected answers are the script's.
+//! on. As members join, leave and die, every answer is what the owners' verdicts say.
+//! Seeded rings and verdicts; the expected answers are the script's.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::tests::{plan, Harness};
+use super::Part;
 use crate::hysteresis::Health;
 use crate::observation::TargetId;
 use crate::ring::combine::Vantage;
@@ -25,18 +27,6 @@ fn member(name: &str) -> Member {
         identity: name.into(),
         hash: member_hash(name),
         peer: None,
-    }
-}
-
-/// xorshift64: the script's dice.
-struct Dice(u64);
-
-impl Dice {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
     }
 }
 
@@ -73,28 +63,39 @@ impl Replica {
             .collect()
     }
 
-    /// Every other member of `ring` streams its whole state: its verdict of each target it
-    /// owns, as `down` says.
-    fn streams(&mut self, ring: &[Member], down: &[bool]) {
+    /// Every other member of `ring` streams its whole state in pieces of `piece`: its
+    /// verdict of each target it owns, as `down` says.
+    fn streams(&mut self, ring: &[Member], down: &[bool], piece: usize) {
         for m in 1..ring.len() {
-            let verdicts = self
-                .owned(ring, m)
-                .into_iter()
-                .map(|t| {
-                    let health = if down[t] { Health::Down } else { Health::Up };
-                    let vantage = Vantage {
-                        health,
-                        impaired: false,
-                    };
-                    (self.keys[t].clone(), vantage)
-                })
-                .collect();
-            let mut fx = Vec::new();
-            let now = self.h.now;
-            self.h
-                .core
-                .vantages(&ring[m].identity, true, verdicts, now, &mut fx);
-            self.h.take(fx);
+            let owned: Vec<usize> = self.owned(ring, m).into_iter().collect();
+            let pieces: Vec<&[usize]> = if owned.is_empty() {
+                vec![&[]]
+            } else {
+                owned.chunks(piece).collect()
+            };
+            for (i, targets) in pieces.iter().enumerate() {
+                let verdicts = targets
+                    .iter()
+                    .map(|&t| {
+                        let health = if down[t] { Health::Down } else { Health::Up };
+                        let vantage = Vantage {
+                            health,
+                            impaired: false,
+                        };
+                        (self.keys[t].clone(), vantage)
+                    })
+                    .collect();
+                let part = Part::Whole {
+                    first: i == 0,
+                    last: i + 1 == pieces.len(),
+                };
+                let mut fx = Vec::new();
+                let now = self.h.now;
+                self.h
+                    .core
+                    .vantages(&ring[m].identity, part, verdicts, now, &mut fx);
+                self.h.take(fx);
+            }
         }
     }
 
@@ -143,12 +144,7 @@ impl Replica {
     }
 
     fn own(&self) -> BTreeSet<String> {
-        self.h
-            .core
-            .own_verdicts()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
+        self.h.core.own_verdicts().iter().map(|(k, _)| k).collect()
     }
 
     fn keys_of(&self, targets: &BTreeSet<usize>) -> BTreeSet<String> {
@@ -167,14 +163,16 @@ fn expected(down: &[bool]) -> Vec<u8> {
 #[test]
 fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
     for seed in 1..=16u64 {
-        let mut dice = Dice(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
-        let n = 16 + dice.below(40) as usize;
+        let mut dice = fastrand::Rng::with_seed(
+            0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d),
+        );
+        let n = 16 + dice.u64(..40) as usize;
         let ring: Vec<Member> = ["me", "b", "c", "d"].into_iter().map(member).collect();
         let mut r = Replica::new(n, &ring);
-        let down: Vec<bool> = (0..n).map(|_| dice.below(10) == 0).collect();
+        let down: Vec<bool> = (0..n).map(|_| dice.u64(..10) == 0).collect();
 
         let mine = r.owned(&ring, 0);
-        r.streams(&ring, &down);
+        r.streams(&ring, &down, usize::MAX);
         r.probes(&mine, &down);
         assert!(r.h.core.ready(), "seed {seed}");
         assert_eq!(
@@ -188,7 +186,7 @@ fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
             "seed {seed}: own verdicts, no others"
         );
 
-        let victim = 1 + dice.below(3) as usize;
+        let victim = 1 + dice.u64(..3) as usize;
         let (survivors, gained) = r.dies(&ring, victim, &mine);
         r.h.advance(Duration::from_millis(100));
         assert_eq!(
@@ -199,8 +197,8 @@ fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
 
         // Verdicts change; the survivors stream theirs at once, this replica answers with
         // them before its own first probe of what it gained...
-        let later: Vec<bool> = down.iter().map(|&d| d ^ (dice.below(5) == 0)).collect();
-        r.streams(&survivors, &later);
+        let later: Vec<bool> = down.iter().map(|&d| d ^ (dice.u64(..5) == 0)).collect();
+        r.streams(&survivors, &later, 1 + dice.u64(..8) as usize);
         r.h.advance(Duration::from_millis(100));
         let not_mine = |hosts: Vec<u8>| -> Vec<u8> {
             let mine_before = |a: &u8| mine.contains(&(usize::from(*a) - 1));
@@ -229,5 +227,74 @@ fn a_replica_takes_over_a_dead_members_targets_without_a_gap() {
             r.keys_of(&gained).is_subset(&told),
             "seed {seed}: its first verdicts of gained targets are streamed"
         );
+    }
+}
+
+/// Members join, leave and die (this replica stays, probing nothing itself) while verdicts
+/// change; after each change of the ring its owners stream their whole states, in pieces.
+/// Every answer is what the owners' verdicts say, no answer is empty, and a verdict changes
+/// only where the script changed it: no target comes and goes while its owners move.
+#[test]
+fn as_ownership_moves_every_answer_is_the_owners_verdicts() {
+    let names = ["me", "b", "c", "d", "e", "f"];
+    for seed in 1..=16u64 {
+        let mut dice = fastrand::Rng::with_seed(
+            0x2545_f491_4f6c_dd1d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        );
+        let n = 16 + dice.u64(..40) as usize;
+        let mut ring: Vec<Member> = names[..3].iter().copied().map(member).collect();
+        let mut r = Replica::new(n, &ring);
+        let mut events = r.h.core.events.follow();
+        let mut down: Vec<bool> = (0..n).map(|t| t > 0 && dice.u64(..10) == 0).collect();
+        r.streams(&ring, &down, 1 + dice.u64(..8) as usize);
+        let mut changed = n;
+        for step in 0..20 {
+            let others: Vec<usize> = (1..names.len())
+                .filter(|&i| !ring.iter().any(|m| m.identity == names[i]))
+                .collect();
+            if ring.len() > 2 && (others.is_empty() || dice.u64(..2) == 0) {
+                let gone = ring.remove(1 + dice.u64(..ring.len() as u64 - 1) as usize);
+                r.ring_is(&ring, Some(&gone.identity));
+            } else {
+                ring.push(member(
+                    names[others[dice.u64(..others.len() as u64) as usize]],
+                ));
+                r.ring_is(&ring, None);
+            }
+            // The first target stays up: an answer is never empty by the script.
+            for d in down.iter_mut().skip(1) {
+                if dice.u64(..5) == 0 {
+                    *d = !*d;
+                    changed += 1;
+                }
+            }
+            r.streams(&ring, &down, 1 + dice.u64(..8) as usize);
+            r.h.advance(Duration::from_millis(100));
+            let at = format!("seed {seed}, step {step}");
+            assert_eq!(r.h.hosts(), expected(&down), "{at}");
+            let mut transitions = 0;
+            while let Ok(event) = events.try_recv() {
+                transitions +=
+                    usize::from(matches!(*event, crate::events::Event::Transition { .. }));
+            }
+            assert_eq!(transitions, changed, "{at}: transitions");
+            changed = 0;
+        }
+    }
+}
+
+impl Replica {
+    /// The ring is listed as `ring` (`gone` left it): the tracker forgets the member that
+    /// left and is told which gates opened and closed.
+    fn ring_is(&mut self, ring: &[Member], gone: Option<&str>) {
+        let now = self.h.now;
+        let moves = self.ownership.ring(ring.to_vec(), now.mono);
+        let mut fx = Vec::new();
+        if let Some(gone) = gone {
+            self.h.core.forget_member(gone, now, &mut fx);
+        }
+        self.h.core.probing(&moves.opened, true, now, &mut fx);
+        self.h.core.probing(&moves.closed, false, now, &mut fx);
+        self.h.take(fx);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::tests::{plan, Harness};
+use super::Part;
 use crate::hysteresis::Health;
 use crate::ring::combine::Vantage;
 use crate::ring::handover::Assignment;
@@ -38,13 +39,13 @@ fn key(h: &Harness, target: usize) -> String {
     h.core.plan.targets[target].key()
 }
 
-fn peer(h: &mut Harness, from: &str, full: bool, verdicts: &[(usize, Health, bool)]) {
+fn peer(h: &mut Harness, from: &str, part: Part, verdicts: &[(usize, Health, bool)]) {
     let verdicts = verdicts
         .iter()
         .map(|&(t, health, impaired)| (key(h, t), Vantage { health, impaired }))
         .collect();
     let mut fx = Vec::new();
-    h.core.vantages(from, full, verdicts, h.now, &mut fx);
+    h.core.vantages(from, part, verdicts, h.now, &mut fx);
     h.take(fx);
 }
 
@@ -61,16 +62,16 @@ fn own_verdicts_are_shared_and_a_peers_down_withdraws_at_once() {
     assert!(h.shared.iter().all(|(_, health)| *health == Health::Up));
 
     // Another owner of e2 judges it down: withdrawn, though this replica sees it up.
-    peer(&mut h, "b", true, &[(1, Health::Down, false)]);
+    peer(&mut h, "b", Part::WHOLE, &[(1, Health::Down, false)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 3]);
     // It recovers there: every owner agrees again.
-    peer(&mut h, "b", false, &[(1, Health::Up, false)]);
+    peer(&mut h, "b", Part::Changes, &[(1, Health::Up, false)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2, 3]);
 
     // An impaired vantage's down verdict never withdraws alone.
-    peer(&mut h, "b", true, &[(1, Health::Down, true)]);
+    peer(&mut h, "b", Part::WHOLE, &[(1, Health::Down, true)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2, 3]);
 }
@@ -79,7 +80,7 @@ fn own_verdicts_are_shared_and_a_peers_down_withdraws_at_once() {
 fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
     let mut h = alone();
     h.observe(&[(0, true), (1, true), (2, true)]);
-    peer(&mut h, "b", true, &[(2, Health::Down, false)]);
+    peer(&mut h, "b", Part::WHOLE, &[(2, Health::Down, false)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2]);
 
@@ -112,7 +113,7 @@ fn a_target_nobody_probes_keeps_its_last_verdict_until_a_new_owners_first() {
         unowned(&h)
     );
     // ...until its new owner's first verdict.
-    peer(&mut h, "c", true, &[(2, Health::Up, false)]);
+    peer(&mut h, "c", Part::WHOLE, &[(2, Health::Up, false)]);
     h.advance(Duration::from_millis(100));
     assert_eq!(h.hosts(), [1, 2, 3]);
     assert_eq!(unowned(&h), None, "owned again");
@@ -131,11 +132,11 @@ fn a_replica_that_probes_nothing_yet_is_ready_once_the_owners_verdicts_arrive() 
     peer(
         &mut h,
         "b",
-        true,
+        Part::WHOLE,
         &[(0, Health::Up, false), (1, Health::Down, false)],
     );
     assert!(!h.core.ready(), "e3 still has no verdict anywhere");
-    peer(&mut h, "c", true, &[(2, Health::Up, false)]);
+    peer(&mut h, "c", Part::WHOLE, &[(2, Health::Up, false)]);
     assert!(
         h.core.ready(),
         "every target has an owner's verdict: the replica answers, so it is ready"

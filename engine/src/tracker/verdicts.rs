@@ -22,7 +22,9 @@ use crate::ring::combine::Vantage;
 use crate::ring::ownership::Ownership;
 
 use super::index::{TargetIds, TargetIx};
+use listing::Listings;
 
+mod listing;
 mod target;
 mod wall;
 pub(super) use target::{Latest, Shared, TargetState};
@@ -40,6 +42,8 @@ pub(super) struct Verdicts {
     /// [`Shared`] verdicts by place. Never shrinks: a member that left may come back, and a
     /// ring sees few identities.
     members: Vec<Arc<str>>,
+    /// `[ring]`: the whole states members are listing, in pieces.
+    listings: Listings,
 }
 
 /// What one probe result did to its target.
@@ -81,6 +85,7 @@ impl Verdicts {
             })
             .collect();
         self.ids = TargetIds::of(ids);
+        self.listings.clear();
         self.index_shared(plan);
     }
 
@@ -262,15 +267,16 @@ impl Verdicts {
 
     /// The place of member `identity` in the table of members, added if new.
     fn member(&mut self, identity: &str) -> u16 {
-        if let Some(i) = self.members.iter().position(|m| **m == *identity) {
-            return i as u16;
+        if let Some(i) = self.place(identity) {
+            return i;
         }
         self.members.push(Arc::from(identity));
         u16::try_from(self.members.len() - 1).expect("fewer than 65,536 ring members")
     }
 
     /// Member `from`'s verdicts, by target key (`Unknown`: it stopped probing the target)
-    /// of `plan`'s targets; the targets they touched.
+    /// of `plan`'s targets, each counted as listed when `from` is listing its whole state;
+    /// the targets they touched.
     pub(super) fn set_peer(
         &mut self,
         from: &str,
@@ -287,20 +293,55 @@ impl Verdicts {
                 continue;
             };
             shared.set_peer(member, vantage);
+            self.listings.mark(member, t);
             touched.push(t);
         }
         touched
     }
 
-    /// Removes `member`'s verdicts; the targets it had one for.
-    pub(super) fn drop_member(&mut self, member: &str) -> Vec<TargetIx> {
-        let Some(member) = self.members.iter().position(|m| **m == *member) else {
+    /// Member `from` starts listing its whole state (see [`Verdicts::end_listing`]).
+    pub(super) fn begin_listing(&mut self, from: &str) {
+        let member = self.member(from);
+        self.listings.begin(member, self.targets.len());
+    }
+
+    /// Member `from` finished listing its whole state: its verdicts of targets it did not
+    /// list are removed; the targets it had one for. A listing begun before a reload
+    /// removes nothing (its marks named the old plan's targets): the member's changes
+    /// correct what it still says, and its next whole state the rest.
+    pub(super) fn end_listing(&mut self, from: &str) -> Vec<TargetIx> {
+        let Some(member) = self.place(from) else {
             return Vec::new();
         };
-        let member = member as u16;
+        match self.listings.finish(member) {
+            Some(listed) => self.drop_peer_where(member, |t| !listed.has(t)),
+            None => Vec::new(),
+        }
+    }
+
+    /// Removes `member`'s verdicts (and its listing under way); the targets it had one for.
+    pub(super) fn drop_member(&mut self, member: &str) -> Vec<TargetIx> {
+        let Some(member) = self.place(member) else {
+            return Vec::new();
+        };
+        self.listings.forget(member);
+        self.drop_peer_where(member, |_| true)
+    }
+
+    /// The place of member `identity` in the table of members, if it streamed before.
+    fn place(&self, identity: &str) -> Option<u16> {
+        let i = self.members.iter().position(|m| **m == *identity)?;
+        Some(i as u16)
+    }
+
+    /// Removes `member`'s verdicts of the targets `drop` picks; the targets it had one for.
+    fn drop_peer_where(&mut self, member: u16, drop: impl Fn(TargetIx) -> bool) -> Vec<TargetIx> {
         let mut touched = Vec::new();
         for (i, t) in self.targets.iter_mut().enumerate() {
-            if t.shared.as_mut().is_some_and(|s| s.drop_peer(member)) {
+            let Some(shared) = t.shared.as_mut() else {
+                continue;
+            };
+            if drop(TargetIx(i)) && shared.drop_peer(member) {
                 touched.push(TargetIx(i));
             }
         }

@@ -10,7 +10,6 @@ mod netns;
 mod pki;
 mod probe;
 mod rounds;
-mod seeded;
 mod source_tree;
 pub mod use_paths;
 
@@ -31,7 +30,6 @@ pub use netns::{run_checked, VethNamespace};
 pub use pki::{test_pki, test_pki_with, TestPki};
 pub use probe::probe_within;
 pub use rounds::thirty_tenants_lose_a_shared_gateway;
-pub use seeded::SeededRng;
 pub use source_tree::{rust_files, SOURCE_DIRS};
 
 /// Longest any test waits for a condition; tests normally finish far sooner.

@@ -21,7 +21,8 @@ struct Fault {
     path: &'static str,
 }
 
-/// The last entry is the rest's: the rest's extraction stops at its first error, as it did.
+/// The last entry is the rest's, planted in one file at most (`every_error_of_the_rest_is_reported`
+/// has several).
 const CATALOGUE: [Fault; 10] = [
     fault("endpoints", "address", "adress", "\"10.0.0.9\"", "adress"),
     fault("endpoints", "weight", "weight", "\"heavy\"", "weight"),

@@ -43,7 +43,7 @@ fn a_change_goes_ahead_of_reconciles_waiting_for_a_place() {
         run.publish(snap(tenant, 1, &[]));
         run.finish(tenant, ok());
     }
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     assert_eq!(tenants_in_flight(&run), ["a"]);
     run.publish(snap("c", 2, &[]));
     run.finish("a", ok());
@@ -73,7 +73,7 @@ fn a_tenant_added_again_waits_for_its_forgotten_write() {
     run.publish(snap("t", 5, &[]));
     run.core.forget("t");
     run.publish(snap("t", 1, &[])); // added again: its seq starts over
-    run.step(DeliveryCore::reconcile);
+    run.reconcile();
     assert_eq!(
         run.writes(),
         [("t".into(), 5)],
@@ -223,7 +223,7 @@ fn step(run: &mut Run, oracle: &mut Oracle, rng: &mut fastrand::Rng, tenants: us
         }
         80..83 => {
             oracle.round(Cause::Reconcile);
-            run.step(DeliveryCore::reconcile);
+            run.reconcile();
         }
         83..84 => {
             oracle.round(Cause::Takeover);
@@ -289,4 +289,65 @@ fn generated_sequences_keep_the_cap_and_write_every_latest_snapshot() {
             "seed {seed}: the cap was never reached"
         );
     }
+}
+
+/// 150 tenants, 2 places and a reconcile every 5 s: a round that still waits at the next
+/// tick is said once, with its tenants, the writes still waiting, the time and the cap;
+/// again only after a round that kept up. The queue behind the cap is counted.
+#[test]
+fn a_late_reconcile_round_is_said_once_until_one_keeps_up() {
+    let (tenants, cap, interval) = (150usize, 2usize, Duration::from_secs(5));
+    let mut run = Run::new(Delivery {
+        max_in_flight: cap as u32,
+        reconcile_interval: interval,
+        ..delivery(1000.0, 1000)
+    });
+    let drain = |run: &mut Run| {
+        while let Some(w) = run.in_flight.first().map(|w| w.tenant.clone()) {
+            run.finish(&w, ok());
+        }
+    };
+    for i in 0..tenants {
+        run.publish(snap(&format!("t{i:03}"), 1, &[]));
+    }
+    assert_eq!(run.core.queued(), tenants - cap);
+    drain(&mut run);
+    assert_eq!(run.core.queued(), 0);
+    run.advance(interval);
+    assert_eq!(run.reconcile(), None, "the first round begins");
+    assert_eq!(run.core.queued(), tenants - cap);
+    // 170 ms a write: 29 pairs end within the interval.
+    let ended = 2 * 29;
+    for _ in 0..ended {
+        let w = run.in_flight[0].tenant.clone();
+        run.finish(&w, ok());
+    }
+    run.advance(interval);
+    let overrun = run.reconcile().expect("the round is late");
+    let waiting = tenants - ended - cap;
+    assert_eq!(
+        overrun,
+        Overrun {
+            tenants,
+            waiting,
+            after: interval,
+            interval,
+            max_in_flight: cap,
+        }
+    );
+    assert_eq!(overrun.round(), Some(interval * 150 / 60));
+    run.advance(interval);
+    assert_eq!(run.reconcile(), None, "said once");
+    drain(&mut run);
+    run.advance(interval);
+    assert_eq!(
+        run.reconcile(),
+        None,
+        "this round kept up: a new one begins"
+    );
+    run.advance(interval);
+    assert!(
+        run.reconcile().is_some(),
+        "a late round after one that kept up"
+    );
 }

@@ -2,21 +2,20 @@
 //! endpoint. The plan hands one [`EndpointPlan`] an endpoint (a name `String`, a boxed
 //! slice of checks, a composite), about 90 bytes and three allocations at 100,000
 //! endpoints; most endpoints have one check, so here each has its name in one text of the
-//! tenant's, its address, its first check's key (the plan's copy) and nothing else, and
-//! the few of several checks keep the rest apart.
+//! tenant's, its address, its first check's key and nothing else, and the few of several
+//! checks keep the rest apart.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use ho_config::Composite;
 
-use super::EndpointPlan;
+use super::{CheckKey, EndpointPlan};
 use crate::composite::combine_healths;
 use crate::hysteresis::Health;
 
 /// An endpoint of several checks: its index, its other checks' keys (in order) and how
 /// all of them combine.
-type Several = (u32, Box<[Arc<str>]>, Option<Composite>);
+type Several = (u32, Box<[CheckKey]>, Option<Composite>);
 
 /// One tenant's endpoints, in the plan's order.
 #[derive(Default)]
@@ -27,7 +26,7 @@ pub(super) struct Endpoints {
     ends: Box<[u32]>,
     addresses: Box<[IpAddr]>,
     /// Each endpoint's first check: `Endpoint::target`'s key.
-    first: Box<[Arc<str>]>,
+    first: Box<[CheckKey]>,
     /// The endpoints with more than one check or a combination, by index (ascending).
     several: Box<[Several]>,
 }
@@ -38,8 +37,8 @@ pub(super) struct Endpoint<'a> {
     /// The endpoint's name (what operators hold).
     pub(super) name: &'a str,
     pub(super) address: IpAddr,
-    first: &'a Arc<str>,
-    also: &'a [Arc<str>],
+    first: CheckKey,
+    also: &'a [CheckKey],
     composite: Option<&'a Composite>,
 }
 
@@ -57,7 +56,7 @@ impl Endpoints {
             addresses.push(plan.address);
             let mut checks = plan.checks.into_vec().into_iter();
             first.push(checks.next().expect("an endpoint has a check"));
-            let also: Box<[Arc<str>]> = checks.collect();
+            let also: Box<[CheckKey]> = checks.collect();
             if !also.is_empty() || plan.composite.is_some() {
                 let i = u32::try_from(i).expect("fewer than 2^32 endpoints");
                 several.push((i, also, plan.composite.map(|c| *c)));
@@ -81,20 +80,20 @@ impl Endpoints {
             Endpoint {
                 name: &self.names[start..self.ends[i] as usize],
                 address: self.addresses[i],
-                first: &self.first[i],
+                first: self.first[i],
                 also: rest.map_or(&[][..], |(_, also, _)| also),
                 composite: rest.and_then(|(_, _, c)| c.as_ref()),
             }
         })
     }
 
-    /// Every endpoint's checks' keys (the plan's copies), a key once an endpoint.
-    pub(super) fn keys(&self) -> impl Iterator<Item = &Arc<str>> + '_ {
+    /// Every endpoint's checks' keys, a key once an endpoint.
+    pub(super) fn keys(&self) -> impl Iterator<Item = CheckKey> + '_ {
         self.iter()
-            .flat_map(|e| std::iter::once(e.first).chain(e.also))
+            .flat_map(|e| std::iter::once(e.first).chain(e.also.iter().copied()))
     }
 
-    /// Bytes it holds on the heap besides the keys' text (shared with the plan).
+    /// Bytes it holds on the heap.
     #[cfg(test)]
     pub(super) fn own_bytes(&self) -> usize {
         let several = (self.several.iter())
@@ -115,13 +114,13 @@ impl Endpoints {
 impl Endpoint<'_> {
     /// Whether the endpoint is down by its own checks, given each of its checks judged down
     /// (by target key), its checks combined as the tracker combines them.
-    pub(super) fn is_down(&self, down: &[(Arc<str>, u64)]) -> bool {
-        let health = |k: &Arc<str>| match down.iter().any(|(d, _)| d == k) {
+    pub(super) fn is_down(&self, down: &[(CheckKey, u64)]) -> bool {
+        let health = |k: &CheckKey| match down.iter().any(|(d, _)| d == k) {
             true => Health::Down,
             false => Health::Up,
         };
         combine_healths(
-            health(self.first),
+            health(&self.first),
             self.also.iter().map(health),
             self.composite,
         ) == Health::Down
@@ -133,9 +132,9 @@ impl Endpoint<'_> {
         EndpointPlan {
             name: self.name.to_owned(),
             address: self.address,
-            checks: std::iter::once(self.first)
+            checks: std::iter::once(&self.first)
                 .chain(self.also)
-                .cloned()
+                .copied()
                 .collect(),
             composite: self.composite.cloned().map(Box::new),
         }

@@ -214,8 +214,7 @@ impl TrackerCore {
         let names: Vec<&str> = self
             .topology
             .endpoints(target)
-            .iter()
-            .map(|&e| &*self.plan.endpoints[e.0].name)
+            .map(|e| &*self.plan.endpoints[e.0].name)
             .collect();
         let span = report::transition(&self.plan, &self.metrics, target, &names, t, &reason);
         self.events.emit(|| Event::Transition {
@@ -263,20 +262,24 @@ impl TrackerCore {
                     continue;
                 }
                 let check = self.plan.targets[target.0].key();
-                (from, to, format!("{check}: {reason}"))
+                (
+                    from,
+                    to,
+                    self.publisher.reason(&format!("{check}: {reason}")),
+                )
             } else {
-                (t.from, t.to, reason.to_owned())
+                (t.from, t.to, self.publisher.reason(reason))
             };
             self.publisher.note_change(
                 m.tenant,
                 VerdictChange {
-                    endpoint: ep.name.to_string(),
+                    endpoint: ep.name.clone(),
                     address: ep.address,
                     from,
                     to,
                     reason,
-                    trace: VerdictChange::keep_trace(&span),
                 },
+                &span,
             );
         }
     }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use ho_config::Plan;
+
 use crate::hysteresis::Health;
 use crate::ring::combine::Vantage;
 use crate::ring::ownership::Ownership;
@@ -20,21 +22,23 @@ impl TrackerCore {
         self.verdicts.share(ownership, &self.plan);
     }
 
-    /// Verdicts member `from` streamed: all it has (`full`: any target it does not list has
-    /// no verdict of it any more) or changes (`Unknown`: it stopped probing the target).
+    /// Verdicts member `from` streamed, as `part` of its stream says (`Unknown`: it
+    /// stopped probing the target).
     pub fn vantages(
         &mut self,
         from: &str,
-        full: bool,
+        part: Part,
         verdicts: Vec<(String, Vantage)>,
         now: Clock,
         fx: &mut Vec<Effect>,
     ) {
-        let mut touched: Vec<TargetIx> = Vec::new();
-        if full {
-            touched.extend(self.verdicts.drop_member(from));
+        if let Part::Whole { first: true, .. } = part {
+            self.verdicts.begin_listing(from);
         }
-        touched.extend(self.verdicts.set_peer(from, verdicts, &self.plan));
+        let mut touched = self.verdicts.set_peer(from, verdicts, &self.plan);
+        if let Part::Whole { last: true, .. } = part {
+            touched.extend(self.verdicts.end_listing(from));
+        }
         touched.sort_unstable_by_key(|t| t.0);
         touched.dedup();
         let reason = format!("verdict of ring member {from}");
@@ -67,14 +71,18 @@ impl TrackerCore {
         }
     }
 
-    /// This replica's own verdict of every target it probes and has judged, by key: the
-    /// whole state a member is sent when it connects, and again when the self-check
-    /// changes its mind.
-    pub fn own_verdicts(&self) -> Vec<(String, Health)> {
-        self.verdicts
-            .own()
-            .map(|(t, health)| (self.plan.targets[t.0].key(), health))
-            .collect()
+    /// This replica's own verdict of every target it probes and has judged: the whole
+    /// state a member is sent when it connects, and again when the self-check changes its
+    /// mind.
+    pub fn own_verdicts(&self) -> OwnState {
+        let mut verdicts = vec![Health::Unknown; self.plan.targets.len()];
+        for (t, health) in self.verdicts.own() {
+            verdicts[t.0] = health;
+        }
+        OwnState {
+            plan: self.plan.clone(),
+            verdicts,
+        }
     }
 
     /// Recombines `target` and, if its effective health changed, re-decides its tenants.
@@ -93,5 +101,43 @@ impl TrackerCore {
         if let Some(transition) = self.verdicts.recombine(t, key, now.wall) {
             self.on_transition(t, transition, reason.to_owned(), now);
         }
+    }
+}
+
+/// Which part of a member's stream a batch of its verdicts is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Changes: a target it does not list keeps its verdict.
+    Changes,
+    /// A piece of its whole state: `first` begins it, `last` ends it, and a target none
+    /// of the pieces lists has no verdict of that member any more.
+    Whole { first: bool, last: bool },
+}
+
+#[cfg(test)]
+impl Part {
+    /// A whole state in one piece.
+    pub const WHOLE: Part = Part::Whole {
+        first: true,
+        last: true,
+    };
+}
+
+/// This replica's own verdicts at one moment: a byte a target in plan order (`Unknown`
+/// where it has none of its own) beside the plan naming them, so a member that connects
+/// is sent them in pieces whose keys are written as they go, not a copy of every key.
+pub struct OwnState {
+    plan: Arc<Plan>,
+    verdicts: Vec<Health>,
+}
+
+impl OwnState {
+    /// Each verdict with its target's key.
+    pub fn iter(&self) -> impl Iterator<Item = (String, Health)> + '_ {
+        self.verdicts
+            .iter()
+            .zip(&self.plan.targets)
+            .filter(|(health, _)| **health != Health::Unknown)
+            .map(|(health, target)| (target.key(), *health))
     }
 }

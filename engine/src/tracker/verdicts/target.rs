@@ -335,13 +335,8 @@ mod tests {
     /// Seeded results of every failure shape: what is kept says what the result said.
     #[test]
     fn the_latest_keeps_what_status_shows_of_a_result() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
+        let mut next = |below: u64| rng.u64(..below);
         for _ in 0..500 {
             let text = format!("detail {}", next(1_000_000));
             let outcome = match next(6) {
@@ -380,13 +375,8 @@ mod tests {
     #[test]
     fn what_few_targets_have_reads_as_kept_inline() {
         use crate::hysteresis::{Health, Transition};
-        let mut seed = 0xd1b5_4a32_d192_ed03_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0xd1b5_4a32_d192_ed03);
+        let mut next = |below: u64| rng.u64(..below);
         let start = crate::clock::after_epoch(Duration::from_secs(1_700_000_000));
         let now = tokio::time::Instant::now();
         let mut state = TargetState::new(None, now);
@@ -460,13 +450,8 @@ mod tests {
         use super::Shared;
         use crate::hysteresis::Health;
         use crate::ring::combine::Vantage;
-        let mut seed = 0x5851_f42d_4c95_7f2d_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = fastrand::Rng::with_seed(0x5851_f42d_4c95_7f2d);
+        let mut next = |below: u64| rng.u64(..below);
         let mut shared = Shared::new();
         let mut oracle = std::collections::BTreeMap::new();
         for step in 0..5_000 {

@@ -124,18 +124,6 @@ pub fn leaves_of(records: &super::Records) -> BTreeMap<(String, String), Vec<Lea
 mod tests {
     use super::*;
 
-    /// A small seeded generator (xorshift), so a failing case names its seed.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
-
     fn endpoint(name: &str, state: Health, failing: bool) -> EndpointStatus {
         let last = (state != Health::Unknown).then(|| ho_engine::status::LastProbe {
             ok: !failing,
@@ -181,14 +169,14 @@ mod tests {
     fn record_health_follows_dns_operators_rules_over_generated_records() {
         let states = [Health::Up, Health::Down, Health::Unknown];
         for seed in 1..=500u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = fastrand::Rng::with_seed(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let mut leaves = Vec::new();
             let mut seen = HashMap::new();
             let mut want: Vec<Option<bool>> = Vec::new();
-            for i in 0..=rng.below(4) {
+            for i in 0..=rng.u64(..4) {
                 let name = format!("t_192.0.2.{i}");
-                let n = rng.below(4);
-                let picked: Vec<Health> = (0..n).map(|_| states[rng.below(3) as usize]).collect();
+                let n = rng.u64(..4);
+                let picked: Vec<Health> = (0..n).map(|_| states[rng.u64(..3) as usize]).collect();
                 want.push(if picked.contains(&Health::Down) {
                     Some(false)
                 } else if !picked.is_empty() && picked.iter().all(|s| *s == Health::Up) {

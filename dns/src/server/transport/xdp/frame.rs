@@ -292,13 +292,8 @@ mod tests {
     /// to what is taken is written within the frame.
     #[test]
     fn mangled_frames_are_refused_or_answered_never_a_panic() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.u64(..);
         let mut taken = 0;
         for i in 0..20_000 {
             let mut frame = query_frame(i % 2 == 0, b"a query of some length");
