@@ -41,25 +41,7 @@ pub(super) fn resolve_check(
     let before = errs.0.len();
     let mut r = required(merged, path, errs)?;
     let kinds = checks.kinds();
-    if kinds.contains(&r.kind.as_str()) && !checks.uses_port(&r.kind) {
-        if own.is_some_and(|own| own.port.is_some()) {
-            errs.push(
-                format!("{path}.port"),
-                format!("not used by kind \"{}\"", r.kind),
-            );
-        }
-        r.port = Some(0);
-    } else if r.port == Some(0) {
-        errs.push(
-            format!("{path}.port"),
-            format!(
-                "{} is not {}",
-                figment::error::Actual::Unsigned(0),
-                crate::explain::PORT
-            ),
-        );
-    }
-    r.port = r.port.or_else(|| checks.default_port(&r.kind));
+    r.port = check_port(&r, own, path, checks, errs);
     let damping = check_timing(&r, merged, path, errs);
     let settings = if kinds.contains(&r.kind.as_str()) {
         if r.port.is_none() {
@@ -96,6 +78,38 @@ pub(super) fn resolve_check(
         },
         source_address: merged.source_address,
     })
+}
+
+/// The port a check of `r`'s kind probes: 0 for a kind that uses none (an endpoint that
+/// sets one anyway is told so), else the one set or the kind's default; 0 set is refused
+/// with the range a port has.
+fn check_port(
+    r: &Required,
+    own: Option<&CheckOverrides>,
+    path: &str,
+    checks: &dyn CheckCatalog,
+    errs: &mut Errors,
+) -> Option<u16> {
+    if checks.kinds().contains(&r.kind.as_str()) && !checks.uses_port(&r.kind) {
+        if own.is_some_and(|own| own.port.is_some()) {
+            errs.push(
+                format!("{path}.port"),
+                format!("not used by kind \"{}\"", r.kind),
+            );
+        }
+        return Some(0);
+    }
+    if r.port == Some(0) {
+        errs.push(
+            format!("{path}.port"),
+            format!(
+                "{} is not {}",
+                figment::error::Actual::Unsigned(0),
+                crate::explain::PORT
+            ),
+        );
+    }
+    r.port.or_else(|| checks.default_port(&r.kind))
 }
 
 /// The keys of `merged` that kind `kind` reads. A key the endpoint set itself (`own`) that

@@ -19,15 +19,15 @@ use super::Errors;
 /// such a list and its copy were most of the heap at start-up.
 pub(super) struct Resolved {
     /// The endpoints by address, in the order of the file.
-    pub endpoints: Vec<Endpoint>,
+    endpoints: Vec<Endpoint>,
     /// The endpoints by host name, in the order of the file.
-    pub hosts: Vec<HostEndpoint>,
+    hosts: Vec<HostEndpoint>,
     /// Per configured endpoint: its place among `endpoints` or `hosts`; `None` for one with
     /// errors.
-    pub place: Vec<Option<Place>>,
+    place: Vec<Option<Place>>,
     /// The distinct probe targets, without growth room: the plan holds them for the life
     /// of the process.
-    pub targets: Vec<Target>,
+    targets: Vec<Target>,
 }
 
 /// Where a configured endpoint went.
@@ -58,10 +58,7 @@ pub(super) fn resolve_endpoints(
     let mut seen = HashMap::new();
     let mut targets: Vec<Target> = Vec::new();
     let mut target_ids: HashMap<Target, usize> = HashMap::new();
-    // Exact when no endpoint is given by host name: the plan keeps this for its life.
-    let mut endpoints = Vec::with_capacity(config.endpoints.len());
-    let mut hosts = Vec::new();
-    let mut place = Vec::with_capacity(config.endpoints.len());
+    let mut out = Resolved::with_capacity(config.endpoints.len());
     for (i, ep) in config.endpoints.iter().enumerate() {
         let path = format!("endpoints[{i}]");
         let mut ok = true;
@@ -152,8 +149,7 @@ pub(super) fn resolve_endpoints(
         }
         let more: Option<Vec<Arc<CheckSpec>>> = more.into_iter().map(|(_, c)| c).collect();
         if let (Some(host), Some(check), true) = (&host, &check, ok) {
-            place.push(Some(Place::Host(narrow(hosts.len()))));
-            hosts.push(HostEndpoint {
+            out.add_host(HostEndpoint {
                 name: ep.name.clone(),
                 host: host.clone(),
                 labels: ep.labels.clone(),
@@ -193,19 +189,46 @@ pub(super) fn resolve_endpoints(
                 endpoint.weight = ep.weight;
                 endpoint.priority = ep.priority.unwrap_or(0);
                 endpoint.hold_failback = ep.hold_failback;
-                place.push(Some(Place::Address(narrow(endpoints.len()))));
-                endpoints.push(endpoint);
+                out.add_address(endpoint);
             }
-            _ => place.push(None),
+            _ => out.place.push(None),
         }
     }
     targets.shrink_to_fit();
-    endpoints.shrink_to_fit();
-    Resolved {
-        endpoints,
-        hosts,
-        place,
-        targets,
+    out.endpoints.shrink_to_fit();
+    Resolved { targets, ..out }
+}
+
+impl Resolved {
+    fn with_capacity(configured: usize) -> Resolved {
+        Resolved {
+            // Exact when no endpoint is given by host name: the plan keeps this for its life.
+            endpoints: Vec::with_capacity(configured),
+            hosts: Vec::new(),
+            place: Vec::with_capacity(configured),
+            targets: Vec::new(),
+        }
+    }
+
+    fn add_address(&mut self, endpoint: Endpoint) {
+        self.place
+            .push(Some(Place::Address(narrow(self.endpoints.len()))));
+        self.endpoints.push(endpoint);
+    }
+
+    fn add_host(&mut self, host: HostEndpoint) {
+        self.place.push(Some(Place::Host(narrow(self.hosts.len()))));
+        self.hosts.push(host);
+    }
+
+    /// The endpoints by address, those by host name and the targets, with `tenants`'
+    /// endpoint indices renumbered to the first (see [`renumber_tenants`]).
+    pub(super) fn into_plan_parts(
+        mut self,
+        tenants: &mut [Tenant],
+    ) -> (Vec<Endpoint>, Vec<HostEndpoint>, Vec<Target>) {
+        renumber_tenants(&self.place, &mut self.hosts, tenants);
+        (self.endpoints, self.hosts, self.targets)
     }
 }
 
@@ -229,11 +252,7 @@ fn is_host_name(name: &str) -> bool {
 /// Renumbers the tenants' endpoint indices (into the configured endpoints) to those by
 /// address, and tells each host endpoint its tenants. Only for endpoints without errors:
 /// every place is set.
-pub(super) fn renumber_tenants(
-    place: &[Option<Place>],
-    hosts: &mut [HostEndpoint],
-    tenants: &mut [Tenant],
-) {
+fn renumber_tenants(place: &[Option<Place>], hosts: &mut [HostEndpoint], tenants: &mut [Tenant]) {
     for (ti, tenant) in tenants.iter_mut().enumerate() {
         // Collected in place, so the list would keep the growth room of its last push.
         let mut kept: Vec<usize> = std::mem::take(&mut tenant.endpoints)

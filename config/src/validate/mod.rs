@@ -164,13 +164,7 @@ pub fn validate(config: &Config, kinds: &Kinds<'_>) -> Result<Plan, ValidationEr
     if !errs.is_empty() {
         return Err(errs);
     }
-    let endpoints::Resolved {
-        mut endpoints,
-        mut hosts,
-        place,
-        targets,
-    } = resolved;
-    endpoints::renumber_tenants(&place, &mut hosts, &mut tenants);
+    let (mut endpoints, mut hosts, targets) = resolved.into_plan_parts(&mut tenants);
     for (t, tenant) in config.tenants.iter().zip(&tenants) {
         if t.hold_failback {
             for &e in &tenant.endpoints {
