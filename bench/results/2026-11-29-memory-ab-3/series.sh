@@ -16,3 +16,5 @@ echo SERIES-DONE >> one1m.log
 # apart, within their spread) and the idle process (the load test's engine at 10 endpoints).
 bash $ab one100k-b 3 --endpoints 100000 --interval 10s --duration 30s --tenant-size 100 --shared-listener >> one100k.log 2>&1
 bash $ab idle10 3 --endpoints 10 --interval 10s --duration 20s --tenant-size 100 --shared-listener >> idle.log 2>&1
+# Then two more rounds of the ring (its first run's CPU per probe was 1.13x, one run each).
+bash $ab ring4-100k-b 2 --endpoints 100000 --interval 80s --duration 30s --tenant-size 100 --replicas 4 >> ring.log 2>&1
