@@ -48,24 +48,31 @@ impl<W: Write> Classic<W> {
         }
     }
 
+    /// Gathers `text` into lines. The encoder hands over a line in many small pieces (a
+    /// name, a label, a value): a piece without a line's end is only appended.
     fn push_text(&mut self, text: &str) -> std::fmt::Result {
-        for piece in text.split_inclusive('\n') {
-            match piece.strip_suffix('\n') {
-                Some(end) => {
-                    self.line.push_str(end);
-                    let line = std::mem::take(&mut self.line);
-                    let pushed = self.push_line(&line);
-                    self.line = line;
-                    self.line.clear();
-                    pushed?;
-                }
-                None => self.line.push_str(piece),
-            }
+        let mut rest = text;
+        while let Some(end) = rest.bytes().position(|b| b == b'\n') {
+            self.line.push_str(&rest[..end]);
+            let line = std::mem::take(&mut self.line);
+            let pushed = self.push_line(&line);
+            self.line = line;
+            self.line.clear();
+            pushed?;
+            rest = &rest[end + 1..];
         }
+        self.line.push_str(rest);
         Ok(())
     }
 
     fn push_line(&mut self, line: &str) -> std::fmt::Result {
+        if !line.starts_with('#') {
+            self.flush_help()?;
+            if self.is_created_sample(line) {
+                return Ok(());
+            }
+            return self.emit("", without_exemplar(line));
+        }
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             if let Some(name) = rest.strip_suffix(" counter") {
                 self.counters.insert(name.to_owned());
@@ -78,14 +85,11 @@ impl<W: Write> Classic<W> {
         if let Some(rest) = line.strip_prefix("# HELP ") {
             self.help = Some(rest.to_owned());
             Ok(())
-        } else if !(line.starts_with("# EOF")
-            || line.starts_with("# UNIT ")
-            || self.is_created_sample(line))
-        {
-            // A sample, without its exemplar (` # {...} value`).
-            self.emit("", line.split(" # ").next().unwrap_or(line))
-        } else {
+        } else if line.starts_with("# EOF") || line.starts_with("# UNIT ") {
+            // The classic format has neither.
             Ok(())
+        } else {
+            self.emit("", line)
         }
     }
 
@@ -108,10 +112,8 @@ impl<W: Write> Classic<W> {
     /// Whether `line` is a counter's `_created` sample, which the classic format does not
     /// have.
     fn is_created_sample(&self, line: &str) -> bool {
-        self.counters.iter().any(|c| {
-            line.strip_prefix(c.as_str())
-                .is_some_and(|s| s.starts_with("_created"))
-        })
+        let name = line.split(['{', ' ']).next().unwrap_or(line);
+        (name.strip_suffix("_created")).is_some_and(|counter| self.counters.contains(counter))
     }
 
     /// `rest` of a HELP or TYPE line (`name ...`), with a counter's name given its `_total`.
@@ -138,6 +140,36 @@ impl<W: Write> Classic<W> {
 impl<W: Write> Write for Classic<W> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         self.push_text(s)
+    }
+}
+
+/// A sample line without its exemplar (` # {...} value` after the sample's value). A label
+/// value may hold ` # ` itself: the exemplar is looked for only past the labels.
+fn without_exemplar(line: &str) -> &str {
+    if !line.as_bytes().contains(&b'#') {
+        return line;
+    }
+    let bytes = line.as_bytes();
+    let mut at = bytes
+        .iter()
+        .position(|&b| b == b'{' || b == b' ')
+        .unwrap_or(bytes.len());
+    if bytes.get(at) == Some(&b'{') {
+        let mut quoted = false;
+        while at < bytes.len() {
+            match bytes[at] {
+                b'\\' if quoted => at += 1,
+                b'"' => quoted = !quoted,
+                b'}' if !quoted => break,
+                _ => {}
+            }
+            at += 1;
+        }
+    }
+    let tail = line.get(at..).unwrap_or("");
+    match tail.find(" # ") {
+        Some(exemplar) => &line[..at + exemplar],
+        None => line,
     }
 }
 
@@ -206,6 +238,37 @@ mod tests {
                 at = end;
             }
             assert_eq!(classic.finish().unwrap(), expected);
+        }
+    }
+
+    /// Label values holding ` # `, braces, quotes and escapes, with and without an
+    /// exemplar: each sample is kept whole and only the exemplar the script added goes
+    /// (the expected text is the script's samples, not a parse of them).
+    #[test]
+    fn a_label_value_holding_an_exemplars_marks_is_kept_whole() {
+        let alphabet = ['#', ' ', '}', '{', '=', 'a', ',', '\u{e9}'];
+        let escapes = ["\\\\", "\\\"", "\\n"];
+        let mut rng = fastrand::Rng::with_seed(0x5eed_c1a5);
+        for _ in 0..200 {
+            let mut om = String::from("# HELP g Gauge.\n# TYPE g gauge\n");
+            let mut expected = String::from("# HELP g Gauge.\n# TYPE g gauge\n");
+            for i in 0..rng.usize(1..20) {
+                let value: String = (0..rng.usize(0..10))
+                    .map(|_| match rng.usize(..10) {
+                        0 => escapes[rng.usize(..escapes.len())].to_owned(),
+                        _ => alphabet[rng.usize(..alphabet.len())].to_string(),
+                    })
+                    .collect();
+                let sample = format!("g{{k=\"{value}\",i=\"{i}\"}} {i}");
+                expected.push_str(&format!("{sample}\n"));
+                om.push_str(&sample);
+                if rng.bool() {
+                    om.push_str(&format!(" # {{trace_id=\"{value}\"}} 1.0"));
+                }
+                om.push('\n');
+            }
+            om.push_str("# EOF\n");
+            assert_eq!(to_classic(&om), expected, "{om}");
         }
     }
 
