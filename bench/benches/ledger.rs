@@ -2,14 +2,22 @@
 //! transition per name per hour (30 s of a dead address, then answered again). Prints what
 //! that history costs on disk and how long reading it all back at a start takes, then
 //! times the 90-day question `/v1/availability` answers for one name. `LEDGER_NAMES`
-//! and `LEDGER_DAYS` scale it down for a quick look.
+//! and `LEDGER_DAYS` scale it down for a quick look. Then the book's work at a sink's
+//! reported write, for one tenant of 1,000, 10,000 and 100,000 endpoints (the book judges
+//! the tenant's whole served set against the decisions in force at every write).
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use ho_engine::ledger::book::{Change, Condition, Served};
+use std::net::{IpAddr, Ipv4Addr};
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use ho_engine::clock::Timestamp;
+use ho_engine::ledger::book::{
+    Book, Change, CheckKey, Condition, EndpointPlan, Served, TenantPlan,
+};
 use ho_engine::ledger::store::Store;
 use ho_engine::ledger::tally::{spans, Tally};
+use ho_engine::Event;
 
 const HOUR: u64 = 3_600_000;
 
@@ -86,6 +94,69 @@ fn ledger(c: &mut Criterion) {
     });
 }
 
+/// A book with one tenant of `n` endpoints whose every address was published (twice, so
+/// the write below reports a set the book keeps beside a newer one).
+fn book_of_one_tenant(n: u32) -> Book {
+    let address = |i: u32| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+    let endpoints = (0..n)
+        .map(|i| EndpointPlan {
+            name: format!("ep-{i}"),
+            address: address(i),
+            checks: vec![CheckKey::of(&format!("tcp://{}:443", address(i)))].into(),
+            composite: None,
+        })
+        .collect();
+    let mut book = Book::new(Vec::new());
+    book.plan(
+        vec![TenantPlan {
+            tenant: "t".into(),
+            names: vec!["t.example".into()],
+            sinks: vec!["hook".into()],
+            observed: Default::default(),
+            shared: Default::default(),
+            vantages: Default::default(),
+            endpoints,
+        }],
+        0,
+    );
+    for seq in [1, 2] {
+        book.event(&Event::Publish {
+            at: Timestamp(SystemTime::now()),
+            tenant: "t".into(),
+            seq,
+            mode: "healthy",
+            addresses: (0..n - seq as u32 + 1).map(address).collect(),
+            hosts: Vec::new(),
+            voted_down: None,
+        });
+    }
+    book
+}
+
+fn sink_write(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ledger_sink_write_of_one_tenant");
+    group.sample_size(10);
+    for n in [1_000, 10_000, 100_000] {
+        let mut book = book_of_one_tenant(n);
+        let mut seq = 0;
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                // The two kept sets in turn: each write changes what the sink serves.
+                seq = seq % 2 + 1;
+                black_box(book.event(&Event::SinkWrite {
+                    at: Timestamp(SystemTime::now()),
+                    sink: "hook".into(),
+                    tenant: "t".into(),
+                    seq,
+                    result: "changed",
+                    error: None,
+                }))
+            })
+        });
+    }
+    group.finish();
+}
+
 // criterion_group! generates an undocumented public function.
 #[allow(missing_docs)]
 mod group {
@@ -93,7 +164,7 @@ mod group {
     criterion_group! {
         name = benches;
         config = Criterion::default().measurement_time(Duration::from_secs(5));
-        targets = ledger
+        targets = ledger, sink_write
     }
 }
 criterion_main!(group::benches);

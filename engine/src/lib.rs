@@ -53,3 +53,5 @@ pub use engine::{
     Adopter, Engine, EngineError, EngineReader, Merge, Parts, ReloadError, ReloadSummary,
     SourceFuture, TenantSource,
 };
+/// What [`ledger::book::Book::event`] takes: the events the engine emits.
+pub use events::Event;

@@ -3,7 +3,7 @@
 //! caller and every output is a change of one name's [`Condition`] at a time, so the
 //! whole of it is tested without clocks, sockets or files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -232,11 +232,11 @@ impl TenantServed {
         }
     }
 
-    /// Whether `address`, served by `sink` (answered to the canary at `seen`), is one a
-    /// decision in force included: the sink's last reported write or any decision since (a
-    /// write on its way); for an answer from before that write landed, the write before.
-    /// `None` before any decision is known (nothing to compare with, as after a restart).
-    fn decided(&self, sink: &str, address: &IpAddr, seen: Option<u64>) -> Option<bool> {
+    /// The addresses a decision in force for what `sink` serves (answered to the canary at
+    /// `seen`) included: the sink's last reported write or any decision since (a write on
+    /// its way); for an answer from before that write landed, the write before. `None`
+    /// before any decision is known (nothing to compare with, as after a restart).
+    fn decided(&self, sink: &str, seen: Option<u64>) -> Option<HashSet<IpAddr>> {
         if self.published.is_empty() {
             return None;
         }
@@ -245,7 +245,7 @@ impl TenantServed {
             Some(w) if seen.is_some_and(|seen| seen <= w.at) => w.before,
             Some(w) => w.seq,
         };
-        Some(self.published.holds_since(from, address))
+        Some(self.published.held_since(from))
     }
 }
 
@@ -548,10 +548,14 @@ impl Book {
             Served::Unanswered
         } else if addresses().any(|(_, a, _)| dead.contains(a)) {
             Served::DeadAddress
-        } else if addresses().any(|(sink, a, seen)| {
-            // An address the vote withdrew is one the clusters decided on, not a stranger.
-            served.decided(sink, a, seen) == Some(false)
-                && !served.voted_down.as_ref().is_some_and(|v| v.contains(a))
+        } else if sets.iter().any(|(sink, set, seen)| {
+            served.decided(sink, *seen).is_some_and(|decided| {
+                // An address the vote withdrew is one the clusters decided on, not a stranger.
+                set.iter().any(|a| {
+                    !decided.contains(a)
+                        && !served.voted_down.as_ref().is_some_and(|v| v.contains(a))
+                })
+            })
         }) {
             Served::WrongAddress
         } else {

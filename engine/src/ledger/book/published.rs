@@ -3,7 +3,7 @@
 //! its addresses. Consecutive sets differ by an address or two, and [`PUBLISHED_KEPT`]
 //! copies of a tenant's set were most of the ledger (32 × 17 bytes an address).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -73,12 +73,20 @@ impl Published {
         self.addresses = held.iter().map(|&i| self.addresses[i]).collect();
     }
 
-    /// Whether a kept set of sequence number `from` or later holds `address`.
-    pub(super) fn holds_since(&self, from: u64, address: &IpAddr) -> bool {
-        let Some(i) = self.addresses.iter().position(|a| a == address) else {
-            return false;
-        };
-        (self.sets.iter()).any(|(seq, bits)| *seq >= from && has_bit(bits, i))
+    /// The addresses a kept set of sequence number `from` or later holds: one pass over
+    /// the kept sets, then each address a lookup (a tenant's whole set is asked about at
+    /// every write its sinks report).
+    pub(super) fn held_since(&self, from: u64) -> HashSet<IpAddr> {
+        let mut union = vec![0u64; self.addresses.len().div_ceil(64)];
+        for (_, bits) in self.sets.iter().filter(|(seq, _)| *seq >= from) {
+            for (word, set) in union.iter_mut().zip(bits.iter()) {
+                *word |= set;
+            }
+        }
+        (self.addresses.iter().enumerate())
+            .filter(|(i, _)| has_bit(&union, *i))
+            .map(|(_, a)| *a)
+            .collect()
     }
 
     /// The addresses of the (oldest kept) set published as `seq`, in the order first

@@ -13,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
+use super::endpoints::Endpoint;
 use super::{Book, Change, Condition, Served, TenantServed};
 
 impl TenantServed {
@@ -144,16 +145,19 @@ impl Book {
     }
 
     /// Notes the addresses of `tenant` the vote keeps (`voted` is what it withdraws)
-    /// while this cluster's own checks judge them down.
+    /// while this cluster's own checks judge them down: one pass over its endpoints (a
+    /// vote comes with every publish of the tenant).
     fn note_disputes(&mut self, tenant: &str, voted: &BTreeSet<IpAddr>) {
         let Some(t) = self.tenants.get(tenant) else {
             return;
         };
-        let disputed: HashMap<IpAddr, u64> = (t.endpoints.iter())
-            .map(|e| e.address)
-            .filter(|a| !voted.contains(a))
-            .filter_map(|a| Some((a, self.own_failure(tenant, a)?)))
-            .collect();
+        let mut disputed: HashMap<IpAddr, u64> = HashMap::new();
+        for e in t.endpoints.iter().filter(|e| !voted.contains(&e.address)) {
+            if let Some(since) = self.failing_since(&e) {
+                let first = disputed.entry(e.address).or_insert(since);
+                *first = (*first).min(since);
+            }
+        }
         if let Some(t) = self.tenants.get_mut(tenant) {
             t.disputed = disputed;
         }
@@ -164,8 +168,14 @@ impl Book {
     fn own_failure(&self, tenant: &str, address: IpAddr) -> Option<u64> {
         (self.tenants.get(tenant)?.endpoints.iter())
             .filter(|e| e.address == address)
-            .filter_map(|e| self.down.get(e.name).filter(|checks| e.is_down(checks)))
-            .filter_map(|checks| checks.iter().map(|(_, since)| *since).min())
+            .filter_map(|e| self.failing_since(&e))
             .min()
+    }
+
+    /// When this cluster's own checks first counted a failure of endpoint `e`, if they
+    /// judge it down now.
+    fn failing_since(&self, e: &Endpoint<'_>) -> Option<u64> {
+        let checks = self.down.get(e.name).filter(|checks| e.is_down(checks))?;
+        checks.iter().map(|(_, since)| *since).min()
     }
 }
