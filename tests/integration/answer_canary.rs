@@ -61,13 +61,25 @@ fn config(
         .render()
 }
 
-/// `/status`'s canary of sink `sink`.
+/// `/status`'s canary of sink `sink`, once listed: a canary is listed when its task has
+/// started (and found its sink's DNS port, for a sink that finds it), a moment after the
+/// engine's start.
 async fn canary(api: SocketAddr, sink: &str) -> serde_json::Value {
-    let status: serde_json::Value = serde_json::from_str(&api_get(api, "/status").await).unwrap();
-    (status["canaries"].as_array().into_iter().flatten())
-        .find(|c| c["sink"] == sink)
-        .cloned()
-        .unwrap_or_else(|| panic!("no canary of {sink} in {status}"))
+    let start = tokio::time::Instant::now();
+    loop {
+        let status: serde_json::Value =
+            serde_json::from_str(&api_get(api, "/status").await).unwrap();
+        let found = (status["canaries"].as_array().into_iter().flatten())
+            .find(|c| c["sink"] == sink)
+            .cloned();
+        match found {
+            Some(canary) => return canary,
+            None if start.elapsed() < LIMIT => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            None => panic!("no canary of {sink} in {status} after {LIMIT:?}"),
+        }
+    }
 }
 
 fn rfc3339(t: SystemTime) -> String {
