@@ -207,3 +207,30 @@ async fn a_corrected_probe_keeps_its_address_answering() {
         panic!("step {}: {}", v.step, v.what);
     }
 }
+
+/// A generated sequence that broke the refused probe's status in CI: the probe deleted, a
+/// failover made, then a refused probe created, deleted and created refused again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_sequence_4615227603370118725() {
+    use steps::{Object, Step};
+    let steps = [
+        Step::Delete(Object::Probe),
+        Step::Failover {
+            slot: 0,
+            addrs: 1,
+            valid: true,
+        },
+        Step::Probe {
+            at: 1,
+            valid: false,
+        },
+        Step::Delete(Object::Probe),
+        Step::Probe {
+            at: 2,
+            valid: false,
+        },
+    ];
+    if let Err(v) = run(&steps).await {
+        panic!("step {}: {}", v.step, v.what);
+    }
+}

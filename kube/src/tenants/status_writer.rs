@@ -1,7 +1,7 @@
 //! Writes statuses to the status subresource: one pass per second at most, each resource
-//! at most once per pass, only what differs from what this process last wrote, only
-//! while this replica is the writer. A tenant's Ready flipping ten times in a second
-//! costs one write.
+//! at most once per pass, only what differs from what this process last wrote (or wrote
+//! more than [`RECHECK`] ago), only while this replica is the writer. A tenant's Ready
+//! flipping ten times in a second costs one write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -15,6 +15,11 @@ use tracing::warn;
 
 use super::admit::Key;
 use super::resource::DNSFailoverStatus;
+
+/// How long a status written is taken to be on its way back through the watch. Still
+/// wanted after that, the object does not show it: it was deleted and made again under its
+/// name (between two passes), or another writer changed it; it is written again.
+const RECHECK: Duration = Duration::from_secs(3);
 
 /// The statuses the controller wants written (latest wins), as merge patches of `status`.
 pub struct Statuses(watch::Sender<BTreeMap<Key, Value>>);
@@ -39,12 +44,15 @@ async fn write(
     leadership: Leadership,
     resource: ApiResource,
 ) {
-    let mut written: HashMap<Key, Value> = HashMap::new();
+    let mut written: HashMap<Key, (Value, tokio::time::Instant)> = HashMap::new();
     while wanted.changed().await.is_ok() {
         let pass = tokio::time::Instant::now();
         let batch = wanted.borrow_and_update().clone();
         for (k, status) in &batch {
-            if written.get(k) == Some(status) {
+            if written
+                .get(k)
+                .is_some_and(|(v, at)| v == status && at.elapsed() < RECHECK)
+            {
                 continue;
             }
             if !leadership.may_write() {
@@ -60,7 +68,7 @@ async fn write(
             .await;
             match patched {
                 Ok(Ok(_)) => {
-                    written.insert(k.clone(), status.clone());
+                    written.insert(k.clone(), (status.clone(), tokio::time::Instant::now()));
                 }
                 Ok(Err(kube::Error::Api(e))) if e.code == 404 => {
                     written.remove(k);
