@@ -4,13 +4,17 @@
 //! times the 90-day question `/v1/availability` answers for one name. `LEDGER_NAMES`
 //! and `LEDGER_DAYS` scale it down for a quick look. Then the book's work at a sink's
 //! reported write, for one tenant of 1,000, 10,000 and 100,000 endpoints (the book judges
-//! the tenant's whole served set against the decisions in force at every write).
+//! the tenant's whole served set against the decisions in force at every write), and at a
+//! mass failure and recovery of every endpoint of such a tenant: the transitions in the
+//! batches the ledger takes them in, and one at a time.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use std::sync::Arc;
+
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use ho_engine::clock::Timestamp;
 use ho_engine::ledger::book::{
     Book, Change, CheckKey, Condition, EndpointPlan, Served, TenantPlan,
@@ -157,6 +161,69 @@ fn sink_write(c: &mut Criterion) {
     group.finish();
 }
 
+/// Every endpoint of one tenant of `n` down, then up again (their first counted failure a
+/// second before each verdict), as the ledger's queue hands them over.
+fn transitions(n: u32) -> Vec<Arc<Event>> {
+    let address = |i: u32| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+    let start = SystemTime::now();
+    let at = |ms: u64| Timestamp(start + Duration::from_millis(ms));
+    [("up", "down"), ("down", "up")]
+        .into_iter()
+        .enumerate()
+        .flat_map(|(phase, (from, to))| {
+            (0..n).map(move |i| {
+                let ms = 10_000 * phase as u64 + 1_000 + u64::from(i) / 10;
+                Arc::new(Event::Transition {
+                    at: at(ms),
+                    target: format!("tcp://{}:443", address(i)),
+                    endpoints: vec![format!("ep-{i}")],
+                    address: address(i),
+                    from,
+                    to,
+                    failing_since: (to == "down").then(|| at(ms - 1_000)),
+                    reason: "refused".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+fn mass_failure(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ledger_mass_failure_of_one_tenant");
+    group.sample_size(10);
+    // The ledger's batch (`ledger::BATCH`), and one at a time as before it took batches.
+    for (batch, sizes) in [(4096, &[1_000, 10_000, 100_000][..]), (1, &[1_000, 4_000])] {
+        for &n in sizes {
+            let events = transitions(n);
+            let id = BenchmarkId::new(format!("batches_of_{batch}"), n);
+            group.bench_with_input(id, &n, |b, &n| {
+                b.iter_batched(
+                    || {
+                        let mut book = book_of_one_tenant(n);
+                        book.event(&Event::SinkWrite {
+                            at: Timestamp(SystemTime::now()),
+                            sink: "hook".into(),
+                            tenant: "t".into(),
+                            seq: 1,
+                            result: "changed",
+                            error: None,
+                        });
+                        book
+                    },
+                    |mut book| {
+                        for chunk in events.chunks(batch) {
+                            black_box(book.events(chunk));
+                        }
+                        book
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
 // criterion_group! generates an undocumented public function.
 #[allow(missing_docs)]
 mod group {
@@ -164,7 +231,7 @@ mod group {
     criterion_group! {
         name = benches;
         config = Criterion::default().measurement_time(Duration::from_secs(5));
-        targets = ledger, sink_write
+        targets = ledger, sink_write, mass_failure
     }
 }
 criterion_main!(group::benches);

@@ -360,19 +360,11 @@ impl Book {
 
     /// Takes one event; the names whose condition it changed.
     pub fn event(&mut self, event: &Event) -> Vec<Change> {
+        if let Some((target, endpoints, down, date)) = runs::transition(event) {
+            return self.transition(target, endpoints, down, date);
+        }
         let at = crate::clock::unix_millis(event.at().0);
         match event {
-            Event::Transition {
-                target,
-                endpoints,
-                to,
-                failing_since,
-                ..
-            } => {
-                let since = failing_since.map(|s| crate::clock::unix_millis(s.0));
-                let down = *to == "down";
-                self.transition(target, endpoints, down, since.unwrap_or(at), at)
-            }
             Event::Publish {
                 tenant,
                 seq,
@@ -424,16 +416,35 @@ impl Book {
         self.settle(|t| t == tenant, at)
     }
 
-    /// Target `target` of `endpoints` went down (first counted failure at `since`) or up
-    /// (at `at`): only the tenants with an endpoint it judges are judged again.
+    /// Target `target` of `endpoints` went down (first counted failure at `date`) or up
+    /// (at `date`): only the tenants with an endpoint it judges are judged again.
     fn transition(
         &mut self,
         target: &str,
         endpoints: &[String],
         down: bool,
-        since: u64,
-        at: u64,
+        date: u64,
     ) -> Vec<Change> {
+        let Some(tenants) = self.mark(target, endpoints, down, date) else {
+            return Vec::new();
+        };
+        if !down {
+            for tenant in &tenants {
+                self.note_recovered(tenant, |name| endpoints.iter().any(|n| n == name));
+            }
+        }
+        self.settle(|t| tenants.iter().any(|n| &**n == t), date)
+    }
+
+    /// Notes target `target`'s verdict on `endpoints`, without judging any name; the
+    /// tenants with an endpoint it judges (none: no tenant's).
+    fn mark(
+        &mut self,
+        target: &str,
+        endpoints: &[String],
+        down: bool,
+        since: u64,
+    ) -> Option<Vec<Arc<str>>> {
         let key = CheckKey::of(target);
         for endpoint in endpoints {
             if down {
@@ -454,16 +465,7 @@ impl Book {
             // What a mass failure grew, given back once most recovered.
             self.down.shrink_to_fit();
         }
-        let at = if down { since } else { at };
-        let Some(tenants) = self.judged_by.tenants(key) else {
-            return Vec::new();
-        };
-        if !down {
-            for tenant in &tenants {
-                self.note_recovered(tenant, endpoints);
-            }
-        }
-        self.settle(|t| tenants.iter().any(|n| &**n == t), at)
+        self.judged_by.tenants(key)
     }
 
     /// The canary saw what `o` says was served.
@@ -485,6 +487,16 @@ impl Book {
     /// differs changes at `at`, or at its last change when that is later (an input dated
     /// back, a failure's first probe, never reorders a name's history).
     fn settle(&mut self, which: impl Fn(&str) -> bool, at: u64) -> Vec<Change> {
+        self.settle_dated(which, |_, _, _, _| at)
+    }
+
+    /// [`Book::settle`], a name that changes dated by `date` (its tenant, what it serves,
+    /// its tenant's plan, the name), asked only of the names that change.
+    fn settle_dated(
+        &mut self,
+        which: impl Fn(&str) -> bool,
+        date: impl Fn(&str, &TenantServed, &TenantPlan, &str) -> u64,
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
         for (tenant, served) in &self.tenants {
             if !which(tenant) {
@@ -511,6 +523,7 @@ impl Book {
                 {
                     continue;
                 }
+                let at = date(tenant, served, plan, name);
                 let at = now.map_or(at, |(_, since)| at.max(since));
                 self.current.insert(name.clone(), (condition, at));
                 changes.push(Change {
@@ -568,6 +581,7 @@ mod check_key;
 mod endpoints;
 mod judged;
 mod published;
+mod runs;
 mod voted;
 
 #[cfg(test)]

@@ -43,6 +43,10 @@ const RECENT: Duration = Duration::from_secs(30 * 86_400);
 /// How often the ledger notes it is recording and checks whether it is the writer.
 const TICK: Duration = Duration::from_secs(10);
 
+/// Events taken from the queue at once at most: enough that a burst of transitions is
+/// judged in a few passes, few enough that the lock on the ledger is held briefly.
+const BATCH: usize = 4096;
+
 /// How often the availability gauges are worked out again (a pass over 30 days of every
 /// name's changes).
 const GAUGES_EVERY: u64 = 60_000;
@@ -353,7 +357,17 @@ impl Ledger {
         let mut became_writer = leadership.subscribe();
         loop {
             tokio::select! {
-                Some(event) = events.recv() => self.apply(|b| b.event(&event)),
+                Some(event) = events.recv() => {
+                    // With what queued meanwhile: a burst of transitions is judged once
+                    // (`Book::events`), so a mass failure costs a pass per batch, not per
+                    // endpoint.
+                    let mut batch = vec![event];
+                    while batch.len() < BATCH {
+                        let Ok(event) = events.try_recv() else { break };
+                        batch.push(event);
+                    }
+                    self.apply(|b| b.events(&batch))
+                }
                 Some(o) = observations.recv() => {
                     self.apply(|b| b.observed(&o));
                 }

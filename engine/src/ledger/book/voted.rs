@@ -125,9 +125,9 @@ impl Book {
         (changes, from)
     }
 
-    /// `endpoints` recovered by this cluster's own checks: those of voting `tenant` the
-    /// vote still withdraws are no longer dead for its names.
-    pub(super) fn note_recovered(&mut self, tenant: &str, endpoints: &[String]) {
+    /// The endpoints `of` picks recovered by this cluster's own checks: those of voting
+    /// `tenant` the vote still withdraws are no longer dead for its names.
+    pub(super) fn note_recovered(&mut self, tenant: &str, of: impl Fn(&str) -> bool) {
         let Some(t) = self.tenants.get(tenant) else {
             return;
         };
@@ -135,7 +135,7 @@ impl Book {
             return;
         };
         let up: Vec<IpAddr> = (t.endpoints.iter())
-            .filter(|e| endpoints.iter().any(|n| n == e.name) && voted.contains(&e.address))
+            .filter(|e| of(e.name) && voted.contains(&e.address))
             .filter(|e| !self.down.get(e.name).is_some_and(|c| e.is_down(c)))
             .map(|e| e.address)
             .collect();
