@@ -15,13 +15,14 @@ pub fn explain_at(path: &[String], kind: &Kind) -> String {
         Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected)
             if expected == "u16" && path.last().is_some_and(|key| key == "port") =>
         {
-            format!("{actual} is not {PORT}")
+            format!("{} is not {PORT}", written(actual))
         }
         _ => explain(kind),
     }
 }
 
-/// What `kind` means for the operator, in one line.
+/// What `kind` means for the operator, in one line: a value that is not what its key takes
+/// is quoted as the file spells it (`-1`, `"two"`), not as serde names its type.
 pub fn explain(kind: &Kind) -> String {
     match kind {
         Kind::UnknownField(found, expected) => unknown("key", found, expected),
@@ -30,25 +31,41 @@ pub fn explain(kind: &Kind) -> String {
             if expected.contains("duration") =>
         {
             match bare_number(actual) {
-                Some(n) => format!(
-                    "{n} has no unit: write \"{n}ms\" or \"{n}s\" (durations are strings such as \"250ms\", \"1m 30s\")"
-                ),
-                None => kind.to_string(),
+                Some(n) => format!("{n} has no unit: write \"{n}ms\" or \"{n}s\" ({DURATIONS})"),
+                None => format!("{} is not a duration ({DURATIONS})", written(actual)),
             }
         }
         Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected) => {
-            match number_words(expected) {
-                Some(words) => format!("{actual} is not {words}"),
-                None => kind.to_string(),
+            match expected_words(expected) {
+                Some(words) => format!("{} is not {words}", written(actual)),
+                None => format!("{} is not what this key takes: {expected}", written(actual)),
             }
         }
         other => other.to_string(),
     }
 }
 
-/// Serde names an integer field's type as Rust spells it (`expected u16`); an operator reads
-/// the range it allows.
-fn number_words(expected: &str) -> Option<String> {
+/// How a duration is written, said wherever one is refused.
+const DURATIONS: &str = "durations are strings such as \"250ms\", \"1m 30s\"";
+
+/// A refused value as a config file spells it.
+fn written(actual: &Actual) -> String {
+    match actual {
+        Actual::Bool(b) => b.to_string(),
+        Actual::Unsigned(n) => n.to_string(),
+        Actual::Signed(n) => n.to_string(),
+        Actual::Float(n) => n.to_string(),
+        Actual::Char(c) => format!("{:?}", c.to_string()),
+        Actual::Str(s) => format!("{s:?}"),
+        Actual::Seq => "a list".to_owned(),
+        Actual::Map => "a table".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// What a key takes, in an operator's words: serde names an integer by its Rust type
+/// (`u16`) where an operator reads the range it allows, and a table a map.
+fn expected_words(expected: &str) -> Option<String> {
     let range = |max: u64| Some(format!("a whole number from 0 to {max}"));
     match expected {
         "u8" => range(u8::MAX.into()),
@@ -57,6 +74,11 @@ fn number_words(expected: &str) -> Option<String> {
         "u64" | "usize" => Some("a whole number, 0 or more".to_owned()),
         "i32" | "i64" | "isize" => Some("a whole number".to_owned()),
         "f32" | "f64" => Some("a number".to_owned()),
+        "a boolean" => Some("true or false".to_owned()),
+        "a map" => Some("a table".to_owned()),
+        "a sequence" => Some("a list".to_owned()),
+        "socket address" => Some("an address and port such as \"127.0.0.1:8080\"".to_owned()),
+        _ if expected.starts_with("a ") || expected.starts_with("an ") => Some(expected.to_owned()),
         _ => None,
     }
 }
@@ -146,7 +168,7 @@ mod tests {
         );
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Str("fast".into()), expected)),
-            "invalid value string \"fast\", expected a duration"
+            "\"fast\" is not a duration (durations are strings such as \"250ms\", \"1m 30s\")"
         );
     }
 
@@ -158,21 +180,21 @@ mod tests {
                 &at("port"),
                 &Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())
             ),
-            "unsigned int `70000` is not a port number from 1 to 65535"
+            "70000 is not a port number from 1 to 65535"
         );
         assert_eq!(
             explain_at(
                 &at("port"),
                 &Kind::InvalidType(Actual::Str("http".into()), "u16".into())
             ),
-            "string \"http\" is not a port number from 1 to 65535"
+            "\"http\" is not a port number from 1 to 65535"
         );
         assert_eq!(
             explain_at(
                 &at("rise"),
                 &Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())
             ),
-            "unsigned int `70000` is not a whole number from 0 to 65535"
+            "70000 is not a whole number from 0 to 65535"
         );
     }
 
@@ -180,19 +202,30 @@ mod tests {
     fn a_number_out_of_its_type_says_the_range_in_words() {
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())),
-            "unsigned int `70000` is not a whole number from 0 to 65535"
+            "70000 is not a whole number from 0 to 65535"
         );
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Signed(-3), "usize".into())),
-            "signed int `-3` is not a whole number, 0 or more"
+            "-3 is not a whole number, 0 or more"
         );
         assert_eq!(
             explain(&Kind::InvalidType(Actual::Str("abc".into()), "f64".into())),
-            "string \"abc\" is not a number"
+            "\"abc\" is not a number"
         );
         assert_eq!(
             explain(&Kind::InvalidType(Actual::Str("x".into()), "a map".into())),
-            "invalid type: found string \"x\", expected a map"
+            "\"x\" is not a table"
+        );
+        assert_eq!(
+            explain(&Kind::InvalidType(
+                Actual::Signed(5),
+                "socket address".into()
+            )),
+            "5 is not an address and port such as \"127.0.0.1:8080\""
+        );
+        assert_eq!(
+            explain(&Kind::InvalidType(Actual::Seq, "IP address".into())),
+            "a list is not what this key takes: IP address"
         );
     }
 }

@@ -310,7 +310,7 @@ fn an_environment_error_names_its_variable() {
         assert_eq!(
             error,
             "environment HO_DEFAULTS__CHECK__PORT: defaults.check.port: \
-             unsigned int `70000` is not a port number from 1 to 65535"
+             70000 is not a port number from 1 to 65535"
         );
         jail.clear_env();
         jail.set_env(
@@ -389,12 +389,12 @@ fn every_error_of_the_rest_is_reported() {
         assert_eq!(
             lines,
             [
-                "a.toml: api.listen: invalid type: found signed int `5`, expected socket address",
-                "a.toml: reload.interval: invalid value string \"fast\", expected a duration",
-                "a.toml: reload.watch: invalid type: found string \"yes\", expected a boolean",
-                "b.toml: defaults.check.port: signed int `70000` is not a port number from 1 to 65535",
-                "b.toml: limits.max_endpoints: signed int `-1` is not a whole number, 0 or more",
-                "environment HO_TELEMETRY__QUEUE_SIZE: telemetry.queue_size: string \"many\" is not a whole number, 0 or more",
+                "a.toml: api.listen: 5 is not an address and port such as \"127.0.0.1:8080\"",
+                "a.toml: reload.interval: \"fast\" is not a duration (durations are strings such as \"250ms\", \"1m 30s\")",
+                "a.toml: reload.watch: \"yes\" is not true or false",
+                "b.toml: defaults.check.port: 70000 is not a port number from 1 to 65535",
+                "b.toml: limits.max_endpoints: -1 is not a whole number, 0 or more",
+                "environment HO_TELEMETRY__QUEUE_SIZE: telemetry.queue_size: \"many\" is not a whole number, 0 or more",
             ]
         );
         Ok(())

@@ -102,11 +102,7 @@ fn check_port(
     if r.port == Some(0) {
         errs.push(
             format!("{path}.port"),
-            format!(
-                "{} is not {}",
-                figment::error::Actual::Unsigned(0),
-                crate::explain::PORT
-            ),
+            format!("0 is not {}", crate::explain::PORT),
         );
     }
     r.port.or_else(|| checks.default_port(&r.kind))
