@@ -9,13 +9,23 @@ use figment::error::{Actual, Kind};
 pub(crate) const PORT: &str = "a port number from 1 to 65535";
 
 /// [`explain`] for the value at `path`: a port's type is a `u16`, but its range is
-/// [`PORT`]'s.
+/// [`PORT`]'s; `rise` and `fall` count probes, at least one.
 pub fn explain_at(path: &[String], kind: &Kind) -> String {
+    let key = path.last().map(String::as_str);
     match kind {
         Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected)
-            if expected == "u16" && path.last().is_some_and(|key| key == "port") =>
+            if expected == "u16" && key == Some("port") =>
         {
             format!("{} is not {PORT}", written(actual))
+        }
+        Kind::InvalidValue(actual, expected) | Kind::InvalidType(actual, expected)
+            if expected == "u32" && matches!(key, Some("rise" | "fall")) =>
+        {
+            format!(
+                "{} is not a whole number from 1 to {}",
+                written(actual),
+                u32::MAX
+            )
         }
         _ => explain(kind),
     }
@@ -57,14 +67,15 @@ fn written(actual: &Actual) -> String {
         Actual::Float(n) => n.to_string(),
         Actual::Char(c) => format!("{:?}", c.to_string()),
         Actual::Str(s) => format!("{s:?}"),
-        Actual::Seq => "a list".to_owned(),
+        Actual::Seq => "an array".to_owned(),
         Actual::Map => "a table".to_owned(),
         other => other.to_string(),
     }
 }
 
 /// What a key takes, in an operator's words: serde names an integer by its Rust type
-/// (`u16`) where an operator reads the range it allows, and a table a map.
+/// (`u16`) where an operator reads the range it allows, a table a map and an array a
+/// sequence.
 fn expected_words(expected: &str) -> Option<String> {
     let range = |max: u64| Some(format!("a whole number from 0 to {max}"));
     match expected {
@@ -76,7 +87,7 @@ fn expected_words(expected: &str) -> Option<String> {
         "f32" | "f64" => Some("a number".to_owned()),
         "a boolean" => Some("true or false".to_owned()),
         "a map" => Some("a table".to_owned()),
-        "a sequence" => Some("a list".to_owned()),
+        "a sequence" => Some("an array".to_owned()),
         "socket address" => Some("an address and port such as \"127.0.0.1:8080\"".to_owned()),
         _ if expected.starts_with("a ") || expected.starts_with("an ") => Some(expected.to_owned()),
         _ => None,
@@ -173,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn a_port_says_the_range_validation_allows() {
+    fn a_port_and_a_probe_count_say_the_range_validation_allows() {
         let at = |key: &str| vec!["check".to_owned(), key.to_owned()];
         assert_eq!(
             explain_at(
@@ -195,6 +206,13 @@ mod tests {
                 &Kind::InvalidValue(Actual::Unsigned(70000), "u16".into())
             ),
             "70000 is not a whole number from 0 to 65535"
+        );
+        assert_eq!(
+            explain_at(
+                &at("rise"),
+                &Kind::InvalidValue(Actual::Signed(-1), "u32".into())
+            ),
+            "-1 is not a whole number from 1 to 4294967295"
         );
     }
 
@@ -225,7 +243,7 @@ mod tests {
         );
         assert_eq!(
             explain(&Kind::InvalidType(Actual::Seq, "IP address".into())),
-            "a list is not what this key takes: IP address"
+            "an array is not what this key takes: IP address"
         );
     }
 }

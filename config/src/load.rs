@@ -343,11 +343,11 @@ pub fn load_plan_reading(
                 .map(|errors| InvalidConfig::locate(errors, &layered, &config)),
         ),
         (Err(first), every) => {
-            let also = validate_without_unknown_keys(&layered, &first, kinds);
+            let also = validate_without_bad_keys(&layered, &first, kinds);
             (every.unwrap_or(first), also)
         }
     };
-    let also = also.filter(|_| parse.clone().into_iter().all(|e| is_unknown_key(&e)));
+    let also = also.filter(|_| parse.clone().into_iter().all(|e| can_leave_out(&e)));
     Err(ConfigError::Parse(ParseErrors {
         parse: Box::new(parse),
         also,
@@ -360,28 +360,52 @@ fn validated(config: &Config, kinds: &Kinds<'_>, layered: &Figment) -> Result<Pl
         .map_err(|errors| ConfigError::Invalid(InvalidConfig::locate(errors, layered, config)))
 }
 
-/// When every parse error is an unknown key: the validation errors of the configuration
-/// with those keys left out (`None` when it then validates, or other parse errors remain),
-/// located in `layered`.
-fn validate_without_unknown_keys(
+/// When every parse error is a key [`can_leave_out`]: the validation errors of the
+/// configuration with those keys left out (`None` when it then validates, or other parse
+/// errors remain), located in `layered`. A value of the wrong type is reported as such, its
+/// key's default standing in for it, so that an error elsewhere (an endpoint's address
+/// beside a bad `defaults.check.rise`) is said in the same run; what validation says of that
+/// key's neighbours is left out, since it may judge them by the default (a check's keys by
+/// the default `kind`).
+fn validate_without_bad_keys(
     layered: &Figment,
     error: &figment::Error,
     kinds: &Kinds<'_>,
 ) -> Option<InvalidConfig> {
     let mut value: figment::value::Value = layered.extract().ok()?;
     let mut error = error.clone();
+    let mut mistyped: Vec<String> = Vec::new();
     // Serde reports one unknown key per table at a time: a few rounds find them all.
     for _ in 0..64 {
         let errors: Vec<figment::Error> = error.clone().into_iter().collect();
-        if !errors.iter().all(is_unknown_key) {
+        if !errors.iter().all(can_leave_out) {
             return None;
         }
         for e in &errors {
-            remove_at(&mut value, &e.path);
+            if is_unknown_key(e) {
+                remove_at(&mut value, &e.path);
+                continue;
+            }
+            // An element of a list is left out with its list.
+            let digits = |k: &String| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit());
+            let mut key = &e.path[..];
+            while key.last().is_some_and(digits) {
+                key = &key[..key.len() - 1];
+            }
+            if !remove_at(&mut value, key) {
+                return None;
+            }
+            mistyped.push(field_path(&key[..key.len() - 1]));
         }
         match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
             Ok(config) => {
-                let errors = validate(&config, kinds).err()?;
+                let mut errors = validate(&config, kinds).err()?;
+                errors
+                    .0
+                    .retain(|e| !mistyped.iter().any(|t| within(&e.path, t)));
+                if errors.0.is_empty() {
+                    return None;
+                }
                 return Some(InvalidConfig::locate(errors, layered, &config));
             }
             Err(next) => error = next,
@@ -390,9 +414,31 @@ fn validate_without_unknown_keys(
     None
 }
 
+/// Whether `path` is a key inside the table at `table` (a validation path, as
+/// [`field_path`] writes one); the table itself is not.
+fn within(path: &str, table: &str) -> bool {
+    table.is_empty()
+        || path
+            .strip_prefix(table)
+            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+}
+
 /// Whether `error` is a key the schema does not have.
 fn is_unknown_key(error: &figment::Error) -> bool {
     matches!(error.kind, figment::error::Kind::UnknownField(..))
+}
+
+/// Whether validation can go on without the key `error` is about: one the schema does not
+/// have, or a value of the wrong type or out of its type's range (its key has a default).
+fn can_leave_out(error: &figment::Error) -> bool {
+    use figment::error::Kind;
+    matches!(
+        error.kind,
+        Kind::UnknownField(..)
+            | Kind::InvalidType(..)
+            | Kind::InvalidValue(..)
+            | Kind::UnknownVariant(..)
+    )
 }
 
 /// Removes the key at `path` (table keys and array indices) from `value`; whether there
