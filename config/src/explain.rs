@@ -88,6 +88,7 @@ fn expected_words(expected: &str) -> Option<String> {
         "a boolean" => Some("true or false".to_owned()),
         "a map" => Some("a table".to_owned()),
         "a sequence" => Some("an array".to_owned()),
+        "path string" => Some("a path (a string)".to_owned()),
         "socket address" => Some("an address and port such as \"127.0.0.1:8080\"".to_owned()),
         _ if expected.starts_with("a ") || expected.starts_with("an ") => Some(expected.to_owned()),
         _ => None,

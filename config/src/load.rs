@@ -415,10 +415,11 @@ fn validate_without_bad_keys(
 }
 
 /// Whether `path` is a key inside the table at `table` (a validation path, as
-/// [`field_path`] writes one); the table itself is not.
+/// [`field_path`] writes one); the table itself is not, nor is anything inside the top level
+/// (its keys are sections that do not judge one another: `state_dir` and `[api]`).
 fn within(path: &str, table: &str) -> bool {
-    table.is_empty()
-        || path
+    !table.is_empty()
+        && path
             .strip_prefix(table)
             .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
 }
