@@ -441,9 +441,8 @@ fn a_validation_error_names_where_its_value_came_from() {
         assert_eq!(
             err.lines().collect::<Vec<_>>(),
             [
-                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1",
+                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1 (inherited by endpoints[1].check)",
                 "base.toml: endpoints[1].check.port: 0 is not a port number from 1 to 65535",
-                "endpoints[1].check.rise: must be at least 1",
                 "over.toml: sinks.local.delivery.max_in_flight: must be at least 1 (0 would never write)",
                 "base.toml: tenants[1].sinks: must name at least one sink: nothing would be published",
             ]
@@ -456,9 +455,8 @@ fn a_validation_error_names_where_its_value_came_from() {
         assert_eq!(
             err.lines().collect::<Vec<_>>(),
             [
-                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1",
+                "environment HO_DEFAULTS__CHECK__RISE: defaults.check.rise: must be at least 1 (inherited by endpoints[0].check)",
                 "environment HO_ENDPOINTS: endpoints[0].check.port: 0 is not a port number from 1 to 65535",
-                "endpoints[0].check.rise: must be at least 1",
                 "base.toml: tenants[1].sinks: must name at least one sink: nothing would be published",
             ]
         );

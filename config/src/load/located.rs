@@ -32,7 +32,43 @@ impl InvalidConfig {
             .iter()
             .map(|e| source_of(layered, config, &keys(&e.path)))
             .collect();
-        Self { errors, sources }
+        Self { errors, sources }.inherited_once()
+    }
+
+    /// An endpoint's check refused for a value it does not set, for the reason
+    /// `defaults.check` is refused, is that one error: said once, at `defaults.check`, with
+    /// the checks that inherit it (`interval = "0s"` there was a line for every endpoint with
+    /// a check table of its own, none naming a file).
+    fn inherited_once(self) -> Self {
+        let Self { errors, sources } = self;
+        let mut heirs: Vec<Vec<&str>> = vec![Vec::new(); errors.0.len()];
+        let mut kept = vec![true; errors.0.len()];
+        for (i, e) in errors.0.iter().enumerate() {
+            let Some((check, key)) = endpoint_check_key(&e.path) else {
+                continue;
+            };
+            let at_defaults = (errors.0.iter()).position(|d| {
+                d.reason == e.reason && d.path.strip_prefix("defaults.check") == Some(key)
+            });
+            if let (None, Some(d)) = (&sources[i], at_defaults) {
+                heirs[d].push(check);
+                kept[i] = false;
+            }
+        }
+        let heirs: Vec<String> = heirs.iter().map(|h| h.join(", ")).collect();
+        let (errors, sources) = (errors.0.into_iter().zip(sources).enumerate())
+            .filter(|(i, _)| kept[*i])
+            .map(|(i, (mut e, source))| {
+                if !heirs[i].is_empty() {
+                    e.reason = format!("{} (inherited by {})", e.reason, heirs[i]);
+                }
+                (e, source)
+            })
+            .unzip();
+        Self {
+            errors: ValidationErrors(errors),
+            sources,
+        }
     }
 
     /// The errors, without their sources.
@@ -119,6 +155,21 @@ fn source_of(layered: &Figment, config: &Config, path: &[String]) -> Option<Stri
     }
     let metadata = layered.get_metadata(tag)?;
     (metadata.name != std::any::type_name::<Config>()).then(|| source_name(metadata, path))
+}
+
+/// An endpoint's check and the key below it: `endpoints[1].check.rise` is
+/// (`endpoints[1].check`, `.rise`), `endpoints[0].checks[2].port` (`endpoints[0].checks[2]`,
+/// `.port`).
+fn endpoint_check_key(path: &str) -> Option<(&str, &str)> {
+    let element = "endpoints[".len() + path.strip_prefix("endpoints[")?.find(']')? + 1;
+    let after = &path[element..];
+    let check = match after.strip_prefix(".checks[") {
+        Some(rest) => ".checks[".len() + rest.find(']')? + 1,
+        None if after.starts_with(".check.") => ".check".len(),
+        None => return None,
+    };
+    let (check, key) = path.split_at(element + check);
+    key.starts_with('.').then_some((check, key))
 }
 
 /// Whether a key missing below `parent` may be inherited: an endpoint's checks take what

@@ -212,8 +212,13 @@ fn check_timing(
     if r.interval.is_zero() {
         errs.push(at("interval"), "must be greater than 0");
     }
+    // A timeout or fast interval left unset follows the interval: a zero interval's error
+    // says it all.
+    let follows_zero = |set: bool| !set && r.interval.is_zero();
     if r.timeout.is_zero() {
-        errs.push(at("timeout"), "must be greater than 0");
+        if !follows_zero(merged.timeout.is_some()) {
+            errs.push(at("timeout"), "must be greater than 0");
+        }
     } else if r.timeout >= r.interval {
         errs.push(
             at("timeout"),
@@ -225,7 +230,9 @@ fn check_timing(
         );
     }
     if r.fast_interval.is_zero() {
-        errs.push(at("fast_interval"), "must be greater than 0");
+        if !follows_zero(merged.fast_interval.is_some()) {
+            errs.push(at("fast_interval"), "must be greater than 0");
+        }
     } else if r.fast_interval > r.interval {
         errs.push(
             at("fast_interval"),
