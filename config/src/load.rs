@@ -78,19 +78,37 @@ impl fmt::Display for ParseErrors {
                 .metadata
                 .as_ref()
                 .map(|m| located::source_name(m, &e.path));
-            if let Some(source) = source {
+            if let Some(source) = &source {
                 write!(f, "{source}: ")?;
             }
             if !e.path.is_empty() {
                 write!(f, "{}: ", field_path(&e.path))?;
             }
             write!(f, "{}", crate::explain::explain_at(&e.path, &e.kind))?;
+            if let Some(variable) = source.as_deref().and_then(|s| two_underscores(s, &e)) {
+                write!(f, " (a table's key takes two underscores: {variable})")?;
+            }
         }
         if let Some(also) = &self.also {
             write!(f, "\n{also}")?;
         }
         Ok(())
     }
+}
+
+/// For an unknown key a variable set with one underscore where a table and its key meet
+/// (`HO_API_LISTEN`), the variable meant (`HO_API__LISTEN`); `source` is the error's.
+fn two_underscores(source: &str, e: &figment::Error) -> Option<String> {
+    let figment::error::Kind::UnknownField(found, expected) = &e.kind else {
+        return None;
+    };
+    source.strip_prefix("environment ")?;
+    let (table, key) = (found.match_indices('_'))
+        .map(|(i, _)| (&found[..i], &found[i + 1..]))
+        .find(|(table, key)| !key.is_empty() && expected.contains(table))?;
+    let parents = &e.path[..e.path.len().saturating_sub(1)];
+    let keys = (parents.iter().map(String::as_str)).chain([table, key]);
+    Some(ENV_PREFIX.to_owned() + &keys.collect::<Vec<_>>().join("__").to_ascii_uppercase())
 }
 
 /// The `HO_*` variable that set the value at `path` (figment names only "`HO_` environment

@@ -338,6 +338,20 @@ fn an_environment_error_names_its_variable() {
             error.starts_with("environment HO_DEFAULT__CHECK__PORT: default: unknown key"),
             "{error}"
         );
+        // One underscore where a table and its key meet: the variable meant.
+        for (set, meant) in [
+            ("HO_API_LISTEN", "HO_API__LISTEN"),
+            ("HO_DEFAULTS__CHECK_PORT", "HO_DEFAULTS__CHECK__PORT"),
+        ] {
+            jail.clear_env();
+            jail.set_env(set, "80");
+            let error = load(&["base.toml"]).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("environment {set}: "))
+                    && error.ends_with(&format!(" (a table's key takes two underscores: {meant})")),
+                "{error}"
+            );
+        }
         Ok(())
     });
 }
