@@ -147,6 +147,18 @@ fn off_reason(planned: &ho_config::PlannedSink) -> String {
     }
 }
 
+/// The sinks `plan` gives no canary, each with why.
+fn off_list(plan: &Plan) -> Vec<CanaryOff> {
+    let asked = canaried(plan);
+    (plan.sinks.iter())
+        .filter(|(sink, _)| !asked.contains_key(*sink))
+        .map(|(sink, planned)| CanaryOff {
+            sink: sink.clone(),
+            reason: off_reason(planned),
+        })
+        .collect()
+}
+
 /// Starts the canaries of `plans`' sinks and follows plan changes, restarting only the
 /// sinks whose canary or names changed; everything stops when the plans' sender is
 /// dropped (the engine stopped). Observations go to `observations` (the ledger); sinks
@@ -172,6 +184,8 @@ pub fn start(
         }
     });
     let board = Board::default();
+    // Known before the first `/status`: the tasks below start when this thread next waits.
+    *board.off.lock().expect("never poisoned") = off_list(&plans.borrow());
     let off = board.off.clone();
     let shared = Shared {
         intended,
@@ -190,14 +204,7 @@ pub fn start(
         loop {
             let plan = plans.borrow_and_update().clone();
             retask(&mut tasks, &plan, &shared);
-            let asked = canaried(&plan);
-            *off.lock().expect("never poisoned") = (plan.sinks.iter())
-                .filter(|(sink, _)| !asked.contains_key(*sink))
-                .map(|(sink, planned)| CanaryOff {
-                    sink: sink.clone(),
-                    reason: off_reason(planned),
-                })
-                .collect();
+            *off.lock().expect("never poisoned") = off_list(&plan);
             if plans.changed().await.is_err() {
                 break;
             }
