@@ -7,7 +7,7 @@ use figment::providers::{Format, Serialized, Toml};
 use figment::Figment;
 
 use crate::model::{CheckOverrides, Config, Defaults};
-use crate::validate::{validate, Kinds};
+use crate::validate::{validate, FieldError, Kinds, ValidationErrors};
 use crate::Plan;
 
 pub use located::InvalidConfig;
@@ -361,8 +361,9 @@ pub fn load_plan_reading(
                 .map(|errors| InvalidConfig::locate(errors, &layered, &config)),
         ),
         (Err(first), every) => {
-            let also = validate_without_bad_keys(&layered, &first, kinds);
-            (every.unwrap_or(first), also)
+            let parse = every.unwrap_or_else(|| first.clone());
+            let also = validate_without_bad_keys(&layered, &first, &parse, kinds);
+            (parse, also)
         }
     };
     let also = also.filter(|_| parse.clone().into_iter().all(|e| can_leave_out(&e)));
@@ -380,24 +381,38 @@ fn validated(config: &Config, kinds: &Kinds<'_>, layered: &Figment) -> Result<Pl
 
 /// When every parse error is a key [`can_leave_out`]: the validation errors of the
 /// configuration with those keys left out (`None` when it then validates, or other parse
-/// errors remain), located in `layered`. A value of the wrong type is reported as such, its
-/// key's default standing in for it, so that an error elsewhere (an endpoint's address
+/// errors remain), located in `layered`, after the parse errors that leaving them out
+/// brought to light (serde stops at a table's first: an endpoint's `weight = "x"` beside its
+/// bad `port`) that `said` does not hold. A value of the wrong type is reported as such,
+/// its key's default standing in for it, so that an error elsewhere (an endpoint's address
 /// beside a bad `defaults.check.rise`) is said in the same run; what validation says of that
 /// key's neighbours is left out, since it may judge them by the default (a check's keys by
 /// the default `kind`).
 fn validate_without_bad_keys(
     layered: &Figment,
     error: &figment::Error,
+    said: &figment::Error,
     kinds: &Kinds<'_>,
 ) -> Option<InvalidConfig> {
     let mut value: figment::value::Value = layered.extract().ok()?;
     let mut error = error.clone();
     let mut mistyped: Vec<String> = Vec::new();
-    // Serde reports one unknown key per table at a time: a few rounds find them all.
-    for _ in 0..64 {
+    let said: Vec<Vec<String>> = said.clone().into_iter().map(|e| e.path).collect();
+    let mut found: Vec<FieldError> = Vec::new();
+    // Serde reports one bad key per table at a time: a few rounds find them all.
+    for round in 0..64 {
         let errors: Vec<figment::Error> = error.clone().into_iter().collect();
         if !errors.iter().all(can_leave_out) {
             return None;
+        }
+        for e in errors
+            .iter()
+            .filter(|e| round > 0 && !said.contains(&e.path))
+        {
+            found.push(FieldError {
+                path: field_path(&e.path),
+                reason: crate::explain::explain_at(&e.path, &e.kind),
+            });
         }
         for e in &errors {
             if is_unknown_key(e) {
@@ -417,14 +432,19 @@ fn validate_without_bad_keys(
         }
         match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
             Ok(config) => {
-                let mut errors = validate(&config, kinds).err()?;
+                let mut errors = validate(&config, kinds).err().unwrap_or_default();
                 errors
                     .0
                     .retain(|e| !mistyped.iter().any(|t| within(&e.path, t)));
-                if errors.0.is_empty() {
+                found.append(&mut errors.0);
+                if found.is_empty() {
                     return None;
                 }
-                return Some(InvalidConfig::locate(errors, layered, &config));
+                return Some(InvalidConfig::locate(
+                    ValidationErrors(found),
+                    layered,
+                    &config,
+                ));
             }
             Err(next) => error = next,
         }

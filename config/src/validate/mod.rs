@@ -74,29 +74,47 @@ impl ValidationErrors {
 
 /// Deserializes a component's own keys (a sink table's, a check kind's) into its settings
 /// type `T`, reporting errors under `path` in the operator's words ([`crate::explain`]).
+/// Serde stops at a table's first bad key: each is left out in turn and the rest read
+/// again, so every bad key of the table is said at once (a required key left out is not
+/// said missing).
 pub fn parse_keys<T: serde::de::DeserializeOwned>(
     keys: &std::collections::BTreeMap<String, figment::value::Value>,
     path: &str,
 ) -> Result<T, Vec<FieldError>> {
+    use figment::error::Kind;
     use figment::value::{Tag, Value};
-    let dict = keys.clone().into_iter().collect();
-    Value::Dict(Tag::Default, dict)
-        .deserialize::<T>()
-        .map_err(|e| {
-            e.into_iter()
-                .map(|e| {
-                    let mut at = path.to_owned();
-                    for p in &e.path {
-                        at.push('.');
-                        at.push_str(p);
-                    }
-                    FieldError {
-                        path: at,
-                        reason: crate::explain::explain_at(&e.path, &e.kind),
-                    }
-                })
-                .collect()
-        })
+    let mut dict: figment::value::Dict = keys.clone().into_iter().collect();
+    let mut errors = Vec::new();
+    let mut left_out: Vec<String> = Vec::new();
+    loop {
+        let error = match Value::Dict(Tag::Default, dict.clone()).deserialize::<T>() {
+            Ok(settings) if errors.is_empty() => return Ok(settings),
+            Ok(_) => return Err(errors),
+            Err(error) => error,
+        };
+        let mut again = false;
+        for e in error {
+            if matches!(&e.kind, Kind::MissingField(key) if left_out.iter().any(|k| k == key)) {
+                continue;
+            }
+            let mut at = path.to_owned();
+            for p in &e.path {
+                at.push('.');
+                at.push_str(p);
+            }
+            errors.push(FieldError {
+                path: at,
+                reason: crate::explain::explain_at(&e.path, &e.kind),
+            });
+            if let Some(key) = e.path.first() {
+                again |= dict.remove(key).is_some();
+                left_out.push(key.clone());
+            }
+        }
+        if !again {
+            return Err(errors);
+        }
+    }
 }
 
 /// The collector validation pushes into while it walks the config.
