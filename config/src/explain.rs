@@ -64,6 +64,8 @@ fn written(actual: &Actual) -> String {
         Actual::Bool(b) => b.to_string(),
         Actual::Unsigned(n) => n.to_string(),
         Actual::Signed(n) => n.to_string(),
+        // `1.0`, not `1`: a whole number written as a float is still refused as one.
+        Actual::Float(n) if n.fract() == 0.0 && n.is_finite() => format!("{n:.1}"),
         Actual::Float(n) => n.to_string(),
         Actual::Char(c) => format!("{:?}", c.to_string()),
         Actual::Str(s) => format!("{s:?}"),
@@ -102,7 +104,7 @@ pub fn unknown(what: &str, found: &str, expected: &[&str]) -> String {
         .map(|e| (distance(found, e), *e))
         .min_by_key(|(d, _)| *d);
     match closest {
-        Some((d, e)) if d <= (found.chars().count() / 3).max(1) => {
+        Some((_, e)) if likely_typo(found, e) => {
             format!("unknown {what} `{found}`; did you mean `{e}`?")
         }
         _ if expected.is_empty() => format!("unknown {what} `{found}`"),
@@ -111,6 +113,11 @@ pub fn unknown(what: &str, found: &str, expected: &[&str]) -> String {
             expected.join(", ")
         ),
     }
+}
+
+/// Whether `found` is close enough to `meant` to be a misspelling of it.
+pub(crate) fn likely_typo(found: &str, meant: &str) -> bool {
+    distance(found, meant) <= (found.chars().count() / 3).max(1)
 }
 
 /// A number written where a duration belongs, as written.
@@ -226,6 +233,10 @@ mod tests {
         assert_eq!(
             explain(&Kind::InvalidValue(Actual::Signed(-3), "usize".into())),
             "-3 is not a whole number, 0 or more"
+        );
+        assert_eq!(
+            explain(&Kind::InvalidType(Actual::Float(1.0), "u32".into())),
+            "1.0 is not a whole number from 0 to 4294967295"
         );
         assert_eq!(
             explain(&Kind::InvalidType(Actual::Str("abc".into()), "f64".into())),

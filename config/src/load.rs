@@ -385,9 +385,9 @@ fn validated(config: &Config, kinds: &Kinds<'_>, layered: &Figment) -> Result<Pl
 /// brought to light (serde stops at a table's first: an endpoint's `weight = "x"` beside its
 /// bad `port`) that `said` does not hold. A value of the wrong type is reported as such,
 /// its key's default standing in for it, so that an error elsewhere (an endpoint's address
-/// beside a bad `defaults.check.rise`) is said in the same run; what validation says of that
-/// key's neighbours is left out, since it may judge them by the default (a check's keys by
-/// the default `kind`).
+/// beside a bad `defaults.check.rise`) is said in the same run; for a check's `kind`, what
+/// validation says of the check's other keys is left out, since it would judge them by the
+/// default kind.
 fn validate_without_bad_keys(
     layered: &Figment,
     error: &figment::Error,
@@ -416,7 +416,7 @@ fn validate_without_bad_keys(
         }
         for e in &errors {
             if is_unknown_key(e) {
-                remove_at(&mut value, &e.path);
+                remove_at(&mut value, &e.path, None);
                 continue;
             }
             // An element of a list is left out with its list.
@@ -425,10 +425,16 @@ fn validate_without_bad_keys(
             while key.last().is_some_and(digits) {
                 key = &key[..key.len() - 1];
             }
-            if !remove_at(&mut value, key) {
+            // The built-in default where there is one: a key every table of its kind
+            // must have (`api.listen`) cannot just be left out.
+            if !remove_at(&mut value, key, builtin_at(key)) {
                 return None;
             }
-            mistyped.push(field_path(&key[..key.len() - 1]));
+            // A check's `kind` decides how its other keys read: with the default's in its
+            // place, what validation says of them may be wrong.
+            if key.last().is_some_and(|k| k == "kind") {
+                mistyped.push(field_path(&key[..key.len() - 1]));
+            }
         }
         match Figment::from(Serialized::defaults(&value)).extract::<Config>() {
             Ok(config) => {
@@ -452,6 +458,13 @@ fn validate_without_bad_keys(
     None
 }
 
+/// The built-in layer's value at `path`, if it has one.
+fn builtin_at(path: &[String]) -> Option<figment::value::Value> {
+    let value = figment::value::Value::serialize(builtin()).ok()?;
+    let dotted = path.join(".");
+    value.find(&dotted)
+}
+
 /// Whether `path` is a key inside the table at `table` (a validation path, as
 /// [`field_path`] writes one); the table itself is not, nor is anything inside the top level
 /// (its keys are sections that do not judge one another: `state_dir` and `[api]`).
@@ -468,21 +481,27 @@ fn is_unknown_key(error: &figment::Error) -> bool {
 }
 
 /// Whether validation can go on without the key `error` is about: one the schema does not
-/// have, or a value of the wrong type or out of its type's range (its key has a default).
+/// have, or a value of the wrong type, out of its type's range or that its type refused
+/// (`listen = "localhost"`: its key has a default).
 fn can_leave_out(error: &figment::Error) -> bool {
     use figment::error::Kind;
-    matches!(
-        error.kind,
+    match error.kind {
         Kind::UnknownField(..)
-            | Kind::InvalidType(..)
-            | Kind::InvalidValue(..)
-            | Kind::UnknownVariant(..)
-    )
+        | Kind::InvalidType(..)
+        | Kind::InvalidValue(..)
+        | Kind::UnknownVariant(..) => true,
+        Kind::Message(_) => !error.path.is_empty(),
+        _ => false,
+    }
 }
 
-/// Removes the key at `path` (table keys and array indices) from `value`; whether there
-/// was one.
-fn remove_at(value: &mut figment::value::Value, path: &[String]) -> bool {
+/// Removes the key at `path` (table keys and array indices) from `value`, or with
+/// `instead` puts that in its place; whether there was one.
+fn remove_at(
+    value: &mut figment::value::Value,
+    path: &[String],
+    instead: Option<figment::value::Value>,
+) -> bool {
     use figment::value::Value;
     let Some((last, parents)) = path.split_last() else {
         return false;
@@ -503,8 +522,9 @@ fn remove_at(value: &mut figment::value::Value, path: &[String]) -> bool {
             _ => return false,
         };
     }
-    match at {
-        Value::Dict(_, dict) => dict.remove(last).is_some(),
+    match (at, instead) {
+        (Value::Dict(_, dict), None) => dict.remove(last).is_some(),
+        (Value::Dict(_, dict), Some(v)) => dict.insert(last.clone(), v).is_some(),
         _ => false,
     }
 }

@@ -83,7 +83,7 @@ fn rest_errors(mut rests: Vec<Rest>) -> Vec<figment::Error> {
 /// Removes the key at `path` from `dict`; whether there was one.
 fn remove_from(dict: &mut Dict, path: &[String]) -> bool {
     let mut value = Value::from(std::mem::take(dict));
-    let removed = remove_at(&mut value, path);
+    let removed = remove_at(&mut value, path, None);
     *dict = value.into_dict().unwrap_or_default();
     removed
 }

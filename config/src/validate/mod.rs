@@ -75,8 +75,8 @@ impl ValidationErrors {
 /// Deserializes a component's own keys (a sink table's, a check kind's) into its settings
 /// type `T`, reporting errors under `path` in the operator's words ([`crate::explain`]).
 /// Serde stops at a table's first bad key: each is left out in turn and the rest read
-/// again, so every bad key of the table is said at once (a required key left out is not
-/// said missing).
+/// again, so every bad key of the table is said at once (a required key left out or
+/// misspelt is not also said missing).
 pub fn parse_keys<T: serde::de::DeserializeOwned>(
     keys: &std::collections::BTreeMap<String, figment::value::Value>,
     path: &str,
@@ -94,7 +94,12 @@ pub fn parse_keys<T: serde::de::DeserializeOwned>(
         };
         let mut again = false;
         for e in error {
-            if matches!(&e.kind, Kind::MissingField(key) if left_out.iter().any(|k| k == key)) {
+            // A required key left out, or misspelt (said as an unknown key), is not also
+            // said missing.
+            if matches!(&e.kind, Kind::MissingField(key) if left_out.iter()
+                .any(|k| k.starts_with(&**key) || key.starts_with(k.as_str())
+                    || crate::explain::likely_typo(k, key)))
+            {
                 continue;
             }
             let mut at = path.to_owned();
