@@ -212,14 +212,15 @@ fn check_timing(
     if r.interval.is_zero() {
         errs.push(at("interval"), "must be greater than 0");
     }
-    // A timeout or fast interval left unset follows the interval: a zero interval's error
-    // says it all.
+    // A timeout or fast interval left unset follows the interval, and none can be below a
+    // zero one: a zero interval's error says it all.
     let follows_zero = |set: bool| !set && r.interval.is_zero();
+    let zero = r.interval.is_zero();
     if r.timeout.is_zero() {
         if !follows_zero(merged.timeout.is_some()) {
             errs.push(at("timeout"), "must be greater than 0");
         }
-    } else if r.timeout >= r.interval {
+    } else if r.timeout >= r.interval && !zero {
         errs.push(
             at("timeout"),
             format!(
@@ -233,7 +234,7 @@ fn check_timing(
         if !follows_zero(merged.fast_interval.is_some()) {
             errs.push(at("fast_interval"), "must be greater than 0");
         }
-    } else if r.fast_interval > r.interval {
+    } else if r.fast_interval > r.interval && !zero {
         errs.push(
             at("fast_interval"),
             format!(
