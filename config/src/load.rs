@@ -322,10 +322,11 @@ pub fn load_reading(
     }
     // Before figment's tree is made, so that the two never take memory at once.
     let every = every_error::every_error(&layers);
-    match (figment_of(&layers).extract(), every) {
+    let layered = figment_of(&layers);
+    match (layered.extract(), every) {
         (Ok(config), None) => Ok(config),
         (Ok(_) | Err(_), Some(e)) | (Err(e), None) => Err(ConfigError::Parse(ParseErrors {
-            parse: Box::new(e),
+            parse: Box::new(with_values(e, &layered)),
             also: None,
         })),
     }
@@ -368,9 +369,55 @@ pub fn load_plan_reading(
     };
     let also = also.filter(|_| parse.clone().into_iter().all(|e| can_leave_out(&e)));
     Err(ConfigError::Parse(ParseErrors {
-        parse: Box::new(parse),
+        parse: Box::new(with_values(parse, &layered)),
         also,
     }))
+}
+
+/// The value at `path` in `layered` (table keys and array indices).
+fn value_at(layered: &Figment, path: &[String]) -> Option<figment::value::Value> {
+    use figment::value::Value;
+    let mut at = layered.find_value(path.first()?).ok()?;
+    for key in &path[1..] {
+        at = match at {
+            Value::Dict(_, mut dict) => dict.remove(key)?,
+            Value::Array(_, mut items) => {
+                let i = key.parse::<usize>().ok().filter(|&i| i < items.len())?;
+                items.swap_remove(i)
+            }
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// `error` with the value each message of a type's own parser refused (`api.listen:
+/// "localhost": invalid socket address syntax`), found in `layered`: those messages do not
+/// quote it, as serde's type errors do.
+fn with_values(error: figment::Error, layered: &Figment) -> figment::Error {
+    use figment::error::Kind;
+    use figment::value::Value;
+    let errors = error.into_iter().map(|mut e| {
+        let refused = match &e.kind {
+            Kind::Message(_) => value_at(layered, &e.path),
+            _ => None,
+        };
+        let written = match refused {
+            Some(Value::String(_, s)) => Some(format!("{s:?}")),
+            Some(Value::Num(_, n)) => n.to_u128().map(|n| n.to_string()),
+            _ => None,
+        };
+        if let (Some(written), Kind::Message(message)) = (written, &e.kind) {
+            if !message.contains(&written) {
+                e.kind = Kind::Message(format!("{written}: {message}"));
+            }
+        }
+        e
+    });
+    let errors: Vec<figment::Error> = errors.collect();
+    (errors.into_iter().rev())
+        .reduce(|later, e| later.chain(e))
+        .expect("an error holds one at least")
 }
 
 /// `config` validated, its errors located in `layered`, the figment it was extracted from.
