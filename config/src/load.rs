@@ -149,7 +149,7 @@ fn env_variable(path: &[String]) -> Option<String> {
 fn field_path(path: &[String]) -> String {
     let mut out = String::new();
     for key in path {
-        if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
+        if is_index(key) {
             out.push_str(&format!("[{key}]"));
         } else {
             if !out.is_empty() {
@@ -159,6 +159,11 @@ fn field_path(path: &[String]) -> String {
         }
     }
     out
+}
+
+/// Whether a figment path key is an array index.
+fn is_index(key: &str) -> bool {
+    !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The built-in layer: every default in one place, so `check-config` and the docs agree.
@@ -376,19 +381,8 @@ pub fn load_plan_reading(
 
 /// The value at `path` in `layered` (table keys and array indices).
 fn value_at(layered: &Figment, path: &[String]) -> Option<figment::value::Value> {
-    use figment::value::Value;
-    let mut at = layered.find_value(path.first()?).ok()?;
-    for key in &path[1..] {
-        at = match at {
-            Value::Dict(_, mut dict) => dict.remove(key)?,
-            Value::Array(_, mut items) => {
-                let i = key.parse::<usize>().ok().filter(|&i| i < items.len())?;
-                items.swap_remove(i)
-            }
-            _ => return None,
-        };
-    }
-    Some(at)
+    let mut top = layered.find_value(path.first()?).ok()?;
+    walk(&mut top, &path[1..]).cloned()
 }
 
 /// `error` with the value each message of a type's own parser refused (`api.listen:
@@ -467,9 +461,8 @@ fn validate_without_bad_keys(
                 continue;
             }
             // An element of a list is left out with its list.
-            let digits = |k: &String| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit());
             let mut key = &e.path[..];
-            while key.last().is_some_and(digits) {
+            while key.last().is_some_and(|k| is_index(k)) {
                 key = &key[..key.len() - 1];
             }
             // The built-in default where there is one: a key every table of its kind
@@ -553,25 +546,22 @@ fn remove_at(
     let Some((last, parents)) = path.split_last() else {
         return false;
     };
-    let mut at = value;
-    for key in parents {
-        at = match at {
-            Value::Dict(_, dict) => match dict.get_mut(key) {
-                Some(next) => next,
-                None => return false,
-            },
-            Value::Array(_, items) => {
-                match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
-                    Some(next) => next,
-                    None => return false,
-                }
-            }
-            _ => return false,
-        };
-    }
-    match (at, instead) {
-        (Value::Dict(_, dict), None) => dict.remove(last).is_some(),
-        (Value::Dict(_, dict), Some(v)) => dict.insert(last.clone(), v).is_some(),
+    match (walk(value, parents), instead) {
+        (Some(Value::Dict(_, dict)), None) => dict.remove(last).is_some(),
+        (Some(Value::Dict(_, dict)), Some(v)) => dict.insert(last.clone(), v).is_some(),
         _ => false,
     }
+}
+
+/// The value at `path` below `value` (table keys and array indices).
+fn walk<'a>(
+    value: &'a mut figment::value::Value,
+    path: &[String],
+) -> Option<&'a mut figment::value::Value> {
+    use figment::value::Value;
+    path.iter().try_fold(value, |at, key| match at {
+        Value::Dict(_, dict) => dict.get_mut(key),
+        Value::Array(_, items) => key.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+        _ => None,
+    })
 }
