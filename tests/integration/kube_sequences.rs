@@ -234,3 +234,27 @@ async fn kube_sequence_4615227603370118725() {
         panic!("step {}: {}", v.step, v.what);
     }
 }
+
+/// A generated sequence that broke a listener's record in CI: a Gateway of three listeners
+/// with host-name addresses, a DNSPolicy, then the Gateway down to one listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_sequence_7538599577391567938() {
+    use steps::{Addresses, Step};
+    let steps = [
+        Step::Gateway {
+            listeners: 3,
+            addresses: Addresses::Hostname,
+        },
+        Step::Policy {
+            v1alpha1: true,
+            valid: true,
+        },
+        Step::Gateway {
+            listeners: 1,
+            addresses: Addresses::Hostname,
+        },
+    ];
+    if let Err(v) = run(&steps).await {
+        panic!("step {}: {}", v.step, v.what);
+    }
+}

@@ -62,7 +62,7 @@ impl FoundGateway {
 
 /// A Gateway's `status.addresses[]`: those of type `IPAddress` (the default type when
 /// unset) and `Hostname`; other types (implementation-specific) are skipped.
-fn gateway_addresses(gateway: &DynamicObject) -> Vec<Target> {
+pub(super) fn gateway_addresses(gateway: &DynamicObject) -> Vec<Target> {
     let Some(addresses) = gateway
         .data
         .pointer("/status/addresses")

@@ -111,7 +111,7 @@ fn kept_because(
                 policy: policy.to_owned(),
                 why: why.clone(),
             }),
-            None if !has_ip_address(gateway) => Some(Kept::NoAddress {
+            None if !has_address(gateway) => Some(Kept::NoAddress {
                 gateway: listener.gateway.clone(),
             }),
             None => None,
@@ -143,14 +143,8 @@ fn targeting<'a>(view: &'a View<'_>, ns: &str, gateway: &str) -> Option<&'a str>
         .and_then(|o| o.metadata.name.as_deref())
 }
 
-/// Whether the Gateway's status has an IP address (the addresses a listener's record
-/// publishes).
-fn has_ip_address(gateway: &DynamicObject) -> bool {
-    gateway.data["status"]["addresses"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|a| a["type"].as_str().is_none_or(|t| t == "IPAddress"))
-        .filter_map(|a| a["value"].as_str())
-        .any(|v| v.parse::<std::net::IpAddr>().is_ok())
+/// Whether the Gateway's status has an address a listener's record publishes: an IP
+/// address (an A or AAAA record) or a host name (a CNAME), read as the records read them.
+fn has_address(gateway: &DynamicObject) -> bool {
+    !super::super::discover::gateway_addresses(gateway).is_empty()
 }

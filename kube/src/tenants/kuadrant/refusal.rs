@@ -66,7 +66,7 @@ pub enum Kept {
         /// Why the translation says it is invalid.
         why: String,
     },
-    /// Its Gateway has lost its addresses.
+    /// Its Gateway has lost its addresses (neither an IP address nor a host name).
     #[error("Gateway {gateway} has no IP address in its status")]
     NoAddress {
         /// The Gateway.
